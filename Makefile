@@ -1,0 +1,165 @@
+# pagein - one Makefile for the library, the tool, tests, fuzzing and benchmarks.
+#
+#   make              libpagein.a, libpagein.so and the pagein tool (in build/)
+#   make test         every test: unit tests, under ASan+UBSan too, fuzz-corpus
+#                     replay, CLI tests, and the optional parts' tests
+#   make demo         generate a sample model and run the main job on it
+#   make install      PREFIX=/usr/local DESTDIR=
+#   make fuzz         CC=clang FUZZ_TIME=60: run every libFuzzer target
+#   make asan / ubsan / SANITIZE=address,undefined
+#
+# Optional parts live in mk/*.mk fragments; each appends to the ALL_EXTRA,
+# TEST_EXTRA and CLEAN_EXTRA variables below.
+
+CC ?= cc
+ifeq ($(origin CC),default)
+CC := cc
+endif
+PREFIX ?= /usr/local
+DESTDIR ?=
+BUILD ?= build
+CFLAGS ?= -O2 -g
+WERROR ?=
+SANITIZE ?=
+PY ?= /usr/bin/python3
+
+VERSION := $(shell sed -n 's/^\#define PAGEIN_VERSION_STRING "\(.*\)"/\1/p' include/pagein.h)
+
+BASE_CFLAGS := -std=c11 -D_GNU_SOURCE -fvisibility=hidden -fPIC -Iinclude -Wall -Wextra \
+               -Wshadow -Wno-unused-parameter $(if $(WERROR),-Werror)
+ifneq ($(SANITIZE),)
+BASE_CFLAGS += -fsanitize=$(SANITIZE) -fno-sanitize-recover=all -fno-omit-frame-pointer
+SAN_LDFLAGS := -fsanitize=$(SANITIZE)
+endif
+ALL_CFLAGS = $(BASE_CFLAGS) $(CFLAGS) $(LIB_CFLAGS)
+LDLIBS_CORE := -lpthread
+LIB_LDLIBS ?=
+
+LIB_SRC := $(sort $(wildcard src/*.c src/*/*.c))
+LIB_OBJ := $(LIB_SRC:%.c=$(BUILD)/obj/%.o)
+CLI_SRC := $(sort $(wildcard cli/*.c))
+CLI_OBJ := $(CLI_SRC:%.c=$(BUILD)/obj/%.o)
+TEST_SRC := $(sort $(wildcard tests/*.c))
+TEST_OBJ := $(TEST_SRC:%.c=$(BUILD)/obj/%.o)
+BENCH_SRC := $(sort $(wildcard bench/*.c))
+BENCH_BIN := $(BENCH_SRC:bench/%.c=$(BUILD)/bench/%)
+FUZZ_TARGETS := $(patsubst fuzz/fuzz_%.c,%,$(sort $(wildcard fuzz/fuzz_*.c)))
+
+LIBA := $(BUILD)/libpagein.a
+LIBSO := $(BUILD)/libpagein.so
+TOOL := $(BUILD)/pagein
+TESTRUN := $(BUILD)/tests/run
+
+ALL_EXTRA :=
+TEST_EXTRA :=
+CLEAN_EXTRA :=
+
+.PHONY: all lib test unit-test san-test fuzz-replay cli-test demo install clean fuzz asan ubsan deps bench
+
+all: lib $(TOOL) $(BENCH_BIN)
+
+lib: $(LIBA) $(LIBSO)
+
+-include $(sort $(wildcard mk/*.mk))
+
+all: $(ALL_EXTRA)
+
+$(BUILD)/obj/%.o: %.c $(wildcard include/*.h src/*.h tests/*.h cli/*.h fuzz/*.h) $(MK_DEPS)
+	@mkdir -p $(dir $@)
+	$(CC) $(ALL_CFLAGS) -c $< -o $@
+
+$(LIBA): $(LIB_OBJ)
+	@mkdir -p $(dir $@)
+	rm -f $@
+	ar rcs $@ $^
+
+$(LIBSO): $(LIB_OBJ)
+	$(CC) -shared -Wl,-soname,libpagein.so.0 $(SAN_LDFLAGS) -o $@ $^ $(LDLIBS_CORE) $(LIB_LDLIBS)
+
+$(TOOL): $(CLI_OBJ) $(LIBA)
+	$(CC) $(SAN_LDFLAGS) -o $@ $(CLI_OBJ) $(LIBA) $(LDLIBS_CORE) $(LIB_LDLIBS) -lm
+
+$(TESTRUN): $(TEST_OBJ) $(LIBA)
+	@mkdir -p $(dir $@)
+	$(CC) $(SAN_LDFLAGS) -o $@ $(TEST_OBJ) $(LIBA) $(LDLIBS_CORE) $(LIB_LDLIBS) -lm
+
+$(BUILD)/bench/%: bench/%.c $(LIBA)
+	@mkdir -p $(dir $@)
+	$(CC) $(ALL_CFLAGS) -o $@ $< $(LIBA) $(LDLIBS_CORE) $(LIB_LDLIBS) -lm
+
+# ---- fuzz targets: replay driver (any compiler) and libFuzzer (clang) ------
+$(BUILD)/fuzz/replay_%: fuzz/replay.c fuzz/fuzz_%.c $(LIBA)
+	@mkdir -p $(dir $@)
+	$(CC) $(ALL_CFLAGS) -o $@ fuzz/replay.c fuzz/fuzz_$*.c $(LIBA) $(LDLIBS_CORE) $(LIB_LDLIBS) -lm
+
+FUZZ_TIME ?= 60
+FUZZ_BUILD := build-fuzz
+fuzz:
+	@command -v clang >/dev/null || { echo "make fuzz needs clang"; exit 2; }
+	$(MAKE) BUILD=$(FUZZ_BUILD) CC=clang SANITIZE=fuzzer-no-link,address,undefined lib
+	@for t in $(FUZZ_TARGETS); do \
+	  clang -std=c11 -D_GNU_SOURCE -Iinclude -g -O1 -fsanitize=fuzzer,address,undefined \
+	    -o $(FUZZ_BUILD)/fuzz_$$t fuzz/fuzz_$$t.c $(FUZZ_BUILD)/libpagein.a -lpthread $(LIB_LDLIBS) -lm || exit 1; \
+	  mkdir -p $(FUZZ_BUILD)/corpus/$$t; \
+	  echo "== fuzzing $$t for $(FUZZ_TIME)s"; \
+	  ./$(FUZZ_BUILD)/fuzz_$$t -max_total_time=$(FUZZ_TIME) -print_final_stats=1 \
+	    $(FUZZ_BUILD)/corpus/$$t fuzz/corpus/$$t $$(cat fuzz/seeds_$$t.txt 2>/dev/null) || exit 1; \
+	done
+
+# ---- tests -----------------------------------------------------------------
+SAN_BUILD := build-san
+SAN := address,undefined
+
+test: deps
+	$(MAKE) unit-test
+	$(MAKE) san-test
+	$(MAKE) cli-test
+	@for t in $(TEST_EXTRA); do $(MAKE) $$t || exit 1; done
+	@echo "make test: all suites passed"
+
+unit-test: all $(TESTRUN)
+	$(TESTRUN)
+
+# The same unit tests and the fuzz corpora under ASan+UBSan (gcc or clang).
+san-test:
+	$(MAKE) BUILD=$(SAN_BUILD) SANITIZE=$(SAN) $(SAN_BUILD)/tests/run \
+	  $(FUZZ_TARGETS:%=$(SAN_BUILD)/fuzz/replay_%)
+	ASAN_OPTIONS=detect_leaks=1 UBSAN_OPTIONS=print_stacktrace=1 $(SAN_BUILD)/tests/run
+	$(MAKE) BUILD=$(SAN_BUILD) SANITIZE=$(SAN) fuzz-replay
+
+fuzz-replay: $(FUZZ_TARGETS:%=$(BUILD)/fuzz/replay_%)
+	@for t in $(FUZZ_TARGETS); do \
+	  ./$(BUILD)/fuzz/replay_$$t fuzz/corpus/$$t $$(cat fuzz/seeds_$$t.txt 2>/dev/null) || exit 1; \
+	done
+
+cli-test: all
+	PAGEIN=$(TOOL) BUILD=$(BUILD) bash tests/cli/run.sh
+
+deps:
+	@bash scripts/deps.sh test
+
+asan:
+	$(MAKE) BUILD=build-asan SANITIZE=address
+ubsan:
+	$(MAKE) BUILD=build-ubsan SANITIZE=undefined
+
+# ---- demo ------------------------------------------------------------------
+DEMO_MODEL ?= $(BUILD)/demo/sample.safetensors
+demo: all
+	@bash scripts/deps.sh demo
+	PAGEIN=$(TOOL) DEMO_MODEL=$(DEMO_MODEL) bash scripts/demo.sh
+
+# ---- install ---------------------------------------------------------------
+install: lib $(TOOL)
+	install -d $(DESTDIR)$(PREFIX)/include $(DESTDIR)$(PREFIX)/lib/pkgconfig $(DESTDIR)$(PREFIX)/bin
+	install -m 644 include/pagein.h $(DESTDIR)$(PREFIX)/include/
+	install -m 644 $(LIBA) $(DESTDIR)$(PREFIX)/lib/
+	install -m 755 $(LIBSO) $(DESTDIR)$(PREFIX)/lib/libpagein.so.$(VERSION)
+	ln -sf libpagein.so.$(VERSION) $(DESTDIR)$(PREFIX)/lib/libpagein.so.0
+	ln -sf libpagein.so.0 $(DESTDIR)$(PREFIX)/lib/libpagein.so
+	install -m 755 $(TOOL) $(DESTDIR)$(PREFIX)/bin/
+	sed -e 's|@PREFIX@|$(PREFIX)|g' -e 's|@VERSION@|$(VERSION)|g' -e 's|@LIBS@|$(LIB_LDLIBS)|g' \
+	  pagein.pc.in > $(DESTDIR)$(PREFIX)/lib/pkgconfig/pagein.pc
+
+clean:
+	rm -rf build build-san build-asan build-ubsan build-fuzz build-werror-* $(CLEAN_EXTRA)

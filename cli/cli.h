@@ -1,0 +1,65 @@
+/* cli.h - shared pieces of the pagein tool. The tool uses only <pagein.h>.
+ * Each command lives in its own cli/cmd_*.c and registers itself with
+ * CLI_COMMAND, so adding a command edits no other file. */
+#ifndef PAGEIN_CLI_H
+#define PAGEIN_CLI_H
+
+#ifndef _GNU_SOURCE
+#define _GNU_SOURCE
+#endif
+#include <stdint.h>
+#include <stdio.h>
+
+#include "pagein.h"
+
+/* Exit codes shared by every command. */
+#define EXIT_OK 0
+#define EXIT_INVALID 1 /* a checked input is invalid / a per-file failure */
+#define EXIT_USAGE 2   /* usage or I/O errors */
+
+typedef int (*cli_main_fn)(int argc, char **argv);
+
+struct cli_command {
+    const char *name;
+    const char *summary; /* one line for `pagein --help` */
+    cli_main_fn main;    /* argv[0] is the command name */
+};
+
+void cli_register(const struct cli_command *c);
+
+#define CLI_COMMAND(id, name_, summary_, fn_)                                    \
+    static const struct cli_command cli_cmd_##id = {name_, summary_, fn_};       \
+    __attribute__((constructor)) static void cli_reg_##id(void) {               \
+        cli_register(&cli_cmd_##id);                                            \
+    }
+
+/* Prints "pagein CMD: message" (+ pagein's detail when rc < 0) to stderr. */
+void cli_error(const char *cmd, int rc, const char *fmt, ...) __attribute__((format(printf, 3, 4)));
+
+/* JSON output helpers: a string with escapes (len bytes, may hold NUL). */
+void cli_json_str(FILE *out, const char *s, size_t len);
+
+/* "1.3G", "512M", "4096", "5GB", "1.5GiB" -> bytes (powers of 1024 for
+ * K/M/G/T with or without i/B; plain digits are bytes). -1 on error. */
+int cli_parse_size(const char *s, uint64_t *out);
+/* Formats bytes as "1.21 GiB" into buf. */
+const char *cli_human_bytes(uint64_t n, char *buf, size_t len);
+
+/* Monotonic seconds. */
+double cli_now(void);
+
+/* A progress bar on stderr, drawn only when stderr is a terminal. */
+struct cli_progress {
+    const char *label;
+    uint64_t total;
+    double start, last;
+    int enabled;
+};
+void cli_progress_start(struct cli_progress *p, const char *label, uint64_t total);
+void cli_progress_update(struct cli_progress *p, uint64_t done);
+void cli_progress_end(struct cli_progress *p);
+
+/* True if argv[i] is -h or --help. */
+int cli_is_help(const char *arg);
+
+#endif

@@ -1,0 +1,426 @@
+/*
+ * pagein.h - get model weights and training data from files into memory,
+ * fast and safely.
+ *
+ * This is the only installed header of libpagein. Everything a program can
+ * do with the library is declared here; src/internal.h is never installed.
+ *
+ * Conventions used by every function below (see docs/ARCHITECTURE.md):
+ *
+ *  - Errors. Every fallible function returns int: 0 (or a count) on success,
+ *    a negative value on failure. Failures reported by the operating system
+ *    are -errno (e.g. -ENOENT). Format and validation failures are the
+ *    PAGEIN_E_* codes below, a range far below any errno value.
+ *    pagein_strerror() names any of them. The human detail of the most
+ *    recent failure on the calling thread (which tensor, which offset, what
+ *    was expected) is returned by pagein_last_error_detail(). The library
+ *    never prints, never exits and never relies on errno.
+ *
+ *  - Ownership. Constructors take an out-pointer and set it only on success
+ *    (pagein_open(&f, ...)). Destructors accept NULL. Every pointer returned
+ *    by an accessor is borrowed from the object it was obtained from and is
+ *    valid until that object is closed, unless the accessor says otherwise.
+ *
+ *  - Options. Option structs start with a `size` field that the caller sets
+ *    to sizeof(the struct) (the PAGEIN_*_OPTS_INIT macros do this), so that
+ *    fields can be appended in later versions without breaking the ABI.
+ *    A NULL options pointer means all defaults.
+ *
+ *  - Threads. Distinct objects may be used from distinct threads freely.
+ *    Read-only accessors on one object may be called from many threads at
+ *    once. Calls that change an object (close, reload) need exclusive access.
+ */
+#ifndef PAGEIN_H
+#define PAGEIN_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+#if defined(__GNUC__) || defined(__clang__)
+#define PAGEIN_API __attribute__((visibility("default")))
+#else
+#define PAGEIN_API
+#endif
+
+#define PAGEIN_VERSION_MAJOR 0
+#define PAGEIN_VERSION_MINOR 1
+#define PAGEIN_VERSION_PATCH 0
+#define PAGEIN_VERSION_STRING "0.1.0"
+
+/* Returns the library version as MAJOR*10000 + MINOR*100 + PATCH. */
+PAGEIN_API unsigned pagein_version(void);
+/* Returns the library version as a static string, e.g. "0.1.0". */
+PAGEIN_API const char *pagein_version_string(void);
+
+/* ------------------------------------------------------------------------ */
+/* Errors                                                                   */
+/* ------------------------------------------------------------------------ */
+
+/*
+ * Library error codes. OS errors are returned as -errno and never collide
+ * with these (errno values are below 4096). The numeric values are part of
+ * the ABI and never change; new codes are appended.
+ */
+enum pagein_error {
+    PAGEIN_E_BASE = -30000,
+    PAGEIN_E_TRUNCATED = -30000,        /* input or file shorter than needed, or shrank */
+    PAGEIN_E_BAD_MAGIC = -30001,        /* not the expected format / unrecognised file */
+    PAGEIN_E_HEADER_TOO_SMALL = -30002, /* safetensors: fewer than 8 bytes */
+    PAGEIN_E_HEADER_TOO_LARGE = -30003, /* safetensors: header length > 100,000,000 */
+    PAGEIN_E_HEADER_LENGTH = -30004,    /* safetensors: 8 + N beyond end of file */
+    PAGEIN_E_BAD_UTF8 = -30005,         /* invalid UTF-8 in a header string */
+    PAGEIN_E_BAD_JSON = -30006,         /* JSON syntax or schema error */
+    PAGEIN_E_BAD_DTYPE = -30007,        /* unknown, removed or unsupported dtype / type id */
+    PAGEIN_E_BAD_OFFSET = -30008,       /* tensor offsets not contiguous / overlapping / out of bounds */
+    PAGEIN_E_OVERFLOW = -30009,         /* arithmetic overflow on element counts or sizes */
+    PAGEIN_E_BAD_TENSOR_INFO = -30010,  /* byte length disagrees with dtype and shape */
+    PAGEIN_E_MISALIGNED_SLICE = -30011, /* sub-byte dtype whose size is not whole bytes */
+    PAGEIN_E_INCOMPLETE = -30012,       /* data section does not end exactly at end of file */
+    PAGEIN_E_DUPLICATE = -30013,        /* duplicate key or tensor name */
+    PAGEIN_E_LIMIT = -30014,            /* a documented limit (depth, length, count) exceeded */
+    PAGEIN_E_NOT_FOUND = -30015,        /* no such tensor / key / layer */
+    PAGEIN_E_BAD_VERSION = -30016,      /* unsupported format version */
+    PAGEIN_E_BAD_ALIGNMENT = -30017,    /* alignment value invalid */
+    PAGEIN_E_ENDIAN = -30018,           /* byte order not supported */
+    PAGEIN_E_BAD_TYPE = -30019,         /* value has another type than requested */
+    PAGEIN_E_UNSUPPORTED = -30020,      /* valid input using a feature pagein does not support */
+    PAGEIN_E_CHANGED = -30021,          /* file replaced (inode changed) since open */
+    PAGEIN_E_BAD_INDEX = -30022,        /* sharded index or split set inconsistent */
+    PAGEIN_E_UNSAFE = -30023,           /* pickle asks for a global that is not allowlisted */
+    PAGEIN_E_BAD_ZIP = -30024,          /* zip container malformed */
+    PAGEIN_E_BAD_PICKLE = -30025,       /* pickle stream malformed */
+    PAGEIN_E_BAD_MANIFEST = -30026,     /* integrity manifest malformed */
+    PAGEIN_E_HASH_MISMATCH = -30027,    /* data does not match its manifest */
+    PAGEIN_E_MEMLOCK = -30028,          /* mlock refused: RLIMIT_MEMLOCK too low */
+    PAGEIN_E_BAD_DATASET = -30029,      /* training-data index malformed */
+    PAGEIN_E_RANGE = -30030,            /* request outside the file or object */
+    PAGEIN_E_INVALID = -30031,          /* invalid argument or state */
+    PAGEIN_E_CANCELLED = -30032,        /* operation stopped before completion */
+    PAGEIN_E_LAST = -30099
+};
+
+/* Returns a static, human-readable name for any return code: 0, -errno or
+ * PAGEIN_E_*. Never NULL. Thread-safe. */
+PAGEIN_API const char *pagein_strerror(int code);
+
+/* Returns the detail message of the most recent failure on the calling
+ * thread, e.g. "model.safetensors: tensor 'lm_head.weight': data_offsets
+ * [0,24] cover 24 bytes, expected 32 (F32 [2,4])". Empty string if none.
+ * The pointer is valid until the next pagein call on this thread. */
+PAGEIN_API const char *pagein_last_error_detail(void);
+
+/* ------------------------------------------------------------------------ */
+/* Data types                                                               */
+/* ------------------------------------------------------------------------ */
+
+/*
+ * One enum for every element type of every supported format. The first
+ * block follows the declaration order of the safetensors Rust crate's Dtype
+ * enum; the official writer sorts tensors by that order, descending. The
+ * second block holds ggml's block-quantized types (GGUF).
+ */
+typedef enum pagein_dtype {
+    PAGEIN_DTYPE_INVALID = 0,
+    PAGEIN_DTYPE_BOOL,
+    PAGEIN_DTYPE_F4,
+    PAGEIN_DTYPE_F6_E2M3,
+    PAGEIN_DTYPE_F6_E3M2,
+    PAGEIN_DTYPE_U8,
+    PAGEIN_DTYPE_I8,
+    PAGEIN_DTYPE_F8_E5M2,
+    PAGEIN_DTYPE_F8_E4M3,
+    PAGEIN_DTYPE_F8_E8M0,
+    PAGEIN_DTYPE_F8_E4M3FNUZ,
+    PAGEIN_DTYPE_F8_E5M2FNUZ,
+    PAGEIN_DTYPE_I16,
+    PAGEIN_DTYPE_U16,
+    PAGEIN_DTYPE_F16,
+    PAGEIN_DTYPE_BF16,
+    PAGEIN_DTYPE_I32,
+    PAGEIN_DTYPE_U32,
+    PAGEIN_DTYPE_F32,
+    PAGEIN_DTYPE_C64,
+    PAGEIN_DTYPE_F64,
+    PAGEIN_DTYPE_I64,
+    PAGEIN_DTYPE_U64,
+    /* ggml block-quantized types (GGUF). */
+    PAGEIN_DTYPE_Q4_0,
+    PAGEIN_DTYPE_Q4_1,
+    PAGEIN_DTYPE_Q5_0,
+    PAGEIN_DTYPE_Q5_1,
+    PAGEIN_DTYPE_Q8_0,
+    PAGEIN_DTYPE_Q8_1,
+    PAGEIN_DTYPE_Q2_K,
+    PAGEIN_DTYPE_Q3_K,
+    PAGEIN_DTYPE_Q4_K,
+    PAGEIN_DTYPE_Q5_K,
+    PAGEIN_DTYPE_Q6_K,
+    PAGEIN_DTYPE_Q8_K,
+    PAGEIN_DTYPE_IQ2_XXS,
+    PAGEIN_DTYPE_IQ2_XS,
+    PAGEIN_DTYPE_IQ3_XXS,
+    PAGEIN_DTYPE_IQ1_S,
+    PAGEIN_DTYPE_IQ4_NL,
+    PAGEIN_DTYPE_IQ3_S,
+    PAGEIN_DTYPE_IQ2_S,
+    PAGEIN_DTYPE_IQ4_XS,
+    PAGEIN_DTYPE_IQ1_M,
+    PAGEIN_DTYPE_TQ1_0,
+    PAGEIN_DTYPE_TQ2_0,
+    PAGEIN_DTYPE_MXFP4,
+    PAGEIN_DTYPE_NVFP4,
+    PAGEIN_DTYPE_Q1_0,
+    PAGEIN_DTYPE_Q2_0,
+    PAGEIN_DTYPE_COUNT
+} pagein_dtype;
+
+/* Static description of a dtype. Sizes are given as blocks: a tensor of n
+ * elements (n a multiple of block_elems) takes n / block_elems * block_bytes
+ * bytes. Plain types have block_elems 1; F4 is 2 elements per byte, F6 is 4
+ * elements per 3 bytes. */
+typedef struct pagein_dtype_info {
+    const char *name;     /* the formats' own name: "BF16", "F8_E4M3", "Q8_0" */
+    uint32_t bits;        /* bits per element; 0 for block-quantized types */
+    uint32_t block_elems; /* elements per block */
+    uint32_t block_bytes; /* bytes per block */
+    int32_t gguf_id;      /* ggml_type id, or -1 when GGUF has no such type */
+    uint32_t flags;       /* PAGEIN_DTYPE_F_* */
+} pagein_dtype_info;
+
+#define PAGEIN_DTYPE_F_FLOAT 0x1u   /* floating point (incl. F8, F6, F4, C64) */
+#define PAGEIN_DTYPE_F_SIGNED 0x2u  /* signed integer */
+#define PAGEIN_DTYPE_F_QUANT 0x4u   /* ggml block-quantized */
+#define PAGEIN_DTYPE_F_SAFETENSORS 0x8u /* representable in safetensors */
+
+/* Returns the description of d, or NULL if d is not a valid dtype. The
+ * returned pointer is static. */
+PAGEIN_API const pagein_dtype_info *pagein_dtype_get(pagein_dtype d);
+/* Looks a dtype up by its exact (case-sensitive) name; len bytes of name
+ * are compared. Returns PAGEIN_DTYPE_INVALID if unknown. */
+PAGEIN_API pagein_dtype pagein_dtype_from_name(const char *name, size_t len);
+/* Maps a ggml type id to a dtype; PAGEIN_DTYPE_INVALID for removed/unknown. */
+PAGEIN_API pagein_dtype pagein_dtype_from_gguf(uint32_t ggml_type);
+/* Byte size of nelements of d into *nbytes. Returns 0, PAGEIN_E_OVERFLOW,
+ * PAGEIN_E_MISALIGNED_SLICE (not a whole number of bytes / blocks) or
+ * PAGEIN_E_BAD_DTYPE. */
+PAGEIN_API int pagein_dtype_nbytes(pagein_dtype d, uint64_t nelements, uint64_t *nbytes);
+
+/* ------------------------------------------------------------------------ */
+/* Tensors                                                                  */
+/* ------------------------------------------------------------------------ */
+
+/* Flags of a tensor record. */
+#define PAGEIN_TENSOR_SWAPPED 0x1u       /* data is in non-native byte order */
+#define PAGEIN_TENSOR_NONCONTIGUOUS 0x2u /* strided view (PyTorch checkpoints) */
+#define PAGEIN_TENSOR_VIEW 0x4u          /* shares storage with another tensor */
+#define PAGEIN_TENSOR_UNALIGNED 0x8u     /* data not aligned to its element size */
+
+/*
+ * One tensor, in any format. Records are owned by the file or model they
+ * came from and valid until it is closed; every pointer inside is borrowed
+ * from it. Fields may be appended in later versions (records are only ever
+ * handed out by pointer).
+ */
+typedef struct pagein_tensor {
+    const char *name;       /* NUL-terminated (may contain NUL: use name_len) */
+    size_t name_len;
+    pagein_dtype dtype;
+    uint32_t ndim;
+    const uint64_t *shape;  /* ndim dimensions, outermost first (row-major) */
+    uint64_t offset;        /* absolute byte offset of the data in its file */
+    uint64_t nbytes;        /* byte length of the data */
+    uint64_t nelements;
+    int32_t layer;          /* layer index from the name, -1 for globals */
+    uint32_t file;          /* index of the file holding it (0 for single files) */
+    uint32_t index;         /* position in file order */
+    uint32_t flags;         /* PAGEIN_TENSOR_* */
+    const void *data;       /* borrowed pointer to nbytes of data: into the
+                               mapping, or into memory filled by explicit
+                               reads. Reading through it is the caller's
+                               access, not guarded against truncation. */
+} pagein_tensor;
+
+/* ------------------------------------------------------------------------ */
+/* Metadata                                                                 */
+/* ------------------------------------------------------------------------ */
+
+/* Metadata value types. Values 0-12 equal GGUF's gguf_type ids. */
+typedef enum pagein_meta_type {
+    PAGEIN_META_U8 = 0,
+    PAGEIN_META_I8 = 1,
+    PAGEIN_META_U16 = 2,
+    PAGEIN_META_I16 = 3,
+    PAGEIN_META_U32 = 4,
+    PAGEIN_META_I32 = 5,
+    PAGEIN_META_F32 = 6,
+    PAGEIN_META_BOOL = 7,
+    PAGEIN_META_STRING = 8,
+    PAGEIN_META_ARRAY = 9,
+    PAGEIN_META_U64 = 10,
+    PAGEIN_META_I64 = 11,
+    PAGEIN_META_F64 = 12
+} pagein_meta_type;
+
+/*
+ * One metadata entry. safetensors `__metadata__` entries are all STRING.
+ * Scalars are decoded into the union; strings point at str/str_len (for
+ * safetensors a decoded, NUL-terminated copy; for GGUF a pointer into the
+ * mapping that is NOT NUL-terminated). Arrays give elem_type, count and a
+ * zero-copy pointer to the raw packed elements in file byte order (numeric
+ * elements may be unaligned: memcpy them, or use pagein_meta_array_*).
+ */
+typedef struct pagein_meta {
+    const char *key;        /* NUL-terminated copy */
+    size_t key_len;
+    pagein_meta_type type;
+    pagein_meta_type elem_type; /* for ARRAY */
+    uint64_t count;             /* for ARRAY: number of elements */
+    const void *raw;            /* for ARRAY: first element's bytes */
+    uint64_t raw_len;           /* for ARRAY: bytes spanned by the elements */
+    const char *str;            /* for STRING */
+    uint64_t str_len;
+    union {
+        uint64_t u;
+        int64_t i;
+        double f;
+        int b;
+    } v;                        /* scalar value (integers widened) */
+} pagein_meta;
+
+/* ------------------------------------------------------------------------ */
+/* Single files                                                             */
+/* ------------------------------------------------------------------------ */
+
+typedef struct pagein_file pagein_file;
+
+typedef enum pagein_format {
+    PAGEIN_FORMAT_UNKNOWN = 0,
+    PAGEIN_FORMAT_SAFETENSORS = 1,
+    PAGEIN_FORMAT_GGUF = 2,
+    PAGEIN_FORMAT_TORCH = 3
+} pagein_format;
+
+/* Open flags. */
+#define PAGEIN_OPEN_LENIENT 0x1u  /* safetensors: allow trailing bytes after the
+                                     data (fastsafetensors' rule); GGUF: accept
+                                     old files sized nelements*bytes/blck. */
+
+typedef struct pagein_open_opts {
+    size_t size;          /* sizeof(pagein_open_opts) */
+    uint32_t flags;       /* PAGEIN_OPEN_* */
+    pagein_format format; /* PAGEIN_FORMAT_UNKNOWN = detect from content */
+} pagein_open_opts;
+
+#define PAGEIN_OPEN_OPTS_INIT { sizeof(pagein_open_opts), 0, PAGEIN_FORMAT_UNKNOWN }
+
+/*
+ * Opens path read-only, maps the whole file MAP_SHARED, detects its format
+ * from its first bytes and parses and validates the header from the mapping.
+ * No tensor byte is read. On success sets *f and returns 0. On failure
+ * returns -errno or PAGEIN_E_* and leaves *f untouched; the detail names the
+ * file, the tensor or offset, and what was expected.
+ */
+PAGEIN_API int pagein_open(pagein_file **f, const char *path, const pagein_open_opts *opts);
+
+/*
+ * Parses a file image already in memory (len bytes at buf). The buffer is
+ * borrowed and must outlive the file object; tensor data pointers point into
+ * it. name is used in messages (may be NULL). Does no I/O.
+ */
+PAGEIN_API int pagein_open_memory(pagein_file **f, const void *buf, size_t len,
+                                  const char *name, const pagein_open_opts *opts);
+
+/* Unmaps and frees. Every pointer obtained from f becomes invalid. NULL ok. */
+PAGEIN_API void pagein_close(pagein_file *f);
+
+/* Facts about an open file. Pointers borrowed from f. */
+typedef struct pagein_file_info {
+    const char *path;     /* as given to open, or the name given to open_memory */
+    pagein_format format;
+    uint64_t file_size;
+    uint64_t data_start;  /* absolute offset of the data section */
+    uint64_t header_len;  /* safetensors: N; GGUF: bytes before data_start */
+    uint32_t version;     /* GGUF version; 0 for safetensors */
+    uint32_t alignment;   /* GGUF alignment; 0 for safetensors */
+    size_t n_tensors;
+    size_t n_meta;
+    int big_endian;       /* GGUF big-endian file (see docs/FORMAT-GGUF.md) */
+    const void *base;     /* start of the mapping (file offset 0) */
+} pagein_file_info;
+
+PAGEIN_API void pagein_file_get_info(const pagein_file *f, pagein_file_info *info);
+
+/* Number of tensors. */
+PAGEIN_API size_t pagein_tensor_count(const pagein_file *f);
+/* i-th tensor in file order (ascending offset), or NULL if i is out of range. */
+PAGEIN_API const pagein_tensor *pagein_tensor_at(const pagein_file *f, size_t i);
+/* i-th tensor in layer order: globals such as embeddings first, then layers
+ * in numeric order, then final norms and the head; ties in file order. */
+PAGEIN_API const pagein_tensor *pagein_tensor_by_layer(const pagein_file *f, size_t i);
+/* O(1) lookup by name (len bytes, may contain NUL). NULL if absent. */
+PAGEIN_API const pagein_tensor *pagein_tensor_find(const pagein_file *f, const char *name, size_t len);
+/* Convenience: lookup by NUL-terminated name. */
+PAGEIN_API const pagein_tensor *pagein_tensor_get(const pagein_file *f, const char *name);
+
+/* Number of metadata entries; i-th entry in file order (NULL if out of range);
+ * lookup by NUL-terminated key (NULL if absent). */
+PAGEIN_API size_t pagein_meta_count(const pagein_file *f);
+PAGEIN_API const pagein_meta *pagein_meta_at(const pagein_file *f, size_t i);
+PAGEIN_API const pagein_meta *pagein_meta_find(const pagein_file *f, const char *key);
+
+/*
+ * Layer index derived from a tensor name (docs/ARCHITECTURE.md lists the
+ * conventions: `model.layers.N.`, `h.N.`, `blocks.N.`, `blk.N.`, ...).
+ * Returns -1 for globals. *tail (may be NULL) is set to 1 for globals that
+ * belong after the last layer (final norms, the head), 0 otherwise.
+ */
+PAGEIN_API int32_t pagein_layer_from_name(const char *name, size_t len, int *tail);
+
+/* ------------------------------------------------------------------------ */
+/* Writing safetensors                                                      */
+/* ------------------------------------------------------------------------ */
+
+/* Fills len bytes of a tensor's data, starting at byte off of that tensor,
+ * into dst. Returns 0 or a negative code (which aborts the write). */
+typedef int (*pagein_fill_fn)(void *ctx, void *dst, uint64_t off, size_t len);
+
+typedef struct pagein_write_tensor {
+    const char *name;      /* NUL-terminated */
+    pagein_dtype dtype;
+    uint32_t ndim;
+    const uint64_t *shape; /* outermost first */
+    const void *data;      /* the bytes, or NULL to use fill */
+    pagein_fill_fn fill;
+    void *fill_ctx;
+} pagein_write_tensor;
+
+typedef struct pagein_write_opts {
+    size_t size;                  /* sizeof(pagein_write_opts) */
+    const char *const *meta_keys; /* __metadata__ string map, n_meta entries */
+    const char *const *meta_values;
+    size_t n_meta;
+    uint64_t align;               /* data start alignment: 0 = 8 (official);
+                                     4096 pads the header for O_DIRECT */
+} pagein_write_opts;
+
+#define PAGEIN_WRITE_OPTS_INIT { sizeof(pagein_write_opts), NULL, NULL, 0, 0 }
+
+/*
+ * Writes a safetensors file with exactly the official writer's layout:
+ * tensors ordered by dtype (descending, Rust enum order) then name, compact
+ * JSON with __metadata__ first, header padded with spaces. The file is
+ * written to a temporary file in path's directory, fsynced, renamed over
+ * path and the directory fsynced: readers never see a partial file and an
+ * existing file at path is never truncated. On failure nothing is left.
+ */
+PAGEIN_API int pagein_safetensors_write(const char *path, const pagein_write_tensor *tensors,
+                                        size_t n, const pagein_write_opts *opts);
+
+#ifdef __cplusplus
+}
+#endif
+#endif /* PAGEIN_H */

@@ -1,0 +1,13 @@
+#!/usr/bin/env bash
+# make demo: the main job on a generated sample model.
+set -euo pipefail
+: "${PAGEIN:=build/pagein}" "${DEMO_MODEL:=build/demo/sample.safetensors}"
+mkdir -p "$(dirname "$DEMO_MODEL")"
+if [ ! -f "$DEMO_MODEL" ]; then
+  echo "== generating the sample model: $DEMO_MODEL"
+  "$PAGEIN" make-sample "$DEMO_MODEL"
+fi
+echo "== pagein inspect"
+"$PAGEIN" inspect "$DEMO_MODEL" | head -40
+echo "== pagein verify"
+"$PAGEIN" verify "$DEMO_MODEL"

@@ -1,0 +1,39 @@
+#!/usr/bin/env bash
+# Installs the Debian packages a make target needs, only those missing.
+# Idempotent; safe to run as often as you like. Usage: scripts/deps.sh TARGET...
+# Targets: core (nothing), test, demo, fuzz, bench, python.
+# Set PAGEIN_NO_DEPS=1 to skip (e.g. on a machine without root).
+set -u
+[ "${PAGEIN_NO_DEPS:-0}" = 1 ] && exit 0
+
+pkgs=()
+for target in "${@:-core}"; do
+  case "$target" in
+    core) ;;
+    test) pkgs+=(make gcc clang libclang-rt-14-dev valgrind python3 python3-numpy python3-pytest
+                 python3-torch python3-dev libfuse3-dev fuse3 liburing-dev libxxhash-dev pkg-config) ;;
+    demo|bench) pkgs+=(fio vmtouch hyperfine python3-numpy python3-torch) ;;
+    fuzz) pkgs+=(clang libclang-rt-14-dev) ;;
+    python) pkgs+=(python3-dev python3-numpy python3-pytest python3-torch) ;;
+    *) echo "deps.sh: unknown target '$target'" >&2; exit 2 ;;
+  esac
+done
+[ ${#pkgs[@]} -eq 0 ] && exit 0
+
+missing=()
+for p in "${pkgs[@]}"; do
+  dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || missing+=("$p")
+done
+[ ${#missing[@]} -eq 0 ] && exit 0
+
+if [ "$(id -u)" != 0 ]; then
+  echo "deps.sh: missing Debian packages: ${missing[*]} (run as root, or install them)" >&2
+  exit 0
+fi
+echo "deps.sh: installing ${missing[*]}" >&2
+export DEBIAN_FRONTEND=noninteractive
+apt-get install -y -qq "${missing[@]}" >/dev/null 2>&1 || {
+  apt-get update -qq >/dev/null 2>&1
+  apt-get install -y -qq "${missing[@]}" >&2 || echo "deps.sh: could not install: ${missing[*]}" >&2
+}
+exit 0

@@ -1,0 +1,7 @@
+/* torch.c - PyTorch zip checkpoint reader (placeholder until its issue lands). */
+#include "../internal.h"
+
+int pi_torch_parse(const uint8_t *buf, size_t len, uint32_t flags, struct pi_table *t) {
+    PI_UNUSED(buf), PI_UNUSED(len), PI_UNUSED(flags), PI_UNUSED(t);
+    return pi_err(PAGEIN_E_UNSUPPORTED, "PyTorch checkpoints are not supported yet");
+}

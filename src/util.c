@@ -1,0 +1,171 @@
+/* util.c - allocation wrapper, error details, arena, version. */
+#include "internal.h"
+
+#include <stdatomic.h>
+#include <stdio.h>
+#include <stdlib.h>
+
+/* ---- allocation --------------------------------------------------------- */
+
+/* Failure injection for tests: the only process-wide mutable state besides
+ * the signal-handler registration; atomics so concurrent use is defined. */
+static _Atomic long fail_after = -1;
+static _Atomic long alloc_count = 0;
+
+void pi_alloc_fail_after(long n) { atomic_store(&fail_after, n); }
+long pi_alloc_count(void) { return atomic_load(&alloc_count); }
+
+static bool should_fail(void) {
+    atomic_fetch_add(&alloc_count, 1);
+    long f = atomic_load(&fail_after);
+    if (f < 0) return false;
+    if (f == 0) return true; /* stays failing until reset */
+    atomic_fetch_sub(&fail_after, 1);
+    return false;
+}
+
+void *pi_malloc(size_t n) {
+    if (should_fail()) return NULL;
+    return malloc(n ? n : 1);
+}
+
+void *pi_calloc(size_t n, size_t size) {
+    if (should_fail()) return NULL;
+    if (n == 0 || size == 0) return calloc(1, 1);
+    return calloc(n, size);
+}
+
+void *pi_realloc(void *p, size_t n) {
+    if (should_fail()) return NULL;
+    return realloc(p, n ? n : 1);
+}
+
+void pi_free(void *p) { free(p); }
+
+char *pi_strndup(const char *s, size_t n) {
+    char *d = pi_malloc(n + 1);
+    if (!d) return NULL;
+    memcpy(d, s, n);
+    d[n] = 0;
+    return d;
+}
+
+/* ---- errors ------------------------------------------------------------- */
+
+static _Thread_local char detail[1024];
+
+int pi_err(int code, const char *fmt, ...) {
+    va_list ap;
+    va_start(ap, fmt);
+    vsnprintf(detail, sizeof detail, fmt, ap);
+    va_end(ap);
+    return code;
+}
+
+void pi_err_prefix(const char *prefix) {
+    char tmp[sizeof detail];
+    if (!prefix || !*prefix) return;
+    if (detail[0])
+        snprintf(tmp, sizeof tmp, "%s: %s", prefix, detail);
+    else
+        snprintf(tmp, sizeof tmp, "%s", prefix);
+    memcpy(detail, tmp, sizeof detail);
+}
+
+void pi_err_clear(void) { detail[0] = 0; }
+
+const char *pagein_last_error_detail(void) { return detail; }
+
+const char *pagein_strerror(int code) {
+    switch (code) {
+    case 0: return "success";
+    case PAGEIN_E_TRUNCATED: return "truncated: input shorter than needed";
+    case PAGEIN_E_BAD_MAGIC: return "unrecognised file format";
+    case PAGEIN_E_HEADER_TOO_SMALL: return "header too small";
+    case PAGEIN_E_HEADER_TOO_LARGE: return "header too large";
+    case PAGEIN_E_HEADER_LENGTH: return "invalid header length";
+    case PAGEIN_E_BAD_UTF8: return "invalid UTF-8";
+    case PAGEIN_E_BAD_JSON: return "invalid header JSON";
+    case PAGEIN_E_BAD_DTYPE: return "unknown or unsupported dtype";
+    case PAGEIN_E_BAD_OFFSET: return "invalid tensor offsets";
+    case PAGEIN_E_OVERFLOW: return "size overflow";
+    case PAGEIN_E_BAD_TENSOR_INFO: return "tensor size disagrees with dtype and shape";
+    case PAGEIN_E_MISALIGNED_SLICE: return "tensor is not a whole number of bytes";
+    case PAGEIN_E_INCOMPLETE: return "data does not end at end of file";
+    case PAGEIN_E_DUPLICATE: return "duplicate name";
+    case PAGEIN_E_LIMIT: return "limit exceeded";
+    case PAGEIN_E_NOT_FOUND: return "not found";
+    case PAGEIN_E_BAD_VERSION: return "unsupported version";
+    case PAGEIN_E_BAD_ALIGNMENT: return "invalid alignment";
+    case PAGEIN_E_ENDIAN: return "unsupported byte order";
+    case PAGEIN_E_BAD_TYPE: return "value has another type";
+    case PAGEIN_E_UNSUPPORTED: return "unsupported feature";
+    case PAGEIN_E_CHANGED: return "file changed since open";
+    case PAGEIN_E_BAD_INDEX: return "inconsistent sharded index or split set";
+    case PAGEIN_E_UNSAFE: return "refused: pickle global not allowlisted";
+    case PAGEIN_E_BAD_ZIP: return "malformed zip container";
+    case PAGEIN_E_BAD_PICKLE: return "malformed pickle";
+    case PAGEIN_E_BAD_MANIFEST: return "malformed manifest";
+    case PAGEIN_E_HASH_MISMATCH: return "data does not match manifest";
+    case PAGEIN_E_MEMLOCK: return "mlock refused (RLIMIT_MEMLOCK)";
+    case PAGEIN_E_BAD_DATASET: return "malformed dataset index";
+    case PAGEIN_E_RANGE: return "request out of range";
+    case PAGEIN_E_INVALID: return "invalid argument";
+    case PAGEIN_E_CANCELLED: return "cancelled";
+    default: break;
+    }
+    if (code < 0 && code > -4096) return strerror(-code);
+    return "unknown error";
+}
+
+/* ---- arena -------------------------------------------------------------- */
+
+struct pi_arena_chunk {
+    struct pi_arena_chunk *next;
+    size_t used, cap;
+    _Alignas(16) unsigned char mem[];
+};
+
+void *pi_arena_alloc(struct pi_arena *a, size_t n) {
+    n = (n + 7) & ~(size_t)7;
+    struct pi_arena_chunk *c = a->head;
+    if (!c || c->cap - c->used < n) {
+        size_t cap = n > 16384 ? n : 16384;
+        if (c && c->cap * 2 > cap && c->cap < (1u << 24)) cap = c->cap * 2;
+        c = pi_malloc(sizeof *c + cap);
+        if (!c) return NULL;
+        c->next = a->head;
+        c->used = 0;
+        c->cap = cap;
+        a->head = c;
+    }
+    void *p = c->mem + c->used;
+    c->used += n;
+    return p;
+}
+
+char *pi_arena_strndup(struct pi_arena *a, const char *s, size_t n) {
+    char *d = pi_arena_alloc(a, n + 1);
+    if (!d) return NULL;
+    if (n) memcpy(d, s, n);
+    d[n] = 0;
+    return d;
+}
+
+void pi_arena_free(struct pi_arena *a) {
+    struct pi_arena_chunk *c = a->head;
+    while (c) {
+        struct pi_arena_chunk *n = c->next;
+        pi_free(c);
+        c = n;
+    }
+    a->head = NULL;
+}
+
+/* ---- version ------------------------------------------------------------ */
+
+unsigned pagein_version(void) {
+    return PAGEIN_VERSION_MAJOR * 10000 + PAGEIN_VERSION_MINOR * 100 + PAGEIN_VERSION_PATCH;
+}
+
+const char *pagein_version_string(void) { return PAGEIN_VERSION_STRING; }

@@ -1,0 +1,24 @@
+#!/usr/bin/env bash
+# Runs every tests/cli/*.test.sh with PAGEIN set to the tool, each under a
+# timeout, in a fresh temp directory (TMP). A script exits 0 = pass,
+# 77 = skip (it prints why), anything else = fail.
+set -u
+: "${PAGEIN:=build/pagein}"
+PAGEIN=$(cd "$(dirname "$PAGEIN")" && pwd)/$(basename "$PAGEIN")
+export PAGEIN
+export REPO=$(cd "$(dirname "$0")/../.." && pwd)
+export TESTDATA=${PAGEIN_TESTDATA:-$REPO/../shared/testdata/real}
+pass=0 fail=0 skip=0
+for t in "$REPO"/tests/cli/*.test.sh; do
+  [ -e "$t" ] || continue
+  name=$(basename "$t" .test.sh)
+  TMP=$(mktemp -d /tmp/pagein-cli-XXXXXX)
+  out=$(cd "$TMP" && TMP=$TMP timeout 300 bash "$t" 2>&1)
+  rc=$?
+  rm -rf "$TMP"
+  if [ $rc -eq 0 ]; then echo "ok   cli/$name"; pass=$((pass+1))
+  elif [ $rc -eq 77 ]; then echo "SKIP cli/$name: $(echo "$out" | tail -1)"; skip=$((skip+1))
+  else echo "FAIL cli/$name (exit $rc)"; echo "$out" | tail -30 | sed 's/^/    /'; fail=$((fail+1)); fi
+done
+echo "$pass passed, $fail failed, $skip skipped"
+[ $fail -eq 0 ]
