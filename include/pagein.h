@@ -420,6 +420,97 @@ typedef struct pagein_write_opts {
 PAGEIN_API int pagein_safetensors_write(const char *path, const pagein_write_tensor *tensors,
                                         size_t n, const pagein_write_opts *opts);
 
+/* ------------------------------------------------------------------------ */
+/* Models: one tensor table over one or many files, and load strategies     */
+/* ------------------------------------------------------------------------ */
+
+typedef struct pagein_model pagein_model;
+
+/* When and how pages arrive (docs/LOADING.md explains each). */
+typedef enum pagein_strategy {
+    PAGEIN_STRATEGY_AUTO = 0,     /* choose from filesystem, disk, size, memory */
+    PAGEIN_STRATEGY_LAZY = 1,     /* map; pages fault in on first touch */
+    PAGEIN_STRATEGY_POPULATE = 2, /* map and make everything resident at open, in parallel */
+    PAGEIN_STRATEGY_PREFETCH = 3, /* map; a background pager keeps layers ahead of a cursor */
+    PAGEIN_STRATEGY_READ = 4      /* explicit parallel reads into anonymous memory */
+} pagein_strategy;
+
+/* Hints (pagein_model_opts.hints). */
+#define PAGEIN_HINT_SEQUENTIAL 0x1u  /* madvise(MADV_SEQUENTIAL) on mappings */
+#define PAGEIN_HINT_RANDOM 0x2u      /* madvise(MADV_RANDOM) */
+#define PAGEIN_HINT_HUGEPAGE 0x4u    /* madvise(MADV_HUGEPAGE) */
+#define PAGEIN_HINT_WILLNEED 0x8u    /* madvise(MADV_WILLNEED) on open */
+#define PAGEIN_HINT_DIRECT 0x10u     /* read strategy: O_DIRECT, falling back to buffered */
+#define PAGEIN_HINT_PRELOAD 0x20u    /* page in leading globals and layer 0 before open returns */
+
+typedef struct pagein_model_opts {
+    size_t size;                /* sizeof(pagein_model_opts) */
+    pagein_strategy strategy;   /* default AUTO */
+    uint32_t open_flags;        /* PAGEIN_OPEN_* for every file */
+    uint32_t hints;             /* PAGEIN_HINT_* */
+    unsigned threads;           /* I/O threads; 0 = default */
+    uint64_t chunk_bytes;       /* parallel I/O chunk; 0 = default */
+    unsigned prefetch_ahead;    /* prefetch: layers kept resident ahead of the cursor; 0 = 2 */
+    uint64_t budget_bytes;      /* prefetch: residency budget; 0 = unlimited */
+    const char *const *mlock_tensors; /* names to mlock after open (NULL = none) */
+    size_t n_mlock;
+} pagein_model_opts;
+
+#define PAGEIN_MODEL_OPTS_INIT { sizeof(pagein_model_opts), PAGEIN_STRATEGY_AUTO, 0, 0, 0, 0, 0, 0, NULL, 0 }
+
+/*
+ * Opens a model: a single safetensors or GGUF file, a sharded safetensors
+ * checkpoint (`*.safetensors.index.json`, or a directory holding one), a GGUF
+ * split set (any shard names the set), or a directory holding one model.
+ * Every file is validated; every index entry must exist in the shard it
+ * names. Tensors from all files form one table. Sets *m only on success.
+ */
+PAGEIN_API int pagein_model_open(pagein_model **m, const char *path, const pagein_model_opts *opts);
+/* Stops the pager, unmaps and frees. Pointers from m become invalid. NULL ok. */
+PAGEIN_API void pagein_model_close(pagein_model *m);
+
+/* Files of the model, in shard order. The file objects are owned by m. */
+PAGEIN_API size_t pagein_model_file_count(const pagein_model *m);
+PAGEIN_API const pagein_file *pagein_model_file(const pagein_model *m, size_t i);
+
+/* All tensors: in model order (shard order, then file order), in layer
+ * order across shards, or by name (O(1)). Records owned by m; their `file`
+ * field indexes pagein_model_file(). NULL when out of range or absent. */
+PAGEIN_API size_t pagein_model_tensor_count(const pagein_model *m);
+PAGEIN_API const pagein_tensor *pagein_model_tensor_at(const pagein_model *m, size_t i);
+PAGEIN_API const pagein_tensor *pagein_model_tensor_by_layer(const pagein_model *m, size_t i);
+PAGEIN_API const pagein_tensor *pagein_model_tensor_get(const pagein_model *m, const char *name);
+
+/* Number of numbered layers L (max layer index + 1; 0 if none). */
+PAGEIN_API int32_t pagein_model_layer_count(const pagein_model *m);
+/* Tensors of one layer in layer order: layer -1 = leading globals
+ * (embeddings), 0..L-1 = the numbered layers, L = trailing globals (final
+ * norms, head). Sets *out to an array owned by m; returns the count. */
+PAGEIN_API size_t pagein_model_layer_tensors(const pagein_model *m, int32_t layer,
+                                             const pagein_tensor *const **out);
+
+/* The strategy in effect and, in *why (may be NULL), a static sentence
+ * saying why auto chose it. */
+PAGEIN_API pagein_strategy pagein_model_strategy(const pagein_model *m, const char **why);
+PAGEIN_API const char *pagein_strategy_name(pagein_strategy s);
+/* Parses "auto", "lazy", "populate", "prefetch", "read"; -1 if unknown. */
+PAGEIN_API int pagein_strategy_from_name(const char *name);
+
+/* Makes the given tensors (or, with t == NULL, every tensor) resident now,
+ * in parallel chunks, whatever the strategy. Guarded: a file truncated
+ * underneath gives PAGEIN_E_TRUNCATED, not SIGBUS. */
+PAGEIN_API int pagein_model_load_tensors(pagein_model *m, const pagein_tensor *const *t, size_t n);
+/* Same for the layers first..last inclusive (-1 and L as above). */
+PAGEIN_API int pagein_model_load_layers(pagein_model *m, int32_t first, int32_t last);
+
+/* Prefetch cursor: returns when layer i is resident (starting it at once if
+ * the pager is behind). Works with every strategy (a no-op wait when the
+ * data is already in memory). */
+PAGEIN_API int pagein_layer_wait(pagein_model *m, int32_t layer);
+/* Marks layer i consumed: the pager moves on and, with a budget, releases
+ * layers behind the cursor. */
+PAGEIN_API int pagein_layer_done(pagein_model *m, int32_t layer);
+
 #ifdef __cplusplus
 }
 #endif
