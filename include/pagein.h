@@ -511,6 +511,54 @@ PAGEIN_API int pagein_layer_wait(pagein_model *m, int32_t layer);
  * layers behind the cursor. */
 PAGEIN_API int pagein_layer_done(pagein_model *m, int32_t layer);
 
+/* ------------------------------------------------------------------------ */
+/* Safety: files that change under readers, integrity, atomic install       */
+/* ------------------------------------------------------------------------ */
+
+/*
+ * What is protected (docs/SAFETY.md has the full list). Every read the
+ * library itself performs through a mapping - populating, prefetching,
+ * hashing, the copy-out below - is guarded: if the file shrinks underneath,
+ * the call returns PAGEIN_E_TRUNCATED naming the file and the offset instead
+ * of the process dying of SIGBUS. Reads through pagein_tensor.data and other
+ * borrowed pointers are the caller's and are NOT guarded; use
+ * pagein_tensor_copy() or check the file with pagein_file_check() when the
+ * file may change.
+ *
+ * Process-wide state: on first use of a guarded read the library installs
+ * one SIGBUS handler (sigaction, SA_SIGINFO|SA_NODEFER). A SIGBUS
+ * that does not come from a guarded read is passed to the handler that was
+ * installed before (called, or the default action / ignore it requested), so
+ * a program's own SIGBUS handling keeps working if it was installed before
+ * pagein's first guarded read. A handler installed later replaces pagein's
+ * and must chain to it for the guard to keep working.
+ */
+
+/*
+ * Copies len bytes of tensor t, starting at byte off of its data, into dst,
+ * reading through the mapping under a guard. f is the file t belongs to
+ * (pagein_model_file(m, t->file) for models) and may be NULL (then the
+ * message cannot name the file).
+ * Returns 0, PAGEIN_E_RANGE if [off, off+len) is not inside the tensor,
+ * PAGEIN_E_INVALID for NULL arguments or a tensor without data, or
+ * PAGEIN_E_TRUNCATED if the file shrank under the mapping (the detail names
+ * the file and the file offset of the first missing byte; dst then holds a
+ * partial copy). Thread-safe; never raises SIGBUS.
+ */
+PAGEIN_API int pagein_tensor_copy(const pagein_file *f, const pagein_tensor *t, uint64_t off,
+                                  void *dst, size_t len);
+
+/*
+ * Checks whether the file behind f changed since it was opened: returns 0 if
+ * not, PAGEIN_E_TRUNCATED if it is now shorter than the mapping (reads past
+ * the new end would raise SIGBUS), PAGEIN_E_CHANGED if its path now names
+ * another file (replaced, e.g. by an atomic rename) or no file at all. Files
+ * from pagein_open_memory always return 0. Costs two stat calls; thread-safe.
+ * A file rewritten in place without changing size is not detected (use
+ * pagein_verify_manifest for content).
+ */
+PAGEIN_API int pagein_file_check(const pagein_file *f);
+
 #ifdef __cplusplus
 }
 #endif
