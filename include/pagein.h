@@ -559,6 +559,38 @@ PAGEIN_API int pagein_tensor_copy(const pagein_file *f, const pagein_tensor *t, 
  */
 PAGEIN_API int pagein_file_check(const pagein_file *f);
 
+/* Install flags. */
+#define PAGEIN_INSTALL_VALIDATE 0x1u /* open the copy with pagein_open (full header
+                                        validation) before it replaces DEST */
+#define PAGEIN_INSTALL_NO_SYNC 0x2u  /* skip the fsyncs (tests, tmpfs) */
+
+typedef struct pagein_install_opts {
+    size_t size;             /* sizeof(pagein_install_opts) */
+    uint32_t flags;          /* PAGEIN_INSTALL_* */
+    uint64_t max_rate;       /* copy at most this many bytes per second; 0 = unlimited */
+} pagein_install_opts;
+
+#define PAGEIN_INSTALL_OPTS_INIT { sizeof(pagein_install_opts), 0, 0 }
+
+/*
+ * Copies the file src into place at dest atomically: the bytes go to a new
+ * file in dest's directory (an unnamed O_TMPFILE where the filesystem allows,
+ * else a hidden ".NAME.pagein-XXXXXX"), which is fsynced, renamed over dest,
+ * and the directory fsynced. A file already at dest is never opened for
+ * writing or truncated, so processes that have it mapped keep reading the
+ * old, complete version (and see the new one when they reopen; see
+ * pagein_file_check). Killed at any moment, the call leaves either the old
+ * dest or the new one, never a mixture; at worst a hidden temporary file
+ * remains if killed between linking and renaming it.
+ * If dest is an existing directory, installs to dest/basename(src). The new
+ * file gets dest's old permission bits, or src's when dest is new.
+ * Returns 0, -errno, PAGEIN_E_INVALID (src and dest are the same file, or
+ * src is not a regular file), PAGEIN_E_TRUNCATED (src shrank during the
+ * copy) or, with PAGEIN_INSTALL_VALIDATE, the error pagein_open gave for the
+ * copy; on failure dest is untouched and the temporary file removed.
+ */
+PAGEIN_API int pagein_install(const char *src, const char *dest, const pagein_install_opts *opts);
+
 #ifdef __cplusplus
 }
 #endif
