@@ -591,6 +591,71 @@ typedef struct pagein_install_opts {
  */
 PAGEIN_API int pagein_install(const char *src, const char *dest, const pagein_install_opts *opts);
 
+/*
+ * Integrity manifests. `pagein_manifest_write` hashes every tensor of a
+ * model (XXH3-128 of its bytes) and the header bytes of every file, in
+ * parallel, reading through the mappings under the truncation guard, and
+ * writes a text manifest (docs/FORMAT-MANIFEST.md), atomically (temporary
+ * file + rename). `pagein_manifest_verify` hashes again and compares: data,
+ * not only headers. Hashing needs libxxhash at build time; without it these
+ * two return PAGEIN_E_UNSUPPORTED (pagein_hash_available() says which).
+ * The default sidecar path used by the CLI is MODEL + ".pagein-manifest".
+ */
+
+/* Called by verify once per mismatch, from the calling thread, in manifest
+ * order. file: the model file's name; tensor: the tensor name (tensor_len
+ * bytes, NULL for a file-level mismatch); what: a static sentence. */
+typedef void (*pagein_mismatch_fn)(void *ctx, const char *file, const char *tensor, size_t tensor_len,
+                                   const char *what);
+
+typedef struct pagein_hash_opts {
+    size_t size;                    /* sizeof(pagein_hash_opts) */
+    unsigned threads;               /* hashing threads; 0 = default */
+    pagein_mismatch_fn on_mismatch; /* verify: report each mismatch (may be NULL) */
+    void *ctx;                      /* passed to on_mismatch */
+} pagein_hash_opts;
+
+#define PAGEIN_HASH_OPTS_INIT { sizeof(pagein_hash_opts), 0, NULL, NULL }
+
+typedef struct pagein_hash_stats {
+    uint64_t bytes;     /* bytes hashed */
+    double seconds;     /* wall time spent hashing */
+    size_t files;
+    size_t tensors;
+    size_t mismatches;  /* verify: tensors or files that differ */
+} pagein_hash_stats;
+
+/* 1 if this build can hash (libxxhash was present), 0 otherwise. */
+PAGEIN_API int pagein_hash_available(void);
+
+/*
+ * Hashes the model at model_path (what pagein_open accepts) and writes the
+ * manifest to manifest_path. stats (may be NULL) receives what was done.
+ * Returns 0, an open error, PAGEIN_E_TRUNCATED (a file shrank while being
+ * hashed), -errno writing the manifest, or PAGEIN_E_UNSUPPORTED.
+ */
+PAGEIN_API int pagein_manifest_write(const char *model_path, const char *manifest_path,
+                                     const pagein_hash_opts *opts, pagein_hash_stats *stats);
+
+/*
+ * Checks the model at model_path against the manifest: same files (name,
+ * size, header bytes), same tensors (name, offset, size) and the same hash of
+ * every tensor's bytes. Returns 0 if everything matches,
+ * PAGEIN_E_HASH_MISMATCH if anything differs (stats->mismatches counts them,
+ * opts->on_mismatch reports each, the detail names the first), a manifest
+ * parse error (PAGEIN_E_BAD_MANIFEST & co), an open error, or
+ * PAGEIN_E_TRUNCATED / PAGEIN_E_UNSUPPORTED.
+ */
+PAGEIN_API int pagein_manifest_verify(const char *model_path, const char *manifest_path,
+                                      const pagein_hash_opts *opts, pagein_hash_stats *stats);
+
+/*
+ * Parses a manifest held in memory (untrusted input; no I/O) and returns the
+ * number of tensor records, or the parse error (docs/MALFORMED.md lists
+ * them). Available with or without libxxhash.
+ */
+PAGEIN_API long pagein_manifest_validate(const void *buf, size_t len);
+
 #ifdef __cplusplus
 }
 #endif

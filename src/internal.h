@@ -201,4 +201,59 @@ int pi_guard_install(void);
  * so that a forked child can register again. Not thread-safe. */
 void pi_guard_uninstall(void);
 
+/* ---- integrity manifests (format/manifest.c, io/hash.c) ----------------- */
+/*
+ * A manifest lists, for every file of a model, its size and a hash of its
+ * header bytes, and for every tensor its place and the XXH3-128 hash of its
+ * bytes. Text, one record a line (docs/FORMAT-MANIFEST.md). The parser
+ * treats the buffer as untrusted input and does no I/O.
+ */
+#define PI_MANIFEST_MAX_NAME 65536u      /* bytes of a decoded name */
+#define PI_MANIFEST_MAX_FILES 65536u
+#define PI_MANIFEST_MAX_TENSORS (1u << 24)
+
+struct pi_manifest_file {
+    const char *name; /* decoded, NUL-terminated (arena) */
+    size_t name_len;
+    uint64_t size;         /* file size */
+    uint64_t header_bytes; /* bytes [0, header_bytes) hashed as the header */
+    uint8_t header_hash[16];
+};
+
+struct pi_manifest_tensor {
+    uint32_t file;
+    const char *name; /* decoded, NUL-terminated (arena); may contain NUL */
+    size_t name_len;
+    uint64_t offset, nbytes;
+    uint8_t hash[16]; /* canonical (big-endian) XXH3-128 */
+};
+
+struct pi_manifest {
+    struct pi_manifest_file *files;
+    size_t nfiles, fcap;
+    struct pi_manifest_tensor *t;
+    size_t n, cap;
+    uint32_t *index; /* icap slots: tensor index + 1, keyed by (file, name) */
+    size_t icap;
+    struct pi_arena arena;
+};
+
+void pi_manifest_init(struct pi_manifest *m);
+void pi_manifest_free(struct pi_manifest *m);
+/* Parses buf. Returns 0 or PAGEIN_E_BAD_MANIFEST, _BAD_MAGIC, _BAD_VERSION,
+ * _UNSUPPORTED (another hash), _TRUNCATED (no final "end" line), _OVERFLOW,
+ * _BAD_OFFSET, _DUPLICATE, _LIMIT, -ENOMEM; the detail names the line.
+ * m is initialised by the caller and freed by the caller on error too. */
+int pi_manifest_parse(const uint8_t *buf, size_t len, struct pi_manifest *m);
+/* Entry for (file, name) or NULL. */
+const struct pi_manifest_tensor *pi_manifest_find(const struct pi_manifest *m, uint32_t file,
+                                                  const char *name, size_t len);
+/* Appends records to m (building a manifest to write). Return 0 or -ENOMEM. */
+int pi_manifest_add_file(struct pi_manifest *m, const char *name, size_t name_len, uint64_t size,
+                         uint64_t header_bytes, const uint8_t hash[16]);
+int pi_manifest_add_tensor(struct pi_manifest *m, uint32_t file, const char *name, size_t name_len,
+                           uint64_t offset, uint64_t nbytes, const uint8_t hash[16]);
+/* Serialises m into a pi_malloc'd buffer (*out, *len). 0 or -ENOMEM. */
+int pi_manifest_format(const struct pi_manifest *m, char **out, size_t *len);
+
 #endif /* PAGEIN_INTERNAL_H */
