@@ -559,6 +559,70 @@ PAGEIN_API int pagein_tensor_copy(const pagein_file *f, const pagein_tensor *t, 
  */
 PAGEIN_API int pagein_file_check(const pagein_file *f);
 
+/*
+ * Checks every file of m like pagein_file_check(): returns 0,
+ * PAGEIN_E_TRUNCATED (a file shrank: reads past its new end would fault;
+ * guarded reads return errors) or PAGEIN_E_CHANGED (a path now names another
+ * file, e.g. after an atomic replacement); the detail names the file.
+ * Thread-safe; cheap (two stat calls per file).
+ */
+PAGEIN_API int pagein_model_check(const pagein_model *m);
+
+/*
+ * Hot reload. A pagein_live holds the current version of a model that may be
+ * replaced on disk (atomically, e.g. with pagein_install). Readers borrow
+ * the current version with pagein_live_acquire and give it back with
+ * pagein_live_release; pagein_live_reload opens the new version and makes it
+ * current while borrowers of the old one keep using it: each version is
+ * reference counted and closed when its last borrower releases it. So a
+ * reader sees one complete version from acquire to release, never a mix.
+ *
+ *     pagein_live *l;
+ *     pagein_live_open(&l, "model.safetensors", NULL);
+ *     // reader threads, per request:
+ *     pagein_model *m = pagein_live_acquire(l);
+ *     ... use m, its tensors and data pointers ...
+ *     pagein_live_release(l, m);
+ *     // a watcher thread, now and then or on inotify:
+ *     if (pagein_live_reload(l, 0) == 1) puts("new version");
+ *     pagein_live_close(l);
+ */
+typedef struct pagein_live pagein_live;
+
+/* Opens path (anything pagein_model_open accepts) as version 1. opts (may
+ * be NULL) is copied and used for every version; its pointer fields must
+ * stay valid until close. Sets *l only on success. */
+PAGEIN_API int pagein_live_open(pagein_live **l, const char *path, const pagein_model_opts *opts);
+
+/* Borrows the current version: the returned model and every pointer obtained
+ * from it stay valid until the matching pagein_live_release, whatever
+ * reloads happen meanwhile. Never NULL before close. Thread-safe (a mutex
+ * held for a few instructions). Each acquire needs exactly one release. */
+PAGEIN_API pagein_model *pagein_live_acquire(pagein_live *l);
+
+/* Gives back a model obtained from pagein_live_acquire on l. When it was
+ * the last borrow of a replaced version, that version is closed here, on
+ * the releasing thread. Thread-safe. */
+PAGEIN_API void pagein_live_release(pagein_live *l, pagein_model *m);
+
+/*
+ * If force is non-zero, or pagein_model_check() says a file of the current
+ * version was replaced or truncated, opens the path again and makes the new
+ * model current. Returns 1 if a new version became current, 0 if nothing
+ * changed, or the open error (the current version stays current). One
+ * reload runs at a time (concurrent calls wait); readers are never blocked
+ * by the open.
+ */
+PAGEIN_API int pagein_live_reload(pagein_live *l, int force);
+
+/* Number of the current version: 1 after open, +1 per successful reload. */
+PAGEIN_API uint64_t pagein_live_version(pagein_live *l);
+
+/* Closes l. Versions still borrowed stay open until released; l itself is
+ * freed with the last of them (release remains valid after close; acquire
+ * and reload are not). NULL ok. */
+PAGEIN_API void pagein_live_close(pagein_live *l);
+
 /* Install flags. */
 #define PAGEIN_INSTALL_VALIDATE 0x1u /* open the copy with pagein_open (full header
                                         validation) before it replaces DEST */
