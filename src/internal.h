@@ -245,4 +245,39 @@ size_t pi_json_quoted_len(const char *s, size_t n);
 char *pi_json_quote(char *dst, const char *s, size_t n);
 /* ==== end JSON ============================================================ */
 
+/* ==== atomic files (io/atomic.c) ========================================= */
+/*
+ * Writing a file so that readers see either the old file or the complete
+ * new one, never a partial one, and a crash never truncates the old one:
+ * create a temporary file in the target's directory (same filesystem, so
+ * rename is atomic), write, fsync it, rename it over the target, fsync the
+ * directory so the rename is durable. On any failure the temporary file is
+ * unlinked and the target is untouched. Used by the safetensors and GGUF
+ * writers, converters and `pagein install`.
+ *
+ *     struct pi_atomic_file a;
+ *     rc = pi_atomic_open(&a, path);            // temp created, mode 0666 & ~umask
+ *     if (rc == 0) rc = pi_atomic_write(&a, buf, n);   // as often as needed
+ *     if (rc == 0) rc = pi_atomic_commit(&a);   // fsync, rename, fsync dir
+ *     else pi_atomic_abort(&a);                 // unlink temp (commit cleans up itself)
+ *
+ * Errors are -errno with a detail naming the path. Not thread-safe per
+ * object; distinct objects are independent.
+ */
+struct pi_atomic_file {
+    int fd;        /* the temporary file, -1 when closed */
+    char *path;    /* final path (copy) */
+    char *tmp;     /* temporary path (copy) */
+    uint64_t written;
+};
+int pi_atomic_open(struct pi_atomic_file *a, const char *path);
+/* Writes all len bytes at the current end (retries short writes and EINTR). */
+int pi_atomic_write(struct pi_atomic_file *a, const void *buf, size_t len);
+/* fsyncs, renames the temp over path, fsyncs the directory, frees a. On
+ * failure the temp is unlinked and a freed as well. */
+int pi_atomic_commit(struct pi_atomic_file *a);
+/* Closes and unlinks the temp file and frees a. Safe after a failed open. */
+void pi_atomic_abort(struct pi_atomic_file *a);
+/* ==== end atomic files ==================================================== */
+
 #endif /* PAGEIN_INTERNAL_H */
