@@ -277,7 +277,7 @@ int pi_safetensors_parse(const uint8_t *buf, size_t len, uint32_t flags, struct 
             goto out;
         }
         start = e->end;
-        const uint64_t *shape = p.dims + e->shape_at;
+        const uint64_t *shape = e->ndim ? p.dims + e->shape_at : NULL;
         uint64_t ne = 1, nbits;
         const pagein_dtype_info *di = pagein_dtype_get(e->dtype);
         for (uint32_t d = 0; d < e->ndim; d++) {
@@ -324,7 +324,7 @@ int pi_safetensors_parse(const uint8_t *buf, size_t len, uint32_t flags, struct 
     for (size_t i = 0; i < p.n; i++) {
         const struct st_entry *e = &p.e[i];
         uint64_t off = data_start + e->begin;
-        pagein_tensor *r = pi_table_add(t, e->name, e->name_len, e->dtype, e->ndim, p.dims + e->shape_at, off,
+        pagein_tensor *r = pi_table_add(t, e->name, e->name_len, e->dtype, e->ndim, e->ndim ? p.dims + e->shape_at : NULL, off,
                                         e->end - e->begin);
         if (!r) {
             rc = pi_err(-ENOMEM, "out of memory building the tensor table");
