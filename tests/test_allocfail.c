@@ -72,3 +72,52 @@ TEST(allocfail_manifest) {
     free(m);
     return PASS;
 }
+
+static int parse_file_image(const void *buf, size_t len) {
+    pagein_file *f = NULL;
+    int rc = pagein_open_memory(&f, buf, len, "image", NULL);
+    pagein_close(f);
+    return rc;
+}
+
+TEST(allocfail_safetensors) {
+    int did = 0;
+    if (pt_have_testdata()) {
+        size_t len = 0;
+        void *b = pt_read_file(pt_testdata("safetensors/ollama-minicpm3-tiny-f32.safetensors"), &len);
+        if (b) {
+            long n = fail_each("safetensors parse (minicpm3-tiny)", parse_file_image, b, len);
+            printf("    safetensors minicpm3-tiny: %ld allocations, each failed in turn\n", n);
+            CHECK(n > 3);
+            did = 1;
+        }
+        free(b);
+    }
+    /* a header with metadata, escapes and many tensors (arena and table growth) */
+    static uint8_t data[64 * 4];
+    pagein_write_tensor t[64];
+    char names[64][48];
+    uint64_t shape[1] = {4};
+    for (int i = 0; i < 64; i++) {
+        snprintf(names[i], sizeof names[i], "model.layers.%d.w\\u00e9\"x", i);
+        t[i] = (pagein_write_tensor){names[i], PAGEIN_DTYPE_U8, 1, shape, data + 4 * i, NULL, NULL};
+    }
+    const char *keys[2] = {"format", "note"}, *vals[2] = {"pt", "caf\xc3\xa9 \\n"};
+    pagein_write_opts o = PAGEIN_WRITE_OPTS_INIT;
+    o.meta_keys = keys;
+    o.meta_values = vals;
+    o.n_meta = 2;
+    const char *path = pt_tmppath("allocfail.safetensors");
+    CHECK_OK(pagein_safetensors_write(path, t, 64, &o));
+    size_t len = 0;
+    void *b = pt_read_file(path, &len);
+    CHECK(b != NULL);
+    if (b) {
+        long n = fail_each("safetensors parse (64 tensors + metadata)", parse_file_image, b, len);
+        printf("    safetensors 64 tensors: %ld allocations, each failed in turn\n", n);
+        CHECK(n > 5);
+        did = 1;
+    }
+    free(b);
+    return did ? PASS : FAIL;
+}

@@ -120,6 +120,115 @@ static void manifest_cases(void) {
     free(b);
 }
 
+/* ---- safetensors ---------------------------------------------------------- */
+
+/* 8-byte little-endian header length N, N bytes of header, data_len zero
+ * bytes of data. n_override replaces N when not ~0. */
+static void st_case(int code, const char *hdr, size_t hdr_len, size_t data_len, uint64_t n_override,
+                    const char *what) {
+    size_t len = 8 + hdr_len + data_len;
+    uint8_t *b = calloc(1, len);
+    uint64_t n = n_override != ~0ull ? n_override : hdr_len;
+    for (int i = 0; i < 8; i++) b[i] = (uint8_t)(n >> (8 * i));
+    memcpy(b + 8, hdr, hdr_len);
+    expect("safetensors", code, b, len, "%s", what);
+    free(b);
+}
+
+static void st_json(int code, const char *hdr, size_t data_len, const char *what) {
+    st_case(code, hdr, strlen(hdr), data_len, ~0ull, what);
+}
+
+static void safetensors_cases(void) {
+    const char *S = "safetensors";
+    expect(S, PAGEIN_E_HEADER_TOO_SMALL, "", 0, "empty file");
+    expect(S, PAGEIN_E_HEADER_TOO_SMALL, "\x02\0\0\0\0\0\0", 7, "7 bytes: header length cut short");
+    st_case(PAGEIN_E_HEADER_TOO_LARGE, "{}", 2, 0, 100000001, "header length 100,000,001 (over the limit)");
+    st_case(PAGEIN_E_HEADER_TOO_LARGE, "{}", 2, 0, 1ull << 63, "header length 2^63 (must not be allocated)");
+    st_case(PAGEIN_E_HEADER_LENGTH, "{}", 2, 0, 100, "header length past the end of the file");
+    st_json(PAGEIN_E_BAD_UTF8, "{\"a\xff\":{\"dtype\":\"U8\",\"shape\":[1],\"data_offsets\":[0,1]}}", 1,
+            "invalid UTF-8 byte 0xFF in a name");
+    st_json(PAGEIN_E_BAD_UTF8, "{\"a\xc0\xaf\":{\"dtype\":\"U8\",\"shape\":[1],\"data_offsets\":[0,1]}}", 1,
+            "overlong UTF-8 encoding");
+    st_json(PAGEIN_E_BAD_UTF8, "{\"a\xed\xa0\x80\":{\"dtype\":\"U8\",\"shape\":[1],\"data_offsets\":[0,1]}}", 1,
+            "UTF-8-encoded surrogate");
+    st_json(PAGEIN_E_BAD_UTF8, "{\"a\xe2\x82\":{\"dtype\":\"U8\",\"shape\":[1],\"data_offsets\":[0,1]}}", 1,
+            "UTF-8 sequence cut short");
+    st_json(PAGEIN_E_BAD_JSON, "hello", 0, "header is not JSON");
+    st_json(PAGEIN_E_BAD_JSON, "[1,2]", 0, "header is a JSON array");
+    st_json(PAGEIN_E_BAD_JSON, "{\"a\":", 0, "header JSON cut short");
+    st_json(PAGEIN_E_BAD_JSON, "", 0, "header length 0");
+    st_json(PAGEIN_E_BAD_JSON, "{\"a\":{\"dtype\":\"U8\",\"shape\":[1],\"data_offsets\":[0,1]}} x", 1,
+            "text after the JSON object");
+    st_json(PAGEIN_E_BAD_JSON, "{\"a\tb\":{\"dtype\":\"U8\",\"shape\":[1],\"data_offsets\":[0,1]}}", 1,
+            "raw control character in a string");
+    st_json(PAGEIN_E_BAD_JSON, "{\"a\\x\":{\"dtype\":\"U8\",\"shape\":[1],\"data_offsets\":[0,1]}}", 1,
+            "invalid escape \\x in a string");
+    st_json(PAGEIN_E_BAD_DTYPE, "{\"a\":{\"dtype\":\"F128\",\"shape\":[1],\"data_offsets\":[0,16]}}", 16,
+            "unknown dtype F128");
+    st_json(PAGEIN_E_BAD_DTYPE, "{\"a\":{\"dtype\":\"f32\",\"shape\":[1],\"data_offsets\":[0,4]}}", 4,
+            "dtype in lowercase");
+    st_json(PAGEIN_E_BAD_DTYPE, "{\"a\":{\"dtype\":\"Q8_0\",\"shape\":[32],\"data_offsets\":[0,34]}}", 34,
+            "GGUF-only dtype in safetensors");
+    st_json(PAGEIN_E_BAD_JSON, "{\"a\":{\"dtype\":\"U8\",\"shape\":[1]}}", 1, "missing data_offsets");
+    st_json(PAGEIN_E_BAD_JSON, "{\"a\":{\"dtype\":\"U8\",\"data_offsets\":[0,1]}}", 1, "missing shape");
+    st_json(PAGEIN_E_BAD_JSON, "{\"a\":{\"dtype\":\"U8\",\"shape\":[1],\"data_offsets\":[0,1,2]}}", 2,
+            "data_offsets with 3 elements");
+    st_json(PAGEIN_E_BAD_JSON, "{\"a\":{\"dtype\":\"U8\",\"shape\":[-1],\"data_offsets\":[0,1]}}", 1,
+            "negative dimension");
+    st_json(PAGEIN_E_BAD_JSON, "{\"a\":{\"dtype\":\"U8\",\"shape\":[1.5],\"data_offsets\":[0,1]}}", 1,
+            "fractional dimension");
+    st_json(PAGEIN_E_BAD_JSON, "{\"a\":7}", 0, "tensor entry is not an object");
+    st_json(PAGEIN_E_BAD_OFFSET, "{\"a\":{\"dtype\":\"U8\",\"shape\":[4],\"data_offsets\":[4,8]}}", 8,
+            "first tensor does not start at 0 (gap)");
+    st_json(PAGEIN_E_BAD_OFFSET,
+            "{\"a\":{\"dtype\":\"U8\",\"shape\":[4],\"data_offsets\":[0,4]},"
+            "\"b\":{\"dtype\":\"U8\",\"shape\":[4],\"data_offsets\":[2,6]}}", 6, "overlapping tensors");
+    st_json(PAGEIN_E_BAD_OFFSET, "{\"a\":{\"dtype\":\"U8\",\"shape\":[0],\"data_offsets\":[4,0]}}", 4,
+            "data_offsets end before begin");
+    st_json(PAGEIN_E_INCOMPLETE, "{\"a\":{\"dtype\":\"U8\",\"shape\":[64],\"data_offsets\":[0,64]}}", 8,
+            "tensor past the end of the file");
+    st_json(PAGEIN_E_INCOMPLETE, "{\"a\":{\"dtype\":\"U8\",\"shape\":[4],\"data_offsets\":[0,4]}}", 6,
+            "trailing bytes after the data (strict mode)");
+    st_json(PAGEIN_E_OVERFLOW,
+            "{\"a\":{\"dtype\":\"F32\",\"shape\":[4294967296,4294967296,16],\"data_offsets\":[0,4]}}", 4,
+            "element count overflows 64 bits");
+    st_json(PAGEIN_E_BAD_TENSOR_INFO,
+            "{\"a\":{\"dtype\":\"F32\",\"shape\":[1000000000000000],\"data_offsets\":[0,4]}}", 4,
+            "huge shape over 4 bytes of data (must not be allocated)");
+    st_json(PAGEIN_E_BAD_TENSOR_INFO, "{\"a\":{\"dtype\":\"F32\",\"shape\":[2],\"data_offsets\":[0,4]}}", 4,
+            "byte length disagrees with dtype and shape");
+    st_json(PAGEIN_E_MISALIGNED_SLICE, "{\"a\":{\"dtype\":\"F4\",\"shape\":[3],\"data_offsets\":[0,2]}}", 2,
+            "F4 tensor of an odd element count (half a byte)");
+    st_json(PAGEIN_E_DUPLICATE,
+            "{\"a\":{\"dtype\":\"U8\",\"shape\":[1],\"data_offsets\":[0,1]},"
+            "\"a\":{\"dtype\":\"U8\",\"shape\":[1],\"data_offsets\":[1,2]}}", 2, "duplicate tensor name");
+    st_json(PAGEIN_E_DUPLICATE, "{\"a\":{\"dtype\":\"U8\",\"dtype\":\"U8\",\"shape\":[1],\"data_offsets\":[0,1]}}", 1,
+            "duplicate field in a tensor entry");
+    st_json(PAGEIN_E_DUPLICATE, "{\"__metadata__\":{},\"__metadata__\":{}}", 0, "duplicate __metadata__");
+    st_json(PAGEIN_E_BAD_JSON, "{\"__metadata__\":{\"k\":1}}", 0, "__metadata__ value not a string");
+    {
+        /* 1025 dimensions of 1 */
+        char *h = malloc(8000);
+        size_t n = (size_t)sprintf(h, "{\"a\":{\"dtype\":\"U8\",\"shape\":[");
+        for (int i = 0; i < 1025; i++) n += (size_t)sprintf(h + n, i ? ",1" : "1");
+        sprintf(h + n, "],\"data_offsets\":[0,1]}}");
+        st_json(PAGEIN_E_LIMIT, h, 1, "1025 dimensions");
+        free(h);
+    }
+    {
+        /* 100,000 nested arrays */
+        size_t depth = 100000;
+        char *h = malloc(2 * depth + 128);
+        size_t n = (size_t)sprintf(h, "{\"__metadata__\":null,\"x\":{\"dtype\":\"U8\",\"shape\":[1],\"data_offsets\":[0,1],\"y\":");
+        memset(h + n, '[', depth);
+        memset(h + n + depth, ']', depth);
+        strcpy(h + n + 2 * depth, "}}");
+        st_json(PAGEIN_E_LIMIT, h, 0, "JSON nested 100,000 deep");
+        free(h);
+    }
+}
+
 /* The enum constant's name, for the table. */
 static const char *err_name(int code) {
     static const char *const names[] = {
@@ -192,6 +301,7 @@ static char *render(void) {
 
 TEST(malformed_inputs) {
     ncases = 0;
+    safetensors_cases();
     manifest_cases();
     printf("    %zu malformed inputs checked\n", ncases);
     char *md = render();
