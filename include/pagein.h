@@ -306,8 +306,9 @@ typedef enum pagein_format {
 
 /* Open flags. */
 #define PAGEIN_OPEN_LENIENT 0x1u  /* safetensors: allow trailing bytes after the
-                                     data (fastsafetensors' rule); GGUF: accept
-                                     old files sized nelements*bytes/blck. */
+                                     data (fastsafetensors' rule); GGUF: no
+                                     effect (old files sized nelements*bytes/blck
+                                     are accepted by default: docs/FORMAT-GGUF.md). */
 
 typedef struct pagein_open_opts {
     size_t size;          /* sizeof(pagein_open_opts) */
