@@ -10,11 +10,6 @@
 #include "gguf_testutil.h"
 #include "test.h"
 
-static const char *const real_files[] = {
-    "gguf/ggml-vocab-bert-bge.gguf",  "gguf/ggml-vocab-gpt-2.gguf",
-    "gguf/ggml-vocab-llama-spm.gguf", "gguf/llama-2-tiny-random.gguf",
-    "gguf/tinyllamas-stories-260k-q8_0.gguf", "gguf/zackshen-test-le-v3-align64.gguf",
-};
 
 static int open_mem(pagein_file **f, const struct gt_buf *b) {
     return pagein_open_memory(f, b->p, b->n, "test.gguf", NULL);
@@ -45,7 +40,7 @@ TEST(gguf_real_files_match_reference) {
         n++;
     }
     closedir(d);
-    CHECK(n >= (int)(sizeof real_files / sizeof real_files[0]));
+    CHECK(n >= 6); /* the six files of PROVENANCE.md */
     return PASS;
 }
 
