@@ -913,3 +913,55 @@ TEST(gguf_writer_rejects) {
     }
     return PASS;
 }
+
+/* Layer indexes of GGUF names (spec section 4): blk.N with any prefix;
+ * embeddings (incl. token_embd_norm, applied before the first layer) first,
+ * output_norm and output last. */
+TEST(gguf_layer_names) {
+    int tail;
+    CHECK_EQ(pagein_layer_from_name("blk.0.attn_q.weight", 19, &tail), 0);
+    const char *n = "enc.blk.12.ffn_up.weight";
+    CHECK_EQ(pagein_layer_from_name(n, strlen(n), &tail), 12);
+    n = "dec.blk.3.attn_k.weight";
+    CHECK_EQ(pagein_layer_from_name(n, strlen(n), &tail), 3);
+    n = "v.blk.10.attn_out.bias";
+    CHECK_EQ(pagein_layer_from_name(n, strlen(n), &tail), 10);
+    n = "a.blk.7.ffn_down.weight";
+    CHECK_EQ(pagein_layer_from_name(n, strlen(n), &tail), 7);
+    n = "token_embd.weight";
+    CHECK_EQ(pagein_layer_from_name(n, strlen(n), &tail), -1);
+    CHECK_EQ(tail, 0);
+    n = "token_embd_norm.weight";
+    CHECK_EQ(pagein_layer_from_name(n, strlen(n), &tail), -1);
+    CHECK_EQ(tail, 0);
+    n = "output_norm.weight";
+    CHECK_EQ(pagein_layer_from_name(n, strlen(n), &tail), -1);
+    CHECK_EQ(tail, 1);
+    n = "output.weight";
+    CHECK_EQ(pagein_layer_from_name(n, strlen(n), &tail), -1);
+    CHECK_EQ(tail, 1);
+    n = "enc.output_norm.weight";
+    CHECK_EQ(pagein_layer_from_name(n, strlen(n), &tail), -1);
+    CHECK_EQ(tail, 1);
+    /* order in a file: written output first, blk.10 before blk.2 */
+    pagein_gguf_writer *w;
+    CHECK_OK(pagein_gguf_writer_new(&w, NULL));
+    static const char *names[] = {"output.weight", "blk.10.w", "output_norm.weight", "blk.2.w",
+                                  "token_embd_norm.weight", "token_embd.weight"};
+    static const char *order[] = {"token_embd_norm.weight", "token_embd.weight", "blk.2.w", "blk.10.w",
+                                  "output.weight", "output_norm.weight"};
+    static float d[4];
+    uint64_t sh[1] = {4};
+    for (int i = 0; i < 6; i++) {
+        pagein_write_tensor t = {names[i], PAGEIN_DTYPE_F32, 1, sh, d, NULL, NULL};
+        CHECK_OK(pagein_gguf_add_tensor(w, &t));
+    }
+    const char *p = pt_tmppath("order.gguf");
+    CHECK_OK(pagein_gguf_write(w, p));
+    pagein_gguf_writer_free(w);
+    pagein_file *f = NULL;
+    CHECK_OK(pagein_open(&f, p, NULL));
+    for (int i = 0; f && i < 6; i++) CHECK_STR(pagein_tensor_by_layer(f, (size_t)i)->name, order[i]);
+    pagein_close(f);
+    return PASS;
+}
