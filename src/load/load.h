@@ -99,6 +99,9 @@ struct pagein_model {
  * run on opts.threads threads). Guarded: truncation gives
  * PAGEIN_E_TRUNCATED naming the file and offset. */
 int pi_model_populate(pagein_model *m, struct pi_range *r, size_t n);
+/* Same with an explicit method (the pager always uses READAHEAD on a
+ * MADV_RANDOM mapping, which pages in exactly the ranges asked for). */
+int pi_model_populate_with(pagein_model *m, struct pi_range *r, size_t n, enum pi_pop_method method);
 /* Ranges of one layer group (g = layer + 1) into r (caller-allocated with
  * room for the group's tensor count); returns the count. */
 size_t pi_model_group_ranges(const pagein_model *m, int32_t g, struct pi_range *r);

@@ -21,7 +21,9 @@
 #include "load.h"
 
 #include <stdio.h>
+#include <fcntl.h>
 #include <stdlib.h>
+#include <sys/mman.h>
 
 enum { G_NONE = 0, G_LOADING, G_RESIDENT, G_RELEASED, G_FAILED };
 
@@ -48,7 +50,7 @@ static int load_group(pagein_model *m, int32_t g) {
     struct pi_range *r = pi_malloc((n ? n : 1) * sizeof *r);
     if (!r) return pi_err(-ENOMEM, "out of memory");
     size_t k = pi_model_group_ranges(m, g, r);
-    int rc = pi_model_populate(m, r, k);
+    int rc = pi_model_populate_with(m, r, k, m->pager ? PI_POP_READAHEAD : m->pop_method);
     pi_free(r);
     return rc;
 }
@@ -120,6 +122,15 @@ int pi_pager_start(pagein_model *m) {
     pthread_mutex_init(&p->mu, NULL);
     pthread_cond_init(&p->cv, NULL);
     m->pager = p;
+    /* Exact residency: no read-around on faults, no async readahead
+     * markers; the pager asks for exactly the groups' ranges with
+     * readahead() and maps them with MADV_POPULATE_READ. */
+    if (!(m->opts.hints & PAGEIN_HINT_SEQUENTIAL))
+        for (size_t i = 0; i < m->nfiles; i++)
+            if (m->files[i]->mapped && m->files[i]->len) {
+                madvise((void *)m->files[i]->base, m->files[i]->len, MADV_RANDOM);
+                posix_fadvise(m->files[i]->fd, 0, 0, POSIX_FADV_RANDOM);
+            }
     int e = pthread_create(&p->tid, NULL, pager_main, m);
     if (e) return pi_err(-e, "cannot start the prefetch thread: %s", strerror(e));
     p->started = 1;

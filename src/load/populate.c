@@ -180,11 +180,15 @@ static int make_chunks(struct pi_range *r, size_t n, uint64_t chunk, struct pi_r
 }
 
 int pi_model_populate(pagein_model *m, struct pi_range *r, size_t n) {
+    return pi_model_populate_with(m, r, n, m->pop_method);
+}
+
+int pi_model_populate_with(pagein_model *m, struct pi_range *r, size_t n, enum pi_pop_method method) {
     if (m->strategy == PAGEIN_STRATEGY_READ) return 0; /* already in anonymous memory */
     struct pop *p = pi_calloc(1, sizeof *p);
     if (!p) return pi_err(-ENOMEM, "out of memory");
     p->m = m;
-    p->method = m->pop_method;
+    p->method = method;
     p->chunk = m->opts.chunk_bytes ? pi_align_up(m->opts.chunk_bytes, page_size()) : POP_CHUNK_DEFAULT;
     int rc = make_chunks(r, n, p->chunk, &p->c, &p->n);
     if (rc == 0) rc = pi_parallel(m->opts.threads, p->n, pop_item, p);
