@@ -24,6 +24,7 @@
 #include <fcntl.h>
 #include <stdlib.h>
 #include <sys/mman.h>
+#include <unistd.h>
 
 enum { G_NONE = 0, G_LOADING, G_RESIDENT, G_RELEASED, G_FAILED };
 
@@ -125,12 +126,25 @@ int pi_pager_start(pagein_model *m) {
     /* Exact residency: no read-around on faults, no async readahead
      * markers; the pager asks for exactly the groups' ranges with
      * readahead() and maps them with MADV_POPULATE_READ. */
-    if (!(m->opts.hints & PAGEIN_HINT_SEQUENTIAL))
-        for (size_t i = 0; i < m->nfiles; i++)
-            if (m->files[i]->mapped && m->files[i]->len) {
-                madvise((void *)m->files[i]->base, m->files[i]->len, MADV_RANDOM);
-                posix_fadvise(m->files[i]->fd, 0, 0, POSIX_FADV_RANDOM);
+    for (size_t i = 0; i < m->nfiles; i++) {
+        pagein_file *f = m->files[i];
+        if (!f->mapped || !f->len) continue;
+        if (!(m->opts.hints & PAGEIN_HINT_SEQUENTIAL)) {
+            madvise((void *)f->base, f->len, MADV_RANDOM);
+            posix_fadvise(f->fd, 0, 0, POSIX_FADV_RANDOM);
+        }
+        /* With a budget, drop what the header fault's read-around brought
+         * in (up to read_ahead_kb past the header: 8 MiB on virtio disks),
+         * so the budget holds from the start. Header pages stay. */
+        if (p->budget) {
+            uint64_t ps = (uint64_t)sysconf(_SC_PAGESIZE);
+            uint64_t a = pi_align_up(f->tab.data_start, ps);
+            if (a < f->len) {
+                madvise((void *)(f->base + a), f->len - a, MADV_DONTNEED);
+                posix_fadvise(f->fd, (off_t)a, (off_t)(f->len - a), POSIX_FADV_DONTNEED);
             }
+        }
+    }
     int e = pthread_create(&p->tid, NULL, pager_main, m);
     if (e) return pi_err(-e, "cannot start the prefetch thread: %s", strerror(e));
     p->started = 1;
