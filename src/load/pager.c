@@ -44,6 +44,21 @@ struct pi_pager {
     uint64_t *gbytes;
 };
 
+/* With a budget: drop every page of the data sections that nobody maps.
+ * Pages the pager loaded are mapped (MADV_POPULATE_READ) and stay; what goes
+ * is what the header fault's read-around brought in at open (up to
+ * read_ahead_kb, 8 MiB on virtio disks, and still in flight when open
+ * returns) and released layers. Run after every group, so the budget holds
+ * from the start. */
+static void trim(pagein_model *m) {
+    uint64_t ps = (uint64_t)sysconf(_SC_PAGESIZE);
+    for (size_t i = 0; i < m->nfiles; i++) {
+        pagein_file *f = m->files[i];
+        uint64_t a = pi_align_up(f->tab.data_start, ps);
+        if (f->mapped && a < f->len) posix_fadvise(f->fd, (off_t)a, (off_t)(f->len - a), POSIX_FADV_DONTNEED);
+    }
+}
+
 /* Loads group g (state already LOADING, bytes already counted). Runs
  * without the lock. */
 static int load_group(pagein_model *m, int32_t g) {
@@ -99,6 +114,7 @@ static void *pager_main(void *arg) {
             continue;
         }
         finish(p, g, rc);
+        if (p->budget) trim(m);
         pthread_mutex_lock(&p->mu);
     }
     pthread_mutex_unlock(&p->mu);
@@ -133,18 +149,13 @@ int pi_pager_start(pagein_model *m) {
             madvise((void *)f->base, f->len, MADV_RANDOM);
             posix_fadvise(f->fd, 0, 0, POSIX_FADV_RANDOM);
         }
-        /* With a budget, drop what the header fault's read-around brought
-         * in (up to read_ahead_kb past the header: 8 MiB on virtio disks),
-         * so the budget holds from the start. Header pages stay. */
         if (p->budget) {
             uint64_t ps = (uint64_t)sysconf(_SC_PAGESIZE);
             uint64_t a = pi_align_up(f->tab.data_start, ps);
-            if (a < f->len) {
-                madvise((void *)(f->base + a), f->len - a, MADV_DONTNEED);
-                posix_fadvise(f->fd, (off_t)a, (off_t)(f->len - a), POSIX_FADV_DONTNEED);
-            }
+            if (a < f->len) madvise((void *)(f->base + a), f->len - a, MADV_DONTNEED);
         }
     }
+    if (p->budget) trim(m);
     int e = pthread_create(&p->tid, NULL, pager_main, m);
     if (e) return pi_err(-e, "cannot start the prefetch thread: %s", strerror(e));
     p->started = 1;
