@@ -449,8 +449,10 @@ TEST(load_prefetch_order) {
     /* The header fault at open reads around (up to read_ahead_kb) and that
      * I/O may still be in flight: let it land, then drop what nobody maps
      * (the pager's pages are mapped and stay). */
-    usleep(50000);
-    evict(path);
+    for (int i = 0; i < 5; i++) {
+        usleep(20000);
+        evict(path);
+    }
     /* give the pager time to fill its window [0, 2] (groups -1, 0, 1) */
     for (int i = 0; i < 200 && group_resident(path, m, 1) < group_pages(m, 1); i++) usleep(5000);
     CHECK_EQ(group_resident(path, m, 0), group_pages(m, 0));
