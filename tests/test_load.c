@@ -457,8 +457,11 @@ TEST(load_prefetch_order) {
     for (int i = 0; i < 200 && group_resident(path, m, 1) < group_pages(m, 1); i++) usleep(5000);
     CHECK_EQ(group_resident(path, m, 0), group_pages(m, 0));
     CHECK_EQ(group_resident(path, m, 1), group_pages(m, 1));
-    /* nothing beyond the window: cursor is group 1 (layer 0) + 2 = layer 2 */
-    for (int32_t l = 3; l < 10; l++) CHECK_EQ(group_resident(path, m, l), 0);
+    /* nothing beyond the window: cursor is group 1 (layer 0) + 2 = layer 2.
+     * The page cache works in folios (up to 64 KiB and more with large
+     * folios), so a neighbour's folio may spill into a layer's first pages:
+     * allow a quarter of the layer. */
+    for (int32_t l = 3; l < 10; l++) CHECK(group_resident(path, m, l) < group_pages(m, l) / 4);
     /* waiting far ahead loads it at once */
     CHECK_OK(pagein_layer_wait(m, 8));
     CHECK_EQ(group_resident(path, m, 8), group_pages(m, 8));
@@ -492,8 +495,9 @@ TEST(load_prefetch_budget) {
         for (size_t i = 0; i < n; i++) b += lt[i]->nbytes;
         if (b > max_group) max_group = b;
     }
-    /* header and page slack of the inward-rounded release */
-    uint64_t slack = 64 << 10;
+    /* header, page slack of the inward-rounded release, and large folios
+     * straddling tensor boundaries */
+    uint64_t slack = 256 << 10;
     for (int32_t l = -1; l <= nl; l++) {
         CHECK_OK(pagein_layer_wait(m, l));
         CHECK_EQ(group_resident(path, m, l), group_pages(m, l));
