@@ -433,7 +433,7 @@ static uint64_t group_pages(const pagein_model *m, int32_t layer) {
 TEST(load_prefetch_order) {
     if (!have_writer()) SKIP_BECAUSE("the safetensors writer/parser is not merged yet");
     struct gen g;
-    gen_model(&g, 10, 256 << 10, 1);
+    gen_model(&g, 6, 3 << 20, 1);
     const char *dir = pt_tmppath("pforder");
     CHECK_OK(gen_write(&g, dir, 1));
     char path[512];
@@ -441,7 +441,7 @@ TEST(load_prefetch_order) {
     if (!cache_droppable(path)) SKIP_BECAUSE("cannot evict %s from the page cache (tmpfs?)", path);
     pagein_model_opts o = PAGEIN_MODEL_OPTS_INIT;
     o.strategy = PAGEIN_STRATEGY_PREFETCH;
-    o.prefetch_ahead = 2;
+    o.prefetch_ahead = 1;
     pagein_model *m;
     CHECK_OK(pagein_model_open(&m, path, &o));
     CHECK_OK(pagein_layer_wait(m, -1));
@@ -453,18 +453,22 @@ TEST(load_prefetch_order) {
         usleep(20000);
         evict(path);
     }
-    /* give the pager time to fill its window [0, 2] (groups -1, 0, 1) */
-    for (int i = 0; i < 200 && group_resident(path, m, 1) < group_pages(m, 1); i++) usleep(5000);
+    /* give the pager time to fill its window: cursor group 1 (layer 0) +
+     * ahead 1 = layers 0 and 1 */
+    for (int i = 0; i < 400 && group_resident(path, m, 1) < group_pages(m, 1); i++) usleep(5000);
     CHECK_EQ(group_resident(path, m, 0), group_pages(m, 0));
     CHECK_EQ(group_resident(path, m, 1), group_pages(m, 1));
-    /* nothing beyond the window: cursor is group 1 (layer 0) + 2 = layer 2.
-     * The page cache works in folios (up to 64 KiB and more with large
-     * folios), so a neighbour's folio may spill into a layer's first pages:
-     * allow a quarter of the layer. */
-    for (int32_t l = 3; l < 10; l++) CHECK(group_resident(path, m, l) < group_pages(m, l) / 4);
+    /* nothing beyond the window. The page cache works in folios (up to
+     * 2 MiB with large folios, mapped whole), so a neighbour's folio may
+     * spill into a layer: allow a third of the layer (6 MiB). */
+    for (int32_t l = 3; l < 6; l++) {
+        uint64_t r = group_resident(path, m, l);
+        if (r >= group_pages(m, l) / 3) printf("    layer %d: %llu bytes resident\n", l, (unsigned long long)r);
+        CHECK(r < group_pages(m, l) / 3);
+    }
     /* waiting far ahead loads it at once */
-    CHECK_OK(pagein_layer_wait(m, 8));
-    CHECK_EQ(group_resident(path, m, 8), group_pages(m, 8));
+    CHECK_OK(pagein_layer_wait(m, 4));
+    CHECK_EQ(group_resident(path, m, 4), group_pages(m, 4));
     CHECK(check_bytes(m, &g) == 0);
     pagein_model_close(m);
     return PASS;
@@ -473,8 +477,8 @@ TEST(load_prefetch_order) {
 TEST(load_prefetch_budget) {
     if (!have_writer()) SKIP_BECAUSE("the safetensors writer/parser is not merged yet");
     struct gen g;
-    int nl = 16;
-    uint64_t tb = 256 << 10;
+    int nl = 12;
+    uint64_t tb = 1 << 20;
     gen_model(&g, nl, tb, 1);
     const char *dir = pt_tmppath("pfbudget");
     CHECK_OK(gen_write(&g, dir, 1));
@@ -484,7 +488,7 @@ TEST(load_prefetch_budget) {
     pagein_model_opts o = PAGEIN_MODEL_OPTS_INIT;
     o.strategy = PAGEIN_STRATEGY_PREFETCH;
     o.prefetch_ahead = 8;
-    o.budget_bytes = 3 * tb;
+    o.budget_bytes = 4 * tb;
     pagein_model *m;
     CHECK_OK(pagein_model_open(&m, path, &o));
     uint64_t max_group = 0, peak = 0;
@@ -496,8 +500,8 @@ TEST(load_prefetch_budget) {
         if (b > max_group) max_group = b;
     }
     /* header, page slack of the inward-rounded release, and large folios
-     * straddling tensor boundaries */
-    uint64_t slack = 256 << 10;
+     * (up to 2 MiB, mapped whole) straddling layer boundaries */
+    uint64_t slack = 4 << 20;
     for (int32_t l = -1; l <= nl; l++) {
         CHECK_OK(pagein_layer_wait(m, l));
         CHECK_EQ(group_resident(path, m, l), group_pages(m, l));
@@ -510,6 +514,7 @@ TEST(load_prefetch_budget) {
         (void)sum;
         usleep(2000); /* let the pager run ahead as far as the budget allows */
         uint64_t r = resident(path, 0, UINT64_MAX);
+        if (getenv("PAGEIN_TEST_VERBOSE")) printf("    layer %d: resident %llu KiB\n", l, (unsigned long long)r >> 10);
         if (r > peak) peak = r;
         CHECK(r <= o.budget_bytes + max_group + slack);
         CHECK_OK(pagein_layer_done(m, l));
@@ -518,7 +523,7 @@ TEST(load_prefetch_budget) {
            (unsigned long long)peak >> 10, (unsigned long long)o.budget_bytes >> 10,
            (unsigned long long)max_group >> 10, (unsigned long long)((uint64_t)nl * 2 * tb) >> 10);
     CHECK(peak <= o.budget_bytes + max_group + slack);
-    /* the stream really went through: the model is 10x the budget */
+    /* the stream really went through: the model is 6x the budget */
     CHECK(peak >= tb);
     pagein_model_close(m);
     return PASS;
