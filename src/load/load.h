@@ -102,6 +102,10 @@ int pi_model_populate(pagein_model *m, struct pi_range *r, size_t n);
 /* Same with an explicit method (the pager always uses READAHEAD on a
  * MADV_RANDOM mapping, which pages in exactly the ranges asked for). */
 int pi_model_populate_with(pagein_model *m, struct pi_range *r, size_t n, enum pi_pop_method method);
+/* Same, abandoning the work (PAGEIN_E_CANCELLED) once *cursor > group: the
+ * pager never keeps loading a layer the consumer has moved past. */
+int pi_model_populate_group(pagein_model *m, struct pi_range *r, size_t n, enum pi_pop_method method,
+                            _Atomic int32_t *cursor, int32_t group);
 /* Ranges of one layer group (g = layer + 1) into r (caller-allocated with
  * room for the group's tensor count); returns the count. */
 size_t pi_model_group_ranges(const pagein_model *m, int32_t g, struct pi_range *r);

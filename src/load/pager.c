@@ -4,24 +4,32 @@
  * (embeddings), 1..L the numbered layers, L + 1 trailing globals (final
  * norm, head). One background thread, owned by the model and joined in
  * pagein_model_close(), keeps groups [cursor, cursor + ahead] resident,
- * loading each with the parallel chunked populate (pi_model_populate), so
- * the device sees a deep queue even though groups are taken one at a time.
+ * lowest first, loading each with the parallel chunked populate so the
+ * device sees a deep queue even though groups are taken one at a time.
  *
  * The consumer moves the cursor: pagein_layer_wait(i) sets it to at least
- * i's group and returns once the group is resident; if no one is loading it
- * yet, the caller loads it itself at once rather than queue behind the
- * pager. pagein_layer_done(i) moves the cursor past i and, with a budget,
+ * i's group and returns once that group is resident. The pager always works
+ * on the lowest missing group at or after the cursor, and abandons a group
+ * as soon as the cursor moves past it (its remaining chunks are skipped), so
+ * a wait for the cursor group starts it at once. A wait for a group behind
+ * the cursor (re-reading a released layer) is loaded by the waiting thread
+ * itself. pagein_layer_done(i) moves the cursor past i and, with a budget,
  * releases i's pages (pi_model_release_group).
  *
- * Budget: the pager does not start a group while resident + group bytes
- * would exceed the budget (unless nothing is resident), so the bytes it
- * holds never exceed budget + one group. Waiting consumers are never
- * refused (a wait beyond the budget would otherwise deadlock).
+ * Budget: the pager does not start a group ahead of the cursor while
+ * resident + group bytes would exceed the budget; the cursor group itself is
+ * never refused (the consumer is waiting for it). So the bytes it holds
+ * never exceed budget + one group.
+ *
+ * Exact residency: the mappings get MADV_RANDOM (no read-around on faults,
+ * no async readahead) and the pager asks for exactly the groups' ranges with
+ * readahead() + MADV_POPULATE_READ. With a budget, pages of the data
+ * sections that nobody maps are dropped after every group (trim()).
  */
 #include "load.h"
 
-#include <stdio.h>
 #include <fcntl.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <sys/mman.h>
 #include <unistd.h>
@@ -37,19 +45,13 @@ struct pi_pager {
     int32_t ng;
     uint8_t *state;
     int *gerr;
-    int32_t cursor;
+    _Atomic int32_t cursor; /* written under mu; read without it by populate */
     unsigned ahead;
     uint64_t budget, resident;
     char errmsg[512];
     uint64_t *gbytes;
 };
 
-/* With a budget: drop every page of the data sections that nobody maps.
- * Pages the pager loaded are mapped (MADV_POPULATE_READ) and stay; what goes
- * is what the header fault's read-around brought in at open (up to
- * read_ahead_kb, 8 MiB on virtio disks, and still in flight when open
- * returns) and released layers. Run after every group, so the budget holds
- * from the start. */
 static void trim(pagein_model *m) {
     uint64_t ps = (uint64_t)sysconf(_SC_PAGESIZE);
     for (size_t i = 0; i < m->nfiles; i++) {
@@ -59,21 +61,28 @@ static void trim(pagein_model *m) {
     }
 }
 
-/* Loads group g (state already LOADING, bytes already counted). Runs
- * without the lock. */
-static int load_group(pagein_model *m, int32_t g) {
+/* Loads group g (state already LOADING, bytes already counted), without
+ * the lock. The pager's own loads stop when the cursor passes g. */
+static int load_group(pagein_model *m, int32_t g, int by_pager) {
     size_t n = m->lstart[g + 1] - m->lstart[g];
     struct pi_range *r = pi_malloc((n ? n : 1) * sizeof *r);
     if (!r) return pi_err(-ENOMEM, "out of memory");
     size_t k = pi_model_group_ranges(m, g, r);
-    int rc = pi_model_populate_with(m, r, k, m->pager ? PI_POP_READAHEAD : m->pop_method);
+    int rc;
+    if (m->pager)
+        rc = pi_model_populate_group(m, r, k, PI_POP_READAHEAD, by_pager ? &m->pager->cursor : NULL, g);
+    else
+        rc = pi_model_populate(m, r, k);
     pi_free(r);
     return rc;
 }
 
 static void finish(struct pi_pager *p, int32_t g, int rc) {
     pthread_mutex_lock(&p->mu);
-    if (rc < 0) {
+    if (rc == PAGEIN_E_CANCELLED) {
+        p->state[g] = G_NONE;
+        p->resident -= p->gbytes[g];
+    } else if (rc < 0) {
         p->state[g] = G_FAILED;
         p->gerr[g] = rc;
         p->resident -= p->gbytes[g];
@@ -90,29 +99,22 @@ static void *pager_main(void *arg) {
     struct pi_pager *p = m->pager;
     pthread_mutex_lock(&p->mu);
     while (!p->stop) {
-        int32_t g = -1;
-        int32_t hi = p->cursor + (int32_t)p->ahead;
+        int32_t cur = atomic_load(&p->cursor), g = -1;
+        int32_t hi = cur + (int32_t)p->ahead;
         if (hi > p->ng - 1) hi = p->ng - 1;
-        for (int32_t k = p->cursor; k <= hi; k++)
+        for (int32_t k = cur; k <= hi; k++)
             if (p->state[k] == G_NONE || p->state[k] == G_RELEASED) {
                 g = k;
                 break;
             }
-        if (g < 0 || (p->budget && p->resident > 0 && p->resident + p->gbytes[g] > p->budget)) {
+        if (g < 0 || (p->budget && g != cur && p->resident + p->gbytes[g] > p->budget)) {
             pthread_cond_wait(&p->cv, &p->mu);
             continue;
         }
         p->state[g] = G_LOADING;
         p->resident += p->gbytes[g];
         pthread_mutex_unlock(&p->mu);
-        int rc = load_group(m, g);
-        if (rc == PAGEIN_E_CANCELLED) {
-            pthread_mutex_lock(&p->mu);
-            p->state[g] = G_NONE;
-            p->resident -= p->gbytes[g];
-            pthread_cond_broadcast(&p->cv);
-            continue;
-        }
+        int rc = load_group(m, g, 1);
         finish(p, g, rc);
         if (p->budget) trim(m);
         pthread_mutex_lock(&p->mu);
@@ -130,6 +132,7 @@ int pi_pager_start(pagein_model *m) {
     p->gbytes = m->lbytes;
     p->ahead = m->opts.prefetch_ahead ? m->opts.prefetch_ahead : 2;
     p->budget = m->opts.budget_bytes;
+    atomic_init(&p->cursor, 0);
     if (!p->state || !p->gerr) {
         pi_free(p->state);
         pi_free(p->gerr);
@@ -139,9 +142,6 @@ int pi_pager_start(pagein_model *m) {
     pthread_mutex_init(&p->mu, NULL);
     pthread_cond_init(&p->cv, NULL);
     m->pager = p;
-    /* Exact residency: no read-around on faults, no async readahead
-     * markers; the pager asks for exactly the groups' ranges with
-     * readahead() and maps them with MADV_POPULATE_READ. */
     for (size_t i = 0; i < m->nfiles; i++) {
         pagein_file *f = m->files[i];
         if (!f->mapped || !f->len) continue;
@@ -182,8 +182,8 @@ void pi_pager_stop(pagein_model *m) {
 int pi_pager_wait(pagein_model *m, int32_t g) {
     struct pi_pager *p = m->pager;
     pthread_mutex_lock(&p->mu);
-    if (g > p->cursor) {
-        p->cursor = g;
+    if (g > atomic_load(&p->cursor)) {
+        atomic_store(&p->cursor, g);
         pthread_cond_broadcast(&p->cv);
     }
     for (;;) {
@@ -191,21 +191,21 @@ int pi_pager_wait(pagein_model *m, int32_t g) {
         if (s == G_RESIDENT) break;
         if (s == G_FAILED) {
             int rc = p->gerr[g];
-            /* let a later wait retry */
-            p->state[g] = G_NONE;
+            p->state[g] = G_NONE; /* a later wait retries */
             pthread_mutex_unlock(&p->mu);
             return pi_err(rc, "%s", p->errmsg);
         }
-        if (s == G_LOADING) {
+        if (s == G_LOADING || (g >= atomic_load(&p->cursor) && !p->stop)) {
+            /* the pager is on it, or will take it next (it is the lowest
+             * missing group at the cursor) */
             pthread_cond_wait(&p->cv, &p->mu);
             continue;
         }
-        /* nobody is loading it: do it now, on this thread */
+        /* behind the cursor: load it on this thread */
         p->state[g] = G_LOADING;
         p->resident += p->gbytes[g];
         pthread_mutex_unlock(&p->mu);
-        int rc = load_group(m, g);
-        finish(p, g, rc);
+        finish(p, g, load_group(m, g, 0));
         pthread_mutex_lock(&p->mu);
     }
     pthread_mutex_unlock(&p->mu);
@@ -215,7 +215,8 @@ int pi_pager_wait(pagein_model *m, int32_t g) {
 int pi_pager_done(pagein_model *m, int32_t g) {
     struct pi_pager *p = m->pager;
     pthread_mutex_lock(&p->mu);
-    if (g + 1 > p->cursor) p->cursor = g + 1 < p->ng ? g + 1 : p->ng - 1;
+    int32_t next = g + 1 < p->ng ? g + 1 : p->ng - 1;
+    if (next > atomic_load(&p->cursor)) atomic_store(&p->cursor, next);
     int release = p->budget && p->state[g] == G_RESIDENT;
     if (release) p->state[g] = G_RELEASED; /* bytes still counted until released */
     pthread_cond_broadcast(&p->cv);
@@ -239,7 +240,7 @@ int pagein_layer_wait(pagein_model *m, int32_t layer) {
     if (m->pager) return pi_pager_wait(m, g);
     if (m->strategy == PAGEIN_STRATEGY_READ || m->strategy == PAGEIN_STRATEGY_POPULATE) return 0;
     /* lazy: page the layer in now, in parallel */
-    return load_group(m, g);
+    return load_group(m, g, 0);
 }
 
 int pagein_layer_done(pagein_model *m, int32_t layer) {

@@ -67,6 +67,8 @@ struct pop {
     /* pread scratch buffers, one per concurrently running item */
     uint8_t *scratch[MAX_SLOTS];
     _Atomic int busy[MAX_SLOTS];
+    _Atomic int32_t *cursor; /* pager: stop once the cursor passes group */
+    int32_t group;
 };
 
 static int truncated(const pagein_file *f, uint64_t off, int err) {
@@ -111,7 +113,8 @@ static int populate_map(const pagein_file *f, uint64_t off, uint64_t len, int *u
 static int pop_item(void *ctx, size_t i) {
     struct pop *p = ctx;
     pagein_model *m = p->m;
-    if (atomic_load(&m->cancel)) return pi_err(PAGEIN_E_CANCELLED, "paging cancelled");
+    if (atomic_load(&m->cancel) || (p->cursor && atomic_load(p->cursor) > p->group))
+        return pi_err(PAGEIN_E_CANCELLED, "paging cancelled");
     const struct pi_range *r = &p->c[i];
     const pagein_file *f = m->files[r->file];
     if (!f->mapped) return 0;
@@ -184,11 +187,18 @@ int pi_model_populate(pagein_model *m, struct pi_range *r, size_t n) {
 }
 
 int pi_model_populate_with(pagein_model *m, struct pi_range *r, size_t n, enum pi_pop_method method) {
+    return pi_model_populate_group(m, r, n, method, NULL, 0);
+}
+
+int pi_model_populate_group(pagein_model *m, struct pi_range *r, size_t n, enum pi_pop_method method,
+                            _Atomic int32_t *cursor, int32_t group) {
     if (m->strategy == PAGEIN_STRATEGY_READ) return 0; /* already in anonymous memory */
     struct pop *p = pi_calloc(1, sizeof *p);
     if (!p) return pi_err(-ENOMEM, "out of memory");
     p->m = m;
     p->method = method;
+    p->cursor = cursor;
+    p->group = group;
     p->chunk = m->opts.chunk_bytes ? pi_align_up(m->opts.chunk_bytes, page_size()) : POP_CHUNK_DEFAULT;
     int rc = make_chunks(r, n, p->chunk, &p->c, &p->n);
     if (rc == 0) rc = pi_parallel(m->opts.threads, p->n, pop_item, p);
