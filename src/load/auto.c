@@ -180,3 +180,23 @@ pagein_strategy pi_auto_decide(const struct pi_auto_facts *f, char *why, size_t 
              f->rotational == 0 ? "solid-state" : "non-network", mib);
     return PAGEIN_STRATEGY_POPULATE;
 }
+
+pagein_strategy pagein_model_auto_plan(const pagein_model *m, uint64_t *budget, char *why, size_t len) {
+    char tmp[256];
+    if (budget) *budget = 0;
+    if (!m) {
+        if (why && len) snprintf(why, len, "no model");
+        return PAGEIN_STRATEGY_AUTO;
+    }
+    const char **paths = pi_malloc((m->nfiles ? m->nfiles : 1) * sizeof *paths);
+    struct pi_auto_facts f;
+    if (paths) {
+        for (size_t i = 0; i < m->nfiles; i++) paths[i] = m->files[i]->path;
+        pi_auto_gather(paths, m->nfiles, &f);
+        pi_free(paths);
+    } else {
+        memset(&f, 0, sizeof f);
+        f.rotational = -1;
+    }
+    return pi_auto_decide(&f, why && len ? why : tmp, why && len ? len : sizeof tmp, budget);
+}
