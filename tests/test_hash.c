@@ -89,5 +89,44 @@ TEST(hash_real_files) {
     CHECK(text && strstr(text, "77d992e9f1027cc61d23e08a2d117eac model.embed_tokens.weight\n"));
     CHECK_EQ(pagein_manifest_validate(text, len), 15);
     free(text);
+    /* GGUF: header = everything before the aligned data section */
+    model = pt_testdata("gguf/tinyllamas-stories-260k-q8_0.gguf");
+    CHECK_OK(pagein_manifest_write(model, man, NULL, &st));
+    CHECK(st.tensors > 10);
+    CHECK_OK(pagein_manifest_verify(model, man, NULL, &st));
+    return PASS;
+}
+
+TEST(hash_sharded_model) {
+    if (!pagein_hash_available()) SKIP_BECAUSE("built without libxxhash (libxxhash-dev not installed)");
+    static uint8_t a[64], b[32];
+    memset(a, 1, sizeof a);
+    memset(b, 2, sizeof b);
+    uint64_t sa[1] = {16}, sb[1] = {8};
+    pagein_write_tensor t1 = {"model.layers.0.w", PAGEIN_DTYPE_F32, 1, sa, a, NULL, NULL};
+    pagein_write_tensor t2 = {"model.layers.1.w", PAGEIN_DTYPE_F32, 1, sb, b, NULL, NULL};
+    CHECK_OK(pagein_safetensors_write(pt_tmppath("sh-00001-of-00002.safetensors"), &t1, 1, NULL));
+    CHECK_OK(pagein_safetensors_write(pt_tmppath("sh-00002-of-00002.safetensors"), &t2, 1, NULL));
+    const char *ix = "{\"metadata\":{\"total_size\":96},\"weight_map\":{"
+                     "\"model.layers.0.w\":\"sh-00001-of-00002.safetensors\","
+                     "\"model.layers.1.w\":\"sh-00002-of-00002.safetensors\"}}";
+    const char *ixp = pt_tmppath("sh.safetensors.index.json"), *man = pt_tmppath("sh.manifest");
+    CHECK_EQ(pt_write_file(ixp, ix, strlen(ix)), 0);
+    pagein_hash_stats st;
+    CHECK_OK(pagein_manifest_write(ixp, man, NULL, &st));
+    CHECK_EQ(st.files, 2);
+    CHECK_EQ(st.tensors, 2);
+    size_t len = 0;
+    char *text = pt_read_file(man, &len);
+    CHECK(text && strstr(text, " sh-00002-of-00002.safetensors\n"));
+    CHECK(text && strstr(text, "\ntensor 1 "));
+    free(text);
+    CHECK_OK(pagein_manifest_verify(ixp, man, NULL, &st));
+    /* the second shard changes: only its tensor is reported */
+    memset(b, 3, sizeof b);
+    CHECK_OK(pagein_safetensors_write(pt_tmppath("sh-00002-of-00002.safetensors"), &t2, 1, NULL));
+    CHECK_EQ(pagein_manifest_verify(ixp, man, NULL, &st), PAGEIN_E_HASH_MISMATCH);
+    CHECK_EQ(st.mismatches, 1);
+    CHECK(strstr(pagein_last_error_detail(), "model.layers.1.w") != NULL);
     return PASS;
 }

@@ -52,30 +52,34 @@ int pagein_hash_available(void) { return 1; }
 
 /* ---- the model being hashed --------------------------------------------- */
 
-/* The files of a model, whatever opened them. */
+/* The files of a model: a single file, a sharded checkpoint, a GGUF split
+ * set or a directory, opened LAZY (hashing reads through the mappings
+ * itself, under the guard; nothing is loaded first). */
 struct model_files {
-    pagein_file *single;
+    pagein_model *m;
     const pagein_file **files;
     size_t n;
 };
 
 static int open_files(const char *path, struct model_files *mf) {
     memset(mf, 0, sizeof *mf);
-    int rc = pagein_open(&mf->single, path, NULL);
+    pagein_model_opts o = PAGEIN_MODEL_OPTS_INIT;
+    o.strategy = PAGEIN_STRATEGY_LAZY;
+    int rc = pagein_model_open(&mf->m, path, &o);
     if (rc < 0) return rc;
-    mf->files = pi_malloc(sizeof *mf->files);
+    mf->n = pagein_model_file_count(mf->m);
+    mf->files = pi_calloc(mf->n, sizeof *mf->files);
     if (!mf->files) {
-        pagein_close(mf->single);
-        mf->single = NULL;
+        pagein_model_close(mf->m);
+        mf->m = NULL;
         return pi_err(-ENOMEM, "out of memory");
     }
-    mf->files[0] = mf->single;
-    mf->n = 1;
+    for (size_t i = 0; i < mf->n; i++) mf->files[i] = pagein_model_file(mf->m, i);
     return 0;
 }
 
 static void close_files(struct model_files *mf) {
-    pagein_close(mf->single);
+    pagein_model_close(mf->m);
     pi_free(mf->files);
     memset(mf, 0, sizeof *mf);
 }
