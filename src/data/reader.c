@@ -76,6 +76,7 @@ struct slot {
     uint8_t *buf;
     int state;
     size_t block;
+    size_t seq;     /* position of the block in this epoch's block order */
     uint32_t *left; /* sample offsets within the block not yet handed out */
     uint32_t nleft;
 };
@@ -113,7 +114,7 @@ struct pagein_reader {
     struct dblock *blocks;
     size_t nblocks;
     size_t *border;
-    size_t load_pos, consumed, cpos;
+    size_t load_pos, consumed, window_end;
     struct slot *slots;
     unsigned K;
     uint64_t slot_cap;
@@ -308,6 +309,7 @@ static void *loader_main(void *arg) {
         size_t b = r->border[r->load_pos++];
         const struct dblock *blk = &r->blocks[b];
         sl->state = SLOT_LOADING;
+        sl->seq = r->load_pos - 1;
         sl->block = b;
         uint64_t gen = r->gen;
         pthread_mutex_unlock(&r->mu);
@@ -355,7 +357,14 @@ static int start_blocks(pagein_reader *r) {
         if (r->slots[k].state != SLOT_LOADING) r->slots[k].state = SLOT_FREE;
     r->ready = 0;
     r->err = 0;
-    r->load_pos = r->consumed = r->cpos = 0;
+    r->load_pos = r->consumed = 0;
+    /* The draw window: blocks at order positions < window_end that are not
+     * drained, W = K-1 of them (1 in order), leaving one slot for the
+     * loader to work ahead. Drawing only from this window, never from
+     * whatever happens to be loaded, keeps the order a function of the
+     * seed alone. */
+    size_t w = (r->o.flags & PAGEIN_READER_IN_ORDER) || r->K == 1 ? 1 : r->K - 1;
+    r->window_end = PI_MIN(w, r->nblocks);
     for (size_t b = 0; b < r->nblocks; b++) r->border[b] = b;
     uint64_t s = pagein_epoch_seed(r->o.seed, r->epoch);
     if (!(r->o.flags & PAGEIN_READER_IN_ORDER))
@@ -382,42 +391,36 @@ static int next_block(pagein_reader *r, pagein_sample *s) {
             break;
         }
         if (r->consumed == r->nblocks) break; /* end of epoch */
-        if (in_order) {
-            for (unsigned k = 0; k < r->K && !sl; k++)
-                if (r->slots[k].state == SLOT_READY && r->slots[k].block == r->border[r->cpos]) sl = &r->slots[k];
-            if (sl) break;
-        } else {
-            /* Draw from K-1 blocks while the loader fills the K-th: the
-             * buffer never stalls the loader, and the draw sees several
-             * blocks at once. */
-            size_t remaining = r->nblocks - r->consumed;
-            size_t want = PI_MAX(1, PI_MIN((size_t)r->K - (r->K > 1), remaining));
-            if (r->ready >= want) {
-                uint64_t total = 0;
-                for (unsigned k = 0; k < r->K; k++)
-                    if (r->slots[k].state == SLOT_READY) total += r->slots[k].nleft;
-                uint64_t x = pi_rand_below(&r->rng, total);
-                for (unsigned k = 0; k < r->K; k++) {
-                    if (r->slots[k].state != SLOT_READY) continue;
-                    if (x < r->slots[k].nleft) {
-                        sl = &r->slots[k];
-                        /* move the drawn entry to the end, where it is popped */
-                        uint32_t t = sl->left[x];
-                        sl->left[x] = sl->left[sl->nleft - 1];
-                        sl->left[sl->nleft - 1] = t;
-                        break;
-                    }
-                    x -= r->slots[k].nleft;
-                }
-                break;
+        /* every block of the window must be loaded before a draw */
+        size_t in_window = r->window_end - r->consumed, ready = 0;
+        uint64_t total = 0;
+        for (unsigned k = 0; k < r->K; k++)
+            if (r->slots[k].state == SLOT_READY && r->slots[k].seq < r->window_end) {
+                ready++;
+                total += r->slots[k].nleft;
             }
+        if (ready == in_window) {
+            uint64_t x = in_order ? 0 : pi_rand_below(&r->rng, total);
+            for (unsigned k = 0; k < r->K; k++) {
+                struct slot *c = &r->slots[k];
+                if (c->state != SLOT_READY || c->seq >= r->window_end) continue;
+                if (x < c->nleft) {
+                    sl = c;
+                    /* move the drawn entry to the end, where it is popped */
+                    uint32_t t = c->left[c->nleft - 1 - x];
+                    c->left[c->nleft - 1 - x] = c->left[c->nleft - 1];
+                    c->left[c->nleft - 1] = t;
+                    break;
+                }
+                x -= c->nleft;
+            }
+            break;
         }
-        if (r->loader_on)
-            pthread_cond_wait(&r->cv_cons, &r->mu);
-        else {
+        if (!r->loader_on) {
             rc = pi_err(PAGEIN_E_INVALID, "reader: loader not running");
             break;
         }
+        pthread_cond_wait(&r->cv_cons, &r->mu);
     }
     if (sl) {
         const struct dblock *blk = &r->blocks[sl->block];
@@ -435,7 +438,7 @@ static int next_block(pagein_reader *r, pagein_sample *s) {
             r->release = (int)(sl - r->slots);
             r->ready--;
             r->consumed++;
-            r->cpos++;
+            if (r->window_end < r->nblocks) r->window_end++;
         }
     }
     pthread_mutex_unlock(&r->mu);
