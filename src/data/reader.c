@@ -116,6 +116,7 @@ struct pagein_reader {
     size_t *border;
     size_t load_pos, consumed, window_end;
     struct slot *slots;
+    struct slot **win; /* scratch: the window's slots in order */
     unsigned K;
     uint64_t slot_cap;
     uint32_t max_count;
@@ -391,19 +392,26 @@ static int next_block(pagein_reader *r, pagein_sample *s) {
             break;
         }
         if (r->consumed == r->nblocks) break; /* end of epoch */
-        /* every block of the window must be loaded before a draw */
+        /* every block of the window must be loaded before a draw; the
+         * window is walked in block-order position (not slot) order, as
+         * which slot a block lands in depends on timing */
         size_t in_window = r->window_end - r->consumed, ready = 0;
         uint64_t total = 0;
         for (unsigned k = 0; k < r->K; k++)
             if (r->slots[k].state == SLOT_READY && r->slots[k].seq < r->window_end) {
-                ready++;
+                r->win[ready++] = &r->slots[k];
                 total += r->slots[k].nleft;
             }
         if (ready == in_window) {
+            for (size_t a = 1; a < ready; a++) /* insertion sort: K is small */
+                for (size_t b = a; b > 0 && r->win[b - 1]->seq > r->win[b]->seq; b--) {
+                    struct slot *t = r->win[b];
+                    r->win[b] = r->win[b - 1];
+                    r->win[b - 1] = t;
+                }
             uint64_t x = in_order ? 0 : pi_rand_below(&r->rng, total);
-            for (unsigned k = 0; k < r->K; k++) {
-                struct slot *c = &r->slots[k];
-                if (c->state != SLOT_READY || c->seq >= r->window_end) continue;
+            for (size_t a = 0; a < ready; a++) {
+                struct slot *c = r->win[a];
                 if (x < c->nleft) {
                     sl = c;
                     /* move the drawn entry to the end, where it is popped */
@@ -468,6 +476,7 @@ void pagein_reader_close(pagein_reader *r) {
             pi_free(r->slots[k].left);
         }
     pi_free(r->slots);
+    pi_free(r->win);
     pi_free(r->blocks);
     pi_free(r->border);
     if (r->maps) {
@@ -540,7 +549,8 @@ static int reader_init(pagein_reader *r) {
         RETURN_IF(pi_mul_overflow(r->K, r->slot_cap, &bound) || bound > SIZE_MAX / 2, PAGEIN_E_LIMIT,
                   "reader: %u blocks of %" PRIu64 " bytes do not fit in memory", r->K, r->slot_cap);
         r->slots = pi_calloc(r->K, sizeof *r->slots);
-        if (!r->slots) return pi_err(-ENOMEM, "reader: out of memory");
+        r->win = pi_calloc(r->K, sizeof *r->win);
+        if (!r->slots || !r->win) return pi_err(-ENOMEM, "reader: out of memory");
         for (unsigned k = 0; k < r->K; k++) {
             r->slots[k].buf = pi_malloc(r->slot_cap ? r->slot_cap : 1);
             r->slots[k].left = pi_malloc((size_t)r->max_count * sizeof(uint32_t));
