@@ -977,6 +977,136 @@ PAGEIN_API double pagein_order_entropy(const uint64_t *ids, size_t n);
  */
 PAGEIN_API double pagein_shuffle_quality(const uint64_t *ids, size_t n);
 
+/* ------------------------------------------------------------------------ */
+/* Page cache: residency, warm, evict, lock (docs/PAGE-CACHE.md)            */
+/* ------------------------------------------------------------------------ */
+
+/*
+ * How much of a byte range is in the page cache. Residency is sampled with
+ * mincore() on a mapping of the file, so it is a snapshot: pages can arrive
+ * or be reclaimed at any moment afterwards.
+ *
+ * bytes / resident_bytes count BYTES OF THE RANGE, not whole pages: a page
+ * that is resident contributes only the bytes of it that lie inside the
+ * range. A page shared by two tensors therefore counts once in total: each
+ * tensor gets the part of the page it covers, and per-tensor, per-layer and
+ * per-file sums add up exactly. pages / resident_pages count every page the
+ * range touches (a shared page is counted by each range that touches it);
+ * that is what vmtouch reports.
+ */
+typedef struct pagein_residency {
+    uint64_t bytes;          /* bytes in the range (clipped to the file) */
+    uint64_t resident_bytes; /* of those, bytes on resident pages */
+    uint64_t pages;          /* pages the range touches */
+    uint64_t resident_pages; /* of those, resident */
+} pagein_residency;
+
+/* Adds b into a (all four fields). */
+PAGEIN_API void pagein_residency_add(pagein_residency *a, const pagein_residency *b);
+
+/* Page size used by the functions below (sysconf(_SC_PAGESIZE)). */
+PAGEIN_API size_t pagein_page_size(void);
+
+/*
+ * Residency of len bytes of memory at addr, which must lie inside one
+ * mapping (a file mapping for page-cache residency; anonymous memory
+ * reports whether it is populated). addr need not be page aligned.
+ * Fills *r. Returns 0, or -ENOMEM when part of the range is not mapped.
+ * Thread-safe.
+ */
+PAGEIN_API int pagein_range_residency(const void *addr, uint64_t len, pagein_residency *r);
+
+/*
+ * mlock()s / munlock()s len bytes at addr (rounded out to whole pages).
+ * mlock faults every page in and keeps it resident until unlocked or
+ * unmapped. Returns 0; PAGEIN_E_MEMLOCK when RLIMIT_MEMLOCK (plus what the
+ * process has locked already) is too low, the detail giving the request,
+ * the soft and hard limits and how to raise them (`ulimit -l`, limits.conf
+ * `memlock`, systemd `LimitMEMLOCK=`, docker `--ulimit memlock=-1`, or
+ * CAP_IPC_LOCK); -EAGAIN when some pages could not be locked; -ENOMEM when
+ * the range is not mapped. Locks do not nest: one munlock undoes any number
+ * of mlocks of a page. Thread-safe.
+ */
+PAGEIN_API int pagein_range_lock(const void *addr, uint64_t len);
+PAGEIN_API int pagein_range_unlock(const void *addr, uint64_t len);
+
+/*
+ * Byte ranges of an open pagein_file (its MAP_SHARED mapping; see
+ * pagein_file_get_info). off/len are clipped to the file; len 0 means "to
+ * the end of the file". Files opened with pagein_open_memory have no file
+ * descriptor: residency works on their buffer, evict returns
+ * PAGEIN_E_UNSUPPORTED.
+ *
+ * pagein_file_residency: fills *r (see pagein_residency).
+ * pagein_file_evict: drops the range from the page cache: first
+ *   madvise(MADV_DONTNEED) on this file's own mapping (so pages it mapped
+ *   no longer pin them; the data refaults on the next access), then
+ *   posix_fadvise(POSIX_FADV_DONTNEED). The range is rounded OUT to whole
+ *   pages, so a page shared with a neighbouring tensor goes too. Pages that
+ *   other processes (or other mappings in this one) have mapped, dirty
+ *   pages and locked pages stay: evict is advice, check with residency.
+ * pagein_file_lock / _unlock: pagein_range_lock on the range of the mapping.
+ * Return 0 or a negative code as above. Thread-safe for distinct ranges.
+ */
+PAGEIN_API int pagein_file_residency(const pagein_file *f, uint64_t off, uint64_t len, pagein_residency *r);
+PAGEIN_API int pagein_file_evict(const pagein_file *f, uint64_t off, uint64_t len);
+PAGEIN_API int pagein_file_lock(const pagein_file *f, uint64_t off, uint64_t len);
+PAGEIN_API int pagein_file_unlock(const pagein_file *f, uint64_t off, uint64_t len);
+
+/*
+ * Any file, whatever its content (the page-cache tools' fallback for paths
+ * that are not models, like vmtouch): opened read-only and mapped
+ * MAP_SHARED whole, nothing parsed. Sets *c only on success; returns 0 or
+ * -errno (detail names the path). Empty files are fine (every range is
+ * empty). pagein_cache_close unmaps (which also drops its locks); NULL ok.
+ */
+typedef struct pagein_cache_file pagein_cache_file;
+PAGEIN_API int pagein_cache_open(pagein_cache_file **c, const char *path);
+PAGEIN_API void pagein_cache_close(pagein_cache_file *c);
+/* Size of the file at open. */
+PAGEIN_API uint64_t pagein_cache_size(const pagein_cache_file *c);
+/* Same contracts as the pagein_file_* functions above. */
+PAGEIN_API int pagein_cache_residency(const pagein_cache_file *c, uint64_t off, uint64_t len, pagein_residency *r);
+PAGEIN_API int pagein_cache_evict(const pagein_cache_file *c, uint64_t off, uint64_t len);
+PAGEIN_API int pagein_cache_lock(const pagein_cache_file *c, uint64_t off, uint64_t len);
+PAGEIN_API int pagein_cache_unlock(const pagein_cache_file *c, uint64_t off, uint64_t len);
+/*
+ * Reads the range into the page cache with `threads` parallel buffered
+ * pread()s of 4 MiB chunks (0 = default thread count), maps nothing and
+ * copies into a small per-thread buffer. Safe when the file shrinks
+ * underneath (the missing part is simply not read). Returns 0 or -errno.
+ */
+PAGEIN_API int pagein_cache_warm(const pagein_cache_file *c, uint64_t off, uint64_t len, unsigned threads);
+
+/*
+ * Models (pagein_model_open). Every function works on the tensors' bytes
+ * in their files' page cache, whatever the strategy (for `read`, that is
+ * the page cache behind the private copy, not the copy).
+ *
+ * pagein_model_tensor_residency: residency of one tensor's bytes.
+ * pagein_model_layer_residency: sum over the tensors of one layer (-1 =
+ *   leading globals, 0..L-1, L = trailing globals as in
+ *   pagein_model_layer_tensors).
+ * pagein_model_residency: sum over every tensor (tensor data only: headers
+ *   are not counted). 
+ * pagein_model_evict_tensors / _layers: pagein_file_evict of each tensor's
+ *   range, adjacent tensors merged into one range first (t NULL: all).
+ * pagein_model_lock_tensors / _layers: mlock each tensor's range (merged as
+ *   above); stays locked until unlocked or the model is closed. On failure
+ *   what was locked by this call is unlocked again.
+ * pagein_model_unlock_tensors / _layers: munlock.
+ * Return 0 or a negative code; errors as for the pagein_file_* functions.
+ */
+PAGEIN_API int pagein_model_tensor_residency(const pagein_model *m, const pagein_tensor *t, pagein_residency *r);
+PAGEIN_API int pagein_model_layer_residency(const pagein_model *m, int32_t layer, pagein_residency *r);
+PAGEIN_API int pagein_model_residency(const pagein_model *m, pagein_residency *r);
+PAGEIN_API int pagein_model_evict_tensors(const pagein_model *m, const pagein_tensor *const *t, size_t n);
+PAGEIN_API int pagein_model_evict_layers(const pagein_model *m, int32_t first, int32_t last);
+PAGEIN_API int pagein_model_lock_tensors(const pagein_model *m, const pagein_tensor *const *t, size_t n);
+PAGEIN_API int pagein_model_lock_layers(const pagein_model *m, int32_t first, int32_t last);
+PAGEIN_API int pagein_model_unlock_tensors(const pagein_model *m, const pagein_tensor *const *t, size_t n);
+PAGEIN_API int pagein_model_unlock_layers(const pagein_model *m, int32_t first, int32_t last);
+
 #ifdef __cplusplus
 }
 #endif
