@@ -487,6 +487,14 @@ def save_file(tensors, filename, metadata=None, *, align=0):
 # Models
 # ---------------------------------------------------------------------------
 
+def _load_quietly(src, layer):
+    # Lookahead is advice: a failure shows up in layer_wait on the caller.
+    try:
+        src.load_layers(layer, layer)
+    except Exception:
+        pass
+
+
 class _TensorMap(_Mapping):
     """Model.tensors: a read-only mapping name -> tensor, in model order.
     Each lookup builds a fresh zero-copy view (cheap); nothing is cached, so
@@ -615,23 +623,47 @@ class Model:
 
     def layers(self, prefetch=None):
         """Iterates (layer, {name: tensor}) over the layers in order: the
-        leading globals (layer -1), layers 0..L-1, the trailing globals (L).
-        Each layer is yielded once the pager has made it resident; when the
-        consumer asks for the next one, the previous layer is marked done,
-        which lets the pager move on (and, with a budget, release it).
-        prefetch: layers kept ahead of the cursor (the open_model value
-        unless given here; the model's pager is configured at open)."""
+        leading globals (layer -1), layers 0..L-1, then the trailing globals
+        (layer L). Each layer is yielded once it is resident; asking for the
+        next one marks the previous one done, so the pager moves on and,
+        with a budget, releases it.
+
+        prefetch: layers made resident ahead of the one being consumed. With
+        the "prefetch" strategy the library's background pager does this,
+        with the lookahead given to open_model(prefetch=...) (default 2);
+        passing another value here raises ValueError. With the other
+        strategies a helper thread loads the next `prefetch` layers
+        (pagein_model_load_layers, GIL released) while the caller works;
+        0 turns that off."""
         src = self._source()
+        pager = src.strategy()[0] == "prefetch"
+        if prefetch is None:
+            prefetch = self._prefetch
+        if pager and prefetch != self._prefetch:
+            raise ValueError("the prefetch strategy's lookahead is set at open: "
+                             "open_model(..., prefetch=%d)" % prefetch)
         n = src.layer_count()
-        for layer in range(-1, n + 1):
-            recs = src.layer_tensors(layer)
-            if not recs:
-                continue
-            src.layer_wait(layer)
-            try:
-                yield layer, {r[_NAME]: _convert(src, r, self._fw, self._device, self._copy) for r in recs}
-            finally:
-                src.layer_done(layer)
+        order = [l for l in range(-1, n + 1) if src.layer_tensors(l)]
+        ahead = None
+        if not pager and prefetch and len(order) > 1:
+            import concurrent.futures
+            ahead = concurrent.futures.ThreadPoolExecutor(max_workers=1, thread_name_prefix="pagein-ahead")
+        try:
+            for i, layer in enumerate(order):
+                if ahead is not None:
+                    # keep layers i+1 .. i+prefetch on their way
+                    for j in (range(1, prefetch + 1) if i == 0 else (i + prefetch,)):
+                        if j < len(order):
+                            ahead.submit(_load_quietly, src, order[j])
+                src.layer_wait(layer)
+                try:
+                    yield layer, {r[_NAME]: _convert(src, r, self._fw, self._device, self._copy)
+                                  for r in src.layer_tensors(layer)}
+                finally:
+                    src.layer_done(layer)
+        finally:
+            if ahead is not None:
+                ahead.shutdown(wait=True, cancel_futures=True)
 
     def __repr__(self):
         state = "closed" if self._src is None else "%d tensors, %s" % (len(self._names), self.strategy)

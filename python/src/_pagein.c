@@ -673,6 +673,19 @@ static PyObject *Source_load(Source *s, PyObject *args) {
     Py_RETURN_NONE;
 }
 
+/* load_layers(first, last) -> None: make layers first..last resident now. */
+static PyObject *Source_load_layers(Source *s, PyObject *args) {
+    int first, last;
+    if (!PyArg_ParseTuple(args, "ii:load_layers", &first, &last)) return NULL;
+    if (need_model(s) < 0) return NULL;
+    int rc;
+    Py_BEGIN_ALLOW_THREADS
+    rc = pagein_model_load_layers(s->m, first, last);
+    Py_END_ALLOW_THREADS
+    if (rc < 0) return raise_rc(rc, NULL);
+    Py_RETURN_NONE;
+}
+
 static PyObject *Source_get_path(Source *s, void *c) {
     Py_INCREF(s->path);
     return s->path;
@@ -693,6 +706,7 @@ static PyMethodDef Source_methods[] = {
     {"layer_tensors", PYFN(Source_layer_tensors), METH_O, "model: tensor tuples of one layer"},
     {"layer_wait", PYFN(Source_layer_wait), METH_O, "model: wait until a layer is resident"},
     {"layer_done", PYFN(Source_layer_done), METH_O, "model: mark a layer consumed"},
+    {"load_layers", PYFN(Source_load_layers), METH_VARARGS, "model: load_layers(first, last)"},
     {"load", PYFN(Source_load), METH_VARARGS, "model: load(names=None): make tensors resident now"},
     {NULL, NULL, 0, NULL},
 };
