@@ -49,10 +49,11 @@ def read(path):
     return meta, out
 
 
-def write(path, tensors, metadata=None):
+def write(path, tensors, metadata=None, sync=False):
     """tensors: {name: (dtype name, shape, raw bytes)}; official layout:
     dtype descending then name, compact JSON, __metadata__ first, header
-    padded with spaces to a multiple of 8."""
+    padded with spaces to a multiple of 8. sync=True fsyncs (dirty pages
+    cannot be evicted from the page cache)."""
     names = sorted(tensors, key=lambda k: (-ORDER.index(tensors[k][0]), k))
     header = {}
     if metadata is not None:
@@ -69,6 +70,10 @@ def write(path, tensors, metadata=None):
         fh.write(hb)
         for k in names:
             fh.write(tensors[k][2])
+        if sync:
+            fh.flush()
+            import os
+            os.fsync(fh.fileno())
 
 
 def random_tensor(rng, dtype, shape):
