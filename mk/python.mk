@@ -61,7 +61,11 @@ python-test:
 	PYTHONPATH=$(abspath $(BUILD)/python) PYTHONDONTWRITEBYTECODE=1 PAGEIN_BUILD=$(abspath $(BUILD)) \
 	  $(PY) -m pytest -q -p no:cacheprovider python/tests
 
-PYTHON_SITE ?= $(shell $(PY) -c 'import sysconfig; print(sysconfig.get_path("platlib", vars={"platbase": "$(PREFIX)", "base": "$(PREFIX)"}))' 2>/dev/null)
+# The interpreter's own site directory under PREFIX (Debian:
+# /usr/local/lib/python3.X/dist-packages), else the posix_prefix scheme's.
+PYTHON_SITE ?= $(shell $(PY) -c 'import site, sysconfig; p = "$(PREFIX)".rstrip("/") + "/"; \
+  d = [s for s in site.getsitepackages() if s.startswith(p)]; \
+  print(d[0] if d else sysconfig.get_path("platlib", "posix_prefix", vars={"platbase": "$(PREFIX)", "base": "$(PREFIX)"}))' 2>/dev/null)
 
 install-python: python
 	@[ -n "$(PYTHON_SITE)" ] || { echo "install-python: cannot find the site directory; set PYTHON_SITE"; exit 2; }
