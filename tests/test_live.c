@@ -31,7 +31,7 @@ static uint64_t fnv(uint64_t h, const uint8_t *p, size_t n) {
     return h;
 }
 
-static char names[NT][32];
+static char names[NT][48];
 
 static int write_version(const char *path, uint32_t v, uint8_t *buf) {
     pagein_write_tensor t[NT];
@@ -77,7 +77,7 @@ static void *reader(void *arg) {
         int mixed = 0;
         size_t n = pagein_model_tensor_count(m);
         for (size_t i = 0; i < n; i++) {
-            char nm[32];
+            char nm[48];
             snprintf(nm, sizeof nm, "model.layers.%zu.w", i);
             const pagein_tensor *t = pagein_model_tensor_get(m, nm);
             if (!t || t->nbytes != TBYTES) {
