@@ -498,3 +498,81 @@ int pagein_gguf_write(pagein_gguf_writer *w, const char *path) {
     }
     return write_commit(&o);
 }
+
+/* ---- copying a record from an open file --------------------------------- */
+
+/* Appends array m of file f (elem_type, count, elements) to b in the
+ * writer's layout, reading the elements through the getters so that any
+ * source version and byte order works. */
+static int encode_array(pagein_gguf_writer *w, struct buf *b, const pagein_file *f, const pagein_meta *m,
+                        int depth) {
+    if (depth > PI_GGUF_MAX_DEPTH) return pi_err(PAGEIN_E_LIMIT, "arrays nested deeper than %d", PI_GGUF_MAX_DEPTH);
+    int rc = 0;
+    uint32_t et = (uint32_t)m->elem_type;
+    put_u32(b, et, w->be, &rc);
+    put_len(w, b, m->count, &rc);
+    uint32_t es = pi_gguf_type_size(et);
+    for (uint64_t i = 0; i < m->count && rc == 0; i++) {
+        if (es) {
+            /* numeric: bytes in the source's order -> native -> writer's */
+            uint8_t v[8];
+            memcpy(v, (const uint8_t *)m->raw + i * es, es);
+            if (f->tab.big_endian && es > 1)
+                for (uint32_t k = 0; k < es / 2; k++) {
+                    uint8_t c = v[k];
+                    v[k] = v[es - 1 - k];
+                    v[es - 1 - k] = c;
+                }
+            put_scalar(w, b, et, v, &rc);
+        } else if (et == PAGEIN_META_STRING) {
+            const char *s;
+            size_t n;
+            rc = pagein_meta_array_str(f, m, i, &s, &n);
+            if (rc == 0) put_str(w, b, s, n, &rc);
+        } else {
+            pagein_meta sub;
+            rc = pagein_meta_array_at(f, m, i, &sub);
+            if (rc == 0) rc = encode_array(w, b, f, &sub, depth + 1);
+        }
+    }
+    return rc;
+}
+
+int pagein_gguf_set_meta(pagein_gguf_writer *w, const char *key, const pagein_file *f, const pagein_meta *m) {
+    if (!w || !f || !m) return pi_err(PAGEIN_E_INVALID, "NULL writer, file or record");
+    if (!key) key = m->key;
+    switch (m->type) {
+    case PAGEIN_META_STRING: return pagein_gguf_set_str(w, key, m->str, (size_t)m->str_len);
+    case PAGEIN_META_ARRAY: {
+        size_t mark;
+        FORWARD_IF(begin_kv(w, key, PAGEIN_META_ARRAY, &mark));
+        int rc = encode_array(w, &w->kv, f, m, 0);
+        return end_kv(w, key, mark, rc);
+    }
+    default: {
+        union {
+            uint8_t u8;
+            uint16_t u16;
+            uint32_t u32;
+            uint64_t u64;
+            float f32;
+            double f64;
+        } v;
+        memset(&v, 0, sizeof v);
+        switch (pi_gguf_type_size((uint32_t)m->type)) {
+        case 1: v.u8 = m->type == PAGEIN_META_BOOL ? (uint8_t)(m->v.b != 0) : (uint8_t)m->v.u; break;
+        case 2: v.u16 = (uint16_t)m->v.u; break;
+        case 4:
+            if (m->type == PAGEIN_META_F32) v.f32 = (float)m->v.f;
+            else v.u32 = (uint32_t)m->v.u;
+            break;
+        case 8:
+            if (m->type == PAGEIN_META_F64) v.f64 = m->v.f;
+            else v.u64 = m->v.u;
+            break;
+        default: return pi_err(PAGEIN_E_BAD_TYPE, "'%s': invalid type %d", key ? key : "", (int)m->type);
+        }
+        return pagein_gguf_set_scalar(w, key, m->type, &v);
+    }
+    }
+}
