@@ -675,8 +675,9 @@ PAGEIN_API int32_t pagein_model_layer_count(const pagein_model *m);
 PAGEIN_API size_t pagein_model_layer_tensors(const pagein_model *m, int32_t layer,
                                              const pagein_tensor *const **out);
 
-/* The strategy in effect and, in *why (may be NULL), a static sentence
- * saying why auto chose it. */
+/* The strategy in effect and, in *why (may be NULL), a sentence saying why
+ * (for AUTO: which fact decided, e.g. "auto: nfs is a network or FUSE
+ * filesystem ..."). The sentence is owned by m and valid until it is closed. */
 PAGEIN_API pagein_strategy pagein_model_strategy(const pagein_model *m, const char **why);
 PAGEIN_API const char *pagein_strategy_name(pagein_strategy s);
 /* Parses "auto", "lazy", "populate", "prefetch", "read"; -1 if unknown. */
@@ -696,6 +697,18 @@ PAGEIN_API int pagein_layer_wait(pagein_model *m, int32_t layer);
 /* Marks layer i consumed: the pager moves on and, with a budget, releases
  * layers behind the cursor. */
 PAGEIN_API int pagein_layer_done(pagein_model *m, int32_t layer);
+
+/*
+ * What AUTO would choose for m, whatever strategy m was opened with (open
+ * it LAZY to ask without loading anything): the filesystem (statfs magic,
+ * /proc/self/mountinfo type incl. FUSE subtypes), whether the disk rotates,
+ * the model size and MemAvailable decide (docs/LOADING.md lists the rules).
+ * Writes the reason into why (len bytes, may be NULL) and, when it would
+ * choose PREFETCH for a model larger than memory, the budget it would use
+ * into *budget (may be NULL; 0 otherwise). Does no I/O on the model's data.
+ * Thread-safe for distinct models.
+ */
+PAGEIN_API pagein_strategy pagein_model_auto_plan(const pagein_model *m, uint64_t *budget, char *why, size_t len);
 
 #ifdef __cplusplus
 }
