@@ -4,16 +4,10 @@
  * Metadata is encoded as it is set into one growable buffer, already in the
  * output layout; tensor infos are encoded at write time, when the offsets
  * (running padded sums) are known. The file is written to a temporary file
- * and renamed into place (write_begin/write_commit below, the one place to
- * swap for a shared atomic-file helper). */
+ * and renamed into place by the shared atomic-file helper (src/io/atomic.c). */
 #include "../internal.h"
 
-#include <fcntl.h>
-#include <libgen.h>
 #include <stdio.h>
-#include <stdlib.h>
-#include <sys/stat.h>
-#include <unistd.h>
 
 struct buf {
     uint8_t *p;
@@ -348,81 +342,16 @@ int pagein_gguf_add_tensor(pagein_gguf_writer *w, const pagein_write_tensor *t) 
     return 0;
 }
 
-/* ---- output file: temp + fsync + rename (swap for src/io/atomic.c) ---- */
+/* ---- output: the shared atomic-file helper (src/io/atomic.c) ------------ */
 
 struct wfile {
-    int fd;
-    char *tmp;
-    const char *path;
+    struct pi_atomic_file a;
 };
 
-static int write_begin(struct wfile *o, const char *path) {
-    o->fd = -1;
-    o->path = path;
-    size_t pl = strlen(path);
-    o->tmp = pi_malloc(pl + 16);
-    if (!o->tmp) return pi_err(-ENOMEM, "out of memory");
-    snprintf(o->tmp, pl + 16, "%s.tmp.XXXXXX", path);
-    o->fd = mkstemp(o->tmp);
-    if (o->fd < 0) {
-        int e = errno;
-        pi_free(o->tmp);
-        o->tmp = NULL;
-        return pi_err(-e, "%s: cannot create a temporary file: %s", path, strerror(e));
-    }
-    fchmod(o->fd, 0644);
-    return 0;
-}
-
-static int write_all(struct wfile *o, const void *p, size_t n) {
-    const uint8_t *b = p;
-    while (n) {
-        ssize_t k = write(o->fd, b, n);
-        if (k < 0) {
-            if (errno == EINTR) continue;
-            return pi_err(-errno, "%s: write failed: %s", o->tmp, strerror(errno));
-        }
-        b += k;
-        n -= (size_t)k;
-    }
-    return 0;
-}
-
-static void write_abort(struct wfile *o) {
-    if (o->fd >= 0) close(o->fd);
-    if (o->tmp) unlink(o->tmp);
-    pi_free(o->tmp);
-    o->fd = -1;
-    o->tmp = NULL;
-}
-
-static int write_commit(struct wfile *o) {
-    if (fsync(o->fd) < 0) {
-        int e = errno;
-        write_abort(o);
-        return pi_err(-e, "%s: fsync failed: %s", o->path, strerror(e));
-    }
-    close(o->fd);
-    o->fd = -1;
-    if (rename(o->tmp, o->path) < 0) {
-        int e = errno;
-        write_abort(o);
-        return pi_err(-e, "%s: rename failed: %s", o->path, strerror(e));
-    }
-    pi_free(o->tmp);
-    o->tmp = NULL;
-    /* make the rename durable */
-    char *d = pi_strndup(o->path, strlen(o->path));
-    if (d) {
-        int dfd = open(dirname(d), O_RDONLY | O_DIRECTORY | O_CLOEXEC);
-        if (dfd >= 0) {
-            fsync(dfd);
-            close(dfd);
-        }
-        pi_free(d);
-    }
-    return 0;
-}
+static int write_begin(struct wfile *o, const char *path) { return pi_atomic_open(&o->a, path); }
+static int write_all(struct wfile *o, const void *p, size_t n) { return pi_atomic_write(&o->a, p, n); }
+static void write_abort(struct wfile *o) { pi_atomic_abort(&o->a); }
+static int write_commit(struct wfile *o) { return pi_atomic_commit(&o->a); }
 
 static const uint8_t zeros[64];
 
