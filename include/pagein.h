@@ -710,6 +710,284 @@ PAGEIN_API int pagein_layer_done(pagein_model *m, int32_t layer);
  */
 PAGEIN_API pagein_strategy pagein_model_auto_plan(const pagein_model *m, uint64_t *budget, char *why, size_t len);
 
+
+/* ======================================================================== */
+/* Training data (src/data/, docs/TRAINING-DATA.md)                         */
+/* ======================================================================== */
+/*
+ * Sample readers for training data that never turn a shuffled order into
+ * one remote request per page. A dataset (pagein_dataset) names where each
+ * sample lives: (file, offset, length). A reader (pagein_reader) yields every
+ * sample of the dataset exactly once per epoch in a seeded order, using one
+ * of four access patterns:
+ *
+ *   GLOBAL  a seeded full permutation; each batch of sample ids is read by
+ *           positioned reads (pread) with queue_depth of them in flight.
+ *   RANGES  the same permutation; each batch's requests are sorted, merged
+ *           when close (pagein_read_ranges) and read at queue_depth.
+ *   BLOCK   large contiguous blocks in a seeded shuffled order, each read by
+ *           big sequential reads in a background thread, samples drawn at
+ *           random from a bounded buffer of a few blocks (WebDataset /
+ *           MosaicML style). Memory bound: buffer_blocks x the largest block.
+ *   MMAP    the baseline: samples handed out as pointers into a mapping, in
+ *           the given order; the caller's first touch faults them in.
+ *
+ * pagein_read_ranges() is the general engine for arbitrary (file, offset,
+ * length) requests (checkpoint consolidation, columnar pages).
+ * pagein_shuffle_quality() scores any order against a full permutation.
+ */
+
+/* ---- datasets ---------------------------------------------------------- */
+
+typedef struct pagein_dataset pagein_dataset;
+
+/* Where one sample lives. */
+typedef struct pagein_sample_loc {
+    uint32_t file;   /* index of the file in the dataset (pagein_dataset_path) */
+    uint64_t offset; /* byte offset in that file */
+    uint64_t length; /* byte length (may be 0 for an empty Megatron sequence) */
+} pagein_sample_loc;
+
+/*
+ * Opens a dataset of fixed-size records spread over npaths shard files, in
+ * the given order: sample ids 0..n0-1 are the records of paths[0], then
+ * those of paths[1], and so on. Every file must hold a whole number of
+ * records (else PAGEIN_E_BAD_DATASET, naming the file); empty files are
+ * allowed. record_bytes must be > 0 (else PAGEIN_E_INVALID). The files are
+ * opened read-only and kept open until pagein_dataset_close; nothing is
+ * read or mapped. Sets *d only on success. Errors: -errno (open, fstat),
+ * PAGEIN_E_INVALID, PAGEIN_E_BAD_DATASET, PAGEIN_E_OVERFLOW.
+ */
+PAGEIN_API int pagein_dataset_open_records(pagein_dataset **d, const char *const *paths, size_t npaths,
+                                           uint64_t record_bytes);
+
+/*
+ * Opens a Megatron-LM indexed dataset: PREFIX.idx (read whole and validated
+ * as untrusted input with pagein_megatron_validate) and PREFIX.bin (kept
+ * open, never read at open). Sample i is sequence i: lengths[i] elements of
+ * the index's dtype at byte pointers[i] of the .bin file. Sets *d only on
+ * success. Errors: -errno, PAGEIN_E_BAD_MAGIC, PAGEIN_E_BAD_VERSION,
+ * PAGEIN_E_BAD_DTYPE, PAGEIN_E_TRUNCATED, PAGEIN_E_BAD_DATASET,
+ * PAGEIN_E_RANGE (a sequence past the end of .bin), PAGEIN_E_OVERFLOW.
+ */
+PAGEIN_API int pagein_dataset_open_megatron(pagein_dataset **d, const char *prefix);
+
+/* Facts from a Megatron .idx header. */
+typedef struct pagein_megatron_info {
+    uint8_t dtype_code;      /* Megatron DType: 1 u8, 2 i8, 3 i16, 4 i32, 5 i64, 6 f64, 7 f32, 8 u16 */
+    uint32_t elem_bytes;     /* bytes per token of that dtype */
+    uint64_t sequences;      /* sequence (sample) count */
+    uint64_t documents;      /* entries of the document index (documents + 1) */
+    uint64_t tokens;         /* sum of the sequence lengths */
+    int multimodal;          /* 1 if the per-sequence mode bytes follow */
+} pagein_megatron_info;
+
+/*
+ * Validates a Megatron .idx image (len bytes at idx; no I/O) against a .bin
+ * of bin_size bytes, and fills *info (may be NULL). Checks: magic
+ * "MMIDIDX\0\0", version 1, a known dtype code, that the file size equals
+ * exactly what the counts imply (optionally plus one mode byte per sequence),
+ * non-negative lengths, every sequence [pointer, pointer + length x
+ * elem_bytes) inside the .bin, and a document index that starts at 0, never
+ * decreases and ends at the sequence count. Returns 0, PAGEIN_E_TRUNCATED,
+ * PAGEIN_E_BAD_MAGIC, PAGEIN_E_BAD_VERSION, PAGEIN_E_BAD_DTYPE,
+ * PAGEIN_E_BAD_DATASET, PAGEIN_E_RANGE or PAGEIN_E_OVERFLOW, with the
+ * offending entry in the detail. Thread-safe.
+ */
+PAGEIN_API int pagein_megatron_validate(const void *idx, size_t len, uint64_t bin_size,
+                                        pagein_megatron_info *info);
+
+/* Closes the files and frees. NULL ok. Readers of d must be closed first. */
+PAGEIN_API void pagein_dataset_close(pagein_dataset *d);
+/* Number of samples. */
+PAGEIN_API uint64_t pagein_dataset_count(const pagein_dataset *d);
+/* Location of sample id: 0, or PAGEIN_E_RANGE if id >= count. */
+PAGEIN_API int pagein_dataset_locate(const pagein_dataset *d, uint64_t id, pagein_sample_loc *loc);
+/* Files of the dataset: count, path (borrowed, valid until close), the open
+ * read-only descriptor (owned by d: do not close it) and size in bytes.
+ * Out-of-range i gives NULL / -1 / 0. */
+PAGEIN_API size_t pagein_dataset_file_count(const pagein_dataset *d);
+PAGEIN_API const char *pagein_dataset_path(const pagein_dataset *d, size_t i);
+PAGEIN_API int pagein_dataset_fd(const pagein_dataset *d, size_t i);
+PAGEIN_API uint64_t pagein_dataset_file_size(const pagein_dataset *d, size_t i);
+
+/* ---- arbitrary ranges: sort, merge, read, slice back ------------------- */
+
+/* One request: length bytes at offset of file fds[file], into dst. */
+typedef struct pagein_range {
+    uint32_t file;
+    uint64_t offset;
+    uint64_t length;
+    void *dst; /* caller-owned, at least length bytes */
+} pagein_range;
+
+#define PAGEIN_RANGES_DEFAULT_MAX_GAP (64u << 10)   /* 64 KiB */
+#define PAGEIN_RANGES_DEFAULT_MAX_BLOCK (8u << 20)  /* 8 MiB */
+#define PAGEIN_RANGES_DEFAULT_QUEUE_DEPTH 32u
+
+/* Flags of pagein_ranges_opts. */
+#define PAGEIN_RANGES_NO_MERGE 0x1u /* one read per distinct request (still
+                                       drops duplicates and contained ones) */
+#define PAGEIN_RANGES_URING 0x2u    /* use io_uring if the library was built
+                                       with liburing; threads otherwise */
+
+typedef struct pagein_ranges_opts {
+    size_t size;         /* sizeof(pagein_ranges_opts) */
+    uint64_t max_gap;    /* merge neighbours at most this far apart; 0 = 64 KiB.
+                            Use PAGEIN_RANGES_NO_MERGE for no merging. */
+    uint64_t max_block;  /* never merge into a read longer than this; 0 = 8 MiB.
+                            A single request longer than this is one read. */
+    unsigned queue_depth;/* reads in flight (threads or io_uring entries); 0 = 32 */
+    uint32_t flags;      /* PAGEIN_RANGES_* */
+} pagein_ranges_opts;
+
+#define PAGEIN_RANGES_OPTS_INIT { sizeof(pagein_ranges_opts), 0, 0, 0, 0 }
+
+/* Counters of a ranges call or of a reader. */
+typedef struct pagein_ranges_stats {
+    uint64_t requests;        /* requests in */
+    uint64_t reads;           /* reads issued after merging (pread calls may
+                                 be more when the kernel returns short reads) */
+    uint64_t bytes_requested; /* sum of request lengths */
+    uint64_t bytes_read;      /* sum of the merged reads' lengths */
+    uint64_t bytes_wasted;    /* bytes read that no request needed (gaps) */
+} pagein_ranges_stats;
+
+/*
+ * Reads n requests from the files fds[0..nfds-1] (fsspec's
+ * merge_offset_ranges plan): sorts them by (file, offset), drops requests
+ * contained in another (they are sliced from it), merges neighbours whose
+ * gap is at most max_gap while the merged read stays within max_block,
+ * issues the merged reads with queue_depth in flight, and copies each
+ * request's bytes into its dst. Requests may overlap or repeat.
+ *
+ * Every request is checked before any I/O: a zero length gives
+ * PAGEIN_E_INVALID, a file index >= nfds PAGEIN_E_INVALID, and a range past
+ * the end of its file (fstat) PAGEIN_E_RANGE; the detail names the request
+ * index, its file, offset and length. Other errors: -errno from pread, -ENOMEM,
+ * PAGEIN_E_TRUNCATED if a file shrank during the call. On error the contents
+ * of the dst buffers are unspecified. st (may be NULL) receives the counts.
+ * Thread-safe (each call uses its own threads, created and joined inside).
+ */
+PAGEIN_API int pagein_read_ranges(const int *fds, size_t nfds, const pagein_range *reqs, size_t n,
+                                  const pagein_ranges_opts *opts, pagein_ranges_stats *st);
+
+/* ---- sample readers ---------------------------------------------------- */
+
+typedef struct pagein_reader pagein_reader;
+
+typedef enum pagein_reader_kind {
+    PAGEIN_READER_GLOBAL = 0, /* full permutation, pread at queue depth N */
+    PAGEIN_READER_BLOCK = 1,  /* shuffled blocks + bounded shuffle buffer */
+    PAGEIN_READER_RANGES = 2, /* full permutation, batches merged and read */
+    PAGEIN_READER_MMAP = 3    /* pointers into a mapping (baseline) */
+} pagein_reader_kind;
+
+/* Flags of pagein_reader_opts. */
+#define PAGEIN_READER_IN_ORDER 0x1u /* no shuffle: ids in ascending order
+                                       (block: blocks in order, samples in order) */
+
+typedef struct pagein_reader_opts {
+    size_t size;              /* sizeof(pagein_reader_opts) */
+    pagein_reader_kind kind;
+    uint64_t seed;            /* the order of epoch e depends only on (seed, e) */
+    uint32_t flags;           /* PAGEIN_READER_* */
+    unsigned queue_depth;     /* global/ranges: reads in flight; 0 = 32 */
+    unsigned batch;           /* global/ranges: samples read per batch; 0 = 256 */
+    uint64_t block_bytes;     /* block: target block size; 0 = 16 MiB */
+    unsigned buffer_blocks;   /* block: blocks held in memory; 0 = 4 (min 1) */
+    uint64_t max_gap;         /* ranges: as pagein_ranges_opts; 0 = default */
+    uint64_t max_block;       /* ranges: as pagein_ranges_opts; 0 = default */
+} pagein_reader_opts;
+
+#define PAGEIN_READER_OPTS_INIT { sizeof(pagein_reader_opts), PAGEIN_READER_GLOBAL, 0, 0, 0, 0, 0, 0, 0, 0 }
+
+/* One sample handed out by pagein_reader_next. */
+typedef struct pagein_sample {
+    uint64_t id;      /* sample id in the dataset */
+    const void *data; /* length bytes; borrowed: valid until the next call of
+                         pagein_reader_next/start_epoch/close on this reader.
+                         For MMAP it points into a shared read-only mapping. */
+    uint64_t length;
+} pagein_sample;
+
+/* Counters of a reader since it was opened. */
+typedef struct pagein_reader_stats {
+    uint64_t samples;          /* samples handed out */
+    uint64_t epochs_started;
+    pagein_ranges_stats io;    /* explicit reads (all zero for MMAP) */
+    uint64_t memory_bound;     /* bytes of sample buffers the reader may hold
+                                  at most (block: buffer_blocks x largest
+                                  block; global/ranges: batch buffers; mmap: 0) */
+    uint64_t memory_peak;      /* most sample-buffer bytes ever allocated */
+    uint64_t blocks;           /* block: blocks per epoch */
+} pagein_reader_stats;
+
+/*
+ * Opens a reader over d (which must outlive it) and starts epoch 0.
+ * Allocates its buffers up front (so memory_bound holds from the start);
+ * BLOCK starts one background loader thread, owned by the reader and joined
+ * by pagein_reader_close. MMAP maps every file read-only. Sets *r only on
+ * success. Errors: PAGEIN_E_INVALID (bad kind, empty dataset), PAGEIN_E_LIMIT
+ * (more than 2^32 samples in one block), -ENOMEM, -errno (mmap, thread).
+ */
+PAGEIN_API int pagein_reader_open(pagein_reader **r, pagein_dataset *d, const pagein_reader_opts *opts);
+
+/*
+ * Hands out the next sample of the current epoch into *s. Returns 1 with a
+ * sample, 0 at the end of the epoch (every sample handed out exactly once),
+ * or a negative error (-errno from a read, PAGEIN_E_TRUNCATED if a file
+ * shrank); after an error, start a new epoch or close. Not thread-safe: one
+ * consumer per reader.
+ */
+PAGEIN_API int pagein_reader_next(pagein_reader *r, pagein_sample *s);
+
+/*
+ * Abandons the current epoch and starts epoch number `epoch` (a fresh
+ * order derived from (seed, epoch); for BLOCK the blocks are reshuffled and
+ * the buffer refilled). Returns 0 or a negative error.
+ */
+PAGEIN_API int pagein_reader_start_epoch(pagein_reader *r, uint64_t epoch);
+
+/* Counters since open. */
+PAGEIN_API void pagein_reader_get_stats(const pagein_reader *r, pagein_reader_stats *st);
+
+/* Stops and joins the loader thread, unmaps, frees. NULL ok. */
+PAGEIN_API void pagein_reader_close(pagein_reader *r);
+
+/* "global", "block", "ranges", "mmap"; NULL for an unknown kind. */
+PAGEIN_API const char *pagein_reader_kind_name(pagein_reader_kind k);
+/* Parses a kind name; -1 if unknown. */
+PAGEIN_API int pagein_reader_kind_from_name(const char *name);
+
+/* ---- orders and shuffle quality ---------------------------------------- */
+
+/* Fills ids[0..n-1] with a seeded uniformly random permutation of 0..n-1
+ * (Fisher-Yates driven by splitmix64; the same (n, seed) always gives the
+ * same order, on every platform). The GLOBAL and RANGES readers use exactly
+ * this order for epoch e with seed pagein_epoch_seed(seed, e). */
+PAGEIN_API void pagein_permutation(uint64_t *ids, uint64_t n, uint64_t seed);
+/* The seed of epoch e derived from a reader seed. */
+PAGEIN_API uint64_t pagein_epoch_seed(uint64_t seed, uint64_t epoch);
+
+/*
+ * Shannon entropy, in bits, of the distribution of the gaps between
+ * consecutive ids (ids[i+1] - ids[i], signed), the measure MosaicML
+ * streaming uses. 0 for a sequential order; about log2(n) for a uniformly
+ * random permutation. Returns a negative value only for n < 2 (0 gaps) or
+ * on out-of-memory (-ENOMEM as a double).
+ */
+PAGEIN_API double pagein_order_entropy(const uint64_t *ids, size_t n);
+
+/*
+ * Shuffle quality of an order: pagein_order_entropy(ids, n) divided by the
+ * entropy of a seeded full permutation of the same length (the reference,
+ * which scores 1.0). Sequential reading scores 0. Returns a value in about
+ * [0, 1.05] (a given order can beat the reference by chance), or a negative
+ * value for n < 3 or on out-of-memory.
+ */
+PAGEIN_API double pagein_shuffle_quality(const uint64_t *ids, size_t n);
+
 #ifdef __cplusplus
 }
 #endif
