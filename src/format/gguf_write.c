@@ -47,7 +47,8 @@ struct pagein_gguf_writer {
     int be;
     struct buf kv;   /* encoded metadata entries */
     uint64_t n_kv;
-    char **keys;     /* for duplicate checks */
+    char **keys;     /* for duplicate checks (may hold NUL: see keylens) */
+    size_t *keylens;
     size_t nkeys, keycap;
     struct wtensor *t;
     size_t nt, tcap;
@@ -105,30 +106,36 @@ void pagein_gguf_writer_free(pagein_gguf_writer *w) {
     pi_free(w->kv.p);
     for (size_t i = 0; i < w->nkeys; i++) pi_free(w->keys[i]);
     pi_free(w->keys);
+    pi_free(w->keylens);
     for (size_t i = 0; i < w->nt; i++) pi_free(w->t[i].name);
     pi_free(w->t);
     pi_free(w);
 }
 
-/* Validates the key, appends it and the type to the KV buffer. On failure
- * the buffer is rolled back by the caller through *mark. */
-static int begin_kv(pagein_gguf_writer *w, const char *key, uint32_t type, size_t *mark) {
+/* Validates the key (klen bytes, may contain NUL when copied from a file),
+ * appends it and the type to the KV buffer. end_kv records the key or
+ * rolls the buffer back to *mark. */
+static int begin_kv(pagein_gguf_writer *w, const char *key, size_t klen, uint32_t type, size_t *mark) {
     if (!w || !key) return pi_err(PAGEIN_E_INVALID, "NULL writer or key");
-    size_t kl = strlen(key);
-    if (!kl) return pi_err(PAGEIN_E_INVALID, "empty metadata key");
-    if (type >= 13) return pi_err(PAGEIN_E_BAD_TYPE, "'%s': invalid type %u", key, type);
+    if (!klen) return pi_err(PAGEIN_E_INVALID, "empty metadata key");
+    if (klen > PI_GGUF_MAX_STRING) return pi_err(PAGEIN_E_LIMIT, "metadata key of %zu bytes", klen);
+    if (type >= 13) return pi_err(PAGEIN_E_BAD_TYPE, "'%.*s': invalid type %u", (int)PI_MIN(klen, 64), key, type);
     for (size_t i = 0; i < w->nkeys; i++)
-        if (strcmp(w->keys[i], key) == 0) return pi_err(PAGEIN_E_DUPLICATE, "metadata key '%s' set twice", key);
+        if (w->keylens[i] == klen && memcmp(w->keys[i], key, klen) == 0)
+            return pi_err(PAGEIN_E_DUPLICATE, "metadata key '%.*s' set twice", (int)PI_MIN(klen, 64), key);
     if (w->nkeys == w->keycap) {
         size_t nc = w->keycap ? w->keycap * 2 : 16;
         char **nk = pi_realloc(w->keys, nc * sizeof *nk);
         if (!nk) return pi_err(-ENOMEM, "out of memory");
         w->keys = nk;
+        size_t *nl = pi_realloc(w->keylens, nc * sizeof *nl);
+        if (!nl) return pi_err(-ENOMEM, "out of memory");
+        w->keylens = nl;
         w->keycap = nc;
     }
     *mark = w->kv.n;
     int rc = 0;
-    put_str(w, &w->kv, key, kl, &rc);
+    put_str(w, &w->kv, key, klen, &rc);
     put_u32(&w->kv, type, w->be, &rc);
     if (rc) {
         w->kv.n = *mark;
@@ -137,11 +144,15 @@ static int begin_kv(pagein_gguf_writer *w, const char *key, uint32_t type, size_
     return 0;
 }
 
-static int end_kv(pagein_gguf_writer *w, const char *key, size_t mark, int rc) {
+static int end_kv(pagein_gguf_writer *w, const char *key, size_t klen, size_t mark, int rc) {
     if (rc == 0) {
-        char *k = pi_strndup(key, strlen(key));
-        if (!k) rc = -ENOMEM;
-        else w->keys[w->nkeys++] = k;
+        char *k = pi_strndup(key, klen);
+        if (!k) {
+            rc = -ENOMEM;
+        } else {
+            w->keys[w->nkeys] = k;
+            w->keylens[w->nkeys++] = klen;
+        }
     }
     if (rc) {
         w->kv.n = mark;
@@ -151,11 +162,19 @@ static int end_kv(pagein_gguf_writer *w, const char *key, size_t mark, int rc) {
     return 0;
 }
 
-int pagein_gguf_set_scalar(pagein_gguf_writer *w, const char *key, pagein_meta_type type, const void *value) {
+static size_t klen_of(const char *key) { return key ? strlen(key) : 0; }
+static bool is_align_key(const char *key, size_t klen) {
+    return key && klen == 17 && memcmp(key, "general.alignment", 17) == 0;
+}
+
+static int set_scalar_k(pagein_gguf_writer *w, const char *key, size_t klen, pagein_meta_type type,
+                        const void *value) {
     if (!value || type == PAGEIN_META_STRING || type == PAGEIN_META_ARRAY || (uint32_t)type >= 13)
-        return pi_err(PAGEIN_E_INVALID, "'%s': set_scalar needs a scalar type and a value", key ? key : "");
+        return pi_err(PAGEIN_E_INVALID, "'%.*s': set_scalar needs a scalar type and a value",
+                      (int)PI_MIN(klen, 64), key ? key : "");
     size_t mark;
-    if (key && strcmp(key, "general.alignment") == 0) {
+    bool al = is_align_key(key, klen);
+    if (al) {
         uint32_t a;
         if (type != PAGEIN_META_U32)
             return pi_err(PAGEIN_E_BAD_ALIGNMENT, "general.alignment must be u32, not %s", pi_gguf_type_name(type));
@@ -165,15 +184,29 @@ int pagein_gguf_set_scalar(pagein_gguf_writer *w, const char *key, pagein_meta_t
         if (w && w->alignment && w->alignment != a)
             return pi_err(PAGEIN_E_BAD_ALIGNMENT, "general.alignment %u disagrees with the writer's %u", a,
                           w->alignment);
-        FORWARD_IF(begin_kv(w, key, type, &mark));
-        w->key_alignment = a;
-    } else {
-        FORWARD_IF(begin_kv(w, key, type, &mark));
     }
+    FORWARD_IF(begin_kv(w, key, klen, type, &mark));
     int rc = 0;
     put_scalar(w, &w->kv, type, value, &rc);
-    if (rc && strcmp(key, "general.alignment") == 0) w->key_alignment = 0;
-    return end_kv(w, key, mark, rc);
+    rc = end_kv(w, key, klen, mark, rc);
+    if (rc == 0 && al) memcpy(&w->key_alignment, value, 4);
+    return rc;
+}
+
+static int set_str_k(pagein_gguf_writer *w, const char *key, size_t klen, const char *s, size_t len) {
+    if (!s && len) return pi_err(PAGEIN_E_INVALID, "NULL string");
+    if (len > PI_GGUF_MAX_STRING)
+        return pi_err(PAGEIN_E_LIMIT, "'%.*s': string of %zu bytes above the 1 GiB limit", (int)PI_MIN(klen, 64),
+                      key ? key : "", len);
+    size_t mark;
+    FORWARD_IF(begin_kv(w, key, klen, PAGEIN_META_STRING, &mark));
+    int rc = 0;
+    put_str(w, &w->kv, s ? s : "", len, &rc);
+    return end_kv(w, key, klen, mark, rc);
+}
+
+int pagein_gguf_set_scalar(pagein_gguf_writer *w, const char *key, pagein_meta_type type, const void *value) {
+    return set_scalar_k(w, key, klen_of(key), type, value);
 }
 
 int pagein_gguf_set_u32(pagein_gguf_writer *w, const char *key, uint32_t v) {
@@ -194,14 +227,7 @@ int pagein_gguf_set_bool(pagein_gguf_writer *w, const char *key, int v) {
 }
 
 int pagein_gguf_set_str(pagein_gguf_writer *w, const char *key, const char *s, size_t len) {
-    if (!s && len) return pi_err(PAGEIN_E_INVALID, "NULL string");
-    if (len > PI_GGUF_MAX_STRING || (w && w->version == 1 && len > UINT32_MAX))
-        return pi_err(PAGEIN_E_LIMIT, "'%s': string of %zu bytes above the 1 GiB limit", key ? key : "", len);
-    size_t mark;
-    FORWARD_IF(begin_kv(w, key, PAGEIN_META_STRING, &mark));
-    int rc = 0;
-    put_str(w, &w->kv, s ? s : "", len, &rc);
-    return end_kv(w, key, mark, rc);
+    return set_str_k(w, key, klen_of(key), s, len);
 }
 
 int pagein_gguf_set_array(pagein_gguf_writer *w, const char *key, pagein_meta_type et, const void *elems,
@@ -213,7 +239,7 @@ int pagein_gguf_set_array(pagein_gguf_writer *w, const char *key, pagein_meta_ty
         return pi_err(PAGEIN_E_LIMIT, "'%s': %llu elements above the 2^30 limit", key ? key : "",
                       (unsigned long long)count);
     size_t mark;
-    FORWARD_IF(begin_kv(w, key, PAGEIN_META_ARRAY, &mark));
+    FORWARD_IF(begin_kv(w, key, klen_of(key), PAGEIN_META_ARRAY, &mark));
     int rc = 0;
     put_u32(&w->kv, (uint32_t)et, w->be, &rc);
     put_len(w, &w->kv, count, &rc);
@@ -223,7 +249,7 @@ int pagein_gguf_set_array(pagein_gguf_writer *w, const char *key, pagein_meta_ty
         for (uint64_t i = 0; i < count && rc == 0; i++)
             put_scalar(w, &w->kv, (uint32_t)et, (const uint8_t *)elems + i * es, &rc);
     }
-    return end_kv(w, key, mark, rc);
+    return end_kv(w, key, klen_of(key), mark, rc);
 }
 
 int pagein_gguf_set_str_array(pagein_gguf_writer *w, const char *key, const char *const *s, const size_t *lens,
@@ -233,7 +259,7 @@ int pagein_gguf_set_str_array(pagein_gguf_writer *w, const char *key, const char
         return pi_err(PAGEIN_E_LIMIT, "'%s': %llu elements above the 2^30 limit", key ? key : "",
                       (unsigned long long)count);
     size_t mark;
-    FORWARD_IF(begin_kv(w, key, PAGEIN_META_ARRAY, &mark));
+    FORWARD_IF(begin_kv(w, key, klen_of(key), PAGEIN_META_ARRAY, &mark));
     int rc = 0;
     put_u32(&w->kv, PAGEIN_META_STRING, w->be, &rc);
     put_len(w, &w->kv, count, &rc);
@@ -243,7 +269,7 @@ int pagein_gguf_set_str_array(pagein_gguf_writer *w, const char *key, const char
                                                 (unsigned long long)i);
         else put_str(w, &w->kv, s[i], n, &rc);
     }
-    return end_kv(w, key, mark, rc);
+    return end_kv(w, key, klen_of(key), mark, rc);
 }
 
 int pagein_gguf_set_raw(pagein_gguf_writer *w, const char *key, pagein_meta_type type, const void *bytes,
@@ -286,9 +312,9 @@ int pagein_gguf_set_raw(pagein_gguf_writer *w, const char *key, pagein_meta_type
         return rc;
     }
     size_t mark;
-    FORWARD_IF(begin_kv(w, key, type, &mark));
+    FORWARD_IF(begin_kv(w, key, klen_of(key), type, &mark));
     rc = buf_put(&w->kv, bytes, len);
-    return end_kv(w, key, mark, rc);
+    return end_kv(w, key, klen_of(key), mark, rc);
 }
 
 int pagein_gguf_add_tensor(pagein_gguf_writer *w, const pagein_write_tensor *t) {
@@ -469,14 +495,16 @@ static int encode_array(pagein_gguf_writer *w, struct buf *b, const pagein_file 
 
 int pagein_gguf_set_meta(pagein_gguf_writer *w, const char *key, const pagein_file *f, const pagein_meta *m) {
     if (!w || !f || !m) return pi_err(PAGEIN_E_INVALID, "NULL writer, file or record");
+    /* the file's key byte for byte (it may contain NUL), unless renamed */
+    size_t klen = key ? strlen(key) : m->key_len;
     if (!key) key = m->key;
     switch (m->type) {
-    case PAGEIN_META_STRING: return pagein_gguf_set_str(w, key, m->str, (size_t)m->str_len);
+    case PAGEIN_META_STRING: return set_str_k(w, key, klen, m->str, (size_t)m->str_len);
     case PAGEIN_META_ARRAY: {
         size_t mark;
-        FORWARD_IF(begin_kv(w, key, PAGEIN_META_ARRAY, &mark));
+        FORWARD_IF(begin_kv(w, key, klen, PAGEIN_META_ARRAY, &mark));
         int rc = encode_array(w, &w->kv, f, m, 0);
-        return end_kv(w, key, mark, rc);
+        return end_kv(w, key, klen, mark, rc);
     }
     default: {
         union {
@@ -501,7 +529,7 @@ int pagein_gguf_set_meta(pagein_gguf_writer *w, const char *key, const pagein_fi
             break;
         default: return pi_err(PAGEIN_E_BAD_TYPE, "'%s': invalid type %d", key ? key : "", (int)m->type);
         }
-        return pagein_gguf_set_scalar(w, key, m->type, &v);
+        return set_scalar_k(w, key, klen, m->type, &v);
     }
     }
 }
