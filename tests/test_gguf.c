@@ -778,6 +778,9 @@ static int roundtrip(uint32_t version, int be, uint32_t align) {
         CHECK_EQ(t->nbytes, 6ull * di->block_bytes);
         CHECK_EQ((t->offset - in.data_start) % in.alignment, 0);
         CHECK_EQ(!!(t->flags & PAGEIN_TENSOR_SWAPPED), be);
+        /* plain types at offsets that are not a multiple of their size (only
+         * possible with alignment 1 or 2) are flagged */
+        CHECK_EQ(!!(t->flags & PAGEIN_TENSOR_UNALIGNED), di->bits > 8 && t->offset % (di->bits / 8) != 0);
         if (bufs[d]) {
             CHECK(memcmp(t->data, bufs[d], (size_t)t->nbytes) == 0);
         } else {
