@@ -511,6 +511,80 @@ PAGEIN_API int pagein_layer_wait(pagein_model *m, int32_t layer);
  * layers behind the cursor. */
 PAGEIN_API int pagein_layer_done(pagein_model *m, int32_t layer);
 
+
+/* ------------------------------------------------------------------------ */
+/* PyTorch checkpoints (torch.save zip format)                              */
+/* ------------------------------------------------------------------------ */
+
+/*
+ * pagein_open() reads `torch.save` checkpoints (.pt/.pth/.bin, the zip
+ * format of torch >= 1.6) without Python: the pickle is run by a restricted
+ * unpickler that accepts exactly what torch.load(weights_only=True) of
+ * torch 1.13 accepts (docs/FORMAT-TORCH.md) and refuses any other global
+ * with PAGEIN_E_UNSAFE, naming it; nothing is ever executed. Each tensor
+ * becomes a pagein_tensor whose offset points at its first element inside
+ * its storage record. Nested dicts and lists become dotted names
+ * ("model.layers.0.weight", "optimizer.state.0.exp_avg"); a tensor saved
+ * on its own is named "tensor". Values that are not tensors (ints, floats,
+ * bools, strings) become metadata entries under their dotted name with
+ * their own type (I64, F64, BOOL, STRING); anything else without a tensor
+ * inside (None, tuples, torch dtypes) becomes a STRING holding its Python
+ * repr. Tensors are listed in file order (ascending offset).
+ *
+ * Flags on torch tensors:
+ *  - PAGEIN_TENSOR_VIEW: the storage is shared with another tensor (tied
+ *    weights, views, slices). n_sharing below says by how many.
+ *  - PAGEIN_TENSOR_NONCONTIGUOUS: the strides are not row-major (a
+ *    transpose, a strided slice, an expand). Then offset/nbytes give the
+ *    span of storage bytes the tensor touches, NOT nelements*size bytes of
+ *    row-major data: read it with pagein_tensor_read().
+ *  - PAGEIN_TENSOR_SWAPPED: the archive's byteorder record says "big".
+ *  - PAGEIN_TENSOR_UNALIGNED: the data is not aligned to its element size
+ *    in the file (torch aligns records to 64 bytes; crafted files may not).
+ */
+
+/* Storage identity and layout of one tensor of a PyTorch checkpoint.
+ * Pointers are borrowed from the file and valid until it is closed. */
+typedef struct pagein_torch_tensor_info {
+    uint32_t storage;        /* storage identity: equal for tensors sharing bytes */
+    const char *storage_key; /* the record key ("<archive>/data/KEY"), NUL-terminated */
+    uint64_t storage_offset; /* absolute file offset of the storage record's data */
+    uint64_t storage_nbytes; /* bytes of the storage (numel * element size) */
+    uint64_t elem_offset;    /* torch's storage_offset(), in elements */
+    const int64_t *strides;  /* ndim strides in elements (NULL when ndim is 0) */
+    uint32_t n_sharing;      /* tensors of this file using the same storage (>= 1) */
+    int requires_grad;       /* as saved */
+    int is_parameter;        /* saved as torch.nn.Parameter */
+} pagein_torch_tensor_info;
+
+/*
+ * Fills *out for tensor t of f (t must come from f). Returns 0, or
+ * PAGEIN_E_BAD_TYPE when f is not a PyTorch checkpoint, or PAGEIN_E_INVALID
+ * for NULL arguments. Thread-safe (read-only).
+ */
+PAGEIN_API int pagein_torch_tensor_get_info(const pagein_file *f, const pagein_tensor *t,
+                                            pagein_torch_tensor_info *out);
+
+/* Number of distinct storage records the tensors of f use (0 for other
+ * formats). Fewer than the tensor count means some tensors share storage. */
+PAGEIN_API size_t pagein_torch_storage_count(const pagein_file *f);
+
+/*
+ * Copies bytes [off, off+len) of tensor t's row-major, native-byte-order
+ * representation (nelements * element size bytes) into dst, for any file
+ * format: contiguous tensors are a memcpy from the mapping; tensors flagged
+ * NONCONTIGUOUS are gathered through their strides, SWAPPED ones are
+ * byte-swapped. off and len need not be multiples of the element size, so
+ * this can serve as a pagein_fill_fn for pagein_safetensors_write(). The
+ * data is read through the mapping: a file truncated underneath raises
+ * SIGBUS (use the model API's guarded loads where that matters).
+ * Returns 0, PAGEIN_E_RANGE (outside the tensor), PAGEIN_E_TRUNCATED (the
+ * record lies outside the file), PAGEIN_E_BAD_DTYPE (strided sub-byte type)
+ * or PAGEIN_E_INVALID. Thread-safe (read-only on f).
+ */
+PAGEIN_API int pagein_tensor_read(const pagein_file *f, const pagein_tensor *t, void *dst, uint64_t off,
+                                  size_t len);
+
 #ifdef __cplusplus
 }
 #endif
