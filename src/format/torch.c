@@ -416,7 +416,7 @@ int pi_torch_parse(const uint8_t *buf, size_t len, uint32_t flags, struct pi_tab
         users[recs[t->storage].id]++;
         w.items[i].offset = recs[t->storage].e->offset + t->offset * (uint64_t)elem_size(st.s[t->storage].dtype);
     }
-    qsort(w.items, w.ni, sizeof *w.items, item_cmp);
+    if (w.ni) qsort(w.items, w.ni, sizeof *w.items, item_cmp);
     struct pi_torch_ext *x = pi_calloc(1, sizeof *x);
     if (x) x->r = pi_calloc(w.ni ? w.ni : 1, sizeof *x->r);
     if (!x || !x->r) {

@@ -176,7 +176,7 @@ int pi_zip_parse(const uint8_t *buf, size_t len, struct pi_zip *z) {
         p += CDH_LEN + (uint64_t)nlen + xlen + clen;
     }
     z->n = (size_t)count;
-    qsort(z->e, z->n, sizeof *z->e, name_cmp);
+    if (z->n) qsort(z->e, z->n, sizeof *z->e, name_cmp);
     for (size_t i = 1; i < z->n; i++)
         if (name_cmp(&z->e[i - 1], &z->e[i]) == 0) {
             rc = pi_err(PAGEIN_E_DUPLICATE, "zip: entry '%.*s' appears twice", (int)PI_MIN(z->e[i].name_len, 200u),
