@@ -585,6 +585,62 @@ PAGEIN_API size_t pagein_torch_storage_count(const pagein_file *f);
 PAGEIN_API int pagein_tensor_read(const pagein_file *f, const pagein_tensor *t, void *dst, uint64_t off,
                                   size_t len);
 
+
+/* ------------------------------------------------------------------------ */
+/* Converting to safetensors                                                */
+/* ------------------------------------------------------------------------ */
+
+/* Progress of a conversion: bytes of tensor data written so far, of total. */
+typedef void (*pagein_progress_fn)(void *ctx, uint64_t done, uint64_t total);
+
+typedef struct pagein_convert_opts {
+    size_t size;               /* sizeof(pagein_convert_opts) */
+    pagein_dtype dtype;        /* INVALID = keep every type; F32, F16 or BF16:
+                                  cast F64/F32/F16/BF16 tensors to it (round
+                                  to nearest even); other types are kept */
+    uint64_t max_shard_bytes;  /* 0 = one file; else shards of at most this
+                                  many tensor bytes (a larger tensor gets a
+                                  shard of its own) and an index */
+    uint64_t align;            /* data alignment of each output file: 0 = 8
+                                  (official); 4096 for O_DIRECT / GPU direct */
+    pagein_progress_fn progress; /* may be NULL; called on the calling thread */
+    void *progress_ctx;
+} pagein_convert_opts;
+
+#define PAGEIN_CONVERT_OPTS_INIT { sizeof(pagein_convert_opts), PAGEIN_DTYPE_INVALID, 0, 0, NULL, NULL }
+
+/* What a conversion did. */
+typedef struct pagein_convert_stats {
+    size_t tensors;       /* tensors written */
+    size_t shared;        /* of which shared storage in the input (written in full) */
+    size_t materialised;  /* of which were strided and gathered */
+    size_t cast;          /* of which were cast to opts.dtype */
+    uint32_t shards;      /* files written (1 = no index) */
+    uint64_t bytes;       /* tensor bytes written */
+} pagein_convert_stats;
+
+/*
+ * Writes every tensor of f (any format: a PyTorch checkpoint, a GGUF file
+ * with plain element types, a safetensors file) to safetensors at out, each
+ * name with its own bytes in row-major native order: tensors sharing
+ * storage are written in full, strided ones gathered, byte-swapped ones
+ * swapped. __metadata__ is {"format": "pt"} for PyTorch input, the input's
+ * own string metadata for safetensors input, empty otherwise; metadata
+ * entries of f (the PyTorch values that are not tensors) are not written.
+ * With opts->max_shard_bytes the output is split into
+ * "<stem>-00001-of-0000N.safetensors" next to out plus "<out>.index.json"
+ * ({"metadata": {"total_size": N}, "weight_map": {...}}, like Hugging Face's
+ * writer; out = ".../model.safetensors" gives the usual names), written last.
+ * Every file is written atomically (temporary file, fsync, rename). Source
+ * pages are dropped from the caller's resident set as they are consumed.
+ * Returns 0 and fills *stats (may be NULL), or PAGEIN_E_BAD_DTYPE (a type
+ * safetensors cannot hold, e.g. a quantized GGUF type), PAGEIN_E_INVALID,
+ * the writer's errors or -errno. Not thread-safe with respect to f's
+ * mapping advice; f itself is only read.
+ */
+PAGEIN_API int pagein_convert_safetensors(const pagein_file *f, const char *out, const pagein_convert_opts *opts,
+                                          pagein_convert_stats *stats);
+
 #ifdef __cplusplus
 }
 #endif
