@@ -11,7 +11,7 @@ static void usage(FILE *out) {
             "usage: pagein convert IN OUT [--dtype bf16|f16|f32] [--max-shard-size SIZE] [--align N]\n"
             "                      [--dry-run] [--json] [-q]\n"
             "\n"
-            "Converts IN to safetensors at OUT without Python.\n"
+            "Converts IN to safetensors at OUT without Python (to GGUF when OUT ends in .gguf).\n"
             "  IN   a torch.save checkpoint (.pt/.pth/.bin, zip format), a GGUF file with\n"
             "       unquantized types, or a safetensors file (detected from its content).\n"
             "       Checkpoints are read by a restricted unpickler that accepts exactly what\n"
@@ -24,7 +24,9 @@ static void usage(FILE *out) {
             "written in full (the summary lists which names shared storage), strided\n"
             "tensors are materialised. Values that are not tensors (ints, strings, ...)\n"
             "are skipped and listed. __metadata__ is {\"format\": \"pt\"} for checkpoints.\n"
-            "Files are written atomically.\n"
+            "Files are written atomically. GGUF output (v3) takes plain element types only\n"
+            "(no BOOL, C64) and carries string and scalar metadata over; GGUF input keeps\n"
+            "its tensor names and loses its metadata when written as safetensors.\n"
             "\n"
             "options:\n"
             "  --dtype T            cast floating-point tensors to bf16, f16 or f32\n"
@@ -280,7 +282,11 @@ static int convert_main(int argc, char **argv) {
         for (size_t i = 0; i < pagein_tensor_count(f); i++) total += pagein_tensor_at(f, i)->nbytes;
         cli_progress_start(&pr, "convert", total);
         if (!op.quiet) co.progress = on_progress, co.progress_ctx = &pr;
-        rc = pagein_convert_safetensors(f, op.out, &co, &st);
+        size_t ol = strlen(op.out);
+        if (ol >= 5 && !strcmp(op.out + ol - 5, ".gguf"))
+            rc = pagein_convert_gguf(f, op.out, &co, &st);
+        else
+            rc = pagein_convert_safetensors(f, op.out, &co, &st);
         cli_progress_end(&pr);
     }
     double secs = cli_now() - t0;
@@ -295,4 +301,4 @@ static int convert_main(int argc, char **argv) {
     return EXIT_OK;
 }
 
-CLI_COMMAND(convert, "convert", "convert PyTorch checkpoints (and GGUF, safetensors) to safetensors", convert_main)
+CLI_COMMAND(convert, "convert", "convert PyTorch checkpoints, GGUF and safetensors to safetensors (or GGUF)", convert_main)

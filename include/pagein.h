@@ -828,6 +828,20 @@ typedef struct pagein_convert_stats {
 PAGEIN_API int pagein_convert_safetensors(const pagein_file *f, const char *out, const pagein_convert_opts *opts,
                                           pagein_convert_stats *stats);
 
+/*
+ * Writes every tensor of f to a GGUF v3 file at out (atomically, with the
+ * GGUF writer): same names, shapes and bytes (strided tensors gathered,
+ * byte-swapped ones swapped, opts->dtype casts as above), opts->align as
+ * the GGUF alignment (0 = 32). Metadata carried over: safetensors
+ * __metadata__ strings, PyTorch non-tensor ints/floats/bools/strings, and
+ * every scalar and string key of GGUF input (arrays are not copied). BOOL
+ * and C64 tensors, tensors with more than 4 dimensions and names of 64
+ * bytes or more are refused (GGUF cannot hold them): PAGEIN_E_BAD_DTYPE,
+ * PAGEIN_E_LIMIT. max_shard_bytes is refused (PAGEIN_E_UNSUPPORTED).
+ */
+PAGEIN_API int pagein_convert_gguf(const pagein_file *f, const char *out, const pagein_convert_opts *opts,
+                                   pagein_convert_stats *stats);
+
 #ifdef __cplusplus
 }
 #endif

@@ -236,6 +236,56 @@ static int write_index(const char *out, char **paths, const pagein_write_tensor 
 
 /* ---- the converter --------------------------------------------------------------- */
 
+/* Fills the writer records and fill contexts for every tensor of f. */
+static int prepare(const pagein_file *f, const pagein_convert_opts *op, struct job *job, pagein_write_tensor *w,
+                   struct src *s, pagein_convert_stats *stp, int gguf) {
+    pagein_convert_opts o = *op;
+    pagein_convert_stats st = {0};
+    int rc = 0;
+    size_t n = f->tab.n;
+    for (size_t i = 0; i < n; i++) {
+        const pagein_tensor *t = &f->tab.t[i];
+        const pagein_dtype_info *di = pagein_dtype_get(t->dtype);
+        if (!gguf && (!di || !(di->flags & PAGEIN_DTYPE_F_SAFETENSORS)))
+            return pi_err(PAGEIN_E_BAD_DTYPE, "tensor '%s' has type %s, which safetensors cannot hold (dequantize it first)",
+                          t->name, di ? di->name : "?");
+        if (gguf && (!di || di->gguf_id < 0 || t->dtype == PAGEIN_DTYPE_BOOL || t->dtype == PAGEIN_DTYPE_C64))
+            return pi_err(PAGEIN_E_BAD_DTYPE, "tensor '%s' has type %s, which GGUF cannot hold", t->name, di ? di->name : "?");
+        if (gguf && (di->flags & PAGEIN_DTYPE_F_QUANT) && (t->flags & (PAGEIN_TENSOR_NONCONTIGUOUS | PAGEIN_TENSOR_SWAPPED)))
+            return pi_err(PAGEIN_E_BAD_DTYPE, "tensor '%s': strided quantized tensor", t->name);
+        s[i].job = job;
+        s[i].f = f;
+        s[i].t = t;
+        s[i].out = t->dtype;
+        uint64_t nb = t->nbytes;
+        if (t->flags & (PAGEIN_TENSOR_NONCONTIGUOUS | PAGEIN_TENSOR_SWAPPED)) nb = t->nelements * (di->bits / 8);
+        if (o.dtype != PAGEIN_DTYPE_INVALID && is_castable(t->dtype) && t->dtype != o.dtype) {
+            s[i].out = o.dtype;
+            s[i].ies = di->bits / 8;
+            s[i].oes = pagein_dtype_get(o.dtype)->bits / 8;
+            nb = t->nelements * s[i].oes;
+            st.cast++;
+        }
+        s[i].out_bytes = nb;
+        w[i].name = t->name;
+        w[i].dtype = s[i].out;
+        w[i].ndim = t->ndim;
+        w[i].shape = t->shape;
+        w[i].fill = fill;
+        w[i].fill_ctx = &s[i];
+        if (t->flags & PAGEIN_TENSOR_NONCONTIGUOUS) st.materialised++;
+        if (t->flags & PAGEIN_TENSOR_VIEW) st.shared++;
+        if (strlen(t->name) != t->name_len) {
+            return pi_err(PAGEIN_E_INVALID, "tensor name with a NUL byte cannot be written");
+        }
+        job->total += nb;
+    }
+    st.tensors = n;
+    st.bytes = job->total;
+    *stp = st;
+    return rc;
+}
+
 int pagein_convert_safetensors(const pagein_file *f, const char *out, const pagein_convert_opts *opts,
                                pagein_convert_stats *stats) {
     pi_err_clear();
@@ -259,44 +309,7 @@ int pagein_convert_safetensors(const pagein_file *f, const char *out, const page
         goto out;
     }
     pagein_convert_stats st = {0};
-    for (size_t i = 0; i < n; i++) {
-        const pagein_tensor *t = &f->tab.t[i];
-        const pagein_dtype_info *di = pagein_dtype_get(t->dtype);
-        if (!di || !(di->flags & PAGEIN_DTYPE_F_SAFETENSORS)) {
-            rc = pi_err(PAGEIN_E_BAD_DTYPE, "tensor '%s' has type %s, which safetensors cannot hold (dequantize it first)",
-                        t->name, di ? di->name : "?");
-            goto out;
-        }
-        s[i].job = &job;
-        s[i].f = f;
-        s[i].t = t;
-        s[i].out = t->dtype;
-        uint64_t nb = t->nbytes;
-        if (t->flags & (PAGEIN_TENSOR_NONCONTIGUOUS | PAGEIN_TENSOR_SWAPPED)) nb = t->nelements * (di->bits / 8);
-        if (o.dtype != PAGEIN_DTYPE_INVALID && is_castable(t->dtype) && t->dtype != o.dtype) {
-            s[i].out = o.dtype;
-            s[i].ies = di->bits / 8;
-            s[i].oes = pagein_dtype_get(o.dtype)->bits / 8;
-            nb = t->nelements * s[i].oes;
-            st.cast++;
-        }
-        s[i].out_bytes = nb;
-        w[i].name = t->name;
-        w[i].dtype = s[i].out;
-        w[i].ndim = t->ndim;
-        w[i].shape = t->shape;
-        w[i].fill = fill;
-        w[i].fill_ctx = &s[i];
-        if (t->flags & PAGEIN_TENSOR_NONCONTIGUOUS) st.materialised++;
-        if (t->flags & PAGEIN_TENSOR_VIEW) st.shared++;
-        if (strlen(t->name) != t->name_len) {
-            rc = pi_err(PAGEIN_E_INVALID, "tensor name with a NUL byte cannot be written");
-            goto out;
-        }
-        job.total += nb;
-    }
-    st.tensors = n;
-    st.bytes = job.total;
+    if ((rc = prepare(f, &o, &job, w, s, &st, 0)) < 0) goto out;
     /* shards: in file order, a new shard when the next tensor would overflow
      * (a tensor larger than the limit gets a shard of its own), as
      * transformers' shard_checkpoint does */
@@ -359,5 +372,76 @@ out:
     pi_free(paths);
     pi_free(w), pi_free(s), pi_free(shard), pi_free(keys), pi_free(vals);
     pi_free(job.tmp);
+    return rc;
+}
+
+int pagein_convert_gguf(const pagein_file *f, const char *out, const pagein_convert_opts *opts,
+                        pagein_convert_stats *stats) {
+    pi_err_clear();
+    if (!f || !out) return pi_err(PAGEIN_E_INVALID, "pagein_convert_gguf: NULL argument");
+    pagein_convert_opts o = PAGEIN_CONVERT_OPTS_INIT;
+    if (opts) memcpy(&o, opts, PI_MIN(opts->size ? opts->size : sizeof o, sizeof o));
+    if (o.dtype != PAGEIN_DTYPE_INVALID && o.dtype != PAGEIN_DTYPE_F32 && o.dtype != PAGEIN_DTYPE_F16 &&
+        o.dtype != PAGEIN_DTYPE_BF16)
+        return pi_err(PAGEIN_E_INVALID, "--dtype must be F32, F16 or BF16");
+    if (o.max_shard_bytes) return pi_err(PAGEIN_E_UNSUPPORTED, "sharded GGUF output is not supported");
+    size_t n = f->tab.n;
+    pagein_write_tensor *w = pi_calloc(n ? n : 1, sizeof *w);
+    struct src *s = pi_calloc(n ? n : 1, sizeof *s);
+    struct job job = {.o = &o, .page = sysconf(_SC_PAGESIZE)};
+    pagein_gguf_writer *gw = NULL;
+    pagein_convert_stats st = {0};
+    int rc = 0;
+    if (!w || !s) {
+        rc = pi_err(-ENOMEM, "out of memory");
+        goto out;
+    }
+    if ((rc = prepare(f, &o, &job, w, s, &st, 1)) < 0) goto out;
+    pagein_gguf_write_opts go = PAGEIN_GGUF_WRITE_OPTS_INIT;
+    if (o.align) {
+        if (o.align > UINT32_MAX) {
+            rc = pi_err(PAGEIN_E_BAD_ALIGNMENT, "alignment %llu too large for GGUF", (unsigned long long)o.align);
+            goto out;
+        }
+        go.alignment = (uint32_t)o.align;
+    }
+    if ((rc = pagein_gguf_writer_new(&gw, &go)) < 0) goto out;
+    /* string metadata of safetensors / values of checkpoints that are
+     * strings or numbers: carried over as GGUF keys; GGUF input keeps its
+     * own metadata (copied value by value) */
+    for (size_t i = 0; i < f->tab.nmeta && rc == 0; i++) {
+        const pagein_meta *m = &f->tab.meta[i];
+        if (!m->key_len || strlen(m->key) != m->key_len) continue;
+        if (f->tab.format == PAGEIN_FORMAT_GGUF && !strcmp(m->key, "general.alignment")) continue;
+        switch (m->type) {
+        case PAGEIN_META_STRING: rc = pagein_gguf_set_str(gw, m->key, m->str, (size_t)m->str_len); break;
+        case PAGEIN_META_I64: rc = pagein_gguf_set_scalar(gw, m->key, PAGEIN_META_I64, &m->v.i); break;
+        case PAGEIN_META_F64: rc = pagein_gguf_set_scalar(gw, m->key, PAGEIN_META_F64, &m->v.f); break;
+        case PAGEIN_META_BOOL: rc = pagein_gguf_set_bool(gw, m->key, m->v.b); break;
+        default:
+            if (f->tab.format == PAGEIN_FORMAT_GGUF && m->type != PAGEIN_META_ARRAY) {
+                /* narrower scalars: pass the value in its own width */
+                uint8_t b[8];
+                uint64_t u = m->v.u;
+                switch (m->type) {
+                case PAGEIN_META_U8: case PAGEIN_META_I8: b[0] = (uint8_t)u; break;
+                case PAGEIN_META_U16: case PAGEIN_META_I16: { uint16_t x = (uint16_t)u; memcpy(b, &x, 2); break; }
+                case PAGEIN_META_U32: case PAGEIN_META_I32: { uint32_t x = (uint32_t)u; memcpy(b, &x, 4); break; }
+                case PAGEIN_META_F32: { float x = (float)m->v.f; memcpy(b, &x, 4); break; }
+                default: memcpy(b, &u, 8); break;
+                }
+                rc = pagein_gguf_set_scalar(gw, m->key, m->type, b);
+            }
+            break;
+        }
+    }
+    for (size_t i = 0; i < n && rc == 0; i++) rc = pagein_gguf_add_tensor(gw, &w[i]);
+    if (rc == 0) rc = pagein_gguf_write(gw, out);
+    if (rc < 0) pi_err_prefix(out);
+    st.shards = 1;
+    if (rc == 0 && stats) *stats = st;
+out:
+    pagein_gguf_writer_free(gw);
+    pi_free(w), pi_free(s), pi_free(job.tmp);
     return rc;
 }
