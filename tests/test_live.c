@@ -344,3 +344,29 @@ TEST(guard_open_while_truncated) {
            (long)r.ok, (long)r.failed, truncated, guarded);
     return PASS;
 }
+
+/* Every copy-out helper returns PAGEIN_E_TRUNCATED on a file truncated
+ * after open; none raises SIGBUS. */
+TEST(guard_copy_helpers_after_truncation) {
+    const char *path = pt_tmppath("helpers.safetensors");
+    uint8_t *buf = malloc((size_t)NT * TBYTES);
+    CHECK_OK(write_version(path, 1, buf));
+    pagein_file *f = NULL;
+    CHECK_OK(pagein_open(&f, path, NULL));
+    if (!f) return FAIL;
+    const pagein_tensor *t = pagein_tensor_get(f, "model.layers.7.w");
+    CHECK(t != NULL);
+    if (!t) return FAIL;
+    CHECK_OK(pagein_tensor_read(f, t, buf, 0, TBYTES));
+    CHECK_OK(pagein_tensor_copy(f, t, 0, buf, TBYTES));
+    CHECK_OK(pagein_file_check(f));
+    CHECK_EQ(truncate(path, 4096), 0);
+    CHECK_EQ(pagein_file_check(f), PAGEIN_E_TRUNCATED);
+    CHECK_EQ(pagein_tensor_read(f, t, buf, 0, TBYTES), PAGEIN_E_TRUNCATED);
+    CHECK(strstr(pagein_last_error_detail(), "model.layers.7.w") != NULL);
+    CHECK(strstr(pagein_last_error_detail(), "shrank under the mapping") != NULL);
+    CHECK_EQ(pagein_tensor_copy(f, t, 100, buf, 1000), PAGEIN_E_TRUNCATED);
+    pagein_close(f);
+    free(buf);
+    return PASS;
+}
