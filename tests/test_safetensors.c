@@ -310,6 +310,10 @@ TEST(st_duplicates) {
              PAGEIN_E_DUPLICATE);
     CHECK_EQ(open_hdr("{\"a\":{\"dtype\":\"U8\",\"dtype\":\"U8\",\"shape\":[1],\"data_offsets\":[0,1]}}", 1),
              PAGEIN_E_DUPLICATE);
+    /* same offsets: reported as the duplicate, not as the overlap it causes */
+    CHECK_EQ(open_hdr("{\"a\":{\"dtype\":\"U8\",\"shape\":[1],\"data_offsets\":[0,1]},"
+                      "\"a\":{\"dtype\":\"U8\",\"shape\":[1],\"data_offsets\":[0,1]}}", 1),
+             PAGEIN_E_DUPLICATE);
     CHECK_EQ(open_hdr("{\"__metadata__\":{},\"__metadata__\":{}}", 0), PAGEIN_E_DUPLICATE);
     CHECK_EQ(open_hdr("{\"__metadata__\":{\"k\":\"1\",\"k\":\"2\"}}", 0), PAGEIN_E_DUPLICATE);
     return PASS;
@@ -467,5 +471,51 @@ TEST(st_random_corruptions) {
         free(c);
     }
     free(b);
+    return PASS;
+}
+
+/* Layer order (pagein_tensor_by_layer) against an independent sort, for
+ * dense layer numbers (counting sort) and sparse ones (fallback). */
+static int lcmp3(int ga, int32_t la, uint32_t ia, int gb, int32_t lb, uint32_t ib) {
+    if (ga != gb) return ga < gb ? -1 : 1;
+    if (la != lb) return la < lb ? -1 : 1;
+    return ia < ib ? -1 : ia > ib;
+}
+
+TEST(st_layer_order) {
+    uint64_t seed = pt_seed();
+    for (int round = 0; round < 2; round++) {
+        char *h = malloc(1 << 20);
+        size_t k = (size_t)sprintf(h, "{");
+        int n = 300;
+        for (int i = 0; i < n; i++) {
+            uint64_t r = pt_rand(&seed);
+            char name[96];
+            int layer = round == 0 ? (int)(r % 40) : (int)(r % 3) * 49999999;
+            switch ((r >> 20) % 5) {
+            case 0: snprintf(name, sizeof name, "model.embed_tokens.%d", i); break;
+            case 1: snprintf(name, sizeof name, "model.norm.%d", i); break;
+            default: snprintf(name, sizeof name, "model.layers.%d.w%d", layer, i); break;
+            }
+            k += (size_t)sprintf(h + k, "%s\"%s\":{\"dtype\":\"U8\",\"shape\":[1],\"data_offsets\":[%d,%d]}",
+                                 i ? "," : "", name, i, i + 1);
+        }
+        k += (size_t)sprintf(h + k, "}");
+        pagein_file *f = NULL;
+        uint8_t *keep = NULL;
+        CHECK_OK(open_hdr2(h, k, (size_t)n, 0, &f, &keep));
+        free(h);
+        if (!f) return FAIL;
+        for (int i = 1; i < n; i++) {
+            const pagein_tensor *a = pagein_tensor_by_layer(f, (size_t)i - 1), *b = pagein_tensor_by_layer(f, (size_t)i);
+            int ta = 0, tb = 0;
+            pagein_layer_from_name(a->name, a->name_len, &ta);
+            pagein_layer_from_name(b->name, b->name_len, &tb);
+            int ga = a->layer >= 0 ? 1 : ta ? 2 : 0, gb = b->layer >= 0 ? 1 : tb ? 2 : 0;
+            CHECK(lcmp3(ga, a->layer, a->index, gb, b->layer, b->index) < 0);
+        }
+        pagein_close(f);
+        free(keep);
+    }
     return PASS;
 }
