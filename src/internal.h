@@ -100,6 +100,11 @@ struct pi_table {
     uint32_t version;
     uint32_t alignment;
     int big_endian;
+    /* GGUF: per metadata entry (same index as meta[]), the byte offsets of
+     * the elements of a string or nested array relative to pagein_meta.raw,
+     * for O(1) element access; NULL for other entries. Arena-owned. */
+    const uint64_t **gguf_elem_off;
+    size_t gguf_nelem_off;
 };
 
 void pi_table_init(struct pi_table *t);
@@ -279,5 +284,46 @@ int pi_atomic_commit(struct pi_atomic_file *a);
 /* Closes and unlinks the temp file and frees a. Safe after a failed open. */
 void pi_atomic_abort(struct pi_atomic_file *a);
 /* ==== end atomic files ==================================================== */
+
+/* ---- GGUF (format/gguf*.c) --------------------------------------------- */
+/* Limits, as in ggml's gguf.cpp (specs/GGUF.md 1.2-1.6). */
+#define PI_GGUF_MAX_STRING (1ull << 30)   /* GGUF_MAX_STRING_LENGTH */
+#define PI_GGUF_MAX_ARRAY (1ull << 30)    /* GGUF_MAX_ARRAY_ELEMENTS */
+#define PI_GGUF_MAX_NAME 64               /* GGML_MAX_NAME: names < 64 bytes */
+#define PI_GGUF_MAX_DIMS 4                /* GGML_MAX_DIMS */
+#define PI_GGUF_MAX_DEPTH 8               /* nested arrays: pagein's own limit */
+#define PI_GGUF_DEFAULT_ALIGNMENT 32
+
+/* Byte size of one element of a scalar GGUF value type (0 for STRING and
+ * ARRAY, which are variable-sized; 0 for invalid ids). */
+uint32_t pi_gguf_type_size(uint32_t type);
+/* Name of a GGUF value type ("u32", "string", ...); "?" if invalid. */
+const char *pi_gguf_type_name(uint32_t type);
+
+/* ---- GGUF split ----------------------------------------------------------- */
+/*
+ * Split (sharded) GGUF sets: files named PREFIX-%05d-of-%05d.gguf numbered
+ * from 00001, each a complete GGUF with split.no (0-based), split.count and
+ * split.tensors.count (any integer width accepted).
+ *
+ * pi_gguf_split_paths: if path's file name matches the split pattern,
+ * sets *paths to a pi_malloc'd array of *n pi_malloc'd shard paths in shard
+ * order (same directory, same prefix, 00001..count) and returns 1; if it
+ * does not match, sets *paths = NULL, *n = 0 and returns 0 (a single file).
+ * Does no I/O (shards are not checked to exist). Free with
+ * pi_gguf_split_free_paths. Errors: -ENOMEM, PAGEIN_E_BAD_INDEX (the name
+ * says shard i of n with i == 0, i > n or n > 99999).
+ *
+ * pi_gguf_split_check: given the n open files of a set in shard order,
+ * checks that each has split.no == its position, split.count == n (both
+ * present in every shard when n > 1), that split.tensors.count is the same
+ * everywhere and equals the sum of the shards' tensor counts, and that no
+ * tensor name appears in two shards. A set of one file without split keys
+ * passes. Returns 0 or PAGEIN_E_BAD_INDEX / PAGEIN_E_DUPLICATE with a
+ * detail naming the shard and the key.
+ */
+int pi_gguf_split_paths(const char *path, char ***paths, size_t *n);
+void pi_gguf_split_free_paths(char **paths, size_t n);
+int pi_gguf_split_check(const pagein_file *const *files, size_t n);
 
 #endif /* PAGEIN_INTERNAL_H */
