@@ -499,6 +499,19 @@ typedef struct pagein_write_opts {
  * written to a temporary file in path's directory, fsynced, renamed over
  * path and the directory fsynced: readers never see a partial file and an
  * existing file at path is never truncated. On failure nothing is left.
+ *
+ * tensors[i].data (tensor bytes, borrowed for the call) or, when data is
+ * NULL, tensors[i].fill is called with ascending chunks of at most 4 MiB; a
+ * negative return from fill aborts the write with that code. Names must be
+ * unique and not "__metadata__"; metadata keys unique. opts may be NULL.
+ * Returns 0, or: PAGEIN_E_INVALID (NULL name/shape/data, reserved name),
+ * PAGEIN_E_DUPLICATE, PAGEIN_E_BAD_DTYPE (not a safetensors dtype),
+ * PAGEIN_E_MISALIGNED_SLICE (F4/F6 element count not whole bytes),
+ * PAGEIN_E_OVERFLOW, PAGEIN_E_BAD_ALIGNMENT (align not a power of two in
+ * [8, 2^30]), PAGEIN_E_HEADER_TOO_LARGE (header over 100,000,000 bytes),
+ * -errno from the filesystem, or fill's code. Thread-safe (no shared state);
+ * two concurrent writes to the same path leave one complete file.
+ * docs/FORMAT-SAFETENSORS.md describes the exact layout.
  */
 PAGEIN_API int pagein_safetensors_write(const char *path, const pagein_write_tensor *tensors,
                                         size_t n, const pagein_write_opts *opts);
