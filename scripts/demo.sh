@@ -11,3 +11,8 @@ echo "== pagein inspect"
 "$PAGEIN" inspect "$DEMO_MODEL" | head -40
 echo "== pagein verify"
 "$PAGEIN" verify "$DEMO_MODEL"
+# ---- load engine (issue 4): every strategy cold and warm, with verdicts ----
+echo "== pagein plan"
+"$PAGEIN" plan "$DEMO_MODEL"
+echo "== pagein bench load (cold = evicted with posix_fadvise(DONTNEED) before each run; median of ${DEMO_RUNS:-3})"
+"$PAGEIN" bench-load "$DEMO_MODEL" --runs "${DEMO_RUNS:-3}"
