@@ -478,9 +478,9 @@ static void fmt_s(char *buf, size_t n, double v) {
 }
 
 static void usage(FILE *out) {
-    fputs("usage: pagein bench-load MODEL [--json] [--runs N] [--only LIST] [--cache cold|warm|both]\n"
-          "                         [--threads N] [--chunk SIZE] [--ahead N] [--no-pipeline] [--no-fio] [-q]\n"
-          "       (also `pagein bench load MODEL ...`)\n"
+    fputs("usage: pagein bench load MODEL [--json] [--runs N] [--only LIST] [--cache cold|warm|both]\n"
+          "                          [--threads N] [--chunk SIZE] [--ahead N] [--no-pipeline] [--no-fio] [-q]\n"
+          "       (`pagein bench-load` is the same command)\n"
           "\n"
           "Loads MODEL with every strategy (lazy, populate, prefetch, read, auto) and two\n"
           "baselines (read1m: one thread reading 1 MiB read()s; readall: malloc the whole\n"
@@ -804,5 +804,6 @@ static int bench_load_main(int argc, char **argv) {
     return failed ? EXIT_INVALID : EXIT_OK;
 }
 
-CLI_COMMAND(bench_load, "bench-load", "benchmark every load strategy cold and warm (also `pagein bench load`)",
+CLI_COMMAND(bench_load, "bench load", "benchmark every load strategy cold and warm, with baselines and verdicts",
             bench_load_main)
+CLI_COMMAND(bench_load_alias, "bench-load", "same as `pagein bench load`", bench_load_main)

@@ -14,7 +14,7 @@ expect_exit 0 "$PAGEIN" plan --help
 printf 'not a model at all, just some bytes' > "$TMP/bad.safetensors"
 expect_exit 1 "$PAGEIN" plan "$TMP/bad.safetensors"
 
-expect_exit 0 "$PAGEIN" bench-load --help
+expect_exit 0 "$PAGEIN" bench load --help
 expect_contains "read1m"
 expect_exit 2 "$PAGEIN" bench-load
 expect_exit 2 "$PAGEIN" bench-load "$TMP/m.safetensors" --runs 0
