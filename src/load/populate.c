@@ -152,8 +152,25 @@ static int cmp_range(const void *a, const void *b) {
     return x->off < y->off ? -1 : x->off > y->off;
 }
 
-/* Sorts, merges (touching or within one page) and cuts into chunks. */
-static int make_chunks(struct pi_range *r, size_t n, uint64_t chunk, struct pi_range **out, size_t *nout) {
+/* Sorts, merges (touching or within one page) and cuts into chunks. With
+ * m given, ranges are first widened to whole 2 MiB blocks of the file
+ * (clamped to its size) and chunks cut at file offsets that are multiples
+ * of chunk: then every 2 MiB block is paged in by one thread and large
+ * folios get mapped whole (one PMD) instead of by 512 PTEs, which makes
+ * every later access cheaper (on this machine, touching 1.3 GB of
+ * PTE-mapped pages takes seconds, PMD-mapped a tenth of a second). */
+static int make_chunks(struct pi_range *r, size_t n, uint64_t chunk, struct pi_range **out, size_t *nout,
+                       const pagein_model *m) {
+    const uint64_t blk = 2u << 20;
+    if (m)
+        for (size_t i = 0; i < n; i++) {
+            if (!r[i].len) continue;
+            uint64_t flen = m->files[r[i].file]->len;
+            uint64_t a = r[i].off & ~(blk - 1), e = pi_align_up(r[i].off + r[i].len, blk);
+            if (e > flen) e = flen;
+            r[i].off = a;
+            r[i].len = e > a ? e - a : 0;
+        }
     qsort(r, n, sizeof *r, cmp_range);
     size_t k = 0;
     for (size_t i = 0; i < n; i++) {
@@ -165,18 +182,24 @@ static int make_chunks(struct pi_range *r, size_t n, uint64_t chunk, struct pi_r
             r[k++] = r[i];
         }
     }
+    /* cut at absolute multiples of chunk (aligned ranges stay aligned) */
     size_t total = 0;
-    for (size_t i = 0; i < k; i++) total += (size_t)((r[i].len + chunk - 1) / chunk);
+    for (size_t i = 0; i < k; i++) total += (size_t)((r[i].len + chunk - 1) / chunk) + 1;
     struct pi_range *c = pi_malloc((total ? total : 1) * sizeof *c);
     if (!c) return pi_err(-ENOMEM, "out of memory");
     size_t j = 0;
-    for (size_t i = 0; i < k; i++)
-        for (uint64_t o = 0; o < r[i].len; o += chunk) {
+    for (size_t i = 0; i < k; i++) {
+        uint64_t o = r[i].off, e = r[i].off + r[i].len;
+        while (o < e) {
+            uint64_t next = (o / chunk + 1) * chunk;
+            if (next > e) next = e;
             c[j].file = r[i].file;
-            c[j].off = r[i].off + o;
-            c[j].len = PI_MIN(chunk, r[i].len - o);
+            c[j].off = o;
+            c[j].len = next - o;
             j++;
+            o = next;
         }
+    }
     *out = c;
     *nout = j;
     return 0;
@@ -199,8 +222,8 @@ int pi_model_populate_group(pagein_model *m, struct pi_range *r, size_t n, enum 
     p->method = method;
     p->cursor = cursor;
     p->group = group;
-    p->chunk = m->opts.chunk_bytes ? pi_align_up(m->opts.chunk_bytes, page_size()) : POP_CHUNK_DEFAULT;
-    int rc = make_chunks(r, n, p->chunk, &p->c, &p->n);
+    p->chunk = m->opts.chunk_bytes ? pi_align_up(m->opts.chunk_bytes, 2u << 20) : POP_CHUNK_DEFAULT;
+    int rc = make_chunks(r, n, p->chunk, &p->c, &p->n, method == PI_POP_READAHEAD ? NULL : m);
     if (rc == 0) rc = pi_parallel(m->opts.threads, p->n, pop_item, p);
     for (int s = 0; s < MAX_SLOTS; s++) pi_free(p->scratch[s]);
     pi_free(p->c);
@@ -251,7 +274,7 @@ int pi_model_populate_groups(pagein_model *m, const int32_t *groups, size_t ng, 
     if (!gp) return pi_err(-ENOMEM, "out of memory");
     gp->pop.m = m;
     gp->pop.method = method;
-    gp->pop.chunk = m->opts.chunk_bytes ? pi_align_up(m->opts.chunk_bytes, page_size()) : POP_CHUNK_DEFAULT;
+    gp->pop.chunk = m->opts.chunk_bytes ? pi_align_up(m->opts.chunk_bytes, 2u << 20) : POP_CHUNK_DEFAULT;
     gp->groups = groups;
     gp->cursor = cursor;
     gp->done = done;
@@ -274,7 +297,8 @@ int pi_model_populate_groups(pagein_model *m, const int32_t *groups, size_t ng, 
             rc = pi_err(-ENOMEM, "out of memory");
             break;
         }
-        rc = make_chunks(r, pi_model_group_ranges(m, g, r), gp->pop.chunk, &c, &nc);
+        rc = make_chunks(r, pi_model_group_ranges(m, g, r), gp->pop.chunk, &c, &nc,
+                         method == PI_POP_READAHEAD ? NULL : m);
         pi_free(r);
         if (rc < 0) break;
         if (gp->pop.n + nc > cap) {
