@@ -696,12 +696,16 @@ typedef struct pagein_reader_opts {
     unsigned queue_depth;     /* global/ranges: reads in flight; 0 = 32 */
     unsigned batch;           /* global/ranges: samples read per batch; 0 = 256 */
     uint64_t block_bytes;     /* block: target block size; 0 = 16 MiB */
-    unsigned buffer_blocks;   /* block: blocks held in memory; 0 = 4 (min 1) */
+    unsigned buffer_blocks;   /* block: blocks held in memory; 0 = 8 (min 1): the
+                                 draw window is buffer_blocks - 1 blocks, one more
+                                 is loaded meanwhile */
     uint64_t max_gap;         /* ranges: as pagein_ranges_opts; 0 = default */
     uint64_t max_block;       /* ranges: as pagein_ranges_opts; 0 = default */
+    unsigned block_threads;   /* block: each block is read as chunks of at least
+                                 2 MiB by this many threads at once; 0 = 4 */
 } pagein_reader_opts;
 
-#define PAGEIN_READER_OPTS_INIT { sizeof(pagein_reader_opts), PAGEIN_READER_GLOBAL, 0, 0, 0, 0, 0, 0, 0, 0 }
+#define PAGEIN_READER_OPTS_INIT { sizeof(pagein_reader_opts), PAGEIN_READER_GLOBAL, 0, 0, 0, 0, 0, 0, 0, 0, 0 }
 
 /* One sample handed out by pagein_reader_next. */
 typedef struct pagein_sample {
@@ -731,6 +735,7 @@ typedef struct pagein_reader_stats {
  * by pagein_reader_close. MMAP maps every file read-only. Sets *r only on
  * success. Errors: PAGEIN_E_INVALID (bad kind, empty dataset), PAGEIN_E_LIMIT
  * (more than 2^32 samples in one block), -ENOMEM, -errno (mmap, thread).
+ * BLOCK also owns block_threads - 1 reading threads, joined on close.
  */
 PAGEIN_API int pagein_reader_open(pagein_reader **r, pagein_dataset *d, const pagein_reader_opts *opts);
 
