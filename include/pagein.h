@@ -306,8 +306,9 @@ typedef enum pagein_format {
 
 /* Open flags. */
 #define PAGEIN_OPEN_LENIENT 0x1u  /* safetensors: allow trailing bytes after the
-                                     data (fastsafetensors' rule); GGUF: accept
-                                     old files sized nelements*bytes/blck. */
+                                     data (fastsafetensors' rule); GGUF: no
+                                     effect (old files sized nelements*bytes/blck
+                                     are accepted by default: docs/FORMAT-GGUF.md). */
 
 typedef struct pagein_open_opts {
     size_t size;          /* sizeof(pagein_open_opts) */
@@ -381,6 +382,88 @@ PAGEIN_API const pagein_meta *pagein_meta_find(const pagein_file *f, const char 
 PAGEIN_API int32_t pagein_layer_from_name(const char *name, size_t len, int *tail);
 
 /* ------------------------------------------------------------------------ */
+/* GGUF metadata                                                            */
+/* ------------------------------------------------------------------------ */
+
+/*
+ * Typed access to metadata entries (docs/FORMAT-GGUF.md). GGUF writers
+ * disagree on integer widths (token ids are u32 in one file and i32 or u64
+ * in another; split.no is u16), so every integer getter accepts a value of
+ * any integer type (and BOOL as 0/1) and checks that it fits the requested
+ * type. Values of safetensors files are all strings; only
+ * pagein_meta_get_str applies to them.
+ *
+ * Common parameters and returns:
+ *   f    the file the key is looked up in (NULL gives PAGEIN_E_INVALID).
+ *   key  NUL-terminated key, e.g. "llama.block_count".
+ *   out  receives the value only on success.
+ * Returns 0, PAGEIN_E_NOT_FOUND (no such key), PAGEIN_E_BAD_TYPE (the value
+ * is not of a compatible type, e.g. a string asked for as u32) or
+ * PAGEIN_E_OVERFLOW (an integer that does not fit, e.g. -1 asked for as
+ * u64 or 2^40 as u32). The detail names the key, its type and its value.
+ * Read-only: thread-safe on one file.
+ */
+PAGEIN_API int pagein_meta_get_u32(const pagein_file *f, const char *key, uint32_t *out);
+PAGEIN_API int pagein_meta_get_u64(const pagein_file *f, const char *key, uint64_t *out);
+PAGEIN_API int pagein_meta_get_i64(const pagein_file *f, const char *key, int64_t *out);
+/* Any float or integer type, converted to double (u64/i64 may round). */
+PAGEIN_API int pagein_meta_get_f64(const pagein_file *f, const char *key, double *out);
+/* BOOL (any non-zero byte is true, as in ggml), or any integer (non-zero). */
+PAGEIN_API int pagein_meta_get_bool(const pagein_file *f, const char *key, int *out);
+/*
+ * A STRING value: *s points at *len bytes, borrowed from f until it is
+ * closed. For GGUF the bytes are in the mapping and NOT NUL-terminated
+ * (print with "%.*s"); for safetensors they are a NUL-terminated copy.
+ * len may be NULL.
+ */
+PAGEIN_API int pagein_meta_get_str(const pagein_file *f, const char *key, const char **s, size_t *len);
+/*
+ * An ARRAY value: sets *m to its record (m->elem_type, m->count; m->raw is
+ * the zero-copy packed elements in file byte order). Errors as above
+ * (PAGEIN_E_BAD_TYPE when the value is not an array).
+ */
+PAGEIN_API int pagein_meta_get_array(const pagein_file *f, const char *key, const pagein_meta **m);
+
+/*
+ * Element i of an array record m. m must come from f (pagein_meta_at,
+ * pagein_meta_find or pagein_meta_get_array on f) or be filled by
+ * pagein_meta_array_at on f: the file supplies the byte order and the
+ * version's length width. Numeric elements are decoded with memcpy (they
+ * may be unaligned) and byte-swapped for big-endian files.
+ *
+ * _u64/_i64: any integer or BOOL element type, range-checked.
+ * _f64: any float or integer element type.
+ * _str: STRING elements; *s points at *len bytes in the mapping, NOT
+ *       NUL-terminated, borrowed until f is closed. O(1) for arrays of f's
+ *       table (an index is built at open), O(i) for nested ones.
+ * _at:  ARRAY elements (nested arrays): fills *out (caller-owned) with a
+ *       record of the inner array (key NULL, type ARRAY, elem_type, count,
+ *       raw, raw_len), which can be passed back to these functions.
+ * Returns 0, PAGEIN_E_INVALID (NULL argument or m not an array),
+ * PAGEIN_E_RANGE (i >= m->count), PAGEIN_E_BAD_TYPE (element type not
+ * compatible) or PAGEIN_E_OVERFLOW (integer does not fit). Thread-safe.
+ */
+PAGEIN_API int pagein_meta_array_u64(const pagein_file *f, const pagein_meta *m, uint64_t i, uint64_t *out);
+PAGEIN_API int pagein_meta_array_i64(const pagein_file *f, const pagein_meta *m, uint64_t i, int64_t *out);
+PAGEIN_API int pagein_meta_array_f64(const pagein_file *f, const pagein_meta *m, uint64_t i, double *out);
+PAGEIN_API int pagein_meta_array_str(const pagein_file *f, const pagein_meta *m, uint64_t i, const char **s,
+                                     size_t *len);
+PAGEIN_API int pagein_meta_array_at(const pagein_file *f, const pagein_meta *m, uint64_t i, pagein_meta *out);
+
+/* Name of a metadata type as GGUF tools print it: "u8", "i32", "f32",
+ * "bool", "string", "array", "u64", ...; "?" for invalid values. Static. */
+PAGEIN_API const char *pagein_meta_type_name(pagein_meta_type t);
+
+/*
+ * The dimensions of t in GGUF/ggml order: ne[0] is the innermost
+ * (contiguous) dimension, i.e. the reverse of t->shape. Fills ne[0..3],
+ * with 1 for the dimensions t does not have, and returns t->ndim. For
+ * tensors with more than 4 dimensions (not GGUF) only the 4 innermost are
+ * filled. Never fails; t must not be NULL.
+ */
+PAGEIN_API uint32_t pagein_tensor_ggml_ne(const pagein_tensor *t, uint64_t ne[4]);
+
+/* ------------------------------------------------------------------------ */
 /* Writing safetensors                                                      */
 /* ------------------------------------------------------------------------ */
 
@@ -419,6 +502,98 @@ typedef struct pagein_write_opts {
  */
 PAGEIN_API int pagein_safetensors_write(const char *path, const pagein_write_tensor *tensors,
                                         size_t n, const pagein_write_opts *opts);
+
+/* ------------------------------------------------------------------------ */
+/* Writing GGUF                                                             */
+/* ------------------------------------------------------------------------ */
+
+/*
+ * A GGUF writer: collect metadata and tensors, then write the file in one
+ * go. Files it writes follow ggml's rules exactly: metadata in the order it
+ * was set, tensors in the order they were added, each tensor's offset the
+ * running sum of the preceding sizes padded to the alignment, the data
+ * section padded after every tensor (so the file ends aligned). They read
+ * back identically with pagein_open and are accepted by ggml's gguf.cpp
+ * (which also needs ne[0], the innermost dimension, to be a multiple of
+ * the block size of quantized types: the writer checks it).
+ *
+ * Not thread-safe: one writer is used by one thread at a time.
+ */
+typedef struct pagein_gguf_writer pagein_gguf_writer;
+
+typedef struct pagein_gguf_write_opts {
+    size_t size;        /* sizeof(pagein_gguf_write_opts) */
+    uint32_t alignment; /* 0: general.alignment if set, else 32. Non-zero:
+                           must be a power of two; general.alignment (u32)
+                           is added when not set (and must agree if set). */
+    uint32_t version;   /* 0 = 3. 1 and 2 write those older layouts (v1:
+                           32-bit counts, lengths and dims); for tests. */
+    int big_endian;     /* write every header field big-endian (GGUF's
+                           big-endian variant). Tensor bytes are written as
+                           given: the caller supplies big-endian data. */
+} pagein_gguf_write_opts;
+
+#define PAGEIN_GGUF_WRITE_OPTS_INIT { sizeof(pagein_gguf_write_opts), 0, 0, 0 }
+
+/* Creates a writer. Returns 0, -ENOMEM or PAGEIN_E_INVALID (bad options);
+ * sets *w only on success. */
+PAGEIN_API int pagein_gguf_writer_new(pagein_gguf_writer **w, const pagein_gguf_write_opts *opts);
+/* Frees the writer and everything it copied. NULL ok. */
+PAGEIN_API void pagein_gguf_writer_free(pagein_gguf_writer *w);
+
+/*
+ * Metadata setters. key is NUL-terminated, non-empty and copied. Each key
+ * may be set once (PAGEIN_E_DUPLICATE otherwise); general.alignment must
+ * be u32 and a non-zero power of two (PAGEIN_E_BAD_ALIGNMENT). Values are
+ * copied. Returns 0, -ENOMEM or PAGEIN_E_*.
+ *
+ * pagein_gguf_set_scalar: type is any scalar type (not STRING or ARRAY);
+ *   value points at one value of that type in native byte order (uint8_t
+ *   for U8 and BOOL, int16_t for I16, float for F32, double for F64, ...).
+ * pagein_gguf_set_str: len bytes of s (may contain NUL).
+ * pagein_gguf_set_array: count packed native values of a scalar elem_type.
+ * pagein_gguf_set_str_array: count strings; lens may be NULL (strlen).
+ * pagein_gguf_set_raw: a value of any type given as its encoded bytes
+ *   (for ARRAY: elem_type u32, count, elements) in the layout the writer
+ *   writes (its version's length width and byte order); the writer checks
+ *   that the bytes are exactly one valid value. This is how nested arrays
+ *   are written, and how values are copied from an open file of the same
+ *   layout (pagein_meta.raw of an array is its elements: prefix them).
+ */
+PAGEIN_API int pagein_gguf_set_scalar(pagein_gguf_writer *w, const char *key, pagein_meta_type type,
+                                      const void *value);
+PAGEIN_API int pagein_gguf_set_u32(pagein_gguf_writer *w, const char *key, uint32_t v);
+PAGEIN_API int pagein_gguf_set_i32(pagein_gguf_writer *w, const char *key, int32_t v);
+PAGEIN_API int pagein_gguf_set_u64(pagein_gguf_writer *w, const char *key, uint64_t v);
+PAGEIN_API int pagein_gguf_set_f32(pagein_gguf_writer *w, const char *key, float v);
+PAGEIN_API int pagein_gguf_set_bool(pagein_gguf_writer *w, const char *key, int v);
+PAGEIN_API int pagein_gguf_set_str(pagein_gguf_writer *w, const char *key, const char *s, size_t len);
+PAGEIN_API int pagein_gguf_set_array(pagein_gguf_writer *w, const char *key, pagein_meta_type elem_type,
+                                     const void *elems, uint64_t count);
+PAGEIN_API int pagein_gguf_set_str_array(pagein_gguf_writer *w, const char *key, const char *const *s,
+                                         const size_t *lens, uint64_t count);
+PAGEIN_API int pagein_gguf_set_raw(pagein_gguf_writer *w, const char *key, pagein_meta_type type,
+                                   const void *bytes, size_t len);
+
+/*
+ * Adds a tensor (shape outermost first, as everywhere in pagein; the file
+ * stores it reversed). t->name (< 64 bytes), t->shape (<= 4 dims) are
+ * copied; t->data (or t->fill with t->fill_ctx) must stay valid until
+ * pagein_gguf_write returns. dtype must exist in GGUF (gguf_id >= 0).
+ * Returns 0, -ENOMEM, PAGEIN_E_DUPLICATE, PAGEIN_E_LIMIT (name, dims),
+ * PAGEIN_E_BAD_DTYPE, PAGEIN_E_BAD_TENSOR_INFO (innermost dimension not a
+ * multiple of the block size), PAGEIN_E_OVERFLOW or PAGEIN_E_INVALID.
+ */
+PAGEIN_API int pagein_gguf_add_tensor(pagein_gguf_writer *w, const pagein_write_tensor *t);
+
+/*
+ * Writes the file atomically: to a temporary file in path's directory,
+ * fsynced, renamed over path, directory fsynced. Readers never see a
+ * partial file; on failure nothing is left and an existing file at path is
+ * untouched. The writer may be written again or freed afterwards. Returns
+ * 0, -errno, or the negative code returned by a fill callback.
+ */
+PAGEIN_API int pagein_gguf_write(pagein_gguf_writer *w, const char *path);
 
 /* ------------------------------------------------------------------------ */
 /* Models: one tensor table over one or many files, and load strategies     */
@@ -489,8 +664,9 @@ PAGEIN_API int32_t pagein_model_layer_count(const pagein_model *m);
 PAGEIN_API size_t pagein_model_layer_tensors(const pagein_model *m, int32_t layer,
                                              const pagein_tensor *const **out);
 
-/* The strategy in effect and, in *why (may be NULL), a static sentence
- * saying why auto chose it. */
+/* The strategy in effect and, in *why (may be NULL), a sentence saying why
+ * (for AUTO: which fact decided, e.g. "auto: nfs is a network or FUSE
+ * filesystem ..."). The sentence is owned by m and valid until it is closed. */
 PAGEIN_API pagein_strategy pagein_model_strategy(const pagein_model *m, const char **why);
 PAGEIN_API const char *pagein_strategy_name(pagein_strategy s);
 /* Parses "auto", "lazy", "populate", "prefetch", "read"; -1 if unknown. */
@@ -511,6 +687,17 @@ PAGEIN_API int pagein_layer_wait(pagein_model *m, int32_t layer);
  * layers behind the cursor. */
 PAGEIN_API int pagein_layer_done(pagein_model *m, int32_t layer);
 
+/*
+ * What AUTO would choose for m, whatever strategy m was opened with (open
+ * it LAZY to ask without loading anything): the filesystem (statfs magic,
+ * /proc/self/mountinfo type incl. FUSE subtypes), whether the disk rotates,
+ * the model size and MemAvailable decide (docs/LOADING.md lists the rules).
+ * Writes the reason into why (len bytes, may be NULL) and, when it would
+ * choose PREFETCH for a model larger than memory, the budget it would use
+ * into *budget (may be NULL; 0 otherwise). Does no I/O on the model's data.
+ * Thread-safe for distinct models.
+ */
+PAGEIN_API pagein_strategy pagein_model_auto_plan(const pagein_model *m, uint64_t *budget, char *why, size_t len);
 
 /* ======================================================================== */
 /* Training data (src/data/, docs/TRAINING-DATA.md)                         */
