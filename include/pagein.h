@@ -816,8 +816,10 @@ typedef struct pagein_range {
 /* Flags of pagein_ranges_opts. */
 #define PAGEIN_RANGES_NO_MERGE 0x1u /* one read per distinct request (still
                                        drops duplicates and contained ones) */
-#define PAGEIN_RANGES_URING 0x2u    /* use io_uring if the library was built
-                                       with liburing; threads otherwise */
+#define PAGEIN_RANGES_URING 0x2u    /* use io_uring (queue_depth entries, one
+                                       thread) if the library was built with
+                                       liburing and the kernel allows a ring;
+                                       threads otherwise */
 
 typedef struct pagein_ranges_opts {
     size_t size;         /* sizeof(pagein_ranges_opts) */
@@ -859,6 +861,10 @@ typedef struct pagein_ranges_stats {
  */
 PAGEIN_API int pagein_read_ranges(const int *fds, size_t nfds, const pagein_range *reqs, size_t n,
                                   const pagein_ranges_opts *opts, pagein_ranges_stats *st);
+
+/* 1 if PAGEIN_RANGES_URING really uses io_uring here (built with liburing
+ * and the kernel grants a ring), else 0. Thread-safe. */
+PAGEIN_API int pagein_ranges_uring_available(void);
 
 /* ---- sample readers ---------------------------------------------------- */
 
