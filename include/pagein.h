@@ -905,7 +905,10 @@ typedef struct pagein_sample {
     uint64_t id;      /* sample id in the dataset */
     const void *data; /* length bytes; borrowed: valid until the next call of
                          pagein_reader_next/start_epoch/close on this reader.
-                         For MMAP it points into a shared read-only mapping. */
+                         For MMAP it points into a shared read-only mapping:
+                         not guarded, so touching it after the file was
+                         truncated underneath raises SIGBUS, as with any
+                         mapping; the other kinds copy into reader memory. */
     uint64_t length;
 } pagein_sample;
 
