@@ -30,7 +30,7 @@ static const char *ALL_MODES[] = {"sequential", "mmap-in-order", "mmap-shuffled"
 struct opts {
     const char *dir;
     uint64_t size, row;
-    int local, slowfs, json, keep;
+    int local, slowfs, json, keep, uring;
     long delay_us, ra_kb;
     uint64_t seed;
     unsigned qd, batch, buffer_blocks, rounds;
@@ -77,6 +77,7 @@ static void usage(FILE *out) {
             "  --rounds N         run all modes N times in turn, keep each mode's fastest (default 1)\n"
             "  --qd N             queue depth of global and ranges (default 32)\n"
             "  --batch N          rows per ranges call (default 256)\n"
+            "  --threads          ranges: read with threads even where io_uring is available\n"
             "  --block-size S     block reader block size (default 16M)\n"
             "  --buffer-blocks N  block reader buffer, in blocks (default 8)\n"
             "  --json             JSON: {\"modes\": [{\"mode\", \"fs\", \"seconds\", \"major_faults\",\n"
@@ -283,6 +284,7 @@ static int run_ranges(pagein_dataset *d, const struct opts *o, uint64_t *ids, si
     }
     pagein_ranges_opts ro = PAGEIN_RANGES_OPTS_INIT;
     ro.queue_depth = o->qd;
+    if (o->uring) ro.flags |= PAGEIN_RANGES_URING;
     int rc = 0;
     for (uint64_t pos = 0; pos < n && rc == 0; pos += o->batch) {
         size_t k = n - pos < o->batch ? (size_t)(n - pos) : o->batch;
@@ -465,10 +467,10 @@ static void print_json(const struct opts *o, const struct result *res, int n, co
     printf("{\n  \"benchmark\": \"shuffle\",\n  \"size_bytes\": %" PRIu64 ",\n  \"row_bytes\": %" PRIu64
            ",\n  \"rows\": %" PRIu64 ",\n  \"shards\": %d,\n  \"seed\": %" PRIu64 ",\n  \"queue_depth\": %u,\n"
            "  \"batch\": %u,\n  \"block_bytes\": %" PRIu64 ",\n  \"buffer_blocks\": %u,\n  \"slowfs_delay_us\": %ld,\n"
-           "  \"slowfs_ra_kb\": %ld,\n  \"rounds\": %u,\n"
+           "  \"slowfs_ra_kb\": %ld,\n  \"rounds\": %u,\n  \"ranges_engine\": \"%s\",\n"
            "  \"kernel\": ",
            o->size / o->row * o->row, o->row, o->size / o->row, NSHARDS, o->seed, o->qd, o->batch, o->block_bytes,
-           o->buffer_blocks, o->delay_us, o->ra_kb, o->rounds);
+           o->buffer_blocks, o->delay_us, o->ra_kb, o->rounds, o->uring ? "io_uring" : "threads");
     cli_json_str(stdout, kernel, strlen(kernel));
     printf(",\n  \"resident_after_evict\": %.4f,\n  \"modes\": [", resident);
     for (int i = 0; i < n; i++) {
@@ -504,6 +506,7 @@ static int bench_shuffle_main(int argc, char **argv) {
     struct opts o = {.size = 1ull << 30, .row = 32 << 10, .local = 1, .delay_us = 1000, .ra_kb = 4, .seed = 1234, .qd = 32,
                      .batch = 256, .buffer_blocks = 8, .rounds = 1, .block_bytes = 16 << 20};
     for (int m = 0; m < NMODES; m++) o.want[m] = 1;
+    o.uring = pagein_ranges_uring_available();
     char self_dir[PATH_MAX] = ".", slowfs_default[PATH_MAX + 16];
     ssize_t sl = readlink("/proc/self/exe", self_dir, sizeof self_dir - 1);
     if (sl > 0) {
@@ -522,6 +525,8 @@ static int bench_shuffle_main(int argc, char **argv) {
             return EXIT_OK;
         } else if (!strcmp(a, "--json"))
             o.json = 1;
+        else if (!strcmp(a, "--threads"))
+            o.uring = 0;
         else if (!strcmp(a, "--slowfs"))
             o.slowfs = 1;
         else if (!strcmp(a, "--slowfs-only"))
@@ -640,8 +645,9 @@ static int bench_shuffle_main(int argc, char **argv) {
         print_json(&o, res, nres, kernel, resident);
     else {
         printf("# %" PRIu64 " rows x %" PRIu64 " B = %.0f MiB in %d shards, cold (%.1f%% resident after DONTNEED), "
-               "qd %u, batch %u, block %" PRIu64 " KiB x %u, slowfs %ld us/request ra %ld KiB, %u round(s), %s\n",
+               "qd %u, batch %u (ranges via %s), block %" PRIu64 " KiB x %u, slowfs %ld us/request ra %ld KiB, %u round(s), %s\n",
                rows, o.row, (double)(rows * o.row) / 1048576.0, NSHARDS, resident * 100, o.qd, o.batch,
+               o.uring ? "io_uring" : "threads",
                o.block_bytes >> 10, o.buffer_blocks, o.delay_us, o.ra_kb, o.rounds, kernel);
         print_table(&o, res, nres);
     }
