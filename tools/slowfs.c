@@ -16,7 +16,7 @@
  * Runs in the foreground until unmounted (fusermount3 -u MNT) or signalled;
  * tools/slowfs.sh mounts and unmounts it for tests and benchmarks.
  */
-#define FUSE_USE_VERSION 35
+#define FUSE_USE_VERSION 312 /* fuse_loop_mt with struct fuse_loop_config (max_threads) */
 #define _GNU_SOURCE
 #include <dirent.h>
 #include <errno.h>
@@ -48,6 +48,7 @@ static struct {
     sem_t slots;
     _Atomic uint64_t requests, bytes, hist[NBUCKETS];
     _Atomic unsigned inflight, max_seen;
+    unsigned threads;
 } g;
 
 static const char *rel(const char *path) { return path[1] ? path + 1 : "."; }
@@ -170,7 +171,11 @@ static int sf_statfs(const char *path, struct statvfs *st) {
 }
 
 static void *sf_init(struct fuse_conn_info *conn, struct fuse_config *cfg) {
-    (void)conn;
+    /* Reads arrive as asynchronous (background) requests, which the kernel
+     * caps at max_background (default 12): raise it so that a client can
+     * keep as many requests in flight as a real remote server would take. */
+    conn->max_background = g.threads;
+    conn->congestion_threshold = g.threads * 3 / 4;
     cfg->use_ino = 1;
     return NULL;
 }
@@ -259,6 +264,7 @@ int main(int argc, char **argv) {
             return 2;
         }
     }
+    g.threads = threads ? threads : 1;
     if (!src || !mnt || g.delay_us < 0) {
         usage(stderr);
         return 2;
