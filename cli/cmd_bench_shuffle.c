@@ -644,11 +644,16 @@ static int bench_shuffle_main(int argc, char **argv) {
     if (o.json)
         print_json(&o, res, nres, kernel, resident);
     else {
+        char ra[32];
+        if (o.ra_kb >= 0)
+            snprintf(ra, sizeof ra, "%ld KiB", o.ra_kb);
+        else
+            snprintf(ra, sizeof ra, "kernel default");
         printf("# %" PRIu64 " rows x %" PRIu64 " B = %.0f MiB in %d shards, cold (%.1f%% resident after DONTNEED), "
-               "qd %u, batch %u (ranges via %s), block %" PRIu64 " KiB x %u, slowfs %ld us/request ra %ld KiB, %u round(s), %s\n",
+               "qd %u, batch %u (ranges via %s), block %" PRIu64 " KiB x %u, slowfs %ld us/request ra %s, %u round(s), %s\n",
                rows, o.row, (double)(rows * o.row) / 1048576.0, NSHARDS, resident * 100, o.qd, o.batch,
                o.uring ? "io_uring" : "threads",
-               o.block_bytes >> 10, o.buffer_blocks, o.delay_us, o.ra_kb, o.rounds, kernel);
+               o.block_bytes >> 10, o.buffer_blocks, o.delay_us, ra, o.rounds, kernel);
         print_table(&o, res, nres);
     }
     if (own_dir && !o.keep) {
