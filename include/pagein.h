@@ -896,7 +896,7 @@ typedef struct pagein_reader_opts {
     uint64_t max_gap;         /* ranges: as pagein_ranges_opts; 0 = default */
     uint64_t max_block;       /* ranges: as pagein_ranges_opts; 0 = default */
     unsigned block_threads;   /* block: each block is read as chunks of at least
-                                 2 MiB by this many threads at once; 0 = 4 */
+                                 512 KiB by this many threads at once; 0 = 4 */
 } pagein_reader_opts;
 
 #define PAGEIN_READER_OPTS_INIT { sizeof(pagein_reader_opts), PAGEIN_READER_GLOBAL, 0, 0, 0, 0, 0, 0, 0, 0, 0 }

@@ -293,7 +293,7 @@ static int build_blocks(pagein_reader *r) {
 
 /* A block is read as a few large chunks at once: one buffered stream is
  * limited by readahead, a handful keep the device (or a remote server)
- * busy. Chunks are at least 2 MiB, so every read stays large. */
+ * busy. Chunks are at least 512 KiB, so every read stays large. */
 struct chunk_ctx {
     int fd;
     uint8_t *buf;
@@ -308,7 +308,7 @@ static int read_chunk(void *arg, size_t i) {
 
 static int read_block(pagein_reader *r, const struct dblock *blk, uint8_t *buf) {
     if (!blk->len) return 0;
-    uint64_t chunk = PI_MAX((uint64_t)2 << 20, (blk->len + r->o.block_threads - 1) / r->o.block_threads);
+    uint64_t chunk = PI_MAX((uint64_t)512 << 10, (blk->len + r->o.block_threads - 1) / r->o.block_threads);
     chunk = pi_align_up(chunk, 4096);
     struct chunk_ctx c = {r->fds[blk->file], buf, blk->off, blk->len, chunk};
     return pi_crew_run(&r->crew, (size_t)((blk->len + chunk - 1) / chunk), read_chunk, &c);
