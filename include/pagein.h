@@ -841,8 +841,10 @@ typedef struct pagein_range {
 /* Flags of pagein_ranges_opts. */
 #define PAGEIN_RANGES_NO_MERGE 0x1u /* one read per distinct request (still
                                        drops duplicates and contained ones) */
-#define PAGEIN_RANGES_URING 0x2u    /* use io_uring if the library was built
-                                       with liburing; threads otherwise */
+#define PAGEIN_RANGES_URING 0x2u    /* use io_uring (queue_depth entries, one
+                                       thread) if the library was built with
+                                       liburing and the kernel allows a ring;
+                                       threads otherwise */
 
 typedef struct pagein_ranges_opts {
     size_t size;         /* sizeof(pagein_ranges_opts) */
@@ -885,6 +887,10 @@ typedef struct pagein_ranges_stats {
 PAGEIN_API int pagein_read_ranges(const int *fds, size_t nfds, const pagein_range *reqs, size_t n,
                                   const pagein_ranges_opts *opts, pagein_ranges_stats *st);
 
+/* 1 if PAGEIN_RANGES_URING really uses io_uring here (built with liburing
+ * and the kernel grants a ring), else 0. Thread-safe. */
+PAGEIN_API int pagein_ranges_uring_available(void);
+
 /* ---- sample readers ---------------------------------------------------- */
 
 typedef struct pagein_reader pagein_reader;
@@ -908,19 +914,26 @@ typedef struct pagein_reader_opts {
     unsigned queue_depth;     /* global/ranges: reads in flight; 0 = 32 */
     unsigned batch;           /* global/ranges: samples read per batch; 0 = 256 */
     uint64_t block_bytes;     /* block: target block size; 0 = 16 MiB */
-    unsigned buffer_blocks;   /* block: blocks held in memory; 0 = 4 (min 1) */
+    unsigned buffer_blocks;   /* block: blocks held in memory; 0 = 8 (min 1): the
+                                 draw window is buffer_blocks - 1 blocks, one more
+                                 is loaded meanwhile */
     uint64_t max_gap;         /* ranges: as pagein_ranges_opts; 0 = default */
     uint64_t max_block;       /* ranges: as pagein_ranges_opts; 0 = default */
+    unsigned block_threads;   /* block: each block is read as chunks of at least
+                                 512 KiB by this many threads at once; 0 = 4 */
 } pagein_reader_opts;
 
-#define PAGEIN_READER_OPTS_INIT { sizeof(pagein_reader_opts), PAGEIN_READER_GLOBAL, 0, 0, 0, 0, 0, 0, 0, 0 }
+#define PAGEIN_READER_OPTS_INIT { sizeof(pagein_reader_opts), PAGEIN_READER_GLOBAL, 0, 0, 0, 0, 0, 0, 0, 0, 0 }
 
 /* One sample handed out by pagein_reader_next. */
 typedef struct pagein_sample {
     uint64_t id;      /* sample id in the dataset */
     const void *data; /* length bytes; borrowed: valid until the next call of
                          pagein_reader_next/start_epoch/close on this reader.
-                         For MMAP it points into a shared read-only mapping. */
+                         For MMAP it points into a shared read-only mapping:
+                         not guarded, so touching it after the file was
+                         truncated underneath raises SIGBUS, as with any
+                         mapping; the other kinds copy into reader memory. */
     uint64_t length;
 } pagein_sample;
 
@@ -943,6 +956,7 @@ typedef struct pagein_reader_stats {
  * by pagein_reader_close. MMAP maps every file read-only. Sets *r only on
  * success. Errors: PAGEIN_E_INVALID (bad kind, empty dataset), PAGEIN_E_LIMIT
  * (more than 2^32 samples in one block), -ENOMEM, -errno (mmap, thread).
+ * BLOCK also owns block_threads - 1 reading threads, joined on close.
  */
 PAGEIN_API int pagein_reader_open(pagein_reader **r, pagein_dataset *d, const pagein_reader_opts *opts);
 
