@@ -199,8 +199,10 @@ for name, needle in (("evil_system", "posix.system"), ("evil_eval", "eval")):
     check(not os.path.exists(pwned), f"{name}: payload did not run ({pwned} absent)")
     check(not os.path.exists(os.path.join(OUT, name + ".safetensors")), f"{name}: no output written")
     # the payload is real: plain unpickling runs it
-    subprocess.run([sys.executable, "-c", "import torch,sys; torch.load(sys.argv[1])", os.path.join(D, name + ".pt")],
-                   capture_output=True, timeout=60)
+    try:
+        torch.load(os.path.join(D, name + ".pt"))  # trusted here: we wrote it
+    except Exception:
+        pass
     check(os.path.exists(pwned), f"{name}: control: plain torch.load does run the payload")
     if os.path.exists(pwned):
         os.unlink(pwned)
