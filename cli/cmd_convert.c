@@ -278,8 +278,17 @@ static int convert_main(int argc, char **argv) {
             st.bytes += di && di->block_elems == 1 ? t->nelements * di->bits / 8 : t->nbytes;
         }
     } else {
+        /* output bytes, as the converter counts them (strided tensors in
+         * full, casts at the target width) */
         uint64_t total = 0;
-        for (size_t i = 0; i < pagein_tensor_count(f); i++) total += pagein_tensor_at(f, i)->nbytes;
+        for (size_t i = 0; i < pagein_tensor_count(f); i++) {
+            const pagein_tensor *t = pagein_tensor_at(f, i);
+            const pagein_dtype_info *di = pagein_dtype_get(t->dtype);
+            int castable = t->dtype == PAGEIN_DTYPE_F32 || t->dtype == PAGEIN_DTYPE_F16 ||
+                           t->dtype == PAGEIN_DTYPE_BF16 || t->dtype == PAGEIN_DTYPE_F64;
+            if (op.dtype && castable) total += t->nelements * (pagein_dtype_get(op.dtype)->bits / 8);
+            else total += di && di->block_elems == 1 ? t->nelements * (di->bits / 8) : t->nbytes;
+        }
         cli_progress_start(&pr, "convert", total);
         if (!op.quiet) co.progress = on_progress, co.progress_ctx = &pr;
         size_t ol = strlen(op.out);
