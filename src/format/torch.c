@@ -306,6 +306,7 @@ int pi_torch_parse(const uint8_t *buf, size_t len, uint32_t flags, struct pi_tab
     struct walker w;
     memset(&w, 0, sizeof w);
     struct srec *recs = NULL;
+    uint32_t *rec_id = NULL; /* zip entry index -> storage identity */
     int rc = pi_zip_parse(buf, len, &z);
     if (rc < 0) return rc;
     const char *prefix;
@@ -353,7 +354,10 @@ int pi_torch_parse(const uint8_t *buf, size_t len, uint32_t flags, struct pi_tab
 
     /* storages -> records (one identity per distinct record) */
     recs = pi_calloc(st.ns ? st.ns : 1, sizeof *recs);
-    if (!recs) {
+    rec_id = pi_malloc((z.n ? z.n : 1) * sizeof *rec_id);
+    if (rec_id)
+        for (size_t i = 0; i < z.n; i++) rec_id[i] = UINT32_MAX;
+    if (!recs || !rec_id) {
         rc = pi_err(-ENOMEM, "out of memory");
         goto out;
     }
@@ -387,10 +391,9 @@ int pi_torch_parse(const uint8_t *buf, size_t len, uint32_t flags, struct pi_tab
         }
         recs[i].e = e;
         /* same record seen before? (torch caches storages by key) */
-        recs[i].id = UINT32_MAX;
-        for (size_t j = 0; j < i && recs[i].id == UINT32_MAX; j++)
-            if (recs[j].e == e) recs[i].id = recs[j].id;
-        if (recs[i].id == UINT32_MAX) recs[i].id = nid++;
+        size_t zi = (size_t)(e - z.e);
+        if (rec_id[zi] == UINT32_MAX) rec_id[zi] = nid++;
+        recs[i].id = rec_id[zi];
         if (e->offset < data_start) data_start = e->offset;
     }
     tab->data_start = data_start == UINT64_MAX ? 0 : data_start;
@@ -499,6 +502,7 @@ out:
     pi_free(w.has_tensor);
     pi_free(w.name.p);
     pi_free(recs);
+    pi_free(rec_id);
     pk_free(&st);
     pi_zip_free(&z);
     return rc;
