@@ -699,6 +699,623 @@ PAGEIN_API int pagein_layer_done(pagein_model *m, int32_t layer);
  */
 PAGEIN_API pagein_strategy pagein_model_auto_plan(const pagein_model *m, uint64_t *budget, char *why, size_t len);
 
+
+/* ======================================================================== */
+/* Training data (src/data/, docs/TRAINING-DATA.md)                         */
+/* ======================================================================== */
+/*
+ * Sample readers for training data that never turn a shuffled order into
+ * one remote request per page. A dataset (pagein_dataset) names where each
+ * sample lives: (file, offset, length). A reader (pagein_reader) yields every
+ * sample of the dataset exactly once per epoch in a seeded order, using one
+ * of four access patterns:
+ *
+ *   GLOBAL  a seeded full permutation; each batch of sample ids is read by
+ *           positioned reads (pread) with queue_depth of them in flight.
+ *   RANGES  the same permutation; each batch's requests are sorted, merged
+ *           when close (pagein_read_ranges) and read at queue_depth.
+ *   BLOCK   large contiguous blocks in a seeded shuffled order, each read by
+ *           big sequential reads in a background thread, samples drawn at
+ *           random from a bounded buffer of a few blocks (WebDataset /
+ *           MosaicML style). Memory bound: buffer_blocks x the largest block.
+ *   MMAP    the baseline: samples handed out as pointers into a mapping, in
+ *           the given order; the caller's first touch faults them in.
+ *
+ * pagein_read_ranges() is the general engine for arbitrary (file, offset,
+ * length) requests (checkpoint consolidation, columnar pages).
+ * pagein_shuffle_quality() scores any order against a full permutation.
+ */
+
+/* ---- datasets ---------------------------------------------------------- */
+
+typedef struct pagein_dataset pagein_dataset;
+
+/* Where one sample lives. */
+typedef struct pagein_sample_loc {
+    uint32_t file;   /* index of the file in the dataset (pagein_dataset_path) */
+    uint64_t offset; /* byte offset in that file */
+    uint64_t length; /* byte length (may be 0 for an empty Megatron sequence) */
+} pagein_sample_loc;
+
+/*
+ * Opens a dataset of fixed-size records spread over npaths shard files, in
+ * the given order: sample ids 0..n0-1 are the records of paths[0], then
+ * those of paths[1], and so on. Every file must hold a whole number of
+ * records (else PAGEIN_E_BAD_DATASET, naming the file); empty files are
+ * allowed. record_bytes must be > 0 (else PAGEIN_E_INVALID). The files are
+ * opened read-only and kept open until pagein_dataset_close; nothing is
+ * read or mapped. Sets *d only on success. Errors: -errno (open, fstat),
+ * PAGEIN_E_INVALID, PAGEIN_E_BAD_DATASET, PAGEIN_E_OVERFLOW.
+ */
+PAGEIN_API int pagein_dataset_open_records(pagein_dataset **d, const char *const *paths, size_t npaths,
+                                           uint64_t record_bytes);
+
+/*
+ * Opens a Megatron-LM indexed dataset: PREFIX.idx (read whole and validated
+ * as untrusted input with pagein_megatron_validate) and PREFIX.bin (kept
+ * open, never read at open). Sample i is sequence i: lengths[i] elements of
+ * the index's dtype at byte pointers[i] of the .bin file. Sets *d only on
+ * success. Errors: -errno, PAGEIN_E_BAD_MAGIC, PAGEIN_E_BAD_VERSION,
+ * PAGEIN_E_BAD_DTYPE, PAGEIN_E_TRUNCATED, PAGEIN_E_BAD_DATASET,
+ * PAGEIN_E_RANGE (a sequence past the end of .bin), PAGEIN_E_OVERFLOW.
+ */
+PAGEIN_API int pagein_dataset_open_megatron(pagein_dataset **d, const char *prefix);
+
+/* Facts from a Megatron .idx header. */
+typedef struct pagein_megatron_info {
+    uint8_t dtype_code;      /* Megatron DType: 1 u8, 2 i8, 3 i16, 4 i32, 5 i64, 6 f64, 7 f32, 8 u16 */
+    uint32_t elem_bytes;     /* bytes per token of that dtype */
+    uint64_t sequences;      /* sequence (sample) count */
+    uint64_t documents;      /* entries of the document index (documents + 1) */
+    uint64_t tokens;         /* sum of the sequence lengths */
+    int multimodal;          /* 1 if the per-sequence mode bytes follow */
+} pagein_megatron_info;
+
+/*
+ * Validates a Megatron .idx image (len bytes at idx; no I/O) against a .bin
+ * of bin_size bytes, and fills *info (may be NULL). Checks: magic
+ * "MMIDIDX\0\0", version 1, a known dtype code, that the file size equals
+ * exactly what the counts imply (optionally plus one mode byte per sequence),
+ * non-negative lengths, every sequence [pointer, pointer + length x
+ * elem_bytes) inside the .bin, and a document index that starts at 0, never
+ * decreases and ends at the sequence count. Returns 0, PAGEIN_E_TRUNCATED,
+ * PAGEIN_E_BAD_MAGIC, PAGEIN_E_BAD_VERSION, PAGEIN_E_BAD_DTYPE,
+ * PAGEIN_E_BAD_DATASET, PAGEIN_E_RANGE or PAGEIN_E_OVERFLOW, with the
+ * offending entry in the detail. Thread-safe.
+ */
+PAGEIN_API int pagein_megatron_validate(const void *idx, size_t len, uint64_t bin_size,
+                                        pagein_megatron_info *info);
+
+/* Closes the files and frees. NULL ok. Readers of d must be closed first. */
+PAGEIN_API void pagein_dataset_close(pagein_dataset *d);
+/* Number of samples. */
+PAGEIN_API uint64_t pagein_dataset_count(const pagein_dataset *d);
+/* Location of sample id: 0, or PAGEIN_E_RANGE if id >= count. */
+PAGEIN_API int pagein_dataset_locate(const pagein_dataset *d, uint64_t id, pagein_sample_loc *loc);
+/* Files of the dataset: count, path (borrowed, valid until close), the open
+ * read-only descriptor (owned by d: do not close it) and size in bytes.
+ * Out-of-range i gives NULL / -1 / 0. */
+PAGEIN_API size_t pagein_dataset_file_count(const pagein_dataset *d);
+PAGEIN_API const char *pagein_dataset_path(const pagein_dataset *d, size_t i);
+PAGEIN_API int pagein_dataset_fd(const pagein_dataset *d, size_t i);
+PAGEIN_API uint64_t pagein_dataset_file_size(const pagein_dataset *d, size_t i);
+
+/* ---- arbitrary ranges: sort, merge, read, slice back ------------------- */
+
+/* One request: length bytes at offset of file fds[file], into dst. */
+typedef struct pagein_range {
+    uint32_t file;
+    uint64_t offset;
+    uint64_t length;
+    void *dst; /* caller-owned, at least length bytes */
+} pagein_range;
+
+#define PAGEIN_RANGES_DEFAULT_MAX_GAP (64u << 10)   /* 64 KiB */
+#define PAGEIN_RANGES_DEFAULT_MAX_BLOCK (8u << 20)  /* 8 MiB */
+#define PAGEIN_RANGES_DEFAULT_QUEUE_DEPTH 32u
+
+/* Flags of pagein_ranges_opts. */
+#define PAGEIN_RANGES_NO_MERGE 0x1u /* one read per distinct request (still
+                                       drops duplicates and contained ones) */
+#define PAGEIN_RANGES_URING 0x2u    /* use io_uring if the library was built
+                                       with liburing; threads otherwise */
+
+typedef struct pagein_ranges_opts {
+    size_t size;         /* sizeof(pagein_ranges_opts) */
+    uint64_t max_gap;    /* merge neighbours at most this far apart; 0 = 64 KiB.
+                            Use PAGEIN_RANGES_NO_MERGE for no merging. */
+    uint64_t max_block;  /* never merge into a read longer than this; 0 = 8 MiB.
+                            A single request longer than this is one read. */
+    unsigned queue_depth;/* reads in flight (threads or io_uring entries); 0 = 32 */
+    uint32_t flags;      /* PAGEIN_RANGES_* */
+} pagein_ranges_opts;
+
+#define PAGEIN_RANGES_OPTS_INIT { sizeof(pagein_ranges_opts), 0, 0, 0, 0 }
+
+/* Counters of a ranges call or of a reader. */
+typedef struct pagein_ranges_stats {
+    uint64_t requests;        /* requests in */
+    uint64_t reads;           /* reads issued after merging (pread calls may
+                                 be more when the kernel returns short reads) */
+    uint64_t bytes_requested; /* sum of request lengths */
+    uint64_t bytes_read;      /* sum of the merged reads' lengths */
+    uint64_t bytes_wasted;    /* bytes read that no request needed (gaps) */
+} pagein_ranges_stats;
+
+/*
+ * Reads n requests from the files fds[0..nfds-1] (fsspec's
+ * merge_offset_ranges plan): sorts them by (file, offset), drops requests
+ * contained in another (they are sliced from it), merges neighbours whose
+ * gap is at most max_gap while the merged read stays within max_block,
+ * issues the merged reads with queue_depth in flight, and copies each
+ * request's bytes into its dst. Requests may overlap or repeat.
+ *
+ * Every request is checked before any I/O: a zero length gives
+ * PAGEIN_E_INVALID, a file index >= nfds PAGEIN_E_INVALID, and a range past
+ * the end of its file (fstat) PAGEIN_E_RANGE; the detail names the request
+ * index, its file, offset and length. Other errors: -errno from pread, -ENOMEM,
+ * PAGEIN_E_TRUNCATED if a file shrank during the call. On error the contents
+ * of the dst buffers are unspecified. st (may be NULL) receives the counts.
+ * Thread-safe (each call uses its own threads, created and joined inside).
+ */
+PAGEIN_API int pagein_read_ranges(const int *fds, size_t nfds, const pagein_range *reqs, size_t n,
+                                  const pagein_ranges_opts *opts, pagein_ranges_stats *st);
+
+/* ---- sample readers ---------------------------------------------------- */
+
+typedef struct pagein_reader pagein_reader;
+
+typedef enum pagein_reader_kind {
+    PAGEIN_READER_GLOBAL = 0, /* full permutation, pread at queue depth N */
+    PAGEIN_READER_BLOCK = 1,  /* shuffled blocks + bounded shuffle buffer */
+    PAGEIN_READER_RANGES = 2, /* full permutation, batches merged and read */
+    PAGEIN_READER_MMAP = 3    /* pointers into a mapping (baseline) */
+} pagein_reader_kind;
+
+/* Flags of pagein_reader_opts. */
+#define PAGEIN_READER_IN_ORDER 0x1u /* no shuffle: ids in ascending order
+                                       (block: blocks in order, samples in order) */
+
+typedef struct pagein_reader_opts {
+    size_t size;              /* sizeof(pagein_reader_opts) */
+    pagein_reader_kind kind;
+    uint64_t seed;            /* the order of epoch e depends only on (seed, e) */
+    uint32_t flags;           /* PAGEIN_READER_* */
+    unsigned queue_depth;     /* global/ranges: reads in flight; 0 = 32 */
+    unsigned batch;           /* global/ranges: samples read per batch; 0 = 256 */
+    uint64_t block_bytes;     /* block: target block size; 0 = 16 MiB */
+    unsigned buffer_blocks;   /* block: blocks held in memory; 0 = 4 (min 1) */
+    uint64_t max_gap;         /* ranges: as pagein_ranges_opts; 0 = default */
+    uint64_t max_block;       /* ranges: as pagein_ranges_opts; 0 = default */
+} pagein_reader_opts;
+
+#define PAGEIN_READER_OPTS_INIT { sizeof(pagein_reader_opts), PAGEIN_READER_GLOBAL, 0, 0, 0, 0, 0, 0, 0, 0 }
+
+/* One sample handed out by pagein_reader_next. */
+typedef struct pagein_sample {
+    uint64_t id;      /* sample id in the dataset */
+    const void *data; /* length bytes; borrowed: valid until the next call of
+                         pagein_reader_next/start_epoch/close on this reader.
+                         For MMAP it points into a shared read-only mapping. */
+    uint64_t length;
+} pagein_sample;
+
+/* Counters of a reader since it was opened. */
+typedef struct pagein_reader_stats {
+    uint64_t samples;          /* samples handed out */
+    uint64_t epochs_started;
+    pagein_ranges_stats io;    /* explicit reads (all zero for MMAP) */
+    uint64_t memory_bound;     /* bytes of sample buffers the reader may hold
+                                  at most (block: buffer_blocks x largest
+                                  block; global/ranges: batch buffers; mmap: 0) */
+    uint64_t memory_peak;      /* most sample-buffer bytes ever allocated */
+    uint64_t blocks;           /* block: blocks per epoch */
+} pagein_reader_stats;
+
+/*
+ * Opens a reader over d (which must outlive it) and starts epoch 0.
+ * Allocates its buffers up front (so memory_bound holds from the start);
+ * BLOCK starts one background loader thread, owned by the reader and joined
+ * by pagein_reader_close. MMAP maps every file read-only. Sets *r only on
+ * success. Errors: PAGEIN_E_INVALID (bad kind, empty dataset), PAGEIN_E_LIMIT
+ * (more than 2^32 samples in one block), -ENOMEM, -errno (mmap, thread).
+ */
+PAGEIN_API int pagein_reader_open(pagein_reader **r, pagein_dataset *d, const pagein_reader_opts *opts);
+
+/*
+ * Hands out the next sample of the current epoch into *s. Returns 1 with a
+ * sample, 0 at the end of the epoch (every sample handed out exactly once),
+ * or a negative error (-errno from a read, PAGEIN_E_TRUNCATED if a file
+ * shrank); after an error, start a new epoch or close. Not thread-safe: one
+ * consumer per reader.
+ */
+PAGEIN_API int pagein_reader_next(pagein_reader *r, pagein_sample *s);
+
+/*
+ * Abandons the current epoch and starts epoch number `epoch` (a fresh
+ * order derived from (seed, epoch); for BLOCK the blocks are reshuffled and
+ * the buffer refilled). Returns 0 or a negative error.
+ */
+PAGEIN_API int pagein_reader_start_epoch(pagein_reader *r, uint64_t epoch);
+
+/* Counters since open. */
+PAGEIN_API void pagein_reader_get_stats(const pagein_reader *r, pagein_reader_stats *st);
+
+/* Stops and joins the loader thread, unmaps, frees. NULL ok. */
+PAGEIN_API void pagein_reader_close(pagein_reader *r);
+
+/* "global", "block", "ranges", "mmap"; NULL for an unknown kind. */
+PAGEIN_API const char *pagein_reader_kind_name(pagein_reader_kind k);
+/* Parses a kind name; -1 if unknown. */
+PAGEIN_API int pagein_reader_kind_from_name(const char *name);
+
+/* ---- orders and shuffle quality ---------------------------------------- */
+
+/* Fills ids[0..n-1] with a seeded uniformly random permutation of 0..n-1
+ * (Fisher-Yates driven by splitmix64; the same (n, seed) always gives the
+ * same order, on every platform). The GLOBAL and RANGES readers use exactly
+ * this order for epoch e with seed pagein_epoch_seed(seed, e). */
+PAGEIN_API void pagein_permutation(uint64_t *ids, uint64_t n, uint64_t seed);
+/* The seed of epoch e derived from a reader seed. */
+PAGEIN_API uint64_t pagein_epoch_seed(uint64_t seed, uint64_t epoch);
+
+/*
+ * Shannon entropy, in bits, of the distribution of the gaps between
+ * consecutive ids (ids[i+1] - ids[i], signed), the measure MosaicML
+ * streaming uses. 0 for a sequential order; about log2(n) for a uniformly
+ * random permutation. Returns a negative value only for n < 2 (0 gaps) or
+ * on out-of-memory (-ENOMEM as a double).
+ */
+PAGEIN_API double pagein_order_entropy(const uint64_t *ids, size_t n);
+
+/*
+ * Shuffle quality of an order: pagein_order_entropy(ids, n) divided by the
+ * entropy of a seeded full permutation of the same length (the reference,
+ * which scores 1.0). Sequential reading scores 0. Returns a value in about
+ * [0, 1.05] (a given order can beat the reference by chance), or a negative
+ * value for n < 3 or on out-of-memory.
+ */
+PAGEIN_API double pagein_shuffle_quality(const uint64_t *ids, size_t n);
+
+/* ------------------------------------------------------------------------ */
+/* Page cache: residency, warm, evict, lock (docs/PAGE-CACHE.md)            */
+/* ------------------------------------------------------------------------ */
+
+/*
+ * How much of a byte range is in the page cache. Residency is sampled with
+ * mincore() on a mapping of the file, so it is a snapshot: pages can arrive
+ * or be reclaimed at any moment afterwards.
+ *
+ * bytes / resident_bytes count BYTES OF THE RANGE, not whole pages: a page
+ * that is resident contributes only the bytes of it that lie inside the
+ * range. A page shared by two tensors therefore counts once in total: each
+ * tensor gets the part of the page it covers, and per-tensor, per-layer and
+ * per-file sums add up exactly. pages / resident_pages count every page the
+ * range touches (a shared page is counted by each range that touches it);
+ * that is what vmtouch reports.
+ */
+typedef struct pagein_residency {
+    uint64_t bytes;          /* bytes in the range (clipped to the file) */
+    uint64_t resident_bytes; /* of those, bytes on resident pages */
+    uint64_t pages;          /* pages the range touches */
+    uint64_t resident_pages; /* of those, resident */
+} pagein_residency;
+
+/* Adds b into a (all four fields). */
+PAGEIN_API void pagein_residency_add(pagein_residency *a, const pagein_residency *b);
+
+/* Page size used by the functions below (sysconf(_SC_PAGESIZE)). */
+PAGEIN_API size_t pagein_page_size(void);
+
+/*
+ * Residency of len bytes of memory at addr, which must lie inside one
+ * mapping (a file mapping for page-cache residency; anonymous memory
+ * reports whether it is populated). addr need not be page aligned.
+ * Fills *r. Returns 0, or -ENOMEM when part of the range is not mapped.
+ * Thread-safe.
+ */
+PAGEIN_API int pagein_range_residency(const void *addr, uint64_t len, pagein_residency *r);
+
+/*
+ * mlock()s / munlock()s len bytes at addr (rounded out to whole pages).
+ * mlock faults every page in and keeps it resident until unlocked or
+ * unmapped. Returns 0; PAGEIN_E_MEMLOCK when RLIMIT_MEMLOCK (plus what the
+ * process has locked already) is too low, the detail giving the request,
+ * the soft and hard limits and how to raise them (`ulimit -l`, limits.conf
+ * `memlock`, systemd `LimitMEMLOCK=`, docker `--ulimit memlock=-1`, or
+ * CAP_IPC_LOCK); -EAGAIN when some pages could not be locked; -ENOMEM when
+ * the range is not mapped. Locks do not nest: one munlock undoes any number
+ * of mlocks of a page. Thread-safe.
+ */
+PAGEIN_API int pagein_range_lock(const void *addr, uint64_t len);
+PAGEIN_API int pagein_range_unlock(const void *addr, uint64_t len);
+
+/*
+ * Byte ranges of an open pagein_file (its MAP_SHARED mapping; see
+ * pagein_file_get_info). off/len are clipped to the file; len 0 means "to
+ * the end of the file". Files opened with pagein_open_memory have no file
+ * descriptor: residency works on their buffer, evict returns
+ * PAGEIN_E_UNSUPPORTED.
+ *
+ * pagein_file_residency: fills *r (see pagein_residency).
+ * pagein_file_evict: drops the range from the page cache: first
+ *   madvise(MADV_DONTNEED) on this file's own mapping (so pages it mapped
+ *   no longer pin them; the data refaults on the next access), then
+ *   posix_fadvise(POSIX_FADV_DONTNEED). The range is rounded OUT to whole
+ *   pages, so a page shared with a neighbouring tensor goes too. Pages that
+ *   other processes (or other mappings in this one) have mapped, dirty
+ *   pages and locked pages stay: evict is advice, check with residency.
+ * pagein_file_lock / _unlock: pagein_range_lock on the range of the mapping.
+ * Return 0 or a negative code as above. Thread-safe for distinct ranges.
+ */
+PAGEIN_API int pagein_file_residency(const pagein_file *f, uint64_t off, uint64_t len, pagein_residency *r);
+PAGEIN_API int pagein_file_evict(const pagein_file *f, uint64_t off, uint64_t len);
+PAGEIN_API int pagein_file_lock(const pagein_file *f, uint64_t off, uint64_t len);
+PAGEIN_API int pagein_file_unlock(const pagein_file *f, uint64_t off, uint64_t len);
+
+/*
+ * Any file, whatever its content (the page-cache tools' fallback for paths
+ * that are not models, like vmtouch): opened read-only and mapped
+ * MAP_SHARED whole, nothing parsed. Sets *c only on success; returns 0 or
+ * -errno (detail names the path). Empty files are fine (every range is
+ * empty). pagein_cache_close unmaps (which also drops its locks); NULL ok.
+ */
+typedef struct pagein_cache_file pagein_cache_file;
+PAGEIN_API int pagein_cache_open(pagein_cache_file **c, const char *path);
+PAGEIN_API void pagein_cache_close(pagein_cache_file *c);
+/* Size of the file at open. */
+PAGEIN_API uint64_t pagein_cache_size(const pagein_cache_file *c);
+/* Same contracts as the pagein_file_* functions above. */
+PAGEIN_API int pagein_cache_residency(const pagein_cache_file *c, uint64_t off, uint64_t len, pagein_residency *r);
+PAGEIN_API int pagein_cache_evict(const pagein_cache_file *c, uint64_t off, uint64_t len);
+PAGEIN_API int pagein_cache_lock(const pagein_cache_file *c, uint64_t off, uint64_t len);
+PAGEIN_API int pagein_cache_unlock(const pagein_cache_file *c, uint64_t off, uint64_t len);
+/*
+ * Reads the range into the page cache with `threads` parallel buffered
+ * pread()s of 4 MiB chunks (0 = default thread count), maps nothing and
+ * copies into a small per-thread buffer. Safe when the file shrinks
+ * underneath (the missing part is simply not read). Returns 0 or -errno.
+ */
+PAGEIN_API int pagein_cache_warm(const pagein_cache_file *c, uint64_t off, uint64_t len, unsigned threads);
+
+/*
+ * Models (pagein_model_open). Every function works on the tensors' bytes
+ * in their files' page cache, whatever the strategy (for `read`, that is
+ * the page cache behind the private copy, not the copy).
+ *
+ * pagein_model_tensor_residency: residency of one tensor's bytes.
+ * pagein_model_layer_residency: sum over the tensors of one layer (-1 =
+ *   leading globals, 0..L-1, L = trailing globals as in
+ *   pagein_model_layer_tensors).
+ * pagein_model_residency: sum over every tensor (tensor data only: headers
+ *   are not counted). 
+ * pagein_model_evict_tensors / _layers: pagein_file_evict of each tensor's
+ *   range, adjacent tensors merged into one range first (t NULL: all).
+ * pagein_model_lock_tensors / _layers: mlock each tensor's range (merged as
+ *   above); stays locked until unlocked or the model is closed. On failure
+ *   what was locked by this call is unlocked again.
+ * pagein_model_unlock_tensors / _layers: munlock.
+ * Return 0 or a negative code; errors as for the pagein_file_* functions.
+ */
+PAGEIN_API int pagein_model_tensor_residency(const pagein_model *m, const pagein_tensor *t, pagein_residency *r);
+PAGEIN_API int pagein_model_layer_residency(const pagein_model *m, int32_t layer, pagein_residency *r);
+PAGEIN_API int pagein_model_residency(const pagein_model *m, pagein_residency *r);
+PAGEIN_API int pagein_model_evict_tensors(const pagein_model *m, const pagein_tensor *const *t, size_t n);
+PAGEIN_API int pagein_model_evict_layers(const pagein_model *m, int32_t first, int32_t last);
+PAGEIN_API int pagein_model_lock_tensors(const pagein_model *m, const pagein_tensor *const *t, size_t n);
+PAGEIN_API int pagein_model_lock_layers(const pagein_model *m, int32_t first, int32_t last);
+PAGEIN_API int pagein_model_unlock_tensors(const pagein_model *m, const pagein_tensor *const *t, size_t n);
+PAGEIN_API int pagein_model_unlock_layers(const pagein_model *m, int32_t first, int32_t last);
+
+/* ------------------------------------------------------------------------ */
+/* Safety: files that change under readers, integrity, atomic install       */
+/* ------------------------------------------------------------------------ */
+
+/*
+ * What is protected (docs/SAFETY.md has the full list). Every read the
+ * library itself performs through a mapping - populating, prefetching,
+ * hashing, the copy-out below - is guarded: if the file shrinks underneath,
+ * the call returns PAGEIN_E_TRUNCATED naming the file and the offset instead
+ * of the process dying of SIGBUS. Reads through pagein_tensor.data and other
+ * borrowed pointers are the caller's and are NOT guarded; use
+ * pagein_tensor_copy() or check the file with pagein_file_check() when the
+ * file may change.
+ *
+ * Process-wide state: on first use of a guarded read the library installs
+ * one SIGBUS handler (sigaction, SA_SIGINFO|SA_NODEFER). A SIGBUS
+ * that does not come from a guarded read is passed to the handler that was
+ * installed before (called, or the default action / ignore it requested), so
+ * a program's own SIGBUS handling keeps working if it was installed before
+ * pagein's first guarded read. A handler installed later replaces pagein's
+ * and must chain to it for the guard to keep working.
+ */
+
+/*
+ * Copies len bytes of tensor t, starting at byte off of its data, into dst,
+ * reading through the mapping under a guard. f is the file t belongs to
+ * (pagein_model_file(m, t->file) for models) and may be NULL (then the
+ * message cannot name the file).
+ * Returns 0, PAGEIN_E_RANGE if [off, off+len) is not inside the tensor,
+ * PAGEIN_E_INVALID for NULL arguments or a tensor without data, or
+ * PAGEIN_E_TRUNCATED if the file shrank under the mapping (the detail names
+ * the file and the file offset of the first missing byte; dst then holds a
+ * partial copy). Thread-safe; never raises SIGBUS.
+ */
+PAGEIN_API int pagein_tensor_copy(const pagein_file *f, const pagein_tensor *t, uint64_t off,
+                                  void *dst, size_t len);
+
+/*
+ * Checks whether the file behind f changed since it was opened: returns 0 if
+ * not, PAGEIN_E_TRUNCATED if it is now shorter than the mapping (reads past
+ * the new end would raise SIGBUS), PAGEIN_E_CHANGED if its path now names
+ * another file (replaced, e.g. by an atomic rename) or no file at all. Files
+ * from pagein_open_memory always return 0. Costs two stat calls; thread-safe.
+ * A file rewritten in place without changing size is not detected (use
+ * pagein_verify_manifest for content).
+ */
+PAGEIN_API int pagein_file_check(const pagein_file *f);
+
+/*
+ * Checks every file of m like pagein_file_check(): returns 0,
+ * PAGEIN_E_TRUNCATED (a file shrank: reads past its new end would fault;
+ * guarded reads return errors) or PAGEIN_E_CHANGED (a path now names another
+ * file, e.g. after an atomic replacement); the detail names the file.
+ * Thread-safe; cheap (two stat calls per file).
+ */
+PAGEIN_API int pagein_model_check(const pagein_model *m);
+
+/*
+ * Hot reload. A pagein_live holds the current version of a model that may be
+ * replaced on disk (atomically, e.g. with pagein_install). Readers borrow
+ * the current version with pagein_live_acquire and give it back with
+ * pagein_live_release; pagein_live_reload opens the new version and makes it
+ * current while borrowers of the old one keep using it: each version is
+ * reference counted and closed when its last borrower releases it. So a
+ * reader sees one complete version from acquire to release, never a mix.
+ *
+ *     pagein_live *l;
+ *     pagein_live_open(&l, "model.safetensors", NULL);
+ *     // reader threads, per request:
+ *     pagein_model *m = pagein_live_acquire(l);
+ *     ... use m, its tensors and data pointers ...
+ *     pagein_live_release(l, m);
+ *     // a watcher thread, now and then or on inotify:
+ *     if (pagein_live_reload(l, 0) == 1) puts("new version");
+ *     pagein_live_close(l);
+ */
+typedef struct pagein_live pagein_live;
+
+/* Opens path (anything pagein_model_open accepts) as version 1. opts (may
+ * be NULL) is copied and used for every version; its pointer fields must
+ * stay valid until close. Sets *l only on success. */
+PAGEIN_API int pagein_live_open(pagein_live **l, const char *path, const pagein_model_opts *opts);
+
+/* Borrows the current version: the returned model and every pointer obtained
+ * from it stay valid until the matching pagein_live_release, whatever
+ * reloads happen meanwhile. Never NULL before close. Thread-safe (a mutex
+ * held for a few instructions). Each acquire needs exactly one release. */
+PAGEIN_API pagein_model *pagein_live_acquire(pagein_live *l);
+
+/* Gives back a model obtained from pagein_live_acquire on l. When it was
+ * the last borrow of a replaced version, that version is closed here, on
+ * the releasing thread. Thread-safe. */
+PAGEIN_API void pagein_live_release(pagein_live *l, pagein_model *m);
+
+/*
+ * If force is non-zero, or pagein_model_check() says a file of the current
+ * version was replaced or truncated, opens the path again and makes the new
+ * model current. Returns 1 if a new version became current, 0 if nothing
+ * changed, or the open error (the current version stays current). One
+ * reload runs at a time (concurrent calls wait); readers are never blocked
+ * by the open.
+ */
+PAGEIN_API int pagein_live_reload(pagein_live *l, int force);
+
+/* Number of the current version: 1 after open, +1 per successful reload. */
+PAGEIN_API uint64_t pagein_live_version(pagein_live *l);
+
+/* Closes l. Versions still borrowed stay open until released; l itself is
+ * freed with the last of them (release remains valid after close; acquire
+ * and reload are not). NULL ok. */
+PAGEIN_API void pagein_live_close(pagein_live *l);
+
+/* Install flags. */
+#define PAGEIN_INSTALL_VALIDATE 0x1u /* open the copy with pagein_open (full header
+                                        validation) before it replaces DEST */
+#define PAGEIN_INSTALL_NO_SYNC 0x2u  /* skip the fsyncs (tests, tmpfs) */
+
+typedef struct pagein_install_opts {
+    size_t size;             /* sizeof(pagein_install_opts) */
+    uint32_t flags;          /* PAGEIN_INSTALL_* */
+    uint64_t max_rate;       /* copy at most this many bytes per second; 0 = unlimited */
+} pagein_install_opts;
+
+#define PAGEIN_INSTALL_OPTS_INIT { sizeof(pagein_install_opts), 0, 0 }
+
+/*
+ * Copies the file src into place at dest atomically: the bytes go to a new
+ * file in dest's directory (an unnamed O_TMPFILE where the filesystem allows,
+ * else a hidden ".NAME.pagein-XXXXXX"), which is fsynced, renamed over dest,
+ * and the directory fsynced. A file already at dest is never opened for
+ * writing or truncated, so processes that have it mapped keep reading the
+ * old, complete version (and see the new one when they reopen; see
+ * pagein_file_check). Killed at any moment, the call leaves either the old
+ * dest or the new one, never a mixture; at worst a hidden temporary file
+ * remains if killed between linking and renaming it.
+ * If dest is an existing directory, installs to dest/basename(src). The new
+ * file gets dest's old permission bits, or src's when dest is new.
+ * Returns 0, -errno, PAGEIN_E_INVALID (src and dest are the same file, or
+ * src is not a regular file), PAGEIN_E_TRUNCATED (src shrank during the
+ * copy) or, with PAGEIN_INSTALL_VALIDATE, the error pagein_open gave for the
+ * copy; on failure dest is untouched and the temporary file removed.
+ */
+PAGEIN_API int pagein_install(const char *src, const char *dest, const pagein_install_opts *opts);
+
+/*
+ * Integrity manifests. `pagein_manifest_write` hashes every tensor of a
+ * model (XXH3-128 of its bytes) and the header bytes of every file, in
+ * parallel, reading through the mappings under the truncation guard, and
+ * writes a text manifest (docs/FORMAT-MANIFEST.md), atomically (temporary
+ * file + rename). `pagein_manifest_verify` hashes again and compares: data,
+ * not only headers. Hashing needs libxxhash at build time; without it these
+ * two return PAGEIN_E_UNSUPPORTED (pagein_hash_available() says which).
+ * The default sidecar path used by the CLI is MODEL + ".pagein-manifest".
+ */
+
+/* Called by verify once per mismatch, from the calling thread, in manifest
+ * order. file: the model file's name; tensor: the tensor name (tensor_len
+ * bytes, NULL for a file-level mismatch); what: a static sentence. */
+typedef void (*pagein_mismatch_fn)(void *ctx, const char *file, const char *tensor, size_t tensor_len,
+                                   const char *what);
+
+typedef struct pagein_hash_opts {
+    size_t size;                    /* sizeof(pagein_hash_opts) */
+    unsigned threads;               /* hashing threads; 0 = default */
+    pagein_mismatch_fn on_mismatch; /* verify: report each mismatch (may be NULL) */
+    void *ctx;                      /* passed to on_mismatch */
+} pagein_hash_opts;
+
+#define PAGEIN_HASH_OPTS_INIT { sizeof(pagein_hash_opts), 0, NULL, NULL }
+
+typedef struct pagein_hash_stats {
+    uint64_t bytes;     /* bytes hashed */
+    double seconds;     /* wall time spent hashing */
+    size_t files;
+    size_t tensors;
+    size_t mismatches;  /* verify: tensors or files that differ */
+} pagein_hash_stats;
+
+/* 1 if this build can hash (libxxhash was present), 0 otherwise. */
+PAGEIN_API int pagein_hash_available(void);
+
+/*
+ * Hashes the model at model_path (what pagein_open accepts) and writes the
+ * manifest to manifest_path. stats (may be NULL) receives what was done.
+ * Returns 0, an open error, PAGEIN_E_TRUNCATED (a file shrank while being
+ * hashed), -errno writing the manifest, or PAGEIN_E_UNSUPPORTED.
+ */
+PAGEIN_API int pagein_manifest_write(const char *model_path, const char *manifest_path,
+                                     const pagein_hash_opts *opts, pagein_hash_stats *stats);
+
+/*
+ * Checks the model at model_path against the manifest: same files (name,
+ * size, header bytes), same tensors (name, offset, size) and the same hash of
+ * every tensor's bytes. Returns 0 if everything matches,
+ * PAGEIN_E_HASH_MISMATCH if anything differs (stats->mismatches counts them,
+ * opts->on_mismatch reports each, the detail names the first), a manifest
+ * parse error (PAGEIN_E_BAD_MANIFEST & co), an open error, or
+ * PAGEIN_E_TRUNCATED / PAGEIN_E_UNSUPPORTED.
+ */
+PAGEIN_API int pagein_manifest_verify(const char *model_path, const char *manifest_path,
+                                      const pagein_hash_opts *opts, pagein_hash_stats *stats);
+
+/*
+ * Parses a manifest held in memory (untrusted input; no I/O) and returns the
+ * number of tensor records, or the parse error (docs/MALFORMED.md lists
+ * them). Available with or without libxxhash.
+ */
+PAGEIN_API long pagein_manifest_validate(const void *buf, size_t len);
+
 /* ------------------------------------------------------------------------ */
 /* PyTorch checkpoints (torch.save zip format)                              */
 /* ------------------------------------------------------------------------ */
