@@ -385,7 +385,7 @@ TEST(torch_bounds_and_containers) {
     for (int i = 0; i < 40; i++) bstr(&pk, "q\x01(h\x01h\x01t"); /* x = (x, x) */
     bstr(&pk, "\x85.");
     make_ckpt(&z, &pk, data, sizeof data, 0, NULL);
-    expect_fail(&z, PAGEIN_E_LIMIT, "too large");
+    expect_fail(&z, PAGEIN_E_LIMIT, "pickle: "); /* visits or name bytes, whichever first */
     free(pk.p), free(z.p);
     return PASS;
 }
@@ -468,5 +468,40 @@ TEST(torch_truncation_and_corruption) {
         free(p2.p), free(z2.p);
     }
     free(pk.p), free(z.p);
+    return PASS;
+}
+
+/* Copies into the table are bounded: a long key nested twice, and a 3000-byte
+ * string shared 25,000 times next to a tensor, end with PAGEIN_E_LIMIT
+ * instead of hundreds of megabytes of names. */
+TEST(torch_name_budget) {
+    float data[6] = {0};
+    uint64_t sz[1] = {6}, sd[1] = {1};
+    char *key = malloc(40001);
+    memset(key, 'k', 40000);
+    key[40000] = 0;
+    struct bb pk = {0}, z = {0};
+    bstr(&pk, "\x80\x02}(");
+    p_str(&pk, key);
+    bstr(&pk, "}(");
+    p_str(&pk, key);
+    p_tensor(&pk, "FloatStorage", "0", 6, 0, 1, sz, sd);
+    bstr(&pk, "uu.");
+    make_ckpt(&z, &pk, data, sizeof data, 0, NULL);
+    expect_fail(&z, PAGEIN_E_LIMIT, "longer than");
+    free(pk.p), free(z.p);
+    pk = (struct bb){0}, z = (struct bb){0};
+    bstr(&pk, "\x80\x02}(");
+    p_str(&pk, "l");
+    bstr(&pk, "](");
+    p_tensor(&pk, "FloatStorage", "0", 6, 0, 1, sz, sd);
+    key[3000] = 0;
+    p_str(&pk, key);
+    bstr(&pk, "q\x01");
+    for (int i = 0; i < 25000; i++) bstr(&pk, "h\x01");
+    bstr(&pk, "eu.");
+    make_ckpt(&z, &pk, data, sizeof data, 0, NULL);
+    expect_fail(&z, PAGEIN_E_LIMIT, "add up");
+    free(pk.p), free(z.p), free(key);
     return PASS;
 }
