@@ -576,6 +576,17 @@ PAGEIN_API int pagein_gguf_set_raw(pagein_gguf_writer *w, const char *key, pagei
                                    const void *bytes, size_t len);
 
 /*
+ * Copies metadata record m of the open file f (any GGUF version and byte
+ * order, or a safetensors string) under key (NULL = m->key, byte for byte
+ * even if it holds a NUL), re-encoding it in the writer's layout: scalars,
+ * strings, arrays of every element type, nested arrays. This is how a
+ * converter carries a file's metadata over. Errors as for the setters, plus
+ * PAGEIN_E_INVALID for a NULL argument.
+ */
+PAGEIN_API int pagein_gguf_set_meta(pagein_gguf_writer *w, const char *key, const pagein_file *f,
+                                    const pagein_meta *m);
+
+/*
  * Adds a tensor (shape outermost first, as everywhere in pagein; the file
  * stores it reversed). t->name (< 64 bytes), t->shape (<= 4 dims) are
  * copied; t->data (or t->fill with t->fill_ctx) must stay valid until
