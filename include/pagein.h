@@ -977,6 +977,345 @@ PAGEIN_API double pagein_order_entropy(const uint64_t *ids, size_t n);
  */
 PAGEIN_API double pagein_shuffle_quality(const uint64_t *ids, size_t n);
 
+/* ------------------------------------------------------------------------ */
+/* Page cache: residency, warm, evict, lock (docs/PAGE-CACHE.md)            */
+/* ------------------------------------------------------------------------ */
+
+/*
+ * How much of a byte range is in the page cache. Residency is sampled with
+ * mincore() on a mapping of the file, so it is a snapshot: pages can arrive
+ * or be reclaimed at any moment afterwards.
+ *
+ * bytes / resident_bytes count BYTES OF THE RANGE, not whole pages: a page
+ * that is resident contributes only the bytes of it that lie inside the
+ * range. A page shared by two tensors therefore counts once in total: each
+ * tensor gets the part of the page it covers, and per-tensor, per-layer and
+ * per-file sums add up exactly. pages / resident_pages count every page the
+ * range touches (a shared page is counted by each range that touches it);
+ * that is what vmtouch reports.
+ */
+typedef struct pagein_residency {
+    uint64_t bytes;          /* bytes in the range (clipped to the file) */
+    uint64_t resident_bytes; /* of those, bytes on resident pages */
+    uint64_t pages;          /* pages the range touches */
+    uint64_t resident_pages; /* of those, resident */
+} pagein_residency;
+
+/* Adds b into a (all four fields). */
+PAGEIN_API void pagein_residency_add(pagein_residency *a, const pagein_residency *b);
+
+/* Page size used by the functions below (sysconf(_SC_PAGESIZE)). */
+PAGEIN_API size_t pagein_page_size(void);
+
+/*
+ * Residency of len bytes of memory at addr, which must lie inside one
+ * mapping (a file mapping for page-cache residency; anonymous memory
+ * reports whether it is populated). addr need not be page aligned.
+ * Fills *r. Returns 0, or -ENOMEM when part of the range is not mapped.
+ * Thread-safe.
+ */
+PAGEIN_API int pagein_range_residency(const void *addr, uint64_t len, pagein_residency *r);
+
+/*
+ * mlock()s / munlock()s len bytes at addr (rounded out to whole pages).
+ * mlock faults every page in and keeps it resident until unlocked or
+ * unmapped. Returns 0; PAGEIN_E_MEMLOCK when RLIMIT_MEMLOCK (plus what the
+ * process has locked already) is too low, the detail giving the request,
+ * the soft and hard limits and how to raise them (`ulimit -l`, limits.conf
+ * `memlock`, systemd `LimitMEMLOCK=`, docker `--ulimit memlock=-1`, or
+ * CAP_IPC_LOCK); -EAGAIN when some pages could not be locked; -ENOMEM when
+ * the range is not mapped. Locks do not nest: one munlock undoes any number
+ * of mlocks of a page. Thread-safe.
+ */
+PAGEIN_API int pagein_range_lock(const void *addr, uint64_t len);
+PAGEIN_API int pagein_range_unlock(const void *addr, uint64_t len);
+
+/*
+ * Byte ranges of an open pagein_file (its MAP_SHARED mapping; see
+ * pagein_file_get_info). off/len are clipped to the file; len 0 means "to
+ * the end of the file". Files opened with pagein_open_memory have no file
+ * descriptor: residency works on their buffer, evict returns
+ * PAGEIN_E_UNSUPPORTED.
+ *
+ * pagein_file_residency: fills *r (see pagein_residency).
+ * pagein_file_evict: drops the range from the page cache: first
+ *   madvise(MADV_DONTNEED) on this file's own mapping (so pages it mapped
+ *   no longer pin them; the data refaults on the next access), then
+ *   posix_fadvise(POSIX_FADV_DONTNEED). The range is rounded OUT to whole
+ *   pages, so a page shared with a neighbouring tensor goes too. Pages that
+ *   other processes (or other mappings in this one) have mapped, dirty
+ *   pages and locked pages stay: evict is advice, check with residency.
+ * pagein_file_lock / _unlock: pagein_range_lock on the range of the mapping.
+ * Return 0 or a negative code as above. Thread-safe for distinct ranges.
+ */
+PAGEIN_API int pagein_file_residency(const pagein_file *f, uint64_t off, uint64_t len, pagein_residency *r);
+PAGEIN_API int pagein_file_evict(const pagein_file *f, uint64_t off, uint64_t len);
+PAGEIN_API int pagein_file_lock(const pagein_file *f, uint64_t off, uint64_t len);
+PAGEIN_API int pagein_file_unlock(const pagein_file *f, uint64_t off, uint64_t len);
+
+/*
+ * Any file, whatever its content (the page-cache tools' fallback for paths
+ * that are not models, like vmtouch): opened read-only and mapped
+ * MAP_SHARED whole, nothing parsed. Sets *c only on success; returns 0 or
+ * -errno (detail names the path). Empty files are fine (every range is
+ * empty). pagein_cache_close unmaps (which also drops its locks); NULL ok.
+ */
+typedef struct pagein_cache_file pagein_cache_file;
+PAGEIN_API int pagein_cache_open(pagein_cache_file **c, const char *path);
+PAGEIN_API void pagein_cache_close(pagein_cache_file *c);
+/* Size of the file at open. */
+PAGEIN_API uint64_t pagein_cache_size(const pagein_cache_file *c);
+/* Same contracts as the pagein_file_* functions above. */
+PAGEIN_API int pagein_cache_residency(const pagein_cache_file *c, uint64_t off, uint64_t len, pagein_residency *r);
+PAGEIN_API int pagein_cache_evict(const pagein_cache_file *c, uint64_t off, uint64_t len);
+PAGEIN_API int pagein_cache_lock(const pagein_cache_file *c, uint64_t off, uint64_t len);
+PAGEIN_API int pagein_cache_unlock(const pagein_cache_file *c, uint64_t off, uint64_t len);
+/*
+ * Reads the range into the page cache with `threads` parallel buffered
+ * pread()s of 4 MiB chunks (0 = default thread count), maps nothing and
+ * copies into a small per-thread buffer. Safe when the file shrinks
+ * underneath (the missing part is simply not read). Returns 0 or -errno.
+ */
+PAGEIN_API int pagein_cache_warm(const pagein_cache_file *c, uint64_t off, uint64_t len, unsigned threads);
+
+/*
+ * Models (pagein_model_open). Every function works on the tensors' bytes
+ * in their files' page cache, whatever the strategy (for `read`, that is
+ * the page cache behind the private copy, not the copy).
+ *
+ * pagein_model_tensor_residency: residency of one tensor's bytes.
+ * pagein_model_layer_residency: sum over the tensors of one layer (-1 =
+ *   leading globals, 0..L-1, L = trailing globals as in
+ *   pagein_model_layer_tensors).
+ * pagein_model_residency: sum over every tensor (tensor data only: headers
+ *   are not counted). 
+ * pagein_model_evict_tensors / _layers: pagein_file_evict of each tensor's
+ *   range, adjacent tensors merged into one range first (t NULL: all).
+ * pagein_model_lock_tensors / _layers: mlock each tensor's range (merged as
+ *   above); stays locked until unlocked or the model is closed. On failure
+ *   what was locked by this call is unlocked again.
+ * pagein_model_unlock_tensors / _layers: munlock.
+ * Return 0 or a negative code; errors as for the pagein_file_* functions.
+ */
+PAGEIN_API int pagein_model_tensor_residency(const pagein_model *m, const pagein_tensor *t, pagein_residency *r);
+PAGEIN_API int pagein_model_layer_residency(const pagein_model *m, int32_t layer, pagein_residency *r);
+PAGEIN_API int pagein_model_residency(const pagein_model *m, pagein_residency *r);
+PAGEIN_API int pagein_model_evict_tensors(const pagein_model *m, const pagein_tensor *const *t, size_t n);
+PAGEIN_API int pagein_model_evict_layers(const pagein_model *m, int32_t first, int32_t last);
+PAGEIN_API int pagein_model_lock_tensors(const pagein_model *m, const pagein_tensor *const *t, size_t n);
+PAGEIN_API int pagein_model_lock_layers(const pagein_model *m, int32_t first, int32_t last);
+PAGEIN_API int pagein_model_unlock_tensors(const pagein_model *m, const pagein_tensor *const *t, size_t n);
+PAGEIN_API int pagein_model_unlock_layers(const pagein_model *m, int32_t first, int32_t last);
+
+/* ------------------------------------------------------------------------ */
+/* Safety: files that change under readers, integrity, atomic install       */
+/* ------------------------------------------------------------------------ */
+
+/*
+ * What is protected (docs/SAFETY.md has the full list). Every read the
+ * library itself performs through a mapping - populating, prefetching,
+ * hashing, the copy-out below - is guarded: if the file shrinks underneath,
+ * the call returns PAGEIN_E_TRUNCATED naming the file and the offset instead
+ * of the process dying of SIGBUS. Reads through pagein_tensor.data and other
+ * borrowed pointers are the caller's and are NOT guarded; use
+ * pagein_tensor_copy() or check the file with pagein_file_check() when the
+ * file may change.
+ *
+ * Process-wide state: on first use of a guarded read the library installs
+ * one SIGBUS handler (sigaction, SA_SIGINFO|SA_NODEFER). A SIGBUS
+ * that does not come from a guarded read is passed to the handler that was
+ * installed before (called, or the default action / ignore it requested), so
+ * a program's own SIGBUS handling keeps working if it was installed before
+ * pagein's first guarded read. A handler installed later replaces pagein's
+ * and must chain to it for the guard to keep working.
+ */
+
+/*
+ * Copies len bytes of tensor t, starting at byte off of its data, into dst,
+ * reading through the mapping under a guard. f is the file t belongs to
+ * (pagein_model_file(m, t->file) for models) and may be NULL (then the
+ * message cannot name the file).
+ * Returns 0, PAGEIN_E_RANGE if [off, off+len) is not inside the tensor,
+ * PAGEIN_E_INVALID for NULL arguments or a tensor without data, or
+ * PAGEIN_E_TRUNCATED if the file shrank under the mapping (the detail names
+ * the file and the file offset of the first missing byte; dst then holds a
+ * partial copy). Thread-safe; never raises SIGBUS.
+ */
+PAGEIN_API int pagein_tensor_copy(const pagein_file *f, const pagein_tensor *t, uint64_t off,
+                                  void *dst, size_t len);
+
+/*
+ * Checks whether the file behind f changed since it was opened: returns 0 if
+ * not, PAGEIN_E_TRUNCATED if it is now shorter than the mapping (reads past
+ * the new end would raise SIGBUS), PAGEIN_E_CHANGED if its path now names
+ * another file (replaced, e.g. by an atomic rename) or no file at all. Files
+ * from pagein_open_memory always return 0. Costs two stat calls; thread-safe.
+ * A file rewritten in place without changing size is not detected (use
+ * pagein_verify_manifest for content).
+ */
+PAGEIN_API int pagein_file_check(const pagein_file *f);
+
+/*
+ * Checks every file of m like pagein_file_check(): returns 0,
+ * PAGEIN_E_TRUNCATED (a file shrank: reads past its new end would fault;
+ * guarded reads return errors) or PAGEIN_E_CHANGED (a path now names another
+ * file, e.g. after an atomic replacement); the detail names the file.
+ * Thread-safe; cheap (two stat calls per file).
+ */
+PAGEIN_API int pagein_model_check(const pagein_model *m);
+
+/*
+ * Hot reload. A pagein_live holds the current version of a model that may be
+ * replaced on disk (atomically, e.g. with pagein_install). Readers borrow
+ * the current version with pagein_live_acquire and give it back with
+ * pagein_live_release; pagein_live_reload opens the new version and makes it
+ * current while borrowers of the old one keep using it: each version is
+ * reference counted and closed when its last borrower releases it. So a
+ * reader sees one complete version from acquire to release, never a mix.
+ *
+ *     pagein_live *l;
+ *     pagein_live_open(&l, "model.safetensors", NULL);
+ *     // reader threads, per request:
+ *     pagein_model *m = pagein_live_acquire(l);
+ *     ... use m, its tensors and data pointers ...
+ *     pagein_live_release(l, m);
+ *     // a watcher thread, now and then or on inotify:
+ *     if (pagein_live_reload(l, 0) == 1) puts("new version");
+ *     pagein_live_close(l);
+ */
+typedef struct pagein_live pagein_live;
+
+/* Opens path (anything pagein_model_open accepts) as version 1. opts (may
+ * be NULL) is copied and used for every version; its pointer fields must
+ * stay valid until close. Sets *l only on success. */
+PAGEIN_API int pagein_live_open(pagein_live **l, const char *path, const pagein_model_opts *opts);
+
+/* Borrows the current version: the returned model and every pointer obtained
+ * from it stay valid until the matching pagein_live_release, whatever
+ * reloads happen meanwhile. Never NULL before close. Thread-safe (a mutex
+ * held for a few instructions). Each acquire needs exactly one release. */
+PAGEIN_API pagein_model *pagein_live_acquire(pagein_live *l);
+
+/* Gives back a model obtained from pagein_live_acquire on l. When it was
+ * the last borrow of a replaced version, that version is closed here, on
+ * the releasing thread. Thread-safe. */
+PAGEIN_API void pagein_live_release(pagein_live *l, pagein_model *m);
+
+/*
+ * If force is non-zero, or pagein_model_check() says a file of the current
+ * version was replaced or truncated, opens the path again and makes the new
+ * model current. Returns 1 if a new version became current, 0 if nothing
+ * changed, or the open error (the current version stays current). One
+ * reload runs at a time (concurrent calls wait); readers are never blocked
+ * by the open.
+ */
+PAGEIN_API int pagein_live_reload(pagein_live *l, int force);
+
+/* Number of the current version: 1 after open, +1 per successful reload. */
+PAGEIN_API uint64_t pagein_live_version(pagein_live *l);
+
+/* Closes l. Versions still borrowed stay open until released; l itself is
+ * freed with the last of them (release remains valid after close; acquire
+ * and reload are not). NULL ok. */
+PAGEIN_API void pagein_live_close(pagein_live *l);
+
+/* Install flags. */
+#define PAGEIN_INSTALL_VALIDATE 0x1u /* open the copy with pagein_open (full header
+                                        validation) before it replaces DEST */
+#define PAGEIN_INSTALL_NO_SYNC 0x2u  /* skip the fsyncs (tests, tmpfs) */
+
+typedef struct pagein_install_opts {
+    size_t size;             /* sizeof(pagein_install_opts) */
+    uint32_t flags;          /* PAGEIN_INSTALL_* */
+    uint64_t max_rate;       /* copy at most this many bytes per second; 0 = unlimited */
+} pagein_install_opts;
+
+#define PAGEIN_INSTALL_OPTS_INIT { sizeof(pagein_install_opts), 0, 0 }
+
+/*
+ * Copies the file src into place at dest atomically: the bytes go to a new
+ * file in dest's directory (an unnamed O_TMPFILE where the filesystem allows,
+ * else a hidden ".NAME.pagein-XXXXXX"), which is fsynced, renamed over dest,
+ * and the directory fsynced. A file already at dest is never opened for
+ * writing or truncated, so processes that have it mapped keep reading the
+ * old, complete version (and see the new one when they reopen; see
+ * pagein_file_check). Killed at any moment, the call leaves either the old
+ * dest or the new one, never a mixture; at worst a hidden temporary file
+ * remains if killed between linking and renaming it.
+ * If dest is an existing directory, installs to dest/basename(src). The new
+ * file gets dest's old permission bits, or src's when dest is new.
+ * Returns 0, -errno, PAGEIN_E_INVALID (src and dest are the same file, or
+ * src is not a regular file), PAGEIN_E_TRUNCATED (src shrank during the
+ * copy) or, with PAGEIN_INSTALL_VALIDATE, the error pagein_open gave for the
+ * copy; on failure dest is untouched and the temporary file removed.
+ */
+PAGEIN_API int pagein_install(const char *src, const char *dest, const pagein_install_opts *opts);
+
+/*
+ * Integrity manifests. `pagein_manifest_write` hashes every tensor of a
+ * model (XXH3-128 of its bytes) and the header bytes of every file, in
+ * parallel, reading through the mappings under the truncation guard, and
+ * writes a text manifest (docs/FORMAT-MANIFEST.md), atomically (temporary
+ * file + rename). `pagein_manifest_verify` hashes again and compares: data,
+ * not only headers. Hashing needs libxxhash at build time; without it these
+ * two return PAGEIN_E_UNSUPPORTED (pagein_hash_available() says which).
+ * The default sidecar path used by the CLI is MODEL + ".pagein-manifest".
+ */
+
+/* Called by verify once per mismatch, from the calling thread, in manifest
+ * order. file: the model file's name; tensor: the tensor name (tensor_len
+ * bytes, NULL for a file-level mismatch); what: a static sentence. */
+typedef void (*pagein_mismatch_fn)(void *ctx, const char *file, const char *tensor, size_t tensor_len,
+                                   const char *what);
+
+typedef struct pagein_hash_opts {
+    size_t size;                    /* sizeof(pagein_hash_opts) */
+    unsigned threads;               /* hashing threads; 0 = default */
+    pagein_mismatch_fn on_mismatch; /* verify: report each mismatch (may be NULL) */
+    void *ctx;                      /* passed to on_mismatch */
+} pagein_hash_opts;
+
+#define PAGEIN_HASH_OPTS_INIT { sizeof(pagein_hash_opts), 0, NULL, NULL }
+
+typedef struct pagein_hash_stats {
+    uint64_t bytes;     /* bytes hashed */
+    double seconds;     /* wall time spent hashing */
+    size_t files;
+    size_t tensors;
+    size_t mismatches;  /* verify: tensors or files that differ */
+} pagein_hash_stats;
+
+/* 1 if this build can hash (libxxhash was present), 0 otherwise. */
+PAGEIN_API int pagein_hash_available(void);
+
+/*
+ * Hashes the model at model_path (what pagein_open accepts) and writes the
+ * manifest to manifest_path. stats (may be NULL) receives what was done.
+ * Returns 0, an open error, PAGEIN_E_TRUNCATED (a file shrank while being
+ * hashed), -errno writing the manifest, or PAGEIN_E_UNSUPPORTED.
+ */
+PAGEIN_API int pagein_manifest_write(const char *model_path, const char *manifest_path,
+                                     const pagein_hash_opts *opts, pagein_hash_stats *stats);
+
+/*
+ * Checks the model at model_path against the manifest: same files (name,
+ * size, header bytes), same tensors (name, offset, size) and the same hash of
+ * every tensor's bytes. Returns 0 if everything matches,
+ * PAGEIN_E_HASH_MISMATCH if anything differs (stats->mismatches counts them,
+ * opts->on_mismatch reports each, the detail names the first), a manifest
+ * parse error (PAGEIN_E_BAD_MANIFEST & co), an open error, or
+ * PAGEIN_E_TRUNCATED / PAGEIN_E_UNSUPPORTED.
+ */
+PAGEIN_API int pagein_manifest_verify(const char *model_path, const char *manifest_path,
+                                      const pagein_hash_opts *opts, pagein_hash_stats *stats);
+
+/*
+ * Parses a manifest held in memory (untrusted input; no I/O) and returns the
+ * number of tensor records, or the parse error (docs/MALFORMED.md lists
+ * them). Available with or without libxxhash.
+ */
+PAGEIN_API long pagein_manifest_validate(const void *buf, size_t len);
+
 #ifdef __cplusplus
 }
 #endif

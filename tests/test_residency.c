@@ -1,0 +1,291 @@
+/* test_residency.c - page-cache residency, evict, lock and warm on plain
+ * files and memory (pagein_range_*, pagein_cache_*). Residency is checked
+ * against mincore() itself where it matters. */
+#include "test.h"
+
+#include <errno.h>
+#include <fcntl.h>
+#include <stdlib.h>
+#include <sys/mman.h>
+#include <sys/resource.h>
+#include <sys/stat.h>
+#include <sys/vfs.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#define MiB (1024u * 1024u)
+
+/* Writes a file of n bytes of varied content (not all zeros: some
+ * filesystems keep holes out of the cache). Returns 0 or -1. */
+static int make_file(const char *path, size_t n, uint64_t seed) {
+    uint8_t *b = malloc(n ? n : 1);
+    if (!b) return -1;
+    uint64_t s = seed;
+    for (size_t i = 0; i < n; i += 8) {
+        uint64_t v = pt_rand(&s);
+        memcpy(b + i, &v, n - i < 8 ? n - i : 8);
+    }
+    int rc = pt_write_file(path, b, n);
+    free(b);
+    if (rc == 0) {
+        int fd = open(path, O_RDONLY);
+        if (fd >= 0) {
+            fsync(fd); /* dirty pages would survive DONTNEED */
+            close(fd);
+        }
+    }
+    return rc;
+}
+
+/* 1 when the temp directory's filesystem keeps file pages in memory
+ * (tmpfs, ramfs): DONTNEED cannot drop them there. */
+static int tmp_is_memory_fs(void) {
+    struct statfs sf;
+    if (statfs(pt_tmpdir(), &sf) != 0) return 0;
+    return sf.f_type == 0x01021994 /* TMPFS */ || sf.f_type == (long)0x858458f6 /* RAMFS */;
+}
+
+TEST(residency_anonymous_bytes_clip) {
+    const size_t ps = pagein_page_size();
+    CHECK(ps >= 4096);
+    uint8_t *m = mmap(NULL, 16 * ps, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+    CHECK(m != MAP_FAILED);
+    if (m == MAP_FAILED) return FAIL;
+    m[0] = 1;
+    m[3 * ps + 10] = 1;
+    pagein_residency r;
+    CHECK_OK(pagein_range_residency(m, 16 * ps, &r));
+    CHECK_EQ(r.pages, 16);
+    CHECK_EQ(r.resident_pages, 2);
+    CHECK_EQ(r.bytes, 16 * ps);
+    CHECK_EQ(r.resident_bytes, 2 * ps);
+    /* An unaligned range covering the second half of page 0 and the first
+     * 100 bytes of page 1: only the bytes on page 0 count. */
+    CHECK_OK(pagein_range_residency(m + ps / 2, ps / 2 + 100, &r));
+    CHECK_EQ(r.pages, 2);
+    CHECK_EQ(r.resident_pages, 1);
+    CHECK_EQ(r.bytes, ps / 2 + 100);
+    CHECK_EQ(r.resident_bytes, ps / 2);
+    /* Two ranges meeting inside resident page 3 add up to the page, once. */
+    pagein_residency a, b, sum = {0, 0, 0, 0};
+    CHECK_OK(pagein_range_residency(m + 3 * ps, 1000, &a));
+    CHECK_OK(pagein_range_residency(m + 3 * ps + 1000, ps - 1000, &b));
+    pagein_residency_add(&sum, &a);
+    pagein_residency_add(&sum, &b);
+    CHECK_EQ(sum.resident_bytes, ps);
+    CHECK_EQ(sum.bytes, ps);
+    CHECK_EQ(sum.resident_pages, 2); /* the page is touched by both ranges */
+    /* Empty range; unmapped range. */
+    CHECK_OK(pagein_range_residency(m, 0, &r));
+    CHECK_EQ(r.bytes, 0);
+    munmap(m, 16 * ps);
+    CHECK_EQ(pagein_range_residency(m, ps, &r), -ENOMEM);
+    return PASS;
+}
+
+TEST(residency_warm_evict_file) {
+    if (tmp_is_memory_fs()) SKIP_BECAUSE("temp dir is on tmpfs/ramfs: DONTNEED cannot drop its pages");
+    const char *p = pt_tmppath("warm.bin");
+    const size_t n = 8 * MiB + 123; /* a partial last page */
+    CHECK_EQ(make_file(p, n, 1), 0);
+    pagein_cache_file *c = NULL;
+    CHECK_OK(pagein_cache_open(&c, p));
+    if (!c) return FAIL;
+    CHECK_EQ(pagein_cache_size(c), n);
+    pagein_residency r;
+    CHECK_OK(pagein_cache_evict(c, 0, 0));
+    CHECK_OK(pagein_cache_residency(c, 0, 0, &r));
+    CHECK_EQ(r.bytes, n);
+    CHECK_EQ(r.resident_bytes, 0);
+    CHECK_EQ(r.resident_pages, 0);
+    CHECK_EQ(r.pages, (n + pagein_page_size() - 1) / pagein_page_size());
+
+    /* Warm the middle 2 MiB..5 MiB: exactly that is resident. Readahead by
+     * the kernel may bring in a little more, never less. */
+    CHECK_OK(pagein_cache_warm(c, 2 * MiB, 3 * MiB, 4));
+    CHECK_OK(pagein_cache_residency(c, 2 * MiB, 3 * MiB, &r));
+    CHECK_EQ(r.resident_bytes, 3 * MiB);
+    /* Evict everything, then warm the whole file. */
+    CHECK_OK(pagein_cache_evict(c, 0, 0));
+    CHECK_OK(pagein_cache_residency(c, 0, 0, &r));
+    CHECK_EQ(r.resident_bytes, 0);
+    CHECK_OK(pagein_cache_warm(c, 0, 0, 0));
+    CHECK_OK(pagein_cache_residency(c, 0, 0, &r));
+    CHECK_EQ(r.resident_bytes, n);
+    CHECK_EQ(r.resident_pages, r.pages);
+
+    /* Evict a byte range in the middle: rounded out to pages, so the pages
+     * touched by [1 MiB + 100, 2 MiB - 100) go, the rest stays. */
+    const size_t ps = pagein_page_size();
+    CHECK_OK(pagein_cache_evict(c, MiB + 100, MiB - 200));
+    CHECK_OK(pagein_cache_residency(c, MiB, MiB, &r));
+    CHECK_EQ(r.resident_bytes, 0);
+    CHECK_OK(pagein_cache_residency(c, 0, MiB, &r));
+    CHECK_EQ(r.resident_bytes, MiB);
+    CHECK_OK(pagein_cache_residency(c, 2 * MiB, 0, &r));
+    CHECK_EQ(r.resident_bytes, n - 2 * MiB);
+    CHECK(ps > 0);
+
+    /* Ranges past the end are clipped, not errors. */
+    CHECK_OK(pagein_cache_residency(c, n + 10, 5, &r));
+    CHECK_EQ(r.bytes, 0);
+    CHECK_OK(pagein_cache_residency(c, n - 10, 1000, &r));
+    CHECK_EQ(r.bytes, 10);
+    CHECK_OK(pagein_cache_evict(c, 0, 0));
+    pagein_cache_close(c);
+    pagein_cache_close(NULL);
+    return PASS;
+}
+
+/* Evict drops pages this process mapped itself (it unmaps its own view
+ * first); a mapping held elsewhere keeps them, as documented. */
+TEST(residency_evict_own_mapping) {
+    if (tmp_is_memory_fs()) SKIP_BECAUSE("temp dir is on tmpfs/ramfs: DONTNEED cannot drop its pages");
+    const char *p = pt_tmppath("mapped.bin");
+    const size_t n = 2 * MiB;
+    CHECK_EQ(make_file(p, n, 2), 0);
+    pagein_cache_file *c = NULL;
+    CHECK_OK(pagein_cache_open(&c, p));
+    if (!c) return FAIL;
+    CHECK_OK(pagein_cache_lock(c, 0, 0)); /* faults everything in, mapped */
+    CHECK_OK(pagein_cache_unlock(c, 0, 0));
+    pagein_residency r;
+    CHECK_OK(pagein_cache_residency(c, 0, 0, &r));
+    CHECK_EQ(r.resident_bytes, n);
+    CHECK_OK(pagein_cache_evict(c, 0, 0));
+    CHECK_OK(pagein_cache_residency(c, 0, 0, &r));
+    CHECK_EQ(r.resident_bytes, 0);
+
+    /* A second, independent mapping that touches the pages keeps them. */
+    int fd = open(p, O_RDONLY);
+    CHECK(fd >= 0);
+    volatile const uint8_t *other = mmap(NULL, n, PROT_READ, MAP_SHARED, fd, 0);
+    CHECK(other != MAP_FAILED);
+    unsigned sum = 0;
+    for (size_t i = 0; i < n; i += 4096) sum += other[i];
+    (void)sum;
+    CHECK_OK(pagein_cache_evict(c, 0, 0));
+    CHECK_OK(pagein_cache_residency(c, 0, 0, &r));
+    CHECK_EQ(r.resident_bytes, n);
+    munmap((void *)other, n);
+    close(fd);
+    CHECK_OK(pagein_cache_evict(c, 0, 0));
+    CHECK_OK(pagein_cache_residency(c, 0, 0, &r));
+    CHECK_EQ(r.resident_bytes, 0);
+    pagein_cache_close(c);
+    return PASS;
+}
+
+TEST(residency_lock_holds_pages) {
+    if (tmp_is_memory_fs()) SKIP_BECAUSE("temp dir is on tmpfs/ramfs: DONTNEED cannot drop its pages");
+    const char *p = pt_tmppath("lock.bin");
+    const size_t n = 4 * MiB;
+    CHECK_EQ(make_file(p, n, 3), 0);
+    struct rlimit rl;
+    getrlimit(RLIMIT_MEMLOCK, &rl);
+    pagein_cache_file *c = NULL;
+    CHECK_OK(pagein_cache_open(&c, p));
+    if (!c) return FAIL;
+    CHECK_OK(pagein_cache_evict(c, 0, 0));
+    int rc = pagein_cache_lock(c, 0, 0);
+    if (rc == PAGEIN_E_MEMLOCK) {
+        pagein_cache_close(c);
+        SKIP_BECAUSE("RLIMIT_MEMLOCK (%llu bytes) forbids locking %zu bytes and no CAP_IPC_LOCK: %s",
+                     (unsigned long long)rl.rlim_cur, n, pagein_last_error_detail());
+    }
+    CHECK_OK(rc);
+    pagein_residency r;
+    CHECK_OK(pagein_cache_residency(c, 0, 0, &r));
+    CHECK_EQ(r.resident_bytes, n);
+    /* Locked pages survive eviction advice. */
+    CHECK_OK(pagein_cache_evict(c, 0, 0));
+    CHECK_OK(pagein_cache_residency(c, 0, 0, &r));
+    CHECK_EQ(r.resident_bytes, n);
+    /* Locking shows in VmLck. */
+    FILE *st = fopen("/proc/self/status", "r");
+    CHECK(st != NULL);
+    unsigned long long vmlck_kb = 0;
+    char line[256];
+    while (st && fgets(line, sizeof line, st))
+        if (strncmp(line, "VmLck:", 6) == 0) vmlck_kb = strtoull(line + 6, NULL, 10);
+    if (st) fclose(st);
+    CHECK(vmlck_kb * 1024 >= n);
+    CHECK_OK(pagein_cache_unlock(c, 0, 0));
+    CHECK_OK(pagein_cache_evict(c, 0, 0));
+    CHECK_OK(pagein_cache_residency(c, 0, 0, &r));
+    CHECK_EQ(r.resident_bytes, 0);
+    pagein_cache_close(c);
+    return PASS;
+}
+
+/* The failure path. Root has CAP_IPC_LOCK, which makes mlock ignore
+ * RLIMIT_MEMLOCK altogether, so a forked child lowers the limit and then
+ * gives up root (setuid to nobody drops every capability) before locking
+ * more than the limit. The child reports through its exit status. */
+TEST(residency_lock_memlock_error) {
+    const char *p = pt_tmppath("lockfail.bin");
+    const size_t n = 1 * MiB;
+    CHECK_EQ(make_file(p, n, 4), 0);
+    pagein_cache_file *c = NULL;
+    CHECK_OK(pagein_cache_open(&c, p));
+    if (!c) return FAIL;
+    fflush(stdout);
+    pid_t pid = fork();
+    if (pid == 0) {
+        struct rlimit rl = {64 * 1024, 64 * 1024};
+        if (setrlimit(RLIMIT_MEMLOCK, &rl) != 0) _exit(10);
+        if (getuid() == 0 && setuid(65534) != 0) _exit(11);
+        int rc = pagein_cache_lock(c, 0, 0);
+        if (rc != PAGEIN_E_MEMLOCK) _exit(12);
+        const char *d = pagein_last_error_detail();
+        if (!strstr(d, "RLIMIT_MEMLOCK") || !strstr(d, "ulimit -l") || !strstr(d, "65536")) _exit(13);
+        /* Under the limit it works. */
+        if (pagein_cache_lock(c, 0, 16 * 1024) != 0) _exit(14);
+        _exit(0);
+    }
+    CHECK(pid > 0);
+    int status = 0;
+    waitpid(pid, &status, 0);
+    pagein_cache_close(c);
+    CHECK(WIFEXITED(status));
+    if (WIFEXITED(status) && WEXITSTATUS(status) == 11)
+        SKIP_BECAUSE("cannot drop root in the child (setuid failed), so CAP_IPC_LOCK bypasses the limit");
+    CHECK_EQ(WEXITSTATUS(status), 0);
+    return PASS;
+}
+
+TEST(residency_cache_open_errors) {
+    pagein_cache_file *c = NULL;
+    CHECK_EQ(pagein_cache_open(&c, pt_tmppath("does-not-exist")), -ENOENT);
+    CHECK(c == NULL);
+    CHECK(strstr(pagein_last_error_detail(), "does-not-exist") != NULL);
+    CHECK_EQ(pagein_cache_open(&c, pt_tmpdir()), -EINVAL);
+    CHECK(c == NULL);
+    /* Empty file: every range is empty, every call succeeds. */
+    const char *p = pt_tmppath("empty.bin");
+    CHECK_EQ(pt_write_file(p, "", 0), 0);
+    CHECK_OK(pagein_cache_open(&c, p));
+    pagein_residency r;
+    CHECK_OK(pagein_cache_residency(c, 0, 0, &r));
+    CHECK_EQ(r.bytes, 0);
+    CHECK_EQ(r.pages, 0);
+    CHECK_OK(pagein_cache_warm(c, 0, 0, 0));
+    CHECK_OK(pagein_cache_evict(c, 0, 0));
+    CHECK_OK(pagein_cache_lock(c, 0, 0));
+    CHECK_OK(pagein_cache_unlock(c, 0, 0));
+    pagein_cache_close(c);
+    return PASS;
+}
+
+/* Warming a file that shrank after open reads what is left, no SIGBUS. */
+TEST(residency_warm_truncated) {
+    const char *p = pt_tmppath("shrink.bin");
+    CHECK_EQ(make_file(p, 2 * MiB, 5), 0);
+    pagein_cache_file *c = NULL;
+    CHECK_OK(pagein_cache_open(&c, p));
+    if (!c) return FAIL;
+    CHECK_EQ(truncate(p, MiB / 2), 0);
+    CHECK_OK(pagein_cache_warm(c, 0, 0, 2));
+    pagein_cache_close(c);
+    return PASS;
+}
