@@ -396,6 +396,17 @@ class safe_open:
         """dict describing the file: path, format, file_size, data_start, ..."""
         return self._source().files()[0]
 
+    def resident(self, names=None):
+        """Page-cache residency of the named tensors (a name or a list;
+        default: the whole data section): dict with bytes, resident_bytes,
+        pages, resident_pages and fraction. A snapshot (mincore)."""
+        return _residency(self._source().residency(_names(names)))
+
+    def evict(self, names=None):
+        """Drops the named tensors (default: all data) from the page cache
+        (advice: pages mapped elsewhere stay; check with resident())."""
+        self._source().evict(_names(names))
+
     def __contains__(self, name):
         return name in self._by_name
 
@@ -486,6 +497,18 @@ def save_file(tensors, filename, metadata=None, *, align=0):
 # ---------------------------------------------------------------------------
 # Models
 # ---------------------------------------------------------------------------
+
+def _residency(t):
+    b, rb, p, rp = t
+    return {"bytes": b, "resident_bytes": rb, "pages": p, "resident_pages": rp,
+            "fraction": (rb / b) if b else 1.0}
+
+
+def _names(names):
+    if names is None:
+        return None
+    return [names] if isinstance(names, str) else list(names)
+
 
 def _load_quietly(src, layer):
     # Lookahead is advice: a failure shows up in layer_wait on the caller.
@@ -619,7 +642,33 @@ class Model:
 
     def load(self, names=None):
         """Makes the given tensors (default: all) resident now, in parallel."""
-        self._source().load(None if names is None else list(names))
+        self._source().load(_names(names))
+
+    def warm(self, names=None):
+        """Makes the given tensors (a name or a list; default: all) resident
+        now, in parallel chunks, whatever the strategy (same as load())."""
+        self._source().load(_names(names))
+
+    def resident(self, names=None, layer=None):
+        """Page-cache residency of the named tensors, of one layer (-1
+        leading globals, 0..L-1, L trailing globals) or of every tensor: a
+        dict with bytes, resident_bytes, pages, resident_pages, fraction.
+        For the "read" strategy this is the page cache behind the copy."""
+        return _residency(self._source().residency(_names(names), layer))
+
+    def evict(self, names=None):
+        """Drops the named tensors (default: all) from the page cache: this
+        model's mapping stops pinning them and the kernel is told to drop
+        them. Views stay valid (the data is read again on access)."""
+        self._source().evict(_names(names))
+
+    def lock(self, names=None):
+        """mlock()s the named tensors (default: all) until unlock() or
+        close; pagein.Error (PAGEIN_E_MEMLOCK) says how to raise the limit."""
+        self._source().lock(_names(names))
+
+    def unlock(self, names=None):
+        self._source().unlock(_names(names))
 
     def layers(self, prefetch=None):
         """Iterates (layer, {name: tensor}) over the layers in order: the

@@ -628,41 +628,52 @@ static PyObject *layer_call(Source *s, PyObject *arg, layer_fn fn) {
 static PyObject *Source_layer_wait(Source *s, PyObject *arg) { return layer_call(s, arg, pagein_layer_wait); }
 static PyObject *Source_layer_done(Source *s, PyObject *arg) { return layer_call(s, arg, pagein_layer_done); }
 
+/* Resolves a sequence of names to tensor records into *out (PyMem; free
+ * with PyMem_Free) and *n. names None gives *out NULL, *n 0 ("all"). */
+static int collect(Source *s, PyObject *names, const pagein_tensor ***out, size_t *n) {
+    *out = NULL;
+    *n = 0;
+    if (names == Py_None) return 0;
+    PyObject *seq = PySequence_Fast(names, "names must be a sequence of str");
+    if (!seq) return -1;
+    size_t k = (size_t)PySequence_Fast_GET_SIZE(seq);
+    const pagein_tensor **ts = PyMem_Calloc(k ? k : 1, sizeof *ts);
+    if (!ts) {
+        Py_DECREF(seq);
+        PyErr_NoMemory();
+        return -1;
+    }
+    for (size_t i = 0; i < k; i++) {
+        PyObject *nm = PySequence_Fast_GET_ITEM(seq, (Py_ssize_t)i);
+        if (!PyUnicode_Check(nm)) {
+            PyErr_SetString(PyExc_TypeError, "tensor name must be str");
+            ts[i] = NULL;
+        } else {
+            ts[i] = src_find(s, nm);
+        }
+        if (!ts[i]) {
+            PyMem_Free(ts);
+            Py_DECREF(seq);
+            return -1;
+        }
+    }
+    Py_DECREF(seq);
+    *out = ts;
+    *n = k;
+    return 0;
+}
+
 /* load(names=None) -> None: make the given tensors (or all) resident now. */
 static PyObject *Source_load(Source *s, PyObject *args) {
     PyObject *names = Py_None;
     if (!PyArg_ParseTuple(args, "|O:load", &names)) return NULL;
     if (need_model(s) < 0) return NULL;
-    const pagein_tensor **ts = NULL;
-    size_t n = 0;
-    if (names != Py_None) {
-        PyObject *seq = PySequence_Fast(names, "names must be a sequence of str");
-        if (!seq) return NULL;
-        n = (size_t)PySequence_Fast_GET_SIZE(seq);
-        ts = PyMem_Calloc(n ? n : 1, sizeof *ts);
-        if (!ts) {
-            Py_DECREF(seq);
-            return PyErr_NoMemory();
-        }
-        for (size_t i = 0; i < n; i++) {
-            PyObject *nm = PySequence_Fast_GET_ITEM(seq, (Py_ssize_t)i);
-            if (!PyUnicode_Check(nm)) {
-                PyErr_SetString(PyExc_TypeError, "tensor name must be str");
-                ts[i] = NULL;
-            } else {
-                ts[i] = src_find(s, nm);
-            }
-            if (!ts[i]) {
-                PyMem_Free(ts);
-                Py_DECREF(seq);
-                return NULL;
-            }
-        }
-        Py_DECREF(seq);
-        if (n == 0) {
-            PyMem_Free(ts);
-            Py_RETURN_NONE;
-        }
+    const pagein_tensor **ts;
+    size_t n;
+    if (collect(s, names, &ts, &n) < 0) return NULL;
+    if (names != Py_None && n == 0) {
+        PyMem_Free(ts);
+        Py_RETURN_NONE;
     }
     int rc;
     Py_BEGIN_ALLOW_THREADS
@@ -672,6 +683,94 @@ static PyObject *Source_load(Source *s, PyObject *args) {
     if (rc < 0) return raise_rc(rc, NULL);
     Py_RETURN_NONE;
 }
+
+/* ---- page cache: residency, evict, lock ----------------------------------- */
+
+/* residency(names=None, layer=None) -> (bytes, resident_bytes, pages,
+ * resident_pages) of the named tensors, of one layer (models), or of all
+ * tensor data. Byte counts are exact per range (pagein_residency). */
+static PyObject *Source_residency(Source *s, PyObject *args, PyObject *kw) {
+    static char *kwlist[] = {"names", "layer", NULL};
+    PyObject *names = Py_None, *layer = Py_None;
+    if (!PyArg_ParseTupleAndKeywords(args, kw, "|OO:residency", kwlist, &names, &layer)) return NULL;
+    const pagein_tensor **ts;
+    size_t n;
+    if (collect(s, names, &ts, &n) < 0) return NULL;
+    pagein_residency r = {0, 0, 0, 0};
+    int rc = 0;
+    long l = 0;
+    if (layer != Py_None) {
+        l = PyLong_AsLong(layer);
+        if (l == -1 && PyErr_Occurred()) {
+            PyMem_Free(ts);
+            return NULL;
+        }
+        if (!s->m || names != Py_None) {
+            PyMem_Free(ts);
+            return raise_msg(PyExc_TypeError, "layer= is for models, without names=");
+        }
+    }
+    Py_BEGIN_ALLOW_THREADS
+    if (ts) {
+        for (size_t i = 0; i < n && rc >= 0; i++) {
+            pagein_residency x;
+            rc = s->f ? pagein_file_residency(s->f, ts[i]->offset, ts[i]->nbytes, &x)
+                      : pagein_model_tensor_residency(s->m, ts[i], &x);
+            if (rc >= 0 && ts[i]->nbytes) pagein_residency_add(&r, &x);
+        }
+    } else if (s->m) {
+        rc = layer != Py_None ? pagein_model_layer_residency(s->m, (int32_t)l, &r) : pagein_model_residency(s->m, &r);
+    } else {
+        pagein_file_info info;
+        pagein_file_get_info(s->f, &info);
+        if (info.file_size > info.data_start)
+            rc = pagein_file_residency(s->f, info.data_start, info.file_size - info.data_start, &r);
+    }
+    Py_END_ALLOW_THREADS
+    PyMem_Free(ts);
+    if (rc < 0) return raise_rc(rc, NULL);
+    return Py_BuildValue("(KKKK)", (unsigned long long)r.bytes, (unsigned long long)r.resident_bytes,
+                         (unsigned long long)r.pages, (unsigned long long)r.resident_pages);
+}
+
+enum cache_op { OP_EVICT, OP_LOCK, OP_UNLOCK };
+
+static PyObject *cache_op(Source *s, PyObject *args, enum cache_op op) {
+    PyObject *names = Py_None;
+    if (!PyArg_ParseTuple(args, "|O", &names)) return NULL;
+    if (op != OP_EVICT && need_model(s) < 0) return NULL;
+    const pagein_tensor **ts;
+    size_t n;
+    if (collect(s, names, &ts, &n) < 0) return NULL;
+    if (names != Py_None && n == 0) {
+        PyMem_Free(ts);
+        Py_RETURN_NONE;
+    }
+    const pagein_tensor *const *cts = (const pagein_tensor *const *)ts;
+    int rc = 0;
+    Py_BEGIN_ALLOW_THREADS
+    if (s->m) {
+        rc = op == OP_EVICT ? pagein_model_evict_tensors(s->m, cts, n)
+           : op == OP_LOCK  ? pagein_model_lock_tensors(s->m, cts, n)
+                            : pagein_model_unlock_tensors(s->m, cts, n);
+    } else if (ts) {
+        for (size_t i = 0; i < n && rc >= 0; i++)
+            if (ts[i]->nbytes) rc = pagein_file_evict(s->f, ts[i]->offset, ts[i]->nbytes);
+    } else {
+        pagein_file_info info;
+        pagein_file_get_info(s->f, &info);
+        if (info.file_size > info.data_start)
+            rc = pagein_file_evict(s->f, info.data_start, info.file_size - info.data_start);
+    }
+    Py_END_ALLOW_THREADS
+    PyMem_Free(ts);
+    if (rc < 0) return raise_rc(rc, NULL);
+    Py_RETURN_NONE;
+}
+
+static PyObject *Source_evict(Source *s, PyObject *args) { return cache_op(s, args, OP_EVICT); }
+static PyObject *Source_lock(Source *s, PyObject *args) { return cache_op(s, args, OP_LOCK); }
+static PyObject *Source_unlock(Source *s, PyObject *args) { return cache_op(s, args, OP_UNLOCK); }
 
 /* load_layers(first, last) -> None: make layers first..last resident now. */
 static PyObject *Source_load_layers(Source *s, PyObject *args) {
@@ -707,6 +806,11 @@ static PyMethodDef Source_methods[] = {
     {"layer_wait", PYFN(Source_layer_wait), METH_O, "model: wait until a layer is resident"},
     {"layer_done", PYFN(Source_layer_done), METH_O, "model: mark a layer consumed"},
     {"load_layers", PYFN(Source_load_layers), METH_VARARGS, "model: load_layers(first, last)"},
+    {"residency", PYFN(Source_residency), METH_VARARGS | METH_KEYWORDS,
+     "residency(names=None, layer=None) -> (bytes, resident_bytes, pages, resident_pages)"},
+    {"evict", PYFN(Source_evict), METH_VARARGS, "evict(names=None): drop from the page cache"},
+    {"lock", PYFN(Source_lock), METH_VARARGS, "model: lock(names=None): mlock"},
+    {"unlock", PYFN(Source_unlock), METH_VARARGS, "model: unlock(names=None): munlock"},
     {"load", PYFN(Source_load), METH_VARARGS, "model: load(names=None): make tensors resident now"},
     {NULL, NULL, 0, NULL},
 };
