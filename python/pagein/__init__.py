@@ -318,6 +318,7 @@ class safe_open:
     """
 
     def __init__(self, filename, framework="np", device="cpu", *, copy=False, lenient=False):
+        self._src = None
         self._fw = _framework(framework)
         self._device = _check_device(self._fw, device)
         self._copy = bool(copy)
@@ -548,6 +549,7 @@ class Model:
 
     def __init__(self, path, strategy="auto", *, framework="np", device="cpu", copy=False,
                  prefetch=2, budget=0, threads=0, hints=0, lenient=False):
+        self._src = None
         self._fw = _framework(framework)
         self._device = _check_device(self._fw, device)
         self._copy = bool(copy)

@@ -42,34 +42,48 @@ static PyObject *FormatError;   /* (Error, ValueError): invalid or unsupported i
 static PyObject *FileError;     /* (Error, OSError): -errno from the OS */
 static PyObject *NotFoundError; /* (Error, KeyError): no such tensor / key / layer */
 
-/* Raises the exception for library return code rc; returns NULL. path (may
- * be NULL) is attached to OS errors as filename. */
-static PyObject *raise_rc(int rc, const char *path) {
+/* Raises the exception for library return code rc; returns NULL. path (a
+ * str, or NULL) is attached to OS errors as filename. */
+static PyObject *raise_rc(int rc, PyObject *path) {
     const char *detail = pagein_last_error_detail();
     const char *name = pagein_strerror(rc);
-    const char *msg = detail && *detail ? detail : name;
-    PyObject *exc = NULL;
-    if (rc < 0 && rc > -4096) {
-        exc = PyObject_CallFunction(FileError, "isz", -rc, msg, path);
-    } else {
-        PyObject *cls = rc == PAGEIN_E_NOT_FOUND ? NotFoundError : FormatError;
-        exc = PyObject_CallFunction(cls, "s", msg);
-    }
-    if (!exc) return NULL;
-    PyObject *code = PyLong_FromLong(rc);
+    if (!detail) detail = "";
+    /* Details may quote file names that are not UTF-8: decode losslessly. */
+    PyObject *dt = PyUnicode_DecodeUTF8(detail, (Py_ssize_t)strlen(detail), "surrogateescape");
     PyObject *nm = PyUnicode_FromString(name);
-    PyObject *dt = PyUnicode_FromString(detail ? detail : "");
-    if (code && nm && dt) {
-        PyObject_SetAttrString(exc, "code", code);
-        PyObject_SetAttrString(exc, "error", nm);
-        PyObject_SetAttrString(exc, "detail", dt);
+    PyObject *code = PyLong_FromLong(rc);
+    PyObject *exc = NULL;
+    if (dt && nm && code) {
+        PyObject *msg = PyUnicode_GET_LENGTH(dt) ? dt : nm;
+        if (rc < 0 && rc > -4096) {
+            exc = PyObject_CallFunction(FileError, "iOO", -rc, msg, path ? path : Py_None);
+        } else {
+            PyObject *cls = rc == PAGEIN_E_NOT_FOUND ? NotFoundError : FormatError;
+            exc = PyObject_CallFunctionObjArgs(cls, msg, NULL);
+        }
     }
+    if (exc && (PyObject_SetAttrString(exc, "code", code) < 0 || PyObject_SetAttrString(exc, "error", nm) < 0 ||
+                PyObject_SetAttrString(exc, "detail", dt) < 0))
+        Py_CLEAR(exc);
     Py_XDECREF(code);
     Py_XDECREF(nm);
     Py_XDECREF(dt);
+    if (!exc) return NULL;
     PyErr_SetObject((PyObject *)Py_TYPE(exc), exc);
     Py_DECREF(exc);
     return NULL;
+}
+
+/* The file-system encoding of a str path (bytes, new reference), so that
+ * names that are not valid UTF-8 (surrogateescape) round-trip. */
+static PyObject *fs_bytes(PyObject *path) {
+    PyObject *b = PyUnicode_EncodeFSDefault(path);
+    if (b && strlen(PyBytes_AS_STRING(b)) != (size_t)PyBytes_GET_SIZE(b)) {
+        Py_DECREF(b);
+        PyErr_SetString(PyExc_ValueError, "embedded NUL in path");
+        return NULL;
+    }
+    return b;
 }
 
 static PyObject *raise_msg(PyObject *cls, const char *msg) {
@@ -182,8 +196,9 @@ static PyObject *py_open_file(PyObject *self, PyObject *args, PyObject *kw) {
     PyObject *path;
     int lenient = 0;
     if (!PyArg_ParseTupleAndKeywords(args, kw, "U|p:open_file", kwlist, &path, &lenient)) return NULL;
-    const char *p = PyUnicode_AsUTF8(path);
-    if (!p) return NULL;
+    PyObject *pb = fs_bytes(path);
+    if (!pb) return NULL;
+    const char *p = PyBytes_AS_STRING(pb);
     pagein_open_opts o = PAGEIN_OPEN_OPTS_INIT;
     if (lenient) o.flags |= PAGEIN_OPEN_LENIENT;
     pagein_file *f = NULL;
@@ -191,7 +206,8 @@ static PyObject *py_open_file(PyObject *self, PyObject *args, PyObject *kw) {
     Py_BEGIN_ALLOW_THREADS
     rc = pagein_open(&f, p, &o);
     Py_END_ALLOW_THREADS
-    if (rc < 0) return raise_rc(rc, p);
+    Py_DECREF(pb);
+    if (rc < 0) return raise_rc(rc, path);
     Source *s = source_new(path);
     if (!s) {
         pagein_close(f);
@@ -213,13 +229,14 @@ static PyObject *py_open_model(PyObject *self, PyObject *args, PyObject *kw) {
     if (!PyArg_ParseTupleAndKeywords(args, kw, "U|sIIKIp:open_model", kwlist, &path, &strategy, &threads,
                                      &prefetch, &budget, &hints, &lenient))
         return NULL;
-    const char *p = PyUnicode_AsUTF8(path);
-    if (!p) return NULL;
     int st = pagein_strategy_from_name(strategy);
     if (st < 0) {
         PyErr_Format(FormatError, "unknown strategy '%s' (auto, lazy, populate, prefetch, read)", strategy);
         return NULL;
     }
+    PyObject *pb = fs_bytes(path);
+    if (!pb) return NULL;
+    const char *p = PyBytes_AS_STRING(pb);
     pagein_model_opts o = PAGEIN_MODEL_OPTS_INIT;
     o.strategy = (pagein_strategy)st;
     o.threads = threads;
@@ -232,7 +249,8 @@ static PyObject *py_open_model(PyObject *self, PyObject *args, PyObject *kw) {
     Py_BEGIN_ALLOW_THREADS
     rc = pagein_model_open(&m, p, &o);
     Py_END_ALLOW_THREADS
-    if (rc < 0) return raise_rc(rc, p);
+    Py_DECREF(pb);
+    if (rc < 0) return raise_rc(rc, path);
     Source *s = source_new(path);
     if (!s) {
         pagein_model_close(m);
@@ -843,10 +861,16 @@ static PyObject *py_write(PyObject *self, PyObject *args, PyObject *kw) {
     PyObject *path, *items, *meta = Py_None;
     unsigned long long align = 0;
     if (!PyArg_ParseTupleAndKeywords(args, kw, "UO|OK:write", kwlist, &path, &items, &meta, &align)) return NULL;
-    const char *p = PyUnicode_AsUTF8(path);
-    if (!p) return NULL;
-    PyObject *seq = PySequence_Fast(items, "items must be a sequence");
+    /* A tuple of our own: the item tuples (immutable) and their strings stay
+     * alive while the GIL is released, whatever other threads do to items. */
+    PyObject *seq = PySequence_Tuple(items);
     if (!seq) return NULL;
+    PyObject *pb = fs_bytes(path);
+    if (!pb) {
+        Py_DECREF(seq);
+        return NULL;
+    }
+    const char *p = PyBytes_AS_STRING(pb);
     Py_ssize_t n = PySequence_Fast_GET_SIZE(seq);
     pagein_write_tensor *wt = PyMem_Calloc((size_t)(n ? n : 1), sizeof *wt);
     Py_buffer *bufs = PyMem_Calloc((size_t)(n ? n : 1), sizeof *bufs);
@@ -967,7 +991,7 @@ static PyObject *py_write(PyObject *self, PyObject *args, PyObject *kw) {
         rc = pagein_safetensors_write(p, wt, (size_t)n, &o);
         Py_END_ALLOW_THREADS
         if (rc < 0) {
-            raise_rc(rc, p);
+            raise_rc(rc, path);
             goto done;
         }
     }
@@ -983,6 +1007,7 @@ done:
     PyMem_Free(mv);
     Py_XDECREF(metaitems);
     Py_DECREF(seq);
+    Py_DECREF(pb);
     return result;
 }
 
