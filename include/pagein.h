@@ -576,6 +576,17 @@ PAGEIN_API int pagein_gguf_set_raw(pagein_gguf_writer *w, const char *key, pagei
                                    const void *bytes, size_t len);
 
 /*
+ * Copies metadata record m of the open file f (any GGUF version and byte
+ * order, or a safetensors string) under key (NULL = m->key, byte for byte
+ * even if it holds a NUL), re-encoding it in the writer's layout: scalars,
+ * strings, arrays of every element type, nested arrays. This is how a
+ * converter carries a file's metadata over. Errors as for the setters, plus
+ * PAGEIN_E_INVALID for a NULL argument.
+ */
+PAGEIN_API int pagein_gguf_set_meta(pagein_gguf_writer *w, const char *key, const pagein_file *f,
+                                    const pagein_meta *m);
+
+/*
  * Adds a tensor (shape outermost first, as everywhere in pagein; the file
  * stores it reversed). t->name (< 64 bytes), t->shape (<= 4 dims) are
  * copied; t->data (or t->fill with t->fill_ctx) must stay valid until
@@ -1315,6 +1326,149 @@ PAGEIN_API int pagein_manifest_verify(const char *model_path, const char *manife
  * them). Available with or without libxxhash.
  */
 PAGEIN_API long pagein_manifest_validate(const void *buf, size_t len);
+
+/* ------------------------------------------------------------------------ */
+/* PyTorch checkpoints (torch.save zip format)                              */
+/* ------------------------------------------------------------------------ */
+
+/*
+ * pagein_open() reads `torch.save` checkpoints (.pt/.pth/.bin, the zip
+ * format of torch >= 1.6) without Python: the pickle is run by a restricted
+ * unpickler that accepts exactly what torch.load(weights_only=True) of
+ * torch 1.13 accepts (docs/FORMAT-TORCH.md) and refuses any other global
+ * with PAGEIN_E_UNSAFE, naming it; nothing is ever executed. Each tensor
+ * becomes a pagein_tensor whose offset points at its first element inside
+ * its storage record. Nested dicts and lists become dotted names
+ * ("model.layers.0.weight", "optimizer.state.0.exp_avg"); a tensor saved
+ * on its own is named "tensor". Values that are not tensors (ints, floats,
+ * bools, strings) become metadata entries under their dotted name with
+ * their own type (I64, F64, BOOL, STRING); anything else without a tensor
+ * inside (None, tuples, torch dtypes) becomes a STRING holding its Python
+ * repr. Tensors are listed in file order (ascending offset).
+ *
+ * Flags on torch tensors:
+ *  - PAGEIN_TENSOR_VIEW: the storage is shared with another tensor (tied
+ *    weights, views, slices). n_sharing below says by how many.
+ *  - PAGEIN_TENSOR_NONCONTIGUOUS: the strides are not row-major (a
+ *    transpose, a strided slice, an expand). Then offset/nbytes give the
+ *    span of storage bytes the tensor touches, NOT nelements*size bytes of
+ *    row-major data: read it with pagein_tensor_read().
+ *  - PAGEIN_TENSOR_SWAPPED: the archive's byteorder record says "big".
+ *  - PAGEIN_TENSOR_UNALIGNED: the data is not aligned to its element size
+ *    in the file (torch aligns records to 64 bytes; crafted files may not).
+ */
+
+/* Storage identity and layout of one tensor of a PyTorch checkpoint.
+ * Pointers are borrowed from the file and valid until it is closed. */
+typedef struct pagein_torch_tensor_info {
+    uint32_t storage;        /* storage identity: equal for tensors sharing bytes */
+    const char *storage_key; /* the record key ("<archive>/data/KEY"), NUL-terminated */
+    uint64_t storage_offset; /* absolute file offset of the storage record's data */
+    uint64_t storage_nbytes; /* bytes of the storage (numel * element size) */
+    uint64_t elem_offset;    /* torch's storage_offset(), in elements */
+    const int64_t *strides;  /* ndim strides in elements (NULL when ndim is 0) */
+    uint32_t n_sharing;      /* tensors of this file using the same storage (>= 1) */
+    int requires_grad;       /* as saved */
+    int is_parameter;        /* saved as torch.nn.Parameter */
+} pagein_torch_tensor_info;
+
+/*
+ * Fills *out for tensor t of f (t must come from f). Returns 0, or
+ * PAGEIN_E_BAD_TYPE when f is not a PyTorch checkpoint, or PAGEIN_E_INVALID
+ * for NULL arguments. Thread-safe (read-only).
+ */
+PAGEIN_API int pagein_torch_tensor_get_info(const pagein_file *f, const pagein_tensor *t,
+                                            pagein_torch_tensor_info *out);
+
+/* Number of distinct storage records the tensors of f use (0 for other
+ * formats). Fewer than the tensor count means some tensors share storage. */
+PAGEIN_API size_t pagein_torch_storage_count(const pagein_file *f);
+
+/*
+ * Copies bytes [off, off+len) of tensor t's row-major, native-byte-order
+ * representation (nelements * element size bytes) into dst, for any file
+ * format: contiguous tensors are a memcpy from the mapping; tensors flagged
+ * NONCONTIGUOUS are gathered through their strides, SWAPPED ones are
+ * byte-swapped. off and len need not be multiples of the element size, so
+ * this can serve as a pagein_fill_fn for pagein_safetensors_write(). The
+ * data is read through the mapping: a file truncated underneath raises
+ * SIGBUS (use the model API's guarded loads where that matters).
+ * Returns 0, PAGEIN_E_RANGE (outside the tensor), PAGEIN_E_TRUNCATED (the
+ * record lies outside the file), PAGEIN_E_BAD_DTYPE (strided sub-byte type)
+ * or PAGEIN_E_INVALID. Thread-safe (read-only on f).
+ */
+PAGEIN_API int pagein_tensor_read(const pagein_file *f, const pagein_tensor *t, void *dst, uint64_t off,
+                                  size_t len);
+
+
+/* ------------------------------------------------------------------------ */
+/* Converting to safetensors                                                */
+/* ------------------------------------------------------------------------ */
+
+/* Progress of a conversion: bytes of tensor data written so far, of total. */
+typedef void (*pagein_progress_fn)(void *ctx, uint64_t done, uint64_t total);
+
+typedef struct pagein_convert_opts {
+    size_t size;               /* sizeof(pagein_convert_opts) */
+    pagein_dtype dtype;        /* INVALID = keep every type; F32, F16 or BF16:
+                                  cast F64/F32/F16/BF16 tensors to it (round
+                                  to nearest even); other types are kept */
+    uint64_t max_shard_bytes;  /* 0 = one file; else shards of at most this
+                                  many tensor bytes (a larger tensor gets a
+                                  shard of its own) and an index */
+    uint64_t align;            /* data alignment of each output file: 0 = 8
+                                  (official); 4096 for O_DIRECT / GPU direct */
+    pagein_progress_fn progress; /* may be NULL; called on the calling thread */
+    void *progress_ctx;
+} pagein_convert_opts;
+
+#define PAGEIN_CONVERT_OPTS_INIT { sizeof(pagein_convert_opts), PAGEIN_DTYPE_INVALID, 0, 0, NULL, NULL }
+
+/* What a conversion did. */
+typedef struct pagein_convert_stats {
+    size_t tensors;       /* tensors written */
+    size_t shared;        /* of which shared storage in the input (written in full) */
+    size_t materialised;  /* of which were strided and gathered */
+    size_t cast;          /* of which were cast to opts.dtype */
+    uint32_t shards;      /* files written (1 = no index) */
+    uint64_t bytes;       /* tensor bytes written */
+} pagein_convert_stats;
+
+/*
+ * Writes every tensor of f (any format: a PyTorch checkpoint, a GGUF file
+ * with plain element types, a safetensors file) to safetensors at out, each
+ * name with its own bytes in row-major native order: tensors sharing
+ * storage are written in full, strided ones gathered, byte-swapped ones
+ * swapped. __metadata__ is {"format": "pt"} for PyTorch input, the input's
+ * own string metadata for safetensors input, empty otherwise; metadata
+ * entries of f (the PyTorch values that are not tensors) are not written.
+ * With opts->max_shard_bytes the output is split into
+ * "<stem>-00001-of-0000N.safetensors" next to out plus "<out>.index.json"
+ * ({"metadata": {"total_size": N}, "weight_map": {...}}, like Hugging Face's
+ * writer; out = ".../model.safetensors" gives the usual names), written last.
+ * Every file is written atomically (temporary file, fsync, rename). Source
+ * pages are dropped from the caller's resident set as they are consumed.
+ * Returns 0 and fills *stats (may be NULL), or PAGEIN_E_BAD_DTYPE (a type
+ * safetensors cannot hold, e.g. a quantized GGUF type), PAGEIN_E_INVALID,
+ * the writer's errors or -errno. Not thread-safe with respect to f's
+ * mapping advice; f itself is only read.
+ */
+PAGEIN_API int pagein_convert_safetensors(const pagein_file *f, const char *out, const pagein_convert_opts *opts,
+                                          pagein_convert_stats *stats);
+
+/*
+ * Writes every tensor of f to a GGUF v3 file at out (atomically, with the
+ * GGUF writer): same names, shapes and bytes (strided tensors gathered,
+ * byte-swapped ones swapped, opts->dtype casts as above), opts->align as
+ * the GGUF alignment (0 = 32). Metadata carried over: safetensors
+ * __metadata__ strings, PyTorch non-tensor ints/floats/bools/strings, and
+ * every scalar and string key of GGUF input (arrays are not copied). BOOL
+ * and C64 tensors, tensors with more than 4 dimensions and names of 64
+ * bytes or more are refused (GGUF cannot hold them): PAGEIN_E_BAD_DTYPE,
+ * PAGEIN_E_LIMIT. max_shard_bytes is refused (PAGEIN_E_UNSUPPORTED).
+ */
+PAGEIN_API int pagein_convert_gguf(const pagein_file *f, const char *out, const pagein_convert_opts *opts,
+                                   pagein_convert_stats *stats);
 
 #ifdef __cplusplus
 }

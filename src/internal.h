@@ -100,6 +100,9 @@ struct pi_table {
     uint32_t version;
     uint32_t alignment;
     int big_endian;
+    /* PyTorch checkpoints: strides and storage identity per tensor
+     * (src/format/torch.c); freed by pi_table_free. */
+    struct pi_torch_ext *torch;
     /* GGUF: per metadata entry (same index as meta[]), the byte offsets of
      * the elements of a string or nested array relative to pagein_meta.raw,
      * for O(1) element access; NULL for other entries. Arena-owned. */
@@ -129,6 +132,8 @@ uint64_t pi_hash_bytes(const void *p, size_t n);
 int pi_safetensors_parse(const uint8_t *buf, size_t len, uint32_t flags, struct pi_table *t);
 int pi_gguf_parse(const uint8_t *buf, size_t len, uint32_t flags, struct pi_table *t);
 int pi_torch_parse(const uint8_t *buf, size_t len, uint32_t flags, struct pi_table *t);
+/* Frees a PyTorch table extension (torch.c); NULL ok. */
+void pi_torch_ext_free(struct pi_torch_ext *x);
 /* Detects the format from the first bytes. */
 pagein_format pi_detect_format(const uint8_t *buf, size_t len);
 
