@@ -122,6 +122,18 @@ def _np_array(src, rec, buf=None):
     else:
         if buf is None:
             buf = src.buffer(rec[_NAME])
+        if flags & _pagein.TENSOR_NONCONTIGUOUS:
+            # A strided view of a PyTorch checkpoint (transpose, slice,
+            # expand): the buffer spans the bytes it touches, starting at its
+            # first element; numpy walks it with the saved strides, zero copy.
+            strides = src.strides(rec[_NAME])
+            if strides is None or npshape != tuple(shape):
+                raise FormatError("tensor %r: strided %s data is not supported" % (rec[_NAME], dtype))
+            base = _np.frombuffer(buf, dtype=npdt)
+            a = _np.lib.stride_tricks.as_strided(base, shape=npshape,
+                                                  strides=tuple(s * npdt.itemsize for s in strides),
+                                                  writeable=False)
+            return a
         a = _np.frombuffer(buf, dtype=npdt).reshape(npshape)
     a.flags.writeable = False
     return a
@@ -200,6 +212,12 @@ def _torch_tensor(src, rec):
         return torch.empty(tuple(shape), dtype=tdt)
     buf = src.buffer(rec[_NAME])
     itemsize = torch.empty((), dtype=tdt).element_size()
+    if flags & _pagein.TENSOR_NONCONTIGUOUS and not flags & _pagein.TENSOR_SWAPPED \
+            and not buf.address % itemsize:
+        strides = src.strides(rec[_NAME])
+        if strides is None or raw:
+            raise FormatError("tensor %r: strided %s data is not supported" % (rec[_NAME], dtype))
+        return _frombuffer(torch, buf, tdt).as_strided(tuple(shape), tuple(strides))
     if flags & _pagein.TENSOR_SWAPPED or buf.address % itemsize:
         a = _np.array(_np_array(src, rec), copy=True)
         if flags & _pagein.TENSOR_SWAPPED:

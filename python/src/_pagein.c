@@ -588,6 +588,32 @@ static PyObject *Source_files(Source *s, PyObject *unused) {
     return list;
 }
 
+/* strides(name) -> tuple of element strides for a tensor of a PyTorch
+ * checkpoint (pagein_torch_tensor_get_info), or None for other formats. */
+static PyObject *Source_strides(Source *s, PyObject *name) {
+    if (!PyUnicode_Check(name)) return raise_msg(PyExc_TypeError, "tensor name must be str");
+    const pagein_tensor *t = src_find(s, name);
+    if (!t) return NULL;
+    const pagein_file *f = s->f ? s->f : pagein_model_file(s->m, t->file);
+    pagein_file_info info;
+    pagein_file_get_info(f, &info);
+    if (info.format != PAGEIN_FORMAT_TORCH) Py_RETURN_NONE;
+    pagein_torch_tensor_info ti;
+    int rc = pagein_torch_tensor_get_info(f, t, &ti);
+    if (rc < 0) return raise_rc(rc, NULL);
+    PyObject *tup = PyTuple_New(t->ndim);
+    if (!tup) return NULL;
+    for (uint32_t d = 0; d < t->ndim; d++) {
+        PyObject *v = PyLong_FromLongLong(ti.strides ? ti.strides[d] : 0);
+        if (!v) {
+            Py_DECREF(tup);
+            return NULL;
+        }
+        PyTuple_SET_ITEM(tup, d, v);
+    }
+    return tup;
+}
+
 /* ---- model-only methods ---------------------------------------------------- */
 
 static int need_model(Source *s) {
@@ -816,6 +842,7 @@ static PyMethodDef Source_methods[] = {
     {"tensor", PYFN(Source_tensor), METH_O, "tensor(name) -> one tensor tuple"},
     {"count", PYFN(Source_count), METH_NOARGS, "number of tensors"},
     {"buffer", PYFN(Source_buffer), METH_O, "buffer(name or index) -> read-only View of the tensor's bytes"},
+    {"strides", PYFN(Source_strides), METH_O, "strides(name) -> element strides (PyTorch checkpoints) or None"},
     {"metadata", PYFN(Source_metadata), METH_NOARGS, "metadata() -> [(key, value)]"},
     {"files", PYFN(Source_files), METH_NOARGS, "files() -> [info dict]"},
     {"strategy", PYFN(Source_strategy), METH_NOARGS, "model: (strategy name, why)"},
@@ -1100,6 +1127,7 @@ PyMODINIT_FUNC PyInit__pagein(void) {
         PyModule_AddIntConstant(m, "HINT_PRELOAD", PAGEIN_HINT_PRELOAD) < 0 ||
         PyModule_AddIntConstant(m, "TENSOR_SWAPPED", PAGEIN_TENSOR_SWAPPED) < 0 ||
         PyModule_AddIntConstant(m, "TENSOR_UNALIGNED", PAGEIN_TENSOR_UNALIGNED) < 0 ||
+        PyModule_AddIntConstant(m, "TENSOR_NONCONTIGUOUS", PAGEIN_TENSOR_NONCONTIGUOUS) < 0 ||
         PyModule_AddIntConstant(m, "DTYPE_F_QUANT", PAGEIN_DTYPE_F_QUANT) < 0)
         goto fail;
     return m;
