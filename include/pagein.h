@@ -306,8 +306,9 @@ typedef enum pagein_format {
 
 /* Open flags. */
 #define PAGEIN_OPEN_LENIENT 0x1u  /* safetensors: allow trailing bytes after the
-                                     data (fastsafetensors' rule); GGUF: accept
-                                     old files sized nelements*bytes/blck. */
+                                     data (fastsafetensors' rule); GGUF: no
+                                     effect (old files sized nelements*bytes/blck
+                                     are accepted by default: docs/FORMAT-GGUF.md). */
 
 typedef struct pagein_open_opts {
     size_t size;          /* sizeof(pagein_open_opts) */
@@ -381,6 +382,88 @@ PAGEIN_API const pagein_meta *pagein_meta_find(const pagein_file *f, const char 
 PAGEIN_API int32_t pagein_layer_from_name(const char *name, size_t len, int *tail);
 
 /* ------------------------------------------------------------------------ */
+/* GGUF metadata                                                            */
+/* ------------------------------------------------------------------------ */
+
+/*
+ * Typed access to metadata entries (docs/FORMAT-GGUF.md). GGUF writers
+ * disagree on integer widths (token ids are u32 in one file and i32 or u64
+ * in another; split.no is u16), so every integer getter accepts a value of
+ * any integer type (and BOOL as 0/1) and checks that it fits the requested
+ * type. Values of safetensors files are all strings; only
+ * pagein_meta_get_str applies to them.
+ *
+ * Common parameters and returns:
+ *   f    the file the key is looked up in (NULL gives PAGEIN_E_INVALID).
+ *   key  NUL-terminated key, e.g. "llama.block_count".
+ *   out  receives the value only on success.
+ * Returns 0, PAGEIN_E_NOT_FOUND (no such key), PAGEIN_E_BAD_TYPE (the value
+ * is not of a compatible type, e.g. a string asked for as u32) or
+ * PAGEIN_E_OVERFLOW (an integer that does not fit, e.g. -1 asked for as
+ * u64 or 2^40 as u32). The detail names the key, its type and its value.
+ * Read-only: thread-safe on one file.
+ */
+PAGEIN_API int pagein_meta_get_u32(const pagein_file *f, const char *key, uint32_t *out);
+PAGEIN_API int pagein_meta_get_u64(const pagein_file *f, const char *key, uint64_t *out);
+PAGEIN_API int pagein_meta_get_i64(const pagein_file *f, const char *key, int64_t *out);
+/* Any float or integer type, converted to double (u64/i64 may round). */
+PAGEIN_API int pagein_meta_get_f64(const pagein_file *f, const char *key, double *out);
+/* BOOL (any non-zero byte is true, as in ggml), or any integer (non-zero). */
+PAGEIN_API int pagein_meta_get_bool(const pagein_file *f, const char *key, int *out);
+/*
+ * A STRING value: *s points at *len bytes, borrowed from f until it is
+ * closed. For GGUF the bytes are in the mapping and NOT NUL-terminated
+ * (print with "%.*s"); for safetensors they are a NUL-terminated copy.
+ * len may be NULL.
+ */
+PAGEIN_API int pagein_meta_get_str(const pagein_file *f, const char *key, const char **s, size_t *len);
+/*
+ * An ARRAY value: sets *m to its record (m->elem_type, m->count; m->raw is
+ * the zero-copy packed elements in file byte order). Errors as above
+ * (PAGEIN_E_BAD_TYPE when the value is not an array).
+ */
+PAGEIN_API int pagein_meta_get_array(const pagein_file *f, const char *key, const pagein_meta **m);
+
+/*
+ * Element i of an array record m. m must come from f (pagein_meta_at,
+ * pagein_meta_find or pagein_meta_get_array on f) or be filled by
+ * pagein_meta_array_at on f: the file supplies the byte order and the
+ * version's length width. Numeric elements are decoded with memcpy (they
+ * may be unaligned) and byte-swapped for big-endian files.
+ *
+ * _u64/_i64: any integer or BOOL element type, range-checked.
+ * _f64: any float or integer element type.
+ * _str: STRING elements; *s points at *len bytes in the mapping, NOT
+ *       NUL-terminated, borrowed until f is closed. O(1) for arrays of f's
+ *       table (an index is built at open), O(i) for nested ones.
+ * _at:  ARRAY elements (nested arrays): fills *out (caller-owned) with a
+ *       record of the inner array (key NULL, type ARRAY, elem_type, count,
+ *       raw, raw_len), which can be passed back to these functions.
+ * Returns 0, PAGEIN_E_INVALID (NULL argument or m not an array),
+ * PAGEIN_E_RANGE (i >= m->count), PAGEIN_E_BAD_TYPE (element type not
+ * compatible) or PAGEIN_E_OVERFLOW (integer does not fit). Thread-safe.
+ */
+PAGEIN_API int pagein_meta_array_u64(const pagein_file *f, const pagein_meta *m, uint64_t i, uint64_t *out);
+PAGEIN_API int pagein_meta_array_i64(const pagein_file *f, const pagein_meta *m, uint64_t i, int64_t *out);
+PAGEIN_API int pagein_meta_array_f64(const pagein_file *f, const pagein_meta *m, uint64_t i, double *out);
+PAGEIN_API int pagein_meta_array_str(const pagein_file *f, const pagein_meta *m, uint64_t i, const char **s,
+                                     size_t *len);
+PAGEIN_API int pagein_meta_array_at(const pagein_file *f, const pagein_meta *m, uint64_t i, pagein_meta *out);
+
+/* Name of a metadata type as GGUF tools print it: "u8", "i32", "f32",
+ * "bool", "string", "array", "u64", ...; "?" for invalid values. Static. */
+PAGEIN_API const char *pagein_meta_type_name(pagein_meta_type t);
+
+/*
+ * The dimensions of t in GGUF/ggml order: ne[0] is the innermost
+ * (contiguous) dimension, i.e. the reverse of t->shape. Fills ne[0..3],
+ * with 1 for the dimensions t does not have, and returns t->ndim. For
+ * tensors with more than 4 dimensions (not GGUF) only the 4 innermost are
+ * filled. Never fails; t must not be NULL.
+ */
+PAGEIN_API uint32_t pagein_tensor_ggml_ne(const pagein_tensor *t, uint64_t ne[4]);
+
+/* ------------------------------------------------------------------------ */
 /* Writing safetensors                                                      */
 /* ------------------------------------------------------------------------ */
 
@@ -419,6 +502,98 @@ typedef struct pagein_write_opts {
  */
 PAGEIN_API int pagein_safetensors_write(const char *path, const pagein_write_tensor *tensors,
                                         size_t n, const pagein_write_opts *opts);
+
+/* ------------------------------------------------------------------------ */
+/* Writing GGUF                                                             */
+/* ------------------------------------------------------------------------ */
+
+/*
+ * A GGUF writer: collect metadata and tensors, then write the file in one
+ * go. Files it writes follow ggml's rules exactly: metadata in the order it
+ * was set, tensors in the order they were added, each tensor's offset the
+ * running sum of the preceding sizes padded to the alignment, the data
+ * section padded after every tensor (so the file ends aligned). They read
+ * back identically with pagein_open and are accepted by ggml's gguf.cpp
+ * (which also needs ne[0], the innermost dimension, to be a multiple of
+ * the block size of quantized types: the writer checks it).
+ *
+ * Not thread-safe: one writer is used by one thread at a time.
+ */
+typedef struct pagein_gguf_writer pagein_gguf_writer;
+
+typedef struct pagein_gguf_write_opts {
+    size_t size;        /* sizeof(pagein_gguf_write_opts) */
+    uint32_t alignment; /* 0: general.alignment if set, else 32. Non-zero:
+                           must be a power of two; general.alignment (u32)
+                           is added when not set (and must agree if set). */
+    uint32_t version;   /* 0 = 3. 1 and 2 write those older layouts (v1:
+                           32-bit counts, lengths and dims); for tests. */
+    int big_endian;     /* write every header field big-endian (GGUF's
+                           big-endian variant). Tensor bytes are written as
+                           given: the caller supplies big-endian data. */
+} pagein_gguf_write_opts;
+
+#define PAGEIN_GGUF_WRITE_OPTS_INIT { sizeof(pagein_gguf_write_opts), 0, 0, 0 }
+
+/* Creates a writer. Returns 0, -ENOMEM or PAGEIN_E_INVALID (bad options);
+ * sets *w only on success. */
+PAGEIN_API int pagein_gguf_writer_new(pagein_gguf_writer **w, const pagein_gguf_write_opts *opts);
+/* Frees the writer and everything it copied. NULL ok. */
+PAGEIN_API void pagein_gguf_writer_free(pagein_gguf_writer *w);
+
+/*
+ * Metadata setters. key is NUL-terminated, non-empty and copied. Each key
+ * may be set once (PAGEIN_E_DUPLICATE otherwise); general.alignment must
+ * be u32 and a non-zero power of two (PAGEIN_E_BAD_ALIGNMENT). Values are
+ * copied. Returns 0, -ENOMEM or PAGEIN_E_*.
+ *
+ * pagein_gguf_set_scalar: type is any scalar type (not STRING or ARRAY);
+ *   value points at one value of that type in native byte order (uint8_t
+ *   for U8 and BOOL, int16_t for I16, float for F32, double for F64, ...).
+ * pagein_gguf_set_str: len bytes of s (may contain NUL).
+ * pagein_gguf_set_array: count packed native values of a scalar elem_type.
+ * pagein_gguf_set_str_array: count strings; lens may be NULL (strlen).
+ * pagein_gguf_set_raw: a value of any type given as its encoded bytes
+ *   (for ARRAY: elem_type u32, count, elements) in the layout the writer
+ *   writes (its version's length width and byte order); the writer checks
+ *   that the bytes are exactly one valid value. This is how nested arrays
+ *   are written, and how values are copied from an open file of the same
+ *   layout (pagein_meta.raw of an array is its elements: prefix them).
+ */
+PAGEIN_API int pagein_gguf_set_scalar(pagein_gguf_writer *w, const char *key, pagein_meta_type type,
+                                      const void *value);
+PAGEIN_API int pagein_gguf_set_u32(pagein_gguf_writer *w, const char *key, uint32_t v);
+PAGEIN_API int pagein_gguf_set_i32(pagein_gguf_writer *w, const char *key, int32_t v);
+PAGEIN_API int pagein_gguf_set_u64(pagein_gguf_writer *w, const char *key, uint64_t v);
+PAGEIN_API int pagein_gguf_set_f32(pagein_gguf_writer *w, const char *key, float v);
+PAGEIN_API int pagein_gguf_set_bool(pagein_gguf_writer *w, const char *key, int v);
+PAGEIN_API int pagein_gguf_set_str(pagein_gguf_writer *w, const char *key, const char *s, size_t len);
+PAGEIN_API int pagein_gguf_set_array(pagein_gguf_writer *w, const char *key, pagein_meta_type elem_type,
+                                     const void *elems, uint64_t count);
+PAGEIN_API int pagein_gguf_set_str_array(pagein_gguf_writer *w, const char *key, const char *const *s,
+                                         const size_t *lens, uint64_t count);
+PAGEIN_API int pagein_gguf_set_raw(pagein_gguf_writer *w, const char *key, pagein_meta_type type,
+                                   const void *bytes, size_t len);
+
+/*
+ * Adds a tensor (shape outermost first, as everywhere in pagein; the file
+ * stores it reversed). t->name (< 64 bytes), t->shape (<= 4 dims) are
+ * copied; t->data (or t->fill with t->fill_ctx) must stay valid until
+ * pagein_gguf_write returns. dtype must exist in GGUF (gguf_id >= 0).
+ * Returns 0, -ENOMEM, PAGEIN_E_DUPLICATE, PAGEIN_E_LIMIT (name, dims),
+ * PAGEIN_E_BAD_DTYPE, PAGEIN_E_BAD_TENSOR_INFO (innermost dimension not a
+ * multiple of the block size), PAGEIN_E_OVERFLOW or PAGEIN_E_INVALID.
+ */
+PAGEIN_API int pagein_gguf_add_tensor(pagein_gguf_writer *w, const pagein_write_tensor *t);
+
+/*
+ * Writes the file atomically: to a temporary file in path's directory,
+ * fsynced, renamed over path, directory fsynced. Readers never see a
+ * partial file; on failure nothing is left and an existing file at path is
+ * untouched. The writer may be written again or freed afterwards. Returns
+ * 0, -errno, or the negative code returned by a fill callback.
+ */
+PAGEIN_API int pagein_gguf_write(pagein_gguf_writer *w, const char *path);
 
 /* ------------------------------------------------------------------------ */
 /* Models: one tensor table over one or many files, and load strategies     */
@@ -489,8 +664,9 @@ PAGEIN_API int32_t pagein_model_layer_count(const pagein_model *m);
 PAGEIN_API size_t pagein_model_layer_tensors(const pagein_model *m, int32_t layer,
                                              const pagein_tensor *const **out);
 
-/* The strategy in effect and, in *why (may be NULL), a static sentence
- * saying why auto chose it. */
+/* The strategy in effect and, in *why (may be NULL), a sentence saying why
+ * (for AUTO: which fact decided, e.g. "auto: nfs is a network or FUSE
+ * filesystem ..."). The sentence is owned by m and valid until it is closed. */
 PAGEIN_API pagein_strategy pagein_model_strategy(const pagein_model *m, const char **why);
 PAGEIN_API const char *pagein_strategy_name(pagein_strategy s);
 /* Parses "auto", "lazy", "populate", "prefetch", "read"; -1 if unknown. */
@@ -510,6 +686,296 @@ PAGEIN_API int pagein_layer_wait(pagein_model *m, int32_t layer);
 /* Marks layer i consumed: the pager moves on and, with a budget, releases
  * layers behind the cursor. */
 PAGEIN_API int pagein_layer_done(pagein_model *m, int32_t layer);
+
+/*
+ * What AUTO would choose for m, whatever strategy m was opened with (open
+ * it LAZY to ask without loading anything): the filesystem (statfs magic,
+ * /proc/self/mountinfo type incl. FUSE subtypes), whether the disk rotates,
+ * the model size and MemAvailable decide (docs/LOADING.md lists the rules).
+ * Writes the reason into why (len bytes, may be NULL) and, when it would
+ * choose PREFETCH for a model larger than memory, the budget it would use
+ * into *budget (may be NULL; 0 otherwise). Does no I/O on the model's data.
+ * Thread-safe for distinct models.
+ */
+PAGEIN_API pagein_strategy pagein_model_auto_plan(const pagein_model *m, uint64_t *budget, char *why, size_t len);
+
+
+/* ======================================================================== */
+/* Training data (src/data/, docs/TRAINING-DATA.md)                         */
+/* ======================================================================== */
+/*
+ * Sample readers for training data that never turn a shuffled order into
+ * one remote request per page. A dataset (pagein_dataset) names where each
+ * sample lives: (file, offset, length). A reader (pagein_reader) yields every
+ * sample of the dataset exactly once per epoch in a seeded order, using one
+ * of four access patterns:
+ *
+ *   GLOBAL  a seeded full permutation; each batch of sample ids is read by
+ *           positioned reads (pread) with queue_depth of them in flight.
+ *   RANGES  the same permutation; each batch's requests are sorted, merged
+ *           when close (pagein_read_ranges) and read at queue_depth.
+ *   BLOCK   large contiguous blocks in a seeded shuffled order, each read by
+ *           big sequential reads in a background thread, samples drawn at
+ *           random from a bounded buffer of a few blocks (WebDataset /
+ *           MosaicML style). Memory bound: buffer_blocks x the largest block.
+ *   MMAP    the baseline: samples handed out as pointers into a mapping, in
+ *           the given order; the caller's first touch faults them in.
+ *
+ * pagein_read_ranges() is the general engine for arbitrary (file, offset,
+ * length) requests (checkpoint consolidation, columnar pages).
+ * pagein_shuffle_quality() scores any order against a full permutation.
+ */
+
+/* ---- datasets ---------------------------------------------------------- */
+
+typedef struct pagein_dataset pagein_dataset;
+
+/* Where one sample lives. */
+typedef struct pagein_sample_loc {
+    uint32_t file;   /* index of the file in the dataset (pagein_dataset_path) */
+    uint64_t offset; /* byte offset in that file */
+    uint64_t length; /* byte length (may be 0 for an empty Megatron sequence) */
+} pagein_sample_loc;
+
+/*
+ * Opens a dataset of fixed-size records spread over npaths shard files, in
+ * the given order: sample ids 0..n0-1 are the records of paths[0], then
+ * those of paths[1], and so on. Every file must hold a whole number of
+ * records (else PAGEIN_E_BAD_DATASET, naming the file); empty files are
+ * allowed. record_bytes must be > 0 (else PAGEIN_E_INVALID). The files are
+ * opened read-only and kept open until pagein_dataset_close; nothing is
+ * read or mapped. Sets *d only on success. Errors: -errno (open, fstat),
+ * PAGEIN_E_INVALID, PAGEIN_E_BAD_DATASET, PAGEIN_E_OVERFLOW.
+ */
+PAGEIN_API int pagein_dataset_open_records(pagein_dataset **d, const char *const *paths, size_t npaths,
+                                           uint64_t record_bytes);
+
+/*
+ * Opens a Megatron-LM indexed dataset: PREFIX.idx (read whole and validated
+ * as untrusted input with pagein_megatron_validate) and PREFIX.bin (kept
+ * open, never read at open). Sample i is sequence i: lengths[i] elements of
+ * the index's dtype at byte pointers[i] of the .bin file. Sets *d only on
+ * success. Errors: -errno, PAGEIN_E_BAD_MAGIC, PAGEIN_E_BAD_VERSION,
+ * PAGEIN_E_BAD_DTYPE, PAGEIN_E_TRUNCATED, PAGEIN_E_BAD_DATASET,
+ * PAGEIN_E_RANGE (a sequence past the end of .bin), PAGEIN_E_OVERFLOW.
+ */
+PAGEIN_API int pagein_dataset_open_megatron(pagein_dataset **d, const char *prefix);
+
+/* Facts from a Megatron .idx header. */
+typedef struct pagein_megatron_info {
+    uint8_t dtype_code;      /* Megatron DType: 1 u8, 2 i8, 3 i16, 4 i32, 5 i64, 6 f64, 7 f32, 8 u16 */
+    uint32_t elem_bytes;     /* bytes per token of that dtype */
+    uint64_t sequences;      /* sequence (sample) count */
+    uint64_t documents;      /* entries of the document index (documents + 1) */
+    uint64_t tokens;         /* sum of the sequence lengths */
+    int multimodal;          /* 1 if the per-sequence mode bytes follow */
+} pagein_megatron_info;
+
+/*
+ * Validates a Megatron .idx image (len bytes at idx; no I/O) against a .bin
+ * of bin_size bytes, and fills *info (may be NULL). Checks: magic
+ * "MMIDIDX\0\0", version 1, a known dtype code, that the file size equals
+ * exactly what the counts imply (optionally plus one mode byte per sequence),
+ * non-negative lengths, every sequence [pointer, pointer + length x
+ * elem_bytes) inside the .bin, and a document index that starts at 0, never
+ * decreases and ends at the sequence count. Returns 0, PAGEIN_E_TRUNCATED,
+ * PAGEIN_E_BAD_MAGIC, PAGEIN_E_BAD_VERSION, PAGEIN_E_BAD_DTYPE,
+ * PAGEIN_E_BAD_DATASET, PAGEIN_E_RANGE or PAGEIN_E_OVERFLOW, with the
+ * offending entry in the detail. Thread-safe.
+ */
+PAGEIN_API int pagein_megatron_validate(const void *idx, size_t len, uint64_t bin_size,
+                                        pagein_megatron_info *info);
+
+/* Closes the files and frees. NULL ok. Readers of d must be closed first. */
+PAGEIN_API void pagein_dataset_close(pagein_dataset *d);
+/* Number of samples. */
+PAGEIN_API uint64_t pagein_dataset_count(const pagein_dataset *d);
+/* Location of sample id: 0, or PAGEIN_E_RANGE if id >= count. */
+PAGEIN_API int pagein_dataset_locate(const pagein_dataset *d, uint64_t id, pagein_sample_loc *loc);
+/* Files of the dataset: count, path (borrowed, valid until close), the open
+ * read-only descriptor (owned by d: do not close it) and size in bytes.
+ * Out-of-range i gives NULL / -1 / 0. */
+PAGEIN_API size_t pagein_dataset_file_count(const pagein_dataset *d);
+PAGEIN_API const char *pagein_dataset_path(const pagein_dataset *d, size_t i);
+PAGEIN_API int pagein_dataset_fd(const pagein_dataset *d, size_t i);
+PAGEIN_API uint64_t pagein_dataset_file_size(const pagein_dataset *d, size_t i);
+
+/* ---- arbitrary ranges: sort, merge, read, slice back ------------------- */
+
+/* One request: length bytes at offset of file fds[file], into dst. */
+typedef struct pagein_range {
+    uint32_t file;
+    uint64_t offset;
+    uint64_t length;
+    void *dst; /* caller-owned, at least length bytes */
+} pagein_range;
+
+#define PAGEIN_RANGES_DEFAULT_MAX_GAP (64u << 10)   /* 64 KiB */
+#define PAGEIN_RANGES_DEFAULT_MAX_BLOCK (8u << 20)  /* 8 MiB */
+#define PAGEIN_RANGES_DEFAULT_QUEUE_DEPTH 32u
+
+/* Flags of pagein_ranges_opts. */
+#define PAGEIN_RANGES_NO_MERGE 0x1u /* one read per distinct request (still
+                                       drops duplicates and contained ones) */
+#define PAGEIN_RANGES_URING 0x2u    /* use io_uring if the library was built
+                                       with liburing; threads otherwise */
+
+typedef struct pagein_ranges_opts {
+    size_t size;         /* sizeof(pagein_ranges_opts) */
+    uint64_t max_gap;    /* merge neighbours at most this far apart; 0 = 64 KiB.
+                            Use PAGEIN_RANGES_NO_MERGE for no merging. */
+    uint64_t max_block;  /* never merge into a read longer than this; 0 = 8 MiB.
+                            A single request longer than this is one read. */
+    unsigned queue_depth;/* reads in flight (threads or io_uring entries); 0 = 32 */
+    uint32_t flags;      /* PAGEIN_RANGES_* */
+} pagein_ranges_opts;
+
+#define PAGEIN_RANGES_OPTS_INIT { sizeof(pagein_ranges_opts), 0, 0, 0, 0 }
+
+/* Counters of a ranges call or of a reader. */
+typedef struct pagein_ranges_stats {
+    uint64_t requests;        /* requests in */
+    uint64_t reads;           /* reads issued after merging (pread calls may
+                                 be more when the kernel returns short reads) */
+    uint64_t bytes_requested; /* sum of request lengths */
+    uint64_t bytes_read;      /* sum of the merged reads' lengths */
+    uint64_t bytes_wasted;    /* bytes read that no request needed (gaps) */
+} pagein_ranges_stats;
+
+/*
+ * Reads n requests from the files fds[0..nfds-1] (fsspec's
+ * merge_offset_ranges plan): sorts them by (file, offset), drops requests
+ * contained in another (they are sliced from it), merges neighbours whose
+ * gap is at most max_gap while the merged read stays within max_block,
+ * issues the merged reads with queue_depth in flight, and copies each
+ * request's bytes into its dst. Requests may overlap or repeat.
+ *
+ * Every request is checked before any I/O: a zero length gives
+ * PAGEIN_E_INVALID, a file index >= nfds PAGEIN_E_INVALID, and a range past
+ * the end of its file (fstat) PAGEIN_E_RANGE; the detail names the request
+ * index, its file, offset and length. Other errors: -errno from pread, -ENOMEM,
+ * PAGEIN_E_TRUNCATED if a file shrank during the call. On error the contents
+ * of the dst buffers are unspecified. st (may be NULL) receives the counts.
+ * Thread-safe (each call uses its own threads, created and joined inside).
+ */
+PAGEIN_API int pagein_read_ranges(const int *fds, size_t nfds, const pagein_range *reqs, size_t n,
+                                  const pagein_ranges_opts *opts, pagein_ranges_stats *st);
+
+/* ---- sample readers ---------------------------------------------------- */
+
+typedef struct pagein_reader pagein_reader;
+
+typedef enum pagein_reader_kind {
+    PAGEIN_READER_GLOBAL = 0, /* full permutation, pread at queue depth N */
+    PAGEIN_READER_BLOCK = 1,  /* shuffled blocks + bounded shuffle buffer */
+    PAGEIN_READER_RANGES = 2, /* full permutation, batches merged and read */
+    PAGEIN_READER_MMAP = 3    /* pointers into a mapping (baseline) */
+} pagein_reader_kind;
+
+/* Flags of pagein_reader_opts. */
+#define PAGEIN_READER_IN_ORDER 0x1u /* no shuffle: ids in ascending order
+                                       (block: blocks in order, samples in order) */
+
+typedef struct pagein_reader_opts {
+    size_t size;              /* sizeof(pagein_reader_opts) */
+    pagein_reader_kind kind;
+    uint64_t seed;            /* the order of epoch e depends only on (seed, e) */
+    uint32_t flags;           /* PAGEIN_READER_* */
+    unsigned queue_depth;     /* global/ranges: reads in flight; 0 = 32 */
+    unsigned batch;           /* global/ranges: samples read per batch; 0 = 256 */
+    uint64_t block_bytes;     /* block: target block size; 0 = 16 MiB */
+    unsigned buffer_blocks;   /* block: blocks held in memory; 0 = 4 (min 1) */
+    uint64_t max_gap;         /* ranges: as pagein_ranges_opts; 0 = default */
+    uint64_t max_block;       /* ranges: as pagein_ranges_opts; 0 = default */
+} pagein_reader_opts;
+
+#define PAGEIN_READER_OPTS_INIT { sizeof(pagein_reader_opts), PAGEIN_READER_GLOBAL, 0, 0, 0, 0, 0, 0, 0, 0 }
+
+/* One sample handed out by pagein_reader_next. */
+typedef struct pagein_sample {
+    uint64_t id;      /* sample id in the dataset */
+    const void *data; /* length bytes; borrowed: valid until the next call of
+                         pagein_reader_next/start_epoch/close on this reader.
+                         For MMAP it points into a shared read-only mapping. */
+    uint64_t length;
+} pagein_sample;
+
+/* Counters of a reader since it was opened. */
+typedef struct pagein_reader_stats {
+    uint64_t samples;          /* samples handed out */
+    uint64_t epochs_started;
+    pagein_ranges_stats io;    /* explicit reads (all zero for MMAP) */
+    uint64_t memory_bound;     /* bytes of sample buffers the reader may hold
+                                  at most (block: buffer_blocks x largest
+                                  block; global/ranges: batch buffers; mmap: 0) */
+    uint64_t memory_peak;      /* most sample-buffer bytes ever allocated */
+    uint64_t blocks;           /* block: blocks per epoch */
+} pagein_reader_stats;
+
+/*
+ * Opens a reader over d (which must outlive it) and starts epoch 0.
+ * Allocates its buffers up front (so memory_bound holds from the start);
+ * BLOCK starts one background loader thread, owned by the reader and joined
+ * by pagein_reader_close. MMAP maps every file read-only. Sets *r only on
+ * success. Errors: PAGEIN_E_INVALID (bad kind, empty dataset), PAGEIN_E_LIMIT
+ * (more than 2^32 samples in one block), -ENOMEM, -errno (mmap, thread).
+ */
+PAGEIN_API int pagein_reader_open(pagein_reader **r, pagein_dataset *d, const pagein_reader_opts *opts);
+
+/*
+ * Hands out the next sample of the current epoch into *s. Returns 1 with a
+ * sample, 0 at the end of the epoch (every sample handed out exactly once),
+ * or a negative error (-errno from a read, PAGEIN_E_TRUNCATED if a file
+ * shrank); after an error, start a new epoch or close. Not thread-safe: one
+ * consumer per reader.
+ */
+PAGEIN_API int pagein_reader_next(pagein_reader *r, pagein_sample *s);
+
+/*
+ * Abandons the current epoch and starts epoch number `epoch` (a fresh
+ * order derived from (seed, epoch); for BLOCK the blocks are reshuffled and
+ * the buffer refilled). Returns 0 or a negative error.
+ */
+PAGEIN_API int pagein_reader_start_epoch(pagein_reader *r, uint64_t epoch);
+
+/* Counters since open. */
+PAGEIN_API void pagein_reader_get_stats(const pagein_reader *r, pagein_reader_stats *st);
+
+/* Stops and joins the loader thread, unmaps, frees. NULL ok. */
+PAGEIN_API void pagein_reader_close(pagein_reader *r);
+
+/* "global", "block", "ranges", "mmap"; NULL for an unknown kind. */
+PAGEIN_API const char *pagein_reader_kind_name(pagein_reader_kind k);
+/* Parses a kind name; -1 if unknown. */
+PAGEIN_API int pagein_reader_kind_from_name(const char *name);
+
+/* ---- orders and shuffle quality ---------------------------------------- */
+
+/* Fills ids[0..n-1] with a seeded uniformly random permutation of 0..n-1
+ * (Fisher-Yates driven by splitmix64; the same (n, seed) always gives the
+ * same order, on every platform). The GLOBAL and RANGES readers use exactly
+ * this order for epoch e with seed pagein_epoch_seed(seed, e). */
+PAGEIN_API void pagein_permutation(uint64_t *ids, uint64_t n, uint64_t seed);
+/* The seed of epoch e derived from a reader seed. */
+PAGEIN_API uint64_t pagein_epoch_seed(uint64_t seed, uint64_t epoch);
+
+/*
+ * Shannon entropy, in bits, of the distribution of the gaps between
+ * consecutive ids (ids[i+1] - ids[i], signed), the measure MosaicML
+ * streaming uses. 0 for a sequential order; about log2(n) for a uniformly
+ * random permutation. Returns a negative value only for n < 2 (0 gaps) or
+ * on out-of-memory (-ENOMEM as a double).
+ */
+PAGEIN_API double pagein_order_entropy(const uint64_t *ids, size_t n);
+
+/*
+ * Shuffle quality of an order: pagein_order_entropy(ids, n) divided by the
+ * entropy of a seeded full permutation of the same length (the reference,
+ * which scores 1.0). Sequential reading scores 0. Returns a value in about
+ * [0, 1.05] (a given order can beat the reference by chance), or a negative
+ * value for n < 3 or on out-of-memory.
+ */
+PAGEIN_API double pagein_shuffle_quality(const uint64_t *ids, size_t n);
 
 /* ------------------------------------------------------------------------ */
 /* Page cache: residency, warm, evict, lock (docs/PAGE-CACHE.md)            */
@@ -576,9 +1042,13 @@ PAGEIN_API int pagein_range_unlock(const void *addr, uint64_t len);
  *   madvise(MADV_DONTNEED) on this file's own mapping (so pages it mapped
  *   no longer pin them; the data refaults on the next access), then
  *   posix_fadvise(POSIX_FADV_DONTNEED). The range is rounded OUT to whole
- *   pages, so a page shared with a neighbouring tensor goes too. Pages that
- *   other processes (or other mappings in this one) have mapped, dirty
- *   pages and locked pages stay: evict is advice, check with residency.
+ *   pages, so a page shared with a neighbouring tensor goes too; when the
+ *   kernel caches the file in large folios and one straddles an edge of
+ *   the range, that edge is widened to 2 MiB so the folio can go. Pages
+ *   that other processes (or other mappings in this one) have mapped,
+ *   dirty pages, locked pages and reads still in flight (readahead started
+ *   just before; retried once after 2 ms) stay: evict is advice, check
+ *   with residency.
  * pagein_file_lock / _unlock: pagein_range_lock on the range of the mapping.
  * Return 0 or a negative code as above. Thread-safe for distinct ranges.
  */

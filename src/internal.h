@@ -100,6 +100,11 @@ struct pi_table {
     uint32_t version;
     uint32_t alignment;
     int big_endian;
+    /* GGUF: per metadata entry (same index as meta[]), the byte offsets of
+     * the elements of a string or nested array relative to pagein_meta.raw,
+     * for O(1) element access; NULL for other entries. Arena-owned. */
+    const uint64_t **gguf_elem_off;
+    size_t gguf_nelem_off;
 };
 
 void pi_table_init(struct pi_table *t);
@@ -149,5 +154,176 @@ struct pagein_file {
 typedef int (*pi_item_fn)(void *ctx, size_t i);
 int pi_parallel(unsigned nthreads, size_t n, pi_item_fn fn, void *ctx);
 unsigned pi_default_threads(void);
+
+/* ==== JSON (format/json.c) =============================================== */
+/*
+ * A pull reader for JSON over (buf, len): no DOM, no recursion (nesting is
+ * tracked in a fixed stack, so input cannot drive the C stack deep), strict
+ * RFC 8259 syntax, strict UTF-8, every string escape including \uXXXX
+ * surrogate pairs (lone surrogates are rejected). Used by the safetensors
+ * header, the sharded `*.index.json` and integrity manifests.
+ *
+ * Walk a document like this:
+ *
+ *     struct pi_json j;
+ *     pi_json_init(&j, buf, len, 0);
+ *     rc = pi_json_enter(&j, PI_JSON_OBJECT);          // consumes '{'
+ *     while ((rc = pi_json_next(&j, &key, &klen)) > 0) { // 1: a member follows
+ *         if (klen == 4 && !memcmp(key, "name", 4)) rc = pi_json_string(&j, &s, &n);
+ *         else rc = pi_json_skip(&j);                   // any value, iteratively
+ *         if (rc < 0) break;
+ *     }                                                 // 0: '}' consumed
+ *     if (rc == 0) rc = pi_json_finish(&j);             // only whitespace left
+ *     pi_json_free(&j);
+ *
+ * Errors (negative returns, detail says the byte offset): PAGEIN_E_BAD_JSON
+ * (syntax, unexpected end, lone surrogate, control character in a string),
+ * PAGEIN_E_BAD_UTF8, PAGEIN_E_LIMIT (nesting deeper than max_depth),
+ * PAGEIN_E_BAD_TYPE (the value is not of the requested type; nothing is
+ * consumed), PAGEIN_E_OVERFLOW (integer does not fit uint64), -ENOMEM.
+ * After an error the reader must not be used again except for pi_json_free.
+ *
+ * Strings and keys are returned as (pointer, length): the decoded text may
+ * contain NUL bytes. A string without escapes points into buf; one with
+ * escapes is decoded into a buffer owned by the reader (allocated once, at
+ * most len + 1 bytes, on the first escape) and NUL-terminated. Either way
+ * the pointer stays valid until pi_json_free() (and buf outlives it).
+ */
+#define PI_JSON_MAX_DEPTH 128
+
+enum pi_json_type {
+    PI_JSON_OBJECT = 1,
+    PI_JSON_ARRAY,
+    PI_JSON_STRING,
+    PI_JSON_NUMBER,
+    PI_JSON_TRUE,
+    PI_JSON_FALSE,
+    PI_JSON_NULL
+};
+
+struct pi_json {
+    const uint8_t *buf;
+    size_t len, pos;
+    uint32_t depth, max_depth;
+    bool utf8_checked;  /* caller validated all of buf: skip per-string UTF-8 checks */
+    char *dec;          /* decoded strings (NULL until the first escape) */
+    size_t dec_used;
+    uint8_t kind[PI_JSON_MAX_DEPTH];  /* '{' or '[' per open container */
+    uint8_t first[PI_JSON_MAX_DEPTH]; /* 1 until the container's first member */
+};
+
+/* Starts reading buf. max_depth 0 or > PI_JSON_MAX_DEPTH means PI_JSON_MAX_DEPTH. */
+void pi_json_init(struct pi_json *j, const void *buf, size_t len, uint32_t max_depth);
+void pi_json_free(struct pi_json *j);
+/* Type of the next value (skips whitespace, consumes nothing): a
+ * PI_JSON_* >= 1, or PAGEIN_E_BAD_JSON (end of input / not a value). */
+int pi_json_peek(struct pi_json *j);
+/* Consumes '{' (type PI_JSON_OBJECT) or '[' (PI_JSON_ARRAY). */
+int pi_json_enter(struct pi_json *j, int type);
+/* In the innermost open container: returns 1 if a member follows (for an
+ * object its key is decoded into key/klen, either may be NULL, and the
+ * ':' consumed; the caller must then consume the value), 0 if the
+ * container ended (its closing bracket consumed), or an error. */
+int pi_json_next(struct pi_json *j, const char **key, size_t *klen);
+int pi_json_string(struct pi_json *j, const char **s, size_t *len);
+/* A non-negative integer without fraction or exponent. Negative numbers,
+ * fractions and exponents give PAGEIN_E_BAD_TYPE. */
+int pi_json_u64(struct pi_json *j, uint64_t *v);
+/* Any number: its validated text (points into buf). */
+int pi_json_number(struct pi_json *j, const char **text, size_t *len);
+int pi_json_bool(struct pi_json *j, bool *v);
+int pi_json_null(struct pi_json *j);
+/* Consumes the next value whatever it is (objects and arrays iteratively,
+ * still validating syntax, UTF-8 and the depth limit). */
+int pi_json_skip(struct pi_json *j);
+/* After the top-level value: only JSON whitespace may remain. */
+int pi_json_finish(struct pi_json *j);
+/* Current byte offset (for messages). */
+static inline size_t pi_json_offset(const struct pi_json *j) { return j->pos; }
+/* True if s[0..n) is valid UTF-8 (no overlongs, surrogates or code points
+ * above U+10FFFF); otherwise false and *bad (may be NULL) = first bad byte. */
+bool pi_utf8_valid(const uint8_t *s, size_t n, size_t *bad);
+/* Appends s[0..n) as a JSON string literal with serde_json's escaping
+ * (\" \\ \b \f \n \r \t, other control bytes as \u00xx, everything
+ * else verbatim) to dst, which must have room for pi_json_quoted_len(s, n). */
+size_t pi_json_quoted_len(const char *s, size_t n);
+char *pi_json_quote(char *dst, const char *s, size_t n);
+/* ==== end JSON ============================================================ */
+
+/* ==== atomic files (io/atomic.c) ========================================= */
+/*
+ * Writing a file so that readers see either the old file or the complete
+ * new one, never a partial one, and a crash never truncates the old one:
+ * create a temporary file in the target's directory (same filesystem, so
+ * rename is atomic), write, fsync it, rename it over the target, fsync the
+ * directory so the rename is durable. On any failure the temporary file is
+ * unlinked and the target is untouched. Used by the safetensors and GGUF
+ * writers, converters and `pagein install`.
+ *
+ *     struct pi_atomic_file a;
+ *     rc = pi_atomic_open(&a, path);            // temp created, mode 0666 & ~umask
+ *     if (rc == 0) rc = pi_atomic_write(&a, buf, n);   // as often as needed
+ *     if (rc == 0) rc = pi_atomic_commit(&a);   // fsync, rename, fsync dir
+ *     else pi_atomic_abort(&a);                 // unlink temp (commit cleans up itself)
+ *
+ * Errors are -errno with a detail naming the path. Not thread-safe per
+ * object; distinct objects are independent.
+ */
+struct pi_atomic_file {
+    int fd;        /* the temporary file, -1 when closed */
+    char *path;    /* final path (copy) */
+    char *tmp;     /* temporary path (copy) */
+    uint64_t written;
+};
+int pi_atomic_open(struct pi_atomic_file *a, const char *path);
+/* Writes all len bytes at the current end (retries short writes and EINTR). */
+int pi_atomic_write(struct pi_atomic_file *a, const void *buf, size_t len);
+/* fsyncs, renames the temp over path, fsyncs the directory, frees a. On
+ * failure the temp is unlinked and a freed as well. */
+int pi_atomic_commit(struct pi_atomic_file *a);
+/* Closes and unlinks the temp file and frees a. Safe after a failed open. */
+void pi_atomic_abort(struct pi_atomic_file *a);
+/* ==== end atomic files ==================================================== */
+
+/* ---- GGUF (format/gguf*.c) --------------------------------------------- */
+/* Limits, as in ggml's gguf.cpp (specs/GGUF.md 1.2-1.6). */
+#define PI_GGUF_MAX_STRING (1ull << 30)   /* GGUF_MAX_STRING_LENGTH */
+#define PI_GGUF_MAX_ARRAY (1ull << 30)    /* GGUF_MAX_ARRAY_ELEMENTS */
+#define PI_GGUF_MAX_NAME 64               /* GGML_MAX_NAME: names < 64 bytes */
+#define PI_GGUF_MAX_DIMS 4                /* GGML_MAX_DIMS */
+#define PI_GGUF_MAX_DEPTH 8               /* nested arrays: pagein's own limit */
+#define PI_GGUF_DEFAULT_ALIGNMENT 32
+
+/* Byte size of one element of a scalar GGUF value type (0 for STRING and
+ * ARRAY, which are variable-sized; 0 for invalid ids). */
+uint32_t pi_gguf_type_size(uint32_t type);
+/* Name of a GGUF value type ("u32", "string", ...); "?" if invalid. */
+const char *pi_gguf_type_name(uint32_t type);
+
+/* ---- GGUF split ----------------------------------------------------------- */
+/*
+ * Split (sharded) GGUF sets: files named PREFIX-%05d-of-%05d.gguf numbered
+ * from 00001, each a complete GGUF with split.no (0-based), split.count and
+ * split.tensors.count (any integer width accepted).
+ *
+ * pi_gguf_split_paths: if path's file name matches the split pattern,
+ * sets *paths to a pi_malloc'd array of *n pi_malloc'd shard paths in shard
+ * order (same directory, same prefix, 00001..count) and returns 1; if it
+ * does not match, sets *paths = NULL, *n = 0 and returns 0 (a single file).
+ * Does no I/O (shards are not checked to exist). Free with
+ * pi_gguf_split_free_paths. Errors: -ENOMEM, PAGEIN_E_BAD_INDEX (the name
+ * says shard i of n with i == 0, i > n or n > 99999).
+ *
+ * pi_gguf_split_check: given the n open files of a set in shard order,
+ * checks that each has split.no == its position, split.count == n (both
+ * present in every shard when n > 1), that split.tensors.count is the same
+ * everywhere and equals the sum of the shards' tensor counts, and that no
+ * tensor name appears in two shards. A set of one file without split keys
+ * passes. Returns 0 or PAGEIN_E_BAD_INDEX / PAGEIN_E_DUPLICATE with a
+ * detail naming the shard and the key.
+ */
+int pi_gguf_split_paths(const char *path, char ***paths, size_t *n);
+void pi_gguf_split_free_paths(char **paths, size_t n);
+int pi_gguf_split_check(const pagein_file *const *files, size_t n);
 
 #endif /* PAGEIN_INTERNAL_H */

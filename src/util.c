@@ -63,13 +63,23 @@ int pi_err(int code, const char *fmt, ...) {
 }
 
 void pi_err_prefix(const char *prefix) {
-    char tmp[sizeof detail];
+    /* Build in a larger buffer (a long path plus a full detail), then keep
+     * what fits. */
+    char tmp[2 * sizeof detail + 8];
     if (!prefix || !*prefix) return;
-    if (detail[0])
-        snprintf(tmp, sizeof tmp, "%s: %s", prefix, detail);
-    else
-        snprintf(tmp, sizeof tmp, "%s", prefix);
-    memcpy(detail, tmp, sizeof detail);
+    size_t pl = strnlen(prefix, sizeof detail);
+    memcpy(tmp, prefix, pl);
+    size_t n = pl;
+    if (detail[0]) {
+        memcpy(tmp + n, ": ", 2);
+        n += 2;
+        size_t dl = strnlen(detail, sizeof detail);
+        memcpy(tmp + n, detail, dl);
+        n += dl;
+    }
+    if (n >= sizeof detail) n = sizeof detail - 1;
+    memcpy(detail, tmp, n);
+    detail[n] = 0;
 }
 
 void pi_err_clear(void) { detail[0] = 0; }

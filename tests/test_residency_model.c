@@ -112,9 +112,25 @@ static uint64_t mincore_resident_pages(pagein_model *m, const pagein_tensor *t) 
     return res;
 }
 
+/* Readahead started by a populate can still be in flight when it returns
+ * and lands a few milliseconds later (mincore shows a page once its read
+ * completes). Waits until the model's residency has not changed for 50 ms
+ * (at most 5 s), so that the checks see a settled page cache. */
+static void settle(pagein_model *m) {
+    pagein_residency a, b;
+    pagein_model_residency(m, &a);
+    for (int i = 0; i < 100; i++) {
+        usleep(50 * 1000);
+        pagein_model_residency(m, &b);
+        if (b.resident_bytes == a.resident_bytes) return;
+        a = b;
+    }
+}
+
 TEST(residency_model_warm_chosen_layers) {
     OPEN_OR_SKIP(m);
     CHECK_EQ(pagein_model_layer_count(m), NLAYERS);
+    settle(m);
     CHECK_OK(pagein_model_evict_tensors(m, NULL, 0));
     pagein_residency r;
     CHECK_OK(pagein_model_residency(m, &r));
@@ -122,7 +138,8 @@ TEST(residency_model_warm_chosen_layers) {
     CHECK_EQ(r.resident_bytes, 0);
 
     CHECK_OK(pagein_model_load_layers(m, 2, 2));
-    CHECK_EQ(layer_resident(m, 2), LAYER_BYTES);
+    CHECK_EQ(layer_resident(m, 2), LAYER_BYTES); /* the populate itself waited for these */
+    settle(m);
     /* Two layers away and the globals: untouched, whatever readahead did. */
     CHECK_EQ(layer_resident(m, 0), 0);
     CHECK_EQ(layer_resident(m, 4), 0);
@@ -172,10 +189,12 @@ TEST(residency_model_lock_layer) {
     }
     CHECK_OK(rc);
     CHECK_EQ(layer_resident(m, 1), LAYER_BYTES);
+    settle(m);
     CHECK_OK(pagein_model_evict_tensors(m, NULL, 0));
     CHECK_EQ(layer_resident(m, 1), LAYER_BYTES); /* locked pages stay */
     CHECK_EQ(layer_resident(m, 3), 0);
     CHECK_OK(pagein_model_unlock_layers(m, 1, 1));
+    settle(m);
     CHECK_OK(pagein_model_evict_tensors(m, NULL, 0));
     CHECK_EQ(layer_resident(m, 1), 0);
     pagein_model_close(m);

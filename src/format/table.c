@@ -122,7 +122,7 @@ int32_t pagein_layer_from_name(const char *name, size_t len, int *tail) {
     }
     if (tail) {
         /* Globals: embeddings go first, final norms and heads last. */
-        bool front = has_word(name, len, "embed") || has_word(name, len, "wte") ||
+        bool front = has_word(name, len, "embed") || has_word(name, len, "embd") || has_word(name, len, "wte") ||
                      has_word(name, len, "wpe") || has_word(name, len, "tok_") ||
                      has_word(name, len, "token_types") || has_word(name, len, "shared");
         bool back = has_word(name, len, "norm") || has_word(name, len, "ln_f") ||

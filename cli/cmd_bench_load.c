@@ -1,0 +1,782 @@
+/* cmd_bench_load.c - `pagein bench-load MODEL` (`pagein bench load` through
+ * the bench dispatcher): every load strategy, cold and warm, against
+ * one-thread read() and read-whole-file baselines, a layer-walking pipeline
+ * with and without prefetch, and fio's device limit, in one run.
+ *
+ * Each measurement runs in a forked child so that peak RSS (VmHWM, reset
+ * through /proc/self/clear_refs), faults (getrusage) and storage bytes
+ * (/proc/self/io) belong to that measurement alone. Cold runs evict every
+ * file with posix_fadvise(DONTNEED) first, with nothing mapped in the
+ * parent. Each figure is the median of --runs runs. */
+#include "cli.h"
+
+#include <errno.h>
+#include <fcntl.h>
+#include <math.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/resource.h>
+#include <sys/stat.h>
+#include <sys/statfs.h>
+#include <sys/utsname.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#define MAX_FILES 4096
+#define MAX_RUNS 50
+
+enum kind { K_STRATEGY, K_READ1M, K_READALL };
+
+struct mode {
+    const char *name;
+    enum kind kind;
+    pagein_strategy s;
+};
+
+static const struct mode modes[] = {
+    {"lazy", K_STRATEGY, PAGEIN_STRATEGY_LAZY},         {"populate", K_STRATEGY, PAGEIN_STRATEGY_POPULATE},
+    {"prefetch", K_STRATEGY, PAGEIN_STRATEGY_PREFETCH}, {"read", K_STRATEGY, PAGEIN_STRATEGY_READ},
+    {"auto", K_STRATEGY, PAGEIN_STRATEGY_AUTO},         {"read1m", K_READ1M, 0},
+    {"readall", K_READALL, 0},
+};
+#define NMODES (sizeof modes / sizeof modes[0])
+
+struct result {
+    int ok;
+    double open_s, first_s, all_s; /* < 0: not applicable */
+    double peak_rss, majflt, minflt, read_bytes;
+    double first_output_s, total_s;
+    char err[256];
+};
+
+struct bench {
+    const char *model;
+    char *files[MAX_FILES];
+    uint64_t sizes[MAX_FILES];
+    size_t nfiles;
+    uint64_t model_bytes;
+    int32_t layers;
+    unsigned threads;
+    uint64_t chunk;
+    unsigned ahead;
+    int runs;
+};
+
+/* ---- process facts ------------------------------------------------------ */
+
+static double now(void) { return cli_now(); }
+
+static void reset_peak(void) {
+    int fd = open("/proc/self/clear_refs", O_WRONLY);
+    if (fd >= 0) {
+        if (write(fd, "5", 1) < 0) { /* older kernels: peak since fork */ }
+        close(fd);
+    }
+}
+
+static double status_kib(const char *key) {
+    FILE *f = fopen("/proc/self/status", "r");
+    if (!f) return -1;
+    char line[256];
+    double v = -1;
+    size_t kl = strlen(key);
+    while (fgets(line, sizeof line, f))
+        if (strncmp(line, key, kl) == 0) {
+            v = atof(line + kl) * 1024;
+            break;
+        }
+    fclose(f);
+    return v;
+}
+
+static double io_read_bytes(void) {
+    FILE *f = fopen("/proc/self/io", "r");
+    if (!f) return -1;
+    char line[256];
+    double v = -1;
+    while (fgets(line, sizeof line, f))
+        if (strncmp(line, "read_bytes:", 11) == 0) v = atof(line + 11);
+    fclose(f);
+    return v;
+}
+
+static void evict(struct bench *b) {
+    for (size_t i = 0; i < b->nfiles; i++) {
+        int fd = open(b->files[i], O_RDONLY);
+        if (fd < 0) continue;
+        posix_fadvise(fd, 0, 0, POSIX_FADV_DONTNEED);
+        close(fd);
+    }
+}
+
+static void warm(struct bench *b) {
+    static char buf[1 << 20];
+    for (size_t i = 0; i < b->nfiles; i++) {
+        int fd = open(b->files[i], O_RDONLY);
+        if (fd < 0) continue;
+        while (read(fd, buf, sizeof buf) > 0) {}
+        close(fd);
+    }
+}
+
+/* ---- touching and computing --------------------------------------------- */
+
+static volatile uint64_t sink;
+
+static void touch(const pagein_tensor *t) {
+    const volatile uint8_t *p = t->data;
+    uint64_t s = 0;
+    for (uint64_t o = 0; o < t->nbytes; o += 4096) s += p[o];
+    if (t->nbytes) s += p[t->nbytes - 1];
+    sink += s;
+}
+
+static float bf16f(uint16_t h) {
+    uint32_t x = (uint32_t)h << 16;
+    float f;
+    memcpy(&f, &x, 4);
+    return f;
+}
+
+static float f16f(uint16_t h) {
+    uint32_t s = (uint32_t)(h & 0x8000) << 16, e = (h >> 10) & 0x1f, m = h & 0x3ff, x;
+    if (e == 0) {
+        float f = (float)m * (1.0f / 16777216.0f);
+        return s ? -f : f;
+    }
+    if (e == 31) x = s | 0x7f800000u | (m << 13);
+    else x = s | ((e + 112) << 23) | (m << 13);
+    float f;
+    memcpy(&f, &x, 4);
+    return f;
+}
+
+static float *xbuf;
+static size_t xcap;
+
+/* One matrix-vector product y = W x (x all ones / cols), touching every byte
+ * of W the way decoding does. Other tensors are summed. */
+static void matvec(const pagein_tensor *t) {
+    if (t->ndim != 2 || !t->shape[0] || !t->shape[1]) {
+        touch(t);
+        return;
+    }
+    uint64_t rows = t->shape[0], cols = t->shape[1];
+    if (cols > xcap) {
+        free(xbuf);
+        xbuf = malloc(cols * sizeof *xbuf);
+        xcap = xbuf ? cols : 0;
+        if (!xbuf) return;
+        for (uint64_t c = 0; c < cols; c++) xbuf[c] = 1.0f / (float)cols;
+    }
+    float acc = 0;
+    if (t->dtype == PAGEIN_DTYPE_BF16) {
+        const uint16_t *w = t->data;
+        for (uint64_t r = 0; r < rows; r++) {
+            float y = 0;
+            for (uint64_t c = 0; c < cols; c++) y += bf16f(w[r * cols + c]) * xbuf[c];
+            acc += y;
+        }
+    } else if (t->dtype == PAGEIN_DTYPE_F16) {
+        const uint16_t *w = t->data;
+        for (uint64_t r = 0; r < rows; r++) {
+            float y = 0;
+            for (uint64_t c = 0; c < cols; c++) y += f16f(w[r * cols + c]) * xbuf[c];
+            acc += y;
+        }
+    } else if (t->dtype == PAGEIN_DTYPE_F32 && t->nbytes == rows * cols * 4) {
+        const float *w = t->data;
+        for (uint64_t r = 0; r < rows; r++) {
+            float y = 0;
+            for (uint64_t c = 0; c < cols; c++) y += w[r * cols + c] * xbuf[c];
+            acc += y;
+        }
+    } else {
+        touch(t);
+        return;
+    }
+    sink += (uint64_t)(acc != acc);
+}
+
+/* Embedding lookup: only one row is read (token id 1). */
+static void lookup(const pagein_tensor *t) {
+    if (t->ndim != 2 || !t->shape[0]) {
+        touch(t);
+        return;
+    }
+    uint64_t row = t->nbytes / t->shape[0];
+    const volatile uint8_t *p = (const uint8_t *)t->data + (t->shape[0] > 1 ? row : 0);
+    uint64_t s = 0;
+    for (uint64_t o = 0; o < row; o += 64) s += p[o];
+    sink += s;
+}
+
+/* ---- one measurement (in the child) ------------------------------------- */
+
+static pagein_model_opts opts_for(struct bench *b, pagein_strategy s) {
+    pagein_model_opts o = PAGEIN_MODEL_OPTS_INIT;
+    o.strategy = s;
+    o.threads = b->threads;
+    o.chunk_bytes = b->chunk;
+    o.prefetch_ahead = b->ahead;
+    return o;
+}
+
+static int measure_strategy(struct bench *b, pagein_strategy s, struct result *r) {
+    double t0 = now();
+    pagein_model *m;
+    pagein_model_opts o = opts_for(b, s);
+    int rc = pagein_model_open(&m, b->model, &o);
+    if (rc < 0) {
+        snprintf(r->err, sizeof r->err, "%s: %s", pagein_strerror(rc), pagein_last_error_detail());
+        return rc;
+    }
+    r->open_s = now() - t0;
+    int32_t L = pagein_model_layer_count(m);
+    for (int32_t l = -1; l <= L; l++) {
+        if ((rc = pagein_layer_wait(m, l)) < 0) break;
+        const pagein_tensor *const *lt;
+        size_t n = pagein_model_layer_tensors(m, l, &lt);
+        for (size_t i = 0; i < n; i++) touch(lt[i]);
+        pagein_layer_done(m, l);
+        if (l == (L > 0 ? 0 : -1)) r->first_s = now() - t0;
+    }
+    r->all_s = now() - t0;
+    if (rc < 0) snprintf(r->err, sizeof r->err, "%s: %s", pagein_strerror(rc), pagein_last_error_detail());
+    r->peak_rss = status_kib("VmHWM:");
+    pagein_model_close(m);
+    return rc;
+}
+
+static int measure_read1m(struct bench *b, struct result *r) {
+    static char buf[1 << 20];
+    double t0 = now();
+    for (size_t i = 0; i < b->nfiles; i++) {
+        int fd = open(b->files[i], O_RDONLY);
+        if (fd < 0) return -errno;
+        ssize_t n;
+        while ((n = read(fd, buf, sizeof buf)) > 0) sink += (uint8_t)buf[0];
+        close(fd);
+    }
+    r->all_s = now() - t0;
+    r->open_s = r->first_s = -1;
+    r->peak_rss = status_kib("VmHWM:");
+    return 0;
+}
+
+static int measure_readall(struct bench *b, struct result *r) {
+    double t0 = now();
+    uint8_t *bufs[MAX_FILES] = {0};
+    pagein_file *fs[MAX_FILES] = {0};
+    int rc = 0;
+    for (size_t i = 0; i < b->nfiles && rc == 0; i++) {
+        int fd = open(b->files[i], O_RDONLY);
+        if (fd < 0) {
+            rc = -errno;
+            break;
+        }
+        bufs[i] = malloc(b->sizes[i] ? b->sizes[i] : 1);
+        uint64_t got = 0;
+        while (bufs[i] && got < b->sizes[i]) {
+            size_t want = b->sizes[i] - got > (1u << 30) ? (1u << 30) : (size_t)(b->sizes[i] - got);
+            ssize_t n = read(fd, bufs[i] + got, want);
+            if (n <= 0) break;
+            got += (uint64_t)n;
+        }
+        close(fd);
+        if (!bufs[i] || got != b->sizes[i]) rc = -EIO;
+        else rc = pagein_open_memory(&fs[i], bufs[i], b->sizes[i], b->files[i], NULL);
+    }
+    r->all_s = r->open_s = r->first_s = now() - t0;
+    r->peak_rss = status_kib("VmHWM:");
+    for (size_t i = 0; i < b->nfiles; i++) {
+        pagein_close(fs[i]);
+        free(bufs[i]);
+    }
+    return rc;
+}
+
+/* Pipeline: walk the layers in order; one matvec per weight tensor; the
+ * embeddings are a row lookup. first_output = end of layer 0. */
+static int measure_pipeline(struct bench *b, pagein_strategy s, int compute_only, struct result *r) {
+    pagein_model *m;
+    pagein_model_opts o = opts_for(b, s);
+    double t0 = now();
+    int rc = pagein_model_open(&m, b->model, &o);
+    if (rc < 0) {
+        snprintf(r->err, sizeof r->err, "%s: %s", pagein_strerror(rc), pagein_last_error_detail());
+        return rc;
+    }
+    if (compute_only) t0 = now(); /* data already resident */
+    int prefetch = s == PAGEIN_STRATEGY_PREFETCH;
+    int32_t L = pagein_model_layer_count(m);
+    for (int32_t l = -1; l <= L && rc == 0; l++) {
+        const pagein_tensor *const *lt;
+        size_t n = pagein_model_layer_tensors(m, l, &lt);
+        if (l == -1) {
+            for (size_t i = 0; i < n; i++) lookup(lt[i]);
+            if (prefetch) pagein_layer_done(m, l);
+            continue;
+        }
+        if (prefetch && (rc = pagein_layer_wait(m, l)) < 0) break;
+        for (size_t i = 0; i < n; i++) matvec(lt[i]);
+        if (prefetch) pagein_layer_done(m, l);
+        if (l == (L > 0 ? 0 : -1) || (L == 0 && l == 0)) r->first_output_s = now() - t0;
+    }
+    r->total_s = now() - t0;
+    if (r->first_output_s <= 0) r->first_output_s = r->total_s;
+    if (rc < 0) snprintf(r->err, sizeof r->err, "%s: %s", pagein_strerror(rc), pagein_last_error_detail());
+    pagein_model_close(m);
+    return rc;
+}
+
+/* Runs fn in a forked child; the child's struct result comes back over a pipe. */
+static struct result in_child(struct bench *b, int what, pagein_strategy s, int flag) {
+    struct result r;
+    memset(&r, 0, sizeof r);
+    r.open_s = r.first_s = -1;
+    int fds[2];
+    if (pipe(fds) < 0) {
+        snprintf(r.err, sizeof r.err, "pipe: %s", strerror(errno));
+        return r;
+    }
+    fflush(stdout);
+    fflush(stderr);
+    pid_t pid = fork();
+    if (pid < 0) {
+        snprintf(r.err, sizeof r.err, "fork: %s", strerror(errno));
+        close(fds[0]);
+        close(fds[1]);
+        return r;
+    }
+    if (pid == 0) {
+        close(fds[0]);
+        reset_peak();
+        struct rusage u0, u1;
+        getrusage(RUSAGE_SELF, &u0);
+        double io0 = io_read_bytes();
+        int rc;
+        if (what == 0) rc = measure_strategy(b, s, &r);
+        else if (what == 1) rc = measure_read1m(b, &r);
+        else if (what == 2) rc = measure_readall(b, &r);
+        else rc = measure_pipeline(b, s, flag, &r);
+        getrusage(RUSAGE_SELF, &u1);
+        r.majflt = (double)(u1.ru_majflt - u0.ru_majflt);
+        r.minflt = (double)(u1.ru_minflt - u0.ru_minflt);
+        r.read_bytes = io_read_bytes() - io0;
+        r.ok = rc >= 0;
+        if (rc < 0 && !r.err[0]) snprintf(r.err, sizeof r.err, "%s", pagein_strerror(rc));
+        ssize_t w = write(fds[1], &r, sizeof r);
+        _exit(w == (ssize_t)sizeof r ? 0 : 1);
+    }
+    close(fds[1]);
+    size_t got = 0;
+    while (got < sizeof r) {
+        ssize_t n = read(fds[0], (char *)&r + got, sizeof r - got);
+        if (n <= 0) break;
+        got += (size_t)n;
+    }
+    close(fds[0]);
+    int st;
+    waitpid(pid, &st, 0);
+    if (got != sizeof r) {
+        memset(&r, 0, sizeof r);
+        snprintf(r.err, sizeof r.err, "measurement process died (status %d)", st);
+    }
+    return r;
+}
+
+/* ---- medians -------------------------------------------------------------- */
+
+static int dcmp(const void *a, const void *b) {
+    double x = *(const double *)a, y = *(const double *)b;
+    return x < y ? -1 : x > y;
+}
+
+#define MEDIAN_FIELD(out, arr, n, field)                                        \
+    do {                                                                        \
+        double v_[MAX_RUNS];                                                    \
+        int k_ = 0;                                                             \
+        for (int i_ = 0; i_ < (n); i_++)                                        \
+            if ((arr)[i_].ok) v_[k_++] = (arr)[i_].field;                       \
+        qsort(v_, (size_t)k_, sizeof v_[0], dcmp);                              \
+        (out).field = k_ ? (k_ % 2 ? v_[k_ / 2] : (v_[k_ / 2 - 1] + v_[k_ / 2]) / 2) : -1; \
+    } while (0)
+
+static struct result median(const struct result *rs, int n) {
+    struct result m;
+    memset(&m, 0, sizeof m);
+    int ok = 0;
+    for (int i = 0; i < n; i++) {
+        ok += rs[i].ok;
+        if (!rs[i].ok && !m.err[0]) memcpy(m.err, rs[i].err, sizeof m.err);
+    }
+    m.ok = ok > 0;
+    MEDIAN_FIELD(m, rs, n, open_s);
+    MEDIAN_FIELD(m, rs, n, first_s);
+    MEDIAN_FIELD(m, rs, n, all_s);
+    MEDIAN_FIELD(m, rs, n, peak_rss);
+    MEDIAN_FIELD(m, rs, n, majflt);
+    MEDIAN_FIELD(m, rs, n, minflt);
+    MEDIAN_FIELD(m, rs, n, read_bytes);
+    MEDIAN_FIELD(m, rs, n, first_output_s);
+    MEDIAN_FIELD(m, rs, n, total_s);
+    return m;
+}
+
+/* ---- fio ------------------------------------------------------------------ */
+
+static double fio_limit(struct bench *b, int quiet) {
+    if (system("command -v fio >/dev/null 2>&1") != 0) return -1;
+    size_t big = 0;
+    for (size_t i = 1; i < b->nfiles; i++)
+        if (b->sizes[i] > b->sizes[big]) big = i;
+    uint64_t size = b->sizes[big] & ~((1ull << 20) - 1);
+    if (size < (1u << 20)) return -1;
+    static const char *const engines[] = {"io_uring", "libaio", "psync"};
+    for (size_t e = 0; e < 3; e++) {
+        char cmd[8192];
+        snprintf(cmd, sizeof cmd,
+                 "fio --name=devlimit --filename='%s' --readonly --rw=read --bs=1M --iodepth=32 "
+                 "--ioengine=%s --direct=1 --size=%llu --output-format=json 2>/dev/null",
+                 b->files[big], engines[e], (unsigned long long)size);
+        if (strchr(b->files[big], '\'')) return -1;
+        FILE *p = popen(cmd, "r");
+        if (!p) return -1;
+        static char out[1 << 16];
+        size_t n = fread(out, 1, sizeof out - 1, p);
+        out[n] = 0;
+        int st = pclose(p);
+        const char *rd = strstr(out, "\"read\"");
+        const char *bw = rd ? strstr(rd, "\"bw_bytes\"") : NULL;
+        if (st == 0 && bw) {
+            bw = strchr(bw, ':');
+            double v = bw ? atof(bw + 1) : 0;
+            if (v > 0) return v / 1e9;
+        }
+        if (!quiet) fprintf(stderr, "pagein bench-load: fio with %s failed, trying the next engine\n", engines[e]);
+    }
+    return -1;
+}
+
+/* ---- output ---------------------------------------------------------------- */
+
+static void jnum(FILE *o, const char *k, double v, int last) {
+    if (v < 0 || isnan(v)) fprintf(o, "\"%s\": null%s", k, last ? "" : ", ");
+    else fprintf(o, "\"%s\": %.6g%s", k, v, last ? "" : ", ");
+}
+
+static void fmt_s(char *buf, size_t n, double v) {
+    if (v < 0) snprintf(buf, n, "-");
+    else snprintf(buf, n, "%.3f", v);
+}
+
+static void usage(FILE *out) {
+    fputs("usage: pagein bench-load MODEL [--json] [--runs N] [--only LIST] [--cache cold|warm|both]\n"
+          "                         [--threads N] [--chunk SIZE] [--ahead N] [--no-pipeline] [--no-fio] [-q]\n"
+          "       (also `pagein bench load MODEL ...`)\n"
+          "\n"
+          "Loads MODEL with every strategy (lazy, populate, prefetch, read, auto) and two\n"
+          "baselines (read1m: one thread reading 1 MiB read()s; readall: malloc the whole\n"
+          "file, read it, parse it), each cold (evicted with posix_fadvise(DONTNEED) first)\n"
+          "and warm, --runs times (default 3), and reports medians: time to open, to the\n"
+          "first layer usable, to every tensor usable (each page touched), GB/s, peak RSS,\n"
+          "faults and bytes read from storage. Each measurement runs in its own process.\n"
+          "\n"
+          "Pipeline (cold): walk the layers, one matrix-vector product per weight tensor\n"
+          "(the embedding is a row lookup), with lazy faults, with prefetch, and after a\n"
+          "full populate; reports time to the first layer's output and in total, and the\n"
+          "compute alone (warm, resident). Device limit: fio 1 MiB O_DIRECT reads at queue\n"
+          "depth 32 on the largest file, when fio is installed.\n"
+          "\n"
+          "  --json          print one JSON object (schema in docs/LOADING.md)\n"
+          "  --runs N        runs per figure (median), default 3\n"
+          "  --only LIST     comma-separated subset of lazy,populate,prefetch,read,auto,read1m,readall\n"
+          "  --cache C       cold, warm or both (default both)\n"
+          "  --threads N, --chunk SIZE, --ahead N   model options (default: library defaults)\n"
+          "  --no-pipeline, --no-fio   skip those parts\n"
+          "  -q              no progress on stderr\n"
+          "Environment: PAGEIN_POPULATE_METHOD=madvise|pread|readahead picks how populate pages in.\n"
+          "Exit status: 0 ok, 1 a measurement failed, 2 usage or the model cannot be opened.\n",
+          out);
+}
+
+static int in_list(const char *list, const char *name) {
+    if (!list) return 1;
+    size_t n = strlen(name);
+    for (const char *p = list; *p;) {
+        const char *e = strchr(p, ',');
+        size_t l = e ? (size_t)(e - p) : strlen(p);
+        if (l == n && strncmp(p, name, n) == 0) return 1;
+        p += l + (e ? 1 : 0);
+    }
+    return 0;
+}
+
+static int bench_load_main(int argc, char **argv) {
+    struct bench b;
+    memset(&b, 0, sizeof b);
+    b.runs = 3;
+    int json = 0, pipeline = 1, fio = 1, quiet = 0, cold = 1, warmc = 1;
+    const char *only = NULL;
+    for (int i = 1; i < argc; i++) {
+        const char *a = argv[i];
+        const char *val = i + 1 < argc ? argv[i + 1] : NULL;
+        if (cli_is_help(a)) {
+            usage(stdout);
+            return EXIT_OK;
+        } else if (strcmp(a, "--json") == 0) json = 1;
+        else if (strcmp(a, "--no-pipeline") == 0) pipeline = 0;
+        else if (strcmp(a, "--no-fio") == 0) fio = 0;
+        else if (strcmp(a, "-q") == 0) quiet = 1;
+        else if (strcmp(a, "--runs") == 0 && val) {
+            b.runs = atoi(val), i++;
+            if (b.runs < 1 || b.runs > MAX_RUNS) {
+                cli_error("bench-load", 0, "--runs must be 1..%d", MAX_RUNS);
+                return EXIT_USAGE;
+            }
+        } else if (strcmp(a, "--only") == 0 && val) only = val, i++;
+        else if (strcmp(a, "--cache") == 0 && val) {
+            cold = strcmp(val, "warm") != 0;
+            warmc = strcmp(val, "cold") != 0;
+            if (strcmp(val, "cold") && strcmp(val, "warm") && strcmp(val, "both")) {
+                cli_error("bench-load", 0, "--cache must be cold, warm or both");
+                return EXIT_USAGE;
+            }
+            i++;
+        } else if (strcmp(a, "--threads") == 0 && val) b.threads = (unsigned)atoi(val), i++;
+        else if (strcmp(a, "--ahead") == 0 && val) b.ahead = (unsigned)atoi(val), i++;
+        else if (strcmp(a, "--chunk") == 0 && val) {
+            if (cli_parse_size(val, &b.chunk) != 0) {
+                cli_error("bench-load", 0, "bad --chunk '%s'", val);
+                return EXIT_USAGE;
+            }
+            i++;
+        } else if (a[0] == '-') {
+            cli_error("bench-load", 0, "unknown option '%s'", a);
+            usage(stderr);
+            return EXIT_USAGE;
+        } else if (!b.model) b.model = a;
+        else {
+            usage(stderr);
+            return EXIT_USAGE;
+        }
+    }
+    if (!b.model) {
+        usage(stderr);
+        return EXIT_USAGE;
+    }
+    /* the model's files, from a lazy open that reads headers only */
+    pagein_model *m;
+    pagein_model_opts lo = PAGEIN_MODEL_OPTS_INIT;
+    lo.strategy = PAGEIN_STRATEGY_LAZY;
+    int rc = pagein_model_open(&m, b.model, &lo);
+    if (rc < 0) {
+        cli_error("bench-load", rc, "cannot open %s", b.model);
+        return EXIT_USAGE;
+    }
+    b.nfiles = pagein_model_file_count(m);
+    if (b.nfiles > MAX_FILES) {
+        pagein_model_close(m);
+        cli_error("bench-load", 0, "%s has more than %d files", b.model, MAX_FILES);
+        return EXIT_USAGE;
+    }
+    for (size_t i = 0; i < b.nfiles; i++) {
+        pagein_file_info fi;
+        pagein_file_get_info(pagein_model_file(m, i), &fi);
+        b.files[i] = strdup(fi.path);
+        b.sizes[i] = fi.file_size;
+        b.model_bytes += fi.file_size;
+    }
+    b.layers = pagein_model_layer_count(m);
+    char why[256];
+    pagein_strategy autos = pagein_model_auto_plan(m, NULL, why, sizeof why);
+    pagein_model_close(m);
+
+    struct result res[NMODES][2], pipe_res[3], compute;
+    int have[NMODES][2] = {{0}};
+    memset(res, 0, sizeof res);
+    memset(pipe_res, 0, sizeof pipe_res);
+    memset(&compute, 0, sizeof compute);
+    int failed = 0;
+    struct result runs[MAX_RUNS];
+    /* cold first (each run evicts), then warm */
+    for (int c = 0; c < 2; c++) {
+        if ((c == 0 && !cold) || (c == 1 && !warmc)) continue;
+        for (size_t k = 0; k < NMODES; k++) {
+            if (!in_list(only, modes[k].name)) continue;
+            for (int r = 0; r < b.runs; r++) {
+                if (!quiet) fprintf(stderr, "\rbench-load: %s %s run %d/%d   ", modes[k].name, c ? "warm" : "cold", r + 1, b.runs);
+                if (c == 0) evict(&b);
+                else warm(&b);
+                int what = modes[k].kind == K_STRATEGY ? 0 : modes[k].kind == K_READ1M ? 1 : 2;
+                runs[r] = in_child(&b, what, modes[k].s, 0);
+            }
+            res[k][c] = median(runs, b.runs);
+            have[k][c] = 1;
+            if (!res[k][c].ok) failed = 1;
+        }
+    }
+    static const pagein_strategy pst[3] = {PAGEIN_STRATEGY_LAZY, PAGEIN_STRATEGY_PREFETCH, PAGEIN_STRATEGY_POPULATE};
+    if (pipeline) {
+        for (int k = 0; k < 3; k++) {
+            for (int r = 0; r < b.runs; r++) {
+                if (!quiet) fprintf(stderr, "\rbench-load: pipeline %s run %d/%d   ", pagein_strategy_name(pst[k]), r + 1, b.runs);
+                evict(&b);
+                runs[r] = in_child(&b, 3, pst[k], 0);
+            }
+            pipe_res[k] = median(runs, b.runs);
+            if (!pipe_res[k].ok) failed = 1;
+        }
+        for (int r = 0; r < b.runs; r++) {
+            if (!quiet) fprintf(stderr, "\rbench-load: compute only run %d/%d   ", r + 1, b.runs);
+            warm(&b);
+            runs[r] = in_child(&b, 3, PAGEIN_STRATEGY_POPULATE, 1);
+        }
+        compute = median(runs, b.runs);
+        if (!compute.ok) failed = 1;
+    }
+    double dev = -1;
+    if (fio) {
+        if (!quiet) fprintf(stderr, "\rbench-load: fio device limit            ");
+        dev = fio_limit(&b, quiet);
+    }
+    if (!quiet) fprintf(stderr, "\r\033[K");
+
+    struct utsname un;
+    uname(&un);
+    struct statfs sf;
+    unsigned long fsmagic = statfs(b.files[0], &sf) == 0 ? (unsigned long)sf.f_type : 0;
+    double gb = (double)b.model_bytes / 1e9;
+
+    if (json) {
+        FILE *o = stdout;
+        fprintf(o, "{\"model\": ");
+        cli_json_str(o, b.model, strlen(b.model));
+        fprintf(o, ", \"model_bytes\": %llu, \"files\": %zu, \"layers\": %d, \"runs_per_figure\": %d, ",
+                (unsigned long long)b.model_bytes, b.nfiles, b.layers, b.runs);
+        fprintf(o, "\"kernel\": ");
+        cli_json_str(o, un.release, strlen(un.release));
+        fprintf(o, ", \"fs_magic\": \"0x%lx\", \"auto_choice\": \"%s\", \"auto_why\": ", fsmagic,
+                pagein_strategy_name(autos));
+        cli_json_str(o, why, strlen(why));
+        fprintf(o, ",\n \"runs\": [");
+        int first = 1;
+        for (int c = 0; c < 2; c++)
+            for (size_t k = 0; k < NMODES; k++) {
+                if (!have[k][c]) continue;
+                const struct result *x = &res[k][c];
+                fprintf(o, "%s\n  {\"strategy\": \"%s\", \"cache\": \"%s\", \"ok\": %s, ", first ? "" : ",",
+                        modes[k].name, c ? "warm" : "cold", x->ok ? "true" : "false");
+                first = 0;
+                jnum(o, "open_s", x->open_s, 0);
+                jnum(o, "first_layer_s", x->first_s, 0);
+                jnum(o, "all_s", x->all_s, 0);
+                jnum(o, "gbps", x->all_s > 0 ? gb / x->all_s : -1, 0);
+                jnum(o, "peak_rss_bytes", x->peak_rss, 0);
+                jnum(o, "major_faults", x->majflt, 0);
+                jnum(o, "minor_faults", x->minflt, 0);
+                jnum(o, "read_bytes", x->read_bytes, !x->ok ? 0 : 1);
+                if (!x->ok) {
+                    fprintf(o, "\"error\": ");
+                    cli_json_str(o, x->err, strlen(x->err));
+                }
+                fprintf(o, "}");
+            }
+        fprintf(o, "\n ],\n \"pipeline\": [");
+        if (pipeline)
+            for (int k = 0; k < 3; k++) {
+                fprintf(o, "%s\n  {\"strategy\": \"%s\", \"cache\": \"cold\", ", k ? "," : "", pagein_strategy_name(pst[k]));
+                jnum(o, "first_output_s", pipe_res[k].ok ? pipe_res[k].first_output_s : -1, 0);
+                jnum(o, "total_s", pipe_res[k].ok ? pipe_res[k].total_s : -1, 0);
+                jnum(o, "compute_only_s", compute.ok ? compute.total_s : -1, 1);
+                fprintf(o, "}");
+            }
+        fprintf(o, "\n ],\n ");
+        jnum(o, "device_limit_gbps", dev, 1);
+        fprintf(o, "\n}\n");
+    } else {
+        char hb[32];
+        printf("pagein bench load: %s\n", b.model);
+        printf("  %s in %zu file%s, %d layers; kernel %s; fs magic 0x%lx; median of %d run%s\n",
+               cli_human_bytes(b.model_bytes, hb, sizeof hb), b.nfiles, b.nfiles == 1 ? "" : "s", b.layers,
+               un.release, fsmagic, b.runs, b.runs == 1 ? "" : "s");
+        printf("  auto chooses %s: %s\n\n", pagein_strategy_name(autos), why);
+        printf("%-9s %-5s %8s %8s %8s %6s %10s %8s %8s %10s\n", "strategy", "cache", "open_s", "first_s", "all_s",
+               "GB/s", "peak_rss", "majflt", "minflt", "read_MiB");
+        for (int c = 0; c < 2; c++)
+            for (size_t k = 0; k < NMODES; k++) {
+                if (!have[k][c]) continue;
+                const struct result *x = &res[k][c];
+                if (!x->ok) {
+                    printf("%-9s %-5s FAILED: %s\n", modes[k].name, c ? "warm" : "cold", x->err);
+                    continue;
+                }
+                char a1[16], a2[16], a3[16];
+                fmt_s(a1, sizeof a1, x->open_s);
+                fmt_s(a2, sizeof a2, x->first_s);
+                fmt_s(a3, sizeof a3, x->all_s);
+                printf("%-9s %-5s %8s %8s %8s %6.2f %10s %8.0f %8.0f %10.1f\n", modes[k].name, c ? "warm" : "cold",
+                       a1, a2, a3, x->all_s > 0 ? gb / x->all_s : 0,
+                       cli_human_bytes((uint64_t)(x->peak_rss > 0 ? x->peak_rss : 0), hb, sizeof hb), x->majflt,
+                       x->minflt, x->read_bytes / 1048576.0);
+            }
+        if (pipeline) {
+            printf("\npipeline (cold; one matvec per weight tensor, layer by layer)\n");
+            printf("%-9s %14s %10s %15s\n", "strategy", "first_output_s", "total_s", "compute_only_s");
+            for (int k = 0; k < 3; k++) {
+                if (!pipe_res[k].ok) {
+                    printf("%-9s FAILED: %s\n", pagein_strategy_name(pst[k]), pipe_res[k].err);
+                    continue;
+                }
+                printf("%-9s %14.3f %10.3f %15.3f\n", pagein_strategy_name(pst[k]), pipe_res[k].first_output_s,
+                       pipe_res[k].total_s, compute.total_s);
+            }
+        }
+        if (dev > 0) printf("\ndevice limit (fio, 1 MiB O_DIRECT, QD32): %.2f GB/s\n", dev);
+        else printf("\ndevice limit: not measured (fio missing or --no-fio)\n");
+        /* verdicts, against the targets of docs/LOADING.md */
+        printf("\nverdicts\n");
+        const struct result *r1 = have[5][0] ? &res[5][0] : NULL;
+        for (size_t k = 0; k < NMODES; k++) {
+            if (!have[k][0] && !have[k][1]) continue;
+            const struct result *x = have[k][0] ? &res[k][0] : &res[k][1];
+            if (!x->ok) {
+                printf("  %-9s FAILED\n", modes[k].name);
+                continue;
+            }
+            double gbps = x->all_s > 0 ? gb / x->all_s : 0;
+            double vs1 = r1 && r1->ok && x->all_s > 0 ? r1->all_s / x->all_s : -1;
+            double rss = x->peak_rss > 0 ? x->peak_rss / (double)b.model_bytes : -1;
+            printf("  %-9s %s %.2f GB/s", modes[k].name, have[k][0] ? "cold" : "warm", gbps);
+            if (vs1 > 0) printf(", %.2fx one-thread read()", vs1);
+            if (dev > 0) printf(", %.0f%% of device", 100 * gbps / dev);
+            if (rss >= 0) printf(", peak RSS %.0f%% of model", 100 * rss);
+            if (modes[k].s == PAGEIN_STRATEGY_POPULATE && modes[k].kind == K_STRATEGY && have[k][0]) {
+                int ok1 = vs1 >= 2.5, ok2 = dev <= 0 || gbps >= 0.7 * dev;
+                printf(" -> %s (targets: >= 2.5x read1m%s)", ok1 && ok2 ? "MEETS" : "MISSES", dev > 0 ? ", >= 70% of fio" : "");
+            } else if (modes[k].kind == K_STRATEGY && modes[k].s != PAGEIN_STRATEGY_READ &&
+                       modes[k].s != PAGEIN_STRATEGY_AUTO && rss >= 0) {
+                printf(" -> RSS %s (target: within 5%% of model size)", rss <= 1.05 ? "MEETS" : "MISSES");
+            }
+            if (modes[k].s == PAGEIN_STRATEGY_LAZY && modes[k].kind == K_STRATEGY && have[k][1] && res[k][1].ok)
+                printf("; warm open %.1f ms (target < 5 ms)", res[k][1].open_s * 1000);
+            printf("\n");
+        }
+        if (pipeline && pipe_res[1].ok && have[1][0] && res[1][0].ok) {
+            double full = res[1][0].all_s;
+            double frac = pipe_res[1].first_output_s / full;
+            double bound = compute.ok ? fmax(compute.total_s, full) : full;
+            printf("  pipeline  prefetch first output %.0f%% of cold populate (target < 10%%) -> %s; total %.2fx "
+                   "max(compute, populate) (target <= 1.15x) -> %s\n",
+                   100 * frac, frac < 0.10 ? "MEETS" : "MISSES", pipe_res[1].total_s / bound,
+                   pipe_res[1].total_s <= 1.15 * bound ? "MEETS" : "MISSES");
+        }
+    }
+    for (size_t i = 0; i < b.nfiles; i++) free(b.files[i]);
+    free(xbuf);
+    return failed ? EXIT_INVALID : EXIT_OK;
+}
+
+CLI_COMMAND(bench_load, "bench-load", "benchmark every load strategy cold and warm (also `pagein bench load`)",
+            bench_load_main)

@@ -1,0 +1,270 @@
+/* cmd_inspect.c - `pagein inspect FILE [--json]`: header summary and the
+ * tensor table of any file pagein_open supports. The JSON output is a
+ * stable contract (docs/CLI.md); formats add their own fields through the
+ * hooks of cli/inspect.h. */
+#include "inspect.h"
+
+#include <inttypes.h>
+#include <math.h>
+#include <stdlib.h>
+#include <string.h>
+
+#define MAX_HOOKS 8
+static const struct inspect_hook *hooks[MAX_HOOKS];
+static int nhooks;
+
+void inspect_register_hook(const struct inspect_hook *h) {
+    if (nhooks < MAX_HOOKS) hooks[nhooks++] = h;
+}
+
+static const struct inspect_hook *hook_for(pagein_format fmt) {
+    for (int i = 0; i < nhooks; i++)
+        if (hooks[i]->format == fmt) return hooks[i];
+    return NULL;
+}
+
+static const char *format_name(pagein_format fmt) {
+    const struct inspect_hook *h = hook_for(fmt);
+    if (h && h->name) return h->name;
+    switch (fmt) {
+    case PAGEIN_FORMAT_SAFETENSORS: return "safetensors";
+    case PAGEIN_FORMAT_GGUF: return "gguf";
+    case PAGEIN_FORMAT_TORCH: return "torch";
+    default: return "unknown";
+    }
+}
+
+static const uint64_t align_classes[] = {8, 64, 256, 4096};
+#define NALIGN (sizeof align_classes / sizeof align_classes[0])
+
+struct summary {
+    uint64_t params, data_bytes;
+    uint64_t dtype_bytes[PAGEIN_DTYPE_COUNT];
+    uint64_t dtype_count[PAGEIN_DTYPE_COUNT];
+    uint64_t aligned[NALIGN];
+    int32_t max_layer;
+};
+
+static void summarize(const pagein_file *f, struct summary *s) {
+    memset(s, 0, sizeof *s);
+    s->max_layer = -1;
+    size_t n = pagein_tensor_count(f);
+    for (size_t i = 0; i < n; i++) {
+        const pagein_tensor *t = pagein_tensor_at(f, i);
+        s->params += t->nelements;
+        s->data_bytes += t->nbytes;
+        if ((int)t->dtype > 0 && t->dtype < PAGEIN_DTYPE_COUNT) {
+            s->dtype_bytes[t->dtype] += t->nbytes;
+            s->dtype_count[t->dtype]++;
+        }
+        for (size_t a = 0; a < NALIGN; a++) s->aligned[a] += t->offset % align_classes[a] == 0;
+        if (t->layer > s->max_layer) s->max_layer = t->layer;
+    }
+}
+
+static const char *dtype_name(pagein_dtype d) {
+    const pagein_dtype_info *i = pagein_dtype_get(d);
+    return i ? i->name : "INVALID";
+}
+
+static void json_meta_value(const pagein_file *f, const pagein_meta *m, FILE *out) {
+    pagein_file_info info;
+    pagein_file_get_info(f, &info);
+    const struct inspect_hook *h = hook_for(info.format);
+    if (h && h->meta_json && h->meta_json(f, m, out)) return;
+    switch (m->type) {
+    case PAGEIN_META_STRING: cli_json_str(out, m->str ? m->str : "", (size_t)m->str_len); break;
+    case PAGEIN_META_U8: case PAGEIN_META_U16: case PAGEIN_META_U32: case PAGEIN_META_U64:
+        fprintf(out, "%" PRIu64, m->v.u);
+        break;
+    case PAGEIN_META_I8: case PAGEIN_META_I16: case PAGEIN_META_I32: case PAGEIN_META_I64:
+        fprintf(out, "%" PRId64, m->v.i);
+        break;
+    case PAGEIN_META_F32: case PAGEIN_META_F64:
+        if (isfinite(m->v.f)) fprintf(out, "%.17g", m->v.f);
+        else fputs("null", out);
+        break;
+    case PAGEIN_META_BOOL: fputs(m->v.b ? "true" : "false", out); break;
+    case PAGEIN_META_ARRAY:
+        fprintf(out, "{\"type\":\"array\",\"elem_type\":%d,\"count\":%" PRIu64 "}", (int)m->elem_type, m->count);
+        break;
+    default: fputs("null", out); break;
+    }
+}
+
+static void print_json(const char *path, const pagein_file *f, FILE *out) {
+    pagein_file_info info;
+    pagein_file_get_info(f, &info);
+    struct summary s;
+    summarize(f, &s);
+    const struct inspect_hook *h = hook_for(info.format);
+    fputs("{\"file\":", out);
+    cli_json_str(out, path, strlen(path));
+    fprintf(out, ",\"format\":\"%s\",\"file_size\":%" PRIu64 ",\"header_len\":%" PRIu64 ",\"data_start\":%" PRIu64,
+            format_name(info.format), info.file_size, info.header_len, info.data_start);
+    fprintf(out, ",\"n_tensors\":%zu,\"parameters\":%" PRIu64 ",\"data_bytes\":%" PRIu64 ",\"layers\":%d",
+            info.n_tensors, s.params, s.data_bytes, (int)(s.max_layer + 1));
+    fputs(",\"bytes_by_dtype\":{", out);
+    int first = 1;
+    for (int d = 1; d < PAGEIN_DTYPE_COUNT; d++) {
+        if (!s.dtype_count[d]) continue;
+        fprintf(out, "%s\"%s\":%" PRIu64, first ? "" : ",", dtype_name((pagein_dtype)d), s.dtype_bytes[d]);
+        first = 0;
+    }
+    fputs("},\"aligned\":{", out);
+    for (size_t a = 0; a < NALIGN; a++)
+        fprintf(out, "%s\"%" PRIu64 "\":%" PRIu64, a ? "," : "", align_classes[a], s.aligned[a]);
+    fputs("},\"metadata\":{", out);
+    for (size_t i = 0; i < pagein_meta_count(f); i++) {
+        const pagein_meta *m = pagein_meta_at(f, i);
+        if (i) fputc(',', out);
+        cli_json_str(out, m->key, m->key_len);
+        fputc(':', out);
+        json_meta_value(f, m, out);
+    }
+    fputc('}', out);
+    if (h && h->json) h->json(f, out);
+    fputs(",\"tensors\":[", out);
+    for (size_t i = 0; i < pagein_tensor_count(f); i++) {
+        const pagein_tensor *t = pagein_tensor_at(f, i);
+        fputs(i ? ",\n{\"name\":" : "\n{\"name\":", out);
+        cli_json_str(out, t->name, t->name_len);
+        fprintf(out, ",\"dtype\":\"%s\",\"shape\":[", dtype_name(t->dtype));
+        for (uint32_t d = 0; d < t->ndim; d++) fprintf(out, "%s%" PRIu64, d ? "," : "", t->shape[d]);
+        fprintf(out, "],\"offset\":%" PRIu64 ",\"nbytes\":%" PRIu64 ",\"layer\":%d", t->offset, t->nbytes,
+                (int)t->layer);
+        if (h && h->tensor_json) h->tensor_json(f, t, out);
+        fputc('}', out);
+    }
+    fputs("]}\n", out);
+}
+
+/* Prints s with control bytes shown as '?', for the text table. */
+static void print_plain(FILE *out, const char *s, size_t n) {
+    for (size_t i = 0; i < n; i++) fputc((unsigned char)s[i] < 0x20 || s[i] == 0x7f ? '?' : s[i], out);
+}
+
+static void print_text(const char *path, const pagein_file *f, int table, FILE *out) {
+    pagein_file_info info;
+    pagein_file_get_info(f, &info);
+    struct summary s;
+    summarize(f, &s);
+    char hb[32], hb2[32];
+    const struct inspect_hook *h = hook_for(info.format);
+    fprintf(out, "file:        %s\n", path);
+    fprintf(out, "format:      %s\n", format_name(info.format));
+    fprintf(out, "file size:   %" PRIu64 " bytes (%s)\n", info.file_size, cli_human_bytes(info.file_size, hb, sizeof hb));
+    fprintf(out, "header:      %" PRIu64 " bytes, data starts at %" PRIu64 "\n", info.header_len, info.data_start);
+    fprintf(out, "tensors:     %zu (%d numbered layers)\n", info.n_tensors, (int)(s.max_layer + 1));
+    fprintf(out, "parameters:  %" PRIu64 "\n", s.params);
+    fprintf(out, "data:        %" PRIu64 " bytes (%s)\n", s.data_bytes, cli_human_bytes(s.data_bytes, hb, sizeof hb));
+    for (int d = 1; d < PAGEIN_DTYPE_COUNT; d++)
+        if (s.dtype_count[d])
+            fprintf(out, "  %-12s %6" PRIu64 " tensors %12s\n", dtype_name((pagein_dtype)d), s.dtype_count[d],
+                    cli_human_bytes(s.dtype_bytes[d], hb2, sizeof hb2));
+    fprintf(out, "aligned:    ");
+    for (size_t a = 0; a < NALIGN; a++)
+        fprintf(out, " %" PRIu64 "B: %" PRIu64 "/%zu", align_classes[a], s.aligned[a], info.n_tensors);
+    fputc('\n', out);
+    if (h && h->summary) h->summary(f, out);
+    if (pagein_meta_count(f)) {
+        fprintf(out, "metadata:    %zu entries\n", pagein_meta_count(f));
+        for (size_t i = 0; i < pagein_meta_count(f); i++) {
+            const pagein_meta *m = pagein_meta_at(f, i);
+            fputs("  ", out);
+            print_plain(out, m->key, m->key_len);
+            fputs(" = ", out);
+            if (m->type == PAGEIN_META_STRING) {
+                size_t n = m->str_len > 200 ? 200 : (size_t)m->str_len;
+                print_plain(out, m->str, n);
+                if (n < m->str_len) fputs("...", out);
+            } else {
+                json_meta_value(f, m, out);
+            }
+            fputc('\n', out);
+        }
+    }
+    if (!table) return;
+    size_t w = 4;
+    for (size_t i = 0; i < pagein_tensor_count(f); i++) {
+        size_t l = pagein_tensor_at(f, i)->name_len;
+        if (l > w) w = l;
+    }
+    if (w > 64) w = 64;
+    fprintf(out, "\n%-*s %-11s %-22s %14s %14s %5s\n", (int)w, "NAME", "DTYPE", "SHAPE", "BYTES", "OFFSET", "LAYER");
+    for (size_t i = 0; i < pagein_tensor_count(f); i++) {
+        const pagein_tensor *t = pagein_tensor_at(f, i);
+        char shape[128];
+        size_t k = 0;
+        shape[k++] = '[';
+        for (uint32_t d = 0; d < t->ndim && k < sizeof shape - 24; d++)
+            k += (size_t)snprintf(shape + k, sizeof shape - k, "%s%" PRIu64, d ? "," : "", t->shape[d]);
+        snprintf(shape + k, sizeof shape - k, "]");
+        print_plain(out, t->name, t->name_len);
+        for (size_t p = t->name_len; p < w; p++) fputc(' ', out);
+        fprintf(out, " %-11s %-22s %14" PRIu64 " %14" PRIu64 " %5d\n", dtype_name(t->dtype), shape, t->nbytes,
+                t->offset, (int)t->layer);
+    }
+}
+
+static void usage(FILE *out) {
+    fputs("usage: pagein inspect FILE [--json] [--summary] [--lenient]\n"
+          "\n"
+          "Prints the header of a model file (safetensors, and every other format pagein\n"
+          "opens): format, tensor count, parameter count, bytes by dtype, data start, how\n"
+          "many tensors are 8/64/256/4096-byte aligned, the metadata, then one line per\n"
+          "tensor (name, dtype, shape, bytes, absolute offset, layer). No tensor data is read.\n"
+          "\n"
+          "  --json      the same as one JSON object (stable contract: docs/CLI.md)\n"
+          "  --summary   leave out the tensor table (text output only)\n"
+          "  --lenient   accept trailing bytes after the data (PAGEIN_OPEN_LENIENT)\n"
+          "\n"
+          "Exit status: 0 ok, 1 the file is invalid, 2 usage or I/O error.\n",
+          out);
+}
+
+static int inspect_main(int argc, char **argv) {
+    int json = 0, table = 1;
+    const char *path = NULL;
+    pagein_open_opts o = PAGEIN_OPEN_OPTS_INIT;
+    for (int i = 1; i < argc; i++) {
+        if (cli_is_help(argv[i])) {
+            usage(stdout);
+            return EXIT_OK;
+        } else if (strcmp(argv[i], "--json") == 0) {
+            json = 1;
+        } else if (strcmp(argv[i], "--summary") == 0) {
+            table = 0;
+        } else if (strcmp(argv[i], "--lenient") == 0) {
+            o.flags |= PAGEIN_OPEN_LENIENT;
+        } else if (argv[i][0] == '-' && argv[i][1]) {
+            cli_error("inspect", 0, "unknown option '%s'", argv[i]);
+            usage(stderr);
+            return EXIT_USAGE;
+        } else if (path) {
+            cli_error("inspect", 0, "one FILE only");
+            return EXIT_USAGE;
+        } else {
+            path = argv[i];
+        }
+    }
+    if (!path) {
+        usage(stderr);
+        return EXIT_USAGE;
+    }
+    pagein_file *f = NULL;
+    int rc = pagein_open(&f, path, &o);
+    if (rc < 0) {
+        cli_error("inspect", rc, "%s", path);
+        return rc > -4096 ? EXIT_USAGE : EXIT_INVALID; /* -errno: I/O */
+    }
+    if (json)
+        print_json(path, f, stdout);
+    else
+        print_text(path, f, table, stdout);
+    pagein_close(f);
+    if (fflush(stdout) != 0) return EXIT_USAGE;
+    return EXIT_OK;
+}
+
+CLI_COMMAND(inspect, "inspect", "print a model file's header and tensor table (--json)", inspect_main)

@@ -1,0 +1,43 @@
+/* inspect.h - format hooks for `pagein inspect` (cli/cmd_inspect.c).
+ *
+ * The inspect command prints what every format shares (summary, metadata,
+ * tensor table; the stable JSON contract in docs/CLI.md). A format adds
+ * its own output by registering a hook from its own file, e.g.
+ * cli/inspect_gguf.c:
+ *
+ *     static void gguf_summary(const pagein_file *f, FILE *out) { ... }
+ *     INSPECT_HOOK(gguf, PAGEIN_FORMAT_GGUF, "gguf", gguf_summary, gguf_json, NULL, NULL);
+ *
+ * Every callback is optional (NULL). JSON callbacks write complete
+ * `,"key":value` pairs (leading comma included) so they can only add keys,
+ * never break the document or the keys of the contract. */
+#ifndef PAGEIN_CLI_INSPECT_H
+#define PAGEIN_CLI_INSPECT_H
+
+#include "cli.h"
+
+struct inspect_hook {
+    pagein_format format;
+    const char *name; /* the "format" string in JSON and text, e.g. "gguf" */
+    /* extra lines after the common text summary */
+    void (*summary)(const pagein_file *f, FILE *out);
+    /* extra top-level JSON keys: writes ,"key":value pairs */
+    void (*json)(const pagein_file *f, FILE *out);
+    /* extra keys inside one tensor's JSON object: ,"key":value pairs */
+    void (*tensor_json)(const pagein_file *f, const pagein_tensor *t, FILE *out);
+    /* one metadata value as JSON; returns 1 if written, 0 to use the
+     * default rendering (strings, numbers, bools; arrays as
+     * {"type":"array","elem_type":N,"count":N}) */
+    int (*meta_json)(const pagein_file *f, const pagein_meta *m, FILE *out);
+};
+
+void inspect_register_hook(const struct inspect_hook *h);
+
+#define INSPECT_HOOK(id, fmt_, name_, summary_, json_, tensor_json_, meta_json_)                \
+    static const struct inspect_hook inspect_hook_##id = {fmt_, name_, summary_, json_,       \
+                                                          tensor_json_, meta_json_};          \
+    __attribute__((constructor)) static void inspect_reg_##id(void) {                        \
+        inspect_register_hook(&inspect_hook_##id);                                            \
+    }
+
+#endif

@@ -1,0 +1,98 @@
+/* data.h - private declarations of the training-data readers (src/data/).
+ * Never installed; used only by the files of src/data/ and the white-box tests. */
+#ifndef PAGEIN_DATA_H
+#define PAGEIN_DATA_H
+
+#include "../internal.h"
+
+#include <pthread.h>
+#include <stdatomic.h>
+
+/* ---- datasets (dataset.c) ---------------------------------------------- */
+enum { PI_DS_RECORDS = 1, PI_DS_MEGATRON = 2 };
+
+struct pi_ds_file {
+    char *path;
+    int fd;
+    uint64_t size;
+    uint64_t first; /* records: first sample id in this file */
+    uint64_t count; /* records: samples in this file */
+};
+
+struct pagein_dataset {
+    int kind;
+    size_t nfiles;
+    struct pi_ds_file *files;
+    uint64_t nsamples;
+    uint64_t record_bytes; /* records */
+    /* megatron: the whole validated .idx, decoded on access */
+    uint8_t *idx;
+    size_t idx_len;
+    uint32_t elem_bytes;
+};
+
+/* ---- a persistent crew of threads (crew.c) ------------------------------
+ * Like pi_parallel() but the threads live as long as the crew, so a reader
+ * issuing thousands of small batches does not create thousands of threads.
+ * Owned by one object, stopped and joined by pi_crew_stop. */
+struct pi_crew {
+    pthread_t *tids;
+    unsigned n; /* worker threads (the caller of run is one more) */
+    pthread_mutex_t mu;
+    pthread_cond_t go, done;
+    uint64_t gen;
+    unsigned busy;
+    int stop;
+    pi_item_fn fn;
+    void *ctx;
+    size_t nitems;
+    _Atomic size_t next;
+    _Atomic int rc;
+    char detail[1024];
+};
+/* Starts nthreads-1 workers (the calling thread of run is the last). */
+int pi_crew_start(struct pi_crew *c, unsigned nthreads);
+/* Runs fn(ctx, i) for i in [0, n); returns 0 or the first negative rc
+ * (its detail carried over). */
+int pi_crew_run(struct pi_crew *c, size_t n, pi_item_fn fn, void *ctx);
+void pi_crew_stop(struct pi_crew *c);
+
+/* ---- ranges (ranges.c) ---------------------------------------------------
+ * The plan: requests sorted by (file, offset, -length); each block is one
+ * read [off, off+len) of one file serving order[first .. first+count). */
+struct pi_rblock {
+    uint32_t file;
+    uint64_t off, len;
+    size_t first, count;
+};
+struct pi_rplan {
+    size_t *order; /* n request indexes, sorted */
+    struct pi_rblock *blocks;
+    size_t nblocks;
+    uint64_t bytes_read, bytes_wasted, bytes_requested;
+};
+/* Validates (zero length, file index, range against sizes[]) and plans.
+ * max_gap UINT64_MAX... see ranges.c. no_merge: merge only contained and
+ * duplicate requests. */
+int pi_ranges_plan(const pagein_range *r, size_t n, size_t nfds, const uint64_t *sizes, uint64_t max_gap,
+                   uint64_t max_block, int no_merge, struct pi_rplan *plan);
+void pi_rplan_free(struct pi_rplan *plan);
+/* Executes a plan with crew (or, when crew is NULL, pi_parallel at qd). */
+int pi_ranges_exec(const int *fds, const pagein_range *r, struct pi_rplan *plan, struct pi_crew *crew,
+                   unsigned qd);
+/* pread exactly len bytes (short read = PAGEIN_E_TRUNCATED). */
+int pi_pread_full(int fd, void *buf, uint64_t len, uint64_t off);
+
+/* ---- random numbers ---------------------------------------------------- */
+static inline uint64_t pi_splitmix64(uint64_t *s) {
+    uint64_t z = (*s += 0x9e3779b97f4a7c15ull);
+    z = (z ^ (z >> 30)) * 0xbf58476d1ce4e5b9ull;
+    z = (z ^ (z >> 27)) * 0x94d049bb133111ebull;
+    return z ^ (z >> 31);
+}
+/* Uniform in [0, n) (Lemire's multiply-shift; bias < n / 2^64). */
+static inline uint64_t pi_rand_below(uint64_t *s, uint64_t n) {
+    return (uint64_t)(((unsigned __int128)pi_splitmix64(s) * n) >> 64);
+}
+
+#endif

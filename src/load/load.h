@@ -1,0 +1,125 @@
+/* load.h - private declarations of the load engine (src/load/, src/io/
+ * strategy helpers). White-box tests include it; nothing outside the library
+ * depends on it. */
+#ifndef PAGEIN_LOAD_H
+#define PAGEIN_LOAD_H
+
+#include "../internal.h"
+
+#include <pthread.h>
+#include <stdatomic.h>
+
+/* ---- sharded safetensors index (index.c) -------------------------------- */
+struct pi_index_entry {
+    const char *name; /* decoded tensor name (arena), may contain NUL */
+    size_t name_len;
+    uint32_t shard;   /* index into shards[] */
+};
+
+struct pi_index {
+    char **shards;    /* unique shard file names, sorted (shard order) */
+    size_t nshards;
+    struct pi_index_entry *e; /* weight_map entries in index order */
+    size_t n;
+    uint64_t total_size;      /* metadata.total_size when present */
+    int has_total_size;
+    struct pi_arena arena;
+};
+
+void pi_index_init(struct pi_index *ix);
+void pi_index_free(struct pi_index *ix);
+/* Parses an index file image (untrusted). Returns 0, PAGEIN_E_BAD_JSON,
+ * PAGEIN_E_BAD_UTF8, PAGEIN_E_BAD_INDEX (no weight_map, non-string value,
+ * shard name with '/' or NUL), PAGEIN_E_DUPLICATE, PAGEIN_E_LIMIT or
+ * -ENOMEM. *ix must be initialised; free it on error too. */
+int pi_index_parse(const uint8_t *buf, size_t len, struct pi_index *ix);
+
+/* ---- GGUF split sets (format/, from the GGUF issue; see internal.h) ----- */
+int pi_gguf_split_paths(const char *path, char ***paths, size_t *n);
+void pi_gguf_split_free_paths(char **paths, size_t n);
+int pi_gguf_split_check(const pagein_file *const *files, size_t n);
+
+/* ---- auto strategy (auto.c) --------------------------------------------- */
+/* Facts the auto rule looks at; gathered by pi_auto_gather() or injected by
+ * tests. */
+struct pi_auto_facts {
+    uint32_t fs_magic;        /* statfs f_type of the first file */
+    char fs_type[64];         /* mountinfo type, e.g. "ext4", "fuse.sshfs" ("" unknown) */
+    int rotational;           /* 1 rotating disk, 0 not, -1 unknown */
+    uint64_t model_bytes;     /* sum of file sizes */
+    uint64_t mem_available;   /* MemAvailable, 0 unknown */
+};
+
+/* Returns 1 if the filesystem is network or FUSE (by magic or type name). */
+int pi_fs_is_remote(uint32_t magic, const char *fs_type);
+/* Fills facts for the files (paths[n]). Never fails: unknown facts stay 0/-1/"". */
+void pi_auto_gather(const char *const *paths, size_t n, struct pi_auto_facts *f);
+/* The rule. Writes a one-sentence reason into why (len bytes) and, when it
+ * chooses PREFETCH for a model larger than memory, a budget into *budget. */
+pagein_strategy pi_auto_decide(const struct pi_auto_facts *f, char *why, size_t len, uint64_t *budget);
+
+/* Files below this total size get READ from auto. */
+#define PI_AUTO_SMALL_BYTES (32ull << 20)
+
+/* ---- byte ranges paged in by the pool (populate.c) ---------------------- */
+enum pi_pop_method {
+    PI_POP_MADVISE = 0,   /* MADV_POPULATE_READ on the mapping */
+    PI_POP_PREAD = 1,     /* pread into a scratch buffer (fills the page cache), then map */
+    PI_POP_READAHEAD = 2, /* readahead() the chunk, then MADV_POPULATE_READ */
+};
+
+struct pi_range {
+    uint32_t file;
+    uint64_t off, len;
+};
+
+/* ---- the model ---------------------------------------------------------- */
+struct pi_pager;
+
+struct pagein_model {
+    pagein_file **files;
+    size_t nfiles;
+    struct pi_table tab;       /* merged table; tensor.file = index into files */
+    uint8_t **rbuf;            /* READ: per-file anonymous copy (NULL otherwise) */
+    size_t *rlen;              /* bytes mapped for rbuf[i] */
+    pagein_model_opts opts;
+    pagein_strategy strategy;
+    char why[256];
+    int32_t nlayers;
+    /* layer groups: group g = layer + 1, g in [0, nlayers + 1] */
+    const pagein_tensor **lt;  /* tensors in layer order */
+    size_t *lstart;            /* nlayers + 3 entries: group g is lt[lstart[g] .. lstart[g+1]) */
+    uint64_t *lbytes;          /* bytes per group */
+    enum pi_pop_method pop_method;
+    _Atomic int cancel;        /* set on close: in-flight paging stops early */
+    struct pi_pager *pager;
+};
+
+/* Pages ranges in (file ranges; merged and split into chunk_bytes chunks,
+ * run on opts.threads threads). Guarded: truncation gives
+ * PAGEIN_E_TRUNCATED naming the file and offset. */
+int pi_model_populate(pagein_model *m, struct pi_range *r, size_t n);
+/* Same with an explicit method (the pager always uses READAHEAD on a
+ * MADV_RANDOM mapping, which pages in exactly the ranges asked for). */
+int pi_model_populate_with(pagein_model *m, struct pi_range *r, size_t n, enum pi_pop_method method);
+/* Same, abandoning the work (PAGEIN_E_CANCELLED) once *cursor > group: the
+ * pager never keeps loading a layer the consumer has moved past. */
+int pi_model_populate_group(pagein_model *m, struct pi_range *r, size_t n, enum pi_pop_method method,
+                            _Atomic int32_t *cursor, int32_t group);
+/* Ranges of one layer group (g = layer + 1) into r (caller-allocated with
+ * room for the group's tensor count); returns the count. */
+size_t pi_model_group_ranges(const pagein_model *m, int32_t g, struct pi_range *r);
+/* Releases a group's pages (pager budget). */
+void pi_model_release_group(pagein_model *m, int32_t g);
+/* READ strategy: reads every file into anonymous memory. */
+int pi_model_read_all(pagein_model *m);
+/* Method from PAGEIN_POPULATE_METHOD (madvise|pread|readahead). */
+enum pi_pop_method pi_pop_method_from_env(void);
+
+/* ---- pager (pager.c) ---------------------------------------------------- */
+int pi_pager_start(pagein_model *m);
+void pi_pager_stop(pagein_model *m);
+int pi_pager_wait(pagein_model *m, int32_t g);
+int pi_pager_done(pagein_model *m, int32_t g);
+
+#endif

@@ -1,0 +1,540 @@
+/* model.c - models: one tensor table over one or many files.
+ *
+ * pagein_model_open() resolves what the path names (a single file, a sharded
+ * safetensors index, a GGUF split set, or a directory holding one of them),
+ * opens and validates every file with pagein_open(), checks the index
+ * against the shards, merges the tables into one (tensor.file = shard
+ * index; layer order is computed over all shards by pi_table_finish), and
+ * then applies the strategy (populate.c, pager.c, auto.c).
+ */
+#include "load.h"
+
+#include <dirent.h>
+#include <fcntl.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <sys/mman.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#define INDEX_MAX_BYTES (256u << 20)
+
+/* ---- path helpers ------------------------------------------------------- */
+
+static int ends_with(const char *s, const char *suf) {
+    size_t n = strlen(s), k = strlen(suf);
+    return n >= k && strcmp(s + n - k, suf) == 0;
+}
+
+static char *join(const char *dir, const char *name) {
+    size_t a = strlen(dir), b = strlen(name);
+    char *p = pi_malloc(a + b + 2);
+    if (!p) return NULL;
+    memcpy(p, dir, a);
+    p[a] = '/';
+    memcpy(p + a + 1, name, b + 1);
+    return p;
+}
+
+static char *dir_of(const char *path) {
+    const char *s = strrchr(path, '/');
+    if (!s) return pi_strndup(".", 1);
+    if (s == path) return pi_strndup("/", 1);
+    return pi_strndup(path, (size_t)(s - path));
+}
+
+static int read_small(const char *path, uint8_t **out, size_t *len) {
+    int fd = open(path, O_RDONLY | O_CLOEXEC);
+    if (fd < 0) return pi_err(-errno, "%s: cannot open: %s", path, strerror(errno));
+    struct stat st;
+    int rc = 0;
+    uint8_t *buf = NULL;
+    if (fstat(fd, &st) < 0) {
+        rc = pi_err(-errno, "%s: cannot stat: %s", path, strerror(errno));
+        goto out;
+    }
+    if (!S_ISREG(st.st_mode)) {
+        rc = pi_err(-EINVAL, "%s: not a regular file", path);
+        goto out;
+    }
+    if ((uint64_t)st.st_size > INDEX_MAX_BYTES) {
+        rc = pi_err(PAGEIN_E_LIMIT, "%s: index of %lld bytes (limit %u)", path, (long long)st.st_size,
+                    INDEX_MAX_BYTES);
+        goto out;
+    }
+    size_t n = (size_t)st.st_size, got = 0;
+    buf = pi_malloc(n + 1);
+    if (!buf) {
+        rc = pi_err(-ENOMEM, "%s: out of memory", path);
+        goto out;
+    }
+    while (got < n) {
+        ssize_t r = read(fd, buf + got, n - got);
+        if (r < 0 && errno == EINTR) continue;
+        if (r < 0) {
+            rc = pi_err(-errno, "%s: read failed: %s", path, strerror(errno));
+            goto out;
+        }
+        if (r == 0) break;
+        got += (size_t)r;
+    }
+    *out = buf;
+    *len = got;
+    buf = NULL;
+out:
+    pi_free(buf);
+    close(fd);
+    return rc;
+}
+
+/* ---- what a path names -------------------------------------------------- */
+
+enum kind { K_SINGLE, K_INDEX, K_GGUF };
+
+struct target {
+    enum kind kind;
+    char *path; /* the file to start from (index, single file, any GGUF shard) */
+};
+
+static int resolve_dir(const char *dir, struct target *t) {
+    DIR *d = opendir(dir);
+    if (!d) return pi_err(-errno, "%s: cannot open directory: %s", dir, strerror(errno));
+    char *idx = NULL, *st = NULL, *gg = NULL;
+    int nidx = 0, nst = 0, ngg = 0, ngg_split = 0;
+    char first_other[2][256] = {"", ""};
+    struct dirent *e;
+    int rc = 0;
+    while ((e = readdir(d))) {
+        const char *n = e->d_name;
+        if (n[0] == '.') continue;
+        char **slot = NULL;
+        if (ends_with(n, ".safetensors.index.json")) nidx++, slot = &idx;
+        else if (ends_with(n, ".safetensors")) nst++, slot = &st;
+        else if (ends_with(n, ".gguf")) {
+            ngg++, slot = &gg;
+            size_t l = strlen(n);
+            /* PREFIX-00001-of-0000N.gguf */
+            if (l > 20 && memcmp(n + l - 14, "-of-", 4) == 0 && n[l - 20] == '-') ngg_split++;
+        } else continue;
+        if (*slot == NULL || strcmp(n, *slot) < 0) {
+            /* keep the smallest name: for split sets that is shard 00001 */
+            if (*slot) snprintf(first_other[slot == &st], sizeof first_other[0], "%s", *slot);
+            pi_free(*slot);
+            *slot = pi_strndup(n, strlen(n));
+            if (!*slot) {
+                rc = pi_err(-ENOMEM, "out of memory");
+                goto out;
+            }
+        } else {
+            snprintf(first_other[slot == &st], sizeof first_other[0], "%s", n);
+        }
+    }
+    if (nidx > 1) {
+        rc = pi_err(PAGEIN_E_INVALID, "%s: holds %d sharded indexes; name one", dir, nidx);
+    } else if (nidx == 1) {
+        t->kind = K_INDEX;
+        t->path = join(dir, idx);
+    } else if (nst == 1 && ngg == 0) {
+        t->kind = K_SINGLE;
+        t->path = join(dir, st);
+    } else if (nst == 0 && ngg >= 1 && (ngg == 1 || ngg_split == ngg)) {
+        t->kind = K_GGUF;
+        t->path = join(dir, gg);
+    } else if (nst + ngg == 0) {
+        rc = pi_err(PAGEIN_E_NOT_FOUND, "%s: no .safetensors, .safetensors.index.json or .gguf file", dir);
+    } else {
+        rc = pi_err(PAGEIN_E_INVALID, "%s: holds several models (%d safetensors, %d GGUF files); name one",
+                    dir, nst, ngg);
+    }
+    if (rc == 0 && !t->path) rc = pi_err(-ENOMEM, "out of memory");
+out:
+    pi_free(idx);
+    pi_free(st);
+    pi_free(gg);
+    closedir(d);
+    return rc;
+}
+
+static int resolve(const char *path, struct target *t) {
+    struct stat s;
+    if (stat(path, &s) < 0) return pi_err(-errno, "%s: %s", path, strerror(errno));
+    if (S_ISDIR(s.st_mode)) return resolve_dir(path, t);
+    t->path = pi_strndup(path, strlen(path));
+    if (!t->path) return pi_err(-ENOMEM, "out of memory");
+    if (ends_with(path, ".json")) t->kind = K_INDEX;
+    else if (ends_with(path, ".gguf")) t->kind = K_GGUF;
+    else t->kind = K_SINGLE;
+    return 0;
+}
+
+/* ---- opening the files -------------------------------------------------- */
+
+static int add_file(pagein_model *m, const char *path) {
+    pagein_open_opts o = PAGEIN_OPEN_OPTS_INIT;
+    o.flags = m->opts.open_flags;
+    pagein_file *f;
+    FORWARD_IF(pagein_open(&f, path, &o));
+    pagein_file **nf = pi_realloc(m->files, (m->nfiles + 1) * sizeof *nf);
+    if (!nf) {
+        pagein_close(f);
+        return pi_err(-ENOMEM, "out of memory");
+    }
+    m->files = nf;
+    m->files[m->nfiles++] = f;
+    return 0;
+}
+
+static int open_index(pagein_model *m, const char *path) {
+    uint8_t *buf = NULL;
+    size_t len = 0;
+    struct pi_index ix;
+    pi_index_init(&ix);
+    char *dir = NULL;
+    int rc = read_small(path, &buf, &len);
+    if (rc < 0) goto out;
+    rc = pi_index_parse(buf, len, &ix);
+    if (rc < 0) {
+        pi_err_prefix(path);
+        goto out;
+    }
+    if (ix.nshards == 0) {
+        rc = pi_err(PAGEIN_E_BAD_INDEX, "%s: weight_map is empty", path);
+        goto out;
+    }
+    dir = dir_of(path);
+    if (!dir) {
+        rc = pi_err(-ENOMEM, "out of memory");
+        goto out;
+    }
+    for (size_t i = 0; i < ix.nshards; i++) {
+        char *sp = join(dir, ix.shards[i]);
+        if (!sp) {
+            rc = pi_err(-ENOMEM, "out of memory");
+            goto out;
+        }
+        rc = add_file(m, sp);
+        pi_free(sp);
+        if (rc < 0) goto out;
+    }
+    /* every entry must exist in the shard it names */
+    for (size_t i = 0; i < ix.n; i++) {
+        const struct pi_index_entry *e = &ix.e[i];
+        if (!pagein_tensor_find(m->files[e->shard], e->name, e->name_len)) {
+            rc = pi_err(PAGEIN_E_BAD_INDEX, "%s: weight_map puts '%s' in %s, which has no such tensor", path,
+                        e->name, ix.shards[e->shard]);
+            goto out;
+        }
+    }
+    /* and every tensor of a shard must be listed there (else the index and
+     * the shards disagree about which file holds it) */
+    size_t total = 0;
+    for (size_t s = 0; s < m->nfiles; s++) total += pagein_tensor_count(m->files[s]);
+    if (total != ix.n) {
+        for (size_t s = 0; s < m->nfiles; s++)
+            for (size_t k = 0; k < pagein_tensor_count(m->files[s]); k++) {
+                const pagein_tensor *t = pagein_tensor_at(m->files[s], k);
+                int found = 0;
+                for (size_t i = 0; i < ix.n && !found; i++)
+                    found = ix.e[i].shard == s && ix.e[i].name_len == t->name_len &&
+                            memcmp(ix.e[i].name, t->name, t->name_len) == 0;
+                if (!found) {
+                    rc = pi_err(PAGEIN_E_BAD_INDEX, "%s: %s holds tensor '%s', which weight_map does not list there",
+                                path, ix.shards[s], t->name);
+                    goto out;
+                }
+            }
+    }
+out:
+    pi_free(dir);
+    pi_free(buf);
+    pi_index_free(&ix);
+    return rc;
+}
+
+static int open_gguf(pagein_model *m, const char *path) {
+    char **paths = NULL;
+    size_t n = 0;
+    int rc = pi_gguf_split_paths(path, &paths, &n);
+    if (rc < 0) {
+        pi_err_prefix(path);
+        return rc;
+    }
+    if (rc == 0) return add_file(m, path);
+    for (size_t i = 0; i < n && rc >= 0; i++) rc = add_file(m, paths[i]);
+    pi_gguf_split_free_paths(paths, n);
+    if (rc < 0) return rc;
+    return pi_gguf_split_check((const pagein_file *const *)m->files, m->nfiles);
+}
+
+/* ---- one table over every file ------------------------------------------ */
+
+static int merge(pagein_model *m) {
+    struct pi_table *t = &m->tab;
+    for (size_t s = 0; s < m->nfiles; s++) {
+        const pagein_file *f = m->files[s];
+        for (size_t k = 0; k < f->tab.n; k++) {
+            const pagein_tensor *src = &f->tab.t[k];
+            pagein_tensor *r = pi_table_add(t, src->name, src->name_len, src->dtype, src->ndim, src->shape,
+                                            src->offset, src->nbytes);
+            if (!r) return pi_err(-ENOMEM, "out of memory");
+            r->nelements = src->nelements;
+            r->flags = src->flags;
+        }
+    }
+    t->format = m->nfiles ? m->files[0]->tab.format : PAGEIN_FORMAT_UNKNOWN;
+    /* file index: tensors were added in shard order */
+    int rc = pi_table_finish(t, NULL);
+    if (rc < 0) return rc;
+    size_t k = 0;
+    for (size_t s = 0; s < m->nfiles; s++)
+        for (size_t j = 0; j < m->files[s]->tab.n; j++, k++) {
+            t->t[k].file = (uint32_t)s;
+            t->t[k].data = m->files[s]->base + t->t[k].offset;
+        }
+    return 0;
+}
+
+/* Layer groups: g = layer + 1; g = 0 leading globals, 1..L numbered
+ * layers, L + 1 trailing globals. by_layer already sorts by
+ * (leading/numbered/trailing, layer, index). */
+static int build_groups(pagein_model *m) {
+    struct pi_table *t = &m->tab;
+    int32_t L = 0;
+    for (size_t i = 0; i < t->n; i++)
+        if (t->t[i].layer >= 0 && t->t[i].layer + 1 > L) L = t->t[i].layer + 1;
+    m->nlayers = L;
+    size_t ng = (size_t)L + 2;
+    m->lt = pi_malloc((t->n ? t->n : 1) * sizeof *m->lt);
+    m->lstart = pi_calloc(ng + 1, sizeof *m->lstart);
+    m->lbytes = pi_calloc(ng, sizeof *m->lbytes);
+    if (!m->lt || !m->lstart || !m->lbytes) return pi_err(-ENOMEM, "out of memory");
+    size_t *count = pi_calloc(ng, sizeof *count);
+    if (!count) return pi_err(-ENOMEM, "out of memory");
+    for (size_t i = 0; i < t->n; i++) {
+        const pagein_tensor *r = &t->t[t->by_layer[i]];
+        size_t g;
+        if (r->layer >= 0) {
+            g = (size_t)r->layer + 1;
+        } else {
+            int tail = 0;
+            pagein_layer_from_name(r->name, r->name_len, &tail);
+            g = tail ? ng - 1 : 0;
+        }
+        count[g]++;
+        m->lbytes[g] += r->nbytes;
+    }
+    for (size_t g = 0; g < ng; g++) m->lstart[g + 1] = m->lstart[g] + count[g];
+    memset(count, 0, ng * sizeof *count);
+    for (size_t i = 0; i < t->n; i++) {
+        const pagein_tensor *r = &t->t[t->by_layer[i]];
+        size_t g;
+        if (r->layer >= 0) {
+            g = (size_t)r->layer + 1;
+        } else {
+            int tail = 0;
+            pagein_layer_from_name(r->name, r->name_len, &tail);
+            g = tail ? ng - 1 : 0;
+        }
+        m->lt[m->lstart[g] + count[g]++] = r;
+    }
+    pi_free(count);
+    return 0;
+}
+
+/* ---- hints and mlock ---------------------------------------------------- */
+
+static void apply_hints(pagein_model *m) {
+    uint32_t h = m->opts.hints;
+    for (size_t s = 0; s < m->nfiles; s++) {
+        pagein_file *f = m->files[s];
+        if (!f->mapped || !f->len) continue;
+        void *b = (void *)f->base;
+        if (h & PAGEIN_HINT_SEQUENTIAL) madvise(b, f->len, MADV_SEQUENTIAL);
+        if (h & PAGEIN_HINT_RANDOM) madvise(b, f->len, MADV_RANDOM);
+        if (h & PAGEIN_HINT_HUGEPAGE) madvise(b, f->len, MADV_HUGEPAGE);
+        if (h & PAGEIN_HINT_WILLNEED) madvise(b, f->len, MADV_WILLNEED);
+    }
+}
+
+#include <sys/resource.h>
+
+static int lock_tensors(pagein_model *m) {
+    long pg = sysconf(_SC_PAGESIZE);
+    for (size_t i = 0; i < m->opts.n_mlock; i++) {
+        const char *name = m->opts.mlock_tensors[i];
+        if (!name) continue;
+        const pagein_tensor *t = pi_table_find(&m->tab, name, strlen(name));
+        RETURN_IF(!t, PAGEIN_E_NOT_FOUND, "mlock: no tensor named '%s'", name);
+        if (!t->nbytes) continue;
+        /* make it resident first, guarded, so mlock never faults a truncated page */
+        const pagein_tensor *one[1] = {t};
+        FORWARD_IF(pagein_model_load_tensors(m, one, 1));
+        uintptr_t a = (uintptr_t)t->data & ~(uintptr_t)(pg - 1);
+        uintptr_t e = ((uintptr_t)t->data + t->nbytes + (uintptr_t)pg - 1) & ~(uintptr_t)(pg - 1);
+        if (mlock((void *)a, e - a) < 0) {
+            int err = errno;
+            struct rlimit rl = {0, 0};
+            getrlimit(RLIMIT_MEMLOCK, &rl);
+            if (err == ENOMEM || err == EPERM || err == EAGAIN) {
+                char lim[32];
+                if (rl.rlim_cur == RLIM_INFINITY) snprintf(lim, sizeof lim, "unlimited");
+                else snprintf(lim, sizeof lim, "%llu bytes", (unsigned long long)rl.rlim_cur);
+                return pi_err(PAGEIN_E_MEMLOCK,
+                              "mlock of tensor '%s' (%llu bytes) failed: %s; RLIMIT_MEMLOCK is %s "
+                              "(raise it with `ulimit -l` or grant CAP_IPC_LOCK)",
+                              name, (unsigned long long)(e - a), strerror(err), lim);
+            }
+            return pi_err(-err, "mlock of tensor '%s' failed: %s", name, strerror(err));
+        }
+    }
+    return 0;
+}
+
+/* ---- open / close ------------------------------------------------------- */
+
+int pagein_model_open(pagein_model **out, const char *path, const pagein_model_opts *opts) {
+    pi_err_clear();
+    if (!out || !path) return pi_err(PAGEIN_E_INVALID, "pagein_model_open: NULL argument");
+    pagein_model *m = pi_calloc(1, sizeof *m);
+    if (!m) return pi_err(-ENOMEM, "out of memory");
+    pagein_model_opts def = PAGEIN_MODEL_OPTS_INIT;
+    m->opts = def;
+    if (opts) {
+        size_t n = opts->size < sizeof def ? opts->size : sizeof def;
+        if (n < sizeof(size_t)) {
+            pi_free(m);
+            return pi_err(PAGEIN_E_INVALID, "pagein_model_opts.size is %zu", opts->size);
+        }
+        memcpy(&m->opts, opts, n);
+        m->opts.size = sizeof def;
+    }
+    pi_table_init(&m->tab);
+    m->pop_method = pi_pop_method_from_env();
+    struct target tg = {K_SINGLE, NULL};
+    int rc = 0;
+    if (m->opts.strategy < PAGEIN_STRATEGY_AUTO || m->opts.strategy > PAGEIN_STRATEGY_READ) {
+        rc = pi_err(PAGEIN_E_INVALID, "unknown strategy %d", (int)m->opts.strategy);
+        goto fail;
+    }
+    rc = resolve(path, &tg);
+    if (rc < 0) goto fail;
+    switch (tg.kind) {
+    case K_INDEX: rc = open_index(m, tg.path); break;
+    case K_GGUF: rc = open_gguf(m, tg.path); break;
+    default: rc = add_file(m, tg.path); break;
+    }
+    if (rc < 0) goto fail;
+    rc = merge(m);
+    if (rc < 0) goto fail;
+    rc = build_groups(m);
+    if (rc < 0) goto fail;
+
+    m->strategy = m->opts.strategy;
+    if (m->strategy == PAGEIN_STRATEGY_AUTO) {
+        struct pi_auto_facts facts;
+        const char **paths = pi_malloc(m->nfiles * sizeof *paths);
+        if (!paths) {
+            rc = pi_err(-ENOMEM, "out of memory");
+            goto fail;
+        }
+        for (size_t i = 0; i < m->nfiles; i++) paths[i] = m->files[i]->path;
+        pi_auto_gather(paths, m->nfiles, &facts);
+        pi_free(paths);
+        uint64_t budget = 0;
+        m->strategy = pi_auto_decide(&facts, m->why, sizeof m->why, &budget);
+        if (budget && !m->opts.budget_bytes) m->opts.budget_bytes = budget;
+    } else {
+        snprintf(m->why, sizeof m->why, "%s was asked for", pagein_strategy_name(m->strategy));
+    }
+
+    apply_hints(m);
+    switch (m->strategy) {
+    case PAGEIN_STRATEGY_POPULATE: rc = pagein_model_load_tensors(m, NULL, 0); break;
+    case PAGEIN_STRATEGY_READ: rc = pi_model_read_all(m); break;
+    case PAGEIN_STRATEGY_PREFETCH: rc = pi_pager_start(m); break;
+    default: break;
+    }
+    if (rc < 0) goto fail;
+    if ((m->opts.hints & PAGEIN_HINT_PRELOAD) && m->strategy != PAGEIN_STRATEGY_READ &&
+        m->strategy != PAGEIN_STRATEGY_POPULATE) {
+        rc = pagein_layer_wait(m, -1);
+        if (rc >= 0 && m->nlayers > 0) rc = pagein_layer_wait(m, 0);
+        if (rc < 0) goto fail;
+    }
+    rc = lock_tensors(m);
+    if (rc < 0) goto fail;
+    pi_free(tg.path);
+    *out = m;
+    return 0;
+fail:
+    pi_free(tg.path);
+    pagein_model_close(m);
+    return rc;
+}
+
+void pagein_model_close(pagein_model *m) {
+    if (!m) return;
+    pi_pager_stop(m);
+    for (size_t i = 0; i < m->nfiles; i++) {
+        if (m->rbuf && m->rbuf[i]) munmap(m->rbuf[i], m->rlen[i]);
+        pagein_close(m->files[i]);
+    }
+    pi_free(m->rbuf);
+    pi_free(m->rlen);
+    pi_free(m->files);
+    pi_table_free(&m->tab);
+    pi_free(m->lt);
+    pi_free(m->lstart);
+    pi_free(m->lbytes);
+    pi_free(m);
+}
+
+/* ---- accessors ---------------------------------------------------------- */
+
+size_t pagein_model_file_count(const pagein_model *m) { return m ? m->nfiles : 0; }
+
+const pagein_file *pagein_model_file(const pagein_model *m, size_t i) {
+    return m && i < m->nfiles ? m->files[i] : NULL;
+}
+
+size_t pagein_model_tensor_count(const pagein_model *m) { return m ? m->tab.n : 0; }
+
+const pagein_tensor *pagein_model_tensor_at(const pagein_model *m, size_t i) {
+    return m && i < m->tab.n ? &m->tab.t[i] : NULL;
+}
+
+const pagein_tensor *pagein_model_tensor_by_layer(const pagein_model *m, size_t i) {
+    return m && i < m->tab.n ? m->lt[i] : NULL;
+}
+
+const pagein_tensor *pagein_model_tensor_get(const pagein_model *m, const char *name) {
+    return m && name ? pi_table_find(&m->tab, name, strlen(name)) : NULL;
+}
+
+int32_t pagein_model_layer_count(const pagein_model *m) { return m ? m->nlayers : 0; }
+
+size_t pagein_model_layer_tensors(const pagein_model *m, int32_t layer, const pagein_tensor *const **out) {
+    if (out) *out = NULL;
+    if (!m || layer < -1 || layer > m->nlayers) return 0;
+    size_t g = (size_t)(layer + 1);
+    if (out) *out = m->lt + m->lstart[g];
+    return m->lstart[g + 1] - m->lstart[g];
+}
+
+pagein_strategy pagein_model_strategy(const pagein_model *m, const char **why) {
+    if (why) *why = m ? m->why : "";
+    return m ? m->strategy : PAGEIN_STRATEGY_AUTO;
+}
+
+static const char *const snames[] = {"auto", "lazy", "populate", "prefetch", "read"};
+
+const char *pagein_strategy_name(pagein_strategy s) {
+    return (unsigned)s < PI_ARRAY_LEN(snames) ? snames[s] : "unknown";
+}
+
+int pagein_strategy_from_name(const char *name) {
+    if (!name) return -1;
+    for (size_t i = 0; i < PI_ARRAY_LEN(snames); i++)
+        if (strcmp(name, snames[i]) == 0) return (int)i;
+    return -1;
+}

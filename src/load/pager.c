@@ -1,0 +1,253 @@
+/* pager.c - the prefetch pager and the layer cursor.
+ *
+ * Layers are walked as groups g = layer + 1: g = 0 leading globals
+ * (embeddings), 1..L the numbered layers, L + 1 trailing globals (final
+ * norm, head). One background thread, owned by the model and joined in
+ * pagein_model_close(), keeps groups [cursor, cursor + ahead] resident,
+ * lowest first, loading each with the parallel chunked populate so the
+ * device sees a deep queue even though groups are taken one at a time.
+ *
+ * The consumer moves the cursor: pagein_layer_wait(i) sets it to at least
+ * i's group and returns once that group is resident. The pager always works
+ * on the lowest missing group at or after the cursor, and abandons a group
+ * as soon as the cursor moves past it (its remaining chunks are skipped), so
+ * a wait for the cursor group starts it at once. A wait for a group behind
+ * the cursor (re-reading a released layer) is loaded by the waiting thread
+ * itself. pagein_layer_done(i) moves the cursor past i and, with a budget,
+ * releases i's pages (pi_model_release_group).
+ *
+ * Budget: the pager does not start a group ahead of the cursor while
+ * resident + group bytes would exceed the budget; the cursor group itself is
+ * never refused (the consumer is waiting for it). So the bytes it holds
+ * never exceed budget + one group.
+ *
+ * Exact residency: the mappings get MADV_RANDOM (no read-around on faults,
+ * no async readahead) and the pager asks for exactly the groups' ranges with
+ * readahead() + MADV_POPULATE_READ. With a budget, pages of the data
+ * sections that nobody maps are dropped after every group (trim()).
+ */
+#include "load.h"
+
+#include <fcntl.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <sys/mman.h>
+#include <unistd.h>
+
+enum { G_NONE = 0, G_LOADING, G_RESIDENT, G_RELEASED, G_FAILED };
+
+struct pi_pager {
+    pthread_t tid;
+    int started;
+    pthread_mutex_t mu;
+    pthread_cond_t cv;
+    int stop;
+    int32_t ng;
+    uint8_t *state;
+    int *gerr;
+    _Atomic int32_t cursor; /* written under mu; read without it by populate */
+    unsigned ahead;
+    uint64_t budget, resident;
+    char errmsg[512];
+    uint64_t *gbytes;
+};
+
+static void trim(pagein_model *m) {
+    uint64_t ps = (uint64_t)sysconf(_SC_PAGESIZE);
+    for (size_t i = 0; i < m->nfiles; i++) {
+        pagein_file *f = m->files[i];
+        uint64_t a = pi_align_up(f->tab.data_start, ps);
+        if (f->mapped && a < f->len) posix_fadvise(f->fd, (off_t)a, (off_t)(f->len - a), POSIX_FADV_DONTNEED);
+    }
+}
+
+/* Loads group g (state already LOADING, bytes already counted), without
+ * the lock. The pager's own loads stop when the cursor passes g. */
+static int load_group(pagein_model *m, int32_t g, int by_pager) {
+    size_t n = m->lstart[g + 1] - m->lstart[g];
+    struct pi_range *r = pi_malloc((n ? n : 1) * sizeof *r);
+    if (!r) return pi_err(-ENOMEM, "out of memory");
+    size_t k = pi_model_group_ranges(m, g, r);
+    int rc;
+    if (m->pager)
+        rc = pi_model_populate_group(m, r, k, PI_POP_READAHEAD, by_pager ? &m->pager->cursor : NULL, g);
+    else
+        rc = pi_model_populate(m, r, k);
+    pi_free(r);
+    return rc;
+}
+
+static void finish(struct pi_pager *p, int32_t g, int rc) {
+    pthread_mutex_lock(&p->mu);
+    if (rc == PAGEIN_E_CANCELLED) {
+        p->state[g] = G_NONE;
+        p->resident -= p->gbytes[g];
+    } else if (rc < 0) {
+        p->state[g] = G_FAILED;
+        p->gerr[g] = rc;
+        p->resident -= p->gbytes[g];
+        snprintf(p->errmsg, sizeof p->errmsg, "%s", pagein_last_error_detail());
+    } else {
+        p->state[g] = G_RESIDENT;
+    }
+    pthread_cond_broadcast(&p->cv);
+    pthread_mutex_unlock(&p->mu);
+}
+
+static void *pager_main(void *arg) {
+    pagein_model *m = arg;
+    struct pi_pager *p = m->pager;
+    pthread_mutex_lock(&p->mu);
+    while (!p->stop) {
+        int32_t cur = atomic_load(&p->cursor), g = -1;
+        int32_t hi = cur + (int32_t)p->ahead;
+        if (hi > p->ng - 1) hi = p->ng - 1;
+        for (int32_t k = cur; k <= hi; k++)
+            if (p->state[k] == G_NONE || p->state[k] == G_RELEASED) {
+                g = k;
+                break;
+            }
+        if (g < 0 || (p->budget && g != cur && p->resident + p->gbytes[g] > p->budget)) {
+            pthread_cond_wait(&p->cv, &p->mu);
+            continue;
+        }
+        p->state[g] = G_LOADING;
+        p->resident += p->gbytes[g];
+        pthread_mutex_unlock(&p->mu);
+        int rc = load_group(m, g, 1);
+        finish(p, g, rc);
+        if (p->budget) trim(m);
+        pthread_mutex_lock(&p->mu);
+    }
+    pthread_mutex_unlock(&p->mu);
+    return NULL;
+}
+
+int pi_pager_start(pagein_model *m) {
+    struct pi_pager *p = pi_calloc(1, sizeof *p);
+    if (!p) return pi_err(-ENOMEM, "out of memory");
+    p->ng = m->nlayers + 2;
+    p->state = pi_calloc((size_t)p->ng, 1);
+    p->gerr = pi_calloc((size_t)p->ng, sizeof *p->gerr);
+    p->gbytes = m->lbytes;
+    p->ahead = m->opts.prefetch_ahead ? m->opts.prefetch_ahead : 2;
+    p->budget = m->opts.budget_bytes;
+    atomic_init(&p->cursor, 0);
+    if (!p->state || !p->gerr) {
+        pi_free(p->state);
+        pi_free(p->gerr);
+        pi_free(p);
+        return pi_err(-ENOMEM, "out of memory");
+    }
+    pthread_mutex_init(&p->mu, NULL);
+    pthread_cond_init(&p->cv, NULL);
+    m->pager = p;
+    for (size_t i = 0; i < m->nfiles; i++) {
+        pagein_file *f = m->files[i];
+        if (!f->mapped || !f->len) continue;
+        if (!(m->opts.hints & PAGEIN_HINT_SEQUENTIAL)) {
+            madvise((void *)f->base, f->len, MADV_RANDOM);
+            posix_fadvise(f->fd, 0, 0, POSIX_FADV_RANDOM);
+        }
+        if (p->budget) {
+            uint64_t ps = (uint64_t)sysconf(_SC_PAGESIZE);
+            uint64_t a = pi_align_up(f->tab.data_start, ps);
+            if (a < f->len) madvise((void *)(f->base + a), f->len - a, MADV_DONTNEED);
+        }
+    }
+    if (p->budget) trim(m);
+    int e = pthread_create(&p->tid, NULL, pager_main, m);
+    if (e) return pi_err(-e, "cannot start the prefetch thread: %s", strerror(e));
+    p->started = 1;
+    return 0;
+}
+
+void pi_pager_stop(pagein_model *m) {
+    struct pi_pager *p = m->pager;
+    if (!p) return;
+    atomic_store(&m->cancel, 1);
+    pthread_mutex_lock(&p->mu);
+    p->stop = 1;
+    pthread_cond_broadcast(&p->cv);
+    pthread_mutex_unlock(&p->mu);
+    if (p->started) pthread_join(p->tid, NULL);
+    pthread_mutex_destroy(&p->mu);
+    pthread_cond_destroy(&p->cv);
+    pi_free(p->state);
+    pi_free(p->gerr);
+    pi_free(p);
+    m->pager = NULL;
+}
+
+int pi_pager_wait(pagein_model *m, int32_t g) {
+    struct pi_pager *p = m->pager;
+    pthread_mutex_lock(&p->mu);
+    if (g > atomic_load(&p->cursor)) {
+        atomic_store(&p->cursor, g);
+        pthread_cond_broadcast(&p->cv);
+    }
+    for (;;) {
+        uint8_t s = p->state[g];
+        if (s == G_RESIDENT) break;
+        if (s == G_FAILED) {
+            int rc = p->gerr[g];
+            p->state[g] = G_NONE; /* a later wait retries */
+            pthread_mutex_unlock(&p->mu);
+            return pi_err(rc, "%s", p->errmsg);
+        }
+        if (s == G_LOADING || (g >= atomic_load(&p->cursor) && !p->stop)) {
+            /* the pager is on it, or will take it next (it is the lowest
+             * missing group at the cursor) */
+            pthread_cond_wait(&p->cv, &p->mu);
+            continue;
+        }
+        /* behind the cursor: load it on this thread */
+        p->state[g] = G_LOADING;
+        p->resident += p->gbytes[g];
+        pthread_mutex_unlock(&p->mu);
+        finish(p, g, load_group(m, g, 0));
+        pthread_mutex_lock(&p->mu);
+    }
+    pthread_mutex_unlock(&p->mu);
+    return 0;
+}
+
+int pi_pager_done(pagein_model *m, int32_t g) {
+    struct pi_pager *p = m->pager;
+    pthread_mutex_lock(&p->mu);
+    int32_t next = g + 1 < p->ng ? g + 1 : p->ng - 1;
+    if (next > atomic_load(&p->cursor)) atomic_store(&p->cursor, next);
+    int release = p->budget && p->state[g] == G_RESIDENT;
+    if (release) p->state[g] = G_RELEASED; /* bytes still counted until released */
+    pthread_cond_broadcast(&p->cv);
+    pthread_mutex_unlock(&p->mu);
+    if (release) {
+        pi_model_release_group(m, g);
+        pthread_mutex_lock(&p->mu);
+        p->resident -= p->gbytes[g];
+        pthread_cond_broadcast(&p->cv);
+        pthread_mutex_unlock(&p->mu);
+    }
+    return 0;
+}
+
+/* ---- public cursor ------------------------------------------------------ */
+
+int pagein_layer_wait(pagein_model *m, int32_t layer) {
+    if (!m) return pi_err(PAGEIN_E_INVALID, "pagein_layer_wait: NULL model");
+    RETURN_IF(layer < -1 || layer > m->nlayers, PAGEIN_E_RANGE, "layer %d outside [-1, %d]", layer, m->nlayers);
+    int32_t g = layer + 1;
+    if (m->pager) return pi_pager_wait(m, g);
+    if (m->strategy == PAGEIN_STRATEGY_READ || m->strategy == PAGEIN_STRATEGY_POPULATE) return 0;
+    /* lazy: page the layer in now, in parallel */
+    return load_group(m, g, 0);
+}
+
+int pagein_layer_done(pagein_model *m, int32_t layer) {
+    if (!m) return pi_err(PAGEIN_E_INVALID, "pagein_layer_done: NULL model");
+    RETURN_IF(layer < -1 || layer > m->nlayers, PAGEIN_E_RANGE, "layer %d outside [-1, %d]", layer, m->nlayers);
+    int32_t g = layer + 1;
+    if (m->pager) return pi_pager_done(m, g);
+    if (m->opts.budget_bytes && m->strategy != PAGEIN_STRATEGY_READ) pi_model_release_group(m, g);
+    return 0;
+}

@@ -1,0 +1,366 @@
+/* populate.c - making byte ranges of a model resident, in parallel.
+ *
+ * One cold stream (a single thread faulting or read()ing) keeps one request
+ * in flight and runs at a third of what the disk delivers
+ * (specs/LINUX-IO.md). So ranges are merged, cut into chunks of a few MiB
+ * and handed to pi_parallel() threads, each of which pages its chunk in with
+ * one of three methods (PAGEIN_POPULATE_METHOD=madvise|pread|readahead;
+ * `pagein bench load` measures them, docs/LOADING.md records the choice):
+ *
+ *  - madvise:   MADV_POPULATE_READ on the mapping. Faults the pages in and
+ *               maps them; beyond end of file it returns EFAULT instead of
+ *               raising SIGBUS, so a file truncated underneath is reported
+ *               as PAGEIN_E_TRUNCATED.
+ *  - pread:     pread() into a per-thread scratch buffer (fills the page
+ *               cache with one large request), then MADV_POPULATE_READ maps
+ *               the now cached pages.
+ *  - readahead: readahead() of the chunk (queues the whole chunk at once),
+ *               then MADV_POPULATE_READ waits for and maps it.
+ *
+ * Nothing here ever touches a mapped page directly, so no path can SIGBUS.
+ *
+ * The READ strategy (pi_model_read_all) lives here too: parallel pread of
+ * large chunks into hugepage-advised anonymous memory, optionally O_DIRECT.
+ */
+#include "load.h"
+
+#include <fcntl.h>
+#include <stdatomic.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <sys/mman.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#ifndef MADV_POPULATE_READ
+#define MADV_POPULATE_READ 22
+#endif
+
+#define POP_CHUNK_DEFAULT (4ull << 20)
+#define READ_CHUNK_DEFAULT (16ull << 20)
+#define MAX_SLOTS 64
+
+static uint64_t page_size(void) {
+    static _Atomic uint64_t ps;
+    uint64_t p = atomic_load(&ps);
+    if (!p) {
+        long v = sysconf(_SC_PAGESIZE);
+        p = v > 0 ? (uint64_t)v : 4096;
+        atomic_store(&ps, p);
+    }
+    return p;
+}
+
+enum pi_pop_method pi_pop_method_from_env(void) {
+    const char *e = getenv("PAGEIN_POPULATE_METHOD");
+    if (e && strcmp(e, "pread") == 0) return PI_POP_PREAD;
+    if (e && strcmp(e, "readahead") == 0) return PI_POP_READAHEAD;
+    return PI_POP_MADVISE;
+}
+
+struct pop {
+    pagein_model *m;
+    struct pi_range *c;
+    size_t n;
+    enum pi_pop_method method;
+    uint64_t chunk;
+    /* pread scratch buffers, one per concurrently running item */
+    uint8_t *scratch[MAX_SLOTS];
+    _Atomic int busy[MAX_SLOTS];
+    _Atomic int32_t *cursor; /* pager: stop once the cursor passes group */
+    int32_t group;
+};
+
+static int truncated(const pagein_file *f, uint64_t off, int err) {
+    struct stat st;
+    long long now = f->fd >= 0 && fstat(f->fd, &st) == 0 ? (long long)st.st_size : -1;
+    return pi_err(PAGEIN_E_TRUNCATED, "%s: paging in offset %llu failed (%s): file is now %lld bytes, was %zu",
+                  f->path, (unsigned long long)off, strerror(err), now, f->len);
+}
+
+/* pread the whole of [off, off+len) into buf; short read = truncated. */
+static int pread_full(const pagein_file *f, int fd, uint8_t *buf, uint64_t off, uint64_t len) {
+    uint64_t got = 0;
+    while (got < len) {
+        ssize_t r = pread(fd, buf + got, len - got, (off_t)(off + got));
+        if (r < 0 && errno == EINTR) continue;
+        if (r < 0) return pi_err(-errno, "%s: read at offset %llu failed: %s", f->path,
+                                 (unsigned long long)(off + got), strerror(errno));
+        if (r == 0) return truncated(f, off + got, EIO);
+        got += (uint64_t)r;
+    }
+    return 0;
+}
+
+static int populate_map(const pagein_file *f, uint64_t off, uint64_t len, int *unsupported) {
+    uint64_t ps = page_size();
+    uint64_t a = off & ~(ps - 1);
+    uint64_t e = pi_align_up(off + len, ps);
+    uint64_t maplen = pi_align_up(f->len, ps);
+    if (e > maplen) e = maplen;
+    if (e <= a) return 0;
+    if (madvise((void *)(f->base + a), e - a, MADV_POPULATE_READ) == 0) return 0;
+    int err = errno;
+    if (err == EINVAL) {
+        *unsupported = 1;
+        return 0;
+    }
+    if (err == EFAULT || err == EIO) return truncated(f, a, err);
+    if (err == EINTR || err == EAGAIN) return pi_err(-err, "%s: paging in interrupted", f->path);
+    return pi_err(-err, "%s: MADV_POPULATE_READ at offset %llu: %s", f->path, (unsigned long long)a, strerror(err));
+}
+
+static int pop_item(void *ctx, size_t i) {
+    struct pop *p = ctx;
+    pagein_model *m = p->m;
+    if (atomic_load(&m->cancel) || (p->cursor && atomic_load(p->cursor) > p->group))
+        return pi_err(PAGEIN_E_CANCELLED, "paging cancelled");
+    const struct pi_range *r = &p->c[i];
+    const pagein_file *f = m->files[r->file];
+    if (!f->mapped) return 0;
+    int unsupported = 0;
+    if (p->method == PI_POP_READAHEAD) readahead(f->fd, (off64_t)r->off, (size_t)r->len);
+    if (p->method == PI_POP_PREAD) {
+        int slot = -1;
+        for (int s = 0; s < MAX_SLOTS && slot < 0; s++) {
+            int z = 0;
+            if (atomic_compare_exchange_strong(&p->busy[s], &z, 1)) slot = s;
+        }
+        if (slot < 0) return pi_err(PAGEIN_E_LIMIT, "populate: more than %d threads", MAX_SLOTS);
+        if (!p->scratch[slot]) p->scratch[slot] = pi_malloc(p->chunk);
+        int rc = p->scratch[slot] ? pread_full(f, f->fd, p->scratch[slot], r->off, r->len)
+                                  : pi_err(-ENOMEM, "out of memory");
+        atomic_store(&p->busy[slot], 0);
+        FORWARD_IF(rc);
+    }
+    FORWARD_IF(populate_map(f, r->off, r->len, &unsupported));
+    if (unsupported) {
+        /* kernel before 5.14: fill the page cache with pread; pages then
+         * arrive with minor faults on first touch. */
+        uint8_t *tmp = pi_malloc(r->len);
+        if (!tmp) return pi_err(-ENOMEM, "out of memory");
+        int rc = pread_full(f, f->fd, tmp, r->off, r->len);
+        pi_free(tmp);
+        FORWARD_IF(rc);
+    }
+    return 0;
+}
+
+static int cmp_range(const void *a, const void *b) {
+    const struct pi_range *x = a, *y = b;
+    if (x->file != y->file) return x->file < y->file ? -1 : 1;
+    return x->off < y->off ? -1 : x->off > y->off;
+}
+
+/* Sorts, merges (touching or within one page) and cuts into chunks. */
+static int make_chunks(struct pi_range *r, size_t n, uint64_t chunk, struct pi_range **out, size_t *nout) {
+    qsort(r, n, sizeof *r, cmp_range);
+    size_t k = 0;
+    for (size_t i = 0; i < n; i++) {
+        if (!r[i].len) continue;
+        if (k && r[k - 1].file == r[i].file && r[i].off <= r[k - 1].off + r[k - 1].len + page_size()) {
+            uint64_t e = PI_MAX(r[k - 1].off + r[k - 1].len, r[i].off + r[i].len);
+            r[k - 1].len = e - r[k - 1].off;
+        } else {
+            r[k++] = r[i];
+        }
+    }
+    size_t total = 0;
+    for (size_t i = 0; i < k; i++) total += (size_t)((r[i].len + chunk - 1) / chunk);
+    struct pi_range *c = pi_malloc((total ? total : 1) * sizeof *c);
+    if (!c) return pi_err(-ENOMEM, "out of memory");
+    size_t j = 0;
+    for (size_t i = 0; i < k; i++)
+        for (uint64_t o = 0; o < r[i].len; o += chunk) {
+            c[j].file = r[i].file;
+            c[j].off = r[i].off + o;
+            c[j].len = PI_MIN(chunk, r[i].len - o);
+            j++;
+        }
+    *out = c;
+    *nout = j;
+    return 0;
+}
+
+int pi_model_populate(pagein_model *m, struct pi_range *r, size_t n) {
+    return pi_model_populate_with(m, r, n, m->pop_method);
+}
+
+int pi_model_populate_with(pagein_model *m, struct pi_range *r, size_t n, enum pi_pop_method method) {
+    return pi_model_populate_group(m, r, n, method, NULL, 0);
+}
+
+int pi_model_populate_group(pagein_model *m, struct pi_range *r, size_t n, enum pi_pop_method method,
+                            _Atomic int32_t *cursor, int32_t group) {
+    if (m->strategy == PAGEIN_STRATEGY_READ) return 0; /* already in anonymous memory */
+    struct pop *p = pi_calloc(1, sizeof *p);
+    if (!p) return pi_err(-ENOMEM, "out of memory");
+    p->m = m;
+    p->method = method;
+    p->cursor = cursor;
+    p->group = group;
+    p->chunk = m->opts.chunk_bytes ? pi_align_up(m->opts.chunk_bytes, page_size()) : POP_CHUNK_DEFAULT;
+    int rc = make_chunks(r, n, p->chunk, &p->c, &p->n);
+    if (rc == 0) rc = pi_parallel(m->opts.threads, p->n, pop_item, p);
+    for (int s = 0; s < MAX_SLOTS; s++) pi_free(p->scratch[s]);
+    pi_free(p->c);
+    pi_free(p);
+    return rc;
+}
+
+size_t pi_model_group_ranges(const pagein_model *m, int32_t g, struct pi_range *r) {
+    size_t k = 0;
+    for (size_t i = m->lstart[g]; i < m->lstart[g + 1]; i++) {
+        const pagein_tensor *t = m->lt[i];
+        r[k].file = t->file;
+        r[k].off = t->offset;
+        r[k].len = t->nbytes;
+        k++;
+    }
+    return k;
+}
+
+void pi_model_release_group(pagein_model *m, int32_t g) {
+    if (m->strategy == PAGEIN_STRATEGY_READ) return;
+    uint64_t ps = page_size();
+    for (size_t i = m->lstart[g]; i < m->lstart[g + 1]; i++) {
+        const pagein_tensor *t = m->lt[i];
+        const pagein_file *f = m->files[t->file];
+        if (!f->mapped) continue;
+        /* only whole pages inside the tensor: a page shared with a
+         * neighbouring tensor of another layer stays */
+        uint64_t a = pi_align_up(t->offset, ps);
+        uint64_t e = (t->offset + t->nbytes) & ~(ps - 1);
+        if (e <= a) continue;
+        /* Unmap our view (the data stays in the file), then drop the clean,
+         * now unmapped pages from the page cache. */
+        madvise((void *)(f->base + a), e - a, MADV_DONTNEED);
+        posix_fadvise(f->fd, (off_t)a, (off_t)(e - a), POSIX_FADV_DONTNEED);
+    }
+}
+
+/* ---- load_tensors / load_layers ----------------------------------------- */
+
+int pagein_model_load_tensors(pagein_model *m, const pagein_tensor *const *t, size_t n) {
+    if (!m) return pi_err(PAGEIN_E_INVALID, "pagein_model_load_tensors: NULL model");
+    if (m->strategy == PAGEIN_STRATEGY_READ) return 0;
+    size_t cnt = t ? n : m->nfiles;
+    struct pi_range *r = pi_malloc((cnt ? cnt : 1) * sizeof *r);
+    if (!r) return pi_err(-ENOMEM, "out of memory");
+    for (size_t i = 0; i < cnt; i++) {
+        if (t) {
+            if (!t[i] || t[i]->file >= m->nfiles || t[i] != pi_table_find(&m->tab, t[i]->name, t[i]->name_len)) {
+                pi_free(r);
+                return pi_err(PAGEIN_E_INVALID, "load_tensors: tensor %zu is not from this model", i);
+            }
+            r[i] = (struct pi_range){t[i]->file, t[i]->offset, t[i]->nbytes};
+        } else {
+            r[i] = (struct pi_range){(uint32_t)i, 0, m->files[i]->len};
+        }
+    }
+    int rc = pi_model_populate(m, r, cnt);
+    pi_free(r);
+    return rc;
+}
+
+int pagein_model_load_layers(pagein_model *m, int32_t first, int32_t last) {
+    if (!m) return pi_err(PAGEIN_E_INVALID, "pagein_model_load_layers: NULL model");
+    RETURN_IF(first < -1 || last > m->nlayers || first > last, PAGEIN_E_RANGE,
+              "load_layers: [%d, %d] outside [-1, %d]", first, last, m->nlayers);
+    size_t a = m->lstart[first + 1], b = m->lstart[last + 2];
+    return pagein_model_load_tensors(m, m->lt + a, b - a);
+}
+
+/* ---- READ: explicit reads into anonymous memory ------------------------- */
+
+struct rd {
+    pagein_model *m;
+    struct pi_range *c;
+    size_t n;
+    int *dfd;             /* per file: O_DIRECT descriptor or -1 */
+    _Atomic int direct_failed;
+};
+
+static int rd_item(void *ctx, size_t i) {
+    struct rd *p = ctx;
+    pagein_model *m = p->m;
+    if (atomic_load(&m->cancel)) return pi_err(PAGEIN_E_CANCELLED, "reading cancelled");
+    const struct pi_range *r = &p->c[i];
+    const pagein_file *f = m->files[r->file];
+    uint8_t *dst = m->rbuf[r->file] + r->off;
+    int dfd = p->dfd ? p->dfd[r->file] : -1;
+    if (dfd >= 0) {
+        /* offsets are chunk multiples (4 KiB aligned), buffers page
+         * aligned; the length is rounded up (the buffer has room) and the
+         * read comes back short at end of file. */
+        uint64_t want = pi_align_up(r->len, 4096), got = 0;
+        while (got < want) {
+            ssize_t n = pread(dfd, dst + got, want - got, (off_t)(r->off + got));
+            if (n < 0 && errno == EINTR) continue;
+            if (n <= 0) break;
+            got += (uint64_t)n;
+        }
+        if (got >= r->len) return 0;
+        /* O_DIRECT refused (EINVAL on some filesystems) or short: redo buffered */
+        atomic_store(&p->direct_failed, 1);
+    }
+    return pread_full(f, f->fd, dst, r->off, r->len);
+}
+
+int pi_model_read_all(pagein_model *m) {
+    uint64_t chunk = m->opts.chunk_bytes ? pi_align_up(m->opts.chunk_bytes, 1 << 20) : READ_CHUNK_DEFAULT;
+    m->rbuf = pi_calloc(m->nfiles, sizeof *m->rbuf);
+    m->rlen = pi_calloc(m->nfiles, sizeof *m->rlen);
+    if (!m->rbuf || !m->rlen) return pi_err(-ENOMEM, "out of memory");
+    struct rd p = {.m = m};
+    atomic_init(&p.direct_failed, 0);
+    struct pi_range *r = pi_malloc(m->nfiles * sizeof *r);
+    if (!r) return pi_err(-ENOMEM, "out of memory");
+    int rc = 0;
+    for (size_t i = 0; i < m->nfiles; i++) {
+        size_t len = m->files[i]->len;
+        size_t cap = (size_t)pi_align_up(len ? len : 1, 2u << 20);
+        void *b = mmap(NULL, cap, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+        if (b == MAP_FAILED) {
+            rc = pi_err(-errno, "%s: cannot allocate %zu bytes: %s", m->files[i]->path, cap, strerror(errno));
+            goto out;
+        }
+        madvise(b, cap, MADV_HUGEPAGE);
+        m->rbuf[i] = b;
+        m->rlen[i] = cap;
+        r[i] = (struct pi_range){(uint32_t)i, 0, len};
+    }
+    if (m->opts.hints & PAGEIN_HINT_DIRECT) {
+        p.dfd = pi_malloc(m->nfiles * sizeof *p.dfd);
+        if (!p.dfd) {
+            rc = pi_err(-ENOMEM, "out of memory");
+            goto out;
+        }
+        for (size_t i = 0; i < m->nfiles; i++) p.dfd[i] = open(m->files[i]->path, O_RDONLY | O_DIRECT | O_CLOEXEC);
+    }
+    /* chunks: whole files cut at chunk multiples (keeps O_DIRECT alignment) */
+    size_t total = 0;
+    for (size_t i = 0; i < m->nfiles; i++) total += (size_t)((r[i].len + chunk - 1) / chunk);
+    p.c = pi_malloc((total ? total : 1) * sizeof *p.c);
+    if (!p.c) {
+        rc = pi_err(-ENOMEM, "out of memory");
+        goto out;
+    }
+    for (size_t i = 0; i < m->nfiles; i++)
+        for (uint64_t o = 0; o < r[i].len; o += chunk) p.c[p.n++] = (struct pi_range){(uint32_t)i, o, PI_MIN(chunk, r[i].len - o)};
+    rc = pi_parallel(m->opts.threads, p.n, rd_item, &p);
+    if (rc < 0) goto out;
+    /* tensors now point into the copies */
+    for (size_t k = 0; k < m->tab.n; k++) {
+        pagein_tensor *t = &m->tab.t[k];
+        t->data = m->rbuf[t->file] + t->offset;
+    }
+out:
+    if (p.dfd)
+        for (size_t i = 0; i < m->nfiles; i++)
+            if (p.dfd[i] >= 0) close(p.dfd[i]);
+    pi_free(p.dfd);
+    pi_free(p.c);
+    pi_free(r);
+    return rc;
+}

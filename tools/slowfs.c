@@ -1,0 +1,265 @@
+/*
+ * slowfs - a read-only FUSE pass-through filesystem that waits a fixed time
+ * per read request: a local stand-in for remote storage (NFS, Lustre, object
+ * store mounts), where every request pays a round trip. Page faults and
+ * read() really go through it, so it reproduces what a mapping read in
+ * shuffled order costs on such storage.
+ *
+ *   slowfs [--delay-us N] [--max-inflight N] [--threads N] [--stats FILE] SRC MNT
+ *
+ * Serves directory SRC at MNT, read-only. Every read request sleeps
+ * --delay-us microseconds (default 1000) before it is served; with
+ * --max-inflight N at most N requests are served at once (0 = no limit).
+ * Counters (requests, bytes, a histogram of request sizes, the most requests
+ * seen in flight) are readable at any time from the hidden file
+ * MNT/.slowfs-stats (not counted) and written to FILE when slowfs exits.
+ * Runs in the foreground until unmounted (fusermount3 -u MNT) or signalled;
+ * tools/slowfs.sh mounts and unmounts it for tests and benchmarks.
+ */
+#define FUSE_USE_VERSION 35
+#define _GNU_SOURCE
+#include <dirent.h>
+#include <errno.h>
+#include <fcntl.h>
+#include <fuse.h>
+#include <inttypes.h>
+#include <pthread.h>
+#include <semaphore.h>
+#include <stdatomic.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <sys/statvfs.h>
+#include <time.h>
+#include <unistd.h>
+
+#define STATS_NAME "/.slowfs-stats"
+#define NBUCKETS 12 /* <=4K, <=8K, ... <=4M, >4M */
+
+static struct {
+    int src;            /* directory fd of SRC */
+    long delay_us;
+    unsigned max_inflight;
+    const char *stats_path;
+    sem_t slots;
+    _Atomic uint64_t requests, bytes, hist[NBUCKETS];
+    _Atomic unsigned inflight, max_seen;
+} g;
+
+static const char *rel(const char *path) { return path[1] ? path + 1 : "."; }
+
+static int bucket(size_t n) {
+    int b = 0;
+    size_t lim = 4096;
+    while (b < NBUCKETS - 1 && n > lim) {
+        lim <<= 1;
+        b++;
+    }
+    return b;
+}
+
+static int format_stats(char *buf, size_t cap) {
+    int n = snprintf(buf, cap,
+                     "requests %" PRIu64 "\nbytes %" PRIu64 "\ndelay_us %ld\nmax_inflight %u\nmax_seen_inflight %u\n",
+                     atomic_load(&g.requests), atomic_load(&g.bytes), g.delay_us, g.max_inflight,
+                     atomic_load(&g.max_seen));
+    size_t lim = 4;
+    for (int b = 0; b < NBUCKETS && n < (int)cap; b++, lim <<= 1) {
+        if (b < NBUCKETS - 1)
+            n += snprintf(buf + n, cap - (size_t)n, "hist_le_%zuk %" PRIu64 "\n", lim, atomic_load(&g.hist[b]));
+        else
+            n += snprintf(buf + n, cap - (size_t)n, "hist_gt_%zuk %" PRIu64 "\n", lim / 2, atomic_load(&g.hist[b]));
+    }
+    return n;
+}
+
+static int sf_getattr(const char *path, struct stat *st, struct fuse_file_info *fi) {
+    (void)fi;
+    if (strcmp(path, STATS_NAME) == 0) {
+        memset(st, 0, sizeof *st);
+        st->st_mode = S_IFREG | 0444;
+        st->st_nlink = 1;
+        st->st_size = 0; /* served with direct_io: the size is what a read returns */
+        return 0;
+    }
+    if (fstatat(g.src, rel(path), st, AT_SYMLINK_NOFOLLOW) < 0) return -errno;
+    st->st_mode &= ~(mode_t)0222;
+    return 0;
+}
+
+static int sf_readlink(const char *path, char *buf, size_t size) {
+    ssize_t n = readlinkat(g.src, rel(path), buf, size - 1);
+    if (n < 0) return -errno;
+    buf[n] = 0;
+    return 0;
+}
+
+static int sf_readdir(const char *path, void *buf, fuse_fill_dir_t fill, off_t off, struct fuse_file_info *fi,
+                      enum fuse_readdir_flags flags) {
+    (void)off, (void)fi, (void)flags;
+    int fd = openat(g.src, rel(path), O_RDONLY | O_DIRECTORY);
+    if (fd < 0) return -errno;
+    DIR *d = fdopendir(fd);
+    if (!d) {
+        close(fd);
+        return -errno;
+    }
+    struct dirent *e;
+    while ((e = readdir(d))) {
+        struct stat st = {.st_ino = e->d_ino, .st_mode = (mode_t)DTTOIF(e->d_type)};
+        if (fill(buf, e->d_name, &st, 0, 0)) break;
+    }
+    closedir(d);
+    return 0;
+}
+
+static int sf_open(const char *path, struct fuse_file_info *fi) {
+    if ((fi->flags & O_ACCMODE) != O_RDONLY) return -EROFS;
+    if (strcmp(path, STATS_NAME) == 0) {
+        fi->direct_io = 1;
+        fi->fh = (uint64_t)-1;
+        return 0;
+    }
+    int fd = openat(g.src, rel(path), O_RDONLY);
+    if (fd < 0) return -errno;
+    fi->fh = (uint64_t)fd;
+    return 0;
+}
+
+static int sf_read(const char *path, char *buf, size_t size, off_t off, struct fuse_file_info *fi) {
+    if (fi->fh == (uint64_t)-1) { /* the stats file */
+        char tmp[4096];
+        int n = format_stats(tmp, sizeof tmp);
+        if (off >= n) return 0;
+        size_t k = (size_t)n - (size_t)off < size ? (size_t)n - (size_t)off : size;
+        memcpy(buf, tmp + off, k);
+        return (int)k;
+    }
+    (void)path;
+    if (g.max_inflight) sem_wait(&g.slots);
+    unsigned now = atomic_fetch_add(&g.inflight, 1) + 1, seen = atomic_load(&g.max_seen);
+    while (now > seen && !atomic_compare_exchange_weak(&g.max_seen, &seen, now)) {}
+    if (g.delay_us > 0) {
+        struct timespec ts = {g.delay_us / 1000000, (g.delay_us % 1000000) * 1000};
+        while (nanosleep(&ts, &ts) < 0 && errno == EINTR) {}
+    }
+    ssize_t n = pread((int)fi->fh, buf, size, off);
+    int rc = n < 0 ? -errno : (int)n;
+    atomic_fetch_sub(&g.inflight, 1);
+    if (g.max_inflight) sem_post(&g.slots);
+    atomic_fetch_add(&g.requests, 1);
+    atomic_fetch_add(&g.hist[bucket(size)], 1);
+    if (n > 0) atomic_fetch_add(&g.bytes, (uint64_t)n);
+    return rc;
+}
+
+static int sf_release(const char *path, struct fuse_file_info *fi) {
+    (void)path;
+    if (fi->fh != (uint64_t)-1) close((int)fi->fh);
+    return 0;
+}
+
+static int sf_statfs(const char *path, struct statvfs *st) {
+    (void)path;
+    if (fstatvfs(g.src, st) < 0) return -errno;
+    return 0;
+}
+
+static void *sf_init(struct fuse_conn_info *conn, struct fuse_config *cfg) {
+    (void)conn;
+    cfg->use_ino = 1;
+    return NULL;
+}
+
+static void write_stats(void) {
+    if (!g.stats_path) return;
+    char tmp[4096];
+    int n = format_stats(tmp, sizeof tmp);
+    FILE *f = fopen(g.stats_path, "w");
+    if (!f) {
+        perror(g.stats_path);
+        return;
+    }
+    fwrite(tmp, 1, (size_t)n, f);
+    fclose(f);
+}
+
+static const struct fuse_operations ops = {
+    .getattr = sf_getattr,
+    .readlink = sf_readlink,
+    .readdir = sf_readdir,
+    .open = sf_open,
+    .read = sf_read,
+    .release = sf_release,
+    .statfs = sf_statfs,
+    .init = sf_init,
+};
+
+static void usage(FILE *out) {
+    fprintf(out, "usage: slowfs [--delay-us N] [--max-inflight N] [--threads N] [--stats FILE] SRC MNT\n"
+                 "Read-only FUSE pass-through of SRC at MNT that waits N microseconds (default 1000)\n"
+                 "per read request. Counters: MNT/.slowfs-stats while mounted, FILE at exit.\n");
+}
+
+int main(int argc, char **argv) {
+    g.delay_us = 1000;
+    unsigned threads = 64;
+    const char *src = NULL, *mnt = NULL;
+    for (int i = 1; i < argc; i++) {
+        const char *a = argv[i];
+        if (!strcmp(a, "-h") || !strcmp(a, "--help")) {
+            usage(stdout);
+            return 0;
+        } else if (!strcmp(a, "--delay-us") && i + 1 < argc)
+            g.delay_us = atol(argv[++i]);
+        else if (!strcmp(a, "--max-inflight") && i + 1 < argc)
+            g.max_inflight = (unsigned)atoi(argv[++i]);
+        else if (!strcmp(a, "--threads") && i + 1 < argc)
+            threads = (unsigned)atoi(argv[++i]);
+        else if (!strcmp(a, "--stats") && i + 1 < argc)
+            g.stats_path = argv[++i];
+        else if (a[0] == '-') {
+            usage(stderr);
+            return 2;
+        } else if (!src)
+            src = a;
+        else if (!mnt)
+            mnt = a;
+        else {
+            usage(stderr);
+            return 2;
+        }
+    }
+    if (!src || !mnt || g.delay_us < 0) {
+        usage(stderr);
+        return 2;
+    }
+    g.src = open(src, O_RDONLY | O_DIRECTORY);
+    if (g.src < 0) {
+        perror(src);
+        return 2;
+    }
+    if (g.max_inflight) sem_init(&g.slots, 0, g.max_inflight);
+    char *fargv[] = {argv[0], "-o", "ro,fsname=slowfs,subtype=slowfs,default_permissions", NULL};
+    struct fuse_args args = FUSE_ARGS_INIT(3, fargv);
+    struct fuse *f = fuse_new(&args, &ops, sizeof ops, NULL);
+    if (!f) return 2;
+    if (fuse_mount(f, mnt) != 0) {
+        fuse_destroy(f);
+        return 2;
+    }
+    struct fuse_session *se = fuse_get_session(f);
+    fuse_set_signal_handlers(se);
+    struct fuse_loop_config *cfg = fuse_loop_cfg_create();
+    fuse_loop_cfg_set_max_threads(cfg, threads);
+    fuse_loop_cfg_set_idle_threads(cfg, threads);
+    int rc = fuse_loop_mt(f, cfg);
+    fuse_loop_cfg_destroy(cfg);
+    fuse_remove_signal_handlers(se);
+    fuse_unmount(f);
+    fuse_destroy(f);
+    write_stats();
+    close(g.src);
+    return rc ? 1 : 0;
+}
