@@ -281,5 +281,5 @@ static int share_main(int argc, char **argv) {
     return status;
 }
 
-CLI_COMMAND(bench_share, "bench share", "fork N workers that load one model; per-worker RSS/PSS and the PSS sum",
+CLI_COMMAND(bench_share, "bench-share", "fork N workers that load one model; per-worker RSS/PSS, PSS sum (also `pagein bench share`)",
             share_main)
