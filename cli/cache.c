@@ -456,6 +456,17 @@ static void open_targets(struct opts *o, struct targets *ts) {
             if (t) t->failed = 1;
             continue;
         }
+        /* Trying a plain file as a model reads its first page. Leave no
+         * trace: if that page was not resident before, drop it again when
+         * the file turns out not to be a model. */
+        int page0_cold = 0;
+        if (!o->have_range && S_ISREG(st.st_mode)) {
+            pagein_cache_file *probe = NULL;
+            pagein_residency r0;
+            if (pagein_cache_open(&probe, p) == 0 && pagein_cache_residency(probe, 0, 1, &r0) == 0)
+                page0_cold = r0.bytes > 0 && r0.resident_bytes == 0;
+            pagein_cache_close(probe);
+        }
         if (!o->have_range) {
             pagein_model_opts mo = PAGEIN_MODEL_OPTS_INIT;
             mo.strategy = PAGEIN_STRATEGY_LAZY;
@@ -476,6 +487,11 @@ static void open_targets(struct opts *o, struct targets *ts) {
                 t->m = m;
                 if (select_tensors(o, t) < 0) t->failed = 1;
                 continue;
+            }
+            if (page0_cold) {
+                pagein_cache_file *probe = NULL;
+                if (pagein_cache_open(&probe, p) == 0) pagein_cache_evict(probe, 0, 1);
+                pagein_cache_close(probe);
             }
             if (o->verbose && !o->quiet)
                 fprintf(stderr, "pagein %s: %s: not a model (%s: %s); treating as plain file%s\n", o->cmd, p,
