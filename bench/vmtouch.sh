@@ -36,7 +36,8 @@ WARM_ARGS=()
 [ -n "$THREADS" ] && WARM_ARGS+=(--threads "$THREADS")
 
 cold() {
-  "$PAGEIN" evict -q "$MODEL"
+  "$PAGEIN" evict -q "$MODEL"                 # tensor data
+  "$PAGEIN" evict -q -p 0- "${FILES[@]}"      # whole files, headers too
   local pct
   pct=$(vmtouch "${FILES[@]}" | awk '/Resident Pages/ {print $NF}')
   [ "$pct" = "0%" ] || { echo "could not make $MODEL cold (vmtouch says $pct resident)" >&2; exit 2; }
@@ -53,8 +54,10 @@ median() { sort -g | awk '{a[NR]=$1} END {if (NR%2) print a[(NR+1)/2]; else prin
 
 echo "== pagein warm vs vmtouch -t vs cat, cold page cache, $RUNS runs"
 echo "model: $MODEL (${#FILES[@]} file(s), $BYTES bytes)"
-echo "kernel $(uname -r); filesystem $(stat -f -c %T "${FILES[0]}"); $(nproc) CPUs;" \
-     "read_ahead_kb $(cat /sys/block/"$(lsblk -no pkname "$(df --output=source "${FILES[0]}" | tail -1)" 2>/dev/null || echo vda)"/queue/read_ahead_kb 2>/dev/null || echo '?')"
+dev=$(stat -c %d "${FILES[0]}")
+ra=$(cat "/sys/dev/block/$((dev >> 8)):$((dev & 255))/queue/read_ahead_kb" \
+         "/sys/dev/block/$((dev >> 8)):$((dev & 255))/../queue/read_ahead_kb" 2>/dev/null | head -1 || true)
+echo "kernel $(uname -r); filesystem $(stat -f -c %T "${FILES[0]}"); $(nproc) CPUs; read_ahead_kb ${ra:-?}"
 P=() V=() C=()
 for r in $(seq "$RUNS"); do
   cold; P+=("$(seconds "$PAGEIN" warm -q "${WARM_ARGS[@]}" "$MODEL")")
