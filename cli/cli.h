@@ -62,4 +62,9 @@ void cli_progress_end(struct cli_progress *p);
 /* True if argv[i] is -h or --help. */
 int cli_is_help(const char *arg);
 
+/* Checks MODEL against an integrity manifest, printing mismatches (text or
+ * JSON on stdout). Returns the exit status. Defined in cmd_hash.c; the hook
+ * behind `pagein verify --manifest M`. */
+int cli_manifest_check(const char *model, const char *manifest, unsigned threads, int json, int quiet);
+
 #endif

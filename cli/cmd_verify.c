@@ -15,6 +15,7 @@ static const char *detail_for(const char *path) {
 
 static void usage(FILE *out) {
     fputs("usage: pagein verify [--lenient] [-q] FILE...\n"
+          "       pagein verify --manifest M [--lenient] [-q] MODEL\n"
           "\n"
           "Validates each file strictly (for safetensors: every rule of the reference\n"
           "implementation, plus duplicate keys, strict UTF-8, nesting and size limits)\n"
@@ -23,6 +24,9 @@ static void usage(FILE *out) {
           "\n"
           "  --lenient   accept trailing bytes after the data (PAGEIN_OPEN_LENIENT)\n"
           "  -q          print only failures\n"
+          "  --manifest M  also hash every tensor of MODEL and compare with the\n"
+          "              integrity manifest M (pagein hash; docs/FORMAT-MANIFEST.md):\n"
+          "              checks the data, not only the header\n"
           "\n"
           "Exit status: 0 all files valid, 1 any file invalid, 2 usage or I/O error\n"
           "(a file that cannot be read).\n",
@@ -33,6 +37,7 @@ static int verify_main(int argc, char **argv) {
     pagein_open_opts o = PAGEIN_OPEN_OPTS_INIT;
     int quiet = 0, nfiles = 0, invalid = 0, ioerr = 0;
     int opts_done = 0;
+    const char *manifest = NULL; /* the safety area's hook: cmd_hash.c */
     for (int i = 1; i < argc; i++) {
         const char *a = argv[i];
         if (!opts_done && a[0] == '-' && a[1]) {
@@ -45,6 +50,12 @@ static int verify_main(int argc, char **argv) {
                 quiet = 1;
             } else if (strcmp(a, "--") == 0) {
                 opts_done = 1;
+            } else if (strcmp(a, "--manifest") == 0) {
+                if (i + 1 >= argc) {
+                    cli_error("verify", 0, "--manifest needs a path");
+                    return EXIT_USAGE;
+                }
+                manifest = argv[++i];
             } else {
                 cli_error("verify", 0, "unknown option '%s'", a);
                 usage(stderr);
@@ -57,6 +68,7 @@ static int verify_main(int argc, char **argv) {
         const char *a = argv[i];
         if (!opts_done && a[0] == '-' && a[1]) {
             if (strcmp(a, "--") == 0) opts_done = 1;
+            if (strcmp(a, "--manifest") == 0) i++;
             continue;
         }
         nfiles++;
@@ -77,6 +89,29 @@ static int verify_main(int argc, char **argv) {
     if (!nfiles) {
         usage(stderr);
         return EXIT_USAGE;
+    }
+    if (manifest) {
+        if (nfiles != 1) {
+            cli_error("verify", 0, "--manifest checks one MODEL at a time");
+            return EXIT_USAGE;
+        }
+        if (!ioerr && !invalid) {
+            const char *model = NULL;
+            opts_done = 0;
+            for (int i = 1; i < argc && !model; i++) {
+                const char *a = argv[i];
+                if (!opts_done && a[0] == '-' && a[1]) {
+                    if (strcmp(a, "--") == 0) opts_done = 1;
+                    if (strcmp(a, "--manifest") == 0) i++;
+                    continue;
+                }
+                model = a;
+            }
+            fflush(stdout);
+            int r = cli_manifest_check(model, manifest, 0, 0, quiet);
+            if (r == EXIT_USAGE) ioerr = 1;
+            else if (r != EXIT_OK) invalid = 1;
+        }
     }
     fflush(stdout);
     return ioerr ? EXIT_USAGE : invalid ? EXIT_INVALID : EXIT_OK;

@@ -1,7 +1,9 @@
 /* replay.c - feeds files to a fuzz target without libFuzzer, so `make test`
  * can replay every corpus under ASan+UBSan with any compiler (zstd's
  * regression driver). Arguments are files or directories (recursed). */
+#ifndef _GNU_SOURCE
 #define _GNU_SOURCE
+#endif
 #include <dirent.h>
 #include <stdint.h>
 #include <stdio.h>

@@ -1111,6 +1111,358 @@ PAGEIN_API int pagein_model_lock_layers(const pagein_model *m, int32_t first, in
 PAGEIN_API int pagein_model_unlock_tensors(const pagein_model *m, const pagein_tensor *const *t, size_t n);
 PAGEIN_API int pagein_model_unlock_layers(const pagein_model *m, int32_t first, int32_t last);
 
+/* ------------------------------------------------------------------------ */
+/* Safety: files that change under readers, integrity, atomic install       */
+/* ------------------------------------------------------------------------ */
+
+/*
+ * What is protected (docs/SAFETY.md has the full list). Every read the
+ * library itself performs through a mapping - populating, prefetching,
+ * hashing, the copy-out below - is guarded: if the file shrinks underneath,
+ * the call returns PAGEIN_E_TRUNCATED naming the file and the offset instead
+ * of the process dying of SIGBUS. Reads through pagein_tensor.data and other
+ * borrowed pointers are the caller's and are NOT guarded; use
+ * pagein_tensor_copy() or check the file with pagein_file_check() when the
+ * file may change.
+ *
+ * Process-wide state: on first use of a guarded read the library installs
+ * one SIGBUS handler (sigaction, SA_SIGINFO|SA_NODEFER). A SIGBUS
+ * that does not come from a guarded read is passed to the handler that was
+ * installed before (called, or the default action / ignore it requested), so
+ * a program's own SIGBUS handling keeps working if it was installed before
+ * pagein's first guarded read. A handler installed later replaces pagein's
+ * and must chain to it for the guard to keep working.
+ */
+
+/*
+ * Copies len bytes of tensor t, starting at byte off of its data, into dst,
+ * reading through the mapping under a guard. f is the file t belongs to
+ * (pagein_model_file(m, t->file) for models) and may be NULL (then the
+ * message cannot name the file).
+ * Returns 0, PAGEIN_E_RANGE if [off, off+len) is not inside the tensor,
+ * PAGEIN_E_INVALID for NULL arguments or a tensor without data, or
+ * PAGEIN_E_TRUNCATED if the file shrank under the mapping (the detail names
+ * the file and the file offset of the first missing byte; dst then holds a
+ * partial copy). Thread-safe; never raises SIGBUS.
+ */
+PAGEIN_API int pagein_tensor_copy(const pagein_file *f, const pagein_tensor *t, uint64_t off,
+                                  void *dst, size_t len);
+
+/*
+ * Checks whether the file behind f changed since it was opened: returns 0 if
+ * not, PAGEIN_E_TRUNCATED if it is now shorter than the mapping (reads past
+ * the new end would raise SIGBUS), PAGEIN_E_CHANGED if its path now names
+ * another file (replaced, e.g. by an atomic rename) or no file at all. Files
+ * from pagein_open_memory always return 0. Costs two stat calls; thread-safe.
+ * A file rewritten in place without changing size is not detected (use
+ * pagein_verify_manifest for content).
+ */
+PAGEIN_API int pagein_file_check(const pagein_file *f);
+
+/*
+ * Checks every file of m like pagein_file_check(): returns 0,
+ * PAGEIN_E_TRUNCATED (a file shrank: reads past its new end would fault;
+ * guarded reads return errors) or PAGEIN_E_CHANGED (a path now names another
+ * file, e.g. after an atomic replacement); the detail names the file.
+ * Thread-safe; cheap (two stat calls per file).
+ */
+PAGEIN_API int pagein_model_check(const pagein_model *m);
+
+/*
+ * Hot reload. A pagein_live holds the current version of a model that may be
+ * replaced on disk (atomically, e.g. with pagein_install). Readers borrow
+ * the current version with pagein_live_acquire and give it back with
+ * pagein_live_release; pagein_live_reload opens the new version and makes it
+ * current while borrowers of the old one keep using it: each version is
+ * reference counted and closed when its last borrower releases it. So a
+ * reader sees one complete version from acquire to release, never a mix.
+ *
+ *     pagein_live *l;
+ *     pagein_live_open(&l, "model.safetensors", NULL);
+ *     // reader threads, per request:
+ *     pagein_model *m = pagein_live_acquire(l);
+ *     ... use m, its tensors and data pointers ...
+ *     pagein_live_release(l, m);
+ *     // a watcher thread, now and then or on inotify:
+ *     if (pagein_live_reload(l, 0) == 1) puts("new version");
+ *     pagein_live_close(l);
+ */
+typedef struct pagein_live pagein_live;
+
+/* Opens path (anything pagein_model_open accepts) as version 1. opts (may
+ * be NULL) is copied and used for every version; its pointer fields must
+ * stay valid until close. Sets *l only on success. */
+PAGEIN_API int pagein_live_open(pagein_live **l, const char *path, const pagein_model_opts *opts);
+
+/* Borrows the current version: the returned model and every pointer obtained
+ * from it stay valid until the matching pagein_live_release, whatever
+ * reloads happen meanwhile. Never NULL before close. Thread-safe (a mutex
+ * held for a few instructions). Each acquire needs exactly one release. */
+PAGEIN_API pagein_model *pagein_live_acquire(pagein_live *l);
+
+/* Gives back a model obtained from pagein_live_acquire on l. When it was
+ * the last borrow of a replaced version, that version is closed here, on
+ * the releasing thread. Thread-safe. */
+PAGEIN_API void pagein_live_release(pagein_live *l, pagein_model *m);
+
+/*
+ * If force is non-zero, or pagein_model_check() says a file of the current
+ * version was replaced or truncated, opens the path again and makes the new
+ * model current. Returns 1 if a new version became current, 0 if nothing
+ * changed, or the open error (the current version stays current). One
+ * reload runs at a time (concurrent calls wait); readers are never blocked
+ * by the open.
+ */
+PAGEIN_API int pagein_live_reload(pagein_live *l, int force);
+
+/* Number of the current version: 1 after open, +1 per successful reload. */
+PAGEIN_API uint64_t pagein_live_version(pagein_live *l);
+
+/* Closes l. Versions still borrowed stay open until released; l itself is
+ * freed with the last of them (release remains valid after close; acquire
+ * and reload are not). NULL ok. */
+PAGEIN_API void pagein_live_close(pagein_live *l);
+
+/* Install flags. */
+#define PAGEIN_INSTALL_VALIDATE 0x1u /* open the copy with pagein_open (full header
+                                        validation) before it replaces DEST */
+#define PAGEIN_INSTALL_NO_SYNC 0x2u  /* skip the fsyncs (tests, tmpfs) */
+
+typedef struct pagein_install_opts {
+    size_t size;             /* sizeof(pagein_install_opts) */
+    uint32_t flags;          /* PAGEIN_INSTALL_* */
+    uint64_t max_rate;       /* copy at most this many bytes per second; 0 = unlimited */
+} pagein_install_opts;
+
+#define PAGEIN_INSTALL_OPTS_INIT { sizeof(pagein_install_opts), 0, 0 }
+
+/*
+ * Copies the file src into place at dest atomically: the bytes go to a new
+ * file in dest's directory (an unnamed O_TMPFILE where the filesystem allows,
+ * else a hidden ".NAME.pagein-XXXXXX"), which is fsynced, renamed over dest,
+ * and the directory fsynced. A file already at dest is never opened for
+ * writing or truncated, so processes that have it mapped keep reading the
+ * old, complete version (and see the new one when they reopen; see
+ * pagein_file_check). Killed at any moment, the call leaves either the old
+ * dest or the new one, never a mixture; at worst a hidden temporary file
+ * remains if killed between linking and renaming it.
+ * If dest is an existing directory, installs to dest/basename(src). The new
+ * file gets dest's old permission bits, or src's when dest is new.
+ * Returns 0, -errno, PAGEIN_E_INVALID (src and dest are the same file, or
+ * src is not a regular file), PAGEIN_E_TRUNCATED (src shrank during the
+ * copy) or, with PAGEIN_INSTALL_VALIDATE, the error pagein_open gave for the
+ * copy; on failure dest is untouched and the temporary file removed.
+ */
+PAGEIN_API int pagein_install(const char *src, const char *dest, const pagein_install_opts *opts);
+
+/*
+ * Integrity manifests. `pagein_manifest_write` hashes every tensor of a
+ * model (XXH3-128 of its bytes) and the header bytes of every file, in
+ * parallel, reading through the mappings under the truncation guard, and
+ * writes a text manifest (docs/FORMAT-MANIFEST.md), atomically (temporary
+ * file + rename). `pagein_manifest_verify` hashes again and compares: data,
+ * not only headers. Hashing needs libxxhash at build time; without it these
+ * two return PAGEIN_E_UNSUPPORTED (pagein_hash_available() says which).
+ * The default sidecar path used by the CLI is MODEL + ".pagein-manifest".
+ */
+
+/* Called by verify once per mismatch, from the calling thread, in manifest
+ * order. file: the model file's name; tensor: the tensor name (tensor_len
+ * bytes, NULL for a file-level mismatch); what: a static sentence. */
+typedef void (*pagein_mismatch_fn)(void *ctx, const char *file, const char *tensor, size_t tensor_len,
+                                   const char *what);
+
+typedef struct pagein_hash_opts {
+    size_t size;                    /* sizeof(pagein_hash_opts) */
+    unsigned threads;               /* hashing threads; 0 = default */
+    pagein_mismatch_fn on_mismatch; /* verify: report each mismatch (may be NULL) */
+    void *ctx;                      /* passed to on_mismatch */
+} pagein_hash_opts;
+
+#define PAGEIN_HASH_OPTS_INIT { sizeof(pagein_hash_opts), 0, NULL, NULL }
+
+typedef struct pagein_hash_stats {
+    uint64_t bytes;     /* bytes hashed */
+    double seconds;     /* wall time spent hashing */
+    size_t files;
+    size_t tensors;
+    size_t mismatches;  /* verify: tensors or files that differ */
+} pagein_hash_stats;
+
+/* 1 if this build can hash (libxxhash was present), 0 otherwise. */
+PAGEIN_API int pagein_hash_available(void);
+
+/*
+ * Hashes the model at model_path (what pagein_open accepts) and writes the
+ * manifest to manifest_path. stats (may be NULL) receives what was done.
+ * Returns 0, an open error, PAGEIN_E_TRUNCATED (a file shrank while being
+ * hashed), -errno writing the manifest, or PAGEIN_E_UNSUPPORTED.
+ */
+PAGEIN_API int pagein_manifest_write(const char *model_path, const char *manifest_path,
+                                     const pagein_hash_opts *opts, pagein_hash_stats *stats);
+
+/*
+ * Checks the model at model_path against the manifest: same files (name,
+ * size, header bytes), same tensors (name, offset, size) and the same hash of
+ * every tensor's bytes. Returns 0 if everything matches,
+ * PAGEIN_E_HASH_MISMATCH if anything differs (stats->mismatches counts them,
+ * opts->on_mismatch reports each, the detail names the first), a manifest
+ * parse error (PAGEIN_E_BAD_MANIFEST & co), an open error, or
+ * PAGEIN_E_TRUNCATED / PAGEIN_E_UNSUPPORTED.
+ */
+PAGEIN_API int pagein_manifest_verify(const char *model_path, const char *manifest_path,
+                                      const pagein_hash_opts *opts, pagein_hash_stats *stats);
+
+/*
+ * Parses a manifest held in memory (untrusted input; no I/O) and returns the
+ * number of tensor records, or the parse error (docs/MALFORMED.md lists
+ * them). Available with or without libxxhash.
+ */
+PAGEIN_API long pagein_manifest_validate(const void *buf, size_t len);
+
+/* ------------------------------------------------------------------------ */
+/* PyTorch checkpoints (torch.save zip format)                              */
+/* ------------------------------------------------------------------------ */
+
+/*
+ * pagein_open() reads `torch.save` checkpoints (.pt/.pth/.bin, the zip
+ * format of torch >= 1.6) without Python: the pickle is run by a restricted
+ * unpickler that accepts exactly what torch.load(weights_only=True) of
+ * torch 1.13 accepts (docs/FORMAT-TORCH.md) and refuses any other global
+ * with PAGEIN_E_UNSAFE, naming it; nothing is ever executed. Each tensor
+ * becomes a pagein_tensor whose offset points at its first element inside
+ * its storage record. Nested dicts and lists become dotted names
+ * ("model.layers.0.weight", "optimizer.state.0.exp_avg"); a tensor saved
+ * on its own is named "tensor". Values that are not tensors (ints, floats,
+ * bools, strings) become metadata entries under their dotted name with
+ * their own type (I64, F64, BOOL, STRING); anything else without a tensor
+ * inside (None, tuples, torch dtypes) becomes a STRING holding its Python
+ * repr. Tensors are listed in file order (ascending offset).
+ *
+ * Flags on torch tensors:
+ *  - PAGEIN_TENSOR_VIEW: the storage is shared with another tensor (tied
+ *    weights, views, slices). n_sharing below says by how many.
+ *  - PAGEIN_TENSOR_NONCONTIGUOUS: the strides are not row-major (a
+ *    transpose, a strided slice, an expand). Then offset/nbytes give the
+ *    span of storage bytes the tensor touches, NOT nelements*size bytes of
+ *    row-major data: read it with pagein_tensor_read().
+ *  - PAGEIN_TENSOR_SWAPPED: the archive's byteorder record says "big".
+ *  - PAGEIN_TENSOR_UNALIGNED: the data is not aligned to its element size
+ *    in the file (torch aligns records to 64 bytes; crafted files may not).
+ */
+
+/* Storage identity and layout of one tensor of a PyTorch checkpoint.
+ * Pointers are borrowed from the file and valid until it is closed. */
+typedef struct pagein_torch_tensor_info {
+    uint32_t storage;        /* storage identity: equal for tensors sharing bytes */
+    const char *storage_key; /* the record key ("<archive>/data/KEY"), NUL-terminated */
+    uint64_t storage_offset; /* absolute file offset of the storage record's data */
+    uint64_t storage_nbytes; /* bytes of the storage (numel * element size) */
+    uint64_t elem_offset;    /* torch's storage_offset(), in elements */
+    const int64_t *strides;  /* ndim strides in elements (NULL when ndim is 0) */
+    uint32_t n_sharing;      /* tensors of this file using the same storage (>= 1) */
+    int requires_grad;       /* as saved */
+    int is_parameter;        /* saved as torch.nn.Parameter */
+} pagein_torch_tensor_info;
+
+/*
+ * Fills *out for tensor t of f (t must come from f). Returns 0, or
+ * PAGEIN_E_BAD_TYPE when f is not a PyTorch checkpoint, or PAGEIN_E_INVALID
+ * for NULL arguments. Thread-safe (read-only).
+ */
+PAGEIN_API int pagein_torch_tensor_get_info(const pagein_file *f, const pagein_tensor *t,
+                                            pagein_torch_tensor_info *out);
+
+/* Number of distinct storage records the tensors of f use (0 for other
+ * formats). Fewer than the tensor count means some tensors share storage. */
+PAGEIN_API size_t pagein_torch_storage_count(const pagein_file *f);
+
+/*
+ * Copies bytes [off, off+len) of tensor t's row-major, native-byte-order
+ * representation (nelements * element size bytes) into dst, for any file
+ * format: contiguous tensors are a memcpy from the mapping; tensors flagged
+ * NONCONTIGUOUS are gathered through their strides, SWAPPED ones are
+ * byte-swapped. off and len need not be multiples of the element size, so
+ * this can serve as a pagein_fill_fn for pagein_safetensors_write(). The
+ * data is read through the mapping: a file truncated underneath raises
+ * SIGBUS (use the model API's guarded loads where that matters).
+ * Returns 0, PAGEIN_E_RANGE (outside the tensor), PAGEIN_E_TRUNCATED (the
+ * record lies outside the file), PAGEIN_E_BAD_DTYPE (strided sub-byte type)
+ * or PAGEIN_E_INVALID. Thread-safe (read-only on f).
+ */
+PAGEIN_API int pagein_tensor_read(const pagein_file *f, const pagein_tensor *t, void *dst, uint64_t off,
+                                  size_t len);
+
+
+/* ------------------------------------------------------------------------ */
+/* Converting to safetensors                                                */
+/* ------------------------------------------------------------------------ */
+
+/* Progress of a conversion: bytes of tensor data written so far, of total. */
+typedef void (*pagein_progress_fn)(void *ctx, uint64_t done, uint64_t total);
+
+typedef struct pagein_convert_opts {
+    size_t size;               /* sizeof(pagein_convert_opts) */
+    pagein_dtype dtype;        /* INVALID = keep every type; F32, F16 or BF16:
+                                  cast F64/F32/F16/BF16 tensors to it (round
+                                  to nearest even); other types are kept */
+    uint64_t max_shard_bytes;  /* 0 = one file; else shards of at most this
+                                  many tensor bytes (a larger tensor gets a
+                                  shard of its own) and an index */
+    uint64_t align;            /* data alignment of each output file: 0 = 8
+                                  (official); 4096 for O_DIRECT / GPU direct */
+    pagein_progress_fn progress; /* may be NULL; called on the calling thread */
+    void *progress_ctx;
+} pagein_convert_opts;
+
+#define PAGEIN_CONVERT_OPTS_INIT { sizeof(pagein_convert_opts), PAGEIN_DTYPE_INVALID, 0, 0, NULL, NULL }
+
+/* What a conversion did. */
+typedef struct pagein_convert_stats {
+    size_t tensors;       /* tensors written */
+    size_t shared;        /* of which shared storage in the input (written in full) */
+    size_t materialised;  /* of which were strided and gathered */
+    size_t cast;          /* of which were cast to opts.dtype */
+    uint32_t shards;      /* files written (1 = no index) */
+    uint64_t bytes;       /* tensor bytes written */
+} pagein_convert_stats;
+
+/*
+ * Writes every tensor of f (any format: a PyTorch checkpoint, a GGUF file
+ * with plain element types, a safetensors file) to safetensors at out, each
+ * name with its own bytes in row-major native order: tensors sharing
+ * storage are written in full, strided ones gathered, byte-swapped ones
+ * swapped. __metadata__ is {"format": "pt"} for PyTorch input, the input's
+ * own string metadata for safetensors input, empty otherwise; metadata
+ * entries of f (the PyTorch values that are not tensors) are not written.
+ * With opts->max_shard_bytes the output is split into
+ * "<stem>-00001-of-0000N.safetensors" next to out plus "<out>.index.json"
+ * ({"metadata": {"total_size": N}, "weight_map": {...}}, like Hugging Face's
+ * writer; out = ".../model.safetensors" gives the usual names), written last.
+ * Every file is written atomically (temporary file, fsync, rename). Source
+ * pages are dropped from the caller's resident set as they are consumed.
+ * Returns 0 and fills *stats (may be NULL), or PAGEIN_E_BAD_DTYPE (a type
+ * safetensors cannot hold, e.g. a quantized GGUF type), PAGEIN_E_INVALID,
+ * the writer's errors or -errno. Not thread-safe with respect to f's
+ * mapping advice; f itself is only read.
+ */
+PAGEIN_API int pagein_convert_safetensors(const pagein_file *f, const char *out, const pagein_convert_opts *opts,
+                                          pagein_convert_stats *stats);
+
+/*
+ * Writes every tensor of f to a GGUF v3 file at out (atomically, with the
+ * GGUF writer): same names, shapes and bytes (strided tensors gathered,
+ * byte-swapped ones swapped, opts->dtype casts as above), opts->align as
+ * the GGUF alignment (0 = 32). Metadata carried over: safetensors
+ * __metadata__ strings, PyTorch non-tensor ints/floats/bools/strings, and
+ * every scalar and string key of GGUF input (arrays are not copied). BOOL
+ * and C64 tensors, tensors with more than 4 dimensions and names of 64
+ * bytes or more are refused (GGUF cannot hold them): PAGEIN_E_BAD_DTYPE,
+ * PAGEIN_E_LIMIT. max_shard_bytes is refused (PAGEIN_E_UNSUPPORTED).
+ */
+PAGEIN_API int pagein_convert_gguf(const pagein_file *f, const char *out, const pagein_convert_opts *opts,
+                                   pagein_convert_stats *stats);
+
 #ifdef __cplusplus
 }
 #endif

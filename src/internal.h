@@ -100,6 +100,9 @@ struct pi_table {
     uint32_t version;
     uint32_t alignment;
     int big_endian;
+    /* PyTorch checkpoints: strides and storage identity per tensor
+     * (src/format/torch.c); freed by pi_table_free. */
+    struct pi_torch_ext *torch;
     /* GGUF: per metadata entry (same index as meta[]), the byte offsets of
      * the elements of a string or nested array relative to pagein_meta.raw,
      * for O(1) element access; NULL for other entries. Arena-owned. */
@@ -129,6 +132,8 @@ uint64_t pi_hash_bytes(const void *p, size_t n);
 int pi_safetensors_parse(const uint8_t *buf, size_t len, uint32_t flags, struct pi_table *t);
 int pi_gguf_parse(const uint8_t *buf, size_t len, uint32_t flags, struct pi_table *t);
 int pi_torch_parse(const uint8_t *buf, size_t len, uint32_t flags, struct pi_table *t);
+/* Frees a PyTorch table extension (torch.c); NULL ok. */
+void pi_torch_ext_free(struct pi_torch_ext *x);
 /* Detects the format from the first bytes. */
 pagein_format pi_detect_format(const uint8_t *buf, size_t len);
 
@@ -154,6 +159,112 @@ struct pagein_file {
 typedef int (*pi_item_fn)(void *ctx, size_t i);
 int pi_parallel(unsigned nthreads, size_t n, pi_item_fn fn, void *ctx);
 unsigned pi_default_threads(void);
+
+/* ---- guards (io/guard.c) ------------------------------------------------ */
+/*
+ * Reads the library performs through a file mapping must not kill the
+ * process when the file shrinks underneath (SIGBUS). Two tools:
+ *
+ *  - pi_guard_populate() uses madvise(MADV_POPULATE_READ), which returns an
+ *    error (EFAULT) instead of raising SIGBUS; use it to make ranges
+ *    resident (populate, prefetch, warm).
+ *  - Where bytes must actually be loaded (copies, checksums, touching pages
+ *    on kernels without MADV_POPULATE_READ), pi_guard_call() runs a function
+ *    under a per-thread sigsetjmp guard. A SIGBUS whose fault address lies
+ *    inside the guarded range jumps back and becomes PAGEIN_E_TRUNCATED
+ *    naming the file and the file offset of the fault.
+ *
+ * The SIGBUS handler is registered once per process, on first use of any
+ * guard (the one piece of process-wide state besides the allocation test
+ * hook; docs/SAFETY.md). It remembers the handler that was installed before
+ * it and passes every SIGBUS outside a guarded range on to it (calling it,
+ * ignoring or re-raising with the default action as that handler says), so
+ * the program's own handling is unchanged. Guards nest and are per thread.
+ *
+ * Names and offsets are only used in messages: name is the file path,
+ * file_off the file offset of addr, fd (or -1) lets the message say how
+ * large the file is now.
+ */
+/* Makes [addr, addr+len) of a read-only file mapping resident. addr need not
+ * be page aligned. Returns 0, PAGEIN_E_TRUNCATED or -errno (-ENOMEM when the
+ * range is not mapped). Falls back to a guarded touch of one byte per page
+ * when the kernel lacks MADV_POPULATE_READ. */
+int pi_guard_populate(const void *addr, size_t len, const char *name, uint64_t file_off, int fd);
+/* Loads one byte per page of [addr, addr+len) under a guard. */
+int pi_guard_touch(const void *addr, size_t len, const char *name, uint64_t file_off, int fd);
+/* memcpy(dst, src, len) under a guard over the source range. */
+int pi_guard_copy(void *dst, const void *src, size_t len, const char *name, uint64_t file_off, int fd);
+/*
+ * Runs fn(ctx) with [addr, addr+len) guarded and returns its result, or
+ * PAGEIN_E_TRUNCATED if it faulted inside the range. fn is abandoned at the
+ * faulting load (siglongjmp), so while guarded it must not allocate, take
+ * locks or otherwise leave state that needs undoing: it should only read the
+ * range and write into memory its caller owns.
+ */
+typedef int (*pi_guard_fn)(void *ctx);
+int pi_guard_call(const void *addr, size_t len, const char *name, uint64_t file_off, int fd,
+                  pi_guard_fn fn, void *ctx);
+/* Registers the SIGBUS handler now (it is otherwise registered on first
+ * use). Returns 0 or -errno. Idempotent, thread-safe. */
+int pi_guard_install(void);
+/* Test hook: restores the handler that was in place before pi_guard_install
+ * so that a forked child can register again. Not thread-safe. */
+void pi_guard_uninstall(void);
+
+/* ---- integrity manifests (format/manifest.c, io/hash.c) ----------------- */
+/*
+ * A manifest lists, for every file of a model, its size and a hash of its
+ * header bytes, and for every tensor its place and the XXH3-128 hash of its
+ * bytes. Text, one record a line (docs/FORMAT-MANIFEST.md). The parser
+ * treats the buffer as untrusted input and does no I/O.
+ */
+#define PI_MANIFEST_MAX_NAME 65536u      /* bytes of a decoded name */
+#define PI_MANIFEST_MAX_FILES 65536u
+#define PI_MANIFEST_MAX_TENSORS (1u << 24)
+
+struct pi_manifest_file {
+    const char *name; /* decoded, NUL-terminated (arena) */
+    size_t name_len;
+    uint64_t size;         /* file size */
+    uint64_t header_bytes; /* bytes [0, header_bytes) hashed as the header */
+    uint8_t header_hash[16];
+};
+
+struct pi_manifest_tensor {
+    uint32_t file;
+    const char *name; /* decoded, NUL-terminated (arena); may contain NUL */
+    size_t name_len;
+    uint64_t offset, nbytes;
+    uint8_t hash[16]; /* canonical (big-endian) XXH3-128 */
+};
+
+struct pi_manifest {
+    struct pi_manifest_file *files;
+    size_t nfiles, fcap;
+    struct pi_manifest_tensor *t;
+    size_t n, cap;
+    uint32_t *index; /* icap slots: tensor index + 1, keyed by (file, name) */
+    size_t icap;
+    struct pi_arena arena;
+};
+
+void pi_manifest_init(struct pi_manifest *m);
+void pi_manifest_free(struct pi_manifest *m);
+/* Parses buf. Returns 0 or PAGEIN_E_BAD_MANIFEST, _BAD_MAGIC, _BAD_VERSION,
+ * _UNSUPPORTED (another hash), _TRUNCATED (no final "end" line), _OVERFLOW,
+ * _BAD_OFFSET, _DUPLICATE, _LIMIT, -ENOMEM; the detail names the line.
+ * m is initialised by the caller and freed by the caller on error too. */
+int pi_manifest_parse(const uint8_t *buf, size_t len, struct pi_manifest *m);
+/* Entry for (file, name) or NULL. */
+const struct pi_manifest_tensor *pi_manifest_find(const struct pi_manifest *m, uint32_t file,
+                                                  const char *name, size_t len);
+/* Appends records to m (building a manifest to write). Return 0 or -ENOMEM. */
+int pi_manifest_add_file(struct pi_manifest *m, const char *name, size_t name_len, uint64_t size,
+                         uint64_t header_bytes, const uint8_t hash[16]);
+int pi_manifest_add_tensor(struct pi_manifest *m, uint32_t file, const char *name, size_t name_len,
+                           uint64_t offset, uint64_t nbytes, const uint8_t hash[16]);
+/* Serialises m into a pi_malloc'd buffer (*out, *len). 0 or -ENOMEM. */
+int pi_manifest_format(const struct pi_manifest *m, char **out, size_t *len);
 
 /* ==== JSON (format/json.c) =============================================== */
 /*

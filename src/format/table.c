@@ -13,6 +13,7 @@ void pi_table_free(struct pi_table *t) {
     pi_free(t->by_layer);
     pi_free(t->hash);
     pi_free(t->mhash);
+    pi_torch_ext_free(t->torch);
     pi_arena_free(&t->arena);
     memset(t, 0, sizeof *t);
 }

@@ -1,7 +1,655 @@
-/* torch.c - PyTorch zip checkpoint reader (placeholder until its issue lands). */
-#include "../internal.h"
+/* torch.c - PyTorch checkpoints (torch.save's zip format, torch >= 1.6):
+ * find the archive's records, run the restricted unpickler over data.pkl,
+ * turn every tensor into a table record pointing into its storage record,
+ * and every other value into a metadata entry. Buffer in, no I/O.
+ * docs/FORMAT-TORCH.md describes what is accepted and refused. */
+#include "torch_internal.h"
 
-int pi_torch_parse(const uint8_t *buf, size_t len, uint32_t flags, struct pi_table *t) {
-    PI_UNUSED(buf), PI_UNUSED(len), PI_UNUSED(flags), PI_UNUSED(t);
-    return pi_err(PAGEIN_E_UNSUPPORTED, "PyTorch checkpoints are not supported yet");
+#include <stdio.h>
+#include <stdlib.h>
+
+#define MAX_DEPTH 200
+#define MAX_VISITS (1u << 22)
+#define MAX_REPR 4096
+
+void pi_torch_ext_free(struct pi_torch_ext *x) {
+    if (!x) return;
+    pi_free(x->r);
+    pi_free(x);
+}
+
+/* ---- growable byte buffer for names and reprs ---------------------------- */
+struct sbuf {
+    char *p;
+    size_t n, cap;
+    int oom;
+};
+
+static void sb_put(struct sbuf *b, const char *s, size_t n) {
+    if (b->oom) return;
+    if (b->n + n + 1 > b->cap) {
+        size_t nc = b->cap ? b->cap : 256;
+        while (nc < b->n + n + 1) nc *= 2;
+        char *np = pi_realloc(b->p, nc);
+        if (!np) {
+            b->oom = 1;
+            return;
+        }
+        b->p = np, b->cap = nc;
+    }
+    memcpy(b->p + b->n, s, n);
+    b->n += n;
+    b->p[b->n] = 0;
+}
+static void sb_str(struct sbuf *b, const char *s) { sb_put(b, s, strlen(s)); }
+
+/* ---- the walk: dotted names for tensors, metadata for everything else ---- */
+
+struct item {
+    uint32_t tensor; /* index in pk_state.t */
+    uint64_t offset; /* for sorting */
+    size_t seq;
+    const char *name; /* arena */
+    size_t name_len;
+};
+
+struct walker {
+    struct pk_state *st;
+    struct pi_table *tab;
+    uint8_t *has_tensor; /* per object: 0 unknown, 1 no, 2 yes, 3 in progress */
+    struct item *items;
+    size_t ni, ci;
+    size_t visits;
+    struct sbuf name;
+};
+
+static int visit(struct walker *w) {
+    RETURN_IF(++w->visits > MAX_VISITS, PAGEIN_E_LIMIT,
+              "pickle: object graph too large to flatten (more than %u visits; shared or cyclic containers?)", MAX_VISITS);
+    return 0;
+}
+
+static bool contains_tensor(struct walker *w, uint32_t id, int depth) {
+    const struct pk_obj *o = &w->st->o[id];
+    if (o->kind == PK_TENSOR) return true;
+    if (o->kind != PK_TUPLE && o->kind != PK_LIST && o->kind != PK_DICT) return false;
+    if (w->has_tensor[id]) return w->has_tensor[id] == 2;
+    if (depth > MAX_DEPTH) return false;
+    w->has_tensor[id] = 3; /* cycles count as "no" */
+    bool yes = false;
+    for (uint32_t i = 0; i < o->n && !yes; i++) yes = contains_tensor(w, o->u.items[i], depth + 1);
+    w->has_tensor[id] = yes ? 2 : 1;
+    return yes;
+}
+
+static void repr(struct walker *w, struct sbuf *b, uint32_t id, int depth) {
+    const struct pk_obj *o = &w->st->o[id];
+    char tmp[64];
+    if (b->n > MAX_REPR || w->visits++ > MAX_VISITS) return;
+    switch (o->kind) {
+    case PK_NONE: sb_str(b, "None"); break;
+    case PK_BOOL: sb_str(b, o->u.i ? "True" : "False"); break;
+    case PK_INT: snprintf(tmp, sizeof tmp, "%lld", (long long)o->u.i), sb_str(b, tmp); break;
+    case PK_BIGINT: sb_str(b, "<int wider than 64 bits>"); break;
+    case PK_FLOAT:
+        /* shortest form that reads back the same, like Python's repr */
+        for (int prec = 1; prec <= 17; prec++) {
+            snprintf(tmp, sizeof tmp, "%.*g", prec, o->u.f);
+            if (strtod(tmp, NULL) == o->u.f) break;
+        }
+        sb_str(b, tmp);
+        break;
+    case PK_STR:
+    case PK_BYTES:
+        sb_str(b, "'");
+        sb_put(b, (const char *)o->u.s.p, PI_MIN(o->u.s.len, (uint32_t)MAX_REPR));
+        sb_str(b, "'");
+        break;
+    case PK_GLOBAL: sb_str(b, pk_globals[o->u.gid].name); break;
+    case PK_STORAGE: sb_str(b, "<storage>"); break;
+    case PK_TENSOR: sb_str(b, "<tensor>"); break;
+    case PK_TUPLE:
+    case PK_LIST:
+    case PK_SET:
+    case PK_DICT: {
+        const char *open = o->kind == PK_TUPLE ? "(" : o->kind == PK_LIST ? "[" : "{";
+        const char *close = o->kind == PK_TUPLE ? ")" : o->kind == PK_LIST ? "]" : "}";
+        sb_str(b, open);
+        if (depth > 16) {
+            sb_str(b, "...");
+        } else {
+            for (uint32_t i = 0; i < o->n && b->n <= MAX_REPR; i++) {
+                if (i) sb_str(b, o->kind == PK_DICT && (i % 2) ? ": " : ", ");
+                repr(w, b, o->u.items[i], depth + 1);
+            }
+        }
+        if (o->kind == PK_TUPLE && o->n == 1) sb_str(b, ",");
+        sb_str(b, close);
+        break;
+    }
+    }
+}
+
+static int add_meta(struct walker *w, uint32_t id) {
+    const struct pk_obj *o = &w->st->o[id];
+    pagein_meta *m = pi_table_add_meta(w->tab, w->name.p ? w->name.p : "", w->name.n);
+    if (!m) return pi_err(-ENOMEM, "out of memory");
+    switch (o->kind) {
+    case PK_INT: m->type = PAGEIN_META_I64, m->v.i = o->u.i; return 0;
+    case PK_BOOL: m->type = PAGEIN_META_BOOL, m->v.b = (int)o->u.i; return 0;
+    case PK_FLOAT: m->type = PAGEIN_META_F64, m->v.f = o->u.f; return 0;
+    case PK_STR:
+    case PK_BYTES: {
+        m->type = PAGEIN_META_STRING;
+        char *s = pi_arena_strndup(&w->tab->arena, (const char *)o->u.s.p, o->u.s.len);
+        if (!s) return pi_err(-ENOMEM, "out of memory");
+        m->str = s, m->str_len = o->u.s.len;
+        return 0;
+    }
+    default: {
+        /* None, tuples, lists and dicts without tensors, dtypes...: their
+         * Python repr, as a string */
+        struct sbuf b = {0};
+        repr(w, &b, id, 0);
+        if (b.n > MAX_REPR) {
+            b.n = MAX_REPR;
+            sb_str(&b, "...");
+        }
+        if (b.oom) {
+            pi_free(b.p);
+            return pi_err(-ENOMEM, "out of memory");
+        }
+        m->type = PAGEIN_META_STRING;
+        char *s = pi_arena_strndup(&w->tab->arena, b.p ? b.p : "", b.n);
+        pi_free(b.p);
+        if (!s) return pi_err(-ENOMEM, "out of memory");
+        m->str = s, m->str_len = strlen(s);
+        return 0;
+    }
+    }
+}
+
+static int walk(struct walker *w, uint32_t id, int depth);
+
+/* Appends ".key" (or "key" at the top) to the name, walks, restores. */
+static int walk_child(struct walker *w, uint32_t key, int64_t index, uint32_t val, int depth) {
+    size_t saved = w->name.n;
+    if (saved) sb_str(&w->name, ".");
+    if (key == UINT32_MAX) {
+        char tmp[32];
+        snprintf(tmp, sizeof tmp, "%lld", (long long)index);
+        sb_str(&w->name, tmp);
+    } else {
+        const struct pk_obj *k = &w->st->o[key];
+        if (k->kind == PK_STR || k->kind == PK_BYTES) sb_put(&w->name, (const char *)k->u.s.p, k->u.s.len);
+        else repr(w, &w->name, key, 0);
+    }
+    if (w->name.oom) return pi_err(-ENOMEM, "out of memory");
+    int rc = walk(w, val, depth + 1);
+    w->name.n = saved;
+    if (w->name.p) w->name.p[saved] = 0;
+    return rc;
+}
+
+static int walk(struct walker *w, uint32_t id, int depth) {
+    FORWARD_IF(visit(w));
+    RETURN_IF(depth > MAX_DEPTH, PAGEIN_E_LIMIT, "pickle: containers nested deeper than %d at '%s'", MAX_DEPTH,
+              w->name.p ? w->name.p : "");
+    const struct pk_obj *o = &w->st->o[id];
+    if (o->kind == PK_TENSOR) {
+        if (w->ni + 1 > w->ci) {
+            size_t nc = w->ci ? w->ci * 2 : 64;
+            struct item *ni = pi_realloc(w->items, nc * sizeof *ni);
+            if (!ni) return pi_err(-ENOMEM, "out of memory");
+            w->items = ni, w->ci = nc;
+        }
+        /* a tensor at the very top (torch.save(tensor)) is named "tensor" */
+        const char *nm = w->name.n ? w->name.p : "tensor";
+        size_t nl = w->name.n ? w->name.n : 6;
+        char *copy = pi_arena_strndup(&w->tab->arena, nm, nl);
+        if (!copy) return pi_err(-ENOMEM, "out of memory");
+        w->items[w->ni] = (struct item){.tensor = o->u.ref, .seq = w->ni, .name = copy, .name_len = nl};
+        w->ni++;
+        return 0;
+    }
+    if (o->kind == PK_DICT && (depth == 0 || o->n)) {
+        uint32_t n = o->n;
+        for (uint32_t i = 0; i + 1 < n; i += 2) {
+            uint32_t k = w->st->o[id].u.items[i], v = w->st->o[id].u.items[i + 1];
+            FORWARD_IF(walk_child(w, k, 0, v, depth));
+        }
+        return 0;
+    }
+    if ((o->kind == PK_LIST || o->kind == PK_TUPLE) && (depth == 0 || contains_tensor(w, id, 0))) {
+        uint32_t n = o->n;
+        for (uint32_t i = 0; i < n; i++) FORWARD_IF(walk_child(w, UINT32_MAX, i, w->st->o[id].u.items[i], depth));
+        return 0;
+    }
+    return add_meta(w, id);
+}
+
+/* ---- tensors ---------------------------------------------------------------- */
+
+struct srec {
+    const struct pi_zip_entry *e; /* the storage record */
+    uint32_t id;                  /* dense storage identity */
+    uint32_t users;
+};
+
+static uint32_t elem_size(pagein_dtype d) {
+    const pagein_dtype_info *i = pagein_dtype_get(d);
+    return i ? i->bits / 8 : 0;
+}
+
+static int item_cmp(const void *a, const void *b) {
+    const struct item *x = a, *y = b;
+    if (x->offset != y->offset) return x->offset < y->offset ? -1 : 1;
+    return x->seq < y->seq ? -1 : x->seq > y->seq;
+}
+
+static int entry_of(const struct pi_zip *z, const char *prefix, size_t pl, const char *rest,
+                    const struct pi_zip_entry **out) {
+    char name[512];
+    size_t rl = strlen(rest);
+    *out = NULL;
+    if (pl + 1 + rl >= sizeof name) return 0;
+    memcpy(name, prefix, pl);
+    name[pl] = '/';
+    memcpy(name + pl + 1, rest, rl);
+    *out = pi_zip_find(z, name, pl + 1 + rl);
+    return 0;
+}
+
+static int check_stored(const struct pi_zip_entry *e) {
+    RETURN_IF(e->flags & 1, PAGEIN_E_UNSUPPORTED, "record '%.*s' is encrypted", (int)PI_MIN(e->name_len, 200u), e->name);
+    RETURN_IF(e->method != 0, PAGEIN_E_UNSUPPORTED,
+              "record '%.*s' is compressed (zip method %u); torch.save stores records uncompressed so that "
+              "they can be mapped: re-save it with torch.save(torch.load(path), path), or repack with `zip -0`",
+              (int)PI_MIN(e->name_len, 200u), e->name, e->method);
+    RETURN_IF(e->csize != e->size, PAGEIN_E_BAD_ZIP, "record '%.*s': stored with compressed size %llu != size %llu",
+              (int)PI_MIN(e->name_len, 200u), e->name, (unsigned long long)e->csize, (unsigned long long)e->size);
+    return 0;
+}
+
+/* Finds "<prefix>/data.pkl" where prefix is one path component. torch uses
+ * the first entry's directory; any archive with exactly one such record is
+ * unambiguous. */
+static int find_prefix(const struct pi_zip *z, const char **prefix, size_t *pl) {
+    *prefix = NULL;
+    for (size_t i = 0; i < z->n; i++) {
+        const struct pi_zip_entry *e = &z->e[i];
+        if (e->name_len < 10 || memcmp(e->name + e->name_len - 9, "/data.pkl", 9) != 0) continue;
+        size_t l = e->name_len - 9;
+        if (memchr(e->name, '/', l)) continue;
+        RETURN_IF(*prefix, PAGEIN_E_BAD_ZIP, "archive holds more than one */data.pkl");
+        *prefix = e->name, *pl = l;
+    }
+    RETURN_IF(!*prefix, PAGEIN_E_BAD_MAGIC, "zip archive without a <name>/data.pkl record: not a torch.save checkpoint");
+    return 0;
+}
+
+static const char legacy_magic[] = "\x80\x02\x8a\x0a\x6c\xfc\x9c\x46\xf9\x20\x6a\xa8\x50\x19";
+
+int pi_torch_parse(const uint8_t *buf, size_t len, uint32_t flags, struct pi_table *tab) {
+    PI_UNUSED(flags);
+    if (len < 4 || memcmp(buf, "PK\x03\x04", 4) != 0) {
+        if (len >= 4 && memcmp(buf, legacy_magic, PI_MIN(len, sizeof legacy_magic - 1)) == 0)
+            return pi_err(PAGEIN_E_UNSUPPORTED,
+                          "legacy torch.save format (written by torch < 1.6 or with "
+                          "_use_new_zipfile_serialization=False): it cannot be read without running pickle; "
+                          "re-save it with torch >= 1.6: torch.save(torch.load(path), path)");
+        return pi_err(PAGEIN_E_BAD_MAGIC, "not a zip archive (no PK\\3\\4 signature)");
+    }
+    struct pi_zip z;
+    struct pk_state st;
+    memset(&st, 0, sizeof st);
+    struct walker w;
+    memset(&w, 0, sizeof w);
+    struct srec *recs = NULL;
+    int rc = pi_zip_parse(buf, len, &z);
+    if (rc < 0) return rc;
+    const char *prefix;
+    size_t pl = 0;
+    const struct pi_zip_entry *pkl, *ver, *bo;
+    if ((rc = find_prefix(&z, &prefix, &pl)) < 0) goto out;
+    entry_of(&z, prefix, pl, "data.pkl", &pkl);
+    entry_of(&z, prefix, pl, "version", &ver);
+    if (!ver) entry_of(&z, prefix, pl, ".data/version", &ver);
+    entry_of(&z, prefix, pl, "byteorder", &bo);
+    if (!ver) {
+        rc = pi_err(PAGEIN_E_BAD_MAGIC, "archive '%.*s' has no version record: not a torch.save checkpoint", (int)pl, prefix);
+        goto out;
+    }
+    if ((rc = check_stored(pkl)) < 0 || (rc = check_stored(ver)) < 0 || (bo && (rc = check_stored(bo)) < 0)) goto out;
+    /* version: ASCII decimal and a newline; torch 1.13 reads 1..10 */
+    {
+        uint64_t v = 0;
+        size_t i = 0;
+        const uint8_t *p = buf + ver->offset;
+        while (i < ver->size && p[i] >= '0' && p[i] <= '9' && v < 1000000) v = v * 10 + (p[i++] - '0');
+        if (i == 0 || v == 0 || v > 100) {
+            rc = pi_err(PAGEIN_E_BAD_VERSION, "archive version record '%.*s' is not a supported version (1..100)",
+                        (int)PI_MIN(ver->size, 16u), (const char *)p);
+            goto out;
+        }
+        tab->version = (uint32_t)v;
+    }
+    if (bo) {
+        const char *p = (const char *)buf + bo->offset;
+        if (bo->size == 3 && memcmp(p, "big", 3) == 0) tab->big_endian = 1;
+        else if (!(bo->size == 6 && memcmp(p, "little", 6) == 0)) {
+            rc = pi_err(PAGEIN_E_ENDIAN, "byteorder record is '%.*s', expected 'little' or 'big'", (int)PI_MIN(bo->size, 16u), p);
+            goto out;
+        }
+    }
+    tab->header_len = pkl->size;
+    rc = pk_load(buf + pkl->offset, (size_t)pkl->size, &st);
+    if (rc < 0) {
+        char pre[300];
+        snprintf(pre, sizeof pre, "%.*s", (int)PI_MIN(pkl->name_len, 256u), pkl->name);
+        pi_err_prefix(pre);
+        goto out;
+    }
+
+    /* storages -> records (one identity per distinct record) */
+    recs = pi_calloc(st.ns ? st.ns : 1, sizeof *recs);
+    if (!recs) {
+        rc = pi_err(-ENOMEM, "out of memory");
+        goto out;
+    }
+    uint32_t nid = 0;
+    uint64_t data_start = UINT64_MAX;
+    for (size_t i = 0; i < st.ns; i++) {
+        const struct pk_storage *s = &st.s[i];
+        char rest[300];
+        if (s->key_len > 256) {
+            rc = pi_err(PAGEIN_E_LIMIT, "storage key of %u bytes", s->key_len);
+            goto out;
+        }
+        snprintf(rest, sizeof rest, "data/%.*s", (int)s->key_len, (const char *)s->key);
+        const struct pi_zip_entry *e;
+        entry_of(&z, prefix, pl, rest, &e);
+        if (!e) {
+            rc = pi_err(PAGEIN_E_NOT_FOUND, "storage '%s' named by the pickle has no record '%.*s/%s'", rest + 5, (int)pl, prefix, rest);
+            goto out;
+        }
+        if ((rc = check_stored(e)) < 0) goto out;
+        uint64_t need;
+        if (pi_mul_overflow(s->numel, elem_size(s->dtype), &need)) {
+            rc = pi_err(PAGEIN_E_OVERFLOW, "storage '%s': %llu elements overflow", rest + 5, (unsigned long long)s->numel);
+            goto out;
+        }
+        if (e->size < need) {
+            rc = pi_err(PAGEIN_E_TRUNCATED, "storage '%s' (%s x %llu) needs %llu bytes, its record has %llu", rest + 5,
+                        pk_globals[s->gid].name, (unsigned long long)s->numel, (unsigned long long)need,
+                        (unsigned long long)e->size);
+            goto out;
+        }
+        recs[i].e = e;
+        /* same record seen before? (torch caches storages by key) */
+        recs[i].id = UINT32_MAX;
+        for (size_t j = 0; j < i && recs[i].id == UINT32_MAX; j++)
+            if (recs[j].e == e) recs[i].id = recs[j].id;
+        if (recs[i].id == UINT32_MAX) recs[i].id = nid++;
+        if (e->offset < data_start) data_start = e->offset;
+    }
+    tab->data_start = data_start == UINT64_MAX ? 0 : data_start;
+
+    /* flatten: names for tensors, metadata for the rest */
+    w.st = &st;
+    w.tab = tab;
+    w.has_tensor = pi_calloc(st.no ? st.no : 1, 1);
+    if (!w.has_tensor) {
+        rc = pi_err(-ENOMEM, "out of memory");
+        goto out;
+    }
+    if ((rc = walk(&w, st.root, 0)) < 0) goto out;
+
+    /* bounds, contiguity, offsets */
+    uint32_t *users = pi_calloc(nid ? nid : 1, sizeof *users);
+    if (!users) {
+        rc = pi_err(-ENOMEM, "out of memory");
+        goto out;
+    }
+    for (size_t i = 0; i < w.ni; i++) {
+        const struct pk_tensor *t = &st.t[w.items[i].tensor];
+        users[recs[t->storage].id]++;
+        w.items[i].offset = recs[t->storage].e->offset + t->offset * (uint64_t)elem_size(st.s[t->storage].dtype);
+    }
+    if (w.ni) qsort(w.items, w.ni, sizeof *w.items, item_cmp);
+    struct pi_torch_ext *x = pi_calloc(1, sizeof *x);
+    if (x) x->r = pi_calloc(w.ni ? w.ni : 1, sizeof *x->r);
+    if (!x || !x->r) {
+        pi_torch_ext_free(x);
+        pi_free(users);
+        rc = pi_err(-ENOMEM, "out of memory");
+        goto out;
+    }
+    tab->torch = x;
+    x->n_storages = nid;
+    for (size_t i = 0; i < w.ni && rc == 0; i++) {
+        const struct item *it = &w.items[i];
+        const struct pk_tensor *t = &st.t[it->tensor];
+        const struct pk_storage *s = &st.s[t->storage];
+        const struct srec *r = &recs[t->storage];
+        uint64_t es = elem_size(s->dtype), numel = 1, maxi = t->offset, expect = 1;
+        bool contiguous = true, ovf = false;
+        for (uint32_t d = 0; d < t->ndim; d++) ovf |= pi_mul_overflow(numel, t->sizes[d], &numel);
+        for (uint32_t d = t->ndim; d-- > 0;) {
+            if (t->sizes[d] != 1 && (uint64_t)t->strides[d] != expect) contiguous = false;
+            if (t->sizes[d] == 0) continue;
+            uint64_t ext;
+            ovf |= pi_mul_overflow(t->sizes[d] - 1, (uint64_t)t->strides[d], &ext);
+            ovf |= pi_add_overflow(maxi, ext, &maxi);
+            ovf |= pi_mul_overflow(expect, t->sizes[d], &expect);
+        }
+        uint64_t bytes;
+        ovf |= pi_mul_overflow(numel, es, &bytes);
+        if (ovf) {
+            rc = pi_err(PAGEIN_E_OVERFLOW, "tensor '%s': size or stride arithmetic overflows", it->name);
+            break;
+        }
+        uint64_t off, nbytes;
+        if (numel == 0) {
+            contiguous = true;
+            off = r->e->offset + (t->offset <= s->numel ? t->offset * es : 0);
+            nbytes = 0;
+        } else {
+            if (maxi >= s->numel) {
+                rc = pi_err(PAGEIN_E_BAD_OFFSET,
+                            "tensor '%s' reaches element %llu of storage '%.*s', which has %llu elements",
+                            it->name, (unsigned long long)maxi, (int)PI_MIN(s->key_len, 64u), (const char *)s->key,
+                            (unsigned long long)s->numel);
+                break;
+            }
+            off = r->e->offset + t->offset * es;
+            nbytes = contiguous ? bytes : (maxi - t->offset + 1) * es;
+        }
+        pagein_tensor *rec = pi_table_add(tab, it->name, it->name_len, s->dtype, t->ndim, t->sizes, off, nbytes);
+        if (!rec) {
+            rc = pi_err(-ENOMEM, "out of memory");
+            break;
+        }
+        if (!contiguous) rec->flags |= PAGEIN_TENSOR_NONCONTIGUOUS;
+        if (users[r->id] > 1) rec->flags |= PAGEIN_TENSOR_VIEW;
+        if (es > 1 && off % (es == 8 && s->dtype == PAGEIN_DTYPE_C64 ? 4 : es)) rec->flags |= PAGEIN_TENSOR_UNALIGNED;
+        if (tab->big_endian && es > 1) rec->flags |= PAGEIN_TENSOR_SWAPPED;
+        struct pi_torch_rec *xr = &x->r[i];
+        xr->storage = r->id;
+        xr->elem_offset = t->offset;
+        xr->storage_off = r->e->offset;
+        xr->storage_bytes = s->numel * es;
+        xr->n_sharing = users[r->id];
+        xr->requires_grad = t->requires_grad;
+        xr->param = t->param;
+        char *key = pi_arena_strndup(&tab->arena, (const char *)s->key, s->key_len);
+        int64_t *sd = t->ndim ? pi_arena_alloc(&tab->arena, t->ndim * sizeof *sd) : NULL;
+        if (!key || (t->ndim && !sd)) {
+            rc = pi_err(-ENOMEM, "out of memory");
+            break;
+        }
+        if (t->ndim) memcpy(sd, t->strides, t->ndim * sizeof *sd);
+        xr->storage_key = key;
+        xr->strides = sd;
+        x->n++;
+    }
+    pi_free(users);
+out:
+    pi_free(w.items);
+    pi_free(w.has_tensor);
+    pi_free(w.name.p);
+    pi_free(recs);
+    pk_free(&st);
+    pi_zip_free(&z);
+    return rc;
+}
+
+/* ---- public accessors ------------------------------------------------------ */
+
+static const struct pi_torch_rec *rec_of(const pagein_file *f, const pagein_tensor *t) {
+    if (!f || !t || !f->tab.torch || t < f->tab.t || t >= f->tab.t + f->tab.n) return NULL;
+    size_t i = (size_t)(t - f->tab.t);
+    return i < f->tab.torch->n ? &f->tab.torch->r[i] : NULL;
+}
+
+int pagein_torch_tensor_get_info(const pagein_file *f, const pagein_tensor *t, pagein_torch_tensor_info *out) {
+    if (!f || !t || !out) return pi_err(PAGEIN_E_INVALID, "pagein_torch_tensor_get_info: NULL argument");
+    const struct pi_torch_rec *r = rec_of(f, t);
+    if (!r) return pi_err(PAGEIN_E_BAD_TYPE, "tensor '%s' is not from a PyTorch checkpoint opened as f", t->name);
+    memset(out, 0, sizeof *out);
+    out->storage = r->storage;
+    out->storage_key = r->storage_key;
+    out->storage_offset = r->storage_off;
+    out->storage_nbytes = r->storage_bytes;
+    out->elem_offset = r->elem_offset;
+    out->strides = r->strides;
+    out->n_sharing = r->n_sharing;
+    out->requires_grad = r->requires_grad;
+    out->is_parameter = r->param;
+    return 0;
+}
+
+size_t pagein_torch_storage_count(const pagein_file *f) {
+    return f && f->tab.torch ? f->tab.torch->n_storages : 0;
+}
+
+/* Byte-swap unit: complex numbers are two floats. */
+static uint32_t swap_unit(pagein_dtype d, uint32_t es) { return d == PAGEIN_DTYPE_C64 ? 4 : es; }
+
+static void swap_bytes(uint8_t *p, size_t n, uint32_t unit) {
+    if (unit < 2) return;
+    for (size_t i = 0; i + unit <= n; i += unit)
+        for (uint32_t a = 0, b = unit - 1; a < b; a++, b--) {
+            uint8_t c = p[i + a];
+            p[i + a] = p[i + b];
+            p[i + b] = c;
+        }
+}
+
+/* Copies count whole elements starting at row-major element index e0 of a
+ * strided tensor into dst. */
+static void gather(const uint8_t *storage, const pagein_tensor *t, const int64_t *strides, uint32_t es, uint64_t e0,
+                   uint64_t count, uint8_t *dst) {
+    uint64_t idx[PK_MAX_NDIM];
+    uint32_t nd = t->ndim;
+    uint64_t rem = e0, src = 0;
+    for (uint32_t d = nd; d-- > 0;) {
+        idx[d] = rem % t->shape[d];
+        rem /= t->shape[d];
+        src += idx[d] * (uint64_t)strides[d];
+    }
+    while (count) {
+        if (nd == 0) {
+            memcpy(dst, storage, es);
+            return;
+        }
+        uint32_t last = nd - 1;
+        uint64_t run = PI_MIN(count, t->shape[last] - idx[last]);
+        if (strides[last] == 1) {
+            memcpy(dst, storage + src * es, run * es);
+        } else {
+            uint64_t s = src, st = (uint64_t)strides[last];
+            for (uint64_t k = 0; k < run; k++, s += st) memcpy(dst + k * es, storage + s * es, es);
+        }
+        dst += run * es;
+        count -= run;
+        src += run * (uint64_t)strides[last];
+        idx[last] += run;
+        /* carry */
+        for (uint32_t d = last; d > 0 && idx[d] == t->shape[d]; d--) {
+            src -= idx[d] * (uint64_t)strides[d];
+            idx[d] = 0;
+            idx[d - 1]++;
+            src += (uint64_t)strides[d - 1];
+        }
+    }
+}
+
+int pagein_tensor_read(const pagein_file *f, const pagein_tensor *t, void *dst, uint64_t off, size_t len) {
+    if (!f || !t || (!dst && len)) return pi_err(PAGEIN_E_INVALID, "pagein_tensor_read: NULL argument");
+    const pagein_dtype_info *di = pagein_dtype_get(t->dtype);
+    uint64_t logical = t->nbytes, end;
+    uint32_t es = di && di->block_elems == 1 && di->bits % 8 == 0 ? di->bits / 8 : 0;
+    if (t->flags & (PAGEIN_TENSOR_NONCONTIGUOUS | PAGEIN_TENSOR_SWAPPED)) {
+        if (!es) return pi_err(PAGEIN_E_BAD_DTYPE, "tensor '%s': strided or swapped sub-byte dtype", t->name);
+        logical = t->nelements * es;
+    }
+    if (pi_add_overflow(off, len, &end) || end > logical)
+        return pi_err(PAGEIN_E_RANGE, "tensor '%s': bytes [%llu, +%zu) outside its %llu bytes", t->name,
+                      (unsigned long long)off, len, (unsigned long long)logical);
+    if (t->offset > f->len || t->nbytes > f->len - t->offset)
+        return pi_err(PAGEIN_E_TRUNCATED, "tensor '%s' lies outside the file", t->name);
+    const uint8_t *base = f->base + t->offset;
+    uint8_t *out = dst;
+    if (!(t->flags & PAGEIN_TENSOR_NONCONTIGUOUS)) {
+        memcpy(out, base + off, len);
+    } else {
+        const struct pi_torch_rec *r = rec_of(f, t);
+        if (!r) return pi_err(PAGEIN_E_BAD_TYPE, "tensor '%s': strided but without strides", t->name);
+        /* base is the first element (storage_offset); strides index from it */
+        uint64_t e = off / es;
+        uint32_t head = (uint32_t)(off % es);
+        size_t done = 0;
+        uint8_t tmp[16];
+        if (head) {
+            gather(base, t, r->strides, es, e, 1, tmp);
+            size_t n = PI_MIN((size_t)(es - head), len);
+            memcpy(out, tmp + head, n);
+            done += n, e++;
+        }
+        uint64_t whole = (len - done) / es;
+        if (whole) gather(base, t, r->strides, es, e, whole, out + done);
+        done += whole * es, e += whole;
+        if (done < len) {
+            gather(base, t, r->strides, es, e, 1, tmp);
+            memcpy(out + done, tmp, len - done);
+        }
+    }
+    if (t->flags & PAGEIN_TENSOR_SWAPPED) {
+        /* swap whole units in place; partial units at the edges via a copy */
+        uint32_t u = swap_unit(t->dtype, es);
+        uint64_t first = off / u * u;
+        uint8_t tmp[16];
+        for (uint64_t p = first; p < end; p += u) {
+            if (p >= off && p + u <= end) {
+                swap_bytes(out + (p - off), u, u);
+                continue;
+            }
+            /* partial unit: reconstruct it from the (unswapped) source */
+            uint8_t raw[16];
+            if (t->flags & PAGEIN_TENSOR_NONCONTIGUOUS) {
+                const struct pi_torch_rec *r = rec_of(f, t);
+                uint8_t el[16];
+                gather(base, t, r->strides, es, p / es, 1, el);
+                memcpy(raw, el + p % es, u);
+            } else {
+                memcpy(raw, base + p, u);
+            }
+            memcpy(tmp, raw, u);
+            swap_bytes(tmp, u, u);
+            uint64_t lo = PI_MAX(p, off), hi = PI_MIN(p + u, end);
+            memcpy(out + (lo - off), tmp + (lo - p), hi - lo);
+        }
+    }
+    return 0;
 }

@@ -10,6 +10,9 @@
 pagein_format pi_detect_format(const uint8_t *buf, size_t len) {
     if (len >= 4 && memcmp(buf, "GGUF", 4) == 0) return PAGEIN_FORMAT_GGUF;
     if (len >= 4 && memcmp(buf, "PK\x03\x04", 4) == 0) return PAGEIN_FORMAT_TORCH;
+    /* torch.save's legacy (pre-1.6) format: a pickled magic number first
+     * (PROTO 2, LONG1 of 10 bytes); torch.c refuses it with advice. */
+    if (len >= 4 && memcmp(buf, "\x80\x02\x8a\x0a", 4) == 0) return PAGEIN_FORMAT_TORCH;
     return PAGEIN_FORMAT_SAFETENSORS;
 }
 

@@ -1,0 +1,304 @@
+/* cmd_convert.c - `pagein convert IN OUT`: PyTorch checkpoints (and GGUF
+ * with plain types, and safetensors) to safetensors, optionally cast,
+ * sharded or page-aligned. */
+#include "cli.h"
+
+#include <stdlib.h>
+#include <string.h>
+
+static void usage(FILE *out) {
+    fprintf(out,
+            "usage: pagein convert IN OUT [--dtype bf16|f16|f32] [--max-shard-size SIZE] [--align N]\n"
+            "                      [--dry-run] [--json] [-q]\n"
+            "\n"
+            "Converts IN to safetensors at OUT without Python (to GGUF when OUT ends in .gguf).\n"
+            "  IN   a torch.save checkpoint (.pt/.pth/.bin, zip format), a GGUF file with\n"
+            "       unquantized types, or a safetensors file (detected from its content).\n"
+            "       Checkpoints are read by a restricted unpickler that accepts exactly what\n"
+            "       torch.load(weights_only=True) accepts and never runs code.\n"
+            "  OUT  the safetensors file; with sharding, OUT's stem names the shards\n"
+            "       (model.safetensors -> model-00001-of-00003.safetensors) and\n"
+            "       OUT.index.json maps each tensor to its shard.\n"
+            "\n"
+            "Every tensor name appears with its own bytes: tied weights and views are\n"
+            "written in full (the summary lists which names shared storage), strided\n"
+            "tensors are materialised. Values that are not tensors (ints, strings, ...)\n"
+            "are skipped and listed. __metadata__ is {\"format\": \"pt\"} for checkpoints.\n"
+            "Files are written atomically. GGUF output (v3) takes plain element types only\n"
+            "(no BOOL, C64) and carries string and scalar metadata over; GGUF input keeps\n"
+            "its tensor names and loses its metadata when written as safetensors.\n"
+            "\n"
+            "options:\n"
+            "  --dtype T            cast floating-point tensors to bf16, f16 or f32\n"
+            "  --max-shard-size S   shard at S bytes of tensor data (e.g. 5GB, 500M)\n"
+            "  --align N            align the data section to N bytes (e.g. 4096 for\n"
+            "                       O_DIRECT and GPU direct loads; default 8)\n"
+            "  --dry-run            read and check IN, print the summary, write nothing\n"
+            "  --json               print the summary as JSON on stdout\n"
+            "  -q                   no summary (errors only)\n"
+            "\n"
+            "exit status: 0 converted, 1 invalid or refused input, 2 usage or I/O error\n");
+}
+
+struct opts {
+    const char *in, *out;
+    pagein_dtype dtype;
+    uint64_t shard, align;
+    int dry, json, quiet;
+};
+
+static void on_progress(void *ctx, uint64_t done, uint64_t total) {
+    (void)total;
+    cli_progress_update(ctx, done);
+}
+
+static const char *fmt_name(pagein_format f) {
+    switch (f) {
+    case PAGEIN_FORMAT_SAFETENSORS: return "safetensors";
+    case PAGEIN_FORMAT_GGUF: return "gguf";
+    case PAGEIN_FORMAT_TORCH: return "torch";
+    default: return "unknown";
+    }
+}
+
+static void meta_value(FILE *o, const pagein_meta *m, int json) {
+    char buf[64];
+    switch (m->type) {
+    case PAGEIN_META_STRING:
+        if (json) cli_json_str(o, m->str, (size_t)m->str_len);
+        else fprintf(o, "%.*s", (int)(m->str_len > 200 ? 200 : m->str_len), m->str);
+        return;
+    case PAGEIN_META_BOOL: snprintf(buf, sizeof buf, "%s", m->v.b ? (json ? "true" : "True") : (json ? "false" : "False")); break;
+    case PAGEIN_META_F32:
+    case PAGEIN_META_F64: snprintf(buf, sizeof buf, "%.17g", m->v.f); break;
+    case PAGEIN_META_I8: case PAGEIN_META_I16: case PAGEIN_META_I32: case PAGEIN_META_I64:
+        snprintf(buf, sizeof buf, "%lld", (long long)m->v.i); break;
+    case PAGEIN_META_ARRAY: snprintf(buf, sizeof buf, json ? "\"<array of %llu>\"" : "<array of %llu>", (unsigned long long)m->count); break;
+    default: snprintf(buf, sizeof buf, "%llu", (unsigned long long)m->v.u); break;
+    }
+    fputs(buf, o);
+}
+
+/* Tensors sharing a storage, grouped: returns for each tensor the index of
+ * the first tensor of its group (itself when alone). */
+static size_t *share_groups(const pagein_file *f, size_t n) {
+    size_t *g = malloc((n ? n : 1) * sizeof *g);
+    uint32_t *sid = malloc((n ? n : 1) * sizeof *sid);
+    if (!g || !sid) {
+        free(g), free(sid);
+        return NULL;
+    }
+    for (size_t i = 0; i < n; i++) {
+        const pagein_tensor *t = pagein_tensor_at(f, i);
+        pagein_torch_tensor_info ti;
+        g[i] = i;
+        sid[i] = UINT32_MAX;
+        if (!(t->flags & PAGEIN_TENSOR_VIEW) || pagein_torch_tensor_get_info(f, t, &ti) != 0) continue;
+        sid[i] = ti.storage;
+        /* tensors are in offset order, so a storage's tensors are adjacent
+         * unless another storage lies inside it; a short backward scan
+         * suffices for real files, a full one keeps it exact */
+        for (size_t j = 0; j < i; j++)
+            if (sid[j] == sid[i]) {
+                g[i] = g[j];
+                break;
+            }
+    }
+    free(sid);
+    return g;
+}
+
+static void summary(FILE *o, const struct opts *op, const pagein_file *f, const pagein_convert_stats *st, double secs,
+                    int rc) {
+    size_t n = pagein_tensor_count(f);
+    size_t *g = share_groups(f, n);
+    pagein_file_info fi;
+    pagein_file_get_info(f, &fi);
+    if (op->json) {
+        fprintf(o, "{\"input\": ");
+        cli_json_str(o, op->in, strlen(op->in));
+        fprintf(o, ", \"output\": ");
+        cli_json_str(o, op->out, strlen(op->out));
+        fprintf(o, ", \"format\": \"%s\", \"dry_run\": %s, \"ok\": %s", fmt_name(fi.format), op->dry ? "true" : "false",
+                rc == 0 ? "true" : "false");
+        if (st) {
+            fprintf(o, ", \"shards\": %u, \"bytes\": %llu, \"cast\": %zu, \"seconds\": %.3f", st->shards,
+                    (unsigned long long)st->bytes, st->cast, secs);
+        }
+        fprintf(o, ",\n \"tensors\": [");
+        for (size_t i = 0; i < n; i++) {
+            const pagein_tensor *t = pagein_tensor_at(f, i);
+            fprintf(o, "%s\n  {\"name\": ", i ? "," : "");
+            cli_json_str(o, t->name, t->name_len);
+            fprintf(o, ", \"dtype\": \"%s\", \"shape\": [", pagein_dtype_get(t->dtype)->name);
+            for (uint32_t d = 0; d < t->ndim; d++) fprintf(o, "%s%llu", d ? ", " : "", (unsigned long long)t->shape[d]);
+            fprintf(o, "], \"offset\": %llu, \"nbytes\": %llu, \"view\": %s, \"noncontiguous\": %s", (unsigned long long)t->offset,
+                    (unsigned long long)t->nbytes, t->flags & PAGEIN_TENSOR_VIEW ? "true" : "false",
+                    t->flags & PAGEIN_TENSOR_NONCONTIGUOUS ? "true" : "false");
+            pagein_torch_tensor_info ti;
+            if (pagein_torch_tensor_get_info(f, t, &ti) == 0) {
+                fprintf(o, ", \"storage\": %u, \"storage_offset\": %llu, \"stride\": [", ti.storage,
+                        (unsigned long long)ti.elem_offset);
+                for (uint32_t d = 0; d < t->ndim; d++) fprintf(o, "%s%lld", d ? ", " : "", (long long)ti.strides[d]);
+                fprintf(o, "], \"parameter\": %s", ti.is_parameter ? "true" : "false");
+            }
+            fputc('}', o);
+        }
+        fprintf(o, "],\n \"shared\": [");
+        int first = 1;
+        for (size_t i = 0; g && i < n; i++) {
+            if (g[i] != i) continue;
+            size_t cnt = 0;
+            for (size_t j = i; j < n; j++) cnt += g[j] == i;
+            if (cnt < 2) continue;
+            fprintf(o, "%s[", first ? "" : ", ");
+            first = 0;
+            int f1 = 1;
+            for (size_t j = i; j < n; j++)
+                if (g[j] == i) {
+                    const pagein_tensor *t = pagein_tensor_at(f, j);
+                    fprintf(o, "%s", f1 ? "" : ", ");
+                    cli_json_str(o, t->name, t->name_len);
+                    f1 = 0;
+                }
+            fputc(']', o);
+        }
+        fprintf(o, "],\n \"skipped\": [");
+        for (size_t i = 0; i < pagein_meta_count(f) && fi.format == PAGEIN_FORMAT_TORCH; i++) {
+            const pagein_meta *m = pagein_meta_at(f, i);
+            fprintf(o, "%s{\"name\": ", i ? ", " : "");
+            cli_json_str(o, m->key, m->key_len);
+            fprintf(o, ", \"value\": ");
+            meta_value(o, m, 1);
+            fputc('}', o);
+        }
+        fprintf(o, "]}\n");
+        free(g);
+        return;
+    }
+    char hb[32];
+    if (st)
+        fprintf(o, "%s %zu tensors (%s) from %s to %s%s in %.2f s\n", op->dry ? "would convert" : "converted", st->tensors,
+                cli_human_bytes(st->bytes, hb, sizeof hb), fmt_name(fi.format), op->out,
+                st->shards > 1 ? " (sharded)" : "", secs);
+    if (st && st->shards > 1) fprintf(o, "  %u shards, index %s.index.json\n", st->shards, op->out);
+    if (st && st->cast) fprintf(o, "  cast to %s: %zu tensors\n", pagein_dtype_get(op->dtype)->name, st->cast);
+    for (size_t i = 0; g && i < n; i++) {
+        if (g[i] != i) continue;
+        size_t cnt = 0;
+        for (size_t j = i; j < n; j++) cnt += g[j] == i;
+        if (cnt < 2) continue;
+        fprintf(o, "  shared storage, written in full for each name:");
+        for (size_t j = i; j < n; j++)
+            if (g[j] == i) fprintf(o, " %s", pagein_tensor_at(f, j)->name);
+        fputc('\n', o);
+    }
+    for (size_t i = 0; i < n; i++) {
+        const pagein_tensor *t = pagein_tensor_at(f, i);
+        if (t->flags & PAGEIN_TENSOR_NONCONTIGUOUS) fprintf(o, "  materialised strided tensor: %s\n", t->name);
+    }
+    if (fi.format == PAGEIN_FORMAT_TORCH)
+        for (size_t i = 0; i < pagein_meta_count(f); i++) {
+            const pagein_meta *m = pagein_meta_at(f, i);
+            fprintf(o, "  skipped non-tensor value: %s = ", m->key);
+            meta_value(o, m, 0);
+            fputc('\n', o);
+        }
+    free(g);
+}
+
+static int convert_main(int argc, char **argv) {
+    struct opts op = {0};
+    for (int i = 1; i < argc; i++) {
+        const char *a = argv[i];
+        if (cli_is_help(a)) {
+            usage(stdout);
+            return EXIT_OK;
+        } else if (!strcmp(a, "--dtype") && i + 1 < argc) {
+            const char *v = argv[++i];
+            if (!strcasecmp(v, "bf16")) op.dtype = PAGEIN_DTYPE_BF16;
+            else if (!strcasecmp(v, "f16") || !strcasecmp(v, "fp16")) op.dtype = PAGEIN_DTYPE_F16;
+            else if (!strcasecmp(v, "f32") || !strcasecmp(v, "fp32")) op.dtype = PAGEIN_DTYPE_F32;
+            else {
+                cli_error("convert", 0, "--dtype '%s': expected bf16, f16 or f32", v);
+                return EXIT_USAGE;
+            }
+        } else if (!strcmp(a, "--max-shard-size") && i + 1 < argc) {
+            if (cli_parse_size(argv[++i], &op.shard) < 0 || op.shard == 0) {
+                cli_error("convert", 0, "--max-shard-size '%s': expected a size such as 5GB", argv[i]);
+                return EXIT_USAGE;
+            }
+        } else if (!strcmp(a, "--align") && i + 1 < argc) {
+            if (cli_parse_size(argv[++i], &op.align) < 0) {
+                cli_error("convert", 0, "--align '%s': expected a number of bytes", argv[i]);
+                return EXIT_USAGE;
+            }
+        } else if (!strcmp(a, "--dry-run")) {
+            op.dry = 1;
+        } else if (!strcmp(a, "--json")) {
+            op.json = 1;
+        } else if (!strcmp(a, "-q")) {
+            op.quiet = 1;
+        } else if (a[0] == '-' && a[1]) {
+            cli_error("convert", 0, "unknown option '%s' (see pagein convert --help)", a);
+            return EXIT_USAGE;
+        } else if (!op.in) {
+            op.in = a;
+        } else if (!op.out) {
+            op.out = a;
+        } else {
+            cli_error("convert", 0, "too many arguments");
+            return EXIT_USAGE;
+        }
+    }
+    if (!op.in || (!op.out && !op.dry)) {
+        usage(stderr);
+        return EXIT_USAGE;
+    }
+    if (!op.out) op.out = "-";
+    pagein_file *f = NULL;
+    int rc = pagein_open(&f, op.in, NULL);
+    if (rc < 0) {
+        cli_error("convert", rc, "cannot read %s", op.in);
+        return rc > -4096 ? EXIT_USAGE : EXIT_INVALID;
+    }
+    pagein_convert_opts co = PAGEIN_CONVERT_OPTS_INIT;
+    co.dtype = op.dtype;
+    co.max_shard_bytes = op.shard;
+    co.align = op.align;
+    pagein_convert_stats st = {0};
+    struct cli_progress pr;
+    double t0 = cli_now();
+    if (op.dry) {
+        st.tensors = pagein_tensor_count(f);
+        st.shards = 1;
+        for (size_t i = 0; i < st.tensors; i++) {
+            const pagein_tensor *t = pagein_tensor_at(f, i);
+            const pagein_dtype_info *di = pagein_dtype_get(t->dtype);
+            st.bytes += di && di->block_elems == 1 ? t->nelements * di->bits / 8 : t->nbytes;
+        }
+    } else {
+        uint64_t total = 0;
+        for (size_t i = 0; i < pagein_tensor_count(f); i++) total += pagein_tensor_at(f, i)->nbytes;
+        cli_progress_start(&pr, "convert", total);
+        if (!op.quiet) co.progress = on_progress, co.progress_ctx = &pr;
+        size_t ol = strlen(op.out);
+        if (ol >= 5 && !strcmp(op.out + ol - 5, ".gguf"))
+            rc = pagein_convert_gguf(f, op.out, &co, &st);
+        else
+            rc = pagein_convert_safetensors(f, op.out, &co, &st);
+        cli_progress_end(&pr);
+    }
+    double secs = cli_now() - t0;
+    if (rc < 0) {
+        cli_error("convert", rc, "cannot convert %s to %s", op.in, op.out);
+        if (op.json) summary(stdout, &op, f, NULL, secs, rc);
+        pagein_close(f);
+        return rc > -4096 ? EXIT_USAGE : EXIT_INVALID;
+    }
+    if (!op.quiet || op.json) summary(stdout, &op, f, &st, secs, 0);
+    pagein_close(f);
+    return EXIT_OK;
+}
+
+CLI_COMMAND(convert, "convert", "convert PyTorch checkpoints, GGUF and safetensors to safetensors (or GGUF)", convert_main)

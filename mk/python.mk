@@ -1,0 +1,80 @@
+# mk/python.mk - the Python binding (python/): `import pagein`.
+#
+#   make                  also builds $(BUILD)/python/pagein/ (the package and
+#                         the _pagein extension, libpagein.a linked in) when
+#                         python3-dev is installed
+#   make python-test      pytest on python/tests (part of `make test`); prints
+#                         SKIP with the reason when python3-dev, numpy or
+#                         pytest is missing
+#   make install-python   copies the built package into PYTHON_SITE
+#                         (default: the interpreter's /usr/local site dir)
+#
+# The extension uses only <pagein.h>. Sanitizer builds skip it (the
+# interpreter is not built with the sanitizer runtime).
+
+PY_INCLUDE := $(shell $(PY) -c 'import sysconfig; print(sysconfig.get_paths()["include"])' 2>/dev/null)
+PY_EXT_SUFFIX := $(shell $(PY) -c 'import sysconfig; print(sysconfig.get_config_var("EXT_SUFFIX") or ".so")' 2>/dev/null)
+HAVE_PYDEV := $(if $(PY_INCLUDE),$(wildcard $(PY_INCLUDE)/Python.h))
+
+PY_PKG := $(BUILD)/python/pagein
+PY_EXT := $(PY_PKG)/_pagein$(PY_EXT_SUFFIX)
+PY_MODULES := $(sort $(wildcard python/pagein/*.py))
+PY_COPIES := $(PY_MODULES:python/pagein/%=$(PY_PKG)/%)
+
+.PHONY: python python-test install-python print-lib-ldlibs
+
+ifneq ($(HAVE_PYDEV),)
+ifeq ($(SANITIZE),)
+ALL_EXTRA += python
+endif
+endif
+TEST_EXTRA += python-test
+
+python: $(PY_EXT) $(PY_COPIES)
+
+ifneq ($(HAVE_PYDEV),)
+$(BUILD)/obj/python/_pagein.o: python/src/_pagein.c include/pagein.h
+	@mkdir -p $(dir $@)
+	$(CC) $(ALL_CFLAGS) -fno-strict-aliasing -isystem $(PY_INCLUDE) -c $< -o $@
+
+$(PY_EXT): $(BUILD)/obj/python/_pagein.o $(LIBA)
+	@mkdir -p $(dir $@)
+	$(CC) -shared $(SAN_LDFLAGS) -o $@ $< $(LIBA) -Wl,--exclude-libs,ALL $(LDLIBS_CORE) $(LIB_LDLIBS)
+else
+$(PY_EXT):
+	@echo "python: SKIP: Python.h not found for $(PY) (install python3-dev: scripts/deps.sh python)"
+endif
+
+$(PY_PKG)/%.py: python/pagein/%.py
+	@mkdir -p $(dir $@)
+	cp $< $@
+
+# pytest, from the repository root so tests find ../shared/testdata.
+python-test:
+	@if [ -z "$(HAVE_PYDEV)" ]; then \
+	  echo "python-test: SKIP: python3-dev is not installed (Python.h missing for $(PY))"; exit 0; fi; \
+	if ! $(PY) -c 'import numpy' 2>/dev/null; then \
+	  echo "python-test: SKIP: numpy is not importable by $(PY) (install python3-numpy)"; exit 0; fi; \
+	if ! $(PY) -c 'import pytest' 2>/dev/null; then \
+	  echo "python-test: SKIP: pytest is not importable by $(PY) (install python3-pytest)"; exit 0; fi; \
+	$(MAKE) --no-print-directory python && \
+	PYTHONPATH=$(abspath $(BUILD)/python) PYTHONDONTWRITEBYTECODE=1 PAGEIN_BUILD=$(abspath $(BUILD)) \
+	  $(PY) -m pytest -q -p no:cacheprovider python/tests
+
+# The interpreter's own site directory under PREFIX (Debian:
+# /usr/local/lib/python3.X/dist-packages), else the posix_prefix scheme's.
+PYTHON_SITE ?= $(shell $(PY) -c 'import site, sysconfig; p = "$(PREFIX)".rstrip("/") + "/"; \
+  d = [s for s in site.getsitepackages() if s.startswith(p)]; \
+  print(d[0] if d else sysconfig.get_path("platlib", "posix_prefix", vars={"platbase": "$(PREFIX)", "base": "$(PREFIX)"}))' 2>/dev/null)
+
+install-python: python
+	@[ -n "$(PYTHON_SITE)" ] || { echo "install-python: cannot find the site directory; set PYTHON_SITE"; exit 2; }
+	install -d $(DESTDIR)$(PYTHON_SITE)/pagein
+	install -m 644 $(PY_COPIES) $(DESTDIR)$(PYTHON_SITE)/pagein/
+	install -m 755 $(PY_EXT) $(DESTDIR)$(PYTHON_SITE)/pagein/
+
+# For python/setup.py: the extra libraries libpagein.a needs.
+print-lib-ldlibs:
+	@echo $(LDLIBS_CORE) $(LIB_LDLIBS)
+
+CLEAN_EXTRA += python/build python/pagein.egg-info

@@ -1,0 +1,29 @@
+# mk/safety.mk - optional parts of the safety area (docs/SAFETY.md).
+#
+#  - Integrity manifests (pagein hash, pagein verify --manifest) hash with
+#    XXH3-128 from libxxhash. Only its header is needed (libxxhash-dev): it is
+#    compiled inline, so libpagein gains no run-time dependency and the core
+#    still links against libc and pthreads only. Without the header the hash
+#    functions return PAGEIN_E_UNSUPPORTED and their tests skip with a reason.
+#  - `make test` also runs the whole unit suite under valgrind memcheck
+#    (valgrind-test). Tests too slow under valgrind skip themselves when
+#    PAGEIN_UNDER_VALGRIND=1 is set (it is, here).
+
+HAVE_XXHASH := $(shell $(CC) -E -include xxhash.h -x c /dev/null >/dev/null 2>&1 && echo 1)
+ifeq ($(HAVE_XXHASH),1)
+LIB_CFLAGS += -DPAGEIN_HAVE_XXHASH
+endif
+MK_DEPS += mk/safety.mk
+
+VALGRIND ?= valgrind
+VALGRIND_FLAGS := -q --error-exitcode=99 --leak-check=full --errors-for-leak-kinds=definite,indirect \
+                  --show-leak-kinds=definite,indirect --track-fds=no
+TEST_EXTRA += valgrind-test
+.PHONY: valgrind-test
+valgrind-test: $(TESTRUN)
+	@if ! command -v $(VALGRIND) >/dev/null 2>&1; then \
+	  echo "SKIP valgrind-test: valgrind is not installed (Debian package valgrind)"; exit 0; fi; \
+	echo "valgrind memcheck: $(TESTRUN) (log in $(BUILD)/valgrind.log)"; \
+	PAGEIN_UNDER_VALGRIND=1 timeout 600 $(VALGRIND) $(VALGRIND_FLAGS) ./$(TESTRUN) >$(BUILD)/valgrind.log 2>&1; \
+	rc=$$?; grep -v '^ok ' $(BUILD)/valgrind.log | tail -40; \
+	[ $$rc -eq 0 ] || { echo "valgrind-test failed (exit $$rc; 99 = memcheck errors)"; exit 1; }

@@ -1,0 +1,980 @@
+/*
+ * _pagein.c - the CPython extension behind `import pagein`.
+ *
+ * Uses only the library's public API (<pagein.h>); linked statically with
+ * libpagein.a. This layer is deliberately thin: it owns the library objects,
+ * hands out read-only buffers over tensor data, converts metadata into
+ * Python values and turns error codes into exceptions. The framework logic
+ * (numpy/torch dtypes, slicing, dict APIs) lives in pagein/__init__.py.
+ *
+ * Lifetime. A Source object owns one pagein_file or pagein_model. Every
+ * View (a buffer exporter over one tensor's bytes) holds a strong reference
+ * to its Source, and every numpy array or torch tensor built on a View holds
+ * the View. The library object is therefore closed (unmapped) exactly when
+ * the last of them goes, whatever order Python drops them in; closing the
+ * Python-level file or model object only drops its own reference.
+ *
+ * The GIL is released around every call that may do I/O or wait (open,
+ * load, layer waits, writes). Each library call is followed, on the same
+ * thread, by pagein_last_error_detail(), which is thread-local.
+ */
+#define PY_SSIZE_T_CLEAN
+#include <Python.h>
+#include <structmember.h>
+
+#include <errno.h>
+#include <string.h>
+#include <sys/mman.h>
+#include <unistd.h>
+
+#include <pagein.h>
+
+/* Method tables take one function pointer type; the cast through void(*)(void)
+ * is the documented way to store the other signatures there. */
+#define PYFN(f) ((PyCFunction)(void (*)(void))(f))
+
+/* ------------------------------------------------------------------------ */
+/* Exceptions                                                               */
+/* ------------------------------------------------------------------------ */
+
+static PyObject *Error;         /* pagein.Error(Exception): base of all */
+static PyObject *FormatError;   /* (Error, ValueError): invalid or unsupported input */
+static PyObject *FileError;     /* (Error, OSError): -errno from the OS */
+static PyObject *NotFoundError; /* (Error, KeyError): no such tensor / key / layer */
+
+/* Raises the exception for library return code rc; returns NULL. path (may
+ * be NULL) is attached to OS errors as filename. */
+static PyObject *raise_rc(int rc, const char *path) {
+    const char *detail = pagein_last_error_detail();
+    const char *name = pagein_strerror(rc);
+    const char *msg = detail && *detail ? detail : name;
+    PyObject *exc = NULL;
+    if (rc < 0 && rc > -4096) {
+        exc = PyObject_CallFunction(FileError, "isz", -rc, msg, path);
+    } else {
+        PyObject *cls = rc == PAGEIN_E_NOT_FOUND ? NotFoundError : FormatError;
+        exc = PyObject_CallFunction(cls, "s", msg);
+    }
+    if (!exc) return NULL;
+    PyObject *code = PyLong_FromLong(rc);
+    PyObject *nm = PyUnicode_FromString(name);
+    PyObject *dt = PyUnicode_FromString(detail ? detail : "");
+    if (code && nm && dt) {
+        PyObject_SetAttrString(exc, "code", code);
+        PyObject_SetAttrString(exc, "error", nm);
+        PyObject_SetAttrString(exc, "detail", dt);
+    }
+    Py_XDECREF(code);
+    Py_XDECREF(nm);
+    Py_XDECREF(dt);
+    PyErr_SetObject((PyObject *)Py_TYPE(exc), exc);
+    Py_DECREF(exc);
+    return NULL;
+}
+
+static PyObject *raise_msg(PyObject *cls, const char *msg) {
+    PyErr_SetString(cls, msg);
+    return NULL;
+}
+
+/* ------------------------------------------------------------------------ */
+/* Source: one open file or model                                           */
+/* ------------------------------------------------------------------------ */
+
+typedef struct {
+    PyObject_HEAD
+    pagein_file *f;  /* exactly one of f and m is set */
+    pagein_model *m;
+    PyObject *path;  /* str, as given */
+    PyObject *weakreflist;
+} Source;
+
+static PyTypeObject SourceType;
+
+static size_t src_count(const Source *s) {
+    return s->f ? pagein_tensor_count(s->f) : pagein_model_tensor_count(s->m);
+}
+
+static const pagein_tensor *src_at(const Source *s, size_t i) {
+    return s->f ? pagein_tensor_at(s->f, i) : pagein_model_tensor_at(s->m, i);
+}
+
+static const pagein_tensor *src_by_layer(const Source *s, size_t i) {
+    return s->f ? pagein_tensor_by_layer(s->f, i) : pagein_model_tensor_by_layer(s->m, i);
+}
+
+/* Looks a tensor up by Python str name; sets NotFoundError if absent. */
+static const pagein_tensor *src_find(const Source *s, PyObject *name) {
+    Py_ssize_t len;
+    const char *u = PyUnicode_AsUTF8AndSize(name, &len);
+    if (!u) return NULL;
+    const pagein_tensor *t;
+    if (s->f) {
+        t = pagein_tensor_find(s->f, u, (size_t)len);
+    } else {
+        t = (strlen(u) == (size_t)len) ? pagein_model_tensor_get(s->m, u) : NULL;
+    }
+    if (!t) PyErr_Format(NotFoundError, "no tensor named '%U'", name);
+    return t;
+}
+
+static PyObject *str_from(const char *p, size_t len) {
+    return PyUnicode_DecodeUTF8(p, (Py_ssize_t)len, "surrogateescape");
+}
+
+static PyObject *shape_tuple(const pagein_tensor *t) {
+    PyObject *shape = PyTuple_New(t->ndim);
+    if (!shape) return NULL;
+    for (uint32_t d = 0; d < t->ndim; d++) {
+        PyObject *v = PyLong_FromUnsignedLongLong(t->shape[d]);
+        if (!v) {
+            Py_DECREF(shape);
+            return NULL;
+        }
+        PyTuple_SET_ITEM(shape, d, v);
+    }
+    return shape;
+}
+
+static const char *dtype_name(pagein_dtype d) {
+    const pagein_dtype_info *di = pagein_dtype_get(d);
+    return di ? di->name : "INVALID";
+}
+
+/* (name, dtype, shape, offset, nbytes, layer, file, flags, index) */
+static PyObject *tensor_tuple(const pagein_tensor *t) {
+    PyObject *name = str_from(t->name, t->name_len);
+    PyObject *shape = shape_tuple(t);
+    if (!name || !shape) {
+        Py_XDECREF(name);
+        Py_XDECREF(shape);
+        return NULL;
+    }
+    return Py_BuildValue("(NsNKKiIII)", name, dtype_name(t->dtype), shape,
+                         (unsigned long long)t->offset, (unsigned long long)t->nbytes, (int)t->layer,
+                         (unsigned)t->file, (unsigned)t->flags, (unsigned)t->index);
+}
+
+static void Source_dealloc(Source *s) {
+    if (s->weakreflist) PyObject_ClearWeakRefs((PyObject *)s);
+    /* Closing unmaps; nothing can point into the mapping any more because
+     * every View holds a reference to us. */
+    pagein_close(s->f);
+    pagein_model_close(s->m);
+    Py_XDECREF(s->path);
+    Py_TYPE(s)->tp_free((PyObject *)s);
+}
+
+static Source *source_new(PyObject *path) {
+    Source *s = PyObject_New(Source, &SourceType);
+    if (!s) return NULL;
+    s->f = NULL;
+    s->m = NULL;
+    s->weakreflist = NULL;
+    Py_INCREF(path);
+    s->path = path;
+    return s;
+}
+
+/* _pagein.open_file(path: str, lenient: bool = False) -> Source */
+static PyObject *py_open_file(PyObject *self, PyObject *args, PyObject *kw) {
+    static char *kwlist[] = {"path", "lenient", NULL};
+    PyObject *path;
+    int lenient = 0;
+    if (!PyArg_ParseTupleAndKeywords(args, kw, "U|p:open_file", kwlist, &path, &lenient)) return NULL;
+    const char *p = PyUnicode_AsUTF8(path);
+    if (!p) return NULL;
+    pagein_open_opts o = PAGEIN_OPEN_OPTS_INIT;
+    if (lenient) o.flags |= PAGEIN_OPEN_LENIENT;
+    pagein_file *f = NULL;
+    int rc;
+    Py_BEGIN_ALLOW_THREADS
+    rc = pagein_open(&f, p, &o);
+    Py_END_ALLOW_THREADS
+    if (rc < 0) return raise_rc(rc, p);
+    Source *s = source_new(path);
+    if (!s) {
+        pagein_close(f);
+        return NULL;
+    }
+    s->f = f;
+    return (PyObject *)s;
+}
+
+/* _pagein.open_model(path, strategy="auto", threads=0, prefetch=0,
+ *                    budget=0, hints=0, lenient=False) -> Source */
+static PyObject *py_open_model(PyObject *self, PyObject *args, PyObject *kw) {
+    static char *kwlist[] = {"path", "strategy", "threads", "prefetch", "budget", "hints", "lenient", NULL};
+    PyObject *path;
+    const char *strategy = "auto";
+    unsigned threads = 0, prefetch = 0, hints = 0;
+    unsigned long long budget = 0;
+    int lenient = 0;
+    if (!PyArg_ParseTupleAndKeywords(args, kw, "U|sIIKIp:open_model", kwlist, &path, &strategy, &threads,
+                                     &prefetch, &budget, &hints, &lenient))
+        return NULL;
+    const char *p = PyUnicode_AsUTF8(path);
+    if (!p) return NULL;
+    int st = pagein_strategy_from_name(strategy);
+    if (st < 0) {
+        PyErr_Format(FormatError, "unknown strategy '%s' (auto, lazy, populate, prefetch, read)", strategy);
+        return NULL;
+    }
+    pagein_model_opts o = PAGEIN_MODEL_OPTS_INIT;
+    o.strategy = (pagein_strategy)st;
+    o.threads = threads;
+    o.prefetch_ahead = prefetch;
+    o.budget_bytes = budget;
+    o.hints = hints;
+    if (lenient) o.open_flags |= PAGEIN_OPEN_LENIENT;
+    pagein_model *m = NULL;
+    int rc;
+    Py_BEGIN_ALLOW_THREADS
+    rc = pagein_model_open(&m, p, &o);
+    Py_END_ALLOW_THREADS
+    if (rc < 0) return raise_rc(rc, p);
+    Source *s = source_new(path);
+    if (!s) {
+        pagein_model_close(m);
+        return NULL;
+    }
+    s->m = m;
+    return (PyObject *)s;
+}
+
+/* tensors(order="file") -> list of tensor tuples; order "layer" gives layer order. */
+static PyObject *Source_tensors(Source *s, PyObject *args) {
+    const char *order = "file";
+    if (!PyArg_ParseTuple(args, "|s:tensors", &order)) return NULL;
+    int by_layer = strcmp(order, "layer") == 0;
+    if (!by_layer && strcmp(order, "file") != 0) return raise_msg(PyExc_ValueError, "order must be 'file' or 'layer'");
+    size_t n = src_count(s);
+    PyObject *list = PyList_New((Py_ssize_t)n);
+    if (!list) return NULL;
+    for (size_t i = 0; i < n; i++) {
+        const pagein_tensor *t = by_layer ? src_by_layer(s, i) : src_at(s, i);
+        PyObject *tup = t ? tensor_tuple(t) : NULL;
+        if (!tup) {
+            Py_DECREF(list);
+            if (!PyErr_Occurred()) raise_msg(FormatError, "tensor table changed");
+            return NULL;
+        }
+        PyList_SET_ITEM(list, (Py_ssize_t)i, tup);
+    }
+    return list;
+}
+
+static PyObject *Source_tensor(Source *s, PyObject *name) {
+    if (!PyUnicode_Check(name)) return raise_msg(PyExc_TypeError, "tensor name must be str");
+    const pagein_tensor *t = src_find(s, name);
+    return t ? tensor_tuple(t) : NULL;
+}
+
+static PyObject *Source_count(Source *s, PyObject *unused) { return PyLong_FromSize_t(src_count(s)); }
+
+/* ---- View: a read-only buffer over one tensor's bytes -------------------- */
+
+typedef struct {
+    PyObject_HEAD
+    PyObject *owner; /* the Source keeping the bytes alive */
+    const void *ptr;
+    Py_ssize_t len;
+    Py_ssize_t exports;
+} View;
+
+static PyTypeObject ViewType;
+
+static int View_getbuffer(View *v, Py_buffer *b, int flags) {
+    static char empty;
+    int rc = PyBuffer_FillInfo(b, (PyObject *)v, (void *)(v->ptr ? v->ptr : &empty), v->len, 1, flags);
+    if (rc == 0) v->exports++;
+    return rc;
+}
+
+static void View_releasebuffer(View *v, Py_buffer *b) { v->exports--; }
+
+static PyBufferProcs View_as_buffer = {
+    (getbufferproc)View_getbuffer,
+    (releasebufferproc)View_releasebuffer,
+};
+
+static void View_dealloc(View *v) {
+    Py_XDECREF(v->owner);
+    Py_TYPE(v)->tp_free((PyObject *)v);
+}
+
+static Py_ssize_t View_length(View *v) { return v->len; }
+
+static PySequenceMethods View_as_sequence = {.sq_length = (lenfunc)View_length};
+
+static PyObject *View_get_owner(View *v, void *c) {
+    Py_INCREF(v->owner);
+    return v->owner;
+}
+
+static PyObject *View_get_address(View *v, void *c) { return PyLong_FromVoidPtr((void *)v->ptr); }
+
+/* willneed(offset, length): asks the kernel to read [offset, offset+length)
+ * of these bytes now (madvise MADV_WILLNEED on the enclosing pages). Used
+ * before copying a slice so that exactly the needed pages are read in large
+ * requests, instead of page faults each pulling in the mapping's whole
+ * read-around window (read_ahead_kb, often megabytes). Advice only: errors
+ * are ignored (anonymous memory, for instance, has nothing to read). */
+static PyObject *View_willneed(View *v, PyObject *args) {
+    Py_ssize_t off, len;
+    if (!PyArg_ParseTuple(args, "nn:willneed", &off, &len)) return NULL;
+    if (off < 0 || len < 0 || off > v->len || len > v->len - off)
+        return raise_msg(PyExc_ValueError, "range outside the tensor");
+    if (len == 0 || !v->ptr) Py_RETURN_NONE;
+    long ps = sysconf(_SC_PAGESIZE);
+    uintptr_t lo = (uintptr_t)v->ptr + (uintptr_t)off, hi = lo + (uintptr_t)len;
+    lo &= ~(uintptr_t)(ps - 1);
+    hi = (hi + (uintptr_t)ps - 1) & ~(uintptr_t)(ps - 1);
+    Py_BEGIN_ALLOW_THREADS
+    (void)madvise((void *)lo, hi - lo, MADV_WILLNEED);
+    Py_END_ALLOW_THREADS
+    Py_RETURN_NONE;
+}
+
+static PyMethodDef View_methods[] = {
+    {"willneed", PYFN(View_willneed), METH_VARARGS, "willneed(offset, length): read these bytes in now"},
+    {NULL, NULL, 0, NULL},
+};
+
+static PyGetSetDef View_getset[] = {
+    {"owner", (getter)View_get_owner, NULL, "the file or model keeping these bytes alive", NULL},
+    {"address", (getter)View_get_address, NULL, "address of the first byte", NULL},
+    {NULL, NULL, NULL, NULL, NULL},
+};
+
+static PyTypeObject ViewType = {
+    PyVarObject_HEAD_INIT(NULL, 0).tp_name = "pagein._pagein.View",
+    .tp_basicsize = sizeof(View),
+    .tp_dealloc = (destructor)View_dealloc,
+    .tp_as_buffer = &View_as_buffer,
+    .tp_as_sequence = &View_as_sequence,
+    .tp_getset = View_getset,
+    .tp_methods = View_methods,
+    .tp_flags = Py_TPFLAGS_DEFAULT,
+    .tp_doc = "Read-only buffer over one tensor's bytes; keeps its file or model open.",
+};
+
+static PyObject *view_new(Source *s, const pagein_tensor *t) {
+    if (t->nbytes > (uint64_t)PY_SSIZE_T_MAX) return raise_msg(FormatError, "tensor larger than the address space");
+    if (t->nbytes && !t->data) return raise_msg(FormatError, "tensor data not mapped");
+    View *v = PyObject_New(View, &ViewType);
+    if (!v) return NULL;
+    Py_INCREF(s);
+    v->owner = (PyObject *)s;
+    v->ptr = t->data;
+    v->len = (Py_ssize_t)t->nbytes;
+    v->exports = 0;
+    return (PyObject *)v;
+}
+
+/* buffer(name_or_index) -> View */
+static PyObject *Source_buffer(Source *s, PyObject *key) {
+    const pagein_tensor *t;
+    if (PyLong_Check(key)) {
+        Py_ssize_t i = PyLong_AsSsize_t(key);
+        if (i == -1 && PyErr_Occurred()) return NULL;
+        t = i >= 0 ? src_at(s, (size_t)i) : NULL;
+        if (!t) return raise_msg(PyExc_IndexError, "tensor index out of range");
+    } else if (PyUnicode_Check(key)) {
+        t = src_find(s, key);
+        if (!t) return NULL;
+    } else {
+        return raise_msg(PyExc_TypeError, "tensor name must be str");
+    }
+    return view_new(s, t);
+}
+
+/* ---- metadata ------------------------------------------------------------ */
+
+static uint64_t load_le(const uint8_t *p, unsigned n, int big) {
+    uint64_t v = 0;
+    for (unsigned i = 0; i < n; i++) v |= (uint64_t)p[big ? n - 1 - i : i] << (8 * i);
+    return v;
+}
+
+static unsigned meta_scalar_size(pagein_meta_type t) {
+    switch (t) {
+    case PAGEIN_META_U8: case PAGEIN_META_I8: case PAGEIN_META_BOOL: return 1;
+    case PAGEIN_META_U16: case PAGEIN_META_I16: return 2;
+    case PAGEIN_META_U32: case PAGEIN_META_I32: case PAGEIN_META_F32: return 4;
+    case PAGEIN_META_U64: case PAGEIN_META_I64: case PAGEIN_META_F64: return 8;
+    default: return 0;
+    }
+}
+
+static PyObject *meta_scalar(pagein_meta_type t, uint64_t raw) {
+    switch (t) {
+    case PAGEIN_META_U8: case PAGEIN_META_U16: case PAGEIN_META_U32: case PAGEIN_META_U64:
+        return PyLong_FromUnsignedLongLong(raw);
+    case PAGEIN_META_I8: return PyLong_FromLong((int8_t)raw);
+    case PAGEIN_META_I16: return PyLong_FromLong((int16_t)raw);
+    case PAGEIN_META_I32: return PyLong_FromLong((int32_t)raw);
+    case PAGEIN_META_I64: return PyLong_FromLongLong((int64_t)raw);
+    case PAGEIN_META_BOOL: return PyBool_FromLong(raw != 0);
+    case PAGEIN_META_F32: {
+        uint32_t u = (uint32_t)raw;
+        float f;
+        memcpy(&f, &u, 4);
+        return PyFloat_FromDouble(f);
+    }
+    case PAGEIN_META_F64: {
+        double d;
+        memcpy(&d, &raw, 8);
+        return PyFloat_FromDouble(d);
+    }
+    default: return raise_msg(FormatError, "bad metadata value type");
+    }
+}
+
+/* Decodes count packed GGUF array elements of type et from [*p, end);
+ * advances *p. Nested arrays recurse up to a fixed depth. */
+static PyObject *decode_array(pagein_meta_type et, uint64_t count, const uint8_t **p, const uint8_t *end,
+                              int big, int depth) {
+    if (depth > 8) return raise_msg(FormatError, "metadata arrays nested too deeply");
+    unsigned sz = meta_scalar_size(et);
+    uint64_t minsz = sz ? sz : 8;
+    if (count > (uint64_t)(end - *p) / minsz) return raise_msg(FormatError, "metadata array overruns its bytes");
+    PyObject *list = PyList_New((Py_ssize_t)count);
+    if (!list) return NULL;
+    for (uint64_t i = 0; i < count; i++) {
+        PyObject *v = NULL;
+        if (sz) {
+            if ((uint64_t)(end - *p) < sz) goto overrun;
+            v = meta_scalar(et, load_le(*p, sz, big));
+            *p += sz;
+        } else if (et == PAGEIN_META_STRING) {
+            if (end - *p < 8) goto overrun;
+            uint64_t n = load_le(*p, 8, big);
+            *p += 8;
+            if (n > (uint64_t)(end - *p)) goto overrun;
+            v = str_from((const char *)*p, (size_t)n);
+            *p += n;
+        } else if (et == PAGEIN_META_ARRAY) {
+            if (end - *p < 12) goto overrun;
+            uint32_t it = (uint32_t)load_le(*p, 4, big);
+            uint64_t n = load_le(*p + 4, 8, big);
+            *p += 12;
+            v = decode_array((pagein_meta_type)it, n, p, end, big, depth + 1);
+        } else {
+            Py_DECREF(list);
+            return raise_msg(FormatError, "bad metadata array element type");
+        }
+        if (!v) {
+            Py_DECREF(list);
+            return NULL;
+        }
+        PyList_SET_ITEM(list, (Py_ssize_t)i, v);
+    }
+    return list;
+overrun:
+    Py_DECREF(list);
+    return raise_msg(FormatError, "metadata array overruns its bytes");
+}
+
+static PyObject *meta_value(const pagein_meta *e, int big) {
+    switch (e->type) {
+    case PAGEIN_META_STRING: return str_from(e->str ? e->str : "", (size_t)e->str_len);
+    case PAGEIN_META_ARRAY: {
+        const uint8_t *p = e->raw;
+        if (!p && e->count) return raise_msg(FormatError, "metadata array without data");
+        static const uint8_t none;
+        if (!p) p = &none;
+        return decode_array(e->elem_type, e->count, &p, p + e->raw_len, big, 0);
+    }
+    case PAGEIN_META_F32: case PAGEIN_META_F64: return PyFloat_FromDouble(e->v.f);
+    case PAGEIN_META_BOOL: return PyBool_FromLong(e->v.b);
+    case PAGEIN_META_I8: case PAGEIN_META_I16: case PAGEIN_META_I32: case PAGEIN_META_I64:
+        return PyLong_FromLongLong(e->v.i);
+    default: return PyLong_FromUnsignedLongLong(e->v.u);
+    }
+}
+
+/* Appends (key, value) pairs of one file's metadata to list. */
+static int file_meta(const pagein_file *f, PyObject *list) {
+    pagein_file_info info;
+    pagein_file_get_info(f, &info);
+    size_t n = pagein_meta_count(f);
+    for (size_t i = 0; i < n; i++) {
+        const pagein_meta *e = pagein_meta_at(f, i);
+        if (!e) continue;
+        PyObject *k = str_from(e->key, e->key_len);
+        PyObject *v = k ? meta_value(e, info.big_endian) : NULL;
+        PyObject *kv = v ? PyTuple_Pack(2, k, v) : NULL;
+        Py_XDECREF(k);
+        Py_XDECREF(v);
+        if (!kv || PyList_Append(list, kv) < 0) {
+            Py_XDECREF(kv);
+            return -1;
+        }
+        Py_DECREF(kv);
+    }
+    return 0;
+}
+
+/* metadata() -> list of (key, value) in file order (every file of a model,
+ * in shard order; keys may repeat across shards). */
+static PyObject *Source_metadata(Source *s, PyObject *unused) {
+    PyObject *list = PyList_New(0);
+    if (!list) return NULL;
+    if (s->f) {
+        if (file_meta(s->f, list) < 0) goto fail;
+    } else {
+        size_t nf = pagein_model_file_count(s->m);
+        for (size_t i = 0; i < nf; i++)
+            if (file_meta(pagein_model_file(s->m, i), list) < 0) goto fail;
+    }
+    return list;
+fail:
+    Py_DECREF(list);
+    return NULL;
+}
+
+static const char *format_name(pagein_format f) {
+    switch (f) {
+    case PAGEIN_FORMAT_SAFETENSORS: return "safetensors";
+    case PAGEIN_FORMAT_GGUF: return "gguf";
+    case PAGEIN_FORMAT_TORCH: return "torch";
+    default: return "unknown";
+    }
+}
+
+static PyObject *file_info_dict(const pagein_file *f) {
+    pagein_file_info i;
+    pagein_file_get_info(f, &i);
+    return Py_BuildValue("{s:s,s:s,s:K,s:K,s:K,s:I,s:I,s:n,s:n,s:O}", "path", i.path ? i.path : "", "format",
+                         format_name(i.format), "file_size", (unsigned long long)i.file_size, "data_start",
+                         (unsigned long long)i.data_start, "header_len", (unsigned long long)i.header_len,
+                         "version", (unsigned)i.version, "alignment", (unsigned)i.alignment, "n_tensors",
+                         (Py_ssize_t)i.n_tensors, "n_meta", (Py_ssize_t)i.n_meta, "big_endian",
+                         i.big_endian ? Py_True : Py_False);
+}
+
+/* files() -> list of file info dicts (one for a single file). */
+static PyObject *Source_files(Source *s, PyObject *unused) {
+    size_t nf = s->f ? 1 : pagein_model_file_count(s->m);
+    PyObject *list = PyList_New((Py_ssize_t)nf);
+    if (!list) return NULL;
+    for (size_t i = 0; i < nf; i++) {
+        PyObject *d = file_info_dict(s->f ? s->f : pagein_model_file(s->m, i));
+        if (!d) {
+            Py_DECREF(list);
+            return NULL;
+        }
+        PyList_SET_ITEM(list, (Py_ssize_t)i, d);
+    }
+    return list;
+}
+
+/* ---- model-only methods ---------------------------------------------------- */
+
+static int need_model(Source *s) {
+    if (s->m) return 0;
+    PyErr_SetString(PyExc_TypeError, "not a model (opened with open_file)");
+    return -1;
+}
+
+static PyObject *Source_strategy(Source *s, PyObject *unused) {
+    if (need_model(s) < 0) return NULL;
+    const char *why = NULL;
+    pagein_strategy st = pagein_model_strategy(s->m, &why);
+    return Py_BuildValue("(ss)", pagein_strategy_name(st), why ? why : "");
+}
+
+static PyObject *Source_layer_count(Source *s, PyObject *unused) {
+    if (need_model(s) < 0) return NULL;
+    return PyLong_FromLong(pagein_model_layer_count(s->m));
+}
+
+/* layer_tensors(layer) -> tensor tuples of one layer (-1 leading globals,
+ * 0..L-1 numbered layers, L trailing globals), in layer order. */
+static PyObject *Source_layer_tensors(Source *s, PyObject *arg) {
+    if (need_model(s) < 0) return NULL;
+    long l = PyLong_AsLong(arg);
+    if (l == -1 && PyErr_Occurred()) return NULL;
+    const pagein_tensor *const *ts = NULL;
+    size_t n = pagein_model_layer_tensors(s->m, (int32_t)l, &ts);
+    PyObject *list = PyList_New((Py_ssize_t)n);
+    if (!list) return NULL;
+    for (size_t i = 0; i < n; i++) {
+        PyObject *v = tensor_tuple(ts[i]);
+        if (!v) {
+            Py_DECREF(list);
+            return NULL;
+        }
+        PyList_SET_ITEM(list, (Py_ssize_t)i, v);
+    }
+    return list;
+}
+
+typedef int (*layer_fn)(pagein_model *, int32_t);
+
+static PyObject *layer_call(Source *s, PyObject *arg, layer_fn fn) {
+    if (need_model(s) < 0) return NULL;
+    long l = PyLong_AsLong(arg);
+    if (l == -1 && PyErr_Occurred()) return NULL;
+    int rc;
+    Py_BEGIN_ALLOW_THREADS
+    rc = fn(s->m, (int32_t)l);
+    Py_END_ALLOW_THREADS
+    if (rc < 0) return raise_rc(rc, NULL);
+    Py_RETURN_NONE;
+}
+
+static PyObject *Source_layer_wait(Source *s, PyObject *arg) { return layer_call(s, arg, pagein_layer_wait); }
+static PyObject *Source_layer_done(Source *s, PyObject *arg) { return layer_call(s, arg, pagein_layer_done); }
+
+/* load(names=None) -> None: make the given tensors (or all) resident now. */
+static PyObject *Source_load(Source *s, PyObject *args) {
+    PyObject *names = Py_None;
+    if (!PyArg_ParseTuple(args, "|O:load", &names)) return NULL;
+    if (need_model(s) < 0) return NULL;
+    const pagein_tensor **ts = NULL;
+    size_t n = 0;
+    if (names != Py_None) {
+        PyObject *seq = PySequence_Fast(names, "names must be a sequence of str");
+        if (!seq) return NULL;
+        n = (size_t)PySequence_Fast_GET_SIZE(seq);
+        ts = PyMem_Calloc(n ? n : 1, sizeof *ts);
+        if (!ts) {
+            Py_DECREF(seq);
+            return PyErr_NoMemory();
+        }
+        for (size_t i = 0; i < n; i++) {
+            PyObject *nm = PySequence_Fast_GET_ITEM(seq, (Py_ssize_t)i);
+            if (!PyUnicode_Check(nm)) {
+                PyErr_SetString(PyExc_TypeError, "tensor name must be str");
+                ts[i] = NULL;
+            } else {
+                ts[i] = src_find(s, nm);
+            }
+            if (!ts[i]) {
+                PyMem_Free(ts);
+                Py_DECREF(seq);
+                return NULL;
+            }
+        }
+        Py_DECREF(seq);
+        if (n == 0) {
+            PyMem_Free(ts);
+            Py_RETURN_NONE;
+        }
+    }
+    int rc;
+    Py_BEGIN_ALLOW_THREADS
+    rc = pagein_model_load_tensors(s->m, (const pagein_tensor *const *)ts, n);
+    Py_END_ALLOW_THREADS
+    PyMem_Free(ts);
+    if (rc < 0) return raise_rc(rc, NULL);
+    Py_RETURN_NONE;
+}
+
+/* load_layers(first, last) -> None: make layers first..last resident now. */
+static PyObject *Source_load_layers(Source *s, PyObject *args) {
+    int first, last;
+    if (!PyArg_ParseTuple(args, "ii:load_layers", &first, &last)) return NULL;
+    if (need_model(s) < 0) return NULL;
+    int rc;
+    Py_BEGIN_ALLOW_THREADS
+    rc = pagein_model_load_layers(s->m, first, last);
+    Py_END_ALLOW_THREADS
+    if (rc < 0) return raise_rc(rc, NULL);
+    Py_RETURN_NONE;
+}
+
+static PyObject *Source_get_path(Source *s, void *c) {
+    Py_INCREF(s->path);
+    return s->path;
+}
+
+static PyObject *Source_get_is_model(Source *s, void *c) { return PyBool_FromLong(s->m != NULL); }
+
+static PyMethodDef Source_methods[] = {
+    {"tensors", PYFN(Source_tensors), METH_VARARGS,
+     "tensors(order='file') -> [(name, dtype, shape, offset, nbytes, layer, file, flags, index)]"},
+    {"tensor", PYFN(Source_tensor), METH_O, "tensor(name) -> one tensor tuple"},
+    {"count", PYFN(Source_count), METH_NOARGS, "number of tensors"},
+    {"buffer", PYFN(Source_buffer), METH_O, "buffer(name or index) -> read-only View of the tensor's bytes"},
+    {"metadata", PYFN(Source_metadata), METH_NOARGS, "metadata() -> [(key, value)]"},
+    {"files", PYFN(Source_files), METH_NOARGS, "files() -> [info dict]"},
+    {"strategy", PYFN(Source_strategy), METH_NOARGS, "model: (strategy name, why)"},
+    {"layer_count", PYFN(Source_layer_count), METH_NOARGS, "model: number of numbered layers"},
+    {"layer_tensors", PYFN(Source_layer_tensors), METH_O, "model: tensor tuples of one layer"},
+    {"layer_wait", PYFN(Source_layer_wait), METH_O, "model: wait until a layer is resident"},
+    {"layer_done", PYFN(Source_layer_done), METH_O, "model: mark a layer consumed"},
+    {"load_layers", PYFN(Source_load_layers), METH_VARARGS, "model: load_layers(first, last)"},
+    {"load", PYFN(Source_load), METH_VARARGS, "model: load(names=None): make tensors resident now"},
+    {NULL, NULL, 0, NULL},
+};
+
+static PyGetSetDef Source_getset[] = {
+    {"path", (getter)Source_get_path, NULL, "path as given", NULL},
+    {"is_model", (getter)Source_get_is_model, NULL, "opened with open_model", NULL},
+    {NULL, NULL, NULL, NULL, NULL},
+};
+
+static PyTypeObject SourceType = {
+    PyVarObject_HEAD_INIT(NULL, 0).tp_name = "pagein._pagein.Source",
+    .tp_basicsize = sizeof(Source),
+    .tp_dealloc = (destructor)Source_dealloc,
+    .tp_flags = Py_TPFLAGS_DEFAULT,
+    .tp_doc = "An open pagein file or model. Closed when the last reference (including views) goes.",
+    .tp_methods = Source_methods,
+    .tp_getset = Source_getset,
+    .tp_weaklistoffset = offsetof(Source, weakreflist),
+};
+
+/* ------------------------------------------------------------------------ */
+/* Writing                                                                  */
+/* ------------------------------------------------------------------------ */
+
+/* write(path, items, metadata=None, align=0): items is a sequence of
+ * (name: str, dtype: str, shape: tuple, data: C-contiguous buffer). */
+static PyObject *py_write(PyObject *self, PyObject *args, PyObject *kw) {
+    static char *kwlist[] = {"path", "items", "metadata", "align", NULL};
+    PyObject *path, *items, *meta = Py_None;
+    unsigned long long align = 0;
+    if (!PyArg_ParseTupleAndKeywords(args, kw, "UO|OK:write", kwlist, &path, &items, &meta, &align)) return NULL;
+    const char *p = PyUnicode_AsUTF8(path);
+    if (!p) return NULL;
+    PyObject *seq = PySequence_Fast(items, "items must be a sequence");
+    if (!seq) return NULL;
+    Py_ssize_t n = PySequence_Fast_GET_SIZE(seq);
+    pagein_write_tensor *wt = PyMem_Calloc((size_t)(n ? n : 1), sizeof *wt);
+    Py_buffer *bufs = PyMem_Calloc((size_t)(n ? n : 1), sizeof *bufs);
+    uint64_t *shapes = NULL;
+    const char **mk = NULL, **mv = NULL;
+    Py_ssize_t nbufs = 0, nmeta = 0, total_dims = 0;
+    PyObject *metaitems = NULL, *result = NULL;
+    if (!wt || !bufs) {
+        PyErr_NoMemory();
+        goto done;
+    }
+    for (Py_ssize_t i = 0; i < n; i++) {
+        PyObject *it = PySequence_Fast_GET_ITEM(seq, i);
+        if (!PyTuple_Check(it) || PyTuple_GET_SIZE(it) != 4 || !PyTuple_Check(PyTuple_GET_ITEM(it, 2))) {
+            PyErr_SetString(PyExc_TypeError, "items must be (name, dtype, shape tuple, buffer)");
+            goto done;
+        }
+        total_dims += PyTuple_GET_SIZE(PyTuple_GET_ITEM(it, 2));
+    }
+    shapes = PyMem_Calloc((size_t)(total_dims ? total_dims : 1), sizeof *shapes);
+    if (!shapes) {
+        PyErr_NoMemory();
+        goto done;
+    }
+    Py_ssize_t dim_at = 0;
+    for (Py_ssize_t i = 0; i < n; i++) {
+        PyObject *it = PySequence_Fast_GET_ITEM(seq, i);
+        PyObject *name = PyTuple_GET_ITEM(it, 0), *dt = PyTuple_GET_ITEM(it, 1);
+        PyObject *shape = PyTuple_GET_ITEM(it, 2), *data = PyTuple_GET_ITEM(it, 3);
+        if (!PyUnicode_Check(name) || !PyUnicode_Check(dt)) {
+            PyErr_SetString(PyExc_TypeError, "tensor name and dtype must be str");
+            goto done;
+        }
+        Py_ssize_t nl, dl;
+        const char *nm = PyUnicode_AsUTF8AndSize(name, &nl);
+        const char *dn = PyUnicode_AsUTF8AndSize(dt, &dl);
+        if (!nm || !dn) goto done;
+        if (strlen(nm) != (size_t)nl) {
+            PyErr_SetString(FormatError, "tensor names may not contain NUL");
+            goto done;
+        }
+        pagein_dtype d = pagein_dtype_from_name(dn, (size_t)dl);
+        const pagein_dtype_info *di = pagein_dtype_get(d);
+        if (!di || !(di->flags & PAGEIN_DTYPE_F_SAFETENSORS)) {
+            PyErr_Format(FormatError, "tensor '%s': dtype '%s' cannot be stored in safetensors", nm, dn);
+            goto done;
+        }
+        uint64_t ne = 1;
+        Py_ssize_t nd = PyTuple_GET_SIZE(shape);
+        for (Py_ssize_t k = 0; k < nd; k++) {
+            unsigned long long v = PyLong_AsUnsignedLongLong(PyTuple_GET_ITEM(shape, k));
+            if (v == (unsigned long long)-1 && PyErr_Occurred()) goto done;
+            shapes[dim_at + k] = v;
+            if (__builtin_mul_overflow(ne, (uint64_t)v, &ne)) {
+                PyErr_Format(FormatError, "tensor '%s': element count overflows", nm);
+                goto done;
+            }
+        }
+        uint64_t want;
+        int rc = pagein_dtype_nbytes(d, ne, &want);
+        if (rc < 0) {
+            raise_rc(rc, NULL);
+            goto done;
+        }
+        if (PyObject_GetBuffer(data, &bufs[i], PyBUF_SIMPLE) < 0) goto done;
+        nbufs = i + 1;
+        if ((uint64_t)bufs[i].len != want) {
+            PyErr_Format(FormatError, "tensor '%s': %zd bytes of data, %s %llu elements need %llu", nm,
+                         bufs[i].len, dn, (unsigned long long)ne, (unsigned long long)want);
+            goto done;
+        }
+        wt[i].name = nm;
+        wt[i].dtype = d;
+        wt[i].ndim = (uint32_t)nd;
+        wt[i].shape = nd ? &shapes[dim_at] : NULL;
+        wt[i].data = bufs[i].buf;
+        dim_at += nd;
+    }
+    if (meta != Py_None) {
+        if (!PyDict_Check(meta)) {
+            PyErr_SetString(PyExc_TypeError, "metadata must be a dict of str to str");
+            goto done;
+        }
+        metaitems = PyDict_Items(meta);
+        if (!metaitems) goto done;
+        nmeta = PyList_GET_SIZE(metaitems);
+        mk = PyMem_Calloc((size_t)(nmeta ? nmeta : 1), sizeof *mk);
+        mv = PyMem_Calloc((size_t)(nmeta ? nmeta : 1), sizeof *mv);
+        if (!mk || !mv) {
+            PyErr_NoMemory();
+            goto done;
+        }
+        for (Py_ssize_t i = 0; i < nmeta; i++) {
+            PyObject *kv = PyList_GET_ITEM(metaitems, i);
+            PyObject *k = PyTuple_GET_ITEM(kv, 0), *v = PyTuple_GET_ITEM(kv, 1);
+            if (!PyUnicode_Check(k) || !PyUnicode_Check(v)) {
+                PyErr_SetString(PyExc_TypeError, "metadata must be a dict of str to str");
+                goto done;
+            }
+            Py_ssize_t kl, vl;
+            mk[i] = PyUnicode_AsUTF8AndSize(k, &kl);
+            mv[i] = PyUnicode_AsUTF8AndSize(v, &vl);
+            if (!mk[i] || !mv[i]) goto done;
+            if (strlen(mk[i]) != (size_t)kl || strlen(mv[i]) != (size_t)vl) {
+                PyErr_SetString(FormatError, "metadata may not contain NUL");
+                goto done;
+            }
+        }
+    }
+    {
+        pagein_write_opts o = PAGEIN_WRITE_OPTS_INIT;
+        o.meta_keys = mk;
+        o.meta_values = mv;
+        o.n_meta = (size_t)nmeta;
+        o.align = align;
+        int rc;
+        Py_BEGIN_ALLOW_THREADS
+        rc = pagein_safetensors_write(p, wt, (size_t)n, &o);
+        Py_END_ALLOW_THREADS
+        if (rc < 0) {
+            raise_rc(rc, p);
+            goto done;
+        }
+    }
+    Py_INCREF(Py_None);
+    result = Py_None;
+done:
+    for (Py_ssize_t i = 0; i < nbufs; i++)
+        if (bufs[i].obj) PyBuffer_Release(&bufs[i]);
+    PyMem_Free(wt);
+    PyMem_Free(bufs);
+    PyMem_Free(shapes);
+    PyMem_Free(mk);
+    PyMem_Free(mv);
+    Py_XDECREF(metaitems);
+    Py_DECREF(seq);
+    return result;
+}
+
+/* ------------------------------------------------------------------------ */
+/* Module                                                                   */
+/* ------------------------------------------------------------------------ */
+
+/* dtype_info(name) -> (name, bits, block_elems, block_bytes, flags) or None */
+static PyObject *py_dtype_info(PyObject *self, PyObject *arg) {
+    Py_ssize_t len;
+    const char *s = PyUnicode_AsUTF8AndSize(arg, &len);
+    if (!s) return NULL;
+    const pagein_dtype_info *di = pagein_dtype_get(pagein_dtype_from_name(s, (size_t)len));
+    if (!di) Py_RETURN_NONE;
+    return Py_BuildValue("(sIIII)", di->name, di->bits, di->block_elems, di->block_bytes, di->flags);
+}
+
+static PyObject *py_strerror(PyObject *self, PyObject *arg) {
+    long c = PyLong_AsLong(arg);
+    if (c == -1 && PyErr_Occurred()) return NULL;
+    return PyUnicode_FromString(pagein_strerror((int)c));
+}
+
+static PyMethodDef module_methods[] = {
+    {"open_file", PYFN(py_open_file), METH_VARARGS | METH_KEYWORDS,
+     "open_file(path, lenient=False) -> Source"},
+    {"open_model", PYFN(py_open_model), METH_VARARGS | METH_KEYWORDS,
+     "open_model(path, strategy='auto', threads=0, prefetch=0, budget=0, hints=0, lenient=False) -> Source"},
+    {"write", PYFN(py_write), METH_VARARGS | METH_KEYWORDS,
+     "write(path, [(name, dtype, shape, buffer)], metadata=None, align=0): atomic safetensors write"},
+    {"dtype_info", py_dtype_info, METH_O, "dtype_info(name) -> (name, bits, block_elems, block_bytes, flags)"},
+    {"strerror", py_strerror, METH_O, "strerror(code) -> name of a pagein return code"},
+    {NULL, NULL, 0, NULL},
+};
+
+static struct PyModuleDef moduledef = {
+    PyModuleDef_HEAD_INIT, "_pagein", "Low-level binding of libpagein; use the pagein package.", -1,
+    module_methods, NULL, NULL, NULL, NULL,
+};
+
+static PyObject *new_exc(PyObject *mod, const char *name, const char *attr, PyObject *bases, const char *doc) {
+    PyObject *e = PyErr_NewExceptionWithDoc(name, doc, bases, NULL);
+    if (!e) return NULL;
+    Py_INCREF(e);
+    if (PyModule_AddObject(mod, attr, e) < 0) {
+        Py_DECREF(e);
+        Py_DECREF(e);
+        return NULL;
+    }
+    return e;
+}
+
+PyMODINIT_FUNC PyInit__pagein(void) {
+    if (PyType_Ready(&SourceType) < 0 || PyType_Ready(&ViewType) < 0) return NULL;
+    PyObject *m = PyModule_Create(&moduledef);
+    if (!m) return NULL;
+    PyObject *b;
+    Error = new_exc(m, "pagein.Error", "Error", PyExc_Exception,
+                    "Base of every pagein exception. Attributes: code (int), error (name of the code), "
+                    "detail (the library's message).");
+    if (!Error) goto fail;
+    b = PyTuple_Pack(2, Error, PyExc_ValueError);
+    FormatError = b ? new_exc(m, "pagein.FormatError", "FormatError", b,
+                              "Invalid, malformed or unsupported input (pagein.Error, ValueError).")
+                    : NULL;
+    Py_XDECREF(b);
+    if (!FormatError) goto fail;
+    b = PyTuple_Pack(2, Error, PyExc_OSError);
+    FileError = b ? new_exc(m, "pagein.FileError", "FileError", b,
+                            "An operating-system failure (pagein.Error, OSError); errno is set.")
+                  : NULL;
+    Py_XDECREF(b);
+    if (!FileError) goto fail;
+    b = PyTuple_Pack(2, Error, PyExc_KeyError);
+    NotFoundError = b ? new_exc(m, "pagein.NotFoundError", "NotFoundError", b,
+                                "No such tensor, key or layer (pagein.Error, KeyError).")
+                      : NULL;
+    Py_XDECREF(b);
+    if (!NotFoundError) goto fail;
+    Py_INCREF(&SourceType);
+    if (PyModule_AddObject(m, "Source", (PyObject *)&SourceType) < 0) goto fail;
+    Py_INCREF(&ViewType);
+    if (PyModule_AddObject(m, "View", (PyObject *)&ViewType) < 0) goto fail;
+    if (PyModule_AddStringConstant(m, "version", pagein_version_string()) < 0) goto fail;
+    if (PyModule_AddIntConstant(m, "HINT_SEQUENTIAL", PAGEIN_HINT_SEQUENTIAL) < 0 ||
+        PyModule_AddIntConstant(m, "HINT_RANDOM", PAGEIN_HINT_RANDOM) < 0 ||
+        PyModule_AddIntConstant(m, "HINT_HUGEPAGE", PAGEIN_HINT_HUGEPAGE) < 0 ||
+        PyModule_AddIntConstant(m, "HINT_WILLNEED", PAGEIN_HINT_WILLNEED) < 0 ||
+        PyModule_AddIntConstant(m, "HINT_DIRECT", PAGEIN_HINT_DIRECT) < 0 ||
+        PyModule_AddIntConstant(m, "HINT_PRELOAD", PAGEIN_HINT_PRELOAD) < 0 ||
+        PyModule_AddIntConstant(m, "TENSOR_SWAPPED", PAGEIN_TENSOR_SWAPPED) < 0 ||
+        PyModule_AddIntConstant(m, "TENSOR_UNALIGNED", PAGEIN_TENSOR_UNALIGNED) < 0 ||
+        PyModule_AddIntConstant(m, "DTYPE_F_QUANT", PAGEIN_DTYPE_F_QUANT) < 0)
+        goto fail;
+    return m;
+fail:
+    Py_DECREF(m);
+    return NULL;
+}

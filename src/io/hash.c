@@ -1,0 +1,376 @@
+/* hash.c - per-tensor XXH3-128 hashes of a model, written to and checked
+ * against an integrity manifest (src/format/manifest.c). Hashing runs on
+ * pi_parallel threads, every read under the truncation guard.
+ *
+ * libxxhash is optional: mk/safety.mk defines PAGEIN_HAVE_XXHASH when its
+ * header is installed, and xxhash is compiled inline (XXH_INLINE_ALL), so
+ * the library gains no run-time dependency either way. */
+#include "../internal.h"
+
+#include <fcntl.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <sys/stat.h>
+#include <time.h>
+#include <unistd.h>
+
+#ifdef PAGEIN_HAVE_XXHASH
+#define XXH_INLINE_ALL
+#include <xxhash.h>
+#endif
+
+long pagein_manifest_validate(const void *buf, size_t len) {
+    pi_err_clear();
+    if (!buf && len) return pi_err(PAGEIN_E_INVALID, "pagein_manifest_validate: NULL buffer");
+    struct pi_manifest m;
+    pi_manifest_init(&m);
+    int rc = pi_manifest_parse(buf ? buf : (const void *)"", len, &m);
+    long n = rc < 0 ? rc : (long)m.n;
+    pi_manifest_free(&m);
+    return n;
+}
+
+#ifndef PAGEIN_HAVE_XXHASH
+
+int pagein_hash_available(void) { return 0; }
+
+int pagein_manifest_write(const char *model_path, const char *manifest_path, const pagein_hash_opts *opts,
+                          pagein_hash_stats *stats) {
+    PI_UNUSED(model_path), PI_UNUSED(manifest_path), PI_UNUSED(opts), PI_UNUSED(stats);
+    return pi_err(PAGEIN_E_UNSUPPORTED, "built without libxxhash (install libxxhash-dev and rebuild)");
+}
+
+int pagein_manifest_verify(const char *model_path, const char *manifest_path, const pagein_hash_opts *opts,
+                           pagein_hash_stats *stats) {
+    PI_UNUSED(model_path), PI_UNUSED(manifest_path), PI_UNUSED(opts), PI_UNUSED(stats);
+    return pi_err(PAGEIN_E_UNSUPPORTED, "built without libxxhash (install libxxhash-dev and rebuild)");
+}
+
+#else
+
+int pagein_hash_available(void) { return 1; }
+
+/* ---- the model being hashed --------------------------------------------- */
+
+/* The files of a model: a single file, a sharded checkpoint, a GGUF split
+ * set or a directory, opened LAZY (hashing reads through the mappings
+ * itself, under the guard; nothing is loaded first). */
+struct model_files {
+    pagein_model *m;
+    const pagein_file **files;
+    size_t n;
+};
+
+static int open_files(const char *path, struct model_files *mf) {
+    memset(mf, 0, sizeof *mf);
+    pagein_model_opts o = PAGEIN_MODEL_OPTS_INIT;
+    o.strategy = PAGEIN_STRATEGY_LAZY;
+    int rc = pagein_model_open(&mf->m, path, &o);
+    if (rc < 0) return rc;
+    mf->n = pagein_model_file_count(mf->m);
+    mf->files = pi_calloc(mf->n, sizeof *mf->files);
+    if (!mf->files) {
+        pagein_model_close(mf->m);
+        mf->m = NULL;
+        return pi_err(-ENOMEM, "out of memory");
+    }
+    for (size_t i = 0; i < mf->n; i++) mf->files[i] = pagein_model_file(mf->m, i);
+    return 0;
+}
+
+static void close_files(struct model_files *mf) {
+    pagein_model_close(mf->m);
+    pi_free(mf->files);
+    memset(mf, 0, sizeof *mf);
+}
+
+static const char *base_name(const char *p) {
+    const char *s = strrchr(p, '/');
+    return s ? s + 1 : p;
+}
+
+/* ---- parallel hashing ---------------------------------------------------- */
+
+struct item {
+    const pagein_file *f;
+    uint64_t off, len;
+    uint8_t hash[16];
+    const char *what; /* tensor name, or NULL for the header */
+};
+
+struct hash_ctx {
+    struct item **order; /* largest first, so the long ones start early */
+};
+
+struct hash_call {
+    const uint8_t *p;
+    size_t len;
+    XXH128_hash_t h;
+};
+
+/* Runs under the guard: reads only the range, writes only *c. */
+static int hash_guarded(void *arg) {
+    struct hash_call *c = arg;
+    c->h = XXH3_128bits(c->p, c->len);
+    return 0;
+}
+
+static int hash_item(void *arg, size_t i) {
+    struct hash_ctx *hc = arg;
+    struct item *it = hc->order[i];
+    const pagein_file *f = it->f;
+    if (it->off > f->len || it->len > f->len - it->off)
+        return pi_err(PAGEIN_E_RANGE, "%s: bytes [%llu, +%llu) beyond the %zu-byte mapping", f->path,
+                      (unsigned long long)it->off, (unsigned long long)it->len, f->len);
+    struct hash_call c = {f->base + it->off, (size_t)it->len, {0, 0}};
+    int rc;
+    if (f->mapped)
+        rc = pi_guard_call(c.p, c.len, f->path, it->off, f->fd, hash_guarded, &c);
+    else
+        rc = hash_guarded(&c);
+    if (rc < 0) return rc;
+    XXH128_canonical_t can;
+    XXH128_canonicalFromHash(&can, c.h);
+    memcpy(it->hash, can.digest, 16);
+    return 0;
+}
+
+static int cmp_len_desc(const void *a, const void *b) {
+    const struct item *x = *(struct item *const *)a, *y = *(struct item *const *)b;
+    return x->len < y->len ? 1 : x->len > y->len ? -1 : 0;
+}
+
+static double now_s(void) {
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (double)ts.tv_sec + (double)ts.tv_nsec * 1e-9;
+}
+
+/* Hashes every file header and tensor of mf. items[0..nfiles) are the
+ * headers, then the tensors in model order. */
+static int hash_all(const struct model_files *mf, unsigned threads, struct item **out, size_t *nout,
+                    pagein_hash_stats *st) {
+    size_t n = mf->n;
+    for (size_t i = 0; i < mf->n; i++) n += mf->files[i]->tab.n;
+    struct item *items = pi_calloc(n, sizeof *items);
+    struct item **order = pi_calloc(n, sizeof *order);
+    if (!items || !order) {
+        pi_free(items);
+        pi_free(order);
+        return pi_err(-ENOMEM, "out of memory");
+    }
+    size_t k = mf->n;
+    uint64_t bytes = 0;
+    for (size_t i = 0; i < mf->n; i++) {
+        const pagein_file *f = mf->files[i];
+        items[i].f = f;
+        items[i].off = 0;
+        items[i].len = f->tab.data_start;
+        bytes += items[i].len;
+        for (size_t j = 0; j < f->tab.n; j++, k++) {
+            items[k].f = f;
+            items[k].off = f->tab.t[j].offset;
+            items[k].len = f->tab.t[j].nbytes;
+            items[k].what = f->tab.t[j].name;
+            bytes += items[k].len;
+        }
+    }
+    for (size_t i = 0; i < n; i++) order[i] = &items[i];
+    qsort(order, n, sizeof *order, cmp_len_desc);
+    struct hash_ctx hc = {order};
+    double t0 = now_s();
+    int rc = pi_parallel(threads, n, hash_item, &hc);
+    double t1 = now_s();
+    pi_free(order);
+    if (rc < 0) {
+        pi_free(items);
+        return rc;
+    }
+    if (st) {
+        st->bytes = bytes;
+        st->seconds = t1 - t0;
+        st->files = mf->n;
+        st->tensors = n - mf->n;
+    }
+    *out = items;
+    *nout = n;
+    return 0;
+}
+
+/* ---- writing -------------------------------------------------------------- */
+
+/* Readers never see half a manifest: temporary file, fsync, rename. */
+static int write_atomic(const char *path, const char *buf, size_t len) {
+    struct pi_atomic_file a;
+    int rc = pi_atomic_open(&a, path);
+    if (rc < 0) return rc;
+    rc = pi_atomic_write(&a, buf, len);
+    if (rc < 0) {
+        pi_atomic_abort(&a);
+        return rc;
+    }
+    return pi_atomic_commit(&a);
+}
+
+int pagein_manifest_write(const char *model_path, const char *manifest_path, const pagein_hash_opts *opts,
+                          pagein_hash_stats *stats) {
+    pi_err_clear();
+    if (!model_path || !manifest_path) return pi_err(PAGEIN_E_INVALID, "pagein_manifest_write: NULL path");
+    if (stats) memset(stats, 0, sizeof *stats);
+    struct model_files mf;
+    int rc = open_files(model_path, &mf);
+    if (rc < 0) return rc;
+    struct item *items = NULL;
+    size_t n = 0;
+    struct pi_manifest m;
+    pi_manifest_init(&m);
+    char *text = NULL;
+    size_t tlen = 0;
+    rc = hash_all(&mf, opts ? opts->threads : 0, &items, &n, stats);
+    if (rc < 0) goto out;
+    for (size_t i = 0; i < mf.n && rc == 0; i++) {
+        const pagein_file *f = mf.files[i];
+        const char *b = base_name(f->path);
+        rc = pi_manifest_add_file(&m, b, strlen(b), f->len, items[i].len, items[i].hash);
+    }
+    size_t k = mf.n;
+    for (size_t i = 0; i < mf.n && rc == 0; i++) {
+        const pagein_file *f = mf.files[i];
+        for (size_t j = 0; j < f->tab.n && rc == 0; j++, k++)
+            rc = pi_manifest_add_tensor(&m, (uint32_t)i, f->tab.t[j].name, f->tab.t[j].name_len, items[k].off,
+                                        items[k].len, items[k].hash);
+    }
+    if (rc == 0) rc = pi_manifest_format(&m, &text, &tlen);
+    if (rc < 0) {
+        rc = pi_err(rc, "out of memory");
+        goto out;
+    }
+    rc = write_atomic(manifest_path, text, tlen);
+out:
+    pi_free(text);
+    pi_manifest_free(&m);
+    pi_free(items);
+    close_files(&mf);
+    return rc;
+}
+
+/* ---- verifying ------------------------------------------------------------ */
+
+struct verify_state {
+    const pagein_hash_opts *opts;
+    size_t mismatches;
+};
+
+static void mismatch(struct verify_state *vs, const char *file, const char *tensor, size_t tlen, const char *what) {
+    if (vs->mismatches == 0) {
+        if (tensor)
+            pi_err(PAGEIN_E_HASH_MISMATCH, "%s: tensor '%.*s': %s", file, (int)PI_MIN(tlen, 200), tensor, what);
+        else
+            pi_err(PAGEIN_E_HASH_MISMATCH, "%s: %s", file, what);
+    }
+    vs->mismatches++;
+    if (vs->opts && vs->opts->on_mismatch) vs->opts->on_mismatch(vs->opts->ctx, file, tensor, tlen, what);
+}
+
+int pagein_manifest_verify(const char *model_path, const char *manifest_path, const pagein_hash_opts *opts,
+                           pagein_hash_stats *stats) {
+    pi_err_clear();
+    if (!model_path || !manifest_path) return pi_err(PAGEIN_E_INVALID, "pagein_manifest_verify: NULL path");
+    if (stats) memset(stats, 0, sizeof *stats);
+    struct pi_manifest m;
+    pi_manifest_init(&m);
+    struct model_files mf;
+    memset(&mf, 0, sizeof mf);
+    struct item *items = NULL;
+    size_t n = 0;
+    uint8_t *text = NULL;
+    int rc = 0;
+
+    /* read the manifest (bounded: a manifest is text, a few hundred bytes a tensor) */
+    int fd = open(manifest_path, O_RDONLY | O_CLOEXEC);
+    if (fd < 0) return pi_err(-errno, "%s: cannot open: %s", manifest_path, strerror(errno));
+    struct stat st;
+    if (fstat(fd, &st) != 0 || !S_ISREG(st.st_mode)) {
+        rc = pi_err(PAGEIN_E_INVALID, "%s: not a regular file", manifest_path);
+        close(fd);
+        return rc;
+    }
+    if (st.st_size > (off_t)1 << 32) {
+        close(fd);
+        return pi_err(PAGEIN_E_LIMIT, "%s: manifest of %lld bytes exceeds 4 GiB", manifest_path, (long long)st.st_size);
+    }
+    size_t len = (size_t)st.st_size, got = 0;
+    text = pi_malloc(len ? len : 1);
+    if (!text) {
+        close(fd);
+        return pi_err(-ENOMEM, "out of memory");
+    }
+    while (got < len) {
+        ssize_t r = read(fd, text + got, len - got);
+        if (r < 0 && errno == EINTR) continue;
+        if (r <= 0) break;
+        got += (size_t)r;
+    }
+    close(fd);
+    rc = pi_manifest_parse(text, got, &m);
+    pi_free(text);
+    if (rc < 0) {
+        pi_err_prefix(manifest_path);
+        goto out;
+    }
+
+    rc = open_files(model_path, &mf);
+    if (rc < 0) goto out;
+    struct verify_state vs = {opts, 0};
+    if (m.nfiles != mf.n) {
+        char what[128];
+        snprintf(what, sizeof what, "model has %zu files, manifest %zu", mf.n, m.nfiles);
+        mismatch(&vs, model_path, NULL, 0, what);
+        goto done;
+    }
+    rc = hash_all(&mf, opts ? opts->threads : 0, &items, &n, stats);
+    if (rc < 0) goto out;
+    size_t k = mf.n;
+    for (size_t i = 0; i < mf.n; i++) {
+        const pagein_file *f = mf.files[i];
+        const struct pi_manifest_file *e = &m.files[i];
+        const char *b = base_name(f->path);
+        /* names matter across shards (the index names them); a single file
+         * may be renamed or copied freely */
+        if (mf.n > 1 && (strlen(b) != e->name_len || memcmp(b, e->name, e->name_len) != 0))
+            mismatch(&vs, f->path, NULL, 0, "file name differs from the manifest");
+        if ((uint64_t)f->len != e->size) mismatch(&vs, f->path, NULL, 0, "file size differs from the manifest");
+        else if (items[i].len != e->header_bytes || memcmp(items[i].hash, e->header_hash, 16) != 0)
+            mismatch(&vs, f->path, NULL, 0, "header bytes differ from the manifest");
+        for (size_t j = 0; j < f->tab.n; j++, k++) {
+            const pagein_tensor *t = &f->tab.t[j];
+            const struct pi_manifest_tensor *me = pi_manifest_find(&m, (uint32_t)i, t->name, t->name_len);
+            if (!me) mismatch(&vs, f->path, t->name, t->name_len, "not in the manifest");
+            else if (me->offset != t->offset || me->nbytes != t->nbytes)
+                mismatch(&vs, f->path, t->name, t->name_len, "offset or size differs from the manifest");
+            else if (memcmp(me->hash, items[k].hash, 16) != 0)
+                mismatch(&vs, f->path, t->name, t->name_len, "data hash differs from the manifest");
+        }
+        /* manifest entries the model lacks: counted per file */
+        size_t listed = 0;
+        for (size_t j = 0; j < m.n; j++)
+            if (m.t[j].file == i) listed++;
+        if (listed > f->tab.n) {
+            for (size_t j = 0; j < m.n; j++) {
+                if (m.t[j].file != i) continue;
+                if (!pi_table_find(&f->tab, m.t[j].name, m.t[j].name_len))
+                    mismatch(&vs, f->path, m.t[j].name, m.t[j].name_len, "in the manifest but not in the model");
+            }
+        }
+    }
+done:
+    if (stats) stats->mismatches = vs.mismatches;
+    rc = vs.mismatches ? PAGEIN_E_HASH_MISMATCH : 0;
+out:
+    pi_free(items);
+    pi_manifest_free(&m);
+    close_files(&mf);
+    return rc;
+}
+
+#endif /* PAGEIN_HAVE_XXHASH */

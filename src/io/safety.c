@@ -1,0 +1,47 @@
+/* safety.c - public guarded accessors: copy-out, change detection. */
+#include "../internal.h"
+
+#include <stdio.h>
+#include <sys/stat.h>
+
+int pagein_tensor_copy(const pagein_file *f, const pagein_tensor *t, uint64_t off, void *dst, size_t len) {
+    pi_err_clear();
+    if (!t || (!dst && len)) return pi_err(PAGEIN_E_INVALID, "pagein_tensor_copy: NULL argument");
+    if (off > t->nbytes || len > t->nbytes - off)
+        return pi_err(PAGEIN_E_RANGE, "tensor '%.*s': bytes [%llu, +%zu) outside its %llu bytes",
+                      (int)PI_MIN(t->name_len, 200), t->name, (unsigned long long)off, len,
+                      (unsigned long long)t->nbytes);
+    if (len == 0) return 0;
+    if (!t->data) return pi_err(PAGEIN_E_INVALID, "tensor '%s' has no data pointer", t->name);
+    const uint8_t *src = (const uint8_t *)t->data + off;
+    if (f && !f->mapped) { /* caller's memory (open_memory): nothing can shrink */
+        memcpy(dst, src, len);
+        return 0;
+    }
+    int rc = pi_guard_copy(dst, src, len, f ? f->path : "(unknown file)", t->offset + off, f ? f->fd : -1);
+    if (rc < 0) {
+        char what[256];
+        snprintf(what, sizeof what, "tensor '%.*s'", (int)PI_MIN(t->name_len, 200), t->name);
+        pi_err_prefix(what);
+    }
+    return rc;
+}
+
+int pagein_file_check(const pagein_file *f) {
+    pi_err_clear();
+    if (!f) return pi_err(PAGEIN_E_INVALID, "pagein_file_check: NULL file");
+    if (f->fd < 0) return 0;
+    struct stat st;
+    if (fstat(f->fd, &st) != 0) return pi_err(-errno, "%s: fstat: %s", f->path, strerror(errno));
+    if ((uint64_t)st.st_size < (uint64_t)f->len)
+        return pi_err(PAGEIN_E_TRUNCATED, "%s: file shrank from %zu to %llu bytes since open", f->path,
+                      f->len, (unsigned long long)st.st_size);
+    if (stat(f->path, &st) != 0) {
+        if (errno == ENOENT) return pi_err(PAGEIN_E_CHANGED, "%s: file removed since open", f->path);
+        return pi_err(-errno, "%s: stat: %s", f->path, strerror(errno));
+    }
+    if (st.st_ino != f->ino || st.st_dev != f->dev)
+        return pi_err(PAGEIN_E_CHANGED, "%s: path names another file since open (inode %llu, was %llu)",
+                      f->path, (unsigned long long)st.st_ino, (unsigned long long)f->ino);
+    return 0;
+}
