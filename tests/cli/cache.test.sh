@@ -86,7 +86,7 @@ J=$(json resident --json a.bin)
 [ "$(get "$J" 'd["resident_bytes"]')" = 0 ] || fail "unlocked pages not evicted: $J"
 # lock failure: a non-root holder with a tiny RLIMIT_MEMLOCK gets the how-to-raise message
 if command -v setpriv >/dev/null && [ "$(id -u)" = 0 ]; then
-  chmod a+r a.bin
+  chmod 755 "$TMP"; chmod a+r a.bin   # the holder runs as nobody
   OUT_TXT=$(cd "$TMP" && (ulimit -l 64; setpriv --reuid=65534 --regid=65534 --clear-groups "$PAGEIN" lock a.bin) 2>&1); rc=$?
   [ $rc -eq 1 ] || fail "lock over RLIMIT_MEMLOCK exited $rc: $OUT_TXT"
   expect_contains "RLIMIT_MEMLOCK"
