@@ -20,7 +20,7 @@ MODEL=${1:-${MODEL:-build/demo/sample.safetensors}}
 PY=/usr/bin/python3
 [ "$QUICK" = 1 ] && RUNS=1
 
-bash scripts/deps.sh bench || true
+[ "$QUICK" = 1 ] || bash scripts/deps.sh bench || true
 command -v vmtouch >/dev/null || { echo "SKIP: vmtouch is not installed (Debian package vmtouch)"; exit 77; }
 [ -x "$PAGEIN" ] || { echo "build pagein first (make)"; exit 2; }
 if [ ! -e "$MODEL" ]; then
@@ -85,7 +85,7 @@ read -r pr pt < <("$PAGEIN" resident --json "$MODEL" | $PY -c 'import json,sys
 d=json.load(sys.stdin); print(d["resident_pages"], d["pages"])')
 read -r vr vt < <(vmtouch -v "${FILES[@]}" | awk '/Resident Pages/ {split($3, a, "/"); print a[1], a[2]}')
 diff=$(awk -v a="$pr" -v b="$vr" -v t="$vt" 'BEGIN {d = a - b; if (d < 0) d = -d; printf "%.3f", 100 * d / t}')
-echo "warmed layers 0-$half (embed..$half) of 0..$((L - 1)):"
+echo "warmed layers 0-$half of 0..$((L - 1)) (not the embedding or the head):"
 echo "pagein resident: $pr of $pt pages; vmtouch -v: $vr of $vt pages; difference $diff% of the file"
 "$PAGEIN" evict -q "$MODEL"
 
