@@ -1080,9 +1080,13 @@ PAGEIN_API int pagein_range_unlock(const void *addr, uint64_t len);
  *   madvise(MADV_DONTNEED) on this file's own mapping (so pages it mapped
  *   no longer pin them; the data refaults on the next access), then
  *   posix_fadvise(POSIX_FADV_DONTNEED). The range is rounded OUT to whole
- *   pages, so a page shared with a neighbouring tensor goes too. Pages that
- *   other processes (or other mappings in this one) have mapped, dirty
- *   pages and locked pages stay: evict is advice, check with residency.
+ *   pages, so a page shared with a neighbouring tensor goes too; when the
+ *   kernel caches the file in large folios and one straddles an edge of
+ *   the range, that edge is widened to 2 MiB so the folio can go. Pages
+ *   that other processes (or other mappings in this one) have mapped,
+ *   dirty pages, locked pages and reads still in flight (readahead started
+ *   just before; retried once after 2 ms) stay: evict is advice, check
+ *   with residency.
  * pagein_file_lock / _unlock: pagein_range_lock on the range of the mapping.
  * Return 0 or a negative code as above. Thread-safe for distinct ranges.
  */
