@@ -1422,10 +1422,11 @@ PAGEIN_API size_t pagein_torch_storage_count(const pagein_file *f);
  * NONCONTIGUOUS are gathered through their strides, SWAPPED ones are
  * byte-swapped. off and len need not be multiples of the element size, so
  * this can serve as a pagein_fill_fn for pagein_safetensors_write(). The
- * data is read through the mapping: a file truncated underneath raises
- * SIGBUS (use the model API's guarded loads where that matters).
+ * data is read through the mapping under the truncation guard: a file
+ * truncated underneath gives PAGEIN_E_TRUNCATED, not SIGBUS (docs/SAFETY.md).
  * Returns 0, PAGEIN_E_RANGE (outside the tensor), PAGEIN_E_TRUNCATED (the
- * record lies outside the file), PAGEIN_E_BAD_DTYPE (strided sub-byte type)
+ * record lies outside the file, or the file shrank under the mapping; dst
+ * then holds a partial copy), PAGEIN_E_BAD_DTYPE (strided sub-byte type)
  * or PAGEIN_E_INVALID. Thread-safe (read-only on f).
  */
 PAGEIN_API int pagein_tensor_read(const pagein_file *f, const pagein_tensor *t, void *dst, uint64_t off,
