@@ -64,6 +64,27 @@ static pagein_file *file_new(const char *name) {
     return f;
 }
 
+/* Reading the header through the mapping must not drag tensor data in: a
+ * fault on a normal mapping reads around it, up to read_ahead_kb (8 MiB on
+ * the development machine), so opening a model would make its first
+ * megabytes of tensor data resident (what `pagein resident` reports, and
+ * what a lazy open promises not to read). For safetensors the header's
+ * extent is known from its first 8 bytes: fault only that page
+ * (MADV_RANDOM), then read exactly the header ahead (MADV_WILLNEED, large
+ * requests). Other formats keep the kernel's read-around, which their
+ * metadata walk benefits from. The caller resets the advice to normal. */
+static void header_readahead(pagein_file *f) {
+    if (f->len < 8) return;
+    madvise((void *)f->base, f->len, MADV_RANDOM); /* before the first touch */
+    if (memcmp(f->base, "GGUF", 4) == 0 || memcmp(f->base, "PK\x03\x04", 4) == 0) {
+        madvise((void *)f->base, f->len, MADV_NORMAL);
+        return;
+    }
+    uint64_t n;
+    memcpy(&n, f->base, 8); /* little-endian hosts; a bad length fails the parse anyway */
+    if (n <= f->len - 8) madvise((void *)f->base, (size_t)(8 + n), MADV_WILLNEED);
+}
+
 int pagein_open(pagein_file **out, const char *path, const pagein_open_opts *opts) {
     pi_err_clear();
     if (!out || !path) return pi_err(PAGEIN_E_INVALID, "pagein_open: NULL argument");
@@ -100,7 +121,9 @@ int pagein_open(pagein_file **out, const char *path, const pagein_open_opts *opt
     } else {
         f->base = (const uint8_t *)"";
     }
+    if (f->mapped) header_readahead(f);
     rc = parse(f, flags, fmt);
+    if (f->mapped) madvise((void *)f->base, f->len, MADV_NORMAL);
     if (rc < 0) {
         pi_err_prefix(path);
         goto fail;
