@@ -388,3 +388,39 @@ TEST(guard_copy_helpers_after_truncation) {
     free(buf);
     return PASS;
 }
+
+/* The load engine's paths on a file truncated after open: populate, the
+ * prefetch pager's layer cursor. Errors, never SIGBUS. */
+TEST(guard_load_paths_after_truncation) {
+    const char *path = pt_tmppath("loadtrunc.safetensors");
+    static const pagein_strategy strategies[] = {PAGEIN_STRATEGY_LAZY, PAGEIN_STRATEGY_POPULATE,
+                                                 PAGEIN_STRATEGY_PREFETCH};
+    for (size_t k = 0; k < sizeof strategies / sizeof strategies[0]; k++) {
+        uint8_t *b2 = malloc((size_t)NT * TBYTES);
+        CHECK_OK(write_version(path, 1, b2));
+        free(b2);
+        pagein_model_opts o = PAGEIN_MODEL_OPTS_INIT;
+        o.strategy = strategies[k];
+        pagein_model *m = NULL;
+        int rc = pagein_model_open(&m, path, &o);
+        CHECK_OK(rc);
+        if (rc < 0) continue;
+        CHECK_EQ(truncate(path, 4096 + TBYTES), 0); /* keeps the header and part of layer 0 */
+        CHECK_EQ(pagein_model_check(m), PAGEIN_E_TRUNCATED);
+        rc = pagein_model_load_tensors(m, NULL, 0);
+        CHECK(rc == PAGEIN_E_TRUNCATED);
+        int32_t nl = pagein_model_layer_count(m);
+        int errors = 0;
+        for (int32_t l = -1; l <= nl; l++) {
+            rc = pagein_layer_wait(m, l);
+            CHECK(rc == 0 || rc == PAGEIN_E_TRUNCATED);
+            if (rc < 0) errors++;
+            rc = pagein_layer_done(m, l);
+            CHECK(rc == 0 || rc == PAGEIN_E_TRUNCATED);
+        }
+        printf("    %s: load_tensors PAGEIN_E_TRUNCATED, %d of %d layer waits failed cleanly\n",
+               pagein_strategy_name(strategies[k]), errors, nl + 2);
+        pagein_model_close(m);
+    }
+    return PASS;
+}
