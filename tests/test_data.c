@@ -223,7 +223,10 @@ TEST(data_ranges_random_vs_reference) {
         o.max_gap = max_gap;
         o.max_block = max_block;
         o.queue_depth = 1 + (unsigned)(pt_rand(&s) % 8);
-        o.flags = (no_merge ? PAGEIN_RANGES_NO_MERGE : 0) | (pt_rand(&s) % 2 ? PAGEIN_RANGES_URING : 0);
+        /* valgrind cannot see the kernel fill buffers through io_uring (it
+         * reports them uninitialised): threads only under valgrind */
+        int uring = pt_rand(&s) % 2 && !getenv("PAGEIN_UNDER_VALGRIND");
+        o.flags = (no_merge ? PAGEIN_RANGES_NO_MERGE : 0) | (uring ? PAGEIN_RANGES_URING : 0);
         pagein_ranges_stats st;
         CHECK_OK(pagein_read_ranges(fds, NF, r, n, &o, &st));
         CHECK_EQ(st.requests, n);
