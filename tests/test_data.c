@@ -674,3 +674,36 @@ TEST(data_shuffle_quality) {
     free(ids);
     return PASS;
 }
+
+TEST(data_block_quality) {
+    /* 64 blocks of 512 samples, a window of 7 blocks: the shape of 1 GiB of
+     * 32 KiB rows in 16 MiB blocks with the default buffer. */
+    enum { N = 32768 };
+    uint64_t *v = malloc(N * 8);
+    for (uint64_t i = 0; i < N; i++) v[i] = i;
+    const char *p = pt_tmppath("quality.rec");
+    CHECK_EQ(pt_write_file(p, v, N * 8), 0);
+    pagein_dataset *d = NULL;
+    CHECK_OK(pagein_dataset_open_records(&d, &p, 1, 8));
+    pagein_reader_opts o = PAGEIN_READER_OPTS_INIT;
+    o.kind = PAGEIN_READER_BLOCK;
+    o.block_bytes = 512 * 8;
+    o.seed = 1234;
+    pagein_reader *r = NULL;
+    CHECK_OK(pagein_reader_open(&r, d, &o));
+    if (r) {
+        CHECK(read_epoch(r, N, v, 0));
+        double q = pagein_shuffle_quality(v, N);
+        printf("    block quality %.3f\n", q);
+        CHECK(q >= 0.9 && q <= 1.0);
+        o.flags = PAGEIN_READER_IN_ORDER;
+        pagein_reader_close(r);
+        CHECK_OK(pagein_reader_open(&r, d, &o));
+        CHECK(read_epoch(r, N, v, 0));
+        CHECK(pagein_shuffle_quality(v, N) == 0.0);
+    }
+    pagein_reader_close(r);
+    pagein_dataset_close(d);
+    free(v);
+    return PASS;
+}
