@@ -499,6 +499,19 @@ typedef struct pagein_write_opts {
  * written to a temporary file in path's directory, fsynced, renamed over
  * path and the directory fsynced: readers never see a partial file and an
  * existing file at path is never truncated. On failure nothing is left.
+ *
+ * tensors[i].data (tensor bytes, borrowed for the call) or, when data is
+ * NULL, tensors[i].fill is called with ascending chunks of at most 4 MiB; a
+ * negative return from fill aborts the write with that code. Names must be
+ * unique and not "__metadata__"; metadata keys unique. opts may be NULL.
+ * Returns 0, or: PAGEIN_E_INVALID (NULL name/shape/data, reserved name),
+ * PAGEIN_E_DUPLICATE, PAGEIN_E_BAD_DTYPE (not a safetensors dtype),
+ * PAGEIN_E_MISALIGNED_SLICE (F4/F6 element count not whole bytes),
+ * PAGEIN_E_OVERFLOW, PAGEIN_E_BAD_ALIGNMENT (align not a power of two in
+ * [8, 2^30]), PAGEIN_E_HEADER_TOO_LARGE (header over 100,000,000 bytes),
+ * -errno from the filesystem, or fill's code. Thread-safe (no shared state);
+ * two concurrent writes to the same path leave one complete file.
+ * docs/FORMAT-SAFETENSORS.md describes the exact layout.
  */
 PAGEIN_API int pagein_safetensors_write(const char *path, const pagein_write_tensor *tensors,
                                         size_t n, const pagein_write_opts *opts);
@@ -1067,9 +1080,13 @@ PAGEIN_API int pagein_range_unlock(const void *addr, uint64_t len);
  *   madvise(MADV_DONTNEED) on this file's own mapping (so pages it mapped
  *   no longer pin them; the data refaults on the next access), then
  *   posix_fadvise(POSIX_FADV_DONTNEED). The range is rounded OUT to whole
- *   pages, so a page shared with a neighbouring tensor goes too. Pages that
- *   other processes (or other mappings in this one) have mapped, dirty
- *   pages and locked pages stay: evict is advice, check with residency.
+ *   pages, so a page shared with a neighbouring tensor goes too; when the
+ *   kernel caches the file in large folios and one straddles an edge of
+ *   the range, that edge is widened to 2 MiB so the folio can go. Pages
+ *   that other processes (or other mappings in this one) have mapped,
+ *   dirty pages, locked pages and reads still in flight (readahead started
+ *   just before; retried once after 2 ms) stay: evict is advice, check
+ *   with residency.
  * pagein_file_lock / _unlock: pagein_range_lock on the range of the mapping.
  * Return 0 or a negative code as above. Thread-safe for distinct ranges.
  */
@@ -1405,10 +1422,11 @@ PAGEIN_API size_t pagein_torch_storage_count(const pagein_file *f);
  * NONCONTIGUOUS are gathered through their strides, SWAPPED ones are
  * byte-swapped. off and len need not be multiples of the element size, so
  * this can serve as a pagein_fill_fn for pagein_safetensors_write(). The
- * data is read through the mapping: a file truncated underneath raises
- * SIGBUS (use the model API's guarded loads where that matters).
+ * data is read through the mapping under the truncation guard: a file
+ * truncated underneath gives PAGEIN_E_TRUNCATED, not SIGBUS (docs/SAFETY.md).
  * Returns 0, PAGEIN_E_RANGE (outside the tensor), PAGEIN_E_TRUNCATED (the
- * record lies outside the file), PAGEIN_E_BAD_DTYPE (strided sub-byte type)
+ * record lies outside the file, or the file shrank under the mapping; dst
+ * then holds a partial copy), PAGEIN_E_BAD_DTYPE (strided sub-byte type)
  * or PAGEIN_E_INVALID. Thread-safe (read-only on f).
  */
 PAGEIN_API int pagein_tensor_read(const pagein_file *f, const pagein_tensor *t, void *dst, uint64_t off,
