@@ -82,29 +82,24 @@ static void meta_value(FILE *o, const pagein_meta *m, int json) {
 /* Tensors sharing a storage, grouped: returns for each tensor the index of
  * the first tensor of its group (itself when alone). */
 static size_t *share_groups(const pagein_file *f, size_t n) {
+    size_t ns = pagein_torch_storage_count(f);
     size_t *g = malloc((n ? n : 1) * sizeof *g);
-    uint32_t *sid = malloc((n ? n : 1) * sizeof *sid);
-    if (!g || !sid) {
-        free(g), free(sid);
+    size_t *first = malloc((ns ? ns : 1) * sizeof *first);
+    if (!g || !first) {
+        free(g), free(first);
         return NULL;
     }
+    for (size_t k = 0; k < ns; k++) first[k] = SIZE_MAX;
     for (size_t i = 0; i < n; i++) {
         const pagein_tensor *t = pagein_tensor_at(f, i);
         pagein_torch_tensor_info ti;
         g[i] = i;
-        sid[i] = UINT32_MAX;
-        if (!(t->flags & PAGEIN_TENSOR_VIEW) || pagein_torch_tensor_get_info(f, t, &ti) != 0) continue;
-        sid[i] = ti.storage;
-        /* tensors are in offset order, so a storage's tensors are adjacent
-         * unless another storage lies inside it; a short backward scan
-         * suffices for real files, a full one keeps it exact */
-        for (size_t j = 0; j < i; j++)
-            if (sid[j] == sid[i]) {
-                g[i] = g[j];
-                break;
-            }
+        if (!(t->flags & PAGEIN_TENSOR_VIEW) || pagein_torch_tensor_get_info(f, t, &ti) != 0 || ti.storage >= ns)
+            continue;
+        if (first[ti.storage] == SIZE_MAX) first[ti.storage] = i;
+        g[i] = first[ti.storage];
     }
-    free(sid);
+    free(first);
     return g;
 }
 
@@ -278,8 +273,17 @@ static int convert_main(int argc, char **argv) {
             st.bytes += di && di->block_elems == 1 ? t->nelements * di->bits / 8 : t->nbytes;
         }
     } else {
+        /* output bytes, as the converter counts them (strided tensors in
+         * full, casts at the target width) */
         uint64_t total = 0;
-        for (size_t i = 0; i < pagein_tensor_count(f); i++) total += pagein_tensor_at(f, i)->nbytes;
+        for (size_t i = 0; i < pagein_tensor_count(f); i++) {
+            const pagein_tensor *t = pagein_tensor_at(f, i);
+            const pagein_dtype_info *di = pagein_dtype_get(t->dtype);
+            int castable = t->dtype == PAGEIN_DTYPE_F32 || t->dtype == PAGEIN_DTYPE_F16 ||
+                           t->dtype == PAGEIN_DTYPE_BF16 || t->dtype == PAGEIN_DTYPE_F64;
+            if (op.dtype && castable) total += t->nelements * (pagein_dtype_get(op.dtype)->bits / 8);
+            else total += di && di->block_elems == 1 ? t->nelements * (di->bits / 8) : t->nbytes;
+        }
         cli_progress_start(&pr, "convert", total);
         if (!op.quiet) co.progress = on_progress, co.progress_ctx = &pr;
         size_t ol = strlen(op.out);

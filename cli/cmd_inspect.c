@@ -11,6 +11,7 @@
 
 #define MAX_HOOKS 8
 static const struct inspect_hook *hooks[MAX_HOOKS];
+int inspect_full, inspect_text;
 static int nhooks;
 
 void inspect_register_hook(const struct inspect_hook *h) {
@@ -81,7 +82,7 @@ static void json_meta_value(const pagein_file *f, const pagein_meta *m, FILE *ou
         fprintf(out, "%" PRId64, m->v.i);
         break;
     case PAGEIN_META_F32: case PAGEIN_META_F64:
-        if (isfinite(m->v.f)) fprintf(out, "%.17g", m->v.f);
+        if (isfinite(m->v.f)) fprintf(out, m->type == PAGEIN_META_F32 ? "%.9g" : "%.17g", m->v.f);
         else fputs("null", out);
         break;
     case PAGEIN_META_BOOL: fputs(m->v.b ? "true" : "false", out); break;
@@ -208,7 +209,7 @@ static void print_text(const char *path, const pagein_file *f, int table, FILE *
 }
 
 static void usage(FILE *out) {
-    fputs("usage: pagein inspect FILE [--json] [--summary] [--lenient]\n"
+    fputs("usage: pagein inspect FILE [--json] [--summary] [--lenient] [--full]\n"
           "\n"
           "Prints the header of a model file (safetensors, and every other format pagein\n"
           "opens): format, tensor count, parameter count, bytes by dtype, data start, how\n"
@@ -218,6 +219,9 @@ static void usage(FILE *out) {
           "  --json      the same as one JSON object (stable contract: docs/CLI.md)\n"
           "  --summary   leave out the tensor table (text output only)\n"
           "  --lenient   accept trailing bytes after the data (PAGEIN_OPEN_LENIENT)\n"
+          "  --full      show long metadata arrays (GGUF vocabularies) in full; without it\n"
+          "              text shows the first 8 elements and JSON the first 64, followed\n"
+          "              by a {\"...truncated\": {\"count\": N, \"shown\": K}} marker object\n"
           "\n"
           "Exit status: 0 ok, 1 the file is invalid, 2 usage or I/O error.\n",
           out);
@@ -233,6 +237,8 @@ static int inspect_main(int argc, char **argv) {
             return EXIT_OK;
         } else if (strcmp(argv[i], "--json") == 0) {
             json = 1;
+        } else if (strcmp(argv[i], "--full") == 0) {
+            inspect_full = 1;
         } else if (strcmp(argv[i], "--summary") == 0) {
             table = 0;
         } else if (strcmp(argv[i], "--lenient") == 0) {
@@ -258,6 +264,7 @@ static int inspect_main(int argc, char **argv) {
         cli_error("inspect", rc, "%s", path);
         return rc > -4096 ? EXIT_USAGE : EXIT_INVALID; /* -errno: I/O */
     }
+    inspect_text = !json;
     if (json)
         print_json(path, f, stdout);
     else

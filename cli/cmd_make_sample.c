@@ -5,6 +5,7 @@
  * another format's writer (a `--format gguf` branch) can write the same
  * plan. */
 #include "cli.h"
+#include "make_sample_gguf.h"
 
 #include <errno.h>
 #include <inttypes.h>
@@ -193,8 +194,8 @@ static int fill(void *vctx, void *dst, uint64_t off, size_t len) {
 
 static void usage(FILE *out) {
     fputs("usage: pagein make-sample OUT [--layers N] [--hidden H] [--vocab V]\n"
-          "                          [--dtype bf16|f16|f32] [--size 1.3G] [--seed S]\n"
-          "                          [--align BYTES] [-q]\n"
+          "                          [--dtype bf16|f16|f32|q8_0] [--size 1.3G] [--seed S]\n"
+          "                          [--align BYTES] [--format safetensors|gguf] [-q]\n"
           "\n"
           "Writes a llama-shaped safetensors model to OUT: model.embed_tokens, per layer\n"
           "q/k/v/o projections (grouped-query, kv = hidden/4), gate/up/down MLP\n"
@@ -203,7 +204,7 @@ static void usage(FILE *out) {
           "atomically (temporary file, fsync, rename). Contents are deterministic\n"
           "pseudo-random values in [-0.05, 0.05) (norms are 1.0) from --seed.\n"
           "\n"
-          "  --size S     target file size (default 1.3G: the 1.3 GB bf16 inference case);\n"
+          "  --size S     target file size (default 1.3 GB = 1.3e9 bytes, the bf16 inference case);\n"
           "               picks hidden and layers when they are not given (K/M/G = 1024^n)\n"
           "  --layers N   number of decoder layers\n"
           "  --hidden H   hidden size\n"
@@ -211,6 +212,12 @@ static void usage(FILE *out) {
           "  --dtype T    bf16 (default), f16 or f32\n"
           "  --seed S     contents seed (default 0)\n"
           "  --align A    pad the header so data starts at a multiple of A (default 8)\n"
+          "  --format F   safetensors (default) or gguf: a GGUF v3 file as llama.cpp lays\n"
+          "               it out (token_embd, blk.N.attn_q/k/v/output, ffn_gate/up/down,\n"
+          "               attn_norm/ffn_norm, output_norm, output; general.architecture=llama,\n"
+          "               llama.block_count, ... and a llama tokenizer vocabulary). GGUF\n"
+          "               also takes --dtype q8_0 (norms stay f32; hidden a multiple of 32);\n"
+          "               --align does not apply\n"
           "  -q           no summary line\n"
           "\n"
           "Exit status: 0 ok, 2 usage or I/O error.\n",
@@ -230,7 +237,7 @@ static int make_sample_main(int argc, char **argv) {
     const char *out = NULL;
     uint64_t layers = 0, hidden = 0, vocab = 0, size = 0, seed = 0, align = 0;
     pagein_dtype dtype = PAGEIN_DTYPE_BF16;
-    int quiet = 0;
+    int quiet = 0, gguf = 0;
     for (int i = 1; i < argc; i++) {
         const char *a = argv[i];
         const char *val = i + 1 < argc ? argv[i + 1] : NULL;
@@ -264,6 +271,11 @@ static int make_sample_main(int argc, char **argv) {
             if (strcmp(val, "bf16") == 0) dtype = PAGEIN_DTYPE_BF16;
             else if (strcmp(val, "f16") == 0) dtype = PAGEIN_DTYPE_F16;
             else if (strcmp(val, "f32") == 0) dtype = PAGEIN_DTYPE_F32;
+            else if (strcmp(val, "q8_0") == 0) dtype = PAGEIN_DTYPE_Q8_0;
+            else bad = 1;
+        } else if (strcmp(a, "--format") == 0) {
+            if (strcmp(val, "gguf") == 0) gguf = 1;
+            else if (strcmp(val, "safetensors") == 0) gguf = 0;
             else bad = 1;
         } else {
             cli_error("make-sample", 0, "unknown option '%s'", a);
@@ -279,7 +291,15 @@ static int make_sample_main(int argc, char **argv) {
         usage(stderr);
         return EXIT_USAGE;
     }
-    if (!size) size = (uint64_t)(1.3 * 1024 * 1024 * 1024);
+    if (!size) size = 1300000000; /* 1.3 GB */
+    if (gguf) {
+        struct make_sample_gguf_args ga = {layers, hidden, vocab, size, seed, dtype, quiet};
+        return make_sample_gguf(out, &ga);
+    }
+    if (dtype == PAGEIN_DTYPE_Q8_0) {
+        cli_error("make-sample", 0, "--dtype q8_0 needs --format gguf");
+        return EXIT_USAGE;
+    }
     struct sample_plan plan;
     if (sample_plan_make(&plan, size, (uint32_t)layers, hidden, vocab, dtype) < 0) {
         cli_error("make-sample", 0, "out of memory");
@@ -325,4 +345,4 @@ static int make_sample_main(int argc, char **argv) {
     return rc < 0 ? EXIT_USAGE : EXIT_OK;
 }
 
-CLI_COMMAND(make_sample, "make-sample", "write a llama-shaped sample safetensors model", make_sample_main)
+CLI_COMMAND(make_sample, "make-sample", "write a llama-shaped sample model (safetensors or GGUF)", make_sample_main)

@@ -33,6 +33,12 @@ struct inspect_hook {
 
 void inspect_register_hook(const struct inspect_hook *h);
 
+/* Set by cmd_inspect.c before any hook runs: --full was given (hooks show
+ * long values, e.g. GGUF arrays, in full), and whether the current output
+ * is the text form (1) or JSON (0): meta_json is used for both. */
+extern int inspect_full;
+extern int inspect_text;
+
 #define INSPECT_HOOK(id, fmt_, name_, summary_, json_, tensor_json_, meta_json_)                \
     static const struct inspect_hook inspect_hook_##id = {fmt_, name_, summary_, json_,       \
                                                           tensor_json_, meta_json_};          \

@@ -499,6 +499,19 @@ typedef struct pagein_write_opts {
  * written to a temporary file in path's directory, fsynced, renamed over
  * path and the directory fsynced: readers never see a partial file and an
  * existing file at path is never truncated. On failure nothing is left.
+ *
+ * tensors[i].data (tensor bytes, borrowed for the call) or, when data is
+ * NULL, tensors[i].fill is called with ascending chunks of at most 4 MiB; a
+ * negative return from fill aborts the write with that code. Names must be
+ * unique and not "__metadata__"; metadata keys unique. opts may be NULL.
+ * Returns 0, or: PAGEIN_E_INVALID (NULL name/shape/data, reserved name),
+ * PAGEIN_E_DUPLICATE, PAGEIN_E_BAD_DTYPE (not a safetensors dtype),
+ * PAGEIN_E_MISALIGNED_SLICE (F4/F6 element count not whole bytes),
+ * PAGEIN_E_OVERFLOW, PAGEIN_E_BAD_ALIGNMENT (align not a power of two in
+ * [8, 2^30]), PAGEIN_E_HEADER_TOO_LARGE (header over 100,000,000 bytes),
+ * -errno from the filesystem, or fill's code. Thread-safe (no shared state);
+ * two concurrent writes to the same path leave one complete file.
+ * docs/FORMAT-SAFETENSORS.md describes the exact layout.
  */
 PAGEIN_API int pagein_safetensors_write(const char *path, const pagein_write_tensor *tensors,
                                         size_t n, const pagein_write_opts *opts);
@@ -574,6 +587,17 @@ PAGEIN_API int pagein_gguf_set_str_array(pagein_gguf_writer *w, const char *key,
                                          const size_t *lens, uint64_t count);
 PAGEIN_API int pagein_gguf_set_raw(pagein_gguf_writer *w, const char *key, pagein_meta_type type,
                                    const void *bytes, size_t len);
+
+/*
+ * Copies metadata record m of the open file f (any GGUF version and byte
+ * order, or a safetensors string) under key (NULL = m->key, byte for byte
+ * even if it holds a NUL), re-encoding it in the writer's layout: scalars,
+ * strings, arrays of every element type, nested arrays. This is how a
+ * converter carries a file's metadata over. Errors as for the setters, plus
+ * PAGEIN_E_INVALID for a NULL argument.
+ */
+PAGEIN_API int pagein_gguf_set_meta(pagein_gguf_writer *w, const char *key, const pagein_file *f,
+                                    const pagein_meta *m);
 
 /*
  * Adds a tensor (shape outermost first, as everywhere in pagein; the file
@@ -817,8 +841,10 @@ typedef struct pagein_range {
 /* Flags of pagein_ranges_opts. */
 #define PAGEIN_RANGES_NO_MERGE 0x1u /* one read per distinct request (still
                                        drops duplicates and contained ones) */
-#define PAGEIN_RANGES_URING 0x2u    /* use io_uring if the library was built
-                                       with liburing; threads otherwise */
+#define PAGEIN_RANGES_URING 0x2u    /* use io_uring (queue_depth entries, one
+                                       thread) if the library was built with
+                                       liburing and the kernel allows a ring;
+                                       threads otherwise */
 
 typedef struct pagein_ranges_opts {
     size_t size;         /* sizeof(pagein_ranges_opts) */
@@ -861,6 +887,10 @@ typedef struct pagein_ranges_stats {
 PAGEIN_API int pagein_read_ranges(const int *fds, size_t nfds, const pagein_range *reqs, size_t n,
                                   const pagein_ranges_opts *opts, pagein_ranges_stats *st);
 
+/* 1 if PAGEIN_RANGES_URING really uses io_uring here (built with liburing
+ * and the kernel grants a ring), else 0. Thread-safe. */
+PAGEIN_API int pagein_ranges_uring_available(void);
+
 /* ---- sample readers ---------------------------------------------------- */
 
 typedef struct pagein_reader pagein_reader;
@@ -884,19 +914,26 @@ typedef struct pagein_reader_opts {
     unsigned queue_depth;     /* global/ranges: reads in flight; 0 = 32 */
     unsigned batch;           /* global/ranges: samples read per batch; 0 = 256 */
     uint64_t block_bytes;     /* block: target block size; 0 = 16 MiB */
-    unsigned buffer_blocks;   /* block: blocks held in memory; 0 = 4 (min 1) */
+    unsigned buffer_blocks;   /* block: blocks held in memory; 0 = 8 (min 1): the
+                                 draw window is buffer_blocks - 1 blocks, one more
+                                 is loaded meanwhile */
     uint64_t max_gap;         /* ranges: as pagein_ranges_opts; 0 = default */
     uint64_t max_block;       /* ranges: as pagein_ranges_opts; 0 = default */
+    unsigned block_threads;   /* block: each block is read as chunks of at least
+                                 512 KiB by this many threads at once; 0 = 4 */
 } pagein_reader_opts;
 
-#define PAGEIN_READER_OPTS_INIT { sizeof(pagein_reader_opts), PAGEIN_READER_GLOBAL, 0, 0, 0, 0, 0, 0, 0, 0 }
+#define PAGEIN_READER_OPTS_INIT { sizeof(pagein_reader_opts), PAGEIN_READER_GLOBAL, 0, 0, 0, 0, 0, 0, 0, 0, 0 }
 
 /* One sample handed out by pagein_reader_next. */
 typedef struct pagein_sample {
     uint64_t id;      /* sample id in the dataset */
     const void *data; /* length bytes; borrowed: valid until the next call of
                          pagein_reader_next/start_epoch/close on this reader.
-                         For MMAP it points into a shared read-only mapping. */
+                         For MMAP it points into a shared read-only mapping:
+                         not guarded, so touching it after the file was
+                         truncated underneath raises SIGBUS, as with any
+                         mapping; the other kinds copy into reader memory. */
     uint64_t length;
 } pagein_sample;
 
@@ -919,6 +956,7 @@ typedef struct pagein_reader_stats {
  * by pagein_reader_close. MMAP maps every file read-only. Sets *r only on
  * success. Errors: PAGEIN_E_INVALID (bad kind, empty dataset), PAGEIN_E_LIMIT
  * (more than 2^32 samples in one block), -ENOMEM, -errno (mmap, thread).
+ * BLOCK also owns block_threads - 1 reading threads, joined on close.
  */
 PAGEIN_API int pagein_reader_open(pagein_reader **r, pagein_dataset *d, const pagein_reader_opts *opts);
 
@@ -1384,10 +1422,11 @@ PAGEIN_API size_t pagein_torch_storage_count(const pagein_file *f);
  * NONCONTIGUOUS are gathered through their strides, SWAPPED ones are
  * byte-swapped. off and len need not be multiples of the element size, so
  * this can serve as a pagein_fill_fn for pagein_safetensors_write(). The
- * data is read through the mapping: a file truncated underneath raises
- * SIGBUS (use the model API's guarded loads where that matters).
+ * data is read through the mapping under the truncation guard: a file
+ * truncated underneath gives PAGEIN_E_TRUNCATED, not SIGBUS (docs/SAFETY.md).
  * Returns 0, PAGEIN_E_RANGE (outside the tensor), PAGEIN_E_TRUNCATED (the
- * record lies outside the file), PAGEIN_E_BAD_DTYPE (strided sub-byte type)
+ * record lies outside the file, or the file shrank under the mapping; dst
+ * then holds a partial copy), PAGEIN_E_BAD_DTYPE (strided sub-byte type)
  * or PAGEIN_E_INVALID. Thread-safe (read-only on f).
  */
 PAGEIN_API int pagein_tensor_read(const pagein_file *f, const pagein_tensor *t, void *dst, uint64_t off,

@@ -131,3 +131,33 @@ TEST(gguf_split_sets) {
     if (n == 1) close_set(files, 1);
     return PASS;
 }
+
+/* The load engine's pagein_model_open uses the helpers above: any shard
+ * opens the whole set as one model; an inconsistent set is refused. */
+TEST(gguf_split_model_open) {
+    char path[3][512];
+    for (int i = 0; i < 3; i++) {
+        char nm[64];
+        snprintf(nm, sizeof nm, "mo-%05d-of-00003.gguf", i + 1);
+        snprintf(path[i], sizeof path[i], "%s", pt_tmppath(nm));
+        CHECK_OK(write_shard(path[i], i, 3, i, 3, 6, NULL));
+    }
+    pagein_model_opts o = PAGEIN_MODEL_OPTS_INIT;
+    o.strategy = PAGEIN_STRATEGY_LAZY;
+    for (int i = 0; i < 3; i++) {
+        pagein_model *m = NULL;
+        CHECK_OK(pagein_model_open(&m, path[i], &o));
+        if (!m) continue;
+        CHECK_EQ(pagein_model_file_count(m), 3);
+        CHECK_EQ(pagein_model_tensor_count(m), 6);
+        const pagein_tensor *t = pagein_model_tensor_get(m, "blk.5.w");
+        CHECK(t && t->file == 2);
+        CHECK_EQ(pagein_model_layer_count(m), 6);
+        pagein_model_close(m);
+    }
+    CHECK_OK(write_shard(path[1], 1, 3, 1, 3, 5, NULL));
+    pagein_model *m = NULL;
+    CHECK_EQ(pagein_model_open(&m, path[0], &o), PAGEIN_E_BAD_INDEX);
+    CHECK(m == NULL);
+    return PASS;
+}

@@ -385,7 +385,7 @@ TEST(torch_bounds_and_containers) {
     for (int i = 0; i < 40; i++) bstr(&pk, "q\x01(h\x01h\x01t"); /* x = (x, x) */
     bstr(&pk, "\x85.");
     make_ckpt(&z, &pk, data, sizeof data, 0, NULL);
-    expect_fail(&z, PAGEIN_E_LIMIT, "too large");
+    expect_fail(&z, PAGEIN_E_LIMIT, "pickle: "); /* visits or name bytes, whichever first */
     free(pk.p), free(z.p);
     return PASS;
 }
@@ -467,6 +467,111 @@ TEST(torch_truncation_and_corruption) {
         if (pagein_open_memory(&f, z2.p, z2.n, "x.pt", NULL) == 0) pagein_close(f);
         free(p2.p), free(z2.p);
     }
+    free(pk.p), free(z.p);
+    return PASS;
+}
+
+/* Copies into the table are bounded: a long key nested twice, and a 3000-byte
+ * string shared 25,000 times next to a tensor, end with PAGEIN_E_LIMIT
+ * instead of hundreds of megabytes of names. */
+TEST(torch_name_budget) {
+    float data[6] = {0};
+    uint64_t sz[1] = {6}, sd[1] = {1};
+    char *key = malloc(40001);
+    memset(key, 'k', 40000);
+    key[40000] = 0;
+    struct bb pk = {0}, z = {0};
+    bstr(&pk, "\x80\x02}(");
+    p_str(&pk, key);
+    bstr(&pk, "}(");
+    p_str(&pk, key);
+    p_tensor(&pk, "FloatStorage", "0", 6, 0, 1, sz, sd);
+    bstr(&pk, "uu.");
+    make_ckpt(&z, &pk, data, sizeof data, 0, NULL);
+    expect_fail(&z, PAGEIN_E_LIMIT, "longer than");
+    free(pk.p), free(z.p);
+    pk = (struct bb){0}, z = (struct bb){0};
+    bstr(&pk, "\x80\x02}(");
+    p_str(&pk, "l");
+    bstr(&pk, "](");
+    p_tensor(&pk, "FloatStorage", "0", 6, 0, 1, sz, sd);
+    key[3000] = 0;
+    p_str(&pk, key);
+    bstr(&pk, "q\x01");
+    for (int i = 0; i < 25000; i++) bstr(&pk, "h\x01");
+    bstr(&pk, "eu.");
+    make_ckpt(&z, &pk, data, sizeof data, 0, NULL);
+    expect_fail(&z, PAGEIN_E_LIMIT, "add up");
+    free(pk.p), free(z.p), free(key);
+    return PASS;
+}
+
+/* The library converter on a hand-built checkpoint: a transposed view and
+ * its base, written as safetensors and read back; also cast and GGUF. */
+TEST(torch_convert_library) {
+    int32_t data[12];
+    for (int i = 0; i < 12; i++) data[i] = i * 3 - 7;
+    struct bb pk = {0}, z = {0};
+    uint64_t sz[2] = {3, 4}, sd[2] = {4, 1}, tz[2] = {4, 3}, td[2] = {1, 4};
+    bstr(&pk, "\x80\x02}(");
+    p_str(&pk, "base");
+    p_tensor(&pk, "IntStorage", "0", 12, 0, 2, sz, sd);
+    p_str(&pk, "t");
+    p_tensor(&pk, "IntStorage", "0", 12, 0, 2, tz, td);
+    p_str(&pk, "epoch");
+    p_int(&pk, 3);
+    bstr(&pk, "u.");
+    make_ckpt(&z, &pk, data, sizeof data, 1, NULL);
+    int rc;
+    pagein_file *f = open_buf(&z, &rc);
+    CHECK_OK(rc);
+    if (!f) return FAIL;
+    const char *out = pt_tmppath("conv.safetensors");
+    pagein_convert_stats st;
+    CHECK_OK(pagein_convert_safetensors(f, out, NULL, &st));
+    CHECK_EQ(st.tensors, 2);
+    CHECK_EQ(st.shared, 2);
+    CHECK_EQ(st.materialised, 1);
+    CHECK_EQ(st.bytes, 96);
+    pagein_file *g = NULL;
+    CHECK_OK(pagein_open(&g, out, NULL));
+    if (g) {
+        const pagein_tensor *t = pagein_tensor_get(g, "t"), *b = pagein_tensor_get(g, "base");
+        CHECK(t && b);
+        if (t && b) {
+            CHECK_EQ(t->shape[0], 4);
+            CHECK(memcmp(b->data, data, sizeof data) == 0);
+            const int32_t *tv = t->data;
+            int ok = 1;
+            for (int r = 0; r < 4; r++)
+                for (int c = 0; c < 3; c++) ok &= tv[r * 3 + c] == data[c * 4 + r];
+            CHECK(ok);
+        }
+        const pagein_meta *m = pagein_meta_find(g, "format");
+        CHECK(m && m->str && strcmp(m->str, "pt") == 0);
+        pagein_close(g);
+    }
+    /* GGUF output reads back with the same bytes */
+    const char *gout = pt_tmppath("conv.gguf");
+    CHECK_OK(pagein_convert_gguf(f, gout, NULL, NULL));
+    g = NULL;
+    CHECK_OK(pagein_open(&g, gout, NULL));
+    if (g) {
+        const pagein_tensor *t = pagein_tensor_get(g, "t");
+        CHECK(t != NULL && t->nbytes == 48);
+        const pagein_meta *m = pagein_meta_find(g, "epoch");
+        CHECK(m != NULL);
+        pagein_close(g);
+    }
+    /* refusals leave nothing behind */
+    pagein_convert_opts o = PAGEIN_CONVERT_OPTS_INIT;
+    o.dtype = PAGEIN_DTYPE_I8;
+    const char *bad = pt_tmppath("bad.safetensors");
+    CHECK_EQ(pagein_convert_safetensors(f, bad, &o, NULL), PAGEIN_E_INVALID);
+    FILE *x = fopen(bad, "rb");
+    CHECK(x == NULL);
+    if (x) fclose(x);
+    pagein_close(f);
     free(pk.p), free(z.p);
     return PASS;
 }

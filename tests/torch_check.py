@@ -189,6 +189,16 @@ if rc == 0:
     check((8 + n) % 4096 == 0 and raw[8 + n - 1:8 + n] == b" ", "--align 4096: data starts on a 4096 boundary, header padded with spaces")
     check(a == b and meta == {"format": "pt"}, "--align 4096: same tensors and metadata")
 
+# ---- checkpoint -> GGUF -> safetensors equals checkpoint -> safetensors -------------------
+g = os.path.join(OUT, "modules.gguf")
+rc, so, se = run("convert", os.path.join(D, "modules.pt"), g, "-q")
+rc2, so, se2 = run("convert", g, os.path.join(OUT, "modules-via-gguf.safetensors"), "-q")
+check(rc == 0 and rc2 == 0, f"checkpoint -> GGUF -> safetensors exits 0 {(se + se2).strip()[:200]}")
+if rc == 0 and rc2 == 0:
+    a, _, _ = read_st(os.path.join(OUT, "modules.safetensors"))
+    b, _, _ = read_st(os.path.join(OUT, "modules-via-gguf.safetensors"))
+    check(a == b, "checkpoint -> GGUF -> safetensors: same tensors as the direct conversion")
+
 # ---- refusals: nothing runs -------------------------------------------------------------
 pwned = os.path.join(D, "PWNED")
 for name, needle in (("evil_system", "posix.system"), ("evil_eval", "eval")):
@@ -199,8 +209,10 @@ for name, needle in (("evil_system", "posix.system"), ("evil_eval", "eval")):
     check(not os.path.exists(pwned), f"{name}: payload did not run ({pwned} absent)")
     check(not os.path.exists(os.path.join(OUT, name + ".safetensors")), f"{name}: no output written")
     # the payload is real: plain unpickling runs it
-    subprocess.run([sys.executable, "-c", "import torch,sys; torch.load(sys.argv[1])", os.path.join(D, name + ".pt")],
-                   capture_output=True, timeout=60)
+    try:
+        torch.load(os.path.join(D, name + ".pt"))  # trusted here: we wrote it
+    except Exception:
+        pass
     check(os.path.exists(pwned), f"{name}: control: plain torch.load does run the payload")
     if os.path.exists(pwned):
         os.unlink(pwned)

@@ -32,7 +32,7 @@ import zipfile
 import torch
 
 torch.manual_seed(0)
-out = sys.argv[1]
+out = os.path.abspath(sys.argv[1])
 os.makedirs(out, exist_ok=True)
 
 

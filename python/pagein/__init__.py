@@ -122,6 +122,18 @@ def _np_array(src, rec, buf=None):
     else:
         if buf is None:
             buf = src.buffer(rec[_NAME])
+        if flags & _pagein.TENSOR_NONCONTIGUOUS:
+            # A strided view of a PyTorch checkpoint (transpose, slice,
+            # expand): the buffer spans the bytes it touches, starting at its
+            # first element; numpy walks it with the saved strides, zero copy.
+            strides = src.strides(rec[_NAME])
+            if strides is None or npshape != tuple(shape):
+                raise FormatError("tensor %r: strided %s data is not supported" % (rec[_NAME], dtype))
+            base = _np.frombuffer(buf, dtype=npdt)
+            a = _np.lib.stride_tricks.as_strided(base, shape=npshape,
+                                                  strides=tuple(s * npdt.itemsize for s in strides),
+                                                  writeable=False)
+            return a
         a = _np.frombuffer(buf, dtype=npdt).reshape(npshape)
     a.flags.writeable = False
     return a
@@ -200,6 +212,12 @@ def _torch_tensor(src, rec):
         return torch.empty(tuple(shape), dtype=tdt)
     buf = src.buffer(rec[_NAME])
     itemsize = torch.empty((), dtype=tdt).element_size()
+    if flags & _pagein.TENSOR_NONCONTIGUOUS and not flags & _pagein.TENSOR_SWAPPED \
+            and not buf.address % itemsize:
+        strides = src.strides(rec[_NAME])
+        if strides is None or raw:
+            raise FormatError("tensor %r: strided %s data is not supported" % (rec[_NAME], dtype))
+        return _frombuffer(torch, buf, tdt).as_strided(tuple(shape), tuple(strides))
     if flags & _pagein.TENSOR_SWAPPED or buf.address % itemsize:
         a = _np.array(_np_array(src, rec), copy=True)
         if flags & _pagein.TENSOR_SWAPPED:
@@ -318,6 +336,7 @@ class safe_open:
     """
 
     def __init__(self, filename, framework="np", device="cpu", *, copy=False, lenient=False):
+        self._src = None
         self._fw = _framework(framework)
         self._device = _check_device(self._fw, device)
         self._copy = bool(copy)
@@ -395,6 +414,17 @@ class safe_open:
     def info(self):
         """dict describing the file: path, format, file_size, data_start, ..."""
         return self._source().files()[0]
+
+    def resident(self, names=None):
+        """Page-cache residency of the named tensors (a name or a list;
+        default: the whole data section): dict with bytes, resident_bytes,
+        pages, resident_pages and fraction. A snapshot (mincore)."""
+        return _residency(self._source().residency(_names(names)))
+
+    def evict(self, names=None):
+        """Drops the named tensors (default: all data) from the page cache
+        (advice: pages mapped elsewhere stay; check with resident())."""
+        self._source().evict(_names(names))
 
     def __contains__(self, name):
         return name in self._by_name
@@ -487,6 +517,18 @@ def save_file(tensors, filename, metadata=None, *, align=0):
 # Models
 # ---------------------------------------------------------------------------
 
+def _residency(t):
+    b, rb, p, rp = t
+    return {"bytes": b, "resident_bytes": rb, "pages": p, "resident_pages": rp,
+            "fraction": (rb / b) if b else 1.0}
+
+
+def _names(names):
+    if names is None:
+        return None
+    return [names] if isinstance(names, str) else list(names)
+
+
 def _load_quietly(src, layer):
     # Lookahead is advice: a failure shows up in layer_wait on the caller.
     try:
@@ -525,6 +567,7 @@ class Model:
 
     def __init__(self, path, strategy="auto", *, framework="np", device="cpu", copy=False,
                  prefetch=2, budget=0, threads=0, hints=0, lenient=False):
+        self._src = None
         self._fw = _framework(framework)
         self._device = _check_device(self._fw, device)
         self._copy = bool(copy)
@@ -619,7 +662,33 @@ class Model:
 
     def load(self, names=None):
         """Makes the given tensors (default: all) resident now, in parallel."""
-        self._source().load(None if names is None else list(names))
+        self._source().load(_names(names))
+
+    def warm(self, names=None):
+        """Makes the given tensors (a name or a list; default: all) resident
+        now, in parallel chunks, whatever the strategy (same as load())."""
+        self._source().load(_names(names))
+
+    def resident(self, names=None, layer=None):
+        """Page-cache residency of the named tensors, of one layer (-1
+        leading globals, 0..L-1, L trailing globals) or of every tensor: a
+        dict with bytes, resident_bytes, pages, resident_pages, fraction.
+        For the "read" strategy this is the page cache behind the copy."""
+        return _residency(self._source().residency(_names(names), layer))
+
+    def evict(self, names=None):
+        """Drops the named tensors (default: all) from the page cache: this
+        model's mapping stops pinning them and the kernel is told to drop
+        them. Views stay valid (the data is read again on access)."""
+        self._source().evict(_names(names))
+
+    def lock(self, names=None):
+        """mlock()s the named tensors (default: all) until unlock() or
+        close; pagein.Error (PAGEIN_E_MEMLOCK) says how to raise the limit."""
+        self._source().lock(_names(names))
+
+    def unlock(self, names=None):
+        self._source().unlock(_names(names))
 
     def layers(self, prefetch=None):
         """Iterates (layer, {name: tensor}) over the layers in order: the

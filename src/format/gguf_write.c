@@ -4,16 +4,10 @@
  * Metadata is encoded as it is set into one growable buffer, already in the
  * output layout; tensor infos are encoded at write time, when the offsets
  * (running padded sums) are known. The file is written to a temporary file
- * and renamed into place (write_begin/write_commit below, the one place to
- * swap for a shared atomic-file helper). */
+ * and renamed into place by the shared atomic-file helper (src/io/atomic.c). */
 #include "../internal.h"
 
-#include <fcntl.h>
-#include <libgen.h>
 #include <stdio.h>
-#include <stdlib.h>
-#include <sys/stat.h>
-#include <unistd.h>
 
 struct buf {
     uint8_t *p;
@@ -53,7 +47,8 @@ struct pagein_gguf_writer {
     int be;
     struct buf kv;   /* encoded metadata entries */
     uint64_t n_kv;
-    char **keys;     /* for duplicate checks */
+    char **keys;     /* for duplicate checks (may hold NUL: see keylens) */
+    size_t *keylens;
     size_t nkeys, keycap;
     struct wtensor *t;
     size_t nt, tcap;
@@ -111,30 +106,36 @@ void pagein_gguf_writer_free(pagein_gguf_writer *w) {
     pi_free(w->kv.p);
     for (size_t i = 0; i < w->nkeys; i++) pi_free(w->keys[i]);
     pi_free(w->keys);
+    pi_free(w->keylens);
     for (size_t i = 0; i < w->nt; i++) pi_free(w->t[i].name);
     pi_free(w->t);
     pi_free(w);
 }
 
-/* Validates the key, appends it and the type to the KV buffer. On failure
- * the buffer is rolled back by the caller through *mark. */
-static int begin_kv(pagein_gguf_writer *w, const char *key, uint32_t type, size_t *mark) {
+/* Validates the key (klen bytes, may contain NUL when copied from a file),
+ * appends it and the type to the KV buffer. end_kv records the key or
+ * rolls the buffer back to *mark. */
+static int begin_kv(pagein_gguf_writer *w, const char *key, size_t klen, uint32_t type, size_t *mark) {
     if (!w || !key) return pi_err(PAGEIN_E_INVALID, "NULL writer or key");
-    size_t kl = strlen(key);
-    if (!kl) return pi_err(PAGEIN_E_INVALID, "empty metadata key");
-    if (type >= 13) return pi_err(PAGEIN_E_BAD_TYPE, "'%s': invalid type %u", key, type);
+    if (!klen) return pi_err(PAGEIN_E_INVALID, "empty metadata key");
+    if (klen > PI_GGUF_MAX_STRING) return pi_err(PAGEIN_E_LIMIT, "metadata key of %zu bytes", klen);
+    if (type >= 13) return pi_err(PAGEIN_E_BAD_TYPE, "'%.*s': invalid type %u", (int)PI_MIN(klen, 64), key, type);
     for (size_t i = 0; i < w->nkeys; i++)
-        if (strcmp(w->keys[i], key) == 0) return pi_err(PAGEIN_E_DUPLICATE, "metadata key '%s' set twice", key);
+        if (w->keylens[i] == klen && memcmp(w->keys[i], key, klen) == 0)
+            return pi_err(PAGEIN_E_DUPLICATE, "metadata key '%.*s' set twice", (int)PI_MIN(klen, 64), key);
     if (w->nkeys == w->keycap) {
         size_t nc = w->keycap ? w->keycap * 2 : 16;
         char **nk = pi_realloc(w->keys, nc * sizeof *nk);
         if (!nk) return pi_err(-ENOMEM, "out of memory");
         w->keys = nk;
+        size_t *nl = pi_realloc(w->keylens, nc * sizeof *nl);
+        if (!nl) return pi_err(-ENOMEM, "out of memory");
+        w->keylens = nl;
         w->keycap = nc;
     }
     *mark = w->kv.n;
     int rc = 0;
-    put_str(w, &w->kv, key, kl, &rc);
+    put_str(w, &w->kv, key, klen, &rc);
     put_u32(&w->kv, type, w->be, &rc);
     if (rc) {
         w->kv.n = *mark;
@@ -143,11 +144,15 @@ static int begin_kv(pagein_gguf_writer *w, const char *key, uint32_t type, size_
     return 0;
 }
 
-static int end_kv(pagein_gguf_writer *w, const char *key, size_t mark, int rc) {
+static int end_kv(pagein_gguf_writer *w, const char *key, size_t klen, size_t mark, int rc) {
     if (rc == 0) {
-        char *k = pi_strndup(key, strlen(key));
-        if (!k) rc = -ENOMEM;
-        else w->keys[w->nkeys++] = k;
+        char *k = pi_strndup(key, klen);
+        if (!k) {
+            rc = -ENOMEM;
+        } else {
+            w->keys[w->nkeys] = k;
+            w->keylens[w->nkeys++] = klen;
+        }
     }
     if (rc) {
         w->kv.n = mark;
@@ -157,11 +162,19 @@ static int end_kv(pagein_gguf_writer *w, const char *key, size_t mark, int rc) {
     return 0;
 }
 
-int pagein_gguf_set_scalar(pagein_gguf_writer *w, const char *key, pagein_meta_type type, const void *value) {
+static size_t klen_of(const char *key) { return key ? strlen(key) : 0; }
+static bool is_align_key(const char *key, size_t klen) {
+    return key && klen == 17 && memcmp(key, "general.alignment", 17) == 0;
+}
+
+static int set_scalar_k(pagein_gguf_writer *w, const char *key, size_t klen, pagein_meta_type type,
+                        const void *value) {
     if (!value || type == PAGEIN_META_STRING || type == PAGEIN_META_ARRAY || (uint32_t)type >= 13)
-        return pi_err(PAGEIN_E_INVALID, "'%s': set_scalar needs a scalar type and a value", key ? key : "");
+        return pi_err(PAGEIN_E_INVALID, "'%.*s': set_scalar needs a scalar type and a value",
+                      (int)PI_MIN(klen, 64), key ? key : "");
     size_t mark;
-    if (key && strcmp(key, "general.alignment") == 0) {
+    bool al = is_align_key(key, klen);
+    if (al) {
         uint32_t a;
         if (type != PAGEIN_META_U32)
             return pi_err(PAGEIN_E_BAD_ALIGNMENT, "general.alignment must be u32, not %s", pi_gguf_type_name(type));
@@ -171,15 +184,29 @@ int pagein_gguf_set_scalar(pagein_gguf_writer *w, const char *key, pagein_meta_t
         if (w && w->alignment && w->alignment != a)
             return pi_err(PAGEIN_E_BAD_ALIGNMENT, "general.alignment %u disagrees with the writer's %u", a,
                           w->alignment);
-        FORWARD_IF(begin_kv(w, key, type, &mark));
-        w->key_alignment = a;
-    } else {
-        FORWARD_IF(begin_kv(w, key, type, &mark));
     }
+    FORWARD_IF(begin_kv(w, key, klen, type, &mark));
     int rc = 0;
     put_scalar(w, &w->kv, type, value, &rc);
-    if (rc && strcmp(key, "general.alignment") == 0) w->key_alignment = 0;
-    return end_kv(w, key, mark, rc);
+    rc = end_kv(w, key, klen, mark, rc);
+    if (rc == 0 && al) memcpy(&w->key_alignment, value, 4);
+    return rc;
+}
+
+static int set_str_k(pagein_gguf_writer *w, const char *key, size_t klen, const char *s, size_t len) {
+    if (!s && len) return pi_err(PAGEIN_E_INVALID, "NULL string");
+    if (len > PI_GGUF_MAX_STRING)
+        return pi_err(PAGEIN_E_LIMIT, "'%.*s': string of %zu bytes above the 1 GiB limit", (int)PI_MIN(klen, 64),
+                      key ? key : "", len);
+    size_t mark;
+    FORWARD_IF(begin_kv(w, key, klen, PAGEIN_META_STRING, &mark));
+    int rc = 0;
+    put_str(w, &w->kv, s ? s : "", len, &rc);
+    return end_kv(w, key, klen, mark, rc);
+}
+
+int pagein_gguf_set_scalar(pagein_gguf_writer *w, const char *key, pagein_meta_type type, const void *value) {
+    return set_scalar_k(w, key, klen_of(key), type, value);
 }
 
 int pagein_gguf_set_u32(pagein_gguf_writer *w, const char *key, uint32_t v) {
@@ -200,14 +227,7 @@ int pagein_gguf_set_bool(pagein_gguf_writer *w, const char *key, int v) {
 }
 
 int pagein_gguf_set_str(pagein_gguf_writer *w, const char *key, const char *s, size_t len) {
-    if (!s && len) return pi_err(PAGEIN_E_INVALID, "NULL string");
-    if (len > PI_GGUF_MAX_STRING || (w && w->version == 1 && len > UINT32_MAX))
-        return pi_err(PAGEIN_E_LIMIT, "'%s': string of %zu bytes above the 1 GiB limit", key ? key : "", len);
-    size_t mark;
-    FORWARD_IF(begin_kv(w, key, PAGEIN_META_STRING, &mark));
-    int rc = 0;
-    put_str(w, &w->kv, s ? s : "", len, &rc);
-    return end_kv(w, key, mark, rc);
+    return set_str_k(w, key, klen_of(key), s, len);
 }
 
 int pagein_gguf_set_array(pagein_gguf_writer *w, const char *key, pagein_meta_type et, const void *elems,
@@ -219,7 +239,7 @@ int pagein_gguf_set_array(pagein_gguf_writer *w, const char *key, pagein_meta_ty
         return pi_err(PAGEIN_E_LIMIT, "'%s': %llu elements above the 2^30 limit", key ? key : "",
                       (unsigned long long)count);
     size_t mark;
-    FORWARD_IF(begin_kv(w, key, PAGEIN_META_ARRAY, &mark));
+    FORWARD_IF(begin_kv(w, key, klen_of(key), PAGEIN_META_ARRAY, &mark));
     int rc = 0;
     put_u32(&w->kv, (uint32_t)et, w->be, &rc);
     put_len(w, &w->kv, count, &rc);
@@ -229,7 +249,7 @@ int pagein_gguf_set_array(pagein_gguf_writer *w, const char *key, pagein_meta_ty
         for (uint64_t i = 0; i < count && rc == 0; i++)
             put_scalar(w, &w->kv, (uint32_t)et, (const uint8_t *)elems + i * es, &rc);
     }
-    return end_kv(w, key, mark, rc);
+    return end_kv(w, key, klen_of(key), mark, rc);
 }
 
 int pagein_gguf_set_str_array(pagein_gguf_writer *w, const char *key, const char *const *s, const size_t *lens,
@@ -239,7 +259,7 @@ int pagein_gguf_set_str_array(pagein_gguf_writer *w, const char *key, const char
         return pi_err(PAGEIN_E_LIMIT, "'%s': %llu elements above the 2^30 limit", key ? key : "",
                       (unsigned long long)count);
     size_t mark;
-    FORWARD_IF(begin_kv(w, key, PAGEIN_META_ARRAY, &mark));
+    FORWARD_IF(begin_kv(w, key, klen_of(key), PAGEIN_META_ARRAY, &mark));
     int rc = 0;
     put_u32(&w->kv, PAGEIN_META_STRING, w->be, &rc);
     put_len(w, &w->kv, count, &rc);
@@ -249,7 +269,7 @@ int pagein_gguf_set_str_array(pagein_gguf_writer *w, const char *key, const char
                                                 (unsigned long long)i);
         else put_str(w, &w->kv, s[i], n, &rc);
     }
-    return end_kv(w, key, mark, rc);
+    return end_kv(w, key, klen_of(key), mark, rc);
 }
 
 int pagein_gguf_set_raw(pagein_gguf_writer *w, const char *key, pagein_meta_type type, const void *bytes,
@@ -292,9 +312,9 @@ int pagein_gguf_set_raw(pagein_gguf_writer *w, const char *key, pagein_meta_type
         return rc;
     }
     size_t mark;
-    FORWARD_IF(begin_kv(w, key, type, &mark));
+    FORWARD_IF(begin_kv(w, key, klen_of(key), type, &mark));
     rc = buf_put(&w->kv, bytes, len);
-    return end_kv(w, key, mark, rc);
+    return end_kv(w, key, klen_of(key), mark, rc);
 }
 
 int pagein_gguf_add_tensor(pagein_gguf_writer *w, const pagein_write_tensor *t) {
@@ -348,81 +368,16 @@ int pagein_gguf_add_tensor(pagein_gguf_writer *w, const pagein_write_tensor *t) 
     return 0;
 }
 
-/* ---- output file: temp + fsync + rename (swap for src/io/atomic.c) ---- */
+/* ---- output: the shared atomic-file helper (src/io/atomic.c) ------------ */
 
 struct wfile {
-    int fd;
-    char *tmp;
-    const char *path;
+    struct pi_atomic_file a;
 };
 
-static int write_begin(struct wfile *o, const char *path) {
-    o->fd = -1;
-    o->path = path;
-    size_t pl = strlen(path);
-    o->tmp = pi_malloc(pl + 16);
-    if (!o->tmp) return pi_err(-ENOMEM, "out of memory");
-    snprintf(o->tmp, pl + 16, "%s.tmp.XXXXXX", path);
-    o->fd = mkstemp(o->tmp);
-    if (o->fd < 0) {
-        int e = errno;
-        pi_free(o->tmp);
-        o->tmp = NULL;
-        return pi_err(-e, "%s: cannot create a temporary file: %s", path, strerror(e));
-    }
-    fchmod(o->fd, 0644);
-    return 0;
-}
-
-static int write_all(struct wfile *o, const void *p, size_t n) {
-    const uint8_t *b = p;
-    while (n) {
-        ssize_t k = write(o->fd, b, n);
-        if (k < 0) {
-            if (errno == EINTR) continue;
-            return pi_err(-errno, "%s: write failed: %s", o->tmp, strerror(errno));
-        }
-        b += k;
-        n -= (size_t)k;
-    }
-    return 0;
-}
-
-static void write_abort(struct wfile *o) {
-    if (o->fd >= 0) close(o->fd);
-    if (o->tmp) unlink(o->tmp);
-    pi_free(o->tmp);
-    o->fd = -1;
-    o->tmp = NULL;
-}
-
-static int write_commit(struct wfile *o) {
-    if (fsync(o->fd) < 0) {
-        int e = errno;
-        write_abort(o);
-        return pi_err(-e, "%s: fsync failed: %s", o->path, strerror(e));
-    }
-    close(o->fd);
-    o->fd = -1;
-    if (rename(o->tmp, o->path) < 0) {
-        int e = errno;
-        write_abort(o);
-        return pi_err(-e, "%s: rename failed: %s", o->path, strerror(e));
-    }
-    pi_free(o->tmp);
-    o->tmp = NULL;
-    /* make the rename durable */
-    char *d = pi_strndup(o->path, strlen(o->path));
-    if (d) {
-        int dfd = open(dirname(d), O_RDONLY | O_DIRECTORY | O_CLOEXEC);
-        if (dfd >= 0) {
-            fsync(dfd);
-            close(dfd);
-        }
-        pi_free(d);
-    }
-    return 0;
-}
+static int write_begin(struct wfile *o, const char *path) { return pi_atomic_open(&o->a, path); }
+static int write_all(struct wfile *o, const void *p, size_t n) { return pi_atomic_write(&o->a, p, n); }
+static void write_abort(struct wfile *o) { pi_atomic_abort(&o->a); }
+static int write_commit(struct wfile *o) { return pi_atomic_commit(&o->a); }
 
 static const uint8_t zeros[64];
 
@@ -497,4 +452,84 @@ int pagein_gguf_write(pagein_gguf_writer *w, const char *path) {
         return rc;
     }
     return write_commit(&o);
+}
+
+/* ---- copying a record from an open file --------------------------------- */
+
+/* Appends array m of file f (elem_type, count, elements) to b in the
+ * writer's layout, reading the elements through the getters so that any
+ * source version and byte order works. */
+static int encode_array(pagein_gguf_writer *w, struct buf *b, const pagein_file *f, const pagein_meta *m,
+                        int depth) {
+    if (depth > PI_GGUF_MAX_DEPTH) return pi_err(PAGEIN_E_LIMIT, "arrays nested deeper than %d", PI_GGUF_MAX_DEPTH);
+    int rc = 0;
+    uint32_t et = (uint32_t)m->elem_type;
+    put_u32(b, et, w->be, &rc);
+    put_len(w, b, m->count, &rc);
+    uint32_t es = pi_gguf_type_size(et);
+    for (uint64_t i = 0; i < m->count && rc == 0; i++) {
+        if (es) {
+            /* numeric: bytes in the source's order -> native -> writer's */
+            uint8_t v[8];
+            memcpy(v, (const uint8_t *)m->raw + i * es, es);
+            if (f->tab.big_endian && es > 1)
+                for (uint32_t k = 0; k < es / 2; k++) {
+                    uint8_t c = v[k];
+                    v[k] = v[es - 1 - k];
+                    v[es - 1 - k] = c;
+                }
+            put_scalar(w, b, et, v, &rc);
+        } else if (et == PAGEIN_META_STRING) {
+            const char *s;
+            size_t n;
+            rc = pagein_meta_array_str(f, m, i, &s, &n);
+            if (rc == 0) put_str(w, b, s, n, &rc);
+        } else {
+            pagein_meta sub;
+            rc = pagein_meta_array_at(f, m, i, &sub);
+            if (rc == 0) rc = encode_array(w, b, f, &sub, depth + 1);
+        }
+    }
+    return rc;
+}
+
+int pagein_gguf_set_meta(pagein_gguf_writer *w, const char *key, const pagein_file *f, const pagein_meta *m) {
+    if (!w || !f || !m) return pi_err(PAGEIN_E_INVALID, "NULL writer, file or record");
+    /* the file's key byte for byte (it may contain NUL), unless renamed */
+    size_t klen = key ? strlen(key) : m->key_len;
+    if (!key) key = m->key;
+    switch (m->type) {
+    case PAGEIN_META_STRING: return set_str_k(w, key, klen, m->str, (size_t)m->str_len);
+    case PAGEIN_META_ARRAY: {
+        size_t mark;
+        FORWARD_IF(begin_kv(w, key, klen, PAGEIN_META_ARRAY, &mark));
+        int rc = encode_array(w, &w->kv, f, m, 0);
+        return end_kv(w, key, klen, mark, rc);
+    }
+    default: {
+        union {
+            uint8_t u8;
+            uint16_t u16;
+            uint32_t u32;
+            uint64_t u64;
+            float f32;
+            double f64;
+        } v;
+        memset(&v, 0, sizeof v);
+        switch (pi_gguf_type_size((uint32_t)m->type)) {
+        case 1: v.u8 = m->type == PAGEIN_META_BOOL ? (uint8_t)(m->v.b != 0) : (uint8_t)m->v.u; break;
+        case 2: v.u16 = (uint16_t)m->v.u; break;
+        case 4:
+            if (m->type == PAGEIN_META_F32) v.f32 = (float)m->v.f;
+            else v.u32 = (uint32_t)m->v.u;
+            break;
+        case 8:
+            if (m->type == PAGEIN_META_F64) v.f64 = m->v.f;
+            else v.u64 = m->v.u;
+            break;
+        default: return pi_err(PAGEIN_E_BAD_TYPE, "'%s': invalid type %d", key ? key : "", (int)m->type);
+        }
+        return set_scalar_k(w, key, klen, m->type, &v);
+    }
+    }
 }

@@ -9,8 +9,10 @@
 #include <stdlib.h>
 
 #define MAX_DEPTH 200
-#define MAX_VISITS (1u << 22)
+#define MAX_VISITS (1u << 21)
 #define MAX_REPR 4096
+#define MAX_NAME 65536              /* bytes of one dotted name */
+#define MAX_NAME_TOTAL (1u << 26)   /* bytes copied into the table: names, strings, shapes */
 
 void pi_torch_ext_free(struct pi_torch_ext *x) {
     if (!x) return;
@@ -60,12 +62,24 @@ struct walker {
     struct item *items;
     size_t ni, ci;
     size_t visits;
+    uint64_t name_bytes;
     struct sbuf name;
 };
 
+/* Names are copied per tensor and per value: bound each and their sum, so
+ * that a long key shared at every level of a deep structure cannot make the
+ * table explode. */
+static int charge_name(struct walker *w, size_t n) {
+    w->name_bytes += n;
+    RETURN_IF(w->name_bytes > MAX_NAME_TOTAL, PAGEIN_E_LIMIT, "pickle: names add up to more than %u bytes",
+              MAX_NAME_TOTAL);
+    return 0;
+}
+
 static int visit(struct walker *w) {
     RETURN_IF(++w->visits > MAX_VISITS, PAGEIN_E_LIMIT,
-              "pickle: object graph too large to flatten (more than %u visits; shared or cyclic containers?)", MAX_VISITS);
+              "pickle: object graph too large to flatten (more than %u visits; shared or cyclic containers?)",
+              MAX_VISITS);
     return 0;
 }
 
@@ -132,6 +146,7 @@ static void repr(struct walker *w, struct sbuf *b, uint32_t id, int depth) {
 
 static int add_meta(struct walker *w, uint32_t id) {
     const struct pk_obj *o = &w->st->o[id];
+    FORWARD_IF(charge_name(w, w->name.n));
     pagein_meta *m = pi_table_add_meta(w->tab, w->name.p ? w->name.p : "", w->name.n);
     if (!m) return pi_err(-ENOMEM, "out of memory");
     switch (o->kind) {
@@ -141,6 +156,7 @@ static int add_meta(struct walker *w, uint32_t id) {
     case PK_STR:
     case PK_BYTES: {
         m->type = PAGEIN_META_STRING;
+        FORWARD_IF(charge_name(w, o->u.s.len));
         char *s = pi_arena_strndup(&w->tab->arena, (const char *)o->u.s.p, o->u.s.len);
         if (!s) return pi_err(-ENOMEM, "out of memory");
         m->str = s, m->str_len = o->u.s.len;
@@ -160,6 +176,11 @@ static int add_meta(struct walker *w, uint32_t id) {
             return pi_err(-ENOMEM, "out of memory");
         }
         m->type = PAGEIN_META_STRING;
+        int crc = charge_name(w, b.n);
+        if (crc < 0) {
+            pi_free(b.p);
+            return crc;
+        }
         char *s = pi_arena_strndup(&w->tab->arena, b.p ? b.p : "", b.n);
         pi_free(b.p);
         if (!s) return pi_err(-ENOMEM, "out of memory");
@@ -185,6 +206,8 @@ static int walk_child(struct walker *w, uint32_t key, int64_t index, uint32_t va
         else repr(w, &w->name, key, 0);
     }
     if (w->name.oom) return pi_err(-ENOMEM, "out of memory");
+    RETURN_IF(w->name.n > MAX_NAME, PAGEIN_E_LIMIT, "pickle: a dotted name longer than %d bytes (%.60s...)", MAX_NAME,
+              w->name.p);
     int rc = walk(w, val, depth + 1);
     w->name.n = saved;
     if (w->name.p) w->name.p[saved] = 0;
@@ -206,6 +229,7 @@ static int walk(struct walker *w, uint32_t id, int depth) {
         /* a tensor at the very top (torch.save(tensor)) is named "tensor" */
         const char *nm = w->name.n ? w->name.p : "tensor";
         size_t nl = w->name.n ? w->name.n : 6;
+        FORWARD_IF(charge_name(w, nl + (size_t)w->st->t[o->u.ref].ndim * 24));
         char *copy = pi_arena_strndup(&w->tab->arena, nm, nl);
         if (!copy) return pi_err(-ENOMEM, "out of memory");
         w->items[w->ni] = (struct item){.tensor = o->u.ref, .seq = w->ni, .name = copy, .name_len = nl};
@@ -306,6 +330,7 @@ int pi_torch_parse(const uint8_t *buf, size_t len, uint32_t flags, struct pi_tab
     struct walker w;
     memset(&w, 0, sizeof w);
     struct srec *recs = NULL;
+    uint32_t *rec_id = NULL; /* zip entry index -> storage identity */
     int rc = pi_zip_parse(buf, len, &z);
     if (rc < 0) return rc;
     const char *prefix;
@@ -353,7 +378,10 @@ int pi_torch_parse(const uint8_t *buf, size_t len, uint32_t flags, struct pi_tab
 
     /* storages -> records (one identity per distinct record) */
     recs = pi_calloc(st.ns ? st.ns : 1, sizeof *recs);
-    if (!recs) {
+    rec_id = pi_malloc((z.n ? z.n : 1) * sizeof *rec_id);
+    if (rec_id)
+        for (size_t i = 0; i < z.n; i++) rec_id[i] = UINT32_MAX;
+    if (!recs || !rec_id) {
         rc = pi_err(-ENOMEM, "out of memory");
         goto out;
     }
@@ -387,10 +415,9 @@ int pi_torch_parse(const uint8_t *buf, size_t len, uint32_t flags, struct pi_tab
         }
         recs[i].e = e;
         /* same record seen before? (torch caches storages by key) */
-        recs[i].id = UINT32_MAX;
-        for (size_t j = 0; j < i && recs[i].id == UINT32_MAX; j++)
-            if (recs[j].e == e) recs[i].id = recs[j].id;
-        if (recs[i].id == UINT32_MAX) recs[i].id = nid++;
+        size_t zi = (size_t)(e - z.e);
+        if (rec_id[zi] == UINT32_MAX) rec_id[zi] = nid++;
+        recs[i].id = rec_id[zi];
         if (e->offset < data_start) data_start = e->offset;
     }
     tab->data_start = data_start == UINT64_MAX ? 0 : data_start;
@@ -499,6 +526,7 @@ out:
     pi_free(w.has_tensor);
     pi_free(w.name.p);
     pi_free(recs);
+    pi_free(rec_id);
     pk_free(&st);
     pi_zip_free(&z);
     return rc;
@@ -585,8 +613,38 @@ static void gather(const uint8_t *storage, const pagein_tensor *t, const int64_t
     }
 }
 
+struct read_args {
+    const pagein_file *f;
+    const pagein_tensor *t;
+    void *dst;
+    uint64_t off;
+    size_t len;
+};
+
+static int tensor_read(const pagein_file *f, const pagein_tensor *t, void *dst, uint64_t off, size_t len);
+
+static int tensor_read_guarded(void *arg) {
+    struct read_args *a = arg;
+    return tensor_read(a->f, a->t, a->dst, a->off, a->len);
+}
+
+/* The copy runs under the truncation guard (src/internal.h "guards"): it
+ * reads the mapping and writes only dst and stack buffers, so it can be
+ * abandoned at a faulting load. */
 int pagein_tensor_read(const pagein_file *f, const pagein_tensor *t, void *dst, uint64_t off, size_t len) {
     if (!f || !t || (!dst && len)) return pi_err(PAGEIN_E_INVALID, "pagein_tensor_read: NULL argument");
+    if (!f->mapped || !len) return tensor_read(f, t, dst, off, len);
+    struct read_args a = {f, t, dst, off, len};
+    int rc = pi_guard_call(f->base, f->len, f->path, 0, f->fd, tensor_read_guarded, &a);
+    if (rc == PAGEIN_E_TRUNCATED) {
+        char what[256];
+        snprintf(what, sizeof what, "tensor '%.200s'", t->name);
+        pi_err_prefix(what);
+    }
+    return rc;
+}
+
+static int tensor_read(const pagein_file *f, const pagein_tensor *t, void *dst, uint64_t off, size_t len) {
     const pagein_dtype_info *di = pagein_dtype_get(t->dtype);
     uint64_t logical = t->nbytes, end;
     uint32_t es = di && di->block_elems == 1 && di->bits % 8 == 0 ? di->bits / 8 : 0;

@@ -131,7 +131,7 @@ struct pk_state {
 
 /* Limits (documented in docs/FORMAT-TORCH.md). */
 #define PK_MAX_NDIM 64
-#define PK_MAX_OBJECTS (1u << 28)
+#define PK_MAX_OBJECTS (1u << 25)
 
 /* Runs the restricted unpickler over buf[0..len) (a data.pkl record).
  * Returns 0 with st->root set, PAGEIN_E_UNSAFE (a global outside the
