@@ -454,6 +454,18 @@ static int model_too_big(const struct opts *o, const pagein_model *m) {
     return 0;
 }
 
+/* A name that promises a model: failing to open it as one deserves a
+ * warning even without -v (it is still handled as a plain file). */
+static int looks_like_model(const char *p) {
+    static const char *const ext[] = {".safetensors", ".gguf", ".index.json"};
+    size_t n = strlen(p);
+    for (size_t i = 0; i < sizeof ext / sizeof ext[0]; i++) {
+        size_t e = strlen(ext[i]);
+        if (n >= e && strcmp(p + n - e, ext[i]) == 0) return 1;
+    }
+    return 0;
+}
+
 static void open_targets(struct opts *o, struct targets *ts) {
     for (size_t i = 0; i < o->npaths; i++) {
         const char *p = o->paths[i];
@@ -502,7 +514,7 @@ static void open_targets(struct opts *o, struct targets *ts) {
                 if (pagein_cache_open(&probe, p) == 0) pagein_cache_evict(probe, 0, 1);
                 pagein_cache_close(probe);
             }
-            if (o->verbose && !o->quiet)
+            if ((o->verbose || looks_like_model(p)) && !o->quiet)
                 fprintf(stderr, "pagein %s: %s: not a model (%s: %s); treating as plain file%s\n", o->cmd, p,
                         pagein_strerror(rc), pagein_last_error_detail(), S_ISDIR(st.st_mode) ? "s" : "");
         }
