@@ -314,7 +314,7 @@ int pi_model_populate_groups(pagein_model *m, const int32_t *groups, size_t ng, 
             }
             cap = ncap;
         }
-        memcpy(gp->pop.c + gp->pop.n, c, nc * sizeof *c);
+        if (nc) memcpy(gp->pop.c + gp->pop.n, c, nc * sizeof *c); /* gp->pop.c may still be NULL */
         for (size_t j = 0; j < nc; j++) gp->tag[gp->pop.n + j] = (uint32_t)k;
         gp->pop.n += nc;
         atomic_init(&gp->left[k], nc);
