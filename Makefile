@@ -103,6 +103,7 @@ fuzz:
 	  mkdir -p $(FUZZ_BUILD)/corpus/$$t; \
 	  echo "== fuzzing $$t for $(FUZZ_TIME)s"; \
 	  ./$(FUZZ_BUILD)/fuzz_$$t -max_total_time=$(FUZZ_TIME) -print_final_stats=1 \
+	    $$([ -f fuzz/$$t.dict ] && echo -dict=fuzz/$$t.dict) -artifact_prefix=$(FUZZ_BUILD)/ \
 	    $(FUZZ_BUILD)/corpus/$$t fuzz/corpus/$$t $$(cat fuzz/seeds_$$t.txt 2>/dev/null) || exit 1; \
 	done
 

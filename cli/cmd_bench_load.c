@@ -171,10 +171,16 @@ static void matvec(const pagein_tensor *t) {
     }
     float acc = 0;
     if (t->dtype == PAGEIN_DTYPE_BF16) {
+        /* eight independent partial sums: SIMD-friendly, as a real kernel */
         const uint16_t *w = t->data;
         for (uint64_t r = 0; r < rows; r++) {
-            float y = 0;
-            for (uint64_t c = 0; c < cols; c++) y += bf16f(w[r * cols + c]) * xbuf[c];
+            const uint16_t *row = w + r * cols;
+            float p[8] = {0};
+            uint64_t c = 0;
+            for (; c + 8 <= cols; c += 8)
+                for (int k = 0; k < 8; k++) p[k] += bf16f(row[c + k]) * xbuf[c + k];
+            float y = ((p[0] + p[1]) + (p[2] + p[3])) + ((p[4] + p[5]) + (p[6] + p[7]));
+            for (; c < cols; c++) y += bf16f(row[c]) * xbuf[c];
             acc += y;
         }
     } else if (t->dtype == PAGEIN_DTYPE_F16) {
@@ -472,9 +478,9 @@ static void fmt_s(char *buf, size_t n, double v) {
 }
 
 static void usage(FILE *out) {
-    fputs("usage: pagein bench-load MODEL [--json] [--runs N] [--only LIST] [--cache cold|warm|both]\n"
-          "                         [--threads N] [--chunk SIZE] [--ahead N] [--no-pipeline] [--no-fio] [-q]\n"
-          "       (also `pagein bench load MODEL ...`)\n"
+    fputs("usage: pagein bench load MODEL [--json] [--runs N] [--only LIST] [--cache cold|warm|both]\n"
+          "                          [--threads N] [--chunk SIZE] [--ahead N] [--no-pipeline] [--no-fio] [-q]\n"
+          "       (`pagein bench-load` is the same command)\n"
           "\n"
           "Loads MODEL with every strategy (lazy, populate, prefetch, read, auto) and two\n"
           "baselines (read1m: one thread reading 1 MiB read()s; readall: malloc the whole\n"
@@ -593,6 +599,24 @@ static int bench_load_main(int argc, char **argv) {
     pagein_strategy autos = pagein_model_auto_plan(m, NULL, why, sizeof why);
     pagein_model_close(m);
 
+    /* warm lazy open with every tensor looked up by name, in this process
+     * (a fresh child pays copy-on-write faults that are not the library's) */
+    double lazy_open[7];
+    for (int r = 0; r < 7; r++) {
+        double t0 = now();
+        if (pagein_model_open(&m, b.model, &lo) < 0) {
+            lazy_open[r] = -1;
+            continue;
+        }
+        size_t nt = pagein_model_tensor_count(m);
+        for (size_t i = 0; i < nt; i++)
+            if (!pagein_model_tensor_get(m, pagein_model_tensor_at(m, i)->name)) sink++;
+        lazy_open[r] = now() - t0;
+        pagein_model_close(m);
+    }
+    qsort(lazy_open, 7, sizeof lazy_open[0], dcmp);
+    double warm_open = lazy_open[3];
+
     struct result res[NMODES][2], pipe_res[3], compute;
     int have[NMODES][2] = {{0}};
     memset(res, 0, sizeof res);
@@ -693,6 +717,7 @@ static int bench_load_main(int argc, char **argv) {
                 fprintf(o, "}");
             }
         fprintf(o, "\n ],\n ");
+        jnum(o, "warm_lazy_open_lookup_s", warm_open, 0);
         jnum(o, "device_limit_gbps", dev, 1);
         fprintf(o, "\n}\n");
     } else {
@@ -759,8 +784,9 @@ static int bench_load_main(int argc, char **argv) {
                        modes[k].s != PAGEIN_STRATEGY_AUTO && rss >= 0) {
                 printf(" -> RSS %s (target: within 5%% of model size)", rss <= 1.05 ? "MEETS" : "MISSES");
             }
-            if (modes[k].s == PAGEIN_STRATEGY_LAZY && modes[k].kind == K_STRATEGY && have[k][1] && res[k][1].ok)
-                printf("; warm open %.1f ms (target < 5 ms)", res[k][1].open_s * 1000);
+            if (modes[k].s == PAGEIN_STRATEGY_LAZY && modes[k].kind == K_STRATEGY)
+                printf("; warm open + every tensor looked up %.2f ms -> %s (target < 5 ms)", warm_open * 1000,
+                       warm_open < 0.005 ? "MEETS" : "MISSES");
             printf("\n");
         }
         if (pipeline && pipe_res[1].ok && have[1][0] && res[1][0].ok) {
@@ -778,5 +804,6 @@ static int bench_load_main(int argc, char **argv) {
     return failed ? EXIT_INVALID : EXIT_OK;
 }
 
-CLI_COMMAND(bench_load, "bench-load", "benchmark every load strategy cold and warm (also `pagein bench load`)",
+CLI_COMMAND(bench_load, "bench load", "benchmark every load strategy cold and warm, with baselines and verdicts",
             bench_load_main)
+CLI_COMMAND(bench_load_alias, "bench-load", "same as `pagein bench load`", bench_load_main)

@@ -82,7 +82,7 @@ static void json_meta_value(const pagein_file *f, const pagein_meta *m, FILE *ou
         fprintf(out, "%" PRId64, m->v.i);
         break;
     case PAGEIN_META_F32: case PAGEIN_META_F64:
-        if (isfinite(m->v.f)) fprintf(out, "%.17g", m->v.f);
+        if (isfinite(m->v.f)) fprintf(out, m->type == PAGEIN_META_F32 ? "%.9g" : "%.17g", m->v.f);
         else fputs("null", out);
         break;
     case PAGEIN_META_BOOL: fputs(m->v.b ? "true" : "false", out); break;

@@ -204,7 +204,7 @@ static void usage(FILE *out) {
           "atomically (temporary file, fsync, rename). Contents are deterministic\n"
           "pseudo-random values in [-0.05, 0.05) (norms are 1.0) from --seed.\n"
           "\n"
-          "  --size S     target file size (default 1.3G: the 1.3 GB bf16 inference case);\n"
+          "  --size S     target file size (default 1.3 GB = 1.3e9 bytes, the bf16 inference case);\n"
           "               picks hidden and layers when they are not given (K/M/G = 1024^n)\n"
           "  --layers N   number of decoder layers\n"
           "  --hidden H   hidden size\n"
@@ -291,7 +291,7 @@ static int make_sample_main(int argc, char **argv) {
         usage(stderr);
         return EXIT_USAGE;
     }
-    if (!size) size = (uint64_t)(1.3 * 1024 * 1024 * 1024);
+    if (!size) size = 1300000000; /* 1.3 GB */
     if (gguf) {
         struct make_sample_gguf_args ga = {layers, hidden, vocab, size, seed, dtype, quiet};
         return make_sample_gguf(out, &ga);

@@ -309,6 +309,12 @@ typedef enum pagein_format {
                                      data (fastsafetensors' rule); GGUF: no
                                      effect (old files sized nelements*bytes/blck
                                      are accepted by default: docs/FORMAT-GGUF.md). */
+#define PAGEIN_OPEN_PRIVATE 0x2u  /* map copy-on-write (MAP_PRIVATE, PROT_READ |
+                                     PROT_WRITE): tensor memory may be written
+                                     in place; a written page becomes a private
+                                     copy of this process and never reaches the
+                                     file; unwritten pages still share the page
+                                     cache with every other reader. */
 
 typedef struct pagein_open_opts {
     size_t size;          /* sizeof(pagein_open_opts) */
@@ -499,6 +505,19 @@ typedef struct pagein_write_opts {
  * written to a temporary file in path's directory, fsynced, renamed over
  * path and the directory fsynced: readers never see a partial file and an
  * existing file at path is never truncated. On failure nothing is left.
+ *
+ * tensors[i].data (tensor bytes, borrowed for the call) or, when data is
+ * NULL, tensors[i].fill is called with ascending chunks of at most 4 MiB; a
+ * negative return from fill aborts the write with that code. Names must be
+ * unique and not "__metadata__"; metadata keys unique. opts may be NULL.
+ * Returns 0, or: PAGEIN_E_INVALID (NULL name/shape/data, reserved name),
+ * PAGEIN_E_DUPLICATE, PAGEIN_E_BAD_DTYPE (not a safetensors dtype),
+ * PAGEIN_E_MISALIGNED_SLICE (F4/F6 element count not whole bytes),
+ * PAGEIN_E_OVERFLOW, PAGEIN_E_BAD_ALIGNMENT (align not a power of two in
+ * [8, 2^30]), PAGEIN_E_HEADER_TOO_LARGE (header over 100,000,000 bytes),
+ * -errno from the filesystem, or fill's code. Thread-safe (no shared state);
+ * two concurrent writes to the same path leave one complete file.
+ * docs/FORMAT-SAFETENSORS.md describes the exact layout.
  */
 PAGEIN_API int pagein_safetensors_write(const char *path, const pagein_write_tensor *tensors,
                                         size_t n, const pagein_write_opts *opts);
@@ -828,8 +847,10 @@ typedef struct pagein_range {
 /* Flags of pagein_ranges_opts. */
 #define PAGEIN_RANGES_NO_MERGE 0x1u /* one read per distinct request (still
                                        drops duplicates and contained ones) */
-#define PAGEIN_RANGES_URING 0x2u    /* use io_uring if the library was built
-                                       with liburing; threads otherwise */
+#define PAGEIN_RANGES_URING 0x2u    /* use io_uring (queue_depth entries, one
+                                       thread) if the library was built with
+                                       liburing and the kernel allows a ring;
+                                       threads otherwise */
 
 typedef struct pagein_ranges_opts {
     size_t size;         /* sizeof(pagein_ranges_opts) */
@@ -872,6 +893,10 @@ typedef struct pagein_ranges_stats {
 PAGEIN_API int pagein_read_ranges(const int *fds, size_t nfds, const pagein_range *reqs, size_t n,
                                   const pagein_ranges_opts *opts, pagein_ranges_stats *st);
 
+/* 1 if PAGEIN_RANGES_URING really uses io_uring here (built with liburing
+ * and the kernel grants a ring), else 0. Thread-safe. */
+PAGEIN_API int pagein_ranges_uring_available(void);
+
 /* ---- sample readers ---------------------------------------------------- */
 
 typedef struct pagein_reader pagein_reader;
@@ -895,19 +920,26 @@ typedef struct pagein_reader_opts {
     unsigned queue_depth;     /* global/ranges: reads in flight; 0 = 32 */
     unsigned batch;           /* global/ranges: samples read per batch; 0 = 256 */
     uint64_t block_bytes;     /* block: target block size; 0 = 16 MiB */
-    unsigned buffer_blocks;   /* block: blocks held in memory; 0 = 4 (min 1) */
+    unsigned buffer_blocks;   /* block: blocks held in memory; 0 = 8 (min 1): the
+                                 draw window is buffer_blocks - 1 blocks, one more
+                                 is loaded meanwhile */
     uint64_t max_gap;         /* ranges: as pagein_ranges_opts; 0 = default */
     uint64_t max_block;       /* ranges: as pagein_ranges_opts; 0 = default */
+    unsigned block_threads;   /* block: each block is read as chunks of at least
+                                 512 KiB by this many threads at once; 0 = 4 */
 } pagein_reader_opts;
 
-#define PAGEIN_READER_OPTS_INIT { sizeof(pagein_reader_opts), PAGEIN_READER_GLOBAL, 0, 0, 0, 0, 0, 0, 0, 0 }
+#define PAGEIN_READER_OPTS_INIT { sizeof(pagein_reader_opts), PAGEIN_READER_GLOBAL, 0, 0, 0, 0, 0, 0, 0, 0, 0 }
 
 /* One sample handed out by pagein_reader_next. */
 typedef struct pagein_sample {
     uint64_t id;      /* sample id in the dataset */
     const void *data; /* length bytes; borrowed: valid until the next call of
                          pagein_reader_next/start_epoch/close on this reader.
-                         For MMAP it points into a shared read-only mapping. */
+                         For MMAP it points into a shared read-only mapping:
+                         not guarded, so touching it after the file was
+                         truncated underneath raises SIGBUS, as with any
+                         mapping; the other kinds copy into reader memory. */
     uint64_t length;
 } pagein_sample;
 
@@ -930,6 +962,7 @@ typedef struct pagein_reader_stats {
  * by pagein_reader_close. MMAP maps every file read-only. Sets *r only on
  * success. Errors: PAGEIN_E_INVALID (bad kind, empty dataset), PAGEIN_E_LIMIT
  * (more than 2^32 samples in one block), -ENOMEM, -errno (mmap, thread).
+ * BLOCK also owns block_threads - 1 reading threads, joined on close.
  */
 PAGEIN_API int pagein_reader_open(pagein_reader **r, pagein_dataset *d, const pagein_reader_opts *opts);
 
@@ -1053,9 +1086,13 @@ PAGEIN_API int pagein_range_unlock(const void *addr, uint64_t len);
  *   madvise(MADV_DONTNEED) on this file's own mapping (so pages it mapped
  *   no longer pin them; the data refaults on the next access), then
  *   posix_fadvise(POSIX_FADV_DONTNEED). The range is rounded OUT to whole
- *   pages, so a page shared with a neighbouring tensor goes too. Pages that
- *   other processes (or other mappings in this one) have mapped, dirty
- *   pages and locked pages stay: evict is advice, check with residency.
+ *   pages, so a page shared with a neighbouring tensor goes too; when the
+ *   kernel caches the file in large folios and one straddles an edge of
+ *   the range, that edge is widened to 2 MiB so the folio can go. Pages
+ *   that other processes (or other mappings in this one) have mapped,
+ *   dirty pages, locked pages and reads still in flight (readahead started
+ *   just before; retried once after 2 ms) stay: evict is advice, check
+ *   with residency.
  * pagein_file_lock / _unlock: pagein_range_lock on the range of the mapping.
  * Return 0 or a negative code as above. Thread-safe for distinct ranges.
  */
@@ -1391,10 +1428,11 @@ PAGEIN_API size_t pagein_torch_storage_count(const pagein_file *f);
  * NONCONTIGUOUS are gathered through their strides, SWAPPED ones are
  * byte-swapped. off and len need not be multiples of the element size, so
  * this can serve as a pagein_fill_fn for pagein_safetensors_write(). The
- * data is read through the mapping: a file truncated underneath raises
- * SIGBUS (use the model API's guarded loads where that matters).
+ * data is read through the mapping under the truncation guard: a file
+ * truncated underneath gives PAGEIN_E_TRUNCATED, not SIGBUS (docs/SAFETY.md).
  * Returns 0, PAGEIN_E_RANGE (outside the tensor), PAGEIN_E_TRUNCATED (the
- * record lies outside the file), PAGEIN_E_BAD_DTYPE (strided sub-byte type)
+ * record lies outside the file, or the file shrank under the mapping; dst
+ * then holds a partial copy), PAGEIN_E_BAD_DTYPE (strided sub-byte type)
  * or PAGEIN_E_INVALID. Thread-safe (read-only on f).
  */
 PAGEIN_API int pagein_tensor_read(const pagein_file *f, const pagein_tensor *t, void *dst, uint64_t off,

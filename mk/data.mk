@@ -23,3 +23,11 @@ data-slowfs-test: all
 	@r=$$(SLOWFS=$(abspath $(BUILD))/slowfs bash tools/slowfs.sh check); \
 	  if [ -n "$$r" ]; then echo "SKIP data-slowfs-test: $$r"; else \
 	  PAGEIN_SLOWFS=$(abspath $(BUILD))/slowfs $(BUILD)/tests/run data_slowfs_counts data_slowfs_readers; fi
+
+# io_uring for pagein_read_ranges (PAGEIN_RANGES_URING) needs liburing-dev;
+# without it the flag falls back to threads.
+HAVE_LIBURING := $(shell pkg-config --exists liburing 2>/dev/null && echo yes)
+ifeq ($(HAVE_LIBURING),yes)
+LIB_CFLAGS += -DPAGEIN_HAVE_LIBURING $(shell pkg-config --cflags liburing)
+LIB_LDLIBS += $(shell pkg-config --libs liburing)
+endif

@@ -6,6 +6,7 @@
 #   make python-test      pytest on python/tests (part of `make test`); prints
 #                         SKIP with the reason when python3-dev, numpy or
 #                         pytest is missing
+#   make python-san-test  the same under ASan+UBSan (preloaded; not in make test)
 #   make install-python   copies the built package into PYTHON_SITE
 #                         (default: the interpreter's /usr/local site dir)
 #
@@ -21,7 +22,7 @@ PY_EXT := $(PY_PKG)/_pagein$(PY_EXT_SUFFIX)
 PY_MODULES := $(sort $(wildcard python/pagein/*.py))
 PY_COPIES := $(PY_MODULES:python/pagein/%=$(PY_PKG)/%)
 
-.PHONY: python python-test install-python print-lib-ldlibs
+.PHONY: python python-test python-san-test install-python print-lib-ldlibs
 
 ifneq ($(HAVE_PYDEV),)
 ifeq ($(SANITIZE),)
@@ -63,6 +64,17 @@ python-test:
 
 # The interpreter's own site directory under PREFIX (Debian:
 # /usr/local/lib/python3.X/dist-packages), else the posix_prefix scheme's.
+# The same tests with the extension and library under ASan+UBSan (the
+# interpreter is not instrumented: the runtimes are preloaded). Not part of
+# `make test` (slow); run it after changing python/src/_pagein.c.
+PY_SAN_BUILD := build-pysan
+python-san-test:
+	$(MAKE) --no-print-directory BUILD=$(PY_SAN_BUILD) SANITIZE=address,undefined python
+	LD_PRELOAD="$$($(CC) -print-file-name=libasan.so) $$($(CC) -print-file-name=libubsan.so)" \
+	  ASAN_OPTIONS=detect_leaks=0 UBSAN_OPTIONS=print_stacktrace=1:halt_on_error=1 \
+	  PYTHONPATH=$(abspath $(PY_SAN_BUILD)/python) PYTHONDONTWRITEBYTECODE=1 \
+	  $(PY) -m pytest -q -p no:cacheprovider python/tests
+
 PYTHON_SITE ?= $(shell $(PY) -c 'import site, sysconfig; p = "$(PREFIX)".rstrip("/") + "/"; \
   d = [s for s in site.getsitepackages() if s.startswith(p)]; \
   print(d[0] if d else sysconfig.get_path("platlib", "posix_prefix", vars={"platbase": "$(PREFIX)", "base": "$(PREFIX)"}))' 2>/dev/null)
@@ -77,4 +89,4 @@ install-python: python
 print-lib-ldlibs:
 	@echo $(LDLIBS_CORE) $(LIB_LDLIBS)
 
-CLEAN_EXTRA += python/build python/pagein.egg-info
+CLEAN_EXTRA += python/build python/pagein.egg-info $(PY_SAN_BUILD)

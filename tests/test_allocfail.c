@@ -5,6 +5,7 @@
  * pi_alloc_fail_after from src/internal.h. */
 #include "test.h"
 #include "../src/internal.h"
+#include "../src/load/load.h"
 
 #include <stdlib.h>
 
@@ -120,4 +121,45 @@ TEST(allocfail_safetensors) {
     }
     free(b);
     return did ? PASS : FAIL;
+}
+
+TEST(allocfail_gguf) {
+    if (!pt_have_testdata()) SKIP_BECAUSE("no ../shared/testdata/real");
+    const char *files[] = {"gguf/tinyllamas-stories-260k-q8_0.gguf", "gguf/zackshen-test-le-v3-align64.gguf"};
+    int did = 0;
+    for (size_t i = 0; i < 2; i++) {
+        size_t len = 0;
+        void *b = pt_read_file(pt_testdata(files[i]), &len);
+        if (!b) continue;
+        long n = fail_each(files[i], parse_file_image, b, len);
+        printf("    %s: %ld allocations, each failed in turn\n", files[i], n);
+        CHECK(n > 3);
+        free(b);
+        did = 1;
+    }
+    if (!did) SKIP_BECAUSE("GGUF test files missing");
+    return PASS;
+}
+
+static int parse_index(const void *buf, size_t len) {
+    struct pi_index ix;
+    pi_index_init(&ix);
+    int rc = pi_index_parse(buf, len, &ix);
+    pi_index_free(&ix);
+    return rc;
+}
+
+TEST(allocfail_index) {
+    char *b = malloc(1 << 16);
+    size_t n = (size_t)sprintf(b, "{\"metadata\":{\"total_size\":123,\"note\":[1,{\"x\":\"\\u00e9\"}]},\"weight_map\":{");
+    for (int i = 0; i < 300; i++)
+        n += (size_t)sprintf(b + n, "%s\"model.layers.%d.self_attn.q_proj.weight\":\"model-%05d-of-00007.safetensors\"",
+                             i ? "," : "", i, i % 7 + 1);
+    n += (size_t)sprintf(b + n, "}}");
+    CHECK_OK(parse_index(b, n));
+    long k = fail_each("index parse", parse_index, b, n);
+    printf("    index: %ld allocations, each failed in turn\n", k);
+    CHECK(k > 3);
+    free(b);
+    return PASS;
 }

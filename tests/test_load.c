@@ -245,6 +245,95 @@ TEST(load_model_sharded) {
     return PASS;
 }
 
+/* ---- GGUF: single file and split sets ----------------------------------- */
+
+static void gen_model_gguf(struct gen *g, int nl, uint64_t tbytes, int nshards) {
+    memset(g, 0, sizeof *g);
+    gen_add(g, "token_embd.weight", tbytes, 0);
+    for (int l = 0; l < nl; l++) {
+        char n[64];
+        int s = l * nshards / nl;
+        snprintf(n, sizeof n, "blk.%d.attn_q.weight", l);
+        gen_add(g, n, tbytes, s);
+        snprintf(n, sizeof n, "blk.%d.ffn_up.weight", l);
+        gen_add(g, n, tbytes + 4096 * (uint64_t)(l % 3) + 24, l == 1 && s + 1 < nshards ? s + 1 : s);
+    }
+    gen_add(g, "output_norm.weight", 40, nshards - 1);
+    gen_add(g, "output.weight", tbytes, nshards - 1);
+    for (size_t i = 0; i < g->n; i++) g->t[i].dtype = PAGEIN_DTYPE_I8;
+}
+
+static int gen_write_gguf(struct gen *g, const char *dir, int nshards) {
+    mkdir(dir, 0755);
+    int total = (int)g->n;
+    for (int s = 0; s < nshards; s++) {
+        pagein_gguf_writer *w;
+        int rc = pagein_gguf_writer_new(&w, NULL);
+        if (rc < 0) return rc;
+        pagein_gguf_set_str(w, "general.architecture", "llama", 5);
+        if (nshards > 1) {
+            uint16_t no = (uint16_t)s, cnt = (uint16_t)nshards;
+            pagein_gguf_set_scalar(w, "split.no", PAGEIN_META_U16, &no);
+            pagein_gguf_set_scalar(w, "split.count", PAGEIN_META_U16, &cnt);
+            pagein_gguf_set_i32(w, "split.tensors.count", total);
+        }
+        for (size_t i = 0; i < g->n && rc == 0; i++)
+            if (g->shard[i] == s) rc = pagein_gguf_add_tensor(w, &g->t[i]);
+        char path[512];
+        if (nshards > 1) snprintf(path, sizeof path, "%s/model-%05d-of-%05d.gguf", dir, s + 1, nshards);
+        else snprintf(path, sizeof path, "%s/model.gguf", dir);
+        if (rc == 0) rc = pagein_gguf_write(w, path);
+        pagein_gguf_writer_free(w);
+        if (rc < 0) return rc;
+    }
+    return 0;
+}
+
+TEST(load_model_gguf) {
+    struct gen g;
+    gen_model_gguf(&g, 7, 40000, 1);
+    const char *dir = pt_tmppath("gguf1");
+    CHECK_OK(gen_write_gguf(&g, dir, 1));
+    char path[512];
+    snprintf(path, sizeof path, "%s/model.gguf", dir);
+    check_all_strategies(path, &g);
+    check_all_strategies(dir, &g);
+    pagein_model *m;
+    CHECK_OK(open_with(&m, path, PAGEIN_STRATEGY_LAZY, 0));
+    CHECK_EQ(pagein_model_layer_count(m), 7);
+    const pagein_tensor *const *lt;
+    CHECK_EQ(pagein_model_layer_tensors(m, -1, &lt), 1);
+    CHECK_STR(lt[0]->name, "token_embd.weight");
+    CHECK_EQ(pagein_model_layer_tensors(m, 7, &lt), 2);
+    pagein_model_close(m);
+    return PASS;
+}
+
+TEST(load_model_gguf_split) {
+    struct gen g;
+    gen_model_gguf(&g, 6, 30000, 3);
+    const char *dir = pt_tmppath("gguf3");
+    CHECK_OK(gen_write_gguf(&g, dir, 3));
+    char path[512];
+    snprintf(path, sizeof path, "%s/model-00002-of-00003.gguf", dir); /* any shard names the set */
+    check_all_strategies(path, &g);
+    check_all_strategies(dir, &g);
+    pagein_model *m;
+    CHECK_OK(open_with(&m, path, PAGEIN_STRATEGY_LAZY, 0));
+    CHECK_EQ(pagein_model_file_count(m), 3);
+    for (size_t i = 0; i < g.n; i++) CHECK_EQ(pagein_model_tensor_get(m, g.names[i])->file, g.shard[i]);
+    const pagein_tensor *const *lt;
+    CHECK_EQ(pagein_model_layer_tensors(m, 1, &lt), 2);
+    CHECK(lt[0]->file != lt[1]->file);
+    pagein_model_close(m);
+    /* a missing shard fails the whole set */
+    char gone[512];
+    snprintf(gone, sizeof gone, "%s/model-00003-of-00003.gguf", dir);
+    CHECK_EQ(unlink(gone), 0);
+    CHECK_EQ(pagein_model_open(&m, path, NULL), -ENOENT);
+    return PASS;
+}
+
 static void write_str(const char *path, const char *s) { pt_write_file(path, s, strlen(s)); }
 
 TEST(load_model_bad_index) {

@@ -41,7 +41,13 @@ static void expect(const char *format, int code, const void *buf, size_t len, co
     /* exact-size heap copy so sanitizers see reads past the end */
     void *copy = malloc(len ? len : 1);
     if (len) memcpy(copy, buf, len);
-    if (strcmp(format, "manifest") == 0) {
+    if (strcmp(format, "index") == 0) {
+        /* a sharded index next to two valid shards (see index_cases) */
+        const char *ip = pt_tmppath("mal.safetensors.index.json");
+        pagein_model *m = NULL;
+        c->got = pt_write_file(ip, copy, len) == 0 ? pagein_model_open(&m, ip, NULL) : -EIO;
+        pagein_model_close(m);
+    } else if (strcmp(format, "manifest") == 0) {
         long r = pagein_manifest_validate(copy, len);
         c->got = r < 0 ? (int)r : 0;
     } else {
@@ -229,6 +235,255 @@ static void safetensors_cases(void) {
     }
 }
 
+/* ---- GGUF ------------------------------------------------------------------- */
+
+/* A little-endian GGUF image under construction. */
+struct gb {
+    uint8_t b[4096];
+    size_t n;
+};
+
+static void gb_u32(struct gb *g, uint32_t v) {
+    for (int i = 0; i < 4; i++) g->b[g->n++] = (uint8_t)(v >> (8 * i));
+}
+static void gb_u64(struct gb *g, uint64_t v) {
+    for (int i = 0; i < 8; i++) g->b[g->n++] = (uint8_t)(v >> (8 * i));
+}
+static void gb_bytes(struct gb *g, const void *p, size_t n) {
+    memcpy(g->b + g->n, p, n);
+    g->n += n;
+}
+static void gb_str(struct gb *g, const char *s) {
+    gb_u64(g, strlen(s));
+    gb_bytes(g, s, strlen(s));
+}
+/* header: magic, version, tensor count, metadata count */
+static void gb_head(struct gb *g, uint32_t version, uint64_t nt, uint64_t nkv) {
+    g->n = 0;
+    gb_bytes(g, "GGUF", 4);
+    gb_u32(g, version);
+    gb_u64(g, nt);
+    gb_u64(g, nkv);
+}
+/* key, u32 type, u32 value */
+static void gb_kv_u32(struct gb *g, const char *key, uint32_t v) {
+    gb_str(g, key);
+    gb_u32(g, 4);
+    gb_u32(g, v);
+}
+/* tensor info: name, dims (ne[0] first), ggml type, offset */
+static void gb_tinfo(struct gb *g, const char *name, uint32_t nd, const uint64_t *ne, uint32_t type, uint64_t off) {
+    gb_str(g, name);
+    gb_u32(g, nd);
+    for (uint32_t d = 0; d < nd; d++) gb_u64(g, ne[d]);
+    gb_u32(g, type);
+    gb_u64(g, off);
+}
+/* pads to 32 and appends n zero bytes of data */
+static void gb_data(struct gb *g, size_t n) {
+    while (g->n % 32) g->b[g->n++] = 0;
+    memset(g->b + g->n, 0, n);
+    g->n += n;
+}
+
+static void gguf_cases(void) {
+    const char *G = "gguf";
+    struct gb g;
+    uint64_t ne4[1] = {4}, ne33[1] = {33};
+    expect(G, PAGEIN_E_TRUNCATED, "GGU", 3, "3 bytes: magic cut short");
+    gb_head(&g, 3, 0, 0);
+    memcpy(g.b, "GGUX", 4);
+    expect(G, PAGEIN_E_BAD_MAGIC, g.b, g.n, "wrong magic");
+    gb_head(&g, 3, 0, 0);
+    expect(G, PAGEIN_E_TRUNCATED, g.b, 6, "version cut short");
+    expect(G, PAGEIN_E_TRUNCATED, g.b, 12, "tensor count cut short");
+    gb_head(&g, 4, 0, 0);
+    expect(G, PAGEIN_E_BAD_VERSION, g.b, g.n, "version 4");
+    gb_head(&g, 0, 0, 0);
+    expect(G, PAGEIN_E_BAD_VERSION, g.b, g.n, "version 0");
+    gb_head(&g, 3, 0, 1ull << 60);
+    expect(G, PAGEIN_E_TRUNCATED, g.b, g.n, "metadata count 2^60 (must not be allocated)");
+    gb_head(&g, 3, 1ull << 60, 0);
+    expect(G, PAGEIN_E_TRUNCATED, g.b, g.n, "tensor count 2^60 (must not be allocated)");
+    gb_head(&g, 3, 0, 1);
+    gb_u64(&g, 1ull << 40);
+    gb_bytes(&g, "key....xxxxxxxxxx", 17);
+    expect(G, PAGEIN_E_LIMIT, g.b, g.n, "key length 2^40 (over the 1 GiB string limit)");
+    gb_head(&g, 3, 0, 1);
+    gb_u64(&g, 100);
+    gb_bytes(&g, "key..xxxxxxxx", 13);
+    expect(G, PAGEIN_E_TRUNCATED, g.b, g.n, "key length past the end of the file");
+    gb_head(&g, 3, 0, 1);
+    gb_kv_u32(&g, "", 1);
+    expect(G, PAGEIN_E_LIMIT, g.b, g.n, "empty metadata key");
+    gb_head(&g, 3, 0, 1);
+    gb_str(&g, "k");
+    gb_u32(&g, 13);
+    gb_u32(&g, 0);
+    expect(G, PAGEIN_E_BAD_TYPE, g.b, g.n, "unknown metadata value type 13");
+    gb_head(&g, 3, 0, 1);
+    gb_str(&g, "k");
+    gb_u32(&g, 8);
+    gb_u64(&g, 50);
+    gb_bytes(&g, "short", 5);
+    expect(G, PAGEIN_E_TRUNCATED, g.b, g.n, "string value cut short");
+    gb_head(&g, 3, 0, 1);
+    gb_str(&g, "k");
+    gb_u32(&g, 9);
+    gb_u32(&g, 0);
+    gb_u64(&g, 1ull << 31);
+    gb_bytes(&g, "xxxxxxxxxxxxxxxx", 16);
+    expect(G, PAGEIN_E_LIMIT, g.b, g.n, "array of 2^31 elements (over the 2^30 limit)");
+    gb_head(&g, 3, 0, 1);
+    gb_str(&g, "k");
+    gb_u32(&g, 9);
+    gb_u32(&g, 77);
+    gb_u64(&g, 1);
+    gb_u32(&g, 0);
+    expect(G, PAGEIN_E_BAD_TYPE, g.b, g.n, "array of an unknown element type");
+    gb_head(&g, 3, 0, 1);
+    gb_str(&g, "k");
+    gb_u32(&g, 9);
+    for (int d = 0; d < 12; d++) {
+        gb_u32(&g, 9);
+        gb_u64(&g, 1);
+    }
+    gb_u32(&g, 4);
+    gb_u64(&g, 1);
+    gb_u32(&g, 0);
+    expect(G, PAGEIN_E_LIMIT, g.b, g.n, "arrays nested 12 deep");
+    gb_head(&g, 3, 0, 1);
+    gb_kv_u32(&g, "general.alignment", 0);
+    expect(G, PAGEIN_E_BAD_ALIGNMENT, g.b, g.n, "general.alignment 0");
+    gb_head(&g, 3, 0, 1);
+    gb_kv_u32(&g, "general.alignment", 48);
+    expect(G, PAGEIN_E_BAD_ALIGNMENT, g.b, g.n, "general.alignment 48 (not a power of two)");
+    gb_head(&g, 3, 0, 1);
+    gb_str(&g, "general.alignment");
+    gb_u32(&g, 10);
+    gb_u64(&g, 32);
+    expect(G, PAGEIN_E_BAD_ALIGNMENT, g.b, g.n, "general.alignment stored as u64");
+    gb_head(&g, 3, 0, 2);
+    gb_kv_u32(&g, "general.alignment", 32);
+    gb_kv_u32(&g, "general.alignment", 64);
+    expect(G, PAGEIN_E_DUPLICATE, g.b, g.n, "general.alignment twice");
+    gb_head(&g, 3, 0, 2);
+    gb_kv_u32(&g, "a.b", 1);
+    gb_kv_u32(&g, "a.b", 2);
+    expect(G, PAGEIN_E_DUPLICATE, g.b, g.n, "duplicate metadata key");
+    gb_head(&g, 3, 1, 0);
+    gb_tinfo(&g, "a_tensor_name_of_exactly_sixty_four_bytes_which_ggml_cannot_hold", 1, ne4, 0, 0);
+    gb_data(&g, 16);
+    expect(G, PAGEIN_E_LIMIT, g.b, g.n, "tensor name of 64 bytes (GGML_MAX_NAME)");
+    {
+        uint64_t ne5[5] = {1, 1, 1, 1, 4};
+        gb_head(&g, 3, 1, 0);
+        gb_tinfo(&g, "t", 5, ne5, 0, 0);
+        gb_data(&g, 16);
+        expect(G, PAGEIN_E_LIMIT, g.b, g.n, "5 dimensions (GGML_MAX_DIMS is 4)");
+        uint64_t neg[2] = {4, (uint64_t)-2};
+        gb_head(&g, 3, 1, 0);
+        gb_tinfo(&g, "t", 2, neg, 0, 0);
+        gb_data(&g, 16);
+        expect(G, PAGEIN_E_BAD_TENSOR_INFO, g.b, g.n, "negative dimension");
+        uint64_t big[2] = {1ull << 40, 1ull << 40};
+        gb_head(&g, 3, 1, 0);
+        gb_tinfo(&g, "t", 2, big, 0, 0);
+        gb_data(&g, 16);
+        expect(G, PAGEIN_E_OVERFLOW, g.b, g.n, "element count overflows int64");
+    }
+    gb_head(&g, 3, 1, 0);
+    gb_tinfo(&g, "t", 1, ne4, 4, 0);
+    gb_data(&g, 16);
+    expect(G, PAGEIN_E_BAD_DTYPE, g.b, g.n, "removed ggml type 4 (Q4_2)");
+    gb_head(&g, 3, 1, 0);
+    gb_tinfo(&g, "t", 1, ne4, 99, 0);
+    gb_data(&g, 16);
+    expect(G, PAGEIN_E_BAD_DTYPE, g.b, g.n, "unknown ggml type 99");
+    gb_head(&g, 3, 1, 0);
+    gb_tinfo(&g, "t", 1, ne33, 8, 0);
+    gb_data(&g, 64);
+    expect(G, PAGEIN_E_BAD_TENSOR_INFO, g.b, g.n, "Q8_0 tensor of 33 elements (not whole blocks)");
+    gb_head(&g, 3, 2, 0);
+    gb_tinfo(&g, "a", 1, ne4, 0, 0);
+    gb_tinfo(&g, "b", 1, ne4, 0, 16);
+    gb_data(&g, 64);
+    expect(G, PAGEIN_E_BAD_OFFSET, g.b, g.n, "tensor offset not on the 32-byte alignment");
+    gb_head(&g, 3, 2, 0);
+    gb_tinfo(&g, "a", 1, ne4, 0, 0);
+    gb_tinfo(&g, "b", 1, ne4, 0, 0);
+    gb_data(&g, 64);
+    expect(G, PAGEIN_E_BAD_OFFSET, g.b, g.n, "two tensors at the same offset (overlap)");
+    gb_head(&g, 3, 2, 0);
+    gb_tinfo(&g, "a", 1, ne4, 0, 0);
+    gb_tinfo(&g, "a", 1, ne4, 0, 32);
+    gb_data(&g, 64);
+    expect(G, PAGEIN_E_DUPLICATE, g.b, g.n, "duplicate tensor name");
+    gb_head(&g, 3, 1, 0);
+    gb_tinfo(&g, "t", 1, ne4, 0, 0);
+    gb_data(&g, 8);
+    expect(G, PAGEIN_E_TRUNCATED, g.b, g.n, "tensor data past the end of the file");
+    gb_head(&g, 3, 1, 0);
+    gb_tinfo(&g, "t", 1, ne4, 0, 0);
+    expect(G, PAGEIN_E_TRUNCATED, g.b, g.n, "file ends before the data section");
+    gb_head(&g, 3, 1, 0);
+    gb_tinfo(&g, "t", 1, ne4, 0, 0);
+    expect(G, PAGEIN_E_TRUNCATED, g.b, g.n - 5, "tensor info cut short");
+}
+
+/* ---- sharded safetensors index ---------------------------------------------- */
+
+static void index_cases(void) {
+    const char *I = "index";
+    static uint8_t d[16];
+    uint64_t sh[1] = {4};
+    pagein_write_tensor a = {"model.layers.0.w", PAGEIN_DTYPE_F32, 1, sh, d, NULL, NULL};
+    pagein_write_tensor b = {"model.layers.1.w", PAGEIN_DTYPE_F32, 1, sh, d, NULL, NULL};
+    pagein_write_tensor ab[2] = {a, b};
+    if (pagein_safetensors_write(pt_tmppath("mal-12.safetensors"), ab, 2, NULL) ||
+        pagein_safetensors_write(pt_tmppath("mal-1.safetensors"), &a, 1, NULL) ||
+        pagein_safetensors_write(pt_tmppath("mal-2.safetensors"), &b, 1, NULL)) {
+        printf("    cannot write the shards\n");
+        pt_failed = 1;
+        return;
+    }
+#define W0 "\"model.layers.0.w\":\"mal-1.safetensors\""
+#define W1 "\"model.layers.1.w\":\"mal-2.safetensors\""
+    expect_str(I, 0, "{\"metadata\":{\"total_size\":32},\"weight_map\":{" W0 "," W1 "}}", "(valid: the base of the cases below)");
+    ncases--; /* not a malformed case */
+    expect_str(I, PAGEIN_E_BAD_JSON, "{\"weight_map\":{" W0 "," W1 "}", "index JSON cut short");
+    expect_str(I, PAGEIN_E_BAD_INDEX, "{\"metadata\":{}}", "no weight_map");
+    expect_str(I, PAGEIN_E_BAD_INDEX, "{\"weight_map\":{}}", "empty weight_map");
+    expect_str(I, PAGEIN_E_BAD_INDEX, "{\"weight_map\":{\"model.layers.0.w\":7}}", "weight_map value not a string");
+    expect_str(I, PAGEIN_E_BAD_INDEX, "{\"weight_map\":{\"model.layers.0.w\":\"../mal-1.safetensors\"}}",
+               "shard name with a path ('../')");
+    expect_str(I, PAGEIN_E_BAD_INDEX, "{\"weight_map\":{\"model.layers.0.w\":\"/etc/passwd\"}}",
+               "absolute shard path");
+    expect_str(I, PAGEIN_E_DUPLICATE, "{\"weight_map\":{" W0 "," W0 "," W1 "}}", "tensor listed twice");
+    expect_str(I, PAGEIN_E_DUPLICATE, "{\"weight_map\":{" W0 "},\"weight_map\":{" W1 "}}", "duplicate weight_map key");
+    expect_str(I, PAGEIN_E_BAD_INDEX, "{\"weight_map\":{" W0 ",\"model.layers.1.w\":\"mal-1.safetensors\"}}",
+               "tensor assigned to a shard that lacks it");
+    expect_str(I, PAGEIN_E_BAD_INDEX, "{\"weight_map\":{\"model.layers.0.w\":\"mal-12.safetensors\"," W1 "}}",
+               "shard holds a tensor the index puts elsewhere");
+    expect_str(I, -ENOENT, "{\"weight_map\":{" W0 ",\"model.layers.1.w\":\"mal-3.safetensors\"}}",
+               "shard file missing");
+    expect_str(I, PAGEIN_E_BAD_UTF8, "{\"weight_map\":{\"model.layers.0.w\xff\":\"mal-1.safetensors\"}}",
+               "invalid UTF-8 in a tensor name");
+    expect_str(I, PAGEIN_E_BAD_UTF8, "{\"weight_map\":{\"\\ud800\":\"mal-1.safetensors\"}}", "unpaired surrogate escape");
+    {
+        size_t depth = 5000;
+        char *h = malloc(2 * depth + 64);
+        size_t n = (size_t)sprintf(h, "{\"metadata\":{\"x\":");
+        memset(h + n, '[', depth);
+        memset(h + n + depth, ']', depth);
+        strcpy(h + n + 2 * depth, "}}");
+        expect_str(I, PAGEIN_E_LIMIT, h, "JSON nested 5,000 deep");
+        free(h);
+    }
+#undef W0
+#undef W1
+}
+
 /* The enum constant's name, for the table. */
 static const char *err_name(int code) {
     static const char *const names[] = {
@@ -284,9 +539,12 @@ static char *render(void) {
         "suite (`build/tests/run malformed_inputs` fails if this file is stale).\n"
         "Regenerate with\n\n"
         "    PAGEIN_MALFORMED_MD=docs/MALFORMED.md build/tests/run malformed_inputs\n\n"
-        "Each input is built in memory and parsed from an exact-size buffer (so the\n"
-        "sanitizer builds catch any read past its end); none of them allocates\n"
-        "memory in proportion to a size it declares.\n\n"
+        "Formats: safetensors files, GGUF files, sharded safetensors indexes (opened\n"
+        "with pagein_model_open next to valid shards) and integrity manifests\n"
+        "(docs/FORMAT-MANIFEST.md). Each input is built in memory and parsed from\n"
+        "an exact-size buffer, so the sanitizer builds catch any read past its\n"
+        "end; none of them makes the parser allocate memory in proportion to a\n"
+        "size it declares.\n\n"
         "| # | format | input | error |\n|---|---|---|---|\n");
     for (size_t i = 0; i < ncases; i++) {
         if (cap - n < 512) {
@@ -302,6 +560,8 @@ static char *render(void) {
 TEST(malformed_inputs) {
     ncases = 0;
     safetensors_cases();
+    gguf_cases();
+    index_cases();
     manifest_cases();
     printf("    %zu malformed inputs checked\n", ncases);
     char *md = render();

@@ -310,6 +310,10 @@ TEST(st_duplicates) {
              PAGEIN_E_DUPLICATE);
     CHECK_EQ(open_hdr("{\"a\":{\"dtype\":\"U8\",\"dtype\":\"U8\",\"shape\":[1],\"data_offsets\":[0,1]}}", 1),
              PAGEIN_E_DUPLICATE);
+    /* same offsets: reported as the duplicate, not as the overlap it causes */
+    CHECK_EQ(open_hdr("{\"a\":{\"dtype\":\"U8\",\"shape\":[1],\"data_offsets\":[0,1]},"
+                      "\"a\":{\"dtype\":\"U8\",\"shape\":[1],\"data_offsets\":[0,1]}}", 1),
+             PAGEIN_E_DUPLICATE);
     CHECK_EQ(open_hdr("{\"__metadata__\":{},\"__metadata__\":{}}", 0), PAGEIN_E_DUPLICATE);
     CHECK_EQ(open_hdr("{\"__metadata__\":{\"k\":\"1\",\"k\":\"2\"}}", 0), PAGEIN_E_DUPLICATE);
     return PASS;
@@ -467,5 +471,133 @@ TEST(st_random_corruptions) {
         free(c);
     }
     free(b);
+    return PASS;
+}
+
+/* Layer order (pagein_tensor_by_layer) against an independent sort, for
+ * dense layer numbers (counting sort) and sparse ones (fallback). */
+static int lcmp3(int ga, int32_t la, uint32_t ia, int gb, int32_t lb, uint32_t ib) {
+    if (ga != gb) return ga < gb ? -1 : 1;
+    if (la != lb) return la < lb ? -1 : 1;
+    return ia < ib ? -1 : ia > ib;
+}
+
+TEST(st_layer_order) {
+    uint64_t seed = pt_seed();
+    for (int round = 0; round < 2; round++) {
+        char *h = malloc(1 << 20);
+        size_t k = (size_t)sprintf(h, "{");
+        int n = 300;
+        for (int i = 0; i < n; i++) {
+            uint64_t r = pt_rand(&seed);
+            char name[96];
+            int layer = round == 0 ? (int)(r % 40) : (int)(r % 3) * 49999999;
+            switch ((r >> 20) % 5) {
+            case 0: snprintf(name, sizeof name, "model.embed_tokens.%d", i); break;
+            case 1: snprintf(name, sizeof name, "model.norm.%d", i); break;
+            default: snprintf(name, sizeof name, "model.layers.%d.w%d", layer, i); break;
+            }
+            k += (size_t)sprintf(h + k, "%s\"%s\":{\"dtype\":\"U8\",\"shape\":[1],\"data_offsets\":[%d,%d]}",
+                                 i ? "," : "", name, i, i + 1);
+        }
+        k += (size_t)sprintf(h + k, "}");
+        pagein_file *f = NULL;
+        uint8_t *keep = NULL;
+        CHECK_OK(open_hdr2(h, k, (size_t)n, 0, &f, &keep));
+        free(h);
+        if (!f) return FAIL;
+        for (int i = 1; i < n; i++) {
+            const pagein_tensor *a = pagein_tensor_by_layer(f, (size_t)i - 1), *b = pagein_tensor_by_layer(f, (size_t)i);
+            int ta = 0, tb = 0;
+            pagein_layer_from_name(a->name, a->name_len, &ta);
+            pagein_layer_from_name(b->name, b->name_len, &tb);
+            int ga = a->layer >= 0 ? 1 : ta ? 2 : 0, gb = b->layer >= 0 ? 1 : tb ? 2 : 0;
+            CHECK(lcmp3(ga, a->layer, a->index, gb, b->layer, b->index) < 0);
+        }
+        pagein_close(f);
+        free(keep);
+    }
+    return PASS;
+}
+
+/* The parser has a fast path for compact entries ({"dtype":... right after
+ * the ':'); a space before the '{' sends the same entry down the general
+ * path. Both must agree on every input: same code, same table. Random
+ * headers and random byte mutations of them are parsed both ways. */
+static char *spaced(const char *h, size_t n, size_t *out_n) {
+    char *o = malloc(2 * n + 1);
+    size_t k = 0;
+    for (size_t i = 0; i < n; i++) {
+        o[k++] = h[i];
+        if (h[i] == ':' && i + 1 < n && h[i + 1] == '{') o[k++] = ' ';
+    }
+    *out_n = k;
+    return o;
+}
+
+static int open_buf(const char *h, size_t hl, size_t ndata, pagein_file **f, uint8_t **keep) {
+    *f = NULL;
+    *keep = NULL;
+    return open_hdr2(h, hl, ndata, 0, f, keep);
+}
+
+TEST(st_fast_path_equivalence) {
+    uint64_t seed = pt_seed();
+    static const char *const dts[] = {"F32", "BF16", "U8", "I64", "F4", "F6_E2M3", "BOOL", "F8_E4M3", "C64", "Q8_0", "f32"};
+    static const int bits[] = {32, 16, 8, 64, 4, 6, 8, 8, 64, 8, 32};
+    int agreed = 0;
+    for (int it = 0; it < 400; it++) {
+        char h[4096];
+        size_t k = (size_t)sprintf(h, "{");
+        uint64_t off = 0;
+        int nt = 1 + (int)(pt_rand(&seed) % 5);
+        for (int i = 0; i < nt; i++) {
+            int d = (int)(pt_rand(&seed) % (sizeof dts / sizeof dts[0]));
+            int nd = (int)(pt_rand(&seed) % 3);
+            uint64_t dims[2] = {1 + pt_rand(&seed) % 4 * 2, 2 + pt_rand(&seed) % 3 * 2}, ne = 1;
+            k += (size_t)sprintf(h + k, "%s\"t%d\":{\"dtype\":\"%s\",\"shape\":[", i ? "," : "", i, dts[d]);
+            for (int j = 0; j < nd; j++) {
+                k += (size_t)sprintf(h + k, "%s%" PRIu64, j ? "," : "", dims[j]);
+                ne *= dims[j];
+            }
+            uint64_t nb = ne * (uint64_t)bits[d] / 8;
+            k += (size_t)sprintf(h + k, "],\"data_offsets\":[%" PRIu64 ",%" PRIu64 "]}", off, off + nb);
+            off += nb;
+        }
+        k += (size_t)sprintf(h + k, "}");
+        int muts = (int)(pt_rand(&seed) % 3);
+        for (int m = 0; m < muts; m++) {
+            static const char pool[] = "0123456789,:[]{}\" _aFUEB9-.e";
+            h[pt_rand(&seed) % k] = pool[pt_rand(&seed) % (sizeof pool - 1)];
+        }
+        size_t sk;
+        char *s = spaced(h, k, &sk);
+        pagein_file *fa, *fb;
+        uint8_t *ka, *kb;
+        int ra = open_buf(h, k, (size_t)off, &fa, &ka);
+        int rb = open_buf(s, sk, (size_t)off, &fb, &kb);
+        if (ra != rb) printf("    differ (%d vs %d) on: %.*s\n", ra, rb, (int)k, h);
+        CHECK_EQ(ra, rb);
+        if (ra == 0 && rb == 0) {
+            CHECK_EQ(pagein_tensor_count(fa), pagein_tensor_count(fb));
+            for (size_t i = 0; i < pagein_tensor_count(fa) && i < pagein_tensor_count(fb); i++) {
+                const pagein_tensor *a = pagein_tensor_at(fa, i), *b = pagein_tensor_at(fb, i);
+                pagein_file_info ia, ib;
+                pagein_file_get_info(fa, &ia);
+                pagein_file_get_info(fb, &ib);
+                CHECK(a->name_len == b->name_len && memcmp(a->name, b->name, a->name_len) == 0);
+                CHECK(a->dtype == b->dtype && a->ndim == b->ndim && a->nbytes == b->nbytes);
+                CHECK(a->offset - ia.data_start == b->offset - ib.data_start);
+                for (uint32_t d = 0; d < a->ndim && d < b->ndim; d++) CHECK_EQ(a->shape[d], b->shape[d]);
+            }
+        }
+        agreed += ra == rb;
+        pagein_close(fa);
+        pagein_close(fb);
+        free(ka);
+        free(kb);
+        free(s);
+    }
+    CHECK_EQ(agreed, 400);
     return PASS;
 }

@@ -16,7 +16,7 @@
  * Runs in the foreground until unmounted (fusermount3 -u MNT) or signalled;
  * tools/slowfs.sh mounts and unmounts it for tests and benchmarks.
  */
-#define FUSE_USE_VERSION 35
+#define FUSE_USE_VERSION 312 /* fuse_loop_mt with struct fuse_loop_config (max_threads) */
 #define _GNU_SOURCE
 #include <dirent.h>
 #include <errno.h>
@@ -30,6 +30,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
+#include <sys/sysmacros.h>
 #include <sys/statvfs.h>
 #include <time.h>
 #include <unistd.h>
@@ -42,9 +43,12 @@ static struct {
     long delay_us;
     unsigned max_inflight;
     const char *stats_path;
+    const char *mnt;
+    long ra_kb;         /* -1 = leave the kernel's readahead window */
     sem_t slots;
     _Atomic uint64_t requests, bytes, hist[NBUCKETS];
     _Atomic unsigned inflight, max_seen;
+    unsigned threads;
 } g;
 
 static const char *rel(const char *path) { return path[1] ? path + 1 : "."; }
@@ -167,8 +171,32 @@ static int sf_statfs(const char *path, struct statvfs *st) {
 }
 
 static void *sf_init(struct fuse_conn_info *conn, struct fuse_config *cfg) {
-    (void)conn;
+    /* Reads arrive as asynchronous (background) requests, which the kernel
+     * caps at max_background (default 12): raise it so that a client can
+     * keep as many requests in flight as a real remote server would take. */
+    conn->max_background = g.threads;
+    conn->congestion_threshold = g.threads * 3 / 4;
     cfg->use_ino = 1;
+    return NULL;
+}
+
+/* Sets the mount's readahead window (/sys/class/bdi/MAJ:MIN/read_ahead_kb).
+ * Runs on its own thread once the loop serves requests: the stat() of the
+ * mount point is answered by the loop. */
+static void *set_readahead(void *arg) {
+    (void)arg;
+    struct stat st;
+    if (stat(g.mnt, &st) < 0) {
+        perror("slowfs: stat of the mount point");
+        return NULL;
+    }
+    char path[128];
+    snprintf(path, sizeof path, "/sys/class/bdi/%u:%u/read_ahead_kb", major(st.st_dev), minor(st.st_dev));
+    FILE *f = fopen(path, "w");
+    if (!f || fprintf(f, "%ld\n", g.ra_kb) < 0 || fclose(f) != 0) {
+        fprintf(stderr, "slowfs: cannot set %s to %ld: %s\n", path, g.ra_kb, strerror(errno));
+        if (f) fclose(f);
+    }
     return NULL;
 }
 
@@ -197,13 +225,16 @@ static const struct fuse_operations ops = {
 };
 
 static void usage(FILE *out) {
-    fprintf(out, "usage: slowfs [--delay-us N] [--max-inflight N] [--threads N] [--stats FILE] SRC MNT\n"
+    fprintf(out, "usage: slowfs [--delay-us N] [--max-inflight N] [--threads N] [--ra-kb N] [--stats FILE] SRC MNT\n"
                  "Read-only FUSE pass-through of SRC at MNT that waits N microseconds (default 1000)\n"
-                 "per read request. Counters: MNT/.slowfs-stats while mounted, FILE at exit.\n");
+                 "per read request. --ra-kb sets the mount's kernel readahead window (also the\n"
+                 "read-around of page faults; root). Counters: MNT/.slowfs-stats while mounted,\n"
+                 "FILE at exit.\n");
 }
 
 int main(int argc, char **argv) {
     g.delay_us = 1000;
+    g.ra_kb = -1;
     unsigned threads = 64;
     const char *src = NULL, *mnt = NULL;
     for (int i = 1; i < argc; i++) {
@@ -217,6 +248,8 @@ int main(int argc, char **argv) {
             g.max_inflight = (unsigned)atoi(argv[++i]);
         else if (!strcmp(a, "--threads") && i + 1 < argc)
             threads = (unsigned)atoi(argv[++i]);
+        else if (!strcmp(a, "--ra-kb") && i + 1 < argc)
+            g.ra_kb = atol(argv[++i]);
         else if (!strcmp(a, "--stats") && i + 1 < argc)
             g.stats_path = argv[++i];
         else if (a[0] == '-') {
@@ -231,6 +264,7 @@ int main(int argc, char **argv) {
             return 2;
         }
     }
+    g.threads = threads ? threads : 1;
     if (!src || !mnt || g.delay_us < 0) {
         usage(stderr);
         return 2;
@@ -251,11 +285,15 @@ int main(int argc, char **argv) {
     }
     struct fuse_session *se = fuse_get_session(f);
     fuse_set_signal_handlers(se);
+    g.mnt = mnt;
+    pthread_t ra_thread;
+    int ra_started = g.ra_kb >= 0 && pthread_create(&ra_thread, NULL, set_readahead, NULL) == 0;
     struct fuse_loop_config *cfg = fuse_loop_cfg_create();
     fuse_loop_cfg_set_max_threads(cfg, threads);
     fuse_loop_cfg_set_idle_threads(cfg, threads);
     int rc = fuse_loop_mt(f, cfg);
     fuse_loop_cfg_destroy(cfg);
+    if (ra_started) pthread_join(ra_thread, NULL);
     fuse_remove_signal_handlers(se);
     fuse_unmount(f);
     fuse_destroy(f);

@@ -16,12 +16,12 @@ the file object or the model only drops the Python object's own reference,
 and the mapping goes when the last array built on it goes.
 
 Read-only memory and torch: numpy arrays are flagged read-only. torch has no
-read-only tensors, so tensors from get_tensor() share read-only memory: an
-in-place write to one crashes the process (SIGSEGV) instead of raising. Pass
-``copy=True`` (or call ``.clone()``) to get private, writable tensors. torch
-warns once per process when it wraps a read-only buffer; pagein suppresses
-that one warning ("The given buffer is not writable") when it creates
-tensors, because the memory is read-only on purpose.
+read-only tensors, so with framework="pt" the file is mapped copy-on-write
+(MAP_PRIVATE): tensors are zero-copy and writable, an in-place write
+(``t.add_(1)``) copies just the touched pages into this process, and the file
+and every other reader never see it. Unwritten pages stay shared in the page
+cache. Releasing pages (``evict()``, a prefetch budget) drops such private
+writes. ``copy=True`` (or ``.clone()``) gives fully private tensors.
 """
 
 import os as _os
@@ -122,6 +122,18 @@ def _np_array(src, rec, buf=None):
     else:
         if buf is None:
             buf = src.buffer(rec[_NAME])
+        if flags & _pagein.TENSOR_NONCONTIGUOUS:
+            # A strided view of a PyTorch checkpoint (transpose, slice,
+            # expand): the buffer spans the bytes it touches, starting at its
+            # first element; numpy walks it with the saved strides, zero copy.
+            strides = src.strides(rec[_NAME])
+            if strides is None or npshape != tuple(shape):
+                raise FormatError("tensor %r: strided %s data is not supported" % (rec[_NAME], dtype))
+            base = _np.frombuffer(buf, dtype=npdt)
+            a = _np.lib.stride_tricks.as_strided(base, shape=npshape,
+                                                  strides=tuple(s * npdt.itemsize for s in strides),
+                                                  writeable=False)
+            return a
         a = _np.frombuffer(buf, dtype=npdt).reshape(npshape)
     a.flags.writeable = False
     return a
@@ -146,7 +158,6 @@ def _select(src, rec, index):
 
 
 _torch = None
-_torch_warned = False
 
 
 def _import_torch():
@@ -173,17 +184,9 @@ def _torch_dtype(dtype):
 
 
 def _frombuffer(torch, buf, tdt):
-    """torch.frombuffer, silencing torch's once-per-process warning about the
-    buffer being read-only (the memory is read-only on purpose: see the
-    module docstring)."""
-    global _torch_warned
-    if _torch_warned:
-        return torch.frombuffer(buf, dtype=tdt)
-    with _warnings.catch_warnings():
-        _warnings.filterwarnings("ignore", message="The given buffer is not writable")
-        t = torch.frombuffer(buf, dtype=tdt)
-    _torch_warned = True
-    return t
+    """torch.frombuffer over a View of a copy-on-write source: writable, so
+    torch has nothing to warn about and in-place writes stay private."""
+    return torch.frombuffer(buf, dtype=tdt)
 
 
 def _torch_tensor(src, rec):
@@ -200,6 +203,12 @@ def _torch_tensor(src, rec):
         return torch.empty(tuple(shape), dtype=tdt)
     buf = src.buffer(rec[_NAME])
     itemsize = torch.empty((), dtype=tdt).element_size()
+    if flags & _pagein.TENSOR_NONCONTIGUOUS and not flags & _pagein.TENSOR_SWAPPED \
+            and not buf.address % itemsize:
+        strides = src.strides(rec[_NAME])
+        if strides is None or raw:
+            raise FormatError("tensor %r: strided %s data is not supported" % (rec[_NAME], dtype))
+        return _frombuffer(torch, buf, tdt).as_strided(tuple(shape), tuple(strides))
     if flags & _pagein.TENSOR_SWAPPED or buf.address % itemsize:
         a = _np.array(_np_array(src, rec), copy=True)
         if flags & _pagein.TENSOR_SWAPPED:
@@ -318,10 +327,14 @@ class safe_open:
     """
 
     def __init__(self, filename, framework="np", device="cpu", *, copy=False, lenient=False):
+        self._src = None
         self._fw = _framework(framework)
         self._device = _check_device(self._fw, device)
         self._copy = bool(copy)
-        self._src = _pagein.open_file(_os.fsdecode(_os.fspath(filename)), lenient=lenient)
+        # torch has no read-only tensors: map copy-on-write for it, so an
+        # in-place write lands in a private page instead of faulting.
+        self._src = _pagein.open_file(_os.fsdecode(_os.fspath(filename)), lenient=lenient,
+                                      writable=self._fw == "pt")
         self._recs = self._src.tensors()
         self._by_name = {r[_NAME]: r for r in self._recs}
         self._meta = None
@@ -395,6 +408,17 @@ class safe_open:
     def info(self):
         """dict describing the file: path, format, file_size, data_start, ..."""
         return self._source().files()[0]
+
+    def resident(self, names=None):
+        """Page-cache residency of the named tensors (a name or a list;
+        default: the whole data section): dict with bytes, resident_bytes,
+        pages, resident_pages and fraction. A snapshot (mincore)."""
+        return _residency(self._source().residency(_names(names)))
+
+    def evict(self, names=None):
+        """Drops the named tensors (default: all data) from the page cache
+        (advice: pages mapped elsewhere stay; check with resident())."""
+        self._source().evict(_names(names))
 
     def __contains__(self, name):
         return name in self._by_name
@@ -487,6 +511,18 @@ def save_file(tensors, filename, metadata=None, *, align=0):
 # Models
 # ---------------------------------------------------------------------------
 
+def _residency(t):
+    b, rb, p, rp = t
+    return {"bytes": b, "resident_bytes": rb, "pages": p, "resident_pages": rp,
+            "fraction": (rb / b) if b else 1.0}
+
+
+def _names(names):
+    if names is None:
+        return None
+    return [names] if isinstance(names, str) else list(names)
+
+
 def _load_quietly(src, layer):
     # Lookahead is advice: a failure shows up in layer_wait on the caller.
     try:
@@ -525,6 +561,7 @@ class Model:
 
     def __init__(self, path, strategy="auto", *, framework="np", device="cpu", copy=False,
                  prefetch=2, budget=0, threads=0, hints=0, lenient=False):
+        self._src = None
         self._fw = _framework(framework)
         self._device = _check_device(self._fw, device)
         self._copy = bool(copy)
@@ -532,7 +569,7 @@ class Model:
         self.path = _os.fsdecode(_os.fspath(path))
         self._src = _pagein.open_model(self.path, strategy=strategy, threads=threads,
                                        prefetch=prefetch, budget=budget or 0, hints=hints,
-                                       lenient=lenient)
+                                       lenient=lenient, writable=self._fw == "pt")
         recs = self._src.tensors()
         self._names = [r[_NAME] for r in recs]
         self._by_name = {r[_NAME]: r for r in recs}
@@ -619,7 +656,33 @@ class Model:
 
     def load(self, names=None):
         """Makes the given tensors (default: all) resident now, in parallel."""
-        self._source().load(None if names is None else list(names))
+        self._source().load(_names(names))
+
+    def warm(self, names=None):
+        """Makes the given tensors (a name or a list; default: all) resident
+        now, in parallel chunks, whatever the strategy (same as load())."""
+        self._source().load(_names(names))
+
+    def resident(self, names=None, layer=None):
+        """Page-cache residency of the named tensors, of one layer (-1
+        leading globals, 0..L-1, L trailing globals) or of every tensor: a
+        dict with bytes, resident_bytes, pages, resident_pages, fraction.
+        For the "read" strategy this is the page cache behind the copy."""
+        return _residency(self._source().residency(_names(names), layer))
+
+    def evict(self, names=None):
+        """Drops the named tensors (default: all) from the page cache: this
+        model's mapping stops pinning them and the kernel is told to drop
+        them. Views stay valid (the data is read again on access)."""
+        self._source().evict(_names(names))
+
+    def lock(self, names=None):
+        """mlock()s the named tensors (default: all) until unlock() or
+        close; pagein.Error (PAGEIN_E_MEMLOCK) says how to raise the limit."""
+        self._source().lock(_names(names))
+
+    def unlock(self, names=None):
+        self._source().unlock(_names(names))
 
     def layers(self, prefetch=None):
         """Iterates (layer, {name: tensor}) over the layers in order: the

@@ -6,6 +6,8 @@ to it or in --tmpdir):
   torch.load        torch.load() of the .pt copy
   numpy-mmap        the minimal reader: json header + np.frombuffer on an mmap
   safe_open         pagein.safe_open() (the file-level API, lazy mapping)
+  safe_open(.pt)    pagein.safe_open() of the torch.save copy itself (pagein
+                    reads PyTorch checkpoints without unpickling in Python)
   model:STRATEGY    pagein.open_model(strategy=STRATEGY) for each strategy
                     (prefetch consumes the model with .layers())
 
@@ -33,7 +35,7 @@ import sys
 import time
 
 STRATEGIES = ["lazy", "populate", "prefetch", "read", "auto"]
-METHODS = ["torch.load", "numpy-mmap", "safe_open"] + ["model:" + s for s in STRATEGIES]
+METHODS = ["torch.load", "numpy-mmap", "safe_open", "safe_open(.pt)"] + ["model:" + s for s in STRATEGIES]
 PAGE = mmap.PAGESIZE
 
 
@@ -112,8 +114,8 @@ def _child(method, model, pt, framework):
         for t in sd.values():
             total += _touch(t)
         keep.append(sd)
-    elif method == "safe_open":
-        with pagein.safe_open(model, framework=framework) as f:
+    elif method in ("safe_open", "safe_open(.pt)"):
+        with pagein.safe_open(model if method == "safe_open" else pt, framework=framework) as f:
             sd = {k: f.get_tensor(k) for k in f.offset_keys()}
         for t in sd.values():
             total += _touch(t)
@@ -269,13 +271,14 @@ def main(argv=None):
         except ImportError:
             a.framework = "np"
     methods = a.methods.split(",") if a.methods else list(METHODS)
-    if a.framework == "np" and "torch.load" in methods:
-        methods.remove("torch.load")
+    if a.framework == "np":
+        methods = [m for m in methods if m not in ("torch.load", "safe_open(.pt)")]
     if a.make_model:
         make_model(a.model, a.make_model)
     model = os.path.abspath(a.model)
     pt = os.path.join(a.tmpdir or os.path.dirname(model), os.path.basename(model) + ".pt")
-    if "torch.load" in methods:
+    need_pt = "torch.load" in methods or "safe_open(.pt)" in methods
+    if need_pt:
         _ensure_pt(model, pt)
 
     import pagein
@@ -286,7 +289,7 @@ def main(argv=None):
             "tensors": n_tensors, "framework": a.framework, "runs": a.runs,
             "kernel": platform.release(), "filesystem": _fs_type(model), "cpus": os.cpu_count(),
             "pagein": pagein.__version__, "results": []}
-    files = [model] + ([pt] if "torch.load" in methods else [])
+    files = [model] + ([pt] if need_pt else [])
     for method in methods:
         row = {"method": method}
         for cache in ("cold", "warm"):

@@ -42,34 +42,48 @@ static PyObject *FormatError;   /* (Error, ValueError): invalid or unsupported i
 static PyObject *FileError;     /* (Error, OSError): -errno from the OS */
 static PyObject *NotFoundError; /* (Error, KeyError): no such tensor / key / layer */
 
-/* Raises the exception for library return code rc; returns NULL. path (may
- * be NULL) is attached to OS errors as filename. */
-static PyObject *raise_rc(int rc, const char *path) {
+/* Raises the exception for library return code rc; returns NULL. path (a
+ * str, or NULL) is attached to OS errors as filename. */
+static PyObject *raise_rc(int rc, PyObject *path) {
     const char *detail = pagein_last_error_detail();
     const char *name = pagein_strerror(rc);
-    const char *msg = detail && *detail ? detail : name;
-    PyObject *exc = NULL;
-    if (rc < 0 && rc > -4096) {
-        exc = PyObject_CallFunction(FileError, "isz", -rc, msg, path);
-    } else {
-        PyObject *cls = rc == PAGEIN_E_NOT_FOUND ? NotFoundError : FormatError;
-        exc = PyObject_CallFunction(cls, "s", msg);
-    }
-    if (!exc) return NULL;
-    PyObject *code = PyLong_FromLong(rc);
+    if (!detail) detail = "";
+    /* Details may quote file names that are not UTF-8: decode losslessly. */
+    PyObject *dt = PyUnicode_DecodeUTF8(detail, (Py_ssize_t)strlen(detail), "surrogateescape");
     PyObject *nm = PyUnicode_FromString(name);
-    PyObject *dt = PyUnicode_FromString(detail ? detail : "");
-    if (code && nm && dt) {
-        PyObject_SetAttrString(exc, "code", code);
-        PyObject_SetAttrString(exc, "error", nm);
-        PyObject_SetAttrString(exc, "detail", dt);
+    PyObject *code = PyLong_FromLong(rc);
+    PyObject *exc = NULL;
+    if (dt && nm && code) {
+        PyObject *msg = PyUnicode_GET_LENGTH(dt) ? dt : nm;
+        if (rc < 0 && rc > -4096) {
+            exc = PyObject_CallFunction(FileError, "iOO", -rc, msg, path ? path : Py_None);
+        } else {
+            PyObject *cls = rc == PAGEIN_E_NOT_FOUND ? NotFoundError : FormatError;
+            exc = PyObject_CallFunctionObjArgs(cls, msg, NULL);
+        }
     }
+    if (exc && (PyObject_SetAttrString(exc, "code", code) < 0 || PyObject_SetAttrString(exc, "error", nm) < 0 ||
+                PyObject_SetAttrString(exc, "detail", dt) < 0))
+        Py_CLEAR(exc);
     Py_XDECREF(code);
     Py_XDECREF(nm);
     Py_XDECREF(dt);
+    if (!exc) return NULL;
     PyErr_SetObject((PyObject *)Py_TYPE(exc), exc);
     Py_DECREF(exc);
     return NULL;
+}
+
+/* The file-system encoding of a str path (bytes, new reference), so that
+ * names that are not valid UTF-8 (surrogateescape) round-trip. */
+static PyObject *fs_bytes(PyObject *path) {
+    PyObject *b = PyUnicode_EncodeFSDefault(path);
+    if (b && strlen(PyBytes_AS_STRING(b)) != (size_t)PyBytes_GET_SIZE(b)) {
+        Py_DECREF(b);
+        PyErr_SetString(PyExc_ValueError, "embedded NUL in path");
+        return NULL;
+    }
+    return b;
 }
 
 static PyObject *raise_msg(PyObject *cls, const char *msg) {
@@ -87,6 +101,7 @@ typedef struct {
     pagein_model *m;
     PyObject *path;  /* str, as given */
     PyObject *weakreflist;
+    int writable;    /* opened PAGEIN_OPEN_PRIVATE: buffers may be written (copy-on-write) */
 } Source;
 
 static PyTypeObject SourceType;
@@ -171,6 +186,7 @@ static Source *source_new(PyObject *path) {
     s->f = NULL;
     s->m = NULL;
     s->weakreflist = NULL;
+    s->writable = 0;
     Py_INCREF(path);
     s->path = path;
     return s;
@@ -178,48 +194,53 @@ static Source *source_new(PyObject *path) {
 
 /* _pagein.open_file(path: str, lenient: bool = False) -> Source */
 static PyObject *py_open_file(PyObject *self, PyObject *args, PyObject *kw) {
-    static char *kwlist[] = {"path", "lenient", NULL};
+    static char *kwlist[] = {"path", "lenient", "writable", NULL};
     PyObject *path;
-    int lenient = 0;
-    if (!PyArg_ParseTupleAndKeywords(args, kw, "U|p:open_file", kwlist, &path, &lenient)) return NULL;
-    const char *p = PyUnicode_AsUTF8(path);
-    if (!p) return NULL;
+    int lenient = 0, writable = 0;
+    if (!PyArg_ParseTupleAndKeywords(args, kw, "U|pp:open_file", kwlist, &path, &lenient, &writable)) return NULL;
+    PyObject *pb = fs_bytes(path);
+    if (!pb) return NULL;
+    const char *p = PyBytes_AS_STRING(pb);
     pagein_open_opts o = PAGEIN_OPEN_OPTS_INIT;
     if (lenient) o.flags |= PAGEIN_OPEN_LENIENT;
+    if (writable) o.flags |= PAGEIN_OPEN_PRIVATE;
     pagein_file *f = NULL;
     int rc;
     Py_BEGIN_ALLOW_THREADS
     rc = pagein_open(&f, p, &o);
     Py_END_ALLOW_THREADS
-    if (rc < 0) return raise_rc(rc, p);
+    Py_DECREF(pb);
+    if (rc < 0) return raise_rc(rc, path);
     Source *s = source_new(path);
     if (!s) {
         pagein_close(f);
         return NULL;
     }
     s->f = f;
+    s->writable = writable;
     return (PyObject *)s;
 }
 
 /* _pagein.open_model(path, strategy="auto", threads=0, prefetch=0,
  *                    budget=0, hints=0, lenient=False) -> Source */
 static PyObject *py_open_model(PyObject *self, PyObject *args, PyObject *kw) {
-    static char *kwlist[] = {"path", "strategy", "threads", "prefetch", "budget", "hints", "lenient", NULL};
+    static char *kwlist[] = {"path", "strategy", "threads", "prefetch", "budget", "hints", "lenient", "writable", NULL};
     PyObject *path;
     const char *strategy = "auto";
     unsigned threads = 0, prefetch = 0, hints = 0;
     unsigned long long budget = 0;
-    int lenient = 0;
-    if (!PyArg_ParseTupleAndKeywords(args, kw, "U|sIIKIp:open_model", kwlist, &path, &strategy, &threads,
-                                     &prefetch, &budget, &hints, &lenient))
+    int lenient = 0, writable = 0;
+    if (!PyArg_ParseTupleAndKeywords(args, kw, "U|sIIKIpp:open_model", kwlist, &path, &strategy, &threads,
+                                     &prefetch, &budget, &hints, &lenient, &writable))
         return NULL;
-    const char *p = PyUnicode_AsUTF8(path);
-    if (!p) return NULL;
     int st = pagein_strategy_from_name(strategy);
     if (st < 0) {
         PyErr_Format(FormatError, "unknown strategy '%s' (auto, lazy, populate, prefetch, read)", strategy);
         return NULL;
     }
+    PyObject *pb = fs_bytes(path);
+    if (!pb) return NULL;
+    const char *p = PyBytes_AS_STRING(pb);
     pagein_model_opts o = PAGEIN_MODEL_OPTS_INIT;
     o.strategy = (pagein_strategy)st;
     o.threads = threads;
@@ -227,18 +248,21 @@ static PyObject *py_open_model(PyObject *self, PyObject *args, PyObject *kw) {
     o.budget_bytes = budget;
     o.hints = hints;
     if (lenient) o.open_flags |= PAGEIN_OPEN_LENIENT;
+    if (writable) o.open_flags |= PAGEIN_OPEN_PRIVATE;
     pagein_model *m = NULL;
     int rc;
     Py_BEGIN_ALLOW_THREADS
     rc = pagein_model_open(&m, p, &o);
     Py_END_ALLOW_THREADS
-    if (rc < 0) return raise_rc(rc, p);
+    Py_DECREF(pb);
+    if (rc < 0) return raise_rc(rc, path);
     Source *s = source_new(path);
     if (!s) {
         pagein_model_close(m);
         return NULL;
     }
     s->m = m;
+    s->writable = writable;
     return (PyObject *)s;
 }
 
@@ -286,7 +310,10 @@ static PyTypeObject ViewType;
 
 static int View_getbuffer(View *v, Py_buffer *b, int flags) {
     static char empty;
-    int rc = PyBuffer_FillInfo(b, (PyObject *)v, (void *)(v->ptr ? v->ptr : &empty), v->len, 1, flags);
+    /* Writable only over a copy-on-write (PAGEIN_OPEN_PRIVATE) source: a
+     * write then lands in a private page of this process, never the file. */
+    int ro = !(v->owner && PyObject_TypeCheck(v->owner, &SourceType) && ((Source *)v->owner)->writable) || !v->ptr;
+    int rc = PyBuffer_FillInfo(b, (PyObject *)v, (void *)(v->ptr ? v->ptr : &empty), v->len, ro, flags);
     if (rc == 0) v->exports++;
     return rc;
 }
@@ -570,6 +597,32 @@ static PyObject *Source_files(Source *s, PyObject *unused) {
     return list;
 }
 
+/* strides(name) -> tuple of element strides for a tensor of a PyTorch
+ * checkpoint (pagein_torch_tensor_get_info), or None for other formats. */
+static PyObject *Source_strides(Source *s, PyObject *name) {
+    if (!PyUnicode_Check(name)) return raise_msg(PyExc_TypeError, "tensor name must be str");
+    const pagein_tensor *t = src_find(s, name);
+    if (!t) return NULL;
+    const pagein_file *f = s->f ? s->f : pagein_model_file(s->m, t->file);
+    pagein_file_info info;
+    pagein_file_get_info(f, &info);
+    if (info.format != PAGEIN_FORMAT_TORCH) Py_RETURN_NONE;
+    pagein_torch_tensor_info ti;
+    int rc = pagein_torch_tensor_get_info(f, t, &ti);
+    if (rc < 0) return raise_rc(rc, NULL);
+    PyObject *tup = PyTuple_New(t->ndim);
+    if (!tup) return NULL;
+    for (uint32_t d = 0; d < t->ndim; d++) {
+        PyObject *v = PyLong_FromLongLong(ti.strides ? ti.strides[d] : 0);
+        if (!v) {
+            Py_DECREF(tup);
+            return NULL;
+        }
+        PyTuple_SET_ITEM(tup, d, v);
+    }
+    return tup;
+}
+
 /* ---- model-only methods ---------------------------------------------------- */
 
 static int need_model(Source *s) {
@@ -628,41 +681,52 @@ static PyObject *layer_call(Source *s, PyObject *arg, layer_fn fn) {
 static PyObject *Source_layer_wait(Source *s, PyObject *arg) { return layer_call(s, arg, pagein_layer_wait); }
 static PyObject *Source_layer_done(Source *s, PyObject *arg) { return layer_call(s, arg, pagein_layer_done); }
 
+/* Resolves a sequence of names to tensor records into *out (PyMem; free
+ * with PyMem_Free) and *n. names None gives *out NULL, *n 0 ("all"). */
+static int collect(Source *s, PyObject *names, const pagein_tensor ***out, size_t *n) {
+    *out = NULL;
+    *n = 0;
+    if (names == Py_None) return 0;
+    PyObject *seq = PySequence_Fast(names, "names must be a sequence of str");
+    if (!seq) return -1;
+    size_t k = (size_t)PySequence_Fast_GET_SIZE(seq);
+    const pagein_tensor **ts = PyMem_Calloc(k ? k : 1, sizeof *ts);
+    if (!ts) {
+        Py_DECREF(seq);
+        PyErr_NoMemory();
+        return -1;
+    }
+    for (size_t i = 0; i < k; i++) {
+        PyObject *nm = PySequence_Fast_GET_ITEM(seq, (Py_ssize_t)i);
+        if (!PyUnicode_Check(nm)) {
+            PyErr_SetString(PyExc_TypeError, "tensor name must be str");
+            ts[i] = NULL;
+        } else {
+            ts[i] = src_find(s, nm);
+        }
+        if (!ts[i]) {
+            PyMem_Free(ts);
+            Py_DECREF(seq);
+            return -1;
+        }
+    }
+    Py_DECREF(seq);
+    *out = ts;
+    *n = k;
+    return 0;
+}
+
 /* load(names=None) -> None: make the given tensors (or all) resident now. */
 static PyObject *Source_load(Source *s, PyObject *args) {
     PyObject *names = Py_None;
     if (!PyArg_ParseTuple(args, "|O:load", &names)) return NULL;
     if (need_model(s) < 0) return NULL;
-    const pagein_tensor **ts = NULL;
-    size_t n = 0;
-    if (names != Py_None) {
-        PyObject *seq = PySequence_Fast(names, "names must be a sequence of str");
-        if (!seq) return NULL;
-        n = (size_t)PySequence_Fast_GET_SIZE(seq);
-        ts = PyMem_Calloc(n ? n : 1, sizeof *ts);
-        if (!ts) {
-            Py_DECREF(seq);
-            return PyErr_NoMemory();
-        }
-        for (size_t i = 0; i < n; i++) {
-            PyObject *nm = PySequence_Fast_GET_ITEM(seq, (Py_ssize_t)i);
-            if (!PyUnicode_Check(nm)) {
-                PyErr_SetString(PyExc_TypeError, "tensor name must be str");
-                ts[i] = NULL;
-            } else {
-                ts[i] = src_find(s, nm);
-            }
-            if (!ts[i]) {
-                PyMem_Free(ts);
-                Py_DECREF(seq);
-                return NULL;
-            }
-        }
-        Py_DECREF(seq);
-        if (n == 0) {
-            PyMem_Free(ts);
-            Py_RETURN_NONE;
-        }
+    const pagein_tensor **ts;
+    size_t n;
+    if (collect(s, names, &ts, &n) < 0) return NULL;
+    if (names != Py_None && n == 0) {
+        PyMem_Free(ts);
+        Py_RETURN_NONE;
     }
     int rc;
     Py_BEGIN_ALLOW_THREADS
@@ -672,6 +736,94 @@ static PyObject *Source_load(Source *s, PyObject *args) {
     if (rc < 0) return raise_rc(rc, NULL);
     Py_RETURN_NONE;
 }
+
+/* ---- page cache: residency, evict, lock ----------------------------------- */
+
+/* residency(names=None, layer=None) -> (bytes, resident_bytes, pages,
+ * resident_pages) of the named tensors, of one layer (models), or of all
+ * tensor data. Byte counts are exact per range (pagein_residency). */
+static PyObject *Source_residency(Source *s, PyObject *args, PyObject *kw) {
+    static char *kwlist[] = {"names", "layer", NULL};
+    PyObject *names = Py_None, *layer = Py_None;
+    if (!PyArg_ParseTupleAndKeywords(args, kw, "|OO:residency", kwlist, &names, &layer)) return NULL;
+    const pagein_tensor **ts;
+    size_t n;
+    if (collect(s, names, &ts, &n) < 0) return NULL;
+    pagein_residency r = {0, 0, 0, 0};
+    int rc = 0;
+    long l = 0;
+    if (layer != Py_None) {
+        l = PyLong_AsLong(layer);
+        if (l == -1 && PyErr_Occurred()) {
+            PyMem_Free(ts);
+            return NULL;
+        }
+        if (!s->m || names != Py_None) {
+            PyMem_Free(ts);
+            return raise_msg(PyExc_TypeError, "layer= is for models, without names=");
+        }
+    }
+    Py_BEGIN_ALLOW_THREADS
+    if (ts) {
+        for (size_t i = 0; i < n && rc >= 0; i++) {
+            pagein_residency x;
+            rc = s->f ? pagein_file_residency(s->f, ts[i]->offset, ts[i]->nbytes, &x)
+                      : pagein_model_tensor_residency(s->m, ts[i], &x);
+            if (rc >= 0 && ts[i]->nbytes) pagein_residency_add(&r, &x);
+        }
+    } else if (s->m) {
+        rc = layer != Py_None ? pagein_model_layer_residency(s->m, (int32_t)l, &r) : pagein_model_residency(s->m, &r);
+    } else {
+        pagein_file_info info;
+        pagein_file_get_info(s->f, &info);
+        if (info.file_size > info.data_start)
+            rc = pagein_file_residency(s->f, info.data_start, info.file_size - info.data_start, &r);
+    }
+    Py_END_ALLOW_THREADS
+    PyMem_Free(ts);
+    if (rc < 0) return raise_rc(rc, NULL);
+    return Py_BuildValue("(KKKK)", (unsigned long long)r.bytes, (unsigned long long)r.resident_bytes,
+                         (unsigned long long)r.pages, (unsigned long long)r.resident_pages);
+}
+
+enum cache_op { OP_EVICT, OP_LOCK, OP_UNLOCK };
+
+static PyObject *cache_op(Source *s, PyObject *args, enum cache_op op) {
+    PyObject *names = Py_None;
+    if (!PyArg_ParseTuple(args, "|O", &names)) return NULL;
+    if (op != OP_EVICT && need_model(s) < 0) return NULL;
+    const pagein_tensor **ts;
+    size_t n;
+    if (collect(s, names, &ts, &n) < 0) return NULL;
+    if (names != Py_None && n == 0) {
+        PyMem_Free(ts);
+        Py_RETURN_NONE;
+    }
+    const pagein_tensor *const *cts = (const pagein_tensor *const *)ts;
+    int rc = 0;
+    Py_BEGIN_ALLOW_THREADS
+    if (s->m) {
+        rc = op == OP_EVICT ? pagein_model_evict_tensors(s->m, cts, n)
+           : op == OP_LOCK  ? pagein_model_lock_tensors(s->m, cts, n)
+                            : pagein_model_unlock_tensors(s->m, cts, n);
+    } else if (ts) {
+        for (size_t i = 0; i < n && rc >= 0; i++)
+            if (ts[i]->nbytes) rc = pagein_file_evict(s->f, ts[i]->offset, ts[i]->nbytes);
+    } else {
+        pagein_file_info info;
+        pagein_file_get_info(s->f, &info);
+        if (info.file_size > info.data_start)
+            rc = pagein_file_evict(s->f, info.data_start, info.file_size - info.data_start);
+    }
+    Py_END_ALLOW_THREADS
+    PyMem_Free(ts);
+    if (rc < 0) return raise_rc(rc, NULL);
+    Py_RETURN_NONE;
+}
+
+static PyObject *Source_evict(Source *s, PyObject *args) { return cache_op(s, args, OP_EVICT); }
+static PyObject *Source_lock(Source *s, PyObject *args) { return cache_op(s, args, OP_LOCK); }
+static PyObject *Source_unlock(Source *s, PyObject *args) { return cache_op(s, args, OP_UNLOCK); }
 
 /* load_layers(first, last) -> None: make layers first..last resident now. */
 static PyObject *Source_load_layers(Source *s, PyObject *args) {
@@ -699,6 +851,7 @@ static PyMethodDef Source_methods[] = {
     {"tensor", PYFN(Source_tensor), METH_O, "tensor(name) -> one tensor tuple"},
     {"count", PYFN(Source_count), METH_NOARGS, "number of tensors"},
     {"buffer", PYFN(Source_buffer), METH_O, "buffer(name or index) -> read-only View of the tensor's bytes"},
+    {"strides", PYFN(Source_strides), METH_O, "strides(name) -> element strides (PyTorch checkpoints) or None"},
     {"metadata", PYFN(Source_metadata), METH_NOARGS, "metadata() -> [(key, value)]"},
     {"files", PYFN(Source_files), METH_NOARGS, "files() -> [info dict]"},
     {"strategy", PYFN(Source_strategy), METH_NOARGS, "model: (strategy name, why)"},
@@ -707,6 +860,11 @@ static PyMethodDef Source_methods[] = {
     {"layer_wait", PYFN(Source_layer_wait), METH_O, "model: wait until a layer is resident"},
     {"layer_done", PYFN(Source_layer_done), METH_O, "model: mark a layer consumed"},
     {"load_layers", PYFN(Source_load_layers), METH_VARARGS, "model: load_layers(first, last)"},
+    {"residency", PYFN(Source_residency), METH_VARARGS | METH_KEYWORDS,
+     "residency(names=None, layer=None) -> (bytes, resident_bytes, pages, resident_pages)"},
+    {"evict", PYFN(Source_evict), METH_VARARGS, "evict(names=None): drop from the page cache"},
+    {"lock", PYFN(Source_lock), METH_VARARGS, "model: lock(names=None): mlock"},
+    {"unlock", PYFN(Source_unlock), METH_VARARGS, "model: unlock(names=None): munlock"},
     {"load", PYFN(Source_load), METH_VARARGS, "model: load(names=None): make tensors resident now"},
     {NULL, NULL, 0, NULL},
 };
@@ -739,10 +897,16 @@ static PyObject *py_write(PyObject *self, PyObject *args, PyObject *kw) {
     PyObject *path, *items, *meta = Py_None;
     unsigned long long align = 0;
     if (!PyArg_ParseTupleAndKeywords(args, kw, "UO|OK:write", kwlist, &path, &items, &meta, &align)) return NULL;
-    const char *p = PyUnicode_AsUTF8(path);
-    if (!p) return NULL;
-    PyObject *seq = PySequence_Fast(items, "items must be a sequence");
+    /* A tuple of our own: the item tuples (immutable) and their strings stay
+     * alive while the GIL is released, whatever other threads do to items. */
+    PyObject *seq = PySequence_Tuple(items);
     if (!seq) return NULL;
+    PyObject *pb = fs_bytes(path);
+    if (!pb) {
+        Py_DECREF(seq);
+        return NULL;
+    }
+    const char *p = PyBytes_AS_STRING(pb);
     Py_ssize_t n = PySequence_Fast_GET_SIZE(seq);
     pagein_write_tensor *wt = PyMem_Calloc((size_t)(n ? n : 1), sizeof *wt);
     Py_buffer *bufs = PyMem_Calloc((size_t)(n ? n : 1), sizeof *bufs);
@@ -863,7 +1027,7 @@ static PyObject *py_write(PyObject *self, PyObject *args, PyObject *kw) {
         rc = pagein_safetensors_write(p, wt, (size_t)n, &o);
         Py_END_ALLOW_THREADS
         if (rc < 0) {
-            raise_rc(rc, p);
+            raise_rc(rc, path);
             goto done;
         }
     }
@@ -879,6 +1043,7 @@ done:
     PyMem_Free(mv);
     Py_XDECREF(metaitems);
     Py_DECREF(seq);
+    Py_DECREF(pb);
     return result;
 }
 
@@ -971,6 +1136,7 @@ PyMODINIT_FUNC PyInit__pagein(void) {
         PyModule_AddIntConstant(m, "HINT_PRELOAD", PAGEIN_HINT_PRELOAD) < 0 ||
         PyModule_AddIntConstant(m, "TENSOR_SWAPPED", PAGEIN_TENSOR_SWAPPED) < 0 ||
         PyModule_AddIntConstant(m, "TENSOR_UNALIGNED", PAGEIN_TENSOR_UNALIGNED) < 0 ||
+        PyModule_AddIntConstant(m, "TENSOR_NONCONTIGUOUS", PAGEIN_TENSOR_NONCONTIGUOUS) < 0 ||
         PyModule_AddIntConstant(m, "DTYPE_F_QUANT", PAGEIN_DTYPE_F_QUANT) < 0)
         goto fail;
     return m;

@@ -101,3 +101,17 @@ def test_read_only_arrays(tmp_path):
         b = pagein.safe_open(p, "np", copy=True).get_tensor("a")
         b[0] = 1
         assert b[0] == 1 and a[0] == 0
+
+
+def test_paths_that_are_not_utf8(tmp_path):
+    p = os.path.join(os.fsencode(str(tmp_path)), b"w\xff.safetensors")
+    pagein.save_file({"a": np.arange(3, dtype=np.int32)}, p)  # bytes path
+    assert os.path.exists(p)
+    name = os.fsdecode(p)  # str with a surrogate escape
+    with pagein.safe_open(name, "np") as f:
+        assert f.get_tensor("a").tolist() == [0, 1, 2]
+    with pagein.open_model(p) as m:
+        assert m.tensors["a"].tolist() == [0, 1, 2]
+    with pytest.raises(pagein.FileError) as ei:
+        pagein.safe_open(os.path.join(os.fsencode(str(tmp_path)), b"x\xfe"), "np")
+    assert ei.value.filename == os.fsdecode(os.path.join(os.fsencode(str(tmp_path)), b"x\xfe"))

@@ -161,7 +161,11 @@ int pagein_read_ranges(const int *fds, size_t nfds, const pagein_range *reqs, si
     }
     struct pi_rplan plan;
     if ((rc = pi_ranges_plan(reqs, n, nfds, sizes, max_gap, max_block, no_merge, &plan)) < 0) goto done;
-    rc = pi_ranges_exec(fds, reqs, &plan, NULL, qd);
+    rc = PAGEIN_E_UNSUPPORTED;
+    if (opts && (opts->flags & PAGEIN_RANGES_URING)) rc = pi_ranges_exec_uring(fds, reqs, &plan, qd);
+    /* without liburing, or where the kernel refuses a ring (seccomp,
+     * io_uring_disabled), threads do the same work */
+    if (rc == PAGEIN_E_UNSUPPORTED || rc == -ENOSYS || rc == -EPERM) rc = pi_ranges_exec(fds, reqs, &plan, NULL, qd);
     if (st) {
         st->requests = n;
         st->reads = plan.nblocks;

@@ -291,6 +291,29 @@ static int build_blocks(pagein_reader *r) {
     return 0;
 }
 
+/* A block is read as a few large chunks at once: one buffered stream is
+ * limited by readahead, a handful keep the device (or a remote server)
+ * busy. Chunks are at least 512 KiB, so every read stays large. */
+struct chunk_ctx {
+    int fd;
+    uint8_t *buf;
+    uint64_t off, len, chunk;
+};
+
+static int read_chunk(void *arg, size_t i) {
+    struct chunk_ctx *c = arg;
+    uint64_t o = (uint64_t)i * c->chunk, n = PI_MIN(c->chunk, c->len - o);
+    return pi_pread_full(c->fd, c->buf + o, n, c->off + o);
+}
+
+static int read_block(pagein_reader *r, const struct dblock *blk, uint8_t *buf) {
+    if (!blk->len) return 0;
+    uint64_t chunk = PI_MAX((uint64_t)512 << 10, (blk->len + r->o.block_threads - 1) / r->o.block_threads);
+    chunk = pi_align_up(chunk, 4096);
+    struct chunk_ctx c = {r->fds[blk->file], buf, blk->off, blk->len, chunk};
+    return pi_crew_run(&r->crew, (size_t)((blk->len + chunk - 1) / chunk), read_chunk, &c);
+}
+
 static void *loader_main(void *arg) {
     pagein_reader *r = arg;
     pthread_mutex_lock(&r->mu);
@@ -314,7 +337,7 @@ static void *loader_main(void *arg) {
         sl->block = b;
         uint64_t gen = r->gen;
         pthread_mutex_unlock(&r->mu);
-        int rc = blk->len ? pi_pread_full(r->fds[blk->file], sl->buf, blk->len, blk->off) : 0;
+        int rc = read_block(r, blk, sl->buf);
         if (rc < 0) pi_err_prefix(r->d->files[blk->file].path);
         pthread_mutex_lock(&r->mu);
         if (gen != r->gen) { /* the epoch was restarted meanwhile */
@@ -560,6 +583,8 @@ static int reader_init(pagein_reader *r) {
         r->st.memory_bound = bound;
         r->st.memory_peak = bound;
         r->release = -1;
+        FORWARD_IF(pi_crew_start(&r->crew, o->block_threads));
+        r->crew_on = 1;
         pthread_mutex_init(&r->mu, NULL);
         pthread_cond_init(&r->cv_load, NULL);
         pthread_cond_init(&r->cv_cons, NULL);
@@ -588,9 +613,11 @@ int pagein_reader_open(pagein_reader **out, pagein_dataset *d, const pagein_read
     if (!o.queue_depth) o.queue_depth = PAGEIN_RANGES_DEFAULT_QUEUE_DEPTH;
     if (!o.batch) o.batch = 256;
     if (!o.block_bytes) o.block_bytes = 16u << 20;
-    if (!o.buffer_blocks) o.buffer_blocks = 4;
+    if (!o.buffer_blocks) o.buffer_blocks = 8;
+    if (!o.block_threads) o.block_threads = 4;
     if (!o.max_gap) o.max_gap = PAGEIN_RANGES_DEFAULT_MAX_GAP;
     if (!o.max_block) o.max_block = PAGEIN_RANGES_DEFAULT_MAX_BLOCK;
+    RETURN_IF(o.block_threads > 64, PAGEIN_E_LIMIT, "reader: %u block threads (at most 64)", o.block_threads);
     RETURN_IF(o.queue_depth > 256, PAGEIN_E_LIMIT, "reader: queue depth %u (at most 256)", o.queue_depth);
     RETURN_IF(o.buffer_blocks > 1024, PAGEIN_E_LIMIT, "reader: %u buffer blocks (at most 1024)", o.buffer_blocks);
     pagein_reader *r = pi_calloc(1, sizeof *r);

@@ -226,7 +226,17 @@ static int read_string(struct pi_json *j, const char **s, size_t *len) {
     size_t n = j->len, i = j->pos + 1, body = i;
     bool esc = false;
     for (;;) {
-        /* fast path: plain ASCII */
+        /* fast path: 8 bytes at a time while none is '"', '\\', a control
+         * byte or non-ASCII (SWAR: each test is exact about existence) */
+        while (i + 8 <= n) {
+            uint64_t w;
+            memcpy(&w, p + i, 8);
+            const uint64_t ones = 0x0101010101010101ull, high = 0x8080808080808080ull;
+            uint64_t q = w ^ (ones * '"'), b = w ^ (ones * '\\');
+            uint64_t special = ((q - ones) & ~q) | ((b - ones) & ~b) | ((w - ones * 0x20) & ~w) | w;
+            if (special & high) break;
+            i += 8;
+        }
         while (i < n && p[i] >= 0x20 && p[i] < 0x80 && p[i] != '"' && p[i] != '\\') i++;
         if (i >= n) {
             j->pos = i;
@@ -357,21 +367,27 @@ int pi_json_u64(struct pi_json *j, uint64_t *v) {
     FORWARD_IF(expect_type(j, PI_JSON_NUMBER));
     size_t start = j->pos;
     if (j->buf[start] == '-') return jerr(j, PAGEIN_E_BAD_TYPE, "expected a non-negative integer");
-    bool integer;
-    /* validate on a copy of the position so a non-integer consumes nothing */
-    FORWARD_IF(scan_number(j, &integer));
-    size_t end = j->pos;
-    if (!integer) {
+    /* one pass: accumulate digits, then let scan_number judge the rest */
+    const uint8_t *p = j->buf;
+    size_t i = start, n = j->len;
+    uint64_t x = 0;
+    bool ovf = false;
+    while (i < n && p[i] >= '0' && p[i] <= '9') {
+        if (pi_mul_overflow(x, 10, &x) || pi_add_overflow(x, (uint64_t)(p[i] - '0'), &x)) ovf = true;
+        i++;
+    }
+    if (i < n && (p[i] == '.' || p[i] == 'e' || p[i] == 'E')) {
+        bool integer;
+        FORWARD_IF(scan_number(j, &integer)); /* a syntax error wins */
         j->pos = start;
         return jerr(j, PAGEIN_E_BAD_TYPE, "expected an integer");
     }
-    uint64_t x = 0;
-    for (size_t i = start; i < end; i++) {
-        if (pi_mul_overflow(x, 10, &x) || pi_add_overflow(x, (uint64_t)(j->buf[i] - '0'), &x)) {
-            j->pos = start;
-            return jerr(j, PAGEIN_E_OVERFLOW, "integer does not fit 64 bits");
-        }
+    if (p[start] == '0' && i - start > 1) {
+        j->pos = start + 1;
+        return jerr(j, PAGEIN_E_BAD_JSON, "leading zero in number");
     }
+    if (ovf) return jerr(j, PAGEIN_E_OVERFLOW, "integer does not fit 64 bits");
+    j->pos = i;
     if (v) *v = x;
     return 0;
 }

@@ -192,6 +192,8 @@ int pi_table_finish(struct pi_table *t, const void *base) {
         pi_free(keys);
         return -ENOMEM;
     }
+    int32_t maxl = -1;
+    bool sorted = true;
     for (size_t i = 0; i < t->n; i++) {
         int tail = 0;
         pagein_tensor *r = &t->t[i];
@@ -199,9 +201,28 @@ int pi_table_finish(struct pi_table *t, const void *base) {
         keys[i].group = r->layer >= 0 ? 1 : (tail ? 2 : 0);
         keys[i].layer = r->layer;
         keys[i].idx = (uint32_t)i;
+        if (r->layer > maxl) maxl = r->layer;
+        if (i && sorted) sorted = lkey_cmp(&keys[i - 1], &keys[i]) <= 0;
     }
-    qsort(keys, t->n, sizeof *keys, lkey_cmp);
-    for (size_t i = 0; i < t->n; i++) t->by_layer[i] = keys[i].idx;
+    /* Layer order: (group, layer) buckets are few and dense, so a stable
+     * counting sort is O(n); fall back to qsort when layer numbers are
+     * sparse enough that the buckets would not be proportional to n. */
+    uint32_t *cnt = NULL;
+    size_t nb = (size_t)maxl + 3; /* group 0, layers 0..maxl, group 2 */
+    if (!sorted && nb <= 4 * t->n + 1024) cnt = pi_calloc(nb + 1, sizeof *cnt);
+    if (sorted) {
+        for (size_t i = 0; i < t->n; i++) t->by_layer[i] = (uint32_t)i;
+    } else if (cnt) {
+#define BUCKET(k) ((k).group == 0 ? 0 : (k).group == 2 ? nb - 1 : (size_t)(k).layer + 1)
+        for (size_t i = 0; i < t->n; i++) cnt[BUCKET(keys[i]) + 1]++;
+        for (size_t b = 1; b <= nb; b++) cnt[b] += cnt[b - 1];
+        for (size_t i = 0; i < t->n; i++) t->by_layer[cnt[BUCKET(keys[i])]++] = (uint32_t)i;
+#undef BUCKET
+        pi_free(cnt);
+    } else {
+        qsort(keys, t->n, sizeof *keys, lkey_cmp);
+        for (size_t i = 0; i < t->n; i++) t->by_layer[i] = keys[i].idx;
+    }
     pi_free(keys);
     return 0;
 }

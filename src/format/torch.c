@@ -613,8 +613,38 @@ static void gather(const uint8_t *storage, const pagein_tensor *t, const int64_t
     }
 }
 
+struct read_args {
+    const pagein_file *f;
+    const pagein_tensor *t;
+    void *dst;
+    uint64_t off;
+    size_t len;
+};
+
+static int tensor_read(const pagein_file *f, const pagein_tensor *t, void *dst, uint64_t off, size_t len);
+
+static int tensor_read_guarded(void *arg) {
+    struct read_args *a = arg;
+    return tensor_read(a->f, a->t, a->dst, a->off, a->len);
+}
+
+/* The copy runs under the truncation guard (src/internal.h "guards"): it
+ * reads the mapping and writes only dst and stack buffers, so it can be
+ * abandoned at a faulting load. */
 int pagein_tensor_read(const pagein_file *f, const pagein_tensor *t, void *dst, uint64_t off, size_t len) {
     if (!f || !t || (!dst && len)) return pi_err(PAGEIN_E_INVALID, "pagein_tensor_read: NULL argument");
+    if (!f->mapped || !len) return tensor_read(f, t, dst, off, len);
+    struct read_args a = {f, t, dst, off, len};
+    int rc = pi_guard_call(f->base, f->len, f->path, 0, f->fd, tensor_read_guarded, &a);
+    if (rc == PAGEIN_E_TRUNCATED) {
+        char what[256];
+        snprintf(what, sizeof what, "tensor '%.200s'", t->name);
+        pi_err_prefix(what);
+    }
+    return rc;
+}
+
+static int tensor_read(const pagein_file *f, const pagein_tensor *t, void *dst, uint64_t off, size_t len) {
     const pagein_dtype_info *di = pagein_dtype_get(t->dtype);
     uint64_t logical = t->nbytes, end;
     uint32_t es = di && di->block_elems == 1 && di->bits % 8 == 0 ? di->bits / 8 : 0;

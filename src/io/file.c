@@ -16,16 +16,34 @@ pagein_format pi_detect_format(const uint8_t *buf, size_t len) {
     return PAGEIN_FORMAT_SAFETENSORS;
 }
 
+struct parse_ctx {
+    pagein_file *f;
+    uint32_t flags;
+    pagein_format fmt;
+};
+
+static int parse_format(void *arg) {
+    struct parse_ctx *c = arg;
+    pagein_file *f = c->f;
+    switch (c->fmt) {
+    case PAGEIN_FORMAT_SAFETENSORS: return pi_safetensors_parse(f->base, f->len, c->flags, &f->tab);
+    case PAGEIN_FORMAT_GGUF: return pi_gguf_parse(f->base, f->len, c->flags, &f->tab);
+    case PAGEIN_FORMAT_TORCH: return pi_torch_parse(f->base, f->len, c->flags, &f->tab);
+    default: return pi_err(PAGEIN_E_BAD_MAGIC, "unknown format %d", (int)c->fmt);
+    }
+}
+
 static int parse(pagein_file *f, uint32_t flags, pagein_format fmt) {
     if (fmt == PAGEIN_FORMAT_UNKNOWN) fmt = pi_detect_format(f->base, f->len);
     f->tab.format = fmt;
-    int rc;
-    switch (fmt) {
-    case PAGEIN_FORMAT_SAFETENSORS: rc = pi_safetensors_parse(f->base, f->len, flags, &f->tab); break;
-    case PAGEIN_FORMAT_GGUF: rc = pi_gguf_parse(f->base, f->len, flags, &f->tab); break;
-    case PAGEIN_FORMAT_TORCH: rc = pi_torch_parse(f->base, f->len, flags, &f->tab); break;
-    default: rc = pi_err(PAGEIN_E_BAD_MAGIC, "unknown format %d", (int)fmt); break;
-    }
+    struct parse_ctx c = {f, flags, fmt};
+    /* A file truncated between fstat and the end of parsing would raise
+     * SIGBUS inside the parser: parse under the truncation guard
+     * (docs/SAFETY.md). If that happens the parser is abandoned mid-way;
+     * what it put in f->tab is freed by pagein_close, its scratch buffers
+     * (bounded by the header size) are leaked - rare, and better than a
+     * dead process. */
+    int rc = f->mapped ? pi_guard_call(f->base, f->len, f->path, 0, f->fd, parse_format, &c) : parse_format(&c);
     if (rc < 0) return rc;
     f->tab.format = fmt;
     return pi_table_finish(&f->tab, f->base);
@@ -44,6 +62,27 @@ static pagein_file *file_new(const char *name) {
         }
     }
     return f;
+}
+
+/* Reading the header through the mapping must not drag tensor data in: a
+ * fault on a normal mapping reads around it, up to read_ahead_kb (8 MiB on
+ * the development machine), so opening a model would make its first
+ * megabytes of tensor data resident (what `pagein resident` reports, and
+ * what a lazy open promises not to read). For safetensors the header's
+ * extent is known from its first 8 bytes: fault only that page
+ * (MADV_RANDOM), then read exactly the header ahead (MADV_WILLNEED, large
+ * requests). Other formats keep the kernel's read-around, which their
+ * metadata walk benefits from. The caller resets the advice to normal. */
+static void header_readahead(pagein_file *f) {
+    if (f->len < 8) return;
+    madvise((void *)f->base, f->len, MADV_RANDOM); /* before the first touch */
+    if (memcmp(f->base, "GGUF", 4) == 0 || memcmp(f->base, "PK\x03\x04", 4) == 0) {
+        madvise((void *)f->base, f->len, MADV_NORMAL);
+        return;
+    }
+    uint64_t n;
+    memcpy(&n, f->base, 8); /* little-endian hosts; a bad length fails the parse anyway */
+    if (n <= f->len - 8) madvise((void *)f->base, (size_t)(8 + n), MADV_WILLNEED);
 }
 
 int pagein_open(pagein_file **out, const char *path, const pagein_open_opts *opts) {
@@ -72,7 +111,11 @@ int pagein_open(pagein_file **out, const char *path, const pagein_open_opts *opt
     f->ino = st.st_ino;
     f->len = (size_t)st.st_size;
     if (f->len > 0) {
-        void *m = mmap(NULL, f->len, PROT_READ, MAP_SHARED, f->fd, 0);
+        /* PRIVATE: copy-on-write, so in-place writes by the caller (torch
+         * tensors) stay in this process and never reach the file. */
+        int priv = (flags & PAGEIN_OPEN_PRIVATE) != 0;
+        void *m = mmap(NULL, f->len, priv ? PROT_READ | PROT_WRITE : PROT_READ, priv ? MAP_PRIVATE : MAP_SHARED,
+                       f->fd, 0);
         if (m == MAP_FAILED) {
             rc = pi_err(-errno, "%s: cannot map %zu bytes: %s", path, f->len, strerror(errno));
             goto fail;
@@ -82,7 +125,9 @@ int pagein_open(pagein_file **out, const char *path, const pagein_open_opts *opt
     } else {
         f->base = (const uint8_t *)"";
     }
+    if (f->mapped) header_readahead(f);
     rc = parse(f, flags, fmt);
+    if (f->mapped) madvise((void *)f->base, f->len, MADV_NORMAL);
     if (rc < 0) {
         pi_err_prefix(path);
         goto fail;

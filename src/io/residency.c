@@ -13,12 +13,15 @@
 #include <sys/mman.h>
 #include <sys/resource.h>
 #include <sys/stat.h>
+#include <time.h>
 #include <unistd.h>
 
 /* mincore() vector per call: bounds memory for huge ranges (64 Ki pages =
  * 256 MiB of 4 KiB pages per call). */
 #define MINCORE_CHUNK_PAGES ((size_t)64 * 1024)
 #define WARM_CHUNK ((uint64_t)4 << 20)
+/* Largest page-cache folio we expect at a range edge (PMD size). */
+#define EDGE_FOLIO ((uint64_t)2 << 20)
 
 size_t pagein_page_size(void) {
     static size_t ps;
@@ -190,6 +193,31 @@ static int span_evict(const struct span *s, uint64_t off, uint64_t len) {
     if (e != 0)
         return pi_err(-e, "%s: posix_fadvise(DONTNEED) of [%llu, %llu): %s", s->path, (unsigned long long)lo,
                       (unsigned long long)hi, strerror(e));
+    /* Pages under I/O are locked and skipped by DONTNEED: readahead that a
+     * recent fault or populate started (possibly by this process, just
+     * before) can still be in flight, and lands after this call. Give such
+     * reads a moment and drop once more; more is not worth it, since pages
+     * mapped elsewhere stay whatever we do (docs/PAGE-CACHE.md). */
+    pagein_residency r;
+    if (s->base && pagein_range_residency(s->base + lo, PI_MIN(hi, s->size) - lo, &r) == 0 && r.resident_pages) {
+        struct timespec ts = {0, 2 * 1000 * 1000};
+        nanosleep(&ts, NULL);
+        posix_fadvise(s->fd, (off_t)lo, (off_t)(hi - lo), POSIX_FADV_DONTNEED);
+        /* Large folios (ext4, xfs on recent kernels): the kernel drops only
+         * whole folios inside the range, so a folio that straddles an edge
+         * (half ours, half the neighbour's) stays. If an edge page is still
+         * there, drop the edge out to the largest folio size (2 MiB). */
+        for (int edge = 0; edge < 2; edge++) {
+            uint64_t pg = edge == 0 ? lo : hi - ps;
+            if (pg >= s->size) continue;
+            pagein_residency er;
+            if (pagein_range_residency(s->base + pg, 1, &er) != 0 || er.resident_pages == 0) continue;
+            uint64_t a = edge == 0 ? lo / EDGE_FOLIO * EDGE_FOLIO : hi - ps;
+            uint64_t b = edge == 0 ? lo + ps : PI_MIN(pi_align_up(hi, EDGE_FOLIO), pi_align_up(s->size, ps));
+            madvise((void *)(s->base + a), (size_t)(b - a), MADV_DONTNEED);
+            posix_fadvise(s->fd, (off_t)a, (off_t)(b - a), POSIX_FADV_DONTNEED);
+        }
+    }
     return 0;
 }
 

@@ -93,6 +93,7 @@ struct pagein_model {
     enum pi_pop_method pop_method;
     _Atomic int cancel;        /* set on close: in-flight paging stops early */
     struct pi_pager *pager;
+    unsigned pager_threads;    /* pool size for the pager's passes */
 };
 
 /* Pages ranges in (file ranges; merged and split into chunk_bytes chunks,
@@ -106,6 +107,14 @@ int pi_model_populate_with(pagein_model *m, struct pi_range *r, size_t n, enum p
  * pager never keeps loading a layer the consumer has moved past. */
 int pi_model_populate_group(pagein_model *m, struct pi_range *r, size_t n, enum pi_pop_method method,
                             _Atomic int32_t *cursor, int32_t group);
+/* Pages several layer groups in one parallel pass, chunks in group order,
+ * calling done(arg, g, rc) (on a pool thread) as each group completes: 0,
+ * PAGEIN_E_CANCELLED (m closing, or *cursor passed g: its remaining chunks
+ * are skipped) or the group's first failure (detail set on that thread).
+ * Returns 0 or -ENOMEM before anything started (then no callback ran). */
+typedef void (*pi_group_done_fn)(void *arg, int32_t g, int rc);
+int pi_model_populate_groups(pagein_model *m, const int32_t *groups, size_t ng, enum pi_pop_method method,
+                             _Atomic int32_t *cursor, pi_group_done_fn done, void *arg);
 /* Ranges of one layer group (g = layer + 1) into r (caller-allocated with
  * room for the group's tensor count); returns the count. */
 size_t pi_model_group_ranges(const pagein_model *m, int32_t g, struct pi_range *r);

@@ -152,8 +152,25 @@ static int cmp_range(const void *a, const void *b) {
     return x->off < y->off ? -1 : x->off > y->off;
 }
 
-/* Sorts, merges (touching or within one page) and cuts into chunks. */
-static int make_chunks(struct pi_range *r, size_t n, uint64_t chunk, struct pi_range **out, size_t *nout) {
+/* Sorts, merges (touching or within one page) and cuts into chunks. With
+ * m given, ranges are first widened to whole 2 MiB blocks of the file
+ * (clamped to its size) and chunks cut at file offsets that are multiples
+ * of chunk: then every 2 MiB block is paged in by one thread and large
+ * folios get mapped whole (one PMD) instead of by 512 PTEs, which makes
+ * every later access cheaper (on this machine, touching 1.3 GB of
+ * PTE-mapped pages takes seconds, PMD-mapped a tenth of a second). */
+static int make_chunks(struct pi_range *r, size_t n, uint64_t chunk, struct pi_range **out, size_t *nout,
+                       const pagein_model *m) {
+    const uint64_t blk = 2u << 20;
+    if (m)
+        for (size_t i = 0; i < n; i++) {
+            if (!r[i].len) continue;
+            uint64_t flen = m->files[r[i].file]->len;
+            uint64_t a = r[i].off & ~(blk - 1), e = pi_align_up(r[i].off + r[i].len, blk);
+            if (e > flen) e = flen;
+            r[i].off = a;
+            r[i].len = e > a ? e - a : 0;
+        }
     qsort(r, n, sizeof *r, cmp_range);
     size_t k = 0;
     for (size_t i = 0; i < n; i++) {
@@ -165,18 +182,24 @@ static int make_chunks(struct pi_range *r, size_t n, uint64_t chunk, struct pi_r
             r[k++] = r[i];
         }
     }
+    /* cut at absolute multiples of chunk (aligned ranges stay aligned) */
     size_t total = 0;
-    for (size_t i = 0; i < k; i++) total += (size_t)((r[i].len + chunk - 1) / chunk);
+    for (size_t i = 0; i < k; i++) total += (size_t)((r[i].len + chunk - 1) / chunk) + 1;
     struct pi_range *c = pi_malloc((total ? total : 1) * sizeof *c);
     if (!c) return pi_err(-ENOMEM, "out of memory");
     size_t j = 0;
-    for (size_t i = 0; i < k; i++)
-        for (uint64_t o = 0; o < r[i].len; o += chunk) {
+    for (size_t i = 0; i < k; i++) {
+        uint64_t o = r[i].off, e = r[i].off + r[i].len;
+        while (o < e) {
+            uint64_t next = (o / chunk + 1) * chunk;
+            if (next > e) next = e;
             c[j].file = r[i].file;
-            c[j].off = r[i].off + o;
-            c[j].len = PI_MIN(chunk, r[i].len - o);
+            c[j].off = o;
+            c[j].len = next - o;
             j++;
+            o = next;
         }
+    }
     *out = c;
     *nout = j;
     return 0;
@@ -199,12 +222,117 @@ int pi_model_populate_group(pagein_model *m, struct pi_range *r, size_t n, enum 
     p->method = method;
     p->cursor = cursor;
     p->group = group;
-    p->chunk = m->opts.chunk_bytes ? pi_align_up(m->opts.chunk_bytes, page_size()) : POP_CHUNK_DEFAULT;
-    int rc = make_chunks(r, n, p->chunk, &p->c, &p->n);
+    p->chunk = m->opts.chunk_bytes ? pi_align_up(m->opts.chunk_bytes, 2u << 20) : POP_CHUNK_DEFAULT;
+    int rc = make_chunks(r, n, p->chunk, &p->c, &p->n, method == PI_POP_READAHEAD ? NULL : m);
     if (rc == 0) rc = pi_parallel(m->opts.threads, p->n, pop_item, p);
     for (int s = 0; s < MAX_SLOTS; s++) pi_free(p->scratch[s]);
     pi_free(p->c);
     pi_free(p);
+    return rc;
+}
+
+/* ---- several groups in one parallel pass (the pager) ------------------- */
+
+struct gpop {
+    struct pop pop;          /* chunks of every group, group by group */
+    uint32_t *tag;           /* chunk -> position in groups[] */
+    const int32_t *groups;
+    _Atomic size_t *left;    /* chunks still to finish, per group */
+    _Atomic int *rc;         /* first failure, per group */
+    char (*detail)[256];
+    _Atomic int32_t *cursor;
+    pi_group_done_fn done;
+    void *arg;
+};
+
+static void group_finished(struct gpop *gp, size_t k) {
+    int rc = atomic_load(&gp->rc[k]);
+    if (rc < 0) pi_err(rc, "%s", gp->detail[k]);
+    gp->done(gp->arg, gp->groups[k], rc);
+}
+
+static int grp_item(void *ctx, size_t i) {
+    struct gpop *gp = ctx;
+    size_t k = gp->tag[i];
+    int rc = 0;
+    if (atomic_load(&gp->pop.m->cancel) || (gp->cursor && atomic_load(gp->cursor) > gp->groups[k]))
+        rc = pi_err(PAGEIN_E_CANCELLED, "paging cancelled");
+    else if (atomic_load(&gp->rc[k]) >= 0)
+        rc = pop_item(&gp->pop, i);
+    if (rc < 0) {
+        int z = 0;
+        if (atomic_compare_exchange_strong(&gp->rc[k], &z, rc))
+            snprintf(gp->detail[k], sizeof gp->detail[k], "%s", pagein_last_error_detail());
+    }
+    if (atomic_fetch_sub(&gp->left[k], 1) == 1) group_finished(gp, k);
+    return 0; /* one group's failure never stops the others */
+}
+
+int pi_model_populate_groups(pagein_model *m, const int32_t *groups, size_t ng, enum pi_pop_method method,
+                             _Atomic int32_t *cursor, pi_group_done_fn done, void *arg) {
+    struct gpop *gp = pi_calloc(1, sizeof *gp);
+    if (!gp) return pi_err(-ENOMEM, "out of memory");
+    gp->pop.m = m;
+    gp->pop.method = method;
+    gp->pop.chunk = m->opts.chunk_bytes ? pi_align_up(m->opts.chunk_bytes, 2u << 20) : POP_CHUNK_DEFAULT;
+    gp->groups = groups;
+    gp->cursor = cursor;
+    gp->done = done;
+    gp->arg = arg;
+    gp->left = pi_calloc(ng ? ng : 1, sizeof *gp->left);
+    gp->rc = pi_calloc(ng ? ng : 1, sizeof *gp->rc);
+    gp->detail = pi_calloc(ng ? ng : 1, sizeof *gp->detail);
+    int rc = 0;
+    size_t cap = 0;
+    if (!gp->left || !gp->rc || !gp->detail) {
+        rc = pi_err(-ENOMEM, "out of memory");
+        goto out;
+    }
+    for (size_t k = 0; k < ng && rc == 0; k++) {
+        int32_t g = groups[k];
+        size_t nt = m->lstart[g + 1] - m->lstart[g];
+        struct pi_range *r = pi_malloc((nt ? nt : 1) * sizeof *r), *c = NULL;
+        size_t nc = 0;
+        if (!r) {
+            rc = pi_err(-ENOMEM, "out of memory");
+            break;
+        }
+        rc = make_chunks(r, pi_model_group_ranges(m, g, r), gp->pop.chunk, &c, &nc,
+                         method == PI_POP_READAHEAD ? NULL : m);
+        pi_free(r);
+        if (rc < 0) break;
+        if (gp->pop.n + nc > cap) {
+            size_t ncap = (gp->pop.n + nc) * 2;
+            struct pi_range *nr = pi_realloc(gp->pop.c, ncap * sizeof *nr);
+            uint32_t *nt2 = pi_realloc(gp->tag, ncap * sizeof *nt2);
+            if (nr) gp->pop.c = nr;
+            if (nt2) gp->tag = nt2;
+            if (!nr || !nt2) {
+                pi_free(c);
+                rc = pi_err(-ENOMEM, "out of memory");
+                break;
+            }
+            cap = ncap;
+        }
+        if (nc) memcpy(gp->pop.c + gp->pop.n, c, nc * sizeof *c); /* gp->pop.c may still be NULL */
+        for (size_t j = 0; j < nc; j++) gp->tag[gp->pop.n + j] = (uint32_t)k;
+        gp->pop.n += nc;
+        atomic_init(&gp->left[k], nc);
+        atomic_init(&gp->rc[k], 0);
+        pi_free(c);
+    }
+    if (rc < 0) goto out;
+    for (size_t k = 0; k < ng; k++)
+        if (atomic_load(&gp->left[k]) == 0) group_finished(gp, k); /* nothing to read */
+    pi_parallel(m->pager_threads ? m->pager_threads : m->opts.threads, gp->pop.n, grp_item, gp);
+out:
+    for (int s2 = 0; s2 < MAX_SLOTS; s2++) pi_free(gp->pop.scratch[s2]);
+    pi_free(gp->pop.c);
+    pi_free(gp->tag);
+    pi_free((void *)gp->left);
+    pi_free((void *)gp->rc);
+    pi_free(gp->detail);
+    pi_free(gp);
     return rc;
 }
 

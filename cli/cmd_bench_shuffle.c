@@ -1,0 +1,667 @@
+/* cmd_bench_shuffle.c - `pagein bench shuffle` (= `pagein bench-shuffle`):
+ * the ml-engineering storage benchmark in C. 1 GiB as 32,768 rows of 32 KiB
+ * in three shard files; before each mode every shard is evicted with
+ * posix_fadvise(DONTNEED); then sequential read() of 1 MiB, mmap rows in
+ * order, mmap rows shuffled, and pagein's global (queue depth 32), block and
+ * ranges (a shuffled batch of 256 rows per call) readers. On the local disk
+ * and, with --slowfs, through tools/slowfs (a FUSE pass-through that waits
+ * per request). docs/TRAINING-DATA.md explains the columns. */
+#include "cli.h"
+
+#include <errno.h>
+#include <fcntl.h>
+#include <inttypes.h>
+#include <limits.h>
+#include <signal.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/mman.h>
+#include <sys/resource.h>
+#include <sys/stat.h>
+#include <sys/utsname.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#define NSHARDS 3
+
+static const char *ALL_MODES[] = {"sequential", "mmap-in-order", "mmap-shuffled", "global", "block", "ranges"};
+#define NMODES 6
+
+struct opts {
+    const char *dir;
+    uint64_t size, row;
+    int local, slowfs, json, keep, uring;
+    long delay_us, ra_kb;
+    uint64_t seed;
+    unsigned qd, batch, buffer_blocks, rounds;
+    uint64_t block_bytes;
+    const char *slowfs_bin;
+    int want[NMODES];
+};
+
+struct result {
+    const char *mode;
+    const char *fs;
+    double seconds;
+    long major_faults;
+    uint64_t read_bytes;
+    long long requests;       /* -1 = not measured (local) */
+    double mean_request_bytes;
+    double quality;
+    int failed;
+};
+
+static void usage(FILE *out) {
+    fprintf(out,
+            "usage: pagein bench shuffle [--dir DIR] [--slowfs] [--size S] [--json] [options]\n"
+            "\n"
+            "Reads a dataset of rows in six ways, cold each time, and reports seconds, slowdown\n"
+            "against sequential read(), major faults, bytes read, requests seen by slowfs and\n"
+            "their mean size, and the shuffle quality of the order (1.0 = full permutation).\n"
+            "\n"
+            "  --dir DIR          where the shard files live (created if missing or of another\n"
+            "                     size; kept). Default: a temporary directory under /var/tmp, removed\n"
+            "  --size S           dataset size (default 1G), split into 3 shard files\n"
+            "  --row S            row size (default 32K)\n"
+            "  --slowfs           also run every mode through tools/slowfs (FUSE, --delay-us per request)\n"
+            "  --slowfs-only      run only through slowfs\n"
+            "  --delay-us N       slowfs delay per read request (default 1000)\n"
+            "  --slowfs-ra-kb N   readahead window of the slowfs mount in KiB (default 4: page faults\n"
+            "                     get no read-around, as on Lustre and as Linux does once a file's\n"
+            "                     faults keep missing; large read()s still go out as 128 KiB\n"
+            "                     requests); -1 keeps the kernel's 128 KiB (docs/TRAINING-DATA.md)\n"
+            "  --slowfs-bin PATH  slowfs binary (default: slowfs next to the pagein executable)\n"
+            "  --modes LIST       comma-separated subset of: sequential,mmap-in-order,mmap-shuffled,\n"
+            "                     global,block,ranges (default all)\n"
+            "  --seed N           shuffle seed (default 1234)\n"
+            "  --rounds N         run all modes N times in turn, keep each mode's fastest (default 1)\n"
+            "  --qd N             queue depth of global and ranges (default 32)\n"
+            "  --batch N          rows per ranges call (default 256)\n"
+            "  --threads          ranges: read with threads even where io_uring is available\n"
+            "  --block-size S     block reader block size (default 16M)\n"
+            "  --buffer-blocks N  block reader buffer, in blocks (default 8)\n"
+            "  --json             JSON: {\"modes\": [{\"mode\", \"fs\", \"seconds\", \"major_faults\",\n"
+            "                     \"read_bytes\", \"requests\", \"mean_request_bytes\", \"quality\", ...}]}\n"
+            "\n"
+            "read_bytes is /proc/self/io read_bytes on local disk and the bytes slowfs served on\n"
+            "slowfs; requests and mean_request_bytes are null on local disk. Exit: 0 ok, 1 a mode\n"
+            "failed, 2 usage or I/O error.\n");
+}
+
+/* ---- measurement helpers ----------------------------------------------- */
+
+static long major_faults(void) {
+    struct rusage ru;
+    getrusage(RUSAGE_SELF, &ru);
+    return ru.ru_majflt;
+}
+
+static uint64_t proc_read_bytes(void) {
+    FILE *f = fopen("/proc/self/io", "r");
+    if (!f) return 0;
+    char line[256];
+    uint64_t v = 0;
+    while (fgets(line, sizeof line, f))
+        if (sscanf(line, "read_bytes: %" SCNu64, &v) == 1) break;
+    fclose(f);
+    return v;
+}
+
+static int slowfs_counters(const char *mnt, uint64_t *req, uint64_t *bytes) {
+    char path[PATH_MAX + 32];
+    snprintf(path, sizeof path, "%s/.slowfs-stats", mnt);
+    FILE *f = fopen(path, "r");
+    if (!f) return -1;
+    char line[256];
+    *req = *bytes = 0;
+    while (fgets(line, sizeof line, f)) {
+        sscanf(line, "requests %" SCNu64, req);
+        sscanf(line, "bytes %" SCNu64, bytes);
+    }
+    fclose(f);
+    return 0;
+}
+
+static volatile uint64_t sink;
+
+/* Touches every cache line of a sample, as a consumer would. */
+static void consume(const void *p, uint64_t n) {
+    const uint8_t *b = p;
+    uint64_t s = 0;
+    for (uint64_t i = 0; i + 8 <= n; i += 64) {
+        uint64_t v;
+        memcpy(&v, b + i, 8);
+        s += v;
+    }
+    sink += s;
+}
+
+static void evict(char paths[][PATH_MAX], int n) {
+    for (int i = 0; i < n; i++) {
+        int fd = open(paths[i], O_RDONLY);
+        if (fd < 0) continue;
+        fdatasync(fd);
+        posix_fadvise(fd, 0, 0, POSIX_FADV_DONTNEED);
+        close(fd);
+    }
+}
+
+/* Fraction of the shards' pages resident in the page cache (mincore). */
+static double resident_fraction(char paths[][PATH_MAX], int n) {
+    uint64_t pages = 0, res = 0;
+    long ps = sysconf(_SC_PAGESIZE);
+    for (int i = 0; i < n; i++) {
+        int fd = open(paths[i], O_RDONLY);
+        if (fd < 0) continue;
+        struct stat st;
+        if (fstat(fd, &st) == 0 && st.st_size > 0) {
+            void *m = mmap(NULL, (size_t)st.st_size, PROT_READ, MAP_SHARED, fd, 0);
+            if (m != MAP_FAILED) {
+                size_t np = ((size_t)st.st_size + (size_t)ps - 1) / (size_t)ps;
+                unsigned char *v = malloc(np);
+                if (v && mincore(m, (size_t)st.st_size, v) == 0)
+                    for (size_t j = 0; j < np; j++) res += v[j] & 1;
+                pages += np;
+                free(v);
+                munmap(m, (size_t)st.st_size);
+            }
+        }
+        close(fd);
+    }
+    return pages ? (double)res / (double)pages : 0.0;
+}
+
+/* ---- dataset ------------------------------------------------------------ */
+
+static int make_shards(const struct opts *o, char paths[][PATH_MAX], uint64_t rows) {
+    uint8_t *buf = malloc(1 << 20);
+    if (!buf) return -ENOMEM;
+    uint64_t x = 88172645463325252ull;
+    for (size_t i = 0; i < (1u << 20); i++) {
+        x ^= x << 13, x ^= x >> 7, x ^= x << 17;
+        buf[i] = (uint8_t)x;
+    }
+    int rc = 0;
+    for (int s = 0; s < NSHARDS && rc == 0; s++) {
+        uint64_t r0 = rows * (uint64_t)s / NSHARDS, r1 = rows * (uint64_t)(s + 1) / NSHARDS;
+        uint64_t want = (r1 - r0) * o->row;
+        snprintf(paths[s], PATH_MAX, "%s/shuffle-bench-%d.bin", o->dir, s);
+        struct stat st;
+        if (stat(paths[s], &st) == 0 && (uint64_t)st.st_size == want) continue;
+        int fd = open(paths[s], O_WRONLY | O_CREAT | O_TRUNC, 0644);
+        if (fd < 0) {
+            rc = -errno;
+            break;
+        }
+        for (uint64_t done = 0; done < want;) {
+            size_t k = want - done < (1u << 20) ? (size_t)(want - done) : (1u << 20);
+            buf[0] = (uint8_t)done, buf[1] = (uint8_t)(done >> 20); /* rows differ */
+            ssize_t w = write(fd, buf, k);
+            if (w <= 0) {
+                rc = w < 0 ? -errno : -EIO;
+                break;
+            }
+            done += (uint64_t)w;
+        }
+        if (rc == 0 && fsync(fd) < 0) rc = -errno;
+        close(fd);
+    }
+    free(buf);
+    return rc;
+}
+
+/* ---- modes -------------------------------------------------------------- */
+
+static int run_sequential(char paths[][PATH_MAX], uint64_t *ids, size_t *nids) {
+    uint8_t *buf = malloc(1 << 20);
+    if (!buf) return -ENOMEM;
+    int rc = 0;
+    for (int s = 0; s < NSHARDS && rc == 0; s++) {
+        int fd = open(paths[s], O_RDONLY);
+        if (fd < 0) {
+            rc = -errno;
+            break;
+        }
+        ssize_t n;
+        while ((n = read(fd, buf, 1 << 20)) > 0) consume(buf, (uint64_t)n);
+        if (n < 0) rc = -errno;
+        close(fd);
+    }
+    free(buf);
+    *nids = 0; /* file order: quality 0 by definition */
+    (void)ids;
+    return rc;
+}
+
+static int run_reader(pagein_dataset *d, const struct opts *o, pagein_reader_kind kind, uint32_t flags,
+                      uint64_t *ids, size_t *nids) {
+    pagein_reader_opts ro = PAGEIN_READER_OPTS_INIT;
+    ro.kind = kind;
+    ro.flags = flags;
+    ro.seed = o->seed;
+    ro.queue_depth = o->qd;
+    ro.batch = o->batch;
+    ro.block_bytes = o->block_bytes;
+    ro.buffer_blocks = o->buffer_blocks;
+    pagein_reader *r;
+    int rc = pagein_reader_open(&r, d, &ro);
+    if (rc < 0) return rc;
+    pagein_sample s;
+    size_t n = 0;
+    while ((rc = pagein_reader_next(r, &s)) == 1) {
+        consume(s.data, s.length);
+        ids[n++] = s.id;
+    }
+    pagein_reader_close(r);
+    *nids = n;
+    return rc;
+}
+
+static int run_ranges(pagein_dataset *d, const struct opts *o, uint64_t *ids, size_t *nids) {
+    uint64_t n = pagein_dataset_count(d);
+    pagein_permutation(ids, n, pagein_epoch_seed(o->seed, 0));
+    /* Own descriptors with POSIX_FADV_RANDOM, as the global reader uses:
+     * each merged read is exactly what is wanted, readahead would only add
+     * to it. */
+    int fds[NSHARDS];
+    size_t nf = pagein_dataset_file_count(d);
+    for (size_t i = 0; i < nf; i++) {
+        fds[i] = open(pagein_dataset_path(d, i), O_RDONLY | O_CLOEXEC);
+        if (fds[i] < 0) {
+            int e = -errno;
+            while (i--) close(fds[i]);
+            return e;
+        }
+        posix_fadvise(fds[i], 0, 0, POSIX_FADV_RANDOM);
+    }
+    uint8_t *buf = malloc((size_t)o->batch * o->row);
+    pagein_range *req = calloc(o->batch, sizeof *req);
+    if (!buf || !req) {
+        free(buf);
+        free(req);
+        for (size_t i = 0; i < nf; i++) close(fds[i]);
+        return -ENOMEM;
+    }
+    pagein_ranges_opts ro = PAGEIN_RANGES_OPTS_INIT;
+    ro.queue_depth = o->qd;
+    if (o->uring) ro.flags |= PAGEIN_RANGES_URING;
+    int rc = 0;
+    for (uint64_t pos = 0; pos < n && rc == 0; pos += o->batch) {
+        size_t k = n - pos < o->batch ? (size_t)(n - pos) : o->batch;
+        for (size_t i = 0; i < k; i++) {
+            pagein_sample_loc l;
+            pagein_dataset_locate(d, ids[pos + i], &l);
+            req[i] = (pagein_range){l.file, l.offset, l.length, buf + i * o->row};
+        }
+        rc = pagein_read_ranges(fds, nf, req, k, &ro, NULL);
+        for (size_t i = 0; i < k && rc == 0; i++) consume(req[i].dst, req[i].length);
+    }
+    free(buf);
+    free(req);
+    for (size_t i = 0; i < nf; i++) close(fds[i]);
+    *nids = (size_t)n;
+    return rc;
+}
+
+/* Runs every wanted mode over the shards at paths (local files or the same
+ * files seen through a slowfs mount at mnt). */
+static int run_all(const struct opts *o, char paths[][PATH_MAX], char local[][PATH_MAX], const char *fs,
+                   const char *mnt, struct result *res, int *nres) {
+    const char *pp[NSHARDS] = {paths[0], paths[1], paths[2]};
+    pagein_dataset *d;
+    int rc = pagein_dataset_open_records(&d, pp, NSHARDS, o->row);
+    if (rc < 0) {
+        cli_error("bench shuffle", rc, "cannot open the shards");
+        return EXIT_USAGE;
+    }
+    uint64_t n = pagein_dataset_count(d);
+    uint64_t *ids = malloc(n * sizeof *ids);
+    if (!ids) {
+        pagein_dataset_close(d);
+        return EXIT_USAGE;
+    }
+    int status = EXIT_OK, first = *nres;
+    /* Rounds run every mode in turn (so that noise from other work on the
+     * machine hits all modes alike); each mode keeps its fastest round. */
+    for (unsigned round = 0; round < o->rounds; round++)
+    for (int m = 0, slot = first; m < NMODES; m++) {
+        if (!o->want[m]) continue;
+        evict(local, NSHARDS);
+        if (mnt) evict(paths, NSHARDS);
+        struct result cur, *r = &cur;
+        memset(r, 0, sizeof *r);
+        r->mode = ALL_MODES[m];
+        r->fs = fs;
+        uint64_t req0 = 0, by0 = 0, req1 = 0, by1 = 0;
+        if (mnt) slowfs_counters(mnt, &req0, &by0);
+        uint64_t rb0 = proc_read_bytes();
+        long mf0 = major_faults();
+        size_t nids = 0;
+        double t0 = cli_now();
+        switch (m) {
+        case 0: rc = run_sequential(paths, ids, &nids); break;
+        case 1: rc = run_reader(d, o, PAGEIN_READER_MMAP, PAGEIN_READER_IN_ORDER, ids, &nids); break;
+        case 2: rc = run_reader(d, o, PAGEIN_READER_MMAP, 0, ids, &nids); break;
+        case 3: rc = run_reader(d, o, PAGEIN_READER_GLOBAL, 0, ids, &nids); break;
+        case 4: rc = run_reader(d, o, PAGEIN_READER_BLOCK, 0, ids, &nids); break;
+        default: rc = run_ranges(d, o, ids, &nids); break;
+        }
+        r->seconds = cli_now() - t0;
+        r->major_faults = major_faults() - mf0;
+        if (mnt) {
+            slowfs_counters(mnt, &req1, &by1);
+            r->read_bytes = by1 - by0;
+            r->requests = (long long)(req1 - req0);
+            r->mean_request_bytes = req1 > req0 ? (double)(by1 - by0) / (double)(req1 - req0) : 0;
+        } else {
+            r->read_bytes = proc_read_bytes() - rb0;
+            r->requests = -1;
+        }
+        r->quality = nids >= 3 ? pagein_shuffle_quality(ids, nids) : 0.0;
+        if (rc < 0) {
+            cli_error("bench shuffle", rc, "mode %s on %s failed", r->mode, fs);
+            r->failed = 1;
+            status = EXIT_INVALID;
+        }
+        if (!o->json) fprintf(stderr, "  round %u %-14s %-6s %8.3f s\n", round + 1, r->mode, fs, r->seconds);
+        struct result *keep = &res[slot++];
+        if (round == 0 || r->failed || (!keep->failed && r->seconds < keep->seconds)) *keep = *r;
+        if (round == 0) (*nres)++;
+    }
+    free(ids);
+    pagein_dataset_close(d);
+    return status;
+}
+
+/* ---- slowfs ------------------------------------------------------------- */
+
+static int mounted(const char *mnt) {
+    FILE *f = fopen("/proc/mounts", "r");
+    if (!f) return 0;
+    char line[PATH_MAX * 2];
+    int found = 0;
+    while (!found && fgets(line, sizeof line, f)) {
+        char dev[256], dir[PATH_MAX], type[64];
+        if (sscanf(line, "%255s %4095s %63s", dev, dir, type) == 3 && strcmp(dir, mnt) == 0 &&
+            strcmp(type, "fuse.slowfs") == 0)
+            found = 1;
+    }
+    fclose(f);
+    return found;
+}
+
+static pid_t slowfs_start(const struct opts *o, const char *src, const char *mnt) {
+    char delay[32], ra[32];
+    snprintf(delay, sizeof delay, "%ld", o->delay_us);
+    snprintf(ra, sizeof ra, "%ld", o->ra_kb);
+    pid_t pid = fork();
+    if (pid < 0) return -1;
+    if (pid == 0) {
+        int nul = open("/dev/null", O_RDWR);
+        if (nul >= 0) dup2(nul, 0), dup2(nul, 1);
+        if (o->ra_kb >= 0)
+            execl(o->slowfs_bin, o->slowfs_bin, "--delay-us", delay, "--ra-kb", ra, src, mnt, (char *)NULL);
+        else
+            execl(o->slowfs_bin, o->slowfs_bin, "--delay-us", delay, src, mnt, (char *)NULL);
+        _exit(127);
+    }
+    for (int i = 0; i < 400; i++) {
+        if (mounted(mnt)) return pid;
+        int st;
+        if (waitpid(pid, &st, WNOHANG) == pid) return -1;
+        usleep(25000);
+    }
+    kill(pid, SIGTERM);
+    waitpid(pid, NULL, 0);
+    return -1;
+}
+
+static void slowfs_stop(pid_t pid, const char *mnt) {
+    pid_t p = fork();
+    if (p == 0) {
+        int nul = open("/dev/null", O_RDWR);
+        if (nul >= 0) dup2(nul, 1), dup2(nul, 2);
+        execlp("fusermount3", "fusermount3", "-u", mnt, (char *)NULL);
+        _exit(127);
+    }
+    if (p > 0) waitpid(p, NULL, 0);
+    for (int i = 0; i < 200; i++) {
+        if (waitpid(pid, NULL, WNOHANG) == pid) return;
+        usleep(25000);
+    }
+    kill(pid, SIGTERM);
+    waitpid(pid, NULL, 0);
+}
+
+/* ---- output ------------------------------------------------------------- */
+
+static double seq_seconds(const struct result *res, int n, const char *fs) {
+    for (int i = 0; i < n; i++)
+        if (strcmp(res[i].fs, fs) == 0 && strcmp(res[i].mode, "sequential") == 0 && !res[i].failed)
+            return res[i].seconds;
+    return 0;
+}
+
+static void print_table(const struct opts *o, const struct result *res, int n) {
+    printf("%-14s %-6s %9s %9s %12s %11s %9s %10s %8s\n", "mode", "fs", "seconds", "slowdown", "major_faults",
+           "read_MiB", "requests", "mean_KiB", "quality");
+    for (int i = 0; i < n; i++) {
+        const struct result *r = &res[i];
+        double base = seq_seconds(res, n, r->fs);
+        char sd[32], rq[32], mr[32];
+        snprintf(sd, sizeof sd, base > 0 ? "%.2fx" : "-", base > 0 ? r->seconds / base : 0.0);
+        if (r->requests >= 0) {
+            snprintf(rq, sizeof rq, "%lld", r->requests);
+            snprintf(mr, sizeof mr, "%.1f", r->mean_request_bytes / 1024);
+        } else {
+            snprintf(rq, sizeof rq, "-");
+            snprintf(mr, sizeof mr, "-");
+        }
+        printf("%-14s %-6s %9.3f %9s %12ld %11.1f %9s %10s %8.3f%s\n", r->mode, r->fs, r->seconds, sd, r->major_faults,
+               (double)r->read_bytes / 1048576.0, rq, mr, r->quality, r->failed ? "  FAILED" : "");
+    }
+    (void)o;
+}
+
+static void print_json(const struct opts *o, const struct result *res, int n, const char *kernel, double resident) {
+    printf("{\n  \"benchmark\": \"shuffle\",\n  \"size_bytes\": %" PRIu64 ",\n  \"row_bytes\": %" PRIu64
+           ",\n  \"rows\": %" PRIu64 ",\n  \"shards\": %d,\n  \"seed\": %" PRIu64 ",\n  \"queue_depth\": %u,\n"
+           "  \"batch\": %u,\n  \"block_bytes\": %" PRIu64 ",\n  \"buffer_blocks\": %u,\n  \"slowfs_delay_us\": %ld,\n"
+           "  \"slowfs_ra_kb\": %ld,\n  \"rounds\": %u,\n  \"ranges_engine\": \"%s\",\n"
+           "  \"kernel\": ",
+           o->size / o->row * o->row, o->row, o->size / o->row, NSHARDS, o->seed, o->qd, o->batch, o->block_bytes,
+           o->buffer_blocks, o->delay_us, o->ra_kb, o->rounds, o->uring ? "io_uring" : "threads");
+    cli_json_str(stdout, kernel, strlen(kernel));
+    printf(",\n  \"resident_after_evict\": %.4f,\n  \"modes\": [", resident);
+    for (int i = 0; i < n; i++) {
+        const struct result *r = &res[i];
+        double base = seq_seconds(res, n, r->fs);
+        printf("%s\n    {\"mode\": \"%s\", \"fs\": \"%s\", \"seconds\": %.6f, \"slowdown\": ", i ? "," : "", r->mode,
+               r->fs, r->seconds);
+        if (base > 0)
+            printf("%.4f", r->seconds / base);
+        else
+            printf("null");
+        printf(", \"major_faults\": %ld, \"read_bytes\": %" PRIu64 ", \"requests\": ", r->major_faults, r->read_bytes);
+        if (r->requests >= 0)
+            printf("%lld, \"mean_request_bytes\": %.1f", r->requests, r->mean_request_bytes);
+        else
+            printf("null, \"mean_request_bytes\": null");
+        printf(", \"quality\": %.4f, \"ok\": %s}", r->quality, r->failed ? "false" : "true");
+    }
+    printf("\n  ]\n}\n");
+}
+
+/* ---- main --------------------------------------------------------------- */
+
+static int parse_u(const char *s, unsigned *out) {
+    char *e;
+    unsigned long v = strtoul(s, &e, 10);
+    if (*e || v == 0 || v > 1u << 20) return -1;
+    *out = (unsigned)v;
+    return 0;
+}
+
+static int bench_shuffle_main(int argc, char **argv) {
+    struct opts o = {.size = 1ull << 30, .row = 32 << 10, .local = 1, .delay_us = 1000, .ra_kb = 4, .seed = 1234, .qd = 32,
+                     .batch = 256, .buffer_blocks = 8, .rounds = 1, .block_bytes = 16 << 20};
+    for (int m = 0; m < NMODES; m++) o.want[m] = 1;
+    o.uring = pagein_ranges_uring_available();
+    char self_dir[PATH_MAX] = ".", slowfs_default[PATH_MAX + 16];
+    ssize_t sl = readlink("/proc/self/exe", self_dir, sizeof self_dir - 1);
+    if (sl > 0) {
+        self_dir[sl] = 0;
+        char *slash = strrchr(self_dir, '/');
+        if (slash) *slash = 0;
+    }
+    snprintf(slowfs_default, sizeof slowfs_default, "%s/slowfs", self_dir);
+    o.slowfs_bin = slowfs_default;
+    for (int i = 1; i < argc; i++) {
+        const char *a = argv[i];
+        const char *v = i + 1 < argc ? argv[i + 1] : NULL;
+        int bad = 0;
+        if (cli_is_help(a)) {
+            usage(stdout);
+            return EXIT_OK;
+        } else if (!strcmp(a, "--json"))
+            o.json = 1;
+        else if (!strcmp(a, "--threads"))
+            o.uring = 0;
+        else if (!strcmp(a, "--slowfs"))
+            o.slowfs = 1;
+        else if (!strcmp(a, "--slowfs-only"))
+            o.slowfs = 1, o.local = 0;
+        else if (!v)
+            bad = 1;
+        else if (!strcmp(a, "--dir"))
+            o.dir = v, i++;
+        else if (!strcmp(a, "--size"))
+            bad = cli_parse_size(v, &o.size) < 0, i++;
+        else if (!strcmp(a, "--row"))
+            bad = cli_parse_size(v, &o.row) < 0 || o.row == 0, i++;
+        else if (!strcmp(a, "--block-size"))
+            bad = cli_parse_size(v, &o.block_bytes) < 0 || o.block_bytes == 0, i++;
+        else if (!strcmp(a, "--delay-us"))
+            o.delay_us = atol(v), bad = o.delay_us < 0, i++;
+        else if (!strcmp(a, "--seed"))
+            o.seed = strtoull(v, NULL, 0), i++;
+        else if (!strcmp(a, "--qd"))
+            bad = parse_u(v, &o.qd) < 0 || o.qd > 256, i++;
+        else if (!strcmp(a, "--rounds"))
+            bad = parse_u(v, &o.rounds) < 0 || o.rounds > 100, i++;
+        else if (!strcmp(a, "--batch"))
+            bad = parse_u(v, &o.batch) < 0, i++;
+        else if (!strcmp(a, "--buffer-blocks"))
+            bad = parse_u(v, &o.buffer_blocks) < 0, i++;
+        else if (!strcmp(a, "--slowfs-ra-kb"))
+            o.ra_kb = atol(v), i++;
+        else if (!strcmp(a, "--slowfs-bin"))
+            o.slowfs_bin = v, i++;
+        else if (!strcmp(a, "--modes")) {
+            for (int m = 0; m < NMODES; m++) o.want[m] = 0;
+            char *list = strdup(v);
+            for (char *t = strtok(list, ","); t; t = strtok(NULL, ",")) {
+                int found = 0;
+                for (int m = 0; m < NMODES; m++)
+                    if (!strcmp(t, ALL_MODES[m])) o.want[m] = found = 1;
+                if (!found) bad = 1;
+            }
+            free(list);
+            i++;
+        } else
+            bad = 1;
+        if (bad) {
+            cli_error("bench shuffle", 0, "bad argument '%s%s%s' (see --help)", a, v ? " " : "", v ? v : "");
+            return EXIT_USAGE;
+        }
+    }
+    if (o.size / o.row < NSHARDS * 3) {
+        cli_error("bench shuffle", 0, "--size must hold at least %d rows", NSHARDS * 3);
+        return EXIT_USAGE;
+    }
+    if (o.slowfs && access(o.slowfs_bin, X_OK) != 0) {
+        cli_error("bench shuffle", 0, "--slowfs: %s not found (build it: needs libfuse3-dev; or --slowfs-bin)",
+                  o.slowfs_bin);
+        return EXIT_USAGE;
+    }
+    char tmpdir[] = "/var/tmp/pagein-shuffle-XXXXXX";
+    int own_dir = 0;
+    if (!o.dir) {
+        if (!mkdtemp(tmpdir)) {
+            cli_error("bench shuffle", -errno, "mkdtemp");
+            return EXIT_USAGE;
+        }
+        o.dir = tmpdir;
+        own_dir = 1;
+    } else if (mkdir(o.dir, 0755) < 0 && errno != EEXIST) {
+        cli_error("bench shuffle", -errno, "cannot create %s", o.dir);
+        return EXIT_USAGE;
+    }
+    char absdir[PATH_MAX];
+    if (!realpath(o.dir, absdir)) {
+        cli_error("bench shuffle", -errno, "%s", o.dir);
+        return EXIT_USAGE;
+    }
+    o.dir = absdir;
+    static char local[NSHARDS][PATH_MAX], via[NSHARDS][PATH_MAX];
+    uint64_t rows = o.size / o.row;
+    struct utsname un;
+    uname(&un);
+    char kernel[256];
+    snprintf(kernel, sizeof kernel, "%s %s", un.sysname, un.release);
+    if (!o.json)
+        fprintf(stderr, "pagein bench shuffle: %" PRIu64 " rows of %" PRIu64 " bytes in %d shards under %s (%s)\n",
+                rows, o.row, NSHARDS, o.dir, kernel);
+    int rc = make_shards(&o, local, rows);
+    if (rc < 0) {
+        cli_error("bench shuffle", rc, "cannot write the shards under %s", o.dir);
+        return EXIT_USAGE;
+    }
+    evict(local, NSHARDS);
+    double resident = resident_fraction(local, NSHARDS);
+    struct result res[2 * NMODES];
+    int nres = 0, status = EXIT_OK;
+    if (o.local) status = run_all(&o, local, local, "local", NULL, res, &nres);
+    if (o.slowfs && status != EXIT_USAGE) {
+        char mnt[PATH_MAX + 16];
+        snprintf(mnt, sizeof mnt, "%s.mnt", o.dir);
+        mkdir(mnt, 0755);
+        pid_t pid = slowfs_start(&o, o.dir, mnt);
+        if (pid < 0) {
+            cli_error("bench shuffle", 0, "slowfs did not mount %s (is /dev/fuse usable? fusermount3 installed?)", mnt);
+            rmdir(mnt);
+            status = EXIT_USAGE;
+        } else {
+            if (!o.json) fprintf(stderr, "slowfs: %s at %s, %ld us per read request\n", o.dir, mnt, o.delay_us);
+            for (int s = 0; s < NSHARDS; s++)
+                snprintf(via[s], PATH_MAX, "%.3000s/%.1000s", mnt, strrchr(local[s], '/') + 1);
+            int st = run_all(&o, via, local, "slowfs", mnt, res, &nres);
+            if (st > status) status = st;
+            slowfs_stop(pid, mnt);
+            rmdir(mnt);
+        }
+    }
+    if (o.json)
+        print_json(&o, res, nres, kernel, resident);
+    else {
+        char ra[32];
+        if (o.ra_kb >= 0)
+            snprintf(ra, sizeof ra, "%ld KiB", o.ra_kb);
+        else
+            snprintf(ra, sizeof ra, "kernel default");
+        printf("# %" PRIu64 " rows x %" PRIu64 " B = %.0f MiB in %d shards, cold (%.1f%% resident after DONTNEED), "
+               "qd %u, batch %u (ranges via %s), block %" PRIu64 " KiB x %u, slowfs %ld us/request ra %s, %u round(s), %s\n",
+               rows, o.row, (double)(rows * o.row) / 1048576.0, NSHARDS, resident * 100, o.qd, o.batch,
+               o.uring ? "io_uring" : "threads",
+               o.block_bytes >> 10, o.buffer_blocks, o.delay_us, ra, o.rounds, kernel);
+        print_table(&o, res, nres);
+    }
+    if (own_dir && !o.keep) {
+        for (int s = 0; s < NSHARDS; s++) unlink(local[s]);
+        rmdir(o.dir);
+    }
+    return status;
+}
+
+CLI_COMMAND(bench_shuffle, "bench-shuffle", "training-data benchmark: shuffled reads, cold, local and slowfs",
+            bench_shuffle_main)

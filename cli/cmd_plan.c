@@ -1,0 +1,111 @@
+/* cmd_plan.c - `pagein plan MODEL`: what pagein_model_open would do with
+ * MODEL: its files, layers, and the strategy AUTO picks and why. Opens the
+ * model LAZY (headers only); reads no tensor data. */
+#include "cli.h"
+
+#include <stdlib.h>
+#include <string.h>
+
+static void usage(FILE *out) {
+    fputs("usage: pagein plan MODEL [--json]\n"
+          "\n"
+          "Shows how pagein would load MODEL (a file, a sharded safetensors index, a GGUF\n"
+          "split set or a directory): the files in shard order, the layers and their sizes,\n"
+          "and the strategy `auto` chooses from the filesystem type, the disk, the model\n"
+          "size and available memory, with the reason. Reads headers only.\n"
+          "Exit status: 0 ok, 1 the model is invalid, 2 usage or I/O error.\n",
+          out);
+}
+
+static int plan_main(int argc, char **argv) {
+    const char *path = NULL;
+    int json = 0;
+    for (int i = 1; i < argc; i++) {
+        if (cli_is_help(argv[i])) {
+            usage(stdout);
+            return EXIT_OK;
+        } else if (strcmp(argv[i], "--json") == 0) json = 1;
+        else if (argv[i][0] == '-' || path) {
+            usage(stderr);
+            return EXIT_USAGE;
+        } else path = argv[i];
+    }
+    if (!path) {
+        usage(stderr);
+        return EXIT_USAGE;
+    }
+    pagein_model *m;
+    pagein_model_opts o = PAGEIN_MODEL_OPTS_INIT;
+    o.strategy = PAGEIN_STRATEGY_LAZY;
+    int rc = pagein_model_open(&m, path, &o);
+    if (rc < 0) {
+        cli_error("plan", rc, "cannot open %s", path);
+        return rc > -4096 ? EXIT_USAGE : EXIT_INVALID;
+    }
+    char why[256];
+    uint64_t budget = 0;
+    pagein_strategy s = pagein_model_auto_plan(m, &budget, why, sizeof why);
+    size_t nf = pagein_model_file_count(m);
+    uint64_t total = 0;
+    for (size_t i = 0; i < nf; i++) {
+        pagein_file_info fi;
+        pagein_file_get_info(pagein_model_file(m, i), &fi);
+        total += fi.file_size;
+    }
+    int32_t L = pagein_model_layer_count(m);
+    if (json) {
+        printf("{\"model\": ");
+        cli_json_str(stdout, path, strlen(path));
+        printf(", \"bytes\": %llu, \"tensors\": %zu, \"layers\": %d, \"strategy\": \"%s\", \"budget_bytes\": %llu, "
+               "\"why\": ",
+               (unsigned long long)total, pagein_model_tensor_count(m), L, pagein_strategy_name(s),
+               (unsigned long long)budget);
+        cli_json_str(stdout, why, strlen(why));
+        printf(", \"files\": [");
+        for (size_t i = 0; i < nf; i++) {
+            pagein_file_info fi;
+            pagein_file_get_info(pagein_model_file(m, i), &fi);
+            printf("%s{\"path\": ", i ? ", " : "");
+            cli_json_str(stdout, fi.path, strlen(fi.path));
+            printf(", \"bytes\": %llu, \"tensors\": %zu, \"format\": \"%s\"}", (unsigned long long)fi.file_size,
+                   fi.n_tensors, fi.format == PAGEIN_FORMAT_GGUF ? "gguf" : fi.format == PAGEIN_FORMAT_TORCH ? "torch" : "safetensors");
+        }
+        printf("], \"layer_groups\": [");
+        for (int32_t l = -1; l <= L; l++) {
+            const pagein_tensor *const *lt;
+            size_t n = pagein_model_layer_tensors(m, l, &lt);
+            uint64_t b = 0;
+            for (size_t i = 0; i < n; i++) b += lt[i]->nbytes;
+            printf("%s{\"layer\": %d, \"tensors\": %zu, \"bytes\": %llu}", l > -1 ? ", " : "", l, n, (unsigned long long)b);
+        }
+        printf("]}\n");
+    } else {
+        char hb[32];
+        printf("%s: %s in %zu file%s, %zu tensors, %d layers\n", path, cli_human_bytes(total, hb, sizeof hb), nf,
+               nf == 1 ? "" : "s", pagein_model_tensor_count(m), L);
+        for (size_t i = 0; i < nf; i++) {
+            pagein_file_info fi;
+            pagein_file_get_info(pagein_model_file(m, i), &fi);
+            printf("  file %zu: %s (%s, %zu tensors)\n", i, fi.path, cli_human_bytes(fi.file_size, hb, sizeof hb),
+                   fi.n_tensors);
+        }
+        for (int32_t l = -1; l <= L; l++) {
+            const pagein_tensor *const *lt;
+            size_t n = pagein_model_layer_tensors(m, l, &lt);
+            uint64_t b = 0;
+            for (size_t i = 0; i < n; i++) b += lt[i]->nbytes;
+            if (l == -1 || l == L || l < 2 || l == L - 1)
+                printf("  %-14s %3zu tensors %12s\n",
+                       l == -1 ? "leading" : l == L ? "trailing" : (snprintf(hb, sizeof hb, "layer %d", l), hb), n,
+                       cli_human_bytes(b, (char[32]){0}, 32));
+            else if (l == 2)
+                printf("  ...\n");
+        }
+        printf("strategy: %s\n  %s\n", pagein_strategy_name(s), why);
+        if (budget) printf("  budget: %s\n", cli_human_bytes(budget, hb, sizeof hb));
+    }
+    pagein_model_close(m);
+    return EXIT_OK;
+}
+
+CLI_COMMAND(plan, "plan", "show how a model would be loaded: files, layers, the auto strategy and why", plan_main)

@@ -1,0 +1,187 @@
+/* cmd_read_samples.c - `pagein read-samples`: stream the samples of a
+ * training dataset (fixed-size records over shard files, or a Megatron-LM
+ * indexed dataset) in a reader's order, or just their ids, for inspection
+ * and for piping into other tools. */
+#include "cli.h"
+
+#include <errno.h>
+#include <inttypes.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+static void usage(FILE *out) {
+    fprintf(out,
+            "usage: pagein read-samples [OPTIONS] --records SIZE FILE...\n"
+            "       pagein read-samples [OPTIONS] --megatron PREFIX\n"
+            "\n"
+            "Reads every sample of one epoch in a reader's order and writes the samples' bytes\n"
+            "to stdout (or, with --ids, their ids one per line).\n"
+            "\n"
+            "  --records SIZE     fixed-size records of SIZE bytes over the FILEs, in order\n"
+            "  --megatron PREFIX  Megatron-LM indexed dataset PREFIX.idx + PREFIX.bin (validated)\n"
+            "  --mode M           global (default), block, ranges or mmap\n"
+            "  --seed N           order seed (default 0)\n"
+            "  --epoch N          epoch number (default 0): the order depends on (seed, epoch)\n"
+            "  --in-order         no shuffling\n"
+            "  --ids              print sample ids instead of bytes\n"
+            "  --limit N          stop after N samples\n"
+            "  --qd N             global/ranges: reads in flight (default 32)\n"
+            "  --batch N          global/ranges: samples per batch (default 256)\n"
+            "  --block-size S     block: block size (default 16M)\n"
+            "  --buffer-blocks N  block: blocks in memory (default 8)\n"
+            "  --stats            print counters and the shuffle quality to stderr\n"
+            "  --json             one JSON object: mode, samples, ids, quality, I/O counters\n"
+            "\n"
+            "Exit status: 0 ok, 1 invalid dataset, 2 usage or I/O error.\n");
+}
+
+static int exit_for(int rc) { return rc <= PAGEIN_E_BASE && rc > PAGEIN_E_LAST ? EXIT_INVALID : EXIT_USAGE; }
+
+static int read_samples_main(int argc, char **argv) {
+    uint64_t rec = 0, seed = 0, epoch = 0, limit = UINT64_MAX;
+    const char *megatron = NULL;
+    int ids_only = 0, json = 0, stats = 0, in_order = 0;
+    pagein_reader_opts ro = PAGEIN_READER_OPTS_INIT;
+    const char **files = calloc((size_t)argc, sizeof *files);
+    size_t nfiles = 0;
+    if (!files) return EXIT_USAGE;
+    int status = EXIT_USAGE;
+    for (int i = 1; i < argc; i++) {
+        const char *a = argv[i], *v = i + 1 < argc ? argv[i + 1] : NULL;
+        int bad = 0;
+        char *end = NULL;
+        if (cli_is_help(a)) {
+            usage(stdout);
+            free(files);
+            return EXIT_OK;
+        }
+        /* flags without a value */
+        int *flag = !strcmp(a, "--ids") ? &ids_only : !strcmp(a, "--json") ? &json
+                  : !strcmp(a, "--stats") ? &stats : !strcmp(a, "--in-order") ? &in_order : NULL;
+        if (flag) {
+            *flag = 1;
+            continue;
+        }
+        if (a[0] != '-') {
+            files[nfiles++] = a;
+            continue;
+        } else if (!v)
+            bad = 1;
+        else if (!strcmp(a, "--records"))
+            bad = cli_parse_size(v, &rec) < 0 || rec == 0;
+        else if (!strcmp(a, "--megatron"))
+            megatron = v;
+        else if (!strcmp(a, "--mode")) {
+            int k = pagein_reader_kind_from_name(v);
+            bad = k < 0;
+            ro.kind = (pagein_reader_kind)(k < 0 ? 0 : k);
+        } else if (!strcmp(a, "--seed"))
+            seed = strtoull(v, &end, 0), bad = *end != 0;
+        else if (!strcmp(a, "--epoch"))
+            epoch = strtoull(v, &end, 0), bad = *end != 0;
+        else if (!strcmp(a, "--limit"))
+            limit = strtoull(v, &end, 0), bad = *end != 0;
+        else if (!strcmp(a, "--qd"))
+            ro.queue_depth = (unsigned)strtoul(v, &end, 0), bad = *end != 0 || !ro.queue_depth;
+        else if (!strcmp(a, "--batch"))
+            ro.batch = (unsigned)strtoul(v, &end, 0), bad = *end != 0 || !ro.batch;
+        else if (!strcmp(a, "--block-size"))
+            bad = cli_parse_size(v, &ro.block_bytes) < 0 || !ro.block_bytes;
+        else if (!strcmp(a, "--buffer-blocks"))
+            ro.buffer_blocks = (unsigned)strtoul(v, &end, 0), bad = *end != 0 || !ro.buffer_blocks;
+        else
+            bad = 1;
+        if (bad) {
+            cli_error("read-samples", 0, "bad argument '%s%s%s' (see --help)", a, v ? " " : "", v ? v : "");
+            goto out;
+        }
+        i++;
+    }
+    if ((megatron != NULL) == (rec != 0) || (megatron && nfiles) || (rec && !nfiles)) {
+        cli_error("read-samples", 0, "give either --records SIZE FILE... or --megatron PREFIX (see --help)");
+        goto out;
+    }
+    if (!ids_only && !json && isatty(1)) {
+        cli_error("read-samples", 0, "refusing to write sample bytes to a terminal (use --ids, or redirect)");
+        goto out;
+    }
+    pagein_dataset *d = NULL;
+    int rc = megatron ? pagein_dataset_open_megatron(&d, megatron)
+                      : pagein_dataset_open_records(&d, files, nfiles, rec);
+    if (rc < 0) {
+        cli_error("read-samples", rc, "cannot open the dataset");
+        status = exit_for(rc);
+        goto out;
+    }
+    uint64_t n = pagein_dataset_count(d);
+    ro.seed = seed;
+    ro.flags = in_order ? PAGEIN_READER_IN_ORDER : 0;
+    pagein_reader *r = NULL;
+    if (n == 0) {
+        status = EXIT_OK; /* an empty dataset: nothing to stream */
+        if (json) printf("{\"mode\": \"%s\", \"samples\": 0, \"ids\": [], \"quality\": null}\n",
+                         pagein_reader_kind_name(ro.kind));
+        pagein_dataset_close(d);
+        goto out;
+    }
+    if ((rc = pagein_reader_open(&r, d, &ro)) < 0 || (epoch && (rc = pagein_reader_start_epoch(r, epoch)) < 0)) {
+        cli_error("read-samples", rc, "cannot start the %s reader", pagein_reader_kind_name(ro.kind));
+        status = exit_for(rc);
+        pagein_reader_close(r);
+        pagein_dataset_close(d);
+        goto out;
+    }
+    uint64_t *order = malloc((size_t)n * sizeof *order);
+    uint64_t got = 0;
+    pagein_sample s;
+    if (json) printf("{\"mode\": \"%s\", \"seed\": %" PRIu64 ", \"epoch\": %" PRIu64 ", \"ids\": [",
+                     pagein_reader_kind_name(ro.kind), seed, epoch);
+    while (got < limit && (rc = pagein_reader_next(r, &s)) == 1) {
+        if (order) order[got] = s.id;
+        if (json)
+            printf("%s%" PRIu64, got ? ", " : "", s.id);
+        else if (ids_only)
+            printf("%" PRIu64 "\n", s.id);
+        else if (s.length && fwrite(s.data, 1, (size_t)s.length, stdout) != s.length) {
+            rc = -EIO;
+            break;
+        }
+        got++;
+    }
+    if (rc < 0) {
+        cli_error("read-samples", rc, "reading failed after %" PRIu64 " samples", got);
+        status = exit_for(rc);
+    } else
+        status = EXIT_OK;
+    double q = order && got >= 3 ? pagein_shuffle_quality(order, (size_t)got) : -1;
+    pagein_reader_stats st;
+    pagein_reader_get_stats(r, &st);
+    if (json) {
+        printf("], \"samples\": %" PRIu64 ", \"dataset_samples\": %" PRIu64 ", \"quality\": ", got, n);
+        if (q >= 0)
+            printf("%.4f", q);
+        else
+            printf("null");
+        printf(", \"requests\": %" PRIu64 ", \"reads\": %" PRIu64 ", \"bytes_read\": %" PRIu64
+               ", \"bytes_wasted\": %" PRIu64 ", \"memory_bound\": %" PRIu64 ", \"ok\": %s}\n",
+               st.io.requests, st.io.reads, st.io.bytes_read, st.io.bytes_wasted, st.memory_bound,
+               status == EXIT_OK ? "true" : "false");
+    }
+    if (stats)
+        fprintf(stderr,
+                "read-samples: %s: %" PRIu64 " of %" PRIu64 " samples, quality %.3f, %" PRIu64 " requests, %" PRIu64
+                " reads, %" PRIu64 " bytes read (%" PRIu64 " wasted), memory bound %" PRIu64 " bytes\n",
+                pagein_reader_kind_name(ro.kind), got, n, q, st.io.requests, st.io.reads, st.io.bytes_read,
+                st.io.bytes_wasted, st.memory_bound);
+    if (fflush(stdout) != 0 && status == EXIT_OK) status = EXIT_USAGE;
+    free(order);
+    pagein_reader_close(r);
+    pagein_dataset_close(d);
+out:
+    free(files);
+    return status;
+}
+
+CLI_COMMAND(read_samples, "read-samples", "stream training samples (or their ids) in a reader's order",
+            read_samples_main)
