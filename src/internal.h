@@ -36,6 +36,10 @@ void *pi_calloc(size_t n, size_t size);
 void *pi_realloc(void *p, size_t n);
 void pi_free(void *p);
 char *pi_strndup(const char *s, size_t n);
+/* Grows the array *p of *cap elements of elem bytes (doubling, from 16) so
+ * that it holds at least need; 0, or -ENOMEM (with a detail) leaving *p and
+ * *cap untouched. */
+int pi_grow(void **p, size_t *cap, size_t need, size_t elem);
 void pi_alloc_fail_after(long n);
 long pi_alloc_count(void); /* allocations since start */
 

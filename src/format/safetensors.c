@@ -39,17 +39,6 @@ static void st_parse_free(struct st_parse *p) {
     pi_free(p->seen);
 }
 
-static int grow(void **ptr, size_t *cap, size_t need, size_t elem) {
-    if (need <= *cap) return 0;
-    size_t nc = *cap ? *cap * 2 : 64;
-    while (nc < need) nc *= 2;
-    void *np = pi_realloc(*ptr, nc * elem);
-    if (!np) return pi_err(-ENOMEM, "out of memory reading the safetensors header");
-    *ptr = np;
-    *cap = nc;
-    return 0;
-}
-
 /* Printable, truncated copy of a name for messages (names may hold NUL). */
 static const char *shown(const char *s, size_t n, char *buf, size_t cap) {
     size_t k = 0;
@@ -166,7 +155,7 @@ static bool fast_entry(struct pi_json *j, struct st_parse *p_, pagein_dtype *dty
         for (;;) {
             uint64_t v;
             if (nd >= 1024 || !fast_u64(p, &i, n, &v)) return false;
-            if (nd >= p_->dimcap && grow((void **)&p_->dims, &p_->dimcap, nd + 1, sizeof *p_->dims) < 0) return false;
+            if (nd >= p_->dimcap && pi_grow((void **)&p_->dims, &p_->dimcap, nd + 1, sizeof *p_->dims) < 0) return false;
             p_->dims[nd++] = v;
             if (LIT("]")) break;
             if (!LIT(",")) return false;
@@ -221,7 +210,7 @@ static int read_entry(struct pi_json *j, struct st_parse *p, struct pi_table *t,
                 FORWARD_IF(as_schema_error(pi_json_u64(j, &v), name, name_len,
                                            "shape element is not a non-negative 64-bit integer"));
                 RETURN_IF(ndim >= 1024, PAGEIN_E_LIMIT, "tensor '%s': more than 1024 dimensions", nm);
-                FORWARD_IF(grow((void **)&p->dims, &p->dimcap, ndim + 1, sizeof *p->dims));
+                FORWARD_IF(pi_grow((void **)&p->dims, &p->dimcap, ndim + 1, sizeof *p->dims));
                 p->dims[ndim++] = v;
             }
             FORWARD_IF(rc);
