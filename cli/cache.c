@@ -47,6 +47,7 @@ struct opts {
     struct layer_span *layers;
     size_t nlayers;
     unsigned threads;
+    uint64_t chunk;
     int have_max;
     uint64_t max_size;
     int have_range;
@@ -103,7 +104,8 @@ static void usage(const struct opts *o, FILE *out) {
             "  -o kv              one key=value summary line (vmtouch -o kv)\n"
             "  -v, --verbose      per-file residency chart (vmtouch -v)\n"
             "  -q, --quiet        no output except errors\n"
-            "  --threads N        I/O threads for warm (default: the library's)\n");
+            "  --threads N        I/O threads for warm (default: the library's)\n"
+            "  --chunk SIZE       warm: bytes per parallel request (default: the library's)\n");
     if (o->mode == CACHE_LOCK)
         fprintf(out,
                 "lock:\n"
@@ -288,6 +290,12 @@ static int parse_args(struct opts *o, int argc, char **argv) {
                 return EXIT_USAGE;
             }
             o->threads = (unsigned)v;
+        } else if (IS("--chunk")) {
+            NEED_VAL();
+            if (cli_parse_size(val, &o->chunk) < 0 || o->chunk == 0) {
+                cli_error(o->cmd, 0, "bad --chunk '%s'", val);
+                return EXIT_USAGE;
+            }
         } else if (IS("--layers")) {
             NEED_VAL();
             if (parse_layers(o, val) < 0) {
@@ -446,6 +454,18 @@ static int model_too_big(const struct opts *o, const pagein_model *m) {
     return 0;
 }
 
+/* A name that promises a model: failing to open it as one deserves a
+ * warning even without -v (it is still handled as a plain file). */
+static int looks_like_model(const char *p) {
+    static const char *const ext[] = {".safetensors", ".gguf", ".index.json"};
+    size_t n = strlen(p);
+    for (size_t i = 0; i < sizeof ext / sizeof ext[0]; i++) {
+        size_t e = strlen(ext[i]);
+        if (n >= e && strcmp(p + n - e, ext[i]) == 0) return 1;
+    }
+    return 0;
+}
+
 static void open_targets(struct opts *o, struct targets *ts) {
     for (size_t i = 0; i < o->npaths; i++) {
         const char *p = o->paths[i];
@@ -471,6 +491,7 @@ static void open_targets(struct opts *o, struct targets *ts) {
             pagein_model_opts mo = PAGEIN_MODEL_OPTS_INIT;
             mo.strategy = PAGEIN_STRATEGY_LAZY;
             mo.threads = o->threads;
+            mo.chunk_bytes = o->chunk;
             pagein_model *m = NULL;
             int rc = pagein_model_open(&m, p, &mo);
             if (rc == 0) {
@@ -493,7 +514,7 @@ static void open_targets(struct opts *o, struct targets *ts) {
                 if (pagein_cache_open(&probe, p) == 0) pagein_cache_evict(probe, 0, 1);
                 pagein_cache_close(probe);
             }
-            if (o->verbose && !o->quiet)
+            if ((o->verbose || looks_like_model(p)) && !o->quiet)
                 fprintf(stderr, "pagein %s: %s: not a model (%s: %s); treating as plain file%s\n", o->cmd, p,
                         pagein_strerror(rc), pagein_last_error_detail(), S_ISDIR(st.st_mode) ? "s" : "");
         }

@@ -1,39 +1,22 @@
-/* cmd_bench.c - `pagein bench SUITE [ARGS...]` runs the command
- * `pagein bench-SUITE [ARGS...]` (each suite registers its own command, e.g.
- * bench-shuffle in cmd_bench_shuffle.c), so suites never edit this file. */
+/* cmd_bench.c - `pagein bench` alone, or with an unknown suite. Each suite is
+ * its own command registered as "bench-SUITE" (cmd_bench_load.c,
+ * cmd_bench_share.c, cmd_bench_shuffle.c); main.c runs `pagein bench SUITE`
+ * as that command, so suites never edit this file. */
 #include "cli.h"
 
-#include <limits.h>
-#include <stdlib.h>
-#include <string.h>
-#include <unistd.h>
-
 static int bench_main(int argc, char **argv) {
-    if (argc < 2 || cli_is_help(argv[1])) {
-        FILE *out = argc < 2 ? stderr : stdout;
-        fprintf(out, "usage: pagein bench SUITE [ARGS...]\n"
-                     "Runs the benchmark command `pagein bench-SUITE`; see `pagein --help` for the\n"
-                     "bench-* commands (e.g. `pagein bench shuffle --help`).\n");
-        return argc < 2 ? EXIT_USAGE : EXIT_OK;
-    }
-    char name[128];
-    snprintf(name, sizeof name, "bench-%s", argv[1]);
-    char self[PATH_MAX];
-    ssize_t n = readlink("/proc/self/exe", self, sizeof self - 1);
-    if (n <= 0) {
-        cli_error("bench", 0, "cannot find the pagein executable");
-        return EXIT_USAGE;
-    }
-    self[n] = 0;
-    char **args = calloc((size_t)argc + 2, sizeof *args);
-    if (!args) return EXIT_USAGE;
-    args[0] = self;
-    args[1] = name;
-    for (int i = 2; i < argc; i++) args[i] = argv[i];
-    execv(self, args);
-    cli_error("bench", 0, "cannot run %s %s", self, name);
-    free(args);
-    return EXIT_USAGE;
+    int help = argc >= 2 && cli_is_help(argv[1]);
+    FILE *out = help ? stdout : stderr;
+    if (argc >= 2 && !help) fprintf(stderr, "pagein bench: unknown suite '%s'\n", argv[1]);
+    fprintf(out, "usage: pagein bench SUITE [ARGS...]\n"
+                 "\n"
+                 "suites:\n"
+                 "  load      every load strategy cold and warm, with baselines and verdicts\n"
+                 "  share     N forked workers loading one model: per-worker RSS/PSS\n"
+                 "  shuffle   training-data reads in shuffled order, local and through slowfs\n"
+                 "\n"
+                 "`pagein bench SUITE --help` documents each (also runnable as `pagein bench-SUITE`).\n");
+    return help ? EXIT_OK : EXIT_USAGE;
 }
 
-CLI_COMMAND(bench, "bench", "run a benchmark suite: pagein bench SUITE (see bench-* commands)", bench_main)
+CLI_COMMAND(bench, "bench", "run a benchmark suite: load, share or shuffle (pagein bench --help)", bench_main)

@@ -804,6 +804,5 @@ static int bench_load_main(int argc, char **argv) {
     return failed ? EXIT_INVALID : EXIT_OK;
 }
 
-CLI_COMMAND(bench_load, "bench load", "benchmark every load strategy cold and warm, with baselines and verdicts",
+CLI_COMMAND(bench_load, "bench-load", "benchmark every load strategy cold and warm, with baselines and verdicts (also `pagein bench load`)",
             bench_load_main)
-CLI_COMMAND(bench_load_alias, "bench-load", "same as `pagein bench load`", bench_load_main)

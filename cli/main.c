@@ -44,14 +44,14 @@ int main(int argc, char **argv) {
         printf("pagein %s\n", pagein_version_string());
         return EXIT_OK;
     }
-    /* `pagein bench share` runs the command registered as "bench-share"
-     * (or "bench share"), before any one-word command "bench"; it gets argv
-     * starting at the second word. */
+    /* `pagein bench share` runs the command registered as "bench-share",
+     * before any one-word command "bench"; it gets argv starting at the
+     * second word. */
     if (argc >= 3) {
         size_t l1 = strlen(argv[1]);
         for (int i = 0; i < ncommands; i++) {
             const char *n = commands[i]->name;
-            if (strncmp(n, argv[1], l1) == 0 && (n[l1] == ' ' || n[l1] == '-') && strcmp(n + l1 + 1, argv[2]) == 0)
+            if (strncmp(n, argv[1], l1) == 0 && n[l1] == '-' && strcmp(n + l1 + 1, argv[2]) == 0)
                 return commands[i]->main(argc - 2, argv + 2);
         }
     }

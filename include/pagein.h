@@ -309,6 +309,12 @@ typedef enum pagein_format {
                                      data (fastsafetensors' rule); GGUF: no
                                      effect (old files sized nelements*bytes/blck
                                      are accepted by default: docs/FORMAT-GGUF.md). */
+#define PAGEIN_OPEN_PRIVATE 0x2u  /* map copy-on-write (MAP_PRIVATE, PROT_READ |
+                                     PROT_WRITE): tensor memory may be written
+                                     in place; a written page becomes a private
+                                     copy of this process and never reaches the
+                                     file; unwritten pages still share the page
+                                     cache with every other reader. */
 
 typedef struct pagein_open_opts {
     size_t size;          /* sizeof(pagein_open_opts) */

@@ -36,6 +36,10 @@ void *pi_calloc(size_t n, size_t size);
 void *pi_realloc(void *p, size_t n);
 void pi_free(void *p);
 char *pi_strndup(const char *s, size_t n);
+/* Grows the array *p of *cap elements of elem bytes (doubling, from 16) so
+ * that it holds at least need; 0, or -ENOMEM (with a detail) leaving *p and
+ * *cap untouched. */
+int pi_grow(void **p, size_t *cap, size_t need, size_t elem);
 void pi_alloc_fail_after(long n);
 long pi_alloc_count(void); /* allocations since start */
 
@@ -390,7 +394,10 @@ int pi_atomic_open(struct pi_atomic_file *a, const char *path);
 /* Writes all len bytes at the current end (retries short writes and EINTR). */
 int pi_atomic_write(struct pi_atomic_file *a, const void *buf, size_t len);
 /* fsyncs, renames the temp over path, fsyncs the directory, frees a. On
- * failure the temp is unlinked and a freed as well. */
+ * failure the temp is unlinked and a freed as well. Every failure except a
+ * failing directory fsync happens before the rename, so the target is then
+ * untouched; after a directory fsync error the new file is in place but
+ * its rename may not survive a crash. */
 int pi_atomic_commit(struct pi_atomic_file *a);
 /* Closes and unlinks the temp file and frees a. Safe after a failed open. */
 void pi_atomic_abort(struct pi_atomic_file *a);

@@ -50,6 +50,21 @@ char *pi_strndup(const char *s, size_t n) {
     return d;
 }
 
+int pi_grow(void **p, size_t *cap, size_t need, size_t elem) {
+    if (need <= *cap) return 0;
+    size_t nc = *cap ? *cap : 16;
+    while (nc < need) {
+        if (nc > SIZE_MAX / 2) return pi_err(-ENOMEM, "out of memory: %zu elements", need);
+        nc *= 2;
+    }
+    if (elem && nc > SIZE_MAX / elem) return pi_err(-ENOMEM, "out of memory: %zu elements of %zu bytes", nc, elem);
+    void *np = pi_realloc(*p, nc * elem);
+    if (!np) return pi_err(-ENOMEM, "out of memory: %zu elements of %zu bytes", nc, elem);
+    *p = np;
+    *cap = nc;
+    return 0;
+}
+
 /* ---- errors ------------------------------------------------------------- */
 
 static _Thread_local char detail[1024];

@@ -1,6 +1,8 @@
 /* test_core.c - dtype table, layer naming, errors, version. */
 #include "test.h"
 
+#include <stdlib.h>
+
 TEST(dtype_table) {
     const pagein_dtype_info *i = pagein_dtype_get(PAGEIN_DTYPE_BF16);
     CHECK(i != NULL);
@@ -103,5 +105,35 @@ TEST(open_missing_file) {
     CHECK(f == (pagein_file *)0x1); /* untouched on failure */
     CHECK(strstr(pagein_last_error_detail(), "/nonexistent/x.safetensors") != NULL);
     pagein_close(NULL);
+    return PASS;
+}
+
+TEST(open_private_is_copy_on_write) {
+    const char *p = pt_tmppath("cow.safetensors");
+    float v[4] = {1, 2, 3, 4};
+    uint64_t shape[1] = {4};
+    pagein_write_tensor wt = {.name = "w", .dtype = PAGEIN_DTYPE_F32, .ndim = 1, .shape = shape, .data = v};
+    CHECK_OK(pagein_safetensors_write(p, &wt, 1, NULL));
+    pagein_open_opts o = PAGEIN_OPEN_OPTS_INIT;
+    o.flags = PAGEIN_OPEN_PRIVATE;
+    pagein_file *a = NULL, *b = NULL;
+    CHECK_OK(pagein_open(&a, p, &o));
+    CHECK_OK(pagein_open(&b, p, NULL));
+    if (!a || !b) return FAIL;
+    float *wa = (float *)pagein_tensor_get(a, "w")->data;
+    wa[0] = 42; /* writable, private to this mapping */
+    float seen;
+    memcpy(&seen, pagein_tensor_get(b, "w")->data, sizeof seen);
+    CHECK(seen == 1.0f); /* the shared mapping and the file are untouched */
+    pagein_close(a);
+    pagein_close(b);
+    size_t len = 0;
+    unsigned char *bytes = pt_read_file(p, &len);
+    CHECK(bytes && len >= 16);
+    if (bytes) {
+        memcpy(&seen, bytes + len - 16, sizeof seen);
+        CHECK(seen == 1.0f);
+    }
+    free(bytes);
     return PASS;
 }

@@ -51,7 +51,7 @@ TEST(load_index_parse) {
         {"{\"weight_map\": {}, \"weight_map\": {}}", PAGEIN_E_DUPLICATE},
         {"{\"weight_map\": {\"a\": \"x\"}} x", PAGEIN_E_BAD_JSON},
         {"{\"weight_map\": {\"a\": \"x\"}", PAGEIN_E_BAD_JSON},
-        {"{\"weight_map\": {\"a\": \"\\ud800\"}}", PAGEIN_E_BAD_UTF8},
+        {"{\"weight_map\": {\"a\": \"\\ud800\"}}", PAGEIN_E_BAD_JSON}, /* lone surrogate */
         {"{\"weight_map\": {\"a\": \"\xff\"}}", PAGEIN_E_BAD_UTF8},
         {"{\"weight_map\": {\"a\": \"\xc0\x80\"}}", PAGEIN_E_BAD_UTF8},
         {"{\"weight_map\": {\"a\": \"x\ty\"}}", PAGEIN_E_BAD_JSON},

@@ -469,7 +469,7 @@ static void index_cases(void) {
                "shard file missing");
     expect_str(I, PAGEIN_E_BAD_UTF8, "{\"weight_map\":{\"model.layers.0.w\xff\":\"mal-1.safetensors\"}}",
                "invalid UTF-8 in a tensor name");
-    expect_str(I, PAGEIN_E_BAD_UTF8, "{\"weight_map\":{\"\\ud800\":\"mal-1.safetensors\"}}", "unpaired surrogate escape");
+    expect_str(I, PAGEIN_E_BAD_JSON, "{\"weight_map\":{\"\\ud800\":\"mal-1.safetensors\"}}", "unpaired surrogate escape");
     {
         size_t depth = 5000;
         char *h = malloc(2 * depth + 64);

@@ -575,3 +575,12 @@ TEST(torch_convert_library) {
     free(pk.p), free(z.p);
     return PASS;
 }
+
+/* The legacy (pre-1.6) format is recognised and refused with advice. */
+TEST(torch_legacy_refused) {
+    struct bb z = {0};
+    bput(&z, LIT("\x80\x02\x8a\x0a\x6c\xfc\x9c\x46\xf9\x20\x6a\xa8\x50\x19.\x80\x02M\xe9\x03."));
+    expect_fail(&z, PAGEIN_E_UNSUPPORTED, "legacy torch.save format");
+    free(z.p);
+    return PASS;
+}

@@ -16,12 +16,12 @@ the file object or the model only drops the Python object's own reference,
 and the mapping goes when the last array built on it goes.
 
 Read-only memory and torch: numpy arrays are flagged read-only. torch has no
-read-only tensors, so tensors from get_tensor() share read-only memory: an
-in-place write to one crashes the process (SIGSEGV) instead of raising. Pass
-``copy=True`` (or call ``.clone()``) to get private, writable tensors. torch
-warns once per process when it wraps a read-only buffer; pagein suppresses
-that one warning ("The given buffer is not writable") when it creates
-tensors, because the memory is read-only on purpose.
+read-only tensors, so with framework="pt" the file is mapped copy-on-write
+(MAP_PRIVATE): tensors are zero-copy and writable, an in-place write
+(``t.add_(1)``) copies just the touched pages into this process, and the file
+and every other reader never see it. Unwritten pages stay shared in the page
+cache. Releasing pages (``evict()``, a prefetch budget) drops such private
+writes. ``copy=True`` (or ``.clone()``) gives fully private tensors.
 """
 
 import os as _os
@@ -158,7 +158,6 @@ def _select(src, rec, index):
 
 
 _torch = None
-_torch_warned = False
 
 
 def _import_torch():
@@ -185,17 +184,9 @@ def _torch_dtype(dtype):
 
 
 def _frombuffer(torch, buf, tdt):
-    """torch.frombuffer, silencing torch's once-per-process warning about the
-    buffer being read-only (the memory is read-only on purpose: see the
-    module docstring)."""
-    global _torch_warned
-    if _torch_warned:
-        return torch.frombuffer(buf, dtype=tdt)
-    with _warnings.catch_warnings():
-        _warnings.filterwarnings("ignore", message="The given buffer is not writable")
-        t = torch.frombuffer(buf, dtype=tdt)
-    _torch_warned = True
-    return t
+    """torch.frombuffer over a View of a copy-on-write source: writable, so
+    torch has nothing to warn about and in-place writes stay private."""
+    return torch.frombuffer(buf, dtype=tdt)
 
 
 def _torch_tensor(src, rec):
@@ -340,7 +331,10 @@ class safe_open:
         self._fw = _framework(framework)
         self._device = _check_device(self._fw, device)
         self._copy = bool(copy)
-        self._src = _pagein.open_file(_os.fsdecode(_os.fspath(filename)), lenient=lenient)
+        # torch has no read-only tensors: map copy-on-write for it, so an
+        # in-place write lands in a private page instead of faulting.
+        self._src = _pagein.open_file(_os.fsdecode(_os.fspath(filename)), lenient=lenient,
+                                      writable=self._fw == "pt")
         self._recs = self._src.tensors()
         self._by_name = {r[_NAME]: r for r in self._recs}
         self._meta = None
@@ -575,7 +569,7 @@ class Model:
         self.path = _os.fsdecode(_os.fspath(path))
         self._src = _pagein.open_model(self.path, strategy=strategy, threads=threads,
                                        prefetch=prefetch, budget=budget or 0, hints=hints,
-                                       lenient=lenient)
+                                       lenient=lenient, writable=self._fw == "pt")
         recs = self._src.tensors()
         self._names = [r[_NAME] for r in recs]
         self._by_name = {r[_NAME]: r for r in recs}

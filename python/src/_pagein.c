@@ -101,6 +101,7 @@ typedef struct {
     pagein_model *m;
     PyObject *path;  /* str, as given */
     PyObject *weakreflist;
+    int writable;    /* opened PAGEIN_OPEN_PRIVATE: buffers may be written (copy-on-write) */
 } Source;
 
 static PyTypeObject SourceType;
@@ -185,6 +186,7 @@ static Source *source_new(PyObject *path) {
     s->f = NULL;
     s->m = NULL;
     s->weakreflist = NULL;
+    s->writable = 0;
     Py_INCREF(path);
     s->path = path;
     return s;
@@ -192,15 +194,16 @@ static Source *source_new(PyObject *path) {
 
 /* _pagein.open_file(path: str, lenient: bool = False) -> Source */
 static PyObject *py_open_file(PyObject *self, PyObject *args, PyObject *kw) {
-    static char *kwlist[] = {"path", "lenient", NULL};
+    static char *kwlist[] = {"path", "lenient", "writable", NULL};
     PyObject *path;
-    int lenient = 0;
-    if (!PyArg_ParseTupleAndKeywords(args, kw, "U|p:open_file", kwlist, &path, &lenient)) return NULL;
+    int lenient = 0, writable = 0;
+    if (!PyArg_ParseTupleAndKeywords(args, kw, "U|pp:open_file", kwlist, &path, &lenient, &writable)) return NULL;
     PyObject *pb = fs_bytes(path);
     if (!pb) return NULL;
     const char *p = PyBytes_AS_STRING(pb);
     pagein_open_opts o = PAGEIN_OPEN_OPTS_INIT;
     if (lenient) o.flags |= PAGEIN_OPEN_LENIENT;
+    if (writable) o.flags |= PAGEIN_OPEN_PRIVATE;
     pagein_file *f = NULL;
     int rc;
     Py_BEGIN_ALLOW_THREADS
@@ -214,20 +217,21 @@ static PyObject *py_open_file(PyObject *self, PyObject *args, PyObject *kw) {
         return NULL;
     }
     s->f = f;
+    s->writable = writable;
     return (PyObject *)s;
 }
 
 /* _pagein.open_model(path, strategy="auto", threads=0, prefetch=0,
  *                    budget=0, hints=0, lenient=False) -> Source */
 static PyObject *py_open_model(PyObject *self, PyObject *args, PyObject *kw) {
-    static char *kwlist[] = {"path", "strategy", "threads", "prefetch", "budget", "hints", "lenient", NULL};
+    static char *kwlist[] = {"path", "strategy", "threads", "prefetch", "budget", "hints", "lenient", "writable", NULL};
     PyObject *path;
     const char *strategy = "auto";
     unsigned threads = 0, prefetch = 0, hints = 0;
     unsigned long long budget = 0;
-    int lenient = 0;
-    if (!PyArg_ParseTupleAndKeywords(args, kw, "U|sIIKIp:open_model", kwlist, &path, &strategy, &threads,
-                                     &prefetch, &budget, &hints, &lenient))
+    int lenient = 0, writable = 0;
+    if (!PyArg_ParseTupleAndKeywords(args, kw, "U|sIIKIpp:open_model", kwlist, &path, &strategy, &threads,
+                                     &prefetch, &budget, &hints, &lenient, &writable))
         return NULL;
     int st = pagein_strategy_from_name(strategy);
     if (st < 0) {
@@ -244,6 +248,7 @@ static PyObject *py_open_model(PyObject *self, PyObject *args, PyObject *kw) {
     o.budget_bytes = budget;
     o.hints = hints;
     if (lenient) o.open_flags |= PAGEIN_OPEN_LENIENT;
+    if (writable) o.open_flags |= PAGEIN_OPEN_PRIVATE;
     pagein_model *m = NULL;
     int rc;
     Py_BEGIN_ALLOW_THREADS
@@ -257,6 +262,7 @@ static PyObject *py_open_model(PyObject *self, PyObject *args, PyObject *kw) {
         return NULL;
     }
     s->m = m;
+    s->writable = writable;
     return (PyObject *)s;
 }
 
@@ -304,7 +310,10 @@ static PyTypeObject ViewType;
 
 static int View_getbuffer(View *v, Py_buffer *b, int flags) {
     static char empty;
-    int rc = PyBuffer_FillInfo(b, (PyObject *)v, (void *)(v->ptr ? v->ptr : &empty), v->len, 1, flags);
+    /* Writable only over a copy-on-write (PAGEIN_OPEN_PRIVATE) source: a
+     * write then lands in a private page of this process, never the file. */
+    int ro = !(v->owner && PyObject_TypeCheck(v->owner, &SourceType) && ((Source *)v->owner)->writable) || !v->ptr;
+    int rc = PyBuffer_FillInfo(b, (PyObject *)v, (void *)(v->ptr ? v->ptr : &empty), v->len, ro, flags);
     if (rc == 0) v->exports++;
     return rc;
 }

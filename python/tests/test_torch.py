@@ -118,6 +118,35 @@ def test_copy_gives_writable_tensors(tmp_path, tensors):
     assert torch.equal(pagein.load_file(st)["model.layers.0.weight"], tensors["model.layers.0.weight"])
 
 
+def test_in_place_write_is_private(tmp_path, tensors):
+    # torch has no read-only tensors: pagein maps copy-on-write for it, so an
+    # in-place write works, stays in this process, and never reaches the file.
+    st = str(tmp_path / "cow.safetensors")
+    pagein.save_file(tensors, st)
+    before = open(st, "rb").read()
+    name = "model.layers.0.weight"
+    with pagein.safe_open(st, "pt") as f:
+        t = f.get_tensor(name)
+        assert t.data_ptr() == f._src.buffer(name).address  # still zero-copy
+        t.add_(1)
+        t[0] = 7
+        expect = tensors[name] + 1
+        expect[0] = 7
+        assert torch.equal(t, expect)
+        with pagein.safe_open(st, "pt") as g:  # another reader sees the file
+            assert torch.equal(g.get_tensor(name), tensors[name])
+    assert open(st, "rb").read() == before
+    with pagein.safe_open(st, "np") as f:  # numpy views stay read-only
+        a = f.get_tensor(name)
+        assert not a.flags.writeable
+    m = pagein.open_model(st, "lazy", framework="pt")
+    mt = m.tensors[name]
+    mt.mul_(0)
+    assert float(mt.abs().sum()) == 0.0
+    del mt, m
+    assert open(st, "rb").read() == before
+
+
 def test_no_read_only_warning_escapes(tmp_path):
     st = str(tmp_path / "w.safetensors")
     pagein.save_file({"a": torch.ones(4)}, st)

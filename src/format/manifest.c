@@ -25,20 +25,9 @@ void pi_manifest_free(struct pi_manifest *m) {
     memset(m, 0, sizeof *m);
 }
 
-static int grow(void **p, size_t *cap, size_t need, size_t elem) {
-    if (need <= *cap) return 0;
-    size_t nc = *cap ? *cap * 2 : 16;
-    while (nc < need) nc *= 2;
-    void *np = pi_realloc(*p, nc * elem);
-    if (!np) return -ENOMEM;
-    *p = np;
-    *cap = nc;
-    return 0;
-}
-
 int pi_manifest_add_file(struct pi_manifest *m, const char *name, size_t name_len, uint64_t size,
                          uint64_t header_bytes, const uint8_t hash[16]) {
-    if (grow((void **)&m->files, &m->fcap, m->nfiles + 1, sizeof *m->files) < 0) return -ENOMEM;
+    if (pi_grow((void **)&m->files, &m->fcap, m->nfiles + 1, sizeof *m->files) < 0) return -ENOMEM;
     struct pi_manifest_file *f = &m->files[m->nfiles];
     f->name = pi_arena_strndup(&m->arena, name, name_len);
     if (!f->name) return -ENOMEM;
@@ -52,7 +41,7 @@ int pi_manifest_add_file(struct pi_manifest *m, const char *name, size_t name_le
 
 int pi_manifest_add_tensor(struct pi_manifest *m, uint32_t file, const char *name, size_t name_len,
                            uint64_t offset, uint64_t nbytes, const uint8_t hash[16]) {
-    if (grow((void **)&m->t, &m->cap, m->n + 1, sizeof *m->t) < 0) return -ENOMEM;
+    if (pi_grow((void **)&m->t, &m->cap, m->n + 1, sizeof *m->t) < 0) return -ENOMEM;
     struct pi_manifest_tensor *t = &m->t[m->n];
     t->name = pi_arena_strndup(&m->arena, name, name_len);
     if (!t->name) return -ENOMEM;

@@ -73,20 +73,9 @@ struct pk_parser {
     size_t mcap, mused;
 };
 
-static int grow(void **p, size_t *cap, size_t need, size_t elem) {
-    if (need <= *cap) return 0;
-    size_t nc = *cap ? *cap * 2 : 64;
-    while (nc < need) nc *= 2;
-    void *np = pi_realloc(*p, nc * elem);
-    if (!np) return pi_err(-ENOMEM, "pickle: out of memory");
-    *p = np;
-    *cap = nc;
-    return 0;
-}
-
 static int new_obj(struct pk_state *st, enum pk_kind k, uint32_t *id) {
     RETURN_IF(st->no >= PK_MAX_OBJECTS, PAGEIN_E_LIMIT, "pickle: more than %u objects", PK_MAX_OBJECTS);
-    FORWARD_IF(grow((void **)&st->o, &st->co, st->no + 1, sizeof *st->o));
+    FORWARD_IF(pi_grow((void **)&st->o, &st->co, st->no + 1, sizeof *st->o));
     memset(&st->o[st->no], 0, sizeof *st->o);
     st->o[st->no].kind = (uint8_t)k;
     *id = (uint32_t)st->no++;
@@ -99,7 +88,7 @@ static int add_item(struct pk_state *st, uint32_t obj, uint32_t item) {
     struct pk_obj *o = &st->o[obj];
     if (o->n + 1 > o->cap) {
         size_t cap = o->cap;
-        FORWARD_IF(grow((void **)&o->u.items, &cap, (size_t)o->n + 1, sizeof(uint32_t)));
+        FORWARD_IF(pi_grow((void **)&o->u.items, &cap, (size_t)o->n + 1, sizeof(uint32_t)));
         RETURN_IF(cap > UINT32_MAX, PAGEIN_E_LIMIT, "pickle: container too large");
         o->cap = (uint32_t)cap;
     }
@@ -123,7 +112,7 @@ void pk_free(struct pk_state *st) {
 static const char *op_name(uint8_t op);
 
 static int push(struct pk_parser *p, uint32_t id) {
-    FORWARD_IF(grow((void **)&p->stack, &p->sc, p->sn + 1, sizeof *p->stack));
+    FORWARD_IF(pi_grow((void **)&p->stack, &p->sc, p->sn + 1, sizeof *p->stack));
     p->stack[p->sn++] = id;
     return 0;
 }
@@ -310,7 +299,7 @@ static int rebuild_tensor(struct pk_parser *p, const struct pk_obj *args, uint32
               "pickle: tensor size and stride must be tuples, got %s and %s", kind_name(sz->kind), kind_name(sd->kind));
     RETURN_IF(sz->n != sd->n, PAGEIN_E_BAD_PICKLE, "pickle: tensor has %u sizes but %u strides", sz->n, sd->n);
     RETURN_IF(sz->n > PK_MAX_NDIM, PAGEIN_E_LIMIT, "pickle: tensor with %u dimensions (limit %d)", sz->n, PK_MAX_NDIM);
-    FORWARD_IF(grow((void **)&st->t, &st->ct, st->nt + 1, sizeof *st->t));
+    FORWARD_IF(pi_grow((void **)&st->t, &st->ct, st->nt + 1, sizeof *st->t));
     struct pk_tensor *t = &st->t[st->nt];
     memset(t, 0, sizeof *t);
     t->storage = st->o[a[0]].u.ref;
@@ -346,7 +335,7 @@ static int make_parameter(struct pk_parser *p, const struct pk_obj *args, uint32
     RETURN_IF(args->n < 1 || args->n > 3, PAGEIN_E_BAD_PICKLE, "pickle: Parameter with %u arguments", args->n);
     const struct pk_obj *d = &st->o[args->u.items[0]];
     RETURN_IF(d->kind != PK_TENSOR, PAGEIN_E_BAD_PICKLE, "pickle: Parameter of a %s, expected a tensor", kind_name(d->kind));
-    FORWARD_IF(grow((void **)&st->t, &st->ct, st->nt + 1, sizeof *st->t));
+    FORWARD_IF(pi_grow((void **)&st->t, &st->ct, st->nt + 1, sizeof *st->t));
     st->t[st->nt] = st->t[d->u.ref];
     st->t[st->nt].param = 1;
     st->t[st->nt].requires_grad = 1;
@@ -470,7 +459,7 @@ static int op_persid(struct pk_parser *p, uint8_t op) {
               kind_name(key->kind));
     uint64_t numel;
     FORWARD_IF(get_u64(st, t->u.items[4], "storage numel", &numel));
-    FORWARD_IF(grow((void **)&st->s, &st->cs, st->ns + 1, sizeof *st->s));
+    FORWARD_IF(pi_grow((void **)&st->s, &st->cs, st->ns + 1, sizeof *st->s));
     struct pk_storage *s = &st->s[st->ns];
     s->key = key->u.s.p;
     s->key_len = key->u.s.len;
@@ -649,7 +638,7 @@ int pk_load(const uint8_t *buf, size_t len, struct pk_state *st) {
             p.sn = start;
             break;
         case '(': /* MARK */
-            rc = grow((void **)&p.marks, &p.mc, p.mn + 1, sizeof *p.marks);
+            rc = pi_grow((void **)&p.marks, &p.mc, p.mn + 1, sizeof *p.marks);
             if (rc == 0) p.marks[p.mn++] = p.sn;
             break;
         case 't': /* TUPLE */

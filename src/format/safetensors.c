@@ -8,11 +8,14 @@
  * sizes are limited, and PAGEIN_OPEN_LENIENT allows trailing bytes after
  * the data (fastsafetensors' rule).
  *
- * The header is walked once with the pull reader of json.c into a flat
- * array of entries (names point into the header, or into the reader's
- * decode buffer when they hold escapes), sorted by (begin, end), validated,
- * and handed to the tensor table in file order. Memory is proportional to
- * the header: one entry per tensor, one shape array for all dimensions. */
+ * The header is walked once with the pull reader of json.c. A fast path
+ * takes the compact entry official writers emit; anything else goes
+ * through the general reader, which accepts exactly the same language
+ * (tests/test_safetensors.c checks that they agree). Records go straight
+ * into the tensor table (names copied to its arena), then are sorted by
+ * (begin, end) unless already in order, validated, and turned into
+ * absolute offsets. Memory is proportional to the header: one record per
+ * tensor (the count of '{' bounds it, so the array is allocated once). */
 #include "../internal.h"
 
 #include <stdlib.h>
@@ -36,29 +39,6 @@ static void st_parse_free(struct st_parse *p) {
     pi_free(p->seen);
 }
 
-static int grow(void **ptr, size_t *cap, size_t need, size_t elem) {
-    if (need <= *cap) return 0;
-    size_t nc = *cap ? *cap * 2 : 64;
-    while (nc < need) nc *= 2;
-    void *np = pi_realloc(*ptr, nc * elem);
-    if (!np) return pi_err(-ENOMEM, "out of memory reading the safetensors header");
-    *ptr = np;
-    *cap = nc;
-    return 0;
-}
-
-/* Maps errors of value accessors onto the crate's categories: a value of
- * the wrong type or an integer that does not fit is a deserialization
- * error (serde), i.e. PAGEIN_E_BAD_JSON. */
-static const char *shown(const char *s, size_t n, char *buf, size_t cap);
-static int as_schema_error(int rc, const char *name, size_t name_len, const char *what) {
-    if (rc == PAGEIN_E_BAD_TYPE || rc == PAGEIN_E_OVERFLOW) {
-        char nb[128];
-        return pi_err(PAGEIN_E_BAD_JSON, "tensor '%s': %s", shown(name, name_len, nb, sizeof nb), what);
-    }
-    return rc;
-}
-
 /* Printable, truncated copy of a name for messages (names may hold NUL). */
 static const char *shown(const char *s, size_t n, char *buf, size_t cap) {
     size_t k = 0;
@@ -66,6 +46,17 @@ static const char *shown(const char *s, size_t n, char *buf, size_t cap) {
     if (k + 4 >= cap && n > k) memcpy(buf + k, "...", 3), k += 3;
     buf[k] = 0;
     return buf;
+}
+
+/* Maps errors of value accessors onto the crate's categories: a value of
+ * the wrong type or an integer that does not fit is a deserialization
+ * error (serde), i.e. PAGEIN_E_BAD_JSON. */
+static int as_schema_error(int rc, const char *name, size_t name_len, const char *what) {
+    if (rc == PAGEIN_E_BAD_TYPE || rc == PAGEIN_E_OVERFLOW) {
+        char nb[128];
+        return pi_err(PAGEIN_E_BAD_JSON, "tensor '%s': %s", shown(name, name_len, nb, sizeof nb), what);
+    }
+    return rc;
 }
 
 static int read_metadata(struct pi_json *j, struct pi_table *t) {
@@ -164,7 +155,7 @@ static bool fast_entry(struct pi_json *j, struct st_parse *p_, pagein_dtype *dty
         for (;;) {
             uint64_t v;
             if (nd >= 1024 || !fast_u64(p, &i, n, &v)) return false;
-            if (nd >= p_->dimcap && grow((void **)&p_->dims, &p_->dimcap, nd + 1, sizeof *p_->dims) < 0) return false;
+            if (nd >= p_->dimcap && pi_grow((void **)&p_->dims, &p_->dimcap, nd + 1, sizeof *p_->dims) < 0) return false;
             p_->dims[nd++] = v;
             if (LIT("]")) break;
             if (!LIT(",")) return false;
@@ -219,7 +210,7 @@ static int read_entry(struct pi_json *j, struct st_parse *p, struct pi_table *t,
                 FORWARD_IF(as_schema_error(pi_json_u64(j, &v), name, name_len,
                                            "shape element is not a non-negative 64-bit integer"));
                 RETURN_IF(ndim >= 1024, PAGEIN_E_LIMIT, "tensor '%s': more than 1024 dimensions", nm);
-                FORWARD_IF(grow((void **)&p->dims, &p->dimcap, ndim + 1, sizeof *p->dims));
+                FORWARD_IF(pi_grow((void **)&p->dims, &p->dimcap, ndim + 1, sizeof *p->dims));
                 p->dims[ndim++] = v;
             }
             FORWARD_IF(rc);

@@ -18,20 +18,9 @@ void pi_table_free(struct pi_table *t) {
     memset(t, 0, sizeof *t);
 }
 
-static int grow(void **p, size_t *cap, size_t need, size_t elem) {
-    if (need <= *cap) return 0;
-    size_t nc = *cap ? *cap * 2 : 16;
-    while (nc < need) nc *= 2;
-    void *np = pi_realloc(*p, nc * elem);
-    if (!np) return -ENOMEM;
-    *p = np;
-    *cap = nc;
-    return 0;
-}
-
 pagein_tensor *pi_table_add(struct pi_table *t, const char *name, size_t name_len, pagein_dtype dtype,
                             uint32_t ndim, const uint64_t *shape, uint64_t offset, uint64_t nbytes) {
-    if (grow((void **)&t->t, &t->cap, t->n + 1, sizeof *t->t) < 0) return NULL;
+    if (pi_grow((void **)&t->t, &t->cap, t->n + 1, sizeof *t->t) < 0) return NULL;
     pagein_tensor *r = &t->t[t->n];
     memset(r, 0, sizeof *r);
     r->name = pi_arena_strndup(&t->arena, name, name_len);
@@ -58,7 +47,7 @@ pagein_tensor *pi_table_add(struct pi_table *t, const char *name, size_t name_le
 }
 
 pagein_meta *pi_table_add_meta(struct pi_table *t, const char *key, size_t key_len) {
-    if (grow((void **)&t->meta, &t->metacap, t->nmeta + 1, sizeof *t->meta) < 0) return NULL;
+    if (pi_grow((void **)&t->meta, &t->metacap, t->nmeta + 1, sizeof *t->meta) < 0) return NULL;
     pagein_meta *m = &t->meta[t->nmeta];
     memset(m, 0, sizeof *m);
     m->key = pi_arena_strndup(&t->arena, key, key_len);

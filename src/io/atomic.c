@@ -84,6 +84,14 @@ void pi_atomic_abort(struct pi_atomic_file *a) {
 
 int pi_atomic_commit(struct pi_atomic_file *a) {
     int rc = 0, e;
+    /* Everything that can fail for lack of memory happens before the
+     * rename: once it is done the new file is in place and commit succeeds
+     * (short of a failing directory fsync). */
+    char *dir = dir_of(a->path);
+    if (!dir) {
+        rc = pi_err(-ENOMEM, "%s: out of memory", a->path);
+        goto fail;
+    }
     if (fsync(a->fd) < 0) {
         e = errno;
         rc = pi_err(-e, "%s: fsync failed: %s", a->path, strerror(e));
@@ -102,11 +110,6 @@ int pi_atomic_commit(struct pi_atomic_file *a) {
         goto fail;
     }
     /* the rename is durable only once the directory is synced */
-    char *dir = dir_of(a->path);
-    if (!dir) {
-        atomic_free(a);
-        return pi_err(-ENOMEM, "out of memory");
-    }
     int dfd = open(dir, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
     if (dfd >= 0) {
         if (fsync(dfd) < 0 && errno != EINVAL && errno != EROFS) {
@@ -119,6 +122,7 @@ int pi_atomic_commit(struct pi_atomic_file *a) {
     atomic_free(a);
     return rc;
 fail:
+    pi_free(dir);
     pi_atomic_abort(a);
     return rc;
 }

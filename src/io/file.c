@@ -111,7 +111,11 @@ int pagein_open(pagein_file **out, const char *path, const pagein_open_opts *opt
     f->ino = st.st_ino;
     f->len = (size_t)st.st_size;
     if (f->len > 0) {
-        void *m = mmap(NULL, f->len, PROT_READ, MAP_SHARED, f->fd, 0);
+        /* PRIVATE: copy-on-write, so in-place writes by the caller (torch
+         * tensors) stay in this process and never reach the file. */
+        int priv = (flags & PAGEIN_OPEN_PRIVATE) != 0;
+        void *m = mmap(NULL, f->len, priv ? PROT_READ | PROT_WRITE : PROT_READ, priv ? MAP_PRIVATE : MAP_SHARED,
+                       f->fd, 0);
         if (m == MAP_FAILED) {
             rc = pi_err(-errno, "%s: cannot map %zu bytes: %s", path, f->len, strerror(errno));
             goto fail;

@@ -93,6 +93,7 @@ struct pagein_model {
     enum pi_pop_method pop_method;
     _Atomic int cancel;        /* set on close: in-flight paging stops early */
     struct pi_pager *pager;
+    unsigned pager_threads;    /* pool size for the pager's passes */
 };
 
 /* Pages ranges in (file ranges; merged and split into chunk_bytes chunks,

@@ -324,7 +324,7 @@ int pi_model_populate_groups(pagein_model *m, const int32_t *groups, size_t ng, 
     if (rc < 0) goto out;
     for (size_t k = 0; k < ng; k++)
         if (atomic_load(&gp->left[k]) == 0) group_finished(gp, k); /* nothing to read */
-    pi_parallel(m->opts.threads, gp->pop.n, grp_item, gp);
+    pi_parallel(m->pager_threads ? m->pager_threads : m->opts.threads, gp->pop.n, grp_item, gp);
 out:
     for (int s2 = 0; s2 < MAX_SLOTS; s2++) pi_free(gp->pop.scratch[s2]);
     pi_free(gp->pop.c);
