@@ -572,6 +572,7 @@ static int bench_load_main(int argc, char **argv) {
         usage(stderr);
         return EXIT_USAGE;
     }
+    int progress = !quiet && isatty(2); /* progress lines only on a terminal */
     /* the model's files, from a lazy open that reads headers only */
     pagein_model *m;
     pagein_model_opts lo = PAGEIN_MODEL_OPTS_INIT;
@@ -630,7 +631,7 @@ static int bench_load_main(int argc, char **argv) {
         for (size_t k = 0; k < NMODES; k++) {
             if (!in_list(only, modes[k].name)) continue;
             for (int r = 0; r < b.runs; r++) {
-                if (!quiet) fprintf(stderr, "\rbench-load: %s %s run %d/%d   ", modes[k].name, c ? "warm" : "cold", r + 1, b.runs);
+                if (progress) fprintf(stderr, "\rbench-load: %s %s run %d/%d   ", modes[k].name, c ? "warm" : "cold", r + 1, b.runs);
                 if (c == 0) evict(&b);
                 else warm(&b);
                 int what = modes[k].kind == K_STRATEGY ? 0 : modes[k].kind == K_READ1M ? 1 : 2;
@@ -645,7 +646,7 @@ static int bench_load_main(int argc, char **argv) {
     if (pipeline) {
         for (int k = 0; k < 3; k++) {
             for (int r = 0; r < b.runs; r++) {
-                if (!quiet) fprintf(stderr, "\rbench-load: pipeline %s run %d/%d   ", pagein_strategy_name(pst[k]), r + 1, b.runs);
+                if (progress) fprintf(stderr, "\rbench-load: pipeline %s run %d/%d   ", pagein_strategy_name(pst[k]), r + 1, b.runs);
                 evict(&b);
                 runs[r] = in_child(&b, 3, pst[k], 0);
             }
@@ -653,7 +654,7 @@ static int bench_load_main(int argc, char **argv) {
             if (!pipe_res[k].ok) failed = 1;
         }
         for (int r = 0; r < b.runs; r++) {
-            if (!quiet) fprintf(stderr, "\rbench-load: compute only run %d/%d   ", r + 1, b.runs);
+            if (progress) fprintf(stderr, "\rbench-load: compute only run %d/%d   ", r + 1, b.runs);
             warm(&b);
             runs[r] = in_child(&b, 3, PAGEIN_STRATEGY_POPULATE, 1);
         }
@@ -662,10 +663,10 @@ static int bench_load_main(int argc, char **argv) {
     }
     double dev = -1;
     if (fio) {
-        if (!quiet) fprintf(stderr, "\rbench-load: fio device limit            ");
+        if (progress) fprintf(stderr, "\rbench-load: fio device limit            ");
         dev = fio_limit(&b, quiet);
     }
-    if (!quiet) fprintf(stderr, "\r\033[K");
+    if (progress) fprintf(stderr, "\r\033[K");
 
     struct utsname un;
     uname(&un);
