@@ -54,22 +54,35 @@ static void gen_add(struct gen *g, const char *name, uint64_t bytes, int shard) 
     g->shard[i] = shard;
 }
 
+/* Tensor names of a generated model: HF-style safetensors or GGUF. */
+struct naming {
+    const char *embed, *a, *b, *norm, *head; /* a and b take the layer number */
+};
+static const struct naming hf_names = {"model.embed_tokens.weight", "model.layers.%d.a.weight",
+                                       "model.layers.%d.b.weight", "model.norm.weight", "lm_head.weight"};
+static const struct naming gguf_names = {"token_embd.weight", "blk.%d.attn_q.weight", "blk.%d.ffn_up.weight",
+                                         "output_norm.weight", "output.weight"};
+
 /* embed, nl layers of two tensors, norm, head; layer 1 straddles shards
  * when nshards > 1 (shard = layer * nshards / nl, tensor b of layer 1 one
  * shard further). */
-static void gen_model(struct gen *g, int nl, uint64_t tbytes, int nshards) {
+static void gen_model_named(struct gen *g, const struct naming *nm, int nl, uint64_t tbytes, int nshards) {
     memset(g, 0, sizeof *g);
-    gen_add(g, "model.embed_tokens.weight", tbytes, 0);
+    gen_add(g, nm->embed, tbytes, 0);
     for (int l = 0; l < nl; l++) {
         char n[64];
         int s = l * nshards / nl;
-        snprintf(n, sizeof n, "model.layers.%d.a.weight", l);
+        snprintf(n, sizeof n, nm->a, l);
         gen_add(g, n, tbytes, s);
-        snprintf(n, sizeof n, "model.layers.%d.b.weight", l);
+        snprintf(n, sizeof n, nm->b, l);
         gen_add(g, n, tbytes + 4096 * (uint64_t)(l % 3) + 24, l == 1 && s + 1 < nshards ? s + 1 : s);
     }
-    gen_add(g, "model.norm.weight", 40, nshards - 1);
-    gen_add(g, "lm_head.weight", tbytes, nshards - 1);
+    gen_add(g, nm->norm, 40, nshards - 1);
+    gen_add(g, nm->head, tbytes, nshards - 1);
+}
+
+static void gen_model(struct gen *g, int nl, uint64_t tbytes, int nshards) {
+    gen_model_named(g, &hf_names, nl, tbytes, nshards);
 }
 
 /* Writes the model under dir: model.safetensors, or shards + index. */
@@ -248,18 +261,7 @@ TEST(load_model_sharded) {
 /* ---- GGUF: single file and split sets ----------------------------------- */
 
 static void gen_model_gguf(struct gen *g, int nl, uint64_t tbytes, int nshards) {
-    memset(g, 0, sizeof *g);
-    gen_add(g, "token_embd.weight", tbytes, 0);
-    for (int l = 0; l < nl; l++) {
-        char n[64];
-        int s = l * nshards / nl;
-        snprintf(n, sizeof n, "blk.%d.attn_q.weight", l);
-        gen_add(g, n, tbytes, s);
-        snprintf(n, sizeof n, "blk.%d.ffn_up.weight", l);
-        gen_add(g, n, tbytes + 4096 * (uint64_t)(l % 3) + 24, l == 1 && s + 1 < nshards ? s + 1 : s);
-    }
-    gen_add(g, "output_norm.weight", 40, nshards - 1);
-    gen_add(g, "output.weight", tbytes, nshards - 1);
+    gen_model_named(g, &gguf_names, nl, tbytes, nshards);
     for (size_t i = 0; i < g->n; i++) g->t[i].dtype = PAGEIN_DTYPE_I8;
 }
 
