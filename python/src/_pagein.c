@@ -192,6 +192,21 @@ static Source *source_new(PyObject *path) {
     return s;
 }
 
+/* Wraps an open file or model (exactly one of f, m) in a Source; closes it
+ * if the Source cannot be made. */
+static PyObject *source_wrap(PyObject *path, pagein_file *f, pagein_model *m, int writable) {
+    Source *s = source_new(path);
+    if (!s) {
+        pagein_close(f);
+        pagein_model_close(m);
+        return NULL;
+    }
+    s->f = f;
+    s->m = m;
+    s->writable = writable;
+    return (PyObject *)s;
+}
+
 /* _pagein.open_file(path: str, lenient: bool = False) -> Source */
 static PyObject *py_open_file(PyObject *self, PyObject *args, PyObject *kw) {
     static char *kwlist[] = {"path", "lenient", "writable", NULL};
@@ -211,14 +226,7 @@ static PyObject *py_open_file(PyObject *self, PyObject *args, PyObject *kw) {
     Py_END_ALLOW_THREADS
     Py_DECREF(pb);
     if (rc < 0) return raise_rc(rc, path);
-    Source *s = source_new(path);
-    if (!s) {
-        pagein_close(f);
-        return NULL;
-    }
-    s->f = f;
-    s->writable = writable;
-    return (PyObject *)s;
+    return source_wrap(path, f, NULL, writable);
 }
 
 /* _pagein.open_model(path, strategy="auto", threads=0, prefetch=0,
@@ -256,14 +264,7 @@ static PyObject *py_open_model(PyObject *self, PyObject *args, PyObject *kw) {
     Py_END_ALLOW_THREADS
     Py_DECREF(pb);
     if (rc < 0) return raise_rc(rc, path);
-    Source *s = source_new(path);
-    if (!s) {
-        pagein_model_close(m);
-        return NULL;
-    }
-    s->m = m;
-    s->writable = writable;
-    return (PyObject *)s;
+    return source_wrap(path, NULL, m, writable);
 }
 
 /* tensors(order="file") -> list of tensor tuples; order "layer" gives layer order. */
