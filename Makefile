@@ -101,10 +101,13 @@ fuzz:
 	  clang -std=c11 -D_GNU_SOURCE -Iinclude -g -O1 -fsanitize=fuzzer,address,undefined \
 	    -o $(FUZZ_BUILD)/fuzz_$$t fuzz/fuzz_$$t.c $(FUZZ_BUILD)/libpagein.a -lpthread $(LIB_LDLIBS) -lm || exit 1; \
 	  mkdir -p $(FUZZ_BUILD)/corpus/$$t; \
+	  seeds=""; for s in $$(cat fuzz/seeds_$$t.txt 2>/dev/null); do \
+	    if [ -d "$$s" ]; then seeds="$$seeds $$s"; elif [ -f "$$s" ]; then cp "$$s" $(FUZZ_BUILD)/corpus/$$t/; fi; \
+	  done; \
 	  echo "== fuzzing $$t for $(FUZZ_TIME)s"; \
 	  ./$(FUZZ_BUILD)/fuzz_$$t -max_total_time=$(FUZZ_TIME) -print_final_stats=1 \
 	    $$([ -f fuzz/$$t.dict ] && echo -dict=fuzz/$$t.dict) -artifact_prefix=$(FUZZ_BUILD)/ \
-	    $(FUZZ_BUILD)/corpus/$$t fuzz/corpus/$$t $$(cat fuzz/seeds_$$t.txt 2>/dev/null) || exit 1; \
+	    $(FUZZ_BUILD)/corpus/$$t fuzz/corpus/$$t $$seeds || exit 1; \
 	done
 
 # ---- tests -----------------------------------------------------------------

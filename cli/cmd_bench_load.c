@@ -303,8 +303,15 @@ static int measure_readall(struct bench *b, struct result *r) {
 }
 
 /* Pipeline: walk the layers in order; one matvec per weight tensor; the
- * embeddings are a row lookup. first_output = end of layer 0. */
-static int measure_pipeline(struct bench *b, pagein_strategy s, int compute_only, struct result *r) {
+ * embeddings are a row lookup. first_output = end of layer 0. How the
+ * consumer waits for its data (PIPE_WAIT_*, with prefetch): before each
+ * tensor (pagein_tensor_wait: computing starts while the layer's last
+ * tensors are still read) or before each layer (pagein_layer_wait). */
+enum { PIPE_WAIT_NONE = 0, PIPE_WAIT_TENSOR = 1, PIPE_WAIT_LAYER = 2 };
+static const char *const pipe_wait_name[] = {"none", "tensor", "layer"};
+
+static int measure_pipeline(struct bench *b, pagein_strategy s, int flag, struct result *r) {
+    int compute_only = flag & 1, wait = flag >> 1;
     pagein_model *m;
     pagein_model_opts o = opts_for(b, s);
     double t0 = now();
@@ -315,6 +322,7 @@ static int measure_pipeline(struct bench *b, pagein_strategy s, int compute_only
     }
     if (compute_only) t0 = now(); /* data already resident */
     int prefetch = s == PAGEIN_STRATEGY_PREFETCH;
+    if (!prefetch) wait = PIPE_WAIT_NONE;
     int32_t L = pagein_model_layer_count(m);
     for (int32_t l = -1; l <= L && rc == 0; l++) {
         const pagein_tensor *const *lt;
@@ -324,8 +332,9 @@ static int measure_pipeline(struct bench *b, pagein_strategy s, int compute_only
             if (prefetch) pagein_layer_done(m, l);
             continue;
         }
-        if (prefetch && (rc = pagein_layer_wait(m, l)) < 0) break;
-        for (size_t i = 0; i < n; i++) matvec(lt[i]);
+        if (wait == PIPE_WAIT_LAYER && (rc = pagein_layer_wait(m, l)) < 0) break;
+        for (size_t i = 0; i < n && rc == 0; i++)
+            if (wait != PIPE_WAIT_TENSOR || (rc = pagein_tensor_wait(m, lt[i])) == 0) matvec(lt[i]);
         if (prefetch) pagein_layer_done(m, l);
         if (l == (L > 0 ? 0 : -1) || (L == 0 && l == 0)) r->first_output_s = now() - t0;
     }
@@ -618,7 +627,7 @@ static int bench_load_main(int argc, char **argv) {
     qsort(lazy_open, 7, sizeof lazy_open[0], dcmp);
     double warm_open = lazy_open[3];
 
-    struct result res[NMODES][2], pipe_res[3], compute;
+    struct result res[NMODES][2], pipe_res[4], compute;
     int have[NMODES][2] = {{0}};
     memset(res, 0, sizeof res);
     memset(pipe_res, 0, sizeof pipe_res);
@@ -642,13 +651,18 @@ static int bench_load_main(int argc, char **argv) {
             if (!res[k][c].ok) failed = 1;
         }
     }
-    static const pagein_strategy pst[3] = {PAGEIN_STRATEGY_LAZY, PAGEIN_STRATEGY_PREFETCH, PAGEIN_STRATEGY_POPULATE};
+    /* pipeline rows: lazy (page faults), prefetch with tensor waits (the
+     * verdict's row), prefetch with layer waits, populate (load all first) */
+    static const pagein_strategy pst[4] = {PAGEIN_STRATEGY_LAZY, PAGEIN_STRATEGY_PREFETCH, PAGEIN_STRATEGY_PREFETCH,
+                                           PAGEIN_STRATEGY_POPULATE};
+    static const int pwait[4] = {PIPE_WAIT_NONE, PIPE_WAIT_TENSOR, PIPE_WAIT_LAYER, PIPE_WAIT_NONE};
+    static const char *const plabel[4] = {"lazy", "prefetch", "prefetch/layer", "populate"};
     if (pipeline) {
-        for (int k = 0; k < 3; k++) {
+        for (int k = 0; k < 4; k++) {
             for (int r = 0; r < b.runs; r++) {
-                if (progress) fprintf(stderr, "\rbench-load: pipeline %s run %d/%d   ", pagein_strategy_name(pst[k]), r + 1, b.runs);
+                if (progress) fprintf(stderr, "\rbench-load: pipeline %s run %d/%d   ", plabel[k], r + 1, b.runs);
                 evict(&b);
-                runs[r] = in_child(&b, 3, pst[k], 0);
+                runs[r] = in_child(&b, 3, pst[k], pwait[k] << 1);
             }
             pipe_res[k] = median(runs, b.runs);
             if (!pipe_res[k].ok) failed = 1;
@@ -710,8 +724,9 @@ static int bench_load_main(int argc, char **argv) {
             }
         fprintf(o, "\n ],\n \"pipeline\": [");
         if (pipeline)
-            for (int k = 0; k < 3; k++) {
-                fprintf(o, "%s\n  {\"strategy\": \"%s\", \"cache\": \"cold\", ", k ? "," : "", pagein_strategy_name(pst[k]));
+            for (int k = 0; k < 4; k++) {
+                fprintf(o, "%s\n  {\"strategy\": \"%s\", \"wait\": \"%s\", \"cache\": \"cold\", ", k ? "," : "",
+                        pagein_strategy_name(pst[k]), pipe_wait_name[pwait[k]]);
                 jnum(o, "first_output_s", pipe_res[k].ok ? pipe_res[k].first_output_s : -1, 0);
                 jnum(o, "total_s", pipe_res[k].ok ? pipe_res[k].total_s : -1, 0);
                 jnum(o, "compute_only_s", compute.ok ? compute.total_s : -1, 1);
@@ -749,14 +764,14 @@ static int bench_load_main(int argc, char **argv) {
             }
         if (pipeline) {
             printf("\npipeline (cold; one matvec per weight tensor, layer by layer)\n");
-            printf("%-9s %14s %10s %15s\n", "strategy", "first_output_s", "total_s", "compute_only_s");
-            for (int k = 0; k < 3; k++) {
+            printf("%-15s %14s %10s %15s\n", "strategy", "first_output_s", "total_s", "compute_only_s");
+            for (int k = 0; k < 4; k++) {
                 if (!pipe_res[k].ok) {
-                    printf("%-9s FAILED: %s\n", pagein_strategy_name(pst[k]), pipe_res[k].err);
+                    printf("%-15s FAILED: %s\n", plabel[k], pipe_res[k].err);
                     continue;
                 }
-                printf("%-9s %14.3f %10.3f %15.3f\n", pagein_strategy_name(pst[k]), pipe_res[k].first_output_s,
-                       pipe_res[k].total_s, compute.total_s);
+                printf("%-15s %14.3f %10.3f %15.3f\n", plabel[k], pipe_res[k].first_output_s, pipe_res[k].total_s,
+                       compute.total_s);
             }
         }
         if (dev > 0) printf("\ndevice limit (fio, 1 MiB O_DIRECT, QD32): %.2f GB/s\n", dev);

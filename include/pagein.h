@@ -716,6 +716,13 @@ PAGEIN_API int pagein_layer_wait(pagein_model *m, int32_t layer);
 /* Marks layer i consumed: the pager moves on and, with a budget, releases
  * layers behind the cursor. */
 PAGEIN_API int pagein_layer_done(pagein_model *m, int32_t layer);
+/* Finer than pagein_layer_wait: returns as soon as tensor t (from m) is
+ * resident, while the rest of its layer may still be arriving, so a
+ * consumer can compute on a layer's first tensors while its last ones are
+ * read. Moves the cursor to t's layer like pagein_layer_wait. PREFETCH:
+ * waits for the pager (which pages chunks in file order); LAZY: pages t in
+ * now, in parallel; POPULATE, READ: returns at once. */
+PAGEIN_API int pagein_tensor_wait(pagein_model *m, const pagein_tensor *t);
 
 /*
  * What AUTO would choose for m, whatever strategy m was opened with (open

@@ -90,6 +90,7 @@ struct pagein_model {
     const pagein_tensor **lt;  /* tensors in layer order */
     size_t *lstart;            /* nlayers + 3 entries: group g is lt[lstart[g] .. lstart[g+1]) */
     uint64_t *lbytes;          /* bytes per group */
+    int32_t *tgroup;           /* group of each tensor, by index in tab.t */
     enum pi_pop_method pop_method;
     _Atomic int cancel;        /* set on close: in-flight paging stops early */
     struct pi_pager *pager;
@@ -108,18 +109,35 @@ int pi_model_populate_with(pagein_model *m, struct pi_range *r, size_t n, enum p
 int pi_model_populate_group(pagein_model *m, struct pi_range *r, size_t n, enum pi_pop_method method,
                             _Atomic int32_t *cursor, int32_t group);
 /* Pages several layer groups in one parallel pass, chunks in group order,
- * calling done(arg, g, rc) (on a pool thread) as each group completes: 0,
- * PAGEIN_E_CANCELLED (m closing, or *cursor passed g: its remaining chunks
- * are skipped) or the group's first failure (detail set on that thread).
+ * calling the hooks on pool threads:
+ *  - enter(arg, g) before each chunk of group g, leave(arg, g, token) after
+ *    it with what enter returned (the pager throttles work ahead of the
+ *    cursor there);
+ *  - progress(arg, g, file, end) when the chunks of g finished so far, in
+ *    chunk order, reach (file, end): every byte of g before that position
+ *    in (file, offset) order is resident (may be NULL);
+ *  - done(arg, g, rc) as each group completes: 0, PAGEIN_E_CANCELLED (m
+ *    closing, or *cursor passed g: its remaining chunks are skipped) or the
+ *    group's first failure (detail set on that thread).
  * Returns 0 or -ENOMEM before anything started (then no callback ran). */
-typedef void (*pi_group_done_fn)(void *arg, int32_t g, int rc);
+struct pi_group_hooks {
+    void *arg;
+    int (*enter)(void *arg, int32_t g);
+    void (*leave)(void *arg, int32_t g, int token);
+    void (*progress)(void *arg, int32_t g, uint32_t file, uint64_t end);
+    void (*done)(void *arg, int32_t g, int rc);
+};
 int pi_model_populate_groups(pagein_model *m, const int32_t *groups, size_t ng, enum pi_pop_method method,
-                             _Atomic int32_t *cursor, pi_group_done_fn done, void *arg);
+                             _Atomic int32_t *cursor, const struct pi_group_hooks *h);
 /* Ranges of one layer group (g = layer + 1) into r (caller-allocated with
  * room for the group's tensor count); returns the count. */
 size_t pi_model_group_ranges(const pagein_model *m, int32_t g, struct pi_range *r);
 /* Releases a group's pages (pager budget). */
 void pi_model_release_group(pagein_model *m, int32_t g);
+/* Test hook (tests/test_load.c): when set, every O_DIRECT read fails with
+ * EINVAL, as on filesystems that accept O_DIRECT at open and refuse the
+ * reads, so the fallback to buffered reads is exercised everywhere. */
+extern _Atomic int pi_test_direct_read_fails;
 /* READ strategy: reads every file into anonymous memory. */
 int pi_model_read_all(pagein_model *m);
 /* Method from PAGEIN_POPULATE_METHOD (madvise|pread|readahead). */
@@ -130,5 +148,7 @@ int pi_pager_start(pagein_model *m);
 void pi_pager_stop(pagein_model *m);
 int pi_pager_wait(pagein_model *m, int32_t g);
 int pi_pager_done(pagein_model *m, int32_t g);
+/* Waits until tensor t of group g is resident. */
+int pi_pager_wait_tensor(pagein_model *m, int32_t g, const pagein_tensor *t);
 
 #endif

@@ -307,7 +307,8 @@ static int build_groups(pagein_model *m) {
     m->lt = pi_malloc((t->n ? t->n : 1) * sizeof *m->lt);
     m->lstart = pi_calloc(ng + 1, sizeof *m->lstart);
     m->lbytes = pi_calloc(ng, sizeof *m->lbytes);
-    if (!m->lt || !m->lstart || !m->lbytes) return pi_err(-ENOMEM, "out of memory");
+    m->tgroup = pi_malloc((t->n ? t->n : 1) * sizeof *m->tgroup);
+    if (!m->lt || !m->lstart || !m->lbytes || !m->tgroup) return pi_err(-ENOMEM, "out of memory");
     size_t *count = pi_calloc(ng, sizeof *count);
     if (!count) return pi_err(-ENOMEM, "out of memory");
     for (size_t i = 0; i < t->n; i++) {
@@ -336,6 +337,7 @@ static int build_groups(pagein_model *m) {
             g = tail ? ng - 1 : 0;
         }
         m->lt[m->lstart[g] + count[g]++] = r;
+        m->tgroup[r - t->t] = (int32_t)g;
     }
     pi_free(count);
     return 0;
@@ -495,6 +497,7 @@ void pagein_model_close(pagein_model *m) {
     pi_free(m->lt);
     pi_free(m->lstart);
     pi_free(m->lbytes);
+    pi_free(m->tgroup);
     pi_free(m);
 }
 

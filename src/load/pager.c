@@ -53,6 +53,13 @@ struct pi_pager {
     uint64_t budget, resident;
     char errmsg[512];
     uint64_t *gbytes;
+    /* per group while loading: everything before (wm_file, wm_end) in
+     * (file, offset) order is resident (tensor waits) */
+    uint32_t *wm_file;
+    uint64_t *wm_end;
+    /* CPU sharing: consumer threads blocked in a wait, pool threads working
+     * ahead of the cursor, and how many may while nobody waits */
+    unsigned waiting, ahead_running, ahead_limit;
 };
 
 static void trim(pagein_model *m) {
@@ -98,6 +105,54 @@ static void group_done(void *arg, int32_t g, int rc) {
     finish(m->pager, g, rc);
 }
 
+/* The consumer computes on the same CPUs the pool pages in with (on a VM or
+ * a host-cached disk paging in costs CPU, not just device time). While it
+ * waits, every pool thread works; while it computes, work ahead of the
+ * cursor runs on all but one thread, so paging in layer i + 1 never halves
+ * the speed of computing layer i. */
+static int gate_enter(void *arg, int32_t g) {
+    pagein_model *m = arg;
+    struct pi_pager *p = m->pager;
+    pthread_mutex_lock(&p->mu);
+    while (!p->stop && !atomic_load(&m->cancel) && g > atomic_load(&p->cursor) && !p->waiting &&
+           p->ahead_running >= p->ahead_limit)
+        pthread_cond_wait(&p->cv, &p->mu);
+    int token = g > atomic_load(&p->cursor);
+    if (token) p->ahead_running++;
+    pthread_mutex_unlock(&p->mu);
+    return token;
+}
+
+static void gate_leave(void *arg, int32_t g, int token) {
+    (void)g;
+    if (!token) return;
+    pagein_model *m = arg;
+    struct pi_pager *p = m->pager;
+    pthread_mutex_lock(&p->mu);
+    p->ahead_running--;
+    pthread_cond_broadcast(&p->cv);
+    pthread_mutex_unlock(&p->mu);
+}
+
+static void group_progress(void *arg, int32_t g, uint32_t file, uint64_t end) {
+    pagein_model *m = arg;
+    struct pi_pager *p = m->pager;
+    pthread_mutex_lock(&p->mu);
+    if (file > p->wm_file[g] || (file == p->wm_file[g] && end > p->wm_end[g])) {
+        p->wm_file[g] = file;
+        p->wm_end[g] = end;
+        if (p->waiting) pthread_cond_broadcast(&p->cv);
+    }
+    pthread_mutex_unlock(&p->mu);
+}
+
+/* Waits on the pager's condition variable as a consumer (mu held). */
+static void consumer_wait(struct pi_pager *p) {
+    if (p->waiting++ == 0) pthread_cond_broadcast(&p->cv); /* open the gate */
+    pthread_cond_wait(&p->cv, &p->mu);
+    p->waiting--;
+}
+
 /* Takes every missing group of the window [cursor, cursor + ahead] that the
  * budget allows (the cursor group always) and pages them in one parallel
  * pass, chunks in group order, so the device queue stays deep across group
@@ -123,11 +178,15 @@ static void *pager_main(void *arg) {
             pthread_cond_wait(&p->cv, &p->mu);
             continue;
         }
-        for (size_t i = 0; i < nb; i++) p->state[batch[i]] = G_LOADING;
+        for (size_t i = 0; i < nb; i++) {
+            p->state[batch[i]] = G_LOADING;
+            p->wm_file[batch[i]] = 0;
+            p->wm_end[batch[i]] = 0;
+        }
         p->resident += add;
         pthread_mutex_unlock(&p->mu);
-        int rc = pi_model_populate_groups(m, batch, nb, p->budget ? PI_POP_READAHEAD : m->pop_method, &p->cursor,
-                                          group_done, m);
+        const struct pi_group_hooks h = {m, gate_enter, gate_leave, group_progress, group_done};
+        int rc = pi_model_populate_groups(m, batch, nb, p->budget ? PI_POP_READAHEAD : m->pop_method, &p->cursor, &h);
         if (rc < 0)
             for (size_t i = 0; i < nb; i++) finish(p, batch[i], rc);
         if (p->budget) trim(m);
@@ -143,13 +202,17 @@ int pi_pager_start(pagein_model *m) {
     p->ng = m->nlayers + 2;
     p->state = pi_calloc((size_t)p->ng, 1);
     p->gerr = pi_calloc((size_t)p->ng, sizeof *p->gerr);
+    p->wm_file = pi_calloc((size_t)p->ng, sizeof *p->wm_file);
+    p->wm_end = pi_calloc((size_t)p->ng, sizeof *p->wm_end);
     p->gbytes = m->lbytes;
     p->ahead = m->opts.prefetch_ahead ? m->opts.prefetch_ahead : 2;
     p->budget = m->opts.budget_bytes;
     atomic_init(&p->cursor, 0);
-    if (!p->state || !p->gerr) {
+    if (!p->state || !p->gerr || !p->wm_file || !p->wm_end) {
         pi_free(p->state);
         pi_free(p->gerr);
+        pi_free(p->wm_file);
+        pi_free(p->wm_end);
         pi_free(p);
         return pi_err(-ENOMEM, "out of memory");
     }
@@ -167,6 +230,8 @@ int pi_pager_start(pagein_model *m) {
         long nc = sysconf(_SC_NPROCESSORS_ONLN);
         m->pager_threads = nc < 2 ? 2 : (unsigned)nc;
     }
+    unsigned nt = m->pager_threads ? m->pager_threads : m->opts.threads;
+    p->ahead_limit = nt > 1 ? nt - 1 : 1;
     for (size_t i = 0; i < m->nfiles; i++) {
         pagein_file *f = m->files[i];
         if (!f->mapped || !f->len) continue;
@@ -200,6 +265,8 @@ void pi_pager_stop(pagein_model *m) {
     pthread_cond_destroy(&p->cv);
     pi_free(p->state);
     pi_free(p->gerr);
+    pi_free(p->wm_file);
+    pi_free(p->wm_end);
     pi_free(p);
     m->pager = NULL;
 }
@@ -223,7 +290,7 @@ int pi_pager_wait(pagein_model *m, int32_t g) {
         if (s == G_LOADING || (g >= atomic_load(&p->cursor) && !p->stop)) {
             /* the pager is on it, or will take it next (it is the lowest
              * missing group at the cursor) */
-            pthread_cond_wait(&p->cv, &p->mu);
+            consumer_wait(p);
             continue;
         }
         /* behind the cursor: load it on this thread */
@@ -232,6 +299,37 @@ int pi_pager_wait(pagein_model *m, int32_t g) {
         pthread_mutex_unlock(&p->mu);
         finish(p, g, load_group(m, g));
         pthread_mutex_lock(&p->mu);
+    }
+    pthread_mutex_unlock(&p->mu);
+    return 0;
+}
+
+int pi_pager_wait_tensor(pagein_model *m, int32_t g, const pagein_tensor *t) {
+    struct pi_pager *p = m->pager;
+    uint64_t end = t->offset + t->nbytes;
+    pthread_mutex_lock(&p->mu);
+    if (g > atomic_load(&p->cursor)) {
+        atomic_store(&p->cursor, g);
+        pthread_cond_broadcast(&p->cv);
+    }
+    for (;;) {
+        uint8_t s = p->state[g];
+        if (s == G_RESIDENT) break;
+        if (s == G_LOADING && (p->wm_file[g] > t->file || (p->wm_file[g] == t->file && p->wm_end[g] >= end))) break;
+        if (s == G_FAILED) {
+            int rc = p->gerr[g];
+            p->state[g] = G_NONE; /* a later wait retries */
+            pthread_mutex_unlock(&p->mu);
+            return pi_err(rc, "%s", p->errmsg);
+        }
+        if (s == G_LOADING || (g >= atomic_load(&p->cursor) && !p->stop)) {
+            consumer_wait(p);
+            continue;
+        }
+        /* behind the cursor: page just this tensor in on this thread */
+        pthread_mutex_unlock(&p->mu);
+        struct pi_range r = {t->file, t->offset, t->nbytes};
+        return pi_model_populate_with(m, &r, 1, p->budget ? PI_POP_READAHEAD : m->pop_method);
     }
     pthread_mutex_unlock(&p->mu);
     return 0;
@@ -266,6 +364,16 @@ int pagein_layer_wait(pagein_model *m, int32_t layer) {
     if (m->strategy == PAGEIN_STRATEGY_READ || m->strategy == PAGEIN_STRATEGY_POPULATE) return 0;
     /* lazy: page the layer in now, in parallel */
     return load_group(m, g);
+}
+
+int pagein_tensor_wait(pagein_model *m, const pagein_tensor *t) {
+    if (!m || !t) return pi_err(PAGEIN_E_INVALID, "pagein_tensor_wait: NULL argument");
+    uintptr_t a = (uintptr_t)m->tab.t, x = (uintptr_t)t;
+    RETURN_IF(x < a || x >= a + m->tab.n * sizeof *t || (x - a) % sizeof *t, PAGEIN_E_INVALID,
+              "pagein_tensor_wait: tensor %.*s is not from this model", (int)PI_MIN(t->name_len, 200), t->name);
+    if (m->pager) return pi_pager_wait_tensor(m, m->tgroup[t - m->tab.t], t);
+    if (m->strategy == PAGEIN_STRATEGY_READ || m->strategy == PAGEIN_STRATEGY_POPULATE) return 0;
+    return pagein_model_load_tensors(m, &t, 1);
 }
 
 int pagein_layer_done(pagein_model *m, int32_t layer) {

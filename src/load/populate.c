@@ -25,6 +25,7 @@
 #include "load.h"
 
 #include <fcntl.h>
+#include <pthread.h>
 #include <stdatomic.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -241,35 +242,61 @@ struct gpop {
     _Atomic int *rc;         /* first failure, per group */
     char (*detail)[256];
     _Atomic int32_t *cursor;
-    pi_group_done_fn done;
-    void *arg;
+    const struct pi_group_hooks *h;
+    /* progress: chunks finished, and per group the first chunk and the
+     * length of the finished prefix (under mu) */
+    uint8_t *fin;
+    size_t *first, *prefix;
+    pthread_mutex_t mu;
 };
 
 static void group_finished(struct gpop *gp, size_t k) {
     int rc = atomic_load(&gp->rc[k]);
     if (rc < 0) pi_err(rc, "%s", gp->detail[k]);
-    gp->done(gp->arg, gp->groups[k], rc);
+    gp->h->done(gp->h->arg, gp->groups[k], rc);
+}
+
+/* Chunk i of group k is in: advance k's finished prefix and report where it
+ * ends. Reports may arrive out of order between threads; the receiver keeps
+ * the furthest. */
+static void chunk_finished(struct gpop *gp, size_t k, size_t i) {
+    if (!gp->h->progress) return;
+    pthread_mutex_lock(&gp->mu);
+    gp->fin[i] = 1;
+    size_t p0 = gp->prefix[k], n = gp->first[k] + gp->prefix[k];
+    while (n < gp->pop.n && gp->tag[n] == k && gp->fin[n]) n++;
+    size_t p1 = gp->prefix[k] = n - gp->first[k];
+    pthread_mutex_unlock(&gp->mu);
+    if (p1 > p0) {
+        const struct pi_range *c = &gp->pop.c[n - 1];
+        gp->h->progress(gp->h->arg, gp->groups[k], c->file, c->off + c->len);
+    }
 }
 
 static int grp_item(void *ctx, size_t i) {
     struct gpop *gp = ctx;
     size_t k = gp->tag[i];
+    int32_t g = gp->groups[k];
     int rc = 0;
-    if (atomic_load(&gp->pop.m->cancel) || (gp->cursor && atomic_load(gp->cursor) > gp->groups[k]))
+    int token = gp->h->enter ? gp->h->enter(gp->h->arg, g) : 0;
+    if (atomic_load(&gp->pop.m->cancel) || (gp->cursor && atomic_load(gp->cursor) > g))
         rc = pi_err(PAGEIN_E_CANCELLED, "paging cancelled");
     else if (atomic_load(&gp->rc[k]) >= 0)
         rc = pop_item(&gp->pop, i);
+    if (gp->h->leave) gp->h->leave(gp->h->arg, g, token);
     if (rc < 0) {
         int z = 0;
         if (atomic_compare_exchange_strong(&gp->rc[k], &z, rc))
             snprintf(gp->detail[k], sizeof gp->detail[k], "%s", pagein_last_error_detail());
+    } else {
+        chunk_finished(gp, k, i);
     }
     if (atomic_fetch_sub(&gp->left[k], 1) == 1) group_finished(gp, k);
     return 0; /* one group's failure never stops the others */
 }
 
 int pi_model_populate_groups(pagein_model *m, const int32_t *groups, size_t ng, enum pi_pop_method method,
-                             _Atomic int32_t *cursor, pi_group_done_fn done, void *arg) {
+                             _Atomic int32_t *cursor, const struct pi_group_hooks *h) {
     struct gpop *gp = pi_calloc(1, sizeof *gp);
     if (!gp) return pi_err(-ENOMEM, "out of memory");
     gp->pop.m = m;
@@ -277,14 +304,16 @@ int pi_model_populate_groups(pagein_model *m, const int32_t *groups, size_t ng, 
     gp->pop.chunk = m->opts.chunk_bytes ? pi_align_up(m->opts.chunk_bytes, 2u << 20) : POP_CHUNK_DEFAULT;
     gp->groups = groups;
     gp->cursor = cursor;
-    gp->done = done;
-    gp->arg = arg;
+    gp->h = h;
+    pthread_mutex_init(&gp->mu, NULL);
     gp->left = pi_calloc(ng ? ng : 1, sizeof *gp->left);
     gp->rc = pi_calloc(ng ? ng : 1, sizeof *gp->rc);
     gp->detail = pi_calloc(ng ? ng : 1, sizeof *gp->detail);
+    gp->first = pi_calloc(ng ? ng : 1, sizeof *gp->first);
+    gp->prefix = pi_calloc(ng ? ng : 1, sizeof *gp->prefix);
     int rc = 0;
     size_t cap = 0;
-    if (!gp->left || !gp->rc || !gp->detail) {
+    if (!gp->left || !gp->rc || !gp->detail || !gp->first || !gp->prefix) {
         rc = pi_err(-ENOMEM, "out of memory");
         goto out;
     }
@@ -316,11 +345,13 @@ int pi_model_populate_groups(pagein_model *m, const int32_t *groups, size_t ng, 
         }
         if (nc) memcpy(gp->pop.c + gp->pop.n, c, nc * sizeof *c); /* gp->pop.c may still be NULL */
         for (size_t j = 0; j < nc; j++) gp->tag[gp->pop.n + j] = (uint32_t)k;
+        gp->first[k] = gp->pop.n;
         gp->pop.n += nc;
         atomic_init(&gp->left[k], nc);
         atomic_init(&gp->rc[k], 0);
         pi_free(c);
     }
+    if (rc == 0 && !(gp->fin = pi_calloc(gp->pop.n ? gp->pop.n : 1, 1))) rc = pi_err(-ENOMEM, "out of memory");
     if (rc < 0) goto out;
     for (size_t k = 0; k < ng; k++)
         if (atomic_load(&gp->left[k]) == 0) group_finished(gp, k); /* nothing to read */
@@ -329,9 +360,13 @@ out:
     for (int s2 = 0; s2 < MAX_SLOTS; s2++) pi_free(gp->pop.scratch[s2]);
     pi_free(gp->pop.c);
     pi_free(gp->tag);
+    pi_free(gp->fin);
+    pi_free(gp->first);
+    pi_free(gp->prefix);
     pi_free((void *)gp->left);
     pi_free((void *)gp->rc);
     pi_free(gp->detail);
+    pthread_mutex_destroy(&gp->mu);
     pi_free(gp);
     return rc;
 }
@@ -401,6 +436,8 @@ int pagein_model_load_layers(pagein_model *m, int32_t first, int32_t last) {
 
 /* ---- READ: explicit reads into anonymous memory ------------------------- */
 
+_Atomic int pi_test_direct_read_fails;
+
 struct rd {
     pagein_model *m;
     struct pi_range *c;
@@ -423,7 +460,8 @@ static int rd_item(void *ctx, size_t i) {
          * read comes back short at end of file. */
         uint64_t want = pi_align_up(r->len, 4096), got = 0;
         while (got < want) {
-            ssize_t n = pread(dfd, dst + got, want - got, (off_t)(r->off + got));
+            ssize_t n = atomic_load(&pi_test_direct_read_fails) ? (errno = EINVAL, -1)
+                                                                : pread(dfd, dst + got, want - got, (off_t)(r->off + got));
             if (n < 0 && errno == EINTR) continue;
             if (n <= 0) break;
             got += (uint64_t)n;

@@ -35,7 +35,7 @@ for r in d["runs"]:
     for k in keys:
         assert k in r, k
     assert r["all_s"] > 0 and r["peak_rss_bytes"] > 0
-assert [p["strategy"] for p in d["pipeline"]] == ["lazy", "prefetch", "populate"]
+assert [(p["strategy"], p["wait"]) for p in d["pipeline"]] == [("lazy", "none"), ("prefetch", "tensor"), ("prefetch", "layer"), ("populate", "none")], d["pipeline"]
 for p in d["pipeline"]:
     assert 0 < p["first_output_s"] <= p["total_s"] and p["compute_only_s"] > 0, p
 ' || fail "bench-load JSON schema: $out"
