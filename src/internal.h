@@ -43,6 +43,21 @@ int pi_grow(void **p, size_t *cap, size_t need, size_t elem);
 void pi_alloc_fail_after(long n);
 long pi_alloc_count(void); /* allocations since start */
 
+/* Allocation journal: between pi_journal_begin and pi_journal_end, every
+ * block this thread allocates through the functions above and has not
+ * freed is recorded. pi_journal_end(j, 1) frees them all: for code that
+ * was abandoned mid-way (a parser stopped by the truncation guard's
+ * siglongjmp, which runs no cleanup). pi_journal_end(j, 0) keeps them (and
+ * hands them to an enclosing journal). Journals nest per thread. */
+struct pi_journal {
+    void **p;
+    size_t n, cap;
+    int lost; /* the journal itself could not grow: some blocks untracked */
+    struct pi_journal *prev;
+};
+void pi_journal_begin(struct pi_journal *j);
+void pi_journal_end(struct pi_journal *j, int free_all);
+
 /* ---- errors (util.c) ---------------------------------------------------- */
 /* Sets the thread's detail message and returns code. */
 int pi_err(int code, const char *fmt, ...) __attribute__((format(printf, 2, 3)));

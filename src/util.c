@@ -4,6 +4,7 @@
 #include <stdatomic.h>
 #include <stdio.h>
 #include <stdlib.h>
+#include <string.h>
 
 /* ---- allocation --------------------------------------------------------- */
 
@@ -24,23 +25,85 @@ static bool should_fail(void) {
     return false;
 }
 
+/* The journal of the innermost pi_journal_begin on this thread, if any.
+ * Lookups scan from the newest entry: blocks are mostly freed or grown
+ * soon after they were made, and a parse keeps few blocks alive. */
+static _Thread_local struct pi_journal *journal;
+
+static void j_add(void *p) {
+    struct pi_journal *j = journal;
+    if (j->n == j->cap) {
+        size_t nc = j->cap ? j->cap * 2 : 64;
+        void **np = realloc(j->p, nc * sizeof *np); /* not pi_realloc: no injection, no recursion */
+        if (!np) {
+            j->lost = 1;
+            return;
+        }
+        j->p = np;
+        j->cap = nc;
+    }
+    j->p[j->n++] = p;
+}
+
+/* Index of p in the journal, or SIZE_MAX. */
+static size_t j_find(const void *p) {
+    struct pi_journal *j = journal;
+    for (size_t i = j->n; i-- > 0;)
+        if (j->p[i] == p) return i;
+    return SIZE_MAX;
+}
+
+void pi_journal_begin(struct pi_journal *j) {
+    memset(j, 0, sizeof *j);
+    j->prev = journal;
+    journal = j;
+}
+
+void pi_journal_end(struct pi_journal *j, int free_all) {
+    journal = j->prev;
+    if (free_all) {
+        for (size_t i = 0; i < j->n; i++) free(j->p[i]);
+    } else if (journal) {
+        for (size_t i = 0; i < j->n; i++) j_add(j->p[i]);
+        journal->lost |= j->lost;
+    }
+    free(j->p);
+    memset(j, 0, sizeof *j);
+}
+
 void *pi_malloc(size_t n) {
     if (should_fail()) return NULL;
-    return malloc(n ? n : 1);
+    void *p = malloc(n ? n : 1);
+    if (p && journal) j_add(p);
+    return p;
 }
 
 void *pi_calloc(size_t n, size_t size) {
     if (should_fail()) return NULL;
-    if (n == 0 || size == 0) return calloc(1, 1);
-    return calloc(n, size);
+    void *p = n == 0 || size == 0 ? calloc(1, 1) : calloc(n, size);
+    if (p && journal) j_add(p);
+    return p;
 }
 
 void *pi_realloc(void *p, size_t n) {
     if (should_fail()) return NULL;
-    return realloc(p, n ? n : 1);
+    void *np = realloc(p, n ? n : 1);
+    if (np && journal) {
+        /* a block from before the journal began stays untracked */
+        size_t i = p ? j_find(p) : SIZE_MAX;
+        if (i != SIZE_MAX) journal->p[i] = np;
+        else if (!p) j_add(np);
+    }
+    return np;
 }
 
-void pi_free(void *p) { free(p); }
+void pi_free(void *p) {
+    if (p && journal) {
+        size_t i = j_find(p);
+        if (i != SIZE_MAX) journal->p[i] = journal->p[--journal->n];
+    }
+    free(p);
+}
 
 char *pi_strndup(const char *s, size_t n) {
     char *d = pi_malloc(n + 1);

@@ -20,30 +20,45 @@ struct parse_ctx {
     pagein_file *f;
     uint32_t flags;
     pagein_format fmt;
+    int returned; /* the parser returned (was not abandoned by the guard) */
 };
 
 static int parse_format(void *arg) {
     struct parse_ctx *c = arg;
     pagein_file *f = c->f;
+    int rc;
     switch (c->fmt) {
-    case PAGEIN_FORMAT_SAFETENSORS: return pi_safetensors_parse(f->base, f->len, c->flags, &f->tab);
-    case PAGEIN_FORMAT_GGUF: return pi_gguf_parse(f->base, f->len, c->flags, &f->tab);
-    case PAGEIN_FORMAT_TORCH: return pi_torch_parse(f->base, f->len, c->flags, &f->tab);
-    default: return pi_err(PAGEIN_E_BAD_MAGIC, "unknown format %d", (int)c->fmt);
+    case PAGEIN_FORMAT_SAFETENSORS: rc = pi_safetensors_parse(f->base, f->len, c->flags, &f->tab); break;
+    case PAGEIN_FORMAT_GGUF: rc = pi_gguf_parse(f->base, f->len, c->flags, &f->tab); break;
+    case PAGEIN_FORMAT_TORCH: rc = pi_torch_parse(f->base, f->len, c->flags, &f->tab); break;
+    default: rc = pi_err(PAGEIN_E_BAD_MAGIC, "unknown format %d", (int)c->fmt); break;
     }
+    c->returned = 1;
+    return rc;
 }
 
 static int parse(pagein_file *f, uint32_t flags, pagein_format fmt) {
     if (fmt == PAGEIN_FORMAT_UNKNOWN) fmt = pi_detect_format(f->base, f->len);
     f->tab.format = fmt;
-    struct parse_ctx c = {f, flags, fmt};
+    struct parse_ctx c = {f, flags, fmt, 0};
     /* A file truncated between fstat and the end of parsing would raise
      * SIGBUS inside the parser: parse under the truncation guard
-     * (docs/SAFETY.md). If that happens the parser is abandoned mid-way;
-     * what it put in f->tab is freed by pagein_close, its scratch buffers
-     * (bounded by the header size) are leaked - rare, and better than a
-     * dead process. */
-    int rc = f->mapped ? pi_guard_call(f->base, f->len, f->path, 0, f->fd, parse_format, &c) : parse_format(&c);
+     * (docs/SAFETY.md). If that happens the parser is abandoned mid-way,
+     * without running its cleanup: the allocation journal then frees every
+     * block the parse made (its scratch buffers and f->tab's contents) and
+     * f->tab starts over empty, so nothing leaks and nothing is freed
+     * twice. Only f->tab receives the parser's allocations (the tables
+     * start empty: pi_table_init allocates nothing). */
+    int rc;
+    if (f->mapped) {
+        struct pi_journal j;
+        pi_journal_begin(&j);
+        rc = pi_guard_call(f->base, f->len, f->path, 0, f->fd, parse_format, &c);
+        pi_journal_end(&j, !c.returned);
+        if (!c.returned) pi_table_init(&f->tab);
+    } else {
+        rc = parse_format(&c);
+    }
     if (rc < 0) return rc;
     f->tab.format = fmt;
     return pi_table_finish(&f->tab, f->base);
