@@ -271,7 +271,9 @@ void pi_pager_stop(pagein_model *m) {
     m->pager = NULL;
 }
 
-int pi_pager_wait(pagein_model *m, int32_t g) {
+/* Waits until group g is resident or, with t, until tensor t of group g
+ * is (the group's finished prefix covers it). */
+static int wait_for(pagein_model *m, int32_t g, const pagein_tensor *t) {
     struct pi_pager *p = m->pager;
     pthread_mutex_lock(&p->mu);
     if (g > atomic_load(&p->cursor)) {
@@ -281,6 +283,9 @@ int pi_pager_wait(pagein_model *m, int32_t g) {
     for (;;) {
         uint8_t s = p->state[g];
         if (s == G_RESIDENT) break;
+        if (t && s == G_LOADING &&
+            (p->wm_file[g] > t->file || (p->wm_file[g] == t->file && p->wm_end[g] >= t->offset + t->nbytes)))
+            break;
         if (s == G_FAILED) {
             int rc = p->gerr[g];
             p->state[g] = G_NONE; /* a later wait retries */
@@ -293,7 +298,13 @@ int pi_pager_wait(pagein_model *m, int32_t g) {
             consumer_wait(p);
             continue;
         }
-        /* behind the cursor: load it on this thread */
+        if (t) {
+            /* behind the cursor: page just this tensor in on this thread */
+            pthread_mutex_unlock(&p->mu);
+            struct pi_range r = {t->file, t->offset, t->nbytes};
+            return pi_model_populate_with(m, &r, 1, p->budget ? PI_POP_READAHEAD : m->pop_method);
+        }
+        /* behind the cursor: load the group on this thread */
         p->state[g] = G_LOADING;
         p->resident += p->gbytes[g];
         pthread_mutex_unlock(&p->mu);
@@ -304,36 +315,9 @@ int pi_pager_wait(pagein_model *m, int32_t g) {
     return 0;
 }
 
-int pi_pager_wait_tensor(pagein_model *m, int32_t g, const pagein_tensor *t) {
-    struct pi_pager *p = m->pager;
-    uint64_t end = t->offset + t->nbytes;
-    pthread_mutex_lock(&p->mu);
-    if (g > atomic_load(&p->cursor)) {
-        atomic_store(&p->cursor, g);
-        pthread_cond_broadcast(&p->cv);
-    }
-    for (;;) {
-        uint8_t s = p->state[g];
-        if (s == G_RESIDENT) break;
-        if (s == G_LOADING && (p->wm_file[g] > t->file || (p->wm_file[g] == t->file && p->wm_end[g] >= end))) break;
-        if (s == G_FAILED) {
-            int rc = p->gerr[g];
-            p->state[g] = G_NONE; /* a later wait retries */
-            pthread_mutex_unlock(&p->mu);
-            return pi_err(rc, "%s", p->errmsg);
-        }
-        if (s == G_LOADING || (g >= atomic_load(&p->cursor) && !p->stop)) {
-            consumer_wait(p);
-            continue;
-        }
-        /* behind the cursor: page just this tensor in on this thread */
-        pthread_mutex_unlock(&p->mu);
-        struct pi_range r = {t->file, t->offset, t->nbytes};
-        return pi_model_populate_with(m, &r, 1, p->budget ? PI_POP_READAHEAD : m->pop_method);
-    }
-    pthread_mutex_unlock(&p->mu);
-    return 0;
-}
+int pi_pager_wait(pagein_model *m, int32_t g) { return wait_for(m, g, NULL); }
+
+int pi_pager_wait_tensor(pagein_model *m, int32_t g, const pagein_tensor *t) { return wait_for(m, g, t); }
 
 int pi_pager_done(pagein_model *m, int32_t g) {
     struct pi_pager *p = m->pager;
