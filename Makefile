@@ -98,7 +98,7 @@ fuzz:
 	@command -v clang >/dev/null || { echo "make fuzz needs clang"; exit 2; }
 	$(MAKE) BUILD=$(FUZZ_BUILD) CC=clang SANITIZE=fuzzer-no-link,address,undefined lib
 	@for t in $(FUZZ_TARGETS); do \
-	  clang -std=c11 -D_GNU_SOURCE -Iinclude -g -O1 -fsanitize=fuzzer,address,undefined \
+	  clang -std=c11 -D_GNU_SOURCE -Iinclude -g -O1 -fsanitize=fuzzer,address,undefined -fno-sanitize-recover=all \
 	    -o $(FUZZ_BUILD)/fuzz_$$t fuzz/fuzz_$$t.c $(FUZZ_BUILD)/libpagein.a -lpthread $(LIB_LDLIBS) -lm || exit 1; \
 	  mkdir -p $(FUZZ_BUILD)/corpus/$$t; \
 	  seeds=""; for s in $$(cat fuzz/seeds_$$t.txt 2>/dev/null); do \

@@ -11,6 +11,9 @@
 
 #include "pagein.h"
 
+/* memcmp that accepts NULL with n == 0 (rank-0 tensors have no shape array) */
+static int differ(const void *a, const void *b, size_t n) { return n && memcmp(a, b, n); }
+
 static int same_array(const pagein_file *fa, const pagein_meta *a, const pagein_file *fb, const pagein_meta *b,
                       int depth) {
     if (a->elem_type != b->elem_type || a->count != b->count || depth > 10) return 0;
@@ -19,7 +22,7 @@ static int same_array(const pagein_file *fa, const pagein_meta *a, const pagein_
             const char *s1, *s2;
             size_t n1, n2;
             if (pagein_meta_array_str(fa, a, i, &s1, &n1) || pagein_meta_array_str(fb, b, i, &s2, &n2) || n1 != n2 ||
-                memcmp(s1, s2, n1))
+                differ(s1, s2, n1))
                 return 0;
         } else if (a->elem_type == PAGEIN_META_ARRAY) {
             pagein_meta x, y;
@@ -44,9 +47,9 @@ static int same_array(const pagein_file *fa, const pagein_meta *a, const pagein_
 }
 
 static int same_meta(const pagein_file *fa, const pagein_meta *a, const pagein_file *fb, const pagein_meta *b) {
-    if (a->type != b->type || a->key_len != b->key_len || memcmp(a->key, b->key, a->key_len)) return 0;
+    if (a->type != b->type || a->key_len != b->key_len || differ(a->key, b->key, a->key_len)) return 0;
     switch (a->type) {
-    case PAGEIN_META_STRING: return a->str_len == b->str_len && memcmp(a->str, b->str, (size_t)a->str_len) == 0;
+    case PAGEIN_META_STRING: return a->str_len == b->str_len && !differ(a->str, b->str, (size_t)a->str_len);
     case PAGEIN_META_ARRAY: return same_array(fa, a, fb, b, 0);
     case PAGEIN_META_F32: case PAGEIN_META_F64: return memcmp(&a->v.f, &b->v.f, sizeof a->v.f) == 0;
     case PAGEIN_META_BOOL: return a->v.b == b->v.b;
@@ -83,8 +86,8 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
         for (size_t i = 0; i < pagein_tensor_count(g); i++) {
             const pagein_tensor *b = pagein_tensor_at(g, i), *a = pagein_tensor_get(f, b->name);
             if (!a || a->dtype != b->dtype || a->ndim != b->ndim || a->nbytes != b->nbytes ||
-                memcmp(a->shape, b->shape, a->ndim * sizeof *a->shape) ||
-                (a->nbytes && memcmp(a->data, b->data, (size_t)a->nbytes)))
+                differ(a->shape, b->shape, a->ndim * sizeof *a->shape) ||
+                differ(a->data, b->data, (size_t)a->nbytes))
                 __builtin_trap();
         }
         pagein_close(g);
