@@ -490,10 +490,14 @@ static void open_targets(struct opts *o, struct targets *ts) {
         if (!o->have_range) {
             pagein_model_opts mo = PAGEIN_MODEL_OPTS_INIT;
             mo.strategy = PAGEIN_STRATEGY_LAZY;
-            /* warm pages whole 2 MiB blocks in: with MADV_HUGEPAGE each is
-             * read as one folio instead of an 8 MiB read-around (0.26-0.28 s
-             * instead of 0.26-0.39 s on the sample, docs/BENCHMARKS.md) */
-            if (o->mode == CACHE_WARM) mo.hints = PAGEIN_HINT_HUGEPAGE;
+            /* Warming a whole model pages 2 MiB blocks in: with
+             * MADV_HUGEPAGE each is read as one folio instead of an 8 MiB
+             * read-around (0.26-0.28 s instead of 0.26-0.39 s on the
+             * sample, docs/BENCHMARKS.md). Not for --layers/--tensors: a
+             * 2 MiB folio straddling the selection's edge would make the
+             * neighbours resident, and a later evict of the selection could
+             * not drop it (the kernel keeps partly covered large folios). */
+            if (o->mode == CACHE_WARM && !o->nlayers && !o->have_re) mo.hints = PAGEIN_HINT_HUGEPAGE;
             mo.threads = o->threads;
             mo.chunk_bytes = o->chunk;
             pagein_model *m = NULL;
