@@ -322,6 +322,11 @@ int pi_pager_wait_tensor(pagein_model *m, int32_t g, const pagein_tensor *t) { r
 int pi_pager_done(pagein_model *m, int32_t g) {
     struct pi_pager *p = m->pager;
     pthread_mutex_lock(&p->mu);
+    /* With a budget, a group still being paged in (a consumer that waited
+     * per tensor can finish with a layer before the pass has announced the
+     * whole group) is let finish before the cursor moves past it, so that
+     * it is released now rather than left resident and uncounted. */
+    while (p->budget && p->state[g] == G_LOADING && !p->stop) consumer_wait(p);
     int32_t next = g + 1 < p->ng ? g + 1 : p->ng - 1;
     if (next > atomic_load(&p->cursor)) atomic_store(&p->cursor, next);
     int release = p->budget && p->state[g] == G_RESIDENT;
