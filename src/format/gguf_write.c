@@ -330,12 +330,19 @@ int pagein_gguf_add_tensor(pagein_gguf_writer *w, const pagein_write_tensor *t) 
     if (!di || di->gguf_id < 0)
         return pi_err(PAGEIN_E_BAD_DTYPE, "tensor '%s': dtype %s has no GGUF type", t->name,
                       di ? di->name : "(invalid)");
+    /* the reader's rule (specs/GGUF.md 1.6): every dimension fits int64;
+     * the element count must not overflow it, unless a dimension is 0 */
     uint64_t nel = 1;
+    bool zero = false;
     for (uint32_t d = 0; d < t->ndim; d++) {
-        if (t->shape[d] > (uint64_t)INT64_MAX || pi_mul_overflow(nel, t->shape[d], &nel) ||
-            nel > (uint64_t)INT64_MAX)
-            return pi_err(PAGEIN_E_OVERFLOW, "tensor '%s': element count overflows int64", t->name);
+        if (t->shape[d] > (uint64_t)INT64_MAX)
+            return pi_err(PAGEIN_E_OVERFLOW, "tensor '%s': dimension %u overflows int64", t->name, d);
+        if (t->shape[d] == 0) zero = true;
     }
+    for (uint32_t d = 0; d < t->ndim && !zero; d++)
+        if (pi_mul_overflow(nel, t->shape[d], &nel) || nel > (uint64_t)INT64_MAX)
+            return pi_err(PAGEIN_E_OVERFLOW, "tensor '%s': element count overflows int64", t->name);
+    if (zero) nel = 0;
     uint64_t ne0 = t->ndim ? t->shape[t->ndim - 1] : 1;
     if (ne0 % di->block_elems)
         return pi_err(PAGEIN_E_BAD_TENSOR_INFO, "tensor '%s': innermost dimension %llu is not a multiple of %s's block of %u",
