@@ -654,6 +654,16 @@ class Model:
         return {"dtype": r[_DTYPE], "shape": list(r[_SHAPE]), "offset": r[_OFFSET],
                 "nbytes": r[_NBYTES], "layer": r[_LAYER], "file": r[_FILE]}
 
+    def wait(self, name):
+        """Returns once tensor `name` is resident and gives it, while the
+        prefetch pager may still be reading the rest of its layer (compute
+        on a layer's first tensors while its last ones arrive;
+        pagein_tensor_wait). With lazy it pages the tensor in now; with
+        populate and read it returns at once."""
+        self._rec(name)
+        self._source().tensor_wait(name)
+        return self.get_tensor(name)
+
     def load(self, names=None):
         """Makes the given tensors (default: all) resident now, in parallel."""
         self._source().load(_names(names))

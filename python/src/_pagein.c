@@ -682,6 +682,21 @@ static PyObject *layer_call(Source *s, PyObject *arg, layer_fn fn) {
 static PyObject *Source_layer_wait(Source *s, PyObject *arg) { return layer_call(s, arg, pagein_layer_wait); }
 static PyObject *Source_layer_done(Source *s, PyObject *arg) { return layer_call(s, arg, pagein_layer_done); }
 
+/* tensor_wait(name): returns once that tensor is resident (the prefetch
+ * pager may still be reading the rest of its layer). */
+static PyObject *Source_tensor_wait(Source *s, PyObject *name) {
+    if (need_model(s) < 0) return NULL;
+    if (!PyUnicode_Check(name)) return raise_msg(PyExc_TypeError, "tensor name must be str");
+    const pagein_tensor *t = src_find(s, name);
+    if (!t) return NULL;
+    int rc;
+    Py_BEGIN_ALLOW_THREADS
+    rc = pagein_tensor_wait(s->m, t);
+    Py_END_ALLOW_THREADS
+    if (rc < 0) return raise_rc(rc, NULL);
+    Py_RETURN_NONE;
+}
+
 /* Resolves a sequence of names to tensor records into *out (PyMem; free
  * with PyMem_Free) and *n. names None gives *out NULL, *n 0 ("all"). */
 static int collect(Source *s, PyObject *names, const pagein_tensor ***out, size_t *n) {
@@ -860,6 +875,7 @@ static PyMethodDef Source_methods[] = {
     {"layer_tensors", PYFN(Source_layer_tensors), METH_O, "model: tensor tuples of one layer"},
     {"layer_wait", PYFN(Source_layer_wait), METH_O, "model: wait until a layer is resident"},
     {"layer_done", PYFN(Source_layer_done), METH_O, "model: mark a layer consumed"},
+    {"tensor_wait", PYFN(Source_tensor_wait), METH_O, "model: wait until one tensor is resident"},
     {"load_layers", PYFN(Source_load_layers), METH_VARARGS, "model: load_layers(first, last)"},
     {"residency", PYFN(Source_residency), METH_VARARGS | METH_KEYWORDS,
      "residency(names=None, layer=None) -> (bytes, resident_bytes, pages, resident_pages)"},

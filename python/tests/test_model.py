@@ -93,6 +93,31 @@ def test_layers_prefetch_argument(tmp_path, rng):
             next(m.layers(prefetch=4))
 
 
+@pytest.mark.parametrize("strategy", STRATEGIES)
+def test_wait_per_tensor(tmp_path, rng, strategy):
+    """Model.wait(name): the tensor, resident, in layer order with every
+    strategy (prefetch: before its layer is complete); unknown names raise."""
+    path, ref = make_model(str(tmp_path), rng, layers=4)
+    fd = os.open(path, os.O_RDONLY)
+    os.fsync(fd)
+    os.posix_fadvise(fd, 0, 0, os.POSIX_FADV_DONTNEED)
+    os.close(fd)
+    with pagein.open_model(path, strategy=strategy) as m:
+        # residency says something only where the file could be evicted
+        # (not tmpfs) and the data stays in the mapping (not read/auto)
+        check = strategy in ("lazy", "prefetch", "populate")
+        if strategy == "lazy":
+            check = m.resident()["fraction"] < 0.5
+        for layer in range(-1, m.layer_count + 1):
+            for name, *_ in m._source().layer_tensors(layer):
+                a = m.wait(name)
+                assert a.tobytes() == ref[name][2]
+                if check:
+                    assert m.resident([name])["fraction"] == 1.0, name
+        with pytest.raises(pagein.NotFoundError):
+            m.wait("nope")
+
+
 def test_torch_model(tmp_path, rng):
     torch = pytest.importorskip("torch")
     path, ref = make_model(str(tmp_path), rng, shards=2)
