@@ -311,8 +311,10 @@ static int build_groups(pagein_model *m) {
     if (!m->lt || !m->lstart || !m->lbytes || !m->tgroup) return pi_err(-ENOMEM, "out of memory");
     size_t *count = pi_calloc(ng, sizeof *count);
     if (!count) return pi_err(-ENOMEM, "out of memory");
+    /* each tensor's group once (names are parsed for globals), then a
+     * counting sort into lt */
     for (size_t i = 0; i < t->n; i++) {
-        const pagein_tensor *r = &t->t[t->by_layer[i]];
+        const pagein_tensor *r = &t->t[i];
         size_t g;
         if (r->layer >= 0) {
             g = (size_t)r->layer + 1;
@@ -321,23 +323,15 @@ static int build_groups(pagein_model *m) {
             pagein_layer_from_name(r->name, r->name_len, &tail);
             g = tail ? ng - 1 : 0;
         }
+        m->tgroup[i] = (int32_t)g;
         count[g]++;
         m->lbytes[g] += r->nbytes;
     }
     for (size_t g = 0; g < ng; g++) m->lstart[g + 1] = m->lstart[g] + count[g];
     memset(count, 0, ng * sizeof *count);
     for (size_t i = 0; i < t->n; i++) {
-        const pagein_tensor *r = &t->t[t->by_layer[i]];
-        size_t g;
-        if (r->layer >= 0) {
-            g = (size_t)r->layer + 1;
-        } else {
-            int tail = 0;
-            pagein_layer_from_name(r->name, r->name_len, &tail);
-            g = tail ? ng - 1 : 0;
-        }
-        m->lt[m->lstart[g] + count[g]++] = r;
-        m->tgroup[r - t->t] = (int32_t)g;
+        size_t k = t->by_layer[i], g = (size_t)m->tgroup[k];
+        m->lt[m->lstart[g] + count[g]++] = &t->t[k];
     }
     pi_free(count);
     return 0;
