@@ -101,4 +101,20 @@ int pt_write_file(const char *path, const void *buf, size_t len);
 uint64_t pt_seed(void);
 uint64_t pt_rand(uint64_t *state); /* splitmix64 */
 
+/* AddressSanitizer intercepts mlock()/munlock() as no-ops (locking would
+ * pin its shadow memory), so lock tests cannot observe anything there: they
+ * skip with SKIP_IF_ASAN(). */
+#if defined(__SANITIZE_ADDRESS__)
+#define ASAN_BUILD 1
+#elif defined(__has_feature)
+#if __has_feature(address_sanitizer)
+#define ASAN_BUILD 1
+#endif
+#endif
+#ifndef ASAN_BUILD
+#define ASAN_BUILD 0
+#endif
+#define SKIP_IF_ASAN() \
+    do { if (ASAN_BUILD) SKIP_BECAUSE("AddressSanitizer turns mlock into a no-op"); } while (0)
+
 #endif

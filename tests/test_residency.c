@@ -3,21 +3,6 @@
  * against mincore() itself where it matters. */
 #include "test.h"
 
-/* AddressSanitizer intercepts mlock()/munlock() as no-ops (locking would
- * pin its shadow memory), so lock tests cannot observe anything there. */
-#if defined(__SANITIZE_ADDRESS__)
-#define ASAN_BUILD 1
-#elif defined(__has_feature)
-#if __has_feature(address_sanitizer)
-#define ASAN_BUILD 1
-#endif
-#endif
-#ifndef ASAN_BUILD
-#define ASAN_BUILD 0
-#endif
-#define SKIP_IF_ASAN() \
-    do { if (ASAN_BUILD) SKIP_BECAUSE("AddressSanitizer turns mlock into a no-op"); } while (0)
-
 #include <errno.h>
 #include <fcntl.h>
 #include <stdlib.h>
