@@ -50,7 +50,7 @@ $(PY_PKG)/%.py: python/pagein/%.py
 	@mkdir -p $(dir $@)
 	cp $< $@
 
-# pytest, from the repository root so tests find ../shared/testdata.
+# pytest, from the repository root so tests find tests/data/real.
 python-test:
 	@if [ -z "$(HAVE_PYDEV)" ]; then \
 	  echo "python-test: SKIP: python3-dev is not installed (Python.h missing for $(PY))"; exit 0; fi; \

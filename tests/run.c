@@ -40,7 +40,7 @@ static char *next_buf(void) { return ring[ringi++ & 7]; }
 const char *pt_testdata(const char *rel) {
     const char *root = getenv("PAGEIN_TESTDATA");
     char *b = next_buf();
-    snprintf(b, 4096, "%s/%s", root ? root : "../shared/testdata/real", rel);
+    snprintf(b, 4096, "%s/%s", root ? root : "tests/data/real", rel);
     return b;
 }
 

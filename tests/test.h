@@ -6,7 +6,7 @@
  * elsewhere. CHECK* print file:line and the expression, mark the test
  * failed and carry on. A test returns PASS, or SKIP_BECAUSE("why").
  * Tests run from the repository root; real test files are read from
- * pt_testdata("safetensors/...") = ../shared/testdata/real/... (override
+ * pt_testdata("safetensors/...") = tests/data/real/... (override
  * with PAGEIN_TESTDATA).
  */
 #ifndef PAGEIN_TEST_H

@@ -124,7 +124,7 @@ TEST(allocfail_safetensors) {
 }
 
 TEST(allocfail_gguf) {
-    if (!pt_have_testdata()) SKIP_BECAUSE("no ../shared/testdata/real");
+    if (!pt_have_testdata()) SKIP_BECAUSE("no tests/data/real");
     const char *files[] = {"gguf/tinyllamas-stories-260k-q8_0.gguf", "gguf/zackshen-test-le-v3-align64.gguf"};
     int did = 0;
     for (size_t i = 0; i < 2; i++) {

@@ -1,5 +1,5 @@
 /* test_gguf.c - GGUF reader, metadata getters and writer (public API only).
- * Real files come from ../shared/testdata/real/gguf; their expected values
+ * Real files come from tests/data/real/gguf; their expected values
  * come from the independent Python reader tests/gguf_ref.py. */
 #include <dirent.h>
 #include <errno.h>
@@ -20,7 +20,7 @@ static int open_mem(pagein_file **f, const struct gt_buf *b) {
  * name, type, dims, offset and size. The directory is listed so that a
  * file added later is covered too. */
 TEST(gguf_real_files_match_reference) {
-    if (!pt_have_testdata()) SKIP_BECAUSE("no ../shared/testdata/real");
+    if (!pt_have_testdata()) SKIP_BECAUSE("no tests/data/real");
     DIR *d = opendir(pt_testdata("gguf"));
     if (!d) SKIP_BECAUSE("no gguf test data");
     struct dirent *e;
@@ -45,7 +45,7 @@ TEST(gguf_real_files_match_reference) {
 }
 
 TEST(gguf_real_files_facts) {
-    if (!pt_have_testdata()) SKIP_BECAUSE("no ../shared/testdata/real");
+    if (!pt_have_testdata()) SKIP_BECAUSE("no tests/data/real");
     pagein_file *f;
     pagein_file_info in;
     /* spec section 5: data starts */
@@ -133,7 +133,7 @@ TEST(gguf_real_files_facts) {
 }
 
 TEST(gguf_malformed_real_file) {
-    if (!pt_have_testdata()) SKIP_BECAUSE("no ../shared/testdata/real");
+    if (!pt_have_testdata()) SKIP_BECAUSE("no tests/data/real");
     pagein_file *f = NULL;
     int rc = pagein_open(&f, pt_testdata("gguf/malformed/ollama-test-truncated-6bytes.gguf"), NULL);
     CHECK_EQ(rc, PAGEIN_E_TRUNCATED);
@@ -1071,7 +1071,7 @@ static void copy_and_check(const char *src, uint32_t version, int be, int *skipp
 }
 
 TEST(gguf_copy_real_files_every_layout) {
-    if (!pt_have_testdata()) SKIP_BECAUSE("no ../shared/testdata/real");
+    if (!pt_have_testdata()) SKIP_BECAUSE("no tests/data/real");
     static const char *files[] = {"gguf/ggml-vocab-gpt-2.gguf", "gguf/ggml-vocab-llama-spm.gguf",
                                   "gguf/ggml-vocab-bert-bge.gguf", "gguf/llama-2-tiny-random.gguf",
                                   "gguf/tinyllamas-stories-260k-q8_0.gguf", "gguf/zackshen-test-le-v3-align64.gguf"};

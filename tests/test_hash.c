@@ -75,7 +75,7 @@ TEST(hash_manifest_end_to_end) {
 
 TEST(hash_real_files) {
     if (!pagein_hash_available()) SKIP_BECAUSE("built without libxxhash (libxxhash-dev not installed)");
-    if (!pt_have_testdata()) SKIP_BECAUSE("no ../shared/testdata/real");
+    if (!pt_have_testdata()) SKIP_BECAUSE("no tests/data/real");
     const char *model = pt_testdata("safetensors/ollama-minicpm3-tiny-f32.safetensors");
     const char *man = pt_tmppath("real.manifest");
     pagein_hash_stats st;

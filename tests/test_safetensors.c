@@ -121,7 +121,7 @@ static int for_each_file(const char *dir, void (*fn)(const char *)) {
 }
 
 TEST(st_real_files_open) {
-    if (!pt_have_testdata()) SKIP_BECAUSE("no ../shared/testdata/real");
+    if (!pt_have_testdata()) SKIP_BECAUSE("no tests/data/real");
     int n = 0;
     n += for_each_file(pt_testdata("safetensors"), check_file_consistent);
     n += for_each_file(pt_testdata("safetensors/golden-rust-tests"), check_file_consistent);
@@ -131,7 +131,7 @@ TEST(st_real_files_open) {
 }
 
 TEST(st_real_file_contents) {
-    if (!pt_have_testdata()) SKIP_BECAUSE("no ../shared/testdata/real");
+    if (!pt_have_testdata()) SKIP_BECAUSE("no tests/data/real");
     pagein_file *f;
     /* golden writer output: F32 [1,2,3] values 0..5 */
     CHECK_OK(pagein_open(&f, pt_testdata("safetensors/golden-rust-tests/test_serialization_writer_out.safetensors"), NULL));
@@ -226,7 +226,7 @@ static void check_malformed(const char *path) {
 }
 
 TEST(st_malformed_files) {
-    if (!pt_have_testdata()) SKIP_BECAUSE("no ../shared/testdata/real");
+    if (!pt_have_testdata()) SKIP_BECAUSE("no tests/data/real");
     malformed_seen = 0;
     int n = for_each_file(pt_testdata("safetensors/malformed"), check_malformed);
     CHECK_EQ(n, (int)(sizeof malformed / sizeof malformed[0]));

@@ -35,7 +35,7 @@ static int count_temps(const char *dir) {
 }
 
 TEST(stw_golden_rust_bytes) {
-    if (!pt_have_testdata()) SKIP_BECAUSE("no ../shared/testdata/real");
+    if (!pt_have_testdata()) SKIP_BECAUSE("no tests/data/real");
     const char *dir = pt_testdata("safetensors/golden-rust-tests");
     DIR *d = opendir(dir);
     CHECK(d != NULL);

@@ -1,7 +1,7 @@
 """Shared fixtures for the pagein Python tests.
 
 Run from the repository root (`make python-test` does): real test files are
-found at ../shared/testdata/real relative to it, or at $PAGEIN_TESTDATA.
+found at tests/data/real, or at $PAGEIN_TESTDATA.
 """
 import os
 import sys
@@ -12,7 +12,7 @@ HERE = os.path.dirname(os.path.abspath(__file__))
 REPO = os.path.dirname(os.path.dirname(HERE))
 sys.path.insert(0, HERE)
 
-TESTDATA = os.environ.get("PAGEIN_TESTDATA") or os.path.join(REPO, "..", "shared", "testdata", "real")
+TESTDATA = os.environ.get("PAGEIN_TESTDATA") or os.path.join(REPO, "tests", "data", "real")
 
 
 def testdata(*parts):

@@ -7,7 +7,7 @@ set -u
 PAGEIN=$(cd "$(dirname "$PAGEIN")" && pwd)/$(basename "$PAGEIN")
 export PAGEIN
 export REPO=$(cd "$(dirname "$0")/../.." && pwd)
-export TESTDATA=${PAGEIN_TESTDATA:-$REPO/../shared/testdata/real}
+export TESTDATA=${PAGEIN_TESTDATA:-$REPO/tests/data/real}
 pass=0 fail=0 skip=0
 for t in "$REPO"/tests/cli/*.test.sh; do
   [ -e "$t" ] || continue
