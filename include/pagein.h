@@ -100,6 +100,12 @@ enum pagein_error {
     PAGEIN_E_RANGE = -30030,            /* request outside the file or object */
     PAGEIN_E_INVALID = -30031,          /* invalid argument or state */
     PAGEIN_E_CANCELLED = -30032,        /* operation stopped before completion */
+    PAGEIN_E_REMOTE = -30033,           /* remote source: HTTP status, network or protocol failure */
+    PAGEIN_E_NO_CUDA = -30034,          /* no CUDA driver/runtime or no such device */
+    PAGEIN_E_CUDA = -30035,             /* a CUDA call failed (detail names the call and tensor) */
+    PAGEIN_E_PEER = -30036,             /* another rank failed, timed out or disagrees (distributed) */
+    PAGEIN_E_FORKED = -30037,           /* object used in a child after fork() where it cannot work */
+    PAGEIN_E_NOT_MODEL = -30038,        /* the file is not a model in any format pagein knows */
     PAGEIN_E_LAST = -30099
 };
 

@@ -200,6 +200,12 @@ const char *pagein_strerror(int code) {
     case PAGEIN_E_RANGE: return "request out of range";
     case PAGEIN_E_INVALID: return "invalid argument";
     case PAGEIN_E_CANCELLED: return "cancelled";
+    case PAGEIN_E_REMOTE: return "remote source error";
+    case PAGEIN_E_NO_CUDA: return "CUDA not available";
+    case PAGEIN_E_CUDA: return "CUDA call failed";
+    case PAGEIN_E_PEER: return "another rank failed or disagrees";
+    case PAGEIN_E_FORKED: return "not usable after fork";
+    case PAGEIN_E_NOT_MODEL: return "not a model file";
     default: break;
     }
     if (code < 0 && code > -4096) return strerror(-code);
