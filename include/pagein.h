@@ -310,6 +310,11 @@ typedef enum pagein_format {
     PAGEIN_FORMAT_TORCH = 3
 } pagein_format;
 
+/* Name of a format: "safetensors", "gguf", "torch"; "unknown" for
+ * PAGEIN_FORMAT_UNKNOWN and any value pagein does not know (the rule for
+ * every *_name function: never NULL). Static string. Thread-safe. */
+PAGEIN_API const char *pagein_format_name(pagein_format f);
+
 /* Open flags. */
 #define PAGEIN_OPEN_LENIENT 0x1u  /* safetensors: allow trailing bytes after the
                                      data (fastsafetensors' rule); GGUF: no

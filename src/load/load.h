@@ -5,6 +5,7 @@
 #define PAGEIN_LOAD_H
 
 #include "../internal.h"
+#include "../source/source.h"
 
 #include <pthread.h>
 #include <stdatomic.h>
@@ -50,8 +51,6 @@ struct pi_auto_facts {
     uint64_t mem_available;   /* MemAvailable, 0 unknown */
 };
 
-/* Returns 1 if the filesystem is network or FUSE (by magic or type name). */
-int pi_fs_is_remote(uint32_t magic, const char *fs_type);
 /* Fills facts for the files (paths[n]). Never fails: unknown facts stay 0/-1/"". */
 void pi_auto_gather(const char *const *paths, size_t n, struct pi_auto_facts *f);
 /* The rule. Writes a one-sentence reason into why (len bytes) and, when it

@@ -8,6 +8,7 @@
  * then applies the strategy (populate.c, pager.c, auto.c).
  */
 #include "load.h"
+#include "../format/format.h"
 
 #include <dirent.h>
 #include <fcntl.h>
@@ -96,37 +97,41 @@ struct target {
     char *path; /* the file to start from (index, single file, any GGUF shard) */
 };
 
+/* A directory: an index if there is one; else the model files the format
+ * table's suffixes pick up, preferring safetensors, then GGUF (one file or
+ * one split set), then PyTorch checkpoints, as transformers and llama.cpp
+ * do when a repository holds several. */
 static int resolve_dir(const char *dir, struct target *t) {
     DIR *d = opendir(dir);
     if (!d) return pi_err(-errno, "%s: cannot open directory: %s", dir, strerror(errno));
-    char *idx = NULL, *st = NULL, *gg = NULL;
-    int nidx = 0, nst = 0, ngg = 0, ngg_split = 0;
-    char first_other[2][256] = {"", ""};
+    enum { S_ST, S_GG, S_PT, S_N };
+    char *idx = NULL, *first[S_N] = {NULL, NULL, NULL};
+    int nidx = 0, cnt[S_N] = {0, 0, 0}, ngg_split = 0;
     struct dirent *e;
     int rc = 0;
     while ((e = readdir(d))) {
         const char *n = e->d_name;
         if (n[0] == '.') continue;
         char **slot = NULL;
-        if (ends_with(n, ".safetensors.index.json")) nidx++, slot = &idx;
-        else if (ends_with(n, ".safetensors")) nst++, slot = &st;
-        else if (ends_with(n, ".gguf")) {
-            ngg++, slot = &gg;
+        const struct pi_format *x;
+        if (ends_with(n, ".safetensors.index.json")) {
+            nidx++, slot = &idx;
+        } else if ((x = pi_format_by_suffix(n)) != NULL) {
+            int k = x->id == PAGEIN_FORMAT_SAFETENSORS ? S_ST : x->id == PAGEIN_FORMAT_GGUF ? S_GG : S_PT;
+            cnt[k]++, slot = &first[k];
             size_t l = strlen(n);
             /* PREFIX-00001-of-0000N.gguf */
-            if (l > 20 && memcmp(n + l - 14, "-of-", 4) == 0 && n[l - 20] == '-') ngg_split++;
-        } else continue;
-        if (*slot == NULL || strcmp(n, *slot) < 0) {
-            /* keep the smallest name: for split sets that is shard 00001 */
-            if (*slot) snprintf(first_other[slot == &st], sizeof first_other[0], "%s", *slot);
+            if (k == S_GG && l > 20 && memcmp(n + l - 14, "-of-", 4) == 0 && n[l - 20] == '-') ngg_split++;
+        } else {
+            continue;
+        }
+        if (*slot == NULL || strcmp(n, *slot) < 0) { /* the smallest name: for split sets that is shard 00001 */
             pi_free(*slot);
             *slot = pi_strndup(n, strlen(n));
             if (!*slot) {
                 rc = pi_err(-ENOMEM, "out of memory");
                 goto out;
             }
-        } else {
-            snprintf(first_other[slot == &st], sizeof first_other[0], "%s", n);
         }
     }
     if (nidx > 1) {
@@ -134,23 +139,29 @@ static int resolve_dir(const char *dir, struct target *t) {
     } else if (nidx == 1) {
         t->kind = K_INDEX;
         t->path = join(dir, idx);
-    } else if (nst == 1 && ngg == 0) {
+    } else if (cnt[S_ST] == 1) {
         t->kind = K_SINGLE;
-        t->path = join(dir, st);
-    } else if (nst == 0 && ngg >= 1 && (ngg == 1 || ngg_split == ngg)) {
+        t->path = join(dir, first[S_ST]);
+    } else if (cnt[S_ST] > 1) {
+        rc = pi_err(PAGEIN_E_INVALID, "%s: holds %d safetensors files and no index; name one", dir, cnt[S_ST]);
+    } else if (cnt[S_GG] >= 1 && (cnt[S_GG] == 1 || ngg_split == cnt[S_GG])) {
         t->kind = K_GGUF;
-        t->path = join(dir, gg);
-    } else if (nst + ngg == 0) {
-        rc = pi_err(PAGEIN_E_NOT_FOUND, "%s: no .safetensors, .safetensors.index.json or .gguf file", dir);
+        t->path = join(dir, first[S_GG]);
+    } else if (cnt[S_GG] > 1) {
+        rc = pi_err(PAGEIN_E_INVALID, "%s: holds %d GGUF files that are not one split set; name one", dir, cnt[S_GG]);
+    } else if (cnt[S_PT] == 1) {
+        t->kind = K_SINGLE;
+        t->path = join(dir, first[S_PT]);
+    } else if (cnt[S_PT] > 1) {
+        rc = pi_err(PAGEIN_E_INVALID, "%s: holds %d PyTorch checkpoints; name one", dir, cnt[S_PT]);
     } else {
-        rc = pi_err(PAGEIN_E_INVALID, "%s: holds several models (%d safetensors, %d GGUF files); name one",
-                    dir, nst, ngg);
+        rc = pi_err(PAGEIN_E_NOT_FOUND, "%s: no model file (.safetensors, .safetensors.index.json, .gguf, .pt, .pth, "
+                    ".bin, .ckpt)", dir);
     }
     if (rc == 0 && !t->path) rc = pi_err(-ENOMEM, "out of memory");
 out:
     pi_free(idx);
-    pi_free(st);
-    pi_free(gg);
+    for (int k = 0; k < S_N; k++) pi_free(first[k]);
     closedir(d);
     return rc;
 }
