@@ -710,6 +710,11 @@ PAGEIN_API size_t pagein_model_layer_tensors(const pagein_model *m, int32_t laye
  * filesystem ..."). The sentence is owned by m and valid until it is closed. */
 PAGEIN_API pagein_strategy pagein_model_strategy(const pagein_model *m, const char **why);
 PAGEIN_API const char *pagein_strategy_name(pagein_strategy s);
+/* Number of strategies (ids 0 .. count-1, PAGEIN_STRATEGY_AUTO first), and
+ * a one-line summary of each ("unknown" for other values): for tools that
+ * list every strategy without hard-coding names. Thread-safe. */
+PAGEIN_API size_t pagein_strategy_count(void);
+PAGEIN_API const char *pagein_strategy_summary(pagein_strategy s);
 /* Parses "auto", "lazy", "populate", "prefetch", "read"; -1 if unknown. */
 PAGEIN_API int pagein_strategy_from_name(const char *name);
 

@@ -142,6 +142,16 @@ int pi_model_read_all(pagein_model *m);
 /* Method from PAGEIN_POPULATE_METHOD (madvise|pread|readahead). */
 enum pi_pop_method pi_pop_method_from_env(void);
 
+/* ---- the strategy table (strategy.c) ------------------------------------ */
+struct pi_strategy {
+    pagein_strategy id;
+    const char *name;
+    int (*start)(pagein_model *m); /* runs once the model is open; NULL: nothing to do */
+    int needs_map;                 /* every file must be mapped (local) */
+    const char *summary;
+};
+const struct pi_strategy *pi_strategy_get(pagein_strategy s); /* NULL if unknown */
+
 /* ---- pager (pager.c) ---------------------------------------------------- */
 int pi_pager_start(pagein_model *m);
 void pi_pager_stop(pagein_model *m);

@@ -44,47 +44,29 @@ static char *dir_of(const char *path) {
     return pi_strndup(path, (size_t)(s - path));
 }
 
+/* A small file (an index) read whole through its source: local path or URL. */
 static int read_small(const char *path, uint8_t **out, size_t *len) {
-    int fd = open(path, O_RDONLY | O_CLOEXEC);
-    if (fd < 0) return pi_err(-errno, "%s: cannot open: %s", path, strerror(errno));
-    struct stat st;
+    struct pi_source *src;
+    FORWARD_IF(pi_source_open(&src, path, 0));
     int rc = 0;
     uint8_t *buf = NULL;
-    if (fstat(fd, &st) < 0) {
-        rc = pi_err(-errno, "%s: cannot stat: %s", path, strerror(errno));
-        goto out;
-    }
-    if (!S_ISREG(st.st_mode)) {
-        rc = pi_err(-EINVAL, "%s: not a regular file", path);
-        goto out;
-    }
-    if ((uint64_t)st.st_size > INDEX_MAX_BYTES) {
-        rc = pi_err(PAGEIN_E_LIMIT, "%s: index of %lld bytes (limit %u)", path, (long long)st.st_size,
+    if (src->size > INDEX_MAX_BYTES) {
+        rc = pi_err(PAGEIN_E_LIMIT, "%s: index of %llu bytes (limit %u)", path, (unsigned long long)src->size,
                     INDEX_MAX_BYTES);
         goto out;
     }
-    size_t n = (size_t)st.st_size, got = 0;
-    buf = pi_malloc(n + 1);
+    buf = pi_malloc((size_t)src->size + 1);
     if (!buf) {
         rc = pi_err(-ENOMEM, "%s: out of memory", path);
         goto out;
     }
-    while (got < n) {
-        ssize_t r = read(fd, buf + got, n - got);
-        if (r < 0 && errno == EINTR) continue;
-        if (r < 0) {
-            rc = pi_err(-errno, "%s: read failed: %s", path, strerror(errno));
-            goto out;
-        }
-        if (r == 0) break;
-        got += (size_t)r;
-    }
+    if ((rc = pi_source_read(src, buf, src->size, 0)) < 0) goto out;
     *out = buf;
-    *len = got;
+    *len = (size_t)src->size;
     buf = NULL;
 out:
     pi_free(buf);
-    close(fd);
+    pi_source_close(src);
     return rc;
 }
 
@@ -168,8 +150,13 @@ out:
 
 static int resolve(const char *path, struct target *t) {
     struct stat s;
-    if (stat(path, &s) < 0) return pi_err(-errno, "%s: %s", path, strerror(errno));
-    if (S_ISDIR(s.st_mode)) return resolve_dir(path, t);
+    if (pi_source_is_remote(path)) {
+        /* a URL names one object: what it is follows from its name */
+    } else if (stat(path, &s) < 0) {
+        return pi_err(-errno, "%s: %s", path, strerror(errno));
+    } else if (S_ISDIR(s.st_mode)) {
+        return resolve_dir(path, t);
+    }
     t->path = pi_strndup(path, strlen(path));
     if (!t->path) return pi_err(-ENOMEM, "out of memory");
     if (ends_with(path, ".json")) t->kind = K_INDEX;
@@ -300,7 +287,7 @@ static int merge(pagein_model *m) {
     for (size_t s = 0; s < m->nfiles; s++)
         for (size_t j = 0; j < m->files[s]->tab.n; j++, k++) {
             t->t[k].file = (uint32_t)s;
-            t->t[k].data = m->files[s]->base + t->t[k].offset;
+            t->t[k].data = m->files[s]->base ? m->files[s]->base + t->t[k].offset : NULL;
         }
     return 0;
 }
@@ -441,7 +428,7 @@ int pagein_model_open(pagein_model **out, const char *path, const pagein_model_o
     }
     struct target tg = {K_SINGLE, NULL};
     int rc = 0;
-    if (m->opts.strategy < PAGEIN_STRATEGY_AUTO || m->opts.strategy > PAGEIN_STRATEGY_READ) {
+    if (!pi_strategy_get(m->opts.strategy)) {
         rc = pi_err(PAGEIN_E_INVALID, "unknown strategy %d", (int)m->opts.strategy);
         goto fail;
     }
@@ -459,7 +446,13 @@ int pagein_model_open(pagein_model **out, const char *path, const pagein_model_o
     if (rc < 0) goto fail;
 
     m->strategy = m->opts.strategy;
-    if (m->strategy == PAGEIN_STRATEGY_AUTO) {
+    size_t unmapped = 0;
+    for (size_t i = 0; i < m->nfiles; i++) unmapped += !m->files[i]->mapped && m->files[i]->len;
+    if (m->strategy == PAGEIN_STRATEGY_AUTO && unmapped) {
+        m->strategy = PAGEIN_STRATEGY_READ;
+        snprintf(m->why, sizeof m->why, "auto: %s is not a local file (no mapping): explicit parallel range reads",
+                 m->files[0]->path);
+    } else if (m->strategy == PAGEIN_STRATEGY_AUTO) {
         struct pi_auto_facts facts;
         const char **paths = pi_malloc(m->nfiles * sizeof *paths);
         if (!paths) {
@@ -476,14 +469,14 @@ int pagein_model_open(pagein_model **out, const char *path, const pagein_model_o
         snprintf(m->why, sizeof m->why, "%s was asked for", pagein_strategy_name(m->strategy));
     }
 
-    apply_hints(m);
-    switch (m->strategy) {
-    case PAGEIN_STRATEGY_POPULATE: rc = pagein_model_load_tensors(m, NULL, 0); break;
-    case PAGEIN_STRATEGY_READ: rc = pi_model_read_all(m); break;
-    case PAGEIN_STRATEGY_PREFETCH: rc = pi_pager_start(m); break;
-    default: break;
+    const struct pi_strategy *st = pi_strategy_get(m->strategy);
+    if (st->needs_map && unmapped) {
+        rc = pi_err(PAGEIN_E_UNSUPPORTED, "%s: strategy %s needs a local, mapped file; use read, prefetch or auto",
+                    m->files[0]->path, st->name);
+        goto fail;
     }
-    if (rc < 0) goto fail;
+    apply_hints(m);
+    if (st->start && (rc = st->start(m)) < 0) goto fail;
     if ((m->opts.hints & PAGEIN_HINT_PRELOAD) && m->strategy != PAGEIN_STRATEGY_READ &&
         m->strategy != PAGEIN_STRATEGY_POPULATE) {
         rc = pagein_layer_wait(m, -1);
@@ -554,17 +547,4 @@ size_t pagein_model_layer_tensors(const pagein_model *m, int32_t layer, const pa
 pagein_strategy pagein_model_strategy(const pagein_model *m, const char **why) {
     if (why) *why = m ? m->why : "";
     return m ? m->strategy : PAGEIN_STRATEGY_AUTO;
-}
-
-static const char *const snames[] = {"auto", "lazy", "populate", "prefetch", "read"};
-
-const char *pagein_strategy_name(pagein_strategy s) {
-    return (unsigned)s < PI_ARRAY_LEN(snames) ? snames[s] : "unknown";
-}
-
-int pagein_strategy_from_name(const char *name) {
-    if (!name) return -1;
-    for (size_t i = 0; i < PI_ARRAY_LEN(snames); i++)
-        if (strcmp(name, snames[i]) == 0) return (int)i;
-    return -1;
 }
