@@ -47,4 +47,10 @@ int pi_safetensors_parse(const uint8_t *buf, size_t avail, uint64_t size, uint32
 int pi_gguf_parse(const uint8_t *buf, size_t avail, uint64_t size, uint32_t flags, struct pi_table *t);
 int pi_torch_parse(const uint8_t *buf, size_t avail, uint64_t size, uint32_t flags, struct pi_table *t);
 
+/* Test and tool hook (gguf_write.c): write the older layouts (version 1:
+ * 32-bit counts, lengths and dims; 2) and/or GGUF's big-endian variant
+ * (every header field big-endian; tensor bytes are written as given).
+ * Call right after pagein_gguf_writer_new. Not part of the stable API. */
+int pi_gguf_writer_layout(pagein_gguf_writer *w, uint32_t version, int big_endian);
+
 #endif

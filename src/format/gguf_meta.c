@@ -8,7 +8,10 @@
 #include "../internal.h"
 
 
-const char *pagein_meta_type_name(pagein_meta_type t) { return pi_gguf_type_name((uint32_t)t); }
+const char *pagein_meta_type_name(pagein_meta_type t) {
+    const char *n = pi_gguf_type_name((uint32_t)t);
+    return strcmp(n, "?") == 0 ? "unknown" : n;
+}
 
 uint32_t pagein_tensor_ggml_ne(const pagein_tensor *t, uint64_t ne[4]) {
     for (int d = 0; d < 4; d++) ne[d] = 1;

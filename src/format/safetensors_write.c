@@ -2,8 +2,8 @@
  * official Rust serializer (`prepare()` + `serialize()`,
  * ../shared/specs/SAFETENSORS.md section 4):
  *
- *  - tensors sorted by dtype descending in the crate's enum order (which
- *    pagein_dtype's first block follows), then by name (bytewise);
+ *  - tensors sorted by dtype descending in the crate's enum order (the
+ *    dtype table's st_order), then by name (bytewise);
  *  - compact JSON: {"__metadata__":{...},"name":{"dtype":"F32","shape":[..],
  *    "data_offsets":[b,e]},...} with serde_json's string escaping;
  *  - the header padded with spaces so that 8 + N is a multiple of 8 (or of
@@ -73,7 +73,8 @@ struct wt {
 
 static int wt_cmp(const void *a, const void *b) {
     const struct wt *x = a, *y = b;
-    if (x->t->dtype != y->t->dtype) return x->t->dtype > y->t->dtype ? -1 : 1;
+    uint32_t ox = pagein_dtype_get(x->t->dtype)->st_order, oy = pagein_dtype_get(y->t->dtype)->st_order;
+    if (ox != oy) return ox > oy ? -1 : 1;
     return strcmp(x->t->name, y->t->name);
 }
 

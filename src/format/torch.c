@@ -637,8 +637,8 @@ static int tensor_read_guarded(void *arg) {
 /* The copy runs under the truncation guard (src/internal.h "guards"): it
  * reads the mapping and writes only dst and stack buffers, so it can be
  * abandoned at a faulting load. */
-int pagein_tensor_read(const pagein_file *f, const pagein_tensor *t, void *dst, uint64_t off, size_t len) {
-    if (!f || !t || (!dst && len)) return pi_err(PAGEIN_E_INVALID, "pagein_tensor_read: NULL argument");
+int pi_tensor_gather(const pagein_file *f, const pagein_tensor *t, void *dst, uint64_t off, size_t len) {
+    if (!f || !t || (!dst && len)) return pi_err(PAGEIN_E_INVALID, "pagein_tensor_copy: NULL argument");
     if (!f->mapped || !len) return tensor_read(f, t, dst, off, len);
     struct read_args a = {f, t, dst, off, len};
     int rc = pi_guard_call(f->base, f->len, f->path, 0, f->fd, tensor_read_guarded, &a);
