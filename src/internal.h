@@ -20,6 +20,8 @@
 #include <stdint.h>
 #include <string.h>
 #include <sys/types.h>
+#include <pthread.h>
+#include <stdatomic.h>
 
 #include "pagein.h"
 
@@ -84,6 +86,22 @@ static inline bool pi_add_overflow(uint64_t a, uint64_t b, uint64_t *out) {
     return __builtin_add_overflow(a, b, out);
 }
 static inline uint64_t pi_align_up(uint64_t x, uint64_t a) { return (x + a - 1) & ~(a - 1); }
+
+/* ---- growable byte buffer (util.c) -------------------------------------- */
+/* The one growable buffer of the library (text being formatted, images
+ * being written). After an allocation failure oom is set and further
+ * writes are ignored, so builders check once at the end. The content is
+ * always NUL-terminated when p is not NULL (room for it is kept). */
+struct pi_buf {
+    char *p;
+    size_t n, cap;
+    int oom;
+};
+/* Room for k more bytes at p + n (n not advanced); NULL after OOM. */
+char *pi_buf_room(struct pi_buf *b, size_t k);
+void pi_buf_put(struct pi_buf *b, const void *s, size_t k);
+static inline void pi_buf_str(struct pi_buf *b, const char *s) { pi_buf_put(b, s, strlen(s)); }
+void pi_buf_free(struct pi_buf *b);
 
 /* ---- arena: many small allocations freed together (util.c) ------------- */
 struct pi_arena {
@@ -173,6 +191,34 @@ struct pagein_file {
 typedef int (*pi_item_fn)(void *ctx, size_t i);
 int pi_parallel(unsigned nthreads, size_t n, pi_item_fn fn, void *ctx);
 unsigned pi_default_threads(void);
+
+/* The same workers kept for the life of an object (a crew): pi_parallel()
+ * semantics without creating threads on every batch. Owned by one object,
+ * stopped and joined by pi_crew_stop. */
+struct pi_job {
+    pi_item_fn fn;
+    void *ctx;
+    size_t n;
+    _Atomic size_t next;
+    _Atomic int rc;
+    char detail[1024]; /* the first failing item's detail, carried to the caller's thread */
+};
+struct pi_crew {
+    pthread_t *tids;
+    unsigned n; /* worker threads (the caller of run is one more) */
+    pthread_mutex_t mu;
+    pthread_cond_t go, done;
+    uint64_t gen;
+    unsigned busy;
+    int stop;
+    struct pi_job job;
+};
+/* Starts nthreads-1 workers (the calling thread of run is the last). */
+int pi_crew_start(struct pi_crew *c, unsigned nthreads);
+/* Runs fn(ctx, i) for i in [0, n); returns 0 or the first negative rc
+ * (its detail carried over). */
+int pi_crew_run(struct pi_crew *c, size_t n, pi_item_fn fn, void *ctx);
+void pi_crew_stop(struct pi_crew *c);
 
 /* ---- guards (io/guard.c) ------------------------------------------------ */
 /*
