@@ -4,7 +4,8 @@
  * valgrind runs of this suite check the leaks). White-box: uses
  * pi_alloc_fail_after from src/internal.h. */
 #include "test.h"
-#include "../src/internal.h"
+#include "../src/format/format.h"
+#include "../src/io/io.h"
 #include "../src/load/load.h"
 
 #include <stdlib.h>

@@ -1,7 +1,8 @@
 /* test_manifest.c - the integrity manifest format: round trip of odd names,
  * the parser's checks. White-box (src/internal.h) for the formatter. */
 #include "test.h"
-#include "../src/internal.h"
+#include "../src/format/format.h"
+#include "../src/io/io.h"
 
 #include <stdlib.h>
 

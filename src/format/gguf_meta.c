@@ -5,7 +5,7 @@
  * mapping on each call (byte-swapped for big-endian files); string and
  * nested arrays of the file's own table have an element index built at
  * open, so element i is O(1). */
-#include "../internal.h"
+#include "format.h"
 
 
 const char *pagein_meta_type_name(pagein_meta_type t) {

@@ -6,6 +6,7 @@
  * (running padded sums) are known. The file is written to a temporary file
  * and renamed into place by the shared atomic-file helper (src/io/atomic.c). */
 #include "format.h"
+#include "../io/io.h"
 
 #include <stdio.h>
 

@@ -9,7 +9,7 @@
  *
  * Line based like sha256sum output, so it diffs and greps well; names are
  * percent-encoded so any byte string fits in one field. */
-#include "../internal.h"
+#include "format.h"
 
 #include <stdio.h>
 #include <stdlib.h>

@@ -13,7 +13,8 @@
  * The file goes through pi_atomic_* (temp file, fsync, rename, fsync dir).
  * Tensors given by a fill callback are produced in chunks of at most
  * FILL_CHUNK bytes, so writing a multi-GB file needs little memory. */
-#include "../internal.h"
+#include "format.h"
+#include "../io/io.h"
 
 #include <stdio.h>
 #include <stdlib.h>

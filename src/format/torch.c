@@ -4,6 +4,7 @@
  * and every other value into a metadata entry. Buffer in, no I/O.
  * docs/FORMAT-TORCH.md describes what is accepted and refused. */
 #include "torch_internal.h"
+#include "../io/io.h"
 
 #include <stdio.h>
 #include <stdlib.h>

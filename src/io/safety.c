@@ -1,5 +1,5 @@
 /* safety.c - public guarded accessors: copy-out, change detection. */
-#include "../internal.h"
+#include "io.h"
 #include "../source/source.h"
 #include "../format/torch_internal.h"
 

@@ -5,7 +5,8 @@
  * libxxhash is optional: mk/safety.mk defines PAGEIN_HAVE_XXHASH when its
  * header is installed, and xxhash is compiled inline (XXH_INLINE_ALL), so
  * the library gains no run-time dependency either way. */
-#include "../internal.h"
+#include "../format/format.h"
+#include "../io/io.h"
 
 #include <fcntl.h>
 #include <stdio.h>

@@ -5,7 +5,7 @@
  * byte-swapped ones swapped, tied and viewed tensors written in full, and
  * the source pages already consumed are dropped from this process's
  * resident set, so peak memory stays near one chunk plus the header. */
-#include "../internal.h"
+#include "../io/io.h"
 
 #include <stdio.h>
 #include <stdlib.h>
