@@ -441,7 +441,8 @@ def _dequantized(src, rec, out, fw):
     tensor of the logical shape."""
     _representable(rec)
     name, dt, shape = rec[_NAME], rec[_DTYPE], tuple(rec[_SHAPE])
-    if _pagein._has_dequantize:
+    strided = rec[_FLAGS] & _pagein.TENSOR_NONCONTIGUOUS  # torch views: not row-major bytes
+    if _pagein._has_dequantize and not (strided and dt in _FLOAT_SRC):
         a = _np.frombuffer(src.dequantize(name, out), _OUT_NP[out]).reshape(shape)
     elif dt in _FLOAT_SRC:
         a = _float_convert(src, rec, out).reshape(shape)
