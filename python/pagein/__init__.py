@@ -9,7 +9,9 @@ numpy arrays and torch tensors backed by the library's mapping:
             t = f.get_tensor(name)
 
 plus ``load_file``/``save_file`` and ``open_model`` (shards, GGUF split sets,
-load strategies, a layer-by-layer prefetching iterator). See docs/PYTHON.md.
+load strategies, a layer-by-layer prefetching iterator). ``pagein.torch`` and
+``pagein.numpy`` mirror ``safetensors.torch`` and ``safetensors.numpy``.
+See docs/PYTHON.md.
 
 Lifetime: every array or tensor keeps the file (its mapping) alive; closing
 the file object or the model only drops the Python object's own reference,
@@ -602,6 +604,7 @@ class _Slice:
         shape = self._rec[_SHAPE]
         if not shape:
             raise TypeError("len() of a 0-d tensor")
+        _representable(self._rec)
         return shape[0]
 
     def __getitem__(self, index):
