@@ -432,8 +432,11 @@ def _float_convert(src, rec, out):
     a = _np_array(src, rec)
     if rec[_DTYPE] == "BF16":
         a = (a.astype(_np.uint32) << 16).view(_np.float32)
+    # Through float32 first, as the library does (F64 rounds to float, then
+    # F16/BF16 round the float to nearest even).
+    a = _np.asarray(a, _np.float32)
     if out == "BF16":
-        return _f32_to_bf16(_np.asarray(a, _np.float32))
+        return _f32_to_bf16(a)
     return _np.array(a, dtype=_OUT_NP[out])
 
 
