@@ -1536,6 +1536,25 @@ PAGEIN_API int pagein_convert_safetensors(const pagein_file *f, const char *out,
 PAGEIN_API int pagein_convert_gguf(const pagein_file *f, const char *out, const pagein_convert_opts *opts,
                                    pagein_convert_stats *stats);
 
+/* ------------------------------------------------------------------------ */
+/* Dequantization (issue 17 item 11)                                        */
+/* ------------------------------------------------------------------------ */
+
+/*
+ * DECLARATION ADDED BY THE PYTHON BINDING (branch py17) so that both sides
+ * agree on the signature; the definition, its documentation and
+ * `#define PAGEIN_HAVE_DEQUANTIZE` come with the C implementation. The
+ * binding calls this function only when PAGEIN_HAVE_DEQUANTIZE is defined,
+ * so a build without the implementation links. When merging, keep one
+ * declaration (the implementation's) and drop this block.
+ *
+ * Converts tensor t (its src_len bytes at src) to out (PAGEIN_DTYPE_F32,
+ * _F16 or _BF16) in dst; dst_len must be nelements * out size. Returns 0
+ * or a negative code with a detail.
+ */
+PAGEIN_API int pagein_tensor_dequantize(const pagein_tensor *t, const void *src, size_t src_len, pagein_dtype out,
+                                        void *dst, size_t dst_len);
+
 #ifdef __cplusplus
 }
 #endif
