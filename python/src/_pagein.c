@@ -654,20 +654,11 @@ fail:
     return NULL;
 }
 
-static const char *format_name(pagein_format f) {
-    switch (f) {
-    case PAGEIN_FORMAT_SAFETENSORS: return "safetensors";
-    case PAGEIN_FORMAT_GGUF: return "gguf";
-    case PAGEIN_FORMAT_TORCH: return "torch";
-    default: return "unknown";
-    }
-}
-
 static PyObject *file_info_dict(const pagein_file *f) {
     pagein_file_info i;
     pagein_file_get_info(f, &i);
     return Py_BuildValue("{s:s,s:s,s:K,s:K,s:K,s:I,s:I,s:n,s:n,s:O}", "path", i.path ? i.path : "", "format",
-                         format_name(i.format), "file_size", (unsigned long long)i.file_size, "data_start",
+                         pagein_format_name(i.format), "file_size", (unsigned long long)i.file_size, "data_start",
                          (unsigned long long)i.data_start, "header_len", (unsigned long long)i.header_len,
                          "version", (unsigned)i.version, "alignment", (unsigned)i.alignment, "n_tensors",
                          (Py_ssize_t)i.n_tensors, "n_meta", (Py_ssize_t)i.n_meta, "big_endian",
@@ -1222,7 +1213,25 @@ static PyObject *py_strerror(PyObject *self, PyObject *arg) {
     return PyUnicode_FromString(pagein_strerror((int)c.v));
 }
 
+/* strategies() -> names in the library's strategy table, "auto" first */
+static PyObject *py_strategies(PyObject *self, PyObject *noargs) {
+    (void)self, (void)noargs;
+    size_t n = pagein_strategy_count();
+    PyObject *t = PyTuple_New((Py_ssize_t)n);
+    if (!t) return NULL;
+    for (size_t i = 0; i < n; i++) {
+        PyObject *s = PyUnicode_FromString(pagein_strategy_name((pagein_strategy)i));
+        if (!s) {
+            Py_DECREF(t);
+            return NULL;
+        }
+        PyTuple_SET_ITEM(t, (Py_ssize_t)i, s);
+    }
+    return t;
+}
+
 static PyMethodDef module_methods[] = {
+    {"strategies", PYFN(py_strategies), METH_NOARGS, "strategies() -> the strategy names, from the library's table"},
     {"open_file", PYFN(py_open_file), METH_VARARGS | METH_KEYWORDS,
      "open_file(path, lenient=False) -> Source"},
     {"open_memory", PYFN(py_open_memory), METH_VARARGS | METH_KEYWORDS,
