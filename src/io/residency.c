@@ -221,10 +221,29 @@ static int span_evict(const struct span *s, uint64_t off, uint64_t len) {
     return 0;
 }
 
+/* PAGEIN_E_TRUNCATED naming the file and offset when [off, off+len) now
+ * ends past the end of the file (it shrank after it was mapped), else 0.
+ * mlock of such a range fails with ENOMEM, which reads as RLIMIT_MEMLOCK. */
+static int span_truncated(const struct span *s, uint64_t off, uint64_t len) {
+    struct stat st;
+    if (s->fd < 0 || fstat(s->fd, &st) != 0 || (uint64_t)st.st_size >= off + len) return 0;
+    return pi_err(PAGEIN_E_TRUNCATED,
+                  "%s: offset %llu: file truncated to %llu bytes since it was opened (was %llu); cannot lock "
+                  "[%llu, %llu)",
+                  s->path, (unsigned long long)PI_MAX((uint64_t)st.st_size, off), (unsigned long long)st.st_size,
+                  (unsigned long long)s->size, (unsigned long long)off, (unsigned long long)(off + len));
+}
+
 static int span_lock(const struct span *s, uint64_t off, uint64_t len, int lock) {
     clip(s, &off, &len);
     if (len == 0) return 0;
+    if (lock) FORWARD_IF(span_truncated(s, off, len));
     int rc = lock ? pagein_range_lock(s->base + off, len) : pagein_range_unlock(s->base + off, len);
+    if (rc < 0 && lock) {
+        /* shrank between the check and mlock */
+        int t = span_truncated(s, off, len);
+        if (t < 0) return t;
+    }
     if (rc < 0) pi_err_prefix(s->path);
     return rc;
 }
@@ -278,7 +297,10 @@ int pagein_cache_open(pagein_cache_file **out, const char *path) {
         goto fail;
     }
     c->s.path = c->path;
-    c->s.fd = open(path, O_RDONLY | O_CLOEXEC);
+    /* O_NONBLOCK: opening a FIFO for reading would block until a writer
+     * comes (forever); with it the open returns and fstat refuses it. It
+     * changes nothing for the regular file we accept (mmap, fadvise). */
+    c->s.fd = open(path, O_RDONLY | O_CLOEXEC | O_NONBLOCK | O_NOCTTY);
     if (c->s.fd < 0) {
         rc = pi_err(-errno, "%s: cannot open: %s", path, strerror(errno));
         goto fail;
@@ -289,7 +311,10 @@ int pagein_cache_open(pagein_cache_file **out, const char *path) {
         goto fail;
     }
     if (!S_ISREG(st.st_mode)) {
-        rc = pi_err(-EINVAL, "%s: not a regular file", path);
+        rc = pi_err(-EINVAL, "%s: not a regular file (%s)", path,
+                    S_ISDIR(st.st_mode) ? "a directory" : S_ISFIFO(st.st_mode) ? "a FIFO"
+                    : S_ISSOCK(st.st_mode) ? "a socket" : S_ISCHR(st.st_mode) ? "a character device"
+                    : S_ISBLK(st.st_mode) ? "a block device" : "not a file");
         goto fail;
     }
     c->s.size = (uint64_t)st.st_size;
