@@ -3,8 +3,10 @@
  * `pagein verify --manifest`. */
 #include "cli.h"
 
+#include <errno.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 
 static void hash_usage(FILE *out) {
     fprintf(out,
@@ -16,7 +18,8 @@ static void hash_usage(FILE *out) {
             "Reads are guarded: a file truncated while hashing is an error, not a crash.\n"
             "\n"
             "options:\n"
-            "  -o, --manifest M  manifest path (default MODEL.pagein-manifest)\n"
+            "  -o, --manifest M  manifest path (default FILE.pagein-manifest for a file,\n"
+            "                    DIR/.pagein-manifest for a directory, `DIR` or `DIR/`)\n"
             "  -c, --check       verify MODEL against the manifest (= pagein verify --manifest M)\n"
             "  -t, --threads N   hashing threads (default: automatic)\n"
             "      --json        machine-readable result on stdout\n"
@@ -60,11 +63,25 @@ static int exit_for(int rc) {
 static void print_rate(const pagein_hash_stats *st) {
     char b[32];
     double gbs = st->seconds > 0 ? (double)st->bytes / st->seconds / 1e9 : 0;
-    printf("%zu tensors in %zu file(s), %s in %.3f s: %.2f GB/s\n", st->tensors, st->files,
-           cli_human_bytes(st->bytes, b, sizeof b), st->seconds, gbs);
+    printf("%zu tensor%s in %zu file%s, %s in %.3f s: %.2f GB/s\n", st->tensors, st->tensors == 1 ? "" : "s",
+           st->files, st->files == 1 ? "" : "s", cli_human_bytes(st->bytes, b, sizeof b), st->seconds, gbs);
 }
 
-int cli_manifest_check(const char *model, const char *manifest, unsigned threads, int json, int quiet) {
+char *cli_default_manifest(const char *model) {
+    size_t n = strlen(model);
+    struct stat st;
+    int dir = stat(model, &st) == 0 && S_ISDIR(st.st_mode);
+    while (n > 1 && model[n - 1] == '/') n--;
+    const char *suffix = dir ? (n == 1 && model[0] == '/' ? ".pagein-manifest" : "/.pagein-manifest")
+                             : ".pagein-manifest";
+    size_t len = n + strlen(suffix) + 1;
+    char *p = malloc(len);
+    if (p) snprintf(p, len, "%.*s%s", (int)n, model, suffix);
+    return p;
+}
+
+int cli_manifest_check(const char *cmd, const char *model, const char *manifest, unsigned threads, int json,
+                       int quiet) {
     pagein_hash_opts o = PAGEIN_HASH_OPTS_INIT;
     struct mm_ctx c = {json, 1};
     o.threads = threads;
@@ -91,11 +108,13 @@ int cli_manifest_check(const char *model, const char *manifest, unsigned threads
                st.seconds);
     }
     if (rc == PAGEIN_E_HASH_MISMATCH) {
-        if (!json) printf("%s: %zu mismatch(es) against %s\n", model, st.mismatches, manifest);
+        if (!json)
+            printf("%s: %zu mismatch%s against %s\n", model, st.mismatches, st.mismatches == 1 ? "" : "es",
+                   manifest);
         return EXIT_INVALID;
     }
     if (rc < 0) {
-        cli_error("hash", rc, "%s: cannot check against %s", model, manifest);
+        cli_error(cmd, rc, "cannot check %s against %s", model, manifest);
         return exit_for(rc);
     }
     if (!json && !quiet) {
@@ -148,22 +167,38 @@ static int hash_main(int argc, char **argv) {
     }
     char *def = NULL;
     if (!manifest) {
-        size_t n = strlen(model) + sizeof ".pagein-manifest";
-        def = malloc(n);
+        def = cli_default_manifest(model);
         if (!def) return EXIT_USAGE;
-        snprintf(def, n, "%s.pagein-manifest", model);
         manifest = def;
+        /* `pagein hash dir` (no slash) used to write dir.pagein-manifest:
+         * --check still finds a manifest there when the new place has none */
+        struct stat st;
+        if (check && stat(def, &st) != 0 && errno == ENOENT) {
+            size_t n = strlen(model);
+            while (n > 1 && model[n - 1] == '/') n--;
+            char *old = malloc(n + sizeof ".pagein-manifest");
+            if (old) {
+                snprintf(old, n + sizeof ".pagein-manifest", "%.*s.pagein-manifest", (int)n, model);
+                if (strcmp(old, def) != 0 && stat(old, &st) == 0 && S_ISREG(st.st_mode)) {
+                    free(def);
+                    def = old;
+                    manifest = def;
+                } else {
+                    free(old);
+                }
+            }
+        }
     }
     int ex;
     if (check) {
-        ex = cli_manifest_check(model, manifest, threads, json, quiet);
+        ex = cli_manifest_check("hash", model, manifest, threads, json, quiet);
     } else {
         pagein_hash_opts o = PAGEIN_HASH_OPTS_INIT;
         o.threads = threads;
         pagein_hash_stats st;
         int rc = pagein_manifest_write(model, manifest, &o, &st);
         if (rc < 0) {
-            cli_error("hash", rc, "%s", model);
+            cli_error("hash", rc, "cannot hash %s", model);
             ex = exit_for(rc);
         } else {
             if (json) {
