@@ -53,10 +53,50 @@ const char *cli_detail(const char *path) {
     return d;
 }
 
+/* Length of the well-formed UTF-8 sequence at s[0..n) (1-4), or 0 if
+ * there is none (RFC 3629: no overlongs, no surrogates, at most U+10FFFF). */
+static size_t utf8_len(const unsigned char *s, size_t n) {
+    unsigned char c = s[0];
+    if (c < 0x80) return 1;
+    size_t k;
+    unsigned char lo = 0x80, hi = 0xBF;
+    if (c >= 0xC2 && c <= 0xDF) k = 2;
+    else if (c >= 0xE0 && c <= 0xEF) {
+        k = 3;
+        if (c == 0xE0) lo = 0xA0;
+        if (c == 0xED) hi = 0x9F;
+    } else if (c >= 0xF0 && c <= 0xF4) {
+        k = 4;
+        if (c == 0xF0) lo = 0x90;
+        if (c == 0xF4) hi = 0x8F;
+    } else {
+        return 0;
+    }
+    if (n < k || s[1] < lo || s[1] > hi) return 0;
+    for (size_t i = 2; i < k; i++)
+        if (s[i] < 0x80 || s[i] > 0xBF) return 0;
+    return k;
+}
+
 void cli_json_str(FILE *out, const char *s, size_t len) {
+    const unsigned char *u = (const unsigned char *)s;
     fputc('"', out);
-    for (size_t i = 0; i < len; i++) {
-        unsigned char c = (unsigned char)s[i];
+    for (size_t i = 0; i < len;) {
+        unsigned char c = u[i];
+        size_t k = utf8_len(u + i, len - i);
+        if (k == 0) {
+            /* Not UTF-8 (a path is any bytes): JSON text must be, so each
+             * such byte is written as \u00XX, the code point of the same
+             * value (docs/CLI.md). */
+            fprintf(out, "\\u%04x", c);
+            i++;
+            continue;
+        }
+        if (k > 1) {
+            fwrite(u + i, 1, k, out);
+            i += k;
+            continue;
+        }
         switch (c) {
         case '"': fputs("\\\"", out); break;
         case '\\': fputs("\\\\", out); break;
@@ -71,6 +111,7 @@ void cli_json_str(FILE *out, const char *s, size_t len) {
             else
                 fputc(c, out);
         }
+        i++;
     }
     fputc('"', out);
 }
