@@ -36,9 +36,25 @@ void cli_register(const struct cli_command *c);
 /* Prints "pagein CMD: message" (+ pagein's detail when rc < 0) to stderr. */
 void cli_error(const char *cmd, int rc, const char *fmt, ...) __attribute__((format(printf, 3, 4)));
 
+/* Refuses what no command should open: a path that does not exist, or a
+ * FIFO, socket or device (opening or reading one can block forever).
+ * Returns 0 for a regular file or directory, else prints why as
+ * "pagein CMD: PATH: ..." and returns EXIT_USAGE. */
+int cli_check_path(const char *cmd, const char *path);
+/* "a FIFO", "a socket", "a character device", ... for a stat mode. */
+const char *cli_file_kind(unsigned mode);
+
 /* pagein_last_error_detail() without a leading "PATH: " (the caller
  * prints the path already). Never NULL. */
 const char *cli_detail(const char *path);
+
+/* Refuses what no command should open: a path that does not exist, or a
+ * FIFO, socket or device (opening or reading one can block forever).
+ * Returns 0 for a regular file or directory, else prints why as
+ * "pagein CMD: PATH: ..." and returns EXIT_USAGE. */
+int cli_check_path(const char *cmd, const char *path);
+/* "a FIFO", "a socket", "a character device", ... for a stat mode. */
+const char *cli_file_kind(unsigned mode);
 
 /* pagein_last_error_detail() without a leading "PATH: " (the caller
  * prints the path already). Never NULL. */

@@ -165,6 +165,8 @@ static int hash_main(int argc, char **argv) {
         hash_usage(stderr);
         return EXIT_USAGE;
     }
+    int pc = cli_check_path("hash", model);
+    if (pc) return pc;
     char *def = NULL;
     if (!manifest) {
         def = cli_default_manifest(model);

@@ -34,6 +34,8 @@ static int plan_main(int argc, char **argv) {
         usage(stderr);
         return EXIT_USAGE;
     }
+    int pc = cli_check_path("plan", path);
+    if (pc) return pc;
     pagein_model *m;
     pagein_model_opts o = PAGEIN_MODEL_OPTS_INIT;
     o.strategy = PAGEIN_STRATEGY_LAZY;

@@ -1,9 +1,11 @@
 /* util.c - helpers shared by the CLI commands. */
 #include "cli.h"
 
+#include <errno.h>
 #include <stdarg.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 #include <time.h>
 #include <unistd.h>
 
@@ -43,6 +45,27 @@ void cli_error(const char *cmd, int rc, const char *fmt, ...) {
         if (*d) fprintf(stderr, ": %s", d);
     }
     fputc('\n', stderr);
+}
+
+const char *cli_file_kind(unsigned mode) {
+    if (S_ISDIR(mode)) return "a directory";
+    if (S_ISFIFO(mode)) return "a FIFO";
+    if (S_ISSOCK(mode)) return "a socket";
+    if (S_ISCHR(mode)) return "a character device";
+    if (S_ISBLK(mode)) return "a block device";
+    if (S_ISREG(mode)) return "a regular file";
+    return "not a file";
+}
+
+int cli_check_path(const char *cmd, const char *path) {
+    struct stat st;
+    if (stat(path, &st) != 0) {
+        cli_error(cmd, 0, "%s: %s", path, strerror(errno));
+        return EXIT_USAGE;
+    }
+    if (S_ISREG(st.st_mode) || S_ISDIR(st.st_mode)) return 0;
+    cli_error(cmd, 0, "%s: %s, not a regular file or directory", path, cli_file_kind(st.st_mode));
+    return EXIT_USAGE;
 }
 
 const char *cli_detail(const char *path) {

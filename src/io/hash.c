@@ -312,11 +312,21 @@ int pagein_manifest_verify(const char *model_path, const char *manifest_path, co
     int rc = 0;
 
     /* read the manifest (bounded: a manifest is text, a few hundred bytes a tensor) */
-    int fd = open(manifest_path, O_RDONLY | O_CLOEXEC);
+    /* O_NONBLOCK: a FIFO named as the manifest must not block the open;
+     * fstat then refuses it */
+    int fd = open(manifest_path, O_RDONLY | O_CLOEXEC | O_NONBLOCK | O_NOCTTY);
     if (fd < 0) return pi_err(-errno, "%s: cannot open: %s", manifest_path, strerror(errno));
     struct stat st;
-    if (fstat(fd, &st) != 0 || !S_ISREG(st.st_mode)) {
-        rc = pi_err(PAGEIN_E_INVALID, "%s: not a regular file", manifest_path);
+    if (fstat(fd, &st) != 0) {
+        rc = pi_err(-errno, "%s: cannot stat: %s", manifest_path, strerror(errno));
+        close(fd);
+        return rc;
+    }
+    if (!S_ISREG(st.st_mode)) {
+        rc = pi_err(PAGEIN_E_INVALID, "%s: not a regular file (%s)", manifest_path,
+                    S_ISDIR(st.st_mode) ? "a directory" : S_ISFIFO(st.st_mode) ? "a FIFO"
+                    : S_ISSOCK(st.st_mode) ? "a socket" : S_ISCHR(st.st_mode) ? "a character device"
+                    : "not a regular file");
         close(fd);
         return rc;
     }
