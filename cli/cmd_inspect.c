@@ -190,13 +190,13 @@ size_t inspect_escaped(FILE *out, const char *s, size_t n) {
         default: break;
         }
         if (e) {
-            fputs(e, out);
+            if (out) fputs(e, out);
             w += 2;
         } else if (c < 0x20 || c == 0x7f) {
-            fprintf(out, "\\x%02x", c);
+            if (out) fprintf(out, "\\x%02x", c);
             w += 4;
         } else {
-            fputc(c, out);
+            if (out) fputc(c, out);
             w++;
         }
     }
@@ -228,7 +228,7 @@ static void print_text(const char *path, const pagein_file *f, int table, FILE *
     fputc('\n', out);
     if (h && h->summary) h->summary(f, out);
     if (pagein_meta_count(f)) {
-        fprintf(out, "metadata:    %zu entries\n", pagein_meta_count(f));
+        fprintf(out, "metadata:    %zu entr%s\n", pagein_meta_count(f), pagein_meta_count(f) == 1 ? "y" : "ies");
         for (size_t i = 0; i < pagein_meta_count(f); i++) {
             const pagein_meta *m = pagein_meta_at(f, i);
             fputs("  ", out);
@@ -247,7 +247,7 @@ static void print_text(const char *path, const pagein_file *f, int table, FILE *
     if (!table) return;
     size_t w = 4;
     for (size_t i = 0; i < pagein_tensor_count(f); i++) {
-        size_t l = pagein_tensor_at(f, i)->name_len;
+        size_t l = inspect_escaped(NULL, pagein_tensor_at(f, i)->name, pagein_tensor_at(f, i)->name_len);
         if (l > w) w = l;
     }
     if (w > 64) w = 64;

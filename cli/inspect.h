@@ -34,7 +34,7 @@ struct inspect_hook {
 void inspect_register_hook(const struct inspect_hook *h);
 
 /* Text output of a name or string value: control bytes as C escapes (\n,
- * \t, \r, \0, \xNN) and a backslash doubled. Returns the columns used. */
+ * \t, \r, \0, \xNN) and a backslash doubled. Returns the columns used; out NULL only counts. */
 size_t inspect_escaped(FILE *out, const char *s, size_t n);
 
 /* Set by cmd_inspect.c before any hook runs: --full was given (hooks show
