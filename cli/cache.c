@@ -365,6 +365,17 @@ static int parse_args(struct opts *o, int argc, char **argv) {
         cli_error(o->cmd, 0, "--wait goes with --daemon");
         return EXIT_USAGE;
     }
+    if (o->pidfile) {
+        /* the same refusals write_pidfile makes, early, so that a daemon
+         * without --wait does not report success before its holder fails */
+        struct stat st;
+        if (lstat(o->pidfile, &st) == 0 && (!S_ISREG(st.st_mode) || st.st_nlink != 1)) {
+            cli_error(o->cmd, 0, "pidfile %s %s: refusing to write to it", o->pidfile,
+                      S_ISLNK(st.st_mode) ? "is a symbolic link"
+                      : S_ISREG(st.st_mode) ? "has other hard links" : "exists and is not a regular file");
+            return EXIT_USAGE;
+        }
+    }
     if (o->have_range && (o->nlayers || re)) {
         cli_error(o->cmd, 0, "--range selects bytes of plain files; --layers and --tensors select parts of models: "
                              "use one or the other");
