@@ -8,6 +8,7 @@
 #include <inttypes.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 static void usage(FILE *out) {
@@ -158,6 +159,21 @@ static int read_samples_main(int argc, char **argv) {
     if (!ids_only && !json && fmt != OUT_JSONL && isatty(1)) {
         cli_error("read-samples", 0, "refusing to write sample bytes to a terminal (use --ids, or redirect)");
         goto out;
+    }
+    /* a FIFO or device among the inputs would block the first read */
+    for (size_t i = 0; i < nfiles; i++)
+        if (cli_check_path("read-samples", files[i])) goto out;
+    if (megatron) {
+        for (int k = 0; k < 2; k++) {
+            size_t n = strlen(megatron) + 5;
+            char *p = malloc(n);
+            if (!p) goto out;
+            snprintf(p, n, "%s%s", megatron, k ? ".bin" : ".idx");
+            struct stat st;
+            int bad = stat(p, &st) == 0 && !S_ISREG(st.st_mode) && cli_check_path("read-samples", p);
+            free(p);
+            if (bad) goto out;
+        }
     }
     pagein_dataset *d = NULL;
     int rc = megatron ? pagein_dataset_open_megatron(&d, megatron)

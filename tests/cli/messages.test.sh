@@ -16,6 +16,14 @@ expect_exit 2 $T "$PAGEIN" plan fifo
 expect_contains "FIFO"
 expect_exit 2 $T "$PAGEIN" inspect /dev/zero
 expect_contains "character device"
+expect_exit 2 $T "$PAGEIN" install fifo copy.safetensors
+expect_contains "FIFO"
+[ -e copy.safetensors ] && fail "install from a FIFO created its target"
+expect_exit 2 $T "$PAGEIN" read-samples --records 4 fifo --ids
+expect_contains "FIFO"
+mkfifo q.idx && : > q.bin
+expect_exit 2 $T "$PAGEIN" read-samples --megatron q --ids
+expect_contains "FIFO"
 
 # ---- directories and indexes ----
 mkdir shard
