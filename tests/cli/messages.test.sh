@@ -16,6 +16,16 @@ expect_exit 2 $T "$PAGEIN" plan fifo
 expect_contains "FIFO"
 expect_exit 2 $T "$PAGEIN" inspect /dev/zero
 expect_contains "character device"
+if $PY -c 'import socket; socket.socket(socket.AF_UNIX).bind("sock")' 2>/dev/null && [ -S sock ]; then
+  expect_exit 2 $T "$PAGEIN" inspect sock
+  expect_contains "socket"
+  expect_exit 2 $T "$PAGEIN" verify sock
+  expect_contains "socket"
+  expect_exit 1 $T "$PAGEIN" warm sock
+  expect_contains "socket"
+else
+  echo "cannot create a unix socket here: socket checks skipped"
+fi
 expect_exit 2 $T "$PAGEIN" install fifo copy.safetensors
 expect_contains "FIFO"
 [ -e copy.safetensors ] && fail "install from a FIFO created its target"
