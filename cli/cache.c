@@ -560,15 +560,22 @@ static int sniff_model(const char *p) {
     return 0;
 }
 
-/* 1 if directory p holds a file that a model open would pick up, 0 if
- * not, -errno if it cannot be listed. */
+/* 1 if directory p holds a file that a model open would pick up (what
+ * pagein_model_open looks for in a directory), 0 if not, -errno if it
+ * cannot be listed. */
 static int dir_has_model(const char *p) {
+    static const char *const ext[] = {".safetensors", ".gguf", ".safetensors.index.json"};
     DIR *d = opendir(p);
     if (!d) return -errno;
     struct dirent *e;
     int found = 0;
-    while (!found && (e = readdir(d)))
-        found = e->d_name[0] != '.' && (looks_like_model(e->d_name));
+    while (!found && (e = readdir(d))) {
+        size_t n = strlen(e->d_name);
+        for (size_t i = 0; i < sizeof ext / sizeof ext[0] && e->d_name[0] != '.'; i++) {
+            size_t k = strlen(ext[i]);
+            if (n >= k && strcmp(e->d_name + n - k, ext[i]) == 0) found = 1;
+        }
+    }
     closedir(d);
     return found;
 }
@@ -657,8 +664,11 @@ static void open_targets(struct opts *o, struct targets *ts) {
             if (S_ISDIR(st.st_mode))
                 not_model = (rc == PAGEIN_E_NOT_MODEL || rc <= PAGEIN_E_BASE) && dir_has_model(p) == 0;
             else
+                /* BAD_MAGIC: the library recognised no format (a zip that
+                 * is not a torch checkpoint, say) */
                 not_model = rc == PAGEIN_E_NOT_MODEL ||
-                            (rc <= PAGEIN_E_BASE && !looks_like_model(p) && sniff_model(p) == 0);
+                            (rc <= PAGEIN_E_BASE && !looks_like_model(p) &&
+                             (rc == PAGEIN_E_BAD_MAGIC || sniff_model(p) == 0));
             if (page0_cold) {
                 pagein_cache_file *probe = NULL;
                 if (pagein_cache_open(&probe, p) == 0) pagein_cache_evict(probe, 0, 1);

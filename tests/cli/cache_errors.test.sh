@@ -31,6 +31,11 @@ expect_exit 2 $T "$PAGEIN" resident --chunk 1M text.txt
 # a plain file without a model selection still works as one
 expect_exit 0 $T "$PAGEIN" warm text.txt
 expect_exit 0 $T "$PAGEIN" evict text.txt
+# so does a zip that is not a torch checkpoint, and a directory without models
+$PY -c 'import zipfile; zipfile.ZipFile("d.zip", "w").writestr("a.txt", "hello " * 100)'
+expect_exit 0 $T "$PAGEIN" warm d.zip
+mkdir -p docs && cp text.txt d.zip docs/
+expect_exit 0 $T "$PAGEIN" warm docs
 
 # ---- a model that fails to open is an error (issue 19, item 7) ----
 mkdir -p sh
