@@ -1260,6 +1260,11 @@ int cache_main(enum cache_mode mode, int argc, char **argv) {
      * inherited across fork). */
     sigset_t stop;
     int pfd[2] = {-1, -1};
+    /* a path that failed to open fails the command now, before a daemon
+     * without --wait could report a holder that would only exit */
+    for (size_t i = 0; i < ts.n; i++)
+        if (ts.t[i].failed && status != EXIT_USAGE) status = ts.t[i].usage ? EXIT_USAGE : EXIT_INVALID;
+    if (status != EXIT_OK) goto out;
     if (o.daemon) {
         if (pipe(pfd) != 0) {
             cli_error(o.cmd, 0, "pipe: %s", strerror(errno));

@@ -55,6 +55,8 @@ J=$($T "$PAGEIN" warm --json broken/model.safetensors.index.json 2>/dev/null); r
 [ $rc -eq 1 ] || fail "warm --json on a broken model exited $rc"
 expect_exit 1 $T "$PAGEIN" lock -d -w broken/model.safetensors.index.json
 expect_exit 1 $T "$PAGEIN" lock -d -w broken
+expect_exit 1 $T "$PAGEIN" lock -d broken/model.safetensors.index.json
+echo "$OUT_TXT" | grep -q "holder pid" && fail "lock -d started a holder for a broken model: $OUT_TXT"
 # EMFILE: too few descriptors for the shards is an error too
 OUT_TXT=$(ulimit -n 8; $T "$PAGEIN" warm sh/model.safetensors.index.json 2>&1); rc=$?
 [ $rc -ne 0 ] || fail "warm with ulimit -n 8 exited 0: $OUT_TXT"
