@@ -679,7 +679,7 @@ static void open_targets(struct opts *o, struct targets *ts) {
                 failed_target(ts, p, 0);
                 continue;
             }
-            if (o->nlayers || o->have_re) {
+            if (o->nlayers || o->have_re || o->list_tensors) {
                 cli_error(o->cmd, 0, "%s: --layers and --tensors select parts of models, and this is not one (%s)",
                           p, detail);
                 failed_target(ts, p, 1);

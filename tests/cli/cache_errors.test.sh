@@ -25,6 +25,7 @@ expect_exit 0 $T "$PAGEIN" warm --layers 7,head --tensors 'mlp|lm_head' m.safete
 expect_exit 2 $T "$PAGEIN" evict --layers 0 text.txt
 expect_contains "not one"
 expect_exit 2 $T "$PAGEIN" warm --tensors x text.txt
+expect_exit 2 $T "$PAGEIN" resident --tensors text.txt
 expect_exit 2 $T "$PAGEIN" warm --layers 0 -p 0-10 m.safetensors
 expect_exit 2 $T "$PAGEIN" evict --threads 2 text.txt
 expect_exit 2 $T "$PAGEIN" resident --chunk 1M text.txt
