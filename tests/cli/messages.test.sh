@@ -130,6 +130,12 @@ torch.save({"base": x, "view": x[2:6, 3:7]}, "v.pt")
   echo "$OUT_TXT" | grep -E "^view +F32 +\[4,4\] +136\*" >/dev/null || fail "view row not marked: $OUT_TXT"
   echo "$OUT_TXT" | grep -E "^base +F32 +\[10,10\] +400 " >/dev/null || fail "base row marked: $OUT_TXT"
   expect_contains "span of storage"
+  "$PAGEIN" inspect --json v.pt | $PY -c '
+import json, sys
+t = {x["name"]: x for x in json.load(sys.stdin)["tensors"]}
+assert (t["view"]["nbytes"], t["view"]["own_nbytes"]) == (136, 64), t["view"]
+assert (t["base"]["nbytes"], t["base"]["own_nbytes"]) == (400, 400), t["base"]
+' || fail "torch own_nbytes"
 else
   echo "torch not importable: torch BYTES check skipped"
 fi
