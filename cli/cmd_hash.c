@@ -172,23 +172,37 @@ static int hash_main(int argc, char **argv) {
         def = cli_default_manifest(model);
         if (!def) return EXIT_USAGE;
         manifest = def;
-        /* `pagein hash dir` (no slash) used to write dir.pagein-manifest:
-         * --check still finds a manifest there when the new place has none */
+        /* --check, when the default place has none, also looks where the
+         * same model's manifest may be under another spelling: DIR.pagein-
+         * manifest (written by `pagein hash DIR` before this version), and
+         * for a sharded index DIR/.pagein-manifest (`pagein hash DIR`) */
         struct stat st;
         if (check && stat(def, &st) != 0 && errno == ENOENT) {
             size_t n = strlen(model);
             while (n > 1 && model[n - 1] == '/') n--;
-            char *old = malloc(n + sizeof ".pagein-manifest");
-            if (old) {
-                snprintf(old, n + sizeof ".pagein-manifest", "%.*s.pagein-manifest", (int)n, model);
-                if (strcmp(old, def) != 0 && stat(old, &st) == 0 && S_ISREG(st.st_mode)) {
-                    free(def);
-                    def = old;
-                    manifest = def;
-                } else {
-                    free(old);
+            char *alt[2] = {malloc(n + sizeof ".pagein-manifest"), NULL};
+            if (alt[0]) snprintf(alt[0], n + sizeof ".pagein-manifest", "%.*s.pagein-manifest", (int)n, model);
+            if (n >= 11 && strncmp(model + n - 11, ".index.json", 11) == 0) {
+                const char *slash = memrchr(model, '/', n);
+                size_t d = slash ? (size_t)(slash - model) : 0;
+                alt[1] = malloc(d + sizeof "/.pagein-manifest" + 1);
+                if (alt[1]) {
+                    if (slash) snprintf(alt[1], d + sizeof "/.pagein-manifest" + 1, "%.*s/.pagein-manifest", (int)d, model);
+                    else snprintf(alt[1], sizeof ".pagein-manifest", ".pagein-manifest");
                 }
             }
+            for (int k = 0; k < 2; k++) {
+                if (alt[k] && manifest == def && strcmp(alt[k], def) != 0 && stat(alt[k], &st) == 0 &&
+                    S_ISREG(st.st_mode)) {
+                    manifest = alt[k];
+                    alt[k] = def; /* freed below */
+                }
+            }
+            if (manifest != def) {
+                def = (char *)manifest;
+            }
+            free(alt[0]);
+            free(alt[1]);
         }
     }
     int ex;

@@ -22,6 +22,9 @@ for spelling in shard shard/ shard//; do
   expect_exit 0 $T "$PAGEIN" hash --check $spelling
   expect_contains "OK, matches"
 done
+# the index finds the directory's manifest too
+expect_exit 0 $T "$PAGEIN" hash --check shard/model.safetensors.index.json
+expect_contains "matches shard/.pagein-manifest"
 # a manifest written by an older version next to the directory is still found
 mv shard/.pagein-manifest shard.pagein-manifest
 expect_exit 0 $T "$PAGEIN" hash --check shard/
