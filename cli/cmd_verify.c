@@ -1,6 +1,8 @@
 /* cmd_verify.c - `pagein verify FILE...`: strict validation of each file
- * with pagein_open (any format it supports). A per-file failure is
- * reported and the next file checked. */
+ * with pagein_open (any format it supports), or of every file of a model
+ * named by a directory or a sharded index (pagein_model_open). A per-file
+ * failure is reported and the next file checked. With --manifest the data
+ * is hashed too, and OK is printed only once it matched. */
 #include "cli.h"
 
 #include <errno.h>
@@ -69,16 +71,18 @@ static void usage(FILE *out) {
           "Validates each file strictly (for safetensors: every rule of the reference\n"
           "implementation, plus duplicate keys, strict UTF-8, nesting and size limits)\n"
           "and prints `FILE: OK (N tensors)` or `FILE: INVALID: reason: detail`.\n"
-          "No tensor data is read.\n"
+          "A directory or a *.safetensors.index.json is opened as a model and every\n"
+          "file of it validated. No tensor data is read.\n"
           "\n"
           "  --lenient   accept trailing bytes after the data (PAGEIN_OPEN_LENIENT)\n"
           "  -q          print only failures\n"
-          "  --manifest M  also hash every tensor of MODEL and compare with the\n"
-          "              integrity manifest M (pagein hash; docs/FORMAT-MANIFEST.md):\n"
-          "              checks the data, not only the header\n"
+          "  --manifest M  also hash every tensor of MODEL (a file, directory or index)\n"
+          "              and compare with the integrity manifest M (pagein hash;\n"
+          "              docs/FORMAT-MANIFEST.md): checks the data, not only the header;\n"
+          "              OK is printed only after the data matched\n"
           "\n"
           "Exit status: 0 all files valid, 1 any file invalid, 2 usage or I/O error\n"
-          "(a file that cannot be read).\n",
+          "(a file that cannot be read, a FIFO or device).\n",
           out);
 }
 
