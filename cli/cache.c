@@ -88,7 +88,8 @@ static void usage(const struct opts *o, FILE *out) {
     fprintf(out,
             "PATH is a model (safetensors or GGUF file, *.safetensors.index.json, GGUF split\n"
             "shard, or a directory holding one) or any other file or directory (treated as\n"
-            "plain files, like vmtouch).\n\n"
+            "plain files, like vmtouch). A model that fails to open is an error, never plain\n"
+            "bytes; FIFOs, sockets and devices are refused.\n\n"
             "selection (models):\n"
             "  --layers SPEC      layers: N, A-B, lists A,B-C; `embed` = leading globals,\n"
             "                     `head` = trailing globals (final norm, lm head)\n");
@@ -119,7 +120,9 @@ static void usage(const struct opts *o, FILE *out) {
     fprintf(out,
             "vmtouch flags: -t touch (= warm), -e evict, -l / -L lock (= lock); they switch\n"
             "the mode of any of the four commands.\n"
-            "exit: 0 ok; 1 a path failed (others still processed); 2 usage error.\n");
+            "exit: 0 ok; 1 a path failed, a model did not open or a selection matched\n"
+            "nothing (others still processed); 2 usage error, or a flag that does not apply\n"
+            "(--layers/--tensors on a path that is not a model).\n");
 }
 
 static int parse_u64(const char *s, uint64_t *v) {
