@@ -14,8 +14,10 @@ static void torch_summary(const pagein_file *f, FILE *out) {
         strided += (t->flags & PAGEIN_TENSOR_NONCONTIGUOUS) != 0;
         if (pagein_torch_tensor_get_info(f, t, &ti) == 0) params += ti.is_parameter != 0;
     }
-    fprintf(out, "torch:       %zu storages; %zu tensors share storage, %zu strided, %zu parameters\n",
-            pagein_torch_storage_count(f), views, strided, params);
+    size_t ns = pagein_torch_storage_count(f);
+    fprintf(out, "torch:       %zu storage%s; %zu tensor%s share%s storage, %zu strided, %zu parameter%s\n", ns,
+            ns == 1 ? "" : "s", views, views == 1 ? "" : "s", views == 1 ? "s" : "", strided, params,
+            params == 1 ? "" : "s");
     fprintf(out, "             (pickle checked against torch.load(weights_only=True)'s allowlist; nothing was run)\n");
 }
 
