@@ -28,13 +28,7 @@ static const struct inspect_hook *hook_for(pagein_format fmt) {
 
 static const char *format_name(pagein_format fmt) {
     const struct inspect_hook *h = hook_for(fmt);
-    if (h && h->name) return h->name;
-    switch (fmt) {
-    case PAGEIN_FORMAT_SAFETENSORS: return "safetensors";
-    case PAGEIN_FORMAT_GGUF: return "gguf";
-    case PAGEIN_FORMAT_TORCH: return "torch";
-    default: return "unknown";
-    }
+    return h && h->name ? h->name : pagein_format_name(fmt);
 }
 
 static const uint64_t align_classes[] = {8, 64, 256, 4096};
