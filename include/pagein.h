@@ -1453,6 +1453,49 @@ PAGEIN_API int pagein_tensor_read(const pagein_file *f, const pagein_tensor *t, 
 
 
 /* ------------------------------------------------------------------------ */
+/* Dequantizing                                                             */
+/* ------------------------------------------------------------------------ */
+
+#define PAGEIN_HAVE_DEQUANTIZE 1
+
+/*
+ * Converts a tensor's data to PAGEIN_DTYPE_F32, PAGEIN_DTYPE_F16 or
+ * PAGEIN_DTYPE_BF16, with exactly the values of ggml's reference
+ * dequantization (dequantize_row_*): the same float operations in the same
+ * order; F16 scales are converted exactly (subnormals, inf and NaN
+ * included); F16/BF16 output rounds the float result to nearest even.
+ *
+ * Types: the ggml block types Q4_0, Q4_1, Q5_0, Q5_1, Q8_0, Q2_K, Q3_K,
+ * Q4_K, Q5_K, Q6_K, Q8_K, IQ4_NL, IQ4_XS, and the plain types F32, F16,
+ * BF16, F64 (rounded to float first), BOOL, U8, I8, U16, I16, U32, I32,
+ * U64, I64 (converted as C converts integers to float). Same type in and
+ * out copies the bytes unchanged.
+ *
+ *   t        the tensor record (its dtype, flags and name are used).
+ *   src      the tensor's stored bytes, as t->data holds them (file byte
+ *            order): the whole tensor (src_len == t->nbytes), or a chunk
+ *            that starts at a block boundary and is a whole number of
+ *            blocks (elements for plain types), so that large tensors can
+ *            be converted piece by piece.
+ *   out      PAGEIN_DTYPE_F32, _F16 or _BF16.
+ *   dst      receives src_len / block_bytes * block_elems elements of out,
+ *            row-major; dst_len must be at least that many bytes.
+ *
+ * Byte-swapped tensors (PAGEIN_TENSOR_SWAPPED, from big-endian GGUF files)
+ * of plain types are swapped; quantized blocks in a big-endian file are
+ * refused (ggml defines no big-endian block layout): PAGEIN_E_UNSUPPORTED.
+ * Strided tensors (PAGEIN_TENSOR_NONCONTIGUOUS) are refused too
+ * (PAGEIN_E_UNSUPPORTED): their stored bytes are not row-major.
+ * Returns 0, or PAGEIN_E_INVALID (NULL argument, out not F32/F16/BF16),
+ * PAGEIN_E_BAD_DTYPE (a type not listed above, e.g. IQ2_XXS),
+ * PAGEIN_E_MISALIGNED_SLICE (src_len not whole blocks), PAGEIN_E_RANGE
+ * (src_len > t->nbytes, or dst too small), PAGEIN_E_UNSUPPORTED. The
+ * detail names the tensor. No allocation; thread-safe.
+ */
+PAGEIN_API int pagein_tensor_dequantize(const pagein_tensor *t, const void *src, size_t src_len, pagein_dtype out,
+                                        void *dst, size_t dst_len);
+
+/* ------------------------------------------------------------------------ */
 /* Converting to safetensors                                                */
 /* ------------------------------------------------------------------------ */
 
