@@ -1514,9 +1514,24 @@ typedef struct pagein_convert_opts {
                                   (official); 4096 for O_DIRECT / GPU direct */
     pagein_progress_fn progress; /* may be NULL; called on the calling thread */
     void *progress_ctx;
+    /* Fields below were added later (size tells which a caller knows). */
+    pagein_dtype dequantize;   /* INVALID = block-quantized GGUF tensors are
+                                  refused for safetensors (kept for GGUF);
+                                  F32, F16 or BF16: they are dequantized to
+                                  it (pagein_tensor_dequantize's values) */
+    uint64_t max_output_bytes; /* refuse, before writing anything, when the
+                                  output (tensor bytes plus a bound on the
+                                  headers) exceeds this: 0 = the free space
+                                  of the target's filesystem (statvfs);
+                                  UINT64_MAX = no check at all */
+    /* Called for every metadata entry of f that is not written to the output,
+     * with a short reason (may be NULL). key is key_len bytes. */
+    void (*on_skip)(void *ctx, const char *key, size_t key_len, const char *why);
+    void *skip_ctx;
 } pagein_convert_opts;
 
-#define PAGEIN_CONVERT_OPTS_INIT { sizeof(pagein_convert_opts), PAGEIN_DTYPE_INVALID, 0, 0, NULL, NULL }
+#define PAGEIN_CONVERT_OPTS_INIT                                                                    \
+    { sizeof(pagein_convert_opts), PAGEIN_DTYPE_INVALID, 0, 0, NULL, NULL, PAGEIN_DTYPE_INVALID, 0, NULL, NULL }
 
 /* What a conversion did. */
 typedef struct pagein_convert_stats {
@@ -1526,6 +1541,8 @@ typedef struct pagein_convert_stats {
     size_t cast;          /* of which were cast to opts.dtype */
     uint32_t shards;      /* files written (1 = no index) */
     uint64_t bytes;       /* tensor bytes written */
+    size_t dequantized;   /* of which were dequantized (opts.dequantize) */
+    uint64_t output_bound;/* bytes checked against the free space / cap */
 } pagein_convert_stats;
 
 /*
