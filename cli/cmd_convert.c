@@ -384,6 +384,7 @@ static int convert_main(int argc, char **argv) {
         cli_error("convert", rc, "cannot read %s", op.in);
         return rc > -4096 ? EXIT_USAGE : EXIT_INVALID;
     }
+    cli_warn_expansion(stderr, "convert", op.in, f);
     pagein_convert_opts co = PAGEIN_CONVERT_OPTS_INIT;
     struct skipped sk = {0};
     co.dtype = op.dtype;

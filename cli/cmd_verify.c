@@ -76,6 +76,8 @@ static int verify_main(int argc, char **argv) {
         int rc = pagein_open(&f, a, &o);
         if (rc == 0) {
             if (!quiet) printf("%s: OK (%zu tensors)\n", a, pagein_tensor_count(f));
+            fflush(stdout);
+            cli_warn_expansion(stderr, "verify", a, f);
             pagein_close(f);
         } else if (rc > -4096) {
             /* -errno: the file could not be read at all */
