@@ -82,6 +82,20 @@ expect_exit 0 "$PAGEIN" convert -q A.safetensors one/model.safetensors
 expect_exit 0 "$PAGEIN" convert -q A.safetensors one/model.safetensors --max-shard-size 300KB
 [ ! -e one/model.safetensors ] || fail "the old single file shadows the new sharded set"
 
+# a failure while moving the set into place puts the old files back: the
+# third name is taken by a directory, so the move stops there
+mkdir rb
+expect_exit 0 "$PAGEIN" convert -q A.safetensors rb/model.safetensors --max-shard-size 300KB
+rm rb/model-00003-of-00005.safetensors && mkdir rb/model-00003-of-00005.safetensors && touch rb/model-00003-of-00005.safetensors/x
+before=$(snap rb)
+expect_exit 2 "$PAGEIN" convert -q B.safetensors rb/model.safetensors --max-shard-size 300KB
+expect_contains "model-00003-of-00005"
+[ "$(snap rb)" = "$before" ] || fail "a failed move did not restore the old files: $(snap rb)"
+
+# a missing output directory is created
+expect_exit 0 "$PAGEIN" convert -q A.safetensors new/deeper/model.safetensors --max-shard-size 300KB
+[ -e new/deeper/model.safetensors.index.json ] || fail "output directory not created"
+
 # ---- a 5 MB tmpfs ------------------------------------------------------------------
 if [ "$(id -u)" != 0 ]; then
   echo "tmpfs part skipped: mounting a tmpfs needs root"
