@@ -1546,23 +1546,37 @@ typedef struct pagein_convert_stats {
 } pagein_convert_stats;
 
 /*
- * Writes every tensor of f (any format: a PyTorch checkpoint, a GGUF file
- * with plain element types, a safetensors file) to safetensors at out, each
- * name with its own bytes in row-major native order: tensors sharing
- * storage are written in full, strided ones gathered, byte-swapped ones
- * swapped. __metadata__ is {"format": "pt"} for PyTorch input, the input's
- * own string metadata for safetensors input, empty otherwise; metadata
- * entries of f (the PyTorch values that are not tensors) are not written.
+ * Writes every tensor of f (any format: a PyTorch checkpoint, a GGUF file,
+ * a safetensors file) to safetensors at out, each name with its own bytes
+ * in row-major native order: tensors sharing storage are written in full,
+ * strided ones gathered, byte-swapped ones swapped, quantized GGUF ones
+ * dequantized when opts->dequantize is set. __metadata__ is
+ * {"format": "pt"} for PyTorch input (the checkpoint's non-tensor values are
+ * skipped), the input's own string metadata for safetensors input, and
+ * every key of GGUF input as a string (non-strings JSON-encoded, arrays as
+ * JSON arrays); entries that cannot be carried (not UTF-8, NUL bytes) are
+ * reported to opts->on_skip.
  * With opts->max_shard_bytes the output is split into
  * "<stem>-00001-of-0000N.safetensors" next to out plus "<out>.index.json"
  * ({"metadata": {"total_size": N}, "weight_map": {...}}, like Hugging Face's
- * writer; out = ".../model.safetensors" gives the usual names), written last.
- * Every file is written atomically (temporary file, fsync, rename). Source
- * pages are dropped from the caller's resident set as they are consumed.
+ * writer; out = ".../model.safetensors" gives the usual names). Tensors go
+ * to shards in state-dict order (a checkpoint's pickle order, file order
+ * otherwise), a numbered layer starting a new shard when it fits in one but
+ * not in the rest of the current one. The set is all or nothing: written
+ * into a temporary directory next to out, moved into place index last, old
+ * files restored if a move fails; afterwards stale shards of an earlier set
+ * with the same stem, and a single file at out, are removed. A single file
+ * is written atomically (temporary file, fsync, rename). Before writing,
+ * the output size is checked against opts->max_output_bytes or the free
+ * space of out's filesystem. Source pages are dropped from the caller's
+ * resident set as they are consumed.
  * Returns 0 and fills *stats (may be NULL), or PAGEIN_E_BAD_DTYPE (a type
- * safetensors cannot hold, e.g. a quantized GGUF type), PAGEIN_E_INVALID,
- * the writer's errors or -errno. Not thread-safe with respect to f's
- * mapping advice; f itself is only read.
+ * safetensors cannot hold, e.g. a quantized GGUF type without
+ * opts->dequantize), PAGEIN_E_UNSUPPORTED (quantized data of a big-endian
+ * file), PAGEIN_E_LIMIT (over max_output_bytes), -ENOSPC (does not fit the
+ * free space; nothing written), PAGEIN_E_INVALID, the writer's errors or
+ * -errno. Not thread-safe with respect to f's mapping advice; f itself is
+ * only read.
  */
 PAGEIN_API int pagein_convert_safetensors(const pagein_file *f, const char *out, const pagein_convert_opts *opts,
                                           pagein_convert_stats *stats);
@@ -1571,12 +1585,15 @@ PAGEIN_API int pagein_convert_safetensors(const pagein_file *f, const char *out,
  * Writes every tensor of f to a GGUF v3 file at out (atomically, with the
  * GGUF writer): same names, shapes and bytes (strided tensors gathered,
  * byte-swapped ones swapped, opts->dtype casts as above), opts->align as
- * the GGUF alignment (0 = 32). Metadata carried over: safetensors
- * __metadata__ strings, PyTorch non-tensor ints/floats/bools/strings, and
- * every scalar and string key of GGUF input (arrays are not copied). BOOL
- * and C64 tensors, tensors with more than 4 dimensions and names of 64
+ * the GGUF alignment (0 = 32), opts->dequantize for quantized tensors.
+ * Metadata carried over: every key of GGUF input with its type and value
+ * (arrays and nested arrays included; general.alignment is replaced when
+ * opts->align is set), safetensors __metadata__ strings, PyTorch non-tensor
+ * ints/floats/bools/strings; anything else is reported to opts->on_skip.
+ * BOOL and C64 tensors, tensors with more than 4 dimensions and names of 64
  * bytes or more are refused (GGUF cannot hold them): PAGEIN_E_BAD_DTYPE,
- * PAGEIN_E_LIMIT. max_shard_bytes is refused (PAGEIN_E_UNSUPPORTED).
+ * PAGEIN_E_LIMIT. max_shard_bytes is refused (PAGEIN_E_UNSUPPORTED). The
+ * output size is checked as for pagein_convert_safetensors.
  */
 PAGEIN_API int pagein_convert_gguf(const pagein_file *f, const char *out, const pagein_convert_opts *opts,
                                    pagein_convert_stats *stats);
