@@ -6,7 +6,9 @@
  * float and an int converts the int first; sums are left to right), so the
  * results match bit for bit, NaN and infinity included. Contraction of
  * a*b+c into a fused multiply-add would change results, so it is switched
- * off for this file. F16 scales convert to float exactly (subnormals, inf
+ * off for this file (gcc: the optimize pragma, checked to hold even under
+ * -march=haswell -ffp-contract=fast; clang: the fp contract pragma, which
+ * clang's own -ffp-contract=fast overrides, so do not build with that). F16 scales convert to float exactly (subnormals, inf
  * and NaN included); F16 and BF16 outputs round the float result to nearest
  * even. The block layouts are those of docs/FORMAT-GGUF.md; every multi-byte
  * field inside a block is little-endian. */
