@@ -556,9 +556,16 @@ typedef struct pagein_gguf_write_opts {
     int big_endian;     /* write every header field big-endian (GGUF's
                            big-endian variant). Tensor bytes are written as
                            given: the caller supplies big-endian data. */
+    uint32_t flags;     /* PAGEIN_GGUF_WRITE_* (added later; size tells) */
 } pagein_gguf_write_opts;
 
-#define PAGEIN_GGUF_WRITE_OPTS_INIT { sizeof(pagein_gguf_write_opts), 0, 0, 0 }
+/* Accept a quantized tensor whose innermost dimension is not a whole number
+ * of blocks when its element count is (sized nelements / block * bytes, the
+ * layout of old files such as tinyllamas-stories-260k-q8_0.gguf, which
+ * gguf.cpp refuses): how a converter copies such a file as it is. */
+#define PAGEIN_GGUF_WRITE_WHOLE_BLOCKS 0x1u
+
+#define PAGEIN_GGUF_WRITE_OPTS_INIT { sizeof(pagein_gguf_write_opts), 0, 0, 0, 0 }
 
 /* Creates a writer. Returns 0, -ENOMEM or PAGEIN_E_INVALID (bad options);
  * sets *w only on success. */

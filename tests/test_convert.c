@@ -162,3 +162,34 @@ TEST(convert_output_cap) {
     pagein_close(f);
     return PASS;
 }
+
+/* The GGUF writer's whole-blocks flag: rows of 172 Q8_0 elements (the
+ * layout of tinyllamas) are written only when asked for, and only when the
+ * element count is a whole number of blocks. */
+TEST(gguf_write_whole_blocks_flag) {
+    uint64_t shape[2] = {8, 172}, bad[2] = {1, 172};
+    uint8_t data[8 * 172 / 32 * 34] = {0};
+    pagein_write_tensor t = {.name = "w", .dtype = PAGEIN_DTYPE_Q8_0, .ndim = 2, .shape = shape, .data = data};
+    pagein_gguf_writer *w = NULL;
+    CHECK_OK(pagein_gguf_writer_new(&w, NULL));
+    CHECK_EQ(pagein_gguf_add_tensor(w, &t), PAGEIN_E_BAD_TENSOR_INFO);
+    pagein_gguf_writer_free(w);
+    pagein_gguf_write_opts o = PAGEIN_GGUF_WRITE_OPTS_INIT;
+    o.flags = PAGEIN_GGUF_WRITE_WHOLE_BLOCKS;
+    w = NULL;
+    CHECK_OK(pagein_gguf_writer_new(&w, &o));
+    CHECK_OK(pagein_gguf_add_tensor(w, &t));
+    t.name = "v", t.shape = bad;
+    CHECK(pagein_gguf_add_tensor(w, &t) < 0); /* 172 elements: not whole blocks */
+    const char *p = pt_tmppath("whole.gguf");
+    CHECK_OK(pagein_gguf_write(w, p));
+    pagein_gguf_writer_free(w);
+    pagein_file *f = NULL;
+    CHECK_OK(pagein_open(&f, p, NULL));
+    if (f) {
+        const pagein_tensor *r = pagein_tensor_get(f, "w");
+        CHECK(r && r->nbytes == sizeof data && r->shape[1] == 172);
+        pagein_close(f);
+    }
+    return PASS;
+}

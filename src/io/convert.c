@@ -797,6 +797,8 @@ int pagein_convert_gguf(const pagein_file *f, const char *out, const pagein_conv
     }
     if ((rc = check_space(dir, out, st.output_bound, o.max_output_bytes)) < 0) goto out;
     pagein_gguf_write_opts go = PAGEIN_GGUF_WRITE_OPTS_INIT;
+    /* GGUF input is copied as it is, old whole-block layouts included */
+    if (f->tab.format == PAGEIN_FORMAT_GGUF) go.flags |= PAGEIN_GGUF_WRITE_WHOLE_BLOCKS;
     if (o.align) {
         if (o.align > UINT32_MAX) {
             rc = pi_err(PAGEIN_E_BAD_ALIGNMENT, "alignment %llu too large for GGUF", (unsigned long long)o.align);

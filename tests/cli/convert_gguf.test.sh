@@ -68,12 +68,23 @@ assert all(isinstance(x, float) for x in scores)
 PYEOF
 
 # ---- GGUF -> GGUF keeps every key -------------------------------------------------------
-# (tinyllamas' ffn_down rows of 172 are not whole Q8_0 blocks, which ggml refuses
-# to write: dequantized here; the vocab file has no tensors)
-expect_exit 0 "$PAGEIN" convert "$Q" q.gguf --dequantize f16 --json
+# (tinyllamas' ffn_down rows of 172 are not whole Q8_0 blocks: copied in that
+# old layout as they are, and also dequantized; the vocab file has no tensors)
+expect_exit 0 "$PAGEIN" convert "$Q" q.gguf --json
+echo "$OUT_TXT" | $PY -c "import json,sys; assert json.load(sys.stdin)['skipped'] == []" || fail "skipped not empty"
+expect_exit 0 "$PAGEIN" convert "$Q" qd.gguf --dequantize f16 --json
 echo "$OUT_TXT" | $PY -c "import json,sys; assert json.load(sys.stdin)['skipped'] == []" || fail "skipped not empty"
 expect_exit 0 "$PAGEIN" convert "$V" v.gguf --json
-$PY - "$Q" q.gguf "$V" v.gguf "$REPO/tests" <<'PYEOF' || fail "GGUF -> GGUF lost or changed metadata"
+$PY - "$Q" q.gguf "$REPO/tests" <<'PYEOF' || fail "GGUF -> GGUF changed tensor bytes"
+import sys
+sys.path.insert(0, sys.argv[3]); import gguf_ref
+a, b = gguf_ref.read(sys.argv[1]), gguf_ref.read(sys.argv[2])
+da, db = open(sys.argv[1], "rb").read(), open(sys.argv[2], "rb").read()
+assert [(t["name"], t["type"], t["ne"]) for t in a["tensors"]] == [(t["name"], t["type"], t["ne"]) for t in b["tensors"]]
+for x, y in zip(a["tensors"], b["tensors"]):
+    assert da[x["offset"]:x["offset"] + x["nbytes"]] == db[y["offset"]:y["offset"] + y["nbytes"]], x["name"]
+PYEOF
+$PY - "$Q" q.gguf "$V" v.gguf "$REPO/tests" "$Q" qd.gguf <<'PYEOF' || fail "GGUF -> GGUF lost or changed metadata"
 import struct, sys
 sys.path.insert(0, sys.argv[5]); import gguf_ref
 
@@ -91,7 +102,7 @@ def full(path):
     for _ in range(nkv):
         k = r.string(); t = r.take("I"); out[k] = (t, val(t))
     return out
-for src, dst in ((sys.argv[1], sys.argv[2]), (sys.argv[3], sys.argv[4])):
+for src, dst in ((sys.argv[1], sys.argv[2]), (sys.argv[3], sys.argv[4]), (sys.argv[6], sys.argv[7])):
     a, b = full(src), full(dst)
     assert a == b, (src, sorted(set(a) ^ set(b)), [k for k in a if k in b and a[k] != b[k]][:3])
     assert any(t == 9 for t, _ in a.values())
