@@ -673,6 +673,7 @@ int pagein_convert_safetensors(const pagein_file *f, const char *out, const page
     struct job job = {.o = &o, .page = sysconf(_SC_PAGESIZE)};
     struct shard_set ss = {0};
     uint32_t nshards = 0;
+    bool made_tmpdir = false;
     int rc = 0;
     if (!w || !s || !shard || !keys || !vals || !bufs) {
         rc = pi_err(-ENOMEM, "out of memory");
@@ -723,11 +724,10 @@ int pagein_convert_safetensors(const pagein_file *f, const char *out, const page
         snprintf(ss.tmpdir, tl, "%s/.%.*s.tmp-XXXXXX", ss.dir, (int)PI_MIN(strlen(base), 200), base);
         if (!mkdtemp(ss.tmpdir)) {
             int e = errno;
-            pi_free(ss.tmpdir);
-            ss.tmpdir = NULL;
             rc = pi_err(-e, "%s: cannot create a temporary directory next to it: %s", out, strerror(e));
             goto out;
         }
+        made_tmpdir = true;
         for (uint32_t k = 0; k < ss.n; k++) {
             char ob[32];
             snprintf(ob, sizeof ob, ".old-%u", k);
@@ -755,7 +755,7 @@ int pagein_convert_safetensors(const pagein_file *f, const char *out, const page
     st.shards = nshards;
     if (stats) *stats = st;
 out:
-    if (ss.tmpdir) remove_tmpdir(ss.tmpdir);
+    if (made_tmpdir) remove_tmpdir(ss.tmpdir);
     set_free(&ss);
     if (bufs)
         for (size_t i = 0; i <= nmeta; i++) pi_free(bufs[i]);
