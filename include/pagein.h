@@ -561,9 +561,16 @@ typedef struct pagein_gguf_write_opts {
     uint32_t alignment; /* 0: general.alignment if set, else 32. Non-zero:
                            must be a power of two; general.alignment (u32)
                            is added when not set (and must agree if set). */
+    uint32_t flags;     /* PAGEIN_GGUF_WRITE_* */
 } pagein_gguf_write_opts;
 
-#define PAGEIN_GGUF_WRITE_OPTS_INIT { sizeof(pagein_gguf_write_opts), 0 }
+/* Accept a quantized tensor whose innermost dimension is not a whole number
+ * of blocks when its element count is (sized nelements / block * bytes, the
+ * layout of old files such as tinyllamas-stories-260k-q8_0.gguf, which
+ * gguf.cpp refuses): how a converter copies such a file as it is. */
+#define PAGEIN_GGUF_WRITE_WHOLE_BLOCKS 0x1u
+
+#define PAGEIN_GGUF_WRITE_OPTS_INIT { sizeof(pagein_gguf_write_opts), 0, 0 }
 
 /* Creates a writer. Returns 0, -ENOMEM or PAGEIN_E_INVALID (bad options);
  * sets *w only on success. */
@@ -1468,6 +1475,49 @@ PAGEIN_API int pagein_torch_tensor_get_info(const pagein_file *f, const pagein_t
 PAGEIN_API size_t pagein_torch_storage_count(const pagein_file *f);
 
 /* ------------------------------------------------------------------------ */
+/* Dequantizing                                                             */
+/* ------------------------------------------------------------------------ */
+
+#define PAGEIN_HAVE_DEQUANTIZE 1
+
+/*
+ * Converts a tensor's data to PAGEIN_DTYPE_F32, PAGEIN_DTYPE_F16 or
+ * PAGEIN_DTYPE_BF16, with exactly the values of ggml's reference
+ * dequantization (dequantize_row_*): the same float operations in the same
+ * order; F16 scales are converted exactly (subnormals, inf and NaN
+ * included); F16/BF16 output rounds the float result to nearest even.
+ *
+ * Types: the ggml block types Q4_0, Q4_1, Q5_0, Q5_1, Q8_0, Q2_K, Q3_K,
+ * Q4_K, Q5_K, Q6_K, Q8_K, IQ4_NL, IQ4_XS, and the plain types F32, F16,
+ * BF16, F64 (rounded to float first), BOOL, U8, I8, U16, I16, U32, I32,
+ * U64, I64 (converted as C converts integers to float). Same type in and
+ * out copies the bytes unchanged.
+ *
+ *   t        the tensor record (its dtype, flags and name are used).
+ *   src      the tensor's stored bytes, as t->data holds them (file byte
+ *            order): the whole tensor (src_len == t->nbytes), or a chunk
+ *            that starts at a block boundary and is a whole number of
+ *            blocks (elements for plain types), so that large tensors can
+ *            be converted piece by piece.
+ *   out      PAGEIN_DTYPE_F32, _F16 or _BF16.
+ *   dst      receives src_len / block_bytes * block_elems elements of out,
+ *            row-major; dst_len must be at least that many bytes.
+ *
+ * Byte-swapped tensors (PAGEIN_TENSOR_SWAPPED, from big-endian GGUF files)
+ * of plain types are swapped; quantized blocks in a big-endian file are
+ * refused (ggml defines no big-endian block layout): PAGEIN_E_UNSUPPORTED.
+ * Strided tensors (PAGEIN_TENSOR_NONCONTIGUOUS) are refused too
+ * (PAGEIN_E_UNSUPPORTED): their stored bytes are not row-major.
+ * Returns 0, or PAGEIN_E_INVALID (NULL argument, out not F32/F16/BF16),
+ * PAGEIN_E_BAD_DTYPE (a type not listed above, e.g. IQ2_XXS),
+ * PAGEIN_E_MISALIGNED_SLICE (src_len not whole blocks), PAGEIN_E_RANGE
+ * (src_len > t->nbytes, or dst too small), PAGEIN_E_UNSUPPORTED. The
+ * detail names the tensor. No allocation; thread-safe.
+ */
+PAGEIN_API int pagein_tensor_dequantize(const pagein_tensor *t, const void *src, size_t src_len, pagein_dtype out,
+                                        void *dst, size_t dst_len);
+
+/* ------------------------------------------------------------------------ */
 /* Converting to safetensors                                                */
 /* ------------------------------------------------------------------------ */
 
@@ -1486,9 +1536,24 @@ typedef struct pagein_convert_opts {
                                   (official); 4096 for O_DIRECT / GPU direct */
     pagein_progress_fn progress; /* may be NULL; called on the calling thread */
     void *progress_ctx;
+    /* Fields below were added later (size tells which a caller knows). */
+    pagein_dtype dequantize;   /* INVALID = block-quantized GGUF tensors are
+                                  refused for safetensors (kept for GGUF);
+                                  F32, F16 or BF16: they are dequantized to
+                                  it (pagein_tensor_dequantize's values) */
+    uint64_t max_output_bytes; /* refuse, before writing anything, when the
+                                  output (tensor bytes plus a bound on the
+                                  headers) exceeds this: 0 = the free space
+                                  of the target's filesystem (statvfs);
+                                  UINT64_MAX = no check at all */
+    /* Called for every metadata entry of f that is not written to the output,
+     * with a short reason (may be NULL). key is key_len bytes. */
+    void (*on_skip)(void *ctx, const char *key, size_t key_len, const char *why);
+    void *skip_ctx;
 } pagein_convert_opts;
 
-#define PAGEIN_CONVERT_OPTS_INIT { sizeof(pagein_convert_opts), PAGEIN_DTYPE_INVALID, 0, 0, NULL, NULL }
+#define PAGEIN_CONVERT_OPTS_INIT                                                                    \
+    { sizeof(pagein_convert_opts), PAGEIN_DTYPE_INVALID, 0, 0, NULL, NULL, PAGEIN_DTYPE_INVALID, 0, NULL, NULL }
 
 /* What a conversion did. */
 typedef struct pagein_convert_stats {
@@ -1498,26 +1563,42 @@ typedef struct pagein_convert_stats {
     size_t cast;          /* of which were cast to opts.dtype */
     uint32_t shards;      /* files written (1 = no index) */
     uint64_t bytes;       /* tensor bytes written */
+    size_t dequantized;   /* of which were dequantized (opts.dequantize) */
+    uint64_t output_bound;/* bytes checked against the free space / cap */
 } pagein_convert_stats;
 
 /*
- * Writes every tensor of f (any format: a PyTorch checkpoint, a GGUF file
- * with plain element types, a safetensors file) to safetensors at out, each
- * name with its own bytes in row-major native order: tensors sharing
- * storage are written in full, strided ones gathered, byte-swapped ones
- * swapped. __metadata__ is {"format": "pt"} for PyTorch input, the input's
- * own string metadata for safetensors input, empty otherwise; metadata
- * entries of f (the PyTorch values that are not tensors) are not written.
+ * Writes every tensor of f (any format: a PyTorch checkpoint, a GGUF file,
+ * a safetensors file) to safetensors at out, each name with its own bytes
+ * in row-major native order: tensors sharing storage are written in full,
+ * strided ones gathered, byte-swapped ones swapped, quantized GGUF ones
+ * dequantized when opts->dequantize is set. __metadata__ is
+ * {"format": "pt"} for PyTorch input (the checkpoint's non-tensor values are
+ * skipped), the input's own string metadata for safetensors input, and
+ * every key of GGUF input as a string (non-strings JSON-encoded, arrays as
+ * JSON arrays); entries that cannot be carried (not UTF-8, NUL bytes) are
+ * reported to opts->on_skip.
  * With opts->max_shard_bytes the output is split into
  * "<stem>-00001-of-0000N.safetensors" next to out plus "<out>.index.json"
  * ({"metadata": {"total_size": N}, "weight_map": {...}}, like Hugging Face's
- * writer; out = ".../model.safetensors" gives the usual names), written last.
- * Every file is written atomically (temporary file, fsync, rename). Source
- * pages are dropped from the caller's resident set as they are consumed.
+ * writer; out = ".../model.safetensors" gives the usual names). Tensors go
+ * to shards in state-dict order (a checkpoint's pickle order, file order
+ * otherwise), a numbered layer starting a new shard when it fits in one but
+ * not in the rest of the current one. The set is all or nothing: written
+ * into a temporary directory next to out, moved into place index last, old
+ * files restored if a move fails; afterwards stale shards of an earlier set
+ * with the same stem, and a single file at out, are removed. A single file
+ * is written atomically (temporary file, fsync, rename). Before writing,
+ * the output size is checked against opts->max_output_bytes or the free
+ * space of out's filesystem. Source pages are dropped from the caller's
+ * resident set as they are consumed.
  * Returns 0 and fills *stats (may be NULL), or PAGEIN_E_BAD_DTYPE (a type
- * safetensors cannot hold, e.g. a quantized GGUF type), PAGEIN_E_INVALID,
- * the writer's errors or -errno. Not thread-safe with respect to f's
- * mapping advice; f itself is only read.
+ * safetensors cannot hold, e.g. a quantized GGUF type without
+ * opts->dequantize), PAGEIN_E_UNSUPPORTED (quantized data of a big-endian
+ * file), PAGEIN_E_LIMIT (over max_output_bytes), -ENOSPC (does not fit the
+ * free space; nothing written), PAGEIN_E_INVALID, the writer's errors or
+ * -errno. Not thread-safe with respect to f's mapping advice; f itself is
+ * only read.
  */
 PAGEIN_API int pagein_convert_safetensors(const pagein_file *f, const char *out, const pagein_convert_opts *opts,
                                           pagein_convert_stats *stats);
@@ -1526,34 +1607,18 @@ PAGEIN_API int pagein_convert_safetensors(const pagein_file *f, const char *out,
  * Writes every tensor of f to a GGUF v3 file at out (atomically, with the
  * GGUF writer): same names, shapes and bytes (strided tensors gathered,
  * byte-swapped ones swapped, opts->dtype casts as above), opts->align as
- * the GGUF alignment (0 = 32). Metadata carried over: safetensors
- * __metadata__ strings, PyTorch non-tensor ints/floats/bools/strings, and
- * every scalar and string key of GGUF input (arrays are not copied). BOOL
- * and C64 tensors, tensors with more than 4 dimensions and names of 64
+ * the GGUF alignment (0 = 32), opts->dequantize for quantized tensors.
+ * Metadata carried over: every key of GGUF input with its type and value
+ * (arrays and nested arrays included; general.alignment is replaced when
+ * opts->align is set), safetensors __metadata__ strings, PyTorch non-tensor
+ * ints/floats/bools/strings; anything else is reported to opts->on_skip.
+ * BOOL and C64 tensors, tensors with more than 4 dimensions and names of 64
  * bytes or more are refused (GGUF cannot hold them): PAGEIN_E_BAD_DTYPE,
- * PAGEIN_E_LIMIT. max_shard_bytes is refused (PAGEIN_E_UNSUPPORTED).
+ * PAGEIN_E_LIMIT. max_shard_bytes is refused (PAGEIN_E_UNSUPPORTED). The
+ * output size is checked as for pagein_convert_safetensors.
  */
 PAGEIN_API int pagein_convert_gguf(const pagein_file *f, const char *out, const pagein_convert_opts *opts,
                                    pagein_convert_stats *stats);
-
-/* ------------------------------------------------------------------------ */
-/* Dequantization (issue 17 item 11)                                        */
-/* ------------------------------------------------------------------------ */
-
-/*
- * DECLARATION ADDED BY THE PYTHON BINDING (branch py17) so that both sides
- * agree on the signature; the definition, its documentation and
- * `#define PAGEIN_HAVE_DEQUANTIZE` come with the C implementation. The
- * binding calls this function only when PAGEIN_HAVE_DEQUANTIZE is defined,
- * so a build without the implementation links. When merging, keep one
- * declaration (the implementation's) and drop this block.
- *
- * Converts tensor t (its src_len bytes at src) to out (PAGEIN_DTYPE_F32,
- * _F16 or _BF16) in dst; dst_len must be nelements * out size. Returns 0
- * or a negative code with a detail.
- */
-PAGEIN_API int pagein_tensor_dequantize(const pagein_tensor *t, const void *src, size_t src_len, pagein_dtype out,
-                                        void *dst, size_t dst_len);
 
 #ifdef __cplusplus
 }
