@@ -156,14 +156,7 @@ static void on_progress(void *ctx, uint64_t done, uint64_t total) {
     cli_progress_update(ctx, done);
 }
 
-static const char *fmt_name(pagein_format f) {
-    switch (f) {
-    case PAGEIN_FORMAT_SAFETENSORS: return "safetensors";
-    case PAGEIN_FORMAT_GGUF: return "gguf";
-    case PAGEIN_FORMAT_TORCH: return "torch";
-    default: return "unknown";
-    }
-}
+static const char *fmt_name(pagein_format f) { return pagein_format_name(f); }
 
 static void meta_value(FILE *o, const pagein_meta *m, int json) {
     char buf[64];
