@@ -1,0 +1,282 @@
+"""pagein.distributed: load weights once across the ranks of a torch.distributed group.
+
+    import torch.distributed as dist, pagein.distributed
+    dist.init_process_group("gloo", init_method="tcp://127.0.0.1:29500", rank=r, world_size=n)
+    tensors = pagein.distributed.load("model.safetensors")            # every tensor, every rank
+    shards = pagein.distributed.load("model.safetensors", mode="tp")   # this rank's slices
+
+mode="replicated": every rank reads about 1/N of the model's bytes (one
+contiguous part of the tensors' bytes in model order, balanced by bytes)
+and broadcasts it; storage serves each byte once, and every rank ends with a
+dict equal to ``safe_open`` on one process.
+
+mode="tp": tensors matched by ``rules`` (default: llama-style names, see
+``default_rules()``) are split along rows (dimension 0) or columns (the last
+dimension); each rank reads only its own slice with range reads. Other
+tensors are loaded as in "replicated".
+
+The plan (who reads which ranges, who ends with which slice) is computed
+by the C library (``pagein_dist_plan_new``); ``plan()`` shows it.
+
+Failures. Before any data moves, the ranks compare the model's files (sizes
+and a SHA-256 of each file's header): a mismatch raises ``pagein.Error``
+(code PAGEIN_E_PEER) on every rank, naming the ranks and the file. A rank
+that dies or stops answering makes the others raise ``pagein.Error``
+(PAGEIN_E_PEER) within ``timeout`` seconds: with ``group=None`` the load
+runs on a new gloo group created with that timeout (every rank of the
+default group must call load); with an explicit group, that group's own
+timeout applies.
+"""
+
+import datetime as _dt
+import hashlib as _hashlib
+import os as _os
+import time as _time
+
+import numpy as _np
+
+from . import _pagein
+from . import _np_layout, _torch_dtype
+from ._pagein import Error
+
+__all__ = ["load", "plan", "default_rules"]
+
+_E_PEER = -30036
+_NAME, _DTYPE, _SHAPE, _OFFSET, _NBYTES, _LAYER, _FILE, _FLAGS, _INDEX = range(9)
+
+
+def _peer_error(msg):
+    e = Error(msg)
+    e.code = _E_PEER
+    e.error = _pagein.strerror(_E_PEER)
+    e.detail = msg
+    return e
+
+
+def default_rules():
+    """The default tensor-parallel rules: [(fnmatch pattern, 'rows'|'cols')]."""
+    return _pagein.dist_default_rules()
+
+
+def _rules(rules):
+    if rules is None:
+        return None
+    if isinstance(rules, dict):
+        rules = list(rules.items())
+    return [(str(p), str(s)) for p, s in rules]
+
+
+def plan(path, rank, world_size, mode="replicated", rules=None, align=0):
+    """The plan of one rank, without loading: a dict with "reads" (dicts:
+    owner, shared, tensor, file, offset, length, stride, count, dst_offset),
+    "pieces" (dicts: name, split, dim, start, stop, nbytes) and "read_bytes"
+    (bytes this rank reads from storage)."""
+    src = _pagein.open_model(_os.fspath(path), strategy="lazy")
+    names = [t[_NAME] for t in src.tensors()]
+    reads, pieces, nbytes = _pagein.dist_plan(src, rank, world_size, mode, _rules(rules), align)
+    rk = ("owner", "shared", "tensor", "file", "offset", "length", "stride", "count", "dst_offset")
+    return {"reads": [dict(zip(rk, r)) for r in reads],
+            "pieces": [{"name": names[p[0]], "split": p[1], "dim": p[2], "start": p[3], "stop": p[4],
+                        "nbytes": p[5]} for p in pieces],
+            "read_bytes": nbytes}
+
+
+def _fingerprint(src):
+    """(total size, SHA-256 over every file's size and header bytes)."""
+    h = _hashlib.sha256()
+    total = 0
+    for f in src.files():
+        size, start = f["file_size"], f["data_start"]
+        total += size
+        h.update(size.to_bytes(8, "little"))
+        fd = _os.open(f["path"], _os.O_RDONLY | _os.O_CLOEXEC)
+        try:
+            head = _os.pread(fd, start, 0)
+        finally:
+            _os.close(fd)
+        h.update(head)
+    return total, h.digest()
+
+
+class _Group:
+    """Collectives over a group, turning transport failures and timeouts
+    into pagein.Error(PAGEIN_E_PEER)."""
+
+    def __init__(self, dist, group, timeout):
+        self.dist = dist
+        self.timeout = timeout
+        self.own = False
+        if group is None and dist.is_initialized() and dist.get_world_size() > 1:
+            try:
+                group = dist.new_group(backend="gloo", timeout=_dt.timedelta(seconds=timeout))
+            except RuntimeError as e:
+                raise _peer_error("pagein.distributed: could not form the load group within %gs "
+                                  "(a rank died or did not call load): %s" % (timeout, e)) from e
+            self.own = True
+        self.group = group
+        self.rank = dist.get_rank(group) if dist.is_initialized() else 0
+        self.world = dist.get_world_size(group) if dist.is_initialized() else 1
+
+    def global_rank(self, r):
+        if self.own or self.group is None or self.group == self.dist.group.WORLD:
+            return r  # our own group spans the default group in rank order
+        c10d = self.dist.distributed_c10d
+        return getattr(c10d, "get_global_rank", None) or c10d._get_global_rank(self.group, r)
+
+    def _call(self, what, fn):
+        try:
+            return fn()
+        except RuntimeError as e:
+            raise _peer_error("pagein.distributed: rank %d of %d: %s failed (a peer died, timed out "
+                              "after %s or disagrees): %s"
+                              % (self.rank, self.world, what,
+                                 "%gs" % self.timeout if self.own else "the group's timeout", e)) from e
+
+    def all_gather(self, t, what):
+        out = [t.new_empty(t.shape) for _ in range(self.world)]
+        self._call(what, lambda: self.dist.all_gather(out, t, group=self.group))
+        return out
+
+    def broadcast(self, t, owner, what):
+        self._call(what, lambda: self.dist.broadcast(t, src=self.global_rank(owner), group=self.group))
+
+    def close(self):
+        if self.own:
+            try:
+                self.dist.destroy_process_group(self.group)
+            except Exception:  # pragma: no cover - best effort
+                pass
+
+
+def _check_same_files(g, torch, src, path):
+    total, digest = _fingerprint(src)
+    mine = torch.tensor(list(total.to_bytes(8, "little") + digest), dtype=torch.uint8)
+    allv = g.all_gather(mine, "comparing the model files")
+    mine_b = bytes(mine.tolist())
+    differ = [r for r, t in enumerate(allv) if bytes(t.tolist()) != mine_b]
+    if differ:
+        sizes = {r: int.from_bytes(bytes(t[:8].tolist()), "little") for r, t in enumerate(allv)}
+        raise _peer_error("pagein.distributed: rank %d: model '%s' differs from rank(s) %s (file sizes "
+                          "%s bytes, or headers differ); every rank must load the same files"
+                          % (g.rank, path, ", ".join(map(str, differ)),
+                             ", ".join("rank %d: %d" % kv for kv in sorted(sizes.items()))))
+
+
+def _expand(reads):
+    """Request arrays (files, offsets, lengths, dst-in-piece) of strided reads."""
+    files, offs, lens, dst = [], [], [], []
+    for r in reads:
+        n = r[7]
+        k = _np.arange(n, dtype=_np.uint64)
+        files.append(_np.full(n, r[3], _np.uint32))
+        offs.append(r[4] + k * _np.uint64(r[6]))
+        lens.append(_np.full(n, r[5], _np.uint64))
+        dst.append(r[8] + k * _np.uint64(r[5]))
+    if not files:
+        z = _np.zeros(0, _np.uint64)
+        return _np.zeros(0, _np.uint32), z, z, z
+    return (_np.concatenate(files), _np.concatenate(offs), _np.concatenate(lens), _np.concatenate(dst))
+
+
+def load(path, group=None, mode="replicated", rules=None, *, timeout=60.0, align=0, queue_depth=0,
+         return_stats=False):
+    """Loads a model (a file, a sharded checkpoint or a GGUF set) on every
+    rank of `group` (default: the whole default group), each byte read from
+    storage by one rank only. Returns {name: torch tensor} (CPU), or with
+    return_stats=True (tensors, stats). Tensors share one buffer per rank.
+    mode: "replicated" or "tp"; rules: TP rules [(pattern, "rows"|"cols"|
+    "none")] or a dict, default default_rules(). Without an initialised
+    torch.distributed it loads on its own (rank 0 of 1)."""
+    import torch
+    import torch.distributed as dist
+
+    if mode not in ("replicated", "tp"):
+        raise ValueError("mode must be 'replicated' or 'tp', not %r" % (mode,))
+    t0 = _time.monotonic()
+    path = _os.fspath(path)
+    src = _pagein.open_model(path, strategy="lazy")
+    recs = src.tensors()
+    g = _Group(dist, group, float(timeout))
+    try:
+        if g.world > 1:
+            _check_same_files(g, torch, src, path)
+        reads, pieces, plan_bytes = _pagein.dist_plan(src, g.rank, g.world, mode, _rules(rules), align)
+
+        # One flat buffer per rank: replicated tensors at their position in
+        # the replicated stream (so one owner's consecutive reads land
+        # contiguously and go out as one broadcast), then this rank's slices.
+        base = [0] * len(recs)
+        pos = 0
+        for p in pieces:
+            if p[1] == "none":
+                base[p[0]] = pos
+                pos += p[5]
+        for p in pieces:
+            if p[1] != "none":
+                pos = (pos + 63) // 64 * 64
+                base[p[0]] = pos
+                pos += p[5]
+        flat = torch.empty(max(pos, 1), dtype=torch.uint8)
+        out = flat.numpy()
+
+        fds = [_os.open(f["path"], _os.O_RDONLY | _os.O_CLOEXEC) for f in src.files()]
+        stats = {"rank": g.rank, "world_size": g.world, "mode": mode, "plan_read_bytes": plan_bytes,
+                 "requests": 0, "reads": 0, "bytes_read": 0, "broadcasts": 0, "broadcast_bytes": 0}
+        try:
+            mine = [r for r in reads if r[0] == g.rank]
+            if mine:
+                files, offs, lens, dst = _expand(mine)
+                dst = dst + _np.array([base[r[2]] for r in mine for _ in range(r[7])], dtype=_np.uint64)
+                st = _pagein.read_ranges(fds, files, offs, lens, out, dst, queue_depth=queue_depth, max_gap=1)
+                stats["requests"], stats["reads"], stats["bytes_read"] = st[0], st[1], st[3]
+        except Error as e:
+            # This rank cannot provide its part: the others would wait for
+            # its broadcasts until their timeout. Say why here.
+            raise Error("pagein.distributed: rank %d could not read its part of '%s': %s" % (g.rank, path, e)) from e
+        finally:
+            for fd in fds:
+                _os.close(fd)
+
+        # Broadcasts of the shared reads, in plan order (the same on every
+        # rank); consecutive reads of one owner that are contiguous in the
+        # flat buffer go out as one.
+        runs = []
+        for r in reads:
+            if not r[1]:
+                continue
+            lo = base[r[2]] + r[8]
+            hi = lo + r[5]
+            if runs and runs[-1][0] == r[0] and runs[-1][2] == lo:
+                runs[-1][2] = hi
+            else:
+                runs.append([r[0], lo, hi])
+        if g.world > 1:
+            for owner, lo, hi in runs:
+                g.broadcast(flat[lo:hi], owner, "broadcast of bytes [%d, %d) from rank %d" % (lo, hi, owner))
+                stats["broadcasts"] += 1
+                stats["broadcast_bytes"] += hi - lo
+
+        result = {}
+        for p in pieces:
+            rec = recs[p[0]]
+            shape = list(rec[_SHAPE])
+            if p[1] != "none":
+                shape[p[2]] = p[4] - p[3]
+            result[rec[_NAME]] = _view(torch, flat, base[p[0]], p[5], rec[_DTYPE], shape)
+        stats["seconds"] = _time.monotonic() - t0
+        return (result, stats) if return_stats else result
+    finally:
+        g.close()
+
+
+def _view(torch, flat, off, nbytes, dtype, shape):
+    tdt, raw = _torch_dtype(dtype)
+    if raw:
+        _, shape = _np_layout(dtype, tuple(shape), nbytes)
+    if nbytes == 0:
+        return torch.empty(tuple(shape), dtype=tdt)
+    b = flat[off:off + nbytes]
+    size = torch.empty((), dtype=tdt).element_size()
+    if off % size:  # misaligned in the file's layout: a private aligned copy
+        b = b.clone()
+    return b.view(tdt).reshape(tuple(shape))
