@@ -121,7 +121,8 @@ class _Group:
         if self.own or self.group is None or self.group == self.dist.group.WORLD:
             return r  # our own group spans the default group in rank order
         c10d = self.dist.distributed_c10d
-        return getattr(c10d, "get_global_rank", None) or c10d._get_global_rank(self.group, r)
+        fn = getattr(c10d, "get_global_rank", None) or c10d._get_global_rank
+        return fn(self.group, r)
 
     def _call(self, what, fn):
         try:
