@@ -318,6 +318,15 @@ class Dataset(_Base):
         self._lock = _threading.Lock()
         self.stats = {"requests": 0, "reads": 0, "bytes_requested": 0, "bytes_read": 0, "bytes_wasted": 0}
 
+    def __getstate__(self):  # DataLoader workers started with spawn pickle the dataset
+        d = dict(self.__dict__)
+        del d["_lock"]
+        return d
+
+    def __setstate__(self, d):
+        self.__dict__.update(d)
+        self._lock = _threading.Lock()
+
     # -- facts ----------------------------------------------------------------
     @property
     def num_samples(self):

@@ -221,6 +221,8 @@ def load(path, group=None, mode="replicated", rules=None, *, timeout=60.0, align
         out = flat.numpy()
 
         fds = [_os.open(f["path"], _os.O_RDONLY | _os.O_CLOEXEC) for f in src.files()]
+        for fd in fds:  # no readahead past a rank's part (another rank reads it)
+            _os.posix_fadvise(fd, 0, 0, _os.POSIX_FADV_RANDOM)
         stats = {"rank": g.rank, "world_size": g.world, "mode": mode, "plan_read_bytes": plan_bytes,
                  "requests": 0, "reads": 0, "bytes_read": 0, "broadcasts": 0, "broadcast_bytes": 0}
         try:

@@ -199,6 +199,19 @@ def test_held_samples_never_change(records):
         assert not np.shares_memory(a0, a_last)
 
 
+def test_pickles_for_spawned_workers(records, monkeypatch):
+    """DataLoader workers started with "spawn" get a pickled copy: it reopens
+    the files and yields the same samples."""
+    import pickle
+    paths, whole = records
+    ds = pd.Dataset(paths, record_size=REC, seed=8, rank=1, world_size=2, return_ids=True)
+    list(ds)  # opened and used before pickling
+    ds2 = pickle.loads(pickle.dumps(ds))
+    got = run(ds2, monkeypatch)
+    assert [i for i, _ in got] == ds.ids(0, 1).tolist()
+    check_samples(got, whole)
+
+
 def test_copy_gives_own_memory(records):
     paths, whole = records
     ds = pd.Dataset(paths, record_size=REC, shuffle="none", copy=True, read_batch=8)

@@ -1,0 +1,280 @@
+#!/usr/bin/env python3
+"""dist_bench.py - many ranks on one machine: weights read once, data partitioned.
+
+    PYTHONPATH=build/python /usr/bin/python3 bench/dist_bench.py [--size 1.3G]
+        [--ranks 4] [--workers 2] [--data-size 1G] [--record 32K] [--slowfs]
+        [--delay-us 1000] [--dir DIR] [--only weights|data] [--json]
+
+Weights (a `pagein make-sample` model of --size): three ways for --ranks
+ranks (torch.multiprocessing.spawn, gloo over 127.0.0.1) to end with the model:
+  naive       every rank loads the whole model itself (pagein.distributed.load
+              on a group of one: the same range engine, no exchange)
+  replicated  pagein.distributed.load(mode="replicated"): each rank reads 1/N
+              and the ranks broadcast
+  tp          pagein.distributed.load(mode="tp"): each rank reads its slices
+For each: seconds (the slowest rank, from a common barrier), bytes read from
+storage (slowfs' counter of bytes served with --slowfs; else the ranks' own
+read counters) and its ratio to the model's size.
+
+Data (--data-size of --record-byte records in three shards): one epoch, global
+shuffle, read by (a) `pagein read-samples --mode global` (the C global reader,
+one process), (b) pagein.data.Dataset in one process, (c) --ranks ranks x
+--workers DataLoader workers; samples/s and MB/s, and a check that (c) yielded
+every sample exactly once.
+
+Before each run the files' pages are dropped (posix_fadvise DONTNEED on the
+mount and on the backing files) so every byte comes from storage. The machine
+may be shared: compare the ratios inside one run.
+"""
+import argparse
+import json
+import os
+import platform
+import shutil
+import socket
+import subprocess
+import sys
+import tempfile
+import time
+
+HERE = os.path.dirname(os.path.abspath(__file__))
+REPO = os.path.dirname(HERE)
+
+
+def parse_size(s):
+    s = s.strip().upper()
+    mult = {"K": 1 << 10, "M": 1 << 20, "G": 1 << 30}
+    if s[-1] in mult:
+        return int(float(s[:-1]) * mult[s[-1]])
+    return int(s)
+
+
+def free_port():
+    s = socket.socket()
+    s.bind(("127.0.0.1", 0))
+    p = s.getsockname()[1]
+    s.close()
+    return p
+
+
+def evict(paths):
+    for p in paths:
+        fd = os.open(p, os.O_RDONLY)
+        try:
+            os.posix_fadvise(fd, 0, 0, os.POSIX_FADV_DONTNEED)
+        finally:
+            os.close(fd)
+
+
+def slowfs_stats(mnt):
+    if not mnt:
+        return None
+    out = {}
+    with open(os.path.join(mnt, ".slowfs-stats"), "rb") as fh:
+        text = fh.read().decode()
+    for line in text.splitlines():
+        parts = line.split()
+        if len(parts) == 2 and parts[1].lstrip("-").isdigit():
+            out[parts[0]] = int(parts[1])
+    return out
+
+
+def stat_delta(before, after):
+    if before is None:
+        return None
+    return {k: after.get(k, 0) - before.get(k, 0) for k in after if k in ("requests", "bytes", "read_bytes")}
+
+
+# ---- weights --------------------------------------------------------------
+
+def _weights_rank(rank, world, port, path, mode, q):
+    import datetime
+    import torch.distributed as dist
+    import pagein.distributed as pdist
+    dist.init_process_group("gloo", init_method="tcp://127.0.0.1:%d" % port, rank=rank, world_size=world,
+                            timeout=datetime.timedelta(seconds=600))
+    solo = [dist.new_group([r]) for r in range(world)] if mode == "naive" else None
+    dist.barrier()
+    t0 = time.monotonic()
+    if mode == "naive":
+        res, st = pdist.load(path, group=solo[rank], return_stats=True)
+    else:
+        res, st = pdist.load(path, mode=mode, return_stats=True, timeout=600)
+    secs = time.monotonic() - t0
+    nbytes = sum(t.numel() * t.element_size() for t in res.values())
+    del res
+    dist.barrier()
+    q.put((rank, secs, st["bytes_read"], st["broadcast_bytes"], nbytes))
+    dist.destroy_process_group()
+
+
+def run_weights(args, model, mnt_model, mnt, backing):
+    import torch.multiprocessing as mp
+    size = os.path.getsize(model)
+    rows = []
+    for mode in ("naive", "replicated", "tp"):
+        evict([mnt_model, backing])
+        before = slowfs_stats(mnt)
+        ctx = mp.get_context("spawn")
+        q = ctx.SimpleQueue()
+        t0 = time.monotonic()
+        mp.spawn(_weights_rank, args=(args.ranks, free_port(), mnt_model, mode, q), nprocs=args.ranks)
+        wall = time.monotonic() - t0
+        res = [q.get() for _ in range(args.ranks)]
+        d = stat_delta(before, slowfs_stats(mnt))
+        own = sum(r[2] for r in res)
+        storage = d["bytes"] if d else own
+        rows.append({"mode": mode, "seconds": max(r[1] for r in res), "spawn_wall": wall,
+                     "storage_bytes": storage, "ratio_to_model": storage / size, "ranks_read_bytes": own,
+                     "requests": d["requests"] if d else None,
+                     "broadcast_bytes_per_rank": max(r[3] for r in res),
+                     "tensor_bytes_per_rank": [r[4] for r in sorted(res)]})
+        print("weights %-10s %7.2f s  storage %6.3f GB (%.3fx model)" % (
+            mode, rows[-1]["seconds"], storage / 1e9, storage / size), file=sys.stderr)
+    base = rows[0]["seconds"]
+    for r in rows:
+        r["time_vs_naive"] = r["seconds"] / base
+    return {"model_bytes": size, "modes": rows}
+
+
+# ---- data -------------------------------------------------------------------
+
+def _ids_collate(batch):
+    return [i for i, _ in batch]
+
+
+def _data_rank(rank, world, workers, paths, record, port, q):
+    import datetime
+    import torch
+    import torch.distributed as dist
+    import pagein.data as pd
+    dist.init_process_group("gloo", init_method="tcp://127.0.0.1:%d" % port, rank=rank, world_size=world,
+                            timeout=datetime.timedelta(seconds=600))
+    ds = pd.Dataset(paths, record_size=record, shuffle="global", seed=1, return_ids=True, batch_size=32)
+    dl = torch.utils.data.DataLoader(ds, batch_size=32, num_workers=workers, collate_fn=_ids_collate,
+                                     persistent_workers=False)
+    dist.barrier()
+    t0 = time.monotonic()
+    ids = []
+    for b in dl:
+        ids += b
+    secs = time.monotonic() - t0
+    q.put((rank, secs, ids))
+    dist.barrier()
+    dist.destroy_process_group()
+
+
+def run_data(args, paths, backing, mnt):
+    import torch.multiprocessing as mp
+    import pagein.data as pd
+    record = args.record
+    total = sum(os.path.getsize(p) for p in paths)
+    n = total // record
+    rows = []
+
+    evict(paths + backing)
+    before = slowfs_stats(mnt)
+    t0 = time.monotonic()
+    cli = os.path.join(REPO, "build", "pagein")
+    out = subprocess.run([cli, "read-samples", "--records", str(record), "--mode", "global", "--seed", "1",
+                          "--json"] + paths, check=True, capture_output=True)
+    secs = time.monotonic() - t0
+    json.loads(out.stdout.decode().splitlines()[-1])
+    rows.append({"mode": "c-global-reader, 1 process", "seconds": secs, "samples": n,
+                 "storage": stat_delta(before, slowfs_stats(mnt))})
+
+    evict(paths + backing)
+    before = slowfs_stats(mnt)
+    ds = pd.Dataset(paths, record_size=record, shuffle="global", seed=1, rank=0, world_size=1)
+    t0 = time.monotonic()
+    k = sum(1 for _ in ds)
+    secs = time.monotonic() - t0
+    assert k == n
+    rows.append({"mode": "pagein.data, 1 process", "seconds": secs, "samples": k,
+                 "storage": stat_delta(before, slowfs_stats(mnt))})
+
+    evict(paths + backing)
+    before = slowfs_stats(mnt)
+    ctx = mp.get_context("spawn")
+    q = ctx.SimpleQueue()
+    mp.spawn(_data_rank, args=(args.ranks, args.workers, paths, record, free_port(), q), nprocs=args.ranks)
+    res = [q.get() for _ in range(args.ranks)]
+    allids = sorted(i for r in res for i in r[2])
+    rows.append({"mode": "pagein.data, %d ranks x %d workers" % (args.ranks, args.workers),
+                 "seconds": max(r[1] for r in res), "samples": len(allids),
+                 "exactly_once": allids == list(range(n)), "storage": stat_delta(before, slowfs_stats(mnt))})
+    base = rows[0]["seconds"]
+    for r in rows:
+        r["samples_per_s"] = r["samples"] / r["seconds"]
+        r["MB_per_s"] = r["samples"] * record / r["seconds"] / 1e6
+        r["throughput_vs_c_global"] = base / r["seconds"]
+        print("data %-34s %7.2f s %9.0f samples/s  %.2fx of the C global reader%s" % (
+            r["mode"], r["seconds"], r["samples_per_s"], r["throughput_vs_c_global"],
+            "" if "exactly_once" not in r else ("  exactly once: %s" % r["exactly_once"])), file=sys.stderr)
+    return {"bytes": total, "record": record, "samples": n, "modes": rows}
+
+
+def main():
+    ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    ap.add_argument("--size", default="1.3G")
+    ap.add_argument("--ranks", type=int, default=4)
+    ap.add_argument("--workers", type=int, default=2)
+    ap.add_argument("--data-size", default="1G")
+    ap.add_argument("--record", default="32K")
+    ap.add_argument("--slowfs", action="store_true")
+    ap.add_argument("--delay-us", type=int, default=1000)
+    ap.add_argument("--dir")
+    ap.add_argument("--only", choices=("weights", "data"))
+    ap.add_argument("--json", action="store_true")
+    args = ap.parse_args()
+    args.record = parse_size(args.record)
+
+    work = args.dir or tempfile.mkdtemp(prefix="pagein-dist-", dir="/var/tmp")
+    src = os.path.join(work, "src")
+    os.makedirs(src, exist_ok=True)
+    mnt = None
+    report = {"bench": "dist", "ranks": args.ranks, "workers": args.workers, "kernel": platform.release(),
+              "fs": "slowfs" if args.slowfs else "local", "delay_us": args.delay_us if args.slowfs else None,
+              "loadavg_before": os.getloadavg(), "cpus": os.cpu_count()}
+    try:
+        model = os.path.join(src, "sample.safetensors")
+        data = [os.path.join(src, "rows%d.bin" % i) for i in range(3)]
+        if args.only != "data" and not os.path.exists(model):
+            subprocess.run([os.path.join(REPO, "build", "pagein"), "make-sample", model, "--size", args.size, "-q"],
+                           check=True)
+        if args.only != "weights" and not os.path.exists(data[0]):
+            total = parse_size(args.data_size) // args.record * args.record
+            per = [total // args.record // 3 * args.record] * 3
+            per[2] = total - per[0] - per[1]
+            chunk = os.urandom(1 << 20)
+            for p, sz in zip(data, per):
+                with open(p, "wb") as fh:
+                    left = sz
+                    while left:
+                        k = min(left, len(chunk))
+                        fh.write(chunk[:k])
+                        left -= k
+        if args.slowfs:
+            mnt = os.path.join(work, "mnt")
+            env = dict(os.environ, SLOWFS=os.path.join(REPO, "build", "slowfs"))
+            subprocess.run(["bash", os.path.join(REPO, "tools", "slowfs.sh"), "mount", src, mnt, "--delay-us",
+                            str(args.delay_us)], check=True, env=env, stdout=subprocess.DEVNULL)
+        root = mnt or src
+        if args.only != "data":
+            report["weights"] = run_weights(args, model, os.path.join(root, "sample.safetensors"), mnt, model)
+        if args.only != "weights":
+            report["data"] = run_data(args, [os.path.join(root, os.path.basename(p)) for p in data], data, mnt)
+    finally:
+        if mnt:
+            subprocess.run(["bash", os.path.join(REPO, "tools", "slowfs.sh"), "umount", mnt])
+        if not args.dir:
+            shutil.rmtree(work, ignore_errors=True)
+    report["loadavg_after"] = os.getloadavg()
+    if args.json:
+        print(json.dumps(report, indent=1))
+    else:
+        print(json.dumps(report, indent=1))
+
+
+if __name__ == "__main__":
+    main()
