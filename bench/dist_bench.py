@@ -152,7 +152,7 @@ def _data_rank(rank, world, workers, paths, record, port, q):
                             timeout=datetime.timedelta(seconds=600))
     ds = pd.Dataset(paths, record_size=record, shuffle="global", seed=1, return_ids=True, batch_size=32)
     dl = torch.utils.data.DataLoader(ds, batch_size=32, num_workers=workers, collate_fn=_ids_collate,
-                                     persistent_workers=False)
+                                     multiprocessing_context="fork" if workers else None)
     dist.barrier()
     t0 = time.monotonic()
     ids = []

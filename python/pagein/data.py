@@ -321,6 +321,9 @@ class Dataset(_Base):
     def __getstate__(self):  # DataLoader workers started with spawn pickle the dataset
         d = dict(self.__dict__)
         del d["_lock"]
+        # torch.distributed is not initialised in a spawned worker: fix the
+        # rank and world size as the parent process sees them now.
+        d["_rank"], d["_world"] = self.rank_world()
         return d
 
     def __setstate__(self, d):

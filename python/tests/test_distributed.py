@@ -155,9 +155,15 @@ def _rank_load(rank, world, port, path, records, q):
         ids = [i for i, _ in ds]
         allids = [None] * world
         dist.all_gather_object(allids, ids)
+        import pickle
+        pickled = pickle.dumps(ds)  # what a DataLoader does for spawned workers
+        dist.destroy_process_group()
+        # a spawned worker has no torch.distributed: it keeps the parent's rank
+        again = [i for i, _ in pickle.loads(pickled)]
+        if again != ids:
+            raise AssertionError("rank %d: a pickled Dataset yields %d samples, not its %d" % (rank, len(again), len(ids)))
         q.put((rank, "ok", {k: v.numpy().tobytes() for k, v in rep.items()},
                {k: (tuple(v.shape), v.numpy().tobytes()) for k, v in tp.items()}, st, allids))
-        dist.destroy_process_group()
     except Exception as e:  # reported, not raised: the parent checks
         q.put((rank, "error", repr(e), None, None, None))
 
