@@ -3,7 +3,7 @@
 
     PYTHONPATH=build/python /usr/bin/python3 bench/dist_bench.py [--size 1.3G]
         [--ranks 4] [--workers 2] [--data-size 1G] [--record 32K] [--slowfs]
-        [--delay-us 1000] [--dir DIR] [--only weights|data] [--json]
+        [--delay-us 1000] [--shared-mount] [--dir DIR] [--only weights|data] [--json]
 
 Weights (a `pagein make-sample` model of --size): three ways for --ranks
 ranks (torch.multiprocessing.spawn, gloo over 127.0.0.1) to end with the model:
@@ -12,9 +12,13 @@ ranks (torch.multiprocessing.spawn, gloo over 127.0.0.1) to end with the model:
   replicated  pagein.distributed.load(mode="replicated"): each rank reads 1/N
               and the ranks broadcast
   tp          pagein.distributed.load(mode="tp"): each rank reads its slices
-For each: seconds (the slowest rank, from a common barrier), bytes read from
-storage (slowfs' counter of bytes served with --slowfs; else the ranks' own
-read counters) and its ratio to the model's size.
+For each: seconds (the slowest rank, from a common barrier; split into its
+own reads and the exchange), bytes read from storage (slowfs' counters of
+bytes served with --slowfs; else the ranks' own read counters) and its ratio
+to the model's size. With --slowfs every rank reads through its own slowfs
+mount of the same directory, like ranks on separate machines: no rank is
+served from another's page cache (--shared-mount: one mount for all, where
+naive ranks share the page cache and storage serves each page about once).
 
 Data (--data-size of --record-byte records in three shards): one epoch, global
 shuffle, read by (a) `pagein read-samples --mode global` (the C global reader,
@@ -66,16 +70,18 @@ def evict(paths):
             os.close(fd)
 
 
-def slowfs_stats(mnt):
-    if not mnt:
+def slowfs_stats(mnts):
+    """slowfs counters summed over the mounts (None without slowfs)."""
+    if not mnts:
         return None
     out = {}
-    with open(os.path.join(mnt, ".slowfs-stats"), "rb") as fh:
-        text = fh.read().decode()
-    for line in text.splitlines():
-        parts = line.split()
-        if len(parts) == 2 and parts[1].lstrip("-").isdigit():
-            out[parts[0]] = int(parts[1])
+    for mnt in mnts:
+        with open(os.path.join(mnt, ".slowfs-stats"), "rb") as fh:
+            text = fh.read().decode()
+        for line in text.splitlines():
+            parts = line.split()
+            if len(parts) == 2 and parts[1].lstrip("-").isdigit():
+                out[parts[0]] = out.get(parts[0], 0) + int(parts[1])
     return out
 
 
@@ -85,9 +91,21 @@ def stat_delta(before, after):
     return {k: after.get(k, 0) - before.get(k, 0) for k in after if k in ("requests", "bytes", "read_bytes")}
 
 
+def spawn_collect(fn, args, n, q):
+    """Starts n ranks and reads their n results while they run (a result
+    larger than the pipe's buffer would otherwise block its rank forever)."""
+    import torch.multiprocessing as mp
+    ctx = mp.spawn(fn, args=args, nprocs=n, join=False)
+    res = [q.get() for _ in range(n)]
+    while not ctx.join():
+        pass
+    return res
+
+
 # ---- weights --------------------------------------------------------------
 
-def _weights_rank(rank, world, port, path, mode, q):
+def _weights_rank(rank, world, port, paths, mode, q):
+    path = paths[rank]
     import datetime
     import torch.distributed as dist
     import pagein.distributed as pdist
@@ -104,33 +122,35 @@ def _weights_rank(rank, world, port, path, mode, q):
     nbytes = sum(t.numel() * t.element_size() for t in res.values())
     del res
     dist.barrier()
-    q.put((rank, secs, st["bytes_read"], st["broadcast_bytes"], nbytes))
+    q.put((rank, secs, st["bytes_read"], st["broadcast_bytes"], nbytes, st["read_seconds"],
+           st["exchange_seconds"]))
     dist.destroy_process_group()
 
 
-def run_weights(args, model, mnt_model, mnt, backing):
+def run_weights(args, model, rank_models, mnts, backing):
     import torch.multiprocessing as mp
     size = os.path.getsize(model)
     rows = []
     for mode in ("naive", "replicated", "tp"):
-        evict([mnt_model, backing])
-        before = slowfs_stats(mnt)
+        evict(sorted(set(rank_models)) + [backing])
+        before = slowfs_stats(mnts)
         ctx = mp.get_context("spawn")
         q = ctx.SimpleQueue()
         t0 = time.monotonic()
-        mp.spawn(_weights_rank, args=(args.ranks, free_port(), mnt_model, mode, q), nprocs=args.ranks)
+        res = spawn_collect(_weights_rank, (args.ranks, free_port(), rank_models, mode, q), args.ranks, q)
         wall = time.monotonic() - t0
-        res = [q.get() for _ in range(args.ranks)]
-        d = stat_delta(before, slowfs_stats(mnt))
+        d = stat_delta(before, slowfs_stats(mnts))
         own = sum(r[2] for r in res)
         storage = d["bytes"] if d else own
         rows.append({"mode": mode, "seconds": max(r[1] for r in res), "spawn_wall": wall,
+                     "read_seconds": max(r[5] for r in res), "exchange_seconds": max(r[6] for r in res),
                      "storage_bytes": storage, "ratio_to_model": storage / size, "ranks_read_bytes": own,
                      "requests": d["requests"] if d else None,
                      "broadcast_bytes_per_rank": max(r[3] for r in res),
                      "tensor_bytes_per_rank": [r[4] for r in sorted(res)]})
-        print("weights %-10s %7.2f s  storage %6.3f GB (%.3fx model)" % (
-            mode, rows[-1]["seconds"], storage / 1e9, storage / size), file=sys.stderr)
+        print("weights %-10s %7.2f s (reads %.2f s, exchange %.2f s)  storage %6.3f GB (%.3fx model)" % (
+            mode, rows[-1]["seconds"], rows[-1]["read_seconds"], rows[-1]["exchange_seconds"],
+            storage / 1e9, storage / size), file=sys.stderr)
     base = rows[0]["seconds"]
     for r in rows:
         r["time_vs_naive"] = r["seconds"] / base
@@ -143,7 +163,8 @@ def _ids_collate(batch):
     return [i for i, _ in batch]
 
 
-def _data_rank(rank, world, workers, paths, record, port, q):
+def _data_rank(rank, world, workers, rank_paths, record, port, q):
+    paths = rank_paths[rank]
     import datetime
     import torch
     import torch.distributed as dist
@@ -164,7 +185,8 @@ def _data_rank(rank, world, workers, paths, record, port, q):
     dist.destroy_process_group()
 
 
-def run_data(args, paths, backing, mnt):
+def run_data(args, rank_paths, backing, mnts):
+    paths = rank_paths[0]
     import torch.multiprocessing as mp
     import pagein.data as pd
     record = args.record
@@ -172,8 +194,8 @@ def run_data(args, paths, backing, mnt):
     n = total // record
     rows = []
 
-    evict(paths + backing)
-    before = slowfs_stats(mnt)
+    evict(sorted(set(p for ps in rank_paths for p in ps)) + backing)
+    before = slowfs_stats(mnts)
     t0 = time.monotonic()
     cli = os.path.join(REPO, "build", "pagein")
     out = subprocess.run([cli, "read-samples", "--records", str(record), "--mode", "global", "--seed", "1",
@@ -181,28 +203,27 @@ def run_data(args, paths, backing, mnt):
     secs = time.monotonic() - t0
     json.loads(out.stdout.decode().splitlines()[-1])
     rows.append({"mode": "c-global-reader, 1 process", "seconds": secs, "samples": n,
-                 "storage": stat_delta(before, slowfs_stats(mnt))})
+                 "storage": stat_delta(before, slowfs_stats(mnts))})
 
-    evict(paths + backing)
-    before = slowfs_stats(mnt)
+    evict(sorted(set(p for ps in rank_paths for p in ps)) + backing)
+    before = slowfs_stats(mnts)
     ds = pd.Dataset(paths, record_size=record, shuffle="global", seed=1, rank=0, world_size=1)
     t0 = time.monotonic()
     k = sum(1 for _ in ds)
     secs = time.monotonic() - t0
     assert k == n
     rows.append({"mode": "pagein.data, 1 process", "seconds": secs, "samples": k,
-                 "storage": stat_delta(before, slowfs_stats(mnt))})
+                 "storage": stat_delta(before, slowfs_stats(mnts))})
 
-    evict(paths + backing)
-    before = slowfs_stats(mnt)
+    evict(sorted(set(p for ps in rank_paths for p in ps)) + backing)
+    before = slowfs_stats(mnts)
     ctx = mp.get_context("spawn")
     q = ctx.SimpleQueue()
-    mp.spawn(_data_rank, args=(args.ranks, args.workers, paths, record, free_port(), q), nprocs=args.ranks)
-    res = [q.get() for _ in range(args.ranks)]
+    res = spawn_collect(_data_rank, (args.ranks, args.workers, rank_paths, record, free_port(), q), args.ranks, q)
     allids = sorted(i for r in res for i in r[2])
     rows.append({"mode": "pagein.data, %d ranks x %d workers" % (args.ranks, args.workers),
                  "seconds": max(r[1] for r in res), "samples": len(allids),
-                 "exactly_once": allids == list(range(n)), "storage": stat_delta(before, slowfs_stats(mnt))})
+                 "exactly_once": allids == list(range(n)), "storage": stat_delta(before, slowfs_stats(mnts))})
     base = rows[0]["seconds"]
     for r in rows:
         r["samples_per_s"] = r["samples"] / r["seconds"]
@@ -223,16 +244,17 @@ def main():
     ap.add_argument("--record", default="32K")
     ap.add_argument("--slowfs", action="store_true")
     ap.add_argument("--delay-us", type=int, default=1000)
+    ap.add_argument("--shared-mount", action="store_true")
     ap.add_argument("--dir")
     ap.add_argument("--only", choices=("weights", "data"))
-    ap.add_argument("--json", action="store_true")
+    ap.add_argument("--json", action="store_true", help="the whole report as JSON on stdout")
     args = ap.parse_args()
     args.record = parse_size(args.record)
 
     work = args.dir or tempfile.mkdtemp(prefix="pagein-dist-", dir="/var/tmp")
     src = os.path.join(work, "src")
     os.makedirs(src, exist_ok=True)
-    mnt = None
+    mnts = []
     report = {"bench": "dist", "ranks": args.ranks, "workers": args.workers, "kernel": platform.release(),
               "fs": "slowfs" if args.slowfs else "local", "delay_us": args.delay_us if args.slowfs else None,
               "loadavg_before": os.getloadavg(), "cpus": os.cpu_count()}
@@ -254,25 +276,28 @@ def main():
                         k = min(left, len(chunk))
                         fh.write(chunk[:k])
                         left -= k
+        report["mounts"] = "shared" if args.shared_mount or not args.slowfs else "per-rank"
         if args.slowfs:
-            mnt = os.path.join(work, "mnt")
             env = dict(os.environ, SLOWFS=os.path.join(REPO, "build", "slowfs"))
-            subprocess.run(["bash", os.path.join(REPO, "tools", "slowfs.sh"), "mount", src, mnt, "--delay-us",
-                            str(args.delay_us)], check=True, env=env, stdout=subprocess.DEVNULL)
-        root = mnt or src
+            for r in range(1 if args.shared_mount else args.ranks):
+                mnt = os.path.join(work, "mnt%d" % r)
+                subprocess.run(["bash", os.path.join(REPO, "tools", "slowfs.sh"), "mount", src, mnt, "--delay-us",
+                                str(args.delay_us)], check=True, env=env, stdout=subprocess.DEVNULL)
+                mnts.append(mnt)
+        roots = [mnts[r % len(mnts)] if mnts else src for r in range(args.ranks)]
         if args.only != "data":
-            report["weights"] = run_weights(args, model, os.path.join(root, "sample.safetensors"), mnt, model)
+            report["weights"] = run_weights(args, model, [os.path.join(r, "sample.safetensors") for r in roots],
+                                            mnts, model)
         if args.only != "weights":
-            report["data"] = run_data(args, [os.path.join(root, os.path.basename(p)) for p in data], data, mnt)
+            report["data"] = run_data(args, [[os.path.join(r, os.path.basename(p)) for p in data] for r in roots],
+                                      data, mnts)
     finally:
-        if mnt:
+        for mnt in mnts:
             subprocess.run(["bash", os.path.join(REPO, "tools", "slowfs.sh"), "umount", mnt])
         if not args.dir:
             shutil.rmtree(work, ignore_errors=True)
     report["loadavg_after"] = os.getloadavg()
     if args.json:
-        print(json.dumps(report, indent=1))
-    else:
         print(json.dumps(report, indent=1))
 
 

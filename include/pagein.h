@@ -1543,8 +1543,15 @@ PAGEIN_API int pagein_convert_gguf(const pagein_file *f, const char *out, const 
  *               (ROWS: dimension 0, the output rows of a linear layer's
  *               [out, in] weight; COLS: the last dimension, its input
  *               columns); rank r keeps elements [r*D/W, (r+1)*D/W) of that
- *               dimension of size D and reads only them. Every other tensor
- *               is replicated as above.
+ *               dimension of size D. A ROWS slice is one range: its rank
+ *               reads it. A COLS slice is a strided set of short pieces,
+ *               narrower than a page for most models, so reading it directly
+ *               would fetch whole pages shared with the other ranks' slices;
+ *               instead each rank reads 1/W of the tensor's rows (whole rows,
+ *               contiguous) and the ranks exchange the column blocks
+ *               (an all-to-all), unless PAGEIN_DIST_COLS_DIRECT asks for the
+ *               direct strided reads. Every other tensor is replicated as
+ *               above.
  */
 
 typedef enum pagein_dist_mode {
@@ -1574,13 +1581,21 @@ typedef struct pagein_dist_rule {
  */
 PAGEIN_API const pagein_dist_rule *pagein_dist_default_rules(size_t *n);
 
+/* What happens to a read's bytes (pagein_dist_read.shared). */
+#define PAGEIN_DIST_PRIVATE 0u   /* only the owner needs them: its own TP slice */
+#define PAGEIN_DIST_BROADCAST 1u /* every rank needs them: the owner broadcasts */
+#define PAGEIN_DIST_EXCHANGE 2u  /* whole rows [row_start, row_stop) of a COLS
+                                    tensor (rows = elements / last dimension):
+                                    the owner reads them and sends each rank
+                                    its columns of those rows (all-to-all) */
+
 /* One read of the plan: `count` chunks of `length` bytes, the first at
  * absolute `offset` of model file `file`, each next one `stride` bytes
  * further (count 1: one contiguous range). The chunks go, packed one after
  * another, to byte `dst_offset` of the receiving rank's buffer for tensor
- * `tensor` (index in pagein_model_tensor_at order). `owner` reads it; when
- * `shared` is 1 every rank needs it (the owner broadcasts it), when 0 only
- * the owner does (its own TP slice). */
+ * `tensor` (index in pagein_model_tensor_at order); for EXCHANGE reads,
+ * to the owner's staging buffer of those rows (dst_offset 0). `owner` reads
+ * it; `shared` is one of PAGEIN_DIST_PRIVATE/BROADCAST/EXCHANGE. */
 typedef struct pagein_dist_read {
     uint32_t owner;
     uint32_t shared;
@@ -1591,6 +1606,7 @@ typedef struct pagein_dist_read {
     uint64_t stride;
     uint64_t count;
     uint64_t dst_offset;
+    uint64_t row_start, row_stop; /* EXCHANGE: the rows read; else 0, 0 */
 } pagein_dist_read;
 
 /* One tensor this rank ends with: elements [start, stop) of dimension
@@ -1606,22 +1622,27 @@ typedef struct pagein_dist_piece {
 
 typedef struct pagein_dist_plan pagein_dist_plan;
 
+#define PAGEIN_DIST_COLS_DIRECT 0x1u /* TP: each rank reads its COLS slices
+                                        itself (strided), no exchange */
+
 typedef struct pagein_dist_opts {
     size_t size;                   /* sizeof(pagein_dist_opts) */
     pagein_dist_mode mode;
     const pagein_dist_rule *rules; /* TP: NULL = pagein_dist_default_rules */
     size_t nrules;
     uint64_t align;                /* REPLICATED cut points: multiple of this; 0 = 4096 */
+    uint32_t flags;                /* PAGEIN_DIST_* */
 } pagein_dist_opts;
 
-#define PAGEIN_DIST_OPTS_INIT { sizeof(pagein_dist_opts), PAGEIN_DIST_REPLICATED, NULL, 0, 0 }
+#define PAGEIN_DIST_OPTS_INIT { sizeof(pagein_dist_opts), PAGEIN_DIST_REPLICATED, NULL, 0, 0, 0 }
 
 /*
- * Computes the plan of rank `rank` of `world` for model m (which must
- * outlive the plan only while the caller uses tensor indexes with it; the
- * plan holds no pointer into m). The reads listed are every shared read (of
- * every owner, in the same order on every rank: the order of the
- * broadcasts) followed by this rank's private reads; the pieces are the
+ * Computes the plan of rank `rank` of `world` for model m. m is only read
+ * during the call (the plan holds no pointer into it; its tensor indexes
+ * are those of pagein_model_tensor_at on m). The reads listed are every
+ * BROADCAST read, then every EXCHANGE read (of every owner, in the same
+ * order on every rank: the order of the collectives), then this rank's
+ * PRIVATE reads; the pieces are the
  * tensors this rank ends with, in model order. Sets *p only on success.
  * Errors: PAGEIN_E_INVALID (world 0, rank >= world, unknown mode or split),
  * PAGEIN_E_UNSUPPORTED (a split tensor whose dtype is block-quantized or

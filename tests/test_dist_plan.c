@@ -34,18 +34,25 @@ static const char *write_tiny(void) {
     return p;
 }
 
-/* Executes every read of plan p that `rank` owns (the private ones and its
- * shared ones) into per-tensor buffers bufs[tensor]. */
-static int run_reads(const pagein_dist_plan *p, unsigned rank, int fd, uint8_t **bufs) {
+/* Executes every read of plan p that `rank` owns (private and broadcast)
+ * into per-tensor buffers bufs[tensor]; EXCHANGE reads of every owner go to
+ * stage[tensor] (whole tensors) at their rows, as if all ranks had sent
+ * theirs. */
+static int run_reads(const pagein_dist_plan *p, unsigned rank, int fd, uint8_t **bufs, uint8_t **stage) {
     size_t n = pagein_dist_plan_read_count(p), nr = 0;
     for (size_t i = 0; i < n; i++) {
         const pagein_dist_read *r = pagein_dist_plan_read_at(p, i);
-        if (r->owner == rank) nr += r->count;
+        if (r->owner == rank || r->shared == PAGEIN_DIST_EXCHANGE) nr += r->count;
     }
     pagein_range *req = calloc(nr ? nr : 1, sizeof *req);
     size_t k = 0;
     for (size_t i = 0; i < n; i++) {
         const pagein_dist_read *r = pagein_dist_plan_read_at(p, i);
+        if (r->shared == PAGEIN_DIST_EXCHANGE) {
+            uint64_t row = r->length / (r->row_stop - r->row_start);
+            req[k++] = (pagein_range){0, r->offset, r->length, stage[r->tensor] + r->row_start * row};
+            continue;
+        }
         if (r->owner != rank) continue;
         for (uint64_t c = 0; c < r->count; c++)
             req[k++] = (pagein_range){0, r->offset + c * r->stride, r->length, bufs[r->tensor] + r->dst_offset + c * r->length};
@@ -87,7 +94,7 @@ TEST(dist_plan_replicated_reads_each_byte_once) {
             /* balanced: within the alignment of total / world (plus one alignment of rounding) */
             CHECK(pagein_dist_plan_read_bytes(p) + 2 * 64 >= total / world);
             CHECK(pagein_dist_plan_read_bytes(p) <= total / world + 2 * 64);
-            CHECK_OK(run_reads(p, r, fd, bufs));
+            CHECK_OK(run_reads(p, r, fd, bufs, NULL));
             pagein_dist_plan_free(p);
         }
         CHECK_EQ(sum, total);
@@ -115,16 +122,26 @@ TEST(dist_plan_tp_slices) {
     for (size_t i = 0; i < nt; i++) total += pagein_model_tensor_at(m, i)->nbytes;
     pagein_dist_opts o = PAGEIN_DIST_OPTS_INIT;
     o.mode = PAGEIN_DIST_TP;
-    for (unsigned world = 2; world <= 4; world++) {
+    for (unsigned run = 0; run < 6; run++) {
+        unsigned world = 2 + run % 3;
+        o.flags = run < 3 ? 0 : PAGEIN_DIST_COLS_DIRECT;
         uint64_t sum = 0;
         for (unsigned r = 0; r < world; r++) {
             pagein_dist_plan *p = NULL;
             CHECK_OK(pagein_dist_plan_new(&p, m, r, world, &o));
             if (!p) break;
             sum += pagein_dist_plan_read_bytes(p);
-            uint8_t *bufs[16] = {0};
-            for (size_t i = 0; i < nt; i++) bufs[i] = calloc(1, pagein_model_tensor_at(m, i)->nbytes);
-            CHECK_OK(run_reads(p, r, fd, bufs));
+            uint8_t *bufs[16] = {0}, *stage[16] = {0};
+            for (size_t i = 0; i < nt; i++) {
+                bufs[i] = calloc(1, pagein_model_tensor_at(m, i)->nbytes);
+                stage[i] = calloc(1, pagein_model_tensor_at(m, i)->nbytes);
+            }
+            CHECK_OK(run_reads(p, r, fd, bufs, stage));
+            for (size_t i = 0; i < pagein_dist_plan_read_count(p); i++) {
+                const pagein_dist_read *x = pagein_dist_plan_read_at(p, i);
+                CHECK(x->shared != PAGEIN_DIST_EXCHANGE || !(o.flags & PAGEIN_DIST_COLS_DIRECT));
+                if (x->shared == PAGEIN_DIST_PRIVATE) CHECK_EQ(x->owner, r);
+            }
             for (size_t i = 0; i < nt; i++) {
                 const pagein_dist_piece *c = pagein_dist_plan_piece_at(p, i);
                 const pagein_tensor *t = pagein_model_tensor_at(m, c->tensor);
@@ -146,11 +163,15 @@ TEST(dist_plan_tp_slices) {
                 } else {
                     uint64_t outer = t->nelements / d, w = (c->stop - c->start) * e;
                     CHECK_EQ(c->nbytes, outer * w);
-                    for (uint64_t k = 0; k < outer; k++)
-                        CHECK(memcmp(bufs[i] + k * w, src + k * d * e + c->start * e, w) == 0);
+                    /* direct: the slice itself; exchange: whole rows, all owners together */
+                    int direct = (o.flags & PAGEIN_DIST_COLS_DIRECT) != 0;
+                    for (uint64_t k = 0; k < outer; k++) {
+                        if (direct) CHECK(memcmp(bufs[i] + k * w, src + k * d * e + c->start * e, w) == 0);
+                        else CHECK(memcmp(stage[i] + k * d * e, src + k * d * e, d * e) == 0);
+                    }
                 }
             }
-            for (size_t i = 0; i < nt; i++) free(bufs[i]);
+            for (size_t i = 0; i < nt; i++) free(bufs[i]), free(stage[i]);
             pagein_dist_plan_free(p);
         }
         CHECK_EQ(sum, total); /* storage serves every byte once */

@@ -66,16 +66,24 @@ def _rules(rules):
     return [(str(p), str(s)) for p, s in rules]
 
 
-def plan(path, rank, world_size, mode="replicated", rules=None, align=0):
+_KINDS = {0: "private", 1: "broadcast", 2: "exchange"}
+
+
+def plan(path, rank, world_size, mode="replicated", rules=None, align=0, cols_direct=False):
     """The plan of one rank, without loading: a dict with "reads" (dicts:
-    owner, shared, tensor, file, offset, length, stride, count, dst_offset),
+    owner, shared ("private", "broadcast" or "exchange"), tensor, file,
+    offset, length, stride, count, dst_offset, row_start, row_stop),
     "pieces" (dicts: name, split, dim, start, stop, nbytes) and "read_bytes"
     (bytes this rank reads from storage)."""
     src = _pagein.open_model(_os.fspath(path), strategy="lazy")
     names = [t[_NAME] for t in src.tensors()]
-    reads, pieces, nbytes = _pagein.dist_plan(src, rank, world_size, mode, _rules(rules), align)
-    rk = ("owner", "shared", "tensor", "file", "offset", "length", "stride", "count", "dst_offset")
-    return {"reads": [dict(zip(rk, r)) for r in reads],
+    reads, pieces, nbytes = _pagein.dist_plan(src, rank, world_size, mode, _rules(rules), align, cols_direct)
+    rk = ("owner", "shared", "tensor", "file", "offset", "length", "stride", "count", "dst_offset",
+          "row_start", "row_stop")
+    reads = [dict(zip(rk, r)) for r in reads]
+    for r in reads:
+        r["shared"] = _KINDS[r["shared"]]
+    return {"reads": reads,
             "pieces": [{"name": names[p[0]], "split": p[1], "dim": p[2], "start": p[3], "stop": p[4],
                         "nbytes": p[5]} for p in pieces],
             "read_bytes": nbytes}
@@ -141,6 +149,12 @@ class _Group:
     def broadcast(self, t, owner, what):
         self._call(what, lambda: self.dist.broadcast(t, src=self.global_rank(owner), group=self.group))
 
+    def all_to_all(self, out, inp, out_splits, in_splits, what):
+        if self.world == 1:
+            out.copy_(inp)
+            return
+        self._call(what, lambda: self.dist.all_to_all_single(out, inp, out_splits, in_splits, group=self.group))
+
     def close(self):
         if self.own:
             try:
@@ -180,14 +194,16 @@ def _expand(reads):
 
 
 def load(path, group=None, mode="replicated", rules=None, *, timeout=60.0, align=0, queue_depth=0,
-         return_stats=False):
+         cols_direct=False, return_stats=False):
     """Loads a model (a file, a sharded checkpoint or a GGUF set) on every
     rank of `group` (default: the whole default group), each byte read from
     storage by one rank only. Returns {name: torch tensor} (CPU), or with
     return_stats=True (tensors, stats). Tensors share one buffer per rank.
     mode: "replicated" or "tp"; rules: TP rules [(pattern, "rows"|"cols"|
     "none")] or a dict, default default_rules(). Without an initialised
-    torch.distributed it loads on its own (rank 0 of 1)."""
+    torch.distributed it loads on its own (rank 0 of 1). cols_direct: each
+    rank reads its column slices itself (strided reads) instead of 1/N of
+    the rows followed by an all-to-all."""
     import torch
     import torch.distributed as dist
 
@@ -201,7 +217,8 @@ def load(path, group=None, mode="replicated", rules=None, *, timeout=60.0, align
     try:
         if g.world > 1:
             _check_same_files(g, torch, src, path)
-        reads, pieces, plan_bytes = _pagein.dist_plan(src, g.rank, g.world, mode, _rules(rules), align)
+        reads, pieces, plan_bytes = _pagein.dist_plan(src, g.rank, g.world, mode, _rules(rules), align,
+                                                      cols_direct)
 
         # One flat buffer per rank: replicated tensors at their position in
         # the replicated stream (so one owner's consecutive reads land
@@ -224,14 +241,29 @@ def load(path, group=None, mode="replicated", rules=None, *, timeout=60.0, align
         for fd in fds:  # no readahead past a rank's part (another rank reads it)
             _os.posix_fadvise(fd, 0, 0, _os.POSIX_FADV_RANDOM)
         stats = {"rank": g.rank, "world_size": g.world, "mode": mode, "plan_read_bytes": plan_bytes,
-                 "requests": 0, "reads": 0, "bytes_read": 0, "broadcasts": 0, "broadcast_bytes": 0}
+                 "requests": 0, "reads": 0, "bytes_read": 0, "broadcasts": 0, "broadcast_bytes": 0,
+                 "exchanges": 0, "exchange_bytes_sent": 0}
+        # Rows this rank reads for the all-to-all of COLS tensors: a staging
+        # buffer, freed after the exchange.
+        xmine = [r for r in reads if r[1] == 2 and r[0] == g.rank]
+        xbase, spos = {}, 0
+        for r in xmine:
+            xbase[r[2]] = spos
+            spos += r[5]
+        stage = _np.empty(max(spos, 1), dtype=_np.uint8)
+        t_read = _time.monotonic()
         try:
-            mine = [r for r in reads if r[0] == g.rank]
-            if mine:
-                files, offs, lens, dst = _expand(mine)
-                dst = dst + _np.array([base[r[2]] for r in mine for _ in range(r[7])], dtype=_np.uint64)
-                st = _pagein.read_ranges(fds, files, offs, lens, out, dst, queue_depth=queue_depth, max_gap=1)
-                stats["requests"], stats["reads"], stats["bytes_read"] = st[0], st[1], st[3]
+            mine = [r for r in reads if r[0] == g.rank and r[1] != 2]
+            for rs, buf, bases in ((mine, out, base), (xmine, stage, None)):
+                if not rs:
+                    continue
+                files, offs, lens, dst = _expand(rs)
+                add = [(base[r[2]] if bases is not None else xbase[r[2]]) for r in rs for _ in range(r[7])]
+                dst = dst + _np.array(add, dtype=_np.uint64)
+                st = _pagein.read_ranges(fds, files, offs, lens, buf, dst, queue_depth=queue_depth, max_gap=1)
+                stats["requests"] += st[0]
+                stats["reads"] += st[1]
+                stats["bytes_read"] += st[3]
         except Error as e:
             # This rank cannot provide its part: the others would wait for
             # its broadcasts until their timeout. Say why here.
@@ -240,6 +272,8 @@ def load(path, group=None, mode="replicated", rules=None, *, timeout=60.0, align
             for fd in fds:
                 _os.close(fd)
 
+        stats["read_seconds"] = _time.monotonic() - t_read
+        t_x = _time.monotonic()
         # Broadcasts of the shared reads, in plan order (the same on every
         # rank); consecutive reads of one owner that are contiguous in the
         # flat buffer go out as one.
@@ -259,6 +293,37 @@ def load(path, group=None, mode="replicated", rules=None, *, timeout=60.0, align
                 stats["broadcasts"] += 1
                 stats["broadcast_bytes"] += hi - lo
 
+        # The all-to-all of each COLS tensor: every rank sends each rank the
+        # columns it keeps of the rows it read, straight into its slice.
+        xall = {}
+        for r in reads:
+            if r[1] == 2:
+                xall.setdefault(r[2], []).append(r)
+        for ti, rs in xall.items():
+            piece = pieces[ti]
+            rec = recs[ti]
+            cols = rec[_SHAPE][-1]
+            row = rs[0][5] // (rs[0][10] - rs[0][9])   # bytes per row
+            e = row // cols
+            bounds = [(j * cols // g.world, (j + 1) * cols // g.world) for j in range(g.world)]
+            rows_of = {r[0]: r[10] - r[9] for r in rs}
+            out_splits = [rows_of.get(k, 0) * (piece[4] - piece[3]) * e for k in range(g.world)]
+            mine_x = [r for r in rs if r[0] == g.rank]
+            if mine_x:
+                nrows = rows_of[g.rank]
+                blk = stage[xbase[ti]:xbase[ti] + nrows * row].reshape(nrows, row)
+                packed = _np.concatenate([blk[:, a * e:b * e].reshape(-1) for a, b in bounds])
+                in_splits = [nrows * (b - a) * e for a, b in bounds]
+            else:
+                packed = _np.empty(0, dtype=_np.uint8)
+                in_splits = [0] * g.world
+            dst_t = flat[base[ti]:base[ti] + piece[5]]
+            src_t = torch.from_numpy(packed)
+            g.all_to_all(dst_t, src_t, out_splits, in_splits, "all-to-all of the columns of '%s'" % rec[_NAME])
+            stats["exchanges"] += 1
+            stats["exchange_bytes_sent"] += sum(in_splits) - (in_splits[g.rank] if mine_x else 0)
+        del stage
+        stats["exchange_seconds"] = _time.monotonic() - t_x
         result = {}
         for p in pieces:
             rec = recs[p[0]]

@@ -1118,7 +1118,7 @@ static PyMethodDef module_methods[] = {
     {"shuffle_quality", py_shuffle_quality, METH_O, "shuffle_quality(ids) -> float"},
     {"dist_default_rules", py_dist_default_rules, METH_NOARGS, "dist_default_rules() -> [(pattern, split)]"},
     {"dist_plan", PYFN(py_dist_plan), METH_VARARGS | METH_KEYWORDS,
-     "dist_plan(source, rank, world, mode='replicated', rules=None, align=0) -> (reads, pieces, read_bytes)"},
+     "dist_plan(source, rank, world, mode='replicated', rules=None, align=0, cols_direct=False) -> (reads, pieces, read_bytes)"},
     {NULL, NULL, 0, NULL},
 };
 
@@ -1539,18 +1539,20 @@ static PyObject *py_dist_default_rules(PyObject *self, PyObject *unused) {
     return l;
 }
 
-/* _pagein.dist_plan(source, rank, world, mode="replicated", rules=None, align=0)
- *   -> (reads, pieces, read_bytes)
- * reads: [(owner, shared, tensor, file, offset, length, stride, count, dst_offset)]
+/* _pagein.dist_plan(source, rank, world, mode="replicated", rules=None, align=0,
+ *                   cols_direct=False) -> (reads, pieces, read_bytes)
+ * reads: [(owner, shared, tensor, file, offset, length, stride, count, dst_offset,
+ *          row_start, row_stop)]
  * pieces: [(tensor, split, dim, start, stop, nbytes)] */
 static PyObject *py_dist_plan(PyObject *self, PyObject *args, PyObject *kw) {
-    static char *kwlist[] = {"source", "rank", "world", "mode", "rules", "align", NULL};
+    static char *kwlist[] = {"source", "rank", "world", "mode", "rules", "align", "cols_direct", NULL};
     PyObject *so, *rules_o = Py_None;
     unsigned rank, world;
     const char *mode = "replicated";
     unsigned long long align = 0;
-    if (!PyArg_ParseTupleAndKeywords(args, kw, "OII|sOK:dist_plan", kwlist, &so, &rank, &world, &mode, &rules_o,
-                                     &align))
+    int cols_direct = 0;
+    if (!PyArg_ParseTupleAndKeywords(args, kw, "OII|sOKp:dist_plan", kwlist, &so, &rank, &world, &mode, &rules_o,
+                                     &align, &cols_direct))
         return NULL;
     if (!PyObject_TypeCheck(so, &SourceType) || !((Source *)so)->m) {
         PyErr_SetString(PyExc_TypeError, "dist_plan: source must be a Source opened with open_model");
@@ -1564,6 +1566,7 @@ static PyObject *py_dist_plan(PyObject *self, PyObject *args, PyObject *kw) {
         return NULL;
     }
     o.align = align;
+    if (cols_direct) o.flags |= PAGEIN_DIST_COLS_DIRECT;
     PyObject *fast = NULL, *res = NULL, *reads = NULL, *pieces = NULL;
     pagein_dist_rule *rules = NULL;
     pagein_dist_plan *p = NULL;
@@ -1597,10 +1600,11 @@ static PyObject *py_dist_plan(PyObject *self, PyObject *args, PyObject *kw) {
     if (!(reads = PyList_New((Py_ssize_t)nr)) || !(pieces = PyList_New((Py_ssize_t)np))) goto done;
     for (size_t i = 0; i < nr; i++) {
         const pagein_dist_read *r = pagein_dist_plan_read_at(p, i);
-        PyObject *t = Py_BuildValue("(IIIIKKKKK)", r->owner, r->shared, r->tensor, r->file,
+        PyObject *t = Py_BuildValue("(IIIIKKKKKKK)", r->owner, r->shared, r->tensor, r->file,
                                     (unsigned long long)r->offset, (unsigned long long)r->length,
                                     (unsigned long long)r->stride, (unsigned long long)r->count,
-                                    (unsigned long long)r->dst_offset);
+                                    (unsigned long long)r->dst_offset, (unsigned long long)r->row_start,
+                                    (unsigned long long)r->row_stop);
         if (!t) goto done;
         PyList_SET_ITEM(reads, (Py_ssize_t)i, t);
     }

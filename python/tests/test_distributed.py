@@ -72,7 +72,7 @@ def test_replicated_plan_reads_every_byte_once(tmp_path, world):
     assert sum(p["read_bytes"] for p in plans) == total
     covered = {}
     for r in plans[0]["reads"]:
-        assert r["shared"] == 1 and r["count"] == 1
+        assert r["shared"] == "broadcast" and r["count"] == 1
         covered.setdefault(r["tensor"], []).append((r["dst_offset"], r["length"]))
     for t, parts in covered.items():
         pos = 0
@@ -86,11 +86,12 @@ def test_replicated_plan_reads_every_byte_once(tmp_path, world):
 
 
 @pytest.mark.parametrize("world", [2, 3, 4])
-def test_tp_plan(tmp_path, world):
+@pytest.mark.parametrize("cols_direct", [False, True])
+def test_tp_plan(tmp_path, world, cols_direct):
     path = str(tmp_path / "m.safetensors")
     t = tiny_llama(path)
     total = sum(a.nbytes for a in t.values())
-    plans = [pdist.plan(path, r, world, mode="tp") for r in range(world)]
+    plans = [pdist.plan(path, r, world, mode="tp", cols_direct=cols_direct) for r in range(world)]
     # Storage serves each byte once: slices + this rank's part of the replicated ones.
     assert sum(p["read_bytes"] for p in plans) == total
     for r, p in enumerate(plans):
@@ -98,8 +99,11 @@ def test_tp_plan(tmp_path, world):
             exp = expected_slice(c["name"], t[c["name"]], r, world)
             assert c["nbytes"] == exp.nbytes, c
             assert (c["split"] == "none") == (exp is t[c["name"]]), c
-        private = [x for x in p["reads"] if not x["shared"]]
+        private = [x for x in p["reads"] if x["shared"] == "private"]
         assert all(x["owner"] == r for x in private)
+        exchanged = {plans[0]["pieces"][x["tensor"]]["name"] for x in p["reads"] if x["shared"] == "exchange"}
+        cols = {c["name"] for c in p["pieces"] if c["split"] == "cols"}
+        assert exchanged == (set() if cols_direct else cols) and cols
 
 
 def test_plan_errors_and_rules(tmp_path):
@@ -149,7 +153,13 @@ def _rank_load(rank, world, port, path, records, q):
     try:
         _init(rank, world, port)
         rep, st = pdist.load(path, return_stats=True, align=16, timeout=30)
-        tp = pdist.load(path, mode="tp", timeout=30)
+        tp, tst = pdist.load(path, mode="tp", timeout=30, return_stats=True)
+        tpd = pdist.load(path, mode="tp", timeout=30, cols_direct=True)
+        if tst["exchanges"] != 4:  # o_proj and down_proj of 2 layers
+            raise AssertionError("rank %d: %d all-to-alls" % (rank, tst["exchanges"]))
+        for k in tp:
+            if not torch.equal(tp[k], tpd[k]):
+                raise AssertionError("rank %d: %s differs between exchange and direct column reads" % (rank, k))
         import pagein.data as pd
         ds = pd.Dataset(records, record_size=8, seed=1, return_ids=True)  # rank/world from torch.distributed
         ids = [i for i, _ in ds]

@@ -50,9 +50,11 @@ static pagein_split rule_for(const pagein_tensor *t, const pagein_dist_rule *rul
     return PAGEIN_SPLIT_NONE;
 }
 
-/* Fills the piece and, for this rank, the private read of a split tensor. */
+/* Fills the piece of a split tensor and adds its reads: with exchange (a
+ * COLS tensor, world > 1, not COLS_DIRECT) the EXCHANGE reads of every
+ * owner, else this rank's PRIVATE read. */
 static int plan_split(pagein_dist_plan *p, const pagein_tensor *t, uint32_t ti, pagein_split split, unsigned rank,
-                      unsigned world, pagein_dist_piece *pc) {
+                      unsigned world, int exchange, pagein_dist_piece *pc) {
     const pagein_dtype_info *di = pagein_dtype_get(t->dtype);
     RETURN_IF(!di || di->bits == 0 || di->bits % 8 || (di->flags & PAGEIN_DTYPE_F_QUANT), PAGEIN_E_UNSUPPORTED,
               "tensor '%s': dtype %s cannot be split (block-quantized or sub-byte elements)", t->name,
@@ -75,6 +77,20 @@ static int plan_split(pagein_dist_plan *p, const pagein_tensor *t, uint32_t ti, 
         r.offset = t->offset + a * row;
         r.length = r.stride = (b - a) * row;
         r.count = 1;
+    } else if (exchange) {
+        uint64_t outer = t->nelements / d, row = d * e;
+        pc->nbytes = outer * (b - a) * e;
+        for (unsigned k = 0; k < world; k++) {
+            uint64_t ra = share(outer, k, world), rb = share(outer, k + 1, world);
+            if (ra == rb) continue;
+            pagein_dist_read x = {.owner = k, .shared = PAGEIN_DIST_EXCHANGE, .tensor = ti, .file = t->file,
+                                  .offset = t->offset + ra * row, .length = (rb - ra) * row,
+                                  .stride = (rb - ra) * row, .count = 1, .dst_offset = 0,
+                                  .row_start = ra, .row_stop = rb};
+            FORWARD_IF(add_read(p, &x));
+            if (k == rank) p->read_bytes += x.length;
+        }
+        return 0;
     } else {
         uint64_t outer = t->nelements / d;
         r.offset = t->offset + a * e;
@@ -149,7 +165,7 @@ static int plan_build(pagein_dist_plan *p, const pagein_model *m, unsigned rank,
             }
             uint64_t stop = PI_MIN(end, cut_hi);
             uint64_t into = pos - (end - t->nbytes);
-            pagein_dist_read r = {.owner = owner, .shared = 1, .tensor = (uint32_t)i, .file = t->file,
+            pagein_dist_read r = {.owner = owner, .shared = PAGEIN_DIST_BROADCAST, .tensor = (uint32_t)i, .file = t->file,
                                   .offset = t->offset + into, .length = stop - pos, .stride = stop - pos,
                                   .count = 1, .dst_offset = into};
             rc = add_read(p, &r);
@@ -158,9 +174,15 @@ static int plan_build(pagein_dist_plan *p, const pagein_model *m, unsigned rank,
         }
     }
 #undef CUT
-    for (size_t i = 0; i < nt && rc == 0; i++)
-        if (split[i] != PAGEIN_SPLIT_NONE)
-            rc = plan_split(p, pagein_model_tensor_at(m, i), (uint32_t)i, split[i], rank, world, &p->pieces[i]);
+    /* EXCHANGE reads (all owners) before PRIVATE ones (this rank's). */
+    int direct = (o->flags & PAGEIN_DIST_COLS_DIRECT) || world == 1;
+    for (int pass = 0; pass < 2; pass++)
+        for (size_t i = 0; i < nt && rc == 0; i++) {
+            int exchange = split[i] == PAGEIN_SPLIT_COLS && !direct;
+            if (split[i] != PAGEIN_SPLIT_NONE && exchange == (pass == 0))
+                rc = plan_split(p, pagein_model_tensor_at(m, i), (uint32_t)i, split[i], rank, world, exchange,
+                                &p->pieces[i]);
+        }
     pi_free(split);
     return rc;
 }
