@@ -13,7 +13,7 @@ ranks (torch.multiprocessing.spawn, gloo over 127.0.0.1) to end with the model:
               and the ranks broadcast
   tp          pagein.distributed.load(mode="tp"): each rank reads its slices
 For each: seconds (the slowest rank, from a common barrier; split into its
-own reads and the exchange), bytes read from storage (slowfs' counters of
+own reads and what the exchange adds after them), bytes read from storage (slowfs' counters of
 bytes served with --slowfs; else the ranks' own read counters) and its ratio
 to the model's size. With --slowfs every rank reads through its own slowfs
 mount of the same directory, like ranks on separate machines: no rank is
@@ -148,7 +148,7 @@ def run_weights(args, model, rank_models, mnts, backing):
                      "requests": d["requests"] if d else None,
                      "broadcast_bytes_per_rank": max(r[3] for r in res),
                      "tensor_bytes_per_rank": [r[4] for r in sorted(res)]})
-        print("weights %-10s %7.2f s (reads %.2f s, exchange %.2f s)  storage %6.3f GB (%.3fx model)" % (
+        print("weights %-10s %7.2f s (own reads %.2f s, then exchange %.2f s)  storage %6.3f GB (%.3fx model)" % (
             mode, rows[-1]["seconds"], rows[-1]["read_seconds"], rows[-1]["exchange_seconds"],
             storage / 1e9, storage / size), file=sys.stderr)
     base = rows[0]["seconds"]

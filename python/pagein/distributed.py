@@ -31,6 +31,7 @@ timeout applies.
 import datetime as _dt
 import hashlib as _hashlib
 import os as _os
+import threading as _threading
 import time as _time
 
 import numpy as _np
@@ -194,7 +195,7 @@ def _expand(reads):
 
 
 def load(path, group=None, mode="replicated", rules=None, *, timeout=60.0, align=0, queue_depth=0,
-         cols_direct=False, return_stats=False):
+         cols_direct=False, chunk_bytes=64 << 20, return_stats=False):
     """Loads a model (a file, a sharded checkpoint or a GGUF set) on every
     rank of `group` (default: the whole default group), each byte read from
     storage by one rank only. Returns {name: torch tensor} (CPU), or with
@@ -203,7 +204,9 @@ def load(path, group=None, mode="replicated", rules=None, *, timeout=60.0, align
     "none")] or a dict, default default_rules(). Without an initialised
     torch.distributed it loads on its own (rank 0 of 1). cols_direct: each
     rank reads its column slices itself (strided reads) instead of 1/N of
-    the rows followed by an all-to-all."""
+    the rows followed by an all-to-all. chunk_bytes: broadcasts go out in
+    pieces of at most this size, round-robin over the ranks, while each
+    rank reads its next pieces."""
     import torch
     import torch.distributed as dist
 
@@ -251,47 +254,87 @@ def load(path, group=None, mode="replicated", rules=None, *, timeout=60.0, align
             xbase[r[2]] = spos
             spos += r[5]
         stage = _np.empty(max(spos, 1), dtype=_np.uint8)
+
+        # The broadcast reads, cut into chunks of at most `chunk` bytes per
+        # owner (the same cut on every rank: it depends on the plan only),
+        # broadcast round-robin over the owners while a thread reads this
+        # rank's next chunks: reading and exchanging overlap.
+        chunk = max(1, int(chunk_bytes))
+        per_owner = [[] for _ in range(g.world)]  # [lo, hi, [(file, offset, length, dst)]]
+        for r in reads:
+            if r[1] != 1:
+                continue
+            lo, off, left = base[r[2]] + r[8], r[4], r[5]
+            while left:
+                cs = per_owner[r[0]]
+                if not cs or cs[-1][1] - cs[-1][0] >= chunk or cs[-1][1] != lo:
+                    cs.append([lo, lo, []])
+                n = min(left, chunk - (cs[-1][1] - cs[-1][0]))
+                cs[-1][2].append((r[3], off, n, lo))
+                cs[-1][1] += n
+                lo, off, left = lo + n, off + n, left - n
+        order = [(o, i) for i in range(max(len(c) for c in per_owner)) for o in range(g.world)
+                 if i < len(per_owner[o])]
+
+        mine_rest = [r for r in reads if r[0] == g.rank and r[1] == 0]
+        done = [_threading.Event() for _ in per_owner[g.rank]]
+        failed = []
+
+        def read(reqs, buf):
+            files = _np.array([q[0] for q in reqs], _np.uint32)
+            offs = _np.array([q[1] for q in reqs], _np.uint64)
+            lens = _np.array([q[2] for q in reqs], _np.uint64)
+            dst = _np.array([q[3] for q in reqs], _np.uint64)
+            st = _pagein.read_ranges(fds, files, offs, lens, buf, dst, queue_depth=queue_depth, max_gap=1)
+            stats["requests"] += st[0]
+            stats["reads"] += st[1]
+            stats["bytes_read"] += st[3]
+
+        def strided(rs, bases):
+            files, offs, lens, dst = _expand(rs)
+            add = _np.array([bases[r[2]] for r in rs for _ in range(r[7])], dtype=_np.uint64)
+            return list(zip(files.tolist(), offs.tolist(), lens.tolist(), (dst + add).tolist()))
+
+        def reader():
+            try:
+                for i, c in enumerate(per_owner[g.rank]):
+                    read(c[2], out)
+                    done[i].set()
+                if mine_rest:
+                    read(strided(mine_rest, base), out)
+                if xmine:
+                    read(strided(xmine, xbase), stage)
+                stats["read_seconds"] = _time.monotonic() - t_read
+            except BaseException as e:  # reported by the main thread
+                failed.append(e)
+            finally:
+                for ev in done:
+                    ev.set()
+
         t_read = _time.monotonic()
+        th = _threading.Thread(target=reader, name="pagein-dist-read", daemon=True)
+        th.start()
         try:
-            mine = [r for r in reads if r[0] == g.rank and r[1] != 2]
-            for rs, buf, bases in ((mine, out, base), (xmine, stage, None)):
-                if not rs:
-                    continue
-                files, offs, lens, dst = _expand(rs)
-                add = [(base[r[2]] if bases is not None else xbase[r[2]]) for r in rs for _ in range(r[7])]
-                dst = dst + _np.array(add, dtype=_np.uint64)
-                st = _pagein.read_ranges(fds, files, offs, lens, buf, dst, queue_depth=queue_depth, max_gap=1)
-                stats["requests"] += st[0]
-                stats["reads"] += st[1]
-                stats["bytes_read"] += st[3]
-        except Error as e:
-            # This rank cannot provide its part: the others would wait for
-            # its broadcasts until their timeout. Say why here.
-            raise Error("pagein.distributed: rank %d could not read its part of '%s': %s" % (g.rank, path, e)) from e
+            for owner, i in order:
+                lo, hi, _ = per_owner[owner][i]
+                if owner == g.rank:
+                    done[i].wait()
+                    if failed:
+                        break
+                if g.world > 1:
+                    g.broadcast(flat[lo:hi], owner, "broadcast of bytes [%d, %d) from rank %d" % (lo, hi, owner))
+                    stats["broadcasts"] += 1
+                    stats["broadcast_bytes"] += hi - lo
         finally:
+            th.join()
             for fd in fds:
                 _os.close(fd)
-
-        stats["read_seconds"] = _time.monotonic() - t_read
-        t_x = _time.monotonic()
-        # Broadcasts of the shared reads, in plan order (the same on every
-        # rank); consecutive reads of one owner that are contiguous in the
-        # flat buffer go out as one.
-        runs = []
-        for r in reads:
-            if not r[1]:
-                continue
-            lo = base[r[2]] + r[8]
-            hi = lo + r[5]
-            if runs and runs[-1][0] == r[0] and runs[-1][2] == lo:
-                runs[-1][2] = hi
-            else:
-                runs.append([r[0], lo, hi])
-        if g.world > 1:
-            for owner, lo, hi in runs:
-                g.broadcast(flat[lo:hi], owner, "broadcast of bytes [%d, %d) from rank %d" % (lo, hi, owner))
-                stats["broadcasts"] += 1
-                stats["broadcast_bytes"] += hi - lo
+        if failed:
+            # This rank cannot provide its part: the others wait for its
+            # broadcasts until their timeout. Say why here.
+            raise Error("pagein.distributed: rank %d could not read its part of '%s': %s"
+                        % (g.rank, path, failed[0])) from failed[0]
+        t_reads_end = t_read + stats["read_seconds"]
 
         # The all-to-all of each COLS tensor: every rank sends each rank the
         # columns it keeps of the rows it read, straight into its slice.
@@ -323,7 +366,8 @@ def load(path, group=None, mode="replicated", rules=None, *, timeout=60.0, align
             stats["exchanges"] += 1
             stats["exchange_bytes_sent"] += sum(in_splits) - (in_splits[g.rank] if mine_x else 0)
         del stage
-        stats["exchange_seconds"] = _time.monotonic() - t_x
+        # what the collectives add after this rank's own reads are done
+        stats["exchange_seconds"] = _time.monotonic() - t_reads_end
         result = {}
         for p in pieces:
             rec = recs[p[0]]

@@ -152,7 +152,9 @@ def _rank_load(rank, world, port, path, records, q):
     """Replicated load, TP load and a pagein.data epoch on one rank."""
     try:
         _init(rank, world, port)
-        rep, st = pdist.load(path, return_stats=True, align=16, timeout=30)
+        rep, st = pdist.load(path, return_stats=True, align=16, timeout=30, chunk_bytes=300)
+        if st["broadcasts"] < 3 * world:  # several chunks per owner, round-robin
+            raise AssertionError("rank %d: %d broadcasts" % (rank, st["broadcasts"]))
         tp, tst = pdist.load(path, mode="tp", timeout=30, return_stats=True)
         tpd = pdist.load(path, mode="tp", timeout=30, cols_direct=True)
         if tst["exchanges"] != 4:  # o_proj and down_proj of 2 layers
