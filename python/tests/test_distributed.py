@@ -282,3 +282,50 @@ def test_killed_rank_makes_the_others_fail_fast(tmp_path):
         code, msg, secs = info
         assert code == -30036 and "rank %d of %d" % (rank, world) in msg
         assert secs < 30, "failed after %.1fs" % secs
+
+
+# ---- one process (no torch.distributed): sharded and GGUF models ---------------
+
+needs_torch = pytest.mark.skipif(torch is None, reason="torch is not installed")
+
+
+def _bytes(t):
+    return t.contiguous().view(-1).view(torch.uint8).numpy().tobytes() if t.numel() else b""
+
+
+@needs_torch
+def test_single_process_sharded_model(tmp_path):
+    """Without torch.distributed load() is rank 0 of 1: it reads the whole
+    model; a sharded checkpoint's plan spans both files."""
+    t = tiny_llama(str(tmp_path / "whole.safetensors"))
+    names = sorted(t)
+    half = len(names) // 2
+    pagein.save_file({n: t[n] for n in names[:half]}, str(tmp_path / "model-00001-of-00002.safetensors"))
+    pagein.save_file({n: t[n] for n in names[half:]}, str(tmp_path / "model-00002-of-00002.safetensors"))
+    wm = {n: "model-0000%d-of-00002.safetensors" % (1 if i < half else 2) for i, n in enumerate(names)}
+    import json
+    (tmp_path / "model.safetensors.index.json").write_text(json.dumps({"metadata": {}, "weight_map": wm}))
+    os.unlink(str(tmp_path / "whole.safetensors"))
+    res, st = pdist.load(str(tmp_path), return_stats=True)
+    assert sorted(res) == names
+    for n in names:
+        assert res[n].numpy().tobytes() == t[n].tobytes(), n
+    assert st["bytes_read"] == sum(a.nbytes for a in t.values())
+    plans = [pdist.plan(str(tmp_path), r, 2, align=1) for r in range(2)]
+    assert {x["file"] for x in plans[0]["reads"]} == {0, 1}
+    assert sum(p["read_bytes"] for p in plans) == st["bytes_read"]
+
+
+@needs_torch
+def test_single_process_gguf(tmp_path):
+    q8 = os.path.join(os.path.dirname(__file__), "..", "..", "tests", "data", "real", "gguf",
+                      "tinyllamas-stories-260k-q8_0.gguf")
+    if not os.path.exists(q8):
+        pytest.skip("test file %s missing" % q8)
+    res = pdist.load(q8)
+    with pagein.open_model(q8, framework="pt") as m:
+        assert sorted(res) == sorted(m.keys())
+        for n in m.keys():
+            ref = m.get_tensor(n)
+            assert tuple(res[n].shape) == tuple(ref.shape) and res[n].dtype == ref.dtype, n
+            assert _bytes(res[n]) == _bytes(ref), n
