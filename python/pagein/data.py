@@ -385,7 +385,9 @@ class Dataset(_Base):
         seen = self._yielded if samples_seen is None else int(samples_seen)
         if seen < 0:
             raise ValueError("samples_seen must be >= 0")
-        pos = min(self._src.count, self._start + seen * w)
+        # A rank that has consumed all of its samples ends the epoch (ranks
+        # differ by one sample when W does not divide what is left).
+        pos = self._src.count if seen >= len(self) else min(self._src.count, self._start + seen * w)
         return {"version": 1, "seed": self.seed, "shuffle": self.shuffle, "epoch": self.epoch,
                 "position": pos, "num_samples": self._src.count,
                 "block_samples": self.block_samples, "window_blocks": self.window_blocks}

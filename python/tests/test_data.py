@@ -173,6 +173,23 @@ def test_resume_with_workers_uses_samples_seen(records, monkeypatch):
     assert sorted(consumed + rest) == list(range(n))
 
 
+def test_state_at_the_end_of_an_epoch(records):
+    """Ranks differ by one sample when W does not divide N: after a whole
+    epoch every rank's state says the epoch is done."""
+    paths, whole = records
+    n = len(whole)
+    assert n % 4
+    states = []
+    for r in range(4):
+        ds = pd.Dataset(paths, record_size=REC, seed=1, rank=r, world_size=4)
+        assert len(list(ds)) == len(ds)
+        states.append(ds.state_dict())
+    assert all(s["position"] == n for s in states)
+    ds = pd.Dataset(paths, record_size=REC, seed=1, rank=0, world_size=2)
+    ds.load_state_dict(states[3])
+    assert list(ds) == [] and len(ds) == 0
+
+
 def test_state_mismatch_is_refused(records, tmp_path):
     paths, _ = records
     st = pd.Dataset(paths, record_size=REC, seed=1).state_dict()
