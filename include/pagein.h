@@ -661,7 +661,8 @@ typedef struct pagein_model_opts {
     uint32_t hints;             /* PAGEIN_HINT_* */
     unsigned threads;           /* I/O threads; 0 = default */
     uint64_t chunk_bytes;       /* parallel I/O chunk; 0 = default */
-    unsigned prefetch_ahead;    /* prefetch: layers kept resident ahead of the cursor; 0 = 2 */
+    unsigned prefetch_ahead;    /* prefetch: layers kept resident ahead of the cursor; 0 = 2; values
+                                   above the layer count (up to UINT_MAX) mean all layers */
     uint64_t budget_bytes;      /* prefetch: residency budget; 0 = unlimited */
     const char *const *mlock_tensors; /* names to mlock after open (NULL = none) */
     size_t n_mlock;
