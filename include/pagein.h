@@ -1522,6 +1522,23 @@ PAGEIN_API int pagein_convert_safetensors(const pagein_file *f, const char *out,
 PAGEIN_API int pagein_convert_gguf(const pagein_file *f, const char *out, const pagein_convert_opts *opts,
                                    pagein_convert_stats *stats);
 
+/* ---- temporary files and signals ---------------------------------------- */
+
+/*
+ * Removes the named temporary files of writes in progress in this process:
+ * every writer (safetensors, GGUF, convert, manifests) writes into an
+ * unnamed O_TMPFILE inode where the filesystem has them, which leaves
+ * nothing behind when the process dies, and names it only between
+ * linkat() and rename() at commit; elsewhere it writes a hidden
+ * ".NAME.tmp-XXXXXXXX" next to the target. Those names are what this
+ * removes. Async-signal-safe (unlink only, no locks, no allocation): call
+ * it from a SIGINT/SIGTERM handler, then restore the default action and
+ * re-raise the signal, as the pagein tool does. Writes still running on
+ * other threads then fail; their targets are untouched. Temporary files of
+ * a parent process are left alone in a forked child.
+ */
+PAGEIN_API void pagein_temp_cleanup(void);
+
 #ifdef __cplusplus
 }
 #endif

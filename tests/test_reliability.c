@@ -272,3 +272,150 @@ TEST(journal_random_ops) {
     pi_journal_end(&outer, 1); /* frees every live block */
     return PASS;
 }
+
+/* ---- #19 item 4: writers leave no temporary file ------------------------ */
+
+#include <dirent.h>
+#include <fcntl.h>
+
+/* Entries of dir other than . and .., the count; the first name into first. */
+static int dir_entries(const char *dir, char *first, size_t cap) {
+    DIR *d = opendir(dir);
+    if (!d) return -1;
+    int n = 0;
+    struct dirent *e;
+    while ((e = readdir(d)))
+        if (strcmp(e->d_name, ".") && strcmp(e->d_name, "..")) {
+            if (!n && first) snprintf(first, cap, "%s", e->d_name);
+            n++;
+        }
+    closedir(d);
+    return n;
+}
+
+static const char *fresh_dir(const char *name) {
+    const char *d = pt_tmppath(name);
+    mkdir(d, 0755);
+    return d;
+}
+
+static int tmpfile_supported(const char *dir) {
+    int fd = open(dir, O_TMPFILE | O_WRONLY, 0600);
+    if (fd < 0) return 0;
+    close(fd);
+    return 1;
+}
+
+/* With O_TMPFILE the file has no name until commit: nothing in the
+ * directory while writing; commit puts exactly the target there. */
+TEST(atomic_unnamed_until_commit) {
+    const char *dir = fresh_dir("atomic_unnamed");
+    if (!tmpfile_supported(dir)) SKIP_BECAUSE("%s: the filesystem has no O_TMPFILE", dir);
+    char path[600], first[256] = "";
+    snprintf(path, sizeof path, "%s/out.bin", dir);
+    struct pi_atomic_file a;
+    CHECK_OK(pi_atomic_open(&a, path));
+    CHECK_OK(pi_atomic_write(&a, "hello", 5));
+    CHECK_EQ(dir_entries(dir, first, sizeof first), 0);
+    CHECK_OK(pi_atomic_commit(&a));
+    CHECK_EQ(dir_entries(dir, first, sizeof first), 1);
+    CHECK_STR(first, "out.bin");
+    size_t n = 0;
+    char *b = pt_read_file(path, &n);
+    CHECK(b && n == 5 && memcmp(b, "hello", 5) == 0);
+    free(b);
+    struct stat st;
+    mode_t um = umask(0);
+    umask(um);
+    CHECK(stat(path, &st) == 0 && (st.st_mode & 0777) == (0666 & ~um));
+    /* abort: nothing at all */
+    CHECK_OK(pi_atomic_open(&a, path));
+    CHECK_OK(pi_atomic_write(&a, "x", 1));
+    pi_atomic_abort(&a);
+    CHECK_EQ(dir_entries(dir, NULL, 0), 1);
+    return PASS;
+}
+
+/* A writer killed mid-write (SIGKILL: no handler runs) leaves no file. */
+TEST(atomic_killed_leaves_nothing) {
+    const char *dir = fresh_dir("atomic_killed");
+    if (!tmpfile_supported(dir)) SKIP_BECAUSE("%s: the filesystem has no O_TMPFILE", dir);
+    char path[600], first[256] = "";
+    snprintf(path, sizeof path, "%s/out.bin", dir);
+    fflush(stdout);
+    pid_t pid = fork();
+    if (pid == 0) {
+        alarm(20);
+        struct pi_atomic_file a;
+        if (pi_atomic_open(&a, path) != 0) _exit(2);
+        pi_atomic_write(&a, "partial", 7);
+        raise(SIGKILL);
+        _exit(3);
+    }
+    int st;
+    CHECK(waitpid(pid, &st, 0) == pid && WIFSIGNALED(st) && WTERMSIG(st) == SIGKILL);
+    int n = dir_entries(dir, first, sizeof first);
+    if (n) printf("    left behind: %s\n", first);
+    CHECK_EQ(n, 0);
+    return PASS;
+}
+
+static void cleanup_and_reraise(int sig) {
+    pagein_temp_cleanup();
+    signal(sig, SIG_DFL);
+    raise(sig);
+}
+
+/* Named temporaries (no O_TMPFILE, PAGEIN_ATOMIC_NAMED=1): a SIGTERM
+ * handler calling pagein_temp_cleanup() removes them, and a write whose
+ * temporary was removed fails at commit without touching the target. */
+TEST(atomic_named_cleanup_on_signal) {
+    const char *dir = fresh_dir("atomic_named");
+    char path[600], first[256] = "";
+    snprintf(path, sizeof path, "%s/out.bin", dir);
+    CHECK_EQ(pt_write_file(path, "old", 3), 0);
+    int pfd[2];
+    CHECK(pipe(pfd) == 0);
+    fflush(stdout);
+    pid_t pid = fork();
+    if (pid == 0) {
+        alarm(20);
+        setenv("PAGEIN_ATOMIC_NAMED", "1", 1);
+        signal(SIGTERM, cleanup_and_reraise);
+        struct pi_atomic_file a;
+        if (pi_atomic_open(&a, path) != 0) _exit(2);
+        pi_atomic_write(&a, "partial", 7);
+        if (write(pfd[1], "w", 1) != 1) _exit(4);
+        pause();
+        _exit(3);
+    }
+    char c;
+    CHECK(read(pfd[0], &c, 1) == 1);
+    CHECK_EQ(dir_entries(dir, NULL, 0), 2); /* the target and the named temporary */
+    kill(pid, SIGTERM);
+    int st;
+    CHECK(waitpid(pid, &st, 0) == pid && WIFSIGNALED(st) && WTERMSIG(st) == SIGTERM);
+    close(pfd[0]);
+    close(pfd[1]);
+    int n = dir_entries(dir, first, sizeof first);
+    CHECK_EQ(n, 1);
+    CHECK_STR(first, "out.bin");
+
+    /* in this process: cleanup under a running write */
+    setenv("PAGEIN_ATOMIC_NAMED", "1", 1);
+    struct pi_atomic_file a;
+    int rc = pi_atomic_open(&a, path);
+    unsetenv("PAGEIN_ATOMIC_NAMED");
+    CHECK_OK(rc);
+    if (rc) return FAIL;
+    CHECK_OK(pi_atomic_write(&a, "new", 3));
+    CHECK_EQ(dir_entries(dir, NULL, 0), 2);
+    pagein_temp_cleanup();
+    CHECK_EQ(dir_entries(dir, NULL, 0), 1);
+    CHECK(pi_atomic_commit(&a) < 0);
+    size_t len = 0;
+    char *b = pt_read_file(path, &len);
+    CHECK(b && len == 3 && memcmp(b, "old", 3) == 0);
+    free(b);
+    return PASS;
+}
