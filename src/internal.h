@@ -60,6 +60,10 @@ void pi_journal_end(struct pi_journal *j, int free_all);
 /* Hash-set slots this thread's journals have looked at so far (tests check
  * that recording and forgetting n blocks costs O(n) in any order). */
 uint64_t pi_journal_probes(void);
+/* Test hook: fn(ctx) runs once, on this thread, when a journal records its
+ * n-th block from now (n <= 0 clears it). fuzz_open_file truncates the
+ * file there, so the parse faults mid-way, deterministically. */
+void pi_journal_hook(long n, void (*fn)(void *), void *ctx);
 
 /* ---- errors (util.c) ---------------------------------------------------- */
 /* Sets the thread's detail message and returns code. */

@@ -37,6 +37,18 @@ static _Thread_local uint64_t probes; /* slots looked at, for tests */
 
 uint64_t pi_journal_probes(void) { return probes; }
 
+/* Test hook (fuzz_open_file): called once when the journal records its
+ * n-th block on this thread. */
+static _Thread_local void (*hook_fn)(void *);
+static _Thread_local void *hook_ctx;
+static _Thread_local long hook_left;
+
+void pi_journal_hook(long n, void (*fn)(void *), void *ctx) {
+    hook_fn = n > 0 ? fn : NULL;
+    hook_ctx = ctx;
+    hook_left = n;
+}
+
 static size_t j_slot(const void *p, size_t cap) {
     uint64_t h = (uint64_t)(uintptr_t)p * 0x9E3779B97F4A7C15ull;
     return (size_t)(h ^ (h >> 29)) & (cap - 1);
@@ -70,6 +82,11 @@ static void j_add(void *p) {
     }
     j_put(j->p, j->cap, p);
     j->n++;
+    if (hook_fn && --hook_left == 0) {
+        void (*fn)(void *) = hook_fn;
+        hook_fn = NULL;
+        fn(hook_ctx);
+    }
 }
 
 /* Slot of p in the journal, or SIZE_MAX. */
