@@ -75,7 +75,13 @@ static void stop_daemon(pid_t pid, const char *mnt) {
     if (!mnt[0]) return;
     if (rmdir(mnt) == 0 || errno == ENOENT) return;
     if (umount2(mnt, MNT_DETACH) != 0) {
+        /* _Fork runs no atfork handlers (fork's may take malloc's locks,
+         * which the interrupted thread may hold) */
+#if defined(__GLIBC__) && (__GLIBC__ > 2 || (__GLIBC__ == 2 && __GLIBC_MINOR__ >= 34))
+        pid_t c = _Fork();
+#else
         pid_t c = fork();
+#endif
         if (c == 0) {
             char *const argv[] = {"fusermount3", "-u", "-z", (char *)mnt, NULL};
             char *const envp[] = {NULL};
