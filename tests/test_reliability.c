@@ -158,8 +158,16 @@ TEST(fork_after_open_each_strategy) {
     struct rmodel g;
     const char *path = rmodel_path(&g);
     if (!path) SKIP_BECAUSE("cannot write a model: %s", pagein_last_error_detail());
+    /* Under valgrind a child's leak check counts the blocks of the pager
+     * pass that was running in the parent at fork() as lost (fork keeps
+     * only the forking thread; nobody can free them): expected, so prefetch
+     * is left to the native and ASan runs there. */
+    int valgrind = getenv("PAGEIN_UNDER_VALGRIND") != NULL;
+    if (valgrind) printf("    note: prefetch not forked under valgrind (the parent pager's in-flight blocks)\n");
     for (size_t k = 0; k < sizeof strategies / sizeof strategies[0]; k++)
         for (int mode = 0; mode < 3; mode++) {
+            if (valgrind && strategies[k] == PAGEIN_STRATEGY_PREFETCH)
+                continue;
             /* mode 0: fork at once and walk; 1: fork after a wait and walk
              * in child and grandchild; 2: the child only closes */
             const char *sn = pagein_strategy_name(strategies[k]);
