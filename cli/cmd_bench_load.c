@@ -10,8 +10,10 @@
  * parent. Each figure is the median of --runs runs. */
 #include "cli.h"
 
+#include <ctype.h>
 #include <errno.h>
 #include <fcntl.h>
+#include <limits.h>
 #include <math.h>
 #include <stdlib.h>
 #include <string.h>
@@ -561,7 +563,21 @@ static int bench_load_main(int argc, char **argv) {
             }
             i++;
         } else if (strcmp(a, "--threads") == 0 && val) b.threads = (unsigned)atoi(val), i++;
-        else if (strcmp(a, "--ahead") == 0 && val) b.ahead = (unsigned)atoi(val), i++;
+        else if (strcmp(a, "--ahead") == 0 && val) {
+            /* any unsigned value: the library takes more than the layer
+             * count as "all layers"; negatives, junk and values that do not
+             * fit an unsigned int are refused instead of wrapping */
+            char *end;
+            errno = 0;
+            unsigned long long v = val[0] == '-' ? 0 : strtoull(val, &end, 10);
+            if (val[0] == '-' || !isdigit((unsigned char)val[0]) || *end || errno || v > UINT_MAX) {
+                cli_error("bench-load", 0, "--ahead must be a number of layers from 0 to %u, not '%s'", UINT_MAX,
+                          val);
+                return EXIT_USAGE;
+            }
+            b.ahead = (unsigned)v;
+            i++;
+        }
         else if (strcmp(a, "--chunk") == 0 && val) {
             if (cli_parse_size(val, &b.chunk) != 0) {
                 cli_error("bench-load", 0, "bad --chunk '%s'", val);

@@ -673,7 +673,8 @@ typedef struct pagein_model_opts {
     uint32_t hints;             /* PAGEIN_HINT_* */
     unsigned threads;           /* I/O threads; 0 = default */
     uint64_t chunk_bytes;       /* parallel I/O chunk; 0 = default */
-    unsigned prefetch_ahead;    /* prefetch: layers kept resident ahead of the cursor; 0 = 2 */
+    unsigned prefetch_ahead;    /* prefetch: layers kept resident ahead of the cursor; 0 = 2; values
+                                   above the layer count (up to UINT_MAX) mean all layers */
     uint64_t budget_bytes;      /* prefetch: residency budget; 0 = unlimited */
     const char *const *mlock_tensors; /* names to mlock after open (NULL = none) */
     size_t n_mlock;
@@ -1758,6 +1759,23 @@ PAGEIN_API size_t pagein_dist_plan_piece_count(const pagein_dist_plan *p);
 PAGEIN_API const pagein_dist_piece *pagein_dist_plan_piece_at(const pagein_dist_plan *p, size_t i);
 /* Bytes this rank reads from storage (its shared and private reads). */
 PAGEIN_API uint64_t pagein_dist_plan_read_bytes(const pagein_dist_plan *p);
+
+/* ---- temporary files and signals ---------------------------------------- */
+
+/*
+ * Removes the named temporary files of writes in progress in this process:
+ * every writer (safetensors, GGUF, convert, manifests) writes into an
+ * unnamed O_TMPFILE inode where the filesystem has them, which leaves
+ * nothing behind when the process dies, and names it only between
+ * linkat() and rename() at commit; elsewhere it writes a hidden
+ * ".NAME.tmp-XXXXXXXX" next to the target. Those names are what this
+ * removes. Async-signal-safe (unlink only, no locks, no allocation): call
+ * it from a SIGINT/SIGTERM handler, then restore the default action and
+ * re-raise the signal, as the pagein tool does. Writes still running on
+ * other threads then fail; their targets are untouched. Temporary files of
+ * a parent process are left alone in a forked child.
+ */
+PAGEIN_API void pagein_temp_cleanup(void);
 
 #ifdef __cplusplus
 }
