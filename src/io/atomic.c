@@ -57,12 +57,26 @@ void pi_temp_unregister(int slot) {
 
 void pagein_temp_cleanup(void) {
     pid_t me = getpid();
+    int saved = errno;
+    int dirs = 0;
+    /* files first, then directories (a sharded convert registers its
+     * temporary directory and the finished shards inside it) */
     for (int i = 0; i < TEMP_SLOTS; i++) {
         int two = 2;
         if (temps[i].pid != me || !atomic_compare_exchange_strong(&temps[i].state, &two, 3)) continue;
-        unlink(temps[i].path);
+        if (unlink(temps[i].path) != 0 && (errno == EISDIR || errno == EPERM)) {
+            dirs++; /* stays taken (3) for the second pass */
+            continue;
+        }
         atomic_store(&temps[i].state, 0);
     }
+    for (int i = 0; dirs && i < TEMP_SLOTS; i++) {
+        if (temps[i].pid != me || atomic_load(&temps[i].state) != 3) continue;
+        rmdir(temps[i].path);
+        atomic_store(&temps[i].state, 0);
+        dirs--;
+    }
+    errno = saved;
 }
 
 /* ---- atomic files ----------------------------------------------------- */

@@ -56,6 +56,10 @@ for sig in INT TERM; do
       run_and_signal $sig $named $d "$W" "$PAGEIN" make-sample "$W/s.gguf" --format gguf --size 48M -q
       run_and_signal $sig $named $d "$W" "$PAGEIN" convert "$TMP/in.safetensors" "$W/c.safetensors" --dtype f32 -q
       run_and_signal $sig $named $d "$W" "$PAGEIN" convert "$TMP/in.safetensors" "$W/c.gguf" -q
+      # sharded: the set is written in a hidden temporary directory
+      # (".sh.safetensors.tmp-XXXXXX", matched by the '.tmp-' check) that a
+      # signal removes with the finished shards in it
+      run_and_signal $sig $named $d "$W" "$PAGEIN" convert "$TMP/in.safetensors" "$W/sh.safetensors" --max-shard-size 4MB --dtype f32 -q
       # what is there is complete: each output that exists opens
       for f in "$W"/*; do
         [ -e "$f" ] || continue
@@ -65,7 +69,7 @@ for sig in INT TERM; do
   done
 done
 unset PAGEIN_ATOMIC_NAMED
-[ $KILLED -ge 8 ] || fail "only $KILLED of the writer runs were killed mid-way: the test did not test much"
+[ $KILLED -ge 10 ] || fail "only $KILLED of the writer runs were killed mid-way: the test did not test much"
 
 # ---- bench shuffle: its /var/tmp directory, the slowfs mount and daemon ----
 shuffle_dir() { sed -n 's/.* under \(\/var\/tmp\/pagein-shuffle-[A-Za-z0-9]*\) .*/\1/p' "$TMP/cmd.out" | head -1; }
