@@ -6,6 +6,7 @@
 
 #include "../internal.h"
 #include "../source/source.h"
+#include "../engine/engine.h"
 
 #include <pthread.h>
 #include <stdatomic.h>
@@ -94,6 +95,9 @@ struct pagein_model {
     _Atomic int cancel;        /* set on close: in-flight paging stops early */
     struct pi_pager *pager;
     unsigned pager_threads;    /* pool size for the pager's passes */
+    /* READ: what the range engine chose and did (read.c) */
+    struct pi_engine_stats io_stats;
+    int has_io_stats;
 };
 
 /* Pages ranges in (file ranges; merged and split into chunk_bytes chunks,

@@ -30,6 +30,14 @@ static int eof_error(struct pi_source *s, uint64_t off, uint64_t left) {
                   s->name ? s->name : "?", off, left);
 }
 
+/* A request past the source's size fails as pi_source_read does. */
+static int out_of_range(struct pi_source *s, const struct pi_read_req *r) {
+    uint64_t end;
+    if (!pi_add_overflow(r->off, r->len, &end) && end <= s->size) return 0;
+    return pi_err(PAGEIN_E_RANGE, "%s: read [%" PRIu64 ", +%" PRIu64 ") is past the end (%" PRIu64 " bytes)",
+                  s->name ? s->name : "?", r->off, r->len, s->size);
+}
+
 static void cancel_rest(struct pi_read_req *reqs, size_t from, size_t n) {
     for (size_t i = from; i < n; i++) reqs[i].rc = PAGEIN_E_CANCELLED;
 }
@@ -60,8 +68,9 @@ static void *tworker(void *a) {
         pthread_mutex_unlock(&j->mu);
         struct pi_read_req *r = &j->reqs[i];
         pi_err_clear();
-        int rc = pi_pread_full(j->s->fd, r->buf, r->len, r->off);
-        if (rc < 0) { /* name the file: pi_pread_full knows only the descriptor */
+        int rc = out_of_range(j->s, r);
+        if (rc == 0) rc = pi_pread_full(j->s->fd, r->buf, r->len, r->off);
+        if (rc < 0 && rc != PAGEIN_E_RANGE) { /* name the file: pi_pread_full knows only the descriptor */
             char d[384];
             snprintf(d, sizeof d, "%s", pagein_last_error_detail());
             rc = pi_err(rc, "%s: %s", j->s->name ? j->s->name : "?", d);
@@ -146,6 +155,13 @@ int pi_file_readv(struct pi_source *s, struct pi_read_req *reqs, size_t n, unsig
     char detail[512] = "";
     while (inflight > 0 || (rc == 0 && next < n)) {
         while (rc == 0 && next < n && inflight < qd) {
+            if ((reqs[next].rc = out_of_range(s, &reqs[next])) < 0) {
+                int stop = done ? done(arg, &reqs[next]) : 0;
+                rc = stop ? stop : reqs[next].rc;
+                snprintf(detail, sizeof detail, "%s", pagein_last_error_detail());
+                next++;
+                break;
+            }
             ops[next].faults = faults ? 2 : 0;
             reqs[next].rc = 0;
             submit(&ring, s, &reqs[next], &ops[next], next);
@@ -153,6 +169,7 @@ int pi_file_readv(struct pi_source *s, struct pi_read_req *reqs, size_t n, unsig
             inflight++;
         }
         io_uring_submit(&ring);
+        if (inflight == 0) break;
         struct io_uring_cqe *cqe;
         e = io_uring_wait_cqe(&ring, &cqe);
         if (e < 0) {
