@@ -76,8 +76,12 @@ void pi_engine_decide(const struct pi_source_facts *f, const struct pi_engine_pr
              * 1 MiB is what FUSE and NFS send at most per request */
             *R = f->storage == PI_STORAGE_REMOTE ? 8 * MiB : MiB;
             *D = lat >= 500000 ? 32 : 16;
-            snprintf(why, len, "%s: %s, %.2f ms a request at depth 1, %.1fx at depth %u: latency-bound, many in flight",
-                     src, kind, lat / 1e6, speedup, pr ? pr->n : 0);
+            if (pr)
+                snprintf(why, len, "%s: %s, %.2f ms a request at depth 1, %.1fx at depth %u: latency-bound, many in flight",
+                         src, kind, lat / 1e6, speedup, pr->n);
+            else
+                snprintf(why, len, "%s: %s, %.2f ms a request at depth 1: latency-bound, many in flight", src, kind,
+                         lat / 1e6);
         } else if (lat < 40000 && (!pr || speedup < 3)) {
             *R = 4 * MiB;
             *D = ncpu();
@@ -86,8 +90,7 @@ void pi_engine_decide(const struct pi_source_facts *f, const struct pi_engine_pr
         } else {
             *R = 8 * MiB;
             *D = 8;
-            snprintf(why, len, "%s: %s, %.0f us a request, %.1fx at depth %u: a few large requests", src, kind,
-                     lat / 1e3, speedup, pr ? pr->n : 0);
+            snprintf(why, len, "%s: %s, %.0f us a request at depth 1: a few large requests", src, kind, lat / 1e3);
         }
         return;
     }
@@ -135,10 +138,23 @@ struct probe_th {
     void *buf;
     uint64_t off, len;
     int rc;
+    struct gate *go;
+};
+
+/* All depth-N probe reads start together: thread creation is not timed. */
+struct gate {
+    pthread_mutex_t mu;
+    pthread_cond_t cv;
+    int open;
 };
 
 static void *probe_one(void *arg) {
     struct probe_th *t = arg;
+    if (t->go) {
+        pthread_mutex_lock(&t->go->mu);
+        while (!t->go->open) pthread_cond_wait(&t->go->cv, &t->go->mu);
+        pthread_mutex_unlock(&t->go->mu);
+    }
     t->rc = t->s->ops->read(t->s, t->buf, t->len, t->off);
     return NULL;
 }
@@ -174,16 +190,19 @@ int pi_engine_probe(struct pi_source *s, uint64_t q, unsigned n, struct pi_engin
     }
     qsort(lat, SERIAL, sizeof *lat, cmp_u64);
     r->lat1_ns = lat[SERIAL / 2] ? lat[SERIAL / 2] : 1;
-    uint64_t t = now_ns();
-    for (unsigned i = 0; i < n; i++) {
-        th[i] = (struct probe_th){s, buf + i * q, ((SERIAL + i) * stride + stride / 2) * q, q, 0};
-        if (pthread_create(&tid[i], NULL, probe_one, &th[i]) != 0) {
-            probe_one(&th[i]); /* no thread: run it here */
-            th[i].s = NULL;
-        }
-    }
+    struct gate go = {PTHREAD_MUTEX_INITIALIZER, PTHREAD_COND_INITIALIZER, 0};
+    unsigned nt = 0;
     for (unsigned i = 0; i < n; i++)
-        if (th[i].s) pthread_join(tid[i], NULL);
+        th[i] = (struct probe_th){s, buf + i * q, ((SERIAL + i) * stride + stride / 2) * q, q, 0, &go};
+    for (; nt < n; nt++)
+        if (pthread_create(&tid[nt], NULL, probe_one, &th[nt]) != 0) break;
+    pthread_mutex_lock(&go.mu);
+    go.open = 1;
+    uint64_t t = now_ns();
+    pthread_cond_broadcast(&go.cv);
+    pthread_mutex_unlock(&go.mu);
+    for (unsigned i = nt; i < n; i++) probe_one(&th[i]); /* threads that did not start: here */
+    for (unsigned i = 0; i < nt; i++) pthread_join(tid[i], NULL);
     r->wallN_ns = now_ns() - t;
     if (!r->wallN_ns) r->wallN_ns = 1;
     for (unsigned i = 0; i < n && rc == 0; i++) rc = th[i].rc;

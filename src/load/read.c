@@ -109,7 +109,7 @@ int pi_model_read_all(pagein_model *m) {
     }
     struct pi_engine_opts o = {.deliver = PI_DELIVER_BUFFERS,
                                .request_bytes = m->opts.chunk_bytes ? pi_align_up(m->opts.chunk_bytes, 4096) : 0,
-                               .depth = m->opts.threads,
+                               .depth = m->threads_given,
                                .max_gap = 0,
                                .cancel = &m->cancel};
     rc = -EINVAL;
@@ -147,4 +147,60 @@ out:
     pi_free(srcs);
     pi_free(sp);
     return rc;
+}
+
+/* ---- facts and stats for callers (pagein.h) ----------------------------- */
+
+static const char *storage_word(enum pi_storage s) {
+    switch (s) {
+    case PI_STORAGE_LOCAL: return "local";
+    case PI_STORAGE_MEMORY: return "memory";
+    case PI_STORAGE_NETFS: return "netfs";
+    case PI_STORAGE_FUSE: return "fuse";
+    case PI_STORAGE_REMOTE: return "remote";
+    default: return "unknown";
+    }
+}
+
+int pagein_model_io_facts(pagein_model *m, pagein_io_facts *f) {
+    RETURN_IF(!m || !f, PAGEIN_E_INVALID, "pagein_model_io_facts: NULL argument");
+    memset(f, 0, sizeof *f);
+    RETURN_IF(!m->nfiles || !m->files[0]->src, PAGEIN_E_INVALID, "pagein_model_io_facts: model has no source");
+    struct pi_source *s = m->files[0]->src;
+    struct pi_auto_facts af;
+    memset(&af, 0, sizeof af);
+    pi_auto_measure(m, &af);
+    snprintf(f->storage, sizeof f->storage, "%s", storage_word(s->facts.storage));
+    snprintf(f->fs_type, sizeof f->fs_type, "%s", s->facts.fs_type);
+    f->read_ahead_kb = s->facts.read_ahead_kb;
+    f->rotational = s->facts.rotational;
+    f->measured = af.measured;
+    f->lat1_us = af.lat1_ns / 1e3;
+    f->depth_speedup = af.speedup;
+    f->probe_depth = af.probe_depth;
+    struct pi_engine_opts o = {.request_bytes = m->opts.chunk_bytes ? pi_align_up(m->opts.chunk_bytes, 4096) : 0,
+                               .depth = m->threads_given};
+    pi_engine_choose(s, &o, 0, &f->request_bytes, &f->depth, f->engine_why, sizeof f->engine_why);
+    return 0;
+}
+
+int pagein_model_io_stats(const pagein_model *m, pagein_io_stats *st) {
+    RETURN_IF(!m || !st, PAGEIN_E_INVALID, "pagein_model_io_stats: NULL argument");
+    memset(st, 0, sizeof *st);
+    RETURN_IF(!m->has_io_stats, PAGEIN_E_UNSUPPORTED, "%s pages in through the mapping: no engine trace",
+              pagein_strategy_name(m->strategy));
+    const struct pi_engine_stats *e = &m->io_stats;
+    st->requests = e->requests;
+    st->bytes = e->bytes;
+    st->request_bytes = e->request_bytes;
+    st->depth = e->depth;
+    st->max_inflight = e->max_inflight;
+    st->mean_inflight = e->mean_inflight;
+    st->lat_p50_ns = e->lat_p50_ns;
+    st->lat_p95_ns = e->lat_p95_ns;
+    st->lat_p99_ns = e->lat_p99_ns;
+    for (int i = 0; i < PAGEIN_IO_HIST && i < PI_ENGINE_HIST; i++) st->size_hist[i] = e->size_hist[i];
+    st->seconds = e->seconds;
+    snprintf(st->why, sizeof st->why, "%s", e->why);
+    return 0;
 }
