@@ -68,7 +68,9 @@ static int bucket(size_t n) {
     return b;
 }
 
-static int format_stats(char *buf, size_t cap) {
+#define STATS_FH (1ull << 63) /* fh of an open stats file: this bit | the peak when it was opened */
+
+static int format_stats(char *buf, size_t cap, unsigned peak) {
     int n = snprintf(buf, cap,
                      "requests %" PRIu64 "\nbytes %" PRIu64 "\ndelay_us %ld\nmax_inflight %u\nmax_seen_inflight %u\n",
                      atomic_load(&g.requests), atomic_load(&g.bytes), g.delay_us, g.max_inflight,
@@ -81,8 +83,7 @@ static int format_stats(char *buf, size_t cap) {
             n += snprintf(buf + n, cap - (size_t)n, "hist_gt_%zuk %" PRIu64 "\n", lim / 2, atomic_load(&g.hist[b]));
     }
     if (n < (int)cap)
-        n += snprintf(buf + n, cap - (size_t)n, "busy_ns %" PRIu64 "\npeak_inflight %u\n", atomic_load(&g.busy_ns),
-                      atomic_load(&g.peak));
+        n += snprintf(buf + n, cap - (size_t)n, "busy_ns %" PRIu64 "\npeak_inflight %u\n", atomic_load(&g.busy_ns), peak);
     for (int b = 0; b < NLAT && n < (int)cap; b++)
         n += snprintf(buf + n, cap - (size_t)n, "lat_le_%luus %" PRIu64 "\n", 1ul << b, atomic_load(&g.lat[b]));
     return n;
@@ -132,8 +133,8 @@ static int sf_open(const char *path, struct fuse_file_info *fi) {
     if ((fi->flags & O_ACCMODE) != O_RDONLY) return -EROFS;
     if (strcmp(path, STATS_NAME) == 0) {
         fi->direct_io = 1;
-        fi->fh = (uint64_t)-1;
-        atomic_store(&g.peak, atomic_load(&g.inflight)); /* a new window for peak_inflight */
+        /* report the peak of the window that ends now, start a new one */
+        fi->fh = STATS_FH | atomic_exchange(&g.peak, atomic_load(&g.inflight));
         return 0;
     }
     int fd = openat(g.src, rel(path), O_RDONLY);
@@ -143,9 +144,9 @@ static int sf_open(const char *path, struct fuse_file_info *fi) {
 }
 
 static int sf_read(const char *path, char *buf, size_t size, off_t off, struct fuse_file_info *fi) {
-    if (fi->fh == (uint64_t)-1) { /* the stats file */
+    if (fi->fh & STATS_FH) { /* the stats file */
         char tmp[4096];
-        int n = format_stats(tmp, sizeof tmp);
+        int n = format_stats(tmp, sizeof tmp, (unsigned)(fi->fh & ~STATS_FH));
         if (off >= n) return 0;
         size_t k = (size_t)n - (size_t)off < size ? (size_t)n - (size_t)off : size;
         memcpy(buf, tmp + off, k);
@@ -181,7 +182,7 @@ static int sf_read(const char *path, char *buf, size_t size, off_t off, struct f
 
 static int sf_release(const char *path, struct fuse_file_info *fi) {
     (void)path;
-    if (fi->fh != (uint64_t)-1) close((int)fi->fh);
+    if (!(fi->fh & STATS_FH)) close((int)fi->fh);
     return 0;
 }
 
@@ -224,7 +225,7 @@ static void *set_readahead(void *arg) {
 static void write_stats(void) {
     if (!g.stats_path) return;
     char tmp[4096];
-    int n = format_stats(tmp, sizeof tmp);
+    int n = format_stats(tmp, sizeof tmp, atomic_load(&g.peak));
     FILE *f = fopen(g.stats_path, "w");
     if (!f) {
         perror(g.stats_path);
