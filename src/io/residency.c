@@ -6,6 +6,7 @@
  * that ranges which share a page (two tensors meeting inside a page) add up
  * without double counting; page counts are kept too, for vmtouch parity.
  * See docs/PAGE-CACHE.md. */
+#include "../engine/engine.h"
 #include "../internal.h"
 
 #include <fcntl.h>
@@ -19,7 +20,6 @@
 /* mincore() vector per call: bounds memory for huge ranges (64 Ki pages =
  * 256 MiB of 4 KiB pages per call). */
 #define MINCORE_CHUNK_PAGES ((size_t)64 * 1024)
-#define WARM_CHUNK ((uint64_t)4 << 20)
 /* Largest page-cache folio we expect at a range edge (PMD size). */
 #define EDGE_FOLIO ((uint64_t)2 << 20)
 
@@ -339,44 +339,23 @@ int pagein_cache_unlock(const pagein_cache_file *c, uint64_t off, uint64_t len) 
     return span_lock(&c->s, off, len, 0);
 }
 
-struct warm_job {
-    const struct span *s;
-    uint64_t off, len;
-};
-
-/* One chunk: buffered pread into a scratch buffer. The copy costs little
- * next to the I/O and, unlike touching a mapping, a file that shrinks
- * underneath only makes pread return short, never SIGBUS. */
-static int warm_chunk(void *ctx, size_t i) {
-    const struct warm_job *j = ctx;
-    uint64_t lo = j->off + (uint64_t)i * WARM_CHUNK;
-    uint64_t n = PI_MIN(WARM_CHUNK, j->off + j->len - lo);
-    /* Pool threads are short-lived, so the buffer is per chunk (a 4 MiB
-     * malloc is an mmap: cheap next to 4 MiB of I/O). */
-    uint8_t *b = pi_malloc((size_t)n);
-    if (!b) return pi_err(-ENOMEM, "out of memory for a %llu-byte read buffer", (unsigned long long)n);
-    int rc = 0;
-    uint64_t done = 0;
-    while (done < n) {
-        ssize_t got = pread(j->s->fd, b + done, (size_t)(n - done), (off_t)(lo + done));
-        if (got < 0) {
-            if (errno == EINTR) continue;
-            rc = pi_err(-errno, "%s: pread of %llu bytes at %llu: %s", j->s->path,
-                        (unsigned long long)(n - done), (unsigned long long)(lo + done), strerror(errno));
-            break;
-        }
-        if (got == 0) break; /* file shrank */
-        done += (uint64_t)got;
-    }
-    pi_free(b);
-    return rc;
-}
-
+/* Warming is a PAGECACHE plan of one span on the range engine
+ * (src/engine/): buffered reads into per-request scratch buffers, `threads`
+ * (0 = chosen from the storage) in flight. Unlike touching a mapping, a
+ * file that shrinks underneath only shortens the span (the source's size
+ * is taken now), never SIGBUS. */
 int pagein_cache_warm(const pagein_cache_file *c, uint64_t off, uint64_t len, unsigned threads) {
     if (!c) return pi_err(PAGEIN_E_INVALID, "pagein_cache_warm: NULL file");
     clip(&c->s, &off, &len);
     if (len == 0) return 0;
-    struct warm_job j = {&c->s, off, len};
-    size_t n = (size_t)((len + WARM_CHUNK - 1) / WARM_CHUNK);
-    return pi_parallel(threads, n, warm_chunk, &j);
+    struct pi_source *src;
+    int rc = pi_source_from_fd(&src, c->s.fd, c->s.path, 0);
+    if (rc < 0) return rc;
+    if (off >= src->size) len = 0; /* shrank since open */
+    else if (len > src->size - off) len = src->size - off;
+    struct pi_span sp = {0, off, len, NULL};
+    struct pi_engine_opts o = {.deliver = PI_DELIVER_PAGECACHE, .depth = threads, .max_gap = UINT64_MAX};
+    rc = len ? pi_engine_run(&src, 1, &sp, 1, &o, NULL) : 0;
+    pi_source_close(src);
+    return rc;
 }
