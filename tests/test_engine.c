@@ -5,6 +5,7 @@
 #include "test.h"
 
 #include "../src/engine/engine.h"
+#include "../src/load/load.h"
 #include "../src/source/file_readv.h"
 
 #include <fcntl.h>
@@ -596,5 +597,50 @@ TEST(engine_file_whole) {
     unlink(path);
     free(data);
     free(dst);
+    return PASS;
+}
+
+/* ---- auto from measured behaviour (src/load/auto.c) ---------------------- */
+
+TEST(engine_auto_measured) {
+    char why[256];
+    uint64_t budget;
+    /* slowfs-like: 1.2 ms a request, 4x at depth 8, 128 KiB readahead, and
+     * the name says FUSE: read, for the measured reason */
+    struct pi_auto_facts f = {.fs_magic = 0x65735546u, .fs_type = "fuse.slowfs", .rotational = -1,
+                              .model_bytes = 256u << 20, .mem_available = 8ull << 30, .measured = 1,
+                              .lat1_ns = 1200000, .speedup = 4.0, .probe_depth = 8, .read_ahead_kb = 128,
+                              .storage = PI_STORAGE_FUSE};
+    CHECK_EQ(pi_auto_decide(&f, why, sizeof why, &budget), PAGEIN_STRATEGY_READ);
+    CHECK(strstr(why, "measured 1.20 ms") != NULL);
+    CHECK(strstr(why, "readahead 128 KiB") != NULL);
+    /* the same mount with a warm cache answers in 30 us: populate, whatever
+     * the filesystem's name */
+    struct pi_auto_facts w = f;
+    w.lat1_ns = 30000;
+    w.speedup = 0.8;
+    CHECK_EQ(pi_auto_decide(&w, why, sizeof why, &budget), PAGEIN_STRATEGY_POPULATE);
+    CHECK(strstr(why, "not latency-bound") != NULL);
+    /* latency-bound but a large readahead (page faults read big pieces) */
+    struct pi_auto_facts r = f;
+    r.read_ahead_kb = 8192;
+    CHECK_EQ(pi_auto_decide(&r, why, sizeof why, &budget), PAGEIN_STRATEGY_POPULATE);
+    /* slow but depth does not help (a loaded local disk): populate */
+    struct pi_auto_facts d = f;
+    d.speedup = 1.1;
+    d.fs_magic = 0xEF53;
+    snprintf(d.fs_type, sizeof d.fs_type, "ext4");
+    CHECK_EQ(pi_auto_decide(&d, why, sizeof why, &budget), PAGEIN_STRATEGY_POPULATE);
+    /* an unknown, unmeasured 4 KiB-readahead local path: the old rules */
+    struct pi_auto_facts u = d;
+    u.measured = 0;
+    CHECK_EQ(pi_auto_decide(&u, why, sizeof why, &budget), PAGEIN_STRATEGY_POPULATE);
+    u.fs_magic = 0x6969;
+    snprintf(u.fs_type, sizeof u.fs_type, "nfs4");
+    CHECK_EQ(pi_auto_decide(&u, why, sizeof why, &budget), PAGEIN_STRATEGY_READ);
+    /* too big for memory: prefetch with a budget even when latency-bound */
+    struct pi_auto_facts b = f;
+    b.mem_available = 128u << 20;
+    CHECK_EQ(pi_auto_decide(&b, why, sizeof why, &budget), PAGEIN_STRATEGY_PREFETCH);
     return PASS;
 }
