@@ -65,6 +65,9 @@ void pi_auto_measure(const pagein_model *m, struct pi_auto_facts *f) {
     f->storage = (int)s->facts.storage;
     if (s->facts.read_ahead_kb) f->read_ahead_kb = s->facts.read_ahead_kb;
     if (s->facts.storage == PI_STORAGE_MEMORY) return; /* nothing to measure: memory */
+    /* a local disk whose readahead makes page faults large reads gets
+     * populate whatever the probe says: do not pay for it */
+    if (s->facts.storage == PI_STORAGE_LOCAL && s->facts.read_ahead_kb >= PI_AUTO_BIG_RA_KB) return;
     /* once per model: a second probe would find the first one's pages cached */
     pagein_model *mm = (pagein_model *)m;
     if (!mm->probed) {
@@ -86,7 +89,12 @@ pagein_strategy pi_auto_decide(const struct pi_auto_facts *f, char *why, size_t 
     double mib = (double)f->model_bytes / (1 << 20);
     int fits = !f->mem_available || f->model_bytes <= f->mem_available / 10 * 9;
     if (f->measured && fits) {
-        int rtt = f->lat1_ns >= PI_AUTO_RTT_NS && f->speedup >= PI_AUTO_DEPTH_GAIN;
+        /* a round trip per request: slow at depth 1 and either depth pays
+         * (measured) or the storage is a network/FUSE/remote one (facts;
+         * the depth-8 phase of the probe is noisy on a loaded machine) */
+        int netlike = f->storage == PI_STORAGE_FUSE || f->storage == PI_STORAGE_NETFS ||
+                      f->storage == PI_STORAGE_REMOTE;
+        int rtt = f->lat1_ns >= PI_AUTO_RTT_NS && (f->speedup >= PI_AUTO_DEPTH_GAIN || netlike);
         int small_ra = f->read_ahead_kb < PI_AUTO_BIG_RA_KB;
         if (rtt && small_ra) {
             snprintf(why, len,
