@@ -625,9 +625,10 @@ TEST(engine_auto_measured) {
     struct pi_auto_facts r = f;
     r.read_ahead_kb = 8192;
     CHECK_EQ(pi_auto_decide(&r, why, sizeof why, &budget), PAGEIN_STRATEGY_POPULATE);
-    /* slow but depth does not help (a loaded local disk): populate */
+    /* slow but depth does not help on a local disk (a loaded host): populate */
     struct pi_auto_facts d = f;
     d.speedup = 1.1;
+    d.storage = PI_STORAGE_LOCAL;
     d.fs_magic = 0xEF53;
     snprintf(d.fs_type, sizeof d.fs_type, "ext4");
     CHECK_EQ(pi_auto_decide(&d, why, sizeof why, &budget), PAGEIN_STRATEGY_POPULATE);
