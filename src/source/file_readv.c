@@ -2,7 +2,9 @@
  * file_readv.c - many reads of a local file in flight (pi_source_ops.readv
  * of the local-file source).
  *
- * io_uring where present (the same liburing code path as
+ * io_uring where present and requests wait (O_DIRECT descriptors, network
+ * and FUSE filesystems; local buffered reads are copy-bound and go to
+ * threads, see pi_file_readv) (the same liburing code path as
  * src/data/ranges_uring.c: one thread, `depth` reads in flight, short reads
  * and EINTR/EAGAIN completions resubmitted for the rest). Buffered reads that
  * cannot complete without blocking (FUSE, NFS, a cold page cache) are
@@ -18,6 +20,7 @@
 #include "../data/data.h"
 #include "../engine/engine.h"
 
+#include <fcntl.h>
 #include <inttypes.h>
 #include <pthread.h>
 #include <stdio.h>
@@ -136,6 +139,16 @@ int pi_file_readv(struct pi_source *s, struct pi_read_req *reqs, size_t n, unsig
     if (n == 0) return 0;
     const char *nu = getenv("PAGEIN_NO_URING");
     if (nu && *nu == '1') return pi_file_readv_threads(s, reqs, n, depth, done, arg);
+    /* Buffered reads from a local disk or memory are bound by the copy out
+     * of the page cache: io_uring completes those inline on this one
+     * thread, threads spread the copies over the CPUs (measured: 0.30-0.51
+     * s against 0.37-0.90 s for 256 MiB on this machine's ext4). io_uring
+     * keeps requests in flight without a thread each where requests wait:
+     * O_DIRECT, network and FUSE filesystems. */
+    int fl = fcntl(s->fd, F_GETFL);
+    int direct_fd = fl >= 0 && (fl & O_DIRECT);
+    if (!direct_fd && (s->facts.storage == PI_STORAGE_LOCAL || s->facts.storage == PI_STORAGE_MEMORY))
+        return pi_file_readv_threads(s, reqs, n, depth, done, arg);
     if (!depth) depth = s->facts.depth ? s->facts.depth : 16;
     unsigned qd = depth > n ? (unsigned)n : depth;
     if (qd > 4096) qd = 4096;
