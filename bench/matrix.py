@@ -118,7 +118,7 @@ def main():
         L = res["cells"][c].get("load")
         if not L:
             continue
-        for k in ("populate", "read", "auto", L["best"]):
+        for k in dict.fromkeys(("populate", "read", "auto", L["best"])):
             t = L["strategies"].get(k)
             if not t:
                 continue
