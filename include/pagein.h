@@ -47,9 +47,9 @@ extern "C" {
 #endif
 
 #define PAGEIN_VERSION_MAJOR 0
-#define PAGEIN_VERSION_MINOR 1
+#define PAGEIN_VERSION_MINOR 2
 #define PAGEIN_VERSION_PATCH 0
-#define PAGEIN_VERSION_STRING "0.1.0"
+#define PAGEIN_VERSION_STRING "0.2.0"
 
 /* Returns the library version as MAJOR*10000 + MINOR*100 + PATCH. */
 PAGEIN_API unsigned pagein_version(void);
@@ -195,6 +195,10 @@ typedef struct pagein_dtype_info {
     uint32_t block_bytes; /* bytes per block */
     int32_t gguf_id;      /* ggml_type id, or -1 when GGUF has no such type */
     uint32_t flags;       /* PAGEIN_DTYPE_F_* */
+    uint32_t st_order;    /* safetensors types: position in the safetensors crate's
+                             Dtype enum (1-based), the order its writer sorts tensors
+                             by; 0 for other types. New dtypes get new values here, so
+                             written bytes never depend on this enum's numbering. */
 } pagein_dtype_info;
 
 #define PAGEIN_DTYPE_F_FLOAT 0x1u   /* floating point (incl. F8, F6, F4, C64) */
@@ -468,7 +472,8 @@ PAGEIN_API int pagein_meta_array_str(const pagein_file *f, const pagein_meta *m,
 PAGEIN_API int pagein_meta_array_at(const pagein_file *f, const pagein_meta *m, uint64_t i, pagein_meta *out);
 
 /* Name of a metadata type as GGUF tools print it: "u8", "i32", "f32",
- * "bool", "string", "array", "u64", ...; "?" for invalid values. Static. */
+ * "bool", "string", "array", "u64", ...; "unknown" for invalid values (the
+ * rule for every *_name function: never NULL). Static. Thread-safe. */
 PAGEIN_API const char *pagein_meta_type_name(pagein_meta_type t);
 
 /*
@@ -556,14 +561,16 @@ typedef struct pagein_gguf_write_opts {
     uint32_t alignment; /* 0: general.alignment if set, else 32. Non-zero:
                            must be a power of two; general.alignment (u32)
                            is added when not set (and must agree if set). */
-    uint32_t version;   /* 0 = 3. 1 and 2 write those older layouts (v1:
-                           32-bit counts, lengths and dims); for tests. */
-    int big_endian;     /* write every header field big-endian (GGUF's
-                           big-endian variant). Tensor bytes are written as
-                           given: the caller supplies big-endian data. */
+    uint32_t flags;     /* PAGEIN_GGUF_WRITE_* */
 } pagein_gguf_write_opts;
 
-#define PAGEIN_GGUF_WRITE_OPTS_INIT { sizeof(pagein_gguf_write_opts), 0, 0, 0 }
+/* Accept a quantized tensor whose innermost dimension is not a whole number
+ * of blocks when its element count is (sized nelements / block * bytes, the
+ * layout of old files such as tinyllamas-stories-260k-q8_0.gguf, which
+ * gguf.cpp refuses): how a converter copies such a file as it is. */
+#define PAGEIN_GGUF_WRITE_WHOLE_BLOCKS 0x1u
+
+#define PAGEIN_GGUF_WRITE_OPTS_INIT { sizeof(pagein_gguf_write_opts), 0, 0 }
 
 /* Creates a writer. Returns 0, -ENOMEM or PAGEIN_E_INVALID (bad options);
  * sets *w only on success. */
@@ -725,12 +732,23 @@ PAGEIN_API int pagein_model_load_tensors(pagein_model *m, const pagein_tensor *c
 /* Same for the layers first..last inclusive (-1 and L as above). */
 PAGEIN_API int pagein_model_load_layers(pagein_model *m, int32_t first, int32_t last);
 
+/*
+ * Thread safety of the cursor calls below (pagein_layer_wait,
+ * pagein_layer_done, pagein_tensor_wait): they may be called from any
+ * thread, also concurrently, and block only the calling thread (the
+ * Python binding calls them with the GIL released). There is one cursor
+ * per model: with several consumers it follows the most recent call, so a
+ * layer another thread still uses may be released under a budget; one
+ * consuming thread per model is the intended use. They must not race with
+ * pagein_model_close on the same model. In a child process after fork()
+ * the pager thread does not exist (docs/SAFETY.md says what happens).
+ */
 /* Prefetch cursor: returns when layer i is resident (starting it at once if
  * the pager is behind). Works with every strategy (a no-op wait when the
  * data is already in memory). */
 PAGEIN_API int pagein_layer_wait(pagein_model *m, int32_t layer);
 /* Marks layer i consumed: the pager moves on and, with a budget, releases
- * layers behind the cursor. */
+ * layers behind the cursor. Thread safety: see above. */
 PAGEIN_API int pagein_layer_done(pagein_model *m, int32_t layer);
 /* Finer than pagein_layer_wait: returns as soon as tensor t (from m) is
  * resident, while the rest of its layer may still be arriving, so a
@@ -738,7 +756,7 @@ PAGEIN_API int pagein_layer_done(pagein_model *m, int32_t layer);
  * read. Moves the cursor to t's layer like pagein_layer_wait. PREFETCH:
  * waits for the pager (which pages chunks in file order); LAZY: pages t in
  * now, in parallel; POPULATE, READ: returns at once. */
-PAGEIN_API int pagein_tensor_wait(pagein_model *m, const pagein_tensor *t);
+PAGEIN_API int pagein_tensor_wait(pagein_model *m, const pagein_tensor *t); /* thread safety: see above */
 
 /*
  * What AUTO would choose for m, whatever strategy m was opened with (open
@@ -1011,7 +1029,8 @@ PAGEIN_API void pagein_reader_get_stats(const pagein_reader *r, pagein_reader_st
 /* Stops and joins the loader thread, unmaps, frees. NULL ok. */
 PAGEIN_API void pagein_reader_close(pagein_reader *r);
 
-/* "global", "block", "ranges", "mmap"; NULL for an unknown kind. */
+/* "global", "block", "ranges", "mmap"; "unknown" for any other value.
+ * Static. Thread-safe. */
 PAGEIN_API const char *pagein_reader_kind_name(pagein_reader_kind k);
 /* Parses a kind name; -1 if unknown. */
 PAGEIN_API int pagein_reader_kind_from_name(const char *name);
@@ -1029,20 +1048,21 @@ PAGEIN_API uint64_t pagein_epoch_seed(uint64_t seed, uint64_t epoch);
 /*
  * Shannon entropy, in bits, of the distribution of the gaps between
  * consecutive ids (ids[i+1] - ids[i], signed), the measure MosaicML
- * streaming uses. 0 for a sequential order; about log2(n) for a uniformly
- * random permutation. Returns a negative value only for n < 2 (0 gaps) or
- * on out-of-memory (-ENOMEM as a double).
+ * streaming uses, into *bits: 0 for a sequential order; about log2(n) for
+ * a uniformly random permutation. Returns 0, PAGEIN_E_INVALID for n < 2
+ * (no gap) or NULL arguments, or -ENOMEM. Thread-safe.
  */
-PAGEIN_API double pagein_order_entropy(const uint64_t *ids, size_t n);
+PAGEIN_API int pagein_order_entropy(const uint64_t *ids, size_t n, double *bits);
 
 /*
- * Shuffle quality of an order: pagein_order_entropy(ids, n) divided by the
- * entropy of a seeded full permutation of the same length (the reference,
- * which scores 1.0). Sequential reading scores 0. Returns a value in about
- * [0, 1.05] (a given order can beat the reference by chance), or a negative
- * value for n < 3 or on out-of-memory.
+ * Shuffle quality of an order into *q: pagein_order_entropy(ids, n) divided
+ * by the entropy of a seeded full permutation of the same length (the
+ * reference, which scores 1.0). Sequential reading scores 0; values are in
+ * about [0, 1.05] (a given order can beat the reference by chance).
+ * Returns 0, PAGEIN_E_INVALID for n < 3 or NULL arguments, or -ENOMEM.
+ * Thread-safe.
  */
-PAGEIN_API double pagein_shuffle_quality(const uint64_t *ids, size_t n);
+PAGEIN_API int pagein_shuffle_quality(const uint64_t *ids, size_t n, double *q);
 
 /* ------------------------------------------------------------------------ */
 /* Page cache: residency, warm, evict, lock (docs/PAGE-CACHE.md)            */
@@ -1202,15 +1222,23 @@ PAGEIN_API int pagein_model_unlock_layers(const pagein_model *m, int32_t first, 
  */
 
 /*
- * Copies len bytes of tensor t, starting at byte off of its data, into dst,
- * reading through the mapping under a guard. f is the file t belongs to
- * (pagein_model_file(m, t->file) for models) and may be NULL (then the
- * message cannot name the file).
+ * The one tensor-copy function: copies bytes [off, off+len) of tensor t's
+ * row-major, native-byte-order representation into dst, for any format
+ * and any source. Contiguous tensors are copied from the mapping under the
+ * truncation guard (or read through the source when the file is not
+ * mapped, e.g. a remote object); PyTorch tensors flagged NONCONTIGUOUS are
+ * gathered through their strides and SWAPPED ones are byte-swapped (then
+ * the logical size is nelements * element size). off and len need not be
+ * multiples of the element size, so this serves as a pagein_fill_fn for
+ * pagein_safetensors_write(). f is the file t belongs to
+ * (pagein_model_file(m, t->file) for models); it may be NULL for
+ * contiguous tensors (then the message cannot name the file).
  * Returns 0, PAGEIN_E_RANGE if [off, off+len) is not inside the tensor,
- * PAGEIN_E_INVALID for NULL arguments or a tensor without data, or
- * PAGEIN_E_TRUNCATED if the file shrank under the mapping (the detail names
- * the file and the file offset of the first missing byte; dst then holds a
- * partial copy). Thread-safe; never raises SIGBUS.
+ * PAGEIN_E_INVALID for NULL arguments or a tensor without data,
+ * PAGEIN_E_BAD_DTYPE (strided sub-byte type), or PAGEIN_E_TRUNCATED if the
+ * file shrank under the mapping (the detail names the file and the file
+ * offset of the first missing byte; dst then holds a partial copy).
+ * Thread-safe (read-only on f); never raises SIGBUS.
  */
 PAGEIN_API int pagein_tensor_copy(const pagein_file *f, const pagein_tensor *t, uint64_t off,
                                   void *dst, size_t len);
@@ -1222,7 +1250,7 @@ PAGEIN_API int pagein_tensor_copy(const pagein_file *f, const pagein_tensor *t, 
  * another file (replaced, e.g. by an atomic rename) or no file at all. Files
  * from pagein_open_memory always return 0. Costs two stat calls; thread-safe.
  * A file rewritten in place without changing size is not detected (use
- * pagein_verify_manifest for content).
+ * pagein_manifest_verify for content).
  */
 PAGEIN_API int pagein_file_check(const pagein_file *f);
 
@@ -1293,7 +1321,8 @@ PAGEIN_API void pagein_live_close(pagein_live *l);
 /* Install flags. */
 #define PAGEIN_INSTALL_VALIDATE 0x1u /* open the copy with pagein_open (full header
                                         validation) before it replaces DEST */
-#define PAGEIN_INSTALL_NO_SYNC 0x2u  /* skip the fsyncs (tests, tmpfs) */
+#define PAGEIN_INSTALL_NO_SYNC 0x2u  /* skip the fsyncs: for scratch filesystems (tmpfs) where
+                                        durability across a crash is not wanted (`install --no-sync`) */
 
 typedef struct pagein_install_opts {
     size_t size;             /* sizeof(pagein_install_opts) */
@@ -1381,11 +1410,12 @@ PAGEIN_API int pagein_manifest_verify(const char *model_path, const char *manife
                                       const pagein_hash_opts *opts, pagein_hash_stats *stats);
 
 /*
- * Parses a manifest held in memory (untrusted input; no I/O) and returns the
- * number of tensor records, or the parse error (docs/MALFORMED.md lists
- * them). Available with or without libxxhash.
+ * Parses a manifest held in memory (untrusted input; no I/O). Returns 0 and
+ * the number of tensor records in *n_tensors (may be NULL), or the parse
+ * error (docs/MALFORMED.md lists them). Available with or without
+ * libxxhash. Thread-safe.
  */
-PAGEIN_API long pagein_manifest_validate(const void *buf, size_t len);
+PAGEIN_API int pagein_manifest_validate(const void *buf, size_t len, size_t *n_tensors);
 
 /* ------------------------------------------------------------------------ */
 /* PyTorch checkpoints (torch.save zip format)                              */
@@ -1412,7 +1442,7 @@ PAGEIN_API long pagein_manifest_validate(const void *buf, size_t len);
  *  - PAGEIN_TENSOR_NONCONTIGUOUS: the strides are not row-major (a
  *    transpose, a strided slice, an expand). Then offset/nbytes give the
  *    span of storage bytes the tensor touches, NOT nelements*size bytes of
- *    row-major data: read it with pagein_tensor_read().
+ *    row-major data: read it with pagein_tensor_copy().
  *  - PAGEIN_TENSOR_SWAPPED: the archive's byteorder record says "big".
  *  - PAGEIN_TENSOR_UNALIGNED: the data is not aligned to its element size
  *    in the file (torch aligns records to 64 bytes; crafted files may not).
@@ -1444,23 +1474,48 @@ PAGEIN_API int pagein_torch_tensor_get_info(const pagein_file *f, const pagein_t
  * formats). Fewer than the tensor count means some tensors share storage. */
 PAGEIN_API size_t pagein_torch_storage_count(const pagein_file *f);
 
-/*
- * Copies bytes [off, off+len) of tensor t's row-major, native-byte-order
- * representation (nelements * element size bytes) into dst, for any file
- * format: contiguous tensors are a memcpy from the mapping; tensors flagged
- * NONCONTIGUOUS are gathered through their strides, SWAPPED ones are
- * byte-swapped. off and len need not be multiples of the element size, so
- * this can serve as a pagein_fill_fn for pagein_safetensors_write(). The
- * data is read through the mapping under the truncation guard: a file
- * truncated underneath gives PAGEIN_E_TRUNCATED, not SIGBUS (docs/SAFETY.md).
- * Returns 0, PAGEIN_E_RANGE (outside the tensor), PAGEIN_E_TRUNCATED (the
- * record lies outside the file, or the file shrank under the mapping; dst
- * then holds a partial copy), PAGEIN_E_BAD_DTYPE (strided sub-byte type)
- * or PAGEIN_E_INVALID. Thread-safe (read-only on f).
- */
-PAGEIN_API int pagein_tensor_read(const pagein_file *f, const pagein_tensor *t, void *dst, uint64_t off,
-                                  size_t len);
+/* ------------------------------------------------------------------------ */
+/* Dequantizing                                                             */
+/* ------------------------------------------------------------------------ */
 
+#define PAGEIN_HAVE_DEQUANTIZE 1
+
+/*
+ * Converts a tensor's data to PAGEIN_DTYPE_F32, PAGEIN_DTYPE_F16 or
+ * PAGEIN_DTYPE_BF16, with exactly the values of ggml's reference
+ * dequantization (dequantize_row_*): the same float operations in the same
+ * order; F16 scales are converted exactly (subnormals, inf and NaN
+ * included); F16/BF16 output rounds the float result to nearest even.
+ *
+ * Types: the ggml block types Q4_0, Q4_1, Q5_0, Q5_1, Q8_0, Q2_K, Q3_K,
+ * Q4_K, Q5_K, Q6_K, Q8_K, IQ4_NL, IQ4_XS, and the plain types F32, F16,
+ * BF16, F64 (rounded to float first), BOOL, U8, I8, U16, I16, U32, I32,
+ * U64, I64 (converted as C converts integers to float). Same type in and
+ * out copies the bytes unchanged.
+ *
+ *   t        the tensor record (its dtype, flags and name are used).
+ *   src      the tensor's stored bytes, as t->data holds them (file byte
+ *            order): the whole tensor (src_len == t->nbytes), or a chunk
+ *            that starts at a block boundary and is a whole number of
+ *            blocks (elements for plain types), so that large tensors can
+ *            be converted piece by piece.
+ *   out      PAGEIN_DTYPE_F32, _F16 or _BF16.
+ *   dst      receives src_len / block_bytes * block_elems elements of out,
+ *            row-major; dst_len must be at least that many bytes.
+ *
+ * Byte-swapped tensors (PAGEIN_TENSOR_SWAPPED, from big-endian GGUF files)
+ * of plain types are swapped; quantized blocks in a big-endian file are
+ * refused (ggml defines no big-endian block layout): PAGEIN_E_UNSUPPORTED.
+ * Strided tensors (PAGEIN_TENSOR_NONCONTIGUOUS) are refused too
+ * (PAGEIN_E_UNSUPPORTED): their stored bytes are not row-major.
+ * Returns 0, or PAGEIN_E_INVALID (NULL argument, out not F32/F16/BF16),
+ * PAGEIN_E_BAD_DTYPE (a type not listed above, e.g. IQ2_XXS),
+ * PAGEIN_E_MISALIGNED_SLICE (src_len not whole blocks), PAGEIN_E_RANGE
+ * (src_len > t->nbytes, or dst too small), PAGEIN_E_UNSUPPORTED. The
+ * detail names the tensor. No allocation; thread-safe.
+ */
+PAGEIN_API int pagein_tensor_dequantize(const pagein_tensor *t, const void *src, size_t src_len, pagein_dtype out,
+                                        void *dst, size_t dst_len);
 
 /* ------------------------------------------------------------------------ */
 /* Converting to safetensors                                                */
@@ -1481,9 +1536,24 @@ typedef struct pagein_convert_opts {
                                   (official); 4096 for O_DIRECT / GPU direct */
     pagein_progress_fn progress; /* may be NULL; called on the calling thread */
     void *progress_ctx;
+    /* Fields below were added later (size tells which a caller knows). */
+    pagein_dtype dequantize;   /* INVALID = block-quantized GGUF tensors are
+                                  refused for safetensors (kept for GGUF);
+                                  F32, F16 or BF16: they are dequantized to
+                                  it (pagein_tensor_dequantize's values) */
+    uint64_t max_output_bytes; /* refuse, before writing anything, when the
+                                  output (tensor bytes plus a bound on the
+                                  headers) exceeds this: 0 = the free space
+                                  of the target's filesystem (statvfs);
+                                  UINT64_MAX = no check at all */
+    /* Called for every metadata entry of f that is not written to the output,
+     * with a short reason (may be NULL). key is key_len bytes. */
+    void (*on_skip)(void *ctx, const char *key, size_t key_len, const char *why);
+    void *skip_ctx;
 } pagein_convert_opts;
 
-#define PAGEIN_CONVERT_OPTS_INIT { sizeof(pagein_convert_opts), PAGEIN_DTYPE_INVALID, 0, 0, NULL, NULL }
+#define PAGEIN_CONVERT_OPTS_INIT                                                                    \
+    { sizeof(pagein_convert_opts), PAGEIN_DTYPE_INVALID, 0, 0, NULL, NULL, PAGEIN_DTYPE_INVALID, 0, NULL, NULL }
 
 /* What a conversion did. */
 typedef struct pagein_convert_stats {
@@ -1493,26 +1563,42 @@ typedef struct pagein_convert_stats {
     size_t cast;          /* of which were cast to opts.dtype */
     uint32_t shards;      /* files written (1 = no index) */
     uint64_t bytes;       /* tensor bytes written */
+    size_t dequantized;   /* of which were dequantized (opts.dequantize) */
+    uint64_t output_bound;/* bytes checked against the free space / cap */
 } pagein_convert_stats;
 
 /*
- * Writes every tensor of f (any format: a PyTorch checkpoint, a GGUF file
- * with plain element types, a safetensors file) to safetensors at out, each
- * name with its own bytes in row-major native order: tensors sharing
- * storage are written in full, strided ones gathered, byte-swapped ones
- * swapped. __metadata__ is {"format": "pt"} for PyTorch input, the input's
- * own string metadata for safetensors input, empty otherwise; metadata
- * entries of f (the PyTorch values that are not tensors) are not written.
+ * Writes every tensor of f (any format: a PyTorch checkpoint, a GGUF file,
+ * a safetensors file) to safetensors at out, each name with its own bytes
+ * in row-major native order: tensors sharing storage are written in full,
+ * strided ones gathered, byte-swapped ones swapped, quantized GGUF ones
+ * dequantized when opts->dequantize is set. __metadata__ is
+ * {"format": "pt"} for PyTorch input (the checkpoint's non-tensor values are
+ * skipped), the input's own string metadata for safetensors input, and
+ * every key of GGUF input as a string (non-strings JSON-encoded, arrays as
+ * JSON arrays); entries that cannot be carried (not UTF-8, NUL bytes) are
+ * reported to opts->on_skip.
  * With opts->max_shard_bytes the output is split into
  * "<stem>-00001-of-0000N.safetensors" next to out plus "<out>.index.json"
  * ({"metadata": {"total_size": N}, "weight_map": {...}}, like Hugging Face's
- * writer; out = ".../model.safetensors" gives the usual names), written last.
- * Every file is written atomically (temporary file, fsync, rename). Source
- * pages are dropped from the caller's resident set as they are consumed.
+ * writer; out = ".../model.safetensors" gives the usual names). Tensors go
+ * to shards in state-dict order (a checkpoint's pickle order, file order
+ * otherwise), a numbered layer starting a new shard when it fits in one but
+ * not in the rest of the current one. The set is all or nothing: written
+ * into a temporary directory next to out, moved into place index last, old
+ * files restored if a move fails; afterwards stale shards of an earlier set
+ * with the same stem, and a single file at out, are removed. A single file
+ * is written atomically (temporary file, fsync, rename). Before writing,
+ * the output size is checked against opts->max_output_bytes or the free
+ * space of out's filesystem. Source pages are dropped from the caller's
+ * resident set as they are consumed.
  * Returns 0 and fills *stats (may be NULL), or PAGEIN_E_BAD_DTYPE (a type
- * safetensors cannot hold, e.g. a quantized GGUF type), PAGEIN_E_INVALID,
- * the writer's errors or -errno. Not thread-safe with respect to f's
- * mapping advice; f itself is only read.
+ * safetensors cannot hold, e.g. a quantized GGUF type without
+ * opts->dequantize), PAGEIN_E_UNSUPPORTED (quantized data of a big-endian
+ * file), PAGEIN_E_LIMIT (over max_output_bytes), -ENOSPC (does not fit the
+ * free space; nothing written), PAGEIN_E_INVALID, the writer's errors or
+ * -errno. Not thread-safe with respect to f's mapping advice; f itself is
+ * only read.
  */
 PAGEIN_API int pagein_convert_safetensors(const pagein_file *f, const char *out, const pagein_convert_opts *opts,
                                           pagein_convert_stats *stats);
@@ -1521,12 +1607,15 @@ PAGEIN_API int pagein_convert_safetensors(const pagein_file *f, const char *out,
  * Writes every tensor of f to a GGUF v3 file at out (atomically, with the
  * GGUF writer): same names, shapes and bytes (strided tensors gathered,
  * byte-swapped ones swapped, opts->dtype casts as above), opts->align as
- * the GGUF alignment (0 = 32). Metadata carried over: safetensors
- * __metadata__ strings, PyTorch non-tensor ints/floats/bools/strings, and
- * every scalar and string key of GGUF input (arrays are not copied). BOOL
- * and C64 tensors, tensors with more than 4 dimensions and names of 64
+ * the GGUF alignment (0 = 32), opts->dequantize for quantized tensors.
+ * Metadata carried over: every key of GGUF input with its type and value
+ * (arrays and nested arrays included; general.alignment is replaced when
+ * opts->align is set), safetensors __metadata__ strings, PyTorch non-tensor
+ * ints/floats/bools/strings; anything else is reported to opts->on_skip.
+ * BOOL and C64 tensors, tensors with more than 4 dimensions and names of 64
  * bytes or more are refused (GGUF cannot hold them): PAGEIN_E_BAD_DTYPE,
- * PAGEIN_E_LIMIT. max_shard_bytes is refused (PAGEIN_E_UNSUPPORTED).
+ * PAGEIN_E_LIMIT. max_shard_bytes is refused (PAGEIN_E_UNSUPPORTED). The
+ * output size is checked as for pagein_convert_safetensors.
  */
 PAGEIN_API int pagein_convert_gguf(const pagein_file *f, const char *out, const pagein_convert_opts *opts,
                                    pagein_convert_stats *stats);

@@ -153,6 +153,7 @@ struct pi_torch_rec {
     const char *storage_key;/* NUL-terminated (arena) */
     uint32_t n_sharing;     /* tensors that use this storage record */
     uint8_t requires_grad, param;
+    size_t seq;             /* position in the pickle (state-dict order) */
 };
 
 struct pi_torch_ext {
@@ -162,5 +163,10 @@ struct pi_torch_ext {
 };
 
 void pi_torch_ext_free(struct pi_torch_ext *x);
+
+/* Row-major, native-order bytes [off, off+len) of a strided or byte-swapped
+ * tensor (gathered through its strides, swapped), under the truncation
+ * guard: pagein_tensor_copy's path for such tensors. */
+int pi_tensor_gather(const pagein_file *f, const pagein_tensor *t, void *dst, uint64_t off, size_t len);
 
 #endif

@@ -5,8 +5,10 @@
  * libxxhash is optional: mk/safety.mk defines PAGEIN_HAVE_XXHASH when its
  * header is installed, and xxhash is compiled inline (XXH_INLINE_ALL), so
  * the library gains no run-time dependency either way. */
-#include "../internal.h"
 #include "../engine/engine.h"
+#include "../format/format.h"
+#include "../io/io.h"
+#include "../source/source.h"
 
 #include <fcntl.h>
 #include <stdio.h>
@@ -20,15 +22,15 @@
 #include <xxhash.h>
 #endif
 
-long pagein_manifest_validate(const void *buf, size_t len) {
+int pagein_manifest_validate(const void *buf, size_t len, size_t *n_tensors) {
     pi_err_clear();
     if (!buf && len) return pi_err(PAGEIN_E_INVALID, "pagein_manifest_validate: NULL buffer");
     struct pi_manifest m;
     pi_manifest_init(&m);
     int rc = pi_manifest_parse(buf ? buf : (const void *)"", len, &m);
-    long n = rc < 0 ? rc : (long)m.n;
+    if (rc == 0 && n_tensors) *n_tensors = m.n;
     pi_manifest_free(&m);
-    return n;
+    return rc < 0 ? rc : 0;
 }
 
 #ifndef PAGEIN_HAVE_XXHASH
@@ -332,14 +334,11 @@ int pagein_manifest_verify(const char *model_path, const char *manifest_path, co
     int rc = 0;
 
     /* read the manifest (bounded: a manifest is text, a few hundred bytes a tensor) */
-    int fd = open(manifest_path, O_RDONLY | O_CLOEXEC);
-    if (fd < 0) return pi_err(-errno, "%s: cannot open: %s", manifest_path, strerror(errno));
+    /* a FIFO named as the manifest must not block the open */
+    int fd;
     struct stat st;
-    if (fstat(fd, &st) != 0 || !S_ISREG(st.st_mode)) {
-        rc = pi_err(PAGEIN_E_INVALID, "%s: not a regular file", manifest_path);
-        close(fd);
-        return rc;
-    }
+    rc = pi_open_regular(manifest_path, &fd, &st);
+    if (rc < 0) return rc == -EINVAL ? PAGEIN_E_INVALID : rc;
     if (st.st_size > (off_t)1 << 32) {
         close(fd);
         return pi_err(PAGEIN_E_LIMIT, "%s: manifest of %lld bytes exceeds 4 GiB", manifest_path, (long long)st.st_size);
