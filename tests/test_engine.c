@@ -1,7 +1,9 @@
 /* test_engine.c - the range engine (src/engine/): plans, delivery, faults,
  * cancellation, the request-size/depth decision, and the local readv.
  * White-box: includes src/engine/engine.h and a test double of a source
- * (struct pi_source_ops over a memory buffer with injectable faults). */
+ * (struct pi_source_ops over a memory buffer with injectable faults).
+ * Under valgrind: PAGEIN_NO_URING=1 valgrind build/tests/run engine_...
+ * (valgrind does not see the kernel write io_uring's buffers). */
 #include "test.h"
 
 #include "../src/engine/engine.h"
@@ -50,6 +52,25 @@ static int m_read(struct pi_source *s, void *buf, uint64_t len, uint64_t off) {
 }
 
 static const struct pi_source_ops msrc_ops = {.name = "memory-test", .read = m_read};
+
+/* The same with a readv (one request at a time, in order), so plans whose
+ * requests all go straight into caller buffers take the engine's batch
+ * path. */
+static int m_readv(struct pi_source *s, struct pi_read_req *reqs, size_t n, unsigned depth, pi_read_done_fn done,
+                   void *arg) {
+    (void)depth;
+    int rc = 0;
+    size_t i = 0;
+    for (; i < n && rc == 0; i++) {
+        reqs[i].rc = m_read(s, reqs[i].buf, reqs[i].len, reqs[i].off);
+        int stop = done ? done(arg, &reqs[i]) : 0;
+        rc = reqs[i].rc < 0 ? reqs[i].rc : stop;
+    }
+    for (; i < n; i++) reqs[i].rc = PAGEIN_E_CANCELLED;
+    return rc;
+}
+
+static const struct pi_source_ops msrc_ops_v = {.name = "memory-test-readv", .read = m_read, .readv = m_readv};
 
 static void msrc_init(struct pi_source *s, struct msrc *m, const uint8_t *data, uint64_t size, const char *name) {
     memset(s, 0, sizeof *s);
@@ -166,6 +187,7 @@ TEST(engine_random_plans) {
         data[i] = malloc(SZ);
         for (uint64_t o = 0; o < SZ; o++) data[i][o] = pattern((uint32_t)i, o);
         msrc_init(&s[i], &m[i], data[i], SZ, "mem");
+        if (i % 2) s[i].ops = &msrc_ops_v; /* batch path where every request is direct */
         srcs[i] = &s[i];
     }
     for (int iter = 0; iter < 60 && !pt_failed; iter++) {
@@ -280,10 +302,11 @@ TEST(engine_eio_mid_plan) {
     enum { SZ = 1 << 20 };
     uint8_t *data = malloc(SZ), *dst = malloc(SZ);
     for (uint64_t o = 0; o < SZ; o++) data[o] = pattern(0, o);
-    for (int deliver = 0; deliver < 3; deliver++) {
+    for (int deliver = 0; deliver < 4; deliver++) { /* 3: BUFFERS through the batch (readv) path */
         struct pi_source s;
         struct msrc m;
         msrc_init(&s, &m, data, SZ, "/models/weights.bin");
+        if (deliver == 3) s.ops = &msrc_ops_v;
         m.fail_off = 600000;
         m.fail_rc = -EIO;
         struct pi_source *srcs[] = {&s};
@@ -292,7 +315,7 @@ TEST(engine_eio_mid_plan) {
         uint8_t *got = calloc(SZ, 1), *cnt = calloc(SZ, 1);
         c.got = &got;
         c.count = &cnt;
-        struct pi_engine_opts o = {.deliver = (enum pi_deliver)deliver, .request_bytes = 65536, .depth = 4,
+        struct pi_engine_opts o = {.deliver = (enum pi_deliver)(deliver % 3), .request_bytes = 65536, .depth = 4,
                                    .max_gap = 0, .consume = collect_fn, .arg = &c, .in_order = 1};
         struct pi_engine_stats es;
         int rc = pi_engine_run(srcs, 1, &sp, 1, &o, &es);
@@ -331,16 +354,18 @@ TEST(engine_cancel) {
     m.cancel_flag = &stop_flag;
     struct pi_source *srcs[] = {&s};
     struct pi_span sp = {0, 0, SZ, dst};
-    for (int deliver = 0; deliver < 3; deliver++) {
+    for (int deliver = 0; deliver < 4; deliver++) { /* 3: BUFFERS through the batch (readv) path */
         atomic_store(&stop_flag, 0);
         atomic_store(&m.reads, 0);
+        s.ops = deliver == 3 ? &msrc_ops_v : &msrc_ops;
         int k = 0;
-        struct pi_engine_opts o = {.deliver = (enum pi_deliver)deliver, .request_bytes = 4096, .depth = 2,
+        struct pi_engine_opts o = {.deliver = (enum pi_deliver)(deliver % 3), .request_bytes = 4096, .depth = 2,
                                    .max_gap = 0, .cancel = &stop_flag, .consume = stop_after_two, .arg = &k};
         int rc = pi_engine_run(srcs, 1, &sp, 1, &o, NULL);
         CHECK_EQ(rc, PAGEIN_E_CANCELLED);
         CHECK(atomic_load(&m.reads) < 64); /* of 1024 */
     }
+    s.ops = &msrc_ops;
     /* a consumer that returns non-zero stops the stream (no cancel flag) */
     int k = 0;
     atomic_store(&m.reads, 0);
