@@ -154,9 +154,4 @@ void pi_engine_decide(const struct pi_source_facts *f, const struct pi_engine_pr
  * percentiles (ns), size histogram. Returns the length written (snprintf). */
 int pi_engine_stats_json(const struct pi_engine_stats *st, char *buf, size_t len);
 
-/* Test hook: when non-zero, the local readv (source/file_readv.c) first
- * asks for half of every request (a short read the loop must finish) and
- * treats the first completion of each request as interrupted (EINTR). */
-extern _Atomic int pi_test_readv_faults;
-
 #endif

@@ -94,4 +94,8 @@ int pi_atomic_commit(struct pi_atomic_file *a);
 void pi_atomic_abort(struct pi_atomic_file *a);
 /* ==== end atomic files ==================================================== */
 
+/* ==== page-cache files (residency.c) for their warm (ops/warm.c) ========= */
+/* The descriptor of c, its path and its size at open. */
+int pi_cache_file_fd(const pagein_cache_file *c, const char **path, uint64_t *size);
+
 #endif

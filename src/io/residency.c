@@ -6,7 +6,6 @@
  * that ranges which share a page (two tensors meeting inside a page) add up
  * without double counting; page counts are kept too, for vmtouch parity.
  * See docs/PAGE-CACHE.md. */
-#include "../engine/engine.h"
 #include "../internal.h"
 #include "../source/source.h"
 
@@ -347,23 +346,8 @@ int pagein_cache_unlock(const pagein_cache_file *c, uint64_t off, uint64_t len) 
     return span_lock(&c->s, off, len, 0);
 }
 
-/* Warming is a PAGECACHE plan of one span on the range engine
- * (src/engine/): buffered reads into per-request scratch buffers, `threads`
- * (0 = chosen from the storage) in flight. Unlike touching a mapping, a
- * file that shrinks underneath only shortens the span (the source's size
- * is taken now), never SIGBUS. */
-int pagein_cache_warm(const pagein_cache_file *c, uint64_t off, uint64_t len, unsigned threads) {
-    if (!c) return pi_err(PAGEIN_E_INVALID, "pagein_cache_warm: NULL file");
-    clip(&c->s, &off, &len);
-    if (len == 0) return 0;
-    struct pi_source *src;
-    int rc = pi_source_from_fd(&src, c->s.fd, c->s.path, 0);
-    if (rc < 0) return rc;
-    if (off >= src->size) len = 0; /* shrank since open */
-    else if (len > src->size - off) len = src->size - off;
-    struct pi_span sp = {0, off, len, NULL};
-    struct pi_engine_opts o = {.deliver = PI_DELIVER_PAGECACHE, .depth = threads, .max_gap = UINT64_MAX};
-    rc = len ? pi_engine_run(&src, 1, &sp, 1, &o, NULL) : 0;
-    pi_source_close(src);
-    return rc;
+int pi_cache_file_fd(const pagein_cache_file *c, const char **path, uint64_t *size) {
+    *path = c->s.path;
+    *size = c->s.size;
+    return c->s.fd;
 }

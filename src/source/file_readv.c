@@ -17,8 +17,6 @@
  */
 #include "file_readv.h"
 
-#include "../data/data.h"
-#include "../engine/engine.h"
 
 #include <fcntl.h>
 #include <inttypes.h>

@@ -6,6 +6,8 @@
 
 #include "source.h"
 
+#include <stdatomic.h>
+
 /* See pi_source_ops.readv. s->fd must be open for reading. */
 int pi_file_readv(struct pi_source *s, struct pi_read_req *reqs, size_t n, unsigned depth, pi_read_done_fn done,
                   void *arg);
@@ -13,5 +15,10 @@ int pi_file_readv(struct pi_source *s, struct pi_read_req *reqs, size_t n, unsig
  * io_uring is missing or refused, and what PAGEIN_NO_URING=1 forces. */
 int pi_file_readv_threads(struct pi_source *s, struct pi_read_req *reqs, size_t n, unsigned depth,
                           pi_read_done_fn done, void *arg);
+
+/* Test hook: when non-zero, the io_uring path first asks for half of every
+ * request (a short read the loop must finish) and treats the first
+ * completion of each request as interrupted (EINTR). */
+extern _Atomic int pi_test_readv_faults;
 
 #endif
