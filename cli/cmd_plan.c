@@ -7,7 +7,7 @@
 #include <string.h>
 
 static void usage(FILE *out) {
-    fputs("usage: pagein plan MODEL [--json]\n"
+    fputs("usage: pagein plan MODEL [--json] [--threads N] [--chunk SIZE]\n"
           "\n"
           "Shows how pagein would load MODEL (a file, a sharded safetensors index, a GGUF\n"
           "split set or a directory): the files in shard order, the layers and their sizes,\n"
@@ -15,7 +15,8 @@ static void usage(FILE *out) {
           "file (latency of one request at depth 1, throughput at depth 8), the mount's\n"
           "readahead, the disk, the model size and available memory. Also the request size\n"
           "and depth the range engine would use for `read` and how they were chosen\n"
-          "(--chunk/--threads, PAGEIN_REQUEST_BYTES/PAGEIN_QUEUE_DEPTH override them).\n"
+          "(--chunk SIZE / --threads N, the model options chunk_bytes / threads, and then\n"
+          "PAGEIN_REQUEST_BYTES / PAGEIN_QUEUE_DEPTH override them).\n"
           "Reads headers and the probe's few 128 KiB requests only.\n"
           "Exit status: 0 ok, 1 the model is invalid, 2 usage or I/O error.\n",
           out);
@@ -24,12 +25,27 @@ static void usage(FILE *out) {
 static int plan_main(int argc, char **argv) {
     const char *path = NULL;
     int json = 0;
+    unsigned threads = 0;
+    uint64_t chunk = 0;
     for (int i = 1; i < argc; i++) {
         if (cli_is_help(argv[i])) {
             usage(stdout);
             return EXIT_OK;
         } else if (strcmp(argv[i], "--json") == 0) json = 1;
-        else if (argv[i][0] == '-' || path) {
+        else if (strcmp(argv[i], "--threads") == 0 && i + 1 < argc) {
+            char *e;
+            unsigned long v = strtoul(argv[++i], &e, 10);
+            if (*e || v == 0 || v > 1024) {
+                usage(stderr);
+                return EXIT_USAGE;
+            }
+            threads = (unsigned)v;
+        } else if (strcmp(argv[i], "--chunk") == 0 && i + 1 < argc) {
+            if (cli_parse_size(argv[++i], &chunk) != 0 || chunk == 0) {
+                usage(stderr);
+                return EXIT_USAGE;
+            }
+        } else if (argv[i][0] == '-' || path) {
             usage(stderr);
             return EXIT_USAGE;
         } else path = argv[i];
@@ -43,6 +59,8 @@ static int plan_main(int argc, char **argv) {
     pagein_model *m;
     pagein_model_opts o = PAGEIN_MODEL_OPTS_INIT;
     o.strategy = PAGEIN_STRATEGY_LAZY;
+    o.threads = threads;    /* the engine's depth for read, as the model option */
+    o.chunk_bytes = chunk;  /* the engine's request size for read */
     int rc = pagein_model_open(&m, path, &o);
     if (rc < 0) {
         cli_error("plan", rc, "cannot open %s", path);

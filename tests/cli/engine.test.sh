@@ -9,6 +9,9 @@ expect_contains "range engine (read):"
 expect_contains "storage:"
 PAGEIN_REQUEST_BYTES=256K PAGEIN_QUEUE_DEPTH=3 expect_exit 0 "$PAGEIN" plan "$TMP/m.safetensors"
 expect_contains "request 256 KiB (PAGEIN_REQUEST_BYTES), depth 3 (PAGEIN_QUEUE_DEPTH)"
+expect_exit 0 "$PAGEIN" plan "$TMP/m.safetensors" --threads 5 --chunk 2M
+expect_contains "request 2048 KiB (option), depth 5 (option)"
+expect_exit 2 "$PAGEIN" plan "$TMP/m.safetensors" --threads 0
 expect_exit 0 "$PAGEIN" plan --json "$TMP/m.safetensors"
 echo "$OUT_TXT" | $PY -c '
 import json, sys
