@@ -17,8 +17,16 @@
  *    scratch buffer, or a ring slot) and deliver it. The ring bounds
  *    STREAM's memory to ring * request_bytes whatever the plan's size.
  *
+ * PAGECACHE reads each request into a per-thread scratch buffer and drops
+ * it (buffered reads fill the page cache; the copy costs little next to the
+ * I/O and, unlike touching a mapping, never SIGBUSes on a shrunk file).
+ *
  * The first failure stops the plan: no request is started after it, the
  * ones in flight finish, and the error names the source, offset and length.
+ *
+ * pi_engine_run may probe its first source (pi_engine_choose) when neither
+ * size nor depth is given; that writes the source's facts, so callers that
+ * run plans on one source from several threads at once pass both.
  */
 #include "engine.h"
 

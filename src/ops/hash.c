@@ -167,8 +167,10 @@ static int hash_item(void *arg, size_t i) {
         XXH3_128bits_reset(&st);
         struct pi_source *src = f->src;
         struct pi_span sp = {0, it->off, it->len, NULL};
+        /* request size and depth fixed here: items run on many threads at
+         * once, and a per-call choice could probe the source from each */
         struct pi_engine_opts o = {.deliver = PI_DELIVER_STREAM, .in_order = 1, .max_gap = UINT64_MAX,
-                                   .consume = hash_consume, .arg = &st};
+                                   .request_bytes = 4u << 20, .depth = 4, .consume = hash_consume, .arg = &st};
         rc = it->len ? pi_engine_run(&src, 1, &sp, 1, &o, NULL) : 0;
         if (rc < 0) return rc;
         c.h = XXH3_128bits_digest(&st);
