@@ -1664,6 +1664,145 @@ typedef struct pagein_io_stats {
  * the mapping (their requests are the kernel's). */
 PAGEIN_API int pagein_model_io_stats(const pagein_model *m, pagein_io_stats *st);
 
+/* ======================================================================== */
+/* Distributed plans: weights read once across ranks (src/dist/,            */
+/* docs/DISTRIBUTED.md)                                                     */
+/* ======================================================================== */
+/*
+ * A plan says, for one rank of a group of `world` ranks loading one model,
+ * which byte ranges of the model's files each rank reads from storage and
+ * which tensors (or slices of tensors) this rank ends with. It does no I/O
+ * and knows no transport: the caller reads its ranges (pagein_read_ranges)
+ * and exchanges the shared ones with its own collectives (pagein.distributed
+ * uses torch.distributed broadcasts). Every rank computes the same plan from
+ * the same files, so no plan is ever sent.
+ *
+ *   REPLICATED  every rank ends with every tensor. The bytes of all tensors,
+ *               taken in model order, are cut into `world` contiguous parts
+ *               balanced by bytes (cut points rounded to `align` bytes of
+ *               that stream); rank r reads part r and broadcasts it; storage
+ *               serves each byte once.
+ *   TP          tensors matched by a split rule are cut along one dimension
+ *               (ROWS: dimension 0, the output rows of a linear layer's
+ *               [out, in] weight; COLS: the last dimension, its input
+ *               columns); rank r keeps elements [r*D/W, (r+1)*D/W) of that
+ *               dimension of size D. A ROWS slice is one range: its rank
+ *               reads it. A COLS slice is a strided set of short pieces,
+ *               narrower than a page for most models, so reading it directly
+ *               would fetch whole pages shared with the other ranks' slices;
+ *               instead each rank reads 1/W of the tensor's rows (whole rows,
+ *               contiguous) and the ranks exchange the column blocks
+ *               (an all-to-all), unless PAGEIN_DIST_COLS_DIRECT asks for the
+ *               direct strided reads. Every other tensor is replicated as
+ *               above.
+ */
+
+typedef enum pagein_dist_mode {
+    PAGEIN_DIST_REPLICATED = 0,
+    PAGEIN_DIST_TP = 1
+} pagein_dist_mode;
+
+typedef enum pagein_split {
+    PAGEIN_SPLIT_NONE = 0, /* replicated */
+    PAGEIN_SPLIT_ROWS = 1, /* dimension 0 */
+    PAGEIN_SPLIT_COLS = 2  /* the last dimension (1-D tensors: replicated) */
+} pagein_split;
+
+/* One split rule: tensors whose whole name matches the fnmatch(3) pattern
+ * (no flags: '*' also matches '.') are split as given. The first matching
+ * rule wins; a tensor no rule matches is replicated. */
+typedef struct pagein_dist_rule {
+    const char *pattern;
+    pagein_split split;
+} pagein_dist_rule;
+
+/*
+ * The default rules for llama-style checkpoints (Hugging Face and GGUF
+ * names): q/k/v/gate/up projections (weights and biases) by ROWS, o/down
+ * projections by COLS, token embeddings and the LM head by ROWS (vocabulary
+ * rows); norms and everything else replicated. Sets *n; the array is static.
+ */
+PAGEIN_API const pagein_dist_rule *pagein_dist_default_rules(size_t *n);
+
+/* What happens to a read's bytes (pagein_dist_read.shared). */
+#define PAGEIN_DIST_PRIVATE 0u   /* only the owner needs them: its own TP slice */
+#define PAGEIN_DIST_BROADCAST 1u /* every rank needs them: the owner broadcasts */
+#define PAGEIN_DIST_EXCHANGE 2u  /* whole rows [row_start, row_stop) of a COLS
+                                    tensor (rows = elements / last dimension):
+                                    the owner reads them and sends each rank
+                                    its columns of those rows (all-to-all) */
+
+/* One read of the plan: `count` chunks of `length` bytes, the first at
+ * absolute `offset` of model file `file`, each next one `stride` bytes
+ * further (count 1: one contiguous range). The chunks go, packed one after
+ * another, to byte `dst_offset` of the receiving rank's buffer for tensor
+ * `tensor` (index in pagein_model_tensor_at order); for EXCHANGE reads,
+ * to the owner's staging buffer of those rows (dst_offset 0). `owner` reads
+ * it; `shared` is one of PAGEIN_DIST_PRIVATE/BROADCAST/EXCHANGE. */
+typedef struct pagein_dist_read {
+    uint32_t owner;
+    uint32_t shared;
+    uint32_t tensor;
+    uint32_t file;
+    uint64_t offset;
+    uint64_t length;
+    uint64_t stride;
+    uint64_t count;
+    uint64_t dst_offset;
+    uint64_t row_start, row_stop; /* EXCHANGE: the rows read; else 0, 0 */
+} pagein_dist_read;
+
+/* One tensor this rank ends with: elements [start, stop) of dimension
+ * `dim` (0 for ROWS, ndim-1 for COLS; for NONE the whole of dimension 0, or
+ * [0, 1) for a scalar), nbytes bytes in row-major order. */
+typedef struct pagein_dist_piece {
+    uint32_t tensor;
+    pagein_split split;
+    uint32_t dim;
+    uint64_t start, stop;
+    uint64_t nbytes;
+} pagein_dist_piece;
+
+typedef struct pagein_dist_plan pagein_dist_plan;
+
+#define PAGEIN_DIST_COLS_DIRECT 0x1u /* TP: each rank reads its COLS slices
+                                        itself (strided), no exchange */
+
+typedef struct pagein_dist_opts {
+    size_t size;                   /* sizeof(pagein_dist_opts) */
+    pagein_dist_mode mode;
+    const pagein_dist_rule *rules; /* TP: NULL = pagein_dist_default_rules */
+    size_t nrules;
+    uint64_t align;                /* REPLICATED cut points: multiple of this; 0 = 4096 */
+    uint32_t flags;                /* PAGEIN_DIST_* */
+} pagein_dist_opts;
+
+#define PAGEIN_DIST_OPTS_INIT { sizeof(pagein_dist_opts), PAGEIN_DIST_REPLICATED, NULL, 0, 0, 0 }
+
+/*
+ * Computes the plan of rank `rank` of `world` for model m. m is only read
+ * during the call (the plan holds no pointer into it; its tensor indexes
+ * are those of pagein_model_tensor_at on m). The reads listed are every
+ * BROADCAST read, then every EXCHANGE read (of every owner, in the same
+ * order on every rank: the order of the collectives), then this rank's
+ * PRIVATE reads; the pieces are the
+ * tensors this rank ends with, in model order. Sets *p only on success.
+ * Errors: PAGEIN_E_INVALID (world 0, rank >= world, unknown mode or split),
+ * PAGEIN_E_UNSUPPORTED (a split tensor whose dtype is block-quantized or
+ * sub-byte, or a tensor stored non-contiguous or byte-swapped), -ENOMEM.
+ * The detail names the tensor. Thread-safe.
+ */
+PAGEIN_API int pagein_dist_plan_new(pagein_dist_plan **p, const pagein_model *m, unsigned rank, unsigned world,
+                                    const pagein_dist_opts *opts);
+PAGEIN_API void pagein_dist_plan_free(pagein_dist_plan *p); /* NULL ok */
+/* The reads and the pieces; pointers owned by p, valid until free. */
+PAGEIN_API size_t pagein_dist_plan_read_count(const pagein_dist_plan *p);
+PAGEIN_API const pagein_dist_read *pagein_dist_plan_read_at(const pagein_dist_plan *p, size_t i);
+PAGEIN_API size_t pagein_dist_plan_piece_count(const pagein_dist_plan *p);
+PAGEIN_API const pagein_dist_piece *pagein_dist_plan_piece_at(const pagein_dist_plan *p, size_t i);
+/* Bytes this rank reads from storage (its shared and private reads). */
+PAGEIN_API uint64_t pagein_dist_plan_read_bytes(const pagein_dist_plan *p);
+
 #ifdef __cplusplus
 }
 #endif
