@@ -8,6 +8,7 @@
  * per request). docs/TRAINING-DATA.md explains the columns. */
 #include "cli.h"
 #include "cleanup.h"
+#include "trace.h"
 
 #include <errno.h>
 #include <fcntl.h>
@@ -51,6 +52,7 @@ struct result {
     double mean_request_bytes;
     double quality;
     int failed;
+    struct trace tr; /* the access trace (slowfs counters; trace.h) */
 };
 
 static void usage(FILE *out) {
@@ -342,6 +344,10 @@ static int run_all(const struct opts *o, char paths[][PATH_MAX], char local[][PA
         r->fs = fs;
         uint64_t req0 = 0, by0 = 0, req1 = 0, by1 = 0;
         if (mnt) slowfs_counters(mnt, &req0, &by0);
+        char stats_path[PATH_MAX + 32] = "";
+        if (mnt) snprintf(stats_path, sizeof stats_path, "%s/.slowfs-stats", mnt);
+        struct trace_snap ta, tb;
+        trace_snap(stats_path, &ta);
         uint64_t rb0 = proc_read_bytes();
         long mf0 = major_faults();
         size_t nids = 0;
@@ -355,6 +361,8 @@ static int run_all(const struct opts *o, char paths[][PATH_MAX], char local[][PA
         default: rc = run_ranges(d, o, ids, &nids); break;
         }
         r->seconds = cli_now() - t0;
+        trace_snap(stats_path, &tb);
+        trace_from_slowfs(&ta, &tb, r->seconds, &r->tr);
         r->major_faults = major_faults() - mf0;
         if (mnt) {
             slowfs_counters(mnt, &req1, &by1);
@@ -508,7 +516,9 @@ static void print_json(const struct opts *o, const struct result *res, int n, co
             printf("%lld, \"mean_request_bytes\": %.1f", r->requests, r->mean_request_bytes);
         else
             printf("null, \"mean_request_bytes\": null");
-        printf(", \"quality\": %.4f, \"ok\": %s}", r->quality, r->failed ? "false" : "true");
+        printf(", \"quality\": %.4f, \"ok\": %s, ", r->quality, r->failed ? "false" : "true");
+        trace_json(stdout, &r->tr);
+        printf("}");
     }
     printf("\n  ]\n}\n");
 }

@@ -1621,6 +1621,50 @@ PAGEIN_API int pagein_convert_safetensors(const pagein_file *f, const char *out,
 PAGEIN_API int pagein_convert_gguf(const pagein_file *f, const char *out, const pagein_convert_opts *opts,
                                    pagein_convert_stats *stats);
 
+
+/* ---- storage facts and the range engine (docs/LOADING.md, "range engine") */
+
+/* What pagein knows and measured about where a model's first file lives,
+ * and what the range engine would choose for it. */
+typedef struct pagein_io_facts {
+    char storage[24];        /* "local", "memory", "netfs", "fuse", "remote", "unknown" */
+    char fs_type[64];        /* mountinfo type ("ext4", "fuse.slowfs") or URL scheme */
+    uint32_t read_ahead_kb;  /* the mount's readahead window, 0 unknown */
+    int rotational;          /* 1, 0, -1 unknown */
+    int measured;            /* the probe below ran */
+    double lat1_us;          /* one 128 KiB request at depth 1 */
+    double depth_speedup;    /* throughput at depth probe_depth / at depth 1 */
+    unsigned probe_depth;
+    uint64_t request_bytes;  /* what the engine would use for READ */
+    unsigned depth;
+    char engine_why[160];    /* how request_bytes and depth were chosen */
+} pagein_io_facts;
+
+/* Fills *f for m (probing the first file once per model if nothing was
+ * measured yet: a few 128 KiB reads). 0, PAGEIN_E_INVALID. Not thread-safe
+ * for one model. */
+PAGEIN_API int pagein_model_io_facts(pagein_model *m, pagein_io_facts *f);
+
+#define PAGEIN_IO_HIST 16 /* request-size histogram: bucket i = [4 KiB << i, 4 KiB << (i+1)) */
+
+/* What the range engine did for a model opened with READ (the access
+ * trace): requests, their sizes, requests in flight and latency. */
+typedef struct pagein_io_stats {
+    uint64_t requests, bytes, request_bytes;
+    unsigned depth;
+    uint64_t max_inflight;
+    double mean_inflight;   /* time-weighted (Little's law: sum of latencies / wall time) */
+    uint64_t lat_p50_ns, lat_p95_ns, lat_p99_ns;
+    uint64_t size_hist[PAGEIN_IO_HIST];
+    double seconds;
+    char why[160];
+} pagein_io_stats;
+
+/* 0 and *st for a model whose data the range engine read (READ, or AUTO
+ * that chose it); PAGEIN_E_UNSUPPORTED for strategies that page in through
+ * the mapping (their requests are the kernel's). */
+PAGEIN_API int pagein_model_io_stats(const pagein_model *m, pagein_io_stats *st);
+
 /* ======================================================================== */
 /* Distributed plans: weights read once across ranks (src/dist/,            */
 /* docs/DISTRIBUTED.md)                                                     */
