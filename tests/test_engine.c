@@ -590,6 +590,10 @@ static int readv_case(int threads, int faults) {
 }
 
 TEST(engine_file_readv_uring) {
+    /* io_uring fills the buffers from the kernel, which memcheck cannot see:
+     * every later check of them would be "uninitialised" (and valgrind's
+     * error count, inherited by forked children, would fail them too) */
+    if (getenv("PAGEIN_UNDER_VALGRIND")) SKIP_BECAUSE("io_uring writes are invisible to valgrind memcheck");
     int rc = readv_case(0, 0);
     return rc != PASS ? rc : readv_case(0, 1); /* short reads and EINTR completions */
 }
