@@ -1084,6 +1084,9 @@ static PyObject *py_strerror(PyObject *self, PyObject *arg) {
     return PyUnicode_FromString(pagein_strerror((int)c));
 }
 
+/* GPU staging (python/src/gpu.c). */
+#include "gpu.c"
+
 static PyMethodDef module_methods[] = {
     {"open_file", PYFN(py_open_file), METH_VARARGS | METH_KEYWORDS,
      "open_file(path, lenient=False) -> Source"},
@@ -1093,6 +1096,7 @@ static PyMethodDef module_methods[] = {
      "write(path, [(name, dtype, shape, buffer)], metadata=None, align=0): atomic safetensors write"},
     {"dtype_info", py_dtype_info, METH_O, "dtype_info(name) -> (name, bits, block_elems, block_bytes, flags)"},
     {"strerror", py_strerror, METH_O, "strerror(code) -> name of a pagein return code"},
+    PAGEIN_GPU_METHODS
     {NULL, NULL, 0, NULL},
 };
 
@@ -1156,6 +1160,7 @@ PyMODINIT_FUNC PyInit__pagein(void) {
         PyModule_AddIntConstant(m, "TENSOR_NONCONTIGUOUS", PAGEIN_TENSOR_NONCONTIGUOUS) < 0 ||
         PyModule_AddIntConstant(m, "DTYPE_F_QUANT", PAGEIN_DTYPE_F_QUANT) < 0)
         goto fail;
+    if (PyModule_AddIntConstant(m, "DEVICE_HOST", PAGEIN_DEVICE_HOST) < 0) goto fail;
     return m;
 fail:
     Py_DECREF(m);

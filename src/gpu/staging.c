@@ -179,22 +179,22 @@ static int tensor_err(int rc, const struct gt *g) {
 
 /* ---- the read side: one chunk into one pinned buffer ---------------------- */
 
-static int pread_full(const struct gt *g, int fd, uint8_t *dst, uint64_t len, uint64_t off) {
+/* Reads len bytes at off; a file that ends early is PAGEIN_E_TRUNCATED
+ * with *at set to the first missing offset. */
+static int pread_full(int fd, uint8_t *dst, uint64_t len, uint64_t off, uint64_t *at) {
     uint64_t done = 0;
     while (done < len) {
         ssize_t r = pread(fd, dst + done, (size_t)PI_MIN(len - done, (uint64_t)1 << 30), (off_t)(off + done));
         if (r < 0 && errno == EINTR) continue;
         if (r < 0) {
             int e = errno;
-            return pi_err(-e, "%s: pread of %llu bytes at offset %llu: %s", fpath(g->f),
-                          (unsigned long long)(len - done), (unsigned long long)(off + done), strerror(e));
+            return pi_err(-e, "pread of %llu bytes at offset %llu: %s", (unsigned long long)(len - done),
+                          (unsigned long long)(off + done), strerror(e));
         }
-        if (r == 0)
-            return pi_err(PAGEIN_E_TRUNCATED,
-                          "%s: the file ends before offset %llu (needed %llu bytes at offset %llu; was it "
-                          "truncated after it was opened?)",
-                          fpath(g->f), (unsigned long long)(off + done), (unsigned long long)len,
-                          (unsigned long long)off);
+        if (r == 0) {
+            *at = off + done;
+            return PAGEIN_E_TRUNCATED;
+        }
         done += (uint64_t)r;
     }
     return 0;
@@ -211,7 +211,7 @@ static int read_chunk(pagein_gpu_load *l, const struct chunk *c, uint8_t *buf) {
             continue;
         }
         /* A run of pieces contiguous in one file is one pread. */
-        uint64_t off = g->t->offset + p->toff, len = p->len;
+        uint64_t off = g->t->offset + p->toff, len = p->len, at = 0;
         size_t j = i + 1;
         while (j < c->np) {
             const struct piece *q = &l->pc[c->p0 + j];
@@ -220,23 +220,26 @@ static int read_chunk(pagein_gpu_load *l, const struct chunk *c, uint8_t *buf) {
             len += q->len;
             j++;
         }
-        int rc = pread_full(g, g->f->fd, buf + p->boff, len, off);
-        if (rc < 0) {
-            /* Name the tensor whose bytes were missing. */
+        int rc = pread_full(g->f->fd, buf + p->boff, len, off, &at);
+        if (rc == PAGEIN_E_TRUNCATED) {
+            /* Name the tensor whose bytes are missing. */
             size_t k = i;
-            if (rc == PAGEIN_E_TRUNCATED) {
-                struct stat st;
-                uint64_t end = fstat(g->f->fd, &st) == 0 ? (uint64_t)st.st_size : off;
-                while (k + 1 < j && l->g[l->pc[c->p0 + k].g].t->offset + l->pc[c->p0 + k].toff +
-                                            l->pc[c->p0 + k].len <= end)
-                    k++;
+            while (k + 1 < j) {
+                const struct piece *q = &l->pc[c->p0 + k];
+                if (l->g[q->g].t->offset + q->toff + q->len > at) break;
+                k++;
             }
             const struct gt *bad = &l->g[l->pc[c->p0 + k].g];
-            char p2[300];
-            snprintf(p2, sizeof p2, "tensor '%.*s'", (int)PI_MIN(bad->t->name_len, 200), bad->t->name);
-            pi_err_prefix(p2);
-            return rc;
+            struct stat st;
+            unsigned long long size = fstat(g->f->fd, &st) == 0 ? (unsigned long long)st.st_size : at;
+            return pi_err(PAGEIN_E_TRUNCATED,
+                          "%s: tensor '%.*s' (bytes [%llu, %llu) of the file): the file is now %llu bytes long; it "
+                          "was truncated after it was opened",
+                          fpath(bad->f), (int)PI_MIN(bad->t->name_len, 200), bad->t->name,
+                          (unsigned long long)bad->t->offset, (unsigned long long)(bad->t->offset + bad->t->nbytes),
+                          size);
         }
+        if (rc < 0) return tensor_err(rc, &l->g[l->pc[c->p0 + i].g]);
         i = j;
     }
     return 0;
