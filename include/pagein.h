@@ -1647,6 +1647,12 @@ PAGEIN_API void pagein_gpu_load_stats(pagein_gpu_load *l, pagein_gpu_stats *st);
  * memory (waits for t first): for verification. 0 or an error. */
 PAGEIN_API int pagein_gpu_tensor_read_back(pagein_gpu_load *l, const pagein_tensor *t, void *dst, uint64_t off,
                                            size_t len);
+/* The host-to-device limit: copies `bytes` in total from one pinned
+ * buffer (at most 64 MiB) to device memory in asynchronous copies spread
+ * over `streams` streams (0 = 2), after one warm-up copy, and stores the
+ * wall time in *seconds. For benchmarks (`pagein bench gpu`). 0,
+ * PAGEIN_E_NO_CUDA, PAGEIN_E_CUDA or -ENOMEM. */
+PAGEIN_API int pagein_gpu_copy_bench(int device, uint64_t bytes, unsigned streams, double *seconds);
 /* Stops the load if still running (waiting for copies in flight), joins
  * its threads, frees the pinned ring and the device memory the library
  * allocated (never caller-provided destinations). NULL ok. */

@@ -16,8 +16,8 @@
  *
  * Contexts: each device uses its primary context (the one the CUDA runtime
  * and PyTorch use), so device pointers are shared with them; it is
- * retained at open and released at close. bind() makes it current on the
- * calling thread, which every pipeline thread does first.
+ * retained on first use and kept (cu_ctx below). bind() makes it current
+ * on the calling thread, which every pipeline thread does first.
  */
 #include "gpu.h"
 #include "cuda_api.h"
@@ -34,6 +34,12 @@ static struct {
 } cu;
 static int cu_loaded;
 static pthread_mutex_t cu_mu = PTHREAD_MUTEX_INITIALIZER;
+/* Each device's primary context, retained on first use and kept for the
+ * life of the process (as the CUDA runtime and PyTorch do): releasing it
+ * with the last load would destroy it, and the next load would pay for a
+ * new context (tens to hundreds of milliseconds) again. */
+#define PI_CUDA_MAX_DEVICES 64
+static pi_cu_context cu_ctx[PI_CUDA_MAX_DEVICES];
 
 static const char *cu_name(pi_cu_result r) {
     const char *s = NULL;
@@ -196,8 +202,7 @@ static int c_copy_to_host(struct pi_dev *d, void *dst, uint64_t src, size_t n) {
 static void c_close(struct pi_dev *d) {
     struct cdev *c = d->impl;
     if (!c) return;
-    cu.cuDevicePrimaryCtxRelease_v2(c->dev);
-    pi_free(c);
+    pi_free(c); /* the primary context stays retained (cu_ctx) */
     d->impl = NULL;
 }
 
@@ -227,12 +232,19 @@ int pi_dev_cuda_open(struct pi_dev *d, int device) {
     int count = 0;
     pi_cu_result r = cu.cuDeviceGetCount(&count);
     if (r != PI_CUDA_SUCCESS) return cu_fail(PAGEIN_E_NO_CUDA, r, "cuDeviceGetCount");
+    RETURN_IF(device >= PI_CUDA_MAX_DEVICES, PAGEIN_E_NO_CUDA, "CUDA device %d: pagein handles devices 0-%d",
+              device, PI_CUDA_MAX_DEVICES - 1);
     RETURN_IF(device >= count, PAGEIN_E_NO_CUDA, "CUDA device %d: this machine has %d CUDA device%s", device,
               count, count == 1 ? "" : "s");
     struct cdev *c = pi_calloc(1, sizeof *c);
     RETURN_IF(!c, -ENOMEM, "CUDA device %d: out of memory", device);
     r = cu.cuDeviceGet(&c->dev, device);
-    if (r == PI_CUDA_SUCCESS) r = cu.cuDevicePrimaryCtxRetain(&c->ctx, c->dev);
+    if (r == PI_CUDA_SUCCESS) {
+        pthread_mutex_lock(&cu_mu);
+        if (!cu_ctx[device]) r = cu.cuDevicePrimaryCtxRetain(&cu_ctx[device], c->dev);
+        c->ctx = cu_ctx[device];
+        pthread_mutex_unlock(&cu_mu);
+    }
     if (r != PI_CUDA_SUCCESS) {
         pi_free(c);
         return cu_fail(PAGEIN_E_NO_CUDA, r, "cuDevicePrimaryCtxRetain");

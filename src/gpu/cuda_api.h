@@ -44,7 +44,6 @@ typedef unsigned long long pi_cu_deviceptr; /* CUdeviceptr (64-bit) */
     X(cuDeviceGetName, pi_cu_result, (char *name, int len, pi_cu_device dev))                \
     X(cuDeviceTotalMem_v2, pi_cu_result, (size_t * bytes, pi_cu_device dev))                 \
     X(cuDevicePrimaryCtxRetain, pi_cu_result, (pi_cu_context * pctx, pi_cu_device dev))      \
-    X(cuDevicePrimaryCtxRelease_v2, pi_cu_result, (pi_cu_device dev))                        \
     X(cuCtxSetCurrent, pi_cu_result, (pi_cu_context ctx))                                    \
     X(cuCtxSynchronize, pi_cu_result, (void))                                                \
     X(cuMemAlloc_v2, pi_cu_result, (pi_cu_deviceptr * dptr, size_t bytesize))                \

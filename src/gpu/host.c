@@ -95,6 +95,7 @@ static void h_free(struct pi_dev *d, uint64_t ptr) { pi_free((void *)(uintptr_t)
 static int h_host_alloc(struct pi_dev *d, void **p, size_t n) {
     *p = pi_malloc(n ? n : 1);
     RETURN_IF(!*p, -ENOMEM, "pinned host memory: cannot allocate %zu bytes", n);
+    memset(*p, 0, n); /* resident from the start, like page-locked memory */
     return 0;
 }
 

@@ -739,3 +739,49 @@ int pagein_gpu_probe(int device, pagein_gpu_info *info) {
     pi_dev_close(d);
     return 0;
 }
+
+int pagein_gpu_copy_bench(int device, uint64_t bytes, unsigned streams, double *seconds) {
+    RETURN_IF(!seconds || !bytes, PAGEIN_E_INVALID, "copy bench: nothing to copy");
+    if (!streams) streams = 2;
+    RETURN_IF(streams > 64, PAGEIN_E_INVALID, "copy bench: at most 64 streams");
+    size_t chunk = (size_t)PI_MIN(bytes, (uint64_t)64 << 20);
+    struct pi_dev *d = NULL;
+    FORWARD_IF(pi_dev_open(&d, device));
+    void *host = NULL, *st[64] = {0}, *ev[64] = {0};
+    uint64_t dst = 0;
+    int rc = d->ops->host_alloc_pinned(d, &host, chunk);
+    if (rc == 0) {
+        pi_gpu_pinned_add(chunk);
+        memset(host, 0x5A, chunk);
+        rc = d->ops->alloc(d, &dst, (uint64_t)chunk * streams);
+    }
+    for (unsigned i = 0; rc == 0 && i < streams; i++) {
+        rc = d->ops->stream_create(d, &st[i]);
+        if (rc == 0) rc = d->ops->event_create(d, &ev[i]);
+    }
+    if (rc == 0) rc = d->ops->copy_async(d, dst, host, chunk, st[0]); /* warm-up */
+    if (rc == 0) rc = d->ops->record_ready(d, ev[0], st[0]);
+    if (rc == 0) rc = d->ops->wait(d, ev[0]);
+    double t0 = now_s();
+    uint64_t done = 0;
+    for (unsigned i = 0; rc == 0 && done < bytes; i = (i + 1) % streams) {
+        size_t n = (size_t)PI_MIN(bytes - done, (uint64_t)chunk);
+        rc = d->ops->copy_async(d, dst + (uint64_t)i * chunk, host, n, st[i]);
+        done += n;
+    }
+    for (unsigned i = 0; rc == 0 && i < streams; i++) rc = d->ops->record_ready(d, ev[i], st[i]);
+    for (unsigned i = 0; rc == 0 && i < streams; i++) rc = d->ops->wait(d, ev[i]);
+    *seconds = now_s() - t0;
+    d->ops->synchronize(d);
+    for (unsigned i = 0; i < streams; i++) {
+        if (ev[i]) d->ops->event_destroy(d, ev[i]);
+        if (st[i]) d->ops->stream_destroy(d, st[i]);
+    }
+    if (dst) d->ops->free(d, dst);
+    if (host) {
+        d->ops->host_free(d, host);
+        pi_gpu_pinned_sub(chunk);
+    }
+    pi_dev_close(d);
+    return rc;
+}
