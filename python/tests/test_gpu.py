@@ -76,11 +76,13 @@ def test_host_torch_checkpoint_equals_torch_load(tmp_path):
     ref = torch.load(path)
     with pagein.safe_open(path, framework="pt") as f:
         got = _gpu.load(f, None, HOST, "pt", buffer_bytes=4096, nbuffers=2)
-    assert sorted(got) == sorted(ref)
-    for k, v in ref.items():
-        assert got[k].dtype == v.dtype and tuple(got[k].shape) == tuple(v.shape), k
-        assert torch.equal(got[k], v), k
-        assert got[k].is_contiguous()
+    got_model = _gpu.load(path, None, HOST, "pt", buffer_bytes=4096, nbuffers=2)  # a path: opened as a model
+    for g in (got, got_model):
+        assert sorted(g) == sorted(ref)
+        for k, v in ref.items():
+            assert g[k].dtype == v.dtype and tuple(g[k].shape) == tuple(v.shape), k
+            assert torch.equal(g[k], v), k
+            assert g[k].is_contiguous()
 
 
 def test_host_gguf_quantized_blocks():

@@ -82,6 +82,7 @@ static double now_s(void) {
 struct gt {
     const pagein_tensor *t;
     const pagein_file *f;
+    const pagein_tensor *ft; /* t's record in f's own table (pagein_tensor_read wants it) */
     uint64_t bytes; /* staged bytes (row-major) */
     uint64_t dst;
     int gather;     /* read through pagein_tensor_read (strided, swapped, memory files) */
@@ -172,6 +173,8 @@ static const char *fpath(const pagein_file *f) { return f->path ? f->path : "(me
 /* Prefixes the thread's detail with "FILE: tensor 'NAME'". */
 static int tensor_err(int rc, const struct gt *g) {
     char p[512];
+    snprintf(p, sizeof p, "tensor '%.*s'", (int)PI_MIN(g->t->name_len, 200), g->t->name);
+    if (strstr(pagein_last_error_detail(), p)) return rc; /* already named */
     snprintf(p, sizeof p, "%s: tensor '%.*s'", fpath(g->f), (int)PI_MIN(g->t->name_len, 200), g->t->name);
     pi_err_prefix(p);
     return rc;
@@ -205,7 +208,7 @@ static int read_chunk(pagein_gpu_load *l, const struct chunk *c, uint8_t *buf) {
         const struct piece *p = &l->pc[c->p0 + i];
         const struct gt *g = &l->g[p->g];
         if (g->gather) {
-            int rc = pagein_tensor_read(g->f, g->t, buf + p->boff, p->toff, (size_t)p->len);
+            int rc = pagein_tensor_read(g->f, g->ft, buf + p->boff, p->toff, (size_t)p->len);
             if (rc < 0) return tensor_err(rc, g);
             i++;
             continue;
@@ -493,6 +496,11 @@ static int plan(pagein_gpu_load *l, const struct srcv *sv, const pagein_gpu_opts
     for (size_t i = 0; i < n; i++) {
         struct gt *g = &l->g[i];
         g->f = src_file(sv, g->t);
+        /* A model's merged table holds copies of the files' records; the
+         * per-file extras (PyTorch strides) are found from the file's own. */
+        g->ft = sv->m ? pagein_tensor_find(g->f, g->t->name, g->t->name_len) : g->t;
+        RETURN_IF(!g->ft, PAGEIN_E_NOT_FOUND, "%s: tensor '%.*s' is not in its file's table", fpath(g->f),
+                  (int)PI_MIN(g->t->name_len, 200), g->t->name);
         g->bytes = pagein_gpu_tensor_bytes(g->t);
         RETURN_IF(g->t->nbytes && !g->bytes, PAGEIN_E_BAD_DTYPE,
                   "%s: tensor '%.*s': cannot size its %s data for the device", fpath(g->f),
