@@ -11,8 +11,8 @@
  *
  * The pipeline. A ring of nbuffers pinned buffers, each with its own
  * stream and event. `threads` reader threads take the next chunk in plan
- * order and a free buffer, read the chunk's pieces into it (one pread per
- * run of pieces contiguous in the file; pagein_tensor_read for tensors that
+ * order and a free buffer, read the chunk's pieces into it (one read through
+ * the file's source per run of pieces contiguous in the file; pagein_tensor_read for tensors that
  * need gathering or byte-swapping), queue one asynchronous copy per run of
  * pieces contiguous on the device, record the buffer's event and hand the
  * buffer to the completion thread. That thread waits for the events in
@@ -22,7 +22,7 @@
  * never refilled before its copies completed, reads overlap copies, and
  * tensors become ready roughly in layer order.
  *
- * The read side is the one function read_chunk(): the range engine's
+ * The read side is the one function read_run(): the range engine's
  * delivery can replace it without touching the rest (docs/GPU.md).
  *
  * Errors: the first failure (read, copy, event) stops the readers; the
@@ -31,6 +31,7 @@
  * and tensor (and the CUDA call).
  */
 #include "gpu.h"
+#include "../source/source.h"
 
 #include <pthread.h>
 #include <stdio.h>
@@ -182,25 +183,20 @@ static int tensor_err(int rc, const struct gt *g) {
 
 /* ---- the read side: one chunk into one pinned buffer ---------------------- */
 
-/* Reads len bytes at off; a file that ends early is PAGEIN_E_TRUNCATED
- * with *at set to the first missing offset. */
-static int pread_full(int fd, uint8_t *dst, uint64_t len, uint64_t off, uint64_t *at) {
-    uint64_t done = 0;
-    while (done < len) {
-        ssize_t r = pread(fd, dst + done, (size_t)PI_MIN(len - done, (uint64_t)1 << 30), (off_t)(off + done));
-        if (r < 0 && errno == EINTR) continue;
-        if (r < 0) {
-            int e = errno;
-            return pi_err(-e, "pread of %llu bytes at offset %llu: %s", (unsigned long long)(len - done),
-                          (unsigned long long)(off + done), strerror(e));
-        }
-        if (r == 0) {
-            *at = off + done;
-            return PAGEIN_E_TRUNCATED;
-        }
-        done += (uint64_t)r;
-    }
-    return 0;
+/* The read side's one seam: bytes [off, off+len) of f into dst, through
+ * the file's source (pread for local files, range reads for remote ones).
+ * A file that ends early gives PAGEIN_E_TRUNCATED. The range engine's
+ * delivery replaces this function when it can read into the ring's pinned
+ * buffers (docs/GPU.md). */
+static int read_run(const pagein_file *f, uint8_t *dst, uint64_t len, uint64_t off) {
+    return pi_source_read(f->src, dst, len, off);
+}
+
+/* The file's size now (it may have shrunk since open). */
+static uint64_t size_now(const pagein_file *f) {
+    struct stat st;
+    if (f->fd >= 0 && fstat(f->fd, &st) == 0) return (uint64_t)st.st_size;
+    return f->src ? f->src->size : f->len;
 }
 
 static int read_chunk(pagein_gpu_load *l, const struct chunk *c, uint8_t *buf) {
@@ -213,8 +209,8 @@ static int read_chunk(pagein_gpu_load *l, const struct chunk *c, uint8_t *buf) {
             i++;
             continue;
         }
-        /* A run of pieces contiguous in one file is one pread. */
-        uint64_t off = g->t->offset + p->toff, len = p->len, at = 0;
+        /* A run of pieces contiguous in one file is one read. */
+        uint64_t off = g->t->offset + p->toff, len = p->len;
         size_t j = i + 1;
         while (j < c->np) {
             const struct piece *q = &l->pc[c->p0 + j];
@@ -223,8 +219,9 @@ static int read_chunk(pagein_gpu_load *l, const struct chunk *c, uint8_t *buf) {
             len += q->len;
             j++;
         }
-        int rc = pread_full(g->f->fd, buf + p->boff, len, off, &at);
+        int rc = read_run(g->f, buf + p->boff, len, off);
         if (rc == PAGEIN_E_TRUNCATED) {
+            uint64_t at = size_now(g->f);
             /* Name the tensor whose bytes are missing. */
             size_t k = i;
             while (k + 1 < j) {
@@ -233,8 +230,7 @@ static int read_chunk(pagein_gpu_load *l, const struct chunk *c, uint8_t *buf) {
                 k++;
             }
             const struct gt *bad = &l->g[l->pc[c->p0 + k].g];
-            struct stat st;
-            unsigned long long size = fstat(g->f->fd, &st) == 0 ? (unsigned long long)st.st_size : at;
+            unsigned long long size = at;
             return pi_err(PAGEIN_E_TRUNCATED,
                           "%s: tensor '%.*s' (bytes [%llu, %llu) of the file): the file is now %llu bytes long; it "
                           "was truncated after it was opened",
@@ -505,7 +501,7 @@ static int plan(pagein_gpu_load *l, const struct srcv *sv, const pagein_gpu_opts
         RETURN_IF(g->t->nbytes && !g->bytes, PAGEIN_E_BAD_DTYPE,
                   "%s: tensor '%.*s': cannot size its %s data for the device", fpath(g->f),
                   (int)PI_MIN(g->t->name_len, 200), g->t->name, pagein_dtype_get(g->t->dtype)->name);
-        g->gather = g->f->fd < 0 || (g->t->flags & (PAGEIN_TENSOR_NONCONTIGUOUS | PAGEIN_TENSOR_SWAPPED));
+        g->gather = !g->f->src || (g->t->flags & (PAGEIN_TENSOR_NONCONTIGUOUS | PAGEIN_TENSOR_SWAPPED));
         npc_max += (size_t)(g->bytes / l->bufbytes) + 1;
         total += pi_align_up(g->bytes, DEV_ALIGN);
         if (g->t->layer >= 0 && (minl < 0 || g->t->layer < minl)) minl = g->t->layer;
