@@ -432,3 +432,41 @@ TEST(gpu_cuda_bytes_equal) {
     }
     return PASS;
 }
+
+/* Every allocation of a load failing in turn (setup, plan, ring, the host
+ * backend's queued copies mid-stream): an error or success, never a crash,
+ * a hang or a leak (ASan/valgrind), and pinned memory always given back. */
+TEST(gpu_host_alloc_failures) {
+    char path[4096];
+    CHECK_OK(gen_model("gpu_oom.safetensors", 3, 3000, path, sizeof path));
+    pagein_model *m;
+    CHECK_OK(open_lazy(&m, path));
+    if (pt_failed) return FAIL;
+    uint64_t live0 = atomic_load(&pi_gpu_pinned_live);
+    int failures = 0, successes = 0;
+    for (long n = 0; n < 200 && successes < 3; n++) {
+        pagein_gpu_opts o = PAGEIN_GPU_OPTS_INIT;
+        o.device = PAGEIN_DEVICE_HOST;
+        o.buffer_bytes = 4096;
+        o.nbuffers = 2;
+        pagein_gpu_load *l = NULL;
+        pi_alloc_fail_after(n);
+        int rc = pagein_gpu_load_model(&l, m, &o);
+        if (rc == 0) rc = pagein_gpu_load_wait(l);
+        pi_alloc_fail_after(-1);
+        if (rc == 0) {
+            successes++;
+            CHECK_EQ(model_compare(l, m), 0);
+        } else {
+            failures++;
+            CHECK(rc == -ENOMEM);
+            CHECK(pagein_last_error_detail()[0] != 0);
+        }
+        pagein_gpu_load_free(l);
+        CHECK_EQ(atomic_load(&pi_gpu_pinned_live), live0);
+    }
+    CHECK(failures > 10);
+    CHECK(successes > 0);
+    pagein_model_close(m);
+    return PASS;
+}
