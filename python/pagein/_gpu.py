@@ -4,6 +4,7 @@ The one entry point other modules call (safe_open / load_file / open_model
 delegate CUDA devices here)::
 
     load(file_handle, names, device_index, framework="pt") -> dict[str, tensor]
+    load(..., wait=False) -> Loading  (per-tensor waits; layer 0 usable first)
 
 file_handle
     a ``pagein.safe_open`` object, a ``pagein.Model`` (``open_model``), a
@@ -47,7 +48,7 @@ from ._pagein import Error, FormatError
 
 DEVICE_HOST = _pagein.DEVICE_HOST
 
-__all__ = ["load", "probe", "DEVICE_HOST"]
+__all__ = ["load", "probe", "Loading", "DEVICE_HOST"]
 
 
 def probe(device_index):
@@ -136,14 +137,61 @@ def _alloc(rec, fw, device_index):
     return t, (t.data_ptr() if size else 0)
 
 
+class Loading:
+    """A load in progress: ``load(..., wait=False)``.
+
+    ``tensors`` maps every name to its destination tensor; a tensor's
+    contents are valid once ``wait(name)`` returned (tensors arrive in layer
+    order, so layer 0 is usable while later layers are still being copied).
+    ``wait_all()`` waits for every tensor and returns ``tensors``. ``close()``
+    (also on exit of a ``with`` block or garbage collection) stops a load
+    still running, waiting for the copies in flight, and frees the pinned
+    ring; the tensors themselves stay valid (torch owns them), with
+    undefined contents for those never waited for.
+    """
+
+    def __init__(self, handle, tensors):
+        self._h = handle
+        self.tensors = tensors
+
+    def wait(self, name):
+        """The tensor, once it is on the device (GIL released while waiting);
+        raises the load's error (naming the file, tensor and call)."""
+        self._h.wait(name)
+        return self.tensors[name]
+
+    def ready(self, name):
+        """True when the tensor is on the device (never blocks)."""
+        return self._h.query(name)
+
+    def wait_all(self):
+        self._h.wait_all()
+        return self.tensors
+
+    def stats(self):
+        """bytes, tensors, ready, copies, seconds, first_layer_seconds,
+        ring_bytes, pinned_peak, buffers_peak, device_bytes, device_name."""
+        return self._h.stats()
+
+    def close(self):
+        self._h.close()
+
+    def __enter__(self):
+        return self
+
+    def __exit__(self, *exc):
+        self.close()
+
+
 def load(file_handle, names, device_index, framework="pt", *, buffer_bytes=0, nbuffers=0, threads=0,
-         stats=None):
+         stats=None, wait=True):
     """Loads tensors into device memory; see the module docstring.
 
     buffer_bytes, nbuffers, threads: the staging ring (0 = library defaults:
     8 MiB x 8, nbuffers / 2 reading threads). stats: a dict that receives
     what the load did (bytes, seconds, first_layer_seconds, ring_bytes,
-    pinned_peak, copies, device_name).
+    pinned_peak, copies, device_name). wait=False returns a Loading at once
+    instead of the dict (per-tensor waits: layer 0 usable first).
     """
     device_index = _device(device_index)
     fw = _framework(framework)
@@ -166,7 +214,12 @@ def load(file_handle, names, device_index, framework="pt", *, buffer_bytes=0, nb
             obj, ptr = _alloc(rec, fw, device_index)
             out[n] = obj
             ptrs.append(ptr)
-        st = _pagein.gpu_load(src, wanted, device_index, ptrs, buffer_bytes, nbuffers, threads)
+        kw = dict(keep=list(out.values()), buffer_bytes=buffer_bytes, nbuffers=nbuffers, threads=threads)
+        if not wait:
+            # The handle keeps the source open and the destinations alive
+            # until it is closed.
+            return Loading(_pagein.gpu_start(src, wanted, device_index, ptrs, **kw), out)
+        st = _pagein.gpu_load(src, wanted, device_index, ptrs, **kw)
         if stats is not None:
             stats.update(st)
         return out

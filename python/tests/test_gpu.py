@@ -40,6 +40,30 @@ def test_host_numpy_all_tensors_equal(tmp_path):
     assert 0 <= st["first_layer_seconds"] <= st["seconds"]
 
 
+def test_host_per_tensor_waits(tmp_path):
+    path = str(tmp_path / "m.safetensors")
+    want = _write_model(path, layers=10, size=50000)
+    with pagein.open_model(path, strategy="lazy") as m:
+        with _gpu.load(m, None, HOST, "np", buffer_bytes=8192, nbuffers=2, wait=False) as ld:
+            first = ld.wait("model.layers.0.w")  # returns while later layers may still be copied
+            assert np.array_equal(first, want["model.layers.0.w"])
+            assert ld.ready("model.layers.0.w") is True
+            st = ld.stats()
+            assert st["tensors"] == len(want) and st["ready"] >= 1
+            got = ld.wait_all()
+            assert ld.stats()["ready"] == len(want)
+            with pytest.raises(pagein.NotFoundError):
+                ld.wait("nope")
+        with pytest.raises(ValueError):
+            ld.wait("lm_head.weight")  # closed
+    for k, v in want.items():
+        assert np.array_equal(got[k], v), k
+    # closed early, while running: no crash, the source stays usable
+    ld = _gpu.load(path, None, HOST, "np", buffer_bytes=4096, nbuffers=2, wait=False)
+    ld.close()
+    del ld
+
+
 def test_host_handles_and_subset(tmp_path):
     torch = pytest.importorskip("torch")
     path = str(tmp_path / "m.safetensors")
@@ -105,8 +129,13 @@ def test_truncated_file_names_file_and_tensor(tmp_path):
         os.truncate(path, 30000)
         with pytest.raises(pagein.Error) as e:
             _gpu.load(f, None, HOST, "np", buffer_bytes=4096, nbuffers=2)
+        ld = _gpu.load(f, None, HOST, "np", buffer_bytes=4096, nbuffers=2, wait=False)
+        with pytest.raises(pagein.Error) as e2:
+            ld.wait("lm_head.weight")
+        ld.close()
     assert e.value.error == pagein._pagein.strerror(-30000)
     assert path in e.value.detail and "tensor '" in e.value.detail
+    assert e2.value.code == -30000
 
 
 def test_argument_handling(tmp_path):
