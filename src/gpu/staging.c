@@ -291,9 +291,12 @@ static void *reader_main(void *arg) {
         if (rc == 0) rc = queue_copies(l, s, &l->ch[c]);
         if (rc == 0 && (rc = l->dev->ops->record_ready(l->dev, s->event, s->stream)) < 0)
             tensor_err(rc, &l->g[l->pc[l->ch[c].p0].g]);
-        if (rc == 0) s->ok = s->recorded = 1;
         char d[512];
         if (rc < 0) snprintf(d, sizeof d, "%s", pagein_last_error_detail());
+        if (rc == 0) s->ok = s->recorded = 1;
+        /* A copy failed half-way: still fence what was queued, so the
+         * completion thread can wait for it before the buffer is reused. */
+        else if (s->queued && l->dev->ops->record_ready(l->dev, s->event, s->stream) == 0) s->recorded = 1;
 
         pthread_mutex_lock(&l->mu);
         if (rc < 0) fail_locked(l, rc, d);
@@ -393,8 +396,10 @@ void pagein_gpu_load_free(pagein_gpu_load *l) {
         if (l->dev->ops->bind(l->dev) == 0) l->dev->ops->synchronize(l->dev);
         for (unsigned i = 0; l->slots && i < l->nslots; i++) {
             struct slot *s = &l->slots[i];
-            if (s->event) l->dev->ops->event_destroy(l->dev, s->event);
+            /* the stream first: the host backend's destroy drains its queue,
+             * which may still name the event */
             if (s->stream) l->dev->ops->stream_destroy(l->dev, s->stream);
+            if (s->event) l->dev->ops->event_destroy(l->dev, s->event);
             if (s->buf) l->dev->ops->host_free(l->dev, s->buf);
         }
         if (l->pinned) pi_gpu_pinned_sub(l->pinned);
