@@ -1563,7 +1563,7 @@ PAGEIN_API int pagein_convert_gguf(const pagein_file *f, const char *out, const 
  * what tests and machines without a GPU use.
  *
  * Tensors are delivered as their row-major, native-byte-order bytes (what
- * pagein_tensor_read gives): byte-swapped and strided PyTorch tensors are
+ * pagein_tensor_copy gives): byte-swapped and strided PyTorch tensors are
  * converted on the way, GGUF quantized blocks are copied raw.
  */
 

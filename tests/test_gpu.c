@@ -45,7 +45,7 @@ static int gen_model(const char *name, int nl, uint64_t tbytes, char *path, size
     return rc;
 }
 
-/* Every tensor of the load equals the CPU read of it (pagein_tensor_read:
+/* Every tensor of the load equals the CPU read of it (pagein_tensor_copy:
  * row-major, native order). Returns the number of mismatches. */
 static int compare_all(pagein_gpu_load *l, const pagein_file *const *files, const pagein_tensor *const *ts,
                        size_t n) {
@@ -54,7 +54,7 @@ static int compare_all(pagein_gpu_load *l, const pagein_file *const *files, cons
         const pagein_tensor *t = ts[i];
         uint64_t nb = pagein_gpu_tensor_bytes(t);
         uint8_t *want = malloc(nb + 1), *got = malloc(nb + 1);
-        int rc = pagein_tensor_read(files[t->file], t, want, 0, (size_t)nb);
+        int rc = pagein_tensor_copy(files[t->file], t, 0, want, (size_t)nb);
         int rc2 = pagein_gpu_tensor_read_back(l, t, got, 0, (size_t)nb);
         if (rc || rc2 || memcmp(want, got, (size_t)nb) != 0) {
             printf("    tensor %s: %s (rc %d/%d %s)\n", t->name, rc || rc2 ? "error" : "bytes differ", rc, rc2,

@@ -2,16 +2,38 @@
 every load runs against host memory (DEVICE_HOST), which exercises the
 whole C pipeline (ring, asynchronous copies, readiness) and the Python
 glue; CUDA tests skip with the reason."""
+import importlib
 import os
 
 import numpy as np
 import pytest
 
 import pagein
-from pagein import _gpu
 from conftest import testdata as _testdata
 
-HOST = _gpu.DEVICE_HOST
+HOST = pagein._pagein.DEVICE_HOST
+
+
+class _Lazy:
+    """pagein._gpu, imported when a test runs and dropped from the package's
+    attributes afterwards: test_dropin.py replaces sys.modules["pagein._gpu"]
+    and pagein's `from . import _gpu` would find a leftover attribute
+    first (this module is imported at collection, before those tests run)."""
+
+    def __getattr__(self, name):
+        if name not in ("load", "probe", "Loading", "DEVICE_HOST"):  # pytest's collection probes attributes
+            raise AttributeError(name)
+        return getattr(importlib.import_module("pagein._gpu"), name)
+
+
+_gpu = _Lazy()
+
+
+@pytest.fixture(autouse=True)
+def _drop_gpu_attribute():
+    yield
+    if "_gpu" in vars(pagein):
+        delattr(pagein, "_gpu")
 
 
 def _write_model(path, layers=6, size=20000):
@@ -199,3 +221,24 @@ def test_cuda_tensors_equal_cpu(tmp_path):
     for k, v in want.items():
         assert got[k].device.type == "cuda", k
         assert np.array_equal(got[k].cpu().numpy(), v), k
+
+
+def test_safe_open_cuda_delegates_and_reports_no_cuda(tmp_path, monkeypatch):
+    """The real delegation (safe_open / load_file / open_model with a CUDA
+    device -> pagein._gpu.load): without a driver the error says why."""
+    pytest.importorskip("torch")
+    path = str(tmp_path / "m.safetensors")
+    _write_model(path, layers=1, size=1000)
+    monkeypatch.setenv("PAGEIN_CUDA_LIBRARY", "/nonexistent/libcuda.so.1")
+    try:
+        _gpu.probe(0)
+        pytest.skip("a CUDA driver is already loaded in this process")
+    except pagein.Error:
+        pass
+    with pytest.raises(pagein.Error) as e:
+        pagein.load_file(path, device="cuda:0")
+    assert e.value.code == -30034 and "/nonexistent/libcuda.so.1" in e.value.detail
+    with pagein.safe_open(path, framework="pt", device="cuda:0") as f:
+        with pytest.raises(pagein.Error) as e:
+            f.get_tensor("lm_head.weight")
+    assert e.value.code == -30034

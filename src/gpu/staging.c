@@ -12,7 +12,7 @@
  * The pipeline. A ring of nbuffers pinned buffers, each with its own
  * stream and event. `threads` reader threads take the next chunk in plan
  * order and a free buffer, read the chunk's pieces into it (one read through
- * the file's source per run of pieces contiguous in the file; pagein_tensor_read for tensors that
+ * the file's source per run of pieces contiguous in the file; pagein_tensor_copy for tensors that
  * need gathering or byte-swapping), queue one asynchronous copy per run of
  * pieces contiguous on the device, record the buffer's event and hand the
  * buffer to the completion thread. That thread waits for the events in
@@ -83,10 +83,10 @@ static double now_s(void) {
 struct gt {
     const pagein_tensor *t;
     const pagein_file *f;
-    const pagein_tensor *ft; /* t's record in f's own table (pagein_tensor_read wants it) */
+    const pagein_tensor *ft; /* t's record in f's own table (pagein_tensor_copy wants it) */
     uint64_t bytes; /* staged bytes (row-major) */
     uint64_t dst;
-    int gather;     /* read through pagein_tensor_read (strided, swapped, memory files) */
+    int gather;     /* read through pagein_tensor_copy (strided, swapped, memory files) */
     uint32_t pending;
     int ready;
 };
@@ -204,7 +204,7 @@ static int read_chunk(pagein_gpu_load *l, const struct chunk *c, uint8_t *buf) {
         const struct piece *p = &l->pc[c->p0 + i];
         const struct gt *g = &l->g[p->g];
         if (g->gather) {
-            int rc = pagein_tensor_read(g->f, g->ft, buf + p->boff, p->toff, (size_t)p->len);
+            int rc = pagein_tensor_copy(g->f, g->ft, p->toff, buf + p->boff, (size_t)p->len);
             if (rc < 0) return tensor_err(rc, g);
             i++;
             continue;
