@@ -1614,6 +1614,7 @@ typedef struct pagein_gpu_stats {
 typedef struct pagein_gpu_info {
     char name[128];
     uint64_t total_bytes;     /* device memory (0 for the host backend) */
+    uint64_t free_bytes;      /* of which free now (cuMemGetInfo; 0 for the host backend) */
 } pagein_gpu_info;
 
 /*

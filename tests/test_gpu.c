@@ -395,6 +395,7 @@ TEST(gpu_cuda_bytes_equal) {
     CHECK_OK(open_lazy(&m, path));
     if (pt_failed) return FAIL;
     uint64_t live0 = atomic_load(&pi_gpu_pinned_live);
+    uint64_t free0 = info.free_bytes;
     for (int i = 0; i < 5; i++) {
         pagein_gpu_opts o = PAGEIN_GPU_OPTS_INIT;
         o.device = 0;
@@ -409,6 +410,13 @@ TEST(gpu_cuda_bytes_equal) {
         }
         CHECK_EQ(atomic_load(&pi_gpu_pinned_live), live0);
     }
+    /* No device memory leaked by the 5 loads (each allocated ~4 MB; the
+     * slack covers the driver's own bookkeeping). */
+    pagein_gpu_info after;
+    CHECK_OK(pagein_gpu_probe(0, &after));
+    printf("    free device memory: %llu before, %llu after 5 loads\n", (unsigned long long)free0,
+           (unsigned long long)after.free_bytes);
+    CHECK(after.free_bytes + (2u << 20) >= free0);
     pagein_model_close(m);
     if (pt_have_testdata()) {
         pagein_file *f = NULL;

@@ -52,7 +52,7 @@ __all__ = ["load", "probe", "Loading", "DEVICE_HOST"]
 
 
 def probe(device_index):
-    """{"name", "total_bytes"} of a CUDA device (or DEVICE_HOST); raises
+    """{"name", "total_bytes", "free_bytes"} of a CUDA device (or DEVICE_HOST); raises
     pagein.Error naming why when it cannot be used."""
     return _pagein.gpu_probe(_device(device_index))
 

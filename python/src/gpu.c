@@ -3,7 +3,7 @@
  * Source, src_find and raise_rc). pagein/_gpu.py builds the user API on
  * these.
  *
- *   gpu_probe(device) -> {"name": str, "total_bytes": int}; raises
+ *   gpu_probe(device) -> {"name": str, "total_bytes": int, "free_bytes": int}; raises
  *       pagein.Error (code PAGEIN_E_NO_CUDA) with the reason when the device
  *       cannot be used.
  *   gpu_start(source, names, device, dst, keep, buffer_bytes=0, nbuffers=0,
@@ -137,7 +137,8 @@ static PyObject *py_gpu_probe(PyObject *self, PyObject *arg) {
     rc = pagein_gpu_probe((int)dev, &info);
     Py_END_ALLOW_THREADS
     if (rc < 0) return raise_rc(rc, NULL);
-    return Py_BuildValue("{s:s,s:K}", "name", info.name, "total_bytes", (unsigned long long)info.total_bytes);
+    return Py_BuildValue("{s:s,s:K,s:K}", "name", info.name, "total_bytes", (unsigned long long)info.total_bytes,
+                         "free_bytes", (unsigned long long)info.free_bytes);
 }
 
 /* Parses the arguments shared by gpu_start and gpu_load and starts the

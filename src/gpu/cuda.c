@@ -199,6 +199,14 @@ static int c_copy_to_host(struct pi_dev *d, void *dst, uint64_t src, size_t n) {
     return 0;
 }
 
+static int c_mem_info(struct pi_dev *d, uint64_t *free_bytes, uint64_t *total_bytes) {
+    size_t f = 0, t = 0;
+    CU_CALL(cuMemGetInfo_v2, (&f, &t));
+    *free_bytes = f;
+    *total_bytes = t;
+    return 0;
+}
+
 static void c_close(struct pi_dev *d) {
     struct cdev *c = d->impl;
     if (!c) return;
@@ -222,6 +230,7 @@ static const struct pi_dev_ops pi_dev_cuda = {
     .query = c_query,
     .wait = c_wait,
     .synchronize = c_synchronize,
+    .mem_info = c_mem_info,
     .copy_to_host = c_copy_to_host,
     .close = c_close,
 };

@@ -47,6 +47,7 @@ typedef unsigned long long pi_cu_deviceptr; /* CUdeviceptr (64-bit) */
     X(cuCtxSetCurrent, pi_cu_result, (pi_cu_context ctx))                                    \
     X(cuCtxSynchronize, pi_cu_result, (void))                                                \
     X(cuMemAlloc_v2, pi_cu_result, (pi_cu_deviceptr * dptr, size_t bytesize))                \
+    X(cuMemGetInfo_v2, pi_cu_result, (size_t * free_bytes, size_t * total_bytes))            \
     X(cuMemFree_v2, pi_cu_result, (pi_cu_deviceptr dptr))                                    \
     X(cuMemHostAlloc, pi_cu_result, (void **pp, size_t bytesize, unsigned int flags))        \
     X(cuMemFreeHost, pi_cu_result, (void *p))                                                \

@@ -51,6 +51,8 @@ struct pi_dev_ops {
     int (*query)(struct pi_dev *d, void *e); /* 1 complete, 0 pending, < 0 error */
     int (*wait)(struct pi_dev *d, void *e);  /* blocks until e completes */
     int (*synchronize)(struct pi_dev *d);    /* every queued operation */
+    /* Free and total device memory now (0 and 0 when unknown). */
+    int (*mem_info)(struct pi_dev *d, uint64_t *free_bytes, uint64_t *total_bytes);
     /* Blocking device-to-host copy (verification, tests, benchmarks). */
     int (*copy_to_host)(struct pi_dev *d, void *dst, uint64_t src, size_t n);
     void (*close)(struct pi_dev *d);

@@ -199,6 +199,11 @@ static int h_copy_to_host(struct pi_dev *d, void *dst, uint64_t src, size_t n) {
     return 0;
 }
 
+static int h_mem_info(struct pi_dev *d, uint64_t *free_bytes, uint64_t *total_bytes) {
+    *free_bytes = *total_bytes = 0; /* heap memory: not tracked */
+    return 0;
+}
+
 static void h_close(struct pi_dev *d) {}
 
 const struct pi_dev_ops pi_dev_host = {
@@ -217,6 +222,7 @@ const struct pi_dev_ops pi_dev_host = {
     .query = h_query,
     .wait = h_wait,
     .synchronize = h_synchronize,
+    .mem_info = h_mem_info,
     .copy_to_host = h_copy_to_host,
     .close = h_close,
 };

@@ -744,6 +744,8 @@ int pagein_gpu_probe(int device, pagein_gpu_info *info) {
         memset(info, 0, sizeof *info);
         snprintf(info->name, sizeof info->name, "%s", d->name);
         info->total_bytes = d->total_mem;
+        uint64_t fr = 0, tot = 0;
+        if (d->ops->bind(d) == 0 && d->ops->mem_info(d, &fr, &tot) == 0) info->free_bytes = fr;
     }
     pi_dev_close(d);
     return 0;
