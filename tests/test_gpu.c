@@ -478,3 +478,36 @@ TEST(gpu_host_alloc_failures) {
     pagein_model_close(m);
     return PASS;
 }
+
+/* A file opened from memory (no source, no descriptor): the pieces are
+ * copied from the caller's buffer with pagein_tensor_copy. */
+TEST(gpu_host_memory_file) {
+    char path[4096];
+    CHECK_OK(gen_model("gpu_mem.safetensors", 5, 7000, path, sizeof path));
+    size_t len = 0;
+    void *buf = pt_read_file(path, &len);
+    CHECK(buf != NULL);
+    pagein_file *f = NULL;
+    if (buf) CHECK_OK(pagein_open_memory(&f, buf, len, "mem.safetensors", NULL));
+    if (f) {
+        pagein_gpu_opts o = PAGEIN_GPU_OPTS_INIT;
+        o.device = PAGEIN_DEVICE_HOST;
+        o.buffer_bytes = 4096;
+        o.nbuffers = 2;
+        pagein_gpu_load *l = NULL;
+        CHECK_OK(pagein_gpu_load_file(&l, f, &o));
+        if (l) {
+            CHECK_OK(pagein_gpu_load_wait(l));
+            size_t n = pagein_tensor_count(f);
+            const pagein_tensor **ts = calloc(n, sizeof *ts);
+            for (size_t i = 0; i < n; i++) ts[i] = pagein_tensor_at(f, i);
+            const pagein_file *fs[1] = {f};
+            CHECK_EQ(compare_all(l, fs, ts, n), 0);
+            free(ts);
+            pagein_gpu_load_free(l);
+        }
+        pagein_close(f);
+    }
+    free(buf);
+    return PASS;
+}
