@@ -31,6 +31,7 @@
 struct result {
     int ok, skipped;
     double seconds, first_s, peak_rss, pinned;
+    double base_rss; /* RSS once the device was initialised, before the load (< 0 unknown) */
     char err[256];
 };
 
@@ -67,15 +68,27 @@ static void warm(const struct bench *b) {
     }
 }
 
-static double vm_hwm(void) {
+static double status_bytes(const char *key) {
     FILE *f = fopen("/proc/self/status", "r");
     if (!f) return -1;
     char line[256];
     double v = -1;
+    size_t kl = strlen(key);
     while (fgets(line, sizeof line, f))
-        if (strncmp(line, "VmHWM:", 6) == 0) v = atof(line + 6) * 1024;
+        if (strncmp(line, key, kl) == 0) v = atof(line + kl) * 1024;
     fclose(f);
     return v;
+}
+
+static double vm_hwm(void) { return status_bytes("VmHWM:"); }
+
+/* Resets VmHWM to the current RSS (kernels without it: peak since fork). */
+static void reset_peak(void) {
+    int fd = open("/proc/self/clear_refs", O_WRONLY);
+    if (fd >= 0) {
+        if (write(fd, "5", 1) < 0) { /* older kernels */ }
+        close(fd);
+    }
 }
 
 /* ---- the measurements, each in a child -------------------------------------- */
@@ -89,6 +102,10 @@ static int measure_pagein(const struct bench *b, int device, struct result *r) {
         int rc = pagein_gpu_probe(device, NULL);
         if (rc < 0) return rc;
     }
+    /* The peak counts from here: the load's own memory, not the driver's
+     * context (base_rss says what was there before). */
+    reset_peak();
+    r->base_rss = status_bytes("VmRSS:");
     double t0 = cli_now();
     pagein_model *m;
     pagein_model_opts mo = PAGEIN_MODEL_OPTS_INIT;
@@ -118,7 +135,7 @@ static int measure_pagein(const struct bench *b, int device, struct result *r) {
 static struct result in_child(const struct bench *b, enum what w, int device, char *name_out, size_t name_len) {
     struct result r;
     memset(&r, 0, sizeof r);
-    r.first_s = r.pinned = -1;
+    r.first_s = r.pinned = r.base_rss = -1;
     int fds[2];
     if (pipe(fds) < 0) {
         snprintf(r.err, sizeof r.err, "pipe: %s", strerror(errno));
@@ -135,11 +152,7 @@ static struct result in_child(const struct bench *b, enum what w, int device, ch
     }
     if (pid == 0) {
         close(fds[0]);
-        int fd = open("/proc/self/clear_refs", O_WRONLY);
-        if (fd >= 0) {
-            if (write(fd, "5", 1) < 0) { /* older kernels: peak since fork */ }
-            close(fd);
-        }
+        reset_peak();
         int rc = 0;
         char name[128] = "";
         if (w == W_PROBE) {
@@ -188,7 +201,9 @@ static struct result in_child(const struct bench *b, enum what w, int device, ch
 static const char py_script[] =
     "import json, os, re, sys, time\n"
     "mode, path, dev = sys.argv[1], sys.argv[2], int(sys.argv[3])\n"
+    "base_rss = -1\n"
     "def out(**k):\n"
+    "    k['base_rss'] = base_rss\n"
     "    print(json.dumps(k)); sys.exit(0)\n"
     "# the cheap reasons to skip first: importing torch takes seconds\n"
     "if mode == 'safetensors':\n"
@@ -227,6 +242,11 @@ static const char py_script[] =
     "            sync(); first_s = time.perf_counter() - t0\n"
     "    sync()\n"
     "    return res, first_s, nb\n"
+    "def rss():\n"
+    "    for l in open('/proc/self/status'):\n"
+    "        if l.startswith('VmRSS:'): return int(l.split()[1]) * 1024\n"
+    "    return -1\n"
+    "base_rss = rss()\n"
     "t0 = time.perf_counter()\n"
     "if mode == 'safetensors':\n"
     "    try:\n"
@@ -288,7 +308,7 @@ static int json_str(const char *s, const char *key, char *out, size_t len) {
 static struct result run_python(const struct bench *b, const char *mode, int device) {
     struct result r;
     memset(&r, 0, sizeof r);
-    r.first_s = r.pinned = -1;
+    r.first_s = r.pinned = r.base_rss = -1;
     int fds[2];
     if (pipe(fds) < 0) {
         snprintf(r.err, sizeof r.err, "pipe: %s", strerror(errno));
@@ -335,6 +355,7 @@ static struct result run_python(const struct bench *b, const char *mode, int dev
         r.seconds = json_num(out, "seconds");
         r.first_s = json_num(out, "first_s");
         r.peak_rss = (double)ru.ru_maxrss * 1024;
+        r.base_rss = json_num(out, "base_rss");
     } else {
         snprintf(r.err, sizeof r.err, "%s exited with status %d: %.150s", b->python,
                  WIFEXITED(st) ? WEXITSTATUS(st) : -1, got ? out : "(no output)");
@@ -384,16 +405,17 @@ static double med(double *v, int n) {
 
 static struct result median(const struct result *rs, int n) {
     struct result m = rs[0];
-    double s[MAX_RUNS], f[MAX_RUNS], p[MAX_RUNS];
+    double s[MAX_RUNS], f[MAX_RUNS], p[MAX_RUNS], b[MAX_RUNS];
     int k = 0;
     for (int i = 0; i < n; i++)
-        if (rs[i].ok) s[k] = rs[i].seconds, f[k] = rs[i].first_s, p[k] = rs[i].peak_rss, k++;
+        if (rs[i].ok) s[k] = rs[i].seconds, f[k] = rs[i].first_s, p[k] = rs[i].peak_rss, b[k] = rs[i].base_rss, k++;
         else if (!m.err[0] || m.ok) m = rs[i];
     if (k == 0) return m;
     m.ok = 1;
     m.seconds = med(s, k);
     m.first_s = med(f, k);
     m.peak_rss = med(p, k);
+    m.base_rss = med(b, k);
     return m;
 }
 
@@ -600,6 +622,7 @@ static int bench_gpu_main(int argc, char **argv) {
             jnum(o, "gbps", r->ok && r->seconds > 0 ? (double)b.bytes / r->seconds / 1e9 : -1);
             jnum(o, "first_layer_s", r->ok ? r->first_s : -1);
             jnum(o, "peak_rss", r->ok ? r->peak_rss : -1);
+            jnum(o, "base_rss", r->ok ? r->base_rss : -1);
             jnum(o, "pinned_bytes", r->ok ? r->pinned : -1);
             fprintf(o, ", \"skipped\": ");
             if (r->skipped) cli_json_str(o, r->err, strlen(r->err));

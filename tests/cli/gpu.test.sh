@@ -20,6 +20,7 @@ for c in ("cold", "warm"):
     h = rows[("pagein-host", c)]
     assert h["ok"] and h["gbps"] > 0 and 0 <= h["first_layer_s"] <= h["seconds"], h
     assert 0 < h["pinned_bytes"] <= 3 * 65536, h     # the ring bounds pinned memory
+    assert 0 < h["base_rss"] <= h["peak_rss"], h
     assert rows[("pagein", c)]["skipped"].startswith("no CUDA device"), rows[("pagein", c)]
     assert rows[("torch-load", c)]["skipped"] == "not a torch checkpoint"
     m = rows[("mmap-to", c)]
