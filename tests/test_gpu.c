@@ -234,7 +234,23 @@ TEST(gpu_host_subset_caller_buffers) {
     o.dst = NULL;
     o.nbuffers = 1;
     CHECK_EQ(pagein_gpu_load_model(&l, m, &o), PAGEIN_E_INVALID);
+    o.nbuffers = 2;
+    o.buffer_bytes = 100;
+    CHECK_EQ(pagein_gpu_load_model(&l, m, &o), PAGEIN_E_INVALID);
+    CHECK(strstr(pagein_last_error_detail(), "buffer_bytes") != NULL);
     CHECK(l == NULL);
+    /* more threads than buffers is clamped, not refused */
+    o.buffer_bytes = 4096;
+    o.threads = 16;
+    CHECK_OK(pagein_gpu_load_model(&l, m, &o));
+    if (l) {
+        CHECK_OK(pagein_gpu_load_wait(l));
+        CHECK_EQ(model_compare(l, m), 0);
+        pagein_gpu_load_free(l);
+    }
+    CHECK_EQ(pagein_gpu_load_model(&l, NULL, &o), PAGEIN_E_INVALID);
+    CHECK_EQ(pagein_gpu_tensor_wait(NULL, ts[0]), PAGEIN_E_INVALID);
+    pagein_gpu_load_free(NULL);
     for (int i = 0; i < 3; i++) free(bufs[i]);
     pagein_model_close(m);
     return PASS;
