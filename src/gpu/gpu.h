@@ -83,6 +83,10 @@ extern _Atomic uint64_t pi_gpu_pinned_live, pi_gpu_pinned_peak;
 void pi_gpu_pinned_add(uint64_t n);
 void pi_gpu_pinned_sub(uint64_t n);
 
+/* Test hook: the order in which tensor t of load l became ready (0 =
+ * first), or -1 when it is not ready or not part of l. */
+long pi_gpu_ready_rank(pagein_gpu_load *l, const pagein_tensor *t);
+
 /* Test hook: the host backend sleeps this many microseconds before each
  * copy, so a pipeline that reused a buffer before its copy completed would
  * be caught by the byte comparison. */

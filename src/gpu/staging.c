@@ -15,8 +15,8 @@
  * the file's source per run of pieces contiguous in the file; pagein_tensor_copy for tensors that
  * need gathering or byte-swapping), queue one asynchronous copy per run of
  * pieces contiguous on the device, record the buffer's event and hand the
- * buffer to the completion thread. That thread waits for the events in
- * hand-over order; when a buffer's copies are done each of its pieces is
+ * buffer to the completion thread. That thread takes the buffers in chunk
+ * (plan) order and waits for their events; when a buffer's copies are done each of its pieces is
  * retired (a tensor is ready when its last piece is), and the buffer goes
  * back to the free list. So at most nbuffers buffers exist, a buffer is
  * never refilled before its copies completed, reads overlap copies, and
@@ -89,6 +89,7 @@ struct gt {
     int gather;     /* read through pagein_tensor_copy (strided, swapped, memory files) */
     uint32_t pending;
     int ready;
+    size_t rank; /* order in which it became ready (0 first) */
 };
 
 struct piece {
@@ -128,8 +129,12 @@ struct pagein_gpu_load {
     pthread_cond_t cv;       /* free buffers, hand-over queue, readers done */
     pthread_cond_t cv_ready; /* tensors ready, errors, the end */
     unsigned *freelist, nfree;
-    unsigned *fifo;
-    size_t fifo_head, fifo_len;
+    /* Hand-over table: handed[c % nslots] is the buffer holding chunk c once
+     * its copies are queued, -1 before. Chunks are retired strictly in plan
+     * order (next_retire), so at most nslots chunks, all in [next_retire,
+     * next_retire + nslots), are ever taken and not yet retired. */
+    int *handed;
+    size_t next_retire;
     size_t next_chunk;
     unsigned readers_done;
     int stop, finished;
@@ -300,7 +305,7 @@ static void *reader_main(void *arg) {
 
         pthread_mutex_lock(&l->mu);
         if (rc < 0) fail_locked(l, rc, d);
-        l->fifo[(l->fifo_head + l->fifo_len++) % l->nslots] = si;
+        l->handed[c % l->nslots] = (int)si;
         pthread_cond_broadcast(&l->cv);
         pthread_mutex_unlock(&l->mu);
     }
@@ -319,7 +324,7 @@ static void retire_locked(pagein_gpu_load *l, const struct chunk *c) {
         l->bytes_done += p->len;
         if (--g->pending == 0) {
             g->ready = 1;
-            l->ready_count++;
+            g->rank = l->ready_count++;
         }
     }
     while (l->prefix_ready < l->n && l->g[l->prefix_ready].ready) l->prefix_ready++;
@@ -333,14 +338,18 @@ static void *completer_main(void *arg) {
     if (bound < 0) fail(l, bound);
     for (;;) {
         pthread_mutex_lock(&l->mu);
-        while (l->fifo_len == 0 && l->readers_done < l->nreaders) pthread_cond_wait(&l->cv, &l->mu);
-        if (l->fifo_len == 0) {
+        /* The next chunk in plan order, once handed over; done when every
+         * chunk the readers took is retired and they have all stopped. */
+        while (l->handed[l->next_retire % l->nslots] < 0 &&
+               !(l->readers_done == l->nreaders && l->next_retire >= l->next_chunk))
+            pthread_cond_wait(&l->cv, &l->mu);
+        if (l->handed[l->next_retire % l->nslots] < 0) {
             pthread_mutex_unlock(&l->mu);
             break;
         }
-        unsigned si = l->fifo[l->fifo_head];
-        l->fifo_head = (l->fifo_head + 1) % l->nslots;
-        l->fifo_len--;
+        unsigned si = (unsigned)l->handed[l->next_retire % l->nslots];
+        l->handed[l->next_retire % l->nslots] = -1;
+        l->next_retire++;
         pthread_mutex_unlock(&l->mu);
 
         struct slot *s = &l->slots[si];
@@ -412,7 +421,7 @@ void pagein_gpu_load_free(pagein_gpu_load *l) {
     pi_free(l->slots);
     pi_free(l->readers);
     pi_free(l->freelist);
-    pi_free(l->fifo);
+    pi_free(l->handed);
     pi_free(l->pc);
     pi_free(l->ch);
     pi_free(l->map);
@@ -526,7 +535,7 @@ static int plan(pagein_gpu_load *l, const struct srcv *sv, const pagein_gpu_opts
         struct gt *g = &l->g[i];
         if (g->bytes == 0) {
             g->ready = 1;
-            l->ready_count++;
+            g->rank = l->ready_count++;
             continue;
         }
         for (uint64_t off = 0; off < g->bytes;) {
@@ -595,9 +604,10 @@ static int start(pagein_gpu_load **out, const struct srcv *sv, const pagein_gpu_
         if (l->nthreads > l->nslots) l->nthreads = l->nslots;
         l->slots = pi_calloc(l->nslots, sizeof *l->slots);
         l->freelist = pi_malloc(l->nslots * sizeof *l->freelist);
-        l->fifo = pi_malloc(l->nslots * sizeof *l->fifo);
+        l->handed = pi_malloc(l->nslots * sizeof *l->handed);
         l->readers = pi_calloc(l->nthreads, sizeof *l->readers);
-        if (!l->slots || !l->freelist || !l->fifo || !l->readers) rc = pi_err(-ENOMEM, "GPU load: out of memory");
+        if (!l->slots || !l->freelist || !l->handed || !l->readers) rc = pi_err(-ENOMEM, "GPU load: out of memory");
+        for (unsigned i = 0; l->handed && i < l->nslots; i++) l->handed[i] = -1;
     }
     uint64_t bufsz = l->nch == 1 ? PI_MAX(l->ch[0].np ? l->pc[l->ch[0].p0 + l->ch[0].np - 1].boff +
                                                           l->pc[l->ch[0].p0 + l->ch[0].np - 1].len
@@ -689,6 +699,15 @@ int pagein_gpu_tensor_query(pagein_gpu_load *l, const pagein_tensor *t) {
     if (rc < 0) rc = pi_err(rc, "%s", l->detail);
     pthread_mutex_unlock(&l->mu);
     return rc;
+}
+
+long pi_gpu_ready_rank(pagein_gpu_load *l, const pagein_tensor *t) {
+    struct gt *g = find(l, t);
+    if (!g) return -1;
+    pthread_mutex_lock(&l->mu);
+    long r = g->ready ? (long)g->rank : -1;
+    pthread_mutex_unlock(&l->mu);
+    return r;
 }
 
 uint64_t pagein_gpu_tensor_ptr(const pagein_gpu_load *l, const pagein_tensor *t) {
