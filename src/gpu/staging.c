@@ -22,7 +22,7 @@
  * never refilled before its copies completed, reads overlap copies, and
  * tensors become ready roughly in layer order.
  *
- * The read side is the one function read_run(): the range engine's
+ * The read side is the one function read_spans(): the range engine's
  * delivery can replace it without touching the rest (docs/GPU.md).
  *
  * Errors: the first failure (read, copy, event) stops the readers; the
@@ -188,13 +188,22 @@ static int tensor_err(int rc, const struct gt *g) {
 
 /* ---- the read side: one chunk into one pinned buffer ---------------------- */
 
-/* The read side's one seam: bytes [off, off+len) of f into dst, through
- * the file's source (pread for local files, range reads for remote ones).
- * A file that ends early gives PAGEIN_E_TRUNCATED. The range engine's
- * delivery replaces this function when it can read into the ring's pinned
- * buffers (docs/GPU.md). */
-static int read_run(const pagein_file *f, uint8_t *dst, uint64_t len, uint64_t off) {
-    return pi_source_read(f->src, dst, len, off);
+/* A run of a chunk's pieces contiguous in one file: one read into the
+ * buffer. */
+struct rspan {
+    const pagein_file *f;
+    uint64_t off, len;
+    uint8_t *dst;
+};
+
+/* The read side's one seam: the runs of one chunk into its pinned buffer,
+ * through the files' sources (pread for local files, range reads for
+ * remote ones). The range engine (PI_DELIVER_BUFFERS with the runs as
+ * spans) replaces this loop without touching the rest (docs/GPU.md). A
+ * file that ends early gives PAGEIN_E_TRUNCATED. */
+static int read_spans(const struct rspan *sp, size_t n) {
+    for (size_t i = 0; i < n; i++) FORWARD_IF(pi_source_read(sp[i].f->src, sp[i].dst, sp[i].len, sp[i].off));
+    return 0;
 }
 
 /* The file's size now (it may have shrunk since open). */
@@ -205,48 +214,52 @@ static uint64_t size_now(const pagein_file *f) {
 }
 
 static int read_chunk(pagein_gpu_load *l, const struct chunk *c, uint8_t *buf) {
-    for (size_t i = 0; i < c->np;) {
+    struct rspan *sp = pi_malloc((c->np ? c->np : 1) * sizeof *sp);
+    RETURN_IF(!sp, -ENOMEM, "GPU load: out of memory");
+    size_t ns = 0;
+    int rc = 0;
+    for (size_t i = 0; i < c->np && rc == 0; i++) {
         const struct piece *p = &l->pc[c->p0 + i];
         const struct gt *g = &l->g[p->g];
+        uint64_t off = g->t->offset + p->toff;
         if (g->gather) {
-            int rc = pagein_tensor_copy(g->f, g->ft, p->toff, buf + p->boff, (size_t)p->len);
-            if (rc < 0) return tensor_err(rc, g);
-            i++;
-            continue;
+            rc = pagein_tensor_copy(g->f, g->ft, p->toff, buf + p->boff, (size_t)p->len);
+            if (rc < 0) tensor_err(rc, g);
+        } else if (ns && sp[ns - 1].f == g->f && sp[ns - 1].off + sp[ns - 1].len == off &&
+                   sp[ns - 1].dst + sp[ns - 1].len == buf + p->boff) {
+            sp[ns - 1].len += p->len;
+        } else {
+            sp[ns++] = (struct rspan){g->f, off, p->len, buf + p->boff};
         }
-        /* A run of pieces contiguous in one file is one read. */
-        uint64_t off = g->t->offset + p->toff, len = p->len;
-        size_t j = i + 1;
-        while (j < c->np) {
-            const struct piece *q = &l->pc[c->p0 + j];
-            const struct gt *h = &l->g[q->g];
-            if (h->gather || h->f != g->f || h->t->offset + q->toff != off + len) break;
-            len += q->len;
-            j++;
-        }
-        int rc = read_run(g->f, buf + p->boff, len, off);
-        if (rc == PAGEIN_E_TRUNCATED) {
-            uint64_t at = size_now(g->f);
-            /* Name the tensor whose bytes are missing. */
-            size_t k = i;
-            while (k + 1 < j) {
-                const struct piece *q = &l->pc[c->p0 + k];
-                if (l->g[q->g].t->offset + q->toff + q->len > at) break;
-                k++;
-            }
-            const struct gt *bad = &l->g[l->pc[c->p0 + k].g];
-            unsigned long long size = at;
+    }
+    if (rc == 0) rc = read_spans(sp, ns);
+    pi_free(sp);
+    if (rc == PAGEIN_E_TRUNCATED) {
+        /* Name the first tensor of the chunk whose bytes are missing now. */
+        for (size_t i = 0; i < c->np; i++) {
+            const struct piece *p = &l->pc[c->p0 + i];
+            const struct gt *g = &l->g[p->g];
+            uint64_t size = size_now(g->f);
+            if (g->gather || g->t->offset + p->toff + p->len <= size) continue;
             return pi_err(PAGEIN_E_TRUNCATED,
                           "%s: tensor '%.*s' (bytes [%llu, %llu) of the file): the file is now %llu bytes long; it "
                           "was truncated after it was opened",
-                          fpath(bad->f), (int)PI_MIN(bad->t->name_len, 200), bad->t->name,
-                          (unsigned long long)bad->t->offset, (unsigned long long)(bad->t->offset + bad->t->nbytes),
-                          size);
+                          fpath(g->f), (int)PI_MIN(g->t->name_len, 200), g->t->name,
+                          (unsigned long long)g->t->offset, (unsigned long long)(g->t->offset + g->t->nbytes),
+                          (unsigned long long)size);
         }
-        if (rc < 0) return tensor_err(rc, &l->g[l->pc[c->p0 + i].g]);
-        i = j;
+        return rc; /* the source's own detail */
     }
-    return 0;
+    if (rc < 0 && c->np) {
+        /* a failed read: name the chunk's first tensor (the source's detail
+         * names the file, offset and length) */
+        const struct gt *g = &l->g[l->pc[c->p0].g];
+        char pre[300];
+        snprintf(pre, sizeof pre, "reading a buffer that starts with tensor '%.*s'", (int)PI_MIN(g->t->name_len, 200),
+                 g->t->name);
+        if (!strstr(pagein_last_error_detail(), "tensor '")) pi_err_prefix(pre);
+    }
+    return rc;
 }
 
 /* Queues the chunk's copies on the buffer's stream: one per run of pieces
