@@ -1669,6 +1669,12 @@ PAGEIN_API int pagein_gpu_tensor_read_back(pagein_gpu_load *l, const pagein_tens
  * wall time in *seconds. For benchmarks (`pagein bench gpu`). 0,
  * PAGEIN_E_NO_CUDA, PAGEIN_E_CUDA or -ENOMEM. */
 PAGEIN_API int pagein_gpu_copy_bench(int device, uint64_t bytes, unsigned streams, double *seconds);
+/* Frees the pinned buffers kept for reuse. A freed load's ring goes to a
+ * small process-wide cache (at most 64 MiB by default; the environment
+ * variable PAGEIN_GPU_PINNED_CACHE sets the cap, e.g. "0" or "256M") so
+ * that the next load skips pinning memory again: loading tensor by tensor
+ * stays cheap. Thread-safe; call it when no load will follow. */
+PAGEIN_API void pagein_gpu_trim(void);
 /* Stops the load if still running (waiting for copies in flight), joins
  * its threads, frees the pinned ring and the device memory the library
  * allocated (never caller-provided destinations). NULL ok. */

@@ -532,3 +532,60 @@ TEST(gpu_host_memory_file) {
     free(buf);
     return PASS;
 }
+
+/* The pinned-buffer cache: a freed load's ring is reused by the next load
+ * on the same device (nothing newly pinned), never beyond the next load's
+ * own buffer size (its ring still bounds what it holds), capped, and
+ * emptied by pagein_gpu_trim. The host backend caches only when a test
+ * sets the cap. */
+TEST(gpu_host_pinned_cache_reuse) {
+    char path[4096];
+    CHECK_OK(gen_model("gpu_cache.safetensors", 8, 20000, path, sizeof path));
+    pagein_model *m;
+    CHECK_OK(open_lazy(&m, path));
+    if (pt_failed) return FAIL;
+    pagein_gpu_trim();
+    atomic_store(&pi_test_pinned_cache_cap, 1 << 20);
+    uint64_t live0 = atomic_load(&pi_gpu_pinned_live);
+    uint64_t sizes[3] = {64 << 10, 64 << 10, 32 << 10};
+    uint64_t new_allocs[3];
+    for (int k = 0; k < 3; k++) {
+        uint64_t a0 = atomic_load(&pi_gpu_pinned_allocs);
+        pagein_gpu_opts o = PAGEIN_GPU_OPTS_INIT;
+        o.device = PAGEIN_DEVICE_HOST;
+        o.buffer_bytes = sizes[k];
+        o.nbuffers = 4;
+        pagein_gpu_load *l = NULL;
+        CHECK_OK(pagein_gpu_load_model(&l, m, &o));
+        if (l) {
+            CHECK_OK(pagein_gpu_load_wait(l));
+            CHECK_EQ(model_compare(l, m), 0);
+            pagein_gpu_stats st;
+            pagein_gpu_load_stats(l, &st);
+            CHECK(st.pinned_peak <= st.ring_bytes);
+            pagein_gpu_load_free(l);
+        }
+        new_allocs[k] = atomic_load(&pi_gpu_pinned_allocs) - a0;
+        CHECK_EQ(atomic_load(&pi_gpu_pinned_live), live0);
+    }
+    CHECK_EQ(new_allocs[0], 4);
+    CHECK_EQ(new_allocs[1], 0);  /* the same ring again: all from the cache */
+    CHECK_EQ(new_allocs[2], 4);  /* 64 KiB buffers are too large for a 32 KiB ring */
+    CHECK(pi_gpu_pinned_cached() <= (1u << 20));
+    CHECK(pi_gpu_pinned_cached() >= 4 * (64u << 10));
+    pagein_gpu_trim();
+    CHECK_EQ(pi_gpu_pinned_cached(), 0);
+    /* cap 0: nothing kept */
+    atomic_store(&pi_test_pinned_cache_cap, 0);
+    pagein_gpu_opts o = PAGEIN_GPU_OPTS_INIT;
+    o.device = PAGEIN_DEVICE_HOST;
+    o.buffer_bytes = 4096;
+    pagein_gpu_load *l = NULL;
+    CHECK_OK(pagein_gpu_load_model(&l, m, &o));
+    if (l) CHECK_OK(pagein_gpu_load_wait(l));
+    pagein_gpu_load_free(l);
+    CHECK_EQ(pi_gpu_pinned_cached(), 0);
+    atomic_store(&pi_test_pinned_cache_cap, -1);
+    pagein_model_close(m);
+    return PASS;
+}

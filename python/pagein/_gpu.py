@@ -48,7 +48,14 @@ from ._pagein import Error, FormatError
 
 DEVICE_HOST = _pagein.DEVICE_HOST
 
-__all__ = ["load", "probe", "Loading", "DEVICE_HOST"]
+__all__ = ["load", "probe", "trim", "Loading", "DEVICE_HOST"]
+
+
+def trim():
+    """Frees the pinned host buffers pagein keeps between loads (at most
+    64 MiB by default, PAGEIN_GPU_PINNED_CACHE sets the cap) so that loading
+    tensor by tensor does not pin memory again for every tensor."""
+    _pagein.gpu_trim()
 
 
 def probe(device_index):

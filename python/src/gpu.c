@@ -20,6 +20,7 @@
  *       pinned ring; also on garbage collection). Waits release the GIL.
  *   gpu_load(source, names, device, dst, ...) -> stats dict: start + wait
  *       for all + close, in one call.
+ *   gpu_trim(): frees the pinned buffers the library keeps for reuse.
  */
 
 typedef struct {
@@ -232,7 +233,15 @@ static PyObject *py_gpu_load(PyObject *self, PyObject *args, PyObject *kw) {
     return st;
 }
 
+static PyObject *py_gpu_trim(PyObject *self, PyObject *unused) {
+    Py_BEGIN_ALLOW_THREADS
+    pagein_gpu_trim();
+    Py_END_ALLOW_THREADS
+    Py_RETURN_NONE;
+}
+
 #define PAGEIN_GPU_METHODS                                                                                   \
+    {"gpu_trim", py_gpu_trim, METH_NOARGS, "gpu_trim(): free the pinned buffers kept for reuse"},             \
     {"gpu_probe", py_gpu_probe, METH_O, "gpu_probe(device) -> {name, total_bytes}; raises when unusable"},   \
     {"gpu_start", PYFN(py_gpu_start), METH_VARARGS | METH_KEYWORDS,                                           \
      "gpu_start(source, names, device, dst, keep=None, buffer_bytes=0, nbuffers=0, threads=0) -> GpuLoad"},   \

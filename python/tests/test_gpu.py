@@ -21,7 +21,7 @@ class _Lazy:
     first (this module is imported at collection, before those tests run)."""
 
     def __getattr__(self, name):
-        if name not in ("load", "probe", "Loading", "DEVICE_HOST"):  # pytest's collection probes attributes
+        if name not in ("load", "probe", "trim", "Loading", "DEVICE_HOST"):  # pytest's collection probes attributes
             raise AttributeError(name)
         return getattr(importlib.import_module("pagein._gpu"), name)
 
@@ -184,6 +184,7 @@ def test_argument_handling(tmp_path):
     with pytest.raises(pagein.FileError):
         _gpu.load(str(tmp_path / "missing.safetensors"), None, HOST, "np")
     assert _gpu.load(path, [], HOST, "np") == {}
+    _gpu.trim()
 
 
 def test_no_cuda_raises_with_reason(tmp_path, monkeypatch):

@@ -38,6 +38,8 @@ struct pi_dev_ops {
     int (*alloc)(struct pi_dev *d, uint64_t *ptr, uint64_t n);
     void (*free)(struct pi_dev *d, uint64_t ptr);
     int (*host_alloc_pinned)(struct pi_dev *d, void **p, size_t n);
+    /* d may be NULL (the pinned cache frees without a device object; the
+     * calling thread has the device's context current). */
     void (*host_free)(struct pi_dev *d, void *p);
     int (*stream_create)(struct pi_dev *d, void **s);
     void (*stream_destroy)(struct pi_dev *d, void *s);
@@ -86,6 +88,13 @@ void pi_gpu_pinned_sub(uint64_t n);
 /* Test hook: the order in which tensor t of load l became ready (0 =
  * first), or -1 when it is not ready or not part of l. */
 long pi_gpu_ready_rank(pagein_gpu_load *l, const pagein_tensor *t);
+
+/* The pinned-buffer cache (staging.c): buffers newly pinned since start,
+ * bytes held in the cache now, and a test override of its cap (-1: the
+ * default rule; the host backend caches nothing by default). */
+extern _Atomic uint64_t pi_gpu_pinned_allocs;
+uint64_t pi_gpu_pinned_cached(void);
+extern _Atomic long pi_test_pinned_cache_cap;
 
 /* Test hook: the host backend sleeps this many microseconds before each
  * copy, so a pipeline that reused a buffer before its copy completed would

@@ -54,6 +54,109 @@ void pi_gpu_pinned_add(uint64_t n) {
 
 void pi_gpu_pinned_sub(uint64_t n) { atomic_fetch_sub(&pi_gpu_pinned_live, n); }
 
+/* ---- the pinned-buffer cache ----------------------------------------------
+ * Pinning memory is slow (cuMemHostAlloc locks every page), and a caller
+ * that loads one tensor per call (safe_open(..., device="cuda") and
+ * get_tensor in a loop, as transformers does) would pay it per tensor. So
+ * the ring's buffers go back to a small process-wide cache when a load is
+ * freed, and the next load on the same backend and device takes them
+ * again. At most PI_POOL_SLOTS buffers and pool_cap bytes are kept
+ * (PAGEIN_GPU_PINNED_CACHE, a size, default 64 MiB for CUDA; 0 disables;
+ * the host backend caches only when a test sets a cap). This cache is
+ * process-wide state (docs/GPU.md); pagein_gpu_trim() frees it. */
+#define PI_POOL_SLOTS 32
+struct pooled {
+    const struct pi_dev_ops *ops;
+    int device;
+    size_t size;
+    void *p;
+};
+static struct pooled pool[PI_POOL_SLOTS];
+static size_t npool;
+static uint64_t pool_bytes;
+static pthread_mutex_t pool_mu = PTHREAD_MUTEX_INITIALIZER;
+_Atomic uint64_t pi_gpu_pinned_allocs;
+_Atomic long pi_test_pinned_cache_cap = -1;
+
+static uint64_t pool_cap(const struct pi_dev *d) {
+    long t = atomic_load(&pi_test_pinned_cache_cap);
+    if (t >= 0) return (uint64_t)t;
+    if (d->device == PAGEIN_DEVICE_HOST) return 0;
+    const char *e = getenv("PAGEIN_GPU_PINNED_CACHE");
+    if (e && *e) {
+        char *end;
+        unsigned long long v = strtoull(e, &end, 10);
+        if (*end == 'k' || *end == 'K') v <<= 10;
+        else if (*end == 'm' || *end == 'M') v <<= 20;
+        else if (*end == 'g' || *end == 'G') v <<= 30;
+        return v;
+    }
+    return 64ull << 20;
+}
+
+/* A pinned buffer of at least n and at most max bytes (so that a load
+ * never pins more than its ring): the smallest such buffer in the cache,
+ * else a newly pinned one of n bytes. *got is its real size. */
+static int pinned_get(struct pi_dev *d, size_t n, size_t max, void **p, size_t *got) {
+    pthread_mutex_lock(&pool_mu);
+    size_t best = npool;
+    for (size_t i = 0; i < npool; i++)
+        if (pool[i].ops == d->ops && pool[i].device == d->device && pool[i].size >= n && pool[i].size <= max &&
+            (best == npool || pool[i].size < pool[best].size))
+            best = i;
+    if (best < npool) {
+        *p = pool[best].p;
+        *got = pool[best].size;
+        pool_bytes -= pool[best].size;
+        pool[best] = pool[--npool];
+        pthread_mutex_unlock(&pool_mu);
+        return 0;
+    }
+    pthread_mutex_unlock(&pool_mu);
+    FORWARD_IF(d->ops->host_alloc_pinned(d, p, n));
+    atomic_fetch_add(&pi_gpu_pinned_allocs, 1);
+    *got = n;
+    return 0;
+}
+
+static void pinned_put(struct pi_dev *d, void *p, size_t n) {
+    if (!p) return;
+    uint64_t cap = pool_cap(d);
+    pthread_mutex_lock(&pool_mu);
+    if (npool < PI_POOL_SLOTS && pool_bytes + n <= cap) {
+        pool[npool++] = (struct pooled){d->ops, d->device, n, p};
+        pool_bytes += n;
+        p = NULL;
+    }
+    pthread_mutex_unlock(&pool_mu);
+    if (p) d->ops->host_free(d, p);
+}
+
+void pagein_gpu_trim(void) {
+    pthread_mutex_lock(&pool_mu);
+    while (npool) {
+        /* CUDA frees need the device's context current on this thread */
+        struct pi_dev *d = NULL;
+        int dev = pool[npool - 1].device;
+        if (pi_dev_open(&d, dev) == 0) d->ops->bind(d);
+        for (size_t i = npool; i-- > 0;)
+            if (pool[i].device == dev) {
+                pool[i].ops->host_free(d, pool[i].p);
+                pool_bytes -= pool[i].size;
+                pool[i] = pool[--npool];
+            }
+        pi_dev_close(d);
+    }
+    pthread_mutex_unlock(&pool_mu);
+}
+
+uint64_t pi_gpu_pinned_cached(void) {
+    pthread_mutex_lock(&pool_mu);
+    uint64_t b = pool_bytes;
+    pthread_mutex_unlock(&pool_mu);
+    return b;
+}
+
 int pi_dev_open(struct pi_dev **out, int device) {
     struct pi_dev *d = pi_calloc(1, sizeof *d);
     RETURN_IF(!d, -ENOMEM, "device: out of memory");
@@ -103,6 +206,7 @@ struct chunk {
 
 struct slot {
     uint8_t *buf;
+    size_t bufsize; /* bytes pinned (>= the chunk size when from the cache) */
     void *stream, *event;
     size_t chunk;
     int ok;        /* read and copies queued without error */
@@ -422,7 +526,7 @@ void pagein_gpu_load_free(pagein_gpu_load *l) {
              * which may still name the event */
             if (s->stream) l->dev->ops->stream_destroy(l->dev, s->stream);
             if (s->event) l->dev->ops->event_destroy(l->dev, s->event);
-            if (s->buf) l->dev->ops->host_free(l->dev, s->buf);
+            pinned_put(l->dev, s->buf, s->bufsize);
         }
         if (l->pinned) pi_gpu_pinned_sub(l->pinned);
         if (l->dev_base) l->dev->ops->free(l->dev, l->dev_base);
@@ -629,10 +733,10 @@ static int start(pagein_gpu_load **out, const struct srcv *sv, const pagein_gpu_
                                  : l->bufbytes;
     for (unsigned i = 0; rc == 0 && i < l->nslots; i++) {
         struct slot *s = &l->slots[i];
-        rc = l->dev->ops->host_alloc_pinned(l->dev, (void **)&s->buf, (size_t)bufsz);
+        rc = pinned_get(l->dev, (size_t)bufsz, (size_t)l->bufbytes, (void **)&s->buf, &s->bufsize);
         if (rc == 0) {
-            l->pinned += bufsz;
-            pi_gpu_pinned_add(bufsz);
+            l->pinned += s->bufsize;
+            pi_gpu_pinned_add(s->bufsize);
             rc = l->dev->ops->stream_create(l->dev, &s->stream);
         }
         if (rc == 0) rc = l->dev->ops->event_create(l->dev, &s->event);
