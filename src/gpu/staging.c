@@ -11,16 +11,17 @@
  *
  * The pipeline. A ring of nbuffers pinned buffers, each with its own
  * stream and event. `threads` reader threads take the next chunk in plan
- * order and a free buffer, read the chunk's pieces into it (one read through
- * the file's source per run of pieces contiguous in the file; pagein_tensor_copy for tensors that
- * need gathering or byte-swapping), queue one asynchronous copy per run of
- * pieces contiguous on the device, record the buffer's event and hand the
- * buffer to the completion thread. That thread takes the buffers in chunk
- * (plan) order and waits for their events; when a buffer's copies are done each of its pieces is
- * retired (a tensor is ready when its last piece is), and the buffer goes
- * back to the free list. So at most nbuffers buffers exist, a buffer is
- * never refilled before its copies completed, reads overlap copies, and
- * tensors become ready roughly in layer order.
+ * order and a free buffer, read the chunk's pieces into it (one read
+ * through the file's source per run of pieces contiguous in the file;
+ * pagein_tensor_copy for tensors that need gathering or byte-swapping),
+ * queue one asynchronous copy per run of pieces contiguous on the device,
+ * record the buffer's event and hand the buffer over. The completion
+ * thread takes the buffers in chunk (plan) order and waits for their
+ * events; when a buffer's copies are done each of its pieces is retired (a
+ * tensor is ready when its last piece is) and the buffer goes back to the
+ * free list. So at most nbuffers buffers exist, a buffer is never refilled
+ * before its copies completed, reads overlap copies, and tensors become
+ * ready exactly in layer order.
  *
  * The read side is the one function read_spans(): the range engine's
  * delivery can replace it without touching the rest (docs/GPU.md).
