@@ -351,6 +351,7 @@ static int inspect_main(int argc, char **argv) {
         return rc > -4096 ? EXIT_USAGE : EXIT_INVALID; /* -errno: I/O */
     }
     inspect_text = !json;
+    cli_warn_expansion(stderr, "inspect", path, f);
     if (json)
         print_json(path, f, stdout);
     else
