@@ -673,7 +673,8 @@ typedef struct pagein_model_opts {
     uint32_t hints;             /* PAGEIN_HINT_* */
     unsigned threads;           /* I/O threads; 0 = default */
     uint64_t chunk_bytes;       /* parallel I/O chunk; 0 = default */
-    unsigned prefetch_ahead;    /* prefetch: layers kept resident ahead of the cursor; 0 = 2 */
+    unsigned prefetch_ahead;    /* prefetch: layers kept resident ahead of the cursor; 0 = 2; values
+                                   above the layer count (up to UINT_MAX) mean all layers */
     uint64_t budget_bytes;      /* prefetch: residency budget; 0 = unlimited */
     const char *const *mlock_tensors; /* names to mlock after open (NULL = none) */
     size_t n_mlock;
@@ -1620,6 +1621,51 @@ PAGEIN_API int pagein_convert_safetensors(const pagein_file *f, const char *out,
 PAGEIN_API int pagein_convert_gguf(const pagein_file *f, const char *out, const pagein_convert_opts *opts,
                                    pagein_convert_stats *stats);
 
+
+/* ---- storage facts and the range engine (docs/LOADING.md, "range engine") */
+
+/* What pagein knows and measured about where a model's first file lives,
+ * and what the range engine would choose for it. */
+typedef struct pagein_io_facts {
+    char storage[24];        /* "local", "memory", "netfs", "fuse", "remote", "unknown" */
+    char fs_type[64];        /* mountinfo type ("ext4", "fuse.slowfs") or URL scheme */
+    uint32_t read_ahead_kb;  /* the mount's readahead window, 0 unknown */
+    int rotational;          /* 1, 0, -1 unknown */
+    int measured;            /* the probe below ran */
+    double lat1_us;          /* one 128 KiB request at depth 1 */
+    double depth_speedup;    /* throughput at depth probe_depth / at depth 1 */
+    unsigned probe_depth;
+    uint64_t request_bytes;  /* what the engine would use for READ */
+    unsigned depth;
+    char engine_why[160];    /* how request_bytes and depth were chosen */
+} pagein_io_facts;
+
+/* Fills *f for m (probing the first file once per model if nothing was
+ * measured yet: a few 128 KiB reads). 0, PAGEIN_E_INVALID. Not thread-safe
+ * for one model. */
+PAGEIN_API int pagein_model_io_facts(pagein_model *m, pagein_io_facts *f);
+
+#define PAGEIN_IO_HIST 16 /* request-size histogram: bucket i = [4 KiB << i, 4 KiB << (i+1)) */
+
+/* What the range engine did for a model opened with READ (the access
+ * trace): requests, their sizes, requests in flight and latency. */
+typedef struct pagein_io_stats {
+    uint64_t requests, bytes, request_bytes;
+    unsigned depth;
+    uint64_t max_inflight;
+    double mean_inflight;   /* time-weighted (Little's law: sum of latencies / wall time) */
+    uint64_t lat_p50_ns, lat_p95_ns, lat_p99_ns;
+    uint64_t size_hist[PAGEIN_IO_HIST];
+    double seconds;
+    char why[160];
+} pagein_io_stats;
+
+/* 0 and *st for a model whose data the range engine read (READ, or AUTO
+ * that chose it); PAGEIN_E_UNSUPPORTED for strategies that page in through
+ * the mapping (their requests are the kernel's). */
+PAGEIN_API int pagein_model_io_stats(const pagein_model *m, pagein_io_stats *st);
+
+
 /* ------------------------------------------------------------------------ */
 /* GPU staging: tensors into device memory (src/gpu/, docs/GPU.md)          */
 /* ------------------------------------------------------------------------ */
@@ -1764,7 +1810,6 @@ PAGEIN_API void pagein_gpu_trim(void);
  * allocated (never caller-provided destinations). NULL ok. */
 PAGEIN_API void pagein_gpu_load_free(pagein_gpu_load *l);
 
-
 /* ======================================================================== */
 /* Distributed plans: weights read once across ranks (src/dist/,            */
 /* docs/DISTRIBUTED.md)                                                     */
@@ -1903,6 +1948,23 @@ PAGEIN_API size_t pagein_dist_plan_piece_count(const pagein_dist_plan *p);
 PAGEIN_API const pagein_dist_piece *pagein_dist_plan_piece_at(const pagein_dist_plan *p, size_t i);
 /* Bytes this rank reads from storage (its shared and private reads). */
 PAGEIN_API uint64_t pagein_dist_plan_read_bytes(const pagein_dist_plan *p);
+
+/* ---- temporary files and signals ---------------------------------------- */
+
+/*
+ * Removes the named temporary files of writes in progress in this process:
+ * every writer (safetensors, GGUF, convert, manifests) writes into an
+ * unnamed O_TMPFILE inode where the filesystem has them, which leaves
+ * nothing behind when the process dies, and names it only between
+ * linkat() and rename() at commit; elsewhere it writes a hidden
+ * ".NAME.tmp-XXXXXXXX" next to the target. Those names are what this
+ * removes. Async-signal-safe (unlink only, no locks, no allocation): call
+ * it from a SIGINT/SIGTERM handler, then restore the default action and
+ * re-raise the signal, as the pagein tool does. Writes still running on
+ * other threads then fail; their targets are untouched. Temporary files of
+ * a parent process are left alone in a forked child.
+ */
+PAGEIN_API void pagein_temp_cleanup(void);
 
 #ifdef __cplusplus
 }

@@ -353,9 +353,10 @@ static PyObject *py_open_model(PyObject *self, PyObject *args, PyObject *kw) {
     PyObject *path;
     const char *strategy = "auto";
     /* Bounds: threads up to PY_MAX_THREADS;
-     * prefetch layers fit the pager's int32 layer arithmetic; hints the
+     * prefetch layers any unsigned 32-bit count (the C pager clamps to the
+     * layer count: every value the library takes works); hints the
      * uint32 flag word; budget any byte count. */
-    int_arg threads = UINT_ARG("threads", PY_MAX_THREADS), prefetch = UINT_ARG("prefetch", INT32_MAX);
+    int_arg threads = UINT_ARG("threads", PY_MAX_THREADS), prefetch = UINT_ARG("prefetch", UINT32_MAX);
     int_arg budget = UINT_ARG("budget", UINT64_MAX), hints = UINT_ARG("hints", UINT32_MAX);
     int lenient = 0, writable = 0;
     if (!PyArg_ParseTupleAndKeywords(args, kw, "U|sO&O&O&O&pp:open_model", kwlist, &path, &strategy, int_arg_conv,

@@ -24,6 +24,8 @@
 #include "../format/torch_internal.h"
 
 #include <dirent.h>
+#include <pthread.h>
+#include <signal.h>
 #include <fcntl.h>
 #include <math.h>
 #include <stdio.h>
@@ -675,6 +677,8 @@ int pagein_convert_safetensors(const pagein_file *f, const char *out, const page
     struct shard_set ss = {0};
     uint32_t nshards = 0;
     bool made_tmpdir = false;
+    int tmp_slots[64]; /* pagein_temp_cleanup registrations (the registry has 64 slots) */
+    size_t ntmp_slots = 0;
     int rc = 0;
     if (!w || !s || !shard || !keys || !vals || !bufs) {
         rc = pi_err(-ENOMEM, "out of memory");
@@ -729,6 +733,9 @@ int pagein_convert_safetensors(const pagein_file *f, const char *out, const page
             goto out;
         }
         made_tmpdir = true;
+        /* a signal before the set is in place removes the temporary
+         * directory and what is in it (pagein_temp_cleanup) */
+        tmp_slots[ntmp_slots++] = pi_temp_register(ss.tmpdir);
         for (uint32_t k = 0; k < ss.n; k++) {
             char ob[32];
             snprintf(ob, sizeof ob, ".old-%u", k);
@@ -747,16 +754,33 @@ int pagein_convert_safetensors(const pagein_file *f, const char *out, const page
                 if (shard[ord[p]] == k) sub[m++] = w[ord[p]];
             rc = pagein_safetensors_write(ss.tmp[k], sub, m, &wo);
             if (rc < 0) pi_err_prefix(ss.final[k]);
+            else if (ntmp_slots < PI_ARRAY_LEN(tmp_slots)) tmp_slots[ntmp_slots++] = pi_temp_register(ss.tmp[k]);
         }
         if (rc == 0) rc = write_index(ss.tmp[nshards], ss.names, w, shard, n, job.total);
-        if (rc == 0) rc = install_set(&ss);
-        if (rc == 0) remove_stale(ss.dir, base, ss.names, nshards, out);
+        if (rc == 0 && ntmp_slots < PI_ARRAY_LEN(tmp_slots)) tmp_slots[ntmp_slots++] = pi_temp_register(ss.tmp[nshards]);
+        if (rc == 0) {
+            /* the moves into place are not interrupted by SIGINT, SIGTERM or
+             * SIGHUP: a signal then arrives once the set is whole (or
+             * restored), never between the shards and the index */
+            sigset_t block, prev;
+            sigemptyset(&block);
+            sigaddset(&block, SIGINT), sigaddset(&block, SIGTERM), sigaddset(&block, SIGHUP);
+            pthread_sigmask(SIG_BLOCK, &block, &prev);
+            rc = install_set(&ss);
+            if (rc == 0) remove_stale(ss.dir, base, ss.names, nshards, out);
+            for (size_t i = 0; i < ntmp_slots; i++) pi_temp_unregister(tmp_slots[i]);
+            ntmp_slots = 0;
+            if (made_tmpdir) remove_tmpdir(ss.tmpdir);
+            made_tmpdir = false;
+            pthread_sigmask(SIG_SETMASK, &prev, NULL);
+        }
         if (rc < 0) goto out;
     }
     st.shards = nshards;
     if (stats) *stats = st;
 out:
     if (made_tmpdir) remove_tmpdir(ss.tmpdir);
+    for (size_t i = 0; i < ntmp_slots; i++) pi_temp_unregister(tmp_slots[i]);
     set_free(&ss);
     if (bufs)
         for (size_t i = 0; i <= nmeta; i++) pi_free(bufs[i]);
