@@ -1738,6 +1738,9 @@ typedef struct pagein_gpu_stats {
     unsigned buffers_peak;    /* most ring buffers in use at once */
     uint64_t device_bytes;    /* device memory the library allocated (0 with opts.dst) */
     char device_name[128];    /* "NVIDIA H200", "host memory" */
+    uint64_t request_bytes;   /* the range engine's read size and depth per reader, */
+    unsigned depth;           /* and why they were chosen */
+    char io_why[160];
 } pagein_gpu_stats;
 
 /* Information about a device, from pagein_gpu_probe. */

@@ -35,12 +35,14 @@ static PyTypeObject GpuLoadType;
 static PyObject *gpu_stats_dict(pagein_gpu_load *l) {
     pagein_gpu_stats st;
     pagein_gpu_load_stats(l, &st);
-    return Py_BuildValue("{s:K,s:n,s:n,s:n,s:d,s:d,s:K,s:K,s:I,s:K,s:s}", "bytes", (unsigned long long)st.bytes,
+    return Py_BuildValue("{s:K,s:n,s:n,s:n,s:d,s:d,s:K,s:K,s:I,s:K,s:s,s:K,s:I,s:s}", "bytes",
+                         (unsigned long long)st.bytes,
                          "tensors", (Py_ssize_t)st.tensors, "ready", (Py_ssize_t)st.ready, "copies",
                          (Py_ssize_t)st.copies, "seconds", st.seconds, "first_layer_seconds", st.first_layer_seconds,
                          "ring_bytes", (unsigned long long)st.ring_bytes, "pinned_peak",
                          (unsigned long long)st.pinned_peak, "buffers_peak", st.buffers_peak, "device_bytes",
-                         (unsigned long long)st.device_bytes, "device_name", st.device_name);
+                         (unsigned long long)st.device_bytes, "device_name", st.device_name, "request_bytes",
+                         (unsigned long long)st.request_bytes, "depth", st.depth, "io_why", st.io_why);
 }
 
 static void gpuload_close(GpuLoad *g) {

@@ -11,8 +11,8 @@
  *
  * The pipeline. A ring of nbuffers pinned buffers, each with its own
  * stream and event. `threads` reader threads take the next chunk in plan
- * order and a free buffer, read the chunk's pieces into it (one read
- * through the file's source per run of pieces contiguous in the file;
+ * order and a free buffer, read the chunk's pieces into it (the range
+ * engine reads each run of pieces contiguous in a file;
  * pagein_tensor_copy for tensors that need gathering or byte-swapping),
  * queue one asynchronous copy per run of pieces contiguous on the device,
  * record the buffer's event and hand the buffer over. The completion
@@ -23,8 +23,9 @@
  * before its copies completed, reads overlap copies, and tensors become
  * ready exactly in layer order.
  *
- * The read side is the one function read_spans(): the range engine's
- * delivery can replace it without touching the rest (docs/GPU.md).
+ * The read side is the one function read_spans(): each chunk's runs go to
+ * the range engine (src/engine/) as spans delivered into the pinned buffer
+ * (PI_DELIVER_BUFFERS), with a request size and depth chosen once per load.
  *
  * Errors: the first failure (read, copy, event) stops the readers; the
  * completion thread still waits for every copy in flight before any buffer
@@ -32,6 +33,7 @@
  * and tensor (and the CUDA call).
  */
 #include "gpu.h"
+#include "../engine/engine.h"
 #include "../source/source.h"
 
 #include <pthread.h>
@@ -188,6 +190,7 @@ struct gt {
     const pagein_tensor *t;
     const pagein_file *f;
     const pagein_tensor *ft; /* t's record in f's own table (pagein_tensor_copy wants it) */
+    uint32_t src;            /* index of f's source in the load's srcs */
     uint64_t bytes; /* staged bytes (row-major) */
     uint64_t dst;
     int gather;     /* read through pagein_tensor_copy (strided, swapped, memory files) */
@@ -229,6 +232,12 @@ struct pagein_gpu_load {
     struct slot *slots;
     unsigned nslots, nthreads;
     uint64_t bufbytes;
+    struct pi_source **srcs;    /* per file index: its source (NULL: a memory file) */
+    size_t nsrcs;
+    uint64_t req_bytes;         /* the range engine's request size and depth, */
+    unsigned depth;             /* chosen once per load */
+    char io_why[160];
+    _Atomic int cancel;         /* set on failure and free: reads in flight stop */
 
     pthread_mutex_t mu;
     pthread_cond_t cv;       /* free buffers, hand-over queue, readers done */
@@ -267,6 +276,7 @@ static void fail_locked(pagein_gpu_load *l, int rc, const char *detail) {
         snprintf(l->detail, sizeof l->detail, "%s", detail && *detail ? detail : pagein_strerror(rc));
     }
     l->stop = 1;
+    atomic_store(&l->cancel, 1);
     pthread_cond_broadcast(&l->cv);
     pthread_cond_broadcast(&l->cv_ready);
 }
@@ -293,22 +303,22 @@ static int tensor_err(int rc, const struct gt *g) {
 
 /* ---- the read side: one chunk into one pinned buffer ---------------------- */
 
-/* A run of a chunk's pieces contiguous in one file: one read into the
- * buffer. */
-struct rspan {
-    const pagein_file *f;
-    uint64_t off, len;
-    uint8_t *dst;
-};
-
-/* The read side's one seam: the runs of one chunk into its pinned buffer,
- * through the files' sources (pread for local files, range reads for
- * remote ones). The range engine (PI_DELIVER_BUFFERS with the runs as
- * spans) replaces this loop without touching the rest (docs/GPU.md). A
+/* The read side's one seam: the runs of one chunk (each a span: file
+ * index, offset, length, destination in the chunk's pinned buffer) through
+ * the range engine, which sizes the requests for the source, keeps `depth`
+ * of them in flight (io_uring or threads for local files, the connection
+ * pool for remote ones) and reads each straight into the pinned buffer. A
  * file that ends early gives PAGEIN_E_TRUNCATED. */
-static int read_spans(const struct rspan *sp, size_t n) {
-    for (size_t i = 0; i < n; i++) FORWARD_IF(pi_source_read(sp[i].f->src, sp[i].dst, sp[i].len, sp[i].off));
-    return 0;
+static int read_spans(pagein_gpu_load *l, const struct pi_span *sp, size_t n) {
+    if (!n) return 0;
+    struct pi_engine_opts eo = {
+        .deliver = PI_DELIVER_BUFFERS,
+        .request_bytes = l->req_bytes,
+        .depth = l->depth,
+        .max_gap = 0, /* runs are maximal already: never read bytes no tensor wants */
+        .cancel = &l->cancel,
+    };
+    return pi_engine_run(l->srcs, l->nsrcs, sp, n, &eo, NULL);
 }
 
 /* The file's size now (it may have shrunk since open). */
@@ -319,7 +329,7 @@ static uint64_t size_now(const pagein_file *f) {
 }
 
 static int read_chunk(pagein_gpu_load *l, const struct chunk *c, uint8_t *buf) {
-    struct rspan *sp = pi_malloc((c->np ? c->np : 1) * sizeof *sp);
+    struct pi_span *sp = pi_malloc((c->np ? c->np : 1) * sizeof *sp);
     RETURN_IF(!sp, -ENOMEM, "GPU load: out of memory");
     size_t ns = 0;
     int rc = 0;
@@ -330,14 +340,14 @@ static int read_chunk(pagein_gpu_load *l, const struct chunk *c, uint8_t *buf) {
         if (g->gather) {
             rc = pagein_tensor_copy(g->f, g->ft, p->toff, buf + p->boff, (size_t)p->len);
             if (rc < 0) tensor_err(rc, g);
-        } else if (ns && sp[ns - 1].f == g->f && sp[ns - 1].off + sp[ns - 1].len == off &&
-                   sp[ns - 1].dst + sp[ns - 1].len == buf + p->boff) {
+        } else if (ns && sp[ns - 1].src == g->src && sp[ns - 1].off + sp[ns - 1].len == off &&
+                   (uint8_t *)sp[ns - 1].dst + sp[ns - 1].len == buf + p->boff) {
             sp[ns - 1].len += p->len;
         } else {
-            sp[ns++] = (struct rspan){g->f, off, p->len, buf + p->boff};
+            sp[ns++] = (struct pi_span){g->src, off, p->len, buf + p->boff};
         }
     }
-    if (rc == 0) rc = read_spans(sp, ns);
+    if (rc == 0) rc = read_spans(l, sp, ns);
     pi_free(sp);
     if (rc == PAGEIN_E_TRUNCATED) {
         /* Name the first tensor of the chunk whose bytes are missing now. */
@@ -512,6 +522,7 @@ void pagein_gpu_load_free(pagein_gpu_load *l) {
     if (!l) return;
     pthread_mutex_lock(&l->mu);
     l->stop = 1;
+    atomic_store(&l->cancel, 1); /* reads in flight stop at their next request */
     pthread_cond_broadcast(&l->cv);
     pthread_mutex_unlock(&l->mu);
     for (unsigned i = 0; i < l->nreaders; i++) pthread_join(l->readers[i], NULL);
@@ -543,6 +554,7 @@ void pagein_gpu_load_free(pagein_gpu_load *l) {
     pi_free(l->pc);
     pi_free(l->ch);
     pi_free(l->map);
+    pi_free(l->srcs);
     pi_free(l->g);
     pi_free(l);
 }
@@ -617,6 +629,12 @@ static int plan(pagein_gpu_load *l, const struct srcv *sv, const pagein_gpu_opts
     }
     l->n = n;
 
+    /* The files' sources, by file index, for the range engine. */
+    l->nsrcs = sv->m ? pagein_model_file_count(sv->m) : 1;
+    l->srcs = pi_calloc(l->nsrcs ? l->nsrcs : 1, sizeof *l->srcs);
+    RETURN_IF(!l->srcs, -ENOMEM, "GPU load: out of memory");
+    for (size_t i = 0; i < l->nsrcs; i++) l->srcs[i] = (sv->m ? pagein_model_file(sv->m, i) : sv->f)->src;
+
     /* Sizes, sources, pieces. */
     size_t npc_max = n;
     uint64_t total = 0;
@@ -633,6 +651,7 @@ static int plan(pagein_gpu_load *l, const struct srcv *sv, const pagein_gpu_opts
         RETURN_IF(g->t->nbytes && !g->bytes, PAGEIN_E_BAD_DTYPE,
                   "%s: tensor '%.*s': cannot size its %s data for the device", fpath(g->f),
                   (int)PI_MIN(g->t->name_len, 200), g->t->name, pagein_dtype_get(g->t->dtype)->name);
+        g->src = sv->m ? g->t->file : 0;
         g->gather = !g->f->src || (g->t->flags & (PAGEIN_TENSOR_NONCONTIGUOUS | PAGEIN_TENSOR_SWAPPED));
         npc_max += (size_t)(g->bytes / l->bufbytes) + 1;
         total += pi_align_up(g->bytes, DEV_ALIGN);
@@ -672,6 +691,15 @@ static int plan(pagein_gpu_load *l, const struct srcv *sv, const pagein_gpu_opts
     if (l->npc > cstart) l->ch[l->nch++] = (struct chunk){cstart, l->npc - cstart};
     while (l->prefix_ready < l->n && l->g[l->prefix_ready].ready) l->prefix_ready++;
     if (l->prefix_ready >= l->first_k) l->t_first = 0;
+
+    /* Request size and depth, once for the load (from options, the
+     * environment, the source's facts or a short probe: pi_engine_choose). */
+    for (size_t i = 0; i < n; i++)
+        if (!l->g[i].gather && l->g[i].bytes) {
+            struct pi_engine_opts eo = {.deliver = PI_DELIVER_BUFFERS, .max_gap = 0};
+            pi_engine_choose(l->srcs[l->g[i].src], &eo, 1, &l->req_bytes, &l->depth, l->io_why, sizeof l->io_why);
+            break;
+        }
 
     /* Destinations, once, in layer order. */
     if (!o->dst && total) {
@@ -859,6 +887,9 @@ void pagein_gpu_load_stats(pagein_gpu_load *l, pagein_gpu_stats *st) {
     st->buffers_peak = l->inuse_peak;
     st->device_bytes = l->dev_bytes;
     snprintf(st->device_name, sizeof st->device_name, "%s", l->dev ? l->dev->name : "");
+    st->request_bytes = l->req_bytes;
+    st->depth = l->depth;
+    snprintf(st->io_why, sizeof st->io_why, "%s", l->io_why);
     pthread_mutex_unlock(&l->mu);
 }
 
