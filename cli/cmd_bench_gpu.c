@@ -421,6 +421,7 @@ static struct result median(const struct result *rs, int n) {
 
 static void jnum(FILE *o, const char *k, double v) {
     if (v < 0 || isnan(v)) fprintf(o, ", \"%s\": null", k);
+    else if (v == floor(v) && v < 1e15) fprintf(o, ", \"%s\": %.0f", k, v); /* byte counts stay exact */
     else fprintf(o, ", \"%s\": %.6g", k, v);
 }
 
