@@ -438,6 +438,20 @@ TEST(gpu_cuda_bytes_equal) {
     printf("    free device memory: %llu before, %llu after 5 loads\n", (unsigned long long)free0,
            (unsigned long long)after.free_bytes);
     CHECK(after.free_bytes + (2u << 20) >= free0);
+    /* truncated after open: an error naming file and tensor, not a crash */
+    CHECK_EQ(truncate(path, 500000), 0);
+    {
+        pagein_gpu_opts o = PAGEIN_GPU_OPTS_INIT;
+        o.device = 0;
+        o.buffer_bytes = 1 << 20;
+        pagein_gpu_load *l = NULL;
+        CHECK_OK(pagein_gpu_load_model(&l, m, &o));
+        if (l) {
+            CHECK_EQ(pagein_gpu_load_wait(l), PAGEIN_E_TRUNCATED);
+            CHECK(strstr(pagein_last_error_detail(), "tensor '") != NULL);
+            pagein_gpu_load_free(l);
+        }
+    }
     pagein_model_close(m);
     if (pt_have_testdata()) {
         pagein_file *f = NULL;

@@ -243,3 +243,21 @@ def test_safe_open_cuda_delegates_and_reports_no_cuda(tmp_path, monkeypatch):
         with pytest.raises(pagein.Error) as e:
             f.get_tensor("lm_head.weight")
     assert e.value.code == -30034
+
+
+def test_cuda_torch_checkpoint_and_gguf_equal_cpu(tmp_path):
+    info, torch = _cuda_or_skip()
+    base = torch.randn(6, 5)
+    sd = {"w": torch.randn(40, 30), "t": base.t(), "base": base, "bf": torch.randn(3, 2).to(torch.bfloat16)}
+    path = str(tmp_path / "c.pt")
+    torch.save(sd, path)
+    got = _gpu.load(path, None, 0, "pt")
+    for k, v in torch.load(path).items():
+        assert got[k].device.type == "cuda" and torch.equal(got[k].cpu(), v), k
+    g = _testdata("gguf", "tinyllamas-stories-260k-q8_0.gguf")
+    if os.path.exists(g):
+        with pagein.safe_open(g, framework="pt") as f:
+            ref = {k: f.get_tensor(k).clone() for k in f.keys()}
+            got = _gpu.load(f, None, 0, "pt")
+        for k, v in ref.items():
+            assert torch.equal(got[k].cpu(), v), k
