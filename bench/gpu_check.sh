@@ -26,7 +26,8 @@ make -j"$JOBS" lib build/pagein build/tests/run python >"$OUT/build.log" 2>&1 ||
 log "C tests"
 build/tests/run gpu_cuda_bytes_equal gpu_no_cuda_errors gpu_host_safetensors_bytes_ring_bounded \
   gpu_host_layer_order_and_per_tensor_wait gpu_host_truncated_mid_stream gpu_host_loop_no_leak \
-  gpu_host_gguf_quantized_blocks gpu_host_subset_caller_buffers gpu_host_alloc_failures 2>&1 | tee "$OUT/ctests.txt" | tail -3 | tee -a "$OUT/summary.txt"
+  gpu_host_gguf_quantized_blocks gpu_host_subset_caller_buffers gpu_host_alloc_failures \
+  gpu_host_memory_file gpu_host_pinned_cache_reuse 2>&1 | tee "$OUT/ctests.txt" | tail -3 | tee -a "$OUT/summary.txt"
 
 log "Python tests"
 PYTHONPATH=build/python "$PY" -m pytest -q -p no:cacheprovider -rs python/tests/test_gpu.py 2>&1 | tee "$OUT/pytests.txt" | tail -4 | tee -a "$OUT/summary.txt"
