@@ -1667,6 +1667,154 @@ typedef struct pagein_io_stats {
  * the mapping (their requests are the kernel's). */
 PAGEIN_API int pagein_model_io_stats(const pagein_model *m, pagein_io_stats *st);
 
+
+/* ------------------------------------------------------------------------ */
+/* GPU staging: tensors into device memory (src/gpu/, docs/GPU.md)          */
+/* ------------------------------------------------------------------------ */
+
+/*
+ * Loads a model's tensors into CUDA device memory without ever handing file
+ * pages to the GPU: the files are read (pread, or a guarded copy for
+ * tensors that need gathering) into a small ring of pinned host buffers,
+ * and each filled buffer is copied to the device asynchronously on its own
+ * stream while the next ones are read. Destinations are allocated once, in
+ * compute (layer) order; a tensor is ready when the last copy holding its
+ * bytes has completed, so layer 0 is usable long before the load ends.
+ * Pinned memory is bounded by nbuffers * buffer_bytes whatever the model
+ * size.
+ *
+ * CUDA is found at run time (dlopen of "libcuda.so.1", or the file named by
+ * the environment variable PAGEIN_CUDA_LIBRARY): libpagein has no link-time
+ * dependency on it. Without a driver or device the calls below return
+ * PAGEIN_E_NO_CUDA with a detail saying what is missing. A failing CUDA
+ * call gives PAGEIN_E_CUDA; the detail names the call, the CUDA error and,
+ * where one is concerned, the tensor.
+ *
+ * device PAGEIN_DEVICE_HOST runs the same pipeline with host memory as the
+ * "device" (plain heap buffers, asynchronous copies on worker threads):
+ * what tests and machines without a GPU use.
+ *
+ * Tensors are delivered as their row-major, native-byte-order bytes (what
+ * pagein_tensor_copy gives): byte-swapped and strided PyTorch tensors are
+ * converted on the way, GGUF quantized blocks are copied raw.
+ */
+
+#define PAGEIN_DEVICE_HOST (-1)
+
+typedef struct pagein_gpu_load pagein_gpu_load;
+
+typedef struct pagein_gpu_opts {
+    size_t size;              /* sizeof(pagein_gpu_opts) */
+    int device;               /* CUDA device ordinal, or PAGEIN_DEVICE_HOST */
+    uint64_t buffer_bytes;    /* bytes of each pinned staging buffer; 0 = 8 MiB */
+    unsigned nbuffers;        /* buffers in the ring (>= 2); 0 = 8 */
+    unsigned threads;         /* reading threads (<= nbuffers); 0 = nbuffers / 2 */
+    /* Which tensors: NULL = every tensor of the model or file, in layer
+     * order. Else ntensors records from that model or file (any order:
+     * they are loaded in layer order; no duplicates). */
+    const pagein_tensor *const *tensors;
+    size_t ntensors;
+    /* Destinations: NULL = the library allocates device memory once, one
+     * block for all tensors in layer order (each tensor 256-byte aligned),
+     * freed by pagein_gpu_load_free. Else one device address per entry of
+     * `tensors` (required then), each with room for
+     * pagein_gpu_tensor_bytes() bytes, owned by the caller (e.g. from
+     * PyTorch's caching allocator on the same device). */
+    const uint64_t *dst;
+} pagein_gpu_opts;
+
+#define PAGEIN_GPU_OPTS_INIT { sizeof(pagein_gpu_opts), 0, 0, 0, 0, NULL, 0, NULL }
+
+/* What a load did (pagein_gpu_load_stats). Times are seconds since the
+ * load started. */
+typedef struct pagein_gpu_stats {
+    uint64_t bytes;           /* tensor bytes delivered so far */
+    size_t tensors, ready;    /* tensors in the load; of which ready */
+    size_t copies;            /* asynchronous copies issued */
+    double seconds;           /* until every tensor was ready (or so far) */
+    double first_layer_seconds; /* until the leading globals and layer 0 were
+                                   ready (the first tensor when there are no
+                                   layers); < 0 not yet */
+    uint64_t ring_bytes;      /* nbuffers * buffer_bytes */
+    uint64_t pinned_peak;     /* most pinned bytes the load held at once */
+    unsigned buffers_peak;    /* most ring buffers in use at once */
+    uint64_t device_bytes;    /* device memory the library allocated (0 with opts.dst) */
+    char device_name[128];    /* "NVIDIA H200", "host memory" */
+    uint64_t request_bytes;   /* the range engine's read size and depth per reader, */
+    unsigned depth;           /* and why they were chosen */
+    char io_why[160];
+} pagein_gpu_stats;
+
+/* Information about a device, from pagein_gpu_probe. */
+typedef struct pagein_gpu_info {
+    char name[128];
+    uint64_t total_bytes;     /* device memory (0 for the host backend) */
+    uint64_t free_bytes;      /* of which free now (cuMemGetInfo; 0 for the host backend) */
+} pagein_gpu_info;
+
+/*
+ * Checks that device (an ordinal or PAGEIN_DEVICE_HOST) can be used: loads
+ * the driver, initialises it, opens the device's primary context. Returns
+ * 0 and fills *info (may be NULL), or PAGEIN_E_NO_CUDA (the detail says
+ * why: no libcuda.so.1, cuInit failed, no such device). Thread-safe.
+ */
+PAGEIN_API int pagein_gpu_probe(int device, pagein_gpu_info *info);
+
+/*
+ * Starts loading tensors of m (pagein_gpu_load_model) or f
+ * (pagein_gpu_load_file) into device memory, on background threads owned
+ * by *l, and returns at once; sets *l only on success. m or f must stay
+ * open until pagein_gpu_load_free. Open the model with
+ * PAGEIN_STRATEGY_LAZY: the staging reads the files itself and a strategy
+ * that reads at open would read everything twice.
+ * Returns 0, PAGEIN_E_NO_CUDA, PAGEIN_E_CUDA (allocation failed; names the
+ * call), PAGEIN_E_INVALID (bad options: a tensor of another model, a
+ * duplicate, dst without tensors, nbuffers < 2), -ENOMEM. Errors during
+ * the load are returned by the waits below.
+ */
+PAGEIN_API int pagein_gpu_load_model(pagein_gpu_load **l, const pagein_model *m, const pagein_gpu_opts *opts);
+PAGEIN_API int pagein_gpu_load_file(pagein_gpu_load **l, const pagein_file *f, const pagein_gpu_opts *opts);
+
+/* Returns once tensor t is on the device: 0, or the load's error
+ * (PAGEIN_E_TRUNCATED naming the file and tensor when a file shrank,
+ * PAGEIN_E_CUDA naming the call and tensor, -errno reading), or
+ * PAGEIN_E_NOT_FOUND when t is not part of the load. A tensor already
+ * ready when a later one failed still returns 0. Thread-safe. */
+PAGEIN_API int pagein_gpu_tensor_wait(pagein_gpu_load *l, const pagein_tensor *t);
+/* Non-blocking: 1 ready, 0 not yet, or an error as above. Thread-safe. */
+PAGEIN_API int pagein_gpu_tensor_query(pagein_gpu_load *l, const pagein_tensor *t);
+/* Device address of t's bytes (valid once ready; until
+ * pagein_gpu_load_free for library-allocated memory), or 0 when t is not
+ * part of the load. For PAGEIN_DEVICE_HOST it is a host pointer. */
+PAGEIN_API uint64_t pagein_gpu_tensor_ptr(const pagein_gpu_load *l, const pagein_tensor *t);
+/* Bytes t occupies on the device: nelements * element size (ggml blocks:
+ * whole blocks), which is t->nbytes except for strided checkpoint tensors. */
+PAGEIN_API uint64_t pagein_gpu_tensor_bytes(const pagein_tensor *t);
+/* Waits for every tensor: 0 or the load's first error. Thread-safe. */
+PAGEIN_API int pagein_gpu_load_wait(pagein_gpu_load *l);
+/* Copies the progress so far into *st. Thread-safe. */
+PAGEIN_API void pagein_gpu_load_stats(pagein_gpu_load *l, pagein_gpu_stats *st);
+/* Copies len bytes of t's device copy from offset off back into host
+ * memory (waits for t first): for verification. 0 or an error. */
+PAGEIN_API int pagein_gpu_tensor_read_back(pagein_gpu_load *l, const pagein_tensor *t, void *dst, uint64_t off,
+                                           size_t len);
+/* The host-to-device limit: copies `bytes` in total from one pinned
+ * buffer (at most 64 MiB) to device memory in asynchronous copies spread
+ * over `streams` streams (0 = 2), after one warm-up copy, and stores the
+ * wall time in *seconds. For benchmarks (`pagein bench gpu`). 0,
+ * PAGEIN_E_NO_CUDA, PAGEIN_E_CUDA or -ENOMEM. */
+PAGEIN_API int pagein_gpu_copy_bench(int device, uint64_t bytes, unsigned streams, double *seconds);
+/* Frees the pinned buffers kept for reuse. A freed load's ring goes to a
+ * small process-wide cache (at most 64 MiB by default; the environment
+ * variable PAGEIN_GPU_PINNED_CACHE sets the cap, e.g. "0" or "256M") so
+ * that the next load skips pinning memory again: loading tensor by tensor
+ * stays cheap. Thread-safe; call it when no load will follow. */
+PAGEIN_API void pagein_gpu_trim(void);
+/* Stops the load if still running (waiting for copies in flight), joins
+ * its threads, frees the pinned ring and the device memory the library
+ * allocated (never caller-provided destinations). NULL ok. */
+PAGEIN_API void pagein_gpu_load_free(pagein_gpu_load *l);
+
 /* ======================================================================== */
 /* Distributed plans: weights read once across ranks (src/dist/,            */
 /* docs/DISTRIBUTED.md)                                                     */

@@ -1243,6 +1243,9 @@ static PyObject *py_shuffle_quality(PyObject *self, PyObject *arg);
 static PyObject *py_dist_default_rules(PyObject *self, PyObject *unused);
 static PyObject *py_dist_plan(PyObject *self, PyObject *args, PyObject *kw);
 
+/* GPU staging (python/src/gpu.c). */
+#include "gpu.c"
+
 static PyMethodDef module_methods[] = {
     {"strategies", PYFN(py_strategies), METH_NOARGS, "strategies() -> the strategy names, from the library's table"},
     {"open_file", PYFN(py_open_file), METH_VARARGS | METH_KEYWORDS,
@@ -1269,6 +1272,7 @@ static PyMethodDef module_methods[] = {
     {"dist_default_rules", py_dist_default_rules, METH_NOARGS, "dist_default_rules() -> [(pattern, split)]"},
     {"dist_plan", PYFN(py_dist_plan), METH_VARARGS | METH_KEYWORDS,
      "dist_plan(source, rank, world, mode='replicated', rules=None, align=0, cols_direct=False) -> (reads, pieces, read_bytes)"},
+    PAGEIN_GPU_METHODS
     {NULL, NULL, 0, NULL},
 };
 
@@ -1337,6 +1341,7 @@ PyMODINIT_FUNC PyInit__pagein(void) {
         PyModule_AddIntConstant(m, "TENSOR_NONCONTIGUOUS", PAGEIN_TENSOR_NONCONTIGUOUS) < 0 ||
         PyModule_AddIntConstant(m, "DTYPE_F_QUANT", PAGEIN_DTYPE_F_QUANT) < 0)
         goto fail;
+    if (PyModule_AddIntConstant(m, "DEVICE_HOST", PAGEIN_DEVICE_HOST) < 0) goto fail;
     return m;
 fail:
     Py_DECREF(m);
