@@ -116,6 +116,19 @@ if [[ " $want " == *" nginx "* || " $want " == *" delay "* ]]; then
 "
       done
     done < <(find "$DIR/www/hf" -type f | sort)
+    # the Hub's listing API per repo: /api/models/ORG/NAME/revision/REV
+    for repo in "$DIR"/www/hf/*/*; do
+      [ -d "$repo" ] || continue
+      rn=${repo#"$DIR/www/hf/"}
+      sib=$(cd "$repo" && find . -type f | sort | sed 's|^\./||; s|.*|{"rfilename":"&"}|' | paste -sd, -)
+      for rev in main $HF_COMMIT; do
+        hub+="    location = /api/models/$rn/revision/$rev {
+      default_type application/json;
+      return 200 '{\"id\":\"$rn\",\"sha\":\"$HF_COMMIT\",\"siblings\":[$sib]}';
+    }
+"
+      done
+    done
   fi
   user=""; [ "$(id -u)" = 0 ] && user="user root;"
   cat > "$DIR/nginx.conf" <<EOF
