@@ -11,6 +11,18 @@
 # Optional parts live in mk/*.mk fragments; each appends to the ALL_EXTRA,
 # TEST_EXTRA and CLEAN_EXTRA variables below.
 
+# `make demo` and `make test` install their Debian packages before anything
+# is compiled or any optional part is detected (mk/*.mk run pkg-config at
+# parse time), so the first build on a fresh machine already has liburing,
+# FUSE, libcurl, ... (scripts/deps.sh is idempotent and quick when nothing
+# is missing).
+DEPS_GOALS := $(filter demo test bench fuzz,$(MAKECMDGOALS))
+ifneq ($(DEPS_GOALS),)
+ifeq ($(MAKELEVEL),0)
+$(shell bash scripts/deps.sh $(DEPS_GOALS) >&2)
+endif
+endif
+
 CC ?= cc
 ifeq ($(origin CC),default)
 CC := cc
@@ -25,7 +37,7 @@ PY ?= /usr/bin/python3
 
 VERSION := $(shell sed -n 's/^\#define PAGEIN_VERSION_STRING "\(.*\)"/\1/p' include/pagein.h)
 
-BASE_CFLAGS := -std=c11 -D_GNU_SOURCE -fvisibility=hidden -fPIC -Iinclude -Wall -Wextra \
+BASE_CFLAGS := -std=c11 -D_GNU_SOURCE -fvisibility=hidden -fPIC -Iinclude -MMD -MP -Wall -Wextra \
                -Wshadow -Wno-unused-parameter $(if $(WERROR),-Werror)
 ifneq ($(SANITIZE),)
 BASE_CFLAGS += -fsanitize=$(SANITIZE) -fno-sanitize-recover=all -fno-omit-frame-pointer
@@ -64,9 +76,15 @@ lib: $(LIBA) $(LIBSO)
 
 all: $(ALL_EXTRA)
 
-$(BUILD)/obj/%.o: %.c $(wildcard include/*.h src/*.h tests/*.h cli/*.h fuzz/*.h) $(MK_DEPS)
+# Header dependencies come from the compiler (-MMD -MP: one .d file per
+# object); MK_DEPS lists build-configuration files that change flags
+# (this Makefile among them).
+MK_DEPS += Makefile
+$(BUILD)/obj/%.o: %.c $(MK_DEPS)
 	@mkdir -p $(dir $@)
 	$(CC) $(ALL_CFLAGS) -c $< -o $@
+
+-include $(wildcard $(BUILD)/obj/*/*.d $(BUILD)/obj/*/*/*.d $(BUILD)/bench/*.d $(BUILD)/fuzz/*.d)
 
 $(LIBA): $(LIB_OBJ)
 	@mkdir -p $(dir $@)
@@ -114,7 +132,7 @@ fuzz:
 SAN_BUILD := build-san
 SAN := address,undefined
 
-test: deps
+test:
 	$(MAKE) unit-test
 	$(MAKE) san-test
 	$(MAKE) cli-test
@@ -150,7 +168,6 @@ ubsan:
 # ---- demo ------------------------------------------------------------------
 DEMO_MODEL ?= $(BUILD)/demo/sample.safetensors
 demo: all
-	@bash scripts/deps.sh demo
 	PAGEIN=$(TOOL) DEMO_MODEL=$(DEMO_MODEL) bash scripts/demo.sh
 
 # ---- install ---------------------------------------------------------------

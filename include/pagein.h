@@ -310,6 +310,11 @@ typedef enum pagein_format {
     PAGEIN_FORMAT_TORCH = 3
 } pagein_format;
 
+/* Name of a format: "safetensors", "gguf", "torch"; "unknown" for
+ * PAGEIN_FORMAT_UNKNOWN and any value pagein does not know (the rule for
+ * every *_name function: never NULL). Static string. Thread-safe. */
+PAGEIN_API const char *pagein_format_name(pagein_format f);
+
 /* Open flags. */
 #define PAGEIN_OPEN_LENIENT 0x1u  /* safetensors: allow trailing bytes after the
                                      data (fastsafetensors' rule); GGUF: no
@@ -705,6 +710,11 @@ PAGEIN_API size_t pagein_model_layer_tensors(const pagein_model *m, int32_t laye
  * filesystem ..."). The sentence is owned by m and valid until it is closed. */
 PAGEIN_API pagein_strategy pagein_model_strategy(const pagein_model *m, const char **why);
 PAGEIN_API const char *pagein_strategy_name(pagein_strategy s);
+/* Number of strategies (ids 0 .. count-1, PAGEIN_STRATEGY_AUTO first), and
+ * a one-line summary of each ("unknown" for other values): for tools that
+ * list every strategy without hard-coding names. Thread-safe. */
+PAGEIN_API size_t pagein_strategy_count(void);
+PAGEIN_API const char *pagein_strategy_summary(pagein_strategy s);
 /* Parses "auto", "lazy", "populate", "prefetch", "read"; -1 if unknown. */
 PAGEIN_API int pagein_strategy_from_name(const char *name);
 

@@ -119,9 +119,10 @@ struct pi_table {
     uint32_t version;
     uint32_t alignment;
     int big_endian;
-    /* PyTorch checkpoints: strides and storage identity per tensor
-     * (src/format/torch.c); freed by pi_table_free. */
-    struct pi_torch_ext *torch;
+    /* Format-specific data (PyTorch: strides and storage identity per
+     * tensor, src/format/torch.c), freed by ext_free in pi_table_free. */
+    void *ext;
+    void (*ext_free)(void *ext);
     /* GGUF: per metadata entry (same index as meta[]), the byte offsets of
      * the elements of a string or nested array relative to pagein_meta.raw,
      * for O(1) element access; NULL for other entries. Arena-owned. */
@@ -144,24 +145,18 @@ const pagein_tensor *pi_table_find(const struct pi_table *t, const char *name, s
 const pagein_meta *pi_table_find_meta(const struct pi_table *t, const char *key, size_t len);
 uint64_t pi_hash_bytes(const void *p, size_t n);
 
-/* ---- format parsers (format/) ------------------------------------------- */
-/* Each takes the whole file image (buf, len), does no I/O and fills *t
- * (initialised by the caller, freed by the caller on error too). flags are
- * PAGEIN_OPEN_*. */
-int pi_safetensors_parse(const uint8_t *buf, size_t len, uint32_t flags, struct pi_table *t);
-int pi_gguf_parse(const uint8_t *buf, size_t len, uint32_t flags, struct pi_table *t);
-int pi_torch_parse(const uint8_t *buf, size_t len, uint32_t flags, struct pi_table *t);
-/* Frees a PyTorch table extension (torch.c); NULL ok. */
-void pi_torch_ext_free(struct pi_torch_ext *x);
-/* Detects the format from the first bytes. */
+/* ---- format parsers: src/format/format.h (the format table) ------------- */
+/* Detects the format from the first bytes (content only). */
 pagein_format pi_detect_format(const uint8_t *buf, size_t len);
 
 /* ---- files (io/file.c) -------------------------------------------------- */
+struct pi_source;
 struct pagein_file {
     char *path;
-    int fd;              /* -1 for open_memory */
-    const uint8_t *base; /* the mapping (or caller buffer) */
-    size_t len;          /* bytes mapped */
+    struct pi_source *src; /* where the bytes come from (NULL for open_memory) */
+    int fd;              /* src->fd: the local descriptor, -1 for open_memory and remote sources */
+    const uint8_t *base; /* the mapping (or caller buffer); NULL for unmapped (remote) sources */
+    size_t len;          /* file size (bytes mapped when mapped) */
     int mapped;          /* base is our mmap */
     dev_t dev;
     ino_t ino;

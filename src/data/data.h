@@ -4,6 +4,7 @@
 #define PAGEIN_DATA_H
 
 #include "../internal.h"
+#include "../source/source.h"
 
 #include <pthread.h>
 #include <stdatomic.h>
@@ -83,8 +84,6 @@ int pi_ranges_exec(const int *fds, const pagein_range *r, struct pi_rplan *plan,
 /* The same through io_uring (ranges_uring.c); PAGEIN_E_UNSUPPORTED without
  * liburing, -errno when the ring cannot be set up (callers fall back). */
 int pi_ranges_exec_uring(const int *fds, const pagein_range *r, struct pi_rplan *plan, unsigned qd);
-/* pread exactly len bytes (short read = PAGEIN_E_TRUNCATED). */
-int pi_pread_full(int fd, void *buf, uint64_t len, uint64_t off);
 
 /* ---- random numbers ---------------------------------------------------- */
 static inline uint64_t pi_splitmix64(uint64_t *s) {

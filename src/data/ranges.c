@@ -10,25 +10,6 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
-int pi_pread_full(int fd, void *buf, uint64_t len, uint64_t off) {
-    uint8_t *p = buf;
-    while (len) {
-        size_t want = len > (1u << 30) ? (1u << 30) : (size_t)len;
-        ssize_t got = pread(fd, p, want, (off_t)off);
-        if (got < 0) {
-            if (errno == EINTR) continue;
-            return pi_err(-errno, "pread of %zu bytes at offset %" PRIu64 ": %s", want, off, strerror(errno));
-        }
-        if (got == 0)
-            return pi_err(PAGEIN_E_TRUNCATED, "end of file at offset %" PRIu64 " with %" PRIu64 " bytes still to read",
-                          off, len);
-        p += got;
-        off += (uint64_t)got;
-        len -= (uint64_t)got;
-    }
-    return 0;
-}
-
 struct rkey {
     uint32_t file;
     uint64_t off, end;

@@ -13,7 +13,7 @@
  * read is bounded by the bytes that remain; counts are checked against the
  * remaining bytes before anything is allocated for them.
  */
-#include "../internal.h"
+#include "format.h"
 
 #include <stdio.h>
 
@@ -348,10 +348,14 @@ static int parse_tinfo(struct rd *r, struct pi_table *t, uint64_t i, uint32_t al
     return 0;
 }
 
-int pi_gguf_parse(const uint8_t *buf, size_t len, uint32_t flags, struct pi_table *t) {
-    struct rd r = {buf, len, 0, 0, 0};
-    if (len < 4 || memcmp(buf, "GGUF", 4) != 0)
-        return pi_err(len < 4 ? PAGEIN_E_TRUNCATED : PAGEIN_E_BAD_MAGIC, "not a GGUF file (magic)");
+int pi_gguf_parse(const uint8_t *buf, size_t avail, uint64_t size, uint32_t flags, struct pi_table *t) {
+    /* The metadata and tensor infos are read from the avail bytes of buf
+     * (reading past them is PAGEIN_E_TRUNCATED: the caller grows the
+     * prefix); tensor extents are checked against the file size. */
+    uint64_t len = size;
+    struct rd r = {buf, avail, 0, 0, 0};
+    if (avail < 4 || memcmp(buf, "GGUF", 4) != 0)
+        return pi_err(avail < 4 ? PAGEIN_E_TRUNCATED : PAGEIN_E_BAD_MAGIC, "not a GGUF file (magic)");
     r.pos = 4;
     uint32_t version;
     FORWARD_IF(rd_u32(&r, &version, "version"));
@@ -411,8 +415,8 @@ int pi_gguf_parse(const uint8_t *buf, size_t len, uint32_t flags, struct pi_tabl
     if (n_tensors) {
         ds = pi_align_up(r.pos, t->alignment);
         if (ds > len)
-            return pi_err(PAGEIN_E_TRUNCATED, "data section starts at %llu, beyond the end of the file (%zu bytes)",
-                          (unsigned long long)ds, len);
+            return pi_err(PAGEIN_E_TRUNCATED, "data section starts at %llu, beyond the end of the file (%llu bytes)",
+                          (unsigned long long)ds, (unsigned long long)len);
     }
     t->data_start = ds;
     t->header_len = ds;
@@ -420,8 +424,9 @@ int pi_gguf_parse(const uint8_t *buf, size_t len, uint32_t flags, struct pi_tabl
         pagein_tensor *tr = &t->t[i];
         uint64_t abs, end;
         if (pi_add_overflow(ds, tr->offset, &abs) || pi_add_overflow(abs, tr->nbytes, &end) || end > len)
-            return pi_err(PAGEIN_E_TRUNCATED, "tensor '%s': data [%llu, +%llu) ends beyond the end of the file (%zu bytes)",
-                          tr->name, (unsigned long long)ds + tr->offset, (unsigned long long)tr->nbytes, len);
+            return pi_err(PAGEIN_E_TRUNCATED, "tensor '%s': data [%llu, +%llu) ends beyond the end of the file (%llu bytes)",
+                          tr->name, (unsigned long long)ds + tr->offset, (unsigned long long)tr->nbytes,
+                          (unsigned long long)len);
         tr->offset = abs;
         const pagein_dtype_info *di = pagein_dtype_get(tr->dtype);
         if (di->bits > 8 && abs % (di->bits / 8)) tr->flags |= PAGEIN_TENSOR_UNALIGNED;

@@ -5,7 +5,7 @@
  * output layout; tensor infos are encoded at write time, when the offsets
  * (running padded sums) are known. The file is written to a temporary file
  * and renamed into place by the shared atomic-file helper (src/io/atomic.c). */
-#include "../internal.h"
+#include "format.h"
 
 #include <stdio.h>
 
@@ -300,7 +300,7 @@ int pagein_gguf_set_raw(pagein_gguf_writer *w, const char *key, pagein_meta_type
         pi_free(img.p);
         return pi_err(rc, "out of memory");
     }
-    rc = pi_gguf_parse(img.p, img.n, 0, &t);
+    rc = pi_gguf_parse(img.p, img.n, img.n, 0, &t);
     /* the value must use every byte: no tensors, no padding after it */
     if (rc == 0 && t.data_start != img.n)
         rc = pi_err(PAGEIN_E_INVALID, "'%s': %zu raw bytes hold more than one %s value", key ? key : "", len,

@@ -16,7 +16,7 @@
  * (begin, end) unless already in order, validated, and turned into
  * absolute offsets. Memory is proportional to the header: one record per
  * tensor (the count of '{' bounds it, so the array is allocated once). */
-#include "../internal.h"
+#include "format.h"
 
 #include <stdlib.h>
 
@@ -298,15 +298,22 @@ static int parse_header(struct pi_json *j, struct st_parse *p, struct pi_table *
     return pi_json_finish(j);
 }
 
-int pi_safetensors_parse(const uint8_t *buf, size_t len, uint32_t flags, struct pi_table *t) {
+int pi_safetensors_parse(const uint8_t *buf, size_t avail, uint64_t size, uint32_t flags, struct pi_table *t) {
+    /* avail bytes of the file are in buf; the file has size bytes. Only the
+     * header is read: with avail < 8 + N the caller grows the prefix
+     * (PAGEIN_E_TRUNCATED) and calls again. */
+    uint64_t len = size;
     /* 1-3: the length prefix */
-    RETURN_IF(len < 8, PAGEIN_E_HEADER_TOO_SMALL, "file is %zu bytes, expected at least 8", len);
+    RETURN_IF(len < 8, PAGEIN_E_HEADER_TOO_SMALL, "file is %llu bytes, expected at least 8", (unsigned long long)len);
+    RETURN_IF(avail < 8, PAGEIN_E_TRUNCATED, "header prefix: %zu of 8 bytes available", avail);
     uint64_t n = 0;
     for (int i = 7; i >= 0; i--) n = (n << 8) | buf[i];
     RETURN_IF(n > ST_MAX_HEADER, PAGEIN_E_HEADER_TOO_LARGE, "header length %llu exceeds the limit of %llu",
               (unsigned long long)n, ST_MAX_HEADER);
-    RETURN_IF(n > len - 8, PAGEIN_E_HEADER_LENGTH, "header length %llu needs %llu bytes, file has %zu",
-              (unsigned long long)n, (unsigned long long)n + 8, len);
+    RETURN_IF(n > len - 8, PAGEIN_E_HEADER_LENGTH, "header length %llu needs %llu bytes, file has %llu",
+              (unsigned long long)n, (unsigned long long)n + 8, (unsigned long long)len);
+    RETURN_IF(n > avail - 8, PAGEIN_E_TRUNCATED, "header prefix: %zu of %llu bytes available", avail,
+              (unsigned long long)n + 8);
     const uint8_t *hdr = buf + 8;
     size_t hlen = (size_t)n;
     /* 4: UTF-8 over the whole header, before any JSON */
@@ -389,9 +396,9 @@ int pi_safetensors_parse(const uint8_t *buf, size_t len, uint32_t flags, struct 
     uint64_t data_start = 8 + n, need;
     if (pi_add_overflow(start, data_start, &need) || need > len ||
         (!(flags & PAGEIN_OPEN_LENIENT) && need != len)) {
-        rc = pi_err(PAGEIN_E_INCOMPLETE, "data ends at file offset %llu (data start %llu + %llu), file is %zu bytes%s",
+        rc = pi_err(PAGEIN_E_INCOMPLETE, "data ends at file offset %llu (data start %llu + %llu), file is %llu bytes%s",
                     (unsigned long long)(start + data_start), (unsigned long long)data_start,
-                    (unsigned long long)start, len,
+                    (unsigned long long)start, (unsigned long long)len,
                     (flags & PAGEIN_OPEN_LENIENT) ? "" : "; strict mode needs them equal");
         goto out;
     }

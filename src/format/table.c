@@ -13,7 +13,7 @@ void pi_table_free(struct pi_table *t) {
     pi_free(t->by_layer);
     pi_free(t->hash);
     pi_free(t->mhash);
-    pi_torch_ext_free(t->torch);
+    if (t->ext && t->ext_free) t->ext_free(t->ext);
     pi_arena_free(&t->arena);
     memset(t, 0, sizeof *t);
 }

@@ -14,7 +14,8 @@
 #define MAX_NAME 65536              /* bytes of one dotted name */
 #define MAX_NAME_TOTAL (1u << 26)   /* bytes copied into the table: names, strings, shapes */
 
-void pi_torch_ext_free(struct pi_torch_ext *x) {
+static void torch_ext_free(void *p) {
+    struct pi_torch_ext *x = p;
     if (!x) return;
     pi_free(x->r);
     pi_free(x);
@@ -314,8 +315,11 @@ static int find_prefix(const struct pi_zip *z, const char **prefix, size_t *pl) 
 
 static const char legacy_magic[] = "\x80\x02\x8a\x0a\x6c\xfc\x9c\x46\xf9\x20\x6a\xa8\x50\x19";
 
-int pi_torch_parse(const uint8_t *buf, size_t len, uint32_t flags, struct pi_table *tab) {
+int pi_torch_parse(const uint8_t *buf, size_t len, uint64_t size, uint32_t flags, struct pi_table *tab) {
     PI_UNUSED(flags);
+    /* A zip's directory is at its end: the whole image is needed. */
+    if (len < size)
+        return pi_err(PAGEIN_E_TRUNCATED, "zip archive: %zu of %llu bytes available", len, (unsigned long long)size);
     if (len < 4 || memcmp(buf, "PK\x03\x04", 4) != 0) {
         if (len >= 4 && memcmp(buf, legacy_magic, PI_MIN(len, sizeof legacy_magic - 1)) == 0)
             return pi_err(PAGEIN_E_UNSUPPORTED,
@@ -447,12 +451,13 @@ int pi_torch_parse(const uint8_t *buf, size_t len, uint32_t flags, struct pi_tab
     struct pi_torch_ext *x = pi_calloc(1, sizeof *x);
     if (x) x->r = pi_calloc(w.ni ? w.ni : 1, sizeof *x->r);
     if (!x || !x->r) {
-        pi_torch_ext_free(x);
+        torch_ext_free(x);
         pi_free(users);
         rc = pi_err(-ENOMEM, "out of memory");
         goto out;
     }
-    tab->torch = x;
+    tab->ext = x;
+    tab->ext_free = torch_ext_free;
     x->n_storages = nid;
     for (size_t i = 0; i < w.ni && rc == 0; i++) {
         const struct item *it = &w.items[i];
@@ -535,9 +540,10 @@ out:
 /* ---- public accessors ------------------------------------------------------ */
 
 static const struct pi_torch_rec *rec_of(const pagein_file *f, const pagein_tensor *t) {
-    if (!f || !t || !f->tab.torch || t < f->tab.t || t >= f->tab.t + f->tab.n) return NULL;
+    if (!f || !t || !f->tab.ext || f->tab.format != PAGEIN_FORMAT_TORCH || t < f->tab.t || t >= f->tab.t + f->tab.n) return NULL;
     size_t i = (size_t)(t - f->tab.t);
-    return i < f->tab.torch->n ? &f->tab.torch->r[i] : NULL;
+    const struct pi_torch_ext *x = f->tab.ext;
+    return i < x->n ? &x->r[i] : NULL;
 }
 
 int pagein_torch_tensor_get_info(const pagein_file *f, const pagein_tensor *t, pagein_torch_tensor_info *out) {
@@ -558,7 +564,7 @@ int pagein_torch_tensor_get_info(const pagein_file *f, const pagein_tensor *t, p
 }
 
 size_t pagein_torch_storage_count(const pagein_file *f) {
-    return f && f->tab.torch ? f->tab.torch->n_storages : 0;
+    return f && f->tab.ext && f->tab.format == PAGEIN_FORMAT_TORCH ? ((const struct pi_torch_ext *)f->tab.ext)->n_storages : 0;
 }
 
 /* Byte-swap unit: complex numbers are two floats. */

@@ -7,7 +7,7 @@
 #ifndef PAGEIN_TORCH_INTERNAL_H
 #define PAGEIN_TORCH_INTERNAL_H
 
-#include "../internal.h"
+#include "format.h"
 
 /* ---- zip (zip.c) -------------------------------------------------------- */
 

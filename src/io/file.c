@@ -1,23 +1,19 @@
-/* file.c - single files: open, map, detect the format, hand the mapping to
- * the format parser, accessors. */
-#include "../internal.h"
+/* file.c - single files: open through a source (source/), map local files,
+ * detect the format and hand the header bytes to its parser (format/),
+ * accessors. Unmapped sources (remote objects) get their header through one
+ * read of a prefix, grown while the parser needs more. */
+#include "../format/format.h"
+#include "../source/source.h"
 
 #include <fcntl.h>
 #include <sys/mman.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
-pagein_format pi_detect_format(const uint8_t *buf, size_t len) {
-    if (len >= 4 && memcmp(buf, "GGUF", 4) == 0) return PAGEIN_FORMAT_GGUF;
-    if (len >= 4 && memcmp(buf, "PK\x03\x04", 4) == 0) return PAGEIN_FORMAT_TORCH;
-    /* torch.save's legacy (pre-1.6) format: a pickled magic number first
-     * (PROTO 2, LONG1 of 10 bytes); torch.c refuses it with advice. */
-    if (len >= 4 && memcmp(buf, "\x80\x02\x8a\x0a", 4) == 0) return PAGEIN_FORMAT_TORCH;
-    return PAGEIN_FORMAT_SAFETENSORS;
-}
-
 struct parse_ctx {
     pagein_file *f;
+    const uint8_t *buf; /* the header bytes: the mapping, or a prefix read from the source */
+    size_t avail;
     uint32_t flags;
     pagein_format fmt;
     int returned; /* the parser returned (was not abandoned by the guard) */
@@ -26,21 +22,18 @@ struct parse_ctx {
 static int parse_format(void *arg) {
     struct parse_ctx *c = arg;
     pagein_file *f = c->f;
-    int rc;
-    switch (c->fmt) {
-    case PAGEIN_FORMAT_SAFETENSORS: rc = pi_safetensors_parse(f->base, f->len, c->flags, &f->tab); break;
-    case PAGEIN_FORMAT_GGUF: rc = pi_gguf_parse(f->base, f->len, c->flags, &f->tab); break;
-    case PAGEIN_FORMAT_TORCH: rc = pi_torch_parse(f->base, f->len, c->flags, &f->tab); break;
-    default: rc = pi_err(PAGEIN_E_BAD_MAGIC, "unknown format %d", (int)c->fmt); break;
-    }
+    const struct pi_format *x = pi_format_get(c->fmt);
+    int rc = x ? x->parse(c->buf, c->avail, f->len, c->flags, &f->tab)
+               : pi_err(PAGEIN_E_BAD_MAGIC, "unknown format %d", (int)c->fmt);
     c->returned = 1;
     return rc;
 }
 
-static int parse(pagein_file *f, uint32_t flags, pagein_format fmt) {
-    if (fmt == PAGEIN_FORMAT_UNKNOWN) fmt = pi_detect_format(f->base, f->len);
+static int parse(pagein_file *f, const uint8_t *buf, size_t avail, uint32_t flags, pagein_format fmt, int from_memory) {
+    if (fmt == PAGEIN_FORMAT_UNKNOWN) fmt = pi_detect_format_named(buf, avail, f->len, from_memory ? NULL : f->path);
+    if (fmt == PAGEIN_FORMAT_UNKNOWN) return pi_format_not_model(f->path, buf, avail);
     f->tab.format = fmt;
-    struct parse_ctx c = {f, flags, fmt, 0};
+    struct parse_ctx c = {f, buf, avail, flags, fmt, 0};
     /* A file truncated between fstat and the end of parsing would raise
      * SIGBUS inside the parser: parse under the truncation guard
      * (docs/SAFETY.md). If that happens the parser is abandoned mid-way,
@@ -53,7 +46,7 @@ static int parse(pagein_file *f, uint32_t flags, pagein_format fmt) {
     if (f->mapped) {
         struct pi_journal j;
         pi_journal_begin(&j);
-        rc = pi_guard_call(f->base, f->len, f->path, 0, f->fd, parse_format, &c);
+        rc = pi_guard_call(buf, avail, f->path, 0, f->fd, parse_format, &c);
         pi_journal_end(&j, !c.returned);
         if (!c.returned) pi_table_init(&f->tab);
     } else {
@@ -62,6 +55,43 @@ static int parse(pagein_file *f, uint32_t flags, pagein_format fmt) {
     if (rc < 0) return rc;
     f->tab.format = fmt;
     return pi_table_finish(&f->tab, f->base);
+}
+
+/* Unmapped sources: read a prefix (the format's first guess), parse,
+ * and while the parser reports that it needed more than the prefix, read
+ * four times as much (at most the whole file) and parse again. */
+static int parse_unmapped(pagein_file *f, uint32_t flags, pagein_format fmt) {
+    size_t have = 0, avail = f->len < (64u << 10) ? f->len : (64u << 10);
+    uint8_t *buf = NULL;
+    int rc = 0;
+    for (;;) {
+        if (avail > have) { /* read only what is not here yet */
+            uint8_t *nb = pi_realloc(buf, avail);
+            if (!nb) {
+                rc = pi_err(-ENOMEM, "out of memory for a %zu-byte header prefix", avail);
+                break;
+            }
+            buf = nb;
+            if ((rc = pi_source_read(f->src, buf + have, avail - have, have)) < 0) break;
+            have = avail;
+        }
+        pagein_format ff = fmt != PAGEIN_FORMAT_UNKNOWN ? fmt : pi_detect_format_named(buf, have, f->len, f->path);
+        const struct pi_format *x = pi_format_get(ff);
+        uint64_t want = !x ? 0 : x->whole_file ? f->len : x->header_size ? x->header_size(buf, have, f->len) : 0;
+        if (x && x->first_read > want) want = x->first_read;
+        if (want > f->len) want = f->len;
+        if (want > have) {
+            avail = (size_t)want;
+            continue;
+        }
+        rc = parse(f, buf, have, flags, ff, 0);
+        if (rc != PAGEIN_E_TRUNCATED || have >= f->len) break;
+        pi_table_free(&f->tab);
+        pi_table_init(&f->tab);
+        avail = f->len / 8 < have ? f->len : have * 8; /* GGUF metadata: 64 KiB, 512 KiB, 4 MiB, ... */
+    }
+    pi_free(buf);
+    return rc;
 }
 
 static pagein_file *file_new(const char *name) {
@@ -103,28 +133,42 @@ static void header_readahead(pagein_file *f) {
 int pagein_open(pagein_file **out, const char *path, const pagein_open_opts *opts) {
     pi_err_clear();
     if (!out || !path) return pi_err(PAGEIN_E_INVALID, "pagein_open: NULL argument");
+    struct pi_source *src;
+    int rc = pi_source_open(&src, path, opts ? opts->flags : 0);
+    if (rc < 0) return rc;
+    return pi_file_open_source(out, src, opts);
+}
+
+int pi_file_open_source(pagein_file **out, struct pi_source *src, const pagein_open_opts *opts) {
     uint32_t flags = opts ? opts->flags : 0;
     pagein_format fmt = opts ? opts->format : PAGEIN_FORMAT_UNKNOWN;
+    const char *path = src->name;
     pagein_file *f = file_new(path);
-    if (!f) return pi_err(-ENOMEM, "%s: out of memory", path);
+    if (!f) {
+        pi_source_close(src);
+        return pi_err(-ENOMEM, "%s: out of memory", path);
+    }
+    path = f->path;
+    f->src = src;
     int rc;
-    f->fd = open(path, O_RDONLY | O_CLOEXEC);
-    if (f->fd < 0) {
-        rc = pi_err(-errno, "%s: cannot open: %s", path, strerror(errno));
-        goto fail;
+    f->fd = f->src->fd;
+    f->len = (size_t)f->src->size;
+    if (f->fd < 0) { /* no mapping: the header through the source */
+        rc = parse_unmapped(f, flags, fmt);
+        if (rc < 0) {
+            pi_err_prefix(path);
+            goto fail;
+        }
+        *out = f;
+        return 0;
     }
     struct stat st;
     if (fstat(f->fd, &st) < 0) {
         rc = pi_err(-errno, "%s: cannot stat: %s", path, strerror(errno));
         goto fail;
     }
-    if (!S_ISREG(st.st_mode)) {
-        rc = pi_err(-EINVAL, "%s: not a regular file", path);
-        goto fail;
-    }
     f->dev = st.st_dev;
     f->ino = st.st_ino;
-    f->len = (size_t)st.st_size;
     if (f->len > 0) {
         /* PRIVATE: copy-on-write, so in-place writes by the caller (torch
          * tensors) stay in this process and never reach the file. */
@@ -141,7 +185,7 @@ int pagein_open(pagein_file **out, const char *path, const pagein_open_opts *opt
         f->base = (const uint8_t *)"";
     }
     if (f->mapped) header_readahead(f);
-    rc = parse(f, flags, fmt);
+    rc = parse(f, f->base, f->len, flags, fmt, 0);
     if (f->mapped) madvise((void *)f->base, f->len, MADV_NORMAL);
     if (rc < 0) {
         pi_err_prefix(path);
@@ -162,7 +206,7 @@ int pagein_open_memory(pagein_file **out, const void *buf, size_t len, const cha
     if (!f) return pi_err(-ENOMEM, "out of memory");
     f->base = buf ? buf : (const void *)"";
     f->len = len;
-    int rc = parse(f, opts ? opts->flags : 0, opts ? opts->format : PAGEIN_FORMAT_UNKNOWN);
+    int rc = parse(f, f->base, f->len, opts ? opts->flags : 0, opts ? opts->format : PAGEIN_FORMAT_UNKNOWN, 1);
     if (rc < 0) {
         pi_err_prefix(f->path);
         pagein_close(f);
@@ -175,7 +219,8 @@ int pagein_open_memory(pagein_file **out, const void *buf, size_t len, const cha
 void pagein_close(pagein_file *f) {
     if (!f) return;
     if (f->mapped) munmap((void *)f->base, f->len);
-    if (f->fd >= 0) close(f->fd);
+    if (f->src) pi_source_close(f->src); /* closes f->fd */
+    else if (f->fd >= 0) close(f->fd);
     pi_table_free(&f->tab);
     pi_free(f->path);
     pi_free(f);

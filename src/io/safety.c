@@ -1,5 +1,6 @@
 /* safety.c - public guarded accessors: copy-out, change detection. */
 #include "../internal.h"
+#include "../source/source.h"
 
 #include <stdio.h>
 #include <sys/stat.h>
@@ -12,6 +13,15 @@ int pagein_tensor_copy(const pagein_file *f, const pagein_tensor *t, uint64_t of
                       (int)PI_MIN(t->name_len, 200), t->name, (unsigned long long)off, len,
                       (unsigned long long)t->nbytes);
     if (len == 0) return 0;
+    if (!t->data && f && f->src && !f->mapped) { /* unmapped source (remote): read through it */
+        int rc = pi_source_read(f->src, dst, len, t->offset + off);
+        if (rc < 0) {
+            char what[256];
+            snprintf(what, sizeof what, "tensor '%.*s'", (int)PI_MIN(t->name_len, 200), t->name);
+            pi_err_prefix(what);
+        }
+        return rc;
+    }
     if (!t->data) return pi_err(PAGEIN_E_INVALID, "tensor '%s' has no data pointer", t->name);
     const uint8_t *src = (const uint8_t *)t->data + off;
     if (f && !f->mapped) { /* caller's memory (open_memory): nothing can shrink */

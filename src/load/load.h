@@ -5,6 +5,7 @@
 #define PAGEIN_LOAD_H
 
 #include "../internal.h"
+#include "../source/source.h"
 
 #include <pthread.h>
 #include <stdatomic.h>
@@ -50,8 +51,6 @@ struct pi_auto_facts {
     uint64_t mem_available;   /* MemAvailable, 0 unknown */
 };
 
-/* Returns 1 if the filesystem is network or FUSE (by magic or type name). */
-int pi_fs_is_remote(uint32_t magic, const char *fs_type);
 /* Fills facts for the files (paths[n]). Never fails: unknown facts stay 0/-1/"". */
 void pi_auto_gather(const char *const *paths, size_t n, struct pi_auto_facts *f);
 /* The rule. Writes a one-sentence reason into why (len bytes) and, when it
@@ -142,6 +141,16 @@ extern _Atomic int pi_test_direct_read_fails;
 int pi_model_read_all(pagein_model *m);
 /* Method from PAGEIN_POPULATE_METHOD (madvise|pread|readahead). */
 enum pi_pop_method pi_pop_method_from_env(void);
+
+/* ---- the strategy table (strategy.c) ------------------------------------ */
+struct pi_strategy {
+    pagein_strategy id;
+    const char *name;
+    int (*start)(pagein_model *m); /* runs once the model is open; NULL: nothing to do */
+    int needs_map;                 /* every file must be mapped (local) */
+    const char *summary;
+};
+const struct pi_strategy *pi_strategy_get(pagein_strategy s); /* NULL if unknown */
 
 /* ---- pager (pager.c) ---------------------------------------------------- */
 int pi_pager_start(pagein_model *m);

@@ -8,6 +8,7 @@
  * then applies the strategy (populate.c, pager.c, auto.c).
  */
 #include "load.h"
+#include "../format/format.h"
 
 #include <dirent.h>
 #include <fcntl.h>
@@ -43,47 +44,29 @@ static char *dir_of(const char *path) {
     return pi_strndup(path, (size_t)(s - path));
 }
 
+/* A small file (an index) read whole through its source: local path or URL. */
 static int read_small(const char *path, uint8_t **out, size_t *len) {
-    int fd = open(path, O_RDONLY | O_CLOEXEC);
-    if (fd < 0) return pi_err(-errno, "%s: cannot open: %s", path, strerror(errno));
-    struct stat st;
+    struct pi_source *src;
+    FORWARD_IF(pi_source_open(&src, path, 0));
     int rc = 0;
     uint8_t *buf = NULL;
-    if (fstat(fd, &st) < 0) {
-        rc = pi_err(-errno, "%s: cannot stat: %s", path, strerror(errno));
-        goto out;
-    }
-    if (!S_ISREG(st.st_mode)) {
-        rc = pi_err(-EINVAL, "%s: not a regular file", path);
-        goto out;
-    }
-    if ((uint64_t)st.st_size > INDEX_MAX_BYTES) {
-        rc = pi_err(PAGEIN_E_LIMIT, "%s: index of %lld bytes (limit %u)", path, (long long)st.st_size,
+    if (src->size > INDEX_MAX_BYTES) {
+        rc = pi_err(PAGEIN_E_LIMIT, "%s: index of %llu bytes (limit %u)", path, (unsigned long long)src->size,
                     INDEX_MAX_BYTES);
         goto out;
     }
-    size_t n = (size_t)st.st_size, got = 0;
-    buf = pi_malloc(n + 1);
+    buf = pi_malloc((size_t)src->size + 1);
     if (!buf) {
         rc = pi_err(-ENOMEM, "%s: out of memory", path);
         goto out;
     }
-    while (got < n) {
-        ssize_t r = read(fd, buf + got, n - got);
-        if (r < 0 && errno == EINTR) continue;
-        if (r < 0) {
-            rc = pi_err(-errno, "%s: read failed: %s", path, strerror(errno));
-            goto out;
-        }
-        if (r == 0) break;
-        got += (size_t)r;
-    }
+    if ((rc = pi_source_read(src, buf, src->size, 0)) < 0) goto out;
     *out = buf;
-    *len = got;
+    *len = (size_t)src->size;
     buf = NULL;
 out:
     pi_free(buf);
-    close(fd);
+    pi_source_close(src);
     return rc;
 }
 
@@ -96,37 +79,41 @@ struct target {
     char *path; /* the file to start from (index, single file, any GGUF shard) */
 };
 
+/* A directory: an index if there is one; else the model files the format
+ * table's suffixes pick up, preferring safetensors, then GGUF (one file or
+ * one split set), then PyTorch checkpoints, as transformers and llama.cpp
+ * do when a repository holds several. */
 static int resolve_dir(const char *dir, struct target *t) {
     DIR *d = opendir(dir);
     if (!d) return pi_err(-errno, "%s: cannot open directory: %s", dir, strerror(errno));
-    char *idx = NULL, *st = NULL, *gg = NULL;
-    int nidx = 0, nst = 0, ngg = 0, ngg_split = 0;
-    char first_other[2][256] = {"", ""};
+    enum { S_ST, S_GG, S_PT, S_N };
+    char *idx = NULL, *first[S_N] = {NULL, NULL, NULL};
+    int nidx = 0, cnt[S_N] = {0, 0, 0}, ngg_split = 0;
     struct dirent *e;
     int rc = 0;
     while ((e = readdir(d))) {
         const char *n = e->d_name;
         if (n[0] == '.') continue;
         char **slot = NULL;
-        if (ends_with(n, ".safetensors.index.json")) nidx++, slot = &idx;
-        else if (ends_with(n, ".safetensors")) nst++, slot = &st;
-        else if (ends_with(n, ".gguf")) {
-            ngg++, slot = &gg;
+        const struct pi_format *x;
+        if (ends_with(n, ".safetensors.index.json")) {
+            nidx++, slot = &idx;
+        } else if ((x = pi_format_by_suffix(n)) != NULL) {
+            int k = x->id == PAGEIN_FORMAT_SAFETENSORS ? S_ST : x->id == PAGEIN_FORMAT_GGUF ? S_GG : S_PT;
+            cnt[k]++, slot = &first[k];
             size_t l = strlen(n);
             /* PREFIX-00001-of-0000N.gguf */
-            if (l > 20 && memcmp(n + l - 14, "-of-", 4) == 0 && n[l - 20] == '-') ngg_split++;
-        } else continue;
-        if (*slot == NULL || strcmp(n, *slot) < 0) {
-            /* keep the smallest name: for split sets that is shard 00001 */
-            if (*slot) snprintf(first_other[slot == &st], sizeof first_other[0], "%s", *slot);
+            if (k == S_GG && l > 20 && memcmp(n + l - 14, "-of-", 4) == 0 && n[l - 20] == '-') ngg_split++;
+        } else {
+            continue;
+        }
+        if (*slot == NULL || strcmp(n, *slot) < 0) { /* the smallest name: for split sets that is shard 00001 */
             pi_free(*slot);
             *slot = pi_strndup(n, strlen(n));
             if (!*slot) {
                 rc = pi_err(-ENOMEM, "out of memory");
                 goto out;
             }
-        } else {
-            snprintf(first_other[slot == &st], sizeof first_other[0], "%s", n);
         }
     }
     if (nidx > 1) {
@@ -134,31 +121,42 @@ static int resolve_dir(const char *dir, struct target *t) {
     } else if (nidx == 1) {
         t->kind = K_INDEX;
         t->path = join(dir, idx);
-    } else if (nst == 1 && ngg == 0) {
+    } else if (cnt[S_ST] == 1) {
         t->kind = K_SINGLE;
-        t->path = join(dir, st);
-    } else if (nst == 0 && ngg >= 1 && (ngg == 1 || ngg_split == ngg)) {
+        t->path = join(dir, first[S_ST]);
+    } else if (cnt[S_ST] > 1) {
+        rc = pi_err(PAGEIN_E_INVALID, "%s: holds %d safetensors files and no index; name one", dir, cnt[S_ST]);
+    } else if (cnt[S_GG] >= 1 && (cnt[S_GG] == 1 || ngg_split == cnt[S_GG])) {
         t->kind = K_GGUF;
-        t->path = join(dir, gg);
-    } else if (nst + ngg == 0) {
-        rc = pi_err(PAGEIN_E_NOT_FOUND, "%s: no .safetensors, .safetensors.index.json or .gguf file", dir);
+        t->path = join(dir, first[S_GG]);
+    } else if (cnt[S_GG] > 1) {
+        rc = pi_err(PAGEIN_E_INVALID, "%s: holds %d GGUF files that are not one split set; name one", dir, cnt[S_GG]);
+    } else if (cnt[S_PT] == 1) {
+        t->kind = K_SINGLE;
+        t->path = join(dir, first[S_PT]);
+    } else if (cnt[S_PT] > 1) {
+        rc = pi_err(PAGEIN_E_INVALID, "%s: holds %d PyTorch checkpoints; name one", dir, cnt[S_PT]);
     } else {
-        rc = pi_err(PAGEIN_E_INVALID, "%s: holds several models (%d safetensors, %d GGUF files); name one",
-                    dir, nst, ngg);
+        rc = pi_err(PAGEIN_E_NOT_FOUND, "%s: no model file (.safetensors, .safetensors.index.json, .gguf, .pt, .pth, "
+                    ".bin, .ckpt)", dir);
     }
     if (rc == 0 && !t->path) rc = pi_err(-ENOMEM, "out of memory");
 out:
     pi_free(idx);
-    pi_free(st);
-    pi_free(gg);
+    for (int k = 0; k < S_N; k++) pi_free(first[k]);
     closedir(d);
     return rc;
 }
 
 static int resolve(const char *path, struct target *t) {
     struct stat s;
-    if (stat(path, &s) < 0) return pi_err(-errno, "%s: %s", path, strerror(errno));
-    if (S_ISDIR(s.st_mode)) return resolve_dir(path, t);
+    if (pi_source_is_remote(path)) {
+        /* a URL names one object: what it is follows from its name */
+    } else if (stat(path, &s) < 0) {
+        return pi_err(-errno, "%s: %s", path, strerror(errno));
+    } else if (S_ISDIR(s.st_mode)) {
+        return resolve_dir(path, t);
+    }
     t->path = pi_strndup(path, strlen(path));
     if (!t->path) return pi_err(-ENOMEM, "out of memory");
     if (ends_with(path, ".json")) t->kind = K_INDEX;
@@ -289,7 +287,7 @@ static int merge(pagein_model *m) {
     for (size_t s = 0; s < m->nfiles; s++)
         for (size_t j = 0; j < m->files[s]->tab.n; j++, k++) {
             t->t[k].file = (uint32_t)s;
-            t->t[k].data = m->files[s]->base + t->t[k].offset;
+            t->t[k].data = m->files[s]->base ? m->files[s]->base + t->t[k].offset : NULL;
         }
     return 0;
 }
@@ -430,7 +428,7 @@ int pagein_model_open(pagein_model **out, const char *path, const pagein_model_o
     }
     struct target tg = {K_SINGLE, NULL};
     int rc = 0;
-    if (m->opts.strategy < PAGEIN_STRATEGY_AUTO || m->opts.strategy > PAGEIN_STRATEGY_READ) {
+    if (!pi_strategy_get(m->opts.strategy)) {
         rc = pi_err(PAGEIN_E_INVALID, "unknown strategy %d", (int)m->opts.strategy);
         goto fail;
     }
@@ -448,7 +446,13 @@ int pagein_model_open(pagein_model **out, const char *path, const pagein_model_o
     if (rc < 0) goto fail;
 
     m->strategy = m->opts.strategy;
-    if (m->strategy == PAGEIN_STRATEGY_AUTO) {
+    size_t unmapped = 0;
+    for (size_t i = 0; i < m->nfiles; i++) unmapped += !m->files[i]->mapped && m->files[i]->len;
+    if (m->strategy == PAGEIN_STRATEGY_AUTO && unmapped) {
+        m->strategy = PAGEIN_STRATEGY_READ;
+        snprintf(m->why, sizeof m->why, "auto: %s is not a local file (no mapping): explicit parallel range reads",
+                 m->files[0]->path);
+    } else if (m->strategy == PAGEIN_STRATEGY_AUTO) {
         struct pi_auto_facts facts;
         const char **paths = pi_malloc(m->nfiles * sizeof *paths);
         if (!paths) {
@@ -465,14 +469,14 @@ int pagein_model_open(pagein_model **out, const char *path, const pagein_model_o
         snprintf(m->why, sizeof m->why, "%s was asked for", pagein_strategy_name(m->strategy));
     }
 
-    apply_hints(m);
-    switch (m->strategy) {
-    case PAGEIN_STRATEGY_POPULATE: rc = pagein_model_load_tensors(m, NULL, 0); break;
-    case PAGEIN_STRATEGY_READ: rc = pi_model_read_all(m); break;
-    case PAGEIN_STRATEGY_PREFETCH: rc = pi_pager_start(m); break;
-    default: break;
+    const struct pi_strategy *st = pi_strategy_get(m->strategy);
+    if (st->needs_map && unmapped) {
+        rc = pi_err(PAGEIN_E_UNSUPPORTED, "%s: strategy %s needs a local, mapped file; use read, prefetch or auto",
+                    m->files[0]->path, st->name);
+        goto fail;
     }
-    if (rc < 0) goto fail;
+    apply_hints(m);
+    if (st->start && (rc = st->start(m)) < 0) goto fail;
     if ((m->opts.hints & PAGEIN_HINT_PRELOAD) && m->strategy != PAGEIN_STRATEGY_READ &&
         m->strategy != PAGEIN_STRATEGY_POPULATE) {
         rc = pagein_layer_wait(m, -1);
@@ -543,17 +547,4 @@ size_t pagein_model_layer_tensors(const pagein_model *m, int32_t layer, const pa
 pagein_strategy pagein_model_strategy(const pagein_model *m, const char **why) {
     if (why) *why = m ? m->why : "";
     return m ? m->strategy : PAGEIN_STRATEGY_AUTO;
-}
-
-static const char *const snames[] = {"auto", "lazy", "populate", "prefetch", "read"};
-
-const char *pagein_strategy_name(pagein_strategy s) {
-    return (unsigned)s < PI_ARRAY_LEN(snames) ? snames[s] : "unknown";
-}
-
-int pagein_strategy_from_name(const char *name) {
-    if (!name) return -1;
-    for (size_t i = 0; i < PI_ARRAY_LEN(snames); i++)
-        if (strcmp(name, snames[i]) == 0) return (int)i;
-    return -1;
 }

@@ -124,4 +124,23 @@ extern const struct pi_source_ops pi_source_file;
  * unless own_fd). For readers that open files themselves. */
 int pi_source_from_fd(struct pi_source **out, int fd, const char *name, int own_fd);
 
+
+/* Opens a pagein_file over an open source (io/file.c): maps local files,
+ * reads the header of unmapped ones through the source. Takes ownership of
+ * src (closed on failure too). pagein_open = pi_source_open + this. */
+int pi_file_open_source(pagein_file **out, struct pi_source *src, const pagein_open_opts *opts);
+
+/* Local storage facts (source/facts.c). */
+/* 1 if the filesystem is network or FUSE (by statfs magic or mountinfo type name). */
+int pi_fs_is_remote(uint32_t magic, const char *fs_type);
+void pi_local_facts(int fd, const char *path, struct pi_source_facts *f);
+const char *pi_fs_magic_name(uint32_t magic); /* NULL if not a known network/FUSE magic */
+void pi_fs_mount_type(const char *real, char *out, size_t len);
+int pi_fs_rotational(dev_t dev);
+uint32_t pi_fs_read_ahead_kb(dev_t dev);
+uint64_t pi_mem_available(void);
+/* Full pread of len bytes at off (retries EINTR and short reads; end of
+ * file is PAGEIN_E_TRUNCATED). The one read-until-done loop. */
+int pi_pread_full(int fd, void *buf, uint64_t len, uint64_t off);
+
 #endif

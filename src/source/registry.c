@@ -1,0 +1,102 @@
+/* registry.c - the table of sources and the calls every reader uses.
+ * Adding a source: its file under src/source/ and one line in pi_sources[]
+ * (before "file", which takes every path without a known scheme). */
+#include "source.h"
+
+#include <stdatomic.h>
+
+const struct pi_source_ops *const pi_sources[] = {
+    &pi_source_file,
+    NULL,
+};
+
+static const struct pi_source_ops *find(const char *uri) {
+    for (size_t i = 0; pi_sources[i]; i++)
+        if (pi_sources[i]->match(uri)) return pi_sources[i];
+    return NULL;
+}
+
+int pi_source_is_remote(const char *uri) {
+    const struct pi_source_ops *o = uri ? find(uri) : NULL;
+    return o && o != &pi_source_file;
+}
+
+int pi_source_open(struct pi_source **out, const char *uri, uint32_t flags) {
+    if (!out || !uri) return pi_err(PAGEIN_E_INVALID, "pi_source_open: NULL argument");
+    const struct pi_source_ops *o = find(uri);
+    if (!o) return pi_err(PAGEIN_E_UNSUPPORTED, "%s: no source handles this URL (built without libcurl?)", uri);
+    struct pi_source *s = pi_calloc(1, sizeof *s);
+    if (!s) return pi_err(-ENOMEM, "%s: out of memory", uri);
+    s->ops = o;
+    s->fd = -1;
+    s->facts.rotational = -1;
+    s->name = pi_strndup(uri, strlen(uri));
+    if (!s->name) {
+        pi_free(s);
+        return pi_err(-ENOMEM, "%s: out of memory", uri);
+    }
+    int rc = o->open(s, uri, flags);
+    if (rc < 0) {
+        pi_free(s->name);
+        pi_free(s);
+        return rc;
+    }
+    *out = s;
+    return 0;
+}
+
+void pi_source_close(struct pi_source *s) {
+    if (!s) return;
+    if (s->ops && s->ops->close) s->ops->close(s);
+    pi_free(s->name);
+    pi_free(s);
+}
+
+int pi_source_read(struct pi_source *s, void *buf, uint64_t len, uint64_t off) {
+    uint64_t end;
+    if (pi_add_overflow(off, len, &end) || end > s->size)
+        return pi_err(PAGEIN_E_RANGE, "%s: read [%llu, +%llu) is past the end (%llu bytes)", s->name,
+                      (unsigned long long)off, (unsigned long long)len, (unsigned long long)s->size);
+    if (len == 0) return 0;
+    return s->ops->read(s, buf, len, off);
+}
+
+/* The generic readv: ops->read on pool threads, depth at a time. */
+struct gen_ctx {
+    struct pi_source *s;
+    struct pi_read_req *r;
+    pi_read_done_fn done;
+    void *arg;
+};
+
+static int gen_item(void *arg, size_t i) {
+    struct gen_ctx *c = arg;
+    struct pi_read_req *r = &c->r[i];
+    r->rc = pi_source_read(c->s, r->buf, r->len, r->off);
+    int rc = r->rc;
+    if (c->done) {
+        int d = c->done(c->arg, r);
+        if (rc == 0 && d != 0) rc = d < 0 ? d : pi_err(PAGEIN_E_CANCELLED, "%s: reads stopped by the consumer", c->s->name);
+    }
+    return rc;
+}
+
+#define PENDING 1
+
+int pi_source_readv(struct pi_source *s, struct pi_read_req *reqs, size_t n, unsigned depth, pi_read_done_fn done,
+                    void *arg) {
+    if (n == 0) return 0;
+    if (!reqs) return pi_err(PAGEIN_E_INVALID, "pi_source_readv: NULL requests");
+    if (depth == 0) depth = s->facts.depth ? s->facts.depth : pi_default_threads();
+    for (size_t i = 0; i < n; i++) reqs[i].rc = PENDING;
+    int rc;
+    if (s->ops->readv) {
+        rc = s->ops->readv(s, reqs, n, depth, done, arg);
+    } else {
+        struct gen_ctx c = {s, reqs, done, arg};
+        rc = pi_parallel(depth, n, gen_item, &c);
+    }
+    for (size_t i = 0; i < n; i++)
+        if (reqs[i].rc == PENDING) reqs[i].rc = PAGEIN_E_CANCELLED;
+    return rc;
+}
