@@ -18,3 +18,17 @@ else
 $(info mk/remote.mk: libcurl not found (Debian libcurl4-openssl-dev): remote sources not built, their tests will skip)
 endif
 MK_DEPS += src/source/remote.h
+
+# `make test` runs bench/remote.sh once, QUICK=1 (16 MiB), so it cannot rot;
+# never timed there (docs/BENCHMARKS.md has the real runs).
+TEST_EXTRA += bench-remote-smoke
+.PHONY: bench-remote-smoke
+bench-remote-smoke: all
+	@if [ "$(HAVE_CURL)" != yes ]; then echo "SKIP bench/remote.sh: built without libcurl"; \
+	elif ! command -v nginx >/dev/null && [ ! -x /usr/sbin/nginx ]; then echo "SKIP bench/remote.sh: nginx is not installed"; \
+	else mkdir -p $(BUILD)/remote-smoke && \
+	  QUICK=1 PAGEIN=$(abspath $(TOOL)) bash bench/remote.sh --json > $(BUILD)/remote-smoke/out.json 2>&1 \
+	    || { cat $(BUILD)/remote-smoke/out.json; exit 1; }; \
+	  grep -q '"pull": [0-9]' $(BUILD)/remote-smoke/out.json || { echo "bench/remote.sh: pull did not run:"; cat $(BUILD)/remote-smoke/out.json; exit 1; }; \
+	  echo "ok   bench/remote.sh (QUICK=1, 16 MiB)"; \
+	fi

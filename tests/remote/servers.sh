@@ -12,8 +12,10 @@
 #             bucket "bkt" filled with DIR/s3/* (credentials S3RVER/S3RVER)
 #   httpfault tools/httpfault.py: truncated bodies, stalls, flaky 503s, an
 #             ETag that changes, a wrong Content-Range
-#   delay     tools/delayproxy.py in front of nginx's rate-capped location:
-#             a first-byte latency per request (bench remote)
+#   delay     tools/delayhdr.py behind nginx's /delayed/: each request waits
+#             DELAY_MS before nginx serves it (X-Accel-Redirect) from a
+#             rate-capped internal location: an object store's first-byte
+#             latency and per-connection bandwidth (bench remote)
 #
 # Usage:
 #   servers.sh start DIR OWNER_PID [nginx] [s3] [fault] [delay]
@@ -96,7 +98,7 @@ if [[ " $want " == *" nginx "* || " $want " == *" delay "* ]]; then
       openssl x509 -req -in srv.csr -CA ca.pem -CAkey ca.key -CAcreateserial -out srv.pem -days 2 -extfile srv.ext
     ) > "$DIR/logs/openssl.log" 2>&1 || { echo "openssl could not make the test certificates"; exit 1; }
   fi
-  HP=$(free_port); SP=$(free_port)
+  HP=$(free_port); SP=$(free_port); DP=$(free_port)
   HF_COMMIT=0123456789abcdef0123456789abcdef01234567
   # the Hub's layout: one exact location per file of every repo under www/hf
   hub=""
@@ -150,6 +152,7 @@ http {
   sendfile on;
   keepalive_requests 100000;
   keepalive_timeout 60s;
+  upstream delay { server 127.0.0.1:$DP; keepalive 64; }
   server {
     listen 127.0.0.1:$HP;
     listen 127.0.0.1:$SP ssl http2;
@@ -160,6 +163,12 @@ http {
     location /norange/ { alias $DIR/www/; max_ranges 0; }
     location /limited/ { alias $DIR/www/; limit_rate $RATE; }
     location /cdn/ { alias $DIR/www/hf/; }
+    location /delayed/ {
+      proxy_pass http://delay;
+      proxy_http_version 1.1;
+      proxy_set_header Connection "";
+    }
+    location /internal/ { internal; alias $DIR/www/; limit_rate $RATE; }
     location = /status/403 { return 403 "<Error><Code>AccessDenied</Code><Message>Access Denied</Message></Error>"; }
     location = /status/404 { return 404; }
     location = /status/500 { return 500; }
@@ -208,13 +217,12 @@ if [[ " $want " == *" fault "* ]]; then
   echo "FAULT=http://127.0.0.1:$FP" >> "$DIR/env"
 fi
 
-# ---- delaying proxy (first-byte latency) in front of nginx -----------------------
+# ---- first-byte latency for nginx's /delayed/ ----------------------------------------
 if [[ " $want " == *" delay "* ]]; then
-  DP=$(free_port)
-  /usr/bin/python3 "$REPO/tools/delayproxy.py" "$DP" 127.0.0.1 "$HP" "$DELAY_MS" > "$DIR/logs/delay.log" 2>&1 &
+  /usr/bin/python3 "$REPO/tools/delayhdr.py" "$DP" "$DELAY_MS" > "$DIR/logs/delay.log" 2>&1 &
   started $! delay
-  wait_port "$DP" || { echo "delayproxy did not start: $(tail -3 "$DIR/logs/delay.log")"; exit 1; }
-  echo "DELAY=http://127.0.0.1:$DP" >> "$DIR/env"
+  wait_port "$DP" || { echo "delayhdr did not start: $(tail -3 "$DIR/logs/delay.log")"; exit 1; }
+  echo "DELAY=http://127.0.0.1:$HP/delayed" >> "$DIR/env"
 fi
 
 # ---- watchdog: stop everything when the owner goes (bounded by its life) ----------
