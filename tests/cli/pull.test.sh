@@ -7,13 +7,13 @@
 set -u
 
 expect_exit 0 "$PAGEIN" pull --help
+out=$("$PAGEIN" pull http://127.0.0.1:1/x.bin "$TMP/x" 2>&1)
+if echo "$out" | grep -q "built without libcurl"; then echo "pagein built without libcurl"; exit 77; fi
 expect_contains "resume"
 expect_exit 2 "$PAGEIN" pull
 expect_exit 2 "$PAGEIN" pull --connections 0 http://127.0.0.1:1/x
 expect_exit 2 "$PAGEIN" pull /local/file
 expect_contains "not a remote URL"
-out=$("$PAGEIN" pull http://127.0.0.1:1/x.bin "$TMP/x" 2>&1)
-if echo "$out" | grep -q "built without libcurl"; then echo "pagein built without libcurl"; exit 77; fi
 echo "$out" | grep -q "http://127.0.0.1:1/x.bin" || fail "no URL in: $out"
 [ ! -e "$TMP/x" ] && [ ! -e "$TMP/x.pagein-part" ] || fail "a failed pull left a file"
 
