@@ -116,13 +116,32 @@ struct job {
     uint64_t base_done;
     pthread_mutex_t plock;
     double last_progress;
+    /* chunk buffers reused across chunks (at most one per connection):
+     * a fresh 8 MiB allocation per chunk costs its page faults and zeroing */
+    uint8_t *bufs[64];
+    unsigned nbufs;
 };
+
+static uint8_t *buf_get(struct job *j, uint64_t len) {
+    uint8_t *b = NULL;
+    pthread_mutex_lock(&j->plock);
+    if (j->nbufs) b = j->bufs[--j->nbufs];
+    pthread_mutex_unlock(&j->plock);
+    return b ? b : pi_malloc(j->chunk ? j->chunk : (len ? len : 1));
+}
+
+static void buf_put(struct job *j, uint8_t *b) {
+    pthread_mutex_lock(&j->plock);
+    if (j->nbufs < 64) j->bufs[j->nbufs++] = b, b = NULL;
+    pthread_mutex_unlock(&j->plock);
+    pi_free(b);
+}
 
 static int fetch_chunk(void *ctx, size_t i) {
     struct job *j = ctx;
     uint64_t c = j->todo[i];
     uint64_t off = c * j->chunk, len = PI_MIN(j->chunk, j->size - off);
-    uint8_t *buf = pi_malloc(len ? len : 1);
+    uint8_t *buf = buf_get(j, len);
     if (!buf) return pi_err(-ENOMEM, "%s: out of memory for a %llu-byte chunk", j->name, (unsigned long long)len);
     int rc = j->s->ops->read(j->s, buf, len, off);
     for (uint64_t w = 0; rc == 0 && w < len;) {
@@ -135,7 +154,7 @@ static int fetch_chunk(void *ctx, size_t i) {
             w += (uint64_t)k;
         }
     }
-    pi_free(buf);
+    buf_put(j, buf);
     if (rc < 0) return rc;
     /* only now is the chunk marked done: after a kill the mark never
      * claims bytes that were not written (the page cache holds them) */
@@ -315,6 +334,7 @@ static int download(struct pi_source *s, const char *final, const char *part, co
         st->fetched += atomic_load(&j.done_bytes);
     }
     pi_free(j.todo);
+    for (unsigned b = 0; b < j.nbufs; b++) pi_free(j.bufs[b]);
     pthread_mutex_destroy(&j.plock);
     if (rc < 0) goto out; /* part and state stay for the next run */
     char how[48];
