@@ -206,6 +206,22 @@ if [[ " $want " == *" s3 "* ]]; then
     [ "$code" = 200 ] || { echo "s3rver: upload of $key failed (HTTP $code)"; exit 1; }
   done < <(find -L "$DIR/s3" -type f | sort)
   echo "S3=http://127.0.0.1:$S3P" >> "$DIR/env"
+  # the same over TLS with the private CA (AWS_CA_BUNDLE), when nginx made it
+  if [ -f "$DIR/srv.pem" ]; then
+    S3SP=$(free_port)
+    mkdir -p "$DIR/s3data-tls"
+    node "$S3JS" -d "$DIR/s3data-tls" -a 127.0.0.1 -p "$S3SP" -s --key "$DIR/srv.key" --cert "$DIR/srv.pem" \
+      --configure-bucket bkt > "$DIR/logs/s3rver-tls.log" 2>&1 &
+    started $! s3rver-tls
+    wait_port "$S3SP" || { echo "s3rver (TLS) did not start: $(tail -3 "$DIR/logs/s3rver-tls.log")"; exit 1; }
+    f=$(find -L "$DIR/s3" -type f | sort | head -1)
+    if [ -n "$f" ]; then
+      code=$(curl -s -o /dev/null -w '%{http_code}' --cacert "$DIR/ca.pem" --aws-sigv4 "aws:amz:us-east-1:s3" \
+        -u S3RVER:S3RVER -H 'x-amz-content-sha256: UNSIGNED-PAYLOAD' -T "$f" "https://127.0.0.1:$S3SP/bkt/${f#"$DIR/s3/"}")
+      [ "$code" = 200 ] || { echo "s3rver (TLS): upload failed (HTTP $code)"; exit 1; }
+    fi
+    echo "S3TLS=https://127.0.0.1:$S3SP" >> "$DIR/env"
+  fi
 fi
 
 # ---- fault server --------------------------------------------------------------
