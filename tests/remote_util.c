@@ -31,7 +31,8 @@ static int populate(void) {
              "cp -r $t/safetensors $t/gguf $d/www/real/; cp -r $t/safetensors $t/gguf $d/s3/real/;"
              "cp $t/safetensors/burn-mnist-f32.safetensors $d/www/hf/org/tiny/model.safetensors;"
              "cp $t/gguf/llama-2-tiny-random.gguf $d/www/hf/org/tiny/sub/tiny.gguf;"
-             "printf '{\"architectures\": [\"Tiny\"]}' > $d/www/hf/org/tiny/config.json",
+             "printf '{\"architectures\": [\"Tiny\"]}' > $d/www/hf/org/tiny/config.json;"
+             "/usr/bin/python3 tests/remote/make_sharded.py $d/www/sharded 3 1000 && cp -r $d/www/sharded $d/s3/",
              dir, pt_testdata(""));
     return system(cmd) == 0 ? 0 : -1;
 }

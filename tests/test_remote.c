@@ -530,3 +530,42 @@ TEST(remote_hf) {
 #endif
     return PASS;
 }
+
+/* Which file of a remote folder is the model: the sharded index, else the
+ * one safetensors file, else a GGUF; listed through ListObjectsV2 and the
+ * Hub's API, probed by name over plain HTTP. */
+TEST(remote_model_uri) {
+    NEED_CURL();
+#ifdef PAGEIN_HAVE_CURL
+    RT_NEED_SERVERS();
+    if (!rt_env("S3")) SKIP_BECAUSE("s3rver is not running");
+    struct envsave e = {0};
+    env_set(&e, "AWS_ENDPOINT_URL_S3", rt_env("S3"));
+    env_set(&e, "AWS_ACCESS_KEY_ID", NULL);
+    env_set(&e, "AWS_SECRET_ACCESS_KEY", NULL);
+    env_set(&e, "AWS_PROFILE", NULL);
+    env_set(&e, "HOME", "/nonexistent");
+    env_set(&e, "HF_ENDPOINT", rt_env("HTTP"));
+    env_set(&e, "PAGEIN_HTTP_RETRIES", "0");
+    char out[4096];
+    CHECK_OK(pi_remote_model_uri("s3://bkt/sharded/", out, sizeof out));
+    CHECK_STR(out, "s3://bkt/sharded/model.safetensors.index.json");
+    CHECK_OK(pi_remote_model_uri("s3://bkt/real/safetensors/samples-2022/", out, sizeof out));
+    CHECK(strncmp(out, "s3://bkt/real/safetensors/samples-2022/", 39) == 0 && strstr(out, ".safetensors"));
+    CHECK_OK(pi_remote_model_uri("s3://bkt/real/gguf/", out, sizeof out));
+    CHECK(strstr(out, ".gguf") != NULL);
+    CHECK_OK(pi_remote_model_uri("hf://org/tiny", out, sizeof out));
+    CHECK_STR(out, "hf://org/tiny@main/model.safetensors");
+    CHECK_OK(pi_remote_model_uri("hf://org/tiny/sub/", out, sizeof out));
+    CHECK_STR(out, "hf://org/tiny@main/sub/tiny.gguf");
+    CHECK_OK(pi_remote_model_uri(rt_url("HTTP", "/files/sharded/"), out, sizeof out));
+    CHECK_STR(out, rt_url("HTTP", "/files/sharded/model.safetensors.index.json"));
+    CHECK_EQ(pi_remote_model_uri(rt_url("HTTP", "/files/real/"), out, sizeof out), PAGEIN_E_NOT_FOUND);
+    CHECK(has(pagein_last_error_detail(), "cannot be listed"));
+    CHECK_EQ(pi_remote_model_uri("s3://bkt/nothing/", out, sizeof out), PAGEIN_E_NOT_FOUND);
+    CHECK_OK(pi_remote_model_uri("s3://bkt/a.safetensors", out, sizeof out)); /* a file: unchanged */
+    CHECK_STR(out, "s3://bkt/a.safetensors");
+    env_restore(&e);
+#endif
+    return PASS;
+}

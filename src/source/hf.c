@@ -176,10 +176,92 @@ static int hf_open(struct pi_source *s, const char *uri, uint32_t flags) {
 }
 
 /* For pull: the resolve URL of another file of the same repo. */
-int pi_hf_file_url(const struct pi_hf_ref *r, const char *path, char *url, size_t cap);
 int pi_hf_file_url(const struct pi_hf_ref *r, const char *path, char *url, size_t cap) {
     url[0] = 0;
     resolve_url(r, path, url, cap);
+    return 0;
+}
+
+/* The Hub's file listing (GET HF_ENDPOINT/api/models/REPO/revision/REV). */
+int pi_hf_list(const char *src, const struct pi_hf_ref *r, char **names, size_t *count) {
+    char *out = NULL;
+    size_t olen = 0, ocap = 0;
+    *names = NULL;
+    *count = 0;
+    const char *ep = env("HF_ENDPOINT") ? env("HF_ENDPOINT") : "https://huggingface.co";
+    char url[4096], auth[1200], tok[1024] = "";
+    snprintf(url, sizeof url, "%s/api/%s/%s/revision/%s", ep, r->kind, r->repo, r->rev);
+    const char *t = env("HF_TOKEN") ? env("HF_TOKEN") : env("HUGGING_FACE_HUB_TOKEN");
+    if (t) snprintf(tok, sizeof tok, "%s", t);
+    struct pi_http_cfg cfg;
+    memset(&cfg, 0, sizeof cfg);
+    cfg.url = url;
+    if (tok[0]) {
+        snprintf(auth, sizeof auth, "Authorization: Bearer %s", tok);
+        cfg.headers[0] = auth;
+    }
+    char *body;
+    size_t len;
+    long status = 0;
+    FORWARD_IF(pi_http_fetch(&cfg, &body, &len, 64u << 20, &status));
+    (void)olen;
+    int rc = 0;
+    if (status != 200) {
+        rc = pi_err(PAGEIN_E_REMOTE, "%s: GET %s (repository listing): HTTP %ld", src, url, status);
+        pi_free(body);
+        return rc;
+    }
+    struct pi_json j;
+    pi_json_init(&j, body, len, 0);
+    const char *key, *v;
+    size_t kl, vl;
+    rc = pi_json_enter(&j, PI_JSON_OBJECT);
+    while (rc >= 0 && (rc = pi_json_next(&j, &key, &kl)) > 0) {
+        if (kl == 8 && !memcmp(key, "siblings", 8)) {
+            rc = pi_json_enter(&j, PI_JSON_ARRAY);
+            while (rc >= 0 && (rc = pi_json_next(&j, NULL, NULL)) > 0) {
+                rc = pi_json_enter(&j, PI_JSON_OBJECT);
+                while (rc >= 0 && (rc = pi_json_next(&j, &key, &kl)) > 0) {
+                    if (kl == 9 && !memcmp(key, "rfilename", 9)) {
+                        rc = pi_json_string(&j, &v, &vl);
+                        if (rc >= 0 && vl > 0 && !memchr(v, 0, vl)) {
+                            if (olen + vl + 1 > ocap) {
+                                size_t nc = PI_MAX(olen + vl + 1, ocap * 2 + 256);
+                                char *grown = pi_realloc(out, nc);
+                                if (!grown) {
+                                    rc = pi_err(-ENOMEM, "%s: out of memory", src);
+                                    break;
+                                }
+                                out = grown;
+                                ocap = nc;
+                            }
+                            memcpy(out + olen, v, vl);
+                            olen += vl;
+                            out[olen++] = 0;
+                            (*count)++;
+                        }
+                    } else {
+                        rc = pi_json_skip(&j);
+                    }
+                }
+            }
+        } else {
+            rc = pi_json_skip(&j);
+        }
+    }
+    if (rc < 0 && rc != -ENOMEM && rc != PAGEIN_E_INVALID) {
+        char d[300];
+        snprintf(d, sizeof d, "%s", pagein_last_error_detail());
+        rc = pi_err(PAGEIN_E_REMOTE, "%s: GET %s: the listing is not the Hub's JSON: %s", src, url, d);
+    }
+    pi_json_free(&j);
+    pi_free(body);
+    if (rc < 0) {
+        pi_free(out);
+        *count = 0;
+        return rc;
+    }
+    *names = out;
     return 0;
 }
 

@@ -60,7 +60,6 @@ int pagein_pull(const char *src, const char *dest, const pagein_pull_opts *opts,
 
 #define STATE_HDR 4096
 
-int pi_hf_file_url(const struct pi_hf_ref *r, const char *path, char *url, size_t cap);
 
 static double now_s(void) {
     struct timespec ts;
@@ -484,67 +483,20 @@ static void flist_free(struct flist *l) {
     pi_free(l->rel);
 }
 
-/* hf://org/name[@rev]: the Hub's file listing (GET /api/models/REPO/revision/REV). */
+/* hf://org/name[@rev]: every file of the repository. */
 static int hf_list(const char *src, const struct pi_hf_ref *r, struct flist *l) {
-    const char *ep = env("HF_ENDPOINT") ? env("HF_ENDPOINT") : "https://huggingface.co";
-    char url[4096], auth[1200], tok[1024] = "";
-    snprintf(url, sizeof url, "%s/api/%s/%s/revision/%s", ep, r->kind, r->repo, r->rev);
-    const char *t = env("HF_TOKEN") ? env("HF_TOKEN") : env("HUGGING_FACE_HUB_TOKEN");
-    if (t) snprintf(tok, sizeof tok, "%s", t);
-    struct pi_http_cfg cfg;
-    memset(&cfg, 0, sizeof cfg);
-    cfg.url = url;
-    if (tok[0]) {
-        snprintf(auth, sizeof auth, "Authorization: Bearer %s", tok);
-        cfg.headers[0] = auth;
-    }
-    char *body;
-    size_t len;
-    long status = 0;
-    FORWARD_IF(pi_http_fetch(&cfg, &body, &len, 64u << 20, &status));
+    char *names;
+    size_t n;
+    FORWARD_IF(pi_hf_list(src, r, &names, &n));
     int rc = 0;
-    if (status != 200) {
-        rc = pi_err(PAGEIN_E_REMOTE, "%s: GET %s (repository listing): HTTP %ld", src, url, status);
-        pi_free(body);
-        return rc;
+    const char *q = names;
+    for (size_t i = 0; rc == 0 && i < n; i++, q += strlen(q) + 1) {
+        char fu[4096];
+        snprintf(fu, sizeof fu, "hf://%s%s@%s/%s", strcmp(r->kind, "datasets") ? "" : "datasets/", r->repo, r->rev, q);
+        rc = flist_add(l, fu, q);
     }
-    struct pi_json j;
-    pi_json_init(&j, body, len, 0);
-    const char *key, *v;
-    size_t kl, vl;
-    rc = pi_json_enter(&j, PI_JSON_OBJECT);
-    while (rc >= 0 && (rc = pi_json_next(&j, &key, &kl)) > 0) {
-        if (kl == 8 && !memcmp(key, "siblings", 8)) {
-            rc = pi_json_enter(&j, PI_JSON_ARRAY);
-            while (rc >= 0 && (rc = pi_json_next(&j, NULL, NULL)) > 0) {
-                rc = pi_json_enter(&j, PI_JSON_OBJECT);
-                while (rc >= 0 && (rc = pi_json_next(&j, &key, &kl)) > 0) {
-                    if (kl == 9 && !memcmp(key, "rfilename", 9)) {
-                        rc = pi_json_string(&j, &v, &vl);
-                        if (rc >= 0) {
-                            char rel[2048], fu[4096];
-                            snprintf(rel, sizeof rel, "%.*s", (int)vl, v);
-                            snprintf(fu, sizeof fu, "hf://%s%s@%s/%s", strcmp(r->kind, "datasets") ? "" : "datasets/",
-                                     r->repo, r->rev, rel);
-                            rc = flist_add(l, fu, rel);
-                        }
-                    } else {
-                        rc = pi_json_skip(&j);
-                    }
-                }
-            }
-        } else {
-            rc = pi_json_skip(&j);
-        }
-    }
-    if (rc < 0 && rc != -ENOMEM && rc != PAGEIN_E_INVALID) {
-        char d[300];
-        snprintf(d, sizeof d, "%s", pagein_last_error_detail());
-        rc = pi_err(PAGEIN_E_REMOTE, "%s: GET %s: the listing is not the Hub's JSON: %s", src, url, d);
-    }
-    pi_json_free(&j);
-    pi_free(body);
-    return rc < 0 ? rc : 0;
+    pi_free(names);
+    return rc;
 }
 
 /* The shard names of a downloaded *.index.json (weight_map values). */
