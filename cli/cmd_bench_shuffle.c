@@ -357,7 +357,8 @@ static int run_all(const struct opts *o, char paths[][PATH_MAX], char local[][PA
             r->read_bytes = proc_read_bytes() - rb0;
             r->requests = -1;
         }
-        r->quality = nids >= 3 ? pagein_shuffle_quality(ids, nids) : 0.0;
+        r->quality = 0.0;
+        if (nids >= 3 && pagein_shuffle_quality(ids, nids, &r->quality) < 0) r->quality = 0.0;
         if (rc < 0) {
             cli_error("bench shuffle", rc, "mode %s on %s failed", r->mode, fs);
             r->failed = 1;

@@ -154,7 +154,8 @@ static int read_samples_main(int argc, char **argv) {
         status = exit_for(rc);
     } else
         status = EXIT_OK;
-    double q = order && got >= 3 ? pagein_shuffle_quality(order, (size_t)got) : -1;
+    double q = -1;
+    if (order && got >= 3 && pagein_shuffle_quality(order, (size_t)got, &q) < 0) q = -1;
     pagein_reader_stats st;
     pagein_reader_get_stats(r, &st);
     if (json) {

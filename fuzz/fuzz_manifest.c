@@ -5,6 +5,6 @@
 #include "pagein.h"
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
-    (void)pagein_manifest_validate(data, size);
+    (void)pagein_manifest_validate(data, size, NULL);
     return 0;
 }

@@ -47,7 +47,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
         uint8_t buf[64];
         for (size_t i = 0; i < pagein_tensor_count(f); i++) {
             const pagein_tensor *t = pagein_tensor_at(f, i);
-            if (t->nelements && pagein_dtype_get(t->dtype)) pagein_tensor_read(f, t, buf, 0, 1);
+            if (t->nelements && pagein_dtype_get(t->dtype)) pagein_tensor_copy(f, t, 0, buf, 1);
         }
         pagein_close(f);
     }

@@ -1,6 +1,6 @@
 /* fuzz_torch.c - the PyTorch checkpoint reader end to end: zip container,
  * restricted unpickler, tensor records; then every tensor is read back
- * through pagein_tensor_read (strided gather, byte swap). */
+ * through pagein_tensor_copy (strided gather, byte swap). */
 #include <stdint.h>
 #include <stdlib.h>
 
@@ -20,7 +20,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
         uint64_t total = t->nelements * (di ? di->bits / 8 : 0);
         for (uint64_t off = 0; off < total && off < 4096; off += sizeof buf - 3) {
             size_t n = total - off < sizeof buf ? (size_t)(total - off) : sizeof buf;
-            pagein_tensor_read(f, t, buf, off, n);
+            pagein_tensor_copy(f, t, off, buf, n);
         }
     }
     for (size_t i = 0; i < pagein_meta_count(f); i++) (void)pagein_meta_at(f, i);

@@ -47,9 +47,9 @@ extern "C" {
 #endif
 
 #define PAGEIN_VERSION_MAJOR 0
-#define PAGEIN_VERSION_MINOR 1
+#define PAGEIN_VERSION_MINOR 2
 #define PAGEIN_VERSION_PATCH 0
-#define PAGEIN_VERSION_STRING "0.1.0"
+#define PAGEIN_VERSION_STRING "0.2.0"
 
 /* Returns the library version as MAJOR*10000 + MINOR*100 + PATCH. */
 PAGEIN_API unsigned pagein_version(void);
@@ -195,6 +195,10 @@ typedef struct pagein_dtype_info {
     uint32_t block_bytes; /* bytes per block */
     int32_t gguf_id;      /* ggml_type id, or -1 when GGUF has no such type */
     uint32_t flags;       /* PAGEIN_DTYPE_F_* */
+    uint32_t st_order;    /* safetensors types: position in the safetensors crate's
+                             Dtype enum (1-based), the order its writer sorts tensors
+                             by; 0 for other types. New dtypes get new values here, so
+                             written bytes never depend on this enum's numbering. */
 } pagein_dtype_info;
 
 #define PAGEIN_DTYPE_F_FLOAT 0x1u   /* floating point (incl. F8, F6, F4, C64) */
@@ -468,7 +472,8 @@ PAGEIN_API int pagein_meta_array_str(const pagein_file *f, const pagein_meta *m,
 PAGEIN_API int pagein_meta_array_at(const pagein_file *f, const pagein_meta *m, uint64_t i, pagein_meta *out);
 
 /* Name of a metadata type as GGUF tools print it: "u8", "i32", "f32",
- * "bool", "string", "array", "u64", ...; "?" for invalid values. Static. */
+ * "bool", "string", "array", "u64", ...; "unknown" for invalid values (the
+ * rule for every *_name function: never NULL). Static. Thread-safe. */
 PAGEIN_API const char *pagein_meta_type_name(pagein_meta_type t);
 
 /*
@@ -556,14 +561,9 @@ typedef struct pagein_gguf_write_opts {
     uint32_t alignment; /* 0: general.alignment if set, else 32. Non-zero:
                            must be a power of two; general.alignment (u32)
                            is added when not set (and must agree if set). */
-    uint32_t version;   /* 0 = 3. 1 and 2 write those older layouts (v1:
-                           32-bit counts, lengths and dims); for tests. */
-    int big_endian;     /* write every header field big-endian (GGUF's
-                           big-endian variant). Tensor bytes are written as
-                           given: the caller supplies big-endian data. */
 } pagein_gguf_write_opts;
 
-#define PAGEIN_GGUF_WRITE_OPTS_INIT { sizeof(pagein_gguf_write_opts), 0, 0, 0 }
+#define PAGEIN_GGUF_WRITE_OPTS_INIT { sizeof(pagein_gguf_write_opts), 0 }
 
 /* Creates a writer. Returns 0, -ENOMEM or PAGEIN_E_INVALID (bad options);
  * sets *w only on success. */
@@ -725,12 +725,23 @@ PAGEIN_API int pagein_model_load_tensors(pagein_model *m, const pagein_tensor *c
 /* Same for the layers first..last inclusive (-1 and L as above). */
 PAGEIN_API int pagein_model_load_layers(pagein_model *m, int32_t first, int32_t last);
 
+/*
+ * Thread safety of the cursor calls below (pagein_layer_wait,
+ * pagein_layer_done, pagein_tensor_wait): they may be called from any
+ * thread, also concurrently, and block only the calling thread (the
+ * Python binding calls them with the GIL released). There is one cursor
+ * per model: with several consumers it follows the most recent call, so a
+ * layer another thread still uses may be released under a budget; one
+ * consuming thread per model is the intended use. They must not race with
+ * pagein_model_close on the same model. In a child process after fork()
+ * the pager thread does not exist (docs/SAFETY.md says what happens).
+ */
 /* Prefetch cursor: returns when layer i is resident (starting it at once if
  * the pager is behind). Works with every strategy (a no-op wait when the
  * data is already in memory). */
 PAGEIN_API int pagein_layer_wait(pagein_model *m, int32_t layer);
 /* Marks layer i consumed: the pager moves on and, with a budget, releases
- * layers behind the cursor. */
+ * layers behind the cursor. Thread safety: see above. */
 PAGEIN_API int pagein_layer_done(pagein_model *m, int32_t layer);
 /* Finer than pagein_layer_wait: returns as soon as tensor t (from m) is
  * resident, while the rest of its layer may still be arriving, so a
@@ -738,7 +749,7 @@ PAGEIN_API int pagein_layer_done(pagein_model *m, int32_t layer);
  * read. Moves the cursor to t's layer like pagein_layer_wait. PREFETCH:
  * waits for the pager (which pages chunks in file order); LAZY: pages t in
  * now, in parallel; POPULATE, READ: returns at once. */
-PAGEIN_API int pagein_tensor_wait(pagein_model *m, const pagein_tensor *t);
+PAGEIN_API int pagein_tensor_wait(pagein_model *m, const pagein_tensor *t); /* thread safety: see above */
 
 /*
  * What AUTO would choose for m, whatever strategy m was opened with (open
@@ -1011,7 +1022,8 @@ PAGEIN_API void pagein_reader_get_stats(const pagein_reader *r, pagein_reader_st
 /* Stops and joins the loader thread, unmaps, frees. NULL ok. */
 PAGEIN_API void pagein_reader_close(pagein_reader *r);
 
-/* "global", "block", "ranges", "mmap"; NULL for an unknown kind. */
+/* "global", "block", "ranges", "mmap"; "unknown" for any other value.
+ * Static. Thread-safe. */
 PAGEIN_API const char *pagein_reader_kind_name(pagein_reader_kind k);
 /* Parses a kind name; -1 if unknown. */
 PAGEIN_API int pagein_reader_kind_from_name(const char *name);
@@ -1029,20 +1041,21 @@ PAGEIN_API uint64_t pagein_epoch_seed(uint64_t seed, uint64_t epoch);
 /*
  * Shannon entropy, in bits, of the distribution of the gaps between
  * consecutive ids (ids[i+1] - ids[i], signed), the measure MosaicML
- * streaming uses. 0 for a sequential order; about log2(n) for a uniformly
- * random permutation. Returns a negative value only for n < 2 (0 gaps) or
- * on out-of-memory (-ENOMEM as a double).
+ * streaming uses, into *bits: 0 for a sequential order; about log2(n) for
+ * a uniformly random permutation. Returns 0, PAGEIN_E_INVALID for n < 2
+ * (no gap) or NULL arguments, or -ENOMEM. Thread-safe.
  */
-PAGEIN_API double pagein_order_entropy(const uint64_t *ids, size_t n);
+PAGEIN_API int pagein_order_entropy(const uint64_t *ids, size_t n, double *bits);
 
 /*
- * Shuffle quality of an order: pagein_order_entropy(ids, n) divided by the
- * entropy of a seeded full permutation of the same length (the reference,
- * which scores 1.0). Sequential reading scores 0. Returns a value in about
- * [0, 1.05] (a given order can beat the reference by chance), or a negative
- * value for n < 3 or on out-of-memory.
+ * Shuffle quality of an order into *q: pagein_order_entropy(ids, n) divided
+ * by the entropy of a seeded full permutation of the same length (the
+ * reference, which scores 1.0). Sequential reading scores 0; values are in
+ * about [0, 1.05] (a given order can beat the reference by chance).
+ * Returns 0, PAGEIN_E_INVALID for n < 3 or NULL arguments, or -ENOMEM.
+ * Thread-safe.
  */
-PAGEIN_API double pagein_shuffle_quality(const uint64_t *ids, size_t n);
+PAGEIN_API int pagein_shuffle_quality(const uint64_t *ids, size_t n, double *q);
 
 /* ------------------------------------------------------------------------ */
 /* Page cache: residency, warm, evict, lock (docs/PAGE-CACHE.md)            */
@@ -1202,15 +1215,23 @@ PAGEIN_API int pagein_model_unlock_layers(const pagein_model *m, int32_t first, 
  */
 
 /*
- * Copies len bytes of tensor t, starting at byte off of its data, into dst,
- * reading through the mapping under a guard. f is the file t belongs to
- * (pagein_model_file(m, t->file) for models) and may be NULL (then the
- * message cannot name the file).
+ * The one tensor-copy function: copies bytes [off, off+len) of tensor t's
+ * row-major, native-byte-order representation into dst, for any format
+ * and any source. Contiguous tensors are copied from the mapping under the
+ * truncation guard (or read through the source when the file is not
+ * mapped, e.g. a remote object); PyTorch tensors flagged NONCONTIGUOUS are
+ * gathered through their strides and SWAPPED ones are byte-swapped (then
+ * the logical size is nelements * element size). off and len need not be
+ * multiples of the element size, so this serves as a pagein_fill_fn for
+ * pagein_safetensors_write(). f is the file t belongs to
+ * (pagein_model_file(m, t->file) for models); it may be NULL for
+ * contiguous tensors (then the message cannot name the file).
  * Returns 0, PAGEIN_E_RANGE if [off, off+len) is not inside the tensor,
- * PAGEIN_E_INVALID for NULL arguments or a tensor without data, or
- * PAGEIN_E_TRUNCATED if the file shrank under the mapping (the detail names
- * the file and the file offset of the first missing byte; dst then holds a
- * partial copy). Thread-safe; never raises SIGBUS.
+ * PAGEIN_E_INVALID for NULL arguments or a tensor without data,
+ * PAGEIN_E_BAD_DTYPE (strided sub-byte type), or PAGEIN_E_TRUNCATED if the
+ * file shrank under the mapping (the detail names the file and the file
+ * offset of the first missing byte; dst then holds a partial copy).
+ * Thread-safe (read-only on f); never raises SIGBUS.
  */
 PAGEIN_API int pagein_tensor_copy(const pagein_file *f, const pagein_tensor *t, uint64_t off,
                                   void *dst, size_t len);
@@ -1222,7 +1243,7 @@ PAGEIN_API int pagein_tensor_copy(const pagein_file *f, const pagein_tensor *t, 
  * another file (replaced, e.g. by an atomic rename) or no file at all. Files
  * from pagein_open_memory always return 0. Costs two stat calls; thread-safe.
  * A file rewritten in place without changing size is not detected (use
- * pagein_verify_manifest for content).
+ * pagein_manifest_verify for content).
  */
 PAGEIN_API int pagein_file_check(const pagein_file *f);
 
@@ -1293,7 +1314,8 @@ PAGEIN_API void pagein_live_close(pagein_live *l);
 /* Install flags. */
 #define PAGEIN_INSTALL_VALIDATE 0x1u /* open the copy with pagein_open (full header
                                         validation) before it replaces DEST */
-#define PAGEIN_INSTALL_NO_SYNC 0x2u  /* skip the fsyncs (tests, tmpfs) */
+#define PAGEIN_INSTALL_NO_SYNC 0x2u  /* skip the fsyncs: for scratch filesystems (tmpfs) where
+                                        durability across a crash is not wanted (`install --no-sync`) */
 
 typedef struct pagein_install_opts {
     size_t size;             /* sizeof(pagein_install_opts) */
@@ -1381,11 +1403,12 @@ PAGEIN_API int pagein_manifest_verify(const char *model_path, const char *manife
                                       const pagein_hash_opts *opts, pagein_hash_stats *stats);
 
 /*
- * Parses a manifest held in memory (untrusted input; no I/O) and returns the
- * number of tensor records, or the parse error (docs/MALFORMED.md lists
- * them). Available with or without libxxhash.
+ * Parses a manifest held in memory (untrusted input; no I/O). Returns 0 and
+ * the number of tensor records in *n_tensors (may be NULL), or the parse
+ * error (docs/MALFORMED.md lists them). Available with or without
+ * libxxhash. Thread-safe.
  */
-PAGEIN_API long pagein_manifest_validate(const void *buf, size_t len);
+PAGEIN_API int pagein_manifest_validate(const void *buf, size_t len, size_t *n_tensors);
 
 /* ------------------------------------------------------------------------ */
 /* PyTorch checkpoints (torch.save zip format)                              */
@@ -1412,7 +1435,7 @@ PAGEIN_API long pagein_manifest_validate(const void *buf, size_t len);
  *  - PAGEIN_TENSOR_NONCONTIGUOUS: the strides are not row-major (a
  *    transpose, a strided slice, an expand). Then offset/nbytes give the
  *    span of storage bytes the tensor touches, NOT nelements*size bytes of
- *    row-major data: read it with pagein_tensor_read().
+ *    row-major data: read it with pagein_tensor_copy().
  *  - PAGEIN_TENSOR_SWAPPED: the archive's byteorder record says "big".
  *  - PAGEIN_TENSOR_UNALIGNED: the data is not aligned to its element size
  *    in the file (torch aligns records to 64 bytes; crafted files may not).
@@ -1443,24 +1466,6 @@ PAGEIN_API int pagein_torch_tensor_get_info(const pagein_file *f, const pagein_t
 /* Number of distinct storage records the tensors of f use (0 for other
  * formats). Fewer than the tensor count means some tensors share storage. */
 PAGEIN_API size_t pagein_torch_storage_count(const pagein_file *f);
-
-/*
- * Copies bytes [off, off+len) of tensor t's row-major, native-byte-order
- * representation (nelements * element size bytes) into dst, for any file
- * format: contiguous tensors are a memcpy from the mapping; tensors flagged
- * NONCONTIGUOUS are gathered through their strides, SWAPPED ones are
- * byte-swapped. off and len need not be multiples of the element size, so
- * this can serve as a pagein_fill_fn for pagein_safetensors_write(). The
- * data is read through the mapping under the truncation guard: a file
- * truncated underneath gives PAGEIN_E_TRUNCATED, not SIGBUS (docs/SAFETY.md).
- * Returns 0, PAGEIN_E_RANGE (outside the tensor), PAGEIN_E_TRUNCATED (the
- * record lies outside the file, or the file shrank under the mapping; dst
- * then holds a partial copy), PAGEIN_E_BAD_DTYPE (strided sub-byte type)
- * or PAGEIN_E_INVALID. Thread-safe (read-only on f).
- */
-PAGEIN_API int pagein_tensor_read(const pagein_file *f, const pagein_tensor *t, void *dst, uint64_t off,
-                                  size_t len);
-
 
 /* ------------------------------------------------------------------------ */
 /* Converting to safetensors                                                */
@@ -1592,6 +1597,25 @@ typedef struct pagein_pull_stats {
 PAGEIN_API int pagein_pull(const char *src, const char *dest, const pagein_pull_opts *opts, pagein_pull_stats *stats);
 /* 1 if this build has the remote sources (libcurl), else 0. */
 PAGEIN_API int pagein_remote_available(void);
+
+/* ------------------------------------------------------------------------ */
+/* Dequantization (issue 17 item 11)                                        */
+/* ------------------------------------------------------------------------ */
+
+/*
+ * DECLARATION ADDED BY THE PYTHON BINDING (branch py17) so that both sides
+ * agree on the signature; the definition, its documentation and
+ * `#define PAGEIN_HAVE_DEQUANTIZE` come with the C implementation. The
+ * binding calls this function only when PAGEIN_HAVE_DEQUANTIZE is defined,
+ * so a build without the implementation links. When merging, keep one
+ * declaration (the implementation's) and drop this block.
+ *
+ * Converts tensor t (its src_len bytes at src) to out (PAGEIN_DTYPE_F32,
+ * _F16 or _BF16) in dst; dst_len must be nelements * out size. Returns 0
+ * or a negative code with a detail.
+ */
+PAGEIN_API int pagein_tensor_dequantize(const pagein_tensor *t, const void *src, size_t src_len, pagein_dtype out,
+                                        void *dst, size_t dst_len);
 
 #ifdef __cplusplus
 }

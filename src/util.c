@@ -128,6 +128,43 @@ int pi_grow(void **p, size_t *cap, size_t need, size_t elem) {
     return 0;
 }
 
+/* ---- growable byte buffer ------------------------------------------------ */
+
+char *pi_buf_room(struct pi_buf *b, size_t k) {
+    if (b->oom) return NULL;
+    if (k + 1 > b->cap - b->n || !b->p) {
+        size_t nc = b->cap ? b->cap : 256;
+        while (nc - b->n < k + 1) {
+            if (nc > SIZE_MAX / 2) {
+                b->oom = 1;
+                return NULL;
+            }
+            nc *= 2;
+        }
+        char *np = pi_realloc(b->p, nc);
+        if (!np) {
+            b->oom = 1;
+            return NULL;
+        }
+        b->p = np;
+        b->cap = nc;
+    }
+    return b->p + b->n;
+}
+
+void pi_buf_put(struct pi_buf *b, const void *s, size_t k) {
+    char *d = pi_buf_room(b, k);
+    if (!d) return;
+    if (k) memcpy(d, s, k);
+    b->n += k;
+    b->p[b->n] = 0;
+}
+
+void pi_buf_free(struct pi_buf *b) {
+    pi_free(b->p);
+    memset(b, 0, sizeof *b);
+}
+
 /* ---- errors ------------------------------------------------------------- */
 
 static _Thread_local char detail[1024];

@@ -4,7 +4,8 @@
  * valgrind runs of this suite check the leaks). White-box: uses
  * pi_alloc_fail_after from src/internal.h. */
 #include "test.h"
-#include "../src/internal.h"
+#include "../src/format/format.h"
+#include "../src/io/io.h"
 #include "../src/load/load.h"
 
 #include <stdlib.h>
@@ -31,8 +32,7 @@ static long fail_each(const char *what, int (*parse)(const void *, size_t), cons
 }
 
 static int parse_manifest(const void *buf, size_t len) {
-    long r = pagein_manifest_validate(buf, len);
-    return r < 0 ? (int)r : 0;
+    return pagein_manifest_validate(buf, len, NULL);
 }
 
 static int parse_manifest_format(const void *buf, size_t len) {
@@ -65,7 +65,9 @@ static char *big_manifest(size_t *len) {
 TEST(allocfail_manifest) {
     size_t len;
     char *m = big_manifest(&len);
-    CHECK_EQ(pagein_manifest_validate(m, len), 600);
+    size_t nt = 0;
+    CHECK_EQ(pagein_manifest_validate(m, len, &nt), 0);
+    CHECK_EQ(nt, 600);
     long n = fail_each("manifest parse", parse_manifest, m, len);
     CHECK(n > 3);
     CHECK(fail_each("manifest parse+format", parse_manifest_format, m, len) > n);

@@ -661,12 +661,16 @@ TEST(data_shuffle_quality) {
     enum { N = 20000 };
     uint64_t *ids = malloc(N * 8);
     for (uint64_t i = 0; i < N; i++) ids[i] = i;
-    CHECK(pagein_order_entropy(ids, N) == 0.0);
-    CHECK(pagein_shuffle_quality(ids, N) == 0.0);
+    double h = -1, q = -1;
+    CHECK_OK(pagein_order_entropy(ids, N, &h));
+    CHECK(h == 0.0);
+    CHECK_OK(pagein_shuffle_quality(ids, N, &q));
+    CHECK(q == 0.0);
     pagein_permutation(ids, N, 99);
-    double q = pagein_shuffle_quality(ids, N);
+    CHECK_OK(pagein_shuffle_quality(ids, N, &q));
     CHECK(q > 0.97 && q < 1.03);
-    CHECK(pagein_order_entropy(ids, N) > 13.0); /* about log2(N) = 14.3 */
+    CHECK_OK(pagein_order_entropy(ids, N, &h));
+    CHECK(h > 13.0); /* about log2(N) = 14.3 */
     /* blocks of 100 in shuffled order, in order inside: poor */
     for (uint64_t b = 0; b < N / 100; b++)
         for (uint64_t j = 0; j < 100; j++) ids[b * 100 + j] = b * 100 + j;
@@ -674,8 +678,10 @@ TEST(data_shuffle_quality) {
     pagein_permutation(border, N / 100, 5);
     for (uint64_t b = 0; b < N / 100; b++)
         for (uint64_t j = 0; j < 100; j++) ids[b * 100 + j] = border[b] * 100 + j;
-    CHECK(pagein_shuffle_quality(ids, N) < 0.2);
-    CHECK(pagein_shuffle_quality(ids, 2) < 0);
+    CHECK_OK(pagein_shuffle_quality(ids, N, &q));
+    CHECK(q < 0.2);
+    CHECK_EQ(pagein_shuffle_quality(ids, 2, &q), PAGEIN_E_INVALID);
+    CHECK_EQ(pagein_order_entropy(ids, 1, &h), PAGEIN_E_INVALID);
     free(ids);
     return PASS;
 }
@@ -698,14 +704,16 @@ TEST(data_block_quality) {
     CHECK_OK(pagein_reader_open(&r, d, &o));
     if (r) {
         CHECK(read_epoch(r, N, v, 0));
-        double q = pagein_shuffle_quality(v, N);
+        double q = -1;
+        CHECK_OK(pagein_shuffle_quality(v, N, &q));
         printf("    block quality %.3f\n", q);
         CHECK(q >= 0.9 && q <= 1.0);
         o.flags = PAGEIN_READER_IN_ORDER;
         pagein_reader_close(r);
         CHECK_OK(pagein_reader_open(&r, d, &o));
         CHECK(read_epoch(r, N, v, 0));
-        CHECK(pagein_shuffle_quality(v, N) == 0.0);
+        CHECK_OK(pagein_shuffle_quality(v, N, &q));
+        CHECK(q == 0.0);
     }
     pagein_reader_close(r);
     pagein_dataset_close(d);

@@ -7,6 +7,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "../src/format/format.h" /* white-box: pi_gguf_writer_layout */
 #include "gguf_testutil.h"
 #include "test.h"
 
@@ -514,7 +515,8 @@ TEST(gguf_meta_getters_widths) {
     const pagein_meta *m;
     CHECK_EQ(pagein_meta_get_array(f, "s", &m), PAGEIN_E_BAD_TYPE);
     CHECK_STR(pagein_meta_type_name(PAGEIN_META_U16), "u16");
-    CHECK_STR(pagein_meta_type_name((pagein_meta_type)77), "?");
+    CHECK_STR(pagein_meta_type_name((pagein_meta_type)77), "unknown");
+    CHECK_STR(pagein_reader_kind_name((pagein_reader_kind)77), "unknown");
     pagein_close(f);
     return PASS;
 }
@@ -542,12 +544,11 @@ static int fill_fail(void *ctx, void *dst, uint64_t off, size_t len) {
 static int roundtrip(uint32_t version, int be, uint32_t align) {
     uint64_t st = pt_seed() ^ (version * 7 + (uint64_t)be * 13 + align);
     pagein_gguf_write_opts wo = PAGEIN_GGUF_WRITE_OPTS_INIT;
-    wo.version = version;
-    wo.big_endian = be;
     wo.alignment = align;
     pagein_gguf_writer *w = NULL;
     CHECK_OK(pagein_gguf_writer_new(&w, &wo));
     if (!w) return FAIL;
+    CHECK_OK(pi_gguf_writer_layout(w, version, be));
     /* scalars of every type */
     union {
         uint8_t u8;
@@ -1029,12 +1030,12 @@ static void copy_and_check(const char *src, uint32_t version, int be, int *skipp
     CHECK_OK(pagein_open(&f, src, NULL));
     if (!f) return;
     pagein_gguf_write_opts wo = PAGEIN_GGUF_WRITE_OPTS_INIT;
-    wo.version = version, wo.big_endian = be;
     pagein_file_info in;
     pagein_file_get_info(f, &in);
     if (in.alignment != 32) wo.alignment = in.alignment;
     pagein_gguf_writer *w = NULL;
     CHECK_OK(pagein_gguf_writer_new(&w, &wo));
+    if (w) CHECK_OK(pi_gguf_writer_layout(w, version, be));
     for (size_t i = 0; w && i < pagein_meta_count(f); i++) {
         const pagein_meta *m = pagein_meta_at(f, i);
         CHECK_OK(pagein_gguf_set_meta(w, NULL, f, m));

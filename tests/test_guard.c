@@ -4,7 +4,7 @@
  * build file objects over raw mappings and to reset the handler in forked
  * children. */
 #include "test.h"
-#include "../src/internal.h"
+#include "../src/io/io.h"
 
 #include <fcntl.h>
 #include <pthread.h>

@@ -2,7 +2,8 @@
  * (src/format/json.c); includes src/internal.h. */
 #include "test.h"
 
-#include "../src/internal.h"
+#include "../src/format/format.h"
+#include "../src/io/io.h"
 
 /* Walks a whole document with skip() only; returns the code. */
 static int skip_all(const char *s) {

@@ -368,12 +368,12 @@ TEST(guard_copy_helpers_after_truncation) {
     const pagein_tensor *t = pagein_tensor_get(f, "model.layers.7.w");
     CHECK(t != NULL);
     if (!t) return FAIL;
-    CHECK_OK(pagein_tensor_read(f, t, buf, 0, TBYTES));
+    CHECK_OK(pagein_tensor_copy(f, t, 0, buf, TBYTES));
     CHECK_OK(pagein_tensor_copy(f, t, 0, buf, TBYTES));
     CHECK_OK(pagein_file_check(f));
     CHECK_EQ(truncate(path, 4096), 0);
     CHECK_EQ(pagein_file_check(f), PAGEIN_E_TRUNCATED);
-    CHECK_EQ(pagein_tensor_read(f, t, buf, 0, TBYTES), PAGEIN_E_TRUNCATED);
+    CHECK_EQ(pagein_tensor_copy(f, t, 0, buf, TBYTES), PAGEIN_E_TRUNCATED);
     CHECK(strstr(pagein_last_error_detail(), "model.layers.7.w") != NULL);
     CHECK(strstr(pagein_last_error_detail(), "shrank under the mapping") != NULL);
     CHECK_EQ(pagein_tensor_copy(f, t, 100, buf, 1000), PAGEIN_E_TRUNCATED);

@@ -214,16 +214,16 @@ TEST(torch_transpose_read_and_byteswap) {
     int32_t out[12], want[12];
     for (int r = 0; r < 4; r++)
         for (int c = 0; c < 3; c++) want[r * 3 + c] = data[c * 4 + r];
-    CHECK_OK(pagein_tensor_read(f, t, out, 0, sizeof out));
+    CHECK_OK(pagein_tensor_copy(f, t, 0, out, sizeof out));
     CHECK(memcmp(out, want, sizeof out) == 0);
     /* unaligned sub-ranges agree byte for byte */
     for (size_t off = 0; off < sizeof out; off += 5) {
         uint8_t part[48];
         size_t len = PI_MIN_LEN(sizeof out - off, 7);
-        CHECK_OK(pagein_tensor_read(f, t, part, off, len));
+        CHECK_OK(pagein_tensor_copy(f, t, off, part, len));
         CHECK(memcmp(part, (uint8_t *)want + off, len) == 0);
     }
-    CHECK_EQ(pagein_tensor_read(f, t, out, 1, sizeof out), PAGEIN_E_RANGE);
+    CHECK_EQ(pagein_tensor_copy(f, t, 1, out, sizeof out), PAGEIN_E_RANGE);
     pagein_close(f);
     free(z.p);
     /* the same archive saying byteorder "big": values come back swapped */
@@ -236,12 +236,12 @@ TEST(torch_transpose_read_and_byteswap) {
     if (f) {
         t = pagein_tensor_get(f, "t");
         CHECK(t->flags & PAGEIN_TENSOR_SWAPPED);
-        CHECK_OK(pagein_tensor_read(f, t, out, 0, sizeof out));
+        CHECK_OK(pagein_tensor_copy(f, t, 0, out, sizeof out));
         CHECK(memcmp(out, want, sizeof out) == 0);
         for (size_t off = 0; off < sizeof out; off += 3) {
             uint8_t part[48];
             size_t len = PI_MIN_LEN(sizeof out - off, 6);
-            CHECK_OK(pagein_tensor_read(f, t, part, off, len));
+            CHECK_OK(pagein_tensor_copy(f, t, off, part, len));
             CHECK(memcmp(part, (uint8_t *)want + off, len) == 0);
         }
         pagein_close(f);
@@ -426,7 +426,7 @@ TEST(torch_values_and_views) {
     CHECK_EQ(b->flags, PAGEIN_TENSOR_VIEW | PAGEIN_TENSOR_NONCONTIGUOUS);
     CHECK_EQ(((const float *)a->data)[0], 3);
     float out[3];
-    CHECK_OK(pagein_tensor_read(f, b, out, 0, sizeof out));
+    CHECK_OK(pagein_tensor_copy(f, b, 0, out, sizeof out));
     CHECK(out[0] == 0 && out[1] == 2 && out[2] == 4);
     CHECK_EQ(pagein_meta_find(f, "n")->v.i, 70000);
     CHECK_EQ(pagein_meta_find(f, "neg")->v.i, -32768);

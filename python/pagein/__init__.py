@@ -9,7 +9,9 @@ numpy arrays and torch tensors backed by the library's mapping:
             t = f.get_tensor(name)
 
 plus ``load_file``/``save_file`` and ``open_model`` (shards, GGUF split sets,
-load strategies, a layer-by-layer prefetching iterator). See docs/PYTHON.md.
+load strategies, a layer-by-layer prefetching iterator). ``pagein.torch`` and
+``pagein.numpy`` mirror ``safetensors.torch`` and ``safetensors.numpy``.
+See docs/PYTHON.md.
 
 Lifetime: every array or tensor keeps the file (its mapping) alive; closing
 the file object or the model only drops the Python object's own reference,
@@ -24,7 +26,10 @@ cache. Releasing pages (``evict()``, a prefetch budget) drops such private
 writes. ``copy=True`` (or ``.clone()``) gives fully private tensors.
 """
 
+import json as _json
+import operator as _operator
 import os as _os
+import stat as _stat
 import sys as _sys
 import warnings as _warnings
 from collections.abc import Mapping as _Mapping
@@ -39,6 +44,8 @@ __all__ = [
     "safe_open", "load_file", "save_file", "open_model", "Model",
     "dtype_info", "__version__",
 ]
+# pagein.torch and pagein.numpy (the safetensors.torch / safetensors.numpy
+# drop-ins) are submodules: `import pagein.torch`.
 
 __version__ = _pagein.version
 
@@ -110,9 +117,30 @@ def _np_layout(dtype, shape, nbytes):
     return _np.dtype(_np.uint8), (nbytes,)
 
 
+# numpy (1.x) arrays have at most 32 dimensions; numpy and torch sizes are
+# signed 64-bit. Headers the library accepts may exceed both (a zero-size
+# tensor may have a dimension of 2**63 or more).
+_NP_MAXDIMS = 32
+_MAX_DIM = (1 << 63) - 1
+
+
+def _representable(rec, fw="np"):
+    """Raises FormatError naming the tensor when numpy (or torch) cannot
+    hold its shape, instead of their own TypeError/ValueError."""
+    name, shape = rec[_NAME], rec[_SHAPE]
+    if fw == "np" and len(shape) > _NP_MAXDIMS:
+        raise FormatError("tensor %r has %d dimensions; numpy arrays have at most %d"
+                          % (name, len(shape), _NP_MAXDIMS))
+    for i, d in enumerate(shape):
+        if d > _MAX_DIM:
+            raise FormatError("tensor %r: dimension %d is %d, more than numpy and torch can hold (2**63 - 1)"
+                              % (name, i, d))
+
+
 def _np_array(src, rec, buf=None):
     """Zero-copy read-only numpy array over one tensor (rec: tensor tuple).
     buf: the tensor's View when the caller already has it."""
+    _representable(rec)
     dtype, shape, nbytes, flags = rec[_DTYPE], rec[_SHAPE], rec[_NBYTES], rec[_FLAGS]
     npdt, npshape = _np_layout(dtype, shape, nbytes)
     if flags & _pagein.TENSOR_SWAPPED:
@@ -145,16 +173,52 @@ except AttributeError:  # numpy >= 2
     from numpy.lib.array_utils import byte_bounds as _byte_bounds
 
 
+def _basic_index(index):
+    """index as a tuple of numpy basic indexes (int, slice of ints, Ellipsis,
+    None); TypeError naming anything else (lists, arrays, boolean masks,
+    floats, ...). Slicing copies only the selected bytes, which advanced
+    indexing would defeat, so it is refused rather than emulated."""
+    items = index if isinstance(index, tuple) else (index,)
+    out = []
+    for it in items:
+        if it is Ellipsis or it is None:
+            out.append(it)
+        elif isinstance(it, slice):
+            for part in (it.start, it.stop, it.step):
+                if part is not None and (isinstance(part, (bool, _np.bool_)) or not hasattr(part, "__index__")):
+                    raise TypeError("get_slice: slice bounds must be integers or None, not %s in %r"
+                                    % (type(part).__name__, it))
+            out.append(it)
+        elif isinstance(it, (bool, _np.bool_)):
+            raise TypeError("get_slice: boolean index %r is not supported (basic indexing only: "
+                            "int, slice, Ellipsis, None)" % (it,))
+        elif isinstance(it, _np.ndarray) or not hasattr(it, "__index__"):
+            raise TypeError("get_slice: index of type %s is not supported (basic indexing only: "
+                            "int, slice, Ellipsis, None); index the tensor from get_tensor() instead"
+                            % type(it).__name__)
+        else:
+            out.append(_operator.index(it))
+    if sum(1 for it in out if it is Ellipsis) > 1:
+        raise IndexError("an index can only have a single ellipsis ('...')")
+    return tuple(out)
+
+
 def _select(src, rec, index):
-    """A private copy of tensor[index], reading only the bytes it spans."""
+    """tensor[index] as numpy gives it for a basic index (an array, or a
+    numpy scalar when every dimension gets an integer), as a private copy
+    that read only the bytes it spans. -> (copy as an array, is_scalar)"""
+    idx = _basic_index(index)
     nbytes = rec[_NBYTES]
     buf = src.buffer(rec[_NAME]) if nbytes else None
     view = _np_array(src, rec, buf)
-    sel = view[index]
+    # Indexing with a trailing Ellipsis is the same selection but always an
+    # array view (numpy gives a scalar copy for all-integer indexes).
+    is_scalar = Ellipsis not in idx and None not in idx and sum(1 for i in idx if not isinstance(i, slice)) == view.ndim
+    sel = view[idx if Ellipsis in idx else idx + (Ellipsis,)]
     if buf is not None and sel.size:
         lo, hi = _byte_bounds(sel)
         buf.willneed(lo - buf.address, hi - lo)
-    return _np.array(sel, copy=True)
+    return _np.array(sel, copy=True), is_scalar
 
 
 _torch = None
@@ -194,6 +258,7 @@ def _torch_tensor(src, rec):
     byte order, aligned to its element size. Otherwise a private copy."""
     torch = _import_torch()
     dtype, shape, nbytes, flags = rec[_DTYPE], rec[_SHAPE], rec[_NBYTES], rec[_FLAGS]
+    _representable(rec, "pt" if not flags & (_pagein.TENSOR_SWAPPED | _pagein.TENSOR_NONCONTIGUOUS) else "np")
     tdt, raw = _torch_dtype(dtype)
     if raw:
         npdt, shape = _np_layout(dtype, shape, nbytes)
@@ -240,24 +305,276 @@ def _framework(framework):
     raise FormatError("framework %r is not supported (use 'np'/'numpy' or 'pt'/'torch')" % (framework,))
 
 
-def _check_device(fw, device):
+# ---------------------------------------------------------------------------
+# devices
+# ---------------------------------------------------------------------------
+
+def _cuda_current():
+    """torch's current CUDA device when torch has set one up, else 0 (what
+    "cuda" without an index means)."""
+    torch = _sys.modules.get("torch")
+    try:
+        if torch is not None and torch.cuda.is_initialized():
+            return int(torch.cuda.current_device())
+    except Exception:  # pragma: no cover - depends on the machine
+        pass
+    return 0
+
+
+def _parse_device(device):
+    """The one place a device argument is parsed. Accepts what safetensors
+    accepts: "cpu", "cuda", "cuda:N", an int N (CUDA device N), a
+    torch.device, or None (cpu). Returns ("cpu", None) or ("cuda", N)."""
+    if device is None:
+        return "cpu", None
+    if isinstance(device, (bool, _np.bool_)):
+        raise TypeError("device must be a str, an int or a torch.device, not bool")
+    if isinstance(device, str):
+        kind, sep, rest = device.partition(":")
+        index = None
+        if sep:
+            if not (rest.isascii() and rest.isdigit()):
+                raise FormatError("invalid device %r (use 'cpu', 'cuda', 'cuda:N', N or a torch.device)"
+                                  % (device,))
+            index = int(rest)
+    elif type(device).__module__.split(".")[0] == "torch" and hasattr(device, "type") \
+            and hasattr(device, "index"):
+        kind, index = device.type, device.index
+    else:
+        try:
+            index = _operator.index(device)
+        except TypeError:
+            raise TypeError("device must be a str, an int or a torch.device, not %s"
+                            % type(device).__name__) from None
+        if index < 0:
+            raise ValueError("device index must be >= 0, not %d" % index)
+        kind = "cuda"
+    if kind == "cpu":
+        return "cpu", None
+    if kind == "cuda":
+        return "cuda", _cuda_current() if index is None else index
+    raise FormatError("device %r is not supported by pagein (use 'cpu', 'cuda', 'cuda:N', N or a torch.device)"
+                      % (device,))
+
+
+def _device_str(dev):
+    return "cpu" if dev[0] == "cpu" else "cuda:%d" % dev[1]
+
+
+def _gpu_loader(dev, fw):
+    """pagein._gpu for a CUDA device (imported on first use), or None for
+    the CPU. Raises pagein.Error when it cannot be used."""
+    if dev[0] == "cpu":
+        return None
     if fw == "np":
-        if device not in ("cpu", None):
-            raise FormatError("framework 'np' only supports device='cpu', not %r" % (device,))
-        return "cpu"
-    return "cpu" if device is None else device
+        raise FormatError("framework 'np' only supports device='cpu', not %r" % _device_str(dev))
+    try:
+        from . import _gpu
+    except Exception as e:
+        raise Error("CUDA device %r requested but pagein's GPU loader (pagein._gpu) cannot be used: %s: %s"
+                    % (_device_str(dev), type(e).__name__, e)) from e
+    return _gpu
 
 
-def _convert(src, rec, fw, device, copy):
+def _convert(src, rec, fw, copy):
+    """One tensor on the CPU: zero-copy unless copy."""
     if fw == "np":
         a = _np_array(src, rec)
         return _np.array(a, copy=True) if copy else a
     t = _torch_tensor(src, rec)
-    if copy:
-        t = t.clone()
-    if device not in ("cpu", None):
-        t = t.to(device)
-    return t
+    return t.clone() if copy else t
+
+
+# ---------------------------------------------------------------------------
+# dtype conversion (get_tensor(name, dtype=...))
+# ---------------------------------------------------------------------------
+
+_OUT_NAMES = {"float32": "F32", "f32": "F32", "float": "F32", "float16": "F16", "f16": "F16", "half": "F16",
+              "bfloat16": "BF16", "bf16": "BF16"}
+_OUT_NP = {"F32": _np.float32, "F16": _np.float16, "BF16": _np.uint16}
+_OUT_TORCH = {"F32": "float32", "F16": "float16", "BF16": "bfloat16"}
+
+
+def _out_dtype(dtype):
+    """"F32", "F16" or "BF16" for dtype="float32"|"float16"|"bfloat16" (also
+    numpy and torch dtype objects of those types)."""
+    key = dtype
+    if not isinstance(dtype, str):
+        key = str(dtype)
+        if key.startswith("torch."):
+            key = key[6:]
+        else:
+            try:
+                key = _np.dtype(dtype).name
+            except TypeError:
+                pass
+    out = _OUT_NAMES.get(key.lower()) if isinstance(key, str) else None
+    if out is None:
+        raise ValueError("dtype must be 'float32', 'float16' or 'bfloat16', not %r" % (dtype,))
+    return out
+
+
+def _f32_to_bf16(a):
+    """float32 array -> bfloat16 bits (uint16), rounding to nearest even;
+    NaN stays quiet NaN (ggml's rule)."""
+    u = a.astype(_np.float32, copy=False).view(_np.uint32).astype(_np.uint64)
+    r = ((u + 0x7FFF + ((u >> 16) & 1)) >> 16).astype(_np.uint16)
+    nan = (u & 0x7FFFFFFF) > 0x7F800000
+    r[nan] = ((u[nan] >> 16) | 64).astype(_np.uint16)
+    return r
+
+
+# Float types converted here when the library lacks pagein_tensor_dequantize.
+_FLOAT_SRC = {"F32", "F16", "F64", "BF16"}
+
+
+def _float_convert(src, rec, out):
+    a = _np_array(src, rec)
+    if rec[_DTYPE] == "BF16":
+        a = (a.astype(_np.uint32) << 16).view(_np.float32)
+    # Through float32 first, as the library does (F64 rounds to float, then
+    # F16/BF16 round the float to nearest even).
+    a = _np.asarray(a, _np.float32)
+    if out == "BF16":
+        return _f32_to_bf16(a)
+    return _np.array(a, dtype=_OUT_NP[out])
+
+
+def _dequantized(src, rec, out, fw):
+    """Tensor rec's values as out ("F32", "F16", "BF16"): dequantized from
+    GGUF block types or converted from float types, a private array or
+    tensor of the logical shape."""
+    _representable(rec)
+    name, dt, shape = rec[_NAME], rec[_DTYPE], tuple(rec[_SHAPE])
+    strided = rec[_FLAGS] & _pagein.TENSOR_NONCONTIGUOUS  # torch views: not row-major bytes
+    if _pagein._has_dequantize and not (strided and dt in _FLOAT_SRC):
+        a = _np.frombuffer(src.dequantize(name, out), _OUT_NP[out]).reshape(shape)
+    elif dt in _FLOAT_SRC:
+        a = _float_convert(src, rec, out).reshape(shape)
+    else:
+        raise Error("tensor %r is %s: converting it to %s needs pagein_tensor_dequantize, which this build "
+                    "of pagein lacks" % (name, dt, out))
+    if fw == "np":
+        return a
+    torch = _import_torch()
+    return _np_to_torch_owned(_np.ascontiguousarray(a), getattr(torch, _OUT_TORCH[out])).reshape(shape)
+
+
+# ---------------------------------------------------------------------------
+# what safe_open and Model share
+# ---------------------------------------------------------------------------
+
+def _check_openable(path):
+    """Refuses what is neither a regular file, a block device nor a
+    directory before anything opens it: opening a FIFO for reading blocks
+    until a writer comes, and a socket or character device is no model."""
+    try:
+        st = _os.stat(path)
+    except OSError:
+        return  # the library reports missing files with its own message
+    m = st.st_mode
+    if _stat.S_ISREG(m) or _stat.S_ISBLK(m) or _stat.S_ISDIR(m):
+        return
+    kind = ("a FIFO" if _stat.S_ISFIFO(m) else "a socket" if _stat.S_ISSOCK(m)
+            else "a character device" if _stat.S_ISCHR(m) else "not a regular file")
+    raise FormatError("%s: is %s, not a regular file; pagein reads regular files and block devices" % (path, kind))
+
+
+def _json_str(v):
+    return v if isinstance(v, str) else _json.dumps(v, ensure_ascii=False)
+
+
+class _Opened:
+    """Base of safe_open and Model: one library Source, its tensor table,
+    lifetime, typed metadata, tensor access (CPU or CUDA) and the page-cache
+    calls. Subclasses open the Source and set _src, _recs, _by_name."""
+
+    _what = "file"
+
+    def _setup(self, framework, device, copy):
+        self._src = None
+        self._fw = _framework(framework)
+        self._dev = _parse_device(device)
+        self._gpu = _gpu_loader(self._dev, self._fw)
+        self._device = _device_str(self._dev)
+        self._copy = bool(copy)
+        self._meta = None
+
+    def _table(self, src):
+        self._src = src
+        self._recs = src.tensors()
+        self._by_name = {r[_NAME]: r for r in self._recs}
+
+    # -- lifetime --
+    def __enter__(self):
+        return self
+
+    def __exit__(self, *exc):
+        self.close()
+        return False
+
+    def close(self):
+        """Drops this object's reference to the file or model. Arrays and
+        tensors already handed out stay valid; the files are unmapped (and
+        a pager stopped) when the last of them goes."""
+        self._src = None
+
+    def _source(self):
+        if self._src is None:
+            raise Error("the %s is closed" % self._what)
+        return self._src
+
+    def _rec(self, name):
+        self._source()
+        try:
+            return self._by_name[name]
+        except (KeyError, TypeError):
+            raise NotFoundError("no tensor named %r in %s" % (name, self._src.path)) from None
+
+    # -- tensors --
+    def _tensors(self, recs):
+        """{name: tensor} for tensor records on this object's device."""
+        src = self._source()
+        if self._gpu is not None:
+            return self._gpu.load(src, [r[_NAME] for r in recs], self._dev[1], self._fw)
+        return {r[_NAME]: _convert(src, r, self._fw, self._copy) for r in recs}
+
+    def get_tensor(self, name, dtype=None):
+        """The tensor, zero-copy on the CPU unless copy=True. dtype=
+        "float32", "float16" or "bfloat16" gives its values converted
+        (GGUF block types dequantized as ggml does) in a private array."""
+        rec = self._rec(name)
+        if dtype is not None:
+            t = _dequantized(self._src, rec, _out_dtype(dtype), self._fw)
+            return t.to(self._device) if self._gpu is not None else t
+        return self._tensors([rec])[name]
+
+    def _typed_items(self):
+        if self._meta is None:
+            self._meta = self._source().metadata()
+        return self._meta
+
+    def metadata_typed(self):
+        """Metadata with native types: GGUF values as int, float, bool, str
+        and lists; safetensors __metadata__ as str. Keys in file order (for
+        models, shard order; the first file holding a key wins). {} when
+        there is none."""
+        out = {}
+        for k, v in self._typed_items():
+            out.setdefault(k, v)
+        return out
+
+    def tensor_info(self, name):
+        """dict: dtype, shape, offset (absolute), nbytes, layer, file."""
+        r = self._rec(name)
+        return {"dtype": r[_DTYPE], "shape": list(r[_SHAPE]), "offset": r[_OFFSET],
+                "nbytes": r[_NBYTES], "layer": r[_LAYER], "file": r[_FILE]}
+
+    def __contains__(self, name):
+        return name in self._by_name
+
+    def __len__(self):
+        return len(self._recs)
 
 
 # ---------------------------------------------------------------------------
@@ -290,73 +607,65 @@ class _Slice:
         shape = self._rec[_SHAPE]
         if not shape:
             raise TypeError("len() of a 0-d tensor")
+        _representable(self._rec)
         return shape[0]
 
     def __getitem__(self, index):
-        src = self._owner._source()
-        fw, device = self._owner._fw, self._owner._device
+        """numpy's basic indexing (ints, negative ints, slices with any
+        step, Ellipsis, None); all-integer indexes give a numpy scalar (np)
+        or a 0-d tensor (pt), as numpy and torch do. Other indexes raise
+        TypeError."""
+        owner = self._owner
+        src = owner._source()
         rec = self._rec
         # Index the zero-copy view, ask the kernel for exactly the pages the
         # selection spans, then copy it: a row range costs its own bytes, not
         # the tensor's or the mapping's read-around window.
-        part = _select(src, rec, index)
-        if fw == "np":
-            return part
+        part, is_scalar = _select(src, rec, index)
+        if owner._fw == "np":
+            return part[()] if is_scalar else part
         tdt, raw = _torch_dtype(rec[_DTYPE])
         if part.dtype.byteorder not in ("=", "|"):
             part = part.astype(part.dtype.newbyteorder("="))
         t = _np_to_torch_owned(part, tdt)
-        if device not in ("cpu", None):
-            t = t.to(device)
+        if owner._gpu is not None:
+            t = t.to(owner._device)
         return t
 
     def __repr__(self):
         return "<pagein slice %s %s %s>" % (self._rec[_NAME], self._rec[_DTYPE], list(self._rec[_SHAPE]))
 
 
-class safe_open:
-    """Opens a safetensors (or GGUF) file; the safetensors API.
+class safe_open(_Opened):
+    """Opens a safetensors (or GGUF, or PyTorch) file; the safetensors API.
 
     safe_open(filename, framework="np"|"numpy"|"pt"|"torch", device="cpu",
               *, copy=False, lenient=False)
 
     keys(), offset_keys(), metadata(), get_tensor(name), get_slice(name);
     usable as a context manager. Tensors are zero-copy and read-only unless
-    copy=True. lenient=True accepts trailing bytes after the data section.
-    Errors raise pagein.Error subclasses carrying the library's message.
+    copy=True. device: "cpu", "cuda", "cuda:N", N or a torch.device (CUDA
+    devices load through pagein._gpu). lenient=True accepts trailing bytes
+    after the data section. Errors raise pagein.Error subclasses carrying
+    the library's message.
     """
 
     def __init__(self, filename, framework="np", device="cpu", *, copy=False, lenient=False):
-        self._src = None
-        self._fw = _framework(framework)
-        self._device = _check_device(self._fw, device)
-        self._copy = bool(copy)
+        self._setup(framework, device, copy)
+        path = _os.fsdecode(_os.fspath(filename))
+        _check_openable(path)
         # torch has no read-only tensors: map copy-on-write for it, so an
         # in-place write lands in a private page instead of faulting.
-        self._src = _pagein.open_file(_os.fsdecode(_os.fspath(filename)), lenient=lenient,
-                                      writable=self._fw == "pt")
-        self._recs = self._src.tensors()
-        self._by_name = {r[_NAME]: r for r in self._recs}
-        self._meta = None
+        self._table(_pagein.open_file(path, lenient=lenient, writable=self._fw == "pt"))
 
-    # -- lifetime --
-    def __enter__(self):
+    @classmethod
+    def _from_bytes(cls, data, framework, device="cpu"):
+        """A safe_open over a file image in memory (load(bytes)); the
+        tensors are views of a private, writable copy of data."""
+        self = cls.__new__(cls)
+        self._setup(framework, device, False)
+        self._table(_pagein.open_memory(bytearray(data), writable=True))
         return self
-
-    def __exit__(self, *exc):
-        self.close()
-        return False
-
-    def close(self):
-        """Drops this object's reference to the file. Arrays and tensors
-        already handed out stay valid; the file is unmapped when the last of
-        them goes."""
-        self._src = None
-
-    def _source(self):
-        if self._src is None:
-            raise Error("the file is closed")
-        return self._src
 
     # -- safetensors API --
     def keys(self):
@@ -370,23 +679,12 @@ class safe_open:
         return [r[_NAME] for r in self._recs]
 
     def metadata(self):
-        """The `__metadata__` dict of str (safetensors) or the typed GGUF
-        key-value pairs; None when the file has none (as safetensors)."""
-        src = self._source()
-        if self._meta is None:
-            self._meta = dict(src.metadata())
-        return dict(self._meta) if self._meta else None
-
-    def _rec(self, name):
-        self._source()
-        try:
-            return self._by_name[name]
-        except (KeyError, TypeError):
-            raise NotFoundError("no tensor named %r in %s" % (name, self._src.path)) from None
-
-    def get_tensor(self, name):
-        rec = self._rec(name)
-        return _convert(self._src, rec, self._fw, self._device, self._copy)
+        """dict of str to str, as safetensors gives it: the __metadata__
+        strings; for GGUF every key, non-string values JSON-encoded
+        (metadata_typed() gives the native values). None when the file has
+        no metadata (as safetensors)."""
+        meta = {k: _json_str(v) for k, v in self.metadata_typed().items()}
+        return meta or None
 
     def get_slice(self, name):
         return _Slice(self, self._rec(name))
@@ -398,12 +696,6 @@ class safe_open:
 
     def get_shape(self, name):
         return list(self._rec(name)[_SHAPE])
-
-    def tensor_info(self, name):
-        """dict: dtype, shape, offset (absolute), nbytes, layer."""
-        r = self._rec(name)
-        return {"dtype": r[_DTYPE], "shape": list(r[_SHAPE]), "offset": r[_OFFSET],
-                "nbytes": r[_NBYTES], "layer": r[_LAYER]}
 
     def info(self):
         """dict describing the file: path, format, file_size, data_start, ..."""
@@ -420,12 +712,6 @@ class safe_open:
         (advice: pages mapped elsewhere stay; check with resident())."""
         self._source().evict(_names(names))
 
-    def __contains__(self, name):
-        return name in self._by_name
-
-    def __len__(self):
-        return len(self._recs)
-
     def __iter__(self):
         return iter(self.keys())
 
@@ -438,9 +724,10 @@ def load_file(filename, device="cpu", *, framework="pt", copy=False):
     """Loads every tensor of a safetensors (or GGUF) file into a dict
     {name: tensor}, like safetensors.torch.load_file (framework="np" gives
     numpy arrays, like safetensors.numpy.load_file). Zero-copy and read-only
-    unless copy=True."""
+    unless copy=True. On a CUDA device every tensor goes through one
+    pagein._gpu.load call."""
     with safe_open(filename, framework=framework, device=device, copy=copy) as f:
-        return {name: f.get_tensor(name) for name in f.offset_keys()}
+        return f._tensors(f._recs)
 
 
 def _as_bytes(name, value):
@@ -494,6 +781,7 @@ def save_file(tensors, filename, metadata=None, *, align=0):
     align=4096 pads the header so data starts page-aligned."""
     if not isinstance(tensors, _Mapping):
         raise TypeError("tensors must be a dict of name to array/tensor")
+    _refuse_shared(tensors)
     items = []
     for name, value in tensors.items():
         if not isinstance(name, str):
@@ -505,6 +793,77 @@ def save_file(tensors, filename, metadata=None, *, align=0):
             raise TypeError("metadata must be a dict of str to str")
         metadata = dict(metadata)
     _pagein.write(_os.fsdecode(_os.fspath(filename)), items, metadata, align)
+
+
+def _save_bytes(tensors, metadata=None):
+    """The bytes save_file would write (safetensors.torch.save /
+    safetensors.numpy.save): written with the same writer to a private
+    temporary directory (tmpfs when there is one), read back, removed."""
+    import tempfile
+    shm = "/dev/shm" if _os.path.isdir("/dev/shm") and _os.access("/dev/shm", _os.W_OK) else None
+    with tempfile.TemporaryDirectory(prefix="pagein-save-", dir=shm) as d:
+        path = _os.path.join(d, "t.safetensors")
+        save_file(tensors, path, metadata)
+        with open(path, "rb") as fh:
+            return fh.read()
+
+
+# ---- tensors sharing storage (as safetensors.torch finds them) ------------
+
+def _storage_key(t):
+    """(device, storage address, storage bytes) of a torch tensor, or None
+    for tensors without storage (meta, empty)."""
+    if t.device.type == "meta":
+        return None
+    try:
+        st = t.untyped_storage()
+        ptr, size = st.data_ptr(), st.nbytes()
+    except AttributeError:  # torch < 2
+        st = t.storage()
+        ptr, size = st.data_ptr(), st.size() * t.element_size()
+    if not ptr or not size:
+        return None
+    return (str(t.device), ptr, size)
+
+
+def _shared_groups(tensors):
+    """Sets of names (2 or more) whose torch tensors overlap in memory: those
+    on one storage grouped, then split where their byte ranges do not
+    overlap (two halves of one buffer are not shared)."""
+    by_storage = {}
+    for name, t in tensors.items():
+        if type(t).__module__.split(".")[0] != "torch" or not hasattr(t, "data_ptr"):
+            continue
+        key = _storage_key(t)
+        if key is not None:
+            by_storage.setdefault(key, []).append(name)
+    groups = []
+    for names in by_storage.values():
+        if len(names) < 2:
+            continue
+        spans = sorted((tensors[n].data_ptr(), tensors[n].data_ptr() + tensors[n].nelement() * tensors[n].element_size(), n)
+                       for n in names)
+        cur, end = None, None
+        for lo, hi, n in spans:
+            if cur is not None and lo < end:
+                cur.add(n)
+                end = max(end, hi)
+            else:
+                if cur is not None and len(cur) > 1:
+                    groups.append(cur)
+                cur, end = {n}, hi
+        if cur is not None and len(cur) > 1:
+            groups.append(cur)
+    return groups
+
+
+def _refuse_shared(tensors):
+    failing = _shared_groups(tensors)
+    if failing:
+        raise RuntimeError(
+            "Some tensors share memory, this will lead to duplicate memory on disk and potential differences "
+            "when loading them again: %s.\nA potential way to correctly save your model is to use `save_model` "
+            "(pagein.torch.save_model)." % sorted(sorted(g) for g in failing))
 
 
 # ---------------------------------------------------------------------------
@@ -555,44 +914,22 @@ class _TensorMap(_Mapping):
         return "<pagein tensors of %s: %d>" % (self._model.path, len(self))
 
 
-class Model:
+class Model(_Opened):
     """A model over one file, a sharded safetensors checkpoint or a GGUF
     split set (use open_model())."""
 
+    _what = "model"
+
     def __init__(self, path, strategy="auto", *, framework="np", device="cpu", copy=False,
                  prefetch=2, budget=0, threads=0, hints=0, lenient=False):
-        self._src = None
-        self._fw = _framework(framework)
-        self._device = _check_device(self._fw, device)
-        self._copy = bool(copy)
+        self._setup(framework, device, copy)
         self._prefetch = prefetch
         self.path = _os.fsdecode(_os.fspath(path))
-        self._src = _pagein.open_model(self.path, strategy=strategy, threads=threads,
+        _check_openable(self.path)
+        self._table(_pagein.open_model(self.path, strategy=strategy, threads=threads,
                                        prefetch=prefetch, budget=budget or 0, hints=hints,
-                                       lenient=lenient, writable=self._fw == "pt")
-        recs = self._src.tensors()
-        self._names = [r[_NAME] for r in recs]
-        self._by_name = {r[_NAME]: r for r in recs}
-        self._meta = None
-
-    # -- lifetime --
-    def __enter__(self):
-        return self
-
-    def __exit__(self, *exc):
-        self.close()
-        return False
-
-    def close(self):
-        """Drops this object's reference to the model. Tensors already
-        handed out stay valid; the pager stops and the files are unmapped
-        when the last of them goes."""
-        self._src = None
-
-    def _source(self):
-        if self._src is None:
-            raise Error("the model is closed")
-        return self._src
+                                       lenient=lenient, writable=self._fw == "pt"))
+        self._names = [r[_NAME] for r in self._recs]
 
     # -- tables --
     @property
@@ -603,13 +940,8 @@ class Model:
     def metadata(self):
         """Metadata as Python values (GGUF: int, float, bool, str, lists;
         safetensors: the __metadata__ strings). Shards' entries are merged,
-        the first file winning."""
-        if self._meta is None:
-            meta = {}
-            for k, v in self._source().metadata():
-                meta.setdefault(k, v)
-            self._meta = meta
-        return self._meta
+        the first file winning. Same as metadata_typed()."""
+        return self.metadata_typed()
 
     @property
     def strategy(self):
@@ -629,16 +961,6 @@ class Model:
     def layer_count(self):
         return self._source().layer_count()
 
-    def _rec(self, name):
-        self._source()
-        try:
-            return self._by_name[name]
-        except (KeyError, TypeError):
-            raise NotFoundError("no tensor named %r in %s" % (name, self.path)) from None
-
-    def get_tensor(self, name):
-        return _convert(self._source(), self._rec(name), self._fw, self._device, self._copy)
-
     def keys(self):
         return list(self._names)
 
@@ -648,11 +970,6 @@ class Model:
 
     def shape(self, name):
         return list(self._rec(name)[_SHAPE])
-
-    def tensor_info(self, name):
-        r = self._rec(name)
-        return {"dtype": r[_DTYPE], "shape": list(r[_SHAPE]), "offset": r[_OFFSET],
-                "nbytes": r[_NBYTES], "layer": r[_LAYER], "file": r[_FILE]}
 
     def wait(self, name):
         """Returns once tensor `name` is resident and gives it, while the
@@ -712,6 +1029,9 @@ class Model:
         pager = src.strategy()[0] == "prefetch"
         if prefetch is None:
             prefetch = self._prefetch
+        prefetch = _operator.index(prefetch)
+        if prefetch < 0:
+            raise ValueError("prefetch must be >= 0, not %d" % prefetch)
         if pager and prefetch != self._prefetch:
             raise ValueError("the prefetch strategy's lookahead is set at open: "
                              "open_model(..., prefetch=%d)" % prefetch)
@@ -730,8 +1050,7 @@ class Model:
                             ahead.submit(_load_quietly, src, order[j])
                 src.layer_wait(layer)
                 try:
-                    yield layer, {r[_NAME]: _convert(src, r, self._fw, self._device, self._copy)
-                                  for r in src.layer_tensors(layer)}
+                    yield layer, self._tensors(src.layer_tensors(layer))
                 finally:
                     src.layer_done(layer)
         finally:

@@ -23,6 +23,8 @@
 #include <structmember.h>
 
 #include <errno.h>
+#include <limits.h>
+#include <stdint.h>
 #include <string.h>
 #include <sys/mman.h>
 #include <unistd.h>
@@ -91,6 +93,74 @@ static PyObject *raise_msg(PyObject *cls, const char *msg) {
     return NULL;
 }
 
+/* ---- integer arguments ---------------------------------------------------- */
+
+/* Integer arguments are range-checked, never wrapped: the "I" and "K"
+ * formats of PyArg_Parse turn -1 into UINT_MAX and 2**32+1 into 1, which
+ * once made open_model(prefetch=-1) hang. Used with "O&"; the argument's
+ * name and bounds are set by the caller, the value is filled in. */
+typedef struct {
+    const char *name;
+    long long min;          /* signed bounds (when !is_unsigned) */
+    long long max;
+    unsigned long long umax; /* unsigned bound (when is_unsigned; min is 0) */
+    int is_unsigned;
+    long long v;
+    unsigned long long u;
+} int_arg;
+
+/* More I/O threads than this is a mistake, not a request (the library's
+ * pools use at most 64). */
+#define PY_MAX_THREADS 1024
+
+#define UINT_ARG(nm, mx) {(nm), 0, 0, (mx), 1, 0, 0}
+#define SINT_ARG(nm, lo, hi) {(nm), (lo), (hi), 0, 0, 0, 0}
+
+static int int_arg_conv(PyObject *o, void *p) {
+    int_arg *a = p;
+    PyObject *i = PyNumber_Index(o);
+    if (!i) {
+        PyErr_Format(PyExc_TypeError, "%s must be an integer, not %.100s", a->name, Py_TYPE(o)->tp_name);
+        return 0;
+    }
+    int overflow = 0;
+    long long v = PyLong_AsLongLongAndOverflow(i, &overflow);
+    if (v == -1 && !overflow && PyErr_Occurred()) {
+        Py_DECREF(i);
+        return 0;
+    }
+    int ok;
+    if (a->is_unsigned) {
+        unsigned long long u = 0;
+        if (overflow > 0) {
+            u = PyLong_AsUnsignedLongLong(i);
+            if (u == (unsigned long long)-1 && PyErr_Occurred()) PyErr_Clear(), overflow = 2;
+        } else {
+            u = (unsigned long long)v;
+        }
+        ok = overflow >= 0 && overflow != 2 && (overflow > 0 || v >= 0) && u <= a->umax;
+        a->u = u;
+        if (!ok)
+            PyErr_Format(PyExc_OverflowError, "%s must be an integer from 0 to %llu, not %S", a->name, a->umax, i);
+    } else {
+        ok = !overflow && v >= a->min && v <= a->max;
+        a->v = v;
+        if (!ok)
+            PyErr_Format(PyExc_OverflowError, "%s must be an integer from %lld to %lld, not %S", a->name, a->min,
+                         a->max, i);
+    }
+    Py_DECREF(i);
+    return ok;
+}
+
+/* A layer number (-1 leading globals, 0..L-1, L trailing globals): int32. */
+static int layer_arg(PyObject *o, int32_t *out) {
+    int_arg a = SINT_ARG("layer", INT32_MIN, INT32_MAX);
+    if (!int_arg_conv(o, &a)) return -1;
+    *out = (int32_t)a.v;
+    return 0;
+}
+
 /* ------------------------------------------------------------------------ */
 /* Source: one open file or model                                           */
 /* ------------------------------------------------------------------------ */
@@ -102,6 +172,8 @@ typedef struct {
     PyObject *path;  /* str, as given */
     PyObject *weakreflist;
     int writable;    /* opened PAGEIN_OPEN_PRIVATE: buffers may be written (copy-on-write) */
+    int has_mem;     /* opened with open_memory: mem is the image, released after close */
+    Py_buffer mem;
 } Source;
 
 static PyTypeObject SourceType;
@@ -176,6 +248,7 @@ static void Source_dealloc(Source *s) {
      * every View holds a reference to us. */
     pagein_close(s->f);
     pagein_model_close(s->m);
+    if (s->has_mem) PyBuffer_Release(&s->mem);
     Py_XDECREF(s->path);
     Py_TYPE(s)->tp_free((PyObject *)s);
 }
@@ -187,6 +260,8 @@ static Source *source_new(PyObject *path) {
     s->m = NULL;
     s->weakreflist = NULL;
     s->writable = 0;
+    s->has_mem = 0;
+    memset(&s->mem, 0, sizeof s->mem);
     Py_INCREF(path);
     s->path = path;
     return s;
@@ -229,17 +304,63 @@ static PyObject *py_open_file(PyObject *self, PyObject *args, PyObject *kw) {
     return source_wrap(path, f, NULL, writable);
 }
 
+/* _pagein.open_memory(data, name="<memory>", writable=False) -> Source over
+ * a file image in memory (pagein_open_memory). data is any buffer (bytes,
+ * bytearray, ...); the Source holds it until the last View goes. writable
+ * needs a writable buffer and hands out writable Views (the caller's
+ * private copy, e.g. a bytearray made for this). */
+static PyObject *py_open_memory(PyObject *self, PyObject *args, PyObject *kw) {
+    static char *kwlist[] = {"data", "name", "writable", NULL};
+    PyObject *data, *name = NULL;
+    int writable = 0;
+    if (!PyArg_ParseTupleAndKeywords(args, kw, "O|Up:open_memory", kwlist, &data, &name, &writable)) return NULL;
+    PyObject *nm = name ? (Py_INCREF(name), name) : PyUnicode_FromString("<memory>");
+    if (!nm) return NULL;
+    Source *s = source_new(nm);
+    Py_DECREF(nm);
+    if (!s) return NULL;
+    if (PyObject_GetBuffer(data, &s->mem, writable ? PyBUF_WRITABLE : PyBUF_SIMPLE) < 0) {
+        Py_DECREF(s);
+        return NULL;
+    }
+    s->has_mem = 1;
+    PyObject *nb = fs_bytes(s->path);
+    if (!nb) {
+        Py_DECREF(s);
+        return NULL;
+    }
+    pagein_open_opts o = PAGEIN_OPEN_OPTS_INIT;
+    pagein_file *f = NULL;
+    int rc;
+    Py_BEGIN_ALLOW_THREADS
+    rc = pagein_open_memory(&f, s->mem.buf, (size_t)s->mem.len, PyBytes_AS_STRING(nb), &o);
+    Py_END_ALLOW_THREADS
+    Py_DECREF(nb);
+    if (rc < 0) {
+        raise_rc(rc, NULL);
+        Py_DECREF(s);
+        return NULL;
+    }
+    s->f = f;
+    s->writable = writable;
+    return (PyObject *)s;
+}
+
 /* _pagein.open_model(path, strategy="auto", threads=0, prefetch=0,
  *                    budget=0, hints=0, lenient=False) -> Source */
 static PyObject *py_open_model(PyObject *self, PyObject *args, PyObject *kw) {
     static char *kwlist[] = {"path", "strategy", "threads", "prefetch", "budget", "hints", "lenient", "writable", NULL};
     PyObject *path;
     const char *strategy = "auto";
-    unsigned threads = 0, prefetch = 0, hints = 0;
-    unsigned long long budget = 0;
+    /* Bounds: threads up to PY_MAX_THREADS;
+     * prefetch layers fit the pager's int32 layer arithmetic; hints the
+     * uint32 flag word; budget any byte count. */
+    int_arg threads = UINT_ARG("threads", PY_MAX_THREADS), prefetch = UINT_ARG("prefetch", INT32_MAX);
+    int_arg budget = UINT_ARG("budget", UINT64_MAX), hints = UINT_ARG("hints", UINT32_MAX);
     int lenient = 0, writable = 0;
-    if (!PyArg_ParseTupleAndKeywords(args, kw, "U|sIIKIpp:open_model", kwlist, &path, &strategy, &threads,
-                                     &prefetch, &budget, &hints, &lenient, &writable))
+    if (!PyArg_ParseTupleAndKeywords(args, kw, "U|sO&O&O&O&pp:open_model", kwlist, &path, &strategy, int_arg_conv,
+                                     &threads, int_arg_conv, &prefetch, int_arg_conv, &budget, int_arg_conv, &hints,
+                                     &lenient, &writable))
         return NULL;
     int st = pagein_strategy_from_name(strategy);
     if (st < 0) {
@@ -251,10 +372,10 @@ static PyObject *py_open_model(PyObject *self, PyObject *args, PyObject *kw) {
     const char *p = PyBytes_AS_STRING(pb);
     pagein_model_opts o = PAGEIN_MODEL_OPTS_INIT;
     o.strategy = (pagein_strategy)st;
-    o.threads = threads;
-    o.prefetch_ahead = prefetch;
-    o.budget_bytes = budget;
-    o.hints = hints;
+    o.threads = (unsigned)threads.u;
+    o.prefetch_ahead = (unsigned)prefetch.u;
+    o.budget_bytes = budget.u;
+    o.hints = (uint32_t)hints.u;
     if (lenient) o.open_flags |= PAGEIN_OPEN_LENIENT;
     if (writable) o.open_flags |= PAGEIN_OPEN_PRIVATE;
     pagein_model *m = NULL;
@@ -419,79 +540,58 @@ static PyObject *Source_buffer(Source *s, PyObject *key) {
 
 /* ---- metadata ------------------------------------------------------------ */
 
-static uint64_t load_le(const uint8_t *p, unsigned n, int big) {
-    uint64_t v = 0;
-    for (unsigned i = 0; i < n; i++) v |= (uint64_t)p[big ? n - 1 - i : i] << (8 * i);
-    return v;
-}
+/* Metadata values come from the library's accessors (pagein_meta_at and
+ * pagein_meta_array_*), which know every GGUF version's length widths and
+ * byte order; this file decodes nothing itself. */
 
-static unsigned meta_scalar_size(pagein_meta_type t) {
-    switch (t) {
-    case PAGEIN_META_U8: case PAGEIN_META_I8: case PAGEIN_META_BOOL: return 1;
-    case PAGEIN_META_U16: case PAGEIN_META_I16: return 2;
-    case PAGEIN_META_U32: case PAGEIN_META_I32: case PAGEIN_META_F32: return 4;
-    case PAGEIN_META_U64: case PAGEIN_META_I64: case PAGEIN_META_F64: return 8;
-    default: return 0;
-    }
-}
+#define META_MAX_DEPTH 16 /* nested arrays; the parser's own limit is lower */
 
-static PyObject *meta_scalar(pagein_meta_type t, uint64_t raw) {
-    switch (t) {
+static PyObject *meta_array(const pagein_file *f, const pagein_meta *m, int depth);
+
+/* Element i of array m as a Python value of its native type. */
+static PyObject *meta_array_elem(const pagein_file *f, const pagein_meta *m, uint64_t i, int depth) {
+    int rc;
+    switch (m->elem_type) {
     case PAGEIN_META_U8: case PAGEIN_META_U16: case PAGEIN_META_U32: case PAGEIN_META_U64:
-        return PyLong_FromUnsignedLongLong(raw);
-    case PAGEIN_META_I8: return PyLong_FromLong((int8_t)raw);
-    case PAGEIN_META_I16: return PyLong_FromLong((int16_t)raw);
-    case PAGEIN_META_I32: return PyLong_FromLong((int32_t)raw);
-    case PAGEIN_META_I64: return PyLong_FromLongLong((int64_t)raw);
-    case PAGEIN_META_BOOL: return PyBool_FromLong(raw != 0);
-    case PAGEIN_META_F32: {
-        uint32_t u = (uint32_t)raw;
-        float f;
-        memcpy(&f, &u, 4);
-        return PyFloat_FromDouble(f);
+    case PAGEIN_META_BOOL: {
+        uint64_t u;
+        if ((rc = pagein_meta_array_u64(f, m, i, &u)) < 0) break;
+        return m->elem_type == PAGEIN_META_BOOL ? PyBool_FromLong(u != 0) : PyLong_FromUnsignedLongLong(u);
     }
-    case PAGEIN_META_F64: {
+    case PAGEIN_META_I8: case PAGEIN_META_I16: case PAGEIN_META_I32: case PAGEIN_META_I64: {
+        int64_t v;
+        if ((rc = pagein_meta_array_i64(f, m, i, &v)) < 0) break;
+        return PyLong_FromLongLong(v);
+    }
+    case PAGEIN_META_F32: case PAGEIN_META_F64: {
         double d;
-        memcpy(&d, &raw, 8);
+        if ((rc = pagein_meta_array_f64(f, m, i, &d)) < 0) break;
         return PyFloat_FromDouble(d);
     }
-    default: return raise_msg(FormatError, "bad metadata value type");
+    case PAGEIN_META_STRING: {
+        const char *p = NULL;
+        size_t n = 0;
+        if ((rc = pagein_meta_array_str(f, m, i, &p, &n)) < 0) break;
+        return str_from(p ? p : "", n);
     }
+    case PAGEIN_META_ARRAY: {
+        pagein_meta inner;
+        if ((rc = pagein_meta_array_at(f, m, i, &inner)) < 0) break;
+        return meta_array(f, &inner, depth + 1);
+    }
+    default:
+        return raise_msg(FormatError, "metadata array of an unknown element type");
+    }
+    return raise_rc(rc, NULL);
 }
 
-/* Decodes count packed GGUF array elements of type et from [*p, end);
- * advances *p. Nested arrays recurse up to a fixed depth. */
-static PyObject *decode_array(pagein_meta_type et, uint64_t count, const uint8_t **p, const uint8_t *end,
-                              int big, int depth) {
-    if (depth > 8) return raise_msg(FormatError, "metadata arrays nested too deeply");
-    unsigned sz = meta_scalar_size(et);
-    uint64_t minsz = sz ? sz : 8;
-    if (count > (uint64_t)(end - *p) / minsz) return raise_msg(FormatError, "metadata array overruns its bytes");
-    PyObject *list = PyList_New((Py_ssize_t)count);
+static PyObject *meta_array(const pagein_file *f, const pagein_meta *m, int depth) {
+    if (depth > META_MAX_DEPTH) return raise_msg(FormatError, "metadata arrays nested too deeply");
+    if (m->count > (uint64_t)PY_SSIZE_T_MAX) return raise_msg(FormatError, "metadata array too long");
+    PyObject *list = PyList_New((Py_ssize_t)m->count);
     if (!list) return NULL;
-    for (uint64_t i = 0; i < count; i++) {
-        PyObject *v = NULL;
-        if (sz) {
-            if ((uint64_t)(end - *p) < sz) goto overrun;
-            v = meta_scalar(et, load_le(*p, sz, big));
-            *p += sz;
-        } else if (et == PAGEIN_META_STRING) {
-            if (end - *p < 8) goto overrun;
-            uint64_t n = load_le(*p, 8, big);
-            *p += 8;
-            if (n > (uint64_t)(end - *p)) goto overrun;
-            v = str_from((const char *)*p, (size_t)n);
-            *p += n;
-        } else if (et == PAGEIN_META_ARRAY) {
-            if (end - *p < 12) goto overrun;
-            uint32_t it = (uint32_t)load_le(*p, 4, big);
-            uint64_t n = load_le(*p + 4, 8, big);
-            *p += 12;
-            v = decode_array((pagein_meta_type)it, n, p, end, big, depth + 1);
-        } else {
-            Py_DECREF(list);
-            return raise_msg(FormatError, "bad metadata array element type");
-        }
+    for (uint64_t i = 0; i < m->count; i++) {
+        PyObject *v = meta_array_elem(f, m, i, depth);
         if (!v) {
             Py_DECREF(list);
             return NULL;
@@ -499,39 +599,31 @@ static PyObject *decode_array(pagein_meta_type et, uint64_t count, const uint8_t
         PyList_SET_ITEM(list, (Py_ssize_t)i, v);
     }
     return list;
-overrun:
-    Py_DECREF(list);
-    return raise_msg(FormatError, "metadata array overruns its bytes");
 }
 
-static PyObject *meta_value(const pagein_meta *e, int big) {
+/* One entry's value as a Python value of its native type. */
+static PyObject *meta_value(const pagein_file *f, const pagein_meta *e) {
     switch (e->type) {
     case PAGEIN_META_STRING: return str_from(e->str ? e->str : "", (size_t)e->str_len);
-    case PAGEIN_META_ARRAY: {
-        const uint8_t *p = e->raw;
-        if (!p && e->count) return raise_msg(FormatError, "metadata array without data");
-        static const uint8_t none;
-        if (!p) p = &none;
-        return decode_array(e->elem_type, e->count, &p, p + e->raw_len, big, 0);
-    }
+    case PAGEIN_META_ARRAY: return meta_array(f, e, 0);
     case PAGEIN_META_F32: case PAGEIN_META_F64: return PyFloat_FromDouble(e->v.f);
     case PAGEIN_META_BOOL: return PyBool_FromLong(e->v.b);
     case PAGEIN_META_I8: case PAGEIN_META_I16: case PAGEIN_META_I32: case PAGEIN_META_I64:
         return PyLong_FromLongLong(e->v.i);
-    default: return PyLong_FromUnsignedLongLong(e->v.u);
+    case PAGEIN_META_U8: case PAGEIN_META_U16: case PAGEIN_META_U32: case PAGEIN_META_U64:
+        return PyLong_FromUnsignedLongLong(e->v.u);
+    default: return raise_msg(FormatError, "metadata value of an unknown type");
     }
 }
 
 /* Appends (key, value) pairs of one file's metadata to list. */
 static int file_meta(const pagein_file *f, PyObject *list) {
-    pagein_file_info info;
-    pagein_file_get_info(f, &info);
     size_t n = pagein_meta_count(f);
     for (size_t i = 0; i < n; i++) {
         const pagein_meta *e = pagein_meta_at(f, i);
         if (!e) continue;
         PyObject *k = str_from(e->key, e->key_len);
-        PyObject *v = k ? meta_value(e, info.big_endian) : NULL;
+        PyObject *v = k ? meta_value(f, e) : NULL;
         PyObject *kv = v ? PyTuple_Pack(2, k, v) : NULL;
         Py_XDECREF(k);
         Py_XDECREF(v);
@@ -562,20 +654,11 @@ fail:
     return NULL;
 }
 
-static const char *format_name(pagein_format f) {
-    switch (f) {
-    case PAGEIN_FORMAT_SAFETENSORS: return "safetensors";
-    case PAGEIN_FORMAT_GGUF: return "gguf";
-    case PAGEIN_FORMAT_TORCH: return "torch";
-    default: return "unknown";
-    }
-}
-
 static PyObject *file_info_dict(const pagein_file *f) {
     pagein_file_info i;
     pagein_file_get_info(f, &i);
     return Py_BuildValue("{s:s,s:s,s:K,s:K,s:K,s:I,s:I,s:n,s:n,s:O}", "path", i.path ? i.path : "", "format",
-                         format_name(i.format), "file_size", (unsigned long long)i.file_size, "data_start",
+                         pagein_format_name(i.format), "file_size", (unsigned long long)i.file_size, "data_start",
                          (unsigned long long)i.data_start, "header_len", (unsigned long long)i.header_len,
                          "version", (unsigned)i.version, "alignment", (unsigned)i.alignment, "n_tensors",
                          (Py_ssize_t)i.n_tensors, "n_meta", (Py_ssize_t)i.n_meta, "big_endian",
@@ -624,6 +707,50 @@ static PyObject *Source_strides(Source *s, PyObject *name) {
     return tup;
 }
 
+/* dequantize(name, out) -> bytearray: the tensor's values converted to out
+ * ("F32", "F16" or "BF16"), nelements * out size bytes in native byte
+ * order (pagein_tensor_dequantize: ggml's reference dequantization for the
+ * block types, exact conversion or round-to-nearest-even for float types).
+ * Builds without the library function raise pagein.Error. */
+static PyObject *Source_dequantize(Source *s, PyObject *args) {
+    PyObject *name;
+    const char *outname;
+    if (!PyArg_ParseTuple(args, "Us:dequantize", &name, &outname)) return NULL;
+    const pagein_tensor *t = src_find(s, name);
+    if (!t) return NULL;
+#ifdef PAGEIN_HAVE_DEQUANTIZE
+    pagein_dtype out = pagein_dtype_from_name(outname, strlen(outname));
+    if (out != PAGEIN_DTYPE_F32 && out != PAGEIN_DTYPE_F16 && out != PAGEIN_DTYPE_BF16)
+        return raise_msg(PyExc_ValueError, "dequantize: out must be 'F32', 'F16' or 'BF16'");
+    uint64_t ne = 1;
+    for (uint32_t d = 0; d < t->ndim; d++)
+        if (__builtin_mul_overflow(ne, t->shape[d], &ne)) ne = UINT64_MAX;
+    uint64_t size = ne == UINT64_MAX ? UINT64_MAX : ne * (out == PAGEIN_DTYPE_F32 ? 4u : 2u);
+    if (ne > UINT64_MAX / 4 || size > (uint64_t)PY_SSIZE_T_MAX) {
+        PyErr_Format(FormatError, "tensor '%U': %llu elements do not fit in memory as %s", name,
+                     (unsigned long long)ne, outname);
+        return NULL;
+    }
+    if (t->nbytes && !t->data) return raise_msg(FormatError, "tensor data not mapped");
+    PyObject *ba = PyByteArray_FromStringAndSize(NULL, (Py_ssize_t)size);
+    if (!ba) return NULL;
+    int rc;
+    void *dst = PyByteArray_AS_STRING(ba);
+    Py_BEGIN_ALLOW_THREADS
+    rc = pagein_tensor_dequantize(t, t->data, (size_t)t->nbytes, out, dst, (size_t)size);
+    Py_END_ALLOW_THREADS
+    if (rc < 0) {
+        Py_DECREF(ba);
+        return raise_rc(rc, NULL);
+    }
+    return ba;
+#else
+    (void)outname;
+    PyErr_Format(Error, "tensor '%U': this build of pagein has no pagein_tensor_dequantize", name);
+    return NULL;
+#endif
+}
+
 /* ---- model-only methods ---------------------------------------------------- */
 
 static int need_model(Source *s) {
@@ -648,10 +775,10 @@ static PyObject *Source_layer_count(Source *s, PyObject *unused) {
  * 0..L-1 numbered layers, L trailing globals), in layer order. */
 static PyObject *Source_layer_tensors(Source *s, PyObject *arg) {
     if (need_model(s) < 0) return NULL;
-    long l = PyLong_AsLong(arg);
-    if (l == -1 && PyErr_Occurred()) return NULL;
+    int32_t l;
+    if (layer_arg(arg, &l) < 0) return NULL;
     const pagein_tensor *const *ts = NULL;
-    size_t n = pagein_model_layer_tensors(s->m, (int32_t)l, &ts);
+    size_t n = pagein_model_layer_tensors(s->m, l, &ts);
     PyObject *list = PyList_New((Py_ssize_t)n);
     if (!list) return NULL;
     for (size_t i = 0; i < n; i++) {
@@ -669,11 +796,11 @@ typedef int (*layer_fn)(pagein_model *, int32_t);
 
 static PyObject *layer_call(Source *s, PyObject *arg, layer_fn fn) {
     if (need_model(s) < 0) return NULL;
-    long l = PyLong_AsLong(arg);
-    if (l == -1 && PyErr_Occurred()) return NULL;
+    int32_t l;
+    if (layer_arg(arg, &l) < 0) return NULL;
     int rc;
     Py_BEGIN_ALLOW_THREADS
-    rc = fn(s->m, (int32_t)l);
+    rc = fn(s->m, l);
     Py_END_ALLOW_THREADS
     if (rc < 0) return raise_rc(rc, NULL);
     Py_RETURN_NONE;
@@ -767,10 +894,9 @@ static PyObject *Source_residency(Source *s, PyObject *args, PyObject *kw) {
     if (collect(s, names, &ts, &n) < 0) return NULL;
     pagein_residency r = {0, 0, 0, 0};
     int rc = 0;
-    long l = 0;
+    int32_t l = 0;
     if (layer != Py_None) {
-        l = PyLong_AsLong(layer);
-        if (l == -1 && PyErr_Occurred()) {
+        if (layer_arg(layer, &l) < 0) {
             PyMem_Free(ts);
             return NULL;
         }
@@ -788,7 +914,7 @@ static PyObject *Source_residency(Source *s, PyObject *args, PyObject *kw) {
             if (rc >= 0 && ts[i]->nbytes) pagein_residency_add(&r, &x);
         }
     } else if (s->m) {
-        rc = layer != Py_None ? pagein_model_layer_residency(s->m, (int32_t)l, &r) : pagein_model_residency(s->m, &r);
+        rc = layer != Py_None ? pagein_model_layer_residency(s->m, l, &r) : pagein_model_residency(s->m, &r);
     } else {
         pagein_file_info info;
         pagein_file_get_info(s->f, &info);
@@ -868,7 +994,9 @@ static PyMethodDef Source_methods[] = {
     {"count", PYFN(Source_count), METH_NOARGS, "number of tensors"},
     {"buffer", PYFN(Source_buffer), METH_O, "buffer(name or index) -> read-only View of the tensor's bytes"},
     {"strides", PYFN(Source_strides), METH_O, "strides(name) -> element strides (PyTorch checkpoints) or None"},
-    {"metadata", PYFN(Source_metadata), METH_NOARGS, "metadata() -> [(key, value)]"},
+    {"metadata", PYFN(Source_metadata), METH_NOARGS, "metadata() -> [(key, value)], values of their native types"},
+    {"dequantize", PYFN(Source_dequantize), METH_VARARGS,
+     "dequantize(name, out) -> bytearray of the values as out ('F32', 'F16', 'BF16')"},
     {"files", PYFN(Source_files), METH_NOARGS, "files() -> [info dict]"},
     {"strategy", PYFN(Source_strategy), METH_NOARGS, "model: (strategy name, why)"},
     {"layer_count", PYFN(Source_layer_count), METH_NOARGS, "model: number of numbered layers"},
@@ -912,8 +1040,9 @@ static PyTypeObject SourceType = {
 static PyObject *py_write(PyObject *self, PyObject *args, PyObject *kw) {
     static char *kwlist[] = {"path", "items", "metadata", "align", NULL};
     PyObject *path, *items, *meta = Py_None;
-    unsigned long long align = 0;
-    if (!PyArg_ParseTupleAndKeywords(args, kw, "UO|OK:write", kwlist, &path, &items, &meta, &align)) return NULL;
+    int_arg align = UINT_ARG("align", UINT64_MAX);
+    if (!PyArg_ParseTupleAndKeywords(args, kw, "UO|OO&:write", kwlist, &path, &items, &meta, int_arg_conv, &align))
+        return NULL;
     /* A tuple of our own: the item tuples (immutable) and their strings stay
      * alive while the GIL is released, whatever other threads do to items. */
     PyObject *seq = PySequence_Tuple(items);
@@ -1038,7 +1167,7 @@ static PyObject *py_write(PyObject *self, PyObject *args, PyObject *kw) {
         o.meta_keys = mk;
         o.meta_values = mv;
         o.n_meta = (size_t)nmeta;
-        o.align = align;
+        o.align = align.u;
         int rc;
         Py_BEGIN_ALLOW_THREADS
         rc = pagein_safetensors_write(p, wt, (size_t)n, &o);
@@ -1079,14 +1208,34 @@ static PyObject *py_dtype_info(PyObject *self, PyObject *arg) {
 }
 
 static PyObject *py_strerror(PyObject *self, PyObject *arg) {
-    long c = PyLong_AsLong(arg);
-    if (c == -1 && PyErr_Occurred()) return NULL;
-    return PyUnicode_FromString(pagein_strerror((int)c));
+    int_arg c = SINT_ARG("code", INT_MIN, INT_MAX);
+    if (!int_arg_conv(arg, &c)) return NULL;
+    return PyUnicode_FromString(pagein_strerror((int)c.v));
+}
+
+/* strategies() -> names in the library's strategy table, "auto" first */
+static PyObject *py_strategies(PyObject *self, PyObject *noargs) {
+    (void)self, (void)noargs;
+    size_t n = pagein_strategy_count();
+    PyObject *t = PyTuple_New((Py_ssize_t)n);
+    if (!t) return NULL;
+    for (size_t i = 0; i < n; i++) {
+        PyObject *s = PyUnicode_FromString(pagein_strategy_name((pagein_strategy)i));
+        if (!s) {
+            Py_DECREF(t);
+            return NULL;
+        }
+        PyTuple_SET_ITEM(t, (Py_ssize_t)i, s);
+    }
+    return t;
 }
 
 static PyMethodDef module_methods[] = {
+    {"strategies", PYFN(py_strategies), METH_NOARGS, "strategies() -> the strategy names, from the library's table"},
     {"open_file", PYFN(py_open_file), METH_VARARGS | METH_KEYWORDS,
      "open_file(path, lenient=False) -> Source"},
+    {"open_memory", PYFN(py_open_memory), METH_VARARGS | METH_KEYWORDS,
+     "open_memory(data, name='<memory>', writable=False) -> Source over a file image in memory"},
     {"open_model", PYFN(py_open_model), METH_VARARGS | METH_KEYWORDS,
      "open_model(path, strategy='auto', threads=0, prefetch=0, budget=0, hints=0, lenient=False) -> Source"},
     {"write", PYFN(py_write), METH_VARARGS | METH_KEYWORDS,
@@ -1145,6 +1294,11 @@ PyMODINIT_FUNC PyInit__pagein(void) {
     Py_INCREF(&ViewType);
     if (PyModule_AddObject(m, "View", (PyObject *)&ViewType) < 0) goto fail;
     if (PyModule_AddStringConstant(m, "version", pagein_version_string()) < 0) goto fail;
+#ifdef PAGEIN_HAVE_DEQUANTIZE
+    if (PyModule_AddIntConstant(m, "_has_dequantize", 1) < 0) goto fail;
+#else
+    if (PyModule_AddIntConstant(m, "_has_dequantize", 0) < 0) goto fail;
+#endif
     if (PyModule_AddIntConstant(m, "HINT_SEQUENTIAL", PAGEIN_HINT_SEQUENTIAL) < 0 ||
         PyModule_AddIntConstant(m, "HINT_RANDOM", PAGEIN_HINT_RANDOM) < 0 ||
         PyModule_AddIntConstant(m, "HINT_HUGEPAGE", PAGEIN_HINT_HUGEPAGE) < 0 ||

@@ -1,6 +1,8 @@
-"""A small, independent GGUF reader for the tests (versions 2 and 3,
-little-endian), written from ../shared/specs/GGUF.md; shares no code with
-pagein. Returns metadata as Python values and each tensor's raw bytes."""
+"""A small, independent GGUF reader and writer for the tests (versions 1, 2
+and 3, little-endian), written from the GGUF spec (v1: 32-bit counts,
+lengths and dims); shares no code with pagein. read() returns metadata as
+Python values and each tensor's raw bytes; write() makes files of any
+version for the tests."""
 import struct
 
 # ggml type id -> (name, block elements, block bytes)
@@ -26,7 +28,7 @@ def read(path):
 
     def string():
         nonlocal pos
-        n = take("Q")
+        n = take(L)
         s = d[pos:pos + n]
         assert len(s) == n
         pos += n
@@ -38,14 +40,15 @@ def read(path):
         if t == 8:
             return string()
         assert t == 9, t
-        et, n = take("I"), take("Q")
+        et, n = take("I"), take(L)
         return [value(et) for _ in range(n)]
 
     assert d[:4] == b"GGUF"
     pos = 4
     version = take("I")
-    assert version in (2, 3), version
-    nt, nkv = take("Q"), take("Q")
+    assert version in (1, 2, 3), version
+    L = "I" if version == 1 else "Q"  # v1: 32-bit counts, lengths, dims
+    nt, nkv = take(L), take(L)
     meta = {}
     for _ in range(nkv):
         k = string()
@@ -54,7 +57,7 @@ def read(path):
     for _ in range(nt):
         name = string()
         nd = take("I")
-        ne = [take("Q") for _ in range(nd)]
+        ne = [take(L) for _ in range(nd)]
         t, off = take("I"), take("Q")
         infos.append((name, t, ne, off))
     align = meta.get("general.alignment", 32)
@@ -68,3 +71,47 @@ def read(path):
         nbytes = n * bb // be
         out.append((name, tname, list(reversed(ne)), d[start + off:start + off + nbytes]))
     return version, meta, out
+
+
+TYPE_ID = {"u8": 0, "i8": 1, "u16": 2, "i16": 3, "u32": 4, "i32": 5, "f32": 6, "bool": 7, "str": 8,
+           "arr": 9, "u64": 10, "i64": 11, "f64": 12}
+
+
+def write(path, meta, tensors=(), version=3, alignment=32):
+    """Writes a GGUF file. meta: [(key, type name, value)], arrays as
+    (key, "arr", (element type name, [values])), nested arrays as element
+    type "arr" with (type name, [values]) elements. tensors: [(name, ggml
+    type id, shape outermost first, bytes)]."""
+    L = "<I" if version == 1 else "<Q"
+    out = bytearray(b"GGUF" + struct.pack("<I", version))
+    out += struct.pack(L, len(tensors)) + struct.pack(L, len(meta))
+
+    def string(s):
+        b = s.encode("utf-8", "surrogateescape") if isinstance(s, str) else s
+        return struct.pack(L, len(b)) + b
+
+    def value(t, v):
+        tid = TYPE_ID[t]
+        if tid in SCALAR:
+            return struct.pack("<" + SCALAR[tid], v)
+        if tid == 8:
+            return string(v)
+        et, items = v
+        return struct.pack("<I", TYPE_ID[et]) + struct.pack(L, len(items)) + b"".join(value(et, x) for x in items)
+
+    for k, t, v in meta:
+        out += string(k) + struct.pack("<I", TYPE_ID[t]) + value(t, v)
+    off = 0
+    offs = []
+    for name, tid, shape, raw in tensors:
+        offs.append(off)
+        off += (len(raw) + alignment - 1) // alignment * alignment
+    for (name, tid, shape, raw), o in zip(tensors, offs):
+        out += string(name) + struct.pack("<I", len(shape))
+        out += b"".join(struct.pack(L, d) for d in reversed(shape))
+        out += struct.pack("<I", tid) + struct.pack("<Q", o)
+    out += b"\0" * (-len(out) % alignment)
+    for name, tid, shape, raw in tensors:
+        out += raw + b"\0" * (-len(raw) % alignment)
+    with open(path, "wb") as fh:
+        fh.write(out)

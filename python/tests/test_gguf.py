@@ -1,5 +1,6 @@
 """GGUF through safe_open and open_model: tensors and typed metadata equal
 an independent reader's (tests/ggufref.py) for every real GGUF file."""
+import json
 import os
 
 import numpy as np
@@ -25,10 +26,16 @@ def test_gguf_equals_reference(path):
     version, meta, tensors = ggufref.read(path)
     with pagein.safe_open(path, framework="np") as f:
         assert f.info()["format"] == "gguf"
-        got_meta = f.metadata() or {}
+        got_meta = f.metadata_typed()
         assert list(got_meta) == list(meta)
         for k, v in meta.items():
             assert same(got_meta[k], v), k
+        # metadata(): dict[str, str] as safetensors gives, non-strings as JSON
+        strs = f.metadata()
+        assert list(strs) == list(meta)
+        for k, v in meta.items():
+            assert isinstance(strs[k], str), k
+            assert strs[k] == v if isinstance(v, str) else same(json.loads(strs[k]), v), k
         assert f.offset_keys() == [t[0] for t in tensors]
         for name, dtype, shape, raw in tensors:
             assert f.get_dtype(name) == dtype

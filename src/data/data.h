@@ -32,32 +32,6 @@ struct pagein_dataset {
     uint32_t elem_bytes;
 };
 
-/* ---- a persistent crew of threads (crew.c) ------------------------------
- * Like pi_parallel() but the threads live as long as the crew, so a reader
- * issuing thousands of small batches does not create thousands of threads.
- * Owned by one object, stopped and joined by pi_crew_stop. */
-struct pi_crew {
-    pthread_t *tids;
-    unsigned n; /* worker threads (the caller of run is one more) */
-    pthread_mutex_t mu;
-    pthread_cond_t go, done;
-    uint64_t gen;
-    unsigned busy;
-    int stop;
-    pi_item_fn fn;
-    void *ctx;
-    size_t nitems;
-    _Atomic size_t next;
-    _Atomic int rc;
-    char detail[1024];
-};
-/* Starts nthreads-1 workers (the calling thread of run is the last). */
-int pi_crew_start(struct pi_crew *c, unsigned nthreads);
-/* Runs fn(ctx, i) for i in [0, n); returns 0 or the first negative rc
- * (its detail carried over). */
-int pi_crew_run(struct pi_crew *c, size_t n, pi_item_fn fn, void *ctx);
-void pi_crew_stop(struct pi_crew *c);
-
 /* ---- ranges (ranges.c) ---------------------------------------------------
  * The plan: requests sorted by (file, offset, -length); each block is one
  * read [off, off+len) of one file serving order[first .. first+count). */

@@ -112,11 +112,9 @@ static int ds_add_file(pagein_dataset *d, const char *path) {
     f->path = pi_strndup(path, strlen(path));
     if (!f->path) return pi_err(-ENOMEM, "%s: out of memory", path);
     d->nfiles++;
-    f->fd = open(path, O_RDONLY | O_CLOEXEC);
-    if (f->fd < 0) return pi_err(-errno, "%s: cannot open: %s", path, strerror(errno));
     struct stat st;
-    if (fstat(f->fd, &st) < 0) return pi_err(-errno, "%s: fstat: %s", path, strerror(errno));
-    RETURN_IF(!S_ISREG(st.st_mode), PAGEIN_E_INVALID, "%s: not a regular file", path);
+    int rc = pi_open_regular(path, &f->fd, &st);
+    FORWARD_IF(rc == -EINVAL ? PAGEIN_E_INVALID : rc); /* not a regular file */
     f->size = (uint64_t)st.st_size;
     return 0;
 }
@@ -189,16 +187,8 @@ int pagein_dataset_open_megatron(pagein_dataset **out, const char *prefix) {
     memcpy(p + pl, ".bin", 5);
     if ((rc = ds_add_file(d, p)) < 0) goto done;
     memcpy(p + pl, ".idx", 5);
-    ifd = open(p, O_RDONLY | O_CLOEXEC);
-    if (ifd < 0) {
-        rc = pi_err(-errno, "%s: cannot open: %s", p, strerror(errno));
-        goto done;
-    }
     struct stat st;
-    if (fstat(ifd, &st) < 0) {
-        rc = pi_err(-errno, "%s: fstat: %s", p, strerror(errno));
-        goto done;
-    }
+    if ((rc = pi_open_regular(p, &ifd, &st)) < 0) goto done;
     if ((uint64_t)st.st_size > SIZE_MAX / 2) {
         rc = pi_err(PAGEIN_E_LIMIT, "%s: index too large", p);
         goto done;

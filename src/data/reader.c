@@ -37,11 +37,12 @@ static int i64_cmp(const void *a, const void *b) {
     return (x > y) - (x < y);
 }
 
-double pagein_order_entropy(const uint64_t *ids, size_t n) {
-    if (!ids || n < 2) return -1.0;
+int pagein_order_entropy(const uint64_t *ids, size_t n, double *bits) {
+    if (!ids || !bits) return pi_err(PAGEIN_E_INVALID, "pagein_order_entropy: NULL argument");
+    if (n < 2) return pi_err(PAGEIN_E_INVALID, "pagein_order_entropy: %zu ids have no gap", n);
     size_t m = n - 1;
     int64_t *g = pi_malloc(m * sizeof *g);
-    if (!g) return (double)-ENOMEM;
+    if (!g) return pi_err(-ENOMEM, "out of memory for %zu gaps", m);
     for (size_t i = 0; i < m; i++) g[i] = (int64_t)(ids[i + 1] - ids[i]);
     qsort(g, m, sizeof *g, i64_cmp);
     double h = 0;
@@ -53,19 +54,23 @@ double pagein_order_entropy(const uint64_t *ids, size_t n) {
         i = j;
     }
     pi_free(g);
-    return h;
+    *bits = h;
+    return 0;
 }
 
-double pagein_shuffle_quality(const uint64_t *ids, size_t n) {
-    if (!ids || n < 3) return -1.0;
+int pagein_shuffle_quality(const uint64_t *ids, size_t n, double *q) {
+    if (!ids || !q) return pi_err(PAGEIN_E_INVALID, "pagein_shuffle_quality: NULL argument");
+    if (n < 3) return pi_err(PAGEIN_E_INVALID, "pagein_shuffle_quality: needs at least 3 ids, got %zu", n);
     uint64_t *ref = pi_malloc(n * sizeof *ref);
-    if (!ref) return (double)-ENOMEM;
+    if (!ref) return pi_err(-ENOMEM, "out of memory for %zu ids", n);
     pagein_permutation(ref, n, 0x5eed5eed5eedull);
-    double href = pagein_order_entropy(ref, n);
+    double href = 0, h = 0;
+    int rc = pagein_order_entropy(ref, n, &href);
     pi_free(ref);
-    double h = pagein_order_entropy(ids, n);
-    if (h < 0 || href <= 0) return h < 0 ? h : -1.0;
-    return h / href;
+    if (rc == 0) rc = pagein_order_entropy(ids, n, &h);
+    if (rc < 0) return rc;
+    *q = href > 0 ? h / href : 0.0;
+    return 0;
 }
 
 /* ---- the reader object -------------------------------------------------- */
@@ -140,7 +145,7 @@ const char *pagein_reader_kind_name(pagein_reader_kind k) {
     case PAGEIN_READER_RANGES: return "ranges";
     case PAGEIN_READER_MMAP: return "mmap";
     }
-    return NULL;
+    return "unknown";
 }
 
 int pagein_reader_kind_from_name(const char *name) {

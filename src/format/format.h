@@ -47,4 +47,202 @@ int pi_safetensors_parse(const uint8_t *buf, size_t avail, uint64_t size, uint32
 int pi_gguf_parse(const uint8_t *buf, size_t avail, uint64_t size, uint32_t flags, struct pi_table *t);
 int pi_torch_parse(const uint8_t *buf, size_t avail, uint64_t size, uint32_t flags, struct pi_table *t);
 
+/* Test and tool hook (gguf_write.c): write the older layouts (version 1:
+ * 32-bit counts, lengths and dims; 2) and/or GGUF's big-endian variant
+ * (every header field big-endian; tensor bytes are written as given).
+ * Call right after pagein_gguf_writer_new. Not part of the stable API. */
+int pi_gguf_writer_layout(pagein_gguf_writer *w, uint32_t version, int big_endian);
+
+/* ---- integrity manifests (format/manifest.c, ops/hash.c) ---------------- */
+/*
+ * A manifest lists, for every file of a model, its size and a hash of its
+ * header bytes, and for every tensor its place and the XXH3-128 hash of its
+ * bytes. Text, one record a line (docs/FORMAT-MANIFEST.md). The parser
+ * treats the buffer as untrusted input and does no I/O.
+ */
+#define PI_MANIFEST_MAX_NAME 65536u      /* bytes of a decoded name */
+#define PI_MANIFEST_MAX_FILES 65536u
+#define PI_MANIFEST_MAX_TENSORS (1u << 24)
+
+struct pi_manifest_file {
+    const char *name; /* decoded, NUL-terminated (arena) */
+    size_t name_len;
+    uint64_t size;         /* file size */
+    uint64_t header_bytes; /* bytes [0, header_bytes) hashed as the header */
+    uint8_t header_hash[16];
+};
+
+struct pi_manifest_tensor {
+    uint32_t file;
+    const char *name; /* decoded, NUL-terminated (arena); may contain NUL */
+    size_t name_len;
+    uint64_t offset, nbytes;
+    uint8_t hash[16]; /* canonical (big-endian) XXH3-128 */
+};
+
+struct pi_manifest {
+    struct pi_manifest_file *files;
+    size_t nfiles, fcap;
+    struct pi_manifest_tensor *t;
+    size_t n, cap;
+    uint32_t *index; /* icap slots: tensor index + 1, keyed by (file, name) */
+    size_t icap;
+    struct pi_arena arena;
+};
+
+void pi_manifest_init(struct pi_manifest *m);
+void pi_manifest_free(struct pi_manifest *m);
+/* Parses buf. Returns 0 or PAGEIN_E_BAD_MANIFEST, _BAD_MAGIC, _BAD_VERSION,
+ * _UNSUPPORTED (another hash), _TRUNCATED (no final "end" line), _OVERFLOW,
+ * _BAD_OFFSET, _DUPLICATE, _LIMIT, -ENOMEM; the detail names the line.
+ * m is initialised by the caller and freed by the caller on error too. */
+int pi_manifest_parse(const uint8_t *buf, size_t len, struct pi_manifest *m);
+/* Entry for (file, name) or NULL. */
+const struct pi_manifest_tensor *pi_manifest_find(const struct pi_manifest *m, uint32_t file,
+                                                  const char *name, size_t len);
+/* Appends records to m (building a manifest to write). Return 0 or -ENOMEM. */
+int pi_manifest_add_file(struct pi_manifest *m, const char *name, size_t name_len, uint64_t size,
+                         uint64_t header_bytes, const uint8_t hash[16]);
+int pi_manifest_add_tensor(struct pi_manifest *m, uint32_t file, const char *name, size_t name_len,
+                           uint64_t offset, uint64_t nbytes, const uint8_t hash[16]);
+/* Serialises m into a pi_malloc'd buffer (*out, *len). 0 or -ENOMEM. */
+int pi_manifest_format(const struct pi_manifest *m, char **out, size_t *len);
+
+/* ==== JSON (format/json.c) =============================================== */
+/*
+ * A pull reader for JSON over (buf, len): no DOM, no recursion (nesting is
+ * tracked in a fixed stack, so input cannot drive the C stack deep), strict
+ * RFC 8259 syntax, strict UTF-8, every string escape including \uXXXX
+ * surrogate pairs (lone surrogates are rejected). Used by the safetensors
+ * header, the sharded `*.index.json` and integrity manifests.
+ *
+ * Walk a document like this:
+ *
+ *     struct pi_json j;
+ *     pi_json_init(&j, buf, len, 0);
+ *     rc = pi_json_enter(&j, PI_JSON_OBJECT);          // consumes '{'
+ *     while ((rc = pi_json_next(&j, &key, &klen)) > 0) { // 1: a member follows
+ *         if (klen == 4 && !memcmp(key, "name", 4)) rc = pi_json_string(&j, &s, &n);
+ *         else rc = pi_json_skip(&j);                   // any value, iteratively
+ *         if (rc < 0) break;
+ *     }                                                 // 0: '}' consumed
+ *     if (rc == 0) rc = pi_json_finish(&j);             // only whitespace left
+ *     pi_json_free(&j);
+ *
+ * Errors (negative returns, detail says the byte offset): PAGEIN_E_BAD_JSON
+ * (syntax, unexpected end, lone surrogate, control character in a string),
+ * PAGEIN_E_BAD_UTF8, PAGEIN_E_LIMIT (nesting deeper than max_depth),
+ * PAGEIN_E_BAD_TYPE (the value is not of the requested type; nothing is
+ * consumed), PAGEIN_E_OVERFLOW (integer does not fit uint64), -ENOMEM.
+ * After an error the reader must not be used again except for pi_json_free.
+ *
+ * Strings and keys are returned as (pointer, length): the decoded text may
+ * contain NUL bytes. A string without escapes points into buf; one with
+ * escapes is decoded into a buffer owned by the reader (allocated once, at
+ * most len + 1 bytes, on the first escape) and NUL-terminated. Either way
+ * the pointer stays valid until pi_json_free() (and buf outlives it).
+ */
+#define PI_JSON_MAX_DEPTH 128
+
+enum pi_json_type {
+    PI_JSON_OBJECT = 1,
+    PI_JSON_ARRAY,
+    PI_JSON_STRING,
+    PI_JSON_NUMBER,
+    PI_JSON_TRUE,
+    PI_JSON_FALSE,
+    PI_JSON_NULL
+};
+
+struct pi_json {
+    const uint8_t *buf;
+    size_t len, pos;
+    uint32_t depth, max_depth;
+    bool utf8_checked;  /* caller validated all of buf: skip per-string UTF-8 checks */
+    char *dec;          /* decoded strings (NULL until the first escape) */
+    size_t dec_used;
+    uint8_t kind[PI_JSON_MAX_DEPTH];  /* '{' or '[' per open container */
+    uint8_t first[PI_JSON_MAX_DEPTH]; /* 1 until the container's first member */
+};
+
+/* Starts reading buf. max_depth 0 or > PI_JSON_MAX_DEPTH means PI_JSON_MAX_DEPTH. */
+void pi_json_init(struct pi_json *j, const void *buf, size_t len, uint32_t max_depth);
+void pi_json_free(struct pi_json *j);
+/* Type of the next value (skips whitespace, consumes nothing): a
+ * PI_JSON_* >= 1, or PAGEIN_E_BAD_JSON (end of input / not a value). */
+int pi_json_peek(struct pi_json *j);
+/* Consumes '{' (type PI_JSON_OBJECT) or '[' (PI_JSON_ARRAY). */
+int pi_json_enter(struct pi_json *j, int type);
+/* In the innermost open container: returns 1 if a member follows (for an
+ * object its key is decoded into key/klen, either may be NULL, and the
+ * ':' consumed; the caller must then consume the value), 0 if the
+ * container ended (its closing bracket consumed), or an error. */
+int pi_json_next(struct pi_json *j, const char **key, size_t *klen);
+int pi_json_string(struct pi_json *j, const char **s, size_t *len);
+/* A non-negative integer without fraction or exponent. Negative numbers,
+ * fractions and exponents give PAGEIN_E_BAD_TYPE. */
+int pi_json_u64(struct pi_json *j, uint64_t *v);
+/* Any number: its validated text (points into buf). */
+int pi_json_number(struct pi_json *j, const char **text, size_t *len);
+int pi_json_bool(struct pi_json *j, bool *v);
+int pi_json_null(struct pi_json *j);
+/* Consumes the next value whatever it is (objects and arrays iteratively,
+ * still validating syntax, UTF-8 and the depth limit). */
+int pi_json_skip(struct pi_json *j);
+/* After the top-level value: only JSON whitespace may remain. */
+int pi_json_finish(struct pi_json *j);
+/* Current byte offset (for messages). */
+static inline size_t pi_json_offset(const struct pi_json *j) { return j->pos; }
+/* True if s[0..n) is valid UTF-8 (no overlongs, surrogates or code points
+ * above U+10FFFF); otherwise false and *bad (may be NULL) = first bad byte. */
+bool pi_utf8_valid(const uint8_t *s, size_t n, size_t *bad);
+/* Appends s[0..n) as a JSON string literal with serde_json's escaping
+ * (\" \\ \b \f \n \r \t, other control bytes as \u00xx, everything
+ * else verbatim) to dst, which must have room for pi_json_quoted_len(s, n). */
+size_t pi_json_quoted_len(const char *s, size_t n);
+char *pi_json_quote(char *dst, const char *s, size_t n);
+/* ==== end JSON ============================================================ */
+
+/* ---- GGUF (format/gguf*.c) --------------------------------------------- */
+/* Limits, as in ggml's gguf.cpp (specs/GGUF.md 1.2-1.6). */
+#define PI_GGUF_MAX_STRING (1ull << 30)   /* GGUF_MAX_STRING_LENGTH */
+#define PI_GGUF_MAX_ARRAY (1ull << 30)    /* GGUF_MAX_ARRAY_ELEMENTS */
+#define PI_GGUF_MAX_NAME 64               /* GGML_MAX_NAME: names < 64 bytes */
+#define PI_GGUF_MAX_DIMS 4                /* GGML_MAX_DIMS */
+#define PI_GGUF_MAX_DEPTH 8               /* nested arrays: pagein's own limit */
+#define PI_GGUF_DEFAULT_ALIGNMENT 32
+
+/* Byte size of one element of a scalar GGUF value type (0 for STRING and
+ * ARRAY, which are variable-sized; 0 for invalid ids). */
+uint32_t pi_gguf_type_size(uint32_t type);
+/* Name of a GGUF value type ("u32", "string", ...); "?" if invalid. */
+const char *pi_gguf_type_name(uint32_t type);
+
+/* ---- GGUF split ----------------------------------------------------------- */
+/*
+ * Split (sharded) GGUF sets: files named PREFIX-%05d-of-%05d.gguf numbered
+ * from 00001, each a complete GGUF with split.no (0-based), split.count and
+ * split.tensors.count (any integer width accepted).
+ *
+ * pi_gguf_split_paths: if path's file name matches the split pattern,
+ * sets *paths to a pi_malloc'd array of *n pi_malloc'd shard paths in shard
+ * order (same directory, same prefix, 00001..count) and returns 1; if it
+ * does not match, sets *paths = NULL, *n = 0 and returns 0 (a single file).
+ * Does no I/O (shards are not checked to exist). Free with
+ * pi_gguf_split_free_paths. Errors: -ENOMEM, PAGEIN_E_BAD_INDEX (the name
+ * says shard i of n with i == 0, i > n or n > 99999).
+ *
+ * pi_gguf_split_check: given the n open files of a set in shard order,
+ * checks that each has split.no == its position, split.count == n (both
+ * present in every shard when n > 1), that split.tensors.count is the same
+ * everywhere and equals the sum of the shards' tensor counts, and that no
+ * tensor name appears in two shards. A set of one file without split keys
+ * passes. Returns 0 or PAGEIN_E_BAD_INDEX / PAGEIN_E_DUPLICATE with a
+ * detail naming the shard and the key.
+ */
+int pi_gguf_split_paths(const char *path, char ***paths, size_t *n);
+void pi_gguf_split_free_paths(char **paths, size_t n);
+int pi_gguf_split_check(const pagein_file *const *files, size_t n);
+
+
 #endif

@@ -5,10 +5,13 @@
  * mapping on each call (byte-swapped for big-endian files); string and
  * nested arrays of the file's own table have an element index built at
  * open, so element i is O(1). */
-#include "../internal.h"
+#include "format.h"
 
 
-const char *pagein_meta_type_name(pagein_meta_type t) { return pi_gguf_type_name((uint32_t)t); }
+const char *pagein_meta_type_name(pagein_meta_type t) {
+    const char *n = pi_gguf_type_name((uint32_t)t);
+    return strcmp(n, "?") == 0 ? "unknown" : n;
+}
 
 uint32_t pagein_tensor_ggml_ne(const pagein_tensor *t, uint64_t ne[4]) {
     for (int d = 0; d < 4; d++) ne[d] = 1;

@@ -2,7 +2,7 @@
  * from any shard's path, and the consistency check of the split.* keys.
  * Opening the files and merging their tables is the load engine's job
  * (pagein_model_open); it calls these two helpers. */
-#include "../internal.h"
+#include "format.h"
 
 #include <stdio.h>
 

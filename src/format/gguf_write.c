@@ -6,6 +6,7 @@
  * (running padded sums) are known. The file is written to a temporary file
  * and renamed into place by the shared atomic-file helper (src/io/atomic.c). */
 #include "format.h"
+#include "../io/io.h"
 
 #include <stdio.h>
 
@@ -85,18 +86,25 @@ static void put_scalar(const pagein_gguf_writer *w, struct buf *b, uint32_t type
     if (*rc == 0) *rc = buf_put(b, tmp, es);
 }
 
+int pi_gguf_writer_layout(pagein_gguf_writer *w, uint32_t version, int big_endian) {
+    if (version < 1 || version > 3) return pi_err(PAGEIN_E_INVALID, "cannot write GGUF version %u", version);
+    if (w->kv.n || w->nt) return pi_err(PAGEIN_E_INVALID, "GGUF writer layout set after data was added");
+    w->version = version;
+    w->be = big_endian != 0;
+    return 0;
+}
+
 int pagein_gguf_writer_new(pagein_gguf_writer **out, const pagein_gguf_write_opts *opts) {
     pi_err_clear();
     if (!out) return pi_err(PAGEIN_E_INVALID, "NULL writer pointer");
-    uint32_t version = opts && opts->version ? opts->version : 3;
+    uint32_t version = 3;
     uint32_t align = opts ? opts->alignment : 0;
-    if (version < 1 || version > 3) return pi_err(PAGEIN_E_INVALID, "cannot write GGUF version %u", version);
     if (align & (align - 1)) return pi_err(PAGEIN_E_BAD_ALIGNMENT, "alignment %u is not a power of two", align);
     pagein_gguf_writer *w = pi_calloc(1, sizeof *w);
     if (!w) return pi_err(-ENOMEM, "out of memory");
     w->version = version;
     w->alignment = align;
-    w->be = opts ? opts->big_endian != 0 : 0;
+    w->be = 0;
     *out = w;
     return 0;
 }

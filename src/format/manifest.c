@@ -9,7 +9,7 @@
  *
  * Line based like sha256sum output, so it diffs and greps well; names are
  * percent-encoded so any byte string fits in one field. */
-#include "../internal.h"
+#include "format.h"
 
 #include <stdio.h>
 #include <stdlib.h>
@@ -309,32 +309,10 @@ int pi_manifest_parse(const uint8_t *buf, size_t len, struct pi_manifest *m) {
 
 /* ---- formatter ---------------------------------------------------------- */
 
-struct sbuf {
-    char *p;
-    size_t n, cap;
-    int oom;
-};
+#define sb_put pi_buf_put
 
-static void sb_put(struct sbuf *b, const char *s, size_t n) {
-    if (b->oom) return;
-    if (b->n + n + 1 > b->cap) {
-        size_t nc = b->cap ? b->cap * 2 : 4096;
-        while (nc < b->n + n + 1) nc *= 2;
-        char *np = pi_realloc(b->p, nc);
-        if (!np) {
-            b->oom = 1;
-            return;
-        }
-        b->p = np;
-        b->cap = nc;
-    }
-    memcpy(b->p + b->n, s, n);
-    b->n += n;
-    b->p[b->n] = 0;
-}
-
-static void sb_printf(struct sbuf *b, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
-static void sb_printf(struct sbuf *b, const char *fmt, ...) {
+static void sb_printf(struct pi_buf *b, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
+static void sb_printf(struct pi_buf *b, const char *fmt, ...) {
     char tmp[128];
     va_list ap;
     va_start(ap, fmt);
@@ -343,7 +321,7 @@ static void sb_printf(struct sbuf *b, const char *fmt, ...) {
     if (n > 0) sb_put(b, tmp, (size_t)PI_MIN((size_t)n, sizeof tmp - 1));
 }
 
-static void sb_hash(struct sbuf *b, const uint8_t h[16]) {
+static void sb_hash(struct pi_buf *b, const uint8_t h[16]) {
     static const char hx[] = "0123456789abcdef";
     char s[33];
     for (int i = 0; i < 16; i++) {
@@ -353,7 +331,7 @@ static void sb_hash(struct sbuf *b, const uint8_t h[16]) {
     sb_put(b, s, 32);
 }
 
-static void sb_name(struct sbuf *b, const char *s, size_t n) {
+static void sb_name(struct pi_buf *b, const char *s, size_t n) {
     static const char hx[] = "0123456789ABCDEF";
     for (size_t i = 0; i < n; i++) {
         unsigned char c = (unsigned char)s[i];
@@ -367,7 +345,7 @@ static void sb_name(struct sbuf *b, const char *s, size_t n) {
 }
 
 int pi_manifest_format(const struct pi_manifest *m, char **out, size_t *len) {
-    struct sbuf b = {0};
+    struct pi_buf b = {0};
     sb_printf(&b, "pagein-manifest 1\nhash xxh3-128\n");
     for (size_t i = 0; i < m->nfiles; i++) {
         const struct pi_manifest_file *f = &m->files[i];

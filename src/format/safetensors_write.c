@@ -2,8 +2,8 @@
  * official Rust serializer (`prepare()` + `serialize()`,
  * ../shared/specs/SAFETENSORS.md section 4):
  *
- *  - tensors sorted by dtype descending in the crate's enum order (which
- *    pagein_dtype's first block follows), then by name (bytewise);
+ *  - tensors sorted by dtype descending in the crate's enum order (the
+ *    dtype table's st_order), then by name (bytewise);
  *  - compact JSON: {"__metadata__":{...},"name":{"dtype":"F32","shape":[..],
  *    "data_offsets":[b,e]},...} with serde_json's string escaping;
  *  - the header padded with spaces so that 8 + N is a multiple of 8 (or of
@@ -13,7 +13,8 @@
  * The file goes through pi_atomic_* (temp file, fsync, rename, fsync dir).
  * Tensors given by a fill callback are produced in chunks of at most
  * FILL_CHUNK bytes, so writing a multi-GB file needs little memory. */
-#include "../internal.h"
+#include "format.h"
+#include "../io/io.h"
 
 #include <stdio.h>
 #include <stdlib.h>
@@ -21,44 +22,18 @@
 #define FILL_CHUNK ((size_t)4 << 20)
 #define ST_MAX_HEADER 100000000ull
 
-struct sb {
-    char *p;
-    size_t n, cap;
-    int oom;
-};
+#define sb_room pi_buf_room
+#define sb_put pi_buf_put
 
-static char *sb_room(struct sb *s, size_t k) {
-    if (s->oom) return NULL;
-    if (s->n + k > s->cap) {
-        size_t nc = s->cap ? s->cap * 2 : 4096;
-        while (nc < s->n + k) nc *= 2;
-        char *np = pi_realloc(s->p, nc);
-        if (!np) {
-            s->oom = 1;
-            return NULL;
-        }
-        s->p = np;
-        s->cap = nc;
-    }
-    return s->p + s->n;
-}
+static void sb_lit(struct pi_buf *s, const char *str) { sb_put(s, str, strlen(str)); }
 
-static void sb_put(struct sb *s, const char *str, size_t k) {
-    char *d = sb_room(s, k);
-    if (!d) return;
-    memcpy(d, str, k);
-    s->n += k;
-}
-
-static void sb_lit(struct sb *s, const char *str) { sb_put(s, str, strlen(str)); }
-
-static void sb_u64(struct sb *s, uint64_t v) {
+static void sb_u64(struct pi_buf *s, uint64_t v) {
     char tmp[24];
     int k = snprintf(tmp, sizeof tmp, "%llu", (unsigned long long)v);
     sb_put(s, tmp, (size_t)k);
 }
 
-static void sb_quoted(struct sb *s, const char *str, size_t k) {
+static void sb_quoted(struct pi_buf *s, const char *str, size_t k) {
     size_t q = pi_json_quoted_len(str, k);
     char *d = sb_room(s, q);
     if (!d) return;
@@ -73,7 +48,8 @@ struct wt {
 
 static int wt_cmp(const void *a, const void *b) {
     const struct wt *x = a, *y = b;
-    if (x->t->dtype != y->t->dtype) return x->t->dtype > y->t->dtype ? -1 : 1;
+    uint32_t ox = pagein_dtype_get(x->t->dtype)->st_order, oy = pagein_dtype_get(y->t->dtype)->st_order;
+    if (ox != oy) return ox > oy ? -1 : 1;
     return strcmp(x->t->name, y->t->name);
 }
 
@@ -134,7 +110,7 @@ int pagein_safetensors_write(const char *path, const pagein_write_tensor *tensor
         RETURN_IF(!o.meta_keys[i] || !o.meta_values[i], PAGEIN_E_INVALID, "metadata entry %zu is NULL", i);
 
     int rc = 0;
-    struct sb s = {0};
+    struct pi_buf s = {0};
     uint8_t *chunk = NULL;
     const char **names = NULL;
     struct wt *w = pi_calloc(n ? n : 1, sizeof *w);

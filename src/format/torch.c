@@ -4,6 +4,7 @@
  * and every other value into a metadata entry. Buffer in, no I/O.
  * docs/FORMAT-TORCH.md describes what is accepted and refused. */
 #include "torch_internal.h"
+#include "../io/io.h"
 
 #include <stdio.h>
 #include <stdlib.h>
@@ -22,29 +23,8 @@ static void torch_ext_free(void *p) {
 }
 
 /* ---- growable byte buffer for names and reprs ---------------------------- */
-struct sbuf {
-    char *p;
-    size_t n, cap;
-    int oom;
-};
-
-static void sb_put(struct sbuf *b, const char *s, size_t n) {
-    if (b->oom) return;
-    if (b->n + n + 1 > b->cap) {
-        size_t nc = b->cap ? b->cap : 256;
-        while (nc < b->n + n + 1) nc *= 2;
-        char *np = pi_realloc(b->p, nc);
-        if (!np) {
-            b->oom = 1;
-            return;
-        }
-        b->p = np, b->cap = nc;
-    }
-    memcpy(b->p + b->n, s, n);
-    b->n += n;
-    b->p[b->n] = 0;
-}
-static void sb_str(struct sbuf *b, const char *s) { sb_put(b, s, strlen(s)); }
+#define sb_put pi_buf_put
+#define sb_str pi_buf_str
 
 /* ---- the walk: dotted names for tensors, metadata for everything else ---- */
 
@@ -64,7 +44,7 @@ struct walker {
     size_t ni, ci;
     size_t visits;
     uint64_t name_bytes;
-    struct sbuf name;
+    struct pi_buf name;
 };
 
 /* Names are copied per tensor and per value: bound each and their sum, so
@@ -97,7 +77,7 @@ static bool contains_tensor(struct walker *w, uint32_t id, int depth) {
     return yes;
 }
 
-static void repr(struct walker *w, struct sbuf *b, uint32_t id, int depth) {
+static void repr(struct walker *w, struct pi_buf *b, uint32_t id, int depth) {
     const struct pk_obj *o = &w->st->o[id];
     char tmp[64];
     if (b->n > MAX_REPR || w->visits++ > MAX_VISITS) return;
@@ -166,7 +146,7 @@ static int add_meta(struct walker *w, uint32_t id) {
     default: {
         /* None, tuples, lists and dicts without tensors, dtypes...: their
          * Python repr, as a string */
-        struct sbuf b = {0};
+        struct pi_buf b = {0};
         repr(w, &b, id, 0);
         if (b.n > MAX_REPR) {
             b.n = MAX_REPR;
@@ -637,8 +617,8 @@ static int tensor_read_guarded(void *arg) {
 /* The copy runs under the truncation guard (src/internal.h "guards"): it
  * reads the mapping and writes only dst and stack buffers, so it can be
  * abandoned at a faulting load. */
-int pagein_tensor_read(const pagein_file *f, const pagein_tensor *t, void *dst, uint64_t off, size_t len) {
-    if (!f || !t || (!dst && len)) return pi_err(PAGEIN_E_INVALID, "pagein_tensor_read: NULL argument");
+int pi_tensor_gather(const pagein_file *f, const pagein_tensor *t, void *dst, uint64_t off, size_t len) {
+    if (!f || !t || (!dst && len)) return pi_err(PAGEIN_E_INVALID, "pagein_tensor_copy: NULL argument");
     if (!f->mapped || !len) return tensor_read(f, t, dst, off, len);
     struct read_args a = {f, t, dst, off, len};
     int rc = pi_guard_call(f->base, f->len, f->path, 0, f->fd, tensor_read_guarded, &a);

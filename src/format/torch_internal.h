@@ -163,4 +163,9 @@ struct pi_torch_ext {
 
 void pi_torch_ext_free(struct pi_torch_ext *x);
 
+/* Row-major, native-order bytes [off, off+len) of a strided or byte-swapped
+ * tensor (gathered through its strides, swapped), under the truncation
+ * guard: pagein_tensor_copy's path for such tensors. */
+int pi_tensor_gather(const pagein_file *f, const pagein_tensor *t, void *dst, uint64_t off, size_t len);
+
 #endif

@@ -1,6 +1,6 @@
 /* atomic.c - write-to-temp, fsync, rename, fsync-dir (see the "atomic
  * files" section of src/internal.h). */
-#include "../internal.h"
+#include "io.h"
 
 #include <fcntl.h>
 #include <stdio.h>

@@ -2,7 +2,7 @@
  * underneath: MADV_POPULATE_READ where an error return is possible, a
  * per-thread sigsetjmp guard with a chaining SIGBUS handler where a plain
  * load is unavoidable. See src/internal.h "guards" and docs/SAFETY.md. */
-#include "../internal.h"
+#include "io.h"
 
 #include <pthread.h>
 #include <setjmp.h>

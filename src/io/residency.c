@@ -7,6 +7,7 @@
  * without double counting; page counts are kept too, for vmtouch parity.
  * See docs/PAGE-CACHE.md. */
 #include "../internal.h"
+#include "../source/source.h"
 
 #include <fcntl.h>
 #include <stdio.h>
@@ -278,20 +279,8 @@ int pagein_cache_open(pagein_cache_file **out, const char *path) {
         goto fail;
     }
     c->s.path = c->path;
-    c->s.fd = open(path, O_RDONLY | O_CLOEXEC);
-    if (c->s.fd < 0) {
-        rc = pi_err(-errno, "%s: cannot open: %s", path, strerror(errno));
-        goto fail;
-    }
     struct stat st;
-    if (fstat(c->s.fd, &st) != 0) {
-        rc = pi_err(-errno, "%s: cannot stat: %s", path, strerror(errno));
-        goto fail;
-    }
-    if (!S_ISREG(st.st_mode)) {
-        rc = pi_err(-EINVAL, "%s: not a regular file", path);
-        goto fail;
-    }
+    if ((rc = pi_open_regular(path, &c->s.fd, &st)) < 0) goto fail;
     c->s.size = (uint64_t)st.st_size;
     if (c->s.size > 0) {
         void *m = mmap(NULL, (size_t)c->s.size, PROT_READ, MAP_SHARED, c->s.fd, 0);

@@ -1,6 +1,7 @@
 /* safety.c - public guarded accessors: copy-out, change detection. */
-#include "../internal.h"
+#include "io.h"
 #include "../source/source.h"
+#include "../format/torch_internal.h"
 
 #include <stdio.h>
 #include <sys/stat.h>
@@ -8,6 +9,9 @@
 int pagein_tensor_copy(const pagein_file *f, const pagein_tensor *t, uint64_t off, void *dst, size_t len) {
     pi_err_clear();
     if (!t || (!dst && len)) return pi_err(PAGEIN_E_INVALID, "pagein_tensor_copy: NULL argument");
+    /* strided views and big-endian records: gathered and swapped into
+     * row-major native order (format/torch.c) */
+    if (t->flags & (PAGEIN_TENSOR_NONCONTIGUOUS | PAGEIN_TENSOR_SWAPPED)) return pi_tensor_gather(f, t, dst, off, len);
     if (off > t->nbytes || len > t->nbytes - off)
         return pi_err(PAGEIN_E_RANGE, "tensor '%.*s': bytes [%llu, +%zu) outside its %llu bytes",
                       (int)PI_MIN(t->name_len, 200), t->name, (unsigned long long)off, len,

@@ -15,6 +15,7 @@
  * and UTF-8, every escape, iterative skipping with a depth limit.
  */
 #include "load.h"
+#include "../format/format.h"
 
 #include <stdlib.h>
 

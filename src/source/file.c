@@ -56,26 +56,34 @@ static void set_identity(struct pi_source *s, const struct stat *st) {
              (uintmax_t)st->st_ino, (intmax_t)st->st_size, (intmax_t)st->st_mtim.tv_sec, st->st_mtim.tv_nsec);
 }
 
-static int file_open(struct pi_source *s, const char *uri, uint32_t flags) {
-    PI_UNUSED(flags);
-    const char *path = strncmp(uri, "file://", 7) == 0 ? uri + 7 : uri;
+int pi_open_regular(const char *path, int *fd_out, struct stat *st) {
     /* stat first: opening a FIFO for reading blocks until a writer appears
      * (and a device may do anything on open). O_NONBLOCK on the open covers
      * the path being swapped for a FIFO between the two calls; it has no
      * effect on regular files. */
-    struct stat st;
-    if (stat(path, &st) != 0) return pi_err(-errno, "%s: %s", path, strerror(errno));
-    if (!S_ISREG(st.st_mode)) return pi_err(-EINVAL, "%s: %s, not a regular file", path, kind_name(st.st_mode));
+    if (stat(path, st) != 0) return pi_err(-errno, "%s: %s", path, strerror(errno));
+    if (!S_ISREG(st->st_mode)) return pi_err(-EINVAL, "%s: %s, not a regular file", path, kind_name(st->st_mode));
     int fd = open(path, O_RDONLY | O_CLOEXEC | O_NONBLOCK);
     if (fd < 0) return pi_err(-errno, "%s: cannot open: %s", path, strerror(errno));
-    if (fstat(fd, &st) != 0 || !S_ISREG(st.st_mode)) {
+    if (fstat(fd, st) != 0 || !S_ISREG(st->st_mode)) {
         int e = errno;
+        int reg = S_ISREG(st->st_mode);
         close(fd);
-        return S_ISREG(st.st_mode) ? pi_err(-e, "%s: cannot stat: %s", path, strerror(e))
-                                   : pi_err(-EINVAL, "%s: %s, not a regular file", path, kind_name(st.st_mode));
+        return reg ? pi_err(-e, "%s: cannot stat: %s", path, strerror(e))
+                   : pi_err(-EINVAL, "%s: %s, not a regular file", path, kind_name(st->st_mode));
     }
     int fl = fcntl(fd, F_GETFL);
     if (fl >= 0) (void)fcntl(fd, F_SETFL, fl & ~O_NONBLOCK);
+    *fd_out = fd;
+    return 0;
+}
+
+static int file_open(struct pi_source *s, const char *uri, uint32_t flags) {
+    PI_UNUSED(flags);
+    const char *path = strncmp(uri, "file://", 7) == 0 ? uri + 7 : uri;
+    struct stat st;
+    int fd;
+    FORWARD_IF(pi_open_regular(path, &fd, &st));
     s->fd = fd;
     s->size = (uint64_t)st.st_size;
     set_identity(s, &st);

@@ -130,6 +130,13 @@ int pi_source_from_fd(struct pi_source **out, int fd, const char *name, int own_
  * src (closed on failure too). pagein_open = pi_source_open + this. */
 int pi_file_open_source(pagein_file **out, struct pi_source *src, const pagein_open_opts *opts);
 
+/* Opens a local path for reading, refusing anything that is not a regular
+ * file before the open (FIFOs never block): 0 with *fd and *st, or < 0
+ * with a detail naming the path and what it is. The one open of user
+ * paths (sources, datasets, page-cache tools, install). */
+struct stat;
+int pi_open_regular(const char *path, int *fd, struct stat *st);
+
 /* Local storage facts (source/facts.c). */
 /* 1 if the filesystem is network or FUSE (by statfs magic or mountinfo type name). */
 int pi_fs_is_remote(uint32_t magic, const char *fs_type);

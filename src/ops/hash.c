@@ -5,7 +5,8 @@
  * libxxhash is optional: mk/safety.mk defines PAGEIN_HAVE_XXHASH when its
  * header is installed, and xxhash is compiled inline (XXH_INLINE_ALL), so
  * the library gains no run-time dependency either way. */
-#include "../internal.h"
+#include "../format/format.h"
+#include "../io/io.h"
 
 #include <fcntl.h>
 #include <stdio.h>
@@ -19,15 +20,15 @@
 #include <xxhash.h>
 #endif
 
-long pagein_manifest_validate(const void *buf, size_t len) {
+int pagein_manifest_validate(const void *buf, size_t len, size_t *n_tensors) {
     pi_err_clear();
     if (!buf && len) return pi_err(PAGEIN_E_INVALID, "pagein_manifest_validate: NULL buffer");
     struct pi_manifest m;
     pi_manifest_init(&m);
     int rc = pi_manifest_parse(buf ? buf : (const void *)"", len, &m);
-    long n = rc < 0 ? rc : (long)m.n;
+    if (rc == 0 && n_tensors) *n_tensors = m.n;
     pi_manifest_free(&m);
-    return n;
+    return rc < 0 ? rc : 0;
 }
 
 #ifndef PAGEIN_HAVE_XXHASH

@@ -5,7 +5,7 @@
  * byte-swapped ones swapped, tied and viewed tensors written in full, and
  * the source pages already consumed are dropped from this process's
  * resident set, so peak memory stays near one chunk plus the header. */
-#include "../internal.h"
+#include "../io/io.h"
 
 #include <stdio.h>
 #include <stdlib.h>
@@ -128,7 +128,7 @@ static int fill(void *ctx, void *dst, uint64_t off, size_t len) {
     struct job *j = s->job;
     int rc;
     if (!s->oes) {
-        rc = pagein_tensor_read(s->f, s->t, dst, off, len);
+        rc = pagein_tensor_copy(s->f, s->t, off, dst, len);
     } else {
         /* cast: source elements covering [off, off+len) of the output */
         uint64_t e0 = off / s->oes, e1 = (off + len + s->oes - 1) / s->oes;
@@ -139,7 +139,7 @@ static int fill(void *ctx, void *dst, uint64_t off, size_t len) {
             j->tmp = n, j->tmp_len = need;
         }
         uint8_t *in = j->tmp, *outb = j->tmp + (e1 - e0) * s->ies;
-        rc = pagein_tensor_read(s->f, s->t, in, e0 * s->ies, (size_t)((e1 - e0) * s->ies));
+        rc = pagein_tensor_copy(s->f, s->t, e0 * s->ies, in, (size_t)((e1 - e0) * s->ies));
         if (rc == 0) {
             for (uint64_t i = 0; i < e1 - e0; i++)
                 store_f(s->out, outb + i * s->oes, load_f(s->t->dtype, in + i * s->ies));

@@ -5,6 +5,7 @@
  * every reader. The only safe replacement is a new inode renamed over the old
  * name; readers keep the old inode until they unmap it. */
 #include "../internal.h"
+#include "../source/source.h"
 
 #include <fcntl.h>
 #include <libgen.h>
@@ -121,17 +122,10 @@ int pagein_install(const char *src, const char *dest, const pagein_install_opts 
     char *dcopy = NULL, *bcopy = NULL, *target = NULL;
     char tmpname[512] = "";
 
-    sfd = open(src, O_RDONLY | O_CLOEXEC);
-    if (sfd < 0) return pi_err(-errno, "%s: cannot open: %s", src, strerror(errno));
     struct stat sst, dst;
-    if (fstat(sfd, &sst) != 0) {
-        rc = pi_err(-errno, "%s: cannot stat: %s", src, strerror(errno));
-        goto out;
-    }
-    if (!S_ISREG(sst.st_mode)) {
-        rc = pi_err(PAGEIN_E_INVALID, "%s: not a regular file", src);
-        goto out;
-    }
+    rc = pi_open_regular(src, &sfd, &sst);
+    if (rc == -EINVAL) rc = PAGEIN_E_INVALID; /* not a regular file */
+    FORWARD_IF(rc);
 
     /* dest may be a directory: install under the source's name there */
     if (stat(dest, &dst) == 0 && S_ISDIR(dst.st_mode)) {

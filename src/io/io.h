@@ -1,0 +1,97 @@
+/* io.h - the bottom layer's private declarations: truncation guards and
+ * atomic files. Never installed. */
+#ifndef PAGEIN_IO_H
+#define PAGEIN_IO_H
+
+#include "../internal.h"
+
+/* ---- guards (io/guard.c) ------------------------------------------------ */
+/*
+ * Reads the library performs through a file mapping must not kill the
+ * process when the file shrinks underneath (SIGBUS). Two tools:
+ *
+ *  - pi_guard_populate() uses madvise(MADV_POPULATE_READ), which returns an
+ *    error (EFAULT) instead of raising SIGBUS; use it to make ranges
+ *    resident (populate, prefetch, warm).
+ *  - Where bytes must actually be loaded (copies, checksums, touching pages
+ *    on kernels without MADV_POPULATE_READ), pi_guard_call() runs a function
+ *    under a per-thread sigsetjmp guard. A SIGBUS whose fault address lies
+ *    inside the guarded range jumps back and becomes PAGEIN_E_TRUNCATED
+ *    naming the file and the file offset of the fault.
+ *
+ * The SIGBUS handler is registered once per process, on first use of any
+ * guard (the one piece of process-wide state besides the allocation test
+ * hook; docs/SAFETY.md). It remembers the handler that was installed before
+ * it and passes every SIGBUS outside a guarded range on to it (calling it,
+ * ignoring or re-raising with the default action as that handler says), so
+ * the program's own handling is unchanged. Guards nest and are per thread.
+ *
+ * Names and offsets are only used in messages: name is the file path,
+ * file_off the file offset of addr, fd (or -1) lets the message say how
+ * large the file is now.
+ */
+/* Makes [addr, addr+len) of a read-only file mapping resident. addr need not
+ * be page aligned. Returns 0, PAGEIN_E_TRUNCATED or -errno (-ENOMEM when the
+ * range is not mapped). Falls back to a guarded touch of one byte per page
+ * when the kernel lacks MADV_POPULATE_READ. */
+int pi_guard_populate(const void *addr, size_t len, const char *name, uint64_t file_off, int fd);
+/* Loads one byte per page of [addr, addr+len) under a guard. */
+int pi_guard_touch(const void *addr, size_t len, const char *name, uint64_t file_off, int fd);
+/* memcpy(dst, src, len) under a guard over the source range. */
+int pi_guard_copy(void *dst, const void *src, size_t len, const char *name, uint64_t file_off, int fd);
+/*
+ * Runs fn(ctx) with [addr, addr+len) guarded and returns its result, or
+ * PAGEIN_E_TRUNCATED if it faulted inside the range. fn is abandoned at the
+ * faulting load (siglongjmp), so while guarded it must not allocate, take
+ * locks or otherwise leave state that needs undoing: it should only read the
+ * range and write into memory its caller owns.
+ */
+typedef int (*pi_guard_fn)(void *ctx);
+int pi_guard_call(const void *addr, size_t len, const char *name, uint64_t file_off, int fd,
+                  pi_guard_fn fn, void *ctx);
+/* Registers the SIGBUS handler now (it is otherwise registered on first
+ * use). Returns 0 or -errno. Idempotent, thread-safe. */
+int pi_guard_install(void);
+/* Test hook: restores the handler that was in place before pi_guard_install
+ * so that a forked child can register again. Not thread-safe. */
+void pi_guard_uninstall(void);
+
+/* ==== atomic files (io/atomic.c) ========================================= */
+/*
+ * Writing a file so that readers see either the old file or the complete
+ * new one, never a partial one, and a crash never truncates the old one:
+ * create a temporary file in the target's directory (same filesystem, so
+ * rename is atomic), write, fsync it, rename it over the target, fsync the
+ * directory so the rename is durable. On any failure the temporary file is
+ * unlinked and the target is untouched. Used by the safetensors and GGUF
+ * writers, converters and `pagein install`.
+ *
+ *     struct pi_atomic_file a;
+ *     rc = pi_atomic_open(&a, path);            // temp created, mode 0666 & ~umask
+ *     if (rc == 0) rc = pi_atomic_write(&a, buf, n);   // as often as needed
+ *     if (rc == 0) rc = pi_atomic_commit(&a);   // fsync, rename, fsync dir
+ *     else pi_atomic_abort(&a);                 // unlink temp (commit cleans up itself)
+ *
+ * Errors are -errno with a detail naming the path. Not thread-safe per
+ * object; distinct objects are independent.
+ */
+struct pi_atomic_file {
+    int fd;        /* the temporary file, -1 when closed */
+    char *path;    /* final path (copy) */
+    char *tmp;     /* temporary path (copy) */
+    uint64_t written;
+};
+int pi_atomic_open(struct pi_atomic_file *a, const char *path);
+/* Writes all len bytes at the current end (retries short writes and EINTR). */
+int pi_atomic_write(struct pi_atomic_file *a, const void *buf, size_t len);
+/* fsyncs, renames the temp over path, fsyncs the directory, frees a. On
+ * failure the temp is unlinked and a freed as well. Every failure except a
+ * failing directory fsync happens before the rename, so the target is then
+ * untouched; after a directory fsync error the new file is in place but
+ * its rename may not survive a crash. */
+int pi_atomic_commit(struct pi_atomic_file *a);
+/* Closes and unlinks the temp file and frees a. Safe after a failed open. */
+void pi_atomic_abort(struct pi_atomic_file *a);
+/* ==== end atomic files ==================================================== */
+
+#endif
