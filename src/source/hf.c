@@ -16,6 +16,7 @@
  * range requests.
  */
 #include "remote.h"
+#include "../format/format.h"
 
 #ifdef PAGEIN_HAVE_CURL
 

@@ -29,6 +29,8 @@
  * directory.
  */
 #include "remote.h"
+#include "../format/format.h"
+#include "../io/io.h"
 
 #include <fcntl.h>
 #include <pthread.h>
