@@ -73,6 +73,21 @@ max=$(( (16 << 20) + 2 * (1 << 20) + 2 * (256 << 10) ))
 [ "$sent" -ge $((16 << 20)) ] || fail "the access log shows only $sent bytes for big.bin"
 [ "$sent" -le "$max" ] || fail "nginx sent $sent bytes for a 16 MiB file (max $max)"
 
+# an object that changed between the runs is fetched from the start
+"$PAGEIN" pull --no-sync -q -c 2 --chunk 1M "$url" "$TMP/big2.bin" &
+pid=$!
+for i in $(seq 1 100); do
+  n=$(tail -c +4097 "$TMP/big2.bin.pagein-part.pagein-state" 2>/dev/null | tr -cd 1 | wc -c)
+  [ "${n:-0}" -ge 2 ] && break
+  sleep 0.1
+done
+kill -9 $pid; wait $pid 2>/dev/null
+sleep 1  # nginx's ETag has a one-second clock
+head -c $((16 << 20)) /dev/urandom > "$D/www/big.bin.new" && mv "$D/www/big.bin.new" "$D/www/big.bin"
+expect_exit 0 "$PAGEIN" pull --no-sync --json -c 2 --chunk 1M "$url" "$TMP/big2.bin"
+expect_contains '"resumed":0,'
+cmp "$TMP/big2.bin" "$D/www/big.bin" || fail "pull after the object changed differs"
+
 # ---- the Hugging Face cache layout ----------------------------------------------------
 export HF_ENDPOINT=$HTTP HF_HUB_CACHE=$TMP/hub HF_TOKEN=hf_test
 expect_exit 0 "$PAGEIN" pull --no-sync hf://org/tiny
