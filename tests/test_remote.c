@@ -179,6 +179,14 @@ TEST(remote_http_ranges) {
             pi_remote_close(s);
         }
     }
+    /* HTTPS spoke HTTP/2 (nginx's log says the protocol of each request) */
+    char log[600];
+    snprintf(log, sizeof log, "%s/logs/nginx-access.log", rt_dir());
+    size_t ll;
+    char *text = pt_read_file(log, &ll);
+    CHECK(text && strstr(text, "HTTP/2.0\" 206") != NULL);
+    CHECK(text && strstr(text, "HTTP/1.1\" 206") != NULL); /* plain http: HTTP/1.1 */
+    free(text);
     env_restore(&e);
 #endif
     return PASS;
