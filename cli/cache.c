@@ -13,6 +13,7 @@
 
 #include <errno.h>
 #include <fcntl.h>
+#include <dirent.h>
 #include <ftw.h>
 #include <regex.h>
 #include <signal.h>
@@ -44,6 +45,7 @@ struct opts {
     const char *pidfile;
     int have_re;
     regex_t re;
+    const char *re_text;
     struct layer_span *layers;
     size_t nlayers;
     unsigned threads;
@@ -66,6 +68,7 @@ struct target {
     size_t nsel;
     uint64_t sel_bytes;
     int failed;
+    int usage; /* failed because a flag does not apply to it (exit 2) */
 };
 
 struct targets {
@@ -85,7 +88,8 @@ static void usage(const struct opts *o, FILE *out) {
     fprintf(out,
             "PATH is a model (safetensors or GGUF file, *.safetensors.index.json, GGUF split\n"
             "shard, or a directory holding one) or any other file or directory (treated as\n"
-            "plain files, like vmtouch).\n\n"
+            "plain files, like vmtouch). A model that fails to open is an error, never plain\n"
+            "bytes; FIFOs, sockets and devices are refused.\n\n"
             "selection (models):\n"
             "  --layers SPEC      layers: N, A-B, lists A,B-C; `embed` = leading globals,\n"
             "                     `head` = trailing globals (final norm, lm head)\n");
@@ -116,7 +120,9 @@ static void usage(const struct opts *o, FILE *out) {
     fprintf(out,
             "vmtouch flags: -t touch (= warm), -e evict, -l / -L lock (= lock); they switch\n"
             "the mode of any of the four commands.\n"
-            "exit: 0 ok; 1 a path failed (others still processed); 2 usage error.\n");
+            "exit: 0 ok; 1 a path failed, a model did not open or a selection matched\n"
+            "nothing (others still processed); 2 usage error, or a flag that does not apply\n"
+            "(--layers/--tensors on a path that is not a model).\n");
 }
 
 static int parse_u64(const char *s, uint64_t *v) {
@@ -344,6 +350,7 @@ static int parse_args(struct opts *o, int argc, char **argv) {
             return EXIT_USAGE;
         }
         o->have_re = 1;
+        o->re_text = re;
     }
     if (o->npaths == 0) {
         cli_error(o->cmd, 0, "no PATH given (see pagein %s --help)", o->cmd);
@@ -359,6 +366,26 @@ static int parse_args(struct opts *o, int argc, char **argv) {
     }
     if (o->wait && !o->daemon) {
         cli_error(o->cmd, 0, "--wait goes with --daemon");
+        return EXIT_USAGE;
+    }
+    if (o->pidfile) {
+        /* the same refusals write_pidfile makes, early, so that a daemon
+         * without --wait does not report success before its holder fails */
+        struct stat st;
+        if (lstat(o->pidfile, &st) == 0 && (!S_ISREG(st.st_mode) || st.st_nlink != 1)) {
+            cli_error(o->cmd, 0, "pidfile %s %s: refusing to write to it", o->pidfile,
+                      S_ISLNK(st.st_mode) ? "is a symbolic link"
+                      : S_ISREG(st.st_mode) ? "has other hard links" : "exists and is not a regular file");
+            return EXIT_USAGE;
+        }
+    }
+    if (o->have_range && (o->nlayers || re)) {
+        cli_error(o->cmd, 0, "--range selects bytes of plain files; --layers and --tensors select parts of models: "
+                             "use one or the other");
+        return EXIT_USAGE;
+    }
+    if ((o->threads || o->chunk) && o->mode != CACHE_WARM) {
+        cli_error(o->cmd, 0, "--threads and --chunk go with warm (-t)");
         return EXIT_USAGE;
     }
     return 0;
@@ -394,7 +421,24 @@ static int selected_tensor(const struct opts *o, const pagein_tensor *t) {
     return !o->have_re || regexec(&o->re, t->name, 0, NULL, 0) == 0;
 }
 
-/* Tensors of a model in layer order, filtered by --layers and --tensors. */
+/* "3", "2-5", "embed", "head": one --layers span as the user wrote it. */
+static const char *span_name(const struct layer_span *sp, char *buf, size_t n) {
+    char a[16], b[16];
+    if (sp->lo == LAYER_FIRST) snprintf(a, sizeof a, "embed");
+    else if (sp->lo == LAYER_LAST) snprintf(a, sizeof a, "head");
+    else snprintf(a, sizeof a, "%d", sp->lo);
+    if (sp->hi == LAYER_FIRST) snprintf(b, sizeof b, "embed");
+    else if (sp->hi == LAYER_LAST) snprintf(b, sizeof b, "head");
+    else snprintf(b, sizeof b, "%d", sp->hi);
+    if (sp->lo == sp->hi) snprintf(buf, n, "%s", a);
+    else snprintf(buf, n, "%s-%s", a, b);
+    return buf;
+}
+
+/* Tensors of a model in layer order, filtered by --layers and --tensors.
+ * Returns 0, -1 (out of memory) or -2 after printing that a --layers span
+ * or the --tensors regex matched nothing (a selection of nothing is a
+ * mistake to report, not 0 bytes of work to do). */
 static int select_tensors(const struct opts *o, struct target *t) {
     size_t n = pagein_model_tensor_count(t->m);
     t->sel = calloc(n ? n : 1, sizeof *t->sel);
@@ -412,7 +456,28 @@ static int select_tensors(const struct opts *o, struct target *t) {
             t->sel_bytes += ts[i]->nbytes;
         }
     }
-    return 0;
+    int bad = 0;
+    for (size_t s = 0; s < o->nlayers; s++) {
+        int32_t lo = o->layers[s].lo == LAYER_FIRST ? -1 : o->layers[s].lo == LAYER_LAST ? L : o->layers[s].lo;
+        int32_t hi = o->layers[s].hi == LAYER_FIRST ? -1 : o->layers[s].hi == LAYER_LAST ? L : o->layers[s].hi;
+        size_t found = 0;
+        for (int32_t l = lo < -1 ? -1 : lo; l <= hi && l <= L && !found; l++) {
+            const pagein_tensor *const *ts;
+            found = pagein_model_layer_tensors(t->m, l, &ts);
+        }
+        if (found) continue;
+        char sp[48], have[96];
+        cli_model_layers_text(t->m, have, sizeof have);
+        cli_error(o->cmd, 0, "%s: --layers %s matched nothing: the model has %s", t->path,
+                  span_name(&o->layers[s], sp, sizeof sp), have);
+        bad = 1;
+    }
+    if (!bad && o->have_re && t->nsel == 0) {
+        cli_error(o->cmd, 0, "%s: --tensors '%s' matched no tensor%s", t->path, o->re_text,
+                  o->nlayers ? " of the selected layers" : "");
+        bad = 1;
+    }
+    return bad ? -2 : 0;
 }
 
 static struct targets *walk_targets; /* nftw has no context pointer */
@@ -454,16 +519,86 @@ static int model_too_big(const struct opts *o, const pagein_model *m) {
     return 0;
 }
 
-/* A name that promises a model: failing to open it as one deserves a
- * warning even without -v (it is still handled as a plain file). */
+/* A name that promises a model: failing to open it is an error, never a
+ * reason to treat it as a plain file. */
 static int looks_like_model(const char *p) {
-    static const char *const ext[] = {".safetensors", ".gguf", ".index.json"};
+    static const char *const ext[] = {".safetensors", ".gguf", ".index.json", ".pt", ".pth", ".ckpt"};
     size_t n = strlen(p);
+    while (n > 1 && p[n - 1] == '/') n--;
     for (size_t i = 0; i < sizeof ext / sizeof ext[0]; i++) {
         size_t e = strlen(ext[i]);
-        if (n >= e && strcmp(p + n - e, ext[i]) == 0) return 1;
+        if (n >= e && strncmp(p + n - e, ext[i], e) == 0) return 1;
     }
     return 0;
+}
+
+/* 1 if the first bytes of p are those of a model pagein reads (a
+ * safetensors header length followed by '{', GGUF's magic, a zip or a
+ * pickle as torch.save writes them), 0 if not, -errno if p cannot be read.
+ * O_NONBLOCK and fstat: a FIFO swapped in after the caller's stat must not
+ * block us. */
+static int sniff_model(const char *p) {
+    int fd = open(p, O_RDONLY | O_CLOEXEC | O_NONBLOCK | O_NOCTTY);
+    if (fd < 0) return -errno;
+    struct stat st;
+    if (fstat(fd, &st) != 0 || !S_ISREG(st.st_mode)) {
+        close(fd);
+        return 0;
+    }
+    unsigned char b[16];
+    ssize_t n;
+    do n = pread(fd, b, sizeof b, 0);
+    while (n < 0 && errno == EINTR);
+    int e = errno;
+    close(fd);
+    if (n < 0) return -e;
+    if (n >= 4 && (memcmp(b, "GGUF", 4) == 0 || memcmp(b, "FUGG", 4) == 0)) return 1;
+    if (n >= 4 && memcmp(b, "PK\x03\x04", 4) == 0) return 1;
+    if (n >= 2 && b[0] == 0x80 && b[1] >= 2 && b[1] <= 5) return 1;
+    if (n >= 9) {
+        uint64_t h = 0;
+        for (int i = 7; i >= 0; i--) h = h << 8 | b[i];
+        if (h >= 2 && h <= 100000000 && b[8] == '{') return 1;
+    }
+    return 0;
+}
+
+/* 1 if directory p holds a file that a model open would pick up (what
+ * pagein_model_open looks for in a directory), 0 if not, -errno if it
+ * cannot be listed. */
+static int dir_has_model(const char *p) {
+    static const char *const ext[] = {".safetensors", ".gguf", ".safetensors.index.json"};
+    DIR *d = opendir(p);
+    if (!d) return -errno;
+    struct dirent *e;
+    int found = 0;
+    while (!found && (e = readdir(d))) {
+        size_t n = strlen(e->d_name);
+        for (size_t i = 0; i < sizeof ext / sizeof ext[0] && e->d_name[0] != '.'; i++) {
+            size_t k = strlen(ext[i]);
+            if (n >= k && strcmp(e->d_name + n - k, ext[i]) == 0) found = 1;
+        }
+    }
+    closedir(d);
+    return found;
+}
+
+/* What a path that is neither a regular file nor a directory is. */
+static const char *file_kind(mode_t m) {
+    if (S_ISFIFO(m)) return "a FIFO";
+    if (S_ISSOCK(m)) return "a socket";
+    if (S_ISCHR(m)) return "a character device";
+    if (S_ISBLK(m)) return "a block device";
+    return "not a regular file";
+}
+
+static struct target *failed_target(struct targets *ts, const char *p, int usage) {
+    struct target *t = push_target(ts, p);
+    if (t) {
+        t->failed = 1;
+        t->usage = usage;
+    }
+    return t;
 }
 
 static void open_targets(struct opts *o, struct targets *ts) {
@@ -471,9 +606,15 @@ static void open_targets(struct opts *o, struct targets *ts) {
         const char *p = o->paths[i];
         struct stat st;
         if (stat(p, &st) != 0) {
-            cli_error(o->cmd, -errno, "%s", p);
-            struct target *t = push_target(ts, p);
-            if (t) t->failed = 1;
+            cli_error(o->cmd, 0, "%s: %s", p, strerror(errno));
+            failed_target(ts, p, 0);
+            continue;
+        }
+        /* A FIFO, socket or device would block the first read (or worse):
+         * refuse it before anything opens it. */
+        if (!S_ISREG(st.st_mode) && !S_ISDIR(st.st_mode)) {
+            cli_error(o->cmd, 0, "%s: %s, not a regular file or directory", p, file_kind(st.st_mode));
+            failed_target(ts, p, 0);
             continue;
         }
         /* Trying a plain file as a model reads its first page. Leave no
@@ -517,14 +658,39 @@ static void open_targets(struct opts *o, struct targets *ts) {
                 if (select_tensors(o, t) < 0) t->failed = 1;
                 continue;
             }
+            /* Only what is not a model at all falls back to plain files: a
+             * model that fails to open (a missing shard, a truncated file,
+             * EMFILE) is an error, never "warmed" as its index or its bytes. */
+            char detail[512];
+            snprintf(detail, sizeof detail, "%s", cli_detail(p));
+            int not_model;
+            if (S_ISDIR(st.st_mode))
+                not_model = (rc == PAGEIN_E_NOT_MODEL || rc <= PAGEIN_E_BASE) && dir_has_model(p) == 0;
+            else
+                /* BAD_MAGIC: the library recognised no format (a zip that
+                 * is not a torch checkpoint, say) */
+                not_model = rc == PAGEIN_E_NOT_MODEL ||
+                            (rc <= PAGEIN_E_BASE && !looks_like_model(p) &&
+                             (rc == PAGEIN_E_BAD_MAGIC || sniff_model(p) == 0));
             if (page0_cold) {
                 pagein_cache_file *probe = NULL;
                 if (pagein_cache_open(&probe, p) == 0) pagein_cache_evict(probe, 0, 1);
                 pagein_cache_close(probe);
             }
-            if ((o->verbose || looks_like_model(p)) && !o->quiet)
-                fprintf(stderr, "pagein %s: %s: not a model (%s: %s); treating as plain file%s\n", o->cmd, p,
-                        pagein_strerror(rc), pagein_last_error_detail(), S_ISDIR(st.st_mode) ? "s" : "");
+            if (!not_model) {
+                cli_error(o->cmd, rc, "%s: cannot open the model", p);
+                failed_target(ts, p, 0);
+                continue;
+            }
+            if (o->nlayers || o->have_re || o->list_tensors) {
+                cli_error(o->cmd, 0, "%s: --layers and --tensors select parts of models, and this is not one (%s)",
+                          p, detail);
+                failed_target(ts, p, 1);
+                continue;
+            }
+            if (o->verbose && !o->quiet)
+                fprintf(stderr, "pagein %s: %s: not a model (%s); treating as plain file%s\n", o->cmd, p, detail,
+                        S_ISDIR(st.st_mode) ? "s" : "");
         }
         if (S_ISDIR(st.st_mode)) {
             size_t before = ts->n;
@@ -876,12 +1042,52 @@ static void block_stop_signals(sigset_t *set) {
     sigprocmask(SIG_BLOCK, set, NULL);
 }
 
-static int write_pidfile(const char *path) {
+/* The pidfile we wrote (device and inode), so that we remove only that. */
+static dev_t pid_dev;
+static ino_t pid_ino;
+
+/* Writes our pid to path without ever following a symlink or writing into
+ * someone else's file: a new file is created with O_EXCL|O_NOFOLLOW; an
+ * existing one (a stale pidfile) is reused only if it is a regular file
+ * with one link (O_NOFOLLOW refuses a symlink; the link count a hard link
+ * to a victim). A pidfile in a world-writable directory is then no way to
+ * make pagein, possibly run as root, overwrite another file. */
+static int write_pidfile(const char *cmd, const char *path) {
     if (!path) return 0;
-    FILE *f = fopen(path, "w");
-    if (!f) return -errno;
-    fprintf(f, "%ld\n", (long)getpid());
-    return fclose(f) == 0 ? 0 : -errno;
+    int fd = open(path, O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0644);
+    if (fd < 0 && errno == EEXIST) fd = open(path, O_WRONLY | O_NOFOLLOW | O_NONBLOCK | O_NOCTTY | O_CLOEXEC);
+    if (fd < 0) {
+        if (errno == ELOOP)
+            cli_error(cmd, 0, "pidfile %s is a symbolic link: refusing to write through it", path);
+        else
+            cli_error(cmd, 0, "cannot write pidfile %s: %s", path, strerror(errno));
+        return -1;
+    }
+    struct stat st;
+    if (fstat(fd, &st) != 0 || !S_ISREG(st.st_mode) || st.st_nlink != 1) {
+        close(fd);
+        cli_error(cmd, 0, "pidfile %s exists and is %s: refusing to write to it", path,
+                  S_ISREG(st.st_mode) ? "a file with other hard links" : "not a regular file");
+        return -1;
+    }
+    char buf[32];
+    int n = snprintf(buf, sizeof buf, "%ld\n", (long)getpid());
+    int rc = ftruncate(fd, 0) == 0 && write(fd, buf, (size_t)n) == n ? 0 : -errno;
+    if (close(fd) != 0 && rc == 0) rc = -errno;
+    if (rc < 0) {
+        cli_error(cmd, 0, "cannot write pidfile %s: %s", path, strerror(-rc));
+        return -1;
+    }
+    pid_dev = st.st_dev;
+    pid_ino = st.st_ino;
+    return 0;
+}
+
+/* Removes the pidfile only if it is still the one we wrote. */
+static void remove_pidfile(const char *path) {
+    struct stat st;
+    if (path && lstat(path, &st) == 0 && S_ISREG(st.st_mode) && st.st_dev == pid_dev && st.st_ino == pid_ino)
+        unlink(path);
 }
 
 static void detach_stdio(void) {
@@ -973,7 +1179,7 @@ static int run(const struct opts *o, struct targets *ts, struct totals *tot, str
     uint64_t total = 0, done = 0;
     for (size_t i = 0; i < ts->n; i++) {
         struct target *t = &ts->t[i];
-        if (t->failed) status = EXIT_INVALID;
+        if (t->failed && status != EXIT_USAGE) status = t->usage ? EXIT_USAGE : EXIT_INVALID;
         if (!usable(t)) continue;
         tot->files += t->m ? pagein_model_file_count(t->m) : 1;
         total += t->m ? t->sel_bytes : range_len(o, pagein_cache_size(t->c));
@@ -1046,7 +1252,10 @@ int cache_main(enum cache_mode mode, int argc, char **argv) {
     memset(&tot, 0, sizeof tot);
     if (o.mode != CACHE_LOCK) {
         status = run(&o, &ts, &tot, before, after);
-        report(&o, &ts, before, after, &tot);
+        /* nothing to report when every path failed: no "warmed 0 B" */
+        int any = 0;
+        for (size_t i = 0; i < ts.n; i++) any |= usable(&ts.t[i]);
+        if (any || status == EXIT_OK) report(&o, &ts, before, after, &tot);
         goto out;
     }
 
@@ -1054,9 +1263,14 @@ int cache_main(enum cache_mode mode, int argc, char **argv) {
      * inherited across fork). */
     sigset_t stop;
     int pfd[2] = {-1, -1};
+    /* a path that failed to open fails the command now, before a daemon
+     * without --wait could report a holder that would only exit */
+    for (size_t i = 0; i < ts.n; i++)
+        if (ts.t[i].failed && status != EXIT_USAGE) status = ts.t[i].usage ? EXIT_USAGE : EXIT_INVALID;
+    if (status != EXIT_OK) goto out;
     if (o.daemon) {
         if (pipe(pfd) != 0) {
-            cli_error(o.cmd, -errno, "pipe");
+            cli_error(o.cmd, 0, "pipe: %s", strerror(errno));
             status = EXIT_USAGE;
             goto out;
         }
@@ -1064,7 +1278,7 @@ int cache_main(enum cache_mode mode, int argc, char **argv) {
         fflush(stderr);
         pid_t pid = fork();
         if (pid < 0) {
-            cli_error(o.cmd, -errno, "fork");
+            cli_error(o.cmd, 0, "fork: %s", strerror(errno));
             status = EXIT_USAGE;
             goto out;
         }
@@ -1092,11 +1306,7 @@ int cache_main(enum cache_mode mode, int argc, char **argv) {
     block_stop_signals(&stop);
     status = run(&o, &ts, &tot, before, after);
     if (status == EXIT_OK && o.pidfile) {
-        int rc = write_pidfile(o.pidfile);
-        if (rc < 0) {
-            cli_error(o.cmd, rc, "cannot write pidfile %s", o.pidfile);
-            status = EXIT_USAGE;
-        }
+        if (write_pidfile(o.cmd, o.pidfile) < 0) status = EXIT_USAGE;
     }
     if (status == EXIT_OK) report(&o, &ts, before, after, &tot);
     fflush(stdout);
@@ -1111,7 +1321,7 @@ int cache_main(enum cache_mode mode, int argc, char **argv) {
         int sig = 0;
         sigwait(&stop, &sig);
         (void)dummy_sig;
-        if (o.pidfile) unlink(o.pidfile);
+        remove_pidfile(o.pidfile);
     }
     if (o.daemon) {
         close_targets(&ts);

@@ -36,6 +36,30 @@ void cli_register(const struct cli_command *c);
 /* Prints "pagein CMD: message" (+ pagein's detail when rc < 0) to stderr. */
 void cli_error(const char *cmd, int rc, const char *fmt, ...) __attribute__((format(printf, 3, 4)));
 
+/* Refuses what no command should open: a path that does not exist, or a
+ * FIFO, socket or device (opening or reading one can block forever).
+ * Returns 0 for a regular file or directory, else prints why as
+ * "pagein CMD: PATH: ..." and returns EXIT_USAGE. */
+int cli_check_path(const char *cmd, const char *path);
+/* "a FIFO", "a socket", "a character device", ... for a stat mode. */
+const char *cli_file_kind(unsigned mode);
+
+/* pagein_last_error_detail() without a leading "PATH: " (the caller
+ * prints the path already). Never NULL. */
+const char *cli_detail(const char *path);
+
+/* Refuses what no command should open: a path that does not exist, or a
+ * FIFO, socket or device (opening or reading one can block forever).
+ * Returns 0 for a regular file or directory, else prints why as
+ * "pagein CMD: PATH: ..." and returns EXIT_USAGE. */
+int cli_check_path(const char *cmd, const char *path);
+/* "a FIFO", "a socket", "a character device", ... for a stat mode. */
+const char *cli_file_kind(unsigned mode);
+
+/* pagein_last_error_detail() without a leading "PATH: " (the caller
+ * prints the path already). Never NULL. */
+const char *cli_detail(const char *path);
+
 /* JSON output helpers: a string with escapes (len bytes, may hold NUL). */
 void cli_json_str(FILE *out, const char *s, size_t len);
 
@@ -63,8 +87,27 @@ void cli_progress_end(struct cli_progress *p);
 int cli_is_help(const char *arg);
 
 /* Checks MODEL against an integrity manifest, printing mismatches (text or
- * JSON on stdout). Returns the exit status. Defined in cmd_hash.c; the hook
+ * JSON on stdout) and errors as "pagein CMD: ...". Prints the OK line
+ * unless quiet. Returns the exit status. Defined in cmd_hash.c; the hook
  * behind `pagein verify --manifest M`. */
-int cli_manifest_check(const char *model, const char *manifest, unsigned threads, int json, int quiet);
+int cli_manifest_check(const char *cmd, const char *model, const char *manifest, unsigned threads, int json,
+                       int quiet);
+
+/* Where `pagein hash MODEL` puts its manifest when no -o is given, however
+ * MODEL is spelled: a directory's is DIR/.pagein-manifest (`dir` and
+ * `dir/` alike), a file's FILE.pagein-manifest. malloc'd; NULL when out of
+ * memory. */
+char *cli_default_manifest(const char *model);
+
+/* Layers: the numbered layers that hold at least one tensor (a LoRA
+ * adapter of layers 30 and 31 has 2, from 30 to 31, not 32). Returns the
+ * count; *lo and *hi are the smallest and largest present (-1 when none). */
+int32_t cli_model_layers(const pagein_model *m, int32_t *lo, int32_t *hi);
+/* "2 layers (30-31)", "1 layer (5)", "3 layers (0-9, with gaps)",
+ * "no numbered layers" into buf. */
+const char *cli_layers_text(int32_t count, int32_t lo, int32_t hi, char *buf, size_t n);
+/* cli_layers_text for a model, plus ", embed" / ", head" when it has
+ * leading / trailing globals (what --layers can select). */
+const char *cli_model_layers_text(const pagein_model *m, char *buf, size_t n);
 
 #endif

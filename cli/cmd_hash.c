@@ -3,8 +3,10 @@
  * `pagein verify --manifest`. */
 #include "cli.h"
 
+#include <errno.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 
 static void hash_usage(FILE *out) {
     fprintf(out,
@@ -16,7 +18,8 @@ static void hash_usage(FILE *out) {
             "Reads are guarded: a file truncated while hashing is an error, not a crash.\n"
             "\n"
             "options:\n"
-            "  -o, --manifest M  manifest path (default MODEL.pagein-manifest)\n"
+            "  -o, --manifest M  manifest path (default FILE.pagein-manifest for a file,\n"
+            "                    DIR/.pagein-manifest for a directory, `DIR` or `DIR/`)\n"
             "  -c, --check       verify MODEL against the manifest (= pagein verify --manifest M)\n"
             "  -t, --threads N   hashing threads (default: automatic)\n"
             "      --json        machine-readable result on stdout\n"
@@ -60,11 +63,25 @@ static int exit_for(int rc) {
 static void print_rate(const pagein_hash_stats *st) {
     char b[32];
     double gbs = st->seconds > 0 ? (double)st->bytes / st->seconds / 1e9 : 0;
-    printf("%zu tensors in %zu file(s), %s in %.3f s: %.2f GB/s\n", st->tensors, st->files,
-           cli_human_bytes(st->bytes, b, sizeof b), st->seconds, gbs);
+    printf("%zu tensor%s in %zu file%s, %s in %.3f s: %.2f GB/s\n", st->tensors, st->tensors == 1 ? "" : "s",
+           st->files, st->files == 1 ? "" : "s", cli_human_bytes(st->bytes, b, sizeof b), st->seconds, gbs);
 }
 
-int cli_manifest_check(const char *model, const char *manifest, unsigned threads, int json, int quiet) {
+char *cli_default_manifest(const char *model) {
+    size_t n = strlen(model);
+    struct stat st;
+    int dir = stat(model, &st) == 0 && S_ISDIR(st.st_mode);
+    while (n > 1 && model[n - 1] == '/') n--;
+    const char *suffix = dir ? (n == 1 && model[0] == '/' ? ".pagein-manifest" : "/.pagein-manifest")
+                             : ".pagein-manifest";
+    size_t len = n + strlen(suffix) + 1;
+    char *p = malloc(len);
+    if (p) snprintf(p, len, "%.*s%s", (int)n, model, suffix);
+    return p;
+}
+
+int cli_manifest_check(const char *cmd, const char *model, const char *manifest, unsigned threads, int json,
+                       int quiet) {
     pagein_hash_opts o = PAGEIN_HASH_OPTS_INIT;
     struct mm_ctx c = {json, 1};
     o.threads = threads;
@@ -91,11 +108,13 @@ int cli_manifest_check(const char *model, const char *manifest, unsigned threads
                st.seconds);
     }
     if (rc == PAGEIN_E_HASH_MISMATCH) {
-        if (!json) printf("%s: %zu mismatch(es) against %s\n", model, st.mismatches, manifest);
+        if (!json)
+            printf("%s: %zu mismatch%s against %s\n", model, st.mismatches, st.mismatches == 1 ? "" : "es",
+                   manifest);
         return EXIT_INVALID;
     }
     if (rc < 0) {
-        cli_error("hash", rc, "%s: cannot check against %s", model, manifest);
+        cli_error(cmd, rc, "cannot check %s against %s", model, manifest);
         return exit_for(rc);
     }
     if (!json && !quiet) {
@@ -146,24 +165,56 @@ static int hash_main(int argc, char **argv) {
         hash_usage(stderr);
         return EXIT_USAGE;
     }
+    int pc = cli_check_path("hash", model);
+    if (pc) return pc;
     char *def = NULL;
     if (!manifest) {
-        size_t n = strlen(model) + sizeof ".pagein-manifest";
-        def = malloc(n);
+        def = cli_default_manifest(model);
         if (!def) return EXIT_USAGE;
-        snprintf(def, n, "%s.pagein-manifest", model);
         manifest = def;
+        /* --check, when the default place has none, also looks where the
+         * same model's manifest may be under another spelling: DIR.pagein-
+         * manifest (written by `pagein hash DIR` before this version), and
+         * for a sharded index DIR/.pagein-manifest (`pagein hash DIR`) */
+        struct stat st;
+        if (check && stat(def, &st) != 0 && errno == ENOENT) {
+            size_t n = strlen(model);
+            while (n > 1 && model[n - 1] == '/') n--;
+            char *alt[2] = {malloc(n + sizeof ".pagein-manifest"), NULL};
+            if (alt[0]) snprintf(alt[0], n + sizeof ".pagein-manifest", "%.*s.pagein-manifest", (int)n, model);
+            if (n >= 11 && strncmp(model + n - 11, ".index.json", 11) == 0) {
+                const char *slash = memrchr(model, '/', n);
+                size_t d = slash ? (size_t)(slash - model) : 0;
+                alt[1] = malloc(d + sizeof "/.pagein-manifest" + 1);
+                if (alt[1]) {
+                    if (slash) snprintf(alt[1], d + sizeof "/.pagein-manifest" + 1, "%.*s/.pagein-manifest", (int)d, model);
+                    else snprintf(alt[1], sizeof ".pagein-manifest", ".pagein-manifest");
+                }
+            }
+            for (int k = 0; k < 2; k++) {
+                if (alt[k] && manifest == def && strcmp(alt[k], def) != 0 && stat(alt[k], &st) == 0 &&
+                    S_ISREG(st.st_mode)) {
+                    manifest = alt[k];
+                    alt[k] = def; /* freed below */
+                }
+            }
+            if (manifest != def) {
+                def = (char *)manifest;
+            }
+            free(alt[0]);
+            free(alt[1]);
+        }
     }
     int ex;
     if (check) {
-        ex = cli_manifest_check(model, manifest, threads, json, quiet);
+        ex = cli_manifest_check("hash", model, manifest, threads, json, quiet);
     } else {
         pagein_hash_opts o = PAGEIN_HASH_OPTS_INIT;
         o.threads = threads;
         pagein_hash_stats st;
         int rc = pagein_manifest_write(model, manifest, &o, &st);
         if (rc < 0) {
-            cli_error("hash", rc, "%s", model);
+            cli_error("hash", rc, "cannot hash %s", model);
             ex = exit_for(rc);
         } else {
             if (json) {

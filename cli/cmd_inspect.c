@@ -4,10 +4,12 @@
  * hooks of cli/inspect.h. */
 #include "inspect.h"
 
+#include <errno.h>
 #include <inttypes.h>
 #include <math.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 
 #define MAX_HOOKS 8
 static const struct inspect_hook *hooks[MAX_HOOKS];
@@ -26,13 +28,7 @@ static const struct inspect_hook *hook_for(pagein_format fmt) {
 
 static const char *format_name(pagein_format fmt) {
     const struct inspect_hook *h = hook_for(fmt);
-    if (h && h->name) return h->name;
-    switch (fmt) {
-    case PAGEIN_FORMAT_SAFETENSORS: return "safetensors";
-    case PAGEIN_FORMAT_GGUF: return "gguf";
-    case PAGEIN_FORMAT_TORCH: return "torch";
-    default: return "unknown";
-    }
+    return h && h->name ? h->name : pagein_format_name(fmt);
 }
 
 static const uint64_t align_classes[] = {8, 64, 256, 4096};
@@ -44,12 +40,28 @@ struct summary {
     uint64_t dtype_count[PAGEIN_DTYPE_COUNT];
     uint64_t aligned[NALIGN];
     int32_t max_layer;
+    int32_t nlayers, min_layer; /* numbered layers holding a tensor, the smallest of them */
+    size_t span_rows;           /* tensors whose nbytes is a storage span, not their own size */
 };
+
+/* 1 if t's nbytes is more than its own elements take: a torch view or
+ * strided tensor, whose bytes are the span of storage it reads. */
+static int is_span(const pagein_tensor *t) {
+    uint64_t own;
+    return (t->flags & (PAGEIN_TENSOR_VIEW | PAGEIN_TENSOR_NONCONTIGUOUS)) &&
+           pagein_dtype_nbytes(t->dtype, t->nelements, &own) == 0 && own != t->nbytes;
+}
 
 static void summarize(const pagein_file *f, struct summary *s) {
     memset(s, 0, sizeof *s);
     s->max_layer = -1;
+    s->min_layer = -1;
     size_t n = pagein_tensor_count(f);
+    /* present layers: a LoRA adapter of layers 30 and 31 has 2, not 32 */
+    int32_t maxl = -1;
+    for (size_t i = 0; i < n; i++)
+        if (pagein_tensor_at(f, i)->layer > maxl) maxl = pagein_tensor_at(f, i)->layer;
+    unsigned char *seen = maxl >= 0 ? calloc((size_t)maxl + 1, 1) : NULL;
     for (size_t i = 0; i < n; i++) {
         const pagein_tensor *t = pagein_tensor_at(f, i);
         s->params += t->nelements;
@@ -60,7 +72,14 @@ static void summarize(const pagein_file *f, struct summary *s) {
         }
         for (size_t a = 0; a < NALIGN; a++) s->aligned[a] += t->offset % align_classes[a] == 0;
         if (t->layer > s->max_layer) s->max_layer = t->layer;
+        if (t->layer >= 0 && seen && !seen[t->layer]) {
+            seen[t->layer] = 1;
+            s->nlayers++;
+            if (s->min_layer < 0 || t->layer < s->min_layer) s->min_layer = t->layer;
+        }
+        s->span_rows += is_span(t);
     }
+    free(seen);
 }
 
 static const char *dtype_name(pagein_dtype d) {
@@ -105,6 +124,13 @@ static void print_json(const char *path, const pagein_file *f, FILE *out) {
             format_name(info.format), info.file_size, info.header_len, info.data_start);
     fprintf(out, ",\"n_tensors\":%zu,\"parameters\":%" PRIu64 ",\"data_bytes\":%" PRIu64 ",\"layers\":%d",
             info.n_tensors, s.params, s.data_bytes, (int)(s.max_layer + 1));
+    /* "layers" stays the highest layer index + 1 (the contract); these say
+     * which layers are there */
+    if (s.nlayers)
+        fprintf(out, ",\"layers_present\":%d,\"layer_min\":%d,\"layer_max\":%d", (int)s.nlayers, (int)s.min_layer,
+                (int)s.max_layer);
+    else
+        fputs(",\"layers_present\":0,\"layer_min\":null,\"layer_max\":null", out);
     fputs(",\"bytes_by_dtype\":{", out);
     int first = 1;
     for (int d = 1; d < PAGEIN_DTYPE_COUNT; d++) {
@@ -140,9 +166,35 @@ static void print_json(const char *path, const pagein_file *f, FILE *out) {
     fputs("]}\n", out);
 }
 
-/* Prints s with control bytes shown as '?', for the text table. */
-static void print_plain(FILE *out, const char *s, size_t n) {
-    for (size_t i = 0; i < n; i++) fputc((unsigned char)s[i] < 0x20 || s[i] == 0x7f ? '?' : s[i], out);
+/* Prints s with control bytes as C escapes (\\n, \\t, \\x1b ...) and a
+ * backslash as \\\\, for the text output: a newline in a name or a
+ * tokenizer's "\\n" token stays readable and on its line. Returns the
+ * number of columns printed. */
+size_t inspect_escaped(FILE *out, const char *s, size_t n) {
+    size_t w = 0;
+    for (size_t i = 0; i < n; i++) {
+        unsigned char c = (unsigned char)s[i];
+        const char *e = NULL;
+        switch (c) {
+        case '\n': e = "\\n"; break;
+        case '\t': e = "\\t"; break;
+        case '\r': e = "\\r"; break;
+        case '\\': e = "\\\\"; break;
+        case 0: e = "\\0"; break;
+        default: break;
+        }
+        if (e) {
+            if (out) fputs(e, out);
+            w += 2;
+        } else if (c < 0x20 || c == 0x7f) {
+            if (out) fprintf(out, "\\x%02x", c);
+            w += 4;
+        } else {
+            if (out) fputc(c, out);
+            w++;
+        }
+    }
+    return w;
 }
 
 static void print_text(const char *path, const pagein_file *f, int table, FILE *out) {
@@ -156,28 +208,29 @@ static void print_text(const char *path, const pagein_file *f, int table, FILE *
     fprintf(out, "format:      %s\n", format_name(info.format));
     fprintf(out, "file size:   %" PRIu64 " bytes (%s)\n", info.file_size, cli_human_bytes(info.file_size, hb, sizeof hb));
     fprintf(out, "header:      %" PRIu64 " bytes, data starts at %" PRIu64 "\n", info.header_len, info.data_start);
-    fprintf(out, "tensors:     %zu (%d numbered layers)\n", info.n_tensors, (int)(s.max_layer + 1));
+    char lt[64];
+    fprintf(out, "tensors:     %zu; %s\n", info.n_tensors, cli_layers_text(s.nlayers, s.min_layer, s.max_layer, lt, sizeof lt));
     fprintf(out, "parameters:  %" PRIu64 "\n", s.params);
     fprintf(out, "data:        %" PRIu64 " bytes (%s)\n", s.data_bytes, cli_human_bytes(s.data_bytes, hb, sizeof hb));
     for (int d = 1; d < PAGEIN_DTYPE_COUNT; d++)
         if (s.dtype_count[d])
-            fprintf(out, "  %-12s %6" PRIu64 " tensors %12s\n", dtype_name((pagein_dtype)d), s.dtype_count[d],
-                    cli_human_bytes(s.dtype_bytes[d], hb2, sizeof hb2));
+            fprintf(out, "  %-12s %6" PRIu64 " tensor%s %12s\n", dtype_name((pagein_dtype)d), s.dtype_count[d],
+                    s.dtype_count[d] == 1 ? " " : "s", cli_human_bytes(s.dtype_bytes[d], hb2, sizeof hb2));
     fprintf(out, "aligned:    ");
     for (size_t a = 0; a < NALIGN; a++)
         fprintf(out, " %" PRIu64 "B: %" PRIu64 "/%zu", align_classes[a], s.aligned[a], info.n_tensors);
     fputc('\n', out);
     if (h && h->summary) h->summary(f, out);
     if (pagein_meta_count(f)) {
-        fprintf(out, "metadata:    %zu entries\n", pagein_meta_count(f));
+        fprintf(out, "metadata:    %zu entr%s\n", pagein_meta_count(f), pagein_meta_count(f) == 1 ? "y" : "ies");
         for (size_t i = 0; i < pagein_meta_count(f); i++) {
             const pagein_meta *m = pagein_meta_at(f, i);
             fputs("  ", out);
-            print_plain(out, m->key, m->key_len);
+            inspect_escaped(out, m->key, m->key_len);
             fputs(" = ", out);
             if (m->type == PAGEIN_META_STRING) {
                 size_t n = m->str_len > 200 ? 200 : (size_t)m->str_len;
-                print_plain(out, m->str, n);
+                inspect_escaped(out, m->str, n);
                 if (n < m->str_len) fputs("...", out);
             } else {
                 json_meta_value(f, m, out);
@@ -188,7 +241,7 @@ static void print_text(const char *path, const pagein_file *f, int table, FILE *
     if (!table) return;
     size_t w = 4;
     for (size_t i = 0; i < pagein_tensor_count(f); i++) {
-        size_t l = pagein_tensor_at(f, i)->name_len;
+        size_t l = inspect_escaped(NULL, pagein_tensor_at(f, i)->name, pagein_tensor_at(f, i)->name_len);
         if (l > w) w = l;
     }
     if (w > 64) w = 64;
@@ -201,11 +254,15 @@ static void print_text(const char *path, const pagein_file *f, int table, FILE *
         for (uint32_t d = 0; d < t->ndim && k < sizeof shape - 24; d++)
             k += (size_t)snprintf(shape + k, sizeof shape - k, "%s%" PRIu64, d ? "," : "", t->shape[d]);
         snprintf(shape + k, sizeof shape - k, "]");
-        print_plain(out, t->name, t->name_len);
-        for (size_t p = t->name_len; p < w; p++) fputc(' ', out);
-        fprintf(out, " %-11s %-22s %14" PRIu64 " %14" PRIu64 " %5d\n", dtype_name(t->dtype), shape, t->nbytes,
-                t->offset, (int)t->layer);
+        size_t nw = inspect_escaped(out, t->name, t->name_len);
+        for (size_t p = nw; p < w; p++) fputc(' ', out);
+        fprintf(out, " %-11s %-22s %13" PRIu64 "%c %14" PRIu64 " %5d\n", dtype_name(t->dtype), shape, t->nbytes,
+                is_span(t) ? '*' : ' ', t->offset, (int)t->layer);
     }
+    if (s.span_rows)
+        fprintf(out, "\n* BYTES of %zu view%s or strided tensor%s: the span of storage the tensor reads, more than\n"
+                "  its own elements take (numel x element size); `pagein convert` writes each with its own bytes\n",
+                s.span_rows, s.span_rows == 1 ? "" : "s", s.span_rows == 1 ? "" : "s");
 }
 
 static void usage(FILE *out) {
@@ -256,6 +313,35 @@ static int inspect_main(int argc, char **argv) {
     }
     if (!path) {
         usage(stderr);
+        return EXIT_USAGE;
+    }
+    /* inspect reads one file: say where a model of several files goes,
+     * and never open a FIFO or device (the first read could block) */
+    struct stat st;
+    if (stat(path, &st) != 0) {
+        cli_error("inspect", 0, "%s: %s", path, strerror(errno));
+        return EXIT_USAGE;
+    }
+    if (S_ISDIR(st.st_mode)) {
+        cli_error("inspect", 0,
+                  "%s is a directory; inspect reads one file: `pagein plan %s` shows the model it holds (files, "
+                  "layers), `pagein inspect FILE` one of its files",
+                  path, path);
+        return EXIT_USAGE;
+    }
+    if (!S_ISREG(st.st_mode)) {
+        cli_error("inspect", 0, "%s: %s, not a regular file", path,
+                  S_ISFIFO(st.st_mode) ? "a FIFO" : S_ISSOCK(st.st_mode) ? "a socket"
+                  : S_ISCHR(st.st_mode) ? "a character device" : S_ISBLK(st.st_mode) ? "a block device" : "not a file");
+        return EXIT_USAGE;
+    }
+    size_t plen = strlen(path);
+    if (plen >= 11 && strcmp(path + plen - 11, ".index.json") == 0) {
+        cli_error("inspect", 0,
+                  "%s is the index of a sharded checkpoint, not a model file: `pagein plan %s` shows its shards and "
+                  "layers, `pagein inspect SHARD` one shard; load it with pagein_model_open() (Python: "
+                  "pagein.open_model)",
+                  path, path);
         return EXIT_USAGE;
     }
     pagein_file *f = NULL;

@@ -65,6 +65,9 @@ static int install_main(int argc, char **argv) {
         install_usage(stderr);
         return EXIT_USAGE;
     }
+    /* a FIFO or device as SRC would block the copy's first read */
+    int pc = cli_check_path("install", pos[0]);
+    if (pc) return pc;
     double t0 = cli_now();
     int rc = pagein_install(pos[0], pos[1], &o);
     if (rc < 0) {

@@ -34,6 +34,8 @@ static int plan_main(int argc, char **argv) {
         usage(stderr);
         return EXIT_USAGE;
     }
+    int pc = cli_check_path("plan", path);
+    if (pc) return pc;
     pagein_model *m;
     pagein_model_opts o = PAGEIN_MODEL_OPTS_INIT;
     o.strategy = PAGEIN_STRATEGY_LAZY;
@@ -53,12 +55,18 @@ static int plan_main(int argc, char **argv) {
         total += fi.file_size;
     }
     int32_t L = pagein_model_layer_count(m);
+    int32_t lo, hi, np = cli_model_layers(m, &lo, &hi);
+    char lt[64];
     if (json) {
         printf("{\"model\": ");
         cli_json_str(stdout, path, strlen(path));
-        printf(", \"bytes\": %llu, \"tensors\": %zu, \"layers\": %d, \"strategy\": \"%s\", \"budget_bytes\": %llu, "
-               "\"why\": ",
-               (unsigned long long)total, pagein_model_tensor_count(m), L, pagein_strategy_name(s),
+        printf(", \"bytes\": %llu, \"tensors\": %zu, \"layers\": %d, ", (unsigned long long)total,
+               pagein_model_tensor_count(m), L);
+        if (np)
+            printf("\"layers_present\": %d, \"layer_min\": %d, \"layer_max\": %d, ", np, lo, hi);
+        else
+            printf("\"layers_present\": 0, \"layer_min\": null, \"layer_max\": null, ");
+        printf("\"strategy\": \"%s\", \"budget_bytes\": %llu, \"why\": ", pagein_strategy_name(s),
                (unsigned long long)budget);
         cli_json_str(stdout, why, strlen(why));
         printf(", \"files\": [");
@@ -70,36 +78,49 @@ static int plan_main(int argc, char **argv) {
             printf(", \"bytes\": %llu, \"tensors\": %zu, \"format\": \"%s\"}", (unsigned long long)fi.file_size,
                    fi.n_tensors, fi.format == PAGEIN_FORMAT_GGUF ? "gguf" : fi.format == PAGEIN_FORMAT_TORCH ? "torch" : "safetensors");
         }
+        /* the leading and trailing groups always; numbered layers only when
+         * they hold a tensor (a LoRA of layers 30-31 lists 2, not 32) */
         printf("], \"layer_groups\": [");
         for (int32_t l = -1; l <= L; l++) {
-            const pagein_tensor *const *lt;
-            size_t n = pagein_model_layer_tensors(m, l, &lt);
+            const pagein_tensor *const *lt_;
+            size_t n = pagein_model_layer_tensors(m, l, &lt_);
+            if (n == 0 && l >= 0 && l < L) continue;
             uint64_t b = 0;
-            for (size_t i = 0; i < n; i++) b += lt[i]->nbytes;
+            for (size_t i = 0; i < n; i++) b += lt_[i]->nbytes;
             printf("%s{\"layer\": %d, \"tensors\": %zu, \"bytes\": %llu}", l > -1 ? ", " : "", l, n, (unsigned long long)b);
         }
         printf("]}\n");
     } else {
         char hb[32];
-        printf("%s: %s in %zu file%s, %zu tensors, %d layers\n", path, cli_human_bytes(total, hb, sizeof hb), nf,
-               nf == 1 ? "" : "s", pagein_model_tensor_count(m), L);
+        size_t nt = pagein_model_tensor_count(m);
+        printf("%s: %s in %zu file%s, %zu tensor%s, %s\n", path, cli_human_bytes(total, hb, sizeof hb), nf,
+               nf == 1 ? "" : "s", nt, nt == 1 ? "" : "s", cli_layers_text(np, lo, hi, lt, sizeof lt));
         for (size_t i = 0; i < nf; i++) {
             pagein_file_info fi;
             pagein_file_get_info(pagein_model_file(m, i), &fi);
-            printf("  file %zu: %s (%s, %zu tensors)\n", i, fi.path, cli_human_bytes(fi.file_size, hb, sizeof hb),
-                   fi.n_tensors);
+            printf("  file %zu: %s (%s, %zu tensor%s)\n", i, fi.path, cli_human_bytes(fi.file_size, hb, sizeof hb),
+                   fi.n_tensors, fi.n_tensors == 1 ? "" : "s");
         }
+        /* the leading group, the first two and the last present layer, the
+         * trailing group; empty layers are not listed */
+        int32_t shown = 0;
         for (int32_t l = -1; l <= L; l++) {
-            const pagein_tensor *const *lt;
-            size_t n = pagein_model_layer_tensors(m, l, &lt);
+            const pagein_tensor *const *lt_;
+            size_t n = pagein_model_layer_tensors(m, l, &lt_);
+            int numbered = l >= 0 && l < L;
+            if (n == 0) continue;
             uint64_t b = 0;
-            for (size_t i = 0; i < n; i++) b += lt[i]->nbytes;
-            if (l == -1 || l == L || l < 2 || l == L - 1)
-                printf("  %-14s %3zu tensors %12s\n",
-                       l == -1 ? "leading" : l == L ? "trailing" : (snprintf(hb, sizeof hb, "layer %d", l), hb), n,
-                       cli_human_bytes(b, (char[32]){0}, 32));
-            else if (l == 2)
+            for (size_t i = 0; i < n; i++) b += lt_[i]->nbytes;
+            if (numbered) shown++;
+            if (!numbered || shown <= 2 || l == hi) {
+                char nm[32], bb[32];
+                if (l == -1) snprintf(nm, sizeof nm, "leading");
+                else if (l == L) snprintf(nm, sizeof nm, "trailing");
+                else snprintf(nm, sizeof nm, "layer %d", l);
+                printf("  %-14s %3zu tensor%s %12s\n", nm, n, n == 1 ? " " : "s", cli_human_bytes(b, bb, sizeof bb));
+            } else if (shown == 3) {
                 printf("  ...\n");
+            }
         }
         printf("strategy: %s\n  %s\n", pagein_strategy_name(s), why);
         if (budget) printf("  budget: %s\n", cli_human_bytes(budget, hb, sizeof hb));

@@ -8,6 +8,7 @@
 #include <inttypes.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 static void usage(FILE *out) {
@@ -25,6 +26,12 @@ static void usage(FILE *out) {
             "  --epoch N          epoch number (default 0): the order depends on (seed, epoch)\n"
             "  --in-order         no shuffling\n"
             "  --ids              print sample ids instead of bytes\n"
+            "  --format F         how sample bytes are written: raw (default: back to back,\n"
+            "                     fine for fixed-size records), framed (each sample as a\n"
+            "                     16-byte header, u64 little-endian id then u64 little-endian\n"
+            "                     byte length, then its bytes) or jsonl (one line per sample:\n"
+            "                     {\"id\": N, \"length\": L, \"base64\": \"...\"}); variable-length\n"
+            "                     samples (Megatron) need framed or jsonl to be told apart\n"
             "  --limit N          stop after N samples\n"
             "  --qd N             global/ranges: reads in flight (default 32)\n"
             "  --batch N          global/ranges: samples per batch (default 256)\n"
@@ -36,12 +43,48 @@ static void usage(FILE *out) {
             "Exit status: 0 ok, 1 invalid dataset, 2 usage or I/O error.\n");
 }
 
+enum out_format { OUT_RAW, OUT_FRAMED, OUT_JSONL };
+
+static void put_u64le(unsigned char *p, uint64_t v) {
+    for (int i = 0; i < 8; i++) p[i] = (unsigned char)(v >> (8 * i));
+}
+
+/* One sample in the chosen framing; 0 or -EIO. */
+static int write_sample(enum out_format f, const pagein_sample *s) {
+    static const char b64[] = "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789+/";
+    if (f == OUT_FRAMED) {
+        unsigned char h[16];
+        put_u64le(h, s->id);
+        put_u64le(h + 8, s->length);
+        if (fwrite(h, 1, sizeof h, stdout) != sizeof h) return -EIO;
+    }
+    if (f != OUT_JSONL) {
+        if (s->length && fwrite(s->data, 1, (size_t)s->length, stdout) != s->length) return -EIO;
+        return 0;
+    }
+    printf("{\"id\": %" PRIu64 ", \"length\": %" PRIu64 ", \"base64\": \"", s->id, s->length);
+    const unsigned char *d = s->data;
+    char q[4];
+    for (uint64_t i = 0; i < s->length; i += 3) {
+        uint32_t v = (uint32_t)d[i] << 16;
+        if (i + 1 < s->length) v |= (uint32_t)d[i + 1] << 8;
+        if (i + 2 < s->length) v |= d[i + 2];
+        q[0] = b64[v >> 18 & 63];
+        q[1] = b64[v >> 12 & 63];
+        q[2] = i + 1 < s->length ? b64[v >> 6 & 63] : '=';
+        q[3] = i + 2 < s->length ? b64[v & 63] : '=';
+        fwrite(q, 1, 4, stdout);
+    }
+    return fputs("\"}\n", stdout) < 0 ? -EIO : 0;
+}
+
 static int exit_for(int rc) { return rc <= PAGEIN_E_BASE && rc > PAGEIN_E_LAST ? EXIT_INVALID : EXIT_USAGE; }
 
 static int read_samples_main(int argc, char **argv) {
     uint64_t rec = 0, seed = 0, epoch = 0, limit = UINT64_MAX;
     const char *megatron = NULL;
-    int ids_only = 0, json = 0, stats = 0, in_order = 0;
+    int ids_only = 0, json = 0, stats = 0, in_order = 0, have_format = 0;
+    enum out_format fmt = OUT_RAW;
     pagein_reader_opts ro = PAGEIN_READER_OPTS_INIT;
     const char **files = calloc((size_t)argc, sizeof *files);
     size_t nfiles = 0;
@@ -72,6 +115,13 @@ static int read_samples_main(int argc, char **argv) {
             bad = cli_parse_size(v, &rec) < 0 || rec == 0;
         else if (!strcmp(a, "--megatron"))
             megatron = v;
+        else if (!strcmp(a, "--format")) {
+            have_format = 1;
+            if (!strcmp(v, "raw")) fmt = OUT_RAW;
+            else if (!strcmp(v, "framed")) fmt = OUT_FRAMED;
+            else if (!strcmp(v, "jsonl")) fmt = OUT_JSONL;
+            else bad = 1;
+        }
         else if (!strcmp(a, "--mode")) {
             int k = pagein_reader_kind_from_name(v);
             bad = k < 0;
@@ -102,9 +152,28 @@ static int read_samples_main(int argc, char **argv) {
         cli_error("read-samples", 0, "give either --records SIZE FILE... or --megatron PREFIX (see --help)");
         goto out;
     }
-    if (!ids_only && !json && isatty(1)) {
+    if (have_format && (ids_only || json)) {
+        cli_error("read-samples", 0, "--format frames sample bytes; --ids and --json print ids instead");
+        goto out;
+    }
+    if (!ids_only && !json && fmt != OUT_JSONL && isatty(1)) {
         cli_error("read-samples", 0, "refusing to write sample bytes to a terminal (use --ids, or redirect)");
         goto out;
+    }
+    /* a FIFO or device among the inputs would block the first read */
+    for (size_t i = 0; i < nfiles; i++)
+        if (cli_check_path("read-samples", files[i])) goto out;
+    if (megatron) {
+        for (int k = 0; k < 2; k++) {
+            size_t n = strlen(megatron) + 5;
+            char *p = malloc(n);
+            if (!p) goto out;
+            snprintf(p, n, "%s%s", megatron, k ? ".bin" : ".idx");
+            struct stat st;
+            int bad = stat(p, &st) == 0 && !S_ISREG(st.st_mode) && cli_check_path("read-samples", p);
+            free(p);
+            if (bad) goto out;
+        }
     }
     pagein_dataset *d = NULL;
     int rc = megatron ? pagein_dataset_open_megatron(&d, megatron)
@@ -143,7 +212,7 @@ static int read_samples_main(int argc, char **argv) {
             printf("%s%" PRIu64, got ? ", " : "", s.id);
         else if (ids_only)
             printf("%" PRIu64 "\n", s.id);
-        else if (s.length && fwrite(s.data, 1, (size_t)s.length, stdout) != s.length) {
+        else if (write_sample(fmt, &s) < 0) {
             rc = -EIO;
             break;
         }

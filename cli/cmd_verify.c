@@ -1,16 +1,67 @@
 /* cmd_verify.c - `pagein verify FILE...`: strict validation of each file
- * with pagein_open (any format it supports). A per-file failure is
- * reported and the next file checked. */
+ * with pagein_open (any format it supports), or of every file of a model
+ * named by a directory or a sharded index (pagein_model_open). A per-file
+ * failure is reported and the next file checked. With --manifest the data
+ * is hashed too, and OK is printed only once it matched. */
 #include "cli.h"
 
+#include <errno.h>
 #include <string.h>
+#include <sys/stat.h>
 
-/* The detail starts with the path already; print it once. */
-static const char *detail_for(const char *path) {
-    const char *d = pagein_last_error_detail();
-    size_t n = strlen(path);
-    if (strncmp(d, path, n) == 0 && d[n] == ':' && d[n + 1] == ' ') d += n + 2;
-    return d;
+static int ends_with(const char *s, const char *suf) {
+    size_t n = strlen(s), k = strlen(suf);
+    return n >= k && strcmp(s + n - k, suf) == 0;
+}
+
+/* One path, validated: a file with pagein_open, a directory or a sharded
+ * index with pagein_model_open (every file of the model, each as strictly).
+ * Returns 0 (valid; *ntensors, *nfiles set), -errno / PAGEIN_E_* with the
+ * detail set (the caller prints it), 1 for a FIFO, socket or device (never
+ * opened: it could block), 2 when stat fails (errno in *nfiles). */
+static int check_path(const char *path, const pagein_open_opts *o, size_t *ntensors, size_t *nfiles) {
+    struct stat st;
+    if (stat(path, &st) != 0) {
+        *nfiles = (size_t)errno; /* for the caller's message: no library detail */
+        return 2;
+    }
+    if (S_ISDIR(st.st_mode) || ends_with(path, ".index.json")) {
+        pagein_model_opts mo = PAGEIN_MODEL_OPTS_INIT;
+        mo.strategy = PAGEIN_STRATEGY_LAZY;
+        mo.open_flags = o->flags;
+        pagein_model *m = NULL;
+        int rc = pagein_model_open(&m, path, &mo);
+        if (rc < 0) return rc;
+        *ntensors = pagein_model_tensor_count(m);
+        *nfiles = pagein_model_file_count(m);
+        pagein_model_close(m);
+        return 0;
+    }
+    if (!S_ISREG(st.st_mode)) return 1; /* a FIFO, socket, device: never opened */
+    pagein_file *f = NULL;
+    int rc = pagein_open(&f, path, o);
+    if (rc < 0) return rc;
+    *ntensors = pagein_tensor_count(f);
+    *nfiles = 1;
+    pagein_close(f);
+    return 0;
+}
+
+static const char *kind_of(const char *path) {
+    struct stat st;
+    if (stat(path, &st) != 0) return "not a file";
+    if (S_ISFIFO(st.st_mode)) return "a FIFO";
+    if (S_ISSOCK(st.st_mode)) return "a socket";
+    if (S_ISCHR(st.st_mode)) return "a character device";
+    if (S_ISBLK(st.st_mode)) return "a block device";
+    return "not a regular file";
+}
+
+static void print_ok(const char *path, size_t nt, size_t nf, const char *manifest) {
+    printf("%s: OK (%zu tensor%s", path, nt, nt == 1 ? "" : "s");
+    if (nf != 1) printf(" in %zu files", nf);
+    if (manifest) printf("; data matches %s", manifest);
+    printf(")\n");
 }
 
 static void usage(FILE *out) {
@@ -20,16 +71,18 @@ static void usage(FILE *out) {
           "Validates each file strictly (for safetensors: every rule of the reference\n"
           "implementation, plus duplicate keys, strict UTF-8, nesting and size limits)\n"
           "and prints `FILE: OK (N tensors)` or `FILE: INVALID: reason: detail`.\n"
-          "No tensor data is read.\n"
+          "A directory or a *.safetensors.index.json is opened as a model and every\n"
+          "file of it validated. No tensor data is read.\n"
           "\n"
           "  --lenient   accept trailing bytes after the data (PAGEIN_OPEN_LENIENT)\n"
           "  -q          print only failures\n"
-          "  --manifest M  also hash every tensor of MODEL and compare with the\n"
-          "              integrity manifest M (pagein hash; docs/FORMAT-MANIFEST.md):\n"
-          "              checks the data, not only the header\n"
+          "  --manifest M  also hash every tensor of MODEL (a file, directory or index)\n"
+          "              and compare with the integrity manifest M (pagein hash;\n"
+          "              docs/FORMAT-MANIFEST.md): checks the data, not only the header;\n"
+          "              OK is printed only after the data matched\n"
           "\n"
           "Exit status: 0 all files valid, 1 any file invalid, 2 usage or I/O error\n"
-          "(a file that cannot be read).\n",
+          "(a file that cannot be read, a FIFO or device).\n",
           out);
 }
 
@@ -64,6 +117,23 @@ static int verify_main(int argc, char **argv) {
         }
     }
     opts_done = 0;
+    if (manifest) {
+        int n = 0;
+        for (int i = 1; i < argc; i++) {
+            const char *a = argv[i];
+            if (!opts_done && a[0] == '-' && a[1]) {
+                if (strcmp(a, "--") == 0) opts_done = 1;
+                if (strcmp(a, "--manifest") == 0) i++;
+                continue;
+            }
+            n++;
+        }
+        if (n != 1) {
+            cli_error("verify", 0, "--manifest checks one MODEL at a time");
+            return EXIT_USAGE;
+        }
+    }
+    opts_done = 0;
     for (int i = 1; i < argc; i++) {
         const char *a = argv[i];
         if (!opts_done && a[0] == '-' && a[1]) {
@@ -72,46 +142,46 @@ static int verify_main(int argc, char **argv) {
             continue;
         }
         nfiles++;
-        pagein_file *f = NULL;
-        int rc = pagein_open(&f, a, &o);
+        size_t nt = 0, nf = 0;
+        int rc = check_path(a, &o, &nt, &nf);
         if (rc == 0) {
-            if (!quiet) printf("%s: OK (%zu tensors)\n", a, pagein_tensor_count(f));
-            pagein_close(f);
+            if (manifest) {
+                /* the header is valid; the data's verdict comes from the
+                 * manifest, and OK is printed only once that agrees */
+                fflush(stdout);
+                int r = cli_manifest_check("verify", a, manifest, 0, 0, 1);
+                if (r == EXIT_OK) {
+                    if (!quiet) print_ok(a, nt, nf, manifest);
+                } else if (r == EXIT_USAGE) {
+                    ioerr = 1;
+                } else {
+                    invalid = 1;
+                }
+            } else if (!quiet) {
+                print_ok(a, nt, nf, NULL);
+            }
+        } else if (rc == 2) {
+            printf("%s: ERROR: %s\n", a, strerror((int)nf));
+            ioerr = 1;
+        } else if (rc == 1) {
+            printf("%s: ERROR: %s, not a regular file or directory\n", a, kind_of(a));
+            ioerr = 1;
         } else if (rc > -4096) {
             /* -errno: the file could not be read at all */
-            printf("%s: ERROR: %s: %s\n", a, pagein_strerror(rc), detail_for(a));
+            const char *d = cli_detail(a);
+            const char *e = pagein_strerror(rc);
+            if (*d && strstr(d, e)) printf("%s: ERROR: %s\n", a, d);
+            else if (*d) printf("%s: ERROR: %s: %s\n", a, e, d);
+            else printf("%s: ERROR: %s\n", a, e);
             ioerr = 1;
         } else {
-            printf("%s: INVALID: %s: %s\n", a, pagein_strerror(rc), detail_for(a));
+            printf("%s: INVALID: %s: %s\n", a, pagein_strerror(rc), cli_detail(a));
             invalid = 1;
         }
     }
     if (!nfiles) {
         usage(stderr);
         return EXIT_USAGE;
-    }
-    if (manifest) {
-        if (nfiles != 1) {
-            cli_error("verify", 0, "--manifest checks one MODEL at a time");
-            return EXIT_USAGE;
-        }
-        if (!ioerr && !invalid) {
-            const char *model = NULL;
-            opts_done = 0;
-            for (int i = 1; i < argc && !model; i++) {
-                const char *a = argv[i];
-                if (!opts_done && a[0] == '-' && a[1]) {
-                    if (strcmp(a, "--") == 0) opts_done = 1;
-                    if (strcmp(a, "--manifest") == 0) i++;
-                    continue;
-                }
-                model = a;
-            }
-            fflush(stdout);
-            int r = cli_manifest_check(model, manifest, 0, 0, quiet);
-            if (r == EXIT_USAGE) ioerr = 1;
-            else if (r != EXIT_OK) invalid = 1;
-        }
     }
     fflush(stdout);
     return ioerr ? EXIT_USAGE : invalid ? EXIT_INVALID : EXIT_OK;

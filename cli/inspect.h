@@ -33,6 +33,10 @@ struct inspect_hook {
 
 void inspect_register_hook(const struct inspect_hook *h);
 
+/* Text output of a name or string value: control bytes as C escapes (\n,
+ * \t, \r, \0, \xNN) and a backslash doubled. Returns the columns used; out NULL only counts. */
+size_t inspect_escaped(FILE *out, const char *s, size_t n);
+
 /* Set by cmd_inspect.c before any hook runs: --full was given (hooks show
  * long values, e.g. GGUF arrays, in full), and whether the current output
  * is the text form (1) or JSON (0): meta_json is used for both. */

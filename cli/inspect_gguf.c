@@ -43,7 +43,7 @@ static void print_double(FILE *out, double v, int f32) {
 
 static void text_str(FILE *out, const char *s, size_t n) {
     fputc('"', out);
-    for (size_t i = 0; i < n && i < 80; i++) fputc((unsigned char)s[i] < 0x20 || s[i] == 0x7f ? '?' : s[i], out);
+    inspect_escaped(out, s, n < 80 ? n : 80);
     if (n > 80) fputs("...", out);
     fputc('"', out);
 }

@@ -1,30 +1,125 @@
 /* util.c - helpers shared by the CLI commands. */
 #include "cli.h"
 
+#include <errno.h>
 #include <stdarg.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 #include <time.h>
 #include <unistd.h>
 
+/* 1 if word (n bytes) occurs in msg as a whole piece: at the start or after
+ * a space, and followed by the end, ':' or a space. */
+static int has_piece(const char *msg, const char *word, size_t n) {
+    if (n == 0) return 0;
+    for (const char *p = msg; *p; p++) {
+        if (strncmp(p, word, n) != 0) continue;
+        if (p != msg && p[-1] != ' ') continue;
+        if (p[n] == 0 || p[n] == ':' || p[n] == ' ') return 1;
+    }
+    return 0;
+}
+
 void cli_error(const char *cmd, int rc, const char *fmt, ...) {
+    char msg[2048];
     va_list ap;
-    fprintf(stderr, "pagein %s: ", cmd);
     va_start(ap, fmt);
-    vfprintf(stderr, fmt, ap);
+    vsnprintf(msg, sizeof msg, fmt, ap);
     va_end(ap);
+    fprintf(stderr, "pagein %s: %s", cmd, msg);
     if (rc < 0) {
+        /* The library's detail usually starts with the path and ends with
+         * strerror already ("x: cannot open: No such file or directory"):
+         * say each once. Leading "PATH: " pieces the message holds already
+         * are dropped; the error's name only when the detail lacks it. */
         const char *d = pagein_last_error_detail();
-        fprintf(stderr, ": %s", pagein_strerror(rc));
-        if (d && *d) fprintf(stderr, ": %s", d);
+        const char *e = pagein_strerror(rc);
+        if (!d) d = "";
+        for (;;) {
+            const char *colon = strstr(d, ": ");
+            if (!colon || !has_piece(msg, d, (size_t)(colon - d))) break;
+            d = colon + 2;
+        }
+        if (!*d || !strstr(d, e)) fprintf(stderr, ": %s", e);
+        if (*d) fprintf(stderr, ": %s", d);
     }
     fputc('\n', stderr);
 }
 
+const char *cli_file_kind(unsigned mode) {
+    if (S_ISDIR(mode)) return "a directory";
+    if (S_ISFIFO(mode)) return "a FIFO";
+    if (S_ISSOCK(mode)) return "a socket";
+    if (S_ISCHR(mode)) return "a character device";
+    if (S_ISBLK(mode)) return "a block device";
+    if (S_ISREG(mode)) return "a regular file";
+    return "not a file";
+}
+
+int cli_check_path(const char *cmd, const char *path) {
+    struct stat st;
+    if (stat(path, &st) != 0) {
+        cli_error(cmd, 0, "%s: %s", path, strerror(errno));
+        return EXIT_USAGE;
+    }
+    if (S_ISREG(st.st_mode) || S_ISDIR(st.st_mode)) return 0;
+    cli_error(cmd, 0, "%s: %s, not a regular file or directory", path, cli_file_kind(st.st_mode));
+    return EXIT_USAGE;
+}
+
+const char *cli_detail(const char *path) {
+    const char *d = pagein_last_error_detail();
+    if (!d) return "";
+    size_t n = path ? strlen(path) : 0;
+    if (n && strncmp(d, path, n) == 0 && d[n] == ':' && d[n + 1] == ' ') d += n + 2;
+    return d;
+}
+
+/* Length of the well-formed UTF-8 sequence at s[0..n) (1-4), or 0 if
+ * there is none (RFC 3629: no overlongs, no surrogates, at most U+10FFFF). */
+static size_t utf8_len(const unsigned char *s, size_t n) {
+    unsigned char c = s[0];
+    if (c < 0x80) return 1;
+    size_t k;
+    unsigned char lo = 0x80, hi = 0xBF;
+    if (c >= 0xC2 && c <= 0xDF) k = 2;
+    else if (c >= 0xE0 && c <= 0xEF) {
+        k = 3;
+        if (c == 0xE0) lo = 0xA0;
+        if (c == 0xED) hi = 0x9F;
+    } else if (c >= 0xF0 && c <= 0xF4) {
+        k = 4;
+        if (c == 0xF0) lo = 0x90;
+        if (c == 0xF4) hi = 0x8F;
+    } else {
+        return 0;
+    }
+    if (n < k || s[1] < lo || s[1] > hi) return 0;
+    for (size_t i = 2; i < k; i++)
+        if (s[i] < 0x80 || s[i] > 0xBF) return 0;
+    return k;
+}
+
 void cli_json_str(FILE *out, const char *s, size_t len) {
+    const unsigned char *u = (const unsigned char *)s;
     fputc('"', out);
-    for (size_t i = 0; i < len; i++) {
-        unsigned char c = (unsigned char)s[i];
+    for (size_t i = 0; i < len;) {
+        unsigned char c = u[i];
+        size_t k = utf8_len(u + i, len - i);
+        if (k == 0) {
+            /* Not UTF-8 (a path is any bytes): JSON text must be, so each
+             * such byte is written as \u00XX, the code point of the same
+             * value (docs/CLI.md). */
+            fprintf(out, "\\u%04x", c);
+            i++;
+            continue;
+        }
+        if (k > 1) {
+            fwrite(u + i, 1, k, out);
+            i += k;
+            continue;
+        }
         switch (c) {
         case '"': fputs("\\\"", out); break;
         case '\\': fputs("\\\\", out); break;
@@ -39,6 +134,7 @@ void cli_json_str(FILE *out, const char *s, size_t len) {
             else
                 fputc(c, out);
         }
+        i++;
     }
     fputc('"', out);
 }
@@ -113,3 +209,35 @@ void cli_progress_end(struct cli_progress *p) {
 }
 
 int cli_is_help(const char *arg) { return strcmp(arg, "-h") == 0 || strcmp(arg, "--help") == 0; }
+
+int32_t cli_model_layers(const pagein_model *m, int32_t *lo, int32_t *hi) {
+    int32_t L = pagein_model_layer_count(m), n = 0;
+    *lo = *hi = -1;
+    for (int32_t l = 0; l < L; l++) {
+        const pagein_tensor *const *ts;
+        if (pagein_model_layer_tensors(m, l, &ts) == 0) continue;
+        if (*lo < 0) *lo = l;
+        *hi = l;
+        n++;
+    }
+    return n;
+}
+
+const char *cli_layers_text(int32_t count, int32_t lo, int32_t hi, char *buf, size_t n) {
+    if (count <= 0) snprintf(buf, n, "no numbered layers");
+    else if (count == 1) snprintf(buf, n, "1 layer (%d)", (int)lo);
+    else
+        snprintf(buf, n, "%d layers (%d-%d%s)", (int)count, (int)lo, (int)hi,
+                 count == hi - lo + 1 ? "" : ", with gaps");
+    return buf;
+}
+
+const char *cli_model_layers_text(const pagein_model *m, char *buf, size_t n) {
+    int32_t lo, hi, c = cli_model_layers(m, &lo, &hi), L = pagein_model_layer_count(m);
+    const pagein_tensor *const *ts;
+    cli_layers_text(c, lo, hi, buf, n);
+    size_t k = strlen(buf);
+    if (pagein_model_layer_tensors(m, -1, &ts) && k < n) k += (size_t)snprintf(buf + k, n - k, ", embed");
+    if (pagein_model_layer_tensors(m, L, &ts) && k < n) snprintf(buf + k, n - k, ", head");
+    return buf;
+}

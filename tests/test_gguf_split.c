@@ -1,7 +1,7 @@
 /* test_gguf_split.c - split GGUF sets. White-box: includes src/internal.h
  * for pi_gguf_split_paths / pi_gguf_split_check (the load engine's helpers;
  * pagein_model_open tests live with the load engine). */
-#include "../src/internal.h"
+#include "../src/format/format.h"
 
 #include <stdlib.h>
 

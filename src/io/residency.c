@@ -222,10 +222,29 @@ static int span_evict(const struct span *s, uint64_t off, uint64_t len) {
     return 0;
 }
 
+/* PAGEIN_E_TRUNCATED naming the file and offset when [off, off+len) now
+ * ends past the end of the file (it shrank after it was mapped), else 0.
+ * mlock of such a range fails with ENOMEM, which reads as RLIMIT_MEMLOCK. */
+static int span_truncated(const struct span *s, uint64_t off, uint64_t len) {
+    struct stat st;
+    if (s->fd < 0 || fstat(s->fd, &st) != 0 || (uint64_t)st.st_size >= off + len) return 0;
+    return pi_err(PAGEIN_E_TRUNCATED,
+                  "%s: offset %llu: file truncated to %llu bytes since it was opened (was %llu); cannot lock "
+                  "[%llu, %llu)",
+                  s->path, (unsigned long long)PI_MAX((uint64_t)st.st_size, off), (unsigned long long)st.st_size,
+                  (unsigned long long)s->size, (unsigned long long)off, (unsigned long long)(off + len));
+}
+
 static int span_lock(const struct span *s, uint64_t off, uint64_t len, int lock) {
     clip(s, &off, &len);
     if (len == 0) return 0;
+    if (lock) FORWARD_IF(span_truncated(s, off, len));
     int rc = lock ? pagein_range_lock(s->base + off, len) : pagein_range_unlock(s->base + off, len);
+    if (rc < 0 && lock) {
+        /* shrank between the check and mlock */
+        int t = span_truncated(s, off, len);
+        if (t < 0) return t;
+    }
     if (rc < 0) pi_err_prefix(s->path);
     return rc;
 }

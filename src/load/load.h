@@ -6,6 +6,7 @@
 
 #include "../internal.h"
 #include "../source/source.h"
+#include "../format/format.h"
 
 #include <pthread.h>
 #include <stdatomic.h>
@@ -35,10 +36,6 @@ void pi_index_free(struct pi_index *ix);
  * -ENOMEM. *ix must be initialised; free it on error too. */
 int pi_index_parse(const uint8_t *buf, size_t len, struct pi_index *ix);
 
-/* ---- GGUF split sets (format/, from the GGUF issue; see internal.h) ----- */
-int pi_gguf_split_paths(const char *path, char ***paths, size_t *n);
-void pi_gguf_split_free_paths(char **paths, size_t n);
-int pi_gguf_split_check(const pagein_file *const *files, size_t n);
 
 /* ---- auto strategy (auto.c) --------------------------------------------- */
 /* Facts the auto rule looks at; gathered by pi_auto_gather() or injected by

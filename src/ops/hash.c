@@ -7,6 +7,7 @@
  * the library gains no run-time dependency either way. */
 #include "../format/format.h"
 #include "../io/io.h"
+#include "../source/source.h"
 
 #include <fcntl.h>
 #include <stdio.h>
@@ -313,14 +314,11 @@ int pagein_manifest_verify(const char *model_path, const char *manifest_path, co
     int rc = 0;
 
     /* read the manifest (bounded: a manifest is text, a few hundred bytes a tensor) */
-    int fd = open(manifest_path, O_RDONLY | O_CLOEXEC);
-    if (fd < 0) return pi_err(-errno, "%s: cannot open: %s", manifest_path, strerror(errno));
+    /* a FIFO named as the manifest must not block the open */
+    int fd;
     struct stat st;
-    if (fstat(fd, &st) != 0 || !S_ISREG(st.st_mode)) {
-        rc = pi_err(PAGEIN_E_INVALID, "%s: not a regular file", manifest_path);
-        close(fd);
-        return rc;
-    }
+    rc = pi_open_regular(manifest_path, &fd, &st);
+    if (rc < 0) return rc == -EINVAL ? PAGEIN_E_INVALID : rc;
     if (st.st_size > (off_t)1 << 32) {
         close(fd);
         return pi_err(PAGEIN_E_LIMIT, "%s: manifest of %lld bytes exceeds 4 GiB", manifest_path, (long long)st.st_size);
