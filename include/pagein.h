@@ -1597,6 +1597,10 @@ typedef struct pagein_pull_stats {
 PAGEIN_API int pagein_pull(const char *src, const char *dest, const pagein_pull_opts *opts, pagein_pull_stats *stats);
 /* 1 if this build has the remote sources (libcurl), else 0. */
 PAGEIN_API int pagein_remote_available(void);
+/* 1 if path is a URL one of this build's remote sources handles
+ * (http://, https://, s3://, gs://, hf://), else 0: such a path names no
+ * local file, so callers skip their stat() checks for it. */
+PAGEIN_API int pagein_is_url(const char *path);
 
 /* ------------------------------------------------------------------------ */
 /* Dequantization (issue 17 item 11)                                        */

@@ -53,8 +53,10 @@ struct http_obj {
     struct curl_slist *hdrs_match; /* + If-Match: ETag */
     char *sigv4, *userpwd, *cainfo;
     char etag[160], linked_etag[160], commit[96];
-    uint8_t *prefix; /* the object's first prefix_len bytes */
+    uint8_t *prefix; /* the object's first prefix_len bytes (grown by header reads) */
     size_t prefix_len;
+    pthread_rwlock_t prefix_lock; /* readers copy out, a header read swaps in a longer prefix */
+    pthread_mutex_t grow_lock;    /* one prefix growth at a time */
     int no_ranges; /* the probe got 200 with the whole object */
     uint64_t size;
     const char *name; /* the source's name, for messages */
@@ -464,6 +466,7 @@ static void body_summary(const char *b, char *out, size_t cap) {
         snprintf(out, cap, ": %.*s%s%.*s", cl, c, ml ? ": " : "", ml, m ? m : "");
         return;
     }
+    if (!strncasecmp(b, "<html", 5) || !strncasecmp(b, "<!doctype", 9)) return; /* an error page: the status says it */
     size_t n = strcspn(b, "\r\n");
     while (n && (b[n - 1] == ' ')) n--;
     if (n) snprintf(out, cap, ": %.*s", (int)PI_MIN(n, 200), b);
@@ -552,8 +555,16 @@ static int readv_lane(struct http_obj *o, struct lane *ln, struct pi_read_req *r
                     stop = 1;
                     break;
                 }
-                if (r->len == 0 || end <= o->prefix_len) {
-                    if (r->len) memcpy(r->buf, o->prefix + r->off, r->len);
+                int cached = r->len == 0;
+                if (!cached) {
+                    pthread_rwlock_rdlock(&o->prefix_lock);
+                    if (end <= o->prefix_len) {
+                        memcpy(r->buf, o->prefix + r->off, r->len);
+                        cached = 1;
+                    }
+                    pthread_rwlock_unlock(&o->prefix_lock);
+                }
+                if (cached) {
                     r->rc = 0;
                     int d = done ? done(arg, r) : 0;
                     if (d) rc = d, stop = 1;
@@ -718,6 +729,8 @@ static void obj_free(struct http_obj *o) {
     if (o->share) curl_share_cleanup(o->share);
     for (int i = 0; i < CURL_LOCK_DATA_LAST; i++) pthread_mutex_destroy(&o->share_lock[i]);
     pthread_mutex_destroy(&o->pool_lock);
+    pthread_rwlock_destroy(&o->prefix_lock);
+    pthread_mutex_destroy(&o->grow_lock);
     curl_slist_free_all(o->hdrs);
     curl_slist_free_all(o->hdrs_match);
     pi_free(o->url);
@@ -738,6 +751,8 @@ static int obj_new(struct http_obj **out, const struct pi_http_cfg *cfg, const c
     if (!o) return pi_err(-ENOMEM, "%s: out of memory", name);
     for (int i = 0; i < CURL_LOCK_DATA_LAST; i++) pthread_mutex_init(&o->share_lock[i], NULL);
     pthread_mutex_init(&o->pool_lock, NULL);
+    pthread_rwlock_init(&o->prefix_lock, NULL);
+    pthread_mutex_init(&o->grow_lock, NULL);
     o->name = name;
     o->url = dupz(cfg->url);
     o->orig_url = dupz(cfg->url);
@@ -873,8 +888,52 @@ int pi_http_readv(struct pi_source *s, struct pi_read_req *reqs, size_t n, unsig
     return rc;
 }
 
+/* A header being read from the start (GGUF metadata, whose length only a
+ * parse reveals; the reader grows its prefix and retries): a blocking read
+ * that continues the kept prefix fetches up to 16 x the prefix (at most
+ * PI_HTTP_PREFIX_MAX) in one request and keeps it, so the retries cost no
+ * further requests. `pagein inspect URL` thus takes one request for headers
+ * within 256 KiB and two up to 4 MiB. 1 if served, 0 if not applicable. */
+#define PI_HTTP_PREFIX_MAX (16u << 20)
+static int grow_prefix(struct pi_source *s, struct http_obj *o, void *buf, uint64_t len, uint64_t off, int *rc) {
+    uint64_t end = off + len;
+    pthread_mutex_lock(&o->grow_lock);
+    size_t have = o->prefix_len;
+    if (off > have || end <= have || end > PI_HTTP_PREFIX_MAX || o->no_ranges) {
+        pthread_mutex_unlock(&o->grow_lock);
+        return 0;
+    }
+    uint64_t want = PI_MAX(end, (uint64_t)have * 16);
+    if (want > PI_HTTP_PREFIX_MAX) want = PI_MAX(end, PI_HTTP_PREFIX_MAX);
+    if (want > o->size) want = o->size;
+    uint8_t *nb = pi_malloc((size_t)want);
+    if (!nb) {
+        pthread_mutex_unlock(&o->grow_lock);
+        return 0; /* a plain read will do */
+    }
+    memcpy(nb, o->prefix, have); /* only grow_lock holders write the prefix */
+    struct pi_read_req r = {nb + have, have, want - have, 0, NULL};
+    *rc = pi_http_readv(s, &r, 1, 1, NULL, NULL);
+    if (*rc == 0) {
+        memcpy(buf, nb + off, (size_t)len);
+        pthread_rwlock_wrlock(&o->prefix_lock);
+        uint8_t *old = o->prefix;
+        o->prefix = nb;
+        o->prefix_len = (size_t)want;
+        pthread_rwlock_unlock(&o->prefix_lock);
+        pi_free(old);
+    } else {
+        pi_free(nb);
+    }
+    pthread_mutex_unlock(&o->grow_lock);
+    return 1;
+}
+
 int pi_http_read(struct pi_source *s, void *buf, uint64_t len, uint64_t off) {
     struct http_obj *o = s->impl;
+    int grc = 0;
+    uint64_t gend;
+    if (!pi_add_overflow(off, len, &gend) && gend <= o->size && grow_prefix(s, o, buf, len, off, &grc)) return grc;
     /* a large read is split into requests served in parallel */
     uint64_t chunk = s->facts.request_bytes ? s->facts.request_bytes : (8u << 20);
     if (len <= chunk) {

@@ -53,6 +53,8 @@ int pagein_remote_available(void) {
 #endif
 }
 
+int pagein_is_url(const char *path) { return path && pi_source_is_remote(path); }
+
 #ifndef PAGEIN_HAVE_CURL
 int pagein_pull(const char *src, const char *dest, const pagein_pull_opts *opts, pagein_pull_stats *stats) {
     (void)dest, (void)opts, (void)stats;
