@@ -470,6 +470,9 @@ static int rd_item(void *ctx, size_t i) {
         /* O_DIRECT refused (EINVAL on some filesystems) or short: redo buffered */
         atomic_store(&p->direct_failed, 1);
     }
+    /* a remote (unmapped) file: a range read through its source, on one
+     * of its pooled connections (docs/REMOTE.md) */
+    if (f->fd < 0 && f->src) return pi_source_read(f->src, dst, r->len, r->off);
     return pread_full(f, f->fd, dst, r->off, r->len);
 }
 
@@ -514,7 +517,15 @@ int pi_model_read_all(pagein_model *m) {
     }
     for (size_t i = 0; i < m->nfiles; i++)
         for (uint64_t o = 0; o < r[i].len; o += chunk) p.c[p.n++] = (struct pi_range){(uint32_t)i, o, PI_MIN(chunk, r[i].len - o)};
-    rc = pi_parallel(m->opts.threads, p.n, rd_item, &p);
+    /* remote files want as many requests in flight as their source prefers
+     * (connections), not one per CPU */
+    unsigned nt = m->opts.threads;
+    if (!nt) {
+        for (size_t i = 0; i < m->nfiles; i++)
+            if (m->files[i]->fd < 0 && m->files[i]->src && m->files[i]->src->facts.depth > nt)
+                nt = m->files[i]->src->facts.depth;
+    }
+    rc = pi_parallel(nt, p.n, rd_item, &p);
     if (rc < 0) goto out;
     /* tensors now point into the copies */
     for (size_t k = 0; k < m->tab.n; k++) {
