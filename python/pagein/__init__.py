@@ -480,6 +480,14 @@ def _check_openable(path):
     raise FormatError("%s: is %s, not a regular file; pagein reads regular files and block devices" % (path, kind))
 
 
+_URL_SCHEMES = ("http://", "https://", "s3://", "gs://", "hf://")
+
+
+def _is_url(path):
+    """True for the remote sources' URLs (docs/REMOTE.md)."""
+    return isinstance(path, str) and path[:8].lower().startswith(_URL_SCHEMES)
+
+
 def _json_str(v):
     return v if isinstance(v, str) else _json.dumps(v, ensure_ascii=False)
 
@@ -653,6 +661,11 @@ class safe_open(_Opened):
     def __init__(self, filename, framework="np", device="cpu", *, copy=False, lenient=False):
         self._setup(framework, device, copy)
         path = _os.fsdecode(_os.fspath(filename))
+        if _is_url(path):
+            # a remote object cannot be mapped: its bytes are read into
+            # memory, in parallel ranges (docs/REMOTE.md)
+            self._table(_pagein.open_model(path, strategy="read", lenient=lenient, writable=self._fw == "pt"))
+            return
         _check_openable(path)
         # torch has no read-only tensors: map copy-on-write for it, so an
         # in-place write lands in a private page instead of faulting.

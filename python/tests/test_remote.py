@@ -72,3 +72,34 @@ def test_pull_s3_and_errors(servers, tmp_path, monkeypatch):
     assert not (tmp_path / "none.gguf").exists()
     with pytest.raises(pagein.FormatError):
         pagein.pull("/not/a/url")
+
+
+def test_open_model_and_safe_open_remote(servers, monkeypatch):
+    d, env = servers
+    monkeypatch.setenv("HF_ENDPOINT", env["HTTP"])
+    monkeypatch.setenv("CURL_CA_BUNDLE", env["CA"])
+    local = os.path.join(d, "www", "hf", "org", "tiny", "model.safetensors")
+    for url in ("hf://org/tiny/model.safetensors", env["HTTPS"] + "/files/hf/org/tiny/model.safetensors"):
+        with pagein.open_model(url, strategy="read") as m, pagein.open_model(local, strategy="read") as l:
+            names = sorted(l.keys())
+            assert sorted(m.keys()) == names
+            for n in names:
+                assert (m.get_tensor(n) == l.get_tensor(n)).all()
+
+
+def test_safe_open_url(servers, monkeypatch):
+    d, env = servers
+    for k in ("AWS_ACCESS_KEY_ID", "AWS_SECRET_ACCESS_KEY", "AWS_PROFILE"):
+        monkeypatch.delenv(k, raising=False)
+    monkeypatch.setenv("AWS_ENDPOINT_URL", env["S3"])
+    monkeypatch.setenv("HF_ENDPOINT", env["HTTP"])
+    local = os.path.join(d, "www", "hf", "org", "tiny", "model.safetensors")
+    with pagein.safe_open(local) as l:
+        names = l.keys()
+        want = {n: l.get_tensor(n) for n in names}
+    with pagein.safe_open("hf://org/tiny/model.safetensors") as f:
+        assert f.keys() == names
+        for n in names:
+            assert (f.get_tensor(n) == want[n]).all()
+    with pagein.safe_open("s3://bkt/tiny.gguf") as f:
+        assert len(f.keys()) == 12
