@@ -32,7 +32,9 @@ trap 'bash "$REPO/tests/remote/servers.sh" stop "$D" >/dev/null 2>&1; rm -rf "$D
 mkdir -p "$D/www"
 bytes=$($PY -c "import sys; s=sys.argv[1]; m={'K':1<<10,'M':1<<20,'G':1<<30}; print(int(s[:-1])*m[s[-1]] if s[-1] in m else int(s))" "$SIZE")
 chunk=$($PY -c "import sys; s=sys.argv[1]; m={'K':1<<10,'M':1<<20,'G':1<<30}; print(int(s[:-1])*m[s[-1]] if s[-1] in m else int(s))" "$CHUNK")
-head -c "$bytes" /dev/urandom > "$D/www/model.bin"
+# a real safetensors model (so that it can also be loaded, not only pulled)
+"$PAGEIN" make-sample "$D/www/model.bin" --size "$bytes" -q > /dev/null 2>&1 || head -c "$bytes" /dev/urandom > "$D/www/model.bin"
+bytes=$(stat -c %s "$D/www/model.bin")
 out=$(bash "$REPO/tests/remote/servers.sh" start "$D" $$ nginx delay 2>&1) || { echo "bench remote: servers: $out" >&2; exit 2; }
 . "$D/env"
 URL="$DELAY/model.bin"
@@ -82,6 +84,19 @@ open(sys.argv[1], "w").write(str(resource.getrusage(resource.RUSAGE_CHILDREN).ru
 sys.exit(r.returncode)' "$D/rss" "$PAGEIN" pull --no-sync -q -c "$CONNS" --chunk "$CHUNK" "$URL" "$D/out.bin"
 check pull
 rss_kib=$(cat "$D/rss" 2>/dev/null || echo null)
+# remote load into memory: pagein_model_open(URL, read) through the Python
+# binding when it is built (build/python)
+secs[load]=null
+if [ -f "$REPO/build/python/pagein/__init__.py" ]; then
+  cp "$D/www/model.bin" "$D/www/model.safetensors"
+  run load env PYTHONPATH="$REPO/build/python" $PY -c '
+import sys, pagein
+m = pagein.open_model(sys.argv[1], strategy="read")
+assert len(m.keys()) > 0
+' "$DELAY/model.safetensors"
+  rm -f "$D/www/model.safetensors"
+else note[load]="build/python missing (make python)"; fi
+
 # resume: kill -9 half-way, run again; nginx's log says what was sent twice
 rm -f "$D/out.bin" "$D"/out.bin.pagein-part*
 lines_before=$(wc -l < "$D/logs/nginx-access.log")
@@ -100,7 +115,7 @@ sent=$(tail -n +$((lines_before + 1)) "$D/logs/nginx-access.log" | awk '$7 ~ /mo
 load=$(cut -d' ' -f1-3 /proc/loadavg)
 $PY - "$JSON" "$bytes" "$RATE" "$DELAY_MS" "$CONNS" "$CHUNK" "$load" "$rss_kib" "${secs[curl]}" "${secs[aria2c]}" \
   "${secs[fsspec]}" "${secs[pull]}" "${resume:-null}" "${n:-0}" "${note[curl]:-}" "${note[aria2c]:-}" "${note[fsspec]:-}" \
-  "${note[pull]:-}" "$sent" <<'EOF'
+  "${note[pull]:-}" "$sent" "${secs[load]}" "${note[load]:-}" <<'EOF'
 import json, sys
 a = sys.argv[1:]
 js, size, rate, delay, conns, chunk, load, rss = int(a[0]), int(a[1]), a[2], int(a[3]), int(a[4]), a[5], a[6], a[7]
@@ -112,12 +127,16 @@ except Exception:
     resume = None
 done_at_kill = int(a[13])
 notes = {k: v for k, v in zip(["curl", "aria2c", "fsspec", "pull"], a[14:18]) if v}
+if a[20]: notes["load"] = a[20]
+load_s = f(a[19])
 res = {"size": size, "rate_per_connection": rate, "first_byte_ms": delay, "connections": conns, "chunk": chunk,
        "loadavg": load, "seconds": t,
        "MB_per_s": {k: (round(size / v / 1e6, 1) if v else None) for k, v in t.items()},
        "pull_peak_rss_kib": None if rss == "null" else int(rss)}
 p = t["pull"]
 res["pull_vs"] = {k: (round(v / p, 2) if v and p else None) for k, v in t.items() if k != "pull"}
+res["load_seconds"] = load_s
+res["load_vs_pull_rate"] = round(p / load_s, 2) if load_s and p else None
 mult = {"K": 1 << 10, "M": 1 << 20, "G": 1 << 30}
 cb = int(chunk[:-1]) * mult[chunk[-1]] if chunk[-1] in mult else int(chunk)
 sent = int(a[18])
@@ -139,6 +158,8 @@ else:
         print("%-8s %10s %10s %14s" % (k, "-" if v is None else "%.3f" % v, "-" if v is None else "%.1f" % (size / v / 1e6),
                                        "" if k == "pull" or res["pull_vs"].get(k) is None else "%.2fx" % res["pull_vs"][k]))
     print("pull peak RSS: %s KiB" % res["pull_peak_rss_kib"])
+    if load_s:
+        print("remote load into memory (open_model read): %.3f s, %.2fx pull's rate" % (load_s, res["load_vs_pull_rate"]))
     if res["resume"]:
         print("resume after kill -9: %(resumed_bytes)d bytes kept, %(fetched_bytes)d fetched, "
               "%(refetched_chunks).2f chunks sent twice by the server" % res["resume"])

@@ -519,12 +519,10 @@ int pi_model_read_all(pagein_model *m) {
         for (uint64_t o = 0; o < r[i].len; o += chunk) p.c[p.n++] = (struct pi_range){(uint32_t)i, o, PI_MIN(chunk, r[i].len - o)};
     /* remote files want as many requests in flight as their source prefers
      * (connections), not one per CPU */
-    unsigned nt = m->opts.threads;
-    if (!nt) {
-        for (size_t i = 0; i < m->nfiles; i++)
-            if (m->files[i]->fd < 0 && m->files[i]->src && m->files[i]->src->facts.depth > nt)
-                nt = m->files[i]->src->facts.depth;
-    }
+    unsigned nt = m->opts.threads ? m->opts.threads : pi_default_threads();
+    for (size_t i = 0; i < m->nfiles; i++)
+        if (m->files[i]->fd < 0 && m->files[i]->src && m->files[i]->src->facts.depth > nt)
+            nt = m->files[i]->src->facts.depth;
     rc = pi_parallel(nt, p.n, rd_item, &p);
     if (rc < 0) goto out;
     /* tensors now point into the copies */
