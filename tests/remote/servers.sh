@@ -137,7 +137,7 @@ if [[ " $want " == *" nginx "* || " $want " == *" delay "* ]]; then
 $user
 daemon off;
 master_process on;
-worker_processes 1;
+worker_processes ${NGINX_WORKERS:-1};
 pid $DIR/nginx.master.pid;
 error_log $DIR/logs/nginx-error.log warn;
 events { worker_connections 1024; }
