@@ -86,6 +86,14 @@ void cli_progress_end(struct cli_progress *p);
 /* True if argv[i] is -h or --help. */
 int cli_is_help(const char *arg);
 
+/* Warns on out (one line each, "pagein CMD: warning: ...") about tensors of
+ * f whose materialised size is at least CLI_EXPANSION_MIN_BYTES and
+ * CLI_EXPANSION_FACTOR times their storage (expansion bombs: stride-0
+ * views). Returns how many. Defined in expansion.c. */
+#define CLI_EXPANSION_MIN_BYTES ((uint64_t)1 << 30)
+#define CLI_EXPANSION_FACTOR 1024u
+size_t cli_warn_expansion(FILE *out, const char *cmd, const char *path, const pagein_file *f);
+
 /* Checks MODEL against an integrity manifest, printing mismatches (text or
  * JSON on stdout) and errors as "pagein CMD: ...". Prints the OK line
  * unless quiet. Returns the exit status. Defined in cmd_hash.c; the hook

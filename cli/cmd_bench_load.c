@@ -9,9 +9,12 @@
  * file with posix_fadvise(DONTNEED) first, with nothing mapped in the
  * parent. Each figure is the median of --runs runs. */
 #include "cli.h"
+#include "trace.h"
 
+#include <ctype.h>
 #include <errno.h>
 #include <fcntl.h>
+#include <limits.h>
 #include <math.h>
 #include <stdlib.h>
 #include <string.h>
@@ -47,6 +50,8 @@ struct result {
     double peak_rss, majflt, minflt, read_bytes;
     double first_output_s, total_s;
     char err[256];
+    struct trace tr;  /* the access trace (trace.h) */
+    char chosen[16];  /* the strategy that ran (auto's choice) */
 };
 
 struct bench {
@@ -60,6 +65,7 @@ struct bench {
     uint64_t chunk;
     unsigned ahead;
     int runs;
+    char slowfs_stats[4200]; /* the model's slowfs mount's counters, "" if not on slowfs */
 };
 
 /* ---- process facts ------------------------------------------------------ */
@@ -250,6 +256,9 @@ static int measure_strategy(struct bench *b, pagein_strategy s, struct result *r
     r->all_s = now() - t0;
     if (rc < 0) snprintf(r->err, sizeof r->err, "%s: %s", pagein_strerror(rc), pagein_last_error_detail());
     r->peak_rss = status_kib("VmHWM:");
+    pagein_io_stats st;
+    if (pagein_model_io_stats(m, &st) == 0) trace_from_engine(&st, &r->tr);
+    snprintf(r->chosen, sizeof r->chosen, "%s", pagein_strategy_name(pagein_model_strategy(m, NULL)));
     pagein_model_close(m);
     return rc;
 }
@@ -370,11 +379,22 @@ static struct result in_child(struct bench *b, int what, pagein_strategy s, int 
         struct rusage u0, u1;
         getrusage(RUSAGE_SELF, &u0);
         double io0 = io_read_bytes();
+        struct trace_snap sa, sb;
+        trace_snap(b->slowfs_stats, &sa);
+        double tm0 = now();
         int rc;
         if (what == 0) rc = measure_strategy(b, s, &r);
         else if (what == 1) rc = measure_read1m(b, &r);
         else if (what == 2) rc = measure_readall(b, &r);
         else rc = measure_pipeline(b, s, flag, &r);
+        double tm1 = now();
+        trace_snap(b->slowfs_stats, &sb);
+        if (sa.ok && sb.ok) { /* slowfs saw every request: its view wins, the engine's choice stays */
+            struct trace eng = r.tr;
+            trace_from_slowfs(&sa, &sb, tm1 - tm0, &r.tr);
+            r.tr.engine_request_bytes = eng.engine_request_bytes;
+            r.tr.engine_depth = eng.engine_depth;
+        }
         getrusage(RUSAGE_SELF, &u1);
         r.majflt = (double)(u1.ru_majflt - u0.ru_majflt);
         r.minflt = (double)(u1.ru_minflt - u0.ru_minflt);
@@ -427,6 +447,11 @@ static struct result median(const struct result *rs, int n) {
         if (!rs[i].ok && !m.err[0]) memcpy(m.err, rs[i].err, sizeof m.err);
     }
     m.ok = ok > 0;
+    for (int i = 0; i < n; i++) /* the trace and choice of the last good run */
+        if (rs[i].ok) {
+            m.tr = rs[i].tr;
+            memcpy(m.chosen, rs[i].chosen, sizeof m.chosen);
+        }
     MEDIAN_FIELD(m, rs, n, open_s);
     MEDIAN_FIELD(m, rs, n, first_s);
     MEDIAN_FIELD(m, rs, n, all_s);
@@ -561,7 +586,21 @@ static int bench_load_main(int argc, char **argv) {
             }
             i++;
         } else if (strcmp(a, "--threads") == 0 && val) b.threads = (unsigned)atoi(val), i++;
-        else if (strcmp(a, "--ahead") == 0 && val) b.ahead = (unsigned)atoi(val), i++;
+        else if (strcmp(a, "--ahead") == 0 && val) {
+            /* any unsigned value: the library takes more than the layer
+             * count as "all layers"; negatives, junk and values that do not
+             * fit an unsigned int are refused instead of wrapping */
+            char *end;
+            errno = 0;
+            unsigned long long v = val[0] == '-' ? 0 : strtoull(val, &end, 10);
+            if (val[0] == '-' || !isdigit((unsigned char)val[0]) || *end || errno || v > UINT_MAX) {
+                cli_error("bench-load", 0, "--ahead must be a number of layers from 0 to %u, not '%s'", UINT_MAX,
+                          val);
+                return EXIT_USAGE;
+            }
+            b.ahead = (unsigned)v;
+            i++;
+        }
         else if (strcmp(a, "--chunk") == 0 && val) {
             if (cli_parse_size(val, &b.chunk) != 0) {
                 cli_error("bench-load", 0, "bad --chunk '%s'", val);
@@ -606,6 +645,7 @@ static int bench_load_main(int argc, char **argv) {
         b.model_bytes += fi.file_size;
     }
     b.layers = pagein_model_layer_count(m);
+    trace_slowfs_stats_path(b.files[0], b.slowfs_stats, sizeof b.slowfs_stats);
     char why[256];
     pagein_strategy autos = pagein_model_auto_plan(m, NULL, why, sizeof why);
     pagein_model_close(m);
@@ -716,7 +756,10 @@ static int bench_load_main(int argc, char **argv) {
                 jnum(o, "peak_rss_bytes", x->peak_rss, 0);
                 jnum(o, "major_faults", x->majflt, 0);
                 jnum(o, "minor_faults", x->minflt, 0);
-                jnum(o, "read_bytes", x->read_bytes, !x->ok ? 0 : 1);
+                jnum(o, "read_bytes", x->read_bytes, 0);
+                if (x->chosen[0]) fprintf(o, "\"chosen\": \"%s\", ", x->chosen);
+                trace_json(o, &x->tr);
+                if (!x->ok) fprintf(o, ", ");
                 if (!x->ok) {
                     fprintf(o, "\"error\": ");
                     cli_json_str(o, x->err, strlen(x->err));

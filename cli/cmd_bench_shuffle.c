@@ -7,6 +7,8 @@
  * and, with --slowfs, through tools/slowfs (a FUSE pass-through that waits
  * per request). docs/TRAINING-DATA.md explains the columns. */
 #include "cli.h"
+#include "cleanup.h"
+#include "trace.h"
 
 #include <errno.h>
 #include <fcntl.h>
@@ -31,6 +33,7 @@ struct opts {
     const char *dir;
     uint64_t size, row;
     int local, slowfs, json, keep, uring;
+    int own_dir; /* o.dir is our temporary directory: removed on exit or signal */
     long delay_us, ra_kb;
     uint64_t seed;
     unsigned qd, batch, buffer_blocks, rounds;
@@ -49,6 +52,7 @@ struct result {
     double mean_request_bytes;
     double quality;
     int failed;
+    struct trace tr; /* the access trace (slowfs counters; trace.h) */
 };
 
 static void usage(FILE *out) {
@@ -188,9 +192,13 @@ static int make_shards(const struct opts *o, char paths[][PATH_MAX], uint64_t ro
         snprintf(paths[s], PATH_MAX, "%s/shuffle-bench-%d.bin", o->dir, s);
         struct stat st;
         if (stat(paths[s], &st) == 0 && (uint64_t)st.st_size == want) continue;
+        /* a shard being written is removed if we are interrupted; in our
+         * own temporary directory every shard is, for the whole run */
+        int h = cli_cleanup_file(paths[s]);
         int fd = open(paths[s], O_WRONLY | O_CREAT | O_TRUNC, 0644);
         if (fd < 0) {
             rc = -errno;
+            cli_cleanup_forget(h);
             break;
         }
         for (uint64_t done = 0; done < want;) {
@@ -205,6 +213,8 @@ static int make_shards(const struct opts *o, char paths[][PATH_MAX], uint64_t ro
         }
         if (rc == 0 && fsync(fd) < 0) rc = -errno;
         close(fd);
+        if (rc < 0) unlink(paths[s]);
+        if (rc < 0 || !o->own_dir) cli_cleanup_forget(h);
     }
     free(buf);
     return rc;
@@ -334,6 +344,10 @@ static int run_all(const struct opts *o, char paths[][PATH_MAX], char local[][PA
         r->fs = fs;
         uint64_t req0 = 0, by0 = 0, req1 = 0, by1 = 0;
         if (mnt) slowfs_counters(mnt, &req0, &by0);
+        char stats_path[PATH_MAX + 32] = "";
+        if (mnt) snprintf(stats_path, sizeof stats_path, "%s/.slowfs-stats", mnt);
+        struct trace_snap ta, tb;
+        trace_snap(stats_path, &ta);
         uint64_t rb0 = proc_read_bytes();
         long mf0 = major_faults();
         size_t nids = 0;
@@ -347,6 +361,8 @@ static int run_all(const struct opts *o, char paths[][PATH_MAX], char local[][PA
         default: rc = run_ranges(d, o, ids, &nids); break;
         }
         r->seconds = cli_now() - t0;
+        trace_snap(stats_path, &tb);
+        trace_from_slowfs(&ta, &tb, r->seconds, &r->tr);
         r->major_faults = major_faults() - mf0;
         if (mnt) {
             slowfs_counters(mnt, &req1, &by1);
@@ -391,6 +407,8 @@ static int mounted(const char *mnt) {
     return found;
 }
 
+static int slowfs_handle = -1;
+
 static pid_t slowfs_start(const struct opts *o, const char *src, const char *mnt) {
     char delay[32], ra[32];
     snprintf(delay, sizeof delay, "%ld", o->delay_us);
@@ -406,14 +424,20 @@ static pid_t slowfs_start(const struct opts *o, const char *src, const char *mnt
             execl(o->slowfs_bin, o->slowfs_bin, "--delay-us", delay, src, mnt, (char *)NULL);
         _exit(127);
     }
+    /* from now on a signal stops it and unmounts; slowfs_stop forgets it */
+    slowfs_handle = cli_cleanup_daemon(pid, mnt);
     for (int i = 0; i < 400; i++) {
         if (mounted(mnt)) return pid;
         int st;
-        if (waitpid(pid, &st, WNOHANG) == pid) return -1;
+        if (waitpid(pid, &st, WNOHANG) == pid) {
+            cli_cleanup_forget(slowfs_handle);
+            return -1;
+        }
         usleep(25000);
     }
     kill(pid, SIGTERM);
     waitpid(pid, NULL, 0);
+    cli_cleanup_forget(slowfs_handle);
     return -1;
 }
 
@@ -427,11 +451,15 @@ static void slowfs_stop(pid_t pid, const char *mnt) {
     }
     if (p > 0) waitpid(p, NULL, 0);
     for (int i = 0; i < 200; i++) {
-        if (waitpid(pid, NULL, WNOHANG) == pid) return;
+        if (waitpid(pid, NULL, WNOHANG) == pid) {
+            cli_cleanup_forget(slowfs_handle);
+            return;
+        }
         usleep(25000);
     }
     kill(pid, SIGTERM);
     waitpid(pid, NULL, 0);
+    cli_cleanup_forget(slowfs_handle);
 }
 
 /* ---- output ------------------------------------------------------------- */
@@ -488,7 +516,9 @@ static void print_json(const struct opts *o, const struct result *res, int n, co
             printf("%lld, \"mean_request_bytes\": %.1f", r->requests, r->mean_request_bytes);
         else
             printf("null, \"mean_request_bytes\": null");
-        printf(", \"quality\": %.4f, \"ok\": %s}", r->quality, r->failed ? "false" : "true");
+        printf(", \"quality\": %.4f, \"ok\": %s, ", r->quality, r->failed ? "false" : "true");
+        trace_json(stdout, &r->tr);
+        printf("}");
     }
     printf("\n  ]\n}\n");
 }
@@ -594,6 +624,8 @@ static int bench_shuffle_main(int argc, char **argv) {
         }
         o.dir = tmpdir;
         own_dir = 1;
+        o.own_dir = 1;
+        cli_cleanup_dir(tmpdir); /* removed on a signal once its shards are */
     } else if (mkdir(o.dir, 0755) < 0 && errno != EEXIST) {
         cli_error("bench shuffle", -errno, "cannot create %s", o.dir);
         return EXIT_USAGE;
@@ -616,6 +648,10 @@ static int bench_shuffle_main(int argc, char **argv) {
     int rc = make_shards(&o, local, rows);
     if (rc < 0) {
         cli_error("bench shuffle", rc, "cannot write the shards under %s", o.dir);
+        if (own_dir) {
+            for (int s = 0; s < NSHARDS; s++) unlink(local[s]);
+            rmdir(o.dir);
+        }
         return EXIT_USAGE;
     }
     evict(local, NSHARDS);
@@ -627,10 +663,12 @@ static int bench_shuffle_main(int argc, char **argv) {
         char mnt[PATH_MAX + 16];
         snprintf(mnt, sizeof mnt, "%s.mnt", o.dir);
         mkdir(mnt, 0755);
+        int mh = cli_cleanup_dir(mnt);
         pid_t pid = slowfs_start(&o, o.dir, mnt);
         if (pid < 0) {
             cli_error("bench shuffle", 0, "slowfs did not mount %s (is /dev/fuse usable? fusermount3 installed?)", mnt);
             rmdir(mnt);
+            cli_cleanup_forget(mh);
             status = EXIT_USAGE;
         } else {
             if (!o.json) fprintf(stderr, "slowfs: %s at %s, %ld us per read request\n", o.dir, mnt, o.delay_us);
@@ -640,6 +678,7 @@ static int bench_shuffle_main(int argc, char **argv) {
             if (st > status) status = st;
             slowfs_stop(pid, mnt);
             rmdir(mnt);
+            cli_cleanup_forget(mh);
         }
     }
     if (o.json)

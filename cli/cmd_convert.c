@@ -3,34 +3,50 @@
  * sharded or page-aligned. */
 #include "cli.h"
 
+#include <errno.h>
+#include <math.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 
 static void usage(FILE *out) {
     fprintf(out,
-            "usage: pagein convert IN OUT [--dtype bf16|f16|f32] [--max-shard-size SIZE] [--align N]\n"
+            "usage: pagein convert IN OUT [--dtype bf16|f16|f32] [--dequantize f16|bf16|f32]\n"
+            "                      [--max-shard-size SIZE] [--max-output-size SIZE] [--align N]\n"
             "                      [--dry-run] [--json] [-q]\n"
             "\n"
             "Converts IN to safetensors at OUT without Python (to GGUF when OUT ends in .gguf).\n"
-            "  IN   a torch.save checkpoint (.pt/.pth/.bin, zip format), a GGUF file with\n"
-            "       unquantized types, or a safetensors file (detected from its content).\n"
+            "  IN   a torch.save checkpoint (.pt/.pth/.bin, zip format), a GGUF file, or a\n"
+            "       safetensors file (detected from its content).\n"
             "       Checkpoints are read by a restricted unpickler that accepts exactly what\n"
             "       torch.load(weights_only=True) accepts and never runs code.\n"
             "  OUT  the safetensors file; with sharding, OUT's stem names the shards\n"
             "       (model.safetensors -> model-00001-of-00003.safetensors) and\n"
-            "       OUT.index.json maps each tensor to its shard.\n"
+            "       OUT.index.json maps each tensor to its shard. A missing directory of\n"
+            "       OUT is created.\n"
             "\n"
             "Every tensor name appears with its own bytes: tied weights and views are\n"
             "written in full (the summary lists which names shared storage), strided\n"
             "tensors are materialised. Values that are not tensors (ints, strings, ...)\n"
-            "are skipped and listed. __metadata__ is {\"format\": \"pt\"} for checkpoints.\n"
-            "Files are written atomically. GGUF output (v3) takes plain element types only\n"
-            "(no BOOL, C64) and carries string and scalar metadata over; GGUF input keeps\n"
-            "its tensor names and loses its metadata when written as safetensors.\n"
+            "are skipped and listed. __metadata__ is {\"format\": \"pt\"} for checkpoints;\n"
+            "GGUF metadata becomes __metadata__ strings (non-strings JSON-encoded, arrays\n"
+            "too). GGUF output (v3) keeps every GGUF key, arrays included. Whatever cannot\n"
+            "be carried is listed as skipped. Files are written atomically; a sharded set\n"
+            "is all or nothing (written aside, moved into place index last; on failure\n"
+            "an existing model is left as it was). The output size is computed first and\n"
+            "checked against the free space of the target filesystem.\n"
             "\n"
             "options:\n"
             "  --dtype T            cast floating-point tensors to bf16, f16 or f32\n"
-            "  --max-shard-size S   shard at S bytes of tensor data (e.g. 5GB, 500M)\n"
+            "  --dequantize T       dequantize GGUF block types (Q4_0 ... Q8_K, IQ4_NL,\n"
+            "                       IQ4_XS) to f16, bf16 or f32, with ggml's values\n"
+            "  --max-shard-size S   shard at S bytes of tensor data, in state-dict order,\n"
+            "                       a layer kept in one shard where it fits. Sizes as\n"
+            "                       transformers reads them: 5GB = 5e9 bytes, 5GiB =\n"
+            "                       5*2^30, also KB/MB/TB, KiB/MiB/TiB; a plain number\n"
+            "                       is bytes\n"
+            "  --max-output-size S  refuse when the output would exceed S bytes\n"
+            "                       (default: the free space of the target filesystem)\n"
             "  --align N            align the data section to N bytes (e.g. 4096 for\n"
             "                       O_DIRECT and GPU direct loads; default 8)\n"
             "  --dry-run            read and check IN, print the summary, write nothing\n"
@@ -42,24 +58,105 @@ static void usage(FILE *out) {
 
 struct opts {
     const char *in, *out;
-    pagein_dtype dtype;
-    uint64_t shard, align;
+    pagein_dtype dtype, deq;
+    uint64_t shard, align, max_out;
     int dry, json, quiet;
 };
+
+/* Metadata entries the converter did not carry over. */
+struct skipped {
+    struct skip {
+        char *key, *why;
+        size_t key_len;
+    } *v;
+    size_t n, cap;
+};
+
+static void on_skip(void *ctx, const char *key, size_t key_len, const char *why) {
+    struct skipped *sk = ctx;
+    if (sk->n == sk->cap) {
+        size_t c = sk->cap ? sk->cap * 2 : 16;
+        struct skip *nv = realloc(sk->v, c * sizeof *nv);
+        if (!nv) return;
+        sk->v = nv, sk->cap = c;
+    }
+    struct skip *e = &sk->v[sk->n];
+    e->key = malloc(key_len + 1);
+    e->why = strdup(why ? why : "");
+    if (!e->key || !e->why) {
+        free(e->key), free(e->why);
+        return;
+    }
+    memcpy(e->key, key, key_len);
+    e->key[key_len] = 0;
+    e->key_len = key_len;
+    sk->n++;
+}
+
+static void skipped_free(struct skipped *sk) {
+    for (size_t i = 0; i < sk->n; i++) free(sk->v[i].key), free(sk->v[i].why);
+    free(sk->v);
+}
+
+/* A size as transformers' convert_file_size_to_int reads it: "5GB" = 5e9,
+ * "5GiB" = 5 * 2^30, KB/MB/TB and KiB/MiB/TiB alike, a lowercase final b
+ * counts bits ("5Gb" = 5e9 / 8), a plain number is bytes. K/M/G/T without
+ * B are taken as KB/MB/GB/TB. Returns 0 or -1. */
+static int parse_hf_size(const char *s, uint64_t *out) {
+    if (!s || !*s) return -1;
+    char *end;
+    errno = 0;
+    double v = strtod(s, &end);
+    if (end == s || errno || !(v >= 0) || isinf(v)) return -1;
+    double mul = 1;
+    static const struct {
+        const char *suf;
+        double mul;
+    } t[] = {{"KIB", 1024.0}, {"MIB", 1048576.0}, {"GIB", 1073741824.0}, {"TIB", 1099511627776.0},
+             {"KI", 1024.0}, {"MI", 1048576.0}, {"GI", 1073741824.0}, {"TI", 1099511627776.0},
+             {"KB", 1e3}, {"MB", 1e6}, {"GB", 1e9}, {"TB", 1e12}, {"K", 1e3}, {"M", 1e6}, {"G", 1e9}, {"T", 1e12},
+             {"B", 1}, {"", 1}};
+    size_t k;
+    for (k = 0; k < sizeof t / sizeof *t; k++)
+        if (!strcasecmp(end, t[k].suf)) break;
+    if (k == sizeof t / sizeof *t) return -1;
+    mul = t[k].mul;
+    /* transformers: "...b" (bits) for the decimal units */
+    size_t el = strlen(end);
+    if (el == 2 && end[1] == 'b' && mul >= 1e3 && mul != 1024.0) mul /= 8;
+    double r = floor(v * mul);
+    if (r > 1.8e19) return -1;
+    *out = (uint64_t)r;
+    return 0;
+}
+
+/* mkdir -p of the directory part of path. */
+static int make_parent(const char *path) {
+    char *d = strdup(path);
+    if (!d) return -ENOMEM;
+    char *slash = strrchr(d, '/');
+    int rc = 0;
+    if (slash && slash != d) {
+        *slash = 0;
+        for (char *p = d + 1; rc == 0; p++) {
+            if (*p != '/' && *p) continue;
+            char c = *p;
+            *p = 0;
+            if (mkdir(d, 0777) != 0 && errno != EEXIST) rc = -errno;
+            *p = c;
+            if (!c) break;
+        }
+    }
+    free(d);
+    return rc;
+}
 
 static void on_progress(void *ctx, uint64_t done, uint64_t total) {
     (void)total;
     cli_progress_update(ctx, done);
 }
 
-static const char *fmt_name(pagein_format f) {
-    switch (f) {
-    case PAGEIN_FORMAT_SAFETENSORS: return "safetensors";
-    case PAGEIN_FORMAT_GGUF: return "gguf";
-    case PAGEIN_FORMAT_TORCH: return "torch";
-    default: return "unknown";
-    }
-}
+static const char *fmt_name(pagein_format f) { return pagein_format_name(f); }
 
 static void meta_value(FILE *o, const pagein_meta *m, int json) {
     char buf[64];
@@ -104,7 +201,7 @@ static size_t *share_groups(const pagein_file *f, size_t n) {
 }
 
 static void summary(FILE *o, const struct opts *op, const pagein_file *f, const pagein_convert_stats *st, double secs,
-                    int rc) {
+                    int rc, const struct skipped *sk) {
     size_t n = pagein_tensor_count(f);
     size_t *g = share_groups(f, n);
     pagein_file_info fi;
@@ -117,8 +214,8 @@ static void summary(FILE *o, const struct opts *op, const pagein_file *f, const 
         fprintf(o, ", \"format\": \"%s\", \"dry_run\": %s, \"ok\": %s", fmt_name(fi.format), op->dry ? "true" : "false",
                 rc == 0 ? "true" : "false");
         if (st) {
-            fprintf(o, ", \"shards\": %u, \"bytes\": %llu, \"cast\": %zu, \"seconds\": %.3f", st->shards,
-                    (unsigned long long)st->bytes, st->cast, secs);
+            fprintf(o, ", \"shards\": %u, \"bytes\": %llu, \"cast\": %zu, \"dequantized\": %zu, \"seconds\": %.3f",
+                    st->shards, (unsigned long long)st->bytes, st->cast, st->dequantized, secs);
         }
         fprintf(o, ",\n \"tensors\": [");
         for (size_t i = 0; i < n; i++) {
@@ -159,12 +256,16 @@ static void summary(FILE *o, const struct opts *op, const pagein_file *f, const 
             fputc(']', o);
         }
         fprintf(o, "],\n \"skipped\": [");
-        for (size_t i = 0; i < pagein_meta_count(f) && fi.format == PAGEIN_FORMAT_TORCH; i++) {
-            const pagein_meta *m = pagein_meta_at(f, i);
+        for (size_t i = 0; i < sk->n; i++) {
+            const pagein_meta *m = pagein_meta_find(f, sk->v[i].key);
             fprintf(o, "%s{\"name\": ", i ? ", " : "");
-            cli_json_str(o, m->key, m->key_len);
-            fprintf(o, ", \"value\": ");
-            meta_value(o, m, 1);
+            cli_json_str(o, sk->v[i].key, sk->v[i].key_len);
+            if (m) {
+                fprintf(o, ", \"value\": ");
+                meta_value(o, m, 1);
+            }
+            fprintf(o, ", \"reason\": ");
+            cli_json_str(o, sk->v[i].why, strlen(sk->v[i].why));
             fputc('}', o);
         }
         fprintf(o, "]}\n");
@@ -178,6 +279,8 @@ static void summary(FILE *o, const struct opts *op, const pagein_file *f, const 
                 st->shards > 1 ? " (sharded)" : "", secs);
     if (st && st->shards > 1) fprintf(o, "  %u shards, index %s.index.json\n", st->shards, op->out);
     if (st && st->cast) fprintf(o, "  cast to %s: %zu tensors\n", pagein_dtype_get(op->dtype)->name, st->cast);
+    if (st && st->dequantized)
+        fprintf(o, "  dequantized to %s: %zu tensors\n", pagein_dtype_get(op->deq)->name, st->dequantized);
     for (size_t i = 0; g && i < n; i++) {
         if (g[i] != i) continue;
         size_t cnt = 0;
@@ -192,13 +295,16 @@ static void summary(FILE *o, const struct opts *op, const pagein_file *f, const 
         const pagein_tensor *t = pagein_tensor_at(f, i);
         if (t->flags & PAGEIN_TENSOR_NONCONTIGUOUS) fprintf(o, "  materialised strided tensor: %s\n", t->name);
     }
-    if (fi.format == PAGEIN_FORMAT_TORCH)
-        for (size_t i = 0; i < pagein_meta_count(f); i++) {
-            const pagein_meta *m = pagein_meta_at(f, i);
-            fprintf(o, "  skipped non-tensor value: %s = ", m->key);
+    for (size_t i = 0; i < sk->n; i++) {
+        const pagein_meta *m = pagein_meta_find(f, sk->v[i].key);
+        if (fi.format == PAGEIN_FORMAT_TORCH && m) {
+            fprintf(o, "  skipped non-tensor value: %s = ", sk->v[i].key);
             meta_value(o, m, 0);
             fputc('\n', o);
+        } else {
+            fprintf(o, "  skipped metadata: %s (%s)\n", sk->v[i].key, sk->v[i].why);
         }
+    }
     free(g);
 }
 
@@ -218,9 +324,23 @@ static int convert_main(int argc, char **argv) {
                 cli_error("convert", 0, "--dtype '%s': expected bf16, f16 or f32", v);
                 return EXIT_USAGE;
             }
+        } else if (!strcmp(a, "--dequantize") && i + 1 < argc) {
+            const char *v = argv[++i];
+            if (!strcasecmp(v, "bf16")) op.deq = PAGEIN_DTYPE_BF16;
+            else if (!strcasecmp(v, "f16") || !strcasecmp(v, "fp16")) op.deq = PAGEIN_DTYPE_F16;
+            else if (!strcasecmp(v, "f32") || !strcasecmp(v, "fp32")) op.deq = PAGEIN_DTYPE_F32;
+            else {
+                cli_error("convert", 0, "--dequantize '%s': expected f16, bf16 or f32", v);
+                return EXIT_USAGE;
+            }
         } else if (!strcmp(a, "--max-shard-size") && i + 1 < argc) {
-            if (cli_parse_size(argv[++i], &op.shard) < 0 || op.shard == 0) {
-                cli_error("convert", 0, "--max-shard-size '%s': expected a size such as 5GB", argv[i]);
+            if (parse_hf_size(argv[++i], &op.shard) < 0 || op.shard == 0) {
+                cli_error("convert", 0, "--max-shard-size '%s': expected a size such as 5GB (5e9 bytes) or 5GiB", argv[i]);
+                return EXIT_USAGE;
+            }
+        } else if (!strcmp(a, "--max-output-size") && i + 1 < argc) {
+            if (parse_hf_size(argv[++i], &op.max_out) < 0 || op.max_out == 0) {
+                cli_error("convert", 0, "--max-output-size '%s': expected a size such as 20GB or 20GiB", argv[i]);
                 return EXIT_USAGE;
             }
         } else if (!strcmp(a, "--align") && i + 1 < argc) {
@@ -257,33 +377,45 @@ static int convert_main(int argc, char **argv) {
         cli_error("convert", rc, "cannot read %s", op.in);
         return rc > -4096 ? EXIT_USAGE : EXIT_INVALID;
     }
+    cli_warn_expansion(stderr, "convert", op.in, f);
     pagein_convert_opts co = PAGEIN_CONVERT_OPTS_INIT;
+    struct skipped sk = {0};
     co.dtype = op.dtype;
+    co.dequantize = op.deq;
     co.max_shard_bytes = op.shard;
+    co.max_output_bytes = op.max_out;
     co.align = op.align;
+    co.on_skip = on_skip, co.skip_ctx = &sk;
     pagein_convert_stats st = {0};
     struct cli_progress pr;
     double t0 = cli_now();
+    /* output bytes, as the converter counts them (strided tensors in full,
+     * casts and dequantized tensors at the target width) */
+    uint64_t total = 0;
+    for (size_t i = 0; i < pagein_tensor_count(f); i++) {
+        const pagein_tensor *t = pagein_tensor_at(f, i);
+        const pagein_dtype_info *di = pagein_dtype_get(t->dtype);
+        int castable = t->dtype == PAGEIN_DTYPE_F32 || t->dtype == PAGEIN_DTYPE_F16 ||
+                       t->dtype == PAGEIN_DTYPE_BF16 || t->dtype == PAGEIN_DTYPE_F64;
+        int quant = di && (di->flags & PAGEIN_DTYPE_F_QUANT);
+        if (op.dtype && castable) total += t->nelements * (pagein_dtype_get(op.dtype)->bits / 8);
+        else if (op.deq && quant) total += t->nelements * (pagein_dtype_get(op.deq)->bits / 8);
+        else total += di && di->block_elems == 1 ? t->nelements * (di->bits / 8) : t->nbytes;
+    }
     if (op.dry) {
         st.tensors = pagein_tensor_count(f);
         st.shards = 1;
-        for (size_t i = 0; i < st.tensors; i++) {
-            const pagein_tensor *t = pagein_tensor_at(f, i);
-            const pagein_dtype_info *di = pagein_dtype_get(t->dtype);
-            st.bytes += di && di->block_elems == 1 ? t->nelements * di->bits / 8 : t->nbytes;
-        }
+        st.bytes = total;
+        pagein_file_info fi;
+        pagein_file_get_info(f, &fi);
+        if (fi.format == PAGEIN_FORMAT_TORCH)
+            for (size_t i = 0; i < pagein_meta_count(f); i++) {
+                const pagein_meta *m = pagein_meta_at(f, i);
+                on_skip(&sk, m->key, m->key_len, "not a tensor");
+            }
+    } else if ((rc = make_parent(op.out)) < 0) {
+        /* reported below as "cannot convert" with the errno */
     } else {
-        /* output bytes, as the converter counts them (strided tensors in
-         * full, casts at the target width) */
-        uint64_t total = 0;
-        for (size_t i = 0; i < pagein_tensor_count(f); i++) {
-            const pagein_tensor *t = pagein_tensor_at(f, i);
-            const pagein_dtype_info *di = pagein_dtype_get(t->dtype);
-            int castable = t->dtype == PAGEIN_DTYPE_F32 || t->dtype == PAGEIN_DTYPE_F16 ||
-                           t->dtype == PAGEIN_DTYPE_BF16 || t->dtype == PAGEIN_DTYPE_F64;
-            if (op.dtype && castable) total += t->nelements * (pagein_dtype_get(op.dtype)->bits / 8);
-            else total += di && di->block_elems == 1 ? t->nelements * (di->bits / 8) : t->nbytes;
-        }
         cli_progress_start(&pr, "convert", total);
         if (!op.quiet) co.progress = on_progress, co.progress_ctx = &pr;
         size_t ol = strlen(op.out);
@@ -296,12 +428,14 @@ static int convert_main(int argc, char **argv) {
     double secs = cli_now() - t0;
     if (rc < 0) {
         cli_error("convert", rc, "cannot convert %s to %s", op.in, op.out);
-        if (op.json) summary(stdout, &op, f, NULL, secs, rc);
+        if (op.json) summary(stdout, &op, f, NULL, secs, rc, &sk);
         pagein_close(f);
+        skipped_free(&sk);
         return rc > -4096 ? EXIT_USAGE : EXIT_INVALID;
     }
-    if (!op.quiet || op.json) summary(stdout, &op, f, &st, secs, 0);
+    if (!op.quiet || op.json) summary(stdout, &op, f, &st, secs, 0, &sk);
     pagein_close(f);
+    skipped_free(&sk);
     return EXIT_OK;
 }
 

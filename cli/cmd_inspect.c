@@ -354,6 +354,7 @@ static int inspect_main(int argc, char **argv) {
         return rc > -4096 || rc == PAGEIN_E_REMOTE ? EXIT_USAGE : EXIT_INVALID;
     }
     inspect_text = !json;
+    cli_warn_expansion(stderr, "inspect", path, f);
     if (json)
         print_json(path, f, stdout);
     else

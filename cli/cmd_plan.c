@@ -7,12 +7,17 @@
 #include <string.h>
 
 static void usage(FILE *out) {
-    fputs("usage: pagein plan MODEL [--json]\n"
+    fputs("usage: pagein plan MODEL [--json] [--threads N] [--chunk SIZE]\n"
           "\n"
           "Shows how pagein would load MODEL (a file, a sharded safetensors index, a GGUF\n"
           "split set or a directory): the files in shard order, the layers and their sizes,\n"
-          "and the strategy `auto` chooses from the filesystem type, the disk, the model\n"
-          "size and available memory, with the reason. Reads headers only.\n"
+          "and the strategy `auto` chooses with the reason: from a short probe of the first\n"
+          "file (latency of one request at depth 1, throughput at depth 8), the mount's\n"
+          "readahead, the disk, the model size and available memory. Also the request size\n"
+          "and depth the range engine would use for `read` and how they were chosen\n"
+          "(--chunk SIZE / --threads N, the model options chunk_bytes / threads, and then\n"
+          "PAGEIN_REQUEST_BYTES / PAGEIN_QUEUE_DEPTH override them).\n"
+          "Reads headers and the probe's few 128 KiB requests only.\n"
           "Exit status: 0 ok, 1 the model is invalid, 2 usage or I/O error.\n",
           out);
 }
@@ -20,12 +25,27 @@ static void usage(FILE *out) {
 static int plan_main(int argc, char **argv) {
     const char *path = NULL;
     int json = 0;
+    unsigned threads = 0;
+    uint64_t chunk = 0;
     for (int i = 1; i < argc; i++) {
         if (cli_is_help(argv[i])) {
             usage(stdout);
             return EXIT_OK;
         } else if (strcmp(argv[i], "--json") == 0) json = 1;
-        else if (argv[i][0] == '-' || path) {
+        else if (strcmp(argv[i], "--threads") == 0 && i + 1 < argc) {
+            char *e;
+            unsigned long v = strtoul(argv[++i], &e, 10);
+            if (*e || v == 0 || v > 1024) {
+                usage(stderr);
+                return EXIT_USAGE;
+            }
+            threads = (unsigned)v;
+        } else if (strcmp(argv[i], "--chunk") == 0 && i + 1 < argc) {
+            if (cli_parse_size(argv[++i], &chunk) != 0 || chunk == 0) {
+                usage(stderr);
+                return EXIT_USAGE;
+            }
+        } else if (argv[i][0] == '-' || path) {
             usage(stderr);
             return EXIT_USAGE;
         } else path = argv[i];
@@ -39,6 +59,8 @@ static int plan_main(int argc, char **argv) {
     pagein_model *m;
     pagein_model_opts o = PAGEIN_MODEL_OPTS_INIT;
     o.strategy = PAGEIN_STRATEGY_LAZY;
+    o.threads = threads;    /* the engine's depth for read, as the model option */
+    o.chunk_bytes = chunk;  /* the engine's request size for read */
     int rc = pagein_model_open(&m, path, &o);
     if (rc < 0) {
         cli_error("plan", rc, "cannot open %s", path);
@@ -47,6 +69,8 @@ static int plan_main(int argc, char **argv) {
     char why[256];
     uint64_t budget = 0;
     pagein_strategy s = pagein_model_auto_plan(m, &budget, why, sizeof why);
+    pagein_io_facts io;
+    int have_io = pagein_model_io_facts(m, &io) == 0;
     size_t nf = pagein_model_file_count(m);
     uint64_t total = 0;
     for (size_t i = 0; i < nf; i++) {
@@ -69,6 +93,17 @@ static int plan_main(int argc, char **argv) {
         printf("\"strategy\": \"%s\", \"budget_bytes\": %llu, \"why\": ", pagein_strategy_name(s),
                (unsigned long long)budget);
         cli_json_str(stdout, why, strlen(why));
+        if (have_io) {
+            printf(", \"io\": {\"storage\": \"%s\", \"fs_type\": ", io.storage);
+            cli_json_str(stdout, io.fs_type, strlen(io.fs_type));
+            printf(", \"read_ahead_kb\": %u, \"rotational\": %d, \"measured\": %s, \"lat1_us\": %.1f, "
+                   "\"depth_speedup\": %.2f, \"probe_depth\": %u, \"request_bytes\": %llu, \"depth\": %u, "
+                   "\"engine_why\": ",
+                   io.read_ahead_kb, io.rotational, io.measured ? "true" : "false", io.lat1_us, io.depth_speedup,
+                   io.probe_depth, (unsigned long long)io.request_bytes, io.depth);
+            cli_json_str(stdout, io.engine_why, strlen(io.engine_why));
+            printf("}");
+        }
         printf(", \"files\": [");
         for (size_t i = 0; i < nf; i++) {
             pagein_file_info fi;
@@ -124,6 +159,17 @@ static int plan_main(int argc, char **argv) {
         }
         printf("strategy: %s\n  %s\n", pagein_strategy_name(s), why);
         if (budget) printf("  budget: %s\n", cli_human_bytes(budget, hb, sizeof hb));
+        if (have_io) {
+            printf("storage: %s (%s), readahead %u KiB, rotational %s\n", io.storage, io.fs_type[0] ? io.fs_type : "?",
+                   io.read_ahead_kb, io.rotational == 1 ? "yes" : io.rotational == 0 ? "no" : "unknown");
+            if (io.measured)
+                printf("  measured: %.0f us a 128 KiB request at depth 1, %.1fx the throughput at depth %u\n",
+                       io.lat1_us, io.depth_speedup, io.probe_depth);
+            else
+                printf("  measured: nothing (file too small, or memory)\n");
+            printf("range engine (read): %s requests, %u in flight\n  %s\n",
+                   cli_human_bytes(io.request_bytes, hb, sizeof hb), io.depth, io.engine_why);
+        }
     }
     pagein_model_close(m);
     return EXIT_OK;

@@ -34,6 +34,8 @@ static int check_path(const char *path, const pagein_open_opts *o, size_t *ntens
         if (rc < 0) return rc;
         *ntensors = pagein_model_tensor_count(m);
         *nfiles = pagein_model_file_count(m);
+        fflush(stdout);
+        for (size_t i = 0; i < *nfiles; i++) cli_warn_expansion(stderr, "verify", path, pagein_model_file(m, i));
         pagein_model_close(m);
         return 0;
     }
@@ -43,6 +45,8 @@ static int check_path(const char *path, const pagein_open_opts *o, size_t *ntens
     if (rc < 0) return rc;
     *ntensors = pagein_tensor_count(f);
     *nfiles = 1;
+    fflush(stdout);
+    cli_warn_expansion(stderr, "verify", path, f);
     pagein_close(f);
     return 0;
 }

@@ -1,11 +1,18 @@
 /* fuzz_gguf_roundtrip.c - parse -> write -> parse. Every GGUF the reader
  * accepts (any version, either byte order) is copied with the writer into a
- * v3 little-endian file (metadata through pagein_gguf_set_meta, tensors by
- * data pointer, skipping the ones ggml's writer rules refuse), which must
- * open again with identical metadata and identical tensors. A mismatch
- * traps. Writes one small file per accepted input under /tmp. */
+ * v3 little-endian file (tensors by data pointer, skipping the ones ggml's
+ * writer rules refuse), which must open again with identical metadata and
+ * identical tensors. A mismatch traps. Writes one small file per accepted
+ * input under /tmp.
+ *
+ * Metadata goes through every setter in turn (set_by_type): the typed
+ * scalar setters, set_scalar, set_str, set_array, set_str_array and
+ * set_raw with bytes encoded here (little-endian hosts), and set_meta for
+ * nested arrays and keys holding a NUL. Any setter refusing a value the
+ * reader accepted traps. */
 #include <stdio.h>
 #include <stdint.h>
+#include <stdlib.h>
 #include <string.h>
 #include <unistd.h>
 
@@ -57,6 +64,145 @@ static int same_meta(const pagein_file *fa, const pagein_meta *a, const pagein_f
     }
 }
 
+/* ---- metadata through the individual setters ---------------------------- */
+
+static size_t scalar_size(pagein_meta_type t) {
+    switch (t) {
+    case PAGEIN_META_U8: case PAGEIN_META_I8: case PAGEIN_META_BOOL: return 1;
+    case PAGEIN_META_U16: case PAGEIN_META_I16: return 2;
+    case PAGEIN_META_U32: case PAGEIN_META_I32: case PAGEIN_META_F32: return 4;
+    case PAGEIN_META_U64: case PAGEIN_META_I64: case PAGEIN_META_F64: return 8;
+    default: return 0;
+    }
+}
+
+/* One scalar in native byte order (= the little-endian file layout here). */
+static void put_scalar(uint8_t *out, pagein_meta_type t, uint64_t u, double f) {
+    switch (t) {
+    case PAGEIN_META_F32: {
+        float x = (float)f;
+        memcpy(out, &x, 4);
+        break;
+    }
+    case PAGEIN_META_F64: memcpy(out, &f, 8); break;
+    case PAGEIN_META_U8: case PAGEIN_META_I8: case PAGEIN_META_BOOL: out[0] = (uint8_t)u; break;
+    case PAGEIN_META_U16: case PAGEIN_META_I16: {
+        uint16_t x = (uint16_t)u;
+        memcpy(out, &x, 2);
+        break;
+    }
+    case PAGEIN_META_U32: case PAGEIN_META_I32: {
+        uint32_t x = (uint32_t)u;
+        memcpy(out, &x, 4);
+        break;
+    }
+    default: memcpy(out, &u, 8); break;
+    }
+}
+
+/* Element i of a scalar array as (u, f); 0 or the getter's error. */
+static int elem(const pagein_file *f, const pagein_meta *m, uint64_t i, uint64_t *u, double *d) {
+    *u = 0, *d = 0;
+    if (m->elem_type == PAGEIN_META_F32 || m->elem_type == PAGEIN_META_F64) return pagein_meta_array_f64(f, m, i, d);
+    if (m->elem_type == PAGEIN_META_I8 || m->elem_type == PAGEIN_META_I16 || m->elem_type == PAGEIN_META_I32 ||
+        m->elem_type == PAGEIN_META_I64) {
+        int64_t x;
+        int rc = pagein_meta_array_i64(f, m, i, &x);
+        *u = (uint64_t)x;
+        return rc;
+    }
+    return pagein_meta_array_u64(f, m, i, u);
+}
+
+static uint8_t *grow(uint8_t **b, size_t *cap, size_t need) {
+    if (need > *cap) {
+        size_t nc = need * 2;
+        uint8_t *n = realloc(*b, nc);
+        if (!n) return NULL;
+        *b = n, *cap = nc;
+    }
+    return *b;
+}
+
+/* Copies record m of f into w with a setter picked by its type and by i
+ * (so every setter sees every kind of value over a corpus). */
+static int set_by_type(pagein_gguf_writer *w, const pagein_file *f, const pagein_meta *m, size_t i) {
+    const char *k = m->key;
+    if (strlen(k) != m->key_len || (m->type == PAGEIN_META_ARRAY && m->elem_type == PAGEIN_META_ARRAY))
+        return pagein_gguf_set_meta(w, NULL, f, m);
+    unsigned pick = (unsigned)(i % 3);
+    uint8_t one[8];
+    if (m->type != PAGEIN_META_STRING && m->type != PAGEIN_META_ARRAY) {
+        if (pick == 0) switch (m->type) {
+            case PAGEIN_META_U32: return pagein_gguf_set_u32(w, k, (uint32_t)m->v.u);
+            case PAGEIN_META_I32: return pagein_gguf_set_i32(w, k, (int32_t)m->v.i);
+            case PAGEIN_META_U64: return pagein_gguf_set_u64(w, k, m->v.u);
+            case PAGEIN_META_F32: return pagein_gguf_set_f32(w, k, (float)m->v.f);
+            case PAGEIN_META_BOOL: return pagein_gguf_set_bool(w, k, m->v.b);
+            default: break;
+            }
+        put_scalar(one, m->type, m->type == PAGEIN_META_BOOL ? (uint64_t)(m->v.b != 0) : m->v.u, m->v.f);
+        if (pick == 2) return pagein_gguf_set_raw(w, k, m->type, one, scalar_size(m->type));
+        return pagein_gguf_set_scalar(w, k, m->type, one);
+    }
+    if (m->type == PAGEIN_META_STRING) {
+        if (pick != 2) return pagein_gguf_set_str(w, k, m->str, (size_t)m->str_len);
+        uint8_t *b = malloc((size_t)m->str_len + 8);
+        if (!b) return -12;
+        uint64_t n = m->str_len;
+        memcpy(b, &n, 8);
+        if (n) memcpy(b + 8, m->str, (size_t)n);
+        int rc = pagein_gguf_set_raw(w, k, PAGEIN_META_STRING, b, (size_t)n + 8);
+        free(b);
+        return rc;
+    }
+    /* arrays of scalars or strings: packed native values, or raw bytes */
+    if (m->count > (1u << 16)) return pagein_gguf_set_meta(w, NULL, f, m);
+    size_t cap = 0, len = 12;
+    uint8_t *raw = NULL;
+    const char **ss = NULL;
+    size_t *ls = NULL;
+    int rc = 0;
+    if (!grow(&raw, &cap, 12 + (size_t)m->count * 8)) return -12;
+    uint32_t et = (uint32_t)m->elem_type;
+    memcpy(raw, &et, 4);
+    memcpy(raw + 4, &m->count, 8);
+    if (m->elem_type == PAGEIN_META_STRING) {
+        ss = calloc((size_t)m->count + 1, sizeof *ss);
+        ls = calloc((size_t)m->count + 1, sizeof *ls);
+        if (!ss || !ls) rc = -12;
+        for (uint64_t e = 0; rc == 0 && e < m->count; e++) {
+            rc = pagein_meta_array_str(f, m, e, &ss[e], &ls[e]);
+            if (rc == 0 && !grow(&raw, &cap, len + 8 + ls[e])) rc = -12;
+            if (rc == 0) {
+                uint64_t n = ls[e];
+                memcpy(raw + len, &n, 8);
+                if (n) memcpy(raw + len + 8, ss[e], ls[e]);
+                len += 8 + ls[e];
+            }
+        }
+        if (rc == 0)
+            rc = pick == 2 ? pagein_gguf_set_raw(w, k, PAGEIN_META_ARRAY, raw, len)
+                           : pagein_gguf_set_str_array(w, k, ss, ls, m->count);
+    } else {
+        size_t es = scalar_size(m->elem_type);
+        for (uint64_t e = 0; rc == 0 && e < m->count; e++) {
+            uint64_t u;
+            double d;
+            rc = elem(f, m, e, &u, &d);
+            if (rc == 0) put_scalar(raw + len + e * es, m->elem_type, u, d);
+        }
+        len += (size_t)m->count * es;
+        if (rc == 0)
+            rc = pick == 2 ? pagein_gguf_set_raw(w, k, PAGEIN_META_ARRAY, raw, len)
+                           : pagein_gguf_set_array(w, k, m->elem_type, raw + 12, m->count);
+    }
+    free(raw);
+    free(ss);
+    free(ls);
+    return rc;
+}
+
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
     pagein_open_opts o = PAGEIN_OPEN_OPTS_INIT;
     o.format = PAGEIN_FORMAT_GGUF;
@@ -65,7 +211,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
     pagein_gguf_writer *w = NULL;
     if (pagein_gguf_writer_new(&w, NULL) != 0) __builtin_trap();
     for (size_t i = 0; i < pagein_meta_count(f); i++)
-        if (pagein_gguf_set_meta(w, NULL, f, pagein_meta_at(f, i)) != 0) __builtin_trap();
+        if (set_by_type(w, f, pagein_meta_at(f, i), i) != 0) __builtin_trap();
     size_t kept = 0;
     for (size_t i = 0; i < pagein_tensor_count(f); i++) {
         const pagein_tensor *t = pagein_tensor_at(f, i);

@@ -561,9 +561,16 @@ typedef struct pagein_gguf_write_opts {
     uint32_t alignment; /* 0: general.alignment if set, else 32. Non-zero:
                            must be a power of two; general.alignment (u32)
                            is added when not set (and must agree if set). */
+    uint32_t flags;     /* PAGEIN_GGUF_WRITE_* */
 } pagein_gguf_write_opts;
 
-#define PAGEIN_GGUF_WRITE_OPTS_INIT { sizeof(pagein_gguf_write_opts), 0 }
+/* Accept a quantized tensor whose innermost dimension is not a whole number
+ * of blocks when its element count is (sized nelements / block * bytes, the
+ * layout of old files such as tinyllamas-stories-260k-q8_0.gguf, which
+ * gguf.cpp refuses): how a converter copies such a file as it is. */
+#define PAGEIN_GGUF_WRITE_WHOLE_BLOCKS 0x1u
+
+#define PAGEIN_GGUF_WRITE_OPTS_INIT { sizeof(pagein_gguf_write_opts), 0, 0 }
 
 /* Creates a writer. Returns 0, -ENOMEM or PAGEIN_E_INVALID (bad options);
  * sets *w only on success. */
@@ -666,7 +673,8 @@ typedef struct pagein_model_opts {
     uint32_t hints;             /* PAGEIN_HINT_* */
     unsigned threads;           /* I/O threads; 0 = default */
     uint64_t chunk_bytes;       /* parallel I/O chunk; 0 = default */
-    unsigned prefetch_ahead;    /* prefetch: layers kept resident ahead of the cursor; 0 = 2 */
+    unsigned prefetch_ahead;    /* prefetch: layers kept resident ahead of the cursor; 0 = 2; values
+                                   above the layer count (up to UINT_MAX) mean all layers */
     uint64_t budget_bytes;      /* prefetch: residency budget; 0 = unlimited */
     const char *const *mlock_tensors; /* names to mlock after open (NULL = none) */
     size_t n_mlock;
@@ -1468,6 +1476,49 @@ PAGEIN_API int pagein_torch_tensor_get_info(const pagein_file *f, const pagein_t
 PAGEIN_API size_t pagein_torch_storage_count(const pagein_file *f);
 
 /* ------------------------------------------------------------------------ */
+/* Dequantizing                                                             */
+/* ------------------------------------------------------------------------ */
+
+#define PAGEIN_HAVE_DEQUANTIZE 1
+
+/*
+ * Converts a tensor's data to PAGEIN_DTYPE_F32, PAGEIN_DTYPE_F16 or
+ * PAGEIN_DTYPE_BF16, with exactly the values of ggml's reference
+ * dequantization (dequantize_row_*): the same float operations in the same
+ * order; F16 scales are converted exactly (subnormals, inf and NaN
+ * included); F16/BF16 output rounds the float result to nearest even.
+ *
+ * Types: the ggml block types Q4_0, Q4_1, Q5_0, Q5_1, Q8_0, Q2_K, Q3_K,
+ * Q4_K, Q5_K, Q6_K, Q8_K, IQ4_NL, IQ4_XS, and the plain types F32, F16,
+ * BF16, F64 (rounded to float first), BOOL, U8, I8, U16, I16, U32, I32,
+ * U64, I64 (converted as C converts integers to float). Same type in and
+ * out copies the bytes unchanged.
+ *
+ *   t        the tensor record (its dtype, flags and name are used).
+ *   src      the tensor's stored bytes, as t->data holds them (file byte
+ *            order): the whole tensor (src_len == t->nbytes), or a chunk
+ *            that starts at a block boundary and is a whole number of
+ *            blocks (elements for plain types), so that large tensors can
+ *            be converted piece by piece.
+ *   out      PAGEIN_DTYPE_F32, _F16 or _BF16.
+ *   dst      receives src_len / block_bytes * block_elems elements of out,
+ *            row-major; dst_len must be at least that many bytes.
+ *
+ * Byte-swapped tensors (PAGEIN_TENSOR_SWAPPED, from big-endian GGUF files)
+ * of plain types are swapped; quantized blocks in a big-endian file are
+ * refused (ggml defines no big-endian block layout): PAGEIN_E_UNSUPPORTED.
+ * Strided tensors (PAGEIN_TENSOR_NONCONTIGUOUS) are refused too
+ * (PAGEIN_E_UNSUPPORTED): their stored bytes are not row-major.
+ * Returns 0, or PAGEIN_E_INVALID (NULL argument, out not F32/F16/BF16),
+ * PAGEIN_E_BAD_DTYPE (a type not listed above, e.g. IQ2_XXS),
+ * PAGEIN_E_MISALIGNED_SLICE (src_len not whole blocks), PAGEIN_E_RANGE
+ * (src_len > t->nbytes, or dst too small), PAGEIN_E_UNSUPPORTED. The
+ * detail names the tensor. No allocation; thread-safe.
+ */
+PAGEIN_API int pagein_tensor_dequantize(const pagein_tensor *t, const void *src, size_t src_len, pagein_dtype out,
+                                        void *dst, size_t dst_len);
+
+/* ------------------------------------------------------------------------ */
 /* Converting to safetensors                                                */
 /* ------------------------------------------------------------------------ */
 
@@ -1486,9 +1537,24 @@ typedef struct pagein_convert_opts {
                                   (official); 4096 for O_DIRECT / GPU direct */
     pagein_progress_fn progress; /* may be NULL; called on the calling thread */
     void *progress_ctx;
+    /* Fields below were added later (size tells which a caller knows). */
+    pagein_dtype dequantize;   /* INVALID = block-quantized GGUF tensors are
+                                  refused for safetensors (kept for GGUF);
+                                  F32, F16 or BF16: they are dequantized to
+                                  it (pagein_tensor_dequantize's values) */
+    uint64_t max_output_bytes; /* refuse, before writing anything, when the
+                                  output (tensor bytes plus a bound on the
+                                  headers) exceeds this: 0 = the free space
+                                  of the target's filesystem (statvfs);
+                                  UINT64_MAX = no check at all */
+    /* Called for every metadata entry of f that is not written to the output,
+     * with a short reason (may be NULL). key is key_len bytes. */
+    void (*on_skip)(void *ctx, const char *key, size_t key_len, const char *why);
+    void *skip_ctx;
 } pagein_convert_opts;
 
-#define PAGEIN_CONVERT_OPTS_INIT { sizeof(pagein_convert_opts), PAGEIN_DTYPE_INVALID, 0, 0, NULL, NULL }
+#define PAGEIN_CONVERT_OPTS_INIT                                                                    \
+    { sizeof(pagein_convert_opts), PAGEIN_DTYPE_INVALID, 0, 0, NULL, NULL, PAGEIN_DTYPE_INVALID, 0, NULL, NULL }
 
 /* What a conversion did. */
 typedef struct pagein_convert_stats {
@@ -1498,26 +1564,42 @@ typedef struct pagein_convert_stats {
     size_t cast;          /* of which were cast to opts.dtype */
     uint32_t shards;      /* files written (1 = no index) */
     uint64_t bytes;       /* tensor bytes written */
+    size_t dequantized;   /* of which were dequantized (opts.dequantize) */
+    uint64_t output_bound;/* bytes checked against the free space / cap */
 } pagein_convert_stats;
 
 /*
- * Writes every tensor of f (any format: a PyTorch checkpoint, a GGUF file
- * with plain element types, a safetensors file) to safetensors at out, each
- * name with its own bytes in row-major native order: tensors sharing
- * storage are written in full, strided ones gathered, byte-swapped ones
- * swapped. __metadata__ is {"format": "pt"} for PyTorch input, the input's
- * own string metadata for safetensors input, empty otherwise; metadata
- * entries of f (the PyTorch values that are not tensors) are not written.
+ * Writes every tensor of f (any format: a PyTorch checkpoint, a GGUF file,
+ * a safetensors file) to safetensors at out, each name with its own bytes
+ * in row-major native order: tensors sharing storage are written in full,
+ * strided ones gathered, byte-swapped ones swapped, quantized GGUF ones
+ * dequantized when opts->dequantize is set. __metadata__ is
+ * {"format": "pt"} for PyTorch input (the checkpoint's non-tensor values are
+ * skipped), the input's own string metadata for safetensors input, and
+ * every key of GGUF input as a string (non-strings JSON-encoded, arrays as
+ * JSON arrays); entries that cannot be carried (not UTF-8, NUL bytes) are
+ * reported to opts->on_skip.
  * With opts->max_shard_bytes the output is split into
  * "<stem>-00001-of-0000N.safetensors" next to out plus "<out>.index.json"
  * ({"metadata": {"total_size": N}, "weight_map": {...}}, like Hugging Face's
- * writer; out = ".../model.safetensors" gives the usual names), written last.
- * Every file is written atomically (temporary file, fsync, rename). Source
- * pages are dropped from the caller's resident set as they are consumed.
+ * writer; out = ".../model.safetensors" gives the usual names). Tensors go
+ * to shards in state-dict order (a checkpoint's pickle order, file order
+ * otherwise), a numbered layer starting a new shard when it fits in one but
+ * not in the rest of the current one. The set is all or nothing: written
+ * into a temporary directory next to out, moved into place index last, old
+ * files restored if a move fails; afterwards stale shards of an earlier set
+ * with the same stem, and a single file at out, are removed. A single file
+ * is written atomically (temporary file, fsync, rename). Before writing,
+ * the output size is checked against opts->max_output_bytes or the free
+ * space of out's filesystem. Source pages are dropped from the caller's
+ * resident set as they are consumed.
  * Returns 0 and fills *stats (may be NULL), or PAGEIN_E_BAD_DTYPE (a type
- * safetensors cannot hold, e.g. a quantized GGUF type), PAGEIN_E_INVALID,
- * the writer's errors or -errno. Not thread-safe with respect to f's
- * mapping advice; f itself is only read.
+ * safetensors cannot hold, e.g. a quantized GGUF type without
+ * opts->dequantize), PAGEIN_E_UNSUPPORTED (quantized data of a big-endian
+ * file), PAGEIN_E_LIMIT (over max_output_bytes), -ENOSPC (does not fit the
+ * free space; nothing written), PAGEIN_E_INVALID, the writer's errors or
+ * -errno. Not thread-safe with respect to f's mapping advice; f itself is
+ * only read.
  */
 PAGEIN_API int pagein_convert_safetensors(const pagein_file *f, const char *out, const pagein_convert_opts *opts,
                                           pagein_convert_stats *stats);
@@ -1526,12 +1608,15 @@ PAGEIN_API int pagein_convert_safetensors(const pagein_file *f, const char *out,
  * Writes every tensor of f to a GGUF v3 file at out (atomically, with the
  * GGUF writer): same names, shapes and bytes (strided tensors gathered,
  * byte-swapped ones swapped, opts->dtype casts as above), opts->align as
- * the GGUF alignment (0 = 32). Metadata carried over: safetensors
- * __metadata__ strings, PyTorch non-tensor ints/floats/bools/strings, and
- * every scalar and string key of GGUF input (arrays are not copied). BOOL
- * and C64 tensors, tensors with more than 4 dimensions and names of 64
+ * the GGUF alignment (0 = 32), opts->dequantize for quantized tensors.
+ * Metadata carried over: every key of GGUF input with its type and value
+ * (arrays and nested arrays included; general.alignment is replaced when
+ * opts->align is set), safetensors __metadata__ strings, PyTorch non-tensor
+ * ints/floats/bools/strings; anything else is reported to opts->on_skip.
+ * BOOL and C64 tensors, tensors with more than 4 dimensions and names of 64
  * bytes or more are refused (GGUF cannot hold them): PAGEIN_E_BAD_DTYPE,
- * PAGEIN_E_LIMIT. max_shard_bytes is refused (PAGEIN_E_UNSUPPORTED).
+ * PAGEIN_E_LIMIT. max_shard_bytes is refused (PAGEIN_E_UNSUPPORTED). The
+ * output size is checked as for pagein_convert_safetensors.
  */
 PAGEIN_API int pagein_convert_gguf(const pagein_file *f, const char *out, const pagein_convert_opts *opts,
                                    pagein_convert_stats *stats);
@@ -1606,20 +1691,204 @@ PAGEIN_API int pagein_is_url(const char *path);
 /* Dequantization (issue 17 item 11)                                        */
 /* ------------------------------------------------------------------------ */
 
+/* ---- storage facts and the range engine (docs/LOADING.md, "range engine") */
+
+/* What pagein knows and measured about where a model's first file lives,
+ * and what the range engine would choose for it. */
+typedef struct pagein_io_facts {
+    char storage[24];        /* "local", "memory", "netfs", "fuse", "remote", "unknown" */
+    char fs_type[64];        /* mountinfo type ("ext4", "fuse.slowfs") or URL scheme */
+    uint32_t read_ahead_kb;  /* the mount's readahead window, 0 unknown */
+    int rotational;          /* 1, 0, -1 unknown */
+    int measured;            /* the probe below ran */
+    double lat1_us;          /* one 128 KiB request at depth 1 */
+    double depth_speedup;    /* throughput at depth probe_depth / at depth 1 */
+    unsigned probe_depth;
+    uint64_t request_bytes;  /* what the engine would use for READ */
+    unsigned depth;
+    char engine_why[160];    /* how request_bytes and depth were chosen */
+} pagein_io_facts;
+
+/* Fills *f for m (probing the first file once per model if nothing was
+ * measured yet: a few 128 KiB reads). 0, PAGEIN_E_INVALID. Not thread-safe
+ * for one model. */
+PAGEIN_API int pagein_model_io_facts(pagein_model *m, pagein_io_facts *f);
+
+#define PAGEIN_IO_HIST 16 /* request-size histogram: bucket i = [4 KiB << i, 4 KiB << (i+1)) */
+
+/* What the range engine did for a model opened with READ (the access
+ * trace): requests, their sizes, requests in flight and latency. */
+typedef struct pagein_io_stats {
+    uint64_t requests, bytes, request_bytes;
+    unsigned depth;
+    uint64_t max_inflight;
+    double mean_inflight;   /* time-weighted (Little's law: sum of latencies / wall time) */
+    uint64_t lat_p50_ns, lat_p95_ns, lat_p99_ns;
+    uint64_t size_hist[PAGEIN_IO_HIST];
+    double seconds;
+    char why[160];
+} pagein_io_stats;
+
+/* 0 and *st for a model whose data the range engine read (READ, or AUTO
+ * that chose it); PAGEIN_E_UNSUPPORTED for strategies that page in through
+ * the mapping (their requests are the kernel's). */
+PAGEIN_API int pagein_model_io_stats(const pagein_model *m, pagein_io_stats *st);
+
+/* ======================================================================== */
+/* Distributed plans: weights read once across ranks (src/dist/,            */
+/* docs/DISTRIBUTED.md)                                                     */
+/* ======================================================================== */
 /*
- * DECLARATION ADDED BY THE PYTHON BINDING (branch py17) so that both sides
- * agree on the signature; the definition, its documentation and
- * `#define PAGEIN_HAVE_DEQUANTIZE` come with the C implementation. The
- * binding calls this function only when PAGEIN_HAVE_DEQUANTIZE is defined,
- * so a build without the implementation links. When merging, keep one
- * declaration (the implementation's) and drop this block.
+ * A plan says, for one rank of a group of `world` ranks loading one model,
+ * which byte ranges of the model's files each rank reads from storage and
+ * which tensors (or slices of tensors) this rank ends with. It does no I/O
+ * and knows no transport: the caller reads its ranges (pagein_read_ranges)
+ * and exchanges the shared ones with its own collectives (pagein.distributed
+ * uses torch.distributed broadcasts). Every rank computes the same plan from
+ * the same files, so no plan is ever sent.
  *
- * Converts tensor t (its src_len bytes at src) to out (PAGEIN_DTYPE_F32,
- * _F16 or _BF16) in dst; dst_len must be nelements * out size. Returns 0
- * or a negative code with a detail.
+ *   REPLICATED  every rank ends with every tensor. The bytes of all tensors,
+ *               taken in model order, are cut into `world` contiguous parts
+ *               balanced by bytes (cut points rounded to `align` bytes of
+ *               that stream); rank r reads part r and broadcasts it; storage
+ *               serves each byte once.
+ *   TP          tensors matched by a split rule are cut along one dimension
+ *               (ROWS: dimension 0, the output rows of a linear layer's
+ *               [out, in] weight; COLS: the last dimension, its input
+ *               columns); rank r keeps elements [r*D/W, (r+1)*D/W) of that
+ *               dimension of size D. A ROWS slice is one range: its rank
+ *               reads it. A COLS slice is a strided set of short pieces,
+ *               narrower than a page for most models, so reading it directly
+ *               would fetch whole pages shared with the other ranks' slices;
+ *               instead each rank reads 1/W of the tensor's rows (whole rows,
+ *               contiguous) and the ranks exchange the column blocks
+ *               (an all-to-all), unless PAGEIN_DIST_COLS_DIRECT asks for the
+ *               direct strided reads. Every other tensor is replicated as
+ *               above.
  */
-PAGEIN_API int pagein_tensor_dequantize(const pagein_tensor *t, const void *src, size_t src_len, pagein_dtype out,
-                                        void *dst, size_t dst_len);
+
+typedef enum pagein_dist_mode {
+    PAGEIN_DIST_REPLICATED = 0,
+    PAGEIN_DIST_TP = 1
+} pagein_dist_mode;
+
+typedef enum pagein_split {
+    PAGEIN_SPLIT_NONE = 0, /* replicated */
+    PAGEIN_SPLIT_ROWS = 1, /* dimension 0 */
+    PAGEIN_SPLIT_COLS = 2  /* the last dimension (1-D tensors: replicated) */
+} pagein_split;
+
+/* One split rule: tensors whose whole name matches the fnmatch(3) pattern
+ * (no flags: '*' also matches '.') are split as given. The first matching
+ * rule wins; a tensor no rule matches is replicated. */
+typedef struct pagein_dist_rule {
+    const char *pattern;
+    pagein_split split;
+} pagein_dist_rule;
+
+/*
+ * The default rules for llama-style checkpoints (Hugging Face and GGUF
+ * names): q/k/v/gate/up projections (weights and biases) by ROWS, o/down
+ * projections by COLS, token embeddings and the LM head by ROWS (vocabulary
+ * rows); norms and everything else replicated. Sets *n; the array is static.
+ */
+PAGEIN_API const pagein_dist_rule *pagein_dist_default_rules(size_t *n);
+
+/* What happens to a read's bytes (pagein_dist_read.shared). */
+#define PAGEIN_DIST_PRIVATE 0u   /* only the owner needs them: its own TP slice */
+#define PAGEIN_DIST_BROADCAST 1u /* every rank needs them: the owner broadcasts */
+#define PAGEIN_DIST_EXCHANGE 2u  /* whole rows [row_start, row_stop) of a COLS
+                                    tensor (rows = elements / last dimension):
+                                    the owner reads them and sends each rank
+                                    its columns of those rows (all-to-all) */
+
+/* One read of the plan: `count` chunks of `length` bytes, the first at
+ * absolute `offset` of model file `file`, each next one `stride` bytes
+ * further (count 1: one contiguous range). The chunks go, packed one after
+ * another, to byte `dst_offset` of the receiving rank's buffer for tensor
+ * `tensor` (index in pagein_model_tensor_at order); for EXCHANGE reads,
+ * to the owner's staging buffer of those rows (dst_offset 0). `owner` reads
+ * it; `shared` is one of PAGEIN_DIST_PRIVATE/BROADCAST/EXCHANGE. */
+typedef struct pagein_dist_read {
+    uint32_t owner;
+    uint32_t shared;
+    uint32_t tensor;
+    uint32_t file;
+    uint64_t offset;
+    uint64_t length;
+    uint64_t stride;
+    uint64_t count;
+    uint64_t dst_offset;
+    uint64_t row_start, row_stop; /* EXCHANGE: the rows read; else 0, 0 */
+} pagein_dist_read;
+
+/* One tensor this rank ends with: elements [start, stop) of dimension
+ * `dim` (0 for ROWS, ndim-1 for COLS; for NONE the whole of dimension 0, or
+ * [0, 1) for a scalar), nbytes bytes in row-major order. */
+typedef struct pagein_dist_piece {
+    uint32_t tensor;
+    pagein_split split;
+    uint32_t dim;
+    uint64_t start, stop;
+    uint64_t nbytes;
+} pagein_dist_piece;
+
+typedef struct pagein_dist_plan pagein_dist_plan;
+
+#define PAGEIN_DIST_COLS_DIRECT 0x1u /* TP: each rank reads its COLS slices
+                                        itself (strided), no exchange */
+
+typedef struct pagein_dist_opts {
+    size_t size;                   /* sizeof(pagein_dist_opts) */
+    pagein_dist_mode mode;
+    const pagein_dist_rule *rules; /* TP: NULL = pagein_dist_default_rules */
+    size_t nrules;
+    uint64_t align;                /* REPLICATED cut points: multiple of this; 0 = 4096 */
+    uint32_t flags;                /* PAGEIN_DIST_* */
+} pagein_dist_opts;
+
+#define PAGEIN_DIST_OPTS_INIT { sizeof(pagein_dist_opts), PAGEIN_DIST_REPLICATED, NULL, 0, 0, 0 }
+
+/*
+ * Computes the plan of rank `rank` of `world` for model m. m is only read
+ * during the call (the plan holds no pointer into it; its tensor indexes
+ * are those of pagein_model_tensor_at on m). The reads listed are every
+ * BROADCAST read, then every EXCHANGE read (of every owner, in the same
+ * order on every rank: the order of the collectives), then this rank's
+ * PRIVATE reads; the pieces are the
+ * tensors this rank ends with, in model order. Sets *p only on success.
+ * Errors: PAGEIN_E_INVALID (world 0, rank >= world, unknown mode or split),
+ * PAGEIN_E_UNSUPPORTED (a split tensor whose dtype is block-quantized or
+ * sub-byte, or a tensor stored non-contiguous or byte-swapped), -ENOMEM.
+ * The detail names the tensor. Thread-safe.
+ */
+PAGEIN_API int pagein_dist_plan_new(pagein_dist_plan **p, const pagein_model *m, unsigned rank, unsigned world,
+                                    const pagein_dist_opts *opts);
+PAGEIN_API void pagein_dist_plan_free(pagein_dist_plan *p); /* NULL ok */
+/* The reads and the pieces; pointers owned by p, valid until free. */
+PAGEIN_API size_t pagein_dist_plan_read_count(const pagein_dist_plan *p);
+PAGEIN_API const pagein_dist_read *pagein_dist_plan_read_at(const pagein_dist_plan *p, size_t i);
+PAGEIN_API size_t pagein_dist_plan_piece_count(const pagein_dist_plan *p);
+PAGEIN_API const pagein_dist_piece *pagein_dist_plan_piece_at(const pagein_dist_plan *p, size_t i);
+/* Bytes this rank reads from storage (its shared and private reads). */
+PAGEIN_API uint64_t pagein_dist_plan_read_bytes(const pagein_dist_plan *p);
+
+/* ---- temporary files and signals ---------------------------------------- */
+
+/*
+ * Removes the named temporary files of writes in progress in this process:
+ * every writer (safetensors, GGUF, convert, manifests) writes into an
+ * unnamed O_TMPFILE inode where the filesystem has them, which leaves
+ * nothing behind when the process dies, and names it only between
+ * linkat() and rename() at commit; elsewhere it writes a hidden
+ * ".NAME.tmp-XXXXXXXX" next to the target. Those names are what this
+ * removes. Async-signal-safe (unlink only, no locks, no allocation): call
+ * it from a SIGINT/SIGTERM handler, then restore the default action and
+ * re-raise the signal, as the pagein tool does. Writes still running on
+ * other threads then fail; their targets are untouched. Temporary files of
+ * a parent process are left alone in a forked child.
+ */
+PAGEIN_API void pagein_temp_cleanup(void);
 
 #ifdef __cplusplus
 }

@@ -54,13 +54,20 @@ long pi_alloc_count(void); /* allocations since start */
  * siglongjmp, which runs no cleanup). pi_journal_end(j, 0) keeps them (and
  * hands them to an enclosing journal). Journals nest per thread. */
 struct pi_journal {
-    void **p;
-    size_t n, cap;
+    void **p;      /* hash set of the blocks (NULL: empty slot), cap slots */
+    size_t n, cap; /* n blocks; cap a power of two, or 0 */
     int lost; /* the journal itself could not grow: some blocks untracked */
     struct pi_journal *prev;
 };
 void pi_journal_begin(struct pi_journal *j);
 void pi_journal_end(struct pi_journal *j, int free_all);
+/* Hash-set slots this thread's journals have looked at so far (tests check
+ * that recording and forgetting n blocks costs O(n) in any order). */
+uint64_t pi_journal_probes(void);
+/* Test hook: fn(ctx) runs once, on this thread, when a journal records its
+ * n-th block from now (n <= 0 clears it). fuzz_open_file truncates the
+ * file there, so the parse faults mid-way, deterministically. */
+void pi_journal_hook(long n, void (*fn)(void *), void *ctx);
 
 /* ---- errors (util.c) ---------------------------------------------------- */
 /* Sets the thread's detail message and returns code. */

@@ -11,8 +11,11 @@
  * --delay-us microseconds (default 1000) before it is served; with
  * --max-inflight N at most N requests are served at once (0 = no limit).
  * Counters (requests, bytes, a histogram of request sizes, the most requests
- * seen in flight) are readable at any time from the hidden file
- * MNT/.slowfs-stats (not counted) and written to FILE when slowfs exits.
+ * seen in flight, the time requests spent being served, a histogram of
+ * their latencies in microseconds) are readable at any time from the hidden
+ * file MNT/.slowfs-stats (not counted) and written to FILE when slowfs
+ * exits. peak_inflight is the most requests in flight since the stats file
+ * was last opened (open it before and after a run for that run's peak).
  * Runs in the foreground until unmounted (fusermount3 -u MNT) or signalled;
  * tools/slowfs.sh mounts and unmounts it for tests and benchmarks.
  */
@@ -37,6 +40,7 @@
 
 #define STATS_NAME "/.slowfs-stats"
 #define NBUCKETS 12 /* <=4K, <=8K, ... <=4M, >4M */
+#define NLAT 24     /* latency: <=1us, <=2us, ... <=2^22 us, more */
 
 static struct {
     int src;            /* directory fd of SRC */
@@ -47,7 +51,8 @@ static struct {
     long ra_kb;         /* -1 = leave the kernel's readahead window */
     sem_t slots;
     _Atomic uint64_t requests, bytes, hist[NBUCKETS];
-    _Atomic unsigned inflight, max_seen;
+    _Atomic unsigned inflight, max_seen, peak;
+    _Atomic uint64_t busy_ns, lat[NLAT];
     unsigned threads;
 } g;
 
@@ -63,7 +68,9 @@ static int bucket(size_t n) {
     return b;
 }
 
-static int format_stats(char *buf, size_t cap) {
+#define STATS_FH (1ull << 63) /* fh of an open stats file: this bit | the peak when it was opened */
+
+static int format_stats(char *buf, size_t cap, unsigned peak) {
     int n = snprintf(buf, cap,
                      "requests %" PRIu64 "\nbytes %" PRIu64 "\ndelay_us %ld\nmax_inflight %u\nmax_seen_inflight %u\n",
                      atomic_load(&g.requests), atomic_load(&g.bytes), g.delay_us, g.max_inflight,
@@ -75,6 +82,10 @@ static int format_stats(char *buf, size_t cap) {
         else
             n += snprintf(buf + n, cap - (size_t)n, "hist_gt_%zuk %" PRIu64 "\n", lim / 2, atomic_load(&g.hist[b]));
     }
+    if (n < (int)cap)
+        n += snprintf(buf + n, cap - (size_t)n, "busy_ns %" PRIu64 "\npeak_inflight %u\n", atomic_load(&g.busy_ns), peak);
+    for (int b = 0; b < NLAT && n < (int)cap; b++)
+        n += snprintf(buf + n, cap - (size_t)n, "lat_le_%luus %" PRIu64 "\n", 1ul << b, atomic_load(&g.lat[b]));
     return n;
 }
 
@@ -122,7 +133,8 @@ static int sf_open(const char *path, struct fuse_file_info *fi) {
     if ((fi->flags & O_ACCMODE) != O_RDONLY) return -EROFS;
     if (strcmp(path, STATS_NAME) == 0) {
         fi->direct_io = 1;
-        fi->fh = (uint64_t)-1;
+        /* report the peak of the window that ends now, start a new one */
+        fi->fh = STATS_FH | atomic_exchange(&g.peak, atomic_load(&g.inflight));
         return 0;
     }
     int fd = openat(g.src, rel(path), O_RDONLY);
@@ -132,9 +144,9 @@ static int sf_open(const char *path, struct fuse_file_info *fi) {
 }
 
 static int sf_read(const char *path, char *buf, size_t size, off_t off, struct fuse_file_info *fi) {
-    if (fi->fh == (uint64_t)-1) { /* the stats file */
+    if (fi->fh & STATS_FH) { /* the stats file */
         char tmp[4096];
-        int n = format_stats(tmp, sizeof tmp);
+        int n = format_stats(tmp, sizeof tmp, (unsigned)(fi->fh & ~STATS_FH));
         if (off >= n) return 0;
         size_t k = (size_t)n - (size_t)off < size ? (size_t)n - (size_t)off : size;
         memcpy(buf, tmp + off, k);
@@ -144,12 +156,22 @@ static int sf_read(const char *path, char *buf, size_t size, off_t off, struct f
     if (g.max_inflight) sem_wait(&g.slots);
     unsigned now = atomic_fetch_add(&g.inflight, 1) + 1, seen = atomic_load(&g.max_seen);
     while (now > seen && !atomic_compare_exchange_weak(&g.max_seen, &seen, now)) {}
+    unsigned pk = atomic_load(&g.peak);
+    while (now > pk && !atomic_compare_exchange_weak(&g.peak, &pk, now)) {}
+    struct timespec t0, t1;
+    clock_gettime(CLOCK_MONOTONIC, &t0);
     if (g.delay_us > 0) {
         struct timespec ts = {g.delay_us / 1000000, (g.delay_us % 1000000) * 1000};
         while (nanosleep(&ts, &ts) < 0 && errno == EINTR) {}
     }
     ssize_t n = pread((int)fi->fh, buf, size, off);
     int rc = n < 0 ? -errno : (int)n;
+    clock_gettime(CLOCK_MONOTONIC, &t1);
+    uint64_t ns = (uint64_t)(t1.tv_sec - t0.tv_sec) * 1000000000ull + (uint64_t)t1.tv_nsec - (uint64_t)t0.tv_nsec;
+    atomic_fetch_add(&g.busy_ns, ns);
+    int lb = 0;
+    while (lb < NLAT - 1 && ns > (1000ull << lb)) lb++;
+    atomic_fetch_add(&g.lat[lb], 1);
     atomic_fetch_sub(&g.inflight, 1);
     if (g.max_inflight) sem_post(&g.slots);
     atomic_fetch_add(&g.requests, 1);
@@ -160,7 +182,7 @@ static int sf_read(const char *path, char *buf, size_t size, off_t off, struct f
 
 static int sf_release(const char *path, struct fuse_file_info *fi) {
     (void)path;
-    if (fi->fh != (uint64_t)-1) close((int)fi->fh);
+    if (!(fi->fh & STATS_FH)) close((int)fi->fh);
     return 0;
 }
 
@@ -203,7 +225,7 @@ static void *set_readahead(void *arg) {
 static void write_stats(void) {
     if (!g.stats_path) return;
     char tmp[4096];
-    int n = format_stats(tmp, sizeof tmp);
+    int n = format_stats(tmp, sizeof tmp, atomic_load(&g.peak));
     FILE *f = fopen(g.stats_path, "w");
     if (!f) {
         perror(g.stats_path);

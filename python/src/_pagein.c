@@ -353,9 +353,10 @@ static PyObject *py_open_model(PyObject *self, PyObject *args, PyObject *kw) {
     PyObject *path;
     const char *strategy = "auto";
     /* Bounds: threads up to PY_MAX_THREADS;
-     * prefetch layers fit the pager's int32 layer arithmetic; hints the
+     * prefetch layers any unsigned 32-bit count (the C pager clamps to the
+     * layer count: every value the library takes works); hints the
      * uint32 flag word; budget any byte count. */
-    int_arg threads = UINT_ARG("threads", PY_MAX_THREADS), prefetch = UINT_ARG("prefetch", INT32_MAX);
+    int_arg threads = UINT_ARG("threads", PY_MAX_THREADS), prefetch = UINT_ARG("prefetch", UINT32_MAX);
     int_arg budget = UINT_ARG("budget", UINT64_MAX), hints = UINT_ARG("hints", UINT32_MAX);
     int lenient = 0, writable = 0;
     if (!PyArg_ParseTupleAndKeywords(args, kw, "U|sO&O&O&O&pp:open_model", kwlist, &path, &strategy, int_arg_conv,
@@ -1263,6 +1264,18 @@ static PyObject *py_pull(PyObject *self, PyObject *args, PyObject *kw) {
 
 
 static PyObject *py_remote_available(PyObject *self, PyObject *unused) { return PyBool_FromLong(pagein_remote_available()); }
+/* Training data and distributed plans: defined in the last section. */
+static PyObject *py_dataset_open_records(PyObject *self, PyObject *args);
+static PyObject *py_dataset_open_megatron(PyObject *self, PyObject *args);
+static PyObject *py_dataset_info(PyObject *self, PyObject *cap);
+static PyObject *py_dataset_read(PyObject *self, PyObject *args, PyObject *kw);
+static PyObject *py_read_ranges(PyObject *self, PyObject *args, PyObject *kw);
+static PyObject *py_permutation(PyObject *self, PyObject *args);
+static PyObject *py_epoch_seed(PyObject *self, PyObject *args);
+static PyObject *py_shuffle_quality(PyObject *self, PyObject *arg);
+static PyObject *py_dist_default_rules(PyObject *self, PyObject *unused);
+static PyObject *py_dist_plan(PyObject *self, PyObject *args, PyObject *kw);
+
 static PyMethodDef module_methods[] = {
     {"strategies", PYFN(py_strategies), METH_NOARGS, "strategies() -> the strategy names, from the library's table"},
     {"open_file", PYFN(py_open_file), METH_VARARGS | METH_KEYWORDS,
@@ -1278,6 +1291,20 @@ static PyMethodDef module_methods[] = {
     {"pull", PYFN(py_pull), METH_VARARGS | METH_KEYWORDS,
      "pull(src, dest=None, connections=0, chunk=0, stage=None, cache_dir=None, sync=True) -> stats dict"},
     {"remote_available", PYFN(py_remote_available), METH_NOARGS, "remote_available() -> bool (built with libcurl)"},
+    /* training data and distributed plans (last section) */
+    {"dataset_open_records", py_dataset_open_records, METH_VARARGS, "dataset_open_records(paths, record_size) -> dataset"},
+    {"dataset_open_megatron", py_dataset_open_megatron, METH_VARARGS, "dataset_open_megatron(prefix) -> dataset"},
+    {"dataset_info", py_dataset_info, METH_O, "dataset_info(dataset) -> (count, [(path, size)])"},
+    {"dataset_read", PYFN(py_dataset_read), METH_VARARGS | METH_KEYWORDS,
+     "dataset_read(dataset, ids, queue_depth=0, max_gap=0, no_merge=False) -> (bytearray, offsets, stats)"},
+    {"read_ranges", PYFN(py_read_ranges), METH_VARARGS | METH_KEYWORDS,
+     "read_ranges(fds, files, offsets, lengths, out, dst, queue_depth=0, max_gap=0, no_merge=False) -> stats"},
+    {"permutation", py_permutation, METH_VARARGS, "permutation(n, seed) -> bytearray of n u64"},
+    {"epoch_seed", py_epoch_seed, METH_VARARGS, "epoch_seed(seed, epoch) -> int"},
+    {"shuffle_quality", py_shuffle_quality, METH_O, "shuffle_quality(ids) -> float"},
+    {"dist_default_rules", py_dist_default_rules, METH_NOARGS, "dist_default_rules() -> [(pattern, split)]"},
+    {"dist_plan", PYFN(py_dist_plan), METH_VARARGS | METH_KEYWORDS,
+     "dist_plan(source, rank, world, mode='replicated', rules=None, align=0, cols_direct=False) -> (reads, pieces, read_bytes)"},
     {NULL, NULL, 0, NULL},
 };
 
@@ -1350,4 +1377,444 @@ PyMODINIT_FUNC PyInit__pagein(void) {
 fail:
     Py_DECREF(m);
     return NULL;
+}
+
+/* ======================================================================== */
+/* Training data and distributed plans (pagein.data, pagein.distributed)    */
+/* ======================================================================== */
+/*
+ * A dataset is a PyCapsule owning one pagein_dataset (closed by the
+ * capsule's destructor). Sample bytes are read into buffers that Python
+ * owns (a fresh bytearray per call, or a caller's writable buffer), never
+ * into library memory, so every view the Python layer hands out keeps its
+ * bytes alive and no later read can overwrite them.
+ */
+
+#define DATASET_CAPSULE "pagein.dataset"
+
+static void dataset_capsule_free(PyObject *cap) {
+    pagein_dataset_close(PyCapsule_GetPointer(cap, DATASET_CAPSULE));
+}
+
+static pagein_dataset *dataset_of(PyObject *cap) {
+    return PyCapsule_GetPointer(cap, DATASET_CAPSULE);
+}
+
+/* _pagein.dataset_open_records([paths], record_size) -> capsule */
+static PyObject *py_dataset_open_records(PyObject *self, PyObject *args) {
+    PyObject *seq;
+    unsigned long long rec;
+    if (!PyArg_ParseTuple(args, "OK:dataset_open_records", &seq, &rec)) return NULL;
+    PyObject *fast = PySequence_Fast(seq, "paths must be a sequence of str");
+    if (!fast) return NULL;
+    Py_ssize_t n = PySequence_Fast_GET_SIZE(fast);
+    PyObject **enc = PyMem_Calloc((size_t)n + 1, sizeof *enc);
+    const char **paths = PyMem_Calloc((size_t)n + 1, sizeof *paths);
+    PyObject *res = NULL;
+    Py_ssize_t i;
+    if (!enc || !paths) {
+        PyErr_NoMemory();
+        goto done;
+    }
+    for (i = 0; i < n; i++) {
+        PyObject *p = PySequence_Fast_GET_ITEM(fast, i);
+        if (!PyUnicode_Check(p)) {
+            PyErr_SetString(PyExc_TypeError, "paths must be a sequence of str");
+            goto done;
+        }
+        if (!(enc[i] = fs_bytes(p))) goto done;
+        paths[i] = PyBytes_AS_STRING(enc[i]);
+    }
+    pagein_dataset *d = NULL;
+    int rc;
+    Py_BEGIN_ALLOW_THREADS
+    rc = pagein_dataset_open_records(&d, paths, (size_t)n, rec);
+    Py_END_ALLOW_THREADS
+    if (rc < 0) {
+        raise_rc(rc, n == 1 ? PySequence_Fast_GET_ITEM(fast, 0) : NULL);
+        goto done;
+    }
+    res = PyCapsule_New(d, DATASET_CAPSULE, dataset_capsule_free);
+    if (!res) pagein_dataset_close(d);
+done:
+    for (i = 0; enc && i < n; i++) Py_XDECREF(enc[i]);
+    PyMem_Free(enc);
+    PyMem_Free(paths);
+    Py_DECREF(fast);
+    return res;
+}
+
+/* _pagein.dataset_open_megatron(prefix) -> capsule */
+static PyObject *py_dataset_open_megatron(PyObject *self, PyObject *args) {
+    PyObject *prefix;
+    if (!PyArg_ParseTuple(args, "U:dataset_open_megatron", &prefix)) return NULL;
+    PyObject *pb = fs_bytes(prefix);
+    if (!pb) return NULL;
+    pagein_dataset *d = NULL;
+    int rc;
+    Py_BEGIN_ALLOW_THREADS
+    rc = pagein_dataset_open_megatron(&d, PyBytes_AS_STRING(pb));
+    Py_END_ALLOW_THREADS
+    Py_DECREF(pb);
+    if (rc < 0) return raise_rc(rc, prefix);
+    PyObject *res = PyCapsule_New(d, DATASET_CAPSULE, dataset_capsule_free);
+    if (!res) pagein_dataset_close(d);
+    return res;
+}
+
+/* _pagein.dataset_info(cap) -> (count, [(path, size), ...]) */
+static PyObject *py_dataset_info(PyObject *self, PyObject *cap) {
+    pagein_dataset *d = dataset_of(cap);
+    if (!d) return NULL;
+    size_t nf = pagein_dataset_file_count(d);
+    PyObject *files = PyList_New((Py_ssize_t)nf);
+    if (!files) return NULL;
+    for (size_t i = 0; i < nf; i++) {
+        const char *p = pagein_dataset_path(d, i);
+        PyObject *t = Py_BuildValue("(NK)", PyUnicode_DecodeFSDefault(p ? p : ""),
+                                    (unsigned long long)pagein_dataset_file_size(d, i));
+        if (!t) {
+            Py_DECREF(files);
+            return NULL;
+        }
+        PyList_SET_ITEM(files, (Py_ssize_t)i, t);
+    }
+    return Py_BuildValue("(KN)", (unsigned long long)pagein_dataset_count(d), files);
+}
+
+static PyObject *ranges_stats_tuple(const pagein_ranges_stats *st) {
+    return Py_BuildValue("(KKKKK)", (unsigned long long)st->requests, (unsigned long long)st->reads,
+                         (unsigned long long)st->bytes_requested, (unsigned long long)st->bytes_read,
+                         (unsigned long long)st->bytes_wasted);
+}
+
+/* A C-contiguous buffer of n elements of `size` bytes (format not checked
+ * beyond the item size: the Python layer passes numpy uint64/uint32). */
+static int get_array(PyObject *o, Py_buffer *b, size_t size, const char *what) {
+    if (PyObject_GetBuffer(o, b, PyBUF_C_CONTIGUOUS) < 0) return -1;
+    if (b->len % (Py_ssize_t)size) {
+        PyErr_Format(PyExc_ValueError, "%s: buffer of %zd bytes is not a whole number of %zu-byte items", what,
+                     b->len, size);
+        PyBuffer_Release(b);
+        return -1;
+    }
+    return 0;
+}
+
+/* _pagein.dataset_read(cap, ids: u64 buffer, queue_depth=0, max_gap=0, no_merge=False)
+ *   -> (bytearray data, bytes offsets: u64[n+1], stats tuple)
+ * Sample k is data[offsets[k]:offsets[k+1]]; one fresh bytearray per call. */
+static PyObject *py_dataset_read(PyObject *self, PyObject *args, PyObject *kw) {
+    static char *kwlist[] = {"dataset", "ids", "queue_depth", "max_gap", "no_merge", NULL};
+    PyObject *cap, *ido;
+    unsigned qd = 0;
+    unsigned long long gap = 0;
+    int no_merge = 0;
+    if (!PyArg_ParseTupleAndKeywords(args, kw, "OO|IKp:dataset_read", kwlist, &cap, &ido, &qd, &gap, &no_merge))
+        return NULL;
+    pagein_dataset *d = dataset_of(cap);
+    if (!d) return NULL;
+    Py_buffer ib;
+    if (get_array(ido, &ib, 8, "ids") < 0) return NULL;
+    size_t n = (size_t)ib.len / 8;
+    const uint64_t *ids = ib.buf;
+    PyObject *offs = PyBytes_FromStringAndSize(NULL, (Py_ssize_t)((n + 1) * 8));
+    pagein_range *reqs = PyMem_Calloc(n ? n : 1, sizeof *reqs);
+    size_t nf = pagein_dataset_file_count(d);
+    int *fds = PyMem_Calloc(nf ? nf : 1, sizeof *fds);
+    PyObject *data = NULL, *res = NULL;
+    if (!offs || !reqs || !fds) {
+        if (offs) PyErr_NoMemory();
+        goto done;
+    }
+    uint64_t *off = (uint64_t *)PyBytes_AS_STRING(offs);
+    uint64_t total = 0;
+    size_t nreq = 0;
+    for (size_t i = 0; i < n; i++) {
+        pagein_sample_loc loc;
+        int rc = pagein_dataset_locate(d, ids[i], &loc);
+        if (rc < 0) {
+            raise_rc(rc, NULL);
+            goto done;
+        }
+        off[i] = total;
+        if (loc.length) reqs[nreq++] = (pagein_range){loc.file, loc.offset, loc.length, (void *)(uintptr_t)total};
+        total += loc.length;
+    }
+    off[n] = total;
+    if (total > (uint64_t)PY_SSIZE_T_MAX) {
+        PyErr_SetString(PyExc_OverflowError, "dataset_read: batch too large");
+        goto done;
+    }
+    data = PyByteArray_FromStringAndSize(NULL, (Py_ssize_t)total);
+    if (!data) goto done;
+    char *base = PyByteArray_AS_STRING(data);
+    for (size_t i = 0; i < nreq; i++) reqs[i].dst = base + (uintptr_t)reqs[i].dst;
+    for (size_t i = 0; i < nf; i++) fds[i] = pagein_dataset_fd(d, i);
+    pagein_ranges_opts o = PAGEIN_RANGES_OPTS_INIT;
+    o.queue_depth = qd;
+    o.max_gap = gap;
+    if (no_merge) o.flags |= PAGEIN_RANGES_NO_MERGE;
+    pagein_ranges_stats st = {0};
+    int rc = 0;
+    if (nreq) {
+        Py_BEGIN_ALLOW_THREADS
+        rc = pagein_read_ranges(fds, nf, reqs, nreq, &o, &st);
+        Py_END_ALLOW_THREADS
+    }
+    if (rc < 0) {
+        raise_rc(rc, NULL);
+        goto done;
+    }
+    res = Py_BuildValue("(OON)", data, offs, ranges_stats_tuple(&st));
+done:
+    Py_XDECREF(data);
+    Py_XDECREF(offs);
+    PyMem_Free(reqs);
+    PyMem_Free(fds);
+    PyBuffer_Release(&ib);
+    return res;
+}
+
+/* _pagein.read_ranges(fds, files: u32 buf, offsets: u64 buf, lengths: u64 buf,
+ *                     out: writable buffer, dst: u64 buf, queue_depth=0,
+ *                     max_gap=0, no_merge=False) -> stats tuple
+ * Request i reads lengths[i] bytes at offsets[i] of fds[files[i]] into
+ * out[dst[i]:dst[i]+lengths[i]]; every request is checked against out. */
+static PyObject *py_read_ranges(PyObject *self, PyObject *args, PyObject *kw) {
+    static char *kwlist[] = {"fds",         "files",   "offsets",  "lengths", "out", "dst",
+                             "queue_depth", "max_gap", "no_merge", NULL};
+    PyObject *fdo, *fo, *oo, *lo, *outo, *dsto;
+    unsigned qd = 0;
+    unsigned long long gap = 0;
+    int no_merge = 0;
+    if (!PyArg_ParseTupleAndKeywords(args, kw, "OOOOOO|IKp:read_ranges", kwlist, &fdo, &fo, &oo, &lo, &outo, &dsto,
+                                     &qd, &gap, &no_merge))
+        return NULL;
+    Py_buffer fb = {0}, ob = {0}, lb = {0}, db = {0}, outb = {0};
+    PyObject *res = NULL, *fast = NULL;
+    int *fds = NULL;
+    pagein_range *reqs = NULL;
+    int have_f = 0, have_o = 0, have_l = 0, have_d = 0, have_out = 0;
+    if (get_array(fo, &fb, 4, "files") < 0) goto done;
+    have_f = 1;
+    if (get_array(oo, &ob, 8, "offsets") < 0) goto done;
+    have_o = 1;
+    if (get_array(lo, &lb, 8, "lengths") < 0) goto done;
+    have_l = 1;
+    if (get_array(dsto, &db, 8, "dst") < 0) goto done;
+    have_d = 1;
+    if (PyObject_GetBuffer(outo, &outb, PyBUF_WRITABLE | PyBUF_C_CONTIGUOUS) < 0) goto done;
+    have_out = 1;
+    size_t n = (size_t)fb.len / 4;
+    if ((size_t)ob.len / 8 != n || (size_t)lb.len / 8 != n || (size_t)db.len / 8 != n) {
+        PyErr_SetString(PyExc_ValueError, "read_ranges: files, offsets, lengths and dst differ in length");
+        goto done;
+    }
+    if (!(fast = PySequence_Fast(fdo, "fds must be a sequence of int"))) goto done;
+    Py_ssize_t nf = PySequence_Fast_GET_SIZE(fast);
+    fds = PyMem_Calloc((size_t)nf + 1, sizeof *fds);
+    reqs = PyMem_Calloc(n ? n : 1, sizeof *reqs);
+    if (!fds || !reqs) {
+        PyErr_NoMemory();
+        goto done;
+    }
+    for (Py_ssize_t i = 0; i < nf; i++) {
+        long v = PyLong_AsLong(PySequence_Fast_GET_ITEM(fast, i));
+        if (v == -1 && PyErr_Occurred()) goto done;
+        fds[i] = (int)v;
+    }
+    const uint32_t *files = fb.buf;
+    const uint64_t *offs = ob.buf, *lens = lb.buf, *dst = db.buf;
+    size_t nreq = 0;
+    for (size_t i = 0; i < n; i++) {
+        if (dst[i] > (uint64_t)outb.len || lens[i] > (uint64_t)outb.len - dst[i]) {
+            PyErr_Format(PyExc_ValueError,
+                         "read_ranges: request %zu (%llu bytes at %llu of the output) overruns the %zd-byte output",
+                         i, (unsigned long long)lens[i], (unsigned long long)dst[i], outb.len);
+            goto done;
+        }
+        if (lens[i]) reqs[nreq++] = (pagein_range){files[i], offs[i], lens[i], (char *)outb.buf + dst[i]};
+    }
+    pagein_ranges_opts o = PAGEIN_RANGES_OPTS_INIT;
+    o.queue_depth = qd;
+    o.max_gap = gap;
+    if (no_merge) o.flags |= PAGEIN_RANGES_NO_MERGE;
+    pagein_ranges_stats st = {0};
+    int rc = 0;
+    if (nreq) {
+        Py_BEGIN_ALLOW_THREADS
+        rc = pagein_read_ranges(fds, (size_t)nf, reqs, nreq, &o, &st);
+        Py_END_ALLOW_THREADS
+    }
+    if (rc < 0) {
+        raise_rc(rc, NULL);
+        goto done;
+    }
+    res = ranges_stats_tuple(&st);
+done:
+    if (have_f) PyBuffer_Release(&fb);
+    if (have_o) PyBuffer_Release(&ob);
+    if (have_l) PyBuffer_Release(&lb);
+    if (have_d) PyBuffer_Release(&db);
+    if (have_out) PyBuffer_Release(&outb);
+    Py_XDECREF(fast);
+    PyMem_Free(fds);
+    PyMem_Free(reqs);
+    return res;
+}
+
+/* _pagein.permutation(n, seed) -> bytearray of n native u64: pagein_permutation */
+static PyObject *py_permutation(PyObject *self, PyObject *args) {
+    unsigned long long n, seed;
+    if (!PyArg_ParseTuple(args, "KK:permutation", &n, &seed)) return NULL;
+    if (n > (unsigned long long)PY_SSIZE_T_MAX / 8) return PyErr_NoMemory();
+    PyObject *b = PyByteArray_FromStringAndSize(NULL, (Py_ssize_t)(n * 8));
+    if (!b) return NULL;
+    uint64_t *ids = (uint64_t *)(void *)PyByteArray_AS_STRING(b);
+    Py_BEGIN_ALLOW_THREADS
+    pagein_permutation(ids, n, seed);
+    Py_END_ALLOW_THREADS
+    return b;
+}
+
+/* _pagein.epoch_seed(seed, epoch) -> int */
+static PyObject *py_epoch_seed(PyObject *self, PyObject *args) {
+    unsigned long long seed, epoch;
+    if (!PyArg_ParseTuple(args, "KK:epoch_seed", &seed, &epoch)) return NULL;
+    return PyLong_FromUnsignedLongLong(pagein_epoch_seed(seed, epoch));
+}
+
+/* _pagein.shuffle_quality(ids: u64 buffer) -> float */
+static PyObject *py_shuffle_quality(PyObject *self, PyObject *arg) {
+    Py_buffer b;
+    if (get_array(arg, &b, 8, "ids") < 0) return NULL;
+    double q = 0;
+    int rc;
+    Py_BEGIN_ALLOW_THREADS
+    rc = pagein_shuffle_quality(b.buf, (size_t)b.len / 8, &q);
+    Py_END_ALLOW_THREADS
+    PyBuffer_Release(&b);
+    if (rc < 0) return raise_rc(rc, NULL);
+    return PyFloat_FromDouble(q);
+}
+
+static const char *split_name(pagein_split s) {
+    return s == PAGEIN_SPLIT_ROWS ? "rows" : s == PAGEIN_SPLIT_COLS ? "cols" : "none";
+}
+
+static int split_from(PyObject *o, pagein_split *out) {
+    const char *s = PyUnicode_AsUTF8(o);
+    if (!s) return -1;
+    if (!strcmp(s, "rows")) *out = PAGEIN_SPLIT_ROWS;
+    else if (!strcmp(s, "cols")) *out = PAGEIN_SPLIT_COLS;
+    else if (!strcmp(s, "none") || !strcmp(s, "replicated")) *out = PAGEIN_SPLIT_NONE;
+    else {
+        PyErr_Format(PyExc_ValueError, "unknown split '%s' (rows, cols, none)", s);
+        return -1;
+    }
+    return 0;
+}
+
+/* _pagein.dist_default_rules() -> [(pattern, split)] */
+static PyObject *py_dist_default_rules(PyObject *self, PyObject *unused) {
+    size_t n;
+    const pagein_dist_rule *r = pagein_dist_default_rules(&n);
+    PyObject *l = PyList_New((Py_ssize_t)n);
+    for (size_t i = 0; l && i < n; i++) {
+        PyObject *t = Py_BuildValue("(ss)", r[i].pattern, split_name(r[i].split));
+        if (!t) {
+            Py_CLEAR(l);
+            break;
+        }
+        PyList_SET_ITEM(l, (Py_ssize_t)i, t);
+    }
+    return l;
+}
+
+/* _pagein.dist_plan(source, rank, world, mode="replicated", rules=None, align=0,
+ *                   cols_direct=False) -> (reads, pieces, read_bytes)
+ * reads: [(owner, shared, tensor, file, offset, length, stride, count, dst_offset,
+ *          row_start, row_stop)]
+ * pieces: [(tensor, split, dim, start, stop, nbytes)] */
+static PyObject *py_dist_plan(PyObject *self, PyObject *args, PyObject *kw) {
+    static char *kwlist[] = {"source", "rank", "world", "mode", "rules", "align", "cols_direct", NULL};
+    PyObject *so, *rules_o = Py_None;
+    unsigned rank, world;
+    const char *mode = "replicated";
+    unsigned long long align = 0;
+    int cols_direct = 0;
+    if (!PyArg_ParseTupleAndKeywords(args, kw, "OII|sOKp:dist_plan", kwlist, &so, &rank, &world, &mode, &rules_o,
+                                     &align, &cols_direct))
+        return NULL;
+    if (!PyObject_TypeCheck(so, &SourceType) || !((Source *)so)->m) {
+        PyErr_SetString(PyExc_TypeError, "dist_plan: source must be a Source opened with open_model");
+        return NULL;
+    }
+    pagein_dist_opts o = PAGEIN_DIST_OPTS_INIT;
+    if (!strcmp(mode, "replicated")) o.mode = PAGEIN_DIST_REPLICATED;
+    else if (!strcmp(mode, "tp")) o.mode = PAGEIN_DIST_TP;
+    else {
+        PyErr_Format(PyExc_ValueError, "unknown mode '%s' (replicated, tp)", mode);
+        return NULL;
+    }
+    o.align = align;
+    if (cols_direct) o.flags |= PAGEIN_DIST_COLS_DIRECT;
+    PyObject *fast = NULL, *res = NULL, *reads = NULL, *pieces = NULL;
+    pagein_dist_rule *rules = NULL;
+    pagein_dist_plan *p = NULL;
+    if (rules_o != Py_None) {
+        if (!(fast = PySequence_Fast(rules_o, "rules must be a sequence of (pattern, split)"))) return NULL;
+        Py_ssize_t n = PySequence_Fast_GET_SIZE(fast);
+        rules = PyMem_Calloc((size_t)n + 1, sizeof *rules);
+        if (!rules) {
+            PyErr_NoMemory();
+            goto done;
+        }
+        for (Py_ssize_t i = 0; i < n; i++) {
+            PyObject *it = PySequence_Fast_GET_ITEM(fast, i), *pat, *sp;
+            if (!PyTuple_Check(it) || PyTuple_GET_SIZE(it) != 2) {
+                PyErr_SetString(PyExc_TypeError, "rules must be a sequence of (pattern, split) tuples");
+                goto done;
+            }
+            pat = PyTuple_GET_ITEM(it, 0);
+            sp = PyTuple_GET_ITEM(it, 1);
+            if (!(rules[i].pattern = PyUnicode_AsUTF8(pat)) || split_from(sp, &rules[i].split) < 0) goto done;
+        }
+        o.rules = rules;
+        o.nrules = (size_t)n;
+    }
+    int rc = pagein_dist_plan_new(&p, ((Source *)so)->m, rank, world, &o);
+    if (rc < 0) {
+        raise_rc(rc, NULL);
+        goto done;
+    }
+    size_t nr = pagein_dist_plan_read_count(p), np = pagein_dist_plan_piece_count(p);
+    if (!(reads = PyList_New((Py_ssize_t)nr)) || !(pieces = PyList_New((Py_ssize_t)np))) goto done;
+    for (size_t i = 0; i < nr; i++) {
+        const pagein_dist_read *r = pagein_dist_plan_read_at(p, i);
+        PyObject *t = Py_BuildValue("(IIIIKKKKKKK)", r->owner, r->shared, r->tensor, r->file,
+                                    (unsigned long long)r->offset, (unsigned long long)r->length,
+                                    (unsigned long long)r->stride, (unsigned long long)r->count,
+                                    (unsigned long long)r->dst_offset, (unsigned long long)r->row_start,
+                                    (unsigned long long)r->row_stop);
+        if (!t) goto done;
+        PyList_SET_ITEM(reads, (Py_ssize_t)i, t);
+    }
+    for (size_t i = 0; i < np; i++) {
+        const pagein_dist_piece *c = pagein_dist_plan_piece_at(p, i);
+        PyObject *t = Py_BuildValue("(IsIKKK)", c->tensor, split_name(c->split), c->dim,
+                                    (unsigned long long)c->start, (unsigned long long)c->stop,
+                                    (unsigned long long)c->nbytes);
+        if (!t) goto done;
+        PyList_SET_ITEM(pieces, (Py_ssize_t)i, t);
+    }
+    res = Py_BuildValue("(OOK)", reads, pieces, (unsigned long long)pagein_dist_plan_read_bytes(p));
+done:
+    Py_XDECREF(reads);
+    Py_XDECREF(pieces);
+    pagein_dist_plan_free(p);
+    PyMem_Free(rules);
+    Py_XDECREF(fast);
+    return res;
 }

@@ -23,7 +23,7 @@ def model(tmp_path, rng):
 
 
 @pytest.mark.parametrize("kw", [
-    {"prefetch": -1}, {"prefetch": 2 ** 32 + 1}, {"prefetch": 2 ** 31}, {"prefetch": 2 ** 64},
+    {"prefetch": -1}, {"prefetch": 2 ** 32 + 1}, {"prefetch": 2 ** 32}, {"prefetch": 2 ** 64},
     {"threads": -1}, {"threads": 2 ** 32 + 1}, {"threads": 100000},
     {"hints": -1}, {"hints": 2 ** 32}, {"budget": -1}, {"budget": 2 ** 64}])
 def test_open_model_rejects_out_of_range_integers(model, kw):

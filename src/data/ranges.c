@@ -4,6 +4,9 @@
  * most max_block), the reads issued at a queue depth, and every request
  * sliced back out into its caller buffer. */
 #include "data.h"
+#include "../engine/engine.h"
+
+#include <stdio.h>
 
 #include <inttypes.h>
 #include <stdlib.h>
@@ -120,6 +123,75 @@ int pi_ranges_exec(const int *fds, const pagein_range *r, struct pi_rplan *plan,
     return pi_parallel(qd, plan->nblocks, exec_block, &x);
 }
 
+/* ---- pagein_read_ranges: the plan's blocks on the range engine ----------- */
+
+struct scatter {
+    const pagein_range *r;
+    const struct pi_rplan *plan;
+};
+
+/* A piece [boff, boff + len) of block b arrived: copy what each request of
+ * the block wants out of it. */
+static int scatter_piece(void *arg, size_t b, uint64_t boff, const void *data, uint64_t len) {
+    const struct scatter *x = arg;
+    const struct pi_rblock *blk = &x->plan->blocks[b];
+    uint64_t lo = blk->off + boff, hi = lo + len;
+    for (size_t j = blk->first; j < blk->first + blk->count; j++) {
+        const pagein_range *q = &x->r[x->plan->order[j]];
+        uint64_t a = PI_MAX(q->offset, lo), e = PI_MIN(q->offset + q->length, hi);
+        if (a < e) memcpy((uint8_t *)q->dst + (a - q->offset), (const uint8_t *)data + (a - lo), (size_t)(e - a));
+    }
+    return 0;
+}
+
+/* Every block of the plan is one span: read straight into the request's
+ * buffer when the block is exactly one request (BUFFERS, one readv per
+ * file: io_uring with `uring`), else streamed through a ring and scattered
+ * into the requests it serves on this thread. */
+static int exec_engine(const int *fds, size_t nfds, const uint64_t *sizes, const pagein_range *r,
+                       const struct pi_rplan *plan, unsigned qd, int uring) {
+    if (plan->nblocks == 0) return 0;
+    const struct pi_source_ops ops = {.name = "file", .read = pi_source_file.read, .readv = uring ? pi_source_file.readv : NULL};
+    struct pi_source *src = pi_calloc(nfds, sizeof *src);
+    struct pi_source **srcs = pi_calloc(nfds, sizeof *srcs);
+    char (*names)[48] = pi_calloc(nfds, sizeof *names);
+    struct pi_span *sp = pi_calloc(plan->nblocks, sizeof *sp);
+    int rc = 0;
+    if (!src || !srcs || !names || !sp) {
+        rc = pi_err(-ENOMEM, "ranges: out of memory for %zu reads", plan->nblocks);
+        goto out;
+    }
+    for (size_t i = 0; i < nfds; i++) {
+        snprintf(names[i], sizeof names[i], "file %zu (fd %d)", i, fds[i]);
+        src[i] = (struct pi_source){.ops = &ops, .name = names[i], .size = sizes[i], .fd = fds[i]};
+        src[i].facts.rotational = -1;
+        srcs[i] = &src[i];
+    }
+    int direct = 1;
+    uint64_t biggest = 0;
+    for (size_t b = 0; b < plan->nblocks; b++) {
+        const struct pi_rblock *blk = &plan->blocks[b];
+        void *dst = blk->count == 1 ? r[plan->order[blk->first]].dst : NULL;
+        direct &= dst != NULL;
+        sp[b] = (struct pi_span){blk->file, blk->off, blk->len, dst};
+        if (blk->len > biggest) biggest = blk->len;
+    }
+    struct scatter x = {r, plan};
+    struct pi_engine_opts o = {.deliver = direct ? PI_DELIVER_BUFFERS : PI_DELIVER_STREAM,
+                               .request_bytes = pi_align_up(biggest, 4096),
+                               .depth = qd,
+                               .max_gap = 0,
+                               .consume = scatter_piece,
+                               .arg = &x};
+    rc = pi_engine_run(srcs, nfds, sp, plan->nblocks, &o, NULL);
+out:
+    pi_free(src);
+    pi_free(srcs);
+    pi_free(names);
+    pi_free(sp);
+    return rc;
+}
+
 int pagein_read_ranges(const int *fds, size_t nfds, const pagein_range *reqs, size_t n,
                        const pagein_ranges_opts *opts, pagein_ranges_stats *st) {
     pi_err_clear();
@@ -142,11 +214,10 @@ int pagein_read_ranges(const int *fds, size_t nfds, const pagein_range *reqs, si
     }
     struct pi_rplan plan;
     if ((rc = pi_ranges_plan(reqs, n, nfds, sizes, max_gap, max_block, no_merge, &plan)) < 0) goto done;
-    rc = PAGEIN_E_UNSUPPORTED;
-    if (opts && (opts->flags & PAGEIN_RANGES_URING)) rc = pi_ranges_exec_uring(fds, reqs, &plan, qd);
-    /* without liburing, or where the kernel refuses a ring (seccomp,
-     * io_uring_disabled), threads do the same work */
-    if (rc == PAGEIN_E_UNSUPPORTED || rc == -ENOSYS || rc == -EPERM) rc = pi_ranges_exec(fds, reqs, &plan, NULL, qd);
+    /* the range engine reads the plan's blocks: io_uring with the flag (the
+     * local readv falls back to threads without liburing or where the
+     * kernel refuses a ring), threads otherwise */
+    rc = exec_engine(fds, nfds, sizes, reqs, &plan, qd, opts && (opts->flags & PAGEIN_RANGES_URING));
     if (st) {
         st->requests = n;
         st->reads = plan.nblocks;

@@ -86,4 +86,72 @@ int pi_engine_run(struct pi_source *const *srcs, size_t nsrc, const struct pi_sp
 void pi_engine_choose(struct pi_source *s, const struct pi_engine_opts *o, int probe, uint64_t *request_bytes,
                       unsigned *depth, char *why, size_t why_len);
 
+/* ---- additions by the engine's implementation (src/engine/) -------------
+ * The plan the engine runs, exposed so tests can check it exactly and
+ * callers (plan, bench) can print it. */
+
+/* Default gap: spans closer than this are read as one request. */
+#define PI_ENGINE_DEFAULT_GAP (64ull << 10)
+
+/* The part of request r that belongs to span `span`: bytes
+ * [req_off, req_off + len) of the request are bytes [span_off, span_off +
+ * len) of the span. */
+struct pi_engine_piece {
+    size_t span;
+    uint64_t span_off, req_off, len;
+};
+
+/* One read: [off, off + len) of srcs[src]. pieces [p0, p1) of the plan are
+ * the spans it serves. direct: BUFFERS and the request is exactly one
+ * piece, so it is read straight into that span's dst (no copy). */
+struct pi_engine_req {
+    uint32_t src;
+    uint64_t off, len;
+    size_t p0, p1;
+    int direct;
+};
+
+struct pi_engine_plan {
+    struct pi_engine_req *req;
+    size_t nreq;
+    struct pi_engine_piece *piece;
+    size_t npiece;
+    uint64_t bytes;        /* bytes read */
+    uint64_t bytes_wasted; /* read but in no span (gaps bridged) */
+};
+
+/* Plans spans: validates them (source index, bounds, dst for BUFFERS),
+ * coalesces consecutive spans of one source in plan order, each starting
+ * at or after the end of the one before with a gap of at most max_gap, and
+ * cuts each run into requests at multiples of request_bytes. Requests (and
+ * STREAM's pieces) come in plan order.
+ * 0, PAGEIN_E_INVALID / PAGEIN_E_RANGE naming the span, or -ENOMEM. */
+int pi_engine_plan_make(struct pi_source *const *srcs, size_t nsrc, const struct pi_span *spans, size_t n,
+                        enum pi_deliver deliver, uint64_t request_bytes, uint64_t max_gap, struct pi_engine_plan *p);
+void pi_engine_plan_free(struct pi_engine_plan *p);
+
+/* What a short probe measured (pi_engine_probe) and what it concluded. */
+struct pi_engine_probe_result {
+    uint64_t lat1_ns;      /* median latency of one request at depth 1 */
+    uint64_t wallN_ns;     /* time for N requests at depth N */
+    unsigned n;            /* N */
+    uint64_t probe_bytes;  /* size of each probe request */
+    double speedup;        /* throughput at depth N / at depth 1 */
+};
+
+/* Reads a few probe_bytes requests at depth 1, then n at depth n, spread
+ * over the source. 0 or the read's failure. Writes latency_ns, bandwidth and
+ * measured into s->facts. */
+int pi_engine_probe(struct pi_source *s, uint64_t probe_bytes, unsigned n, struct pi_engine_probe_result *r);
+
+/* The decision alone, from facts (tests inject them): request size and
+ * depth for a source whose facts are f; why gets the reason. */
+void pi_engine_decide(const struct pi_source_facts *f, const struct pi_engine_probe_result *probe,
+                      uint64_t *request_bytes, unsigned *depth, char *why, size_t why_len);
+
+/* Stats into a JSON object (no braces' trailing newline): fields requests,
+ * bytes, request_bytes, depth, why, max_inflight, mean_inflight, latency
+ * percentiles (ns), size histogram. Returns the length written (snprintf). */
+int pi_engine_stats_json(const struct pi_engine_stats *st, char *buf, size_t len);
+
 #endif

@@ -46,6 +46,7 @@ struct wtensor {
 struct pagein_gguf_writer {
     uint32_t version, alignment, key_alignment;
     int be;
+    uint32_t flags;  /* PAGEIN_GGUF_WRITE_* */
     struct buf kv;   /* encoded metadata entries */
     uint64_t n_kv;
     char **keys;     /* for duplicate checks (may hold NUL: see keylens) */
@@ -105,6 +106,8 @@ int pagein_gguf_writer_new(pagein_gguf_writer **out, const pagein_gguf_write_opt
     w->version = version;
     w->alignment = align;
     w->be = 0;
+    if (opts && (!opts->size || opts->size >= offsetof(pagein_gguf_write_opts, flags) + sizeof opts->flags))
+        w->flags = opts->flags;
     *out = w;
     return 0;
 }
@@ -352,7 +355,7 @@ int pagein_gguf_add_tensor(pagein_gguf_writer *w, const pagein_write_tensor *t) 
             return pi_err(PAGEIN_E_OVERFLOW, "tensor '%s': element count overflows int64", t->name);
     if (zero) nel = 0;
     uint64_t ne0 = t->ndim ? t->shape[t->ndim - 1] : 1;
-    if (ne0 % di->block_elems)
+    if (ne0 % di->block_elems && !((w->flags & PAGEIN_GGUF_WRITE_WHOLE_BLOCKS) && nel % di->block_elems == 0))
         return pi_err(PAGEIN_E_BAD_TENSOR_INFO, "tensor '%s': innermost dimension %llu is not a multiple of %s's block of %u",
                       t->name, (unsigned long long)ne0, di->name, di->block_elems);
     uint64_t nbytes;

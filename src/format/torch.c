@@ -494,6 +494,7 @@ int pi_torch_parse(const uint8_t *buf, size_t len, uint64_t size, uint32_t flags
         xr->n_sharing = users[r->id];
         xr->requires_grad = t->requires_grad;
         xr->param = t->param;
+        xr->seq = it->seq;
         char *key = pi_arena_strndup(&tab->arena, (const char *)s->key, s->key_len);
         int64_t *sd = t->ndim ? pi_arena_alloc(&tab->arena, t->ndim * sizeof *sd) : NULL;
         if (!key || (t->ndim && !sd)) {

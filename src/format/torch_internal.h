@@ -153,6 +153,7 @@ struct pi_torch_rec {
     const char *storage_key;/* NUL-terminated (arena) */
     uint32_t n_sharing;     /* tensors that use this storage record */
     uint8_t requires_grad, param;
+    size_t seq;             /* position in the pickle (state-dict order) */
 };
 
 struct pi_torch_ext {

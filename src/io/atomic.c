@@ -1,19 +1,119 @@
 /* atomic.c - write-to-temp, fsync, rename, fsync-dir (see the "atomic
- * files" section of src/internal.h). */
+ * files" section of src/internal.h).
+ *
+ * The temporary file is an unnamed O_TMPFILE inode in the target's
+ * directory wherever the filesystem has them (ext4, xfs, btrfs, tmpfs):
+ * a process killed while writing leaves nothing behind, the kernel frees
+ * the inode with the last descriptor. It gets a name only at commit, for
+ * the instant between linkat() and rename(). Where O_TMPFILE is missing
+ * (or PAGEIN_ATOMIC_NAMED=1 asks for it, for tests) the file is a named
+ * hidden temporary from the start.
+ *
+ * Named temporaries (the fallback, and the linkat-rename instant) are
+ * recorded in a fixed registry that pagein_temp_cleanup() empties with
+ * unlink() from a signal handler: the one other piece of process-wide
+ * state besides the SIGBUS handler (docs/SAFETY.md). */
 #include "io.h"
 
 #include <fcntl.h>
+#include <limits.h>
+#include <stdatomic.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <sys/stat.h>
 #include <time.h>
 #include <unistd.h>
 
+/* ---- the registry of named temporaries -------------------------------- */
+
+/* A slot: 0 free, 1 being filled, 2 holds a live name, 3 taken by cleanup.
+ * The path is copied in (no pointer a signal handler could see freed). */
+enum { TEMP_SLOTS = 64 };
+static struct {
+    _Atomic int state;
+    pid_t pid; /* the process that registered it: a forked child's copy is not its own */
+    char path[PATH_MAX];
+} temps[TEMP_SLOTS];
+
+int pi_temp_register(const char *path) {
+    size_t n = strlen(path);
+    if (n >= PATH_MAX) return -1;
+    for (int i = 0; i < TEMP_SLOTS; i++) {
+        int zero = 0;
+        if (!atomic_compare_exchange_strong(&temps[i].state, &zero, 1)) continue;
+        memcpy(temps[i].path, path, n + 1);
+        temps[i].pid = getpid();
+        atomic_store(&temps[i].state, 2);
+        return i;
+    }
+    return -1; /* full: this name is not removed on a signal */
+}
+
+void pi_temp_unregister(int slot) {
+    if (slot < 0 || slot >= TEMP_SLOTS) return;
+    int two = 2;
+    atomic_compare_exchange_strong(&temps[slot].state, &two, 0); /* fails only while cleanup owns it */
+}
+
+void pagein_temp_cleanup(void) {
+    pid_t me = getpid();
+    int saved = errno;
+    int dirs = 0;
+    /* files first, then directories (a sharded convert registers its
+     * temporary directory and the finished shards inside it) */
+    for (int i = 0; i < TEMP_SLOTS; i++) {
+        int two = 2;
+        if (temps[i].pid != me || !atomic_compare_exchange_strong(&temps[i].state, &two, 3)) continue;
+        if (unlink(temps[i].path) != 0 && (errno == EISDIR || errno == EPERM)) {
+            dirs++; /* stays taken (3) for the second pass */
+            continue;
+        }
+        atomic_store(&temps[i].state, 0);
+    }
+    for (int i = 0; dirs && i < TEMP_SLOTS; i++) {
+        if (temps[i].pid != me || atomic_load(&temps[i].state) != 3) continue;
+        rmdir(temps[i].path);
+        atomic_store(&temps[i].state, 0);
+        dirs--;
+    }
+    errno = saved;
+}
+
+/* ---- atomic files ----------------------------------------------------- */
+
 static void atomic_free(struct pi_atomic_file *a) {
+    pi_temp_unregister(a->slot1 - 1);
+    a->slot1 = 0;
     pi_free(a->path);
     pi_free(a->tmp);
     a->path = a->tmp = NULL;
     a->fd = -1;
+}
+
+/* A fresh hidden name next to the target into a->tmp: ".BASE.tmp-XXXXXXXX". */
+static void temp_name(struct pi_atomic_file *a, uint64_t *r) {
+    const char *path = a->path;
+    size_t pl = strlen(path);
+    const char *slash = strrchr(path, '/');
+    size_t dl = slash ? (size_t)(slash - path) + 1 : 0;
+    const char *base = path + dl;
+    *r = *r * 6364136223846793005ull + 1442695040888963407ull;
+    snprintf(a->tmp, pl + 64, "%.*s.%.*s.tmp-%08x", (int)dl, path, (int)PI_MIN(strlen(base), 200), base,
+             (unsigned)(*r >> 32));
+}
+
+static uint64_t temp_seed(const struct pi_atomic_file *a) {
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (uint64_t)ts.tv_nsec ^ ((uint64_t)getpid() << 32) ^ (uint64_t)(uintptr_t)a;
+}
+
+/* O_TMPFILE needs linkat() through /proc/self/fd at commit (AT_EMPTY_PATH
+ * would need CAP_DAC_READ_SEARCH). */
+static int want_tmpfile(void) {
+    const char *e = getenv("PAGEIN_ATOMIC_NAMED");
+    if (e && *e && strcmp(e, "0") != 0) return 0;
+    return access("/proc/self/fd", X_OK) == 0;
 }
 
 /* Directory part of path ("." when it has none), malloc'd. */
@@ -27,28 +127,42 @@ static char *dir_of(const char *path) {
 int pi_atomic_open(struct pi_atomic_file *a, const char *path) {
     memset(a, 0, sizeof *a);
     a->fd = -1;
+    a->slot1 = 0;
     if (!path || !*path) return pi_err(PAGEIN_E_INVALID, "atomic write: empty path");
     size_t pl = strlen(path);
     a->path = pi_strndup(path, pl);
     a->tmp = pi_malloc(pl + 64);
-    if (!a->path || !a->tmp) {
+    char *dir = dir_of(path);
+    if (!a->path || !a->tmp || !dir) {
+        pi_free(dir);
         atomic_free(a);
         return pi_err(-ENOMEM, "%s: out of memory", path);
     }
-    const char *slash = strrchr(path, '/');
-    size_t dl = slash ? (size_t)(slash - path) + 1 : 0;
-    const char *base = path + dl;
-    /* A hidden name next to the target; O_EXCL with a fresh suffix instead
-     * of mkstemp so the mode honours the umask like any new file. */
-    struct timespec ts;
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    uint64_t r = (uint64_t)ts.tv_nsec ^ ((uint64_t)getpid() << 32) ^ (uint64_t)(uintptr_t)a;
+    /* mode 0666 & ~umask like any new file (the temp becomes the file) */
+    if (want_tmpfile()) {
+        a->fd = open(dir, O_TMPFILE | O_WRONLY | O_CLOEXEC, 0666);
+        if (a->fd >= 0) {
+            a->unnamed = 1;
+            a->tmp[0] = 0;
+            pi_free(dir);
+            return 0;
+        }
+        /* EOPNOTSUPP, EISDIR (kernel without O_TMPFILE), ...: a named
+         * temporary; real errors (EACCES, ENOENT) recur below */
+    }
+    pi_free(dir);
+    uint64_t r = temp_seed(a);
     for (int tries = 0; tries < 100; tries++) {
-        r = r * 6364136223846793005ull + 1442695040888963407ull;
-        snprintf(a->tmp, pl + 64, "%.*s.%.*s.tmp-%08x", (int)dl, path, (int)PI_MIN(strlen(base), 200),
-                 base, (unsigned)(r >> 32));
+        temp_name(a, &r);
+        /* registered before it exists: a signal in between unlinks a name
+         * that is not there, which is harmless */
+        a->slot1 = pi_temp_register(a->tmp) + 1;
         a->fd = open(a->tmp, O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0666);
         if (a->fd >= 0) return 0;
+        int e = errno;
+        pi_temp_unregister(a->slot1 - 1);
+        a->slot1 = 0;
+        errno = e;
         if (errno != EEXIST) break;
     }
     int e = errno;
@@ -77,9 +191,29 @@ int pi_atomic_write(struct pi_atomic_file *a, const void *buf, size_t len) {
 
 void pi_atomic_abort(struct pi_atomic_file *a) {
     if (!a) return;
-    if (a->fd >= 0) close(a->fd);
-    if (a->tmp) unlink(a->tmp);
+    if (a->fd >= 0) close(a->fd); /* an unnamed temporary is gone with it */
+    if (a->tmp && a->tmp[0]) unlink(a->tmp);
     atomic_free(a);
+}
+
+/* Gives an unnamed temporary a hidden name next to the target (registered
+ * for signal cleanup until the rename). */
+static int link_unnamed(struct pi_atomic_file *a) {
+    char proc[64];
+    snprintf(proc, sizeof proc, "/proc/self/fd/%d", a->fd);
+    uint64_t r = temp_seed(a);
+    int e = EEXIST;
+    for (int tries = 0; tries < 100; tries++) {
+        temp_name(a, &r);
+        a->slot1 = pi_temp_register(a->tmp) + 1;
+        if (linkat(AT_FDCWD, proc, AT_FDCWD, a->tmp, AT_SYMLINK_FOLLOW) == 0) return 0;
+        e = errno;
+        pi_temp_unregister(a->slot1 - 1);
+        a->slot1 = 0;
+        if (e != EEXIST) break;
+    }
+    a->tmp[0] = 0;
+    return pi_err(-e, "%s: cannot link the temporary file into its directory: %s", a->path, strerror(e));
 }
 
 int pi_atomic_commit(struct pi_atomic_file *a) {
@@ -97,6 +231,10 @@ int pi_atomic_commit(struct pi_atomic_file *a) {
         rc = pi_err(-e, "%s: fsync failed: %s", a->path, strerror(e));
         goto fail;
     }
+    if (a->unnamed) {
+        rc = link_unnamed(a);
+        if (rc < 0) goto fail;
+    }
     if (close(a->fd) < 0) {
         a->fd = -1;
         e = errno;
@@ -109,6 +247,8 @@ int pi_atomic_commit(struct pi_atomic_file *a) {
         rc = pi_err(-e, "%s: cannot rename the temporary file into place: %s", a->path, strerror(e));
         goto fail;
     }
+    pi_temp_unregister(a->slot1 - 1); /* the name is the target's now */
+    a->slot1 = 0;
     /* the rename is durable only once the directory is synced */
     int dfd = open(dir, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
     if (dfd >= 0) {

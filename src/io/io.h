@@ -78,8 +78,10 @@ void pi_guard_uninstall(void);
 struct pi_atomic_file {
     int fd;        /* the temporary file, -1 when closed */
     char *path;    /* final path (copy) */
-    char *tmp;     /* temporary path (copy) */
+    char *tmp;     /* temporary path (copy; "" while an O_TMPFILE is unnamed) */
     uint64_t written;
+    int unnamed;   /* fd is an O_TMPFILE inode, named only at commit */
+    int slot1;     /* pi_temp_register slot of tmp + 1, 0 when none */
 };
 int pi_atomic_open(struct pi_atomic_file *a, const char *path);
 /* Writes all len bytes at the current end (retries short writes and EINTR). */
@@ -92,6 +94,16 @@ int pi_atomic_write(struct pi_atomic_file *a, const void *buf, size_t len);
 int pi_atomic_commit(struct pi_atomic_file *a);
 /* Closes and unlinks the temp file and frees a. Safe after a failed open. */
 void pi_atomic_abort(struct pi_atomic_file *a);
+/* The registry pagein_temp_cleanup() empties from a signal handler: a
+ * path (copied; under PATH_MAX) to unlink if the process is signalled
+ * before pi_temp_unregister(slot). Returns the slot, or -1 when the 64
+ * slots are taken (the name is then not cleaned up). Thread-safe, lock-free. */
+int pi_temp_register(const char *path);
+void pi_temp_unregister(int slot); /* -1 is a no-op */
 /* ==== end atomic files ==================================================== */
+
+/* ==== page-cache files (residency.c) for their warm (ops/warm.c) ========= */
+/* The descriptor of c, its path and its size at open. */
+int pi_cache_file_fd(const pagein_cache_file *c, const char **path, uint64_t *size);
 
 #endif

@@ -20,7 +20,6 @@
 /* mincore() vector per call: bounds memory for huge ranges (64 Ki pages =
  * 256 MiB of 4 KiB pages per call). */
 #define MINCORE_CHUNK_PAGES ((size_t)64 * 1024)
-#define WARM_CHUNK ((uint64_t)4 << 20)
 /* Largest page-cache folio we expect at a range edge (PMD size). */
 #define EDGE_FOLIO ((uint64_t)2 << 20)
 
@@ -347,44 +346,8 @@ int pagein_cache_unlock(const pagein_cache_file *c, uint64_t off, uint64_t len) 
     return span_lock(&c->s, off, len, 0);
 }
 
-struct warm_job {
-    const struct span *s;
-    uint64_t off, len;
-};
-
-/* One chunk: buffered pread into a scratch buffer. The copy costs little
- * next to the I/O and, unlike touching a mapping, a file that shrinks
- * underneath only makes pread return short, never SIGBUS. */
-static int warm_chunk(void *ctx, size_t i) {
-    const struct warm_job *j = ctx;
-    uint64_t lo = j->off + (uint64_t)i * WARM_CHUNK;
-    uint64_t n = PI_MIN(WARM_CHUNK, j->off + j->len - lo);
-    /* Pool threads are short-lived, so the buffer is per chunk (a 4 MiB
-     * malloc is an mmap: cheap next to 4 MiB of I/O). */
-    uint8_t *b = pi_malloc((size_t)n);
-    if (!b) return pi_err(-ENOMEM, "out of memory for a %llu-byte read buffer", (unsigned long long)n);
-    int rc = 0;
-    uint64_t done = 0;
-    while (done < n) {
-        ssize_t got = pread(j->s->fd, b + done, (size_t)(n - done), (off_t)(lo + done));
-        if (got < 0) {
-            if (errno == EINTR) continue;
-            rc = pi_err(-errno, "%s: pread of %llu bytes at %llu: %s", j->s->path,
-                        (unsigned long long)(n - done), (unsigned long long)(lo + done), strerror(errno));
-            break;
-        }
-        if (got == 0) break; /* file shrank */
-        done += (uint64_t)got;
-    }
-    pi_free(b);
-    return rc;
-}
-
-int pagein_cache_warm(const pagein_cache_file *c, uint64_t off, uint64_t len, unsigned threads) {
-    if (!c) return pi_err(PAGEIN_E_INVALID, "pagein_cache_warm: NULL file");
-    clip(&c->s, &off, &len);
-    if (len == 0) return 0;
-    struct warm_job j = {&c->s, off, len};
-    size_t n = (size_t)((len + WARM_CHUNK - 1) / WARM_CHUNK);
-    return pi_parallel(threads, n, warm_chunk, &j);
+int pi_cache_file_fd(const pagein_cache_file *c, const char **path, uint64_t *size) {
+    *path = c->s.path;
+    *size = c->s.size;
+    return c->s.fd;
 }

@@ -13,6 +13,17 @@
  *   - total size: small models get READ (one read beats mapping + faults);
  *   - MemAvailable: a model that does not fit gets PREFETCH with a budget.
  * Everything else gets POPULATE: parallel page-in of the mapping, zero copy.
+ *
+ * Measured behaviour comes first (pi_auto_measure): a short probe of the
+ * first file gives the latency of one request at depth 1 and how much
+ * throughput grows at depth N. Storage where a request costs a round trip
+ * and depth pays (FUSE, NFS, object-store mounts, a cold remote block
+ * device), with a readahead window too small to make page faults large
+ * reads, gets READ: the range engine keeps 16-32 large requests in flight,
+ * page faults keep a handful of small ones. Storage that answers fast (a
+ * warm page cache, tmpfs, a local disk with a large readahead) gets
+ * POPULATE even on a network filesystem: the name alone decides only when
+ * nothing could be measured.
  */
 #include "load.h"
 #include "../source/source.h"
@@ -39,15 +50,70 @@ void pi_auto_gather(const char *const *paths, size_t n, struct pi_auto_facts *f)
             free(real);
         }
         struct stat st;
-        if (stat(paths[0], &st) == 0) f->rotational = pi_fs_rotational(st.st_dev);
+        if (stat(paths[0], &st) == 0) {
+            f->rotational = pi_fs_rotational(st.st_dev);
+            f->read_ahead_kb = pi_fs_read_ahead_kb(st.st_dev);
+        }
     }
     f->mem_available = pi_mem_available();
+}
+
+void pi_auto_measure(const pagein_model *m, struct pi_auto_facts *f) {
+    f->measured = 0;
+    if (!m || !m->nfiles || !m->files[0]->src) return;
+    struct pi_source *s = m->files[0]->src;
+    f->storage = (int)s->facts.storage;
+    if (s->facts.read_ahead_kb) f->read_ahead_kb = s->facts.read_ahead_kb;
+    if (s->facts.storage == PI_STORAGE_MEMORY) return; /* nothing to measure: memory */
+    /* a local disk whose readahead makes page faults large reads gets
+     * populate whatever the probe says: do not pay for it */
+    if (s->facts.storage == PI_STORAGE_LOCAL && s->facts.read_ahead_kb >= PI_AUTO_BIG_RA_KB) return;
+    /* once per model: a second probe would find the first one's pages cached */
+    pagein_model *mm = (pagein_model *)m;
+    if (!mm->probed) {
+        if (s->size < 16 * (128u << 10) || pi_engine_probe(s, 128u << 10, 8, &mm->probe) < 0) {
+            pi_err_clear();
+            return;
+        }
+        mm->probed = 1;
+    }
+    const struct pi_engine_probe_result r = mm->probe;
+    f->measured = 1;
+    f->lat1_ns = r.lat1_ns;
+    f->speedup = r.speedup;
+    f->probe_depth = r.n;
 }
 
 pagein_strategy pi_auto_decide(const struct pi_auto_facts *f, char *why, size_t len, uint64_t *budget) {
     if (budget) *budget = 0;
     double mib = (double)f->model_bytes / (1 << 20);
-    if (pi_fs_is_remote(f->fs_magic, f->fs_type)) {
+    int fits = !f->mem_available || f->model_bytes <= f->mem_available / 10 * 9;
+    if (f->measured && fits) {
+        /* a round trip per request: slow at depth 1 and either depth pays
+         * (measured) or the storage is a network/FUSE/remote one (facts;
+         * the depth-8 phase of the probe is noisy on a loaded machine) */
+        int netlike = f->storage == PI_STORAGE_FUSE || f->storage == PI_STORAGE_NETFS ||
+                      f->storage == PI_STORAGE_REMOTE;
+        int rtt = f->lat1_ns >= PI_AUTO_RTT_NS && (f->speedup >= PI_AUTO_DEPTH_GAIN || netlike);
+        int small_ra = f->read_ahead_kb < PI_AUTO_BIG_RA_KB;
+        if (rtt && small_ra) {
+            snprintf(why, len,
+                     "auto: measured %.2f ms a request at depth 1 and %.1fx the throughput at depth %u, readahead "
+                     "%u KiB: each request is a round trip and page faults read small pieces; explicit reads keep "
+                     "many large requests in flight (model %.0f MiB fits in memory)",
+                     f->lat1_ns / 1e6, f->speedup, f->probe_depth, f->read_ahead_kb, mib);
+            return PAGEIN_STRATEGY_READ;
+        }
+        if (f->rotational != 1 && f->model_bytes >= PI_AUTO_SMALL_BYTES) {
+            snprintf(why, len,
+                     "auto: measured %.0f us a request at depth 1, %.1fx at depth %u, readahead %u KiB: %s; map and "
+                     "populate in parallel (zero copy; model %.0f MiB fits in memory)",
+                     f->lat1_ns / 1e3, f->speedup, f->probe_depth, f->read_ahead_kb,
+                     !rtt ? "not latency-bound" : "page faults already read large pieces", mib);
+            return PAGEIN_STRATEGY_POPULATE;
+        }
+    }
+    if (!f->measured && pi_fs_is_remote(f->fs_magic, f->fs_type)) {
         const char *n = f->fs_type[0] ? f->fs_type : pi_fs_magic_name(f->fs_magic);
         snprintf(why, len,
                  "auto: %s is a network or FUSE filesystem (statfs magic 0x%x): explicit parallel reads, "
@@ -92,6 +158,7 @@ pagein_strategy pagein_model_auto_plan(const pagein_model *m, uint64_t *budget, 
         for (size_t i = 0; i < m->nfiles; i++) paths[i] = m->files[i]->path;
         pi_auto_gather(paths, m->nfiles, &f);
         pi_free(paths);
+        pi_auto_measure(m, &f);
     } else {
         memset(&f, 0, sizeof f);
         f.rotational = -1;

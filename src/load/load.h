@@ -6,6 +6,7 @@
 
 #include "../internal.h"
 #include "../source/source.h"
+#include "../engine/engine.h"
 #include "../format/format.h"
 
 #include <pthread.h>
@@ -46,7 +47,26 @@ struct pi_auto_facts {
     int rotational;           /* 1 rotating disk, 0 not, -1 unknown */
     uint64_t model_bytes;     /* sum of file sizes */
     uint64_t mem_available;   /* MemAvailable, 0 unknown */
+    /* measured behaviour (pi_auto_measure: a short probe of the first
+     * file through its source); measured 0 = not measured */
+    int measured;
+    uint64_t lat1_ns;         /* one 128 KiB request at depth 1 */
+    double speedup;           /* throughput at depth probe_depth / at depth 1 */
+    unsigned probe_depth;
+    uint32_t read_ahead_kb;   /* the mount's readahead window (page-fault read-around), 0 unknown */
+    int storage;              /* enum pi_storage of the first file */
 };
+
+/* Probes the model's first file (engine.h pi_engine_probe) and adds what it
+ * measured to f. Leaves f->measured 0 when the file is too small to probe
+ * or the probe failed. */
+void pi_auto_measure(const pagein_model *m, struct pi_auto_facts *f);
+/* Latency-bound storage: a request costs a round trip (>= 150 us at depth
+ * 1) and throughput grows with depth (>= 1.8x at depth N). */
+#define PI_AUTO_RTT_NS 150000ull
+#define PI_AUTO_DEPTH_GAIN 1.8
+/* Readahead at least this large makes page faults read large requests. */
+#define PI_AUTO_BIG_RA_KB 1024u
 
 /* Fills facts for the files (paths[n]). Never fails: unknown facts stay 0/-1/"". */
 void pi_auto_gather(const char *const *paths, size_t n, struct pi_auto_facts *f);
@@ -91,6 +111,12 @@ struct pagein_model {
     _Atomic int cancel;        /* set on close: in-flight paging stops early */
     struct pi_pager *pager;
     unsigned pager_threads;    /* pool size for the pager's passes */
+    /* READ: what the range engine chose and did (read.c) */
+    struct pi_engine_stats io_stats;
+    int has_io_stats;
+    unsigned threads_given;    /* opts.threads as the caller gave it (0 = default) */
+    struct pi_engine_probe_result probe; /* auto's probe of files[0] (probed set) */
+    int probed;
 };
 
 /* Pages ranges in (file ranges; merged and split into chunk_bytes chunks,

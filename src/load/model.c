@@ -436,6 +436,7 @@ int pagein_model_open(pagein_model **out, const char *path, const pagein_model_o
      * it in in 0.32-0.59 s, 8 threads (pi_default_threads) in 0.71-0.96 s;
      * each MADV_POPULATE_READ fault already reads around (read_ahead_kb), so
      * a few threads keep the device busy and more only interleave. */
+    m->threads_given = m->opts.threads; /* READ: 0 = the range engine chooses the depth */
     if (!m->opts.threads) {
         long nc = sysconf(_SC_NPROCESSORS_ONLN);
         m->opts.threads = nc < 2 ? 2 : (unsigned)(nc > 32 ? 32 : nc);
@@ -476,6 +477,7 @@ int pagein_model_open(pagein_model **out, const char *path, const pagein_model_o
         for (size_t i = 0; i < m->nfiles; i++) paths[i] = m->files[i]->path;
         pi_auto_gather(paths, m->nfiles, &facts);
         pi_free(paths);
+        pi_auto_measure(m, &facts);
         uint64_t budget = 0;
         m->strategy = pi_auto_decide(&facts, m->why, sizeof m->why, &budget);
         if (budget && !m->opts.budget_bytes) m->opts.budget_bytes = budget;

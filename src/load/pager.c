@@ -28,10 +28,19 @@
  * asks for exactly the groups' ranges with readahead() + MADV_POPULATE_READ,
  * and pages of the data sections that nobody maps are dropped after every
  * group (trim()). Exact mode is slower on this machine (small folios).
+ *
+ * fork(): only the forking thread survives in the child, so the pager
+ * thread is gone and mu/cv may be held by a thread that no longer exists.
+ * Every entry point first compares the process id the pager was started in
+ * with getpid(); in a child the first call re-initialises mu and cv, puts
+ * groups that were being paged in back to "missing" and starts a new pager
+ * thread, so layers() and waits work in the child as in the parent (which
+ * keeps its own pager). Close in a child does not join the parent's thread.
  */
 #include "load.h"
 
 #include <fcntl.h>
+#include <sched.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <sys/mman.h>
@@ -60,6 +69,9 @@ struct pi_pager {
     /* CPU sharing: consumer threads blocked in a wait, pool threads working
      * ahead of the cursor, and how many may while nobody waits */
     unsigned waiting, ahead_running, ahead_limit;
+    /* the process the pager thread runs in; ready_pid: restart done */
+    _Atomic pid_t pid, ready_pid;
+    int fork_err; /* the restart after fork failed: every later wait fails */
 };
 
 static void trim(pagein_model *m) {
@@ -164,8 +176,10 @@ static void *pager_main(void *arg) {
     pthread_mutex_lock(&p->mu);
     while (!p->stop) {
         int32_t cur = atomic_load(&p->cursor);
-        int32_t hi = cur + (int32_t)p->ahead;
-        if (hi > p->ng - 1) hi = p->ng - 1;
+        /* in 64 bits: cursor + ahead overflowed int32 for ahead >= 2^31,
+         * went negative and nothing was ever loaded (issue 19) */
+        int64_t hi64 = (int64_t)cur + (int64_t)p->ahead;
+        int32_t hi = hi64 > p->ng - 1 ? p->ng - 1 : (int32_t)hi64;
         size_t nb = 0;
         uint64_t add = 0;
         for (int32_t k = cur; k <= hi && nb < PI_ARRAY_LEN(batch); k++) {
@@ -206,6 +220,9 @@ int pi_pager_start(pagein_model *m) {
     p->wm_end = pi_calloc((size_t)p->ng, sizeof *p->wm_end);
     p->gbytes = m->lbytes;
     p->ahead = m->opts.prefetch_ahead ? m->opts.prefetch_ahead : 2;
+    /* more than every group ahead means all of them: any unsigned value
+     * (UINT_MAX included) is valid and behaves like the layer count */
+    if (p->ahead > (unsigned)p->ng) p->ahead = (unsigned)p->ng;
     p->budget = m->opts.budget_bytes;
     atomic_init(&p->cursor, 0);
     if (!p->state || !p->gerr || !p->wm_file || !p->wm_end) {
@@ -218,6 +235,8 @@ int pi_pager_start(pagein_model *m) {
     }
     pthread_mutex_init(&p->mu, NULL);
     pthread_cond_init(&p->cv, NULL);
+    atomic_init(&p->pid, getpid());
+    atomic_init(&p->ready_pid, getpid());
     m->pager = p;
     /* The consumer computes while the pager reads: the pool is one thread
      * per CPU (at least 2; pagein_model_open sets that default for every
@@ -252,9 +271,47 @@ int pi_pager_start(pagein_model *m) {
     return 0;
 }
 
+/* In a child of fork(): makes the pager usable again (see the top of the
+ * file). The first thread of the child to get here does the work; others
+ * wait for it. With restart 0 (close) no new thread is started. */
+static int after_fork(pagein_model *m, int restart) {
+    struct pi_pager *p = m->pager;
+    pid_t me = getpid(), old = atomic_load(&p->pid);
+    if (old != me && atomic_compare_exchange_strong(&p->pid, &old, me)) {
+        /* this thread restarts; fall through */
+    } else {
+        while (atomic_load(&p->ready_pid) != me) sched_yield(); /* another thread is restarting */
+        if (restart && p->fork_err)
+            return pi_err(PAGEIN_E_FORKED, "the prefetch thread could not be restarted after fork()");
+        return 0;
+    }
+    pthread_mutex_init(&p->mu, NULL);
+    pthread_cond_init(&p->cv, NULL);
+    p->started = 0;
+    p->waiting = p->ahead_running = 0;
+    for (int32_t g = 0; g < p->ng; g++)
+        if (p->state[g] == G_LOADING) {
+            /* its loader did not survive; what it brought in stays resident */
+            p->state[g] = G_NONE;
+            p->resident -= p->gbytes[g];
+        }
+    int rc = 0;
+    if (restart && !p->stop) {
+        int e = pthread_create(&p->tid, NULL, pager_main, m);
+        if (e)
+            rc = p->fork_err = pi_err(PAGEIN_E_FORKED, "cannot restart the prefetch thread in the child of fork(): %s",
+                        strerror(e));
+        else
+            p->started = 1;
+    }
+    atomic_store(&p->ready_pid, me);
+    return rc;
+}
+
 void pi_pager_stop(pagein_model *m) {
     struct pi_pager *p = m->pager;
     if (!p) return;
+    after_fork(m, 0);
     atomic_store(&m->cancel, 1);
     pthread_mutex_lock(&p->mu);
     p->stop = 1;
@@ -275,6 +332,7 @@ void pi_pager_stop(pagein_model *m) {
  * is (the group's finished prefix covers it). */
 static int wait_for(pagein_model *m, int32_t g, const pagein_tensor *t) {
     struct pi_pager *p = m->pager;
+    FORWARD_IF(after_fork(m, 1));
     pthread_mutex_lock(&p->mu);
     if (g > atomic_load(&p->cursor)) {
         atomic_store(&p->cursor, g);
@@ -321,6 +379,7 @@ int pi_pager_wait_tensor(pagein_model *m, int32_t g, const pagein_tensor *t) { r
 
 int pi_pager_done(pagein_model *m, int32_t g) {
     struct pi_pager *p = m->pager;
+    FORWARD_IF(after_fork(m, 1));
     pthread_mutex_lock(&p->mu);
     /* With a budget, a group still being paged in (a consumer that waited
      * per tensor can finish with a layer before the pass has announced the

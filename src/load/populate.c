@@ -19,8 +19,7 @@
  *
  * Nothing here ever touches a mapped page directly, so no path can SIGBUS.
  *
- * The READ strategy (pi_model_read_all) lives here too: parallel pread of
- * large chunks into hugepage-advised anonymous memory, optionally O_DIRECT.
+ * The READ strategy (pi_model_read_all) is in read.c, on the range engine.
  */
 #include "load.h"
 
@@ -38,7 +37,6 @@
 #endif
 
 #define POP_CHUNK_DEFAULT (4ull << 20)
-#define READ_CHUNK_DEFAULT (16ull << 20)
 #define MAX_SLOTS 64
 
 static uint64_t page_size(void) {
@@ -79,18 +77,13 @@ static int truncated(const pagein_file *f, uint64_t off, int err) {
                   f->path, (unsigned long long)off, strerror(err), now, f->len);
 }
 
-/* pread the whole of [off, off+len) into buf; short read = truncated. */
+/* pread the whole of [off, off+len) into buf (pi_pread_full, the one
+ * read-until-done loop); end of file = truncated, naming the file. */
 static int pread_full(const pagein_file *f, int fd, uint8_t *buf, uint64_t off, uint64_t len) {
-    uint64_t got = 0;
-    while (got < len) {
-        ssize_t r = pread(fd, buf + got, len - got, (off_t)(off + got));
-        if (r < 0 && errno == EINTR) continue;
-        if (r < 0) return pi_err(-errno, "%s: read at offset %llu failed: %s", f->path,
-                                 (unsigned long long)(off + got), strerror(errno));
-        if (r == 0) return truncated(f, off + got, EIO);
-        got += (uint64_t)r;
-    }
-    return 0;
+    int rc = pi_pread_full(fd, buf, len, off);
+    if (rc == PAGEIN_E_TRUNCATED) return truncated(f, off, EIO);
+    if (rc < 0) pi_err_prefix(f->path);
+    return rc;
 }
 
 static int populate_map(const pagein_file *f, uint64_t off, uint64_t len, int *unsupported) {
@@ -432,110 +425,4 @@ int pagein_model_load_layers(pagein_model *m, int32_t first, int32_t last) {
               "load_layers: [%d, %d] outside [-1, %d]", first, last, m->nlayers);
     size_t a = m->lstart[first + 1], b = m->lstart[last + 2];
     return pagein_model_load_tensors(m, m->lt + a, b - a);
-}
-
-/* ---- READ: explicit reads into anonymous memory ------------------------- */
-
-_Atomic int pi_test_direct_read_fails;
-
-struct rd {
-    pagein_model *m;
-    struct pi_range *c;
-    size_t n;
-    int *dfd;             /* per file: O_DIRECT descriptor or -1 */
-    _Atomic int direct_failed;
-};
-
-static int rd_item(void *ctx, size_t i) {
-    struct rd *p = ctx;
-    pagein_model *m = p->m;
-    if (atomic_load(&m->cancel)) return pi_err(PAGEIN_E_CANCELLED, "reading cancelled");
-    const struct pi_range *r = &p->c[i];
-    const pagein_file *f = m->files[r->file];
-    uint8_t *dst = m->rbuf[r->file] + r->off;
-    int dfd = p->dfd ? p->dfd[r->file] : -1;
-    if (dfd >= 0) {
-        /* offsets are chunk multiples (4 KiB aligned), buffers page
-         * aligned; the length is rounded up (the buffer has room) and the
-         * read comes back short at end of file. */
-        uint64_t want = pi_align_up(r->len, 4096), got = 0;
-        while (got < want) {
-            ssize_t n = atomic_load(&pi_test_direct_read_fails) ? (errno = EINVAL, -1)
-                                                                : pread(dfd, dst + got, want - got, (off_t)(r->off + got));
-            if (n < 0 && errno == EINTR) continue;
-            if (n <= 0) break;
-            got += (uint64_t)n;
-        }
-        if (got >= r->len) return 0;
-        /* O_DIRECT refused (EINVAL on some filesystems) or short: redo buffered */
-        atomic_store(&p->direct_failed, 1);
-    }
-    /* a remote (unmapped) file: a range read through its source, on one
-     * of its pooled connections (docs/REMOTE.md) */
-    if (f->fd < 0 && f->src) return pi_source_read(f->src, dst, r->len, r->off);
-    return pread_full(f, f->fd, dst, r->off, r->len);
-}
-
-int pi_model_read_all(pagein_model *m) {
-    uint64_t chunk = m->opts.chunk_bytes ? pi_align_up(m->opts.chunk_bytes, 1 << 20) : READ_CHUNK_DEFAULT;
-    m->rbuf = pi_calloc(m->nfiles, sizeof *m->rbuf);
-    m->rlen = pi_calloc(m->nfiles, sizeof *m->rlen);
-    if (!m->rbuf || !m->rlen) return pi_err(-ENOMEM, "out of memory");
-    struct rd p = {.m = m};
-    atomic_init(&p.direct_failed, 0);
-    struct pi_range *r = pi_malloc(m->nfiles * sizeof *r);
-    if (!r) return pi_err(-ENOMEM, "out of memory");
-    int rc = 0;
-    for (size_t i = 0; i < m->nfiles; i++) {
-        size_t len = m->files[i]->len;
-        size_t cap = (size_t)pi_align_up(len ? len : 1, 2u << 20);
-        void *b = mmap(NULL, cap, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
-        if (b == MAP_FAILED) {
-            rc = pi_err(-errno, "%s: cannot allocate %zu bytes: %s", m->files[i]->path, cap, strerror(errno));
-            goto out;
-        }
-        madvise(b, cap, MADV_HUGEPAGE);
-        m->rbuf[i] = b;
-        m->rlen[i] = cap;
-        r[i] = (struct pi_range){(uint32_t)i, 0, len};
-    }
-    if (m->opts.hints & PAGEIN_HINT_DIRECT) {
-        p.dfd = pi_malloc(m->nfiles * sizeof *p.dfd);
-        if (!p.dfd) {
-            rc = pi_err(-ENOMEM, "out of memory");
-            goto out;
-        }
-        for (size_t i = 0; i < m->nfiles; i++) p.dfd[i] = open(m->files[i]->path, O_RDONLY | O_DIRECT | O_CLOEXEC);
-    }
-    /* chunks: whole files cut at chunk multiples (keeps O_DIRECT alignment) */
-    size_t total = 0;
-    for (size_t i = 0; i < m->nfiles; i++) total += (size_t)((r[i].len + chunk - 1) / chunk);
-    p.c = pi_malloc((total ? total : 1) * sizeof *p.c);
-    if (!p.c) {
-        rc = pi_err(-ENOMEM, "out of memory");
-        goto out;
-    }
-    for (size_t i = 0; i < m->nfiles; i++)
-        for (uint64_t o = 0; o < r[i].len; o += chunk) p.c[p.n++] = (struct pi_range){(uint32_t)i, o, PI_MIN(chunk, r[i].len - o)};
-    /* remote files want as many requests in flight as their source prefers
-     * (connections), not one per CPU */
-    unsigned nt = m->opts.threads ? m->opts.threads : pi_default_threads();
-    for (size_t i = 0; i < m->nfiles; i++)
-        if (m->files[i]->fd < 0 && m->files[i]->src && m->files[i]->src->facts.depth > nt)
-            nt = m->files[i]->src->facts.depth;
-    rc = pi_parallel(nt, p.n, rd_item, &p);
-    if (rc < 0) goto out;
-    /* tensors now point into the copies */
-    for (size_t k = 0; k < m->tab.n; k++) {
-        pagein_tensor *t = &m->tab.t[k];
-        t->data = m->rbuf[t->file] + t->offset;
-    }
-out:
-    if (p.dfd)
-        for (size_t i = 0; i < m->nfiles; i++)
-            if (p.dfd[i] >= 0) close(p.dfd[i]);
-    pi_free(p.dfd);
-    pi_free(p.c);
-    pi_free(r);
-    return rc;
 }

@@ -1,95 +1,214 @@
-/* convert.c - any open file (PyTorch checkpoint, GGUF with plain element
- * types, safetensors) to safetensors: optional float cast, sharding with a
- * Hugging Face style index, page-aligned data. Tensor bytes stream through
- * the writer's fill callback in chunks: strided tensors are gathered,
- * byte-swapped ones swapped, tied and viewed tensors written in full, and
+/* convert.c - any open file (PyTorch checkpoint, GGUF, safetensors) to
+ * safetensors or GGUF: optional float cast, dequantization of GGUF block
+ * types, sharding with a Hugging Face style index, page-aligned data.
+ *
+ * Tensor bytes stream through the writer's fill callback in chunks:
+ * strided tensors are gathered, byte-swapped ones swapped, tied and viewed
+ * tensors written in full, quantized ones dequantized block by block, and
  * the source pages already consumed are dropped from this process's
- * resident set, so peak memory stays near one chunk plus the header. */
+ * resident set, so peak memory stays near one chunk plus the header.
+ *
+ * Before anything is written the output size is known exactly (tensor
+ * bytes) plus a bound on the headers, and checked against the free space
+ * of the target filesystem and the caller's cap: an expansion bomb (a
+ * 1 KB checkpoint holding a stride-0 view of 2^40 elements) is refused
+ * instead of filling the disk.
+ *
+ * A sharded set is written all or nothing: the shards and the index go to
+ * a fresh directory next to the output, are moved into place (index last)
+ * only when every one of them is complete, and old files at those names are
+ * kept as hard links until the move succeeded, so a failure at any point
+ * leaves either the previous model intact or the new one complete. */
 #include "../io/io.h"
+#include "../format/dequant.h"
+#include "../format/torch_internal.h"
 
+#include <dirent.h>
+#include <pthread.h>
+#include <signal.h>
+#include <fcntl.h>
+#include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <sys/mman.h>
+#include <sys/stat.h>
+#include <sys/statvfs.h>
 #include <unistd.h>
-
-/* ---- float casts ----------------------------------------------------------- */
-
-static float f16_to_f32(uint16_t h) {
-    uint32_t s = (uint32_t)(h & 0x8000) << 16, e = (h >> 10) & 0x1F, m = h & 0x3FF, u;
-    if (e == 0) {
-        if (m == 0) {
-            u = s;
-        } else { /* subnormal: normalise */
-            e = 127 - 15 + 1;
-            while (!(m & 0x400)) m <<= 1, e--;
-            u = s | e << 23 | (m & 0x3FF) << 13;
-        }
-    } else if (e == 31) {
-        u = s | 0x7F800000u | m << 13;
-    } else {
-        u = s | (e + 127 - 15) << 23 | m << 13;
-    }
-    float f;
-    memcpy(&f, &u, 4);
-    return f;
-}
-
-static uint16_t f32_to_f16(float f) {
-    uint32_t u;
-    memcpy(&u, &f, 4);
-    uint32_t s = (u >> 16) & 0x8000, e = (u >> 23) & 0xFF, m = u & 0x7FFFFF;
-    if (e == 0xFF) return (uint16_t)(s | 0x7C00 | (m ? 0x200 | (m >> 13) : 0));
-    int32_t ne = (int32_t)e - 127 + 15;
-    if (ne >= 31) return (uint16_t)(s | 0x7C00);
-    if (ne <= 0) {
-        if (ne < -10) return (uint16_t)s;
-        m |= 0x800000;
-        uint32_t shift = (uint32_t)(14 - ne), r = m >> shift, rem = m & ((1u << shift) - 1), half = 1u << (shift - 1);
-        if (rem > half || (rem == half && (r & 1))) r++;
-        return (uint16_t)(s | r);
-    }
-    uint32_t r = (uint32_t)ne << 10 | m >> 13, rem = m & 0x1FFF;
-    if (rem > 0x1000 || (rem == 0x1000 && (r & 1))) r++; /* may carry into the exponent: correct */
-    return (uint16_t)(s | r);
-}
-
-static float bf16_to_f32(uint16_t b) {
-    uint32_t u = (uint32_t)b << 16;
-    float f;
-    memcpy(&f, &u, 4);
-    return f;
-}
-
-static uint16_t f32_to_bf16(float f) {
-    uint32_t u;
-    memcpy(&u, &f, 4);
-    if ((u & 0x7F800000u) == 0x7F800000u && (u & 0x7FFFFF)) return (uint16_t)(u >> 16 | 0x40); /* quiet NaN */
-    u += 0x7FFF + ((u >> 16) & 1); /* round to nearest even */
-    return (uint16_t)(u >> 16);
-}
 
 static bool is_castable(pagein_dtype d) {
     return d == PAGEIN_DTYPE_F32 || d == PAGEIN_DTYPE_F16 || d == PAGEIN_DTYPE_BF16 || d == PAGEIN_DTYPE_F64;
 }
 
-static float load_f(pagein_dtype d, const uint8_t *p) {
-    uint16_t h;
-    float f;
-    double x;
-    switch (d) {
-    case PAGEIN_DTYPE_F16: memcpy(&h, p, 2); return f16_to_f32(h);
-    case PAGEIN_DTYPE_BF16: memcpy(&h, p, 2); return bf16_to_f32(h);
-    case PAGEIN_DTYPE_F64: memcpy(&x, p, 8); return (float)x;
-    default: memcpy(&f, p, 4); return f;
+/* ---- a growable string ------------------------------------------------------ */
+
+struct sbuf {
+    char *p;
+    size_t n, cap;
+    int oom;
+};
+
+static void sb_put(struct sbuf *b, const char *s, size_t n) {
+    if (b->oom) return;
+    if (b->n + n + 1 > b->cap) {
+        size_t c = b->cap ? b->cap : 256;
+        while (c < b->n + n + 1) c *= 2;
+        char *np = pi_realloc(b->p, c);
+        if (!np) {
+            b->oom = 1;
+            return;
+        }
+        b->p = np, b->cap = c;
     }
+    memcpy(b->p + b->n, s, n);
+    b->n += n;
+    b->p[b->n] = 0;
+}
+static void sb_str(struct sbuf *b, const char *s) { sb_put(b, s, strlen(s)); }
+
+/* Valid UTF-8 (no overlong forms, no surrogates, <= U+10FFFF). */
+static bool utf8_ok(const unsigned char *s, size_t n) {
+    for (size_t i = 0; i < n;) {
+        unsigned c = s[i];
+        size_t k;
+        unsigned min;
+        if (c < 0x80) {
+            i++;
+            continue;
+        } else if ((c & 0xE0) == 0xC0) k = 1, min = 0x80, c &= 0x1F;
+        else if ((c & 0xF0) == 0xE0) k = 2, min = 0x800, c &= 0x0F;
+        else if ((c & 0xF8) == 0xF0) k = 3, min = 0x10000, c &= 0x07;
+        else return false;
+        if (i + k >= n) return false;
+        for (size_t j = 1; j <= k; j++) {
+            if ((s[i + j] & 0xC0) != 0x80) return false;
+            c = c << 6 | (s[i + j] & 0x3F);
+        }
+        if (c < min || c > 0x10FFFF || (c >= 0xD800 && c <= 0xDFFF)) return false;
+        i += k + 1;
+    }
+    return true;
 }
 
-static void store_f(pagein_dtype d, uint8_t *p, float f) {
-    uint16_t h;
-    switch (d) {
-    case PAGEIN_DTYPE_F16: h = f32_to_f16(f), memcpy(p, &h, 2); break;
-    case PAGEIN_DTYPE_BF16: h = f32_to_bf16(f), memcpy(p, &h, 2); break;
-    default: memcpy(p, &f, 4); break;
+/* A JSON string; false (nothing added) when s is not valid UTF-8. */
+static bool sb_json_str(struct sbuf *b, const char *s, size_t n) {
+    if (!utf8_ok((const unsigned char *)s, n)) return false;
+    size_t q = pi_json_quoted_len(s, n);
+    char *tmp = pi_malloc(q);
+    if (!tmp) {
+        b->oom = 1;
+        return true;
+    }
+    pi_json_quote(tmp, s, n);
+    sb_put(b, tmp, q);
+    pi_free(tmp);
+    return true;
+}
+
+/* Shortest decimal that reads back as the same float (f32) or double, as
+ * Python's repr writes it ("1.0", "1e-05"); NaN and infinities as Python's
+ * json module writes them. */
+static void sb_float(struct sbuf *b, double v, int f32) {
+    char buf[48];
+    if (isnan(v)) {
+        sb_str(b, "NaN");
+        return;
+    }
+    if (isinf(v)) {
+        sb_str(b, v < 0 ? "-Infinity" : "Infinity");
+        return;
+    }
+    for (int p = 1; p <= 17; p++) {
+        snprintf(buf, sizeof buf, "%.*g", p, v);
+        if (f32 ? strtof(buf, NULL) == (float)v : strtod(buf, NULL) == v) break;
+    }
+    if (!strpbrk(buf, ".eEn")) strcat(buf, ".0");
+    sb_str(b, buf);
+}
+
+static const char *meta_str_reason(const char *s, size_t n) {
+    if (memchr(s, 0, n)) return "string holds a NUL byte";
+    if (!utf8_ok((const unsigned char *)s, n)) return "string is not valid UTF-8";
+    return NULL;
+}
+
+/* An array of f as JSON; returns NULL or why it cannot be written. */
+static const char *sb_json_array(struct sbuf *b, const pagein_file *f, const pagein_meta *m, int depth) {
+    if (depth > 8) return "arrays nested too deeply";
+    sb_str(b, "[");
+    for (uint64_t i = 0; i < m->count && !b->oom; i++) {
+        if (i) sb_str(b, ", ");
+        char num[32];
+        switch (m->elem_type) {
+        case PAGEIN_META_STRING: {
+            const char *s;
+            size_t l;
+            if (pagein_meta_array_str(f, m, i, &s, &l) < 0) return "unreadable string element";
+            if (!sb_json_str(b, s, l)) return "string element is not valid UTF-8";
+            break;
+        }
+        case PAGEIN_META_ARRAY: {
+            pagein_meta in;
+            if (pagein_meta_array_at(f, m, i, &in) < 0) return "unreadable nested array";
+            const char *why = sb_json_array(b, f, &in, depth + 1);
+            if (why) return why;
+            break;
+        }
+        case PAGEIN_META_F32:
+        case PAGEIN_META_F64: {
+            double d;
+            if (pagein_meta_array_f64(f, m, i, &d) < 0) return "unreadable float element";
+            sb_float(b, d, m->elem_type == PAGEIN_META_F32);
+            break;
+        }
+        case PAGEIN_META_BOOL: {
+            uint64_t u;
+            if (pagein_meta_array_u64(f, m, i, &u) < 0) return "unreadable bool element";
+            sb_str(b, u ? "true" : "false");
+            break;
+        }
+        case PAGEIN_META_I8: case PAGEIN_META_I16: case PAGEIN_META_I32: case PAGEIN_META_I64: {
+            int64_t v;
+            if (pagein_meta_array_i64(f, m, i, &v) < 0) return "unreadable integer element";
+            snprintf(num, sizeof num, "%lld", (long long)v);
+            sb_str(b, num);
+            break;
+        }
+        default: {
+            uint64_t v;
+            if (pagein_meta_array_u64(f, m, i, &v) < 0) return "unreadable integer element";
+            snprintf(num, sizeof num, "%llu", (unsigned long long)v);
+            sb_str(b, num);
+            break;
+        }
+        }
+    }
+    sb_str(b, "]");
+    return NULL;
+}
+
+/* The value of a metadata entry as a safetensors __metadata__ string:
+ * strings as they are, everything else JSON-encoded. Returns NULL (the
+ * value in b) or why it cannot be carried. */
+static const char *meta_as_string(struct sbuf *b, const pagein_file *f, const pagein_meta *m) {
+    char num[32];
+    switch (m->type) {
+    case PAGEIN_META_STRING: {
+        const char *why = meta_str_reason(m->str, (size_t)m->str_len);
+        if (why) return why;
+        sb_put(b, m->str, (size_t)m->str_len);
+        return NULL;
+    }
+    case PAGEIN_META_ARRAY: return sb_json_array(b, f, m, 0);
+    case PAGEIN_META_BOOL: sb_str(b, m->v.b ? "true" : "false"); return NULL;
+    case PAGEIN_META_F32: case PAGEIN_META_F64: sb_float(b, m->v.f, m->type == PAGEIN_META_F32); return NULL;
+    case PAGEIN_META_I8: case PAGEIN_META_I16: case PAGEIN_META_I32: case PAGEIN_META_I64:
+        snprintf(num, sizeof num, "%lld", (long long)m->v.i);
+        sb_str(b, num);
+        return NULL;
+    default:
+        snprintf(num, sizeof num, "%llu", (unsigned long long)m->v.u);
+        sb_str(b, num);
+        return NULL;
     }
 }
 
@@ -101,8 +220,9 @@ struct src {
     struct job *job;
     const pagein_file *f;
     const pagein_tensor *t;
-    pagein_dtype out; /* output dtype */
-    uint32_t ies, oes; /* element sizes in and out (0 = not cast) */
+    pagein_dtype out;   /* output dtype */
+    uint32_t ub, ue;    /* converted: a source unit (block or element) is ub bytes, ue elements */
+    uint32_t oes;       /* output element size; 0 = bytes copied unchanged */
     uint64_t out_bytes;
 };
 
@@ -130,26 +250,25 @@ static int fill(void *ctx, void *dst, uint64_t off, size_t len) {
     if (!s->oes) {
         rc = pagein_tensor_copy(s->f, s->t, off, dst, len);
     } else {
-        /* cast: source elements covering [off, off+len) of the output */
-        uint64_t e0 = off / s->oes, e1 = (off + len + s->oes - 1) / s->oes;
-        size_t need = (size_t)((e1 - e0) * (s->ies > s->oes ? s->ies : s->oes) * 2);
-        if (need > j->tmp_len) {
-            uint8_t *n = pi_realloc(j->tmp, need);
+        /* converted: the source units covering output bytes [off, off+len) */
+        uint64_t ob = (uint64_t)s->ue * s->oes; /* output bytes per unit */
+        uint64_t u0 = off / ob, u1 = (off + len + ob - 1) / ob;
+        size_t in_len = (size_t)((u1 - u0) * s->ub), out_len = (size_t)((u1 - u0) * ob);
+        if (in_len + out_len > j->tmp_len) {
+            uint8_t *n = pi_realloc(j->tmp, in_len + out_len);
             if (!n) return pi_err(-ENOMEM, "out of memory");
-            j->tmp = n, j->tmp_len = need;
+            j->tmp = n, j->tmp_len = in_len + out_len;
         }
-        uint8_t *in = j->tmp, *outb = j->tmp + (e1 - e0) * s->ies;
-        rc = pagein_tensor_copy(s->f, s->t, e0 * s->ies, in, (size_t)((e1 - e0) * s->ies));
-        if (rc == 0) {
-            for (uint64_t i = 0; i < e1 - e0; i++)
-                store_f(s->out, outb + i * s->oes, load_f(s->t->dtype, in + i * s->ies));
-            memcpy(dst, outb + (off - e0 * s->oes), len);
-        }
+        uint8_t *in = j->tmp, *outb = j->tmp + in_len;
+        /* pagein_tensor_copy gathers and byte-swaps: the units arrive native */
+        rc = pagein_tensor_copy(s->f, s->t, u0 * s->ub, in, in_len);
+        if (rc == 0) rc = pi_dequant(s->t->name, s->t->dtype, 0, in, in_len, s->out, outb, out_len, NULL);
+        if (rc == 0) memcpy(dst, outb + (off - u0 * ob), len);
     }
     if (rc < 0) return rc;
     /* contiguous sources are consumed in order: drop what is behind us */
     if (!(s->t->flags & PAGEIN_TENSOR_NONCONTIGUOUS) && s->t->nbytes) {
-        uint64_t in_end = s->oes ? (off + len) / s->oes * s->ies : off + len;
+        uint64_t in_end = s->oes ? (off + len) / ((uint64_t)s->ue * s->oes) * s->ub : off + len;
         if (in_end > s->t->nbytes) in_end = s->t->nbytes;
         drop_pages(j, s->f, s->t->offset, in_end);
     }
@@ -167,104 +286,154 @@ struct wm {
 
 static int wm_cmp(const void *a, const void *b) { return strcmp(((const struct wm *)a)->name, ((const struct wm *)b)->name); }
 
-/* "dir/model.safetensors" + shard 2 of 5 -> "dir/model-00002-of-00005.safetensors" */
-static char *shard_path(const char *out, uint32_t i, uint32_t n) {
-    size_t l = strlen(out);
-    const char *ext = ".safetensors";
-    size_t el = strlen(ext);
-    size_t stem = l >= el && strcmp(out + l - el, ext) == 0 ? l - el : l;
-    char *p = pi_malloc(stem + el + 32);
-    if (p) snprintf(p, stem + el + 32, "%.*s-%05u-of-%05u%s", (int)stem, out, i + 1, n, ext);
-    return p;
-}
-
-static void json_str(struct pi_atomic_file *a, const char *s, int *rc) {
-    char buf[8];
-    if (*rc == 0) *rc = pi_atomic_write(a, "\"", 1);
-    for (const unsigned char *p = (const unsigned char *)s; *p && *rc == 0; p++) {
-        if (*p == '"' || *p == '\\') {
-            buf[0] = '\\', buf[1] = (char)*p;
-            *rc = pi_atomic_write(a, buf, 2);
-        } else if (*p < 0x20) {
-            snprintf(buf, sizeof buf, "\\u%04x", *p);
-            *rc = pi_atomic_write(a, buf, 6);
-        } else {
-            *rc = pi_atomic_write(a, p, 1);
-        }
-    }
-    if (*rc == 0) *rc = pi_atomic_write(a, "\"", 1);
-}
-
 static const char *base_name(const char *p) {
     const char *s = strrchr(p, '/');
     return s ? s + 1 : p;
 }
 
-static int write_index(const char *out, char **paths, const pagein_write_tensor *w, const uint32_t *shard, size_t n,
+/* length of the stem of a safetensors file name ("model" of "model.safetensors") */
+static size_t stem_len(const char *name) {
+    size_t l = strlen(name), el = strlen(".safetensors");
+    return l >= el && strcmp(name + l - el, ".safetensors") == 0 ? l - el : l;
+}
+
+/* "model.safetensors" + shard 2 of 5 -> "model-00002-of-00005.safetensors" */
+static char *shard_name(const char *base, uint32_t i, uint32_t n) {
+    size_t stem = stem_len(base);
+    char *p = pi_malloc(stem + 48);
+    if (p) snprintf(p, stem + 48, "%.*s-%05u-of-%05u.safetensors", (int)stem, base, i + 1, n);
+    return p;
+}
+
+static char *join(const char *dir, const char *name) {
+    size_t l = strlen(dir) + strlen(name) + 2;
+    char *p = pi_malloc(l);
+    if (p) snprintf(p, l, "%s/%s", dir, name);
+    return p;
+}
+
+static int write_index(const char *path, char **names, const pagein_write_tensor *w, const uint32_t *shard, size_t n,
                        uint64_t total) {
-    size_t l = strlen(out);
-    char *ip = pi_malloc(l + 16);
     struct wm *m = pi_malloc((n ? n : 1) * sizeof *m);
-    if (!ip || !m) {
-        pi_free(ip), pi_free(m);
-        return pi_err(-ENOMEM, "out of memory");
-    }
-    snprintf(ip, l + 16, "%s.index.json", out);
+    struct sbuf b = {0};
+    if (!m) return pi_err(-ENOMEM, "out of memory");
     for (size_t i = 0; i < n; i++) m[i].name = w[i].name, m[i].shard = shard[i];
     qsort(m, n, sizeof *m, wm_cmp);
-    struct pi_atomic_file a;
-    int rc = pi_atomic_open(&a, ip);
-    if (rc == 0) {
-        char hdr[128];
-        snprintf(hdr, sizeof hdr, "{\n  \"metadata\": {\n    \"total_size\": %llu\n  },\n  \"weight_map\": {\n",
-                 (unsigned long long)total);
-        rc = pi_atomic_write(&a, hdr, strlen(hdr));
-        for (size_t i = 0; i < n && rc == 0; i++) {
-            rc = pi_atomic_write(&a, "    ", 4);
-            json_str(&a, m[i].name, &rc);
-            if (rc == 0) rc = pi_atomic_write(&a, ": ", 2);
-            json_str(&a, base_name(paths[m[i].shard]), &rc);
-            if (rc == 0) rc = pi_atomic_write(&a, i + 1 < n ? ",\n" : "\n", i + 1 < n ? 2 : 1);
+    char hdr[128];
+    snprintf(hdr, sizeof hdr, "{\n  \"metadata\": {\n    \"total_size\": %llu\n  },\n  \"weight_map\": {\n",
+             (unsigned long long)total);
+    sb_str(&b, hdr);
+    for (size_t i = 0; i < n; i++) {
+        sb_str(&b, "    ");
+        size_t q = pi_json_quoted_len(m[i].name, strlen(m[i].name));
+        char *t = pi_malloc(q);
+        if (!t) {
+            b.oom = 1;
+            break;
         }
-        if (rc == 0) rc = pi_atomic_write(&a, "  }\n}\n", 6);
-        if (rc == 0) rc = pi_atomic_commit(&a);
-        else pi_atomic_abort(&a);
+        pi_json_quote(t, m[i].name, strlen(m[i].name));
+        sb_put(&b, t, q);
+        pi_free(t);
+        sb_str(&b, ": \"");
+        sb_str(&b, names[m[i].shard]); /* our own names: nothing to escape */
+        sb_str(&b, i + 1 < n ? "\",\n" : "\"\n");
     }
-    pi_free(ip), pi_free(m);
+    sb_str(&b, "  }\n}\n");
+    int rc = 0;
+    if (b.oom) {
+        rc = pi_err(-ENOMEM, "out of memory");
+    } else {
+        struct pi_atomic_file a;
+        rc = pi_atomic_open(&a, path);
+        if (rc == 0) rc = pi_atomic_write(&a, b.p, b.n);
+        if (rc == 0) rc = pi_atomic_commit(&a);
+        else if (a.fd >= 0) pi_atomic_abort(&a);
+    }
+    pi_free(m), pi_free(b.p);
     return rc;
+}
+
+/* ---- space ---------------------------------------------------------------------- */
+
+/* The directory part of path ("." when none), malloc'd. */
+static char *dir_of(const char *path) {
+    const char *s = strrchr(path, '/');
+    if (!s) return pi_strndup(".", 1);
+    if (s == path) return pi_strndup("/", 1);
+    return pi_strndup(path, (size_t)(s - path));
+}
+
+/* Refuses an output of need bytes that exceeds the cap or the free space of
+ * the filesystem holding dir. */
+static int check_space(const char *dir, const char *out, uint64_t need, uint64_t cap) {
+    if (cap == UINT64_MAX) return 0;
+    if (cap) {
+        if (need > cap)
+            return pi_err(PAGEIN_E_LIMIT, "%s: the output needs %llu bytes, more than the allowed maximum of %llu bytes "
+                          "(--max-output-size)", out, (unsigned long long)need, (unsigned long long)cap);
+        return 0;
+    }
+    struct statvfs v;
+    if (statvfs(dir, &v) != 0) return 0; /* unknown: the writes will tell */
+    uint64_t freeb = (uint64_t)v.f_bavail * (uint64_t)(v.f_frsize ? v.f_frsize : v.f_bsize);
+    if (need > freeb)
+        return pi_err(-ENOSPC, "%s: the output needs %llu bytes, the filesystem of %s has %llu bytes free "
+                      "(nothing written)", out, (unsigned long long)need, dir, (unsigned long long)freeb);
+    return 0;
 }
 
 /* ---- the converter --------------------------------------------------------------- */
 
-/* Fills the writer records and fill contexts for every tensor of f. */
+static void skip_meta(const pagein_convert_opts *o, const pagein_meta *m, const char *why) {
+    if (o->on_skip) o->on_skip(o->skip_ctx, m->key, m->key_len, why);
+}
+
+/* Fills the writer records and fill contexts for every tensor of f, and
+ * the bound on the output's size. */
 static int prepare(const pagein_file *f, const pagein_convert_opts *op, struct job *job, pagein_write_tensor *w,
                    struct src *s, pagein_convert_stats *stp, int gguf) {
     pagein_convert_opts o = *op;
     pagein_convert_stats st = {0};
-    int rc = 0;
     size_t n = f->tab.n;
+    uint64_t bound = 4096 + (o.align > 32 ? o.align : 32);
     for (size_t i = 0; i < n; i++) {
         const pagein_tensor *t = &f->tab.t[i];
         const pagein_dtype_info *di = pagein_dtype_get(t->dtype);
-        if (!gguf && (!di || !(di->flags & PAGEIN_DTYPE_F_SAFETENSORS)))
-            return pi_err(PAGEIN_E_BAD_DTYPE, "tensor '%s' has type %s, which safetensors cannot hold (dequantize it first)",
-                          t->name, di ? di->name : "?");
+        bool quant = di && (di->flags & PAGEIN_DTYPE_F_QUANT);
+        bool deq = quant && o.dequantize != PAGEIN_DTYPE_INVALID;
+        if (deq && !pi_dequant_supported(t->dtype))
+            return pi_err(PAGEIN_E_BAD_DTYPE, "tensor '%s' has type %s, which pagein cannot dequantize (supported: "
+                          "Q4_0, Q4_1, Q5_0, Q5_1, Q8_0, Q2_K-Q8_K, IQ4_NL, IQ4_XS)", t->name, di->name);
+        if (deq && (t->flags & (PAGEIN_TENSOR_NONCONTIGUOUS | PAGEIN_TENSOR_SWAPPED)))
+            return pi_err(PAGEIN_E_UNSUPPORTED, "tensor '%s': %s data in a big-endian file cannot be dequantized "
+                          "(ggml defines no big-endian block layout)", t->name, di->name);
+        if (!gguf && !deq && (!di || !(di->flags & PAGEIN_DTYPE_F_SAFETENSORS)))
+            return pi_err(PAGEIN_E_BAD_DTYPE, "tensor '%s' has type %s, which safetensors cannot hold%s", t->name,
+                          di ? di->name : "?", quant ? " (use --dequantize f16|bf16|f32)" : "");
         if (gguf && (!di || di->gguf_id < 0 || t->dtype == PAGEIN_DTYPE_BOOL || t->dtype == PAGEIN_DTYPE_C64))
             return pi_err(PAGEIN_E_BAD_DTYPE, "tensor '%s' has type %s, which GGUF cannot hold", t->name, di ? di->name : "?");
-        if (gguf && (di->flags & PAGEIN_DTYPE_F_QUANT) && (t->flags & (PAGEIN_TENSOR_NONCONTIGUOUS | PAGEIN_TENSOR_SWAPPED)))
-            return pi_err(PAGEIN_E_BAD_DTYPE, "tensor '%s': strided quantized tensor", t->name);
+        if (gguf && quant && !deq && (t->flags & (PAGEIN_TENSOR_NONCONTIGUOUS | PAGEIN_TENSOR_SWAPPED)))
+            return pi_err(PAGEIN_E_BAD_DTYPE, "tensor '%s': strided or byte-swapped quantized tensor", t->name);
         s[i].job = job;
         s[i].f = f;
         s[i].t = t;
         s[i].out = t->dtype;
         uint64_t nb = t->nbytes;
-        if (t->flags & (PAGEIN_TENSOR_NONCONTIGUOUS | PAGEIN_TENSOR_SWAPPED)) nb = t->nelements * (di->bits / 8);
-        if (o.dtype != PAGEIN_DTYPE_INVALID && is_castable(t->dtype) && t->dtype != o.dtype) {
-            s[i].out = o.dtype;
-            s[i].ies = di->bits / 8;
-            s[i].oes = pagein_dtype_get(o.dtype)->bits / 8;
-            nb = t->nelements * s[i].oes;
-            st.cast++;
+        if (!quant && (t->flags & (PAGEIN_TENSOR_NONCONTIGUOUS | PAGEIN_TENSOR_SWAPPED)))
+            nb = t->nelements * (di->bits / 8);
+        pagein_dtype to = deq ? o.dequantize
+                              : (o.dtype != PAGEIN_DTYPE_INVALID && is_castable(t->dtype) && t->dtype != o.dtype)
+                                    ? o.dtype
+                                    : PAGEIN_DTYPE_INVALID;
+        if (to != PAGEIN_DTYPE_INVALID) {
+            s[i].out = to;
+            s[i].ub = deq ? di->block_bytes : di->bits / 8;
+            s[i].ue = deq ? di->block_elems : 1;
+            s[i].oes = pagein_dtype_get(to)->bits / 8;
+            if (pi_mul_overflow(t->nelements, s[i].oes, &nb))
+                return pi_err(PAGEIN_E_OVERFLOW, "tensor '%s': output size overflows", t->name);
+            if (deq) st.dequantized++;
+            else st.cast++;
         }
         s[i].out_bytes = nb;
         w[i].name = t->name;
@@ -275,101 +444,347 @@ static int prepare(const pagein_file *f, const pagein_convert_opts *op, struct j
         w[i].fill_ctx = &s[i];
         if (t->flags & PAGEIN_TENSOR_NONCONTIGUOUS) st.materialised++;
         if (t->flags & PAGEIN_TENSOR_VIEW) st.shared++;
-        if (strlen(t->name) != t->name_len) {
-            return pi_err(PAGEIN_E_INVALID, "tensor name with a NUL byte cannot be written");
-        }
-        job->total += nb;
+        if (strlen(t->name) != t->name_len) return pi_err(PAGEIN_E_INVALID, "tensor name with a NUL byte cannot be written");
+        if (pi_add_overflow(job->total, nb, &job->total))
+            return pi_err(PAGEIN_E_OVERFLOW, "the output's size overflows 64 bits");
+        /* header: the name escaped, dtype, shape and offsets; GGUF padding */
+        bound += 6 * t->name_len + 96 + 24 * (uint64_t)t->ndim + (gguf ? (o.align > 32 ? o.align : 32) : 0);
+    }
+    for (size_t i = 0; i < f->tab.nmeta; i++) {
+        const pagein_meta *m = &f->tab.meta[i];
+        bound += 6 * m->key_len + 64 + 6 * (m->type == PAGEIN_META_ARRAY ? m->raw_len + 24 * m->count : m->str_len);
     }
     st.tensors = n;
     st.bytes = job->total;
+    if (pi_add_overflow(bound, job->total, &st.output_bound)) st.output_bound = UINT64_MAX;
     *stp = st;
+    return 0;
+}
+
+/* Directory entries this process created for a sharded write, and the old
+ * files they replace, so that a failure can put everything back. */
+struct shard_set {
+    char *dir, *tmpdir;       /* target directory, fresh directory inside it */
+    char **names;             /* n + 1: shard base names, then the index's */
+    char **tmp, **final, **old;
+    uint8_t *installed;
+    uint32_t n;               /* names incl. the index */
+};
+
+static void set_free(struct shard_set *ss) {
+    for (uint32_t k = 0; k < ss->n; k++) {
+        if (ss->tmp) pi_free(ss->tmp[k]);
+        if (ss->final) pi_free(ss->final[k]);
+        if (ss->old) pi_free(ss->old[k]);
+        if (ss->names) pi_free(ss->names[k]);
+    }
+    pi_free(ss->tmp), pi_free(ss->final), pi_free(ss->old), pi_free(ss->names), pi_free(ss->installed);
+    pi_free(ss->dir), pi_free(ss->tmpdir);
+}
+
+/* Removes the temporary directory and whatever is left in it. */
+static void remove_tmpdir(const char *tmpdir) {
+    DIR *d = opendir(tmpdir);
+    if (d) {
+        struct dirent *e;
+        while ((e = readdir(d)))
+            if (strcmp(e->d_name, ".") && strcmp(e->d_name, "..")) unlinkat(dirfd(d), e->d_name, 0);
+        closedir(d);
+    }
+    rmdir(tmpdir);
+}
+
+static void fsync_dir(const char *dir) {
+    int fd = open(dir, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+    if (fd >= 0) {
+        fsync(fd);
+        close(fd);
+    }
+}
+
+/* Moves every file of the set into place, the index last. Old files at
+ * those names are first hard-linked into the temporary directory; on a
+ * failure the moved files are taken back and the old ones restored. */
+static int install_set(struct shard_set *ss) {
+    int rc = 0;
+    for (uint32_t k = 0; k < ss->n && rc == 0; k++) {
+        if (link(ss->final[k], ss->old[k]) != 0 && errno != ENOENT) {
+            int e = errno;
+            rc = pi_err(-e, "%s: cannot keep the old file while replacing it: %s", ss->final[k], strerror(e));
+            break;
+        }
+        if (rename(ss->tmp[k], ss->final[k]) != 0) {
+            int e = errno;
+            rc = pi_err(-e, "%s: cannot move the new file into place: %s", ss->final[k], strerror(e));
+            break;
+        }
+        ss->installed[k] = 1;
+    }
+    if (rc < 0) {
+        for (uint32_t k = ss->n; k-- > 0;) {
+            if (!ss->installed[k]) continue;
+            if (rename(ss->old[k], ss->final[k]) != 0) unlink(ss->final[k]); /* no old file: remove the new one */
+        }
+    }
+    fsync_dir(ss->dir);
     return rc;
+}
+
+/* After a complete install: shards of an earlier set under the same stem
+ * that the new index does not name, and a single file at out (which
+ * loaders would prefer to the index) are removed, so the directory holds
+ * one model. */
+static void remove_stale(const char *dir, const char *base, char **keep, uint32_t nkeep, const char *single) {
+    size_t stem = stem_len(base);
+    DIR *d = opendir(dir);
+    if (d) {
+        struct dirent *e;
+        while ((e = readdir(d))) {
+            const char *nm = e->d_name;
+            unsigned a, b;
+            char tail[32];
+            if (strncmp(nm, base, stem) || sscanf(nm + stem, "-%5u-of-%5u%31s", &a, &b, tail) != 3 ||
+                strcmp(tail, ".safetensors") || strlen(nm) != stem + 27)
+                continue;
+            bool kept = false;
+            for (uint32_t k = 0; k < nkeep && !kept; k++) kept = !strcmp(keep[k], nm);
+            if (!kept) unlinkat(dirfd(d), nm, 0);
+        }
+        closedir(d);
+    }
+    if (single) {
+        struct stat sb;
+        if (lstat(single, &sb) == 0 && S_ISREG(sb.st_mode)) unlink(single);
+    }
+}
+
+/* Shards in state-dict order: PyTorch checkpoints in the order of their
+ * pickle (model.state_dict()'s key order), other formats in file order. */
+static size_t *write_order(const pagein_file *f) {
+    size_t n = f->tab.n;
+    size_t *ord = pi_malloc((n ? n : 1) * sizeof *ord);
+    if (!ord) return NULL;
+    const struct pi_torch_ext *x = f->tab.format == PAGEIN_FORMAT_TORCH ? f->tab.ext : NULL;
+    if (x && x->n == n) {
+        /* seq is a permutation of 0..n-1 (one walk position per tensor) */
+        for (size_t i = 0; i < n; i++) ord[i] = SIZE_MAX;
+        bool ok = true;
+        for (size_t i = 0; i < n && ok; i++) {
+            size_t q = x->r[i].seq;
+            ok = q < n && ord[q] == SIZE_MAX;
+            if (ok) ord[q] = i;
+        }
+        if (ok) return ord;
+    }
+    for (size_t i = 0; i < n; i++) ord[i] = i;
+    return ord;
+}
+
+/* Assigns shards in order ord: a new shard when the next tensor would
+ * overflow the current one (a tensor larger than the limit gets a shard of
+ * its own), as transformers' shard_checkpoint does; and, before the first
+ * tensor of a numbered layer, a new shard when the whole layer fits in one
+ * but not in what is left of the current one. Returns the shard count. */
+static uint32_t assign_shards(const pagein_file *f, const struct src *s, const size_t *ord, uint32_t *shard,
+                              uint64_t max) {
+    size_t n = f->tab.n;
+    uint32_t k = 0;
+    uint64_t cur = 0;
+    for (size_t p = 0; p < n; p++) {
+        size_t i = ord[p];
+        int32_t layer = f->tab.t[i].layer;
+        if (max && cur && layer >= 0 && (p == 0 || f->tab.t[ord[p - 1]].layer != layer)) {
+            uint64_t group = 0;
+            for (size_t q = p; q < n && f->tab.t[ord[q]].layer == layer && group <= max; q++) group += s[ord[q]].out_bytes;
+            if (group <= max && cur + group > max) k++, cur = 0;
+        }
+        if (max && cur && cur + s[i].out_bytes > max) k++, cur = 0;
+        shard[i] = k;
+        cur += s[i].out_bytes;
+    }
+    return k + 1;
+}
+
+/* Carries f's metadata into safetensors __metadata__: safetensors strings
+ * as they are; GGUF values as strings (non-strings JSON-encoded); PyTorch
+ * checkpoints get {"format": "pt"} and their non-tensor values are skipped.
+ * keys/vals/bufs are filled (bufs owns the values it made). */
+static int st_metadata(const pagein_file *f, const pagein_convert_opts *o, const char **keys, const char **vals,
+                       char **bufs, size_t *nm) {
+    size_t k = 0;
+    if (f->tab.format == PAGEIN_FORMAT_TORCH) {
+        keys[0] = "format", vals[0] = "pt", k = 1;
+        for (size_t i = 0; i < f->tab.nmeta; i++) skip_meta(o, &f->tab.meta[i], "not a tensor");
+        *nm = k;
+        return 0;
+    }
+    for (size_t i = 0; i < f->tab.nmeta; i++) {
+        const pagein_meta *m = &f->tab.meta[i];
+        if (!m->key_len || strlen(m->key) != m->key_len) {
+            skip_meta(o, m, "key holds a NUL byte");
+            continue;
+        }
+        if (!utf8_ok((const unsigned char *)m->key, m->key_len)) {
+            skip_meta(o, m, "key is not valid UTF-8");
+            continue;
+        }
+        if (f->tab.format == PAGEIN_FORMAT_SAFETENSORS) {
+            if (m->type == PAGEIN_META_STRING) keys[k] = m->key, vals[k] = m->str, k++;
+            else skip_meta(o, m, "not a string");
+            continue;
+        }
+        struct sbuf b = {0};
+        const char *why = meta_as_string(&b, f, m);
+        if (b.oom) {
+            pi_free(b.p);
+            return pi_err(-ENOMEM, "out of memory");
+        }
+        if (why) {
+            pi_free(b.p);
+            skip_meta(o, m, why);
+            continue;
+        }
+        if (!b.p) b.p = pi_strndup("", 0);
+        if (!b.p) return pi_err(-ENOMEM, "out of memory");
+        bufs[k] = b.p;
+        keys[k] = m->key, vals[k] = b.p, k++;
+    }
+    *nm = k;
+    return 0;
 }
 
 int pagein_convert_safetensors(const pagein_file *f, const char *out, const pagein_convert_opts *opts,
                                pagein_convert_stats *stats) {
     pi_err_clear();
-    if (!f || !out) return pi_err(PAGEIN_E_INVALID, "pagein_convert_safetensors: NULL argument");
+    if (!f || !out || !*out) return pi_err(PAGEIN_E_INVALID, "pagein_convert_safetensors: NULL argument");
     pagein_convert_opts o = PAGEIN_CONVERT_OPTS_INIT;
     if (opts) memcpy(&o, opts, PI_MIN(opts->size ? opts->size : sizeof o, sizeof o));
     if (o.dtype != PAGEIN_DTYPE_INVALID && o.dtype != PAGEIN_DTYPE_F32 && o.dtype != PAGEIN_DTYPE_F16 &&
         o.dtype != PAGEIN_DTYPE_BF16)
         return pi_err(PAGEIN_E_INVALID, "--dtype must be F32, F16 or BF16");
-    size_t n = f->tab.n;
+    if (o.dequantize != PAGEIN_DTYPE_INVALID && o.dequantize != PAGEIN_DTYPE_F32 && o.dequantize != PAGEIN_DTYPE_F16 &&
+        o.dequantize != PAGEIN_DTYPE_BF16)
+        return pi_err(PAGEIN_E_INVALID, "--dequantize must be F32, F16 or BF16");
+    size_t n = f->tab.n, nmeta = f->tab.nmeta;
     pagein_write_tensor *w = pi_calloc(n ? n : 1, sizeof *w);
     struct src *s = pi_calloc(n ? n : 1, sizeof *s);
     uint32_t *shard = pi_calloc(n ? n : 1, sizeof *shard);
-    const char **keys = NULL, **vals = NULL;
+    const char **keys = pi_calloc(nmeta + 1, sizeof *keys), **vals = pi_calloc(nmeta + 1, sizeof *vals);
+    char **bufs = pi_calloc(nmeta + 1, sizeof *bufs);
+    size_t *ord = NULL;
+    pagein_write_tensor *sub = NULL;
     struct job job = {.o = &o, .page = sysconf(_SC_PAGESIZE)};
-    char **paths = NULL;
+    struct shard_set ss = {0};
     uint32_t nshards = 0;
+    bool made_tmpdir = false;
+    int tmp_slots[64]; /* pagein_temp_cleanup registrations (the registry has 64 slots) */
+    size_t ntmp_slots = 0;
     int rc = 0;
-    if (!w || !s || !shard) {
+    if (!w || !s || !shard || !keys || !vals || !bufs) {
         rc = pi_err(-ENOMEM, "out of memory");
         goto out;
     }
     pagein_convert_stats st = {0};
     if ((rc = prepare(f, &o, &job, w, s, &st, 0)) < 0) goto out;
-    /* shards: in file order, a new shard when the next tensor would overflow
-     * (a tensor larger than the limit gets a shard of its own), as
-     * transformers' shard_checkpoint does */
-    uint64_t cur = 0;
-    for (size_t i = 0; i < n; i++) {
-        if (o.max_shard_bytes && cur && cur + s[i].out_bytes > o.max_shard_bytes) nshards++, cur = 0;
-        shard[i] = nshards;
-        cur += s[i].out_bytes;
-    }
-    nshards++;
-    paths = pi_calloc(nshards, sizeof *paths);
-    if (!paths) {
+    if (!(ord = write_order(f))) {
         rc = pi_err(-ENOMEM, "out of memory");
         goto out;
     }
-    for (uint32_t k = 0; k < nshards; k++) {
-        paths[k] = nshards == 1 ? pi_strndup(out, strlen(out)) : shard_path(out, k, nshards);
-        if (!paths[k]) {
-            rc = pi_err(-ENOMEM, "out of memory");
-            goto out;
-        }
-    }
-    const char *mk[1] = {"format"}, *mv[1] = {"pt"};
+    nshards = assign_shards(f, s, ord, shard, o.max_shard_bytes);
     pagein_write_opts wo = PAGEIN_WRITE_OPTS_INIT;
     wo.align = o.align;
-    if (f->tab.format == PAGEIN_FORMAT_TORCH) wo.meta_keys = mk, wo.meta_values = mv, wo.n_meta = 1;
-    if (f->tab.format == PAGEIN_FORMAT_SAFETENSORS) {
-        /* keep the input's __metadata__ */
-        keys = pi_calloc(f->tab.nmeta + 1, sizeof *keys);
-        vals = pi_calloc(f->tab.nmeta + 1, sizeof *vals);
-        if (!keys || !vals) {
-            rc = pi_err(-ENOMEM, "out of memory");
-            goto out;
-        }
-        size_t nm = 0;
-        for (size_t i = 0; i < f->tab.nmeta; i++)
-            if (f->tab.meta[i].type == PAGEIN_META_STRING) keys[nm] = f->tab.meta[i].key, vals[nm] = f->tab.meta[i].str, nm++;
-        wo.meta_keys = keys, wo.meta_values = vals, wo.n_meta = nm;
-    }
-    /* write each shard: its tensors, contiguous in w[] after a stable sort by shard */
-    pagein_write_tensor *sub = pi_calloc(n ? n : 1, sizeof *sub);
-    if (!sub) {
+    size_t nm = 0;
+    if ((rc = st_metadata(f, &o, keys, vals, bufs, &nm)) < 0) goto out;
+    wo.meta_keys = keys, wo.meta_values = vals, wo.n_meta = nm;
+    if (!(ss.dir = dir_of(out))) {
         rc = pi_err(-ENOMEM, "out of memory");
         goto out;
     }
-    for (uint32_t k = 0; k < nshards && rc == 0; k++) {
-        size_t m = 0;
-        for (size_t i = 0; i < n; i++)
-            if (shard[i] == k) sub[m++] = w[i];
-        rc = pagein_safetensors_write(paths[k], sub, m, &wo);
-        if (rc < 0) pi_err_prefix(paths[k]);
+    uint64_t need = st.output_bound + (nshards > 1 ? (uint64_t)nshards * (4096 + 8 * n) + 64 * n : 0);
+    if ((rc = check_space(ss.dir, out, need, o.max_output_bytes)) < 0) goto out;
+    st.output_bound = need;
+    if (nshards == 1) {
+        rc = pagein_safetensors_write(out, w, n, &wo);
+        if (rc < 0) {
+            pi_err_prefix(out);
+            goto out;
+        }
+    } else {
+        /* the whole set in a fresh directory next to the output first */
+        const char *base = base_name(out);
+        size_t tl = strlen(ss.dir) + strlen(base) + 32;
+        ss.tmpdir = pi_malloc(tl);
+        ss.n = nshards + 1;
+        ss.names = pi_calloc(ss.n, sizeof *ss.names);
+        ss.tmp = pi_calloc(ss.n, sizeof *ss.tmp);
+        ss.final = pi_calloc(ss.n, sizeof *ss.final);
+        ss.old = pi_calloc(ss.n, sizeof *ss.old);
+        ss.installed = pi_calloc(ss.n, 1);
+        sub = pi_calloc(n ? n : 1, sizeof *sub);
+        if (!ss.tmpdir || !ss.names || !ss.tmp || !ss.final || !ss.old || !ss.installed || !sub) {
+            ss.n = ss.names && ss.tmp && ss.final && ss.old ? ss.n : 0;
+            rc = pi_err(-ENOMEM, "out of memory");
+            goto out;
+        }
+        snprintf(ss.tmpdir, tl, "%s/.%.*s.tmp-XXXXXX", ss.dir, (int)PI_MIN(strlen(base), 200), base);
+        if (!mkdtemp(ss.tmpdir)) {
+            int e = errno;
+            rc = pi_err(-e, "%s: cannot create a temporary directory next to it: %s", out, strerror(e));
+            goto out;
+        }
+        made_tmpdir = true;
+        /* a signal before the set is in place removes the temporary
+         * directory and what is in it (pagein_temp_cleanup) */
+        tmp_slots[ntmp_slots++] = pi_temp_register(ss.tmpdir);
+        for (uint32_t k = 0; k < ss.n; k++) {
+            char ob[32];
+            snprintf(ob, sizeof ob, ".old-%u", k);
+            if (k < nshards) ss.names[k] = shard_name(base, k, nshards);
+            else if ((ss.names[k] = pi_malloc(strlen(base) + 12))) snprintf(ss.names[k], strlen(base) + 12, "%s.index.json", base);
+            if (!ss.names[k] || !(ss.tmp[k] = join(ss.tmpdir, ss.names[k])) || !(ss.final[k] = join(ss.dir, ss.names[k])) ||
+                !(ss.old[k] = join(ss.tmpdir, ob))) {
+                rc = pi_err(-ENOMEM, "out of memory");
+                goto out;
+            }
+        }
+        /* each shard: its tensors in state-dict order */
+        for (uint32_t k = 0; k < nshards && rc == 0; k++) {
+            size_t m = 0;
+            for (size_t p = 0; p < n; p++)
+                if (shard[ord[p]] == k) sub[m++] = w[ord[p]];
+            rc = pagein_safetensors_write(ss.tmp[k], sub, m, &wo);
+            if (rc < 0) pi_err_prefix(ss.final[k]);
+            else if (ntmp_slots < PI_ARRAY_LEN(tmp_slots)) tmp_slots[ntmp_slots++] = pi_temp_register(ss.tmp[k]);
+        }
+        if (rc == 0) rc = write_index(ss.tmp[nshards], ss.names, w, shard, n, job.total);
+        if (rc == 0 && ntmp_slots < PI_ARRAY_LEN(tmp_slots)) tmp_slots[ntmp_slots++] = pi_temp_register(ss.tmp[nshards]);
+        if (rc == 0) {
+            /* the moves into place are not interrupted by SIGINT, SIGTERM or
+             * SIGHUP: a signal then arrives once the set is whole (or
+             * restored), never between the shards and the index */
+            sigset_t block, prev;
+            sigemptyset(&block);
+            sigaddset(&block, SIGINT), sigaddset(&block, SIGTERM), sigaddset(&block, SIGHUP);
+            pthread_sigmask(SIG_BLOCK, &block, &prev);
+            rc = install_set(&ss);
+            if (rc == 0) remove_stale(ss.dir, base, ss.names, nshards, out);
+            for (size_t i = 0; i < ntmp_slots; i++) pi_temp_unregister(tmp_slots[i]);
+            ntmp_slots = 0;
+            if (made_tmpdir) remove_tmpdir(ss.tmpdir);
+            made_tmpdir = false;
+            pthread_sigmask(SIG_SETMASK, &prev, NULL);
+        }
+        if (rc < 0) goto out;
     }
-    pi_free(sub);
-    if (rc == 0 && nshards > 1) rc = write_index(out, paths, w, shard, n, job.total);
     st.shards = nshards;
-    if (rc == 0 && stats) *stats = st;
+    if (stats) *stats = st;
 out:
-    if (paths)
-        for (uint32_t k = 0; k < nshards; k++) pi_free(paths[k]);
-    pi_free(paths);
+    if (made_tmpdir) remove_tmpdir(ss.tmpdir);
+    for (size_t i = 0; i < ntmp_slots; i++) pi_temp_unregister(tmp_slots[i]);
+    set_free(&ss);
+    if (bufs)
+        for (size_t i = 0; i <= nmeta; i++) pi_free(bufs[i]);
+    pi_free(bufs), pi_free(ord), pi_free(sub);
     pi_free(w), pi_free(s), pi_free(shard), pi_free(keys), pi_free(vals);
     pi_free(job.tmp);
     return rc;
@@ -378,12 +793,15 @@ out:
 int pagein_convert_gguf(const pagein_file *f, const char *out, const pagein_convert_opts *opts,
                         pagein_convert_stats *stats) {
     pi_err_clear();
-    if (!f || !out) return pi_err(PAGEIN_E_INVALID, "pagein_convert_gguf: NULL argument");
+    if (!f || !out || !*out) return pi_err(PAGEIN_E_INVALID, "pagein_convert_gguf: NULL argument");
     pagein_convert_opts o = PAGEIN_CONVERT_OPTS_INIT;
     if (opts) memcpy(&o, opts, PI_MIN(opts->size ? opts->size : sizeof o, sizeof o));
     if (o.dtype != PAGEIN_DTYPE_INVALID && o.dtype != PAGEIN_DTYPE_F32 && o.dtype != PAGEIN_DTYPE_F16 &&
         o.dtype != PAGEIN_DTYPE_BF16)
         return pi_err(PAGEIN_E_INVALID, "--dtype must be F32, F16 or BF16");
+    if (o.dequantize != PAGEIN_DTYPE_INVALID && o.dequantize != PAGEIN_DTYPE_F32 && o.dequantize != PAGEIN_DTYPE_F16 &&
+        o.dequantize != PAGEIN_DTYPE_BF16)
+        return pi_err(PAGEIN_E_INVALID, "--dequantize must be F32, F16 or BF16");
     if (o.max_shard_bytes) return pi_err(PAGEIN_E_UNSUPPORTED, "sharded GGUF output is not supported");
     size_t n = f->tab.n;
     pagein_write_tensor *w = pi_calloc(n ? n : 1, sizeof *w);
@@ -391,13 +809,21 @@ int pagein_convert_gguf(const pagein_file *f, const char *out, const pagein_conv
     struct job job = {.o = &o, .page = sysconf(_SC_PAGESIZE)};
     pagein_gguf_writer *gw = NULL;
     pagein_convert_stats st = {0};
+    char *dir = NULL;
     int rc = 0;
     if (!w || !s) {
         rc = pi_err(-ENOMEM, "out of memory");
         goto out;
     }
     if ((rc = prepare(f, &o, &job, w, s, &st, 1)) < 0) goto out;
+    if (!(dir = dir_of(out))) {
+        rc = pi_err(-ENOMEM, "out of memory");
+        goto out;
+    }
+    if ((rc = check_space(dir, out, st.output_bound, o.max_output_bytes)) < 0) goto out;
     pagein_gguf_write_opts go = PAGEIN_GGUF_WRITE_OPTS_INIT;
+    /* GGUF input is copied as it is, old whole-block layouts included */
+    if (f->tab.format == PAGEIN_FORMAT_GGUF) go.flags |= PAGEIN_GGUF_WRITE_WHOLE_BLOCKS;
     if (o.align) {
         if (o.align > UINT32_MAX) {
             rc = pi_err(PAGEIN_E_BAD_ALIGNMENT, "alignment %llu too large for GGUF", (unsigned long long)o.align);
@@ -406,33 +832,36 @@ int pagein_convert_gguf(const pagein_file *f, const char *out, const pagein_conv
         go.alignment = (uint32_t)o.align;
     }
     if ((rc = pagein_gguf_writer_new(&gw, &go)) < 0) goto out;
-    /* string metadata of safetensors / values of checkpoints that are
-     * strings or numbers: carried over as GGUF keys; GGUF input keeps its
-     * own metadata (copied value by value) */
+    /* GGUF input: every key copied value by value (arrays included, in the
+     * writer's layout). Safetensors __metadata__ strings and the PyTorch
+     * values that are strings or numbers become GGUF keys. */
     for (size_t i = 0; i < f->tab.nmeta && rc == 0; i++) {
         const pagein_meta *m = &f->tab.meta[i];
-        if (!m->key_len || strlen(m->key) != m->key_len) continue;
-        if (f->tab.format == PAGEIN_FORMAT_GGUF && !strcmp(m->key, "general.alignment")) continue;
-        switch (m->type) {
-        case PAGEIN_META_STRING: rc = pagein_gguf_set_str(gw, m->key, m->str, (size_t)m->str_len); break;
-        case PAGEIN_META_I64: rc = pagein_gguf_set_scalar(gw, m->key, PAGEIN_META_I64, &m->v.i); break;
-        case PAGEIN_META_F64: rc = pagein_gguf_set_scalar(gw, m->key, PAGEIN_META_F64, &m->v.f); break;
-        case PAGEIN_META_BOOL: rc = pagein_gguf_set_bool(gw, m->key, m->v.b); break;
-        default:
-            if (f->tab.format == PAGEIN_FORMAT_GGUF && m->type != PAGEIN_META_ARRAY) {
-                /* narrower scalars: pass the value in its own width */
-                uint8_t b[8];
-                uint64_t u = m->v.u;
-                switch (m->type) {
-                case PAGEIN_META_U8: case PAGEIN_META_I8: b[0] = (uint8_t)u; break;
-                case PAGEIN_META_U16: case PAGEIN_META_I16: { uint16_t x = (uint16_t)u; memcpy(b, &x, 2); break; }
-                case PAGEIN_META_U32: case PAGEIN_META_I32: { uint32_t x = (uint32_t)u; memcpy(b, &x, 4); break; }
-                case PAGEIN_META_F32: { float x = (float)m->v.f; memcpy(b, &x, 4); break; }
-                default: memcpy(b, &u, 8); break;
-                }
-                rc = pagein_gguf_set_scalar(gw, m->key, m->type, b);
+        if (f->tab.format == PAGEIN_FORMAT_GGUF) {
+            if (!strcmp(m->key, "general.alignment") && m->key_len == strlen(m->key) && o.align) {
+                skip_meta(&o, m, "replaced by the requested alignment");
+                continue;
             }
-            break;
+            rc = pagein_gguf_set_meta(gw, NULL, f, m);
+        } else if (!m->key_len || strlen(m->key) != m->key_len) {
+            skip_meta(&o, m, "key holds a NUL byte");
+            continue;
+        } else if (!strcmp(m->key, "general.alignment")) {
+            skip_meta(&o, m, "general.alignment must be a u32 in GGUF");
+            continue;
+        } else {
+            switch (m->type) {
+            case PAGEIN_META_STRING: rc = pagein_gguf_set_str(gw, m->key, m->str, (size_t)m->str_len); break;
+            case PAGEIN_META_I64: rc = pagein_gguf_set_scalar(gw, m->key, PAGEIN_META_I64, &m->v.i); break;
+            case PAGEIN_META_F64: rc = pagein_gguf_set_scalar(gw, m->key, PAGEIN_META_F64, &m->v.f); break;
+            case PAGEIN_META_BOOL: rc = pagein_gguf_set_bool(gw, m->key, m->v.b); break;
+            default: skip_meta(&o, m, "no GGUF value of this type"); continue;
+            }
+        }
+        if (rc < 0 && rc != -ENOMEM) {
+            /* a value the writer cannot take: reported, the rest goes on */
+            skip_meta(&o, m, pagein_last_error_detail());
+            rc = 0;
         }
     }
     for (size_t i = 0; i < n && rc == 0; i++) rc = pagein_gguf_add_tensor(gw, &w[i]);
@@ -442,6 +871,7 @@ int pagein_convert_gguf(const pagein_file *f, const char *out, const pagein_conv
     if (rc == 0 && stats) *stats = st;
 out:
     pagein_gguf_writer_free(gw);
+    pi_free(dir);
     pi_free(w), pi_free(s), pi_free(job.tmp);
     return rc;
 }

@@ -5,6 +5,7 @@
  * libxxhash is optional: mk/safety.mk defines PAGEIN_HAVE_XXHASH when its
  * header is installed, and xxhash is compiled inline (XXH_INLINE_ALL), so
  * the library gains no run-time dependency either way. */
+#include "../engine/engine.h"
 #include "../format/format.h"
 #include "../io/io.h"
 #include "../source/source.h"
@@ -126,6 +127,13 @@ static int hash_update_guarded(void *arg) {
     return 0;
 }
 
+static int hash_consume(void *arg, size_t span, uint64_t off, const void *data, uint64_t len) {
+    PI_UNUSED(span);
+    PI_UNUSED(off);
+    XXH3_128bits_update(arg, data, (size_t)len);
+    return 0;
+}
+
 static int hash_item(void *arg, size_t i) {
     struct hash_ctx *hc = arg;
     struct item *it = hc->order[i];
@@ -151,6 +159,20 @@ static int hash_item(void *arg, size_t i) {
             if (rc < 0) return rc;
             done += n;
         }
+        c.h = XXH3_128bits_digest(&st);
+    } else if (f->src && (!f->base || f->fd < 0)) {
+        /* not mapped (a remote source): stream the bytes through the range
+         * engine, in order, into the hash state; memory stays bounded */
+        XXH3_state_t st;
+        XXH3_128bits_reset(&st);
+        struct pi_source *src = f->src;
+        struct pi_span sp = {0, it->off, it->len, NULL};
+        /* request size and depth fixed here: items run on many threads at
+         * once, and a per-call choice could probe the source from each */
+        struct pi_engine_opts o = {.deliver = PI_DELIVER_STREAM, .in_order = 1, .max_gap = UINT64_MAX,
+                                   .request_bytes = 4u << 20, .depth = 4, .consume = hash_consume, .arg = &st};
+        rc = it->len ? pi_engine_run(&src, 1, &sp, 1, &o, NULL) : 0;
+        if (rc < 0) return rc;
         c.h = XXH3_128bits_digest(&st);
     } else {
         rc = hash_guarded(&c);

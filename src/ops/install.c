@@ -4,11 +4,12 @@
  * open(O_TRUNC) or an in-place write: a truncated mapping raises SIGBUS in
  * every reader. The only safe replacement is a new inode renamed over the old
  * name; readers keep the old inode until they unmap it. */
-#include "../internal.h"
+#include "../io/io.h"
 #include "../source/source.h"
 
 #include <fcntl.h>
 #include <libgen.h>
+#include <limits.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <sys/stat.h>
@@ -112,13 +113,21 @@ static void temp_name(char *out, size_t cap, const char *base) {
     snprintf(out, cap, ".%.200s.pagein-%s", base, sfx);
 }
 
+/* Records DIR/NAME for pagein_temp_cleanup (a signal handler unlinks it):
+ * the named fallback and the link-rename instant. */
+static int temp_register(const char *dir, const char *name) {
+    char p[PATH_MAX];
+    if ((size_t)snprintf(p, sizeof p, "%s/%s", dir, name) >= sizeof p) return -1;
+    return pi_temp_register(p);
+}
+
 int pagein_install(const char *src, const char *dest, const pagein_install_opts *opts) {
     pi_err_clear();
     if (!src || !dest || !*src || !*dest) return pi_err(PAGEIN_E_INVALID, "pagein_install: NULL argument");
     uint32_t flags = opts ? opts->flags : 0;
     uint64_t max_rate = opts ? opts->max_rate : 0;
     int sync = !(flags & PAGEIN_INSTALL_NO_SYNC);
-    int rc = 0, sfd = -1, dirfd = -1, tfd = -1, linked = 0;
+    int rc = 0, sfd = -1, dirfd = -1, tfd = -1, linked = 0, slot = -1;
     char *dcopy = NULL, *bcopy = NULL, *target = NULL;
     char tmpname[512] = "";
 
@@ -182,6 +191,8 @@ int pagein_install(const char *src, const char *dest, const pagein_install_opts 
         anonymous = 0;
         for (int tries = 0; tries < 100 && tfd < 0; tries++) {
             temp_name(tmpname, sizeof tmpname, base);
+            pi_temp_unregister(slot);
+            slot = temp_register(dir, tmpname);
             tfd = openat(dirfd, tmpname, O_CREAT | O_EXCL | O_WRONLY | O_CLOEXEC, 0600);
             if (tfd < 0 && errno != EEXIST) break;
         }
@@ -209,6 +220,8 @@ int pagein_install(const char *src, const char *dest, const pagein_install_opts 
         snprintf(proc, sizeof proc, "/proc/self/fd/%d", tfd);
         for (int tries = 0; tries < 100 && !linked; tries++) {
             temp_name(tmpname, sizeof tmpname, base);
+            pi_temp_unregister(slot);
+            slot = temp_register(dir, tmpname);
             if (linkat(AT_FDCWD, proc, dirfd, tmpname, AT_SYMLINK_FOLLOW) == 0) linked = 1;
             else if (errno != EEXIST) break;
         }
@@ -245,6 +258,8 @@ int pagein_install(const char *src, const char *dest, const pagein_install_opts 
         goto out;
     }
     linked = 0; /* the temporary name is gone: it is dest now */
+    pi_temp_unregister(slot);
+    slot = -1;
     if (sync && fsync(dirfd) != 0) {
         rc = pi_err(-errno, "%s: fsync directory: %s", dir, strerror(errno));
         goto out;
@@ -252,6 +267,7 @@ int pagein_install(const char *src, const char *dest, const pagein_install_opts 
     rc = 0;
 out:
     if (linked && tmpname[0] && dirfd >= 0) unlinkat(dirfd, tmpname, 0);
+    pi_temp_unregister(slot);
     if (tfd >= 0) close(tfd);
     if (dirfd >= 0) close(dirfd);
     if (sfd >= 0) close(sfd);

@@ -4,6 +4,7 @@
  * with pread. The mapping itself stays with pagein_file (io/file.c), which
  * maps s->fd. */
 #include "source.h"
+#include "file_readv.h"
 
 #include <fcntl.h>
 #include <inttypes.h>
@@ -106,7 +107,7 @@ const struct pi_source_ops pi_source_file = {
     .name = "file",
     .match = file_match,
     .open = file_open,
-    .readv = NULL, /* pi_source_readv runs read on pool threads */
+    .readv = pi_file_readv, /* io_uring or threads (file_readv.c) */
     .read = file_read,
     .close = file_close,
 };

@@ -1,0 +1,318 @@
+"""pagein.data: exactly-once partitioning over ranks and workers, determinism,
+resume with a world-size change, sample lifetime, Megatron and line files."""
+import json
+import os
+import struct
+
+import numpy as np
+import pytest
+
+import pagein
+import pagein.data as pd
+from pagein import _pagein
+
+try:
+    import torch
+except ImportError:  # pragma: no cover - depends on the machine
+    torch = None
+
+needs_torch = pytest.mark.skipif(torch is None, reason="torch is not installed")
+
+REC = 24
+COUNTS = [100, 0, 57, 80]  # shards, one empty
+
+
+@pytest.fixture
+def records(tmp_path, rng):
+    """Record shards whose records start with their own id (u32) followed by
+    random bytes; returns (paths, the whole dataset as an array)."""
+    paths, parts, first = [], [], 0
+    for i, n in enumerate(COUNTS):
+        a = rng.integers(0, 256, size=(n, REC), dtype=np.uint8)
+        a[:, :4] = np.arange(first, first + n, dtype=np.uint32).view(np.uint8).reshape(n, 4)
+        p = str(tmp_path / ("shard%d.bin" % i))
+        a.tofile(p)
+        paths.append(p)
+        parts.append(a)
+        first += n
+    return paths, np.concatenate(parts)
+
+
+def run(ds, monkeypatch, worker=0, num_workers=1):
+    """Iterates ds as DataLoader worker `worker` of `num_workers` would."""
+    monkeypatch.setattr(pd, "_worker", lambda: (worker, num_workers))
+    return list(iter(ds))
+
+
+def check_samples(pairs, whole):
+    for i, s in pairs:
+        assert np.asarray(s).tobytes() == whole[i].tobytes(), "sample %d has the wrong bytes" % i
+
+
+@pytest.mark.parametrize("shuffle", ["global", "block", "none"])
+@pytest.mark.parametrize("world", [1, 2, 3, 4])
+@pytest.mark.parametrize("workers", [0, 1, 2, 3])
+def test_exactly_once_over_ranks_and_workers(records, monkeypatch, shuffle, world, workers):
+    paths, whole = records
+    seen = []
+    for rank in range(world):
+        ds = pd.Dataset(paths, record_size=REC, shuffle=shuffle, seed=7, rank=rank, world_size=world,
+                        return_ids=True, batch_size=3, read_batch=16, block_bytes=REC * 10, window_blocks=3)
+        ds.set_epoch(2)
+        got = []
+        for w in range(max(1, workers)):
+            got += run(ds, monkeypatch, w, max(1, workers))
+        assert len(got) == len(ds), "rank %d yields len(ds) samples" % rank
+        check_samples(got, whole)
+        seen += [i for i, _ in got]
+    assert sorted(seen) == list(range(len(whole)))
+
+
+def test_order_is_the_c_global_readers_and_same_on_every_rank(records):
+    paths, whole = records
+    n = len(whole)
+    for epoch in (0, 1, 5):
+        order = pd.epoch_order(n, "global", 11, epoch)
+        ref = np.frombuffer(_pagein.permutation(n, _pagein.epoch_seed(11, epoch)), np.uint64)
+        assert (order == ref).all()
+        # Ranks deal the one global order round-robin: interleaving them gives it back.
+        W = 3
+        parts = [pd.Dataset(paths, record_size=REC, seed=11, rank=r, world_size=W) for r in range(W)]
+        for p in parts:
+            p.set_epoch(epoch)
+        inter = np.empty(n, np.uint64)
+        for r, p in enumerate(parts):
+            inter[r::W] = p.ids(0, 1)
+        assert (inter == order).all()
+    assert (pd.epoch_order(n, "global", 11, 0) != pd.epoch_order(n, "global", 11, 1)).any()
+    assert (pd.epoch_order(n, "global", 11, 0) != pd.epoch_order(n, "global", 12, 0)).any()
+
+
+@pytest.mark.parametrize("shuffle", ["global", "block"])
+def test_determinism_across_runs(records, shuffle):
+    paths, _ = records
+    a = pd.Dataset(paths, record_size=REC, shuffle=shuffle, seed=3, return_ids=True, block_bytes=REC * 8)
+    b = pd.Dataset(paths, record_size=REC, shuffle=shuffle, seed=3, return_ids=True, block_bytes=REC * 8)
+    for e in (0, 4):
+        a.set_epoch(e)
+        b.set_epoch(e)
+        ia, ib = [i for i, _ in a], [i for i, _ in b]
+        assert ia == ib
+        assert ia != sorted(ia)
+
+
+def test_block_order_keeps_blocks_together():
+    n, bs = 1000, 50
+    o = pd.epoch_order(n, "block", 1, 0, block_samples=bs, window_blocks=2)
+    assert sorted(o.tolist()) == list(range(n))
+    # Each window of 2 blocks holds exactly the samples of 2 whole blocks.
+    for w in range(0, n, 2 * bs):
+        blocks = set(int(i) // bs for i in o[w:w + 2 * bs])
+        assert len(blocks) == 2
+    q_block = _pagein.shuffle_quality(np.ascontiguousarray(o))
+    q_global = _pagein.shuffle_quality(np.ascontiguousarray(pd.epoch_order(n, "global", 1, 0)))
+    assert 0 < q_block < q_global
+
+
+def test_resume_with_world_size_change(records, monkeypatch):
+    paths, whole = records
+    n = len(whole)
+    kw = dict(record_size=REC, seed=5, return_ids=True, read_batch=8)
+    # Epoch 1 on 3 ranks; every rank consumes 17 samples, then stops.
+    consumed, states = [], []
+    for r in range(3):
+        ds = pd.Dataset(paths, rank=r, world_size=3, **kw)
+        ds.set_epoch(1)
+        it = iter(ds)
+        got = [next(it) for _ in range(17)]
+        check_samples(got, whole)
+        consumed += [i for i, _ in got]
+        states.append(ds.state_dict())
+        it.close()
+    assert all(s == states[0] for s in states), "the state is the same on every rank"
+    assert states[0]["position"] == 51 and states[0]["epoch"] == 1
+    # Resume on 2 ranks with 2 workers each, then on 4 ranks: the rest of the epoch, once.
+    for world, workers in ((2, 2), (4, 0)):
+        rest = []
+        for r in range(world):
+            ds = pd.Dataset(paths, rank=r, world_size=world, batch_size=4, **kw)
+            ds.load_state_dict(states[0])
+            ds.set_epoch(1)  # the usual loop calls set_epoch again: the position stays
+            for w in range(max(1, workers)):
+                got = run(ds, monkeypatch, w, max(1, workers))
+                check_samples(got, whole)
+                rest += [i for i, _ in got]
+        assert sorted(consumed + rest) == list(range(n))
+        # the suffix is exactly the part of epoch 1's order not consumed
+        order = pd.epoch_order(n, "global", 5, 1)
+        assert sorted(rest) == sorted(order[51:].tolist())
+    # A new epoch starts from its beginning.
+    ds = pd.Dataset(paths, rank=0, world_size=1, **kw)
+    ds.load_state_dict(states[0])
+    ds.set_epoch(2)
+    assert len(list(ds)) == n
+
+
+def test_resume_with_workers_uses_samples_seen(records, monkeypatch):
+    """With workers the training loop says how many samples it consumed; the
+    loader's output is the rank's list in order, so that count is exact."""
+    paths, whole = records
+    n = len(whole)
+    kw = dict(record_size=REC, seed=9, return_ids=True, batch_size=4)
+    consumed = []
+    for r in range(2):
+        ds = pd.Dataset(paths, rank=r, world_size=2, **kw)
+        consumed += ds.ids(0, 1)[:12].tolist()  # what a loader with 3 workers delivers first
+        st = ds.state_dict(samples_seen=12)
+    assert st["position"] == 24
+    rest = []
+    for r in range(3):
+        ds = pd.Dataset(paths, rank=r, world_size=3, **kw)
+        ds.load_state_dict(st)
+        rest += [i for i, _ in run(ds, monkeypatch)]
+    assert sorted(consumed + rest) == list(range(n))
+
+
+def test_state_at_the_end_of_an_epoch(records):
+    """Ranks differ by one sample when W does not divide N: after a whole
+    epoch every rank's state says the epoch is done."""
+    paths, whole = records
+    n = len(whole)
+    assert n % 4
+    states = []
+    for r in range(4):
+        ds = pd.Dataset(paths, record_size=REC, seed=1, rank=r, world_size=4)
+        assert len(list(ds)) == len(ds)
+        states.append(ds.state_dict())
+    assert all(s["position"] == n for s in states)
+    ds = pd.Dataset(paths, record_size=REC, seed=1, rank=0, world_size=2)
+    ds.load_state_dict(states[3])
+    assert list(ds) == [] and len(ds) == 0
+
+
+def test_state_mismatch_is_refused(records, tmp_path):
+    paths, _ = records
+    st = pd.Dataset(paths, record_size=REC, seed=1).state_dict()
+    with pytest.raises(pagein.Error, match="237 samples"):
+        pd.Dataset(paths[:1], record_size=REC, seed=1).load_state_dict(st)
+    with pytest.raises(ValueError, match="seed"):
+        pd.Dataset(paths, record_size=REC, seed=2).load_state_dict(st)
+
+
+def test_held_samples_never_change(records):
+    paths, whole = records
+    for fw in (["np", "pt"] if torch is not None else ["np"]):
+        ds = pd.Dataset(paths, record_size=REC, seed=2, return_ids=True, read_batch=4, framework=fw)
+        it = iter(ds)
+        held = [next(it) for _ in range(3)]
+        snap = [np.asarray(s).tobytes() for _, s in held]
+        rest = list(it)  # many more batches read (and read ahead) after them
+        assert len(rest) == len(whole) - 3
+        for (i, s), b in zip(held, snap):
+            assert np.asarray(s).tobytes() == b == whole[i].tobytes()
+        # no two samples share memory across batches
+        a0 = np.asarray(held[0][1])
+        a_last = np.asarray(rest[-1][1])
+        assert not np.shares_memory(a0, a_last)
+
+
+def test_pickles_for_spawned_workers(records, monkeypatch):
+    """DataLoader workers started with "spawn" get a pickled copy: it reopens
+    the files and yields the same samples."""
+    import pickle
+    paths, whole = records
+    ds = pd.Dataset(paths, record_size=REC, seed=8, rank=1, world_size=2, return_ids=True)
+    list(ds)  # opened and used before pickling
+    ds2 = pickle.loads(pickle.dumps(ds))
+    got = run(ds2, monkeypatch)
+    assert [i for i, _ in got] == ds.ids(0, 1).tolist()
+    check_samples(got, whole)
+
+
+def test_copy_gives_own_memory(records):
+    paths, whole = records
+    ds = pd.Dataset(paths, record_size=REC, shuffle="none", copy=True, read_batch=8)
+    s = list(ds)
+    assert s[0].base is None or not np.shares_memory(s[0], s[1])
+    assert s[5].tobytes() == whole[5].tobytes()
+
+
+def test_record_file_not_whole_records(tmp_path):
+    p = tmp_path / "odd.bin"
+    p.write_bytes(b"x" * 50)
+    with pytest.raises(pagein.Error, match="odd.bin"):
+        pd.Dataset([str(p)], record_size=24)
+    with pytest.raises(ValueError):
+        pd.Dataset([str(p)], record_size=25, rank=0)
+    with pytest.raises(ValueError):
+        pd.Dataset([str(p)], record_size=25, rank=2, world_size=2)
+
+
+def write_megatron(prefix, seqs, code=4, dtype=np.int32):
+    ptrs, off = [], 0
+    with open(prefix + ".bin", "wb") as fh:
+        for s in seqs:
+            b = np.asarray(s, dtype=dtype).tobytes()
+            fh.write(b)
+            ptrs.append(off)
+            off += len(b)
+    S = len(seqs)
+    docs = list(range(S + 1))
+    with open(prefix + ".idx", "wb") as fh:
+        fh.write(b"MMIDIDX\x00\x00" + struct.pack("<QBQQ", 1, code, S, len(docs)))
+        fh.write(np.array([len(s) for s in seqs], np.int32).tobytes())
+        fh.write(np.array(ptrs, np.int64).tobytes())
+        fh.write(np.array(docs, np.int64).tobytes())
+
+
+def test_megatron_dataset(tmp_path, rng, monkeypatch):
+    seqs = [rng.integers(0, 50000, size=int(rng.integers(1, 40))) for _ in range(90)]
+    prefix = str(tmp_path / "corpus_text_document")
+    write_megatron(prefix, seqs)
+    seen = []
+    for r in range(2):
+        ds = pd.Dataset(prefix + ".bin", rank=r, world_size=2, return_ids=True, read_batch=7)
+        assert ds.num_samples == 90
+        for w in range(2):
+            for i, s in run(ds, monkeypatch, w, 2):
+                assert s.dtype == np.int32 and (s == seqs[i]).all()
+                seen.append(i)
+    assert sorted(seen) == list(range(90))
+    with open(prefix + ".idx", "r+b") as fh:  # a pointer past the end of .bin
+        fh.seek(34 + 4 * 90)
+        fh.write(np.array([10 ** 9], np.int64).tobytes())
+    with pytest.raises(pagein.Error):
+        pd.Dataset(prefix)
+
+
+def test_jsonl_lines(tmp_path, monkeypatch):
+    rows = [{"id": i, "text": "x" * (i % 7)} for i in range(60)]
+    p1, p2 = tmp_path / "a.jsonl", tmp_path / "b.jsonl"
+    p1.write_text("".join(json.dumps(r) + "\n" for r in rows[:25]) + "\n")  # a blank line is skipped
+    p2.write_text("\n".join(json.dumps(r) for r in rows[25:]))  # no final newline
+    seen = []
+    for r in range(3):
+        ds = pd.Dataset([str(p1), str(p2)], rank=r, world_size=3, return_ids=True, read_batch=5)
+        assert ds.num_samples == 60
+        for i, line in run(ds, monkeypatch, 0, 1):
+            assert json.loads(line) == rows[i]
+            seen.append(i)
+    assert sorted(seen) == list(range(60))
+
+
+@needs_torch
+def test_real_dataloader_workers(records):
+    """A real DataLoader with 2 worker processes: every sample once, and the
+    loader's output is the rank's list in order (what resume relies on)."""
+    paths, whole = records
+    for rank in range(2):
+        ds = pd.Dataset(paths, record_size=REC, seed=4, rank=rank, world_size=2, return_ids=True,
+                        batch_size=5, read_batch=8, framework="pt")
+        dl = torch.utils.data.DataLoader(ds, batch_size=5, num_workers=2)
+        ids = []
+        for bid, bs in dl:
+            assert bs.shape[1] == REC
+            for i, s in zip(bid.tolist(), bs):
+                assert s.numpy().tobytes() == whole[i].tobytes()
+            ids += bid.tolist()
+        assert ids == ds.ids(0, 1).tolist()

@@ -1,0 +1,229 @@
+/* read.c - the READ strategy: every file read into anonymous memory by the
+ * range engine (src/engine/).
+ *
+ * Each file gets one anonymous mapping rounded to 2 MiB and advised
+ * MADV_HUGEPAGE; the plan is one span per file (the whole file into its
+ * mapping), so every request goes straight into the destination (no copy
+ * beyond the read itself, no bounce buffers: peak RSS is the model). The
+ * engine chooses the request size and how many requests stay in flight
+ * from the source's facts and a short probe (engine.h); opts.chunk_bytes
+ * and opts.threads override them, then PAGEIN_REQUEST_BYTES and
+ * PAGEIN_QUEUE_DEPTH. On a latency-bound filesystem (FUSE, NFS) that is
+ * what turns 1 ms a request into throughput: 32 requests in flight instead
+ * of one per thread of a small pool.
+ *
+ * O_DIRECT (PAGEIN_HINT_DIRECT, or chosen for a measured latency-bound
+ * network or FUSE filesystem; PAGEIN_READ_DIRECT=0|1 overrides): the 4 KiB-aligned body of each file is read through
+ * an O_DIRECT descriptor (requests at multiples of the request size, which
+ * is a 4 KiB multiple; the buffer is page aligned), the unaligned tail
+ * buffered. A filesystem that refuses O_DIRECT (at open or on the reads)
+ * gets the whole file re-read buffered.
+ */
+#include "load.h"
+
+#include "../engine/engine.h"
+
+#include <fcntl.h>
+#include <stdlib.h>
+#include <stdio.h>
+#include <sys/mman.h>
+#include <unistd.h>
+
+_Atomic int pi_test_direct_read_fails;
+
+/* O_DIRECT sources for the aligned bodies; NULL entries where refused. */
+static int read_direct(pagein_model *m, const struct pi_engine_opts *o, struct pi_engine_stats *st) {
+    struct pi_source **ds = pi_calloc(m->nfiles, sizeof *ds);
+    struct pi_span *sp = pi_calloc(m->nfiles, sizeof *sp);
+    int rc = 0;
+    if (!ds || !sp) {
+        rc = pi_err(-ENOMEM, "out of memory");
+        goto out;
+    }
+    size_t n = 0;
+    for (size_t i = 0; i < m->nfiles; i++) {
+        const pagein_file *f = m->files[i];
+        uint64_t body = (uint64_t)f->len & ~4095ull;
+        if (!body || f->fd < 0) continue;
+        int fd = open(f->path, O_RDONLY | O_DIRECT | O_CLOEXEC);
+        if (fd < 0) { /* refused at open: buffered */
+            rc = -EINVAL;
+            goto out;
+        }
+        if ((rc = pi_source_from_fd(&ds[i], fd, f->path, 1)) < 0) {
+            close(fd);
+            goto out;
+        }
+        ds[i]->size = body;
+        sp[n++] = (struct pi_span){(uint32_t)i, 0, body, m->rbuf[i]};
+    }
+    if (atomic_load(&pi_test_direct_read_fails)) {
+        rc = -EINVAL;
+        goto out;
+    }
+    struct pi_engine_opts od = *o;
+    if (!od.request_bytes) { /* choose from the buffered source, keep it 4 KiB aligned */
+        unsigned d;
+        char why[160];
+        pi_engine_choose(m->files[0]->src, o, 1, &od.request_bytes, &d, why, sizeof why);
+    }
+    od.request_bytes = pi_align_up(od.request_bytes, 4096);
+    rc = pi_engine_run(ds, m->nfiles, sp, n, &od, st);
+out:
+    if (ds)
+        for (size_t i = 0; i < m->nfiles; i++) pi_source_close(ds[i]);
+    pi_free(ds);
+    pi_free(sp);
+    return rc;
+}
+
+int pi_model_read_all(pagein_model *m) {
+    m->rbuf = pi_calloc(m->nfiles, sizeof *m->rbuf);
+    m->rlen = pi_calloc(m->nfiles, sizeof *m->rlen);
+    if (!m->rbuf || !m->rlen) return pi_err(-ENOMEM, "out of memory");
+    struct pi_source **srcs = pi_calloc(m->nfiles, sizeof *srcs);
+    struct pi_span *sp = pi_calloc(m->nfiles, sizeof *sp);
+    if (!srcs || !sp) {
+        pi_free(srcs);
+        pi_free(sp);
+        return pi_err(-ENOMEM, "out of memory");
+    }
+    int rc = 0;
+    size_t n = 0;
+    for (size_t i = 0; i < m->nfiles; i++) {
+        pagein_file *f = m->files[i];
+        size_t len = f->len;
+        size_t cap = (size_t)pi_align_up(len ? len : 1, 2u << 20);
+        void *b = mmap(NULL, cap, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+        if (b == MAP_FAILED) {
+            rc = pi_err(-errno, "%s: cannot allocate %zu bytes: %s", f->path, cap, strerror(errno));
+            goto out;
+        }
+        madvise(b, cap, MADV_HUGEPAGE);
+        m->rbuf[i] = b;
+        m->rlen[i] = cap;
+        srcs[i] = f->src;
+        if (!f->src) {
+            rc = pi_err(PAGEIN_E_UNSUPPORTED, "%s: no source to read from", f->path);
+            goto out;
+        }
+        if (len) sp[n++] = (struct pi_span){(uint32_t)i, 0, len, b};
+    }
+    struct pi_engine_opts o = {.deliver = PI_DELIVER_BUFFERS,
+                               .request_bytes = m->opts.chunk_bytes ? pi_align_up(m->opts.chunk_bytes, 4096) : 0,
+                               .depth = m->threads_given,
+                               .max_gap = 0,
+                               .cancel = &m->cancel};
+    rc = -EINVAL;
+    int direct = (m->opts.hints & PAGEIN_HINT_DIRECT) != 0;
+    const char *env = getenv("PAGEIN_READ_DIRECT");
+    if (env && *env) direct = *env == '1';
+    else if (!direct && m->files[0]->src && m->files[0]->fd >= 0) {
+        /* Latency-bound filesystems (measured: the engine's probe) get
+         * O_DIRECT: buffered reads there go out in pieces of the readahead
+         * window (128 KiB on FUSE), direct ones as large as the filesystem
+         * takes (1 MiB on FUSE, rsize on NFS), so a load pays 8x fewer
+         * round trips; and the data is not cached twice (page cache and
+         * this copy). Local disks and memory keep buffered reads. */
+        struct pi_source *s0 = m->files[0]->src;
+        uint64_t r0;
+        unsigned d0;
+        char w0[160];
+        pi_engine_choose(s0, &o, 1, &r0, &d0, w0, sizeof w0);
+        direct = s0->facts.measured && s0->facts.latency_ns >= PI_AUTO_RTT_NS &&
+                 (s0->facts.storage == PI_STORAGE_FUSE || s0->facts.storage == PI_STORAGE_NETFS);
+    }
+    if (direct) {
+        rc = read_direct(m, &o, &m->io_stats);
+        if (rc == 0) {
+            /* the unaligned tails, buffered */
+            size_t k = 0;
+            for (size_t i = 0; i < n; i++) {
+                uint64_t body = sp[i].len & ~4095ull;
+                if (sp[i].len > body && m->files[sp[i].src]->fd >= 0)
+                    sp[k++] = (struct pi_span){sp[i].src, body, sp[i].len - body, (uint8_t *)sp[i].dst + body};
+                else if (m->files[sp[i].src]->fd < 0)
+                    sp[k++] = sp[i]; /* not a local file: no O_DIRECT */
+            }
+            n = k;
+            struct pi_engine_stats tail;
+            rc = pi_engine_run(srcs, m->nfiles, sp, n, &o, &tail);
+            m->io_stats.requests += tail.requests;
+            m->io_stats.bytes += tail.bytes;
+            for (int b = 0; b < PI_ENGINE_HIST; b++) m->io_stats.size_hist[b] += tail.size_hist[b];
+            size_t w = strlen(m->io_stats.why);
+            if (w + 12 < sizeof m->io_stats.why) snprintf(m->io_stats.why + w, sizeof m->io_stats.why - w, "; O_DIRECT");
+        } else if (rc == PAGEIN_E_CANCELLED || rc == -ENOMEM) {
+            goto out;
+        }
+    }
+    if (rc == -EINVAL) /* no O_DIRECT asked, or refused: buffered */
+        rc = pi_engine_run(srcs, m->nfiles, sp, n, &o, &m->io_stats);
+    if (rc < 0) goto out;
+    m->has_io_stats = 1;
+    /* tensors now point into the copies */
+    for (size_t k = 0; k < m->tab.n; k++) {
+        pagein_tensor *t = &m->tab.t[k];
+        t->data = m->rbuf[t->file] + t->offset;
+    }
+out:
+    pi_free(srcs);
+    pi_free(sp);
+    return rc;
+}
+
+/* ---- facts and stats for callers (pagein.h) ----------------------------- */
+
+static const char *storage_word(enum pi_storage s) {
+    switch (s) {
+    case PI_STORAGE_LOCAL: return "local";
+    case PI_STORAGE_MEMORY: return "memory";
+    case PI_STORAGE_NETFS: return "netfs";
+    case PI_STORAGE_FUSE: return "fuse";
+    case PI_STORAGE_REMOTE: return "remote";
+    default: return "unknown";
+    }
+}
+
+int pagein_model_io_facts(pagein_model *m, pagein_io_facts *f) {
+    RETURN_IF(!m || !f, PAGEIN_E_INVALID, "pagein_model_io_facts: NULL argument");
+    memset(f, 0, sizeof *f);
+    RETURN_IF(!m->nfiles || !m->files[0]->src, PAGEIN_E_INVALID, "pagein_model_io_facts: model has no source");
+    struct pi_source *s = m->files[0]->src;
+    struct pi_auto_facts af;
+    memset(&af, 0, sizeof af);
+    pi_auto_measure(m, &af);
+    snprintf(f->storage, sizeof f->storage, "%s", storage_word(s->facts.storage));
+    snprintf(f->fs_type, sizeof f->fs_type, "%s", s->facts.fs_type);
+    f->read_ahead_kb = s->facts.read_ahead_kb;
+    f->rotational = s->facts.rotational;
+    f->measured = af.measured;
+    f->lat1_us = af.lat1_ns / 1e3;
+    f->depth_speedup = af.speedup;
+    f->probe_depth = af.probe_depth;
+    struct pi_engine_opts o = {.request_bytes = m->opts.chunk_bytes ? pi_align_up(m->opts.chunk_bytes, 4096) : 0,
+                               .depth = m->threads_given};
+    pi_engine_choose(s, &o, 0, &f->request_bytes, &f->depth, f->engine_why, sizeof f->engine_why);
+    return 0;
+}
+
+int pagein_model_io_stats(const pagein_model *m, pagein_io_stats *st) {
+    RETURN_IF(!m || !st, PAGEIN_E_INVALID, "pagein_model_io_stats: NULL argument");
+    memset(st, 0, sizeof *st);
+    RETURN_IF(!m->has_io_stats, PAGEIN_E_UNSUPPORTED, "%s pages in through the mapping: no engine trace",
+              pagein_strategy_name(m->strategy));
+    const struct pi_engine_stats *e = &m->io_stats;
+    st->requests = e->requests;
+    st->bytes = e->bytes;
+    st->request_bytes = e->request_bytes;
+    st->depth = e->depth;
+    st->max_inflight = e->max_inflight;
+    st->mean_inflight = e->mean_inflight;
+    st->lat_p50_ns = e->lat_p50_ns;
+    st->lat_p95_ns = e->lat_p95_ns;
+    st->lat_p99_ns = e->lat_p99_ns;
+    for (int i = 0; i < PAGEIN_IO_HIST && i < PI_ENGINE_HIST; i++) st->size_hist[i] = e->size_hist[i];
+    st->seconds = e->seconds;
+    snprintf(st->why, sizeof st->why, "%s", e->why);
+    return 0;
+}
