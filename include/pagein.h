@@ -1229,7 +1229,9 @@ PAGEIN_API int pagein_model_unlock_layers(const pagein_model *m, int32_t first, 
  * truncation guard (or read through the source when the file is not
  * mapped, e.g. a remote object); PyTorch tensors flagged NONCONTIGUOUS are
  * gathered through their strides and SWAPPED ones are byte-swapped (then
- * the logical size is nelements * element size). off and len need not be
+ * the logical size is nelements * element size); SWAPPED block-quantized
+ * GGUF tensors are copied as stored (ggml defines no big-endian block
+ * layout to swap into). off and len need not be
  * multiples of the element size, so this serves as a pagein_fill_fn for
  * pagein_safetensors_write(). f is the file t belongs to
  * (pagein_model_file(m, t->file) for models); it may be NULL for

@@ -11,7 +11,10 @@ int pagein_tensor_copy(const pagein_file *f, const pagein_tensor *t, uint64_t of
     if (!t || (!dst && len)) return pi_err(PAGEIN_E_INVALID, "pagein_tensor_copy: NULL argument");
     /* strided views and big-endian records: gathered and swapped into
      * row-major native order (format/torch.c) */
-    if (t->flags & (PAGEIN_TENSOR_NONCONTIGUOUS | PAGEIN_TENSOR_SWAPPED)) return pi_tensor_gather(f, t, dst, off, len);
+    const pagein_dtype_info *di = pagein_dtype_get(t->dtype);
+    int blocks = di && di->block_elems > 1; /* block-quantized: no big-endian layout exists to swap */
+    if ((t->flags & PAGEIN_TENSOR_NONCONTIGUOUS) || ((t->flags & PAGEIN_TENSOR_SWAPPED) && !blocks))
+        return pi_tensor_gather(f, t, dst, off, len);
     if (off > t->nbytes || len > t->nbytes - off)
         return pi_err(PAGEIN_E_RANGE, "tensor '%.*s': bytes [%llu, +%zu) outside its %llu bytes",
                       (int)PI_MIN(t->name_len, 200), t->name, (unsigned long long)off, len,
