@@ -318,18 +318,20 @@ static int inspect_main(int argc, char **argv) {
     /* inspect reads one file: say where a model of several files goes,
      * and never open a FIFO or device (the first read could block) */
     struct stat st;
-    if (stat(path, &st) != 0) {
+    if (pagein_is_url(path)) {
+        /* a remote object (docs/REMOTE.md): the source checks it */
+    } else if (stat(path, &st) != 0) {
         cli_error("inspect", 0, "%s: %s", path, strerror(errno));
         return EXIT_USAGE;
     }
-    if (S_ISDIR(st.st_mode)) {
+    if (!pagein_is_url(path) && S_ISDIR(st.st_mode)) {
         cli_error("inspect", 0,
                   "%s is a directory; inspect reads one file: `pagein plan %s` shows the model it holds (files, "
                   "layers), `pagein inspect FILE` one of its files",
                   path, path);
         return EXIT_USAGE;
     }
-    if (!S_ISREG(st.st_mode)) {
+    if (!pagein_is_url(path) && !S_ISREG(st.st_mode)) {
         cli_error("inspect", 0, "%s: %s, not a regular file", path,
                   S_ISFIFO(st.st_mode) ? "a FIFO" : S_ISSOCK(st.st_mode) ? "a socket"
                   : S_ISCHR(st.st_mode) ? "a character device" : S_ISBLK(st.st_mode) ? "a block device" : "not a file");
@@ -348,7 +350,8 @@ static int inspect_main(int argc, char **argv) {
     int rc = pagein_open(&f, path, &o);
     if (rc < 0) {
         cli_error("inspect", rc, "%s", path);
-        return rc > -4096 ? EXIT_USAGE : EXIT_INVALID; /* -errno: I/O */
+        /* -errno and network failures are I/O, not an invalid file */
+        return rc > -4096 || rc == PAGEIN_E_REMOTE ? EXIT_USAGE : EXIT_INVALID;
     }
     inspect_text = !json;
     cli_warn_expansion(stderr, "inspect", path, f);

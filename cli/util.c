@@ -59,6 +59,7 @@ const char *cli_file_kind(unsigned mode) {
 
 int cli_check_path(const char *cmd, const char *path) {
     struct stat st;
+    if (pagein_is_url(path)) return 0; /* a remote object: its source checks it (docs/REMOTE.md) */
     if (stat(path, &st) != 0) {
         cli_error(cmd, 0, "%s: %s", path, strerror(errno));
         return EXIT_USAGE;

@@ -1623,6 +1623,75 @@ PAGEIN_API int pagein_convert_safetensors(const pagein_file *f, const char *out,
 PAGEIN_API int pagein_convert_gguf(const pagein_file *f, const char *out, const pagein_convert_opts *opts,
                                    pagein_convert_stats *stats);
 
+/*
+ * Remote pull (src/source/pull.c, docs/REMOTE.md). Needs libcurl at build
+ * time (pagein_remote_available() says whether it was there; without it
+ * pagein_pull returns PAGEIN_E_UNSUPPORTED).
+ *
+ * pagein_pull copies src (http://, https://, s3://BUCKET/KEY, gs://,
+ * hf://ORG/NAME[@REV][/PATH]) to local storage at the link's limit: each
+ * file in chunks over `connections` parallel range requests; resumable
+ * (killed at any point, a second call with the same object fetches only
+ * the chunks that were not complete, at most one per connection again);
+ * verified (sha256 when the server states it, e.g. the Hub's LFS oid in
+ * X-Linked-Etag; the MD5 ETag of a single-part S3/GCS object; else size
+ * and ETag); installed atomically (temporary name, fsync, rename: the final
+ * path holds the complete file or nothing).
+ *
+ * Which files: one object; every object under an s3:// or gs:// prefix
+ * ending in '/'; every file of an hf://ORG/NAME[@REV] repository (the
+ * Hub's listing); a `*.index.json` brings the shards it names.
+ * Where: opts->stage_dir (relative paths kept), else dest (a file for a
+ * single file unless it is a directory or ends in '/'; a directory
+ * otherwise), else for hf:// the Hugging Face cache (opts->cache_dir, else
+ * HF_HUB_CACHE, HF_HOME/hub, ~/.cache/huggingface/hub; layout
+ * models--ORG--NAME/{blobs,snapshots,refs}), else the current directory.
+ * Returns 0 and fills *stats (may be NULL), or PAGEIN_E_REMOTE (HTTP or
+ * network failure, detail names the URL and request), PAGEIN_E_CHANGED (the
+ * object changed during the download), PAGEIN_E_HASH_MISMATCH,
+ * PAGEIN_E_TRUNCATED, PAGEIN_E_INVALID, -errno. Blocking; opts->progress is
+ * called from worker threads, one call at a time.
+ */
+#define PAGEIN_PULL_NO_SYNC 0x1u /* skip the fsyncs (tests, tmpfs) */
+
+typedef void (*pagein_pull_progress_fn)(void *ctx, const char *file, uint64_t done, uint64_t total);
+
+typedef struct pagein_pull_opts {
+    size_t size;             /* sizeof(pagein_pull_opts) */
+    unsigned connections;    /* parallel requests per file; 0 = PAGEIN_HTTP_CONNECTIONS or 16 */
+    uint64_t chunk_bytes;    /* bytes per request; 0 = 8 MiB (smaller for small files, >= 1 MiB) */
+    const char *stage_dir;   /* stage into this directory (training shards); NULL = see above */
+    const char *cache_dir;   /* Hugging Face cache root for hf://; NULL = the environment's */
+    uint32_t flags;          /* PAGEIN_PULL_* */
+    pagein_pull_progress_fn progress; /* may be NULL */
+    void *ctx;
+} pagein_pull_opts;
+
+#define PAGEIN_PULL_OPTS_INIT { sizeof(pagein_pull_opts), 0, 0, NULL, NULL, 0, NULL, NULL }
+
+typedef struct pagein_pull_stats {
+    size_t files;
+    uint64_t bytes;          /* total size of the files */
+    uint64_t fetched;        /* bytes downloaded by this call */
+    uint64_t resumed;        /* bytes kept from an interrupted earlier call */
+    uint64_t cached;         /* bytes already in the cache (same blob) */
+    uint64_t requests, retries;
+    double seconds;
+    char verified[48];       /* how the last file was verified: "sha256", "md5", "size+etag" */
+    char path[4096];         /* the installed file, or the directory / snapshot holding the files */
+} pagein_pull_stats;
+
+PAGEIN_API int pagein_pull(const char *src, const char *dest, const pagein_pull_opts *opts, pagein_pull_stats *stats);
+/* 1 if this build has the remote sources (libcurl), else 0. */
+PAGEIN_API int pagein_remote_available(void);
+/* 1 if path is a URL one of this build's remote sources handles
+ * (http://, https://, s3://, gs://, hf://), else 0: such a path names no
+ * local file, so callers skip their stat() checks for it. */
+PAGEIN_API int pagein_is_url(const char *path);
+
+/* ------------------------------------------------------------------------ */
+/* Dequantization (issue 17 item 11)                                        */
+/* ------------------------------------------------------------------------ */
 
 /* ---- storage facts and the range engine (docs/LOADING.md, "range engine") */
 

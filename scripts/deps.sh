@@ -18,6 +18,16 @@ for target in "${@:-core}"; do
     *) echo "deps.sh: unknown target '$target'" >&2; exit 2 ;;
   esac
 done
+# remote sources (mk/remote.mk, docs/REMOTE.md): libcurl and libcrypto, the
+# test servers (nginx, openssl for the private CA, node for s3rver; npm comes with
+# Debian's nodejs on some releases and as the package npm on others) and
+# the peers of `bench remote`
+for target in "${@:-core}"; do
+  case "$target" in
+    test) pkgs+=(libcurl4-openssl-dev libssl-dev nginx openssl curl nodejs) ;;
+    bench) pkgs+=(libcurl4-openssl-dev libssl-dev nginx openssl curl aria2 python3-fsspec python3-aiohttp) ;;
+  esac
+done
 [ ${#pkgs[@]} -eq 0 ] && exit 0
 
 missing=()

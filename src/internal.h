@@ -185,6 +185,7 @@ struct pagein_file {
     const uint8_t *base; /* the mapping (or caller buffer); NULL for unmapped (remote) sources */
     size_t len;          /* file size (bytes mapped when mapped) */
     int mapped;          /* base is our mmap */
+    uint8_t *hdr;        /* unmapped sources: the header bytes the table's strings point into (GGUF metadata) */
     dev_t dev;
     ino_t ino;
     struct pi_table tab;

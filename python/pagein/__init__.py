@@ -480,6 +480,14 @@ def _check_openable(path):
     raise FormatError("%s: is %s, not a regular file; pagein reads regular files and block devices" % (path, kind))
 
 
+_URL_SCHEMES = ("http://", "https://", "s3://", "gs://", "hf://")
+
+
+def _is_url(path):
+    """True for the remote sources' URLs (docs/REMOTE.md)."""
+    return isinstance(path, str) and path[:8].lower().startswith(_URL_SCHEMES)
+
+
 def _json_str(v):
     return v if isinstance(v, str) else _json.dumps(v, ensure_ascii=False)
 
@@ -653,6 +661,11 @@ class safe_open(_Opened):
     def __init__(self, filename, framework="np", device="cpu", *, copy=False, lenient=False):
         self._setup(framework, device, copy)
         path = _os.fsdecode(_os.fspath(filename))
+        if _is_url(path):
+            # a remote object cannot be mapped: its bytes are read into
+            # memory, in parallel ranges (docs/REMOTE.md)
+            self._table(_pagein.open_model(path, strategy="read", lenient=lenient, writable=self._fw == "pt"))
+            return
         _check_openable(path)
         # torch has no read-only tensors: map copy-on-write for it, so an
         # in-place write lands in a private page instead of faulting.
@@ -1072,3 +1085,30 @@ def open_model(path, strategy="auto", **kw):
     most under prefetch; 0 = unlimited), threads, hints, lenient.
     """
     return Model(path, strategy, **kw)
+
+
+# ---- remote pull (docs/REMOTE.md) ------------------------------------------
+def pull(src, dest=None, *, connections=0, chunk=0, stage=None, cache_dir=None, sync=True):
+    """Downloads a remote model or shards (http(s)://, s3://, gs://,
+    hf://ORG/NAME[@REV][/PATH], a prefix ending in '/', or a *.index.json
+    with its shards) in parallel range requests, resumable, verified and
+    renamed into place (docs/REMOTE.md; `pagein pull`).
+
+    dest: a file or directory; None puts hf:// into the Hugging Face cache
+    (cache_dir, else HF_HUB_CACHE / HF_HOME/hub / ~/.cache/huggingface/hub)
+    and other sources into the current directory. stage: a directory for
+    training shards (relative paths kept). Returns a dict: path, files,
+    bytes, fetched, resumed, cached, requests, retries, seconds, verified.
+    Raises pagein.Error (FormatError for HTTP, verification and change
+    errors, FileError for local I/O). Runs without the GIL."""
+    if not _pagein.remote_available():
+        raise FormatError("pagein was built without libcurl: no remote sources")
+    return _pagein.pull(_os.fspath(src) if not isinstance(src, str) else src,
+                        None if dest is None else _os.fsdecode(_os.fspath(dest)),
+                        connections=connections, chunk=chunk,
+                        stage=None if stage is None else _os.fsdecode(_os.fspath(stage)),
+                        cache_dir=None if cache_dir is None else _os.fsdecode(_os.fspath(cache_dir)),
+                        sync=bool(sync))
+
+
+__all__.append("pull")

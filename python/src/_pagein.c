@@ -1231,6 +1231,39 @@ static PyObject *py_strategies(PyObject *self, PyObject *noargs) {
     return t;
 }
 
+/* ---- remote pull (docs/REMOTE.md) -------------------------------------- */
+/* pull(src, dest=None, connections=0, chunk=0, stage=None, cache_dir=None,
+ * sync=True) -> dict of pagein_pull_stats. Runs without the GIL. */
+static PyObject *py_pull(PyObject *self, PyObject *args, PyObject *kw) {
+    static char *kwl[] = {"src", "dest", "connections", "chunk", "stage", "cache_dir", "sync", NULL};
+    const char *src, *dest = NULL, *stage = NULL, *cache = NULL;
+    unsigned connections = 0;
+    unsigned long long chunk = 0;
+    int sync = 1;
+    if (!PyArg_ParseTupleAndKeywords(args, kw, "s|zIKzzp", kwl, &src, &dest, &connections, &chunk, &stage, &cache,
+                                     &sync))
+        return NULL;
+    pagein_pull_opts o = PAGEIN_PULL_OPTS_INIT;
+    o.connections = connections;
+    o.chunk_bytes = chunk;
+    o.stage_dir = stage;
+    o.cache_dir = cache;
+    if (!sync) o.flags |= PAGEIN_PULL_NO_SYNC;
+    pagein_pull_stats st;
+    int rc;
+    Py_BEGIN_ALLOW_THREADS
+    rc = pagein_pull(src, dest, &o, &st);
+    Py_END_ALLOW_THREADS
+    if (rc < 0) return raise_rc(rc, NULL);
+    return Py_BuildValue("{s:s,s:n,s:K,s:K,s:K,s:K,s:K,s:K,s:d,s:s}", "path", st.path, "files", (Py_ssize_t)st.files,
+                         "bytes", (unsigned long long)st.bytes, "fetched", (unsigned long long)st.fetched, "resumed",
+                         (unsigned long long)st.resumed, "cached", (unsigned long long)st.cached, "requests",
+                         (unsigned long long)st.requests, "retries", (unsigned long long)st.retries, "seconds",
+                         st.seconds, "verified", st.verified);
+}
+
+
+static PyObject *py_remote_available(PyObject *self, PyObject *unused) { return PyBool_FromLong(pagein_remote_available()); }
 /* Training data and distributed plans: defined in the last section. */
 static PyObject *py_dataset_open_records(PyObject *self, PyObject *args);
 static PyObject *py_dataset_open_megatron(PyObject *self, PyObject *args);
@@ -1258,6 +1291,9 @@ static PyMethodDef module_methods[] = {
      "write(path, [(name, dtype, shape, buffer)], metadata=None, align=0): atomic safetensors write"},
     {"dtype_info", py_dtype_info, METH_O, "dtype_info(name) -> (name, bits, block_elems, block_bytes, flags)"},
     {"strerror", py_strerror, METH_O, "strerror(code) -> name of a pagein return code"},
+    {"pull", PYFN(py_pull), METH_VARARGS | METH_KEYWORDS,
+     "pull(src, dest=None, connections=0, chunk=0, stage=None, cache_dir=None, sync=True) -> stats dict"},
+    {"remote_available", PYFN(py_remote_available), METH_NOARGS, "remote_available() -> bool (built with libcurl)"},
     /* training data and distributed plans (last section) */
     {"dataset_open_records", py_dataset_open_records, METH_VARARGS, "dataset_open_records(paths, record_size) -> dataset"},
     {"dataset_open_megatron", py_dataset_open_megatron, METH_VARARGS, "dataset_open_megatron(prefix) -> dataset"},

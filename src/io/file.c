@@ -86,6 +86,11 @@ static int parse_unmapped(pagein_file *f, uint32_t flags, pagein_format fmt) {
             continue;
         }
         rc = parse(f, buf, have, flags, ff, 0);
+        if (rc == 0) {
+            /* the table's metadata strings point into buf: keep it */
+            f->hdr = buf;
+            return 0;
+        }
         if (rc != PAGEIN_E_TRUNCATED || have >= f->len) break;
         pi_table_free(&f->tab);
         pi_table_init(&f->tab);
@@ -223,6 +228,7 @@ void pagein_close(pagein_file *f) {
     if (f->src) pi_source_close(f->src); /* closes f->fd */
     else if (f->fd >= 0) close(f->fd);
     pi_table_free(&f->tab);
+    pi_free(f->hdr);
     pi_free(f->path);
     pi_free(f);
 }

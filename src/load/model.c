@@ -8,6 +8,7 @@
  * then applies the strategy (populate.c, pager.c, auto.c).
  */
 #include "load.h"
+#include "../source/remote.h"
 #include "../format/format.h"
 
 #include <dirent.h>
@@ -150,6 +151,19 @@ out:
 
 static int resolve(const char *path, struct target *t) {
     struct stat s;
+#ifdef PAGEIN_HAVE_CURL
+    if (pi_source_is_remote(path)) {
+        /* a remote folder (s3://b/model/, hf://org/name): its index or
+         * single model file, found by listing (src/source/resolve.c) */
+        char *u = pi_malloc(8192);
+        if (!u) return pi_err(-ENOMEM, "out of memory");
+        int rc = pi_remote_model_uri(path, u, 8192);
+        if (rc == 0 && strcmp(u, path) != 0) rc = resolve(u, t);
+        else if (rc == 0) rc = 1;
+        pi_free(u);
+        if (rc <= 0) return rc;
+    }
+#endif
     if (pi_source_is_remote(path)) {
         /* a URL names one object: what it is follows from its name */
     } else if (stat(path, &s) < 0) {

@@ -2,10 +2,16 @@
  * Adding a source: its file under src/source/ and one line in pi_sources[]
  * (before "file", which takes every path without a known scheme). */
 #include "source.h"
+#include "remote.h"
 
 #include <stdatomic.h>
 
 const struct pi_source_ops *const pi_sources[] = {
+#ifdef PAGEIN_HAVE_CURL
+    &pi_source_http, /* http://, https:// */
+    &pi_source_s3,   /* s3://, gs:// */
+    &pi_source_hf,   /* hf:// */
+#endif
     &pi_source_file,
     NULL,
 };

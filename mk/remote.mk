@@ -1,0 +1,34 @@
+# mk/remote.mk - the remote sources (http(s)://, s3://, gs://, hf://) and
+# `pagein pull` need libcurl (Debian libcurl4-openssl-dev); pull's sha256/MD5
+# verification needs libcrypto (libssl-dev). Without libcurl the remote
+# sources are not built (src/source/{http,s3,hf}.c compile to nothing), the
+# registry leaves them out, and their tests skip with a reason. Test servers:
+# nginx (Debian) and s3rver (npm, installed into build/npm by
+# tests/remote/servers.sh on first use). docs/REMOTE.md.
+HAVE_CURL := $(shell pkg-config --exists libcurl 2>/dev/null && echo yes)
+ifeq ($(HAVE_CURL),yes)
+LIB_CFLAGS += -DPAGEIN_HAVE_CURL $(shell pkg-config --cflags libcurl)
+LIB_LDLIBS += $(shell pkg-config --libs libcurl)
+HAVE_LIBCRYPTO := $(shell pkg-config --exists libcrypto 2>/dev/null && echo yes)
+ifeq ($(HAVE_LIBCRYPTO),yes)
+LIB_CFLAGS += -DPAGEIN_HAVE_LIBCRYPTO $(shell pkg-config --cflags libcrypto)
+LIB_LDLIBS += $(shell pkg-config --libs libcrypto)
+endif
+else
+$(info mk/remote.mk: libcurl not found (Debian libcurl4-openssl-dev): remote sources not built, their tests will skip)
+endif
+MK_DEPS += src/source/remote.h
+
+# `make test` runs bench/remote.sh once, QUICK=1 (16 MiB), so it cannot rot;
+# never timed there (docs/BENCHMARKS.md has the real runs).
+TEST_EXTRA += bench-remote-smoke
+.PHONY: bench-remote-smoke
+bench-remote-smoke: all
+	@if [ "$(HAVE_CURL)" != yes ]; then echo "SKIP bench/remote.sh: built without libcurl"; \
+	elif ! command -v nginx >/dev/null && [ ! -x /usr/sbin/nginx ]; then echo "SKIP bench/remote.sh: nginx is not installed"; \
+	else mkdir -p $(BUILD)/remote-smoke && \
+	  QUICK=1 PAGEIN=$(abspath $(TOOL)) bash bench/remote.sh --json > $(BUILD)/remote-smoke/out.json 2>&1 \
+	    || { cat $(BUILD)/remote-smoke/out.json; exit 1; }; \
+	  grep -q '"pull": [0-9]' $(BUILD)/remote-smoke/out.json || { echo "bench/remote.sh: pull did not run:"; cat $(BUILD)/remote-smoke/out.json; exit 1; }; \
+	  echo "ok   bench/remote.sh (QUICK=1, 16 MiB)"; \
+	fi

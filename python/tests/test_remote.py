@@ -1,0 +1,105 @@
+"""pagein.pull against real servers on 127.0.0.1 (nginx and s3rver, started
+by tests/remote/servers.sh for this module and stopped after it)."""
+import hashlib
+import os
+import shutil
+import subprocess
+import tempfile
+
+import pytest
+
+import pagein
+from conftest import REPO
+from conftest import testdata as data_path
+
+pytestmark = pytest.mark.skipif(not pagein._pagein.remote_available(), reason="pagein built without libcurl")
+
+
+@pytest.fixture(scope="module")
+def servers():
+    d = tempfile.mkdtemp(prefix="pagein-pyremote-")
+    os.makedirs(os.path.join(d, "www", "hf", "org", "tiny"))
+    os.makedirs(os.path.join(d, "s3"))
+    shutil.copy(data_path("safetensors", "burn-mnist-f32.safetensors"), os.path.join(d, "www", "hf", "org", "tiny", "model.safetensors"))
+    shutil.copy(data_path("gguf", "llama-2-tiny-random.gguf"), os.path.join(d, "s3", "tiny.gguf"))
+    script = os.path.join(REPO, "tests", "remote", "servers.sh")
+    r = subprocess.run(["bash", script, "start", d, str(os.getpid()), "nginx", "s3"], capture_output=True, text=True)
+    if r.returncode == 77:
+        shutil.rmtree(d)
+        pytest.skip(r.stdout.strip())
+    assert r.returncode == 0, r.stdout + r.stderr
+    env = dict(line.split("=", 1) for line in open(os.path.join(d, "env")).read().split())
+    try:
+        yield d, env
+    finally:
+        subprocess.run(["bash", script, "stop", d])
+        shutil.rmtree(d)
+
+
+def sha256(path):
+    return hashlib.sha256(open(path, "rb").read()).hexdigest()
+
+
+def test_pull_hf_cache(servers, tmp_path, monkeypatch):
+    d, env = servers
+    monkeypatch.setenv("HF_ENDPOINT", env["HTTP"])
+    st = pagein.pull("hf://org/tiny/model.safetensors", cache_dir=str(tmp_path / "hub"), sync=False)
+    src = os.path.join(d, "www", "hf", "org", "tiny", "model.safetensors")
+    assert st["verified"] == "sha256" and st["files"] == 1 and st["fetched"] == os.path.getsize(src)
+    snap = tmp_path / "hub" / "models--org--tiny" / "snapshots" / env["HF_COMMIT"] / "model.safetensors"
+    assert st["path"] == str(snap)
+    assert os.path.islink(snap) and sha256(snap) == sha256(src)
+    # the pulled file opens like any local model
+    with pagein.safe_open(str(snap)) as f:
+        assert len(f.keys()) > 0
+    again = pagein.pull("hf://org/tiny/model.safetensors", cache_dir=str(tmp_path / "hub"), sync=False)
+    assert again["fetched"] == 0 and again["cached"] == os.path.getsize(src)
+
+
+def test_pull_s3_and_errors(servers, tmp_path, monkeypatch):
+    d, env = servers
+    for k in ("AWS_ACCESS_KEY_ID", "AWS_SECRET_ACCESS_KEY", "AWS_PROFILE"):
+        monkeypatch.delenv(k, raising=False)
+    monkeypatch.setenv("HOME", str(tmp_path))
+    monkeypatch.setenv("AWS_ENDPOINT_URL", env["S3"])
+    monkeypatch.setenv("PAGEIN_HTTP_RETRIES", "0")
+    out = tmp_path / "tiny.gguf"
+    st = pagein.pull("s3://bkt/tiny.gguf", out, connections=4, sync=False)
+    assert st["verified"] == "md5" and sha256(out) == sha256(os.path.join(d, "s3", "tiny.gguf"))
+    with pytest.raises(pagein.FormatError) as e:
+        pagein.pull("s3://bkt/none.gguf", tmp_path / "none.gguf", sync=False)
+    assert "NoSuchKey" in str(e.value) and "s3://bkt/none.gguf" in str(e.value)
+    assert not (tmp_path / "none.gguf").exists()
+    with pytest.raises(pagein.FormatError):
+        pagein.pull("/not/a/url")
+
+
+def test_open_model_and_safe_open_remote(servers, monkeypatch):
+    d, env = servers
+    monkeypatch.setenv("HF_ENDPOINT", env["HTTP"])
+    monkeypatch.setenv("CURL_CA_BUNDLE", env["CA"])
+    local = os.path.join(d, "www", "hf", "org", "tiny", "model.safetensors")
+    for url in ("hf://org/tiny/model.safetensors", env["HTTPS"] + "/files/hf/org/tiny/model.safetensors"):
+        with pagein.open_model(url, strategy="read") as m, pagein.open_model(local, strategy="read") as l:
+            names = sorted(l.keys())
+            assert sorted(m.keys()) == names
+            for n in names:
+                assert (m.get_tensor(n) == l.get_tensor(n)).all()
+
+
+def test_safe_open_url(servers, monkeypatch):
+    d, env = servers
+    for k in ("AWS_ACCESS_KEY_ID", "AWS_SECRET_ACCESS_KEY", "AWS_PROFILE"):
+        monkeypatch.delenv(k, raising=False)
+    monkeypatch.setenv("AWS_ENDPOINT_URL", env["S3"])
+    monkeypatch.setenv("HF_ENDPOINT", env["HTTP"])
+    local = os.path.join(d, "www", "hf", "org", "tiny", "model.safetensors")
+    with pagein.safe_open(local) as l:
+        names = l.keys()
+        want = {n: l.get_tensor(n) for n in names}
+    with pagein.safe_open("hf://org/tiny/model.safetensors") as f:
+        assert f.keys() == names
+        for n in names:
+            assert (f.get_tensor(n) == want[n]).all()
+    with pagein.safe_open("s3://bkt/tiny.gguf") as f:
+        assert len(f.keys()) == 12

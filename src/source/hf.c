@@ -1,0 +1,278 @@
+/*
+ * hf.c - hf://[datasets/]org/name[@revision]/path: a file of a Hugging Face
+ * Hub repository (docs/REMOTE.md), resolved the way huggingface_hub does:
+ *
+ *   HF_ENDPOINT (default https://huggingface.co)
+ *     /{org}/{name}/resolve/{revision}/{path}           models
+ *     /datasets/{org}/{name}/resolve/{revision}/{path}  datasets
+ *
+ * revision defaults to "main" and is percent-encoded ("refs/pr/1" may be
+ * written refs%2Fpr%2F1). The token is HF_TOKEN (or HUGGING_FACE_HUB_TOKEN,
+ * or the file HF_TOKEN_PATH / $HF_HOME/token / ~/.cache/huggingface/token),
+ * sent as "Authorization: Bearer" to the Hub only (libcurl does not forward
+ * it across the redirect to the CDN). The Hub answers with a redirect that
+ * carries X-Linked-Etag (the LFS object's sha256), X-Linked-Size and
+ * X-Repo-Commit; http.c keeps them and reuses the redirect's target for the
+ * range requests.
+ */
+#include "remote.h"
+#include "../format/format.h"
+
+#ifdef PAGEIN_HAVE_CURL
+
+#include <ctype.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <strings.h>
+
+static const char *env(const char *n) {
+    const char *v = getenv(n);
+    return v && *v ? v : NULL;
+}
+
+void pi_hf_ref_free(struct pi_hf_ref *r) {
+    if (!r) return;
+    pi_free(r->kind);
+    pi_free(r->repo);
+    pi_free(r->rev);
+    pi_free(r->path);
+    memset(r, 0, sizeof *r);
+}
+
+static char *pct_decode(const char *s, size_t n) {
+    char *o = pi_malloc(n + 1);
+    if (!o) return NULL;
+    size_t k = 0;
+    for (size_t i = 0; i < n; i++) {
+        if (s[i] == '%' && i + 2 < n && isxdigit((unsigned char)s[i + 1]) &&
+            isxdigit((unsigned char)s[i + 2])) {
+            char h[3] = {s[i + 1], s[i + 2], 0};
+            o[k++] = (char)strtol(h, NULL, 16);
+            i += 2;
+        } else {
+            o[k++] = s[i];
+        }
+    }
+    o[k] = 0;
+    return o;
+}
+
+int pi_hf_parse(const char *uri, struct pi_hf_ref *r) {
+    memset(r, 0, sizeof *r);
+    if (strncasecmp(uri, "hf://", 5) != 0) return pi_err(PAGEIN_E_INVALID, "%s: not an hf:// URL", uri);
+    const char *p = uri + 5;
+    const char *kind = "models";
+    if (strncmp(p, "datasets/", 9) == 0) kind = "datasets", p += 9;
+    else if (strncmp(p, "models/", 7) == 0) p += 7;
+    /* org/name[@rev] */
+    const char *s1 = strchr(p, '/');
+    if (!s1 || s1 == p || !s1[1] || s1[1] == '/' || s1[1] == '@')
+        return pi_err(PAGEIN_E_INVALID, "%s: expected hf://ORG/NAME[@REVISION][/PATH]", uri);
+    const char *nm = s1 + 1;
+    size_t nl = strcspn(nm, "/@");
+    const char *after = nm + nl;
+    const char *rev = "main";
+    size_t rl = 4;
+    if (*after == '@') {
+        rev = after + 1;
+        rl = strcspn(rev, "/");
+        if (rl == 0) return pi_err(PAGEIN_E_INVALID, "%s: empty revision after '@'", uri);
+        after = rev + rl;
+    }
+    const char *path = *after == '/' ? after + 1 : after;
+    for (const char *c = p; c < nm + nl; c++)
+        if (!(isalnum((unsigned char)*c) || *c == '-' || *c == '_' || *c == '.' || *c == '/'))
+            return pi_err(PAGEIN_E_INVALID, "%s: invalid character in the repository name", uri);
+    if (strstr(path, "../") || strcmp(path, "..") == 0 || (strlen(path) >= 3 && !strcmp(path + strlen(path) - 3, "/..")))
+        return pi_err(PAGEIN_E_INVALID, "%s: '..' in the path", uri);
+    r->kind = pi_strndup(kind, strlen(kind));
+    r->repo = pi_strndup(p, (size_t)(nm + nl - p));
+    r->rev = pct_decode(rev, rl);
+    r->path = pi_strndup(path, strlen(path));
+    if (!r->kind || !r->repo || !r->rev || !r->path) {
+        pi_hf_ref_free(r);
+        return pi_err(-ENOMEM, "%s: out of memory", uri);
+    }
+    return 0;
+}
+
+static void enc(char *out, size_t cap, const char *s, int keep_slash) {
+    size_t o = strlen(out);
+    for (; *s && o + 4 < cap; s++) {
+        unsigned char ch = (unsigned char)*s;
+        if (isalnum(ch) || ch == '-' || ch == '_' || ch == '.' || ch == '~' || (keep_slash && ch == '/')) {
+            out[o++] = (char)ch;
+        } else {
+            snprintf(out + o, cap - o, "%%%02X", ch);
+            o += 3;
+        }
+    }
+    out[o] = 0;
+}
+
+/* The token, or "" (read into out). */
+static void hf_token(char *out, size_t cap) {
+    const char *t = env("HF_TOKEN");
+    if (!t) t = env("HUGGING_FACE_HUB_TOKEN");
+    out[0] = 0;
+    if (t) {
+        snprintf(out, cap, "%s", t);
+        return;
+    }
+    char path[1024];
+    if (env("HF_TOKEN_PATH")) snprintf(path, sizeof path, "%s", env("HF_TOKEN_PATH"));
+    else if (env("HF_HOME")) snprintf(path, sizeof path, "%s/token", env("HF_HOME"));
+    else snprintf(path, sizeof path, "%s/.cache/huggingface/token", env("HOME") ? env("HOME") : "");
+    FILE *f = fopen(path, "re");
+    if (!f) return;
+    if (fgets(out, (int)cap, f)) out[strcspn(out, "\r\n \t")] = 0;
+    else out[0] = 0;
+    fclose(f);
+}
+
+static int hf_match(const char *uri) { return strncasecmp(uri, "hf://", 5) == 0; }
+
+/* The resolve URL of (ref, path) into url. */
+static void resolve_url(const struct pi_hf_ref *r, const char *path, char *url, size_t cap) {
+    const char *ep = env("HF_ENDPOINT") ? env("HF_ENDPOINT") : "https://huggingface.co";
+    size_t el = strlen(ep);
+    while (el && ep[el - 1] == '/') el--;
+    snprintf(url, cap, "%.*s/%s%s/resolve/", (int)el, ep, strcmp(r->kind, "datasets") == 0 ? "datasets/" : "",
+             r->repo);
+    enc(url, cap, r->rev, 0);
+    size_t l = strlen(url);
+    snprintf(url + l, cap - l, "/");
+    enc(url, cap, path, 1);
+}
+
+static int hf_open(struct pi_source *s, const char *uri, uint32_t flags) {
+    struct pi_hf_ref r;
+    FORWARD_IF(pi_hf_parse(uri, &r));
+    if (!r.path[0] || r.path[strlen(r.path) - 1] == '/') {
+        pi_hf_ref_free(&r);
+        return pi_err(PAGEIN_E_INVALID, "%s: names a repository, not a file (open a file in it, or pull it)", uri);
+    }
+    char *url = pi_malloc(8192);
+    char tok[1024], auth[1100];
+    if (!url) {
+        pi_hf_ref_free(&r);
+        return pi_err(-ENOMEM, "%s: out of memory", uri);
+    }
+    url[0] = 0;
+    resolve_url(&r, r.path, url, 8192);
+    struct pi_http_cfg cfg;
+    memset(&cfg, 0, sizeof cfg);
+    cfg.url = url;
+    cfg.scheme = "hf";
+    hf_token(tok, sizeof tok);
+    if (tok[0]) {
+        snprintf(auth, sizeof auth, "Authorization: Bearer %s", tok);
+        cfg.headers[0] = auth;
+    }
+    int rc = pi_http_open_cfg(s, &cfg, flags);
+    if (rc < 0) pi_err_prefix(uri);
+    pi_free(url);
+    pi_hf_ref_free(&r);
+    return rc;
+}
+
+/* For pull: the resolve URL of another file of the same repo. */
+int pi_hf_file_url(const struct pi_hf_ref *r, const char *path, char *url, size_t cap) {
+    url[0] = 0;
+    resolve_url(r, path, url, cap);
+    return 0;
+}
+
+/* The Hub's file listing (GET HF_ENDPOINT/api/models/REPO/revision/REV). */
+int pi_hf_list(const char *src, const struct pi_hf_ref *r, char **names, size_t *count) {
+    char *out = NULL;
+    size_t olen = 0, ocap = 0;
+    *names = NULL;
+    *count = 0;
+    const char *ep = env("HF_ENDPOINT") ? env("HF_ENDPOINT") : "https://huggingface.co";
+    char url[4096], auth[1200], tok[1024] = "";
+    snprintf(url, sizeof url, "%s/api/%s/%s/revision/%s", ep, r->kind, r->repo, r->rev);
+    const char *t = env("HF_TOKEN") ? env("HF_TOKEN") : env("HUGGING_FACE_HUB_TOKEN");
+    if (t) snprintf(tok, sizeof tok, "%s", t);
+    struct pi_http_cfg cfg;
+    memset(&cfg, 0, sizeof cfg);
+    cfg.url = url;
+    if (tok[0]) {
+        snprintf(auth, sizeof auth, "Authorization: Bearer %s", tok);
+        cfg.headers[0] = auth;
+    }
+    char *body;
+    size_t len;
+    long status = 0;
+    FORWARD_IF(pi_http_fetch(&cfg, &body, &len, 64u << 20, &status));
+    (void)olen;
+    int rc = 0;
+    if (status != 200) {
+        rc = pi_err(PAGEIN_E_REMOTE, "%s: GET %s (repository listing): HTTP %ld", src, url, status);
+        pi_free(body);
+        return rc;
+    }
+    struct pi_json j;
+    pi_json_init(&j, body, len, 0);
+    const char *key, *v;
+    size_t kl, vl;
+    rc = pi_json_enter(&j, PI_JSON_OBJECT);
+    while (rc >= 0 && (rc = pi_json_next(&j, &key, &kl)) > 0) {
+        if (kl == 8 && !memcmp(key, "siblings", 8)) {
+            rc = pi_json_enter(&j, PI_JSON_ARRAY);
+            while (rc >= 0 && (rc = pi_json_next(&j, NULL, NULL)) > 0) {
+                rc = pi_json_enter(&j, PI_JSON_OBJECT);
+                while (rc >= 0 && (rc = pi_json_next(&j, &key, &kl)) > 0) {
+                    if (kl == 9 && !memcmp(key, "rfilename", 9)) {
+                        rc = pi_json_string(&j, &v, &vl);
+                        if (rc >= 0 && vl > 0 && !memchr(v, 0, vl)) {
+                            if (olen + vl + 1 > ocap) {
+                                size_t nc = PI_MAX(olen + vl + 1, ocap * 2 + 256);
+                                char *grown = pi_realloc(out, nc);
+                                if (!grown) {
+                                    rc = pi_err(-ENOMEM, "%s: out of memory", src);
+                                    break;
+                                }
+                                out = grown;
+                                ocap = nc;
+                            }
+                            memcpy(out + olen, v, vl);
+                            olen += vl;
+                            out[olen++] = 0;
+                            (*count)++;
+                        }
+                    } else {
+                        rc = pi_json_skip(&j);
+                    }
+                }
+            }
+        } else {
+            rc = pi_json_skip(&j);
+        }
+    }
+    if (rc < 0 && rc != -ENOMEM && rc != PAGEIN_E_INVALID) {
+        char d[300];
+        snprintf(d, sizeof d, "%s", pagein_last_error_detail());
+        rc = pi_err(PAGEIN_E_REMOTE, "%s: GET %s: the listing is not the Hub's JSON: %s", src, url, d);
+    }
+    pi_json_free(&j);
+    pi_free(body);
+    if (rc < 0) {
+        pi_free(out);
+        *count = 0;
+        return rc;
+    }
+    *names = out;
+    return 0;
+}
+
+const struct pi_source_ops pi_source_hf = {
+    .name = "hf",
+    .match = hf_match,
+    .open = hf_open,
+    .readv = pi_http_readv,
+    .read = pi_http_read,
+    .close = pi_http_close,
+};
+
+#endif /* PAGEIN_HAVE_CURL */

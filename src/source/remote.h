@@ -1,0 +1,96 @@
+/*
+ * remote.h - the HTTP machinery shared by the remote sources (http.c, s3.c,
+ * hf.c; docs/REMOTE.md). Only built with libcurl (PAGEIN_HAVE_CURL).
+ *
+ * http.c owns the transport: a libcurl multi loop per readv call, easy
+ * handles pooled per source, one connection cache shared by every handle of
+ * the source (curl share interface, so connections are reused across calls
+ * and threads), HTTP/2 where TLS offers it, redirects followed, bounded
+ * retries with backoff for transient failures, and checks on every response
+ * (status, Content-Range, ETag, length). s3.c and hf.c only turn their URL
+ * into an HTTP request description (struct pi_http_cfg) and call
+ * pi_http_open_cfg.
+ *
+ * open = one GET of the object's first PI_HTTP_PREFIX bytes (Range:
+ * bytes=0-N): its Content-Range gives the size, its ETag the identity, and
+ * the bytes are kept, so a format header that fits in them costs no further
+ * request (`pagein inspect URL`: one request, two when the header is
+ * larger).
+ */
+#ifndef PAGEIN_SOURCE_REMOTE_H
+#define PAGEIN_SOURCE_REMOTE_H
+
+#include "source.h"
+
+#define PI_HTTP_PREFIX (256u * 1024u) /* bytes fetched and kept at open */
+
+/* How to reach one object. Strings are copied by pi_http_open_cfg. */
+struct pi_http_cfg {
+    const char *url;          /* http(s) URL of the object */
+    const char *scheme;       /* facts.fs_type ("https", "s3", "gs", "hf") */
+    const char *headers[8];   /* extra request headers ("Name: value"), NULL-terminated */
+    const char *sigv4;        /* CURLOPT_AWS_SIGV4 ("aws:amz:REGION:s3"), NULL = unsigned */
+    const char *userpwd;      /* "KEY:SECRET" for sigv4 */
+    const char *cainfo;       /* CA bundle, NULL = CURL_CA_BUNDLE / SSL_CERT_FILE / system */
+};
+
+/* Opens s (name already set) as the object cfg describes. 0 or < 0 with a
+ * detail naming the URL and the request. */
+int pi_http_open_cfg(struct pi_source *s, const struct pi_http_cfg *cfg, uint32_t flags);
+int pi_http_readv(struct pi_source *s, struct pi_read_req *reqs, size_t n, unsigned depth,
+                  pi_read_done_fn done, void *arg);
+int pi_http_read(struct pi_source *s, void *buf, uint64_t len, uint64_t off);
+void pi_http_close(struct pi_source *s);
+
+/* Facts about an opened remote object beyond pi_source's (NULL-safe
+ * getters; strings valid until close). */
+const char *pi_http_etag(const struct pi_source *s);        /* ETag as sent, quotes included, or "" */
+const char *pi_http_linked_etag(const struct pi_source *s); /* X-Linked-Etag (Hub: LFS sha256), or "" */
+const char *pi_http_repo_commit(const struct pi_source *s); /* X-Repo-Commit (Hub), or "" */
+const char *pi_http_url(const struct pi_source *s);         /* the URL requests go to (after redirects) */
+/* Requests made and retried since open (all threads). */
+void pi_http_counters(const struct pi_source *s, uint64_t *requests, uint64_t *retries);
+
+/* One GET of a whole small resource (an index, a listing) with the same
+ * configuration, into a malloc'd NUL-terminated buffer of at most max
+ * bytes. *status gets the HTTP status (the body is returned for any
+ * status; < 0 only for transport failures and oversize bodies, after
+ * retries). */
+int pi_http_fetch(const struct pi_http_cfg *cfg, char **body, size_t *len, size_t max, long *status);
+
+/* The remote sources' lookup used before they sit in the registry and by
+ * pull: opens uri with http, s3 or hf (whichever matches). */
+int pi_remote_open(struct pi_source **out, const char *uri, uint32_t flags);
+int pi_remote_match(const char *uri);
+void pi_remote_close(struct pi_source *s); /* NULL ok; for pi_remote_open's sources */
+
+/* Resolvers used by pull for prefixes (s3.c, hf.c). */
+/* s3://bucket/prefix/ : keys under prefix (ListObjectsV2, all pages),
+ * each as a full "s3://bucket/key" URI, NUL-separated in *list (malloc'd),
+ * count in *n. */
+int pi_s3_list(const char *uri, char **list, size_t *n);
+/* hf://org/name[@rev][/path] split into parts (malloc'd strings, free with
+ * pi_free); path may be "". kind is "models" or "datasets". */
+struct pi_hf_ref {
+    char *kind, *repo, *rev, *path;
+};
+int pi_hf_parse(const char *uri, struct pi_hf_ref *r);
+void pi_hf_ref_free(struct pi_hf_ref *r);
+/* The repository's file names (the Hub's listing API), NUL-separated in
+ * *names (malloc'd), count in *n. src names the request in messages. */
+int pi_hf_list(const char *src, const struct pi_hf_ref *r, char **names, size_t *n);
+/* The resolve URL of another file of the same repository. */
+int pi_hf_file_url(const struct pi_hf_ref *r, const char *path, char *url, size_t cap);
+/* A model behind a prefix: s3://b/p/, gs://b/p/, hf://org/name[@rev] or
+ * http(s)://host/dir/ -> the URI to open (the sharded index
+ * model.safetensors.index.json, else the one *.safetensors.index.json,
+ * else the one *.safetensors, else a *.gguf, the first of a split set),
+ * written into out. A URI that names a file is copied unchanged.
+ * PAGEIN_E_NOT_FOUND when the prefix holds no model. */
+int pi_remote_model_uri(const char *uri, char *out, size_t cap);
+
+extern const struct pi_source_ops pi_source_http;
+extern const struct pi_source_ops pi_source_s3;
+extern const struct pi_source_ops pi_source_hf;
+
+#endif

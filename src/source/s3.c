@@ -1,0 +1,388 @@
+/*
+ * s3.c - s3://bucket/key and gs://bucket/key through the S3 API
+ * (docs/REMOTE.md). The request is signed by libcurl's own SigV4
+ * (CURLOPT_AWS_SIGV4); this file only works out the endpoint, the region
+ * and the credentials the way the AWS tools do, and hands an HTTP request
+ * description to http.c.
+ *
+ *   credentials  AWS_ACCESS_KEY_ID + AWS_SECRET_ACCESS_KEY (+ AWS_SESSION_TOKEN),
+ *                else profile AWS_PROFILE (default "default") in
+ *                AWS_SHARED_CREDENTIALS_FILE (~/.aws/credentials), then in
+ *                AWS_CONFIG_FILE (~/.aws/config); none: anonymous (unsigned)
+ *   region       AWS_REGION, AWS_DEFAULT_REGION, the profile's region, us-east-1
+ *   endpoint     AWS_ENDPOINT_URL_S3, AWS_ENDPOINT_URL, the profile's
+ *                endpoint_url: path-style (ENDPOINT/bucket/key); none:
+ *                https://bucket.s3.REGION.amazonaws.com/key (virtual-hosted)
+ *   CA bundle    AWS_CA_BUNDLE, the profile's ca_bundle
+ *
+ * gs:// is the same code against GCS's XML API with HMAC keys:
+ * GS_ACCESS_KEY_ID/GS_SECRET_ACCESS_KEY (else the AWS_* ones), endpoint
+ * GS_ENDPOINT_URL or https://storage.googleapis.com, region "auto".
+ */
+#include "remote.h"
+
+#ifdef PAGEIN_HAVE_CURL
+
+#include <ctype.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <strings.h>
+
+#define EMPTY_SHA256 "e3b0c44298fc1c149afbf4c8996fb92427ae41e4649b934ca495991b7852b855"
+
+struct s3conf {
+    int gs;
+    char bucket[256];
+    char *key; /* raw key (malloc'd) */
+    char region[64];
+    char endpoint[512];
+    char key_id[256], secret[256];
+    char token[4096];
+    char ca[1024];
+    char cred_from[2400]; /* where the credentials came from, for messages */
+};
+
+static const char *env(const char *n) {
+    const char *v = getenv(n);
+    return v && *v ? v : NULL;
+}
+
+/* Looks key up in section of an INI file (the AWS shared files). */
+static int ini_get(const char *path, const char *section, const char *key, char *out, size_t cap) {
+    FILE *f = fopen(path, "re");
+    if (!f) return 0;
+    char line[4096];
+    int in = 0, found = 0;
+    while (!found && fgets(line, sizeof line, f)) {
+        char *p = line;
+        int indented = (*p == ' ' || *p == '\t');
+        while (*p == ' ' || *p == '\t') p++;
+        size_t n = strcspn(p, "\r\n");
+        p[n] = 0;
+        if (!*p || *p == '#' || *p == ';') continue;
+        if (*p == '[') {
+            char *e = strchr(p, ']');
+            if (!e) continue;
+            *e = 0;
+            char *name = p + 1;
+            while (*name == ' ') name++;
+            size_t l = strlen(name);
+            while (l && name[l - 1] == ' ') name[--l] = 0;
+            in = strcmp(name, section) == 0;
+            continue;
+        }
+        if (!in || indented) continue; /* nested service blocks are not read */
+        char *eq = strchr(p, '=');
+        if (!eq) continue;
+        char *k = p, *ke = eq;
+        while (ke > k && (ke[-1] == ' ' || ke[-1] == '\t')) ke--;
+        if ((size_t)(ke - k) != strlen(key) || strncmp(k, key, (size_t)(ke - k)) != 0) continue;
+        char *v = eq + 1;
+        while (*v == ' ' || *v == '\t') v++;
+        size_t vl = strlen(v);
+        while (vl && (v[vl - 1] == ' ' || v[vl - 1] == '\t')) vl--;
+        if (!vl) continue; /* "s3 =" opening a nested block */
+        snprintf(out, cap, "%.*s", (int)vl, v);
+        found = 1;
+    }
+    fclose(f);
+    return found;
+}
+
+static void aws_files(char *creds, char *config, size_t cap) {
+    const char *home = env("HOME");
+    const char *c = env("AWS_SHARED_CREDENTIALS_FILE"), *g = env("AWS_CONFIG_FILE");
+    if (c) snprintf(creds, cap, "%s", c);
+    else snprintf(creds, cap, "%s/.aws/credentials", home ? home : "");
+    if (g) snprintf(config, cap, "%s", g);
+    else snprintf(config, cap, "%s/.aws/config", home ? home : "");
+}
+
+/* key from the profile: the credentials file first, then the config. */
+static int profile_get(const char *key, char *out, size_t cap, int creds_too) {
+    char creds[1024], config[1024], sect[300];
+    aws_files(creds, config, sizeof creds);
+    const char *prof = env("AWS_PROFILE");
+    if (!prof) prof = env("AWS_DEFAULT_PROFILE");
+    if (!prof) prof = "default";
+    if (creds_too && ini_get(creds, prof, key, out, cap)) return 1;
+    if (strcmp(prof, "default") == 0 && ini_get(config, "default", key, out, cap)) return 1;
+    snprintf(sect, sizeof sect, "profile %s", prof);
+    return ini_get(config, sect, key, out, cap);
+}
+
+static int parse_uri(const char *uri, struct s3conf *c) {
+    memset(c, 0, sizeof *c);
+    c->gs = strncasecmp(uri, "gs://", 5) == 0;
+    const char *p = uri + 5;
+    size_t bl = strcspn(p, "/");
+    if (bl == 0 || bl >= sizeof c->bucket)
+        return pi_err(PAGEIN_E_INVALID, "%s: expected %s://BUCKET/KEY", uri, c->gs ? "gs" : "s3");
+    memcpy(c->bucket, p, bl);
+    c->bucket[bl] = 0;
+    const char *k = p[bl] == '/' ? p + bl + 1 : p + bl;
+    c->key = pi_strndup(k, strlen(k));
+    if (!c->key) return pi_err(-ENOMEM, "%s: out of memory", uri);
+    return 0;
+}
+
+static void load_conf(struct s3conf *c) {
+    const char *v;
+    /* credentials */
+    const char *id = c->gs ? env("GS_ACCESS_KEY_ID") : NULL, *sec = c->gs ? env("GS_SECRET_ACCESS_KEY") : NULL;
+    if (!id || !sec) {
+        id = env("AWS_ACCESS_KEY_ID");
+        sec = env("AWS_SECRET_ACCESS_KEY");
+    }
+    if (id && sec) {
+        snprintf(c->key_id, sizeof c->key_id, "%s", id);
+        snprintf(c->secret, sizeof c->secret, "%s", sec);
+        if ((v = env("AWS_SESSION_TOKEN"))) snprintf(c->token, sizeof c->token, "%s", v);
+        snprintf(c->cred_from, sizeof c->cred_from, "key %s from %s", c->key_id,
+                 c->gs && env("GS_ACCESS_KEY_ID") ? "GS_ACCESS_KEY_ID" : "AWS_ACCESS_KEY_ID");
+    } else if (profile_get("aws_access_key_id", c->key_id, sizeof c->key_id, 1) &&
+               profile_get("aws_secret_access_key", c->secret, sizeof c->secret, 1)) {
+        profile_get("aws_session_token", c->token, sizeof c->token, 1);
+        char creds[1024], config[1024];
+        aws_files(creds, config, sizeof creds);
+        const char *prof = env("AWS_PROFILE") ? env("AWS_PROFILE") : env("AWS_DEFAULT_PROFILE");
+        snprintf(c->cred_from, sizeof c->cred_from, "key %s of profile '%s' (%s, %s)", c->key_id,
+                 prof ? prof : "default", creds, config);
+    } else {
+        c->key_id[0] = c->secret[0] = 0;
+        snprintf(c->cred_from, sizeof c->cred_from, "anonymous: no AWS_ACCESS_KEY_ID, no profile key");
+    }
+    /* region */
+    if ((v = env("AWS_REGION")) || (v = env("AWS_DEFAULT_REGION"))) snprintf(c->region, sizeof c->region, "%s", v);
+    else if (!profile_get("region", c->region, sizeof c->region, 0))
+        snprintf(c->region, sizeof c->region, "%s", c->gs ? "auto" : "us-east-1");
+    if (c->gs && !env("AWS_REGION") && !env("AWS_DEFAULT_REGION")) snprintf(c->region, sizeof c->region, "auto");
+    /* endpoint */
+    if (c->gs) {
+        snprintf(c->endpoint, sizeof c->endpoint, "%s",
+                 env("GS_ENDPOINT_URL") ? env("GS_ENDPOINT_URL") : "https://storage.googleapis.com");
+    } else if ((v = env("AWS_ENDPOINT_URL_S3")) || (v = env("AWS_ENDPOINT_URL"))) {
+        snprintf(c->endpoint, sizeof c->endpoint, "%s", v);
+    } else {
+        profile_get("endpoint_url", c->endpoint, sizeof c->endpoint, 0);
+    }
+    size_t el = strlen(c->endpoint);
+    while (el && c->endpoint[el - 1] == '/') c->endpoint[--el] = 0;
+    /* CA bundle */
+    if ((v = env("AWS_CA_BUNDLE"))) snprintf(c->ca, sizeof c->ca, "%s", v);
+    else profile_get("ca_bundle", c->ca, sizeof c->ca, 0);
+}
+
+/* Appends s percent-encoded (RFC 3986 unreserved kept; '/' kept when
+ * keep_slash) to out. */
+static void enc(char *out, size_t cap, const char *s, int keep_slash) {
+    size_t o = strlen(out);
+    for (; *s && o + 4 < cap; s++) {
+        unsigned char ch = (unsigned char)*s;
+        if (isalnum(ch) || ch == '-' || ch == '_' || ch == '.' || ch == '~' || (keep_slash && ch == '/')) {
+            out[o++] = (char)ch;
+        } else {
+            snprintf(out + o, cap - o, "%%%02X", ch);
+            o += 3;
+        }
+    }
+    out[o] = 0;
+}
+
+/* The object URL (key may be "" for bucket-level requests). */
+static void object_url(const struct s3conf *c, const char *key, char *url, size_t cap) {
+    if (c->endpoint[0]) {
+        snprintf(url, cap, "%s/%s/", c->endpoint, c->bucket);
+    } else if (strchr(c->bucket, '.')) {
+        snprintf(url, cap, "https://s3.%s.amazonaws.com/%s/", c->region, c->bucket);
+    } else {
+        snprintf(url, cap, "https://%s.s3.%s.amazonaws.com/", c->bucket, c->region);
+    }
+    enc(url, cap, key, 1);
+}
+
+struct s3req {
+    char sigv4[128], userpwd[600], tokhdr[4200];
+};
+
+static void fill_cfg(const struct s3conf *c, struct s3req *q, struct pi_http_cfg *cfg) {
+    memset(cfg, 0, sizeof *cfg);
+    int h = 0;
+    cfg->headers[h++] = "x-amz-content-sha256: " EMPTY_SHA256;
+    if (c->key_id[0]) {
+        snprintf(q->sigv4, sizeof q->sigv4, "aws:amz:%s:s3", c->region);
+        snprintf(q->userpwd, sizeof q->userpwd, "%s:%s", c->key_id, c->secret);
+        cfg->sigv4 = q->sigv4;
+        cfg->userpwd = q->userpwd;
+        if (c->token[0]) {
+            snprintf(q->tokhdr, sizeof q->tokhdr, "x-amz-security-token: %s", c->token);
+            cfg->headers[h++] = q->tokhdr;
+        }
+    }
+    cfg->cainfo = c->ca[0] ? c->ca : NULL;
+    cfg->scheme = c->gs ? "gs" : "s3";
+}
+
+static int s3_match(const char *uri) { return strncasecmp(uri, "s3://", 5) == 0 || strncasecmp(uri, "gs://", 5) == 0; }
+
+static int s3_open(struct pi_source *s, const char *uri, uint32_t flags) {
+    struct s3conf *c = pi_calloc(1, sizeof *c);
+    struct s3req *q = pi_calloc(1, sizeof *q);
+    char *url = pi_malloc(8192);
+    int rc;
+    if (!c || !q || !url) {
+        rc = pi_err(-ENOMEM, "%s: out of memory", uri);
+        goto out;
+    }
+    rc = parse_uri(uri, c);
+    if (rc < 0) goto out;
+    if (!c->key[0] || c->key[strlen(c->key) - 1] == '/') {
+        rc = pi_err(PAGEIN_E_INVALID, "%s: names a prefix, not an object (open its *.index.json or pull the prefix)", uri);
+        goto out;
+    }
+    load_conf(c);
+    url[0] = 0;
+    object_url(c, c->key, url, 8192);
+    struct pi_http_cfg cfg;
+    fill_cfg(c, q, &cfg);
+    cfg.url = url;
+    rc = pi_http_open_cfg(s, &cfg, flags);
+    if (rc < 0) {
+        /* say which endpoint, region and credentials were used: the usual
+         * question when an object store refuses */
+        char *d = pi_strndup(pagein_last_error_detail(), strlen(pagein_last_error_detail()));
+        pi_err(rc, "%s: %s [endpoint %s, region %s, %s]", uri, d ? d : "", c->endpoint[0] ? c->endpoint : "AWS default",
+               c->region, c->cred_from);
+        pi_free(d);
+    }
+out:
+    if (c) pi_free(c->key);
+    pi_free(c);
+    pi_free(q);
+    pi_free(url);
+    return rc;
+}
+
+const struct pi_source_ops pi_source_s3 = {
+    .name = "s3",
+    .match = s3_match,
+    .open = s3_open,
+    .readv = pi_http_readv,
+    .read = pi_http_read,
+    .close = pi_http_close,
+};
+
+/* ---- ListObjectsV2 --------------------------------------------------------------- */
+/* Decodes the five XML entities of s[0,n) into out. */
+static size_t xml_text(const char *s, size_t n, char *out) {
+    size_t o = 0;
+    for (size_t i = 0; i < n;) {
+        if (s[i] == '&') {
+            static const struct { const char *e; char c; } ents[] = {
+                {"&amp;", '&'}, {"&lt;", '<'}, {"&gt;", '>'}, {"&quot;", '"'}, {"&apos;", '\''}};
+            int hit = 0;
+            for (size_t k = 0; k < PI_ARRAY_LEN(ents); k++) {
+                size_t l = strlen(ents[k].e);
+                if (i + l <= n && memcmp(s + i, ents[k].e, l) == 0) {
+                    out[o++] = ents[k].c;
+                    i += l;
+                    hit = 1;
+                    break;
+                }
+            }
+            if (hit) continue;
+        }
+        out[o++] = s[i++];
+    }
+    out[o] = 0;
+    return o;
+}
+
+int pi_s3_list(const char *uri, char **list, size_t *count) {
+    *list = NULL;
+    *count = 0;
+    struct s3conf *c = pi_calloc(1, sizeof *c);
+    struct s3req *q = pi_calloc(1, sizeof *q);
+    char *url = pi_malloc(16384), *tok = pi_calloc(1, 2048);
+    char *out = NULL;
+    size_t olen = 0, ocap = 0;
+    int rc;
+    if (!c || !q || !url || !tok) {
+        rc = pi_err(-ENOMEM, "%s: out of memory", uri);
+        goto done;
+    }
+    rc = parse_uri(uri, c);
+    if (rc < 0) goto done;
+    load_conf(c);
+    const char *scheme = c->gs ? "gs" : "s3";
+    for (int page = 0; page < 10000; page++) {
+        url[0] = 0;
+        object_url(c, "", url, 16384);
+        size_t ul = strlen(url);
+        snprintf(url + ul, 16384 - ul, "?list-type=2&prefix=");
+        enc(url, 16384, c->key, 0);
+        if (tok[0]) {
+            ul = strlen(url);
+            snprintf(url + ul, 16384 - ul, "&continuation-token=");
+            enc(url, 16384, tok, 0);
+        }
+        struct pi_http_cfg cfg;
+        fill_cfg(c, q, &cfg);
+        cfg.url = url;
+        char *body;
+        size_t blen;
+        long st = 0;
+        rc = pi_http_fetch(&cfg, &body, &blen, 64u << 20, &st);
+        if (rc < 0) goto done;
+        if (st != 200) {
+            rc = pi_err(PAGEIN_E_REMOTE, "%s: GET %s (ListObjectsV2): HTTP %ld: %.300s", uri, url, st, body);
+            pi_free(body);
+            goto done;
+        }
+        const char *p = body;
+        while ((p = strstr(p, "<Key>"))) {
+            p += 5;
+            const char *e = strstr(p, "</Key>");
+            if (!e) break;
+            size_t need = olen + 5 + strlen(c->bucket) + 1 + (size_t)(e - p) + 2;
+            if (need > ocap) {
+                size_t nc = PI_MAX(need, ocap * 2 + 256);
+                char *t = pi_realloc(out, nc);
+                if (!t) {
+                    pi_free(body);
+                    rc = pi_err(-ENOMEM, "%s: out of memory", uri);
+                    goto done;
+                }
+                out = t;
+                ocap = nc;
+            }
+            olen += (size_t)sprintf(out + olen, "%s://%s/", scheme, c->bucket);
+            olen += xml_text(p, (size_t)(e - p), out + olen) + 1;
+            (*count)++;
+            p = e;
+        }
+        tok[0] = 0;
+        const char *t = strstr(body, "<NextContinuationToken>");
+        int more = strstr(body, "<IsTruncated>true</IsTruncated>") != NULL;
+        if (more && t) {
+            t += 23;
+            const char *e = strstr(t, "</NextContinuationToken>");
+            if (e && (size_t)(e - t) < 2000) xml_text(t, (size_t)(e - t), tok);
+        }
+        pi_free(body);
+        if (!more || !tok[0]) break;
+    }
+    *list = out;
+    out = NULL;
+done:
+    pi_free(out);
+    if (rc < 0) *count = 0;
+    if (c) pi_free(c->key);
+    pi_free(c);
+    pi_free(q);
+    pi_free(url);
+    pi_free(tok);
+    return rc;
+}
+
+#endif /* PAGEIN_HAVE_CURL */

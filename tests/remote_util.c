@@ -1,0 +1,103 @@
+/*
+ * remote_util.c - starts the remote tests' servers once per test run
+ * (tests/remote/servers.sh: nginx HTTP+HTTPS, s3rver, the fault server) and
+ * stops them at exit. White-box helper for tests/test_remote*.c.
+ */
+#include "remote_util.h"
+
+#include <stdlib.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+static char dir[256];
+static int state; /* 0 not tried, 1 up, -1 unavailable */
+static char why[600];
+static char envbuf[4096];
+
+static void stop_servers(void) {
+    if (!dir[0]) return;
+    char cmd[700];
+    snprintf(cmd, sizeof cmd, "bash tests/remote/servers.sh stop '%s' >/dev/null 2>&1; rm -rf '%s'", dir, dir);
+    if (system(cmd) != 0) fprintf(stderr, "remote tests: stopping the servers in %s failed\n", dir);
+    dir[0] = 0;
+}
+
+/* The files the servers serve: the real test files over HTTP(S), the fault
+ * server and s3rver, and a Hub repository "org/tiny". */
+static int populate(void) {
+    char cmd[2048];
+    snprintf(cmd, sizeof cmd,
+             "set -e; d='%s'; t='%s'; mkdir -p $d/www/real $d/s3/real $d/www/hf/org/tiny/sub;"
+             "cp -r $t/safetensors $t/gguf $d/www/real/; cp -r $t/safetensors $t/gguf $d/s3/real/;"
+             "cp $t/safetensors/burn-mnist-f32.safetensors $d/www/hf/org/tiny/model.safetensors;"
+             "cp $t/gguf/llama-2-tiny-random.gguf $d/www/hf/org/tiny/sub/tiny.gguf;"
+             "printf '{\"architectures\": [\"Tiny\"]}' > $d/www/hf/org/tiny/config.json;"
+             "/usr/bin/python3 tests/remote/make_sharded.py $d/www/sharded 3 1000 && cp -r $d/www/sharded $d/s3/",
+             dir, pt_testdata(""));
+    return system(cmd) == 0 ? 0 : -1;
+}
+
+int rt_servers(const char **reason) {
+    if (state == 0) {
+        state = -1;
+        snprintf(dir, sizeof dir, "/tmp/pagein-remote-XXXXXX");
+        if (!mkdtemp(dir)) {
+            snprintf(why, sizeof why, "mkdtemp failed");
+            dir[0] = 0;
+        } else if (populate() < 0) {
+            snprintf(why, sizeof why, "could not copy the test files into %s", dir);
+        } else {
+            atexit(stop_servers);
+            char cmd[700], out[512] = "";
+            snprintf(cmd, sizeof cmd, "bash tests/remote/servers.sh start '%s' %d nginx s3 fault 2>&1", dir,
+                     (int)getpid());
+            FILE *p = popen(cmd, "r");
+            size_t n = p ? fread(out, 1, sizeof out - 1, p) : 0;
+            out[n] = 0;
+            int st = p ? pclose(p) : -1;
+            int code = st >= 0 && WIFEXITED(st) ? WEXITSTATUS(st) : -1;
+            out[strcspn(out, "\n")] = 0;
+            if (code == 0) {
+                char ep[300];
+                snprintf(ep, sizeof ep, "%s/env", dir);
+                FILE *f = fopen(ep, "r");
+                n = f ? fread(envbuf, 1, sizeof envbuf - 1, f) : 0;
+                envbuf[n] = 0;
+                if (f) fclose(f);
+                state = 1;
+            } else {
+                snprintf(why, sizeof why, "test servers unavailable: %s", out[0] ? out : "servers.sh failed");
+            }
+        }
+    }
+    if (reason) *reason = why;
+    return state == 1;
+}
+
+const char *rt_env(const char *key) {
+    static char vals[8][1024];
+    static int k;
+    size_t kl = strlen(key);
+    for (const char *p = envbuf; *p;) {
+        const char *e = strchr(p, '\n');
+        size_t l = e ? (size_t)(e - p) : strlen(p);
+        if (l > kl && p[kl] == '=' && memcmp(p, key, kl) == 0) {
+            char *v = vals[k++ % 8];
+            snprintf(v, 1024, "%.*s", (int)(l - kl - 1), p + kl + 1);
+            return v;
+        }
+        p += l + (e ? 1 : 0);
+    }
+    return NULL;
+}
+
+const char *rt_url(const char *key, const char *path) {
+    static char bufs[8][2048];
+    static int k;
+    char *b = bufs[k++ % 8];
+    const char *base = rt_env(key);
+    snprintf(b, 2048, "%s%s", base ? base : "http://127.0.0.1:1", path);
+    return b;
+}
+
+const char *rt_dir(void) { return dir; }
