@@ -55,9 +55,6 @@ void pi_rplan_free(struct pi_rplan *plan);
 /* Executes a plan with crew (or, when crew is NULL, pi_parallel at qd). */
 int pi_ranges_exec(const int *fds, const pagein_range *r, struct pi_rplan *plan, struct pi_crew *crew,
                    unsigned qd);
-/* The same through io_uring (ranges_uring.c); PAGEIN_E_UNSUPPORTED without
- * liburing, -errno when the ring cannot be set up (callers fall back). */
-int pi_ranges_exec_uring(const int *fds, const pagein_range *r, struct pi_rplan *plan, unsigned qd);
 
 /* ---- random numbers ---------------------------------------------------- */
 static inline uint64_t pi_splitmix64(uint64_t *s) {

@@ -653,18 +653,27 @@ static int st_metadata(const pagein_file *f, const pagein_convert_opts *o, const
     return 0;
 }
 
+/* Unset (INVALID) or one of the float types a conversion can produce. */
+static int float_target(pagein_dtype d) {
+    return d == PAGEIN_DTYPE_INVALID || d == PAGEIN_DTYPE_F32 || d == PAGEIN_DTYPE_F16 || d == PAGEIN_DTYPE_BF16;
+}
+
+/* The caller's options over the defaults (an older, shorter struct keeps
+ * the defaults for the fields it lacks), with the target dtypes checked. */
+static int convert_opts(const pagein_convert_opts *opts, pagein_convert_opts *o) {
+    *o = (pagein_convert_opts)PAGEIN_CONVERT_OPTS_INIT;
+    if (opts) memcpy(o, opts, PI_MIN(opts->size ? opts->size : sizeof *o, sizeof *o));
+    if (!float_target(o->dtype)) return pi_err(PAGEIN_E_INVALID, "--dtype must be F32, F16 or BF16");
+    if (!float_target(o->dequantize)) return pi_err(PAGEIN_E_INVALID, "--dequantize must be F32, F16 or BF16");
+    return 0;
+}
+
 int pagein_convert_safetensors(const pagein_file *f, const char *out, const pagein_convert_opts *opts,
                                pagein_convert_stats *stats) {
     pi_err_clear();
     if (!f || !out || !*out) return pi_err(PAGEIN_E_INVALID, "pagein_convert_safetensors: NULL argument");
-    pagein_convert_opts o = PAGEIN_CONVERT_OPTS_INIT;
-    if (opts) memcpy(&o, opts, PI_MIN(opts->size ? opts->size : sizeof o, sizeof o));
-    if (o.dtype != PAGEIN_DTYPE_INVALID && o.dtype != PAGEIN_DTYPE_F32 && o.dtype != PAGEIN_DTYPE_F16 &&
-        o.dtype != PAGEIN_DTYPE_BF16)
-        return pi_err(PAGEIN_E_INVALID, "--dtype must be F32, F16 or BF16");
-    if (o.dequantize != PAGEIN_DTYPE_INVALID && o.dequantize != PAGEIN_DTYPE_F32 && o.dequantize != PAGEIN_DTYPE_F16 &&
-        o.dequantize != PAGEIN_DTYPE_BF16)
-        return pi_err(PAGEIN_E_INVALID, "--dequantize must be F32, F16 or BF16");
+    pagein_convert_opts o;
+    FORWARD_IF(convert_opts(opts, &o));
     size_t n = f->tab.n, nmeta = f->tab.nmeta;
     pagein_write_tensor *w = pi_calloc(n ? n : 1, sizeof *w);
     struct src *s = pi_calloc(n ? n : 1, sizeof *s);
@@ -794,14 +803,8 @@ int pagein_convert_gguf(const pagein_file *f, const char *out, const pagein_conv
                         pagein_convert_stats *stats) {
     pi_err_clear();
     if (!f || !out || !*out) return pi_err(PAGEIN_E_INVALID, "pagein_convert_gguf: NULL argument");
-    pagein_convert_opts o = PAGEIN_CONVERT_OPTS_INIT;
-    if (opts) memcpy(&o, opts, PI_MIN(opts->size ? opts->size : sizeof o, sizeof o));
-    if (o.dtype != PAGEIN_DTYPE_INVALID && o.dtype != PAGEIN_DTYPE_F32 && o.dtype != PAGEIN_DTYPE_F16 &&
-        o.dtype != PAGEIN_DTYPE_BF16)
-        return pi_err(PAGEIN_E_INVALID, "--dtype must be F32, F16 or BF16");
-    if (o.dequantize != PAGEIN_DTYPE_INVALID && o.dequantize != PAGEIN_DTYPE_F32 && o.dequantize != PAGEIN_DTYPE_F16 &&
-        o.dequantize != PAGEIN_DTYPE_BF16)
-        return pi_err(PAGEIN_E_INVALID, "--dequantize must be F32, F16 or BF16");
+    pagein_convert_opts o;
+    FORWARD_IF(convert_opts(opts, &o));
     if (o.max_shard_bytes) return pi_err(PAGEIN_E_UNSUPPORTED, "sharded GGUF output is not supported");
     size_t n = f->tab.n;
     pagein_write_tensor *w = pi_calloc(n ? n : 1, sizeof *w);
