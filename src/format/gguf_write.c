@@ -241,16 +241,21 @@ int pagein_gguf_set_str(pagein_gguf_writer *w, const char *key, const char *s, s
     return set_str_k(w, key, klen_of(key), s, len);
 }
 
+/* Checks an array's element count and opens its key-value entry. */
+static int begin_array(pagein_gguf_writer *w, const char *key, uint64_t count, size_t *mark) {
+    if (count > PI_GGUF_MAX_ARRAY)
+        return pi_err(PAGEIN_E_LIMIT, "'%s': %llu elements above the 2^30 limit", key ? key : "",
+                      (unsigned long long)count);
+    return begin_kv(w, key, klen_of(key), PAGEIN_META_ARRAY, mark);
+}
+
 int pagein_gguf_set_array(pagein_gguf_writer *w, const char *key, pagein_meta_type et, const void *elems,
                           uint64_t count) {
     uint32_t es = pi_gguf_type_size((uint32_t)et);
     if (!es || (!elems && count)) return pi_err(PAGEIN_E_INVALID, "'%s': set_array needs a scalar element type",
                                                 key ? key : "");
-    if (count > PI_GGUF_MAX_ARRAY)
-        return pi_err(PAGEIN_E_LIMIT, "'%s': %llu elements above the 2^30 limit", key ? key : "",
-                      (unsigned long long)count);
     size_t mark;
-    FORWARD_IF(begin_kv(w, key, klen_of(key), PAGEIN_META_ARRAY, &mark));
+    FORWARD_IF(begin_array(w, key, count, &mark));
     int rc = 0;
     put_u32(&w->kv, (uint32_t)et, w->be, &rc);
     put_len(w, &w->kv, count, &rc);
@@ -266,11 +271,8 @@ int pagein_gguf_set_array(pagein_gguf_writer *w, const char *key, pagein_meta_ty
 int pagein_gguf_set_str_array(pagein_gguf_writer *w, const char *key, const char *const *s, const size_t *lens,
                               uint64_t count) {
     if (!s && count) return pi_err(PAGEIN_E_INVALID, "NULL string array");
-    if (count > PI_GGUF_MAX_ARRAY)
-        return pi_err(PAGEIN_E_LIMIT, "'%s': %llu elements above the 2^30 limit", key ? key : "",
-                      (unsigned long long)count);
     size_t mark;
-    FORWARD_IF(begin_kv(w, key, klen_of(key), PAGEIN_META_ARRAY, &mark));
+    FORWARD_IF(begin_array(w, key, count, &mark));
     int rc = 0;
     put_u32(&w->kv, PAGEIN_META_STRING, w->be, &rc);
     put_len(w, &w->kv, count, &rc);
