@@ -201,7 +201,9 @@ typedef int (*pi_item_fn)(void *ctx, size_t i);
 int pi_parallel(unsigned nthreads, size_t n, pi_item_fn fn, void *ctx);
 unsigned pi_default_threads(void);
 
-/* The work list pi_parallel's threads share (io/pool.c). */
+/* The same workers kept for the life of an object (a crew): pi_parallel()
+ * semantics without creating threads on every batch. Owned by one object,
+ * stopped and joined by pi_crew_stop. */
 struct pi_job {
     pi_item_fn fn;
     void *ctx;
@@ -210,5 +212,21 @@ struct pi_job {
     _Atomic int rc;
     char detail[1024]; /* the first failing item's detail, carried to the caller's thread */
 };
+struct pi_crew {
+    pthread_t *tids;
+    unsigned n; /* worker threads (the caller of run is one more) */
+    pthread_mutex_t mu;
+    pthread_cond_t go, done;
+    uint64_t gen;
+    unsigned busy;
+    int stop;
+    struct pi_job job;
+};
+/* Starts nthreads-1 workers (the calling thread of run is the last). */
+int pi_crew_start(struct pi_crew *c, unsigned nthreads);
+/* Runs fn(ctx, i) for i in [0, n); returns 0 or the first negative rc
+ * (its detail carried over). */
+int pi_crew_run(struct pi_crew *c, size_t n, pi_item_fn fn, void *ctx);
+void pi_crew_stop(struct pi_crew *c);
 
 #endif /* PAGEIN_INTERNAL_H */

@@ -70,8 +70,17 @@ int pi_fdsrcs_init(struct pi_fdsrcs *f, const int *fds, size_t n, const uint64_t
 void pi_fdsrcs_free(struct pi_fdsrcs *f);
 /* Executes a plan on the range engine, qd reads in flight: a block that is
  * exactly one request is read straight into its buffer, others through the
- * engine's ring and sliced out into the requests they serve. */
-int pi_ranges_exec(const struct pi_fdsrcs *f, const pagein_range *r, const struct pi_rplan *plan, unsigned qd);
+ * engine's ring and sliced out into the requests they serve. With a crew
+ * (kept workers, see pi_engine_opts.crew) merged blocks are read into
+ * *scratch instead (grown as needed and kept by the caller, so that a
+ * reader does not fault fresh pages in for every batch) and sliced out
+ * after the run. */
+struct pi_rscratch {
+    uint8_t *p;
+    uint64_t cap;
+};
+int pi_ranges_exec(const struct pi_fdsrcs *f, const pagein_range *r, const struct pi_rplan *plan, unsigned qd,
+                   struct pi_crew *crew, struct pi_rscratch *scratch);
 
 /* ---- random numbers ---------------------------------------------------- */
 static inline uint64_t pi_splitmix64(uint64_t *s) {

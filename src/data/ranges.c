@@ -147,15 +147,31 @@ void pi_fdsrcs_free(struct pi_fdsrcs *f) {
  * buffer when the block is exactly one request (BUFFERS, one readv per
  * file), else streamed through a ring and scattered into the requests it
  * serves on this thread. */
-int pi_ranges_exec(const struct pi_fdsrcs *f, const pagein_range *r, const struct pi_rplan *plan, unsigned qd) {
+int pi_ranges_exec(const struct pi_fdsrcs *f, const pagein_range *r, const struct pi_rplan *plan, unsigned qd,
+                   struct pi_crew *crew, struct pi_rscratch *scratch) {
     if (plan->nblocks == 0) return 0;
+    uint64_t merged = 0;
+    if (crew && scratch) {
+        for (size_t b = 0; b < plan->nblocks; b++)
+            if (plan->blocks[b].count != 1) merged += pi_align_up(plan->blocks[b].len, 64);
+        if (merged > scratch->cap) {
+            uint8_t *np = pi_realloc(scratch->p, merged);
+            if (!np) return pi_err(-ENOMEM, "ranges: out of memory for %" PRIu64 " bytes of merged reads", merged);
+            scratch->p = np;
+            scratch->cap = merged;
+        }
+    }
     struct pi_span *sp = pi_calloc(plan->nblocks, sizeof *sp);
     if (!sp) return pi_err(-ENOMEM, "ranges: out of memory for %zu reads", plan->nblocks);
     int direct = 1;
-    uint64_t biggest = 0;
+    uint64_t biggest = 0, at = 0;
     for (size_t b = 0; b < plan->nblocks; b++) {
         const struct pi_rblock *blk = &plan->blocks[b];
         void *dst = blk->count == 1 ? r[plan->order[blk->first]].dst : NULL;
+        if (!dst && crew && scratch) {
+            dst = scratch->p + at;
+            at += pi_align_up(blk->len, 64);
+        }
         direct &= dst != NULL;
         sp[b] = (struct pi_span){blk->file, blk->off, blk->len, dst};
         if (blk->len > biggest) biggest = blk->len;
@@ -166,8 +182,12 @@ int pi_ranges_exec(const struct pi_fdsrcs *f, const pagein_range *r, const struc
                                .depth = qd,
                                .max_gap = 0,
                                .consume = scatter_piece,
-                               .arg = &x};
+                               .arg = &x,
+                               .crew = crew};
     int rc = pi_engine_run(f->srcs, f->n, sp, plan->nblocks, &o, NULL);
+    if (rc == 0 && direct) /* merged blocks were read into scratch: slice them out */
+        for (size_t b = 0; b < plan->nblocks; b++)
+            if (plan->blocks[b].count != 1) scatter_piece(&x, b, 0, sp[b].dst, sp[b].len);
     pi_free(sp);
     return rc;
 }
@@ -199,7 +219,7 @@ int pagein_read_ranges(const int *fds, size_t nfds, const pagein_range *reqs, si
      * kernel refuses a ring), threads otherwise */
     struct pi_fdsrcs f;
     rc = pi_fdsrcs_init(&f, fds, nfds, sizes, NULL, opts && (opts->flags & PAGEIN_RANGES_URING));
-    if (rc == 0) rc = pi_ranges_exec(&f, reqs, &plan, qd);
+    if (rc == 0) rc = pi_ranges_exec(&f, reqs, &plan, qd, NULL, NULL);
     pi_fdsrcs_free(&f);
     if (st) {
         st->requests = n;

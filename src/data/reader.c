@@ -113,6 +113,9 @@ struct pagein_reader {
     pagein_range *breq;
     pagein_sample_loc *bloc;
     struct pi_fdsrcs fsrc; /* fds as range-engine sources (global, ranges, block) */
+    struct pi_crew crew;   /* the engine's workers, kept between batches */
+    struct pi_rscratch scratch; /* ranges: merged reads of a batch */
+    int crew_on;
     /* mmap */
     uint8_t **maps;
     /* block */
@@ -227,7 +230,9 @@ static int fill_batch(pagein_reader *r) {
     struct pi_rplan plan;
     int ranges = r->o.kind == PAGEIN_READER_RANGES;
     FORWARD_IF(pi_ranges_plan(r->breq, nreq, r->d->nfiles, r->sizes, r->o.max_gap, r->o.max_block, !ranges, &plan));
-    int rc = pi_ranges_exec(&r->fsrc, r->breq, &plan, r->o.queue_depth);
+    uint64_t cap0 = r->scratch.cap;
+    int rc = pi_ranges_exec(&r->fsrc, r->breq, &plan, r->o.queue_depth, &r->crew, &r->scratch);
+    r->st.memory_peak += r->scratch.cap - cap0;
     r->st.io.requests += nreq;
     r->st.io.reads += plan.nblocks;
     r->st.io.bytes_requested += plan.bytes_requested;
@@ -319,7 +324,7 @@ static int read_block(pagein_reader *r, const struct dblock *blk, uint8_t *buf) 
     chunk = pi_align_up(chunk, 4096);
     struct pi_span sp = {blk->file, blk->off, blk->len, buf};
     struct pi_engine_opts o = {.deliver = PI_DELIVER_BUFFERS, .request_bytes = chunk, .depth = r->o.block_threads,
-                               .max_gap = 0};
+                               .max_gap = 0, .crew = &r->crew};
     return pi_engine_run(r->fsrc.srcs, r->fsrc.n, &sp, 1, &o, NULL);
 }
 
@@ -500,6 +505,8 @@ void pagein_reader_close(pagein_reader *r) {
         pthread_cond_destroy(&r->cv_load);
         pthread_cond_destroy(&r->cv_cons);
     }
+    if (r->crew_on) pi_crew_stop(&r->crew);
+    pi_free(r->scratch.p);
     pi_fdsrcs_free(&r->fsrc);
     if (r->slots)
         for (unsigned k = 0; k < r->K; k++) {
@@ -559,6 +566,8 @@ static int reader_init(pagein_reader *r) {
         if (pi_mul_overflow(b, r->max_len, &bound)) bound = UINT64_MAX;
         r->st.memory_bound = bound;
         FORWARD_IF(engine_sources(r));
+        FORWARD_IF(pi_crew_start(&r->crew, o->queue_depth));
+        r->crew_on = 1;
         return start_order(r);
     }
     case PAGEIN_READER_MMAP:
@@ -591,6 +600,8 @@ static int reader_init(pagein_reader *r) {
         r->st.memory_peak = bound;
         r->release = -1;
         FORWARD_IF(engine_sources(r));
+        FORWARD_IF(pi_crew_start(&r->crew, o->block_threads));
+        r->crew_on = 1;
         pthread_mutex_init(&r->mu, NULL);
         pthread_cond_init(&r->cv_load, NULL);
         pthread_cond_init(&r->cv_cons, NULL);
