@@ -36,13 +36,30 @@ struct mode {
     pagein_strategy s;
 };
 
-static const struct mode modes[] = {
-    {"lazy", K_STRATEGY, PAGEIN_STRATEGY_LAZY},         {"populate", K_STRATEGY, PAGEIN_STRATEGY_POPULATE},
-    {"prefetch", K_STRATEGY, PAGEIN_STRATEGY_PREFETCH}, {"read", K_STRATEGY, PAGEIN_STRATEGY_READ},
-    {"auto", K_STRATEGY, PAGEIN_STRATEGY_AUTO},         {"read1m", K_READ1M, 0},
-    {"readall", K_READALL, 0},
-};
-#define NMODES (sizeof modes / sizeof modes[0])
+/* The rows: every strategy of the library's table (pagein_strategy_name),
+ * auto last as it runs one of the others, then the two baselines, which
+ * are this benchmark's own and no strategy. */
+#define MAX_MODES 32
+static struct mode modes[MAX_MODES];
+static size_t NMODES;
+
+static void build_modes(void) {
+    if (NMODES) return;
+    size_t n = pagein_strategy_count();
+    for (size_t s = 0; s < n && NMODES < MAX_MODES - 3; s++)
+        if ((pagein_strategy)s != PAGEIN_STRATEGY_AUTO)
+            modes[NMODES++] = (struct mode){pagein_strategy_name((pagein_strategy)s), K_STRATEGY, (pagein_strategy)s};
+    modes[NMODES++] = (struct mode){pagein_strategy_name(PAGEIN_STRATEGY_AUTO), K_STRATEGY, PAGEIN_STRATEGY_AUTO};
+    modes[NMODES++] = (struct mode){"read1m", K_READ1M, 0};
+    modes[NMODES++] = (struct mode){"readall", K_READALL, 0};
+}
+
+/* The row of a strategy (kind K_STRATEGY) or a baseline; NMODES if none. */
+static size_t mode_of(enum kind kind, pagein_strategy s) {
+    for (size_t k = 0; k < NMODES; k++)
+        if (modes[k].kind == kind && (kind != K_STRATEGY || modes[k].s == s)) return k;
+    return NMODES;
+}
 
 struct result {
     int ok;
@@ -512,12 +529,21 @@ static void fmt_s(char *buf, size_t n, double v) {
 }
 
 static void usage(FILE *out) {
+    build_modes();
+    char names[512] = "", list[512] = "";
+    size_t nl = 0, ll = 0;
+    for (size_t k = 0; k < NMODES; k++) {
+        if (modes[k].kind == K_STRATEGY && nl < sizeof names)
+            nl += (size_t)snprintf(names + nl, sizeof names - nl, "%s%s", nl ? ", " : "", modes[k].name);
+        if (ll < sizeof list) ll += (size_t)snprintf(list + ll, sizeof list - ll, "%s%s", ll ? "," : "", modes[k].name);
+    }
     fputs("usage: pagein bench load MODEL [--json] [--runs N] [--only LIST] [--cache cold|warm|both]\n"
           "                          [--threads N] [--chunk SIZE] [--ahead N] [--no-pipeline] [--no-fio] [-q]\n"
           "       (`pagein bench-load` is the same command)\n"
-          "\n"
-          "Loads MODEL with every strategy (lazy, populate, prefetch, read, auto) and two\n"
-          "baselines (read1m: one thread reading 1 MiB read()s; readall: malloc the whole\n"
+          "\n",
+          out);
+    fprintf(out, "Loads MODEL with every strategy (%s) and two\n", names);
+    fputs("baselines (read1m: one thread reading 1 MiB read()s; readall: malloc the whole\n"
           "file, read it, parse it), each cold (evicted with posix_fadvise(DONTNEED) first)\n"
           "and warm, --runs times (default 3), and reports medians: time to open, to the\n"
           "first layer usable, to every tensor usable (each page touched), GB/s, peak RSS,\n"
@@ -531,9 +557,10 @@ static void usage(FILE *out) {
           "is installed.\n"
           "\n"
           "  --json          print one JSON object (schema in docs/LOADING.md)\n"
-          "  --runs N        runs per figure (median), default 3\n"
-          "  --only LIST     comma-separated subset of lazy,populate,prefetch,read,auto,read1m,readall\n"
-          "  --cache C       cold, warm or both (default both)\n"
+          "  --runs N        runs per figure (median), default 3\n",
+          out);
+    fprintf(out, "  --only LIST     comma-separated subset of %s\n", list);
+    fputs("  --cache C       cold, warm or both (default both)\n"
           "  --threads N, --chunk SIZE, --ahead N   model options (default: library defaults)\n"
           "  --no-pipeline, --no-fio   skip those parts\n"
           "  -q              no progress on stderr\n"
@@ -555,6 +582,7 @@ static int in_list(const char *list, const char *name) {
 }
 
 static int bench_load_main(int argc, char **argv) {
+    build_modes();
     struct bench b;
     memset(&b, 0, sizeof b);
     b.runs = 3;
@@ -668,8 +696,8 @@ static int bench_load_main(int argc, char **argv) {
     qsort(lazy_open, 7, sizeof lazy_open[0], dcmp);
     double warm_open = lazy_open[3];
 
-    struct result res[NMODES][2], pipe_res[4], compute;
-    int have[NMODES][2] = {{0}};
+    struct result res[MAX_MODES][2], pipe_res[4], compute;
+    int have[MAX_MODES][2] = {{0}};
     memset(res, 0, sizeof res);
     memset(pipe_res, 0, sizeof pipe_res);
     memset(&compute, 0, sizeof compute);
@@ -697,7 +725,10 @@ static int bench_load_main(int argc, char **argv) {
     static const pagein_strategy pst[4] = {PAGEIN_STRATEGY_LAZY, PAGEIN_STRATEGY_PREFETCH, PAGEIN_STRATEGY_PREFETCH,
                                            PAGEIN_STRATEGY_POPULATE};
     static const int pwait[4] = {PIPE_WAIT_NONE, PIPE_WAIT_TENSOR, PIPE_WAIT_LAYER, PIPE_WAIT_NONE};
-    static const char *const plabel[4] = {"lazy", "prefetch", "prefetch/layer", "populate"};
+    char plabel[4][40]; /* the strategy's name, "/layer" for layer waits */
+    for (int k = 0; k < 4; k++)
+        snprintf(plabel[k], sizeof plabel[k], "%s%s", pagein_strategy_name(pst[k]),
+                 pwait[k] == PIPE_WAIT_LAYER ? "/layer" : "");
     if (pipeline) {
         for (int k = 0; k < 4; k++) {
             for (int r = 0; r < b.runs; r++) {
@@ -822,7 +853,8 @@ static int bench_load_main(int argc, char **argv) {
         else printf("\ndevice limit: not measured (fio missing or --no-fio)\n");
         /* verdicts, against the targets of docs/LOADING.md */
         printf("\nverdicts\n");
-        const struct result *r1 = have[5][0] ? &res[5][0] : NULL;
+        size_t k1 = mode_of(K_READ1M, 0), kpop = mode_of(K_STRATEGY, PAGEIN_STRATEGY_POPULATE);
+        const struct result *r1 = k1 < NMODES && have[k1][0] ? &res[k1][0] : NULL;
         for (size_t k = 0; k < NMODES; k++) {
             if (!have[k][0] && !have[k][1]) continue;
             const struct result *x = have[k][0] ? &res[k][0] : &res[k][1];
@@ -849,8 +881,8 @@ static int bench_load_main(int argc, char **argv) {
                        warm_open < 0.005 ? "MEETS" : "MISSES");
             printf("\n");
         }
-        if (pipeline && pipe_res[1].ok && have[1][0] && res[1][0].ok) {
-            double full = res[1][0].all_s;
+        if (pipeline && pipe_res[1].ok && kpop < NMODES && have[kpop][0] && res[kpop][0].ok) {
+            double full = res[kpop][0].all_s;
             double frac = pipe_res[1].first_output_s / full;
             double bound = compute.ok ? fmax(compute.total_s, full) : full;
             printf("  pipeline  prefetch first output %.0f%% of cold populate (target < 10%%) -> %s; total %.2fx "

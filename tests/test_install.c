@@ -62,3 +62,42 @@ TEST(install_errors) {
     CHECK_OK(pagein_install(src, dest, &o)); /* replacing works repeatedly */
     return PASS;
 }
+
+/* A source on another filesystem type (a memfd lives on tmpfs; the
+ * temporary directory is usually not) makes copy_file_range refuse with
+ * EXDEV, so the copy takes the pread/write path (pi_pread_full and
+ * pi_write_full) in chunks; every byte must arrive, in a file larger than
+ * one chunk with a ragged end, throttled or not. */
+TEST(install_copies_across_filesystems) {
+    uint64_t seed = pt_seed();
+    size_t n = (9u << 20) + 4099;
+    uint8_t *b = malloc(n);
+    CHECK(b != NULL);
+    for (size_t i = 0; i < n; i += 8) {
+        uint64_t v = pt_rand(&seed);
+        memcpy(b + i, &v, n - i < 8 ? n - i : 8);
+    }
+    int fd = memfd_create("pagein-install-src", MFD_CLOEXEC);
+    if (fd < 0) {
+        free(b);
+        SKIP_BECAUSE("memfd_create unavailable");
+    }
+    CHECK_EQ(write(fd, b, n), (ssize_t)n);
+    char src[64];
+    snprintf(src, sizeof src, "/proc/self/fd/%d", fd);
+    for (int throttled = 0; throttled < 2; throttled++) {
+        const char *dest = pt_tmppath(throttled ? "inst-x-dest2.bin" : "inst-x-dest.bin");
+        pagein_install_opts o = PAGEIN_INSTALL_OPTS_INIT;
+        o.flags = PAGEIN_INSTALL_NO_SYNC;
+        if (throttled) o.max_rate = 40u << 20; /* 5 MiB chunks, about 0.2 s */
+        CHECK_OK(pagein_install(src, dest, &o));
+        size_t got_n = 0;
+        uint8_t *got = pt_read_file(dest, &got_n);
+        CHECK(got != NULL && got_n == n && memcmp(got, b, n) == 0);
+        free(got);
+        unlink(dest);
+    }
+    close(fd);
+    free(b);
+    return PASS;
+}

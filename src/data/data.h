@@ -52,12 +52,35 @@ struct pi_rplan {
 int pi_ranges_plan(const pagein_range *r, size_t n, size_t nfds, const uint64_t *sizes, uint64_t max_gap,
                    uint64_t max_block, int no_merge, struct pi_rplan *plan);
 void pi_rplan_free(struct pi_rplan *plan);
-/* Executes a plan with crew (or, when crew is NULL, pi_parallel at qd). */
-int pi_ranges_exec(const int *fds, const pagein_range *r, struct pi_rplan *plan, struct pi_crew *crew,
-                   unsigned qd);
-/* The same through io_uring (ranges_uring.c); PAGEIN_E_UNSUPPORTED without
- * liburing, -errno when the ring cannot be set up (callers fall back). */
-int pi_ranges_exec_uring(const int *fds, const pagein_range *r, struct pi_rplan *plan, unsigned qd);
+
+/* Open descriptors as range-engine sources (src/engine/engine.h), built
+ * once and used for every batch. readv: reads go through the local-file
+ * readv (io_uring where requests wait, threads on local disks; see
+ * source/file_readv.c); else the engine's own threads. paths (may be NULL)
+ * name the files in errors and give their storage facts. */
+struct pi_fdsrcs {
+    struct pi_source_ops ops;
+    struct pi_source *src;
+    struct pi_source **srcs;
+    char (*names)[48];
+    size_t n;
+};
+int pi_fdsrcs_init(struct pi_fdsrcs *f, const int *fds, size_t n, const uint64_t *sizes, char *const *paths,
+                   int readv);
+void pi_fdsrcs_free(struct pi_fdsrcs *f);
+/* Executes a plan on the range engine, qd reads in flight: a block that is
+ * exactly one request is read straight into its buffer, others through the
+ * engine's ring and sliced out into the requests they serve. With a crew
+ * (kept workers, see pi_engine_opts.crew) merged blocks are read into
+ * *scratch instead (grown as needed and kept by the caller, so that a
+ * reader does not fault fresh pages in for every batch) and sliced out
+ * after the run. */
+struct pi_rscratch {
+    uint8_t *p;
+    uint64_t cap;
+};
+int pi_ranges_exec(const struct pi_fdsrcs *f, const pagein_range *r, const struct pi_rplan *plan, unsigned qd,
+                   struct pi_crew *crew, struct pi_rscratch *scratch);
 
 /* ---- random numbers ---------------------------------------------------- */
 static inline uint64_t pi_splitmix64(uint64_t *s) {

@@ -92,37 +92,6 @@ int pi_ranges_plan(const pagein_range *r, size_t n, size_t nfds, const uint64_t 
     return 0;
 }
 
-struct exec_ctx {
-    const int *fds;
-    const pagein_range *r;
-    const struct pi_rplan *plan;
-};
-
-static int exec_block(void *arg, size_t b) {
-    struct exec_ctx *x = arg;
-    const struct pi_rblock *blk = &x->plan->blocks[b];
-    int fd = x->fds[blk->file];
-    if (blk->count == 1) /* one request that is the whole read: straight into its buffer */
-        return pi_pread_full(fd, x->r[x->plan->order[blk->first]].dst, blk->len, blk->off);
-    uint8_t *buf = pi_malloc(blk->len);
-    if (!buf) return pi_err(-ENOMEM, "ranges: out of memory for a %" PRIu64 "-byte read", blk->len);
-    int rc = pi_pread_full(fd, buf, blk->len, blk->off);
-    if (rc == 0) {
-        for (size_t j = blk->first; j < blk->first + blk->count; j++) {
-            const pagein_range *q = &x->r[x->plan->order[j]];
-            memcpy(q->dst, buf + (q->offset - blk->off), q->length);
-        }
-    }
-    pi_free(buf);
-    return rc;
-}
-
-int pi_ranges_exec(const int *fds, const pagein_range *r, struct pi_rplan *plan, struct pi_crew *crew, unsigned qd) {
-    struct exec_ctx x = {fds, r, plan};
-    if (crew) return pi_crew_run(crew, plan->nblocks, exec_block, &x);
-    return pi_parallel(qd, plan->nblocks, exec_block, &x);
-}
-
 /* ---- pagein_read_ranges: the plan's blocks on the range engine ----------- */
 
 struct scatter {
@@ -144,34 +113,65 @@ static int scatter_piece(void *arg, size_t b, uint64_t boff, const void *data, u
     return 0;
 }
 
+int pi_fdsrcs_init(struct pi_fdsrcs *f, const int *fds, size_t n, const uint64_t *sizes, char *const *paths,
+                   int readv) {
+    memset(f, 0, sizeof *f);
+    f->ops = (struct pi_source_ops){.name = "file", .read = pi_source_file.read, .readv = readv ? pi_source_file.readv : NULL};
+    f->n = n;
+    f->src = pi_calloc(n ? n : 1, sizeof *f->src);
+    f->srcs = pi_calloc(n ? n : 1, sizeof *f->srcs);
+    f->names = paths ? NULL : pi_calloc(n ? n : 1, sizeof *f->names);
+    if (!f->src || !f->srcs || (!paths && !f->names)) {
+        pi_fdsrcs_free(f);
+        return pi_err(-ENOMEM, "ranges: out of memory for %zu files", n);
+    }
+    for (size_t i = 0; i < n; i++) {
+        char *name = paths ? paths[i] : f->names[i];
+        if (!paths) snprintf(f->names[i], sizeof f->names[i], "file %zu (fd %d)", i, fds[i]);
+        f->src[i] = (struct pi_source){.ops = &f->ops, .name = name, .size = sizes[i], .fd = fds[i]};
+        f->src[i].facts.rotational = -1;
+        if (paths) pi_local_facts(fds[i], paths[i], &f->src[i].facts);
+        f->srcs[i] = &f->src[i];
+    }
+    return 0;
+}
+
+void pi_fdsrcs_free(struct pi_fdsrcs *f) {
+    pi_free(f->src);
+    pi_free(f->srcs);
+    pi_free(f->names);
+    memset(f, 0, sizeof *f);
+}
+
 /* Every block of the plan is one span: read straight into the request's
  * buffer when the block is exactly one request (BUFFERS, one readv per
- * file: io_uring with `uring`), else streamed through a ring and scattered
- * into the requests it serves on this thread. */
-static int exec_engine(const int *fds, size_t nfds, const uint64_t *sizes, const pagein_range *r,
-                       const struct pi_rplan *plan, unsigned qd, int uring) {
+ * file), else streamed through a ring and scattered into the requests it
+ * serves on this thread. */
+int pi_ranges_exec(const struct pi_fdsrcs *f, const pagein_range *r, const struct pi_rplan *plan, unsigned qd,
+                   struct pi_crew *crew, struct pi_rscratch *scratch) {
     if (plan->nblocks == 0) return 0;
-    const struct pi_source_ops ops = {.name = "file", .read = pi_source_file.read, .readv = uring ? pi_source_file.readv : NULL};
-    struct pi_source *src = pi_calloc(nfds, sizeof *src);
-    struct pi_source **srcs = pi_calloc(nfds, sizeof *srcs);
-    char (*names)[48] = pi_calloc(nfds, sizeof *names);
+    uint64_t merged = 0;
+    if (crew && scratch) {
+        for (size_t b = 0; b < plan->nblocks; b++)
+            if (plan->blocks[b].count != 1) merged += pi_align_up(plan->blocks[b].len, 64);
+        if (merged > scratch->cap) {
+            uint8_t *np = pi_realloc(scratch->p, merged);
+            if (!np) return pi_err(-ENOMEM, "ranges: out of memory for %" PRIu64 " bytes of merged reads", merged);
+            scratch->p = np;
+            scratch->cap = merged;
+        }
+    }
     struct pi_span *sp = pi_calloc(plan->nblocks, sizeof *sp);
-    int rc = 0;
-    if (!src || !srcs || !names || !sp) {
-        rc = pi_err(-ENOMEM, "ranges: out of memory for %zu reads", plan->nblocks);
-        goto out;
-    }
-    for (size_t i = 0; i < nfds; i++) {
-        snprintf(names[i], sizeof names[i], "file %zu (fd %d)", i, fds[i]);
-        src[i] = (struct pi_source){.ops = &ops, .name = names[i], .size = sizes[i], .fd = fds[i]};
-        src[i].facts.rotational = -1;
-        srcs[i] = &src[i];
-    }
+    if (!sp) return pi_err(-ENOMEM, "ranges: out of memory for %zu reads", plan->nblocks);
     int direct = 1;
-    uint64_t biggest = 0;
+    uint64_t biggest = 0, at = 0;
     for (size_t b = 0; b < plan->nblocks; b++) {
         const struct pi_rblock *blk = &plan->blocks[b];
         void *dst = blk->count == 1 ? r[plan->order[blk->first]].dst : NULL;
+        if (!dst && crew && scratch) {
+            dst = scratch->p + at;
+            at += pi_align_up(blk->len, 64);
+        }
         direct &= dst != NULL;
         sp[b] = (struct pi_span){blk->file, blk->off, blk->len, dst};
         if (blk->len > biggest) biggest = blk->len;
@@ -182,12 +182,12 @@ static int exec_engine(const int *fds, size_t nfds, const uint64_t *sizes, const
                                .depth = qd,
                                .max_gap = 0,
                                .consume = scatter_piece,
-                               .arg = &x};
-    rc = pi_engine_run(srcs, nfds, sp, plan->nblocks, &o, NULL);
-out:
-    pi_free(src);
-    pi_free(srcs);
-    pi_free(names);
+                               .arg = &x,
+                               .crew = crew};
+    int rc = pi_engine_run(f->srcs, f->n, sp, plan->nblocks, &o, NULL);
+    if (rc == 0 && direct) /* merged blocks were read into scratch: slice them out */
+        for (size_t b = 0; b < plan->nblocks; b++)
+            if (plan->blocks[b].count != 1) scatter_piece(&x, b, 0, sp[b].dst, sp[b].len);
     pi_free(sp);
     return rc;
 }
@@ -217,7 +217,10 @@ int pagein_read_ranges(const int *fds, size_t nfds, const pagein_range *reqs, si
     /* the range engine reads the plan's blocks: io_uring with the flag (the
      * local readv falls back to threads without liburing or where the
      * kernel refuses a ring), threads otherwise */
-    rc = exec_engine(fds, nfds, sizes, reqs, &plan, qd, opts && (opts->flags & PAGEIN_RANGES_URING));
+    struct pi_fdsrcs f;
+    rc = pi_fdsrcs_init(&f, fds, nfds, sizes, NULL, opts && (opts->flags & PAGEIN_RANGES_URING));
+    if (rc == 0) rc = pi_ranges_exec(&f, reqs, &plan, qd, NULL, NULL);
+    pi_fdsrcs_free(&f);
     if (st) {
         st->requests = n;
         st->reads = plan.nblocks;

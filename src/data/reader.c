@@ -4,6 +4,7 @@
  * drawn at random from a bounded buffer of blocks) and mmap (the baseline);
  * seeded orders and the shuffle-quality figure. */
 #include "data.h"
+#include "../engine/engine.h"
 
 #include <fcntl.h>
 #include <inttypes.h>
@@ -111,7 +112,9 @@ struct pagein_reader {
     uint64_t *bcap;
     pagein_range *breq;
     pagein_sample_loc *bloc;
-    struct pi_crew crew;
+    struct pi_fdsrcs fsrc; /* fds as range-engine sources (global, ranges, block) */
+    struct pi_crew crew;   /* the engine's workers, kept between batches */
+    struct pi_rscratch scratch; /* ranges: merged reads of a batch */
     int crew_on;
     /* mmap */
     uint8_t **maps;
@@ -176,6 +179,19 @@ static int reopen_files(pagein_reader *r, int advice) {
     return 0;
 }
 
+/* The reader's descriptors as range-engine sources, named by their paths
+ * (errors name the file) with their storage facts (io_uring where requests
+ * wait, threads on local disks). */
+static int engine_sources(pagein_reader *r) {
+    size_t nf = r->d->nfiles;
+    char **paths = pi_malloc((nf ? nf : 1) * sizeof *paths);
+    if (!paths) return pi_err(-ENOMEM, "reader: out of memory");
+    for (size_t i = 0; i < nf; i++) paths[i] = r->d->files[i].path;
+    int rc = pi_fdsrcs_init(&r->fsrc, r->fds, nf, r->sizes, paths, 0);
+    pi_free(paths);
+    return rc;
+}
+
 static int start_order(pagein_reader *r) {
     r->pos = 0;
     r->bn = r->bi = 0;
@@ -214,7 +230,9 @@ static int fill_batch(pagein_reader *r) {
     struct pi_rplan plan;
     int ranges = r->o.kind == PAGEIN_READER_RANGES;
     FORWARD_IF(pi_ranges_plan(r->breq, nreq, r->d->nfiles, r->sizes, r->o.max_gap, r->o.max_block, !ranges, &plan));
-    int rc = pi_ranges_exec(r->fds, r->breq, &plan, &r->crew, r->o.queue_depth);
+    uint64_t cap0 = r->scratch.cap;
+    int rc = pi_ranges_exec(&r->fsrc, r->breq, &plan, r->o.queue_depth, &r->crew, &r->scratch);
+    r->st.memory_peak += r->scratch.cap - cap0;
     r->st.io.requests += nreq;
     r->st.io.reads += plan.nblocks;
     r->st.io.bytes_requested += plan.bytes_requested;
@@ -296,27 +314,18 @@ static int build_blocks(pagein_reader *r) {
     return 0;
 }
 
-/* A block is read as a few large chunks at once: one buffered stream is
- * limited by readahead, a handful keep the device (or a remote server)
- * busy. Chunks are at least 512 KiB, so every read stays large. */
-struct chunk_ctx {
-    int fd;
-    uint8_t *buf;
-    uint64_t off, len, chunk;
-};
-
-static int read_chunk(void *arg, size_t i) {
-    struct chunk_ctx *c = arg;
-    uint64_t o = (uint64_t)i * c->chunk, n = PI_MIN(c->chunk, c->len - o);
-    return pi_pread_full(c->fd, c->buf + o, n, c->off + o);
-}
-
+/* A block is read as a few large chunks at once on the range engine: one
+ * buffered stream is limited by readahead, a handful keep the device (or a
+ * remote server) busy. Chunks are at least 512 KiB, so every read stays
+ * large. */
 static int read_block(pagein_reader *r, const struct dblock *blk, uint8_t *buf) {
     if (!blk->len) return 0;
     uint64_t chunk = PI_MAX((uint64_t)512 << 10, (blk->len + r->o.block_threads - 1) / r->o.block_threads);
     chunk = pi_align_up(chunk, 4096);
-    struct chunk_ctx c = {r->fds[blk->file], buf, blk->off, blk->len, chunk};
-    return pi_crew_run(&r->crew, (size_t)((blk->len + chunk - 1) / chunk), read_chunk, &c);
+    struct pi_span sp = {blk->file, blk->off, blk->len, buf};
+    struct pi_engine_opts o = {.deliver = PI_DELIVER_BUFFERS, .request_bytes = chunk, .depth = r->o.block_threads,
+                               .max_gap = 0, .crew = &r->crew};
+    return pi_engine_run(r->fsrc.srcs, r->fsrc.n, &sp, 1, &o, NULL);
 }
 
 static void *loader_main(void *arg) {
@@ -343,7 +352,6 @@ static void *loader_main(void *arg) {
         uint64_t gen = r->gen;
         pthread_mutex_unlock(&r->mu);
         int rc = read_block(r, blk, sl->buf);
-        if (rc < 0) pi_err_prefix(r->d->files[blk->file].path);
         pthread_mutex_lock(&r->mu);
         if (gen != r->gen) { /* the epoch was restarted meanwhile */
             sl->state = SLOT_FREE;
@@ -498,6 +506,8 @@ void pagein_reader_close(pagein_reader *r) {
         pthread_cond_destroy(&r->cv_cons);
     }
     if (r->crew_on) pi_crew_stop(&r->crew);
+    pi_free(r->scratch.p);
+    pi_fdsrcs_free(&r->fsrc);
     if (r->slots)
         for (unsigned k = 0; k < r->K; k++) {
             pi_free(r->slots[k].buf);
@@ -555,6 +565,7 @@ static int reader_init(pagein_reader *r) {
         uint64_t bound;
         if (pi_mul_overflow(b, r->max_len, &bound)) bound = UINT64_MAX;
         r->st.memory_bound = bound;
+        FORWARD_IF(engine_sources(r));
         FORWARD_IF(pi_crew_start(&r->crew, o->queue_depth));
         r->crew_on = 1;
         return start_order(r);
@@ -588,6 +599,7 @@ static int reader_init(pagein_reader *r) {
         r->st.memory_bound = bound;
         r->st.memory_peak = bound;
         r->release = -1;
+        FORWARD_IF(engine_sources(r));
         FORWARD_IF(pi_crew_start(&r->crew, o->block_threads));
         r->crew_on = 1;
         pthread_mutex_init(&r->mu, NULL);

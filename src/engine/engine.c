@@ -12,7 +12,8 @@
  *    then derived from completion times: readv starts requests in order as
  *    slots free, so request i (i >= depth) starts when the (i - depth)-th
  *    completion arrives.
- *  - workers: otherwise `depth` threads each claim the next request, read
+ *  - workers: otherwise `depth` threads (started for the run, or the
+ *    caller's crew, o->crew) each claim the next request, read
  *    it with the source's read (into the caller buffer, a per-thread
  *    scratch buffer, or a ring slot) and deliver it. The ring bounds
  *    STREAM's memory to ring * request_bytes whatever the plan's size.
@@ -331,10 +332,21 @@ static void consume_loop(struct erunner *x) {
     }
 }
 
+/* One crew item: a worker that claims requests until none are left. */
+static int crew_worker(void *arg, size_t i) {
+    (void)i;
+    worker(arg);
+    return 0;
+}
+
 static int run_workers(struct erunner *x) {
     const int stream = x->o->deliver == PI_DELIVER_STREAM;
     unsigned nt = x->depth;
     if (nt > x->p->nreq) nt = (unsigned)x->p->nreq;
+    if (!stream && x->o->crew) { /* the caller's kept workers, the caller among them */
+        int rc = pi_crew_run(x->o->crew, nt, crew_worker, x);
+        return rc < 0 ? rc : x->rc;
+    }
     if (stream) {
         x->nring = x->o->ring ? x->o->ring : x->depth + 1;
         if (x->nring > x->p->nreq) x->nring = x->p->nreq;

@@ -59,6 +59,13 @@ struct pi_engine_opts {
     pi_consume_fn consume;  /* STREAM */
     void *arg;
     _Atomic int *cancel;
+    /* Addition (training-data readers): workers kept between runs (io/pool.c
+     * crew, owned by the caller, not used by anyone else during the run).
+     * NULL: the engine starts its threads for each run, which costs more
+     * than the reads themselves for a batch of small samples from the page
+     * cache. Used by the worker path (BUFFERS, PAGECACHE); STREAM starts
+     * its own threads. */
+    struct pi_crew *crew;
 };
 
 #define PI_ENGINE_HIST 16 /* request-size histogram: bucket i = [4 KiB << i, 4 KiB << (i+1)) */

@@ -187,23 +187,25 @@ static void elem_scalar(const pagein_file *f, const pagein_meta *m, uint64_t i, 
     }
 }
 
-int pagein_meta_array_u64(const pagein_file *f, const pagein_meta *m, uint64_t i, uint64_t *out) {
+/* Element i of an array of integers, as a scalar. */
+static int int_elem(const pagein_file *f, const pagein_meta *m, uint64_t i, pagein_meta *e) {
     FORWARD_IF(check_arr(f, m, i));
     if (!is_int(m->elem_type))
         return pi_err(PAGEIN_E_BAD_TYPE, "'%s' is an array of %s, not of integers", kname(m),
                       pi_gguf_type_name(m->elem_type));
+    elem_scalar(f, m, i, e);
+    return 0;
+}
+
+int pagein_meta_array_u64(const pagein_file *f, const pagein_meta *m, uint64_t i, uint64_t *out) {
     pagein_meta e;
-    elem_scalar(f, m, i, &e);
+    FORWARD_IF(int_elem(f, m, i, &e));
     return to_u64(&e, scalar_ival(&e), UINT64_MAX, out);
 }
 
 int pagein_meta_array_i64(const pagein_file *f, const pagein_meta *m, uint64_t i, int64_t *out) {
-    FORWARD_IF(check_arr(f, m, i));
-    if (!is_int(m->elem_type))
-        return pi_err(PAGEIN_E_BAD_TYPE, "'%s' is an array of %s, not of integers", kname(m),
-                      pi_gguf_type_name(m->elem_type));
     pagein_meta e;
-    elem_scalar(f, m, i, &e);
+    FORWARD_IF(int_elem(f, m, i, &e));
     return to_i64(&e, scalar_ival(&e), is_signed(e.type), out);
 }
 

@@ -10,26 +10,11 @@
 
 #include <stdio.h>
 
-struct buf {
-    uint8_t *p;
-    size_t n, cap;
-};
-
-static int buf_put(struct buf *b, const void *src, size_t n) {
-    if (n > b->cap - b->n) {
-        size_t nc = b->cap ? b->cap : 4096;
-        while (nc - b->n < n) {
-            if (nc > SIZE_MAX / 2) return -ENOMEM;
-            nc *= 2;
-        }
-        uint8_t *np = pi_realloc(b->p, nc);
-        if (!np) return -ENOMEM;
-        b->p = np;
-        b->cap = nc;
-    }
-    if (n) memcpy(b->p + b->n, src, n);
-    b->n += n;
-    return 0;
+/* Bytes being encoded, in the library's growable buffer: -ENOMEM once an
+ * allocation failed. */
+static int buf_put(struct pi_buf *b, const void *src, size_t n) {
+    pi_buf_put(b, src, n);
+    return b->oom ? -ENOMEM : 0;
 }
 
 struct wtensor {
@@ -47,7 +32,7 @@ struct pagein_gguf_writer {
     uint32_t version, alignment, key_alignment;
     int be;
     uint32_t flags;  /* PAGEIN_GGUF_WRITE_* */
-    struct buf kv;   /* encoded metadata entries */
+    struct pi_buf kv;   /* encoded metadata entries */
     uint64_t n_kv;
     char **keys;     /* for duplicate checks (may hold NUL: see keylens) */
     size_t *keylens;
@@ -56,25 +41,25 @@ struct pagein_gguf_writer {
     size_t nt, tcap;
 };
 
-static void put_u32(struct buf *b, uint32_t v, int be, int *rc) {
+static void put_u32(struct pi_buf *b, uint32_t v, int be, int *rc) {
     if (be) v = __builtin_bswap32(v);
     if (*rc == 0) *rc = buf_put(b, &v, 4);
 }
-static void put_u64(struct buf *b, uint64_t v, int be, int *rc) {
+static void put_u64(struct pi_buf *b, uint64_t v, int be, int *rc) {
     if (be) v = __builtin_bswap64(v);
     if (*rc == 0) *rc = buf_put(b, &v, 8);
 }
-static void put_len(const pagein_gguf_writer *w, struct buf *b, uint64_t v, int *rc) {
+static void put_len(const pagein_gguf_writer *w, struct pi_buf *b, uint64_t v, int *rc) {
     if (w->version == 1) put_u32(b, (uint32_t)v, w->be, rc);
     else put_u64(b, v, w->be, rc);
 }
-static void put_str(const pagein_gguf_writer *w, struct buf *b, const char *s, size_t n, int *rc) {
+static void put_str(const pagein_gguf_writer *w, struct pi_buf *b, const char *s, size_t n, int *rc) {
     put_len(w, b, n, rc);
     if (*rc == 0) *rc = buf_put(b, s, n);
 }
 
 /* One scalar of type at p (native order) in the writer's byte order. */
-static void put_scalar(const pagein_gguf_writer *w, struct buf *b, uint32_t type, const void *p, int *rc) {
+static void put_scalar(const pagein_gguf_writer *w, struct pi_buf *b, uint32_t type, const void *p, int *rc) {
     uint32_t es = pi_gguf_type_size(type);
     uint8_t tmp[8];
     memcpy(tmp, p, es);
@@ -241,16 +226,21 @@ int pagein_gguf_set_str(pagein_gguf_writer *w, const char *key, const char *s, s
     return set_str_k(w, key, klen_of(key), s, len);
 }
 
+/* Checks an array's element count and opens its key-value entry. */
+static int begin_array(pagein_gguf_writer *w, const char *key, uint64_t count, size_t *mark) {
+    if (count > PI_GGUF_MAX_ARRAY)
+        return pi_err(PAGEIN_E_LIMIT, "'%s': %llu elements above the 2^30 limit", key ? key : "",
+                      (unsigned long long)count);
+    return begin_kv(w, key, klen_of(key), PAGEIN_META_ARRAY, mark);
+}
+
 int pagein_gguf_set_array(pagein_gguf_writer *w, const char *key, pagein_meta_type et, const void *elems,
                           uint64_t count) {
     uint32_t es = pi_gguf_type_size((uint32_t)et);
     if (!es || (!elems && count)) return pi_err(PAGEIN_E_INVALID, "'%s': set_array needs a scalar element type",
                                                 key ? key : "");
-    if (count > PI_GGUF_MAX_ARRAY)
-        return pi_err(PAGEIN_E_LIMIT, "'%s': %llu elements above the 2^30 limit", key ? key : "",
-                      (unsigned long long)count);
     size_t mark;
-    FORWARD_IF(begin_kv(w, key, klen_of(key), PAGEIN_META_ARRAY, &mark));
+    FORWARD_IF(begin_array(w, key, count, &mark));
     int rc = 0;
     put_u32(&w->kv, (uint32_t)et, w->be, &rc);
     put_len(w, &w->kv, count, &rc);
@@ -266,11 +256,8 @@ int pagein_gguf_set_array(pagein_gguf_writer *w, const char *key, pagein_meta_ty
 int pagein_gguf_set_str_array(pagein_gguf_writer *w, const char *key, const char *const *s, const size_t *lens,
                               uint64_t count) {
     if (!s && count) return pi_err(PAGEIN_E_INVALID, "NULL string array");
-    if (count > PI_GGUF_MAX_ARRAY)
-        return pi_err(PAGEIN_E_LIMIT, "'%s': %llu elements above the 2^30 limit", key ? key : "",
-                      (unsigned long long)count);
     size_t mark;
-    FORWARD_IF(begin_kv(w, key, klen_of(key), PAGEIN_META_ARRAY, &mark));
+    FORWARD_IF(begin_array(w, key, count, &mark));
     int rc = 0;
     put_u32(&w->kv, PAGEIN_META_STRING, w->be, &rc);
     put_len(w, &w->kv, count, &rc);
@@ -297,7 +284,7 @@ int pagein_gguf_set_raw(pagein_gguf_writer *w, const char *key, pagein_meta_type
     /* Validate with the reader's own value parser on a one-entry image. */
     struct pi_table t;
     pi_table_init(&t);
-    struct buf img = {0};
+    struct pi_buf img = {0};
     int rc = 0;
     const char hdr[4] = {'G', 'G', 'U', 'F'};
     rc = buf_put(&img, hdr, 4);
@@ -311,7 +298,7 @@ int pagein_gguf_set_raw(pagein_gguf_writer *w, const char *key, pagein_meta_type
         pi_free(img.p);
         return pi_err(rc, "out of memory");
     }
-    rc = pi_gguf_parse(img.p, img.n, img.n, 0, &t);
+    rc = pi_gguf_parse((const uint8_t *)img.p, img.n, img.n, 0, &t);
     /* the value must use every byte: no tensors, no padding after it */
     if (rc == 0 && t.data_start != img.n)
         rc = pi_err(PAGEIN_E_INVALID, "'%s': %zu raw bytes hold more than one %s value", key ? key : "", len,
@@ -416,7 +403,7 @@ int pagein_gguf_write(pagein_gguf_writer *w, const char *path) {
     if (w->alignment && !w->key_alignment && w->alignment != PI_GGUF_DEFAULT_ALIGNMENT)
         FORWARD_IF(pagein_gguf_set_u32(w, "general.alignment", w->alignment));
     uint32_t align = w->key_alignment ? w->key_alignment : w->alignment ? w->alignment : PI_GGUF_DEFAULT_ALIGNMENT;
-    struct buf h = {0};
+    struct pi_buf h = {0};
     int rc = buf_put(&h, "GGUF", 4);
     put_u32(&h, w->version, w->be, &rc);
     put_len(w, &h, w->nt, &rc);
@@ -477,7 +464,7 @@ int pagein_gguf_write(pagein_gguf_writer *w, const char *path) {
 /* Appends array m of file f (elem_type, count, elements) to b in the
  * writer's layout, reading the elements through the getters so that any
  * source version and byte order works. */
-static int encode_array(pagein_gguf_writer *w, struct buf *b, const pagein_file *f, const pagein_meta *m,
+static int encode_array(pagein_gguf_writer *w, struct pi_buf *b, const pagein_file *f, const pagein_meta *m,
                         int depth) {
     if (depth > PI_GGUF_MAX_DEPTH) return pi_err(PAGEIN_E_LIMIT, "arrays nested deeper than %d", PI_GGUF_MAX_DEPTH);
     int rc = 0;

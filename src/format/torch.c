@@ -201,12 +201,7 @@ static int walk(struct walker *w, uint32_t id, int depth) {
               w->name.p ? w->name.p : "");
     const struct pk_obj *o = &w->st->o[id];
     if (o->kind == PK_TENSOR) {
-        if (w->ni + 1 > w->ci) {
-            size_t nc = w->ci ? w->ci * 2 : 64;
-            struct item *ni = pi_realloc(w->items, nc * sizeof *ni);
-            if (!ni) return pi_err(-ENOMEM, "out of memory");
-            w->items = ni, w->ci = nc;
-        }
+        FORWARD_IF(pi_grow((void **)&w->items, &w->ci, w->ni + 1, sizeof *w->items));
         /* a tensor at the very top (torch.save(tensor)) is named "tensor" */
         const char *nm = w->name.n ? w->name.p : "tensor";
         size_t nl = w->name.n ? w->name.n : 6;

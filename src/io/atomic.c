@@ -171,21 +171,29 @@ int pi_atomic_open(struct pi_atomic_file *a, const char *path) {
     return rc;
 }
 
-int pi_atomic_write(struct pi_atomic_file *a, const void *buf, size_t len) {
+int pi_write_full(int fd, const void *buf, size_t len) {
     const uint8_t *p = buf;
-    while (len) {
-        ssize_t w = write(a->fd, p, PI_MIN(len, (size_t)1 << 30));
+    size_t done = 0;
+    while (done < len) {
+        ssize_t w = write(fd, p + done, PI_MIN(len - done, (size_t)1 << 30));
         if (w < 0) {
             if (errno == EINTR) continue;
             int e = errno;
-            return pi_err(-e, "%s: write failed after %llu bytes: %s", a->path,
-                          (unsigned long long)a->written, strerror(e));
+            return pi_err(-e, "write failed after %zu of %zu bytes: %s", done, len, strerror(e));
         }
-        if (w == 0) return pi_err(-EIO, "%s: write returned 0", a->path);
-        p += w;
-        len -= (size_t)w;
-        a->written += (uint64_t)w;
+        if (w == 0) return pi_err(-EIO, "write returned 0 after %zu of %zu bytes", done, len);
+        done += (size_t)w;
     }
+    return 0;
+}
+
+int pi_atomic_write(struct pi_atomic_file *a, const void *buf, size_t len) {
+    int rc = pi_write_full(a->fd, buf, len);
+    if (rc < 0) {
+        pi_err_prefix(a->path);
+        return rc;
+    }
+    a->written += len;
     return 0;
 }
 

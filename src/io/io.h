@@ -86,6 +86,11 @@ struct pi_atomic_file {
 int pi_atomic_open(struct pi_atomic_file *a, const char *path);
 /* Writes all len bytes at the current end (retries short writes and EINTR). */
 int pi_atomic_write(struct pi_atomic_file *a, const void *buf, size_t len);
+/* The loop under it, for any descriptor: all len bytes at fd's position,
+ * retrying short writes and EINTR. 0 or -errno (-EIO for a write of 0) with
+ * a detail saying how many bytes were written before the failure; callers
+ * prefix the path. */
+int pi_write_full(int fd, const void *buf, size_t len);
 /* fsyncs, renames the temp over path, fsyncs the directory, frees a. On
  * failure the temp is unlinked and a freed as well. Every failure except a
  * failing directory fsync happens before the rename, so the target is then

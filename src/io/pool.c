@@ -3,7 +3,8 @@
  * thread. Two lifetimes of the same workers: pi_parallel() creates its
  * threads and joins them before it returns; a crew (pi_crew_*) keeps them
  * for the life of the object that owns it (a reader issuing thousands of
- * small batches), and joins them in pi_crew_stop. No thread outlives the
+ * small batches on the range engine, pi_engine_opts.crew), and joins them
+ * in pi_crew_stop. No thread outlives the
  * object that started it. */
 #include "../internal.h"
 

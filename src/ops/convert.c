@@ -39,31 +39,7 @@ static bool is_castable(pagein_dtype d) {
     return d == PAGEIN_DTYPE_F32 || d == PAGEIN_DTYPE_F16 || d == PAGEIN_DTYPE_BF16 || d == PAGEIN_DTYPE_F64;
 }
 
-/* ---- a growable string ------------------------------------------------------ */
-
-struct sbuf {
-    char *p;
-    size_t n, cap;
-    int oom;
-};
-
-static void sb_put(struct sbuf *b, const char *s, size_t n) {
-    if (b->oom) return;
-    if (b->n + n + 1 > b->cap) {
-        size_t c = b->cap ? b->cap : 256;
-        while (c < b->n + n + 1) c *= 2;
-        char *np = pi_realloc(b->p, c);
-        if (!np) {
-            b->oom = 1;
-            return;
-        }
-        b->p = np, b->cap = c;
-    }
-    memcpy(b->p + b->n, s, n);
-    b->n += n;
-    b->p[b->n] = 0;
-}
-static void sb_str(struct sbuf *b, const char *s) { sb_put(b, s, strlen(s)); }
+/* ---- text built in the library's growable buffer (pi_buf) -------------------- */
 
 /* Valid UTF-8 (no overlong forms, no surrogates, <= U+10FFFF). */
 static bool utf8_ok(const unsigned char *s, size_t n) {
@@ -90,7 +66,7 @@ static bool utf8_ok(const unsigned char *s, size_t n) {
 }
 
 /* A JSON string; false (nothing added) when s is not valid UTF-8. */
-static bool sb_json_str(struct sbuf *b, const char *s, size_t n) {
+static bool sb_json_str(struct pi_buf *b, const char *s, size_t n) {
     if (!utf8_ok((const unsigned char *)s, n)) return false;
     size_t q = pi_json_quoted_len(s, n);
     char *tmp = pi_malloc(q);
@@ -99,7 +75,7 @@ static bool sb_json_str(struct sbuf *b, const char *s, size_t n) {
         return true;
     }
     pi_json_quote(tmp, s, n);
-    sb_put(b, tmp, q);
+    pi_buf_put(b, tmp, q);
     pi_free(tmp);
     return true;
 }
@@ -107,14 +83,14 @@ static bool sb_json_str(struct sbuf *b, const char *s, size_t n) {
 /* Shortest decimal that reads back as the same float (f32) or double, as
  * Python's repr writes it ("1.0", "1e-05"); NaN and infinities as Python's
  * json module writes them. */
-static void sb_float(struct sbuf *b, double v, int f32) {
+static void sb_float(struct pi_buf *b, double v, int f32) {
     char buf[48];
     if (isnan(v)) {
-        sb_str(b, "NaN");
+        pi_buf_str(b, "NaN");
         return;
     }
     if (isinf(v)) {
-        sb_str(b, v < 0 ? "-Infinity" : "Infinity");
+        pi_buf_str(b, v < 0 ? "-Infinity" : "Infinity");
         return;
     }
     for (int p = 1; p <= 17; p++) {
@@ -122,7 +98,7 @@ static void sb_float(struct sbuf *b, double v, int f32) {
         if (f32 ? strtof(buf, NULL) == (float)v : strtod(buf, NULL) == v) break;
     }
     if (!strpbrk(buf, ".eEn")) strcat(buf, ".0");
-    sb_str(b, buf);
+    pi_buf_str(b, buf);
 }
 
 static const char *meta_str_reason(const char *s, size_t n) {
@@ -132,11 +108,11 @@ static const char *meta_str_reason(const char *s, size_t n) {
 }
 
 /* An array of f as JSON; returns NULL or why it cannot be written. */
-static const char *sb_json_array(struct sbuf *b, const pagein_file *f, const pagein_meta *m, int depth) {
+static const char *sb_json_array(struct pi_buf *b, const pagein_file *f, const pagein_meta *m, int depth) {
     if (depth > 8) return "arrays nested too deeply";
-    sb_str(b, "[");
+    pi_buf_str(b, "[");
     for (uint64_t i = 0; i < m->count && !b->oom; i++) {
-        if (i) sb_str(b, ", ");
+        if (i) pi_buf_str(b, ", ");
         char num[32];
         switch (m->elem_type) {
         case PAGEIN_META_STRING: {
@@ -163,51 +139,51 @@ static const char *sb_json_array(struct sbuf *b, const pagein_file *f, const pag
         case PAGEIN_META_BOOL: {
             uint64_t u;
             if (pagein_meta_array_u64(f, m, i, &u) < 0) return "unreadable bool element";
-            sb_str(b, u ? "true" : "false");
+            pi_buf_str(b, u ? "true" : "false");
             break;
         }
         case PAGEIN_META_I8: case PAGEIN_META_I16: case PAGEIN_META_I32: case PAGEIN_META_I64: {
             int64_t v;
             if (pagein_meta_array_i64(f, m, i, &v) < 0) return "unreadable integer element";
             snprintf(num, sizeof num, "%lld", (long long)v);
-            sb_str(b, num);
+            pi_buf_str(b, num);
             break;
         }
         default: {
             uint64_t v;
             if (pagein_meta_array_u64(f, m, i, &v) < 0) return "unreadable integer element";
             snprintf(num, sizeof num, "%llu", (unsigned long long)v);
-            sb_str(b, num);
+            pi_buf_str(b, num);
             break;
         }
         }
     }
-    sb_str(b, "]");
+    pi_buf_str(b, "]");
     return NULL;
 }
 
 /* The value of a metadata entry as a safetensors __metadata__ string:
  * strings as they are, everything else JSON-encoded. Returns NULL (the
  * value in b) or why it cannot be carried. */
-static const char *meta_as_string(struct sbuf *b, const pagein_file *f, const pagein_meta *m) {
+static const char *meta_as_string(struct pi_buf *b, const pagein_file *f, const pagein_meta *m) {
     char num[32];
     switch (m->type) {
     case PAGEIN_META_STRING: {
         const char *why = meta_str_reason(m->str, (size_t)m->str_len);
         if (why) return why;
-        sb_put(b, m->str, (size_t)m->str_len);
+        pi_buf_put(b, m->str, (size_t)m->str_len);
         return NULL;
     }
     case PAGEIN_META_ARRAY: return sb_json_array(b, f, m, 0);
-    case PAGEIN_META_BOOL: sb_str(b, m->v.b ? "true" : "false"); return NULL;
+    case PAGEIN_META_BOOL: pi_buf_str(b, m->v.b ? "true" : "false"); return NULL;
     case PAGEIN_META_F32: case PAGEIN_META_F64: sb_float(b, m->v.f, m->type == PAGEIN_META_F32); return NULL;
     case PAGEIN_META_I8: case PAGEIN_META_I16: case PAGEIN_META_I32: case PAGEIN_META_I64:
         snprintf(num, sizeof num, "%lld", (long long)m->v.i);
-        sb_str(b, num);
+        pi_buf_str(b, num);
         return NULL;
     default:
         snprintf(num, sizeof num, "%llu", (unsigned long long)m->v.u);
-        sb_str(b, num);
+        pi_buf_str(b, num);
         return NULL;
     }
 }
@@ -315,16 +291,16 @@ static char *join(const char *dir, const char *name) {
 static int write_index(const char *path, char **names, const pagein_write_tensor *w, const uint32_t *shard, size_t n,
                        uint64_t total) {
     struct wm *m = pi_malloc((n ? n : 1) * sizeof *m);
-    struct sbuf b = {0};
+    struct pi_buf b = {0};
     if (!m) return pi_err(-ENOMEM, "out of memory");
     for (size_t i = 0; i < n; i++) m[i].name = w[i].name, m[i].shard = shard[i];
     qsort(m, n, sizeof *m, wm_cmp);
     char hdr[128];
     snprintf(hdr, sizeof hdr, "{\n  \"metadata\": {\n    \"total_size\": %llu\n  },\n  \"weight_map\": {\n",
              (unsigned long long)total);
-    sb_str(&b, hdr);
+    pi_buf_str(&b, hdr);
     for (size_t i = 0; i < n; i++) {
-        sb_str(&b, "    ");
+        pi_buf_str(&b, "    ");
         size_t q = pi_json_quoted_len(m[i].name, strlen(m[i].name));
         char *t = pi_malloc(q);
         if (!t) {
@@ -332,13 +308,13 @@ static int write_index(const char *path, char **names, const pagein_write_tensor
             break;
         }
         pi_json_quote(t, m[i].name, strlen(m[i].name));
-        sb_put(&b, t, q);
+        pi_buf_put(&b, t, q);
         pi_free(t);
-        sb_str(&b, ": \"");
-        sb_str(&b, names[m[i].shard]); /* our own names: nothing to escape */
-        sb_str(&b, i + 1 < n ? "\",\n" : "\"\n");
+        pi_buf_str(&b, ": \"");
+        pi_buf_str(&b, names[m[i].shard]); /* our own names: nothing to escape */
+        pi_buf_str(&b, i + 1 < n ? "\",\n" : "\"\n");
     }
-    sb_str(&b, "  }\n}\n");
+    pi_buf_str(&b, "  }\n}\n");
     int rc = 0;
     if (b.oom) {
         rc = pi_err(-ENOMEM, "out of memory");
@@ -633,7 +609,7 @@ static int st_metadata(const pagein_file *f, const pagein_convert_opts *o, const
             else skip_meta(o, m, "not a string");
             continue;
         }
-        struct sbuf b = {0};
+        struct pi_buf b = {0};
         const char *why = meta_as_string(&b, f, m);
         if (b.oom) {
             pi_free(b.p);
@@ -653,18 +629,27 @@ static int st_metadata(const pagein_file *f, const pagein_convert_opts *o, const
     return 0;
 }
 
+/* Unset (INVALID) or one of the float types a conversion can produce. */
+static int float_target(pagein_dtype d) {
+    return d == PAGEIN_DTYPE_INVALID || d == PAGEIN_DTYPE_F32 || d == PAGEIN_DTYPE_F16 || d == PAGEIN_DTYPE_BF16;
+}
+
+/* The caller's options over the defaults (an older, shorter struct keeps
+ * the defaults for the fields it lacks), with the target dtypes checked. */
+static int convert_opts(const pagein_convert_opts *opts, pagein_convert_opts *o) {
+    *o = (pagein_convert_opts)PAGEIN_CONVERT_OPTS_INIT;
+    if (opts) memcpy(o, opts, PI_MIN(opts->size ? opts->size : sizeof *o, sizeof *o));
+    if (!float_target(o->dtype)) return pi_err(PAGEIN_E_INVALID, "--dtype must be F32, F16 or BF16");
+    if (!float_target(o->dequantize)) return pi_err(PAGEIN_E_INVALID, "--dequantize must be F32, F16 or BF16");
+    return 0;
+}
+
 int pagein_convert_safetensors(const pagein_file *f, const char *out, const pagein_convert_opts *opts,
                                pagein_convert_stats *stats) {
     pi_err_clear();
     if (!f || !out || !*out) return pi_err(PAGEIN_E_INVALID, "pagein_convert_safetensors: NULL argument");
-    pagein_convert_opts o = PAGEIN_CONVERT_OPTS_INIT;
-    if (opts) memcpy(&o, opts, PI_MIN(opts->size ? opts->size : sizeof o, sizeof o));
-    if (o.dtype != PAGEIN_DTYPE_INVALID && o.dtype != PAGEIN_DTYPE_F32 && o.dtype != PAGEIN_DTYPE_F16 &&
-        o.dtype != PAGEIN_DTYPE_BF16)
-        return pi_err(PAGEIN_E_INVALID, "--dtype must be F32, F16 or BF16");
-    if (o.dequantize != PAGEIN_DTYPE_INVALID && o.dequantize != PAGEIN_DTYPE_F32 && o.dequantize != PAGEIN_DTYPE_F16 &&
-        o.dequantize != PAGEIN_DTYPE_BF16)
-        return pi_err(PAGEIN_E_INVALID, "--dequantize must be F32, F16 or BF16");
+    pagein_convert_opts o;
+    FORWARD_IF(convert_opts(opts, &o));
     size_t n = f->tab.n, nmeta = f->tab.nmeta;
     pagein_write_tensor *w = pi_calloc(n ? n : 1, sizeof *w);
     struct src *s = pi_calloc(n ? n : 1, sizeof *s);
@@ -794,14 +779,8 @@ int pagein_convert_gguf(const pagein_file *f, const char *out, const pagein_conv
                         pagein_convert_stats *stats) {
     pi_err_clear();
     if (!f || !out || !*out) return pi_err(PAGEIN_E_INVALID, "pagein_convert_gguf: NULL argument");
-    pagein_convert_opts o = PAGEIN_CONVERT_OPTS_INIT;
-    if (opts) memcpy(&o, opts, PI_MIN(opts->size ? opts->size : sizeof o, sizeof o));
-    if (o.dtype != PAGEIN_DTYPE_INVALID && o.dtype != PAGEIN_DTYPE_F32 && o.dtype != PAGEIN_DTYPE_F16 &&
-        o.dtype != PAGEIN_DTYPE_BF16)
-        return pi_err(PAGEIN_E_INVALID, "--dtype must be F32, F16 or BF16");
-    if (o.dequantize != PAGEIN_DTYPE_INVALID && o.dequantize != PAGEIN_DTYPE_F32 && o.dequantize != PAGEIN_DTYPE_F16 &&
-        o.dequantize != PAGEIN_DTYPE_BF16)
-        return pi_err(PAGEIN_E_INVALID, "--dequantize must be F32, F16 or BF16");
+    pagein_convert_opts o;
+    FORWARD_IF(convert_opts(opts, &o));
     if (o.max_shard_bytes) return pi_err(PAGEIN_E_UNSUPPORTED, "sharded GGUF output is not supported");
     size_t n = f->tab.n;
     pagein_write_tensor *w = pi_calloc(n ? n : 1, sizeof *w);

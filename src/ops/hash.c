@@ -345,20 +345,20 @@ int pagein_manifest_verify(const char *model_path, const char *manifest_path, co
         close(fd);
         return pi_err(PAGEIN_E_LIMIT, "%s: manifest of %lld bytes exceeds 4 GiB", manifest_path, (long long)st.st_size);
     }
-    size_t len = (size_t)st.st_size, got = 0;
+    size_t len = (size_t)st.st_size;
     text = pi_malloc(len ? len : 1);
     if (!text) {
         close(fd);
         return pi_err(-ENOMEM, "out of memory");
     }
-    while (got < len) {
-        ssize_t r = read(fd, text + got, len - got);
-        if (r < 0 && errno == EINTR) continue;
-        if (r <= 0) break;
-        got += (size_t)r;
-    }
+    rc = pi_pread_full(fd, text, len, 0);
     close(fd);
-    rc = pi_manifest_parse(text, got, &m);
+    if (rc < 0) {
+        pi_free(text);
+        pi_err_prefix(manifest_path);
+        return rc;
+    }
+    rc = pi_manifest_parse(text, len, &m);
     pi_free(text);
     if (rc < 0) {
         pi_err_prefix(manifest_path);

@@ -51,19 +51,16 @@ static int copy_fd(int sfd, int dfd, uint64_t size, uint64_t max_rate, const cha
                 rc = pi_err(-ENOMEM, "out of memory");
                 goto out;
             }
-            n = pread(sfd, buf, want, (off_t)done);
-            if (n > 0) {
-                ssize_t w = 0;
-                while (w < n) {
-                    ssize_t k = write(dfd, buf + w, (size_t)(n - w));
-                    if (k < 0 && errno == EINTR) continue;
-                    if (k < 0) {
-                        rc = pi_err(-errno, "write: %s", strerror(errno));
-                        goto out;
-                    }
-                    w += k;
-                }
+            /* pi_pread_full reports a file that shrank as PAGEIN_E_TRUNCATED */
+            if ((rc = pi_pread_full(sfd, buf, want, done)) < 0) {
+                pi_err_prefix(src);
+                goto out;
             }
+            if ((rc = pi_write_full(dfd, buf, want)) < 0) {
+                pi_err_prefix("the temporary copy");
+                goto out;
+            }
+            n = (ssize_t)want;
         }
         if (n < 0) {
             if (errno == EINTR) continue;

@@ -4,9 +4,8 @@
  *
  * io_uring where present and requests wait (O_DIRECT descriptors, network
  * and FUSE filesystems; local buffered reads are copy-bound and go to
- * threads, see pi_file_readv) (the same liburing code path as
- * src/data/ranges_uring.c: one thread, `depth` reads in flight, short reads
- * and EINTR/EAGAIN completions resubmitted for the rest). Buffered reads that
+ * threads, see pi_file_readv): one thread, `depth` reads in flight, short
+ * reads and EINTR/EAGAIN completions resubmitted for the rest. Buffered reads that
  * cannot complete without blocking (FUSE, NFS, a cold page cache) are
  * served by io_uring's worker threads, which the kernel caps at 4 per CPU
  * for regular files; the cap is raised to `depth` so that a latency-bound
@@ -239,7 +238,17 @@ int pi_file_readv(struct pi_source *s, struct pi_read_req *reqs, size_t n, unsig
     return 0;
 }
 
+/* Whether the kernel gives this process a ring (pagein.h). */
+int pagein_ranges_uring_available(void) {
+    struct io_uring ring;
+    if (io_uring_queue_init(2, &ring, 0) < 0) return 0;
+    io_uring_queue_exit(&ring);
+    return 1;
+}
+
 #else
+
+int pagein_ranges_uring_available(void) { return 0; }
 
 int pi_file_readv(struct pi_source *s, struct pi_read_req *reqs, size_t n, unsigned depth, pi_read_done_fn done,
                   void *arg) {
