@@ -650,6 +650,12 @@ TEST(remote_model_load) {
     o.strategy = PAGEIN_STRATEGY_LAZY;
     CHECK_EQ(pagein_model_open(&m, rt_url("HTTP", "/files/sharded/model.safetensors.index.json"), &o),
              PAGEIN_E_UNSUPPORTED);
+    /* the prefetch pager pages a mapping in: over a URL it would hand out
+     * layers without data, so it is refused until it reads through sources */
+    o.strategy = PAGEIN_STRATEGY_PREFETCH;
+    CHECK_EQ(pagein_model_open(&m, rt_url("HTTP", "/files/sharded/model.safetensors.index.json"), &o),
+             PAGEIN_E_UNSUPPORTED);
+    CHECK(strstr(pagein_last_error_detail(), "use read or auto") != NULL);
     env_restore(&e);
 #endif
     return PASS;

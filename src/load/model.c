@@ -487,7 +487,7 @@ int pagein_model_open(pagein_model **out, const char *path, const pagein_model_o
 
     const struct pi_strategy *st = pi_strategy_get(m->strategy);
     if (st->needs_map && unmapped) {
-        rc = pi_err(PAGEIN_E_UNSUPPORTED, "%s: strategy %s needs a local, mapped file; use read, prefetch or auto",
+        rc = pi_err(PAGEIN_E_UNSUPPORTED, "%s: strategy %s needs a local, mapped file; use read or auto",
                     m->files[0]->path, st->name);
         goto fail;
     }
