@@ -66,6 +66,8 @@ void cli_json_str(FILE *out, const char *s, size_t len);
 /* "1.3G", "512M", "4096", "5GB", "1.5GiB" -> bytes (powers of 1024 for
  * K/M/G/T with or without i/B; plain digits are bytes). -1 on error. */
 int cli_parse_size(const char *s, uint64_t *out);
+/* 1 if a is an alignment the writers take: a power of two from 8 to 2^30. */
+static inline int cli_valid_align(uint64_t a) { return a >= 8 && a <= (1ull << 30) && (a & (a - 1)) == 0; }
 /* Formats bytes as "1.21 GiB" into buf. */
 const char *cli_human_bytes(uint64_t n, char *buf, size_t len);
 

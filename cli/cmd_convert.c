@@ -344,8 +344,8 @@ static int convert_main(int argc, char **argv) {
                 return EXIT_USAGE;
             }
         } else if (!strcmp(a, "--align") && i + 1 < argc) {
-            if (cli_parse_size(argv[++i], &op.align) < 0) {
-                cli_error("convert", 0, "--align '%s': expected a number of bytes", argv[i]);
+            if (cli_parse_size(argv[++i], &op.align) < 0 || (op.align && !cli_valid_align(op.align))) {
+                cli_error("convert", 0, "--align '%s': expected a power of two between 8 and 2^30 bytes", argv[i]);
                 return EXIT_USAGE;
             }
         } else if (!strcmp(a, "--dry-run")) {

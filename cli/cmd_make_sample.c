@@ -204,14 +204,17 @@ static void usage(FILE *out) {
           "atomically (temporary file, fsync, rename). Contents are deterministic\n"
           "pseudo-random values in [-0.05, 0.05) (norms are 1.0) from --seed.\n"
           "\n"
-          "  --size S     target file size (default 1.3 GB = 1.3e9 bytes, the bf16 inference case);\n"
-          "               picks hidden and layers when they are not given (K/M/G = 1024^n)\n"
+          "  --size S     target file size in bytes (default 1.3e9, the bf16 inference case);\n"
+          "               picks hidden and layers when they are not given. Suffixes K, M,\n"
+          "               G, T are powers of 1024 (1.3G = 1.40e9 bytes); write 1300000000\n"
+          "               for the default's exact size\n"
           "  --layers N   number of decoder layers\n"
           "  --hidden H   hidden size\n"
           "  --vocab V    vocabulary size (default from hidden, 32000 from 512 up)\n"
           "  --dtype T    bf16 (default), f16 or f32\n"
           "  --seed S     contents seed (default 0)\n"
-          "  --align A    pad the header so data starts at a multiple of A (default 8)\n"
+          "  --align A    pad the header so data starts at a multiple of A (default 8; a\n"
+          "               power of two from 8 to 2^30)\n"
           "  --format F   safetensors (default) or gguf: a GGUF v3 file as llama.cpp lays\n"
           "               it out (token_embd, blk.N.attn_q/k/v/output, ffn_gate/up/down,\n"
           "               attn_norm/ffn_norm, output_norm, output; general.architecture=llama,\n"
@@ -266,7 +269,7 @@ static int make_sample_main(int argc, char **argv) {
         else if (strcmp(a, "--vocab") == 0) bad = parse_u64(val, &vocab) || vocab == 0 || vocab > 10000000;
         else if (strcmp(a, "--size") == 0) bad = cli_parse_size(val, &size) != 0 || size == 0;
         else if (strcmp(a, "--seed") == 0) bad = parse_u64(val, &seed);
-        else if (strcmp(a, "--align") == 0) bad = parse_u64(val, &align);
+        else if (strcmp(a, "--align") == 0) bad = parse_u64(val, &align) || !cli_valid_align(align);
         else if (strcmp(a, "--dtype") == 0) {
             if (strcmp(val, "bf16") == 0) dtype = PAGEIN_DTYPE_BF16;
             else if (strcmp(val, "f16") == 0) dtype = PAGEIN_DTYPE_F16;
@@ -283,7 +286,7 @@ static int make_sample_main(int argc, char **argv) {
             return EXIT_USAGE;
         }
         if (bad) {
-            cli_error("make-sample", 0, "bad value '%s' for %s (hidden: multiple of 8)", val, a);
+            cli_error("make-sample", 0, "bad value '%s' for %s (hidden: multiple of 8; align: power of two from 8 to 2^30)", val, a);
             return EXIT_USAGE;
         }
     }

@@ -171,4 +171,14 @@ PY
 cmp -s g.raw g.bin || fail "raw differs from the data"
 expect_exit 2 $T "$PAGEIN" read-samples --megatron g --format nope
 expect_exit 2 $T "$PAGEIN" read-samples --megatron g --format framed --ids
+# --align that is not a power of two from 8 to 2^30 is a usage error (exit 2)
+"$PAGEIN" make-sample al.safetensors --size 1M -q || fail "make-sample for --align"
+expect_exit 2 $T "$PAGEIN" convert al.safetensors al3.safetensors --align 3
+expect_contains "power of two"
+expect_exit 2 $T "$PAGEIN" make-sample al3.safetensors --size 1M --align 3
+[ ! -e al3.safetensors ] || fail "an output was written for --align 3"
+"$PAGEIN" convert al.safetensors al4k.safetensors --align 4096 -q || fail "--align 4096"
+# make-sample --help states one size convention
+"$PAGEIN" make-sample --help | grep -q "K, M," || fail "make-sample --help: size suffixes"
+"$PAGEIN" make-sample --help | grep -q "1.3 GB = 1.3e9" && fail "make-sample --help still mixes 1.3 GB = 1.3e9 and 1024^n"
 exit 0
