@@ -214,9 +214,9 @@ int pi_engine_probe(struct pi_source *s, uint64_t q, unsigned n, struct pi_engin
     r->n = n;
     r->probe_bytes = q;
     r->speedup = (double)n * (double)r->lat1_ns / (double)r->wallN_ns;
-    s->facts.latency_ns = r->lat1_ns;
-    s->facts.bandwidth = (uint64_t)((double)q * 1e9 / (double)r->lat1_ns);
-    s->facts.measured = 1;
+    pi_source_facts(s)->latency_ns = r->lat1_ns;
+    pi_source_facts(s)->bandwidth = (uint64_t)((double)q * 1e9 / (double)r->lat1_ns);
+    pi_source_facts(s)->measured = 1;
 out:
     if (s->fd >= 0) posix_fadvise(s->fd, 0, 0, POSIX_FADV_NORMAL);
     pi_free(buf);
@@ -238,22 +238,22 @@ void pi_engine_choose(struct pi_source *s, const struct pi_engine_opts *o, int p
             dsrc = "PAGEIN_QUEUE_DEPTH";
         }
     }
-    if (!R && s->facts.request_bytes) R = s->facts.request_bytes, rsrc = "source";
-    if (!D && s->facts.depth) D = s->facts.depth, dsrc = "source";
+    if (!R && pi_source_facts(s)->request_bytes) R = pi_source_facts(s)->request_bytes, rsrc = "source";
+    if (!D && pi_source_facts(s)->depth) D = pi_source_facts(s)->depth, dsrc = "source";
     char reason[128] = "";
     if (!R || !D) {
         struct pi_engine_probe_result pr;
         int have = 0;
         /* a local disk or memory says how it behaves; anything else that
          * has not been measured is probed */
-        if (probe && !s->facts.measured && s->facts.storage != PI_STORAGE_LOCAL &&
-            s->facts.storage != PI_STORAGE_MEMORY && s->size >= 16 * (128u << 10)) {
+        if (probe && !pi_source_facts(s)->measured && pi_source_facts(s)->storage != PI_STORAGE_LOCAL &&
+            pi_source_facts(s)->storage != PI_STORAGE_MEMORY && s->size >= 16 * (128u << 10)) {
             pi_err_clear();
             have = pi_engine_probe(s, 128u << 10, 8, &pr) == 0;
         }
         uint64_t r2;
         unsigned d2;
-        pi_engine_decide(&s->facts, have ? &pr : NULL, &r2, &d2, reason, sizeof reason);
+        pi_engine_decide(pi_source_facts(s), have ? &pr : NULL, &r2, &d2, reason, sizeof reason);
         if (!R) R = r2, rsrc = "chosen";
         if (!D) D = d2, dsrc = "chosen";
     }

@@ -62,12 +62,12 @@ void pi_auto_measure(const pagein_model *m, struct pi_auto_facts *f) {
     f->measured = 0;
     if (!m || !m->nfiles || !m->files[0]->src) return;
     struct pi_source *s = m->files[0]->src;
-    f->storage = (int)s->facts.storage;
-    if (s->facts.read_ahead_kb) f->read_ahead_kb = s->facts.read_ahead_kb;
-    if (s->facts.storage == PI_STORAGE_MEMORY) return; /* nothing to measure: memory */
+    f->storage = (int)pi_source_facts(s)->storage;
+    if (pi_source_facts(s)->read_ahead_kb) f->read_ahead_kb = pi_source_facts(s)->read_ahead_kb;
+    if (pi_source_facts(s)->storage == PI_STORAGE_MEMORY) return; /* nothing to measure: memory */
     /* a local disk whose readahead makes page faults large reads gets
      * populate whatever the probe says: do not pay for it */
-    if (s->facts.storage == PI_STORAGE_LOCAL && s->facts.read_ahead_kb >= PI_AUTO_BIG_RA_KB) return;
+    if (pi_source_facts(s)->storage == PI_STORAGE_LOCAL && pi_source_facts(s)->read_ahead_kb >= PI_AUTO_BIG_RA_KB) return;
     /* once per model: a second probe would find the first one's pages cached */
     pagein_model *mm = (pagein_model *)m;
     if (!mm->probed) {

@@ -130,8 +130,8 @@ int pi_model_read_all(pagein_model *m) {
         unsigned d0;
         char w0[160];
         pi_engine_choose(s0, &o, 1, &r0, &d0, w0, sizeof w0);
-        direct = s0->facts.measured && s0->facts.latency_ns >= PI_AUTO_RTT_NS &&
-                 (s0->facts.storage == PI_STORAGE_FUSE || s0->facts.storage == PI_STORAGE_NETFS);
+        direct = pi_source_facts(s0)->measured && pi_source_facts(s0)->latency_ns >= PI_AUTO_RTT_NS &&
+                 (pi_source_facts(s0)->storage == PI_STORAGE_FUSE || pi_source_facts(s0)->storage == PI_STORAGE_NETFS);
     }
     if (direct) {
         rc = read_direct(m, &o, &m->io_stats);
@@ -193,10 +193,10 @@ int pagein_model_io_facts(pagein_model *m, pagein_io_facts *f) {
     struct pi_auto_facts af;
     memset(&af, 0, sizeof af);
     pi_auto_measure(m, &af);
-    snprintf(f->storage, sizeof f->storage, "%s", storage_word(s->facts.storage));
-    snprintf(f->fs_type, sizeof f->fs_type, "%s", s->facts.fs_type);
-    f->read_ahead_kb = s->facts.read_ahead_kb;
-    f->rotational = s->facts.rotational;
+    snprintf(f->storage, sizeof f->storage, "%s", storage_word(pi_source_facts(s)->storage));
+    snprintf(f->fs_type, sizeof f->fs_type, "%s", pi_source_facts(s)->fs_type);
+    f->read_ahead_kb = pi_source_facts(s)->read_ahead_kb;
+    f->rotational = pi_source_facts(s)->rotational;
     f->measured = af.measured;
     f->lat1_us = af.lat1_ns / 1e3;
     f->depth_speedup = af.speedup;

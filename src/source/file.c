@@ -7,6 +7,7 @@
 #include "file_readv.h"
 
 #include <fcntl.h>
+#include <sched.h>
 #include <inttypes.h>
 #include <stdio.h>
 #include <sys/stat.h>
@@ -88,8 +89,21 @@ static int file_open(struct pi_source *s, const char *uri, uint32_t flags) {
     s->fd = fd;
     s->size = (uint64_t)st.st_size;
     set_identity(s, &st);
-    pi_local_facts(fd, path, &s->facts);
+    atomic_store(&s->facts_state, 1); /* pi_source_facts() gathers them when asked */
     return 0;
+}
+
+struct pi_source_facts *pi_source_facts(struct pi_source *s) {
+    int one = 1;
+    if (atomic_load(&s->facts_state) == 0) return &s->facts;
+    if (atomic_compare_exchange_strong(&s->facts_state, &one, 2)) {
+        const char *path = strncmp(s->name, "file://", 7) == 0 ? s->name + 7 : s->name;
+        pi_local_facts(s->fd, path, &s->facts);
+        atomic_store(&s->facts_state, 0);
+    } else {
+        while (atomic_load(&s->facts_state) != 0) sched_yield(); /* another thread is gathering them */
+    }
+    return &s->facts;
 }
 
 static int file_read(struct pi_source *s, void *buf, uint64_t len, uint64_t off) {
@@ -129,7 +143,8 @@ int pi_source_from_fd(struct pi_source **out, int fd, const char *name, int own_
     s->size = S_ISREG(st.st_mode) ? (uint64_t)st.st_size : 0;
     s->impl = own_fd ? NULL : &borrowed_marker;
     set_identity(s, &st);
-    pi_local_facts(fd, name, &s->facts);
+    s->facts.rotational = -1;
+    atomic_store(&s->facts_state, 1);
     *out = s;
     return 0;
 }

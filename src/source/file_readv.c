@@ -93,7 +93,7 @@ static void *tworker(void *a) {
 int pi_file_readv_threads(struct pi_source *s, struct pi_read_req *reqs, size_t n, unsigned depth,
                           pi_read_done_fn done, void *arg) {
     if (n == 0) return 0;
-    if (!depth) depth = s->facts.depth ? s->facts.depth : 16;
+    if (!depth) depth = pi_source_facts(s)->depth ? pi_source_facts(s)->depth : 16;
     if (depth > n) depth = (unsigned)n;
     if (depth > 256) depth = 256;
     struct tjob j = {.s = s, .reqs = reqs, .n = n, .done = done, .arg = arg};
@@ -144,9 +144,9 @@ int pi_file_readv(struct pi_source *s, struct pi_read_req *reqs, size_t n, unsig
      * O_DIRECT, network and FUSE filesystems. */
     int fl = fcntl(s->fd, F_GETFL);
     int direct_fd = fl >= 0 && (fl & O_DIRECT);
-    if (!direct_fd && (s->facts.storage == PI_STORAGE_LOCAL || s->facts.storage == PI_STORAGE_MEMORY))
+    if (!direct_fd && (pi_source_facts(s)->storage == PI_STORAGE_LOCAL || pi_source_facts(s)->storage == PI_STORAGE_MEMORY))
         return pi_file_readv_threads(s, reqs, n, depth, done, arg);
-    if (!depth) depth = s->facts.depth ? s->facts.depth : 16;
+    if (!depth) depth = pi_source_facts(s)->depth ? pi_source_facts(s)->depth : 16;
     unsigned qd = depth > n ? (unsigned)n : depth;
     if (qd > 4096) qd = 4096;
     struct io_uring ring;

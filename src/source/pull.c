@@ -202,7 +202,7 @@ static int verify(struct pi_source *s, int fd, uint64_t size, const char *name, 
     char want[65];
     const char *algo = NULL;
     if (hex_tag(pi_http_linked_etag(s), 64, want)) algo = "sha256";
-    else if ((!strcmp(s->facts.fs_type, "s3") || !strcmp(s->facts.fs_type, "gs")) && hex_tag(pi_http_etag(s), 32, want))
+    else if ((!strcmp(pi_source_facts(s)->fs_type, "s3") || !strcmp(pi_source_facts(s)->fs_type, "gs")) && hex_tag(pi_http_etag(s), 32, want))
         algo = "md5";
     if (!algo) {
         snprintf(how, howcap, "size+etag");
@@ -248,7 +248,7 @@ out:
 /* Downloads the opened source s to final (through part + state). */
 static int download(struct pi_source *s, const char *final, const char *part, const pagein_pull_opts *o,
                     pagein_pull_stats *st) {
-    unsigned conns = o && o->connections ? o->connections : (s->facts.depth ? s->facts.depth : 16);
+    unsigned conns = o && o->connections ? o->connections : (pi_source_facts(s)->depth ? pi_source_facts(s)->depth : 16);
     if (conns > 64) conns = 64;
     uint64_t chunk = o && o->chunk_bytes ? o->chunk_bytes : (8u << 20);
     if (!(o && o->chunk_bytes)) {

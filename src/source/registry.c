@@ -93,7 +93,7 @@ int pi_source_readv(struct pi_source *s, struct pi_read_req *reqs, size_t n, uns
                     void *arg) {
     if (n == 0) return 0;
     if (!reqs) return pi_err(PAGEIN_E_INVALID, "pi_source_readv: NULL requests");
-    if (depth == 0) depth = s->facts.depth ? s->facts.depth : pi_default_threads();
+    if (depth == 0) depth = pi_source_facts(s)->depth ? pi_source_facts(s)->depth : pi_default_threads();
     for (size_t i = 0; i < n; i++) reqs[i].rc = PENDING;
     int rc;
     if (s->ops->readv) {

@@ -97,9 +97,15 @@ struct pi_source {
     uint64_t size;         /* bytes */
     char identity[160];    /* local: "dev:ino:size:mtime_ns"; remote: ETag or sha256; for caches and reload */
     int fd;                /* local files: the open descriptor (for mmap, fadvise, mincore); -1 otherwise */
-    struct pi_source_facts facts;
+    struct pi_source_facts facts; /* read through pi_source_facts(): local facts are gathered on first use */
+    _Atomic int facts_state;      /* 0 ready; 1 to gather (local files); 2 being gathered */
     void *impl;            /* the source's private state */
 };
+
+/* The source's storage facts. A local file gathers them (statfs,
+ * mountinfo, sysfs: about 0.1 ms) on the first call, not at open, so a
+ * warm open stays a few syscalls. Thread-safe; the pointer is s's. */
+struct pi_source_facts *pi_source_facts(struct pi_source *s);
 
 /* Opens a path or URL with the first source whose match() accepts it.
  * Refuses anything that is not a regular file (or a block device) BEFORE
