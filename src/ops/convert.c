@@ -712,15 +712,24 @@ int pagein_convert_safetensors(const pagein_file *f, const char *out, const page
             goto out;
         }
         snprintf(ss.tmpdir, tl, "%s/.%.*s.tmp-XXXXXX", ss.dir, (int)PI_MIN(strlen(base), 200), base);
-        if (!mkdtemp(ss.tmpdir)) {
+        /* the directory is registered for pagein_temp_cleanup before a
+         * signal can see it unregistered */
+        sigset_t block, prev;
+        sigemptyset(&block);
+        sigaddset(&block, SIGINT), sigaddset(&block, SIGTERM), sigaddset(&block, SIGHUP);
+        pthread_sigmask(SIG_BLOCK, &block, &prev);
+        char *made = mkdtemp(ss.tmpdir);
+        if (made) tmp_slots[ntmp_slots++] = pi_temp_register(ss.tmpdir);
+        pthread_sigmask(SIG_SETMASK, &prev, NULL);
+        if (!made) {
             int e = errno;
             rc = pi_err(-e, "%s: cannot create a temporary directory next to it: %s", out, strerror(e));
             goto out;
         }
         made_tmpdir = true;
         /* a signal before the set is in place removes the temporary
-         * directory and what is in it (pagein_temp_cleanup) */
-        tmp_slots[ntmp_slots++] = pi_temp_register(ss.tmpdir);
+         * directory and what is in it (pagein_temp_cleanup): each file is
+         * registered before it is written, so none can appear unregistered */
         for (uint32_t k = 0; k < ss.n; k++) {
             char ob[32];
             snprintf(ob, sizeof ob, ".old-%u", k);
@@ -737,19 +746,16 @@ int pagein_convert_safetensors(const pagein_file *f, const char *out, const page
             size_t m = 0;
             for (size_t p = 0; p < n; p++)
                 if (shard[ord[p]] == k) sub[m++] = w[ord[p]];
+            if (ntmp_slots < PI_ARRAY_LEN(tmp_slots)) tmp_slots[ntmp_slots++] = pi_temp_register(ss.tmp[k]);
             rc = pagein_safetensors_write(ss.tmp[k], sub, m, &wo);
             if (rc < 0) pi_err_prefix(ss.final[k]);
-            else if (ntmp_slots < PI_ARRAY_LEN(tmp_slots)) tmp_slots[ntmp_slots++] = pi_temp_register(ss.tmp[k]);
         }
-        if (rc == 0) rc = write_index(ss.tmp[nshards], ss.names, w, shard, n, job.total);
         if (rc == 0 && ntmp_slots < PI_ARRAY_LEN(tmp_slots)) tmp_slots[ntmp_slots++] = pi_temp_register(ss.tmp[nshards]);
+        if (rc == 0) rc = write_index(ss.tmp[nshards], ss.names, w, shard, n, job.total);
         if (rc == 0) {
             /* the moves into place are not interrupted by SIGINT, SIGTERM or
              * SIGHUP: a signal then arrives once the set is whole (or
              * restored), never between the shards and the index */
-            sigset_t block, prev;
-            sigemptyset(&block);
-            sigaddset(&block, SIGINT), sigaddset(&block, SIGTERM), sigaddset(&block, SIGHUP);
             pthread_sigmask(SIG_BLOCK, &block, &prev);
             rc = install_set(&ss);
             if (rc == 0) remove_stale(ss.dir, base, ss.names, nshards, out);

@@ -47,16 +47,21 @@ ls "$TMP/a" | grep -q pagein && fail "leftover files: $(ls "$TMP/a")"
 # ---- resume after kill -9 -----------------------------------------------------------
 # 16 MiB at 4 MiB/s per connection, 2 connections, 1 MiB chunks
 url="$HTTP/limited/big.bin"
-"$PAGEIN" pull --no-sync -q -c 2 --chunk 1M "$url" "$TMP/big.bin" &
+"$PAGEIN" pull --no-sync -q -c 2 --chunk 1M "$url" "$TMP/big.bin" > "$TMP/pull-bg.out" 2>&1 &
 pid=$!
 state="$TMP/big.bin.pagein-part.pagein-state"
-for i in $(seq 1 100); do  # bounded: 10 s
+for i in $(seq 1 200); do  # bounded: 10 s
   n=$(tail -c +4097 "$state" 2>/dev/null | tr -cd 1 | wc -c)
   [ "${n:-0}" -ge 4 ] && break
-  sleep 0.1
+  kill -0 $pid 2>/dev/null || break
+  sleep 0.05
 done
+if ! kill -0 $pid 2>/dev/null; then
+  wait $pid; brc=$?
+  fail "the pull to be killed ended on its own (exit $brc, $n chunks seen) before 4 chunks: $(cat "$TMP/pull-bg.out")"
+fi
 kill -9 $pid; wait $pid 2>/dev/null
-[ "${n:-0}" -ge 4 ] || fail "no progress before the kill ($n chunks)"
+[ "${n:-0}" -ge 4 ] || fail "no progress before the kill ($n chunks): $(cat "$TMP/pull-bg.out")"
 [ ! -e "$TMP/big.bin" ] || fail "a killed pull left the final file"
 done_at_kill=$(tail -c +4097 "$state" | tr -cd 1 | wc -c)
 expect_exit 0 "$PAGEIN" pull --no-sync --json -c 2 --chunk 1M "$url" "$TMP/big.bin"
