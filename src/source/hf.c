@@ -96,19 +96,6 @@ int pi_hf_parse(const char *uri, struct pi_hf_ref *r) {
     return 0;
 }
 
-static void enc(char *out, size_t cap, const char *s, int keep_slash) {
-    size_t o = strlen(out);
-    for (; *s && o + 4 < cap; s++) {
-        unsigned char ch = (unsigned char)*s;
-        if (isalnum(ch) || ch == '-' || ch == '_' || ch == '.' || ch == '~' || (keep_slash && ch == '/')) {
-            out[o++] = (char)ch;
-        } else {
-            snprintf(out + o, cap - o, "%%%02X", ch);
-            o += 3;
-        }
-    }
-    out[o] = 0;
-}
 
 /* The token, or "" (read into out). */
 static void hf_token(char *out, size_t cap) {
@@ -139,10 +126,10 @@ static void resolve_url(const struct pi_hf_ref *r, const char *path, char *url, 
     while (el && ep[el - 1] == '/') el--;
     snprintf(url, cap, "%.*s/%s%s/resolve/", (int)el, ep, strcmp(r->kind, "datasets") == 0 ? "datasets/" : "",
              r->repo);
-    enc(url, cap, r->rev, 0);
+    pi_url_encode(url, cap, r->rev, 0);
     size_t l = strlen(url);
     snprintf(url + l, cap - l, "/");
-    enc(url, cap, path, 1);
+    pi_url_encode(url, cap, path, 1);
 }
 
 static int hf_open(struct pi_source *s, const char *uri, uint32_t flags) {

@@ -27,6 +27,8 @@
  */
 #include "remote.h"
 
+#include <ctype.h>
+
 #ifdef PAGEIN_HAVE_CURL
 
 #include <curl/curl.h>
@@ -1036,35 +1038,27 @@ int pi_remote_match(const char *uri) {
 }
 
 int pi_remote_open(struct pi_source **out, const char *uri, uint32_t flags) {
-    const struct pi_source_ops *ops = NULL;
-    if (pi_source_http.match(uri)) ops = &pi_source_http;
-    else if (pi_source_s3.match(uri)) ops = &pi_source_s3;
-    else if (pi_source_hf.match(uri)) ops = &pi_source_hf;
-    if (!ops) return pi_err(PAGEIN_E_INVALID, "%s: not a remote URL (http://, https://, s3://, gs://, hf://)", uri);
-    struct pi_source *s = pi_calloc(1, sizeof *s);
-    if (!s) return pi_err(-ENOMEM, "%s: out of memory", uri);
-    s->ops = ops;
-    s->fd = -1;
-    s->name = pi_strndup(uri, strlen(uri));
-    if (!s->name) {
-        pi_free(s);
-        return pi_err(-ENOMEM, "%s: out of memory", uri);
-    }
-    int rc = ops->open(s, uri, flags);
-    if (rc < 0) {
-        pi_free(s->name);
-        pi_free(s);
-        return rc;
-    }
-    *out = s;
-    return 0;
+    if (!pi_remote_match(uri))
+        return pi_err(PAGEIN_E_INVALID, "%s: not a remote URL (http://, https://, s3://, gs://, hf://)", uri);
+    return pi_source_open(out, uri, flags); /* the registry puts the remote sources first */
 }
 
-void pi_remote_close(struct pi_source *s) {
-    if (!s) return;
-    s->ops->close(s);
-    pi_free(s->name);
-    pi_free(s);
+void pi_remote_close(struct pi_source *s) { pi_source_close(s); }
+
+/* Appends s percent-encoded (RFC 3986 unreserved kept; '/' kept when
+ * keep_slash) to out (cap bytes, NUL-terminated). */
+void pi_url_encode(char *out, size_t cap, const char *s, int keep_slash) {
+    size_t o = strlen(out);
+    for (; *s && o + 4 < cap; s++) {
+        unsigned char ch = (unsigned char)*s;
+        if (isalnum(ch) || ch == '-' || ch == '_' || ch == '.' || ch == '~' || (keep_slash && ch == '/')) {
+            out[o++] = (char)ch;
+        } else {
+            snprintf(out + o, cap - o, "%%%02X", ch);
+            o += 3;
+        }
+    }
+    out[o] = 0;
 }
 
 #endif /* PAGEIN_HAVE_CURL */

@@ -63,6 +63,9 @@ int pi_http_fetch(const struct pi_http_cfg *cfg, char **body, size_t *len, size_
 int pi_remote_open(struct pi_source **out, const char *uri, uint32_t flags);
 int pi_remote_match(const char *uri);
 void pi_remote_close(struct pi_source *s); /* NULL ok; for pi_remote_open's sources */
+/* Appends s percent-encoded (RFC 3986 unreserved kept; '/' kept when
+ * keep_slash) to the NUL-terminated out of cap bytes. */
+void pi_url_encode(char *out, size_t cap, const char *s, int keep_slash);
 
 /* Resolvers used by pull for prefixes (s3.c, hf.c). */
 /* s3://bucket/prefix/ : keys under prefix (ListObjectsV2, all pages),

@@ -175,19 +175,6 @@ static void load_conf(struct s3conf *c) {
 
 /* Appends s percent-encoded (RFC 3986 unreserved kept; '/' kept when
  * keep_slash) to out. */
-static void enc(char *out, size_t cap, const char *s, int keep_slash) {
-    size_t o = strlen(out);
-    for (; *s && o + 4 < cap; s++) {
-        unsigned char ch = (unsigned char)*s;
-        if (isalnum(ch) || ch == '-' || ch == '_' || ch == '.' || ch == '~' || (keep_slash && ch == '/')) {
-            out[o++] = (char)ch;
-        } else {
-            snprintf(out + o, cap - o, "%%%02X", ch);
-            o += 3;
-        }
-    }
-    out[o] = 0;
-}
 
 /* The object URL (key may be "" for bucket-level requests). */
 static void object_url(const struct s3conf *c, const char *key, char *url, size_t cap) {
@@ -198,7 +185,7 @@ static void object_url(const struct s3conf *c, const char *key, char *url, size_
     } else {
         snprintf(url, cap, "https://%s.s3.%s.amazonaws.com/", c->bucket, c->region);
     }
-    enc(url, cap, key, 1);
+    pi_url_encode(url, cap, key, 1);
 }
 
 struct s3req {
@@ -320,11 +307,11 @@ int pi_s3_list(const char *uri, char **list, size_t *count) {
         object_url(c, "", url, 16384);
         size_t ul = strlen(url);
         snprintf(url + ul, 16384 - ul, "?list-type=2&prefix=");
-        enc(url, 16384, c->key, 0);
+        pi_url_encode(url, 16384, c->key, 0);
         if (tok[0]) {
             ul = strlen(url);
             snprintf(url + ul, 16384 - ul, "&continuation-token=");
-            enc(url, 16384, tok, 0);
+            pi_url_encode(url, 16384, tok, 0);
         }
         struct pi_http_cfg cfg;
         fill_cfg(c, q, &cfg);
