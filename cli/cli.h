@@ -66,6 +66,15 @@ void cli_json_str(FILE *out, const char *s, size_t len);
 /* "1.3G", "512M", "4096", "5GB", "1.5GiB" -> bytes (powers of 1024 for
  * K/M/G/T with or without i/B; plain digits are bytes). -1 on error. */
 int cli_parse_size(const char *s, uint64_t *out);
+/* Benchmarks that measure in a forked child (util.c):
+ * cli_reset_peak_rss resets VmHWM to the current RSS (older kernels: the
+ * peak since fork); cli_status_bytes reads a "Key:" kB line of
+ * /proc/self/status as bytes (-1 if absent); cli_child_result reads the
+ * child's len-byte result from fd, closes fd, reaps pid and returns 0, or
+ * the wait status when the child died before writing all of it. */
+void cli_reset_peak_rss(void);
+double cli_status_bytes(const char *key);
+int cli_child_result(int fd, int pid, void *buf, size_t len);
 /* 1 if a is an alignment the writers take: a power of two from 8 to 2^30. */
 static inline int cli_valid_align(uint64_t a) { return a >= 8 && a <= (1ull << 30) && (a & (a - 1)) == 0; }
 /* Formats bytes as "1.21 GiB" into buf. */

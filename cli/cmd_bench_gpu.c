@@ -68,28 +68,7 @@ static void warm(const struct bench *b) {
     }
 }
 
-static double status_bytes(const char *key) {
-    FILE *f = fopen("/proc/self/status", "r");
-    if (!f) return -1;
-    char line[256];
-    double v = -1;
-    size_t kl = strlen(key);
-    while (fgets(line, sizeof line, f))
-        if (strncmp(line, key, kl) == 0) v = atof(line + kl) * 1024;
-    fclose(f);
-    return v;
-}
-
-static double vm_hwm(void) { return status_bytes("VmHWM:"); }
-
-/* Resets VmHWM to the current RSS (kernels without it: peak since fork). */
-static void reset_peak(void) {
-    int fd = open("/proc/self/clear_refs", O_WRONLY);
-    if (fd >= 0) {
-        if (write(fd, "5", 1) < 0) { /* older kernels */ }
-        close(fd);
-    }
-}
+static double vm_hwm(void) { return cli_status_bytes("VmHWM:"); }
 
 /* ---- the measurements, each in a child -------------------------------------- */
 
@@ -104,8 +83,8 @@ static int measure_pagein(const struct bench *b, int device, struct result *r) {
     }
     /* The peak counts from here: the load's own memory, not the driver's
      * context (base_rss says what was there before). */
-    reset_peak();
-    r->base_rss = status_bytes("VmRSS:");
+    cli_reset_peak_rss();
+    r->base_rss = cli_status_bytes("VmRSS:");
     double t0 = cli_now();
     pagein_model *m;
     pagein_model_opts mo = PAGEIN_MODEL_OPTS_INIT;
@@ -152,7 +131,7 @@ static struct result in_child(const struct bench *b, enum what w, int device, ch
     }
     if (pid == 0) {
         close(fds[0]);
-        reset_peak();
+        cli_reset_peak_rss();
         int rc = 0;
         char name[128] = "";
         if (w == W_PROBE) {
@@ -175,19 +154,16 @@ static struct result in_child(const struct bench *b, enum what w, int device, ch
         _exit(0);
     }
     close(fds[1]);
-    char name[128] = "";
-    size_t got = 0;
-    while (got < sizeof r) {
-        ssize_t n = read(fds[0], (char *)&r + got, sizeof r - got);
-        if (n <= 0) break;
-        got += (size_t)n;
-    }
-    if (got == sizeof r && read(fds[0], name, sizeof name) == (ssize_t)sizeof name && name_out)
-        snprintf(name_out, name_len, "%s", name);
-    close(fds[0]);
-    int st;
-    waitpid(pid, &st, 0);
-    if (got != sizeof r) {
+    /* the child writes its result and then the device name */
+    struct {
+        struct result r;
+        char name[128];
+    } out;
+    int st = cli_child_result(fds[0], pid, &out, sizeof out);
+    if (!st) {
+        r = out.r;
+        if (name_out) snprintf(name_out, name_len, "%s", out.name);
+    } else {
         memset(&r, 0, sizeof r);
         snprintf(r.err, sizeof r.err, "measurement process died (status %d)", st);
     }

@@ -89,29 +89,6 @@ struct bench {
 
 static double now(void) { return cli_now(); }
 
-static void reset_peak(void) {
-    int fd = open("/proc/self/clear_refs", O_WRONLY);
-    if (fd >= 0) {
-        if (write(fd, "5", 1) < 0) { /* older kernels: peak since fork */ }
-        close(fd);
-    }
-}
-
-static double status_kib(const char *key) {
-    FILE *f = fopen("/proc/self/status", "r");
-    if (!f) return -1;
-    char line[256];
-    double v = -1;
-    size_t kl = strlen(key);
-    while (fgets(line, sizeof line, f))
-        if (strncmp(line, key, kl) == 0) {
-            v = atof(line + kl) * 1024;
-            break;
-        }
-    fclose(f);
-    return v;
-}
-
 static double io_read_bytes(void) {
     FILE *f = fopen("/proc/self/io", "r");
     if (!f) return -1;
@@ -272,7 +249,7 @@ static int measure_strategy(struct bench *b, pagein_strategy s, struct result *r
     }
     r->all_s = now() - t0;
     if (rc < 0) snprintf(r->err, sizeof r->err, "%s: %s", pagein_strerror(rc), pagein_last_error_detail());
-    r->peak_rss = status_kib("VmHWM:");
+    r->peak_rss = cli_status_bytes("VmHWM:");
     pagein_io_stats st;
     if (pagein_model_io_stats(m, &st) == 0) trace_from_engine(&st, &r->tr);
     snprintf(r->chosen, sizeof r->chosen, "%s", pagein_strategy_name(pagein_model_strategy(m, NULL)));
@@ -292,7 +269,7 @@ static int measure_read1m(struct bench *b, struct result *r) {
     }
     r->all_s = now() - t0;
     r->open_s = r->first_s = -1;
-    r->peak_rss = status_kib("VmHWM:");
+    r->peak_rss = cli_status_bytes("VmHWM:");
     return 0;
 }
 
@@ -320,7 +297,7 @@ static int measure_readall(struct bench *b, struct result *r) {
         else rc = pagein_open_memory(&fs[i], bufs[i], b->sizes[i], b->files[i], NULL);
     }
     r->all_s = r->open_s = r->first_s = now() - t0;
-    r->peak_rss = status_kib("VmHWM:");
+    r->peak_rss = cli_status_bytes("VmHWM:");
     for (size_t i = 0; i < b->nfiles; i++) {
         pagein_close(fs[i]);
         free(bufs[i]);
@@ -392,7 +369,7 @@ static struct result in_child(struct bench *b, int what, pagein_strategy s, int 
     }
     if (pid == 0) {
         close(fds[0]);
-        reset_peak();
+        cli_reset_peak_rss();
         struct rusage u0, u1;
         getrusage(RUSAGE_SELF, &u0);
         double io0 = io_read_bytes();
@@ -422,16 +399,8 @@ static struct result in_child(struct bench *b, int what, pagein_strategy s, int 
         _exit(w == (ssize_t)sizeof r ? 0 : 1);
     }
     close(fds[1]);
-    size_t got = 0;
-    while (got < sizeof r) {
-        ssize_t n = read(fds[0], (char *)&r + got, sizeof r - got);
-        if (n <= 0) break;
-        got += (size_t)n;
-    }
-    close(fds[0]);
-    int st;
-    waitpid(pid, &st, 0);
-    if (got != sizeof r) {
+    int st = cli_child_result(fds[0], pid, &r, sizeof r);
+    if (st) {
         memset(&r, 0, sizeof r);
         snprintf(r.err, sizeof r.err, "measurement process died (status %d)", st);
     }

@@ -1,5 +1,8 @@
 /* util.c - helpers shared by the CLI commands. */
 #include "cli.h"
+#include <stdio.h>
+#include <sys/wait.h>
+#include <fcntl.h>
 
 #include <errno.h>
 #include <stdarg.h>
@@ -241,4 +244,40 @@ const char *cli_model_layers_text(const pagein_model *m, char *buf, size_t n) {
     if (pagein_model_layer_tensors(m, -1, &ts) && k < n) k += (size_t)snprintf(buf + k, n - k, ", embed");
     if (pagein_model_layer_tensors(m, L, &ts) && k < n) snprintf(buf + k, n - k, ", head");
     return buf;
+}
+
+void cli_reset_peak_rss(void) {
+    int fd = open("/proc/self/clear_refs", O_WRONLY | O_CLOEXEC);
+    if (fd >= 0) {
+        if (write(fd, "5", 1) < 0) { /* older kernels: the peak since fork */ }
+        close(fd);
+    }
+}
+
+double cli_status_bytes(const char *key) {
+    FILE *f = fopen("/proc/self/status", "r");
+    if (!f) return -1;
+    char line[256];
+    double v = -1;
+    size_t kl = strlen(key);
+    while (fgets(line, sizeof line, f))
+        if (strncmp(line, key, kl) == 0) {
+            v = atof(line + kl) * 1024;
+            break;
+        }
+    fclose(f);
+    return v;
+}
+
+int cli_child_result(int fd, int pid, void *buf, size_t len) {
+    size_t got = 0;
+    while (got < len) {
+        ssize_t n = read(fd, (char *)buf + got, len - got);
+        if (n <= 0) break;
+        got += (size_t)n;
+    }
+    close(fd);
+    int st = 0;
+    waitpid((pid_t)pid, &st, 0);
+    return got == len ? 0 : (st ? st : -1);
 }
