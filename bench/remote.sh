@@ -10,21 +10,27 @@
 #   fsspec       HTTPFileSystem.cat_ranges over CHUNK-sized ranges (Debian
 #                python3-fsspec + python3-aiohttp; the approach of PyTorch PR
 #                #194881)
-#   pagein pull  -c CONNS, its peak RSS, and a resume
+#   pagein pull  -c CONNS (its own chunking unless CHUNK is set), its peak
+#                RSS, and a resume
+#   load         pagein.open_model(URL, strategy="read") into memory
 #
 # Usage: bench/remote.sh [--json]   (env: SIZE=256M RATE=100m DELAY_MS=20
-# CONNS=16 CHUNK=8M QUICK=1 for a 16 MiB smoke run; PAGEIN=build/pagein)
-# Prints a table, or one JSON object with --json. Ratios inside one run are
-# the result; absolute rates depend on the machine's load (printed).
+# CONNS=16 CHUNK= (pull's --chunk; fsspec's ranges, default 8M) RUNS=3
+# QUICK=1 for a 16 MiB smoke run of one run each; PAGEIN=build/pagein)
+# Every tool runs RUNS times, interleaved; the median is the result (all
+# runs are in the JSON). Prints a table, or one JSON object with --json.
+# Ratios inside one run are the result; absolute rates depend on the
+# machine's load (printed).
 set -u
 REPO=$(cd "$(dirname "$0")/.." && pwd)
 PAGEIN=${PAGEIN:-$REPO/build/pagein}
 JSON=0
 [ "${1:-}" = --json ] && JSON=1
 if [ "${1:-}" = -h ] || [ "${1:-}" = --help ]; then sed -n '2,20p' "$0" | sed 's/^# \{0,1\}//'; exit 0; fi
-SIZE=${SIZE:-256M}; [ "${QUICK:-0}" = 1 ] && SIZE=16M
+SIZE=${SIZE:-256M}; RUNS=${RUNS:-3}; [ "${QUICK:-0}" = 1 ] && SIZE=16M RUNS=1
 export RATE=${RATE:-100m} DELAY_MS=${DELAY_MS:-20}
-CONNS=${CONNS:-16}; CHUNK=${CHUNK:-8M}
+CONNS=${CONNS:-16}; PULL_CHUNK=()
+[ -n "${CHUNK:-}" ] && PULL_CHUNK=(--chunk "$CHUNK"); CHUNK=${CHUNK:-8M}
 PY=/usr/bin/python3
 
 D=$(mktemp -d /tmp/pagein-bench-remote-XXXXXX)
@@ -40,30 +46,29 @@ out=$(bash "$REPO/tests/remote/servers.sh" start "$D" $$ nginx delay 2>&1) || { 
 URL="$DELAY/model.bin"
 
 now() { date +%s.%N; }
-# run NAME CMD...: seconds, or "null" when the tool is missing / failed
-declare -A secs note
+# run NAME CMD...: appends the seconds to times[NAME], or "null" when the
+# tool failed or its output differs from the object
+declare -A times note
 run() {
   local name=$1; shift
   rm -f "$D/out.bin"
-  local t0 t1
+  local t0 t1 ok=1
   t0=$(now)
-  if "$@" > "$D/$name.log" 2>&1; then
-    t1=$(now)
-    secs[$name]=$($PY -c "print(round($t1 - $t0, 3))")
-  else
-    secs[$name]=null; note[$name]="failed: $(tail -1 "$D/$name.log")"
+  "$@" > "$D/$name.log" 2>&1 || { ok=0; note[$name]="failed: $(tail -1 "$D/$name.log")"; }
+  t1=$(now)
+  if [ $ok = 1 ] && ! cmp -s "$D/out.bin" "$D/www/model.bin"; then
+    ok=0; note[$name]="output differs"
   fi
-}
-check() { # the bytes landed
-  cmp -s "$D/out.bin" "$D/www/model.bin" || { secs[$1]=null; note[$1]="output differs"; }
+  if [ $ok = 1 ]; then times[$name]+="$($PY -c "print(round($t1 - $t0, 3))") "; else times[$name]+="null "; fi
 }
 
-if command -v curl >/dev/null; then run curl curl -sf -o "$D/out.bin" "$URL"; check curl; else secs[curl]=null; note[curl]="curl missing"; fi
-if command -v aria2c >/dev/null; then
-  run aria2c aria2c -q -x16 -s16 -k1M --file-allocation=none --allow-overwrite=true -d "$D" -o out.bin "$URL"; check aria2c
-else secs[aria2c]=null; note[aria2c]="aria2c missing (Debian aria2)"; fi
-if $PY -c "import fsspec, aiohttp" 2>/dev/null; then
-  run fsspec $PY - "$URL" "$bytes" "$chunk" "$D/out.bin" <<'EOF'
+have_curl=0; have_aria=0; have_fsspec=0; have_py=0
+if command -v curl >/dev/null; then have_curl=1; else note[curl]="curl missing"; fi
+if command -v aria2c >/dev/null; then have_aria=1; else note[aria2c]="aria2c missing (Debian aria2)"; fi
+if $PY -c "import fsspec, aiohttp" 2>/dev/null; then have_fsspec=1; else note[fsspec]="python3-fsspec/python3-aiohttp missing"; fi
+if [ -f "$REPO/build/python/pagein/__init__.py" ]; then have_py=1; cp "$D/www/model.bin" "$D/www/model.safetensors"
+else note[load]="build/python missing (make python)"; fi
+cat > "$D/catranges.py" <<'EOF'
 import sys, fsspec
 url, size, chunk, out = sys.argv[1], int(sys.argv[2]), int(sys.argv[3]), sys.argv[4]
 fs = fsspec.filesystem("http")
@@ -74,52 +79,75 @@ with open(out, "wb") as f:
     for p in parts:
         f.write(p)
 EOF
-  check fsspec
-else secs[fsspec]=null; note[fsspec]="python3-fsspec/python3-aiohttp missing"; fi
-# pagein pull, under a wrapper that reports the child's peak RSS
-run pull $PY -c '
+rss_kib=0
+for r in $(seq 1 "$RUNS"); do  # interleaved, so that drift hits every tool alike
+  [ $have_curl = 1 ] && run curl curl -sf -o "$D/out.bin" "$URL"
+  [ $have_aria = 1 ] && run aria2c aria2c -q -x16 -s16 -k1M --file-allocation=none --allow-overwrite=true -d "$D" -o out.bin "$URL"
+  [ $have_fsspec = 1 ] && run fsspec $PY "$D/catranges.py" "$URL" "$bytes" "$chunk" "$D/out.bin"
+  # pagein pull, under a wrapper that reports the child's peak RSS
+  run pull $PY -c '
 import resource, subprocess, sys
 r = subprocess.run(sys.argv[2:])
 open(sys.argv[1], "w").write(str(resource.getrusage(resource.RUSAGE_CHILDREN).ru_maxrss))
-sys.exit(r.returncode)' "$D/rss" "$PAGEIN" pull --no-sync -q -c "$CONNS" --chunk "$CHUNK" "$URL" "$D/out.bin"
-check pull
-rss_kib=$(cat "$D/rss" 2>/dev/null || echo null)
-# remote load into memory: pagein_model_open(URL, read) through the Python
-# binding when it is built (build/python)
-secs[load]=null
-if [ -f "$REPO/build/python/pagein/__init__.py" ]; then
-  cp "$D/www/model.bin" "$D/www/model.safetensors"
-  run load env PYTHONPATH="$REPO/build/python" $PY -c '
-import sys, pagein
+sys.exit(r.returncode)' "$D/rss" "$PAGEIN" pull --no-sync -q -c "$CONNS" "${PULL_CHUNK[@]}" "$URL" "$D/out.bin"
+  k=$(cat "$D/rss" 2>/dev/null || echo 0); [ "$k" -gt "$rss_kib" ] && rss_kib=$k
+  # remote load into memory: pagein_model_open(URL, read) through the
+  # Python binding (build/python), timed inside the process: the
+  # interpreter's start and numpy's import are not the load
+  if [ $have_py = 1 ]; then
+    rm -f "$D/load.s"
+    if env PYTHONPATH="$REPO/build/python" $PY -c '
+import sys, time, pagein
+t0 = time.perf_counter()
 m = pagein.open_model(sys.argv[1], strategy="read")
+t1 = time.perf_counter()
 assert len(m.keys()) > 0
-' "$DELAY/model.safetensors"
-  rm -f "$D/www/model.safetensors"
-else note[load]="build/python missing (make python)"; fi
+open(sys.argv[2], "w").write("%.3f" % (t1 - t0))
+' "$DELAY/model.safetensors" "$D/load.s" > "$D/load.log" 2>&1 && [ -s "$D/load.s" ]; then
+      times[load]+="$(cat "$D/load.s") "
+    else
+      times[load]+="null "; note[load]="failed: $(tail -1 "$D/load.log")"
+    fi
+  fi
+done
+rm -f "$D/www/model.safetensors"
+[ "$rss_kib" = 0 ] && rss_kib=null
 
 # resume: kill -9 half-way, run again; nginx's log says what was sent twice
 rm -f "$D/out.bin" "$D"/out.bin.pagein-part*
 lines_before=$(wc -l < "$D/logs/nginx-access.log")
-"$PAGEIN" pull --no-sync -q -c "$CONNS" --chunk "$CHUNK" "$URL" "$D/out.bin" & pid=$!
-for i in $(seq 1 200); do  # bounded: 10 s
-  n=$(tail -c +4097 "$D/out.bin.pagein-part.pagein-state" 2>/dev/null | tr -cd 1 | wc -c)
-  [ "${n:-0}" -ge $(( bytes / chunk / 2 )) ] && break
-  sleep 0.05
+"$PAGEIN" pull --no-sync -q -c "$CONNS" "${PULL_CHUNK[@]}" "$URL" "$D/out.bin" & pid=$!
+pchunk=0
+st="$D/out.bin.pagein-part.pagein-state"
+for i in $(seq 1 400); do  # bounded: 10 s
+  [ "$pchunk" = 0 ] && pchunk=$(sed -n 's/^chunk \([0-9]*\).*/\1/p' "$st" 2>/dev/null | head -1)
+  pchunk=${pchunk:-0}
+  n=$(tail -c +4097 "$st" 2>/dev/null | tr -cd 1 | wc -c)
+  [ "$pchunk" -gt 0 ] && [ "${n:-0}" -ge $(( bytes / pchunk / 2 )) ] && break
+  sleep 0.025
 done
 kill -9 $pid 2>/dev/null; wait $pid 2>/dev/null
-resume=$("$PAGEIN" pull --no-sync --json -c "$CONNS" --chunk "$CHUNK" "$URL" "$D/out.bin" 2>/dev/null)
+resume=$("$PAGEIN" pull --no-sync --json -c "$CONNS" "${PULL_CHUNK[@]}" "$URL" "$D/out.bin" 2>/dev/null)
 cmp -s "$D/out.bin" "$D/www/model.bin" || resume=null
 sleep 0.2
 sent=$(tail -n +$((lines_before + 1)) "$D/logs/nginx-access.log" | awk '$7 ~ /model.bin/ { s += $10 } END { print s + 0 }')
 
 load=$(cut -d' ' -f1-3 /proc/loadavg)
-$PY - "$JSON" "$bytes" "$RATE" "$DELAY_MS" "$CONNS" "$CHUNK" "$load" "$rss_kib" "${secs[curl]}" "${secs[aria2c]}" \
-  "${secs[fsspec]}" "${secs[pull]}" "${resume:-null}" "${n:-0}" "${note[curl]:-}" "${note[aria2c]:-}" "${note[fsspec]:-}" \
-  "${note[pull]:-}" "$sent" "${secs[load]}" "${note[load]:-}" <<'EOF'
+$PY - "$JSON" "$bytes" "$RATE" "$DELAY_MS" "$CONNS" "${pchunk:-0}" "$load" "$rss_kib" "${times[curl]:-null}" "${times[aria2c]:-null}" \
+  "${times[fsspec]:-null}" "${times[pull]:-null}" "${resume:-null}" "${n:-0}" "${note[curl]:-}" "${note[aria2c]:-}" "${note[fsspec]:-}" \
+  "${note[pull]:-}" "$sent" "${times[load]:-null}" "${note[load]:-}" "$RUNS" <<'EOF'
 import json, sys
 a = sys.argv[1:]
-js, size, rate, delay, conns, chunk, load, rss = int(a[0]), int(a[1]), a[2], int(a[3]), int(a[4]), a[5], a[6], a[7]
-def f(x): return None if x == "null" else float(x)
+js, size, rate, delay, conns, chunk, load, rss = int(a[0]), int(a[1]), a[2], int(a[3]), int(a[4]), int(a[5]), a[6], a[7]
+runs = int(a[21])
+def times(x):  # "1.2 null 1.3 " -> [1.2, None, 1.3]
+    return [None if v == "null" else float(v) for v in x.split()]
+def f(x):  # the median of the runs; None if any failed
+    v = times(x)
+    if not v or None in v: return None
+    v = sorted(v)
+    return v[len(v) // 2] if len(v) % 2 else round((v[len(v) // 2 - 1] + v[len(v) // 2]) / 2, 3)
+every = {k: times(a[i]) for k, i in (("curl", 8), ("aria2c", 9), ("fsspec", 10), ("pull", 11), ("load", 19))}
 t = {"curl": f(a[8]), "aria2c": f(a[9]), "fsspec": f(a[10]), "pull": f(a[11])}
 try:
     resume = json.loads(a[12])
@@ -129,16 +157,15 @@ done_at_kill = int(a[13])
 notes = {k: v for k, v in zip(["curl", "aria2c", "fsspec", "pull"], a[14:18]) if v}
 if a[20]: notes["load"] = a[20]
 load_s = f(a[19])
-res = {"size": size, "rate_per_connection": rate, "first_byte_ms": delay, "connections": conns, "chunk": chunk,
-       "loadavg": load, "seconds": t,
+res = {"size": size, "rate_per_connection": rate, "first_byte_ms": delay, "connections": conns, "pull_chunk": chunk,
+       "runs": runs, "loadavg": load, "seconds": t, "seconds_every_run": every,
        "MB_per_s": {k: (round(size / v / 1e6, 1) if v else None) for k, v in t.items()},
        "pull_peak_rss_kib": None if rss == "null" else int(rss)}
 p = t["pull"]
 res["pull_vs"] = {k: (round(v / p, 2) if v and p else None) for k, v in t.items() if k != "pull"}
 res["load_seconds"] = load_s
 res["load_vs_pull_rate"] = round(p / load_s, 2) if load_s and p else None
-mult = {"K": 1 << 10, "M": 1 << 20, "G": 1 << 30}
-cb = int(chunk[:-1]) * mult[chunk[-1]] if chunk[-1] in mult else int(chunk)
+cb = chunk
 sent = int(a[18])
 res["resume"] = None
 if resume and resume.get("ok"):
@@ -146,20 +173,24 @@ if resume and resume.get("ok"):
     extra = max(0, sent - size - 2 * (256 << 10))
     res["resume"] = {"chunks_done_seen_before_kill": done_at_kill, "resumed_bytes": resume["resumed"],
                      "fetched_bytes": resume["fetched"], "server_sent_bytes": sent,
-                     "refetched_bytes": extra, "refetched_chunks": round(extra / cb, 2)}
+                     "refetched_bytes": extra, "refetched_chunks": round(extra / cb, 2) if cb else None,
+                     "at_most_chunks": conns}
 if notes: res["notes"] = notes
 if js:
     print(json.dumps(res))
 else:
-    print("bench remote: %d bytes, %s/connection, %d ms first byte, pull -c %d --chunk %s, load %s" % (size, rate, delay, conns, chunk, load))
-    print("%-8s %10s %10s %14s" % ("tool", "seconds", "MB/s", "pull faster by"))
+    print("bench remote: %d bytes, %s/connection, %d ms first byte, pull -c %d (chunks of %.2f MiB), median of %d runs, load %s"
+          % (size, rate, delay, conns, chunk / 1048576, runs, load))
+    print("%-8s %10s %10s %14s   %s" % ("tool", "seconds", "MB/s", "pull faster by", "every run"))
     for k in ("curl", "aria2c", "fsspec", "pull"):
         v = t[k]
-        print("%-8s %10s %10s %14s" % (k, "-" if v is None else "%.3f" % v, "-" if v is None else "%.1f" % (size / v / 1e6),
-                                       "" if k == "pull" or res["pull_vs"].get(k) is None else "%.2fx" % res["pull_vs"][k]))
+        print("%-8s %10s %10s %14s   %s" % (k, "-" if v is None else "%.3f" % v, "-" if v is None else "%.1f" % (size / v / 1e6),
+                                       "" if k == "pull" or res["pull_vs"].get(k) is None else "%.2fx" % res["pull_vs"][k],
+                                       " ".join("-" if x is None else "%.3f" % x for x in every[k])))
     print("pull peak RSS: %s KiB" % res["pull_peak_rss_kib"])
     if load_s:
-        print("remote load into memory (open_model read): %.3f s, %.2fx pull's rate" % (load_s, res["load_vs_pull_rate"]))
+        print("remote load into memory (open_model read): %.3f s, %.2fx pull's rate   (every run: %s)"
+              % (load_s, res["load_vs_pull_rate"], " ".join("-" if x is None else "%.3f" % x for x in every["load"])))
     if res["resume"]:
         print("resume after kill -9: %(resumed_bytes)d bytes kept, %(fetched_bytes)d fetched, "
               "%(refetched_chunks).2f chunks sent twice by the server" % res["resume"])

@@ -11,6 +11,7 @@
 #include "remote_util.h"
 
 #include <dirent.h>
+#include <stdatomic.h>
 #include <stdlib.h>
 #include <sys/stat.h>
 #include <unistd.h>
@@ -188,6 +189,78 @@ TEST(remote_http_ranges) {
     CHECK(text && strstr(text, "HTTP/1.1\" 206") != NULL); /* plain http: HTTP/1.1 */
     free(text);
     env_restore(&e);
+#endif
+    return PASS;
+}
+
+#ifdef PAGEIN_HAVE_CURL
+struct stop_after {
+    _Atomic int done;
+    int after;
+};
+static int stop_after_cb(void *arg, struct pi_read_req *r) {
+    struct stop_after *a = arg;
+    (void)r;
+    return atomic_fetch_add(&a->done, 1) + 1 >= a->after ? 7 : 0;
+}
+#endif
+
+/* A readv of many requests is spread over several lanes (threads): every
+ * byte lands where asked; one bad request stops all lanes with its error;
+ * a done callback's stop value is returned; no request is left untouched. */
+TEST(remote_readv_lanes) {
+    NEED_CURL();
+#ifdef PAGEIN_HAVE_CURL
+    if (!pt_have_testdata()) SKIP_BECAUSE("no tests/data/real");
+    RT_NEED_SERVERS();
+    const char *name = "gguf/ggml-vocab-gpt-2.gguf";
+    size_t len;
+    uint8_t *want = pt_read_file(pt_testdata(name), &len);
+    CHECK(want != NULL && len >= (64u << 10));
+    if (!want || len < (64u << 10)) return FAIL;
+    char path[300];
+    snprintf(path, sizeof path, "/files/real/%s", name);
+    struct envsave e = {0};
+    env_set(&e, "PAGEIN_HTTP_THREADS", "4");
+    struct pi_source *s;
+    CHECK_OK(ropen(&s, rt_url("HTTP", path)));
+    if (!s) return FAIL;
+    enum { N = 48, PIECE = 1024 };
+    static uint8_t got[N * PIECE];
+    struct pi_read_req r[N];
+    /* all good, depth 16: 4 lanes of 4; the pieces from the back (past the
+     * prefix kept at open) */
+    for (int i = 0; i < N; i++) r[i] = (struct pi_read_req){got + i * PIECE, len - (uint64_t)(i + 1) * PIECE, PIECE, 1, NULL};
+    CHECK_OK(s->ops->readv(s, r, N, 16, NULL, NULL));
+    for (int i = 0; i < N; i++) {
+        CHECK_EQ(r[i].rc, 0);
+        CHECK(memcmp(got + i * PIECE, want + len - (size_t)(i + 1) * PIECE, PIECE) == 0);
+    }
+    /* request 20 reaches past the end: PAGEIN_E_RANGE, naming the object */
+    for (int i = 0; i < N; i++) r[i] = (struct pi_read_req){got + i * PIECE, len - (uint64_t)(i + 1) * PIECE, PIECE, 1, NULL};
+    r[20].off = len - 10;
+    int rc = s->ops->readv(s, r, N, 16, NULL, NULL);
+    CHECK_EQ(rc, PAGEIN_E_RANGE);
+    CHECK(has(pagein_last_error_detail(), "outside the"));
+    CHECK_EQ(r[20].rc, PAGEIN_E_RANGE);
+    for (int i = 0; i < N; i++) CHECK(r[i].rc == 0 || r[i].rc == PAGEIN_E_RANGE || r[i].rc == PAGEIN_E_CANCELLED);
+    /* a done callback stops the batch after 5 completions: its value comes
+     * back, requests not started are cancelled */
+    for (int i = 0; i < N; i++) r[i] = (struct pi_read_req){got + i * PIECE, len - (uint64_t)(i + 1) * PIECE, PIECE, 1, NULL};
+    struct stop_after sa = {0, 5};
+    rc = s->ops->readv(s, r, N, 16, stop_after_cb, &sa);
+    CHECK_EQ(rc, 7);
+    int ok = 0, cancelled = 0;
+    for (int i = 0; i < N; i++) {
+        CHECK(r[i].rc == 0 || r[i].rc == PAGEIN_E_CANCELLED);
+        ok += r[i].rc == 0;
+        cancelled += r[i].rc == PAGEIN_E_CANCELLED;
+    }
+    CHECK(ok >= 5 && cancelled > 0);
+    CHECK_EQ(ok, atomic_load(&sa.done));
+    pi_remote_close(s);
+    env_restore(&e);
+    free(want);
 #endif
     return PASS;
 }

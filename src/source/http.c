@@ -535,20 +535,41 @@ static double backoff_s(const struct http_obj *o, int attempt) {
 }
 
 /* ---- readv: up to depth requests in flight on one lane ---------------------- */
-static int readv_lane(struct http_obj *o, struct lane *ln, struct pi_read_req *reqs, size_t n, unsigned depth,
-                      pi_read_done_fn done, void *arg) {
+/* The requests of one readv, claimed in order by its lanes (one per thread). */
+struct vshare {
+    struct pi_read_req *reqs;
+    size_t n;
+    _Atomic size_t next; /* the next request to claim */
+    _Atomic int stop;    /* a lane failed or a done callback said stop */
+};
+
+static struct pi_read_req *claim(struct vshare *sh) {
+    if (atomic_load(&sh->stop) || atomic_load(&sh->next) >= sh->n) return NULL;
+    size_t k = atomic_fetch_add(&sh->next, 1);
+    return k < sh->n ? &sh->reqs[k] : NULL;
+}
+
+static int readv_lane(struct http_obj *o, struct lane *ln, struct vshare *sh, unsigned depth, pi_read_done_fn done,
+                      void *arg) {
     CURLM *m = ln->m;
     struct xfer *slots = pi_calloc(depth, sizeof *slots);
-    if (!slots) return pi_err(-ENOMEM, "%s: out of memory", o->url);
-    size_t next = 0;
-    int rc = 0, stop = 0;
+    if (!slots) {
+        atomic_store(&sh->stop, 1);
+        return pi_err(-ENOMEM, "%s: out of memory", o->url);
+    }
+    int rc = 0, stop = 0, more = 1;
     for (;;) {
+        if (!stop && atomic_load(&sh->stop)) stop = 1; /* another lane failed */
         /* start requests into idle slots */
-        for (unsigned i = 0; i < depth && !stop && next < n; i++) {
+        for (unsigned i = 0; i < depth && !stop && more; i++) {
             struct xfer *x = &slots[i];
             if (x->state != 0) continue;
-            while (next < n && !stop) {
-                struct pi_read_req *r = &reqs[next++];
+            while (!stop) {
+                struct pi_read_req *r = claim(sh);
+                if (!r) {
+                    more = 0;
+                    break;
+                }
                 uint64_t end;
                 if (pi_add_overflow(r->off, r->len, &end) || end > o->size) {
                     r->rc = rc = pi_err(PAGEIN_E_RANGE, "%s: read of %llu bytes at %llu is outside the %llu-byte object",
@@ -592,17 +613,19 @@ static int readv_lane(struct http_obj *o, struct lane *ln, struct pi_read_req *r
         }
         unsigned busy = 0;
         double next_retry = 0;
+        if (stop) atomic_store(&sh->stop, 1);
         for (unsigned i = 0; i < depth; i++) {
             if (slots[i].state) busy++;
             if (slots[i].state == 2 && (next_retry == 0 || slots[i].retry_at < next_retry)) next_retry = slots[i].retry_at;
         }
         if (!busy) break;
-        int running = 0;
+        int running = 0, finished = 0;
         curl_multi_perform(m, &running);
         CURLMsg *msg;
         int left;
         while ((msg = curl_multi_info_read(m, &left))) {
             if (msg->msg != CURLMSG_DONE) continue;
+            finished++;
             struct xfer *x = NULL;
             curl_easy_getinfo(msg->easy_handle, CURLINFO_PRIVATE, (char **)&x);
             CURLcode res = msg->data.result;
@@ -660,9 +683,12 @@ static int readv_lane(struct http_obj *o, struct lane *ln, struct pi_read_req *r
         }
         (void)next_retry;
         if (stop) continue;
+        /* a transfer ended: start the next one, or return, at once (polling
+         * here first would idle the connection up to wait_ms per request) */
+        if (finished) continue;
         if (running || busy) curl_multi_poll(m, NULL, 0, (int)wait_ms, NULL);
     }
-    for (size_t i = next; i < n; i++) reqs[i].rc = PAGEIN_E_CANCELLED;
+    if (stop) atomic_store(&sh->stop, 1);
     for (unsigned i = 0; i < depth; i++) handle_put(o, slots[i].e);
     pi_free(slots);
     return rc;
@@ -873,6 +899,39 @@ int pi_http_open_cfg(struct pi_source *s, const struct pi_http_cfg *cfg, uint32_
     return 0;
 }
 
+struct vlane {
+    struct http_obj *o;
+    struct vshare *sh;
+    unsigned depth;
+    pi_read_done_fn done;
+    void *arg;
+    int rc;
+    char err[512]; /* the lane's error detail (pi_err's is per thread) */
+};
+
+static void vlane_run(struct vlane *v) {
+    struct lane *ln = lane_get(v->o);
+    if (!ln) {
+        atomic_store(&v->sh->stop, 1);
+        v->rc = pi_err(-ENOMEM, "%s: cannot create a libcurl multi handle", v->o->url);
+    } else {
+        v->rc = readv_lane(v->o, ln, v->sh, v->depth, v->done, v->arg);
+        lane_put(v->o, ln);
+    }
+    if (v->rc < 0) snprintf(v->err, sizeof v->err, "%s", pagein_last_error_detail());
+}
+
+static void *vlane_thread(void *p) {
+    vlane_run(p);
+    return NULL;
+}
+
+/* Many requests are spread over several lanes, each driven by its own
+ * thread (PAGEIN_HTTP_THREADS, default up to 4, one per 4 requests in
+ * flight): one thread receiving every byte, copying it out and taking the
+ * destination's first-touch page faults caps a readv at one core's rate,
+ * as `pagein bench remote` showed (remote load 0.5x pull, whose 16
+ * threads each drive one connection). */
 int pi_http_readv(struct pi_source *s, struct pi_read_req *reqs, size_t n, unsigned depth, pi_read_done_fn done,
                   void *arg) {
     struct http_obj *o = s->impl;
@@ -880,13 +939,32 @@ int pi_http_readv(struct pi_source *s, struct pi_read_req *reqs, size_t n, unsig
     if (depth == 0) depth = o->conns;
     if (depth > 256) depth = 256;
     if (depth > n) depth = (unsigned)n;
-    struct lane *ln = lane_get(o);
-    if (!ln) {
-        for (size_t i = 0; i < n; i++) reqs[i].rc = PAGEIN_E_CANCELLED;
-        return pi_err(-ENOMEM, "%s: cannot create a libcurl multi handle", o->url);
+    unsigned nt = (unsigned)env_long("PAGEIN_HTTP_THREADS", 4, 1, 64);
+    if (nt > (depth + 3) / 4) nt = (depth + 3) / 4;
+    if (nt < 1) nt = 1;
+    struct vshare sh = {.reqs = reqs, .n = n};
+    struct vlane v[64];
+    pthread_t tid[64];
+    unsigned started = 0;
+    for (unsigned t = 0; t < nt; t++)
+        v[t] = (struct vlane){o, &sh, depth / nt + (t < depth % nt), done, arg, 0, ""};
+    for (unsigned t = 1; t < nt; t++) {
+        if (pthread_create(&tid[t], NULL, vlane_thread, &v[t]) != 0) break; /* run with fewer */
+        started = t;
     }
-    int rc = readv_lane(o, ln, reqs, n, depth, done, arg);
-    lane_put(o, ln);
+    if (started + 1 < nt) /* the threads that did not start: their depth to this one */
+        for (unsigned t = started + 1; t < nt; t++) v[0].depth += v[t].depth;
+    vlane_run(&v[0]);
+    for (unsigned t = 1; t <= started; t++) pthread_join(tid[t], NULL);
+    /* the first real failure, else a stop (a done callback's value) */
+    int rc = 0;
+    const char *err = "";
+    for (unsigned t = 0; t <= started; t++) {
+        if (v[t].rc == 0) continue;
+        if (rc == 0 || (rc == PAGEIN_E_CANCELLED && v[t].rc != PAGEIN_E_CANCELLED)) rc = v[t].rc, err = v[t].err;
+    }
+    for (size_t i = PI_MIN(atomic_load(&sh.next), n); i < n; i++) reqs[i].rc = PAGEIN_E_CANCELLED;
+    if (rc < 0 && err[0]) pi_err(rc, "%s", err);
     return rc;
 }
 

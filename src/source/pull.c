@@ -146,7 +146,11 @@ static int fetch_chunk(void *ctx, size_t i) {
     uint64_t off = c * j->chunk, len = PI_MIN(j->chunk, j->size - off);
     uint8_t *buf = buf_get(j, len);
     if (!buf) return pi_err(-ENOMEM, "%s: out of memory for a %llu-byte chunk", j->name, (unsigned long long)len);
-    int rc = j->s->ops->read(j->s, buf, len, off);
+    /* one range GET through readv, not read: read serves reads near the
+     * start from a growing header prefix (one at a time), which would
+     * serialize the first chunks */
+    struct pi_read_req r = {buf, off, len, 0, NULL};
+    int rc = pi_source_readv(j->s, &r, 1, 1, NULL, NULL);
     for (uint64_t w = 0; rc == 0 && w < len;) {
         ssize_t k = pwrite(j->fd, buf + w, len - w, (off_t)(off + w));
         if (k < 0 && errno == EINTR) continue;
@@ -250,16 +254,40 @@ static int download(struct pi_source *s, const char *final, const char *part, co
                     pagein_pull_stats *st) {
     unsigned conns = o && o->connections ? o->connections : (pi_source_facts(s)->depth ? pi_source_facts(s)->depth : 16);
     if (conns > 64) conns = 64;
-    uint64_t chunk = o && o->chunk_bytes ? o->chunk_bytes : (8u << 20);
-    if (!(o && o->chunk_bytes)) {
-        /* small objects: enough chunks for every connection, >= 1 MiB */
-        uint64_t per = (s->size + conns - 1) / conns;
-        if (per < chunk) chunk = PI_MAX(per, 1u << 20);
+    char spath[4200];
+    snprintf(spath, sizeof spath, "%s.pagein-state", part);
+    uint64_t chunk = o && o->chunk_bytes ? o->chunk_bytes : 0;
+    if (!chunk) {
+        /* about 8 MiB, cut so that every connection gets the same number of
+         * chunks (no last round with one chunk in flight): 258 MiB over 16
+         * connections is 32 chunks of 8.06 MiB, not 33 of 8 MiB. At most
+         * 192 MiB for all connections' buffers, at least 1 MiB a chunk: a
+         * small object gets one chunk per connection. */
+        uint64_t target = 8u << 20;
+        if (target * conns > (192u << 20)) target = (192u << 20) / conns; /* memory: conns x chunk */
+        uint64_t k = (s->size + (uint64_t)conns * target / 2) / ((uint64_t)conns * target);
+        uint64_t n = (k ? k : 1) * conns;
+        chunk = (s->size + n - 1) / n;
+        chunk = (chunk + 65535) & ~(uint64_t)65535;
+        if (chunk < (1u << 20)) chunk = 1u << 20;
+        /* a download begun with another chunk size (another -c) resumes
+         * with that size rather than starting over */
+        int ofd = open(spath, O_RDONLY | O_CLOEXEC);
+        if (ofd >= 0) {
+            char old[STATE_HDR + 1];
+            unsigned long long osz = 0, och = 0;
+            ssize_t k2 = pread(ofd, old, STATE_HDR, 0);
+            close(ofd);
+            if (k2 == STATE_HDR) {
+                old[STATE_HDR] = 0;
+                if (sscanf(old, "pagein-pull 1\nsize %llu\nchunk %llu\n", &osz, &och) == 2 && osz == s->size &&
+                    och >= 4096 && och <= (1ull << 32))
+                    chunk = och;
+            }
+        }
     }
     uint64_t nchunks = s->size ? (s->size + chunk - 1) / chunk : 0;
     if (nchunks > (1u << 26)) return pi_err(PAGEIN_E_LIMIT, "%s: too many chunks (%llu)", s->name, (unsigned long long)nchunks);
-    char spath[4200];
-    snprintf(spath, sizeof spath, "%s.pagein-state", part);
     FORWARD_IF(mkdirs_for(final));
     FORWARD_IF(mkdirs_for(part));
     char hdr[STATE_HDR];

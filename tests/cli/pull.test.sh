@@ -29,7 +29,7 @@ cp -r "$D/www/sharded" "$D/s3/sharded"
 cp "$D/www/hf/org/tiny/model.safetensors" "$D/s3/model.safetensors"
 
 trap 'bash "$REPO/tests/remote/servers.sh" stop "$D"' EXIT
-start=$(RATE=4m bash "$REPO/tests/remote/servers.sh" start "$D" $$ nginx s3 2>&1); rc=$?
+start=$(RATE=4m DELAY_MS=5 bash "$REPO/tests/remote/servers.sh" start "$D" $$ nginx s3 delay 2>&1); rc=$?
 [ $rc = 77 ] && { echo "$start"; exit 77; }
 [ $rc = 0 ] || fail "servers did not start: $start"
 . "$D/env"
@@ -45,8 +45,9 @@ cmp "$TMP/a/model.safetensors" "$D/www/hf/org/tiny/model.safetensors" || fail "h
 ls "$TMP/a" | grep -q pagein && fail "leftover files: $(ls "$TMP/a")"
 
 # ---- resume after kill -9 -----------------------------------------------------------
-# 16 MiB at 4 MiB/s per connection, 2 connections, 1 MiB chunks
-url="$HTTP/limited/big.bin"
+# 16 MiB at 4 MiB/s per connection (/delayed/: every 1 MiB GET takes 0.25 s;
+# nginx's /limited/ would let each through at once), 2 connections
+url="$DELAY/big.bin"
 "$PAGEIN" pull --no-sync -q -c 2 --chunk 1M "$url" "$TMP/big.bin" > "$TMP/pull-bg.out" 2>&1 &
 pid=$!
 state="$TMP/big.bin.pagein-part.pagein-state"
@@ -73,7 +74,7 @@ fetched=$(echo "$OUT_TXT" | sed -n 's/.*"fetched":\([0-9]*\).*/\1/p')
 [ ! -e "$state" ] || fail "state file left after success"
 # what nginx sent for that URL over both runs: the file, at most one chunk
 # per connection again, plus each open's 256 KiB probe
-sent=$(awk '$7 == "/limited/big.bin" { s += $10 } END { print s + 0 }' "$D/logs/nginx-access.log")
+sent=$(awk '$7 == "/delayed/big.bin" { s += $10 } END { print s + 0 }' "$D/logs/nginx-access.log")
 max=$(( (16 << 20) + 2 * (1 << 20) + 2 * (256 << 10) ))
 [ "$sent" -ge $((16 << 20)) ] || fail "the access log shows only $sent bytes for big.bin"
 [ "$sent" -le "$max" ] || fail "nginx sent $sent bytes for a 16 MiB file (max $max)"

@@ -13,9 +13,13 @@
 #   httpfault tools/httpfault.py: truncated bodies, stalls, flaky 503s, an
 #             ETag that changes, a wrong Content-Range
 #   delay     tools/delayhdr.py behind nginx's /delayed/: each request waits
-#             DELAY_MS before nginx serves it (X-Accel-Redirect) from a
-#             rate-capped internal location: an object store's first-byte
-#             latency and per-connection bandwidth (bench remote)
+#             DELAY_MS (a bounded range also its length / RATE) before nginx
+#             serves it (X-Accel-Redirect) from an internal location (a
+#             stream: limit_rate RATE): an object store's first-byte latency
+#             and per-connection bandwidth, for short ranged GETs too (bench
+#             remote). /limited/ (nginx's
+#             limit_rate alone) lets each request's first ~RATE bytes
+#             through at once and caps only long streams.
 #
 # Usage:
 #   servers.sh start DIR OWNER_PID [nginx] [s3] [fault] [delay]
@@ -26,8 +30,9 @@
 #       server cannot run here (no nginx, no node, no s3rver package).
 #   servers.sh stop DIR
 #
-# Knobs: RATE (nginx limit_rate of /limited/, default 100m = 100 MiB/s per
-# connection), DELAY_MS (first-byte latency of the delay proxy, default 20).
+# Knobs: RATE (per connection: nginx limit_rate of /limited/ and the pacing of
+# /delayed/; default 100m = 100 MiB/s), DELAY_MS (first-byte latency of
+# /delayed/, default 20).
 set -u
 REPO=$(cd "$(dirname "$0")/../.." && pwd)
 cmd=${1:-}
@@ -168,7 +173,8 @@ http {
       proxy_http_version 1.1;
       proxy_set_header Connection "";
     }
-    location /internal/ { internal; alias $DIR/www/; limit_rate $RATE; }
+    location /internal/ { internal; alias $DIR/www/; }
+    location /internal-limited/ { internal; alias $DIR/www/; limit_rate $RATE; }
     location = /status/403 { return 403 "<Error><Code>AccessDenied</Code><Message>Access Denied</Message></Error>"; }
     location = /status/404 { return 404; }
     location = /status/500 { return 500; }
@@ -235,7 +241,7 @@ fi
 
 # ---- first-byte latency for nginx's /delayed/ ----------------------------------------
 if [[ " $want " == *" delay "* ]]; then
-  /usr/bin/python3 "$REPO/tools/delayhdr.py" "$DP" "$DELAY_MS" > "$DIR/logs/delay.log" 2>&1 &
+  /usr/bin/python3 "$REPO/tools/delayhdr.py" "$DP" "$DELAY_MS" "$DIR/www" "$RATE" > "$DIR/logs/delay.log" 2>&1 &
   started $! delay
   wait_port "$DP" || { echo "delayhdr did not start: $(tail -3 "$DIR/logs/delay.log")"; exit 1; }
   echo "DELAY=http://127.0.0.1:$HP/delayed" >> "$DIR/env"
