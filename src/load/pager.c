@@ -176,6 +176,25 @@ static void consumer_wait(struct pi_pager *p) {
     p->waiting--;
 }
 
+/* Streamed models: one item per group of a pass, on its own thread, so the
+ * groups of the window are read concurrently (each group's requests fill
+ * the engine's depth; up to 4 groups are read at once, lowest first). A group
+ * the cursor passed before its read started is given back unread. */
+struct stream_pass {
+    pagein_model *m;
+    const int32_t *batch;
+};
+
+static int stream_item(void *ctx, size_t i) {
+    struct stream_pass *sp = ctx;
+    pagein_model *m = sp->m;
+    int32_t g = sp->batch[i];
+    int rc = PAGEIN_E_CANCELLED;
+    if (!atomic_load(&m->cancel) && g >= atomic_load(&m->pager->cursor)) rc = load_group(m, g);
+    finish(m->pager, g, rc);
+    return 0;
+}
+
 /* Takes every missing group of the window [cursor, cursor + ahead] that the
  * budget allows (the cursor group always) and pages them in one parallel
  * pass, chunks in group order, so the device queue stays deep across group
@@ -211,13 +230,10 @@ static void *pager_main(void *arg) {
         p->resident += add;
         pthread_mutex_unlock(&p->mu);
         if (m->streamed) {
-            /* one group at a time, lowest first; groups the cursor passed
-             * meanwhile are given back unread */
-            for (size_t i = 0; i < nb; i++) {
-                int rc = PAGEIN_E_CANCELLED;
-                if (!atomic_load(&m->cancel) && batch[i] >= atomic_load(&p->cursor)) rc = load_group(m, batch[i]);
-                finish(p, batch[i], rc);
-            }
+            /* the window's groups at once, each one engine run announced
+             * as it completes, lowest first (stream_item) */
+            struct stream_pass sp = {m, batch};
+            pi_parallel(nb < 4 ? (unsigned)nb : 4, nb, stream_item, &sp);
             pthread_mutex_lock(&p->mu);
             continue;
         }
