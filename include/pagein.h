@@ -654,7 +654,8 @@ typedef enum pagein_strategy {
     PAGEIN_STRATEGY_AUTO = 0,     /* choose from filesystem, disk, size, memory */
     PAGEIN_STRATEGY_LAZY = 1,     /* map; pages fault in on first touch */
     PAGEIN_STRATEGY_POPULATE = 2, /* map and make everything resident at open, in parallel */
-    PAGEIN_STRATEGY_PREFETCH = 3, /* map; a background pager keeps layers ahead of a cursor */
+    PAGEIN_STRATEGY_PREFETCH = 3, /* a background pager keeps layers ahead of a cursor (mapped files:
+                                     pages the mapping in; remote: reads layers into memory) */
     PAGEIN_STRATEGY_READ = 4      /* explicit parallel reads into anonymous memory */
 } pagein_strategy;
 
@@ -758,6 +759,38 @@ PAGEIN_API int pagein_layer_done(pagein_model *m, int32_t layer);
  * waits for the pager (which pages chunks in file order); LAZY: pages t in
  * now, in parallel; POPULATE, READ: returns at once. */
 PAGEIN_API int pagein_tensor_wait(pagein_model *m, const pagein_tensor *t); /* thread safety: see above */
+
+/*
+ * PREFETCH over a source without a mapping (http(s)://, s3://, gs://,
+ * hf://): the pager reads each layer's tensor ranges through the range
+ * engine into anonymous memory, `prefetch_ahead` layers in front of the
+ * cursor, and with budget_bytes gives a layer's memory back
+ * (MADV_DONTNEED on the whole pages inside each of its tensors) at
+ * pagein_layer_done. Anonymous memory that was never read, or was given
+ * back, reads as ZEROS (a mapping would fault the file's bytes in), so for
+ * such a model:
+ *  - t->data (a pointer into that memory) is valid to read only after
+ *    pagein_layer_wait / pagein_tensor_wait for t's layer returned 0,
+ *    pagein_model_load_tensors covered t, or pagein_model_tensor_data gave
+ *    it; and, with budget_bytes, only until pagein_layer_done for t's
+ *    layer: a raw pointer kept past that reads zeros until the layer is
+ *    waited for again (copy what you keep, or open without a budget);
+ *  - pagein_model_tensor_data and pagein_tensor_copy (with the model's
+ *    file, pagein_model_file(m, t->file)) read t first if it is not there,
+ *    so they never return bytes that were not read; a failed read is their
+ *    error, naming the URL.
+ * A read failure in the pager surfaces from the wait for that layer
+ * (naming the URL, offset and length); a later wait retries. After fork()
+ * such a model cannot load layers in the child (PAGEIN_E_FORKED).
+ */
+/* Sets *data to t's bytes (t from m), readable: for a model whose memory
+ * is filled by reads (above) t is read first unless its layer is resident
+ * (waits while it is being read; does not move the cursor); for every
+ * other model *data = t->data at once. Returns 0, PAGEIN_E_INVALID (NULL
+ * argument, t not from m) or the read's failure (*data NULL). Borrowed:
+ * valid until pagein_model_close, and with a budget as described above.
+ * Thread safety: as the cursor calls. */
+PAGEIN_API int pagein_model_tensor_data(pagein_model *m, const pagein_tensor *t, const void **data);
 
 /*
  * What AUTO would choose for m, whatever strategy m was opened with (open

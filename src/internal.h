@@ -189,6 +189,11 @@ struct pagein_file {
     dev_t dev;
     ino_t ino;
     struct pi_table tab;
+    /* Set by a model whose tensor memory is filled by reads (prefetch over
+     * a source, src/load/stream.c): pagein_tensor_copy calls it first so it
+     * never copies bytes that were not read yet. NULL otherwise. */
+    int (*ensure)(void *ctx, const pagein_tensor *t);
+    void *ensure_ctx;
 };
 
 /* ---- thread pool (io/pool.c) -------------------------------------------- */

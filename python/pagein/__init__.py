@@ -943,6 +943,13 @@ class Model(_Opened):
                                        prefetch=prefetch, budget=budget or 0, hints=hints,
                                        lenient=lenient, writable=self._fw == "pt"))
         self._names = [r[_NAME] for r in self._recs]
+        # A remote model prefetched under a budget (given, or chosen by
+        # auto for a model larger than memory) reads layers into memory
+        # that layer_done gives back, where it reads as zeros until read
+        # again: arrays handed out are copies, so none of them changes
+        # under the caller (include/pagein.h, pagein_model_tensor_data).
+        if _is_url(self.path) and self.strategy == "prefetch" and (budget or strategy == "auto"):
+            self._copy = True
 
     # -- tables --
     @property

@@ -509,14 +509,33 @@ static PyTypeObject ViewType = {
     .tp_doc = "Read-only buffer over one tensor's bytes; keeps its file or model open.",
 };
 
+/* A model's tensor bytes, readable (pagein_model_tensor_data: a model
+ * prefetched from a remote source reads them first if its pager has not,
+ * instead of handing out zeros). */
+static int tensor_bytes(Source *s, const pagein_tensor *t, const void **ptr) {
+    *ptr = t->data;
+    if (!s->m || !t->nbytes) return 0;
+    int rc;
+    Py_BEGIN_ALLOW_THREADS
+    rc = pagein_model_tensor_data(s->m, t, ptr);
+    Py_END_ALLOW_THREADS
+    if (rc < 0) {
+        raise_rc(rc, NULL);
+        return -1;
+    }
+    return 0;
+}
+
 static PyObject *view_new(Source *s, const pagein_tensor *t) {
     if (t->nbytes > (uint64_t)PY_SSIZE_T_MAX) return raise_msg(FormatError, "tensor larger than the address space");
     if (t->nbytes && !t->data) return raise_msg(FormatError, "tensor data not mapped");
+    const void *ptr;
+    if (tensor_bytes(s, t, &ptr) < 0) return NULL;
     View *v = PyObject_New(View, &ViewType);
     if (!v) return NULL;
     Py_INCREF(s);
     v->owner = (PyObject *)s;
-    v->ptr = t->data;
+    v->ptr = ptr;
     v->len = (Py_ssize_t)t->nbytes;
     v->exports = 0;
     return (PyObject *)v;
@@ -733,12 +752,14 @@ static PyObject *Source_dequantize(Source *s, PyObject *args) {
         return NULL;
     }
     if (t->nbytes && !t->data) return raise_msg(FormatError, "tensor data not mapped");
+    const void *ptr;
+    if (tensor_bytes(s, t, &ptr) < 0) return NULL;
     PyObject *ba = PyByteArray_FromStringAndSize(NULL, (Py_ssize_t)size);
     if (!ba) return NULL;
     int rc;
     void *dst = PyByteArray_AS_STRING(ba);
     Py_BEGIN_ALLOW_THREADS
-    rc = pagein_tensor_dequantize(t, t->data, (size_t)t->nbytes, out, dst, (size_t)size);
+    rc = pagein_tensor_dequantize(t, ptr, (size_t)t->nbytes, out, dst, (size_t)size);
     Py_END_ALLOW_THREADS
     if (rc < 0) {
         Py_DECREF(ba);

@@ -22,6 +22,7 @@ def servers():
     os.makedirs(os.path.join(d, "s3"))
     shutil.copy(data_path("safetensors", "burn-mnist-f32.safetensors"), os.path.join(d, "www", "hf", "org", "tiny", "model.safetensors"))
     shutil.copy(data_path("gguf", "llama-2-tiny-random.gguf"), os.path.join(d, "s3", "tiny.gguf"))
+    shutil.copy(data_path("safetensors", "ollama-minicpm3-tiny-f32.safetensors"), os.path.join(d, "www", "minicpm3.safetensors"))
     script = os.path.join(REPO, "tests", "remote", "servers.sh")
     r = subprocess.run(["bash", script, "start", d, str(os.getpid()), "nginx", "s3"], capture_output=True, text=True)
     if r.returncode == 77:
@@ -103,3 +104,54 @@ def test_safe_open_url(servers, monkeypatch):
             assert (f.get_tensor(n) == want[n]).all()
     with pagein.safe_open("s3://bkt/tiny.gguf") as f:
         assert len(f.keys()) == 12
+
+
+@pytest.mark.parametrize("budget", [0, 1])
+def test_open_model_prefetch_remote(servers, budget):
+    """strategy="prefetch" over HTTP: layers read ahead through the range
+    engine; every tensor equal to the local file during the walk and after
+    it (released layers read again, arrays are copies under a budget)."""
+    d, env = servers
+    local = os.path.join(d, "www", "minicpm3.safetensors")
+    url = env["HTTP"] + "/files/minicpm3.safetensors"
+    with pagein.open_model(local, strategy="read") as l:
+        want = {n: l.get_tensor(n).copy() for n in l.keys()}
+    with pagein.open_model(url, strategy="prefetch", budget=budget, prefetch=1) as m:
+        assert m.strategy == "prefetch"
+        # before any wait: the accessor reads the tensor itself
+        last = sorted(want)[-1]
+        assert (m.get_tensor(last) == want[last]).all()
+        seen, kept = 0, {}
+        for layer, tensors in m.layers():
+            for n, a in tensors.items():
+                assert (a == want[n]).all(), (layer, n)
+                kept[n] = a
+                seen += 1
+        assert seen == len(want)
+        # after the walk (with a budget every layer was given back)
+        for n in want:
+            assert (kept[n] == want[n]).all(), n
+            assert (m.get_tensor(n) == want[n]).all(), n
+        m._source().tensor_wait(last)
+
+
+def test_open_model_prefetch_remote_gone(servers):
+    """The object deleted after open: waits fail naming the URL; nothing
+    reads as zeros."""
+    d, env = servers
+    path = os.path.join(d, "www", "gone.safetensors")
+    shutil.copy(os.path.join(d, "www", "minicpm3.safetensors"), path)
+    url = env["HTTP"] + "/files/gone.safetensors"
+    os.environ["PAGEIN_HTTP_RETRIES"] = "0"
+    try:
+        m = pagein.open_model(url, strategy="prefetch", budget=1, prefetch=1)
+        os.unlink(path)
+        # the file is small: its first 256 KiB came with the open; the rest
+        # of layer 0 (and everything after it) must come from the server
+        with pytest.raises(pagein.Error) as e:
+            for _ in m.layers():
+                pass
+        assert "/files/gone.safetensors" in str(e.value)
+        m.close()
+    finally:
+        del os.environ["PAGEIN_HTTP_RETRIES"]

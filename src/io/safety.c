@@ -9,6 +9,12 @@
 int pagein_tensor_copy(const pagein_file *f, const pagein_tensor *t, uint64_t off, void *dst, size_t len) {
     pi_err_clear();
     if (!t || (!dst && len)) return pi_err(PAGEIN_E_INVALID, "pagein_tensor_copy: NULL argument");
+    /* a model whose tensor memory is filled by reads (prefetch over a
+     * remote source): the bytes are read first, never copied unread */
+    if (f && f->ensure && len) {
+        int erc = f->ensure(f->ensure_ctx, t);
+        if (erc < 0) return erc;
+    }
     /* strided views and big-endian records: gathered and swapped into
      * row-major native order (format/torch.c) */
     const pagein_dtype_info *di = pagein_dtype_get(t->dtype);

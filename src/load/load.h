@@ -117,6 +117,10 @@ struct pagein_model {
     unsigned threads_given;    /* opts.threads as the caller gave it (0 = default) */
     struct pi_engine_probe_result probe; /* auto's probe of files[0] (probed set) */
     int probed;
+    /* PREFETCH over files without a mapping (remote sources): rbuf holds
+     * every file, tensor data points into it, and the pager reads each
+     * group's ranges through the range engine (stream.c) */
+    int streamed;
 };
 
 /* Pages ranges in (file ranges; merged and split into chunk_bytes chunks,
@@ -175,6 +179,17 @@ struct pi_strategy {
 };
 const struct pi_strategy *pi_strategy_get(pagein_strategy s); /* NULL if unknown */
 
+/* ---- prefetch through sources (stream.c) -------------------------------- */
+/* Gives every file an anonymous buffer (rbuf) and points the tensors into
+ * it; nothing is read yet. Sets m->streamed. */
+int pi_stream_init(pagein_model *m);
+/* Reads ranges (file ranges) through the range engine into rbuf: sorted by
+ * (file, offset), coalesced by the engine; request size cut so that the
+ * ranges fill the engine's depth. 0, or the failure naming the source. */
+int pi_stream_read(pagein_model *m, struct pi_range *r, size_t n);
+/* Drops a group's pages: the page-aligned interior of each tensor. */
+void pi_stream_release_group(pagein_model *m, int32_t g);
+
 /* ---- pager (pager.c) ---------------------------------------------------- */
 int pi_pager_start(pagein_model *m);
 void pi_pager_stop(pagein_model *m);
@@ -182,5 +197,11 @@ int pi_pager_wait(pagein_model *m, int32_t g);
 int pi_pager_done(pagein_model *m, int32_t g);
 /* Waits until tensor t of group g is resident. */
 int pi_pager_wait_tensor(pagein_model *m, int32_t g, const pagein_tensor *t);
+/* Streamed models: makes t's bytes in rbuf valid without moving the
+ * cursor (its group resident or being read: waits; else reads just t on
+ * this thread). 0 at once for other models. */
+int pi_pager_ensure_tensor(pagein_model *m, const pagein_tensor *t);
+/* Bytes the pager counts as resident (tests). */
+uint64_t pi_pager_resident(pagein_model *m);
 
 #endif

@@ -29,6 +29,13 @@
  * and pages of the data sections that nobody maps are dropped after every
  * group (trim()). Exact mode is slower on this machine (small folios).
  *
+ * Files without a mapping (remote sources): the same cursor, window,
+ * budget and states, but a group is loaded by reading its tensor ranges
+ * through the range engine into anonymous memory (stream.c), one group at a
+ * time in cursor order; a group the cursor passed before its read started
+ * is skipped (a read in progress finishes). Releasing drops the pages of
+ * the group's tensors; a later wait reads them again.
+ *
  * fork(): only the forking thread survives in the child, so the pager
  * thread is gone and mu/cv may be held by a thread that no longer exists.
  * Every entry point first compares the process id the pager was started in
@@ -36,6 +43,9 @@
  * groups that were being paged in back to "missing" and starts a new pager
  * thread, so layers() and waits work in the child as in the parent (which
  * keeps its own pager). Close in a child does not join the parent's thread.
+ * A streamed model is not restarted in a child (its remote sources' pooled
+ * connections belong to the parent): waits there fail with
+ * PAGEIN_E_FORKED.
  */
 #include "load.h"
 
@@ -83,14 +93,15 @@ static void trim(pagein_model *m) {
     }
 }
 
-/* Loads group g on the calling thread (waits behind the cursor, lazy). */
+/* Loads group g on the calling thread (waits behind the cursor, lazy, the
+ * streamed pager). */
 static int load_group(pagein_model *m, int32_t g) {
     size_t n = m->lstart[g + 1] - m->lstart[g];
     struct pi_range *r = pi_malloc((n ? n : 1) * sizeof *r);
     if (!r) return pi_err(-ENOMEM, "out of memory");
     size_t k = pi_model_group_ranges(m, g, r);
     enum pi_pop_method meth = m->pager && m->pager->budget ? PI_POP_READAHEAD : m->pop_method;
-    int rc = pi_model_populate_with(m, r, k, meth);
+    int rc = m->streamed ? pi_stream_read(m, r, k) : pi_model_populate_with(m, r, k, meth);
     pi_free(r);
     return rc;
 }
@@ -165,6 +176,25 @@ static void consumer_wait(struct pi_pager *p) {
     p->waiting--;
 }
 
+/* Streamed models: one item per group of a pass, on its own thread, so the
+ * groups of the window are read concurrently (each group's requests fill
+ * the engine's depth; up to 4 groups are read at once, lowest first). A group
+ * the cursor passed before its read started is given back unread. */
+struct stream_pass {
+    pagein_model *m;
+    const int32_t *batch;
+};
+
+static int stream_item(void *ctx, size_t i) {
+    struct stream_pass *sp = ctx;
+    pagein_model *m = sp->m;
+    int32_t g = sp->batch[i];
+    int rc = PAGEIN_E_CANCELLED;
+    if (!atomic_load(&m->cancel) && g >= atomic_load(&m->pager->cursor)) rc = load_group(m, g);
+    finish(m->pager, g, rc);
+    return 0;
+}
+
 /* Takes every missing group of the window [cursor, cursor + ahead] that the
  * budget allows (the cursor group always) and pages them in one parallel
  * pass, chunks in group order, so the device queue stays deep across group
@@ -199,11 +229,19 @@ static void *pager_main(void *arg) {
         }
         p->resident += add;
         pthread_mutex_unlock(&p->mu);
+        if (m->streamed) {
+            /* the window's groups at once, each one engine run announced
+             * as it completes, lowest first (stream_item) */
+            struct stream_pass sp = {m, batch};
+            pi_parallel(nb < 4 ? (unsigned)nb : 4, nb, stream_item, &sp);
+            pthread_mutex_lock(&p->mu);
+            continue;
+        }
         const struct pi_group_hooks h = {m, gate_enter, gate_leave, group_progress, group_done};
         int rc = pi_model_populate_groups(m, batch, nb, p->budget ? PI_POP_READAHEAD : m->pop_method, &p->cursor, &h);
         if (rc < 0)
             for (size_t i = 0; i < nb; i++) finish(p, batch[i], rc);
-        if (p->budget) trim(m);
+        if (p->budget && !m->streamed) trim(m);
         pthread_mutex_lock(&p->mu);
     }
     pthread_mutex_unlock(&p->mu);
@@ -251,7 +289,15 @@ int pi_pager_start(pagein_model *m) {
     }
     unsigned nt = m->pager_threads ? m->pager_threads : m->opts.threads;
     p->ahead_limit = nt > 1 ? nt - 1 : 1;
-    for (size_t i = 0; i < m->nfiles; i++) {
+    /* a file without a mapping (remote): every group is read through the
+     * sources into anonymous memory (stream.c) */
+    int unmapped = 0;
+    for (size_t i = 0; i < m->nfiles; i++) unmapped |= !m->files[i]->mapped && m->files[i]->len;
+    if (unmapped) {
+        int rc = pi_stream_init(m);
+        if (rc < 0) return rc; /* the pager is freed by close */
+    }
+    for (size_t i = 0; i < m->nfiles && !m->streamed; i++) {
         pagein_file *f = m->files[i];
         if (!f->mapped || !f->len) continue;
         if (p->budget && !(m->opts.hints & PAGEIN_HINT_SEQUENTIAL)) {
@@ -264,7 +310,7 @@ int pi_pager_start(pagein_model *m) {
             if (a < f->len) madvise((void *)(f->base + a), f->len - a, MADV_DONTNEED);
         }
     }
-    if (p->budget) trim(m);
+    if (p->budget && !m->streamed) trim(m);
     int e = pthread_create(&p->tid, NULL, pager_main, m);
     if (e) return pi_err(-e, "cannot start the prefetch thread: %s", strerror(e));
     p->started = 1;
@@ -296,7 +342,11 @@ static int after_fork(pagein_model *m, int restart) {
             p->resident -= p->gbytes[g];
         }
     int rc = 0;
-    if (restart && !p->stop) {
+    if (restart && !p->stop && m->streamed) {
+        rc = p->fork_err = pi_err(PAGEIN_E_FORKED, "%s: a model read through a remote source cannot load layers in a "
+                                  "child of fork() (its connections belong to the parent); open it in the child",
+                                  m->files[0]->path);
+    } else if (restart && !p->stop) {
         int e = pthread_create(&p->tid, NULL, pager_main, m);
         if (e)
             rc = p->fork_err = pi_err(PAGEIN_E_FORKED, "cannot restart the prefetch thread in the child of fork(): %s",
@@ -360,6 +410,7 @@ static int wait_for(pagein_model *m, int32_t g, const pagein_tensor *t) {
             /* behind the cursor: page just this tensor in on this thread */
             pthread_mutex_unlock(&p->mu);
             struct pi_range r = {t->file, t->offset, t->nbytes};
+            if (m->streamed) return pi_stream_read(m, &r, 1);
             return pi_model_populate_with(m, &r, 1, p->budget ? PI_POP_READAHEAD : m->pop_method);
         }
         /* behind the cursor: load the group on this thread */
@@ -376,6 +427,33 @@ static int wait_for(pagein_model *m, int32_t g, const pagein_tensor *t) {
 int pi_pager_wait(pagein_model *m, int32_t g) { return wait_for(m, g, NULL); }
 
 int pi_pager_wait_tensor(pagein_model *m, int32_t g, const pagein_tensor *t) { return wait_for(m, g, t); }
+
+int pi_pager_ensure_tensor(pagein_model *m, const pagein_tensor *t) {
+    struct pi_pager *p = m->pager;
+    if (!p || !m->streamed || !t->nbytes) return 0;
+    FORWARD_IF(after_fork(m, 1));
+    int32_t g = m->tgroup[t - m->tab.t];
+    pthread_mutex_lock(&p->mu);
+    /* a group being read (by the pager or a waiting thread) is complete
+     * when its state changes; the tensor alone is not announced */
+    while (p->state[g] == G_LOADING && !p->stop) consumer_wait(p);
+    int resident = p->state[g] == G_RESIDENT;
+    pthread_mutex_unlock(&p->mu);
+    if (resident) return 0;
+    /* not read (ahead of the window, released, failed): just this tensor,
+     * on this thread, without moving the cursor or counting it */
+    struct pi_range r = {t->file, t->offset, t->nbytes};
+    return pi_stream_read(m, &r, 1);
+}
+
+uint64_t pi_pager_resident(pagein_model *m) {
+    struct pi_pager *p = m->pager;
+    if (!p) return 0;
+    pthread_mutex_lock(&p->mu);
+    uint64_t r = p->resident;
+    pthread_mutex_unlock(&p->mu);
+    return r;
+}
 
 int pi_pager_done(pagein_model *m, int32_t g) {
     struct pi_pager *p = m->pager;
@@ -422,6 +500,17 @@ int pagein_tensor_wait(pagein_model *m, const pagein_tensor *t) {
     if (m->pager) return pi_pager_wait_tensor(m, m->tgroup[t - m->tab.t], t);
     if (m->strategy == PAGEIN_STRATEGY_READ || m->strategy == PAGEIN_STRATEGY_POPULATE) return 0;
     return pagein_model_load_tensors(m, &t, 1);
+}
+
+int pagein_model_tensor_data(pagein_model *m, const pagein_tensor *t, const void **data) {
+    if (data) *data = NULL;
+    if (!m || !t || !data) return pi_err(PAGEIN_E_INVALID, "pagein_model_tensor_data: NULL argument");
+    uintptr_t a = (uintptr_t)m->tab.t, x = (uintptr_t)t;
+    RETURN_IF(x < a || x >= a + m->tab.n * sizeof *t || (x - a) % sizeof *t, PAGEIN_E_INVALID,
+              "pagein_model_tensor_data: tensor %.*s is not from this model", (int)PI_MIN(t->name_len, 200), t->name);
+    FORWARD_IF(pi_pager_ensure_tensor(m, t));
+    *data = t->data;
+    return 0;
 }
 
 int pagein_layer_done(pagein_model *m, int32_t layer) {

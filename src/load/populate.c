@@ -378,6 +378,10 @@ size_t pi_model_group_ranges(const pagein_model *m, int32_t g, struct pi_range *
 
 void pi_model_release_group(pagein_model *m, int32_t g) {
     if (m->strategy == PAGEIN_STRATEGY_READ) return;
+    if (m->streamed) {
+        pi_stream_release_group(m, g);
+        return;
+    }
     uint64_t ps = page_size();
     for (size_t i = m->lstart[g]; i < m->lstart[g + 1]; i++) {
         const pagein_tensor *t = m->lt[i];
@@ -400,6 +404,15 @@ void pi_model_release_group(pagein_model *m, int32_t g) {
 int pagein_model_load_tensors(pagein_model *m, const pagein_tensor *const *t, size_t n) {
     if (!m) return pi_err(PAGEIN_E_INVALID, "pagein_model_load_tensors: NULL model");
     if (m->strategy == PAGEIN_STRATEGY_READ) return 0;
+    if (m->streamed) { /* memory filled by reads: read what is not there yet */
+        for (size_t i = 0; i < (t ? n : m->tab.n); i++) {
+            const pagein_tensor *x = t ? t[i] : &m->tab.t[i];
+            if (!x || x->file >= m->nfiles || x != pi_table_find(&m->tab, x->name, x->name_len))
+                return pi_err(PAGEIN_E_INVALID, "load_tensors: tensor %zu is not from this model", i);
+            FORWARD_IF(pi_pager_ensure_tensor(m, x));
+        }
+        return 0;
+    }
     size_t cnt = t ? n : m->nfiles;
     struct pi_range *r = pi_malloc((cnt ? cnt : 1) * sizeof *r);
     if (!r) return pi_err(-ENOMEM, "out of memory");

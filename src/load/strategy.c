@@ -13,9 +13,10 @@ static const struct pi_strategy table[] = {
     {PAGEIN_STRATEGY_AUTO, "auto", NULL, 0, "measure the storage and pick one of the others"},
     {PAGEIN_STRATEGY_LAZY, "lazy", NULL, 1, "map only: pages arrive on first touch"},
     {PAGEIN_STRATEGY_POPULATE, "populate", start_populate, 1, "map and page everything in, in parallel"},
-    /* the pager pages a mapping in (it does not read through sources yet):
-     * it needs mapped files like populate */
-    {PAGEIN_STRATEGY_PREFETCH, "prefetch", pi_pager_start, 1, "page layers in ahead of the consumer"},
+    /* mapped files: the pager pages the mapping in; files without one
+     * (remote): it reads each layer through the sources into anonymous
+     * memory (pager.c, stream.c) */
+    {PAGEIN_STRATEGY_PREFETCH, "prefetch", pi_pager_start, 0, "page layers in ahead of the consumer"},
     {PAGEIN_STRATEGY_READ, "read", pi_model_read_all, 0, "explicit parallel reads into anonymous memory"},
 };
 

@@ -1,0 +1,130 @@
+/* stream.c - PREFETCH over files that have no mapping (remote sources):
+ * layers read through the range engine into anonymous memory.
+ *
+ * The memory is READ's (read.c): one anonymous mapping per file, rounded to
+ * 2 MiB, tensor data pointing into it; but nothing is read at open. The
+ * pager (pager.c) loads each layer group by reading exactly that group's
+ * tensor ranges (sorted by offset, coalesced by the engine) into the
+ * buffer, one group after another in cursor order, so the consumer
+ * computes on layer i while layer i + 1 arrives (double buffering; up to
+ * `ahead` groups in front of the cursor). A released group (budget) gets
+ * MADV_DONTNEED on the page-aligned interior of each of its tensors: a page
+ * holding bytes of another tensor is never dropped, so only whole pages of
+ * this group's tensors return to zero, and a later wait reads them again.
+ *
+ * Anonymous memory that was never read (or was released) reads as zeros,
+ * where a mapping would fault the file's bytes in. So every accessor that
+ * hands out tensor bytes first makes them valid (pi_pager_ensure_tensor):
+ * pagein_model_tensor_data, pagein_tensor_copy (through the file's ensure
+ * hook), pagein_model_load_tensors, the Python views.
+ *
+ * With a budget the buffers are MADV_NOHUGEPAGE, so that what is resident
+ * is what was read (a 2 MiB folio would bring in neighbouring groups'
+ * zeros and could not be partly dropped without a split); without one
+ * MADV_HUGEPAGE, as READ.
+ *
+ * Request size: each group is one engine run; its requests are cut so the
+ * group fills the engine's depth (a 24 MiB group at depth 16 is read as
+ * 16 x 1.5 MiB ranges, not 3 x 8 MiB), at least 1 MiB, at most what the
+ * engine would choose for the source. opts.chunk_bytes and opts.threads
+ * override size and depth, as for READ.
+ */
+#include "load.h"
+
+#include "../engine/engine.h"
+
+#include <stdlib.h>
+#include <sys/mman.h>
+#include <unistd.h>
+
+static int ensure_hook(void *ctx, const pagein_tensor *t) {
+    pagein_model *m = ctx;
+    uintptr_t a = (uintptr_t)m->tab.t, x = (uintptr_t)t;
+    /* only the model's own records point into rbuf; a file's own table has
+     * no data pointer and is read through the source by pagein_tensor_copy */
+    if (x < a || x >= a + m->tab.n * sizeof *t || (x - a) % sizeof *t) return 0;
+    return pi_pager_ensure_tensor(m, t);
+}
+
+int pi_stream_init(pagein_model *m) {
+    m->rbuf = pi_calloc(m->nfiles, sizeof *m->rbuf);
+    m->rlen = pi_calloc(m->nfiles, sizeof *m->rlen);
+    if (!m->rbuf || !m->rlen) return pi_err(-ENOMEM, "out of memory");
+    for (size_t i = 0; i < m->nfiles; i++) {
+        pagein_file *f = m->files[i];
+        RETURN_IF(!f->src, PAGEIN_E_UNSUPPORTED, "%s: no source to read from", f->path);
+        size_t cap = (size_t)pi_align_up(f->len ? f->len : 1, 2u << 20);
+        void *b = mmap(NULL, cap, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+        if (b == MAP_FAILED) return pi_err(-errno, "%s: cannot allocate %zu bytes: %s", f->path, cap, strerror(errno));
+        madvise(b, cap, m->opts.budget_bytes ? MADV_NOHUGEPAGE : MADV_HUGEPAGE);
+        m->rbuf[i] = b;
+        m->rlen[i] = cap;
+    }
+    for (size_t k = 0; k < m->tab.n; k++) {
+        pagein_tensor *t = &m->tab.t[k];
+        t->data = m->rbuf[t->file] + t->offset;
+    }
+    for (size_t i = 0; i < m->nfiles; i++) {
+        m->files[i]->ensure = ensure_hook;
+        m->files[i]->ensure_ctx = m;
+    }
+    m->streamed = 1;
+    return 0;
+}
+
+static int cmp_range(const void *a, const void *b) {
+    const struct pi_range *x = a, *y = b;
+    if (x->file != y->file) return x->file < y->file ? -1 : 1;
+    return x->off < y->off ? -1 : x->off > y->off;
+}
+
+int pi_stream_read(pagein_model *m, struct pi_range *r, size_t n) {
+    qsort(r, n, sizeof *r, cmp_range);
+    struct pi_source **srcs = pi_calloc(m->nfiles, sizeof *srcs);
+    struct pi_span *sp = pi_malloc((n ? n : 1) * sizeof *sp);
+    int rc = 0;
+    if (!srcs || !sp) {
+        rc = pi_err(-ENOMEM, "out of memory");
+        goto out;
+    }
+    for (size_t i = 0; i < m->nfiles; i++) srcs[i] = m->files[i]->src;
+    size_t k = 0;
+    uint64_t total = 0;
+    for (size_t i = 0; i < n; i++) {
+        if (!r[i].len) continue;
+        sp[k++] = (struct pi_span){r[i].file, r[i].off, r[i].len, m->rbuf[r[i].file] + r[i].off};
+        total += r[i].len;
+    }
+    if (!k) goto out;
+    struct pi_engine_opts o = {.deliver = PI_DELIVER_BUFFERS,
+                               .request_bytes = m->opts.chunk_bytes ? pi_align_up(m->opts.chunk_bytes, 4096) : 0,
+                               .depth = m->threads_given,
+                               .max_gap = UINT64_MAX,
+                               .cancel = &m->cancel};
+    if (!o.request_bytes) {
+        uint64_t rb;
+        unsigned d;
+        char why[160];
+        pi_engine_choose(srcs[sp[0].src], &o, 0, &rb, &d, why, sizeof why);
+        uint64_t want = d ? pi_align_up((total + d - 1) / d, 1u << 20) : rb;
+        o.request_bytes = want < rb ? want : rb;
+        if (o.request_bytes < (1u << 20)) o.request_bytes = 1u << 20;
+    }
+    rc = pi_engine_run(srcs, m->nfiles, sp, k, &o, NULL);
+out:
+    pi_free(srcs);
+    pi_free(sp);
+    return rc;
+}
+
+void pi_stream_release_group(pagein_model *m, int32_t g) {
+    uint64_t ps = (uint64_t)sysconf(_SC_PAGESIZE);
+    for (size_t i = m->lstart[g]; i < m->lstart[g + 1]; i++) {
+        const pagein_tensor *t = m->lt[i];
+        /* rbuf is page aligned, so file offsets and buffer offsets share
+         * their page boundaries: whole pages inside the tensor only */
+        uint64_t a = pi_align_up(t->offset, ps);
+        uint64_t e = (t->offset + t->nbytes) & ~(ps - 1);
+        if (e > a) madvise(m->rbuf[t->file] + a, e - a, MADV_DONTNEED);
+    }
+}
