@@ -8,6 +8,7 @@
 
 #include <dirent.h>
 #include <signal.h>
+#include <stdatomic.h>
 #include <stdlib.h>
 #include <sys/stat.h>
 #include <sys/wait.h>
@@ -205,7 +206,7 @@ TEST(source_not_a_model) {
 /* pi_source_readv: every request completes with its bytes; a failing one
  * stops the batch and the rest are reported cancelled or done. */
 static int count_done(void *arg, struct pi_read_req *r) {
-    (*(int *)arg)++;
+    atomic_fetch_add((_Atomic int *)arg, 1); /* called from the readv's threads, concurrently */
     return r->rc;
 }
 
@@ -223,9 +224,9 @@ TEST(source_readv_local) {
     struct pi_read_req r[64];
     uint8_t *out = malloc(n);
     for (int i = 0; i < 64; i++) r[i] = (struct pi_read_req){out + i * (n / 64), (uint64_t)i * (n / 64), n / 64, 0, NULL};
-    int done = 0;
+    _Atomic int done = 0;
     CHECK_OK(pi_source_readv(s, r, 64, 8, count_done, &done));
-    CHECK_EQ(done, 64);
+    CHECK_EQ(atomic_load(&done), 64);
     CHECK(memcmp(out, img, n) == 0);
     /* a request past the end fails with PAGEIN_E_RANGE naming the file */
     r[3].off = n - 10;
