@@ -13,9 +13,12 @@
 #   pagein pull  -c CONNS (its own chunking unless CHUNK is set), its peak
 #                RSS, and a resume
 #   load         pagein.open_model(URL, strategy="read") into memory
+#   walk         the layers walked with COMPUTE_MS (default 30) of simulated
+#                compute each: read (all first) vs prefetch (layers read
+#                ahead of the walk): first layer and total
 #
 # Usage: bench/remote.sh [--json]   (env: SIZE=256M RATE=100m DELAY_MS=20
-# CONNS=16 CHUNK= (pull's --chunk; fsspec's ranges, default 8M) RUNS=3
+# CONNS=16 CHUNK= (pull's --chunk; fsspec's ranges, default 8M) RUNS=3 COMPUTE_MS=30
 # QUICK=1 for a 16 MiB smoke run of one run each; PAGEIN=build/pagein)
 # Every tool runs RUNS times, interleaved; the median is the result (all
 # runs are in the JSON). Prints a table, or one JSON object with --json.
@@ -29,7 +32,7 @@ JSON=0
 if [ "${1:-}" = -h ] || [ "${1:-}" = --help ]; then sed -n '2,20p' "$0" | sed 's/^# \{0,1\}//'; exit 0; fi
 SIZE=${SIZE:-256M}; RUNS=${RUNS:-3}; [ "${QUICK:-0}" = 1 ] && SIZE=16M RUNS=1
 export RATE=${RATE:-100m} DELAY_MS=${DELAY_MS:-20}
-CONNS=${CONNS:-16}; PULL_CHUNK=()
+CONNS=${CONNS:-16}; COMPUTE_MS=${COMPUTE_MS:-30}; PULL_CHUNK=()
 [ -n "${CHUNK:-}" ] && PULL_CHUNK=(--chunk "$CHUNK"); CHUNK=${CHUNK:-8M}
 PY=/usr/bin/python3
 
@@ -109,6 +112,31 @@ open(sys.argv[2], "w").write("%.3f" % (t1 - t0))
       times[load]+="null "; note[load]="failed: $(tail -1 "$D/load.log")"
     fi
   fi
+  # a layer walk with COMPUTE_MS of simulated compute per layer (a sleep:
+  # the accelerator's time): read (everything first) against prefetch
+  # (layers read ahead of the walk); time to the first layer and in all
+  if [ $have_py = 1 ]; then
+    for strat in read prefetch; do
+      rm -f "$D/walk.s"
+      if env PYTHONPATH="$REPO/build/python" $PY -c '
+import sys, time, pagein
+url, strat, ms, out = sys.argv[1], sys.argv[2], float(sys.argv[3]) / 1000, sys.argv[4]
+t0 = time.perf_counter()
+m = pagein.open_model(url, strategy=strat)
+first = None
+for layer, tensors in m.layers():
+    if first is None:
+        first = time.perf_counter() - t0
+    time.sleep(ms)
+open(out, "w").write("%.3f %.3f" % (first, time.perf_counter() - t0))
+' "$DELAY/model.safetensors" "$strat" "$COMPUTE_MS" "$D/walk.s" > "$D/walk.log" 2>&1 && [ -s "$D/walk.s" ]; then
+        read -r a b < "$D/walk.s"
+        times[walk_${strat}_first]+="$a "; times[walk_${strat}]+="$b "
+      else
+        times[walk_${strat}_first]+="null "; times[walk_${strat}]+="null "; note[walk_$strat]="failed: $(tail -1 "$D/walk.log")"
+      fi
+    done
+  fi
 done
 rm -f "$D/www/model.safetensors"
 [ "$rss_kib" = 0 ] && rss_kib=null
@@ -135,7 +163,9 @@ sent=$(tail -n +$((lines_before + 1)) "$D/logs/nginx-access.log" | awk '$7 ~ /mo
 load=$(cut -d' ' -f1-3 /proc/loadavg)
 $PY - "$JSON" "$bytes" "$RATE" "$DELAY_MS" "$CONNS" "${pchunk:-0}" "$load" "$rss_kib" "${times[curl]:-null}" "${times[aria2c]:-null}" \
   "${times[fsspec]:-null}" "${times[pull]:-null}" "${resume:-null}" "${n:-0}" "${note[curl]:-}" "${note[aria2c]:-}" "${note[fsspec]:-}" \
-  "${note[pull]:-}" "$sent" "${times[load]:-null}" "${note[load]:-}" "$RUNS" <<'EOF'
+  "${note[pull]:-}" "$sent" "${times[load]:-null}" "${note[load]:-}" "$RUNS" "${times[walk_read_first]:-null}" \
+  "${times[walk_read]:-null}" "${times[walk_prefetch_first]:-null}" "${times[walk_prefetch]:-null}" "$COMPUTE_MS" \
+  "${note[walk_read]:-}${note[walk_prefetch]:-}" <<'EOF'
 import json, sys
 a = sys.argv[1:]
 js, size, rate, delay, conns, chunk, load, rss = int(a[0]), int(a[1]), a[2], int(a[3]), int(a[4]), int(a[5]), a[6], a[7]
@@ -164,6 +194,11 @@ res = {"size": size, "rate_per_connection": rate, "first_byte_ms": delay, "conne
 p = t["pull"]
 res["pull_vs"] = {k: (round(v / p, 2) if v and p else None) for k, v in t.items() if k != "pull"}
 res["load_seconds"] = load_s
+walk = {k: f(a[i]) for k, i in (("read_first_layer", 22), ("read_total", 23), ("prefetch_first_layer", 24),
+                                 ("prefetch_total", 25))}
+res["walk"] = dict(walk, compute_ms_per_layer=float(a[26]),
+                   every_run={k: times(a[i]) for k, i in (("read_total", 23), ("prefetch_total", 25))})
+if a[27]: notes["walk"] = a[27]
 res["load_vs_pull_rate"] = round(p / load_s, 2) if load_s and p else None
 cb = chunk
 sent = int(a[18])
@@ -191,6 +226,11 @@ else:
     if load_s:
         print("remote load into memory (open_model read): %.3f s, %.2fx pull's rate   (every run: %s)"
               % (load_s, res["load_vs_pull_rate"], " ".join("-" if x is None else "%.3f" % x for x in every["load"])))
+    if walk["read_total"] and walk["prefetch_total"]:
+        print("layer walk, %g ms compute a layer: read first layer %.3f s, total %.3f s; prefetch first layer %.3f s, "
+              "total %.3f s (%.2fx faster)" % (float(a[26]), walk["read_first_layer"], walk["read_total"],
+                                             walk["prefetch_first_layer"], walk["prefetch_total"],
+                                             walk["read_total"] / walk["prefetch_total"]))
     if res["resume"]:
         print("resume after kill -9: %(resumed_bytes)d bytes kept, %(fetched_bytes)d fetched, "
               "%(refetched_chunks).2f chunks sent twice by the server" % res["resume"])
