@@ -17,7 +17,8 @@ static void usage(FILE *out) {
           "and depth the range engine would use for `read` and how they were chosen\n"
           "(--chunk SIZE / --threads N, the model options chunk_bytes / threads, and then\n"
           "PAGEIN_REQUEST_BYTES / PAGEIN_QUEUE_DEPTH override them).\n"
-          "Reads headers and the probe's few 128 KiB requests only.\n"
+          "Reads headers and the probe's few 128 KiB requests only; a remote model (URL)\n"
+          "costs its headers only: the index and about one request per file.\n"
           "Exit status: 0 ok, 1 the model is invalid, 2 usage or I/O error.\n",
           out);
 }
@@ -166,7 +167,7 @@ static int plan_main(int argc, char **argv) {
                 printf("  measured: %.0f us a 128 KiB request at depth 1, %.1fx the throughput at depth %u\n",
                        io.lat1_us, io.depth_speedup, io.probe_depth);
             else
-                printf("  measured: nothing (file too small, or memory)\n");
+                printf("  measured: nothing (file too small, memory, or remote: no probe of tensor data)\n");
             printf("range engine (read): %s requests, %u in flight\n  %s\n",
                    cli_human_bytes(io.request_bytes, hb, sizeof hb), io.depth, io.engine_why);
         }

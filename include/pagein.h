@@ -652,7 +652,9 @@ typedef struct pagein_model pagein_model;
 /* When and how pages arrive (docs/LOADING.md explains each). */
 typedef enum pagein_strategy {
     PAGEIN_STRATEGY_AUTO = 0,     /* choose from filesystem, disk, size, memory */
-    PAGEIN_STRATEGY_LAZY = 1,     /* map; pages fault in on first touch */
+    PAGEIN_STRATEGY_LAZY = 1,     /* map; pages fault in on first touch. Remote files (no mapping):
+                                     headers only, no data pointers; read tensors with
+                                     pagein_tensor_copy (waits and loads: PAGEIN_E_UNSUPPORTED) */
     PAGEIN_STRATEGY_POPULATE = 2, /* map and make everything resident at open, in parallel */
     PAGEIN_STRATEGY_PREFETCH = 3, /* a background pager keeps layers ahead of a cursor (mapped files:
                                      pages the mapping in; remote: reads layers into memory) */
@@ -729,7 +731,10 @@ PAGEIN_API int pagein_strategy_from_name(const char *name);
 
 /* Makes the given tensors (or, with t == NULL, every tensor) resident now,
  * in parallel chunks, whatever the strategy. Guarded: a file truncated
- * underneath gives PAGEIN_E_TRUNCATED, not SIGBUS. */
+ * underneath gives PAGEIN_E_TRUNCATED, not SIGBUS. A model opened LAZY over
+ * remote files (headers only) has nothing to page in: PAGEIN_E_UNSUPPORTED
+ * naming the tensor (read it with pagein_tensor_copy); the same for
+ * pagein_layer_wait and pagein_tensor_wait below. */
 PAGEIN_API int pagein_model_load_tensors(pagein_model *m, const pagein_tensor *const *t, size_t n);
 /* Same for the layers first..last inclusive (-1 and L as above). */
 PAGEIN_API int pagein_model_load_layers(pagein_model *m, int32_t first, int32_t last);

@@ -717,17 +717,129 @@ TEST(remote_model_load) {
                 PAGEIN_STRATEGY_READ);
     check_model(rt_url("HTTP", "/files/real/safetensors/burn-mnist-f32.safetensors"),
                 pt_testdata("safetensors/burn-mnist-f32.safetensors"), PAGEIN_STRATEGY_AUTO);
-    /* a remote model cannot be mapped: lazy and populate say so (prefetch
-     * reads layers through the sources: tests/test_remote_prefetch.c) */
+    /* a remote model cannot be mapped: populate says so (lazy opens the
+     * headers only: remote_model_lazy; prefetch reads layers through the
+     * sources: tests/test_remote_prefetch.c) */
     pagein_model *m;
     pagein_model_opts o = PAGEIN_MODEL_OPTS_INIT;
-    o.strategy = PAGEIN_STRATEGY_LAZY;
-    CHECK_EQ(pagein_model_open(&m, rt_url("HTTP", "/files/sharded/model.safetensors.index.json"), &o),
-             PAGEIN_E_UNSUPPORTED);
-    CHECK(strstr(pagein_last_error_detail(), "use read, prefetch or auto") != NULL);
     o.strategy = PAGEIN_STRATEGY_POPULATE;
     CHECK_EQ(pagein_model_open(&m, rt_url("HTTP", "/files/sharded/model.safetensors.index.json"), &o),
              PAGEIN_E_UNSUPPORTED);
+    env_restore(&e);
+#endif
+    return PASS;
+}
+
+#ifdef PAGEIN_HAVE_CURL
+/* Opens url LAZY (headers only) and checks it against the local model:
+ * same names, dtypes and sizes, no data pointers, every tensor's bytes
+ * equal through pagein_tensor_copy (read through the source); the calls
+ * that promise resident data refuse, naming the tensor. */
+static void check_lazy(const char *url, const char *local) {
+    pagein_model *r = NULL, *l = NULL;
+    pagein_model_opts o = PAGEIN_MODEL_OPTS_INIT;
+    o.strategy = PAGEIN_STRATEGY_LAZY;
+    int rc = pagein_model_open(&r, url, &o);
+    CHECK_OK(rc);
+    pagein_model_opts lo = PAGEIN_MODEL_OPTS_INIT;
+    lo.strategy = PAGEIN_STRATEGY_POPULATE;
+    CHECK_OK(pagein_model_open(&l, local, &lo));
+    if (rc == 0 && l) {
+        CHECK_EQ(pagein_model_strategy(r, NULL), PAGEIN_STRATEGY_LAZY);
+        CHECK_EQ(pagein_model_tensor_count(r), pagein_model_tensor_count(l));
+        CHECK_EQ(pagein_model_file_count(r), pagein_model_file_count(l));
+        CHECK_EQ(pagein_model_layer_count(r), pagein_model_layer_count(l));
+        const pagein_tensor *big = NULL;
+        for (size_t i = 0; i < pagein_model_tensor_count(l); i++) {
+            const pagein_tensor *lt = pagein_model_tensor_at(l, i);
+            const pagein_tensor *rt = pagein_model_tensor_get(r, lt->name);
+            CHECK(rt != NULL);
+            if (!rt) continue;
+            CHECK_EQ(rt->dtype, lt->dtype);
+            CHECK_EQ(rt->nbytes, lt->nbytes);
+            CHECK_EQ(rt->offset, lt->offset);
+            CHECK(rt->data == NULL); /* nothing fetched, nothing mapped */
+            if (rt->nbytes && (!big || rt->nbytes > big->nbytes)) big = rt;
+            if (rt->nbytes != lt->nbytes || (rt->flags & (PAGEIN_TENSOR_NONCONTIGUOUS | PAGEIN_TENSOR_SWAPPED)))
+                continue;
+            uint8_t *buf = malloc(rt->nbytes ? rt->nbytes : 1);
+            CHECK(buf != NULL);
+            if (!buf) continue;
+            CHECK_OK(pagein_tensor_copy(pagein_model_file(r, rt->file), rt, 0, buf, rt->nbytes));
+            if (memcmp(buf, lt->data, lt->nbytes) != 0) {
+                printf("    %s: tensor %s differs from %s\n", url, lt->name, local);
+                pt_failed = 1;
+            }
+            free(buf);
+        }
+        if (big) {
+            char want[300];
+            snprintf(want, sizeof want, "tensor '%s'", big->name);
+            CHECK_EQ(pagein_tensor_wait(r, big), PAGEIN_E_UNSUPPORTED);
+            CHECK(has(pagein_last_error_detail(), want));
+            CHECK(has(pagein_last_error_detail(), "pagein_tensor_copy"));
+            CHECK_EQ(pagein_model_load_tensors(r, &big, 1), PAGEIN_E_UNSUPPORTED);
+            CHECK(has(pagein_last_error_detail(), want));
+            CHECK_EQ(pagein_layer_wait(r, big->layer), PAGEIN_E_UNSUPPORTED);
+            CHECK(has(pagein_last_error_detail(), "header-only"));
+            CHECK_EQ(pagein_model_load_tensors(r, NULL, 0), PAGEIN_E_UNSUPPORTED);
+            pagein_residency res;
+            CHECK_EQ(pagein_model_residency(r, &res), PAGEIN_E_UNSUPPORTED);
+            CHECK(has(pagein_last_error_detail(), "not mapped"));
+            CHECK_EQ(pagein_model_lock_tensors(r, &big, 1), PAGEIN_E_UNSUPPORTED);
+            CHECK_EQ(pagein_model_evict_tensors(r, &big, 1), PAGEIN_E_UNSUPPORTED);
+            /* what auto would do: read (no mapping), and no probe of the data */
+            char why[256];
+            CHECK_EQ(pagein_model_auto_plan(r, NULL, why, sizeof why), PAGEIN_STRATEGY_READ);
+            CHECK(has(why, "not a local file"));
+        }
+    }
+    pagein_model_close(r);
+    pagein_model_close(l);
+}
+#endif
+
+/* Remote models opened LAZY: the tensor table from the headers only (no
+ * tensor data fetched), bytes on demand through pagein_tensor_copy; AUTO
+ * still reads a remote model. */
+TEST(remote_model_lazy) {
+    NEED_CURL();
+#ifdef PAGEIN_HAVE_CURL
+    if (!pt_have_testdata()) SKIP_BECAUSE("no tests/data/real");
+    RT_NEED_SERVERS();
+    struct envsave e = {0};
+    env_set(&e, "CURL_CA_BUNDLE", rt_env("CA"));
+    env_set(&e, "AWS_ENDPOINT_URL_S3", rt_env("S3"));
+    env_set(&e, "AWS_ACCESS_KEY_ID", NULL);
+    env_set(&e, "AWS_SECRET_ACCESS_KEY", NULL);
+    env_set(&e, "AWS_PROFILE", NULL);
+    env_set(&e, "HOME", "/nonexistent");
+    env_set(&e, "HF_ENDPOINT", rt_env("HTTP"));
+    env_set(&e, "PAGEIN_HTTP_RETRIES", "0");
+    char local[600];
+    snprintf(local, sizeof local, "%s/www/sharded/model.safetensors.index.json", rt_dir());
+    check_lazy(rt_url("HTTP", "/files/sharded/model.safetensors.index.json"), local);
+    char shard[600];
+    snprintf(shard, sizeof shard, "%s/www/sharded/model-00002-of-00003.safetensors", rt_dir());
+    check_lazy(rt_url("HTTPS", "/files/sharded/model-00002-of-00003.safetensors"), shard);
+    if (rt_env("S3")) {
+        check_lazy("s3://bkt/sharded/model.safetensors.index.json", local);
+        check_lazy("s3://bkt/sharded/", local);
+    }
+    check_lazy("hf://org/tiny/model.safetensors", pt_testdata("safetensors/burn-mnist-f32.safetensors"));
+    check_lazy(rt_url("HTTP", "/files/real/gguf/llama-2-tiny-random.gguf"),
+               pt_testdata("gguf/llama-2-tiny-random.gguf"));
+    /* AUTO on a URL still reads it all */
+    pagein_model *m = NULL;
+    pagein_model_opts o = PAGEIN_MODEL_OPTS_INIT;
+    CHECK_OK(pagein_model_open(&m, rt_url("HTTP", "/files/sharded/model.safetensors.index.json"), &o));
+    if (m) {
+        const char *why = NULL;
+        CHECK_EQ(pagein_model_strategy(m, &why), PAGEIN_STRATEGY_READ);
+        CHECK(has(why, "not a local file"));
+        CHECK(pagein_model_tensor_at(m, 0)->data != NULL);
+    }
+    pagein_model_close(m);
     env_restore(&e);
 #endif
     return PASS;

@@ -1086,7 +1086,9 @@ def open_model(path, strategy="auto", **kw):
     """Opens a model: a safetensors or GGUF file, a sharded checkpoint (its
     index.json or the directory), a GGUF split set or a directory.
 
-    strategy: "auto", "lazy", "populate", "prefetch" or "read".
+    strategy: "auto", "lazy", "populate", "prefetch" or "read". "lazy" over
+    a URL opens the headers only: get_tensor reads that tensor through the
+    source into a private copy, and wait()/layers() raise (nothing resident).
     Keywords: framework ("np" default, or "pt"), device, copy, prefetch
     (layers kept ahead by the pager, default 2), budget (bytes resident at
     most under prefetch; 0 = unlimited), threads, hints, lenient.

@@ -427,6 +427,7 @@ typedef struct {
     const void *ptr;
     Py_ssize_t len;
     Py_ssize_t exports;
+    void *own;       /* a private copy read through the source (header-only remote model), or NULL */
 } View;
 
 static PyTypeObject ViewType;
@@ -449,6 +450,7 @@ static PyBufferProcs View_as_buffer = {
 };
 
 static void View_dealloc(View *v) {
+    PyMem_RawFree(v->own);
     Py_XDECREF(v->owner);
     Py_TYPE(v)->tp_free((PyObject *)v);
 }
@@ -526,18 +528,65 @@ static int tensor_bytes(Source *s, const pagein_tensor *t, const void **ptr) {
     return 0;
 }
 
+/* A tensor without a data pointer in a file that is not mapped (a model
+ * opened lazy over a URL: headers only) is read now through the file's
+ * source (pagein_tensor_copy) into memory the View owns: one copy per
+ * View, as its bytes were never fetched. Stored bytes only: strided and
+ * byte-swapped records (which pagein_tensor_copy gathers or swaps into
+ * another layout) are refused. Returns the copy or NULL with an exception. */
+static void *read_unmapped(Source *s, const pagein_tensor *t) {
+    const pagein_file *f = s->f ? s->f : pagein_model_file(s->m, t->file);
+    pagein_file_info fi;
+    if (f) pagein_file_get_info(f, &fi);
+    if (!f || fi.base || !fi.file_size) {
+        PyErr_Format(FormatError, "tensor '%s' has no data in memory", t->name);
+        return NULL;
+    }
+    if (t->flags & (PAGEIN_TENSOR_NONCONTIGUOUS | PAGEIN_TENSOR_SWAPPED)) {
+        PyErr_Format(FormatError,
+                     "tensor '%s' of %s: strided or byte-swapped, and the model was opened header-only (lazy over "
+                     "a remote source): open it with strategy 'read' or 'auto'",
+                     t->name, fi.path);
+        return NULL;
+    }
+    void *buf = PyMem_RawMalloc((size_t)t->nbytes);
+    if (!buf) {
+        PyErr_NoMemory();
+        return NULL;
+    }
+    int rc;
+    Py_BEGIN_ALLOW_THREADS
+    rc = pagein_tensor_copy(f, t, 0, buf, (size_t)t->nbytes);
+    Py_END_ALLOW_THREADS
+    if (rc < 0) {
+        PyMem_RawFree(buf);
+        raise_rc(rc, NULL);
+        return NULL;
+    }
+    return buf;
+}
+
 static PyObject *view_new(Source *s, const pagein_tensor *t) {
     if (t->nbytes > (uint64_t)PY_SSIZE_T_MAX) return raise_msg(FormatError, "tensor larger than the address space");
-    if (t->nbytes && !t->data) return raise_msg(FormatError, "tensor data not mapped");
-    const void *ptr;
-    if (tensor_bytes(s, t, &ptr) < 0) return NULL;
+    void *own = NULL; /* header-only remote model (lazy): read now into the View's own copy */
+    const void *ptr = t->data;
+    if (t->nbytes && !t->data) {
+        if (!(own = read_unmapped(s, t))) return NULL;
+        ptr = own;
+    } else if (tensor_bytes(s, t, &ptr) < 0) {
+        return NULL;
+    }
     View *v = PyObject_New(View, &ViewType);
-    if (!v) return NULL;
+    if (!v) {
+        PyMem_RawFree(own);
+        return NULL;
+    }
     Py_INCREF(s);
     v->owner = (PyObject *)s;
     v->ptr = ptr;
     v->len = (Py_ssize_t)t->nbytes;
     v->exports = 0;
+    v->own = own;
     return (PyObject *)v;
 }
 
@@ -751,16 +800,25 @@ static PyObject *Source_dequantize(Source *s, PyObject *args) {
                      (unsigned long long)ne, outname);
         return NULL;
     }
-    if (t->nbytes && !t->data) return raise_msg(FormatError, "tensor data not mapped");
-    const void *ptr;
-    if (tensor_bytes(s, t, &ptr) < 0) return NULL;
+    void *own = NULL; /* header-only remote model (lazy): the stored bytes, read now */
+    const void *ptr = t->data;
+    if (t->nbytes && !t->data) {
+        if (!(own = read_unmapped(s, t))) return NULL;
+        ptr = own;
+    } else if (tensor_bytes(s, t, &ptr) < 0) {
+        return NULL;
+    }
     PyObject *ba = PyByteArray_FromStringAndSize(NULL, (Py_ssize_t)size);
-    if (!ba) return NULL;
+    if (!ba) {
+        PyMem_RawFree(own);
+        return NULL;
+    }
     int rc;
     void *dst = PyByteArray_AS_STRING(ba);
     Py_BEGIN_ALLOW_THREADS
     rc = pagein_tensor_dequantize(t, ptr, (size_t)t->nbytes, out, dst, (size_t)size);
     Py_END_ALLOW_THREADS
+    PyMem_RawFree(own);
     if (rc < 0) {
         Py_DECREF(ba);
         return raise_rc(rc, NULL);

@@ -88,6 +88,44 @@ def test_open_model_and_safe_open_remote(servers, monkeypatch):
                 assert (m.get_tensor(n) == l.get_tensor(n)).all()
 
 
+def test_open_model_lazy_remote(servers, monkeypatch):
+    """strategy="lazy" over a URL opens the headers only (one request per
+    file in nginx's log) and reads each tensor through the source when it
+    is asked for; the calls that promise resident data refuse."""
+    d, env = servers
+    for k in ("AWS_ACCESS_KEY_ID", "AWS_SECRET_ACCESS_KEY", "AWS_PROFILE"):
+        monkeypatch.delenv(k, raising=False)
+    monkeypatch.setenv("AWS_ENDPOINT_URL", env["S3"])
+    monkeypatch.setenv("HF_ENDPOINT", env["HTTP"])
+    monkeypatch.setenv("CURL_CA_BUNDLE", env["CA"])
+    log = os.path.join(d, "logs", "nginx-access.log")
+    local = os.path.join(d, "www", "hf", "org", "tiny", "model.safetensors")
+    url = env["HTTP"] + "/files/hf/org/tiny/model.safetensors"
+    before = len(open(log).readlines())
+    with pagein.open_model(url, strategy="lazy") as m, pagein.open_model(local, strategy="read") as l:
+        assert m.strategy == "lazy"
+        assert len(open(log).readlines()) - before == 1  # the header, nothing else
+        assert m.keys() == l.keys()
+        for n in l.keys():
+            assert m.shape(n) == l.shape(n) and m.dtype(n) == l.dtype(n)
+        for n in l.keys():
+            assert (m.get_tensor(n) == l.get_tensor(n)).all()
+        big = max(l.keys(), key=lambda n: l.get_tensor(n).nbytes)
+        with pytest.raises(pagein.FormatError) as e:
+            m.wait(big)
+        assert "pagein_tensor_copy" in str(e.value) and big in str(e.value)
+    for url, lp in (("hf://org/tiny/model.safetensors", local),
+                    ("s3://bkt/tiny.gguf", os.path.join(d, "s3", "tiny.gguf"))):
+        with pagein.open_model(url, strategy="lazy") as m, pagein.open_model(lp, strategy="read") as l:
+            assert m.keys() == l.keys()
+            for n in l.keys():
+                assert (m.get_tensor(n) == l.get_tensor(n)).all()
+                assert (m.get_tensor(n, dtype="float32") == l.get_tensor(n, dtype="float32")).all()
+    # auto still reads a remote model into memory
+    with pagein.open_model("hf://org/tiny/model.safetensors") as m:
+        assert m.strategy == "read"
+
+
 def test_safe_open_url(servers, monkeypatch):
     d, env = servers
     for k in ("AWS_ACCESS_KEY_ID", "AWS_SECRET_ACCESS_KEY", "AWS_PROFILE"):

@@ -253,26 +253,39 @@ static struct span file_span(const pagein_file *f) {
     return s;
 }
 
+/* A file read through a source that cannot be mapped (a remote object)
+ * has no pages of its own to ask about, drop or lock: say so instead of
+ * handing mincore/mlock addresses near NULL. */
+static int unmapped(const pagein_file *f, const char *what) {
+    if (f->base || !f->len || f->mapped) return 0;
+    return pi_err(PAGEIN_E_UNSUPPORTED, "%s: not mapped (a remote source, read through its connections): no "
+                  "page-cache pages to %s", f->path ? f->path : "<memory>", what);
+}
+
 int pagein_file_residency(const pagein_file *f, uint64_t off, uint64_t len, pagein_residency *r) {
     if (!f) return pi_err(PAGEIN_E_INVALID, "pagein_file_residency: NULL file");
+    FORWARD_IF(unmapped(f, "count"));
     struct span s = file_span(f);
     return span_residency(&s, off, len, r);
 }
 
 int pagein_file_evict(const pagein_file *f, uint64_t off, uint64_t len) {
     if (!f) return pi_err(PAGEIN_E_INVALID, "pagein_file_evict: NULL file");
+    FORWARD_IF(unmapped(f, "evict"));
     struct span s = file_span(f);
     return span_evict(&s, off, len);
 }
 
 int pagein_file_lock(const pagein_file *f, uint64_t off, uint64_t len) {
     if (!f) return pi_err(PAGEIN_E_INVALID, "pagein_file_lock: NULL file");
+    FORWARD_IF(unmapped(f, "lock"));
     struct span s = file_span(f);
     return span_lock(&s, off, len, 1);
 }
 
 int pagein_file_unlock(const pagein_file *f, uint64_t off, uint64_t len) {
     if (!f) return pi_err(PAGEIN_E_INVALID, "pagein_file_unlock: NULL file");
+    FORWARD_IF(unmapped(f, "unlock"));
     struct span s = file_span(f);
     return span_lock(&s, off, len, 0);
 }

@@ -65,6 +65,10 @@ void pi_auto_measure(const pagein_model *m, struct pi_auto_facts *f) {
     f->storage = (int)pi_source_facts(s)->storage;
     if (pi_source_facts(s)->read_ahead_kb) f->read_ahead_kb = pi_source_facts(s)->read_ahead_kb;
     if (pi_source_facts(s)->storage == PI_STORAGE_MEMORY) return; /* nothing to measure: memory */
+    /* a remote object: auto reads it whatever a probe says (no mapping),
+     * and the probe would fetch tensor data (up to 11 requests) where
+     * `pagein plan URL` promises headers only */
+    if (pi_source_facts(s)->storage == PI_STORAGE_REMOTE) return;
     /* a local disk whose readahead makes page faults large reads gets
      * populate whatever the probe says: do not pay for it */
     if (pi_source_facts(s)->storage == PI_STORAGE_LOCAL && pi_source_facts(s)->read_ahead_kb >= PI_AUTO_BIG_RA_KB) return;
@@ -151,6 +155,30 @@ pagein_strategy pagein_model_auto_plan(const pagein_model *m, uint64_t *budget, 
     if (!m) {
         if (why && len) snprintf(why, len, "no model");
         return PAGEIN_STRATEGY_AUTO;
+    }
+    /* files that cannot be mapped (remote): the rule of pagein_model_open
+     * (model.c), without a probe of their data: read whole, or layer by
+     * layer with half of MemAvailable when larger than 90 % of it */
+    uint64_t total = 0;
+    const char *remote = NULL;
+    for (size_t i = 0; i < m->nfiles; i++) {
+        total += m->files[i]->len;
+        if (!remote && !m->files[i]->mapped && m->files[i]->len) remote = m->files[i]->path;
+    }
+    if (remote) {
+        uint64_t avail = pi_mem_available();
+        char *w = why && len ? why : tmp;
+        size_t wl = why && len ? len : sizeof tmp;
+        if (avail && total > avail / 10 * 9) {
+            if (budget) *budget = avail / 2;
+            snprintf(w, wl,
+                     "auto: %s is not a local file and its %.0f MiB exceed 90%% of MemAvailable: layers read ahead "
+                     "with a %.0f MiB budget", m->files[0]->path, (double)total / (1 << 20),
+                     (double)(avail / 2) / (1 << 20));
+            return PAGEIN_STRATEGY_PREFETCH;
+        }
+        snprintf(w, wl, "auto: %s is not a local file (no mapping): explicit parallel range reads", m->files[0]->path);
+        return PAGEIN_STRATEGY_READ;
     }
     const char **paths = pi_malloc((m->nfiles ? m->nfiles : 1) * sizeof *paths);
     struct pi_auto_facts f;

@@ -158,6 +158,10 @@ int pi_model_populate_groups(pagein_model *m, const int32_t *groups, size_t ng, 
 /* Ranges of one layer group (g = layer + 1) into r (caller-allocated with
  * room for the group's tensor count); returns the count. */
 size_t pi_model_group_ranges(const pagein_model *m, int32_t g, struct pi_range *r);
+/* PAGEIN_E_UNSUPPORTED for a header-only model (LAZY over files that
+ * cannot be mapped: remote objects): names the tensor at (file, off) and
+ * says to use pagein_tensor_copy or read/prefetch/auto. Always negative. */
+int pi_model_no_data(const pagein_model *m, uint32_t file, uint64_t off);
 /* Releases a group's pages (pager budget). */
 void pi_model_release_group(pagein_model *m, int32_t g);
 /* Test hook (tests/test_load.c): when set, every O_DIRECT read fails with

@@ -499,7 +499,11 @@ int pagein_model_open(pagein_model **out, const char *path, const pagein_model_o
     }
 
     const struct pi_strategy *st = pi_strategy_get(m->strategy);
-    if (st->needs_map && unmapped) {
+    /* LAZY over unmapped (remote) files opens the tensor table from the
+     * headers alone and fetches no data: records carry no data pointer,
+     * pagein_tensor_copy reads through the source, and the calls that
+     * promise resident bytes refuse (pi_model_no_data, populate.c). */
+    if (st->needs_map && unmapped && m->strategy != PAGEIN_STRATEGY_LAZY) {
         rc = pi_err(PAGEIN_E_UNSUPPORTED, "%s: strategy %s needs a local, mapped file; use read, prefetch or auto",
                     m->files[0]->path, st->name);
         goto fail;

@@ -508,6 +508,9 @@ int pagein_model_tensor_data(pagein_model *m, const pagein_tensor *t, const void
     uintptr_t a = (uintptr_t)m->tab.t, x = (uintptr_t)t;
     RETURN_IF(x < a || x >= a + m->tab.n * sizeof *t || (x - a) % sizeof *t, PAGEIN_E_INVALID,
               "pagein_model_tensor_data: tensor %.*s is not from this model", (int)PI_MIN(t->name_len, 200), t->name);
+    /* a header-only model (lazy over remote files) has no bytes to point at */
+    if (t->nbytes && !t->data && m->strategy == PAGEIN_STRATEGY_LAZY && !m->files[t->file]->mapped)
+        return pi_model_no_data(m, t->file, t->offset);
     FORWARD_IF(pi_pager_ensure_tensor(m, t));
     *data = t->data;
     return 0;

@@ -207,9 +207,29 @@ int pi_model_populate_with(pagein_model *m, struct pi_range *r, size_t n, enum p
     return pi_model_populate_group(m, r, n, method, NULL, 0);
 }
 
+int pi_model_no_data(const pagein_model *m, uint32_t file, uint64_t off) {
+    const pagein_file *f = file < m->nfiles ? m->files[file] : NULL;
+    const pagein_tensor *t = NULL;
+    for (size_t i = 0; f && i < m->tab.n && !t; i++) /* the tensor at (file, off): an error path, a scan is fine */
+        if (m->tab.t[i].file == file && off >= m->tab.t[i].offset && off - m->tab.t[i].offset < m->tab.t[i].nbytes)
+            t = &m->tab.t[i];
+    char what[300] = "";
+    if (t) snprintf(what, sizeof what, "tensor '%.*s' of ", (int)PI_MIN(t->name_len, 200), t->name);
+    return pi_err(PAGEIN_E_UNSUPPORTED,
+                  "%s%s: opened header-only (strategy lazy on a source that cannot be mapped): tensor data is not "
+                  "in memory and has no pointer; read it with pagein_tensor_copy, or open the model with strategy "
+                  "read, prefetch or auto",
+                  what, f ? f->path : "?");
+}
+
 int pi_model_populate_group(pagein_model *m, struct pi_range *r, size_t n, enum pi_pop_method method,
                             _Atomic int32_t *cursor, int32_t group) {
     if (m->strategy == PAGEIN_STRATEGY_READ) return 0; /* already in anonymous memory */
+    /* a header-only model (LAZY, remote): nothing to page in, and saying
+     * "resident" would hand the caller NULL data pointers */
+    for (size_t i = 0; m->strategy == PAGEIN_STRATEGY_LAZY && i < n; i++)
+        if (r[i].len && r[i].file < m->nfiles && !m->files[r[i].file]->mapped)
+            return pi_model_no_data(m, r[i].file, r[i].off);
     struct pop *p = pi_calloc(1, sizeof *p);
     if (!p) return pi_err(-ENOMEM, "out of memory");
     p->m = m;

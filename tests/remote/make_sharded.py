@@ -1,7 +1,9 @@
 #!/usr/bin/env python3
-"""make_sharded.py OUTDIR [SHARDS] [FLOATS_PER_TENSOR]: writes a small sharded
-safetensors model (model-0000i-of-0000N.safetensors, two F32 tensors per
-shard in layers.i.*, plus model.safetensors.index.json) for the remote tests.
+"""make_sharded.py OUTDIR [SHARDS] [FLOATS_PER_TENSOR] [META_BYTES]: writes a
+small sharded safetensors model (model-0000i-of-0000N.safetensors, two F32
+tensors per shard in layers.i.*, plus model.safetensors.index.json) for the
+remote tests. META_BYTES > 0 adds a __metadata__ string of that many bytes
+to each header (a header larger than a remote open's first request).
 Deterministic bytes (no numpy needed)."""
 import json
 import os
@@ -11,6 +13,7 @@ import sys
 out = sys.argv[1]
 shards = int(sys.argv[2]) if len(sys.argv) > 2 else 2
 n = int(sys.argv[3]) if len(sys.argv) > 3 else 1000
+meta = int(sys.argv[4]) if len(sys.argv) > 4 else 0
 os.makedirs(out, exist_ok=True)
 weight_map = {}
 total = 0
@@ -24,6 +27,8 @@ for s in range(shards):
         blobs.append(data)
         off += len(data)
         weight_map[tname] = name
+    if meta > 0:
+        header["__metadata__"] = {"pad": "p" * meta}
     h = json.dumps(header, separators=(",", ":")).encode()
     h += b" " * ((8 - len(h) % 8) % 8)
     with open(os.path.join(out, name), "wb") as f:
