@@ -1715,7 +1715,10 @@ typedef struct pagein_pull_stats {
     uint64_t cached;         /* bytes already in the cache (same blob) */
     uint64_t requests, retries;
     double seconds;
-    char verified[48];       /* how the last file was verified: "sha256", "md5", "size+etag" */
+    char verified[48];       /* how the files were verified: "sha256", "md5", "size+etag", "manifest"
+                                (a pagein manifest next to the source), "sha256+manifest",
+                                "md5+manifest"; files verified differently: the distinct methods,
+                                comma-separated, in the order first seen ("size+etag,manifest") */
     char path[4096];         /* the installed file, or the directory / snapshot holding the files */
 } pagein_pull_stats;
 

@@ -16,7 +16,9 @@
  * When every chunk is in: verification (sha256 of the file when the server
  * states one: the Hub's X-Linked-Etag, the LFS oid; the MD5 of a
  * single-part S3/GCS object's ETag; else only size and ETag, which every
- * response was checked against), fsync, rename into the final place, fsync
+ * response was checked against; and, when the source has a pagein manifest
+ * next to it that lists the file, its size, header hash and every tensor's
+ * XXH3-128 from that manifest), fsync, rename into the final place, fsync
  * of the directory: the final path holds a complete, verified file or
  * nothing.
  *
@@ -43,6 +45,10 @@
 
 #ifdef PAGEIN_HAVE_LIBCRYPTO
 #include <openssl/evp.h>
+#endif
+#ifdef PAGEIN_HAVE_XXHASH
+#define XXH_INLINE_ALL
+#include <xxhash.h>
 #endif
 
 int pagein_remote_available(void) {
@@ -249,9 +255,204 @@ out:
 #endif
 }
 
-/* Downloads the opened source s to final (through part + state). */
+/* ---- pagein manifests (docs/FORMAT-MANIFEST.md) ------------------------------------- */
+/* A manifest found next to the pulled source describes the files of one
+ * folder of the destination (reldir: "" or "sub/", as the files' relative
+ * paths): a file there whose base name it lists is checked against it. */
+struct mf {
+    char reldir[2048];
+    char uri[4096];
+    struct pi_manifest m;
+};
+
+struct mfs {
+    struct mf *v;
+    size_t n;
+};
+
+/* What one file is checked against: file record fi of manifest mf. */
+struct mcheck {
+    const struct mf *mf;
+    uint32_t fi;
+};
+
+static void mfs_free(struct mfs *ms) {
+    for (size_t i = 0; i < ms->n; i++) pi_manifest_free(&ms->v[i].m);
+    pi_free(ms->v);
+    ms->v = NULL;
+    ms->n = 0;
+}
+
+/* The manifest for relative path rel, or 0 when none lists it. */
+static int mfs_find(const struct mfs *ms, const char *rel, struct mcheck *mc) {
+    const char *slash = strrchr(rel, '/');
+    size_t dl = slash ? (size_t)(slash - rel) + 1 : 0;
+    const char *base = rel + dl;
+    for (size_t i = 0; i < ms->n; i++) {
+        const struct mf *f = &ms->v[i];
+        if (strlen(f->reldir) != dl || strncmp(f->reldir, rel, dl) != 0) continue;
+        for (size_t k = 0; k < f->m.nfiles; k++)
+            if (f->m.files[k].name_len == strlen(base) && memcmp(f->m.files[k].name, base, f->m.files[k].name_len) == 0) {
+                mc->mf = f;
+                mc->fi = (uint32_t)k;
+                return 1;
+            }
+    }
+    return 0;
+}
+
+/* Fetches and parses the manifest at uri for the files under reldir.
+ * Returns 1 when it was there, 0 when the server has no such object (404,
+ * 410, or 403 as S3 answers for a missing key without list rights), or a
+ * negative code (network failure, a manifest that does not parse). */
+static int mfs_fetch(struct mfs *ms, const char *uri, const char *reldir, pagein_pull_stats *st) {
+    for (size_t i = 0; i < ms->n; i++)
+        if (!strcmp(ms->v[i].uri, uri)) return 1;
+    struct pi_source *s;
+    int rc = pi_remote_open(&s, uri, 0);
+    if (rc < 0) {
+        const char *d = pagein_last_error_detail();
+        if (rc == PAGEIN_E_REMOTE && d && (strstr(d, "HTTP 404") || strstr(d, "HTTP 410") || strstr(d, "HTTP 403"))) {
+            pi_err_clear();
+            return 0;
+        }
+        pi_err_prefix("fetching the manifest");
+        return rc;
+    }
+    uint8_t *buf = NULL;
+    struct mf *nv = NULL;
+    if (s->size > (64u << 20)) {
+        rc = pi_err(PAGEIN_E_LIMIT, "%s: manifest of %llu bytes (limit 64 MiB)", uri, (unsigned long long)s->size);
+        goto out;
+    }
+    buf = pi_malloc((size_t)s->size + 1);
+    if (!buf) {
+        rc = pi_err(-ENOMEM, "%s: out of memory", uri);
+        goto out;
+    }
+    if ((rc = pi_source_read(s, buf, s->size, 0)) < 0) goto out;
+    nv = pi_realloc(ms->v, (ms->n + 1) * sizeof *nv);
+    if (!nv) {
+        rc = pi_err(-ENOMEM, "out of memory");
+        goto out;
+    }
+    ms->v = nv;
+    struct mf *f = &ms->v[ms->n];
+    memset(f, 0, sizeof *f);
+    pi_manifest_init(&f->m);
+    snprintf(f->reldir, sizeof f->reldir, "%s", reldir);
+    snprintf(f->uri, sizeof f->uri, "%s", uri);
+    rc = pi_manifest_parse(buf, (size_t)s->size, &f->m);
+    if (rc < 0) {
+        pi_err_prefix(uri);
+        pi_manifest_free(&f->m);
+        goto out;
+    }
+    ms->n++;
+    rc = 1;
+out:
+    if (st) {
+        uint64_t rq, rt;
+        pi_http_counters(s, &rq, &rt);
+        st->requests += rq;
+        st->retries += rt;
+    }
+    pi_free(buf);
+    pi_remote_close(s);
+    return rc;
+}
+
+static void hex16(const uint8_t h[16], char out[33]) {
+    for (int i = 0; i < 16; i++) snprintf(out + 2 * i, 3, "%02x", h[i]);
+}
+
+#ifdef PAGEIN_HAVE_XXHASH
+/* XXH3-128 (canonical bytes) of fd's [off, off + len), as `pagein hash`. */
+static int xxh_range(int fd, uint64_t off, uint64_t len, uint8_t *buf, size_t cap, uint8_t out[16], const char *name) {
+    XXH3_state_t st;
+    XXH3_128bits_reset(&st);
+    while (len) {
+        ssize_t k = pread(fd, buf, (size_t)PI_MIN((uint64_t)cap, len), (off_t)off);
+        if (k < 0 && errno == EINTR) continue;
+        if (k <= 0)
+            return pi_err(k < 0 ? -errno : PAGEIN_E_TRUNCATED, "%s: reading the download back to verify it", name);
+        XXH3_128bits_update(&st, buf, (size_t)k);
+        off += (uint64_t)k;
+        len -= (uint64_t)k;
+    }
+    XXH128_canonical_t c;
+    XXH128_canonicalFromHash(&c, XXH3_128bits_digest(&st));
+    memcpy(out, c.digest, 16);
+    return 0;
+}
+#endif
+
+/* Checks the download (fd, size bytes) against its manifest record: the
+ * size, the header hash and every tensor's hash. PAGEIN_E_HASH_MISMATCH
+ * names the file, what differs and both values. */
+static int check_manifest(int fd, uint64_t size, const char *name, const struct mcheck *mc) {
+    const struct pi_manifest *m = &mc->mf->m;
+    const struct pi_manifest_file *mf = &m->files[mc->fi];
+    if (size != mf->size)
+        return pi_err(PAGEIN_E_HASH_MISMATCH, "%s: %llu bytes, the manifest %s states %llu", name,
+                      (unsigned long long)size, mc->mf->uri, (unsigned long long)mf->size);
+#ifndef PAGEIN_HAVE_XXHASH
+    (void)fd;
+    return 1; /* sizes agree; no hash to compare without libxxhash */
+#else
+    size_t cap = 4u << 20;
+    uint8_t *buf = pi_malloc(cap);
+    if (!buf) return pi_err(-ENOMEM, "%s: out of memory", name);
+    uint8_t got[16];
+    char g[33], w[33];
+    int rc = xxh_range(fd, 0, PI_MIN(mf->header_bytes, size), buf, cap, got, name);
+    if (rc == 0 && memcmp(got, mf->header_hash, 16) != 0) {
+        hex16(got, g), hex16(mf->header_hash, w);
+        rc = pi_err(PAGEIN_E_HASH_MISMATCH, "%s: header (bytes [0, %llu)) hashes to %s, the manifest %s states %s",
+                    name, (unsigned long long)mf->header_bytes, g, mc->mf->uri, w);
+    }
+    for (size_t i = 0; rc == 0 && i < m->n; i++) {
+        const struct pi_manifest_tensor *t = &m->t[i];
+        if (t->file != mc->fi) continue;
+        if (t->offset > size || t->nbytes > size - t->offset) {
+            rc = pi_err(PAGEIN_E_HASH_MISMATCH, "%s: tensor '%.*s' at [%llu, +%llu) lies past the end (%llu bytes)",
+                        name, (int)PI_MIN(t->name_len, 200), t->name, (unsigned long long)t->offset,
+                        (unsigned long long)t->nbytes, (unsigned long long)size);
+            break;
+        }
+        rc = xxh_range(fd, t->offset, t->nbytes, buf, cap, got, name);
+        if (rc == 0 && memcmp(got, t->hash, 16) != 0) {
+            hex16(got, g), hex16(t->hash, w);
+            rc = pi_err(PAGEIN_E_HASH_MISMATCH,
+                        "%s: tensor '%.*s' (bytes [%llu, +%llu)) hashes to %s, the manifest %s states %s", name,
+                        (int)PI_MIN(t->name_len, 200), t->name, (unsigned long long)t->offset,
+                        (unsigned long long)t->nbytes, g, mc->mf->uri, w);
+        }
+    }
+    pi_free(buf);
+    return rc;
+#endif
+}
+
+/* st->verified: the method when every file got the same one, else the
+ * distinct methods in the order first seen, comma-separated
+ * ("size+etag,manifest": an index without, its shards with a manifest). */
+static void note_verified(pagein_pull_stats *st, const char *how) {
+    size_t hl = strlen(how), vl = strlen(st->verified);
+    for (const char *p = st->verified; *p;) {
+        size_t l = strcspn(p, ",");
+        if (l == hl && !strncmp(p, how, hl)) return;
+        p += l + (p[l] == ',');
+    }
+    if (vl + (vl ? 1 : 0) + hl >= sizeof st->verified) return; /* full: keep what is there */
+    if (vl) st->verified[vl++] = ',';
+    memcpy(st->verified + vl, how, hl + 1);
+}
+
+/* Downloads the opened source s to final (through part + state); checks
+ * it against mc (may be NULL) too. */
 static int download(struct pi_source *s, const char *final, const char *part, const pagein_pull_opts *o,
-                    pagein_pull_stats *st) {
+                    pagein_pull_stats *st, const struct mcheck *mc) {
     unsigned conns = o && o->connections ? o->connections : (pi_source_facts(s)->depth ? pi_source_facts(s)->depth : 16);
     if (conns > 64) conns = 64;
     char spath[4200];
@@ -370,13 +571,23 @@ static int download(struct pi_source *s, const char *final, const char *part, co
     if (rc < 0) goto out; /* part and state stay for the next run */
     char how[48];
     rc = verify(s, fd, s->size, s->name, how, sizeof how);
+    if (rc == 0 && mc) {
+        rc = check_manifest(fd, s->size, s->name, mc);
+        if (rc >= 0) {
+            /* the manifest's check, with the server's hash when there was one */
+            const char *alone = rc == 1 ? "size (manifest; no libxxhash)" : "manifest";
+            if (!strncmp(how, "size+etag", 9)) snprintf(how, sizeof how, "%s", alone);
+            else snprintf(how + strlen(how), sizeof how - strlen(how), "+%s", rc == 1 ? "manifest size" : "manifest");
+            rc = 0;
+        }
+    }
     if (rc < 0) {
         /* a corrupt download is not resumed: start over next time */
         unlink(part);
         unlink(spath);
         goto out;
     }
-    if (st) snprintf(st->verified, sizeof st->verified, "%s", how);
+    if (st) note_verified(st, how);
     if (!(o && (o->flags & PAGEIN_PULL_NO_SYNC)) && fsync(fd) != 0) {
         rc = pi_err(-errno, "%s: fsync %s: %s", s->name, part, strerror(errno));
         goto out;
@@ -425,7 +636,7 @@ static int write_small(const char *path, const char *text) {
 
 /* The Hub-cache install of one opened file. */
 static int pull_hf_file(struct pi_source *s, const struct pi_hf_ref *r, const char *relpath, const pagein_pull_opts *o,
-                        pagein_pull_stats *st, char *snap_dir, size_t snap_cap) {
+                        pagein_pull_stats *st, char *snap_dir, size_t snap_cap, const struct mcheck *mc) {
     char root[2048], repo[3072], blob[4096], part[4200], link[4200], target[4300], commit[100], hash[200];
     hf_cache_root(o, root, sizeof root);
     hf_repo_dir(root, r, repo, sizeof repo);
@@ -447,7 +658,7 @@ static int pull_hf_file(struct pi_source *s, const struct pi_hf_ref *r, const ch
     if (stat(blob, &sb) == 0 && (uint64_t)sb.st_size == s->size) {
         if (st) st->cached += s->size;
     } else {
-        rc = download(s, blob, part, o, st);
+        rc = download(s, blob, part, o, st, mc);
     }
     if (rc < 0) return rc;
     snprintf(link, sizeof link, "%s/snapshots/%s/%s", repo, commit, relpath);
@@ -599,6 +810,7 @@ int pagein_pull(const char *src, const char *dest, const pagein_pull_opts *o, pa
     memset(st, 0, sizeof *st);
     double t0 = now_s();
     struct flist l = {0};
+    struct mfs ms = {0};
     struct pi_hf_ref hr = {0};
     int is_hf = strncasecmp(src, "hf://", 5) == 0, rc = 0;
     const char *stage = o ? o->stage_dir : NULL;
@@ -608,11 +820,14 @@ int pagein_pull(const char *src, const char *dest, const pagein_pull_opts *o, pa
         if (rc < 0) goto out;
     }
     /* the files */
+    int listed = 0; /* from a listing (a repository, a prefix), not one URL */
     if (is_hf && !hr.path[0]) {
+        listed = 1;
         rc = hf_list(src, &hr, &l);
     } else if (!is_hf && (strncasecmp(src, "s3://", 5) == 0 || strncasecmp(src, "gs://", 5) == 0) && ends_with(src, "/")) {
         char *keys;
         size_t nk;
+        listed = 1;
         rc = pi_s3_list(src, &keys, &nk);
         const char *k = keys;
         for (size_t i = 0; rc == 0 && i < nk; i++, k += strlen(k) + 1) {
@@ -629,6 +844,34 @@ int pagein_pull(const char *src, const char *dest, const pagein_pull_opts *o, pa
         else rc = flist_add(&l, src, is_hf ? hr.path : base);
     }
     if (rc < 0) goto out;
+    /* pagein manifests: those a listing holds (DIR/.pagein-manifest,
+     * FILE.pagein-manifest), else for one file or index URL the one next to
+     * it (URL.pagein-manifest, else DIR/.pagein-manifest, as `pagein hash`
+     * names them); none is fine (the server's hash or size+etag) */
+    if (listed) {
+        size_t n0 = l.n;
+        for (size_t i = 0; rc >= 0 && i < n0; i++) {
+            if (!ends_with(l.rel[i], ".pagein-manifest")) continue;
+            const char *sl = strrchr(l.rel[i], '/');
+            char rd[2048];
+            snprintf(rd, sizeof rd, "%.*s", sl ? (int)(sl - l.rel[i]) + 1 : 0, l.rel[i]);
+            rc = mfs_fetch(&ms, l.uri[i], rd, st);
+            if (rc == 0) rc = pi_err(PAGEIN_E_REMOTE, "%s: listed, but not there", l.uri[i]);
+        }
+    } else {
+        char mu[4200], rd[2048];
+        const char *sl = strrchr(l.rel[0], '/');
+        snprintf(rd, sizeof rd, "%.*s", sl ? (int)(sl - l.rel[0]) + 1 : 0, l.rel[0]);
+        snprintf(mu, sizeof mu, "%s.pagein-manifest", src);
+        rc = mfs_fetch(&ms, mu, rd, st);
+        const char *us = strrchr(src, '/');
+        if (rc == 0 && us) {
+            snprintf(mu, sizeof mu, "%.*s/.pagein-manifest", (int)(us - src), src);
+            rc = mfs_fetch(&ms, mu, rd, st);
+        }
+    }
+    if (rc < 0) goto out;
+    rc = 0;
     int single = l.n == 1 && !ends_with(l.uri[0], ".index.json");
     /* DEST: a file for one file (unless it is a directory), else a directory */
     const char *dir = stage ? stage : dest ? dest : ".";
@@ -638,11 +881,13 @@ int pagein_pull(const char *src, const char *dest, const pagein_pull_opts *o, pa
         rc = pi_remote_open(&s, l.uri[i], 0);
         if (rc < 0) goto out;
         char final[4096], part[4200];
+        struct mcheck mc;
+        const struct mcheck *mcp = mfs_find(&ms, l.rel[i], &mc) ? &mc : NULL;
         if (hf_cache) {
             struct pi_hf_ref fr;
             rc = pi_hf_parse(l.uri[i], &fr);
             if (rc == 0) {
-                rc = pull_hf_file(s, &fr, fr.path, o, st, st->path, sizeof st->path);
+                rc = pull_hf_file(s, &fr, fr.path, o, st, st->path, sizeof st->path, mcp);
                 pi_hf_ref_free(&fr);
             }
             if (rc == 0 && single) {
@@ -653,7 +898,7 @@ int pagein_pull(const char *src, const char *dest, const pagein_pull_opts *o, pa
             if (dest_is_file) snprintf(final, sizeof final, "%s", dest);
             else snprintf(final, sizeof final, "%s%s%s", dir, ends_with(dir, "/") ? "" : "/", l.rel[i]);
             snprintf(part, sizeof part, "%s.pagein-part", final);
-            rc = download(s, final, part, o, st);
+            rc = download(s, final, part, o, st, mcp);
             if (rc == 0) {
                 if (single) snprintf(st->path, sizeof st->path, "%s", final);
                 else snprintf(st->path, sizeof st->path, "%s", dir);
@@ -693,6 +938,7 @@ out:
     st->seconds = now_s() - t0;
     pi_hf_ref_free(&hr);
     flist_free(&l);
+    mfs_free(&ms);
     return rc;
 }
 
