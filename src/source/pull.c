@@ -303,8 +303,10 @@ static int mfs_find(const struct mfs *ms, const char *rel, struct mcheck *mc) {
 
 /* Fetches and parses the manifest at uri for the files under reldir.
  * Returns 1 when it was there, 0 when the server has no such object (404,
- * 410, or 403 as S3 answers for a missing key without list rights), or a
- * negative code (network failure, a manifest that does not parse). */
+ * 410, 401, or 403 as S3 answers for a missing key without list rights) or
+ * answers with something that is not a manifest (a server's catch-all
+ * page), or a negative code (network failure, a manifest that does not
+ * parse). */
 static int mfs_fetch(struct mfs *ms, const char *uri, const char *reldir, pagein_pull_stats *st) {
     for (size_t i = 0; i < ms->n; i++)
         if (!strcmp(ms->v[i].uri, uri)) return 1;
@@ -312,7 +314,8 @@ static int mfs_fetch(struct mfs *ms, const char *uri, const char *reldir, pagein
     int rc = pi_remote_open(&s, uri, 0);
     if (rc < 0) {
         const char *d = pagein_last_error_detail();
-        if (rc == PAGEIN_E_REMOTE && d && (strstr(d, "HTTP 404") || strstr(d, "HTTP 410") || strstr(d, "HTTP 403"))) {
+        if (rc == PAGEIN_E_REMOTE && d &&
+            (strstr(d, "HTTP 404") || strstr(d, "HTTP 410") || strstr(d, "HTTP 403") || strstr(d, "HTTP 401"))) {
             pi_err_clear();
             return 0;
         }
@@ -331,6 +334,12 @@ static int mfs_fetch(struct mfs *ms, const char *uri, const char *reldir, pagein
         goto out;
     }
     if ((rc = pi_source_read(s, buf, s->size, 0)) < 0) goto out;
+    if (s->size < 15 || memcmp(buf, "pagein-manifest", 15) != 0) {
+        /* a server answering every path with a page (200 and HTML) has no
+         * manifest there; one that starts like a manifest must parse */
+        rc = 0;
+        goto out;
+    }
     nv = pi_realloc(ms->v, (ms->n + 1) * sizeof *nv);
     if (!nv) {
         rc = pi_err(-ENOMEM, "out of memory");
@@ -855,8 +864,7 @@ int pagein_pull(const char *src, const char *dest, const pagein_pull_opts *o, pa
             const char *sl = strrchr(l.rel[i], '/');
             char rd[2048];
             snprintf(rd, sizeof rd, "%.*s", sl ? (int)(sl - l.rel[i]) + 1 : 0, l.rel[i]);
-            rc = mfs_fetch(&ms, l.uri[i], rd, st);
-            if (rc == 0) rc = pi_err(PAGEIN_E_REMOTE, "%s: listed, but not there", l.uri[i]);
+            rc = mfs_fetch(&ms, l.uri[i], rd, st); /* 0: not a manifest after all (its pull says more) */
         }
     } else {
         char mu[4200], rd[2048];

@@ -22,6 +22,10 @@ $PY "$REPO/tests/remote/make_sharded.py" "$D/www/bad" $N 20000     # a file chan
 $PY "$REPO/tests/remote/make_sharded.py" "$D/www/hf/org/good" $N 20000
 $PY "$REPO/tests/remote/make_sharded.py" "$D/www/hf/org/bad" $N 20000
 $PY "$REPO/tests/remote/make_sharded.py" "$D/s3/pre" $N 20000
+$PY "$REPO/tests/remote/make_sharded.py" "$D/www/broken" 1 20000  # a manifest that does not parse
+printf 'pagein-manifest 1\nhash xxh3-128\nfile 0 oops\n' > "$D/www/broken/.pagein-manifest"
+$PY "$REPO/tests/remote/make_sharded.py" "$D/www/page" 1 20000    # a catch-all page, not a manifest
+printf '<html>not found</html>\n' > "$D/www/page/.pagein-manifest"
 hashout=$("$PAGEIN" hash "$D/www/idx/model.safetensors.index.json" 2>&1) ||
   { echo "pagein hash is not available: $hashout" | head -1; exit 77; }
 expect_exit 0 "$PAGEIN" hash "$D/www/dir"
@@ -69,6 +73,13 @@ cmp -s "$TMP/one.st" "$D/www/dir/model-00002-of-00003.safetensors" || fail "pull
 # no manifest: size and ETag, as before
 expect_exit 0 "$PAGEIN" pull --json --no-sync "$HTTP/files/none/model.safetensors.index.json" "$TMP/none/"
 [ "$(verified)" = size+etag ] || fail "no manifest: verified '$(verified)': $OUT_TXT"
+
+# a manifest that does not parse is an error; a page that is not one is no manifest
+expect_exit 2 "$PAGEIN" pull --no-sync "$HTTP/files/broken/model-00001-of-00001.safetensors" "$TMP/broken.st"
+expect_contains "$HTTP/files/broken/.pagein-manifest"
+[ ! -e "$TMP/broken.st" ] || fail "installed despite an unreadable manifest"
+expect_exit 0 "$PAGEIN" pull --json --no-sync "$HTTP/files/page/model-00001-of-00001.safetensors" "$TMP/page.st"
+[ "$(verified)" = size+etag ] || fail "catch-all page: verified '$(verified)': $OUT_TXT"
 
 # a changed file: exit 1 naming it and both hashes; nothing installed, no part left
 expect_exit 1 "$PAGEIN" pull --no-sync "$HTTP/files/bad/model.safetensors.index.json" "$TMP/bad/"
