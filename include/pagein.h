@@ -792,7 +792,9 @@ PAGEIN_API int pagein_tensor_wait(pagein_model *m, const pagein_tensor *t); /* t
  * is filled by reads (above) t is read first unless its layer is resident
  * (waits while it is being read; does not move the cursor); for every
  * other model *data = t->data at once. Returns 0, PAGEIN_E_INVALID (NULL
- * argument, t not from m) or the read's failure (*data NULL). Borrowed:
+ * argument, t not from m), PAGEIN_E_UNSUPPORTED for a model opened LAZY
+ * over remote files (headers only: nothing to point at; use
+ * pagein_tensor_copy), or the read's failure (*data NULL). Borrowed:
  * valid until pagein_model_close, and with a budget as described above.
  * Thread safety: as the cursor calls. */
 PAGEIN_API int pagein_model_tensor_data(pagein_model *m, const pagein_tensor *t, const void **data);

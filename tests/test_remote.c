@@ -775,6 +775,10 @@ static void check_lazy(const char *url, const char *local) {
         if (big) {
             char want[300];
             snprintf(want, sizeof want, "tensor '%s'", big->name);
+            const void *d = (const void *)1;
+            CHECK_EQ(pagein_model_tensor_data(r, big, &d), PAGEIN_E_UNSUPPORTED);
+            CHECK(d == NULL);
+            CHECK(has(pagein_last_error_detail(), want));
             CHECK_EQ(pagein_tensor_wait(r, big), PAGEIN_E_UNSUPPORTED);
             CHECK(has(pagein_last_error_detail(), want));
             CHECK(has(pagein_last_error_detail(), "pagein_tensor_copy"));
@@ -788,7 +792,8 @@ static void check_lazy(const char *url, const char *local) {
             CHECK(has(pagein_last_error_detail(), "not mapped"));
             CHECK_EQ(pagein_model_lock_tensors(r, &big, 1), PAGEIN_E_UNSUPPORTED);
             CHECK_EQ(pagein_model_evict_tensors(r, &big, 1), PAGEIN_E_UNSUPPORTED);
-            /* what auto would do: read (no mapping), and no probe of the data */
+            /* what auto would do: read (no mapping; a small model), and no
+             * probe of the data */
             char why[256];
             CHECK_EQ(pagein_model_auto_plan(r, NULL, why, sizeof why), PAGEIN_STRATEGY_READ);
             CHECK(has(why, "not a local file"));
