@@ -157,8 +157,32 @@ int pi_model_read_all(pagein_model *m) {
             goto out;
         }
     }
-    if (rc == -EINVAL) /* no O_DIRECT asked, or refused: buffered */
+    int even = 0;
+    char even_why[160] = "";
+    if (rc == -EINVAL && !o.request_bytes && n && m->files[0]->src &&
+        pi_source_facts(m->files[0]->src)->storage == PI_STORAGE_REMOTE) {
+        /* remote: requests of about the chosen size, cut so that every
+         * connection gets the same number (258 MiB at depth 16: 32 x 8.06
+         * MiB in two rounds, not 33 x 8 MiB in three, the last with one
+         * request in flight) */
+        uint64_t R, total = 0;
+        unsigned d;
+        pi_engine_choose(m->files[0]->src, &o, 1, &R, &d, even_why, sizeof even_why);
+        for (size_t i = 0; i < n; i++) total += sp[i].len;
+        if (R && d && total > R) {
+            uint64_t k = (total + (uint64_t)R * d / 2) / ((uint64_t)R * d);
+            uint64_t nreq = (k ? k : 1) * d;
+            o.request_bytes = pi_align_up((total + nreq - 1) / nreq, 64u << 10);
+            o.depth = d;
+            even = 1;
+        }
+    }
+    if (rc == -EINVAL) { /* no O_DIRECT asked, or refused: buffered */
         rc = pi_engine_run(srcs, m->nfiles, sp, n, &o, &m->io_stats);
+        if (even)
+            snprintf(m->io_stats.why, sizeof m->io_stats.why, "%.100s; cut evenly: %llu KiB x depth %u",
+                     even_why, (unsigned long long)(o.request_bytes >> 10), o.depth);
+    }
     if (rc < 0) goto out;
     m->has_io_stats = 1;
     /* tensors now point into the copies */
