@@ -56,7 +56,12 @@
 #include <sys/mman.h>
 #include <unistd.h>
 
-enum { G_NONE = 0, G_LOADING, G_RESIDENT, G_RELEASED, G_FAILED };
+/* G_RELEASING: pagein_layer_done is giving the group's memory back; nobody
+ * may read it again until that is over (G_RELEASED), or the release would
+ * zero bytes just read (anonymous memory of a streamed model: seen as
+ * pagein_tensor_copy returning zeros when the pager re-read the final
+ * group between done's state change and its MADV_DONTNEED). */
+enum { G_NONE = 0, G_LOADING, G_RESIDENT, G_RELEASED, G_FAILED, G_RELEASING };
 
 struct pi_pager {
     pthread_t tid;
@@ -213,7 +218,10 @@ static void *pager_main(void *arg) {
         size_t nb = 0;
         uint64_t add = 0;
         for (int32_t k = cur; k <= hi && nb < PI_ARRAY_LEN(batch); k++) {
-            if (p->state[k] != G_NONE && p->state[k] != G_RELEASED) continue;
+            /* not G_RELEASED: a released group at or after the cursor is
+             * the last one, done with (done moves the cursor past any
+             * other); reading it again is for a wait to ask */
+            if (p->state[k] != G_NONE) continue;
             if (p->budget && k != cur && p->resident + add + p->gbytes[k] > p->budget) break;
             batch[nb++] = k;
             add += p->gbytes[k];
@@ -340,6 +348,9 @@ static int after_fork(pagein_model *m, int restart) {
             /* its loader did not survive; what it brought in stays resident */
             p->state[g] = G_NONE;
             p->resident -= p->gbytes[g];
+        } else if (p->state[g] == G_RELEASING) { /* so did its releaser: read it again when asked */
+            p->state[g] = G_RELEASED;
+            p->resident -= p->gbytes[g];
         }
     int rc = 0;
     if (restart && !p->stop && m->streamed) {
@@ -400,7 +411,7 @@ static int wait_for(pagein_model *m, int32_t g, const pagein_tensor *t) {
             pthread_mutex_unlock(&p->mu);
             return pi_err(rc, "%s", p->errmsg);
         }
-        if (s == G_LOADING || (g >= atomic_load(&p->cursor) && !p->stop)) {
+        if (s == G_LOADING || s == G_RELEASING || (s != G_RELEASED && g >= atomic_load(&p->cursor) && !p->stop)) {
             /* the pager is on it, or will take it next (it is the lowest
              * missing group at the cursor) */
             consumer_wait(p);
@@ -413,7 +424,8 @@ static int wait_for(pagein_model *m, int32_t g, const pagein_tensor *t) {
             if (m->streamed) return pi_stream_read(m, &r, 1);
             return pi_model_populate_with(m, &r, 1, p->budget ? PI_POP_READAHEAD : m->pop_method);
         }
-        /* behind the cursor: load the group on this thread */
+        /* behind the cursor, or the released last group: load it on this
+         * thread */
         p->state[g] = G_LOADING;
         p->resident += p->gbytes[g];
         pthread_mutex_unlock(&p->mu);
@@ -436,7 +448,7 @@ int pi_pager_ensure_tensor(pagein_model *m, const pagein_tensor *t) {
     pthread_mutex_lock(&p->mu);
     /* a group being read (by the pager or a waiting thread) is complete
      * when its state changes; the tensor alone is not announced */
-    while (p->state[g] == G_LOADING && !p->stop) consumer_wait(p);
+    while ((p->state[g] == G_LOADING || p->state[g] == G_RELEASING) && !p->stop) consumer_wait(p);
     int resident = p->state[g] == G_RESIDENT;
     pthread_mutex_unlock(&p->mu);
     if (resident) return 0;
@@ -467,12 +479,13 @@ int pi_pager_done(pagein_model *m, int32_t g) {
     int32_t next = g + 1 < p->ng ? g + 1 : p->ng - 1;
     if (next > atomic_load(&p->cursor)) atomic_store(&p->cursor, next);
     int release = p->budget && p->state[g] == G_RESIDENT;
-    if (release) p->state[g] = G_RELEASED; /* bytes still counted until released */
+    if (release) p->state[g] = G_RELEASING; /* bytes still counted until released */
     pthread_cond_broadcast(&p->cv);
     pthread_mutex_unlock(&p->mu);
     if (release) {
         pi_model_release_group(m, g);
         pthread_mutex_lock(&p->mu);
+        p->state[g] = G_RELEASED;
         p->resident -= p->gbytes[g];
         pthread_cond_broadcast(&p->cv);
         pthread_mutex_unlock(&p->mu);
