@@ -685,6 +685,22 @@ static void check_model(const char *url, const char *local, pagein_strategy st) 
 }
 #endif
 
+#ifdef PAGEIN_HAVE_CURL
+/* The environment of the remote model tests: the test servers' CA, s3rver
+ * as the S3 endpoint with anonymous access, nginx as the Hub, no retries. */
+static void model_env(struct envsave *e) {
+    env_set(e, "CURL_CA_BUNDLE", rt_env("CA"));
+    env_set(e, "AWS_ENDPOINT_URL_S3", rt_env("S3"));
+    env_set(e, "AWS_ACCESS_KEY_ID", NULL);
+    env_set(e, "AWS_SECRET_ACCESS_KEY", NULL);
+    env_set(e, "AWS_PROFILE", NULL);
+    env_set(e, "HOME", "/nonexistent");
+    env_set(e, "HF_ENDPOINT", rt_env("HTTP"));
+    env_set(e, "PAGEIN_HTTP_RETRIES", "0");
+}
+
+#endif
+
 /* Remote models through pagein_model_open: a sharded safetensors model
  * (index + shards) over HTTP, HTTPS, S3 (its index and its prefix) and the
  * Hub, and single real files, loaded into memory (read strategy): every
@@ -695,14 +711,7 @@ TEST(remote_model_load) {
     if (!pt_have_testdata()) SKIP_BECAUSE("no tests/data/real");
     RT_NEED_SERVERS();
     struct envsave e = {0};
-    env_set(&e, "CURL_CA_BUNDLE", rt_env("CA"));
-    env_set(&e, "AWS_ENDPOINT_URL_S3", rt_env("S3"));
-    env_set(&e, "AWS_ACCESS_KEY_ID", NULL);
-    env_set(&e, "AWS_SECRET_ACCESS_KEY", NULL);
-    env_set(&e, "AWS_PROFILE", NULL);
-    env_set(&e, "HOME", "/nonexistent");
-    env_set(&e, "HF_ENDPOINT", rt_env("HTTP"));
-    env_set(&e, "PAGEIN_HTTP_RETRIES", "0");
+    model_env(&e);
     char local[600];
     snprintf(local, sizeof local, "%s/www/sharded/model.safetensors.index.json", rt_dir());
     check_model(rt_url("HTTP", "/files/sharded/model.safetensors.index.json"), local, PAGEIN_STRATEGY_READ);
@@ -813,14 +822,7 @@ TEST(remote_model_lazy) {
     if (!pt_have_testdata()) SKIP_BECAUSE("no tests/data/real");
     RT_NEED_SERVERS();
     struct envsave e = {0};
-    env_set(&e, "CURL_CA_BUNDLE", rt_env("CA"));
-    env_set(&e, "AWS_ENDPOINT_URL_S3", rt_env("S3"));
-    env_set(&e, "AWS_ACCESS_KEY_ID", NULL);
-    env_set(&e, "AWS_SECRET_ACCESS_KEY", NULL);
-    env_set(&e, "AWS_PROFILE", NULL);
-    env_set(&e, "HOME", "/nonexistent");
-    env_set(&e, "HF_ENDPOINT", rt_env("HTTP"));
-    env_set(&e, "PAGEIN_HTTP_RETRIES", "0");
+    model_env(&e);
     char local[600];
     snprintf(local, sizeof local, "%s/www/sharded/model.safetensors.index.json", rt_dir());
     check_lazy(rt_url("HTTP", "/files/sharded/model.safetensors.index.json"), local);

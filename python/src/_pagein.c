@@ -566,16 +566,25 @@ static void *read_unmapped(Source *s, const pagein_tensor *t) {
     return buf;
 }
 
+/* t's bytes, readable: in the mapping or buffer (tensor_bytes), or for a
+ * header-only model read now into *own (read_unmapped; the caller frees
+ * it with PyMem_RawFree). 0, or -1 with an exception. */
+static int readable_bytes(Source *s, const pagein_tensor *t, const void **ptr, void **own) {
+    *own = NULL;
+    *ptr = t->data;
+    if (t->nbytes && !t->data) {
+        if (!(*own = read_unmapped(s, t))) return -1;
+        *ptr = *own;
+        return 0;
+    }
+    return tensor_bytes(s, t, ptr);
+}
+
 static PyObject *view_new(Source *s, const pagein_tensor *t) {
     if (t->nbytes > (uint64_t)PY_SSIZE_T_MAX) return raise_msg(FormatError, "tensor larger than the address space");
     void *own = NULL; /* header-only remote model (lazy): read now into the View's own copy */
-    const void *ptr = t->data;
-    if (t->nbytes && !t->data) {
-        if (!(own = read_unmapped(s, t))) return NULL;
-        ptr = own;
-    } else if (tensor_bytes(s, t, &ptr) < 0) {
-        return NULL;
-    }
+    const void *ptr;
+    if (readable_bytes(s, t, &ptr, &own) < 0) return NULL;
     View *v = PyObject_New(View, &ViewType);
     if (!v) {
         PyMem_RawFree(own);
@@ -801,13 +810,8 @@ static PyObject *Source_dequantize(Source *s, PyObject *args) {
         return NULL;
     }
     void *own = NULL; /* header-only remote model (lazy): the stored bytes, read now */
-    const void *ptr = t->data;
-    if (t->nbytes && !t->data) {
-        if (!(own = read_unmapped(s, t))) return NULL;
-        ptr = own;
-    } else if (tensor_bytes(s, t, &ptr) < 0) {
-        return NULL;
-    }
+    const void *ptr;
+    if (readable_bytes(s, t, &ptr, &own) < 0) return NULL;
     PyObject *ba = PyByteArray_FromStringAndSize(NULL, (Py_ssize_t)size);
     if (!ba) {
         PyMem_RawFree(own);
