@@ -262,6 +262,13 @@ TEST(remote_prefetch_budget) {
         CHECK_OK(pagein_model_load_tensors(m, &t, 1));
         CHECK(same(l, t, t->data));
     }
+    /* every tensor at once (most released by now): one engine run, then
+     * every byte through the raw pointers */
+    CHECK_OK(pagein_model_load_tensors(m, NULL, 0));
+    for (size_t i = 0; i < pagein_model_tensor_count(m); i++) {
+        const pagein_tensor *x = pagein_model_tensor_at(m, i);
+        CHECK(same(l, x, x->data));
+    }
 out:
     pagein_model_close(m);
     pagein_model_close(l);

@@ -205,6 +205,8 @@ int pi_pager_wait_tensor(pagein_model *m, int32_t g, const pagein_tensor *t);
  * cursor (its group resident or being read: waits; else reads just t on
  * this thread). 0 at once for other models. */
 int pi_pager_ensure_tensor(pagein_model *m, const pagein_tensor *t);
+/* The same for n tensors, the missing ones read in one engine run. */
+int pi_pager_ensure_tensors(pagein_model *m, const pagein_tensor *const *t, size_t n);
 /* Bytes the pager counts as resident (tests). */
 uint64_t pi_pager_resident(pagein_model *m);
 

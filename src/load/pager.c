@@ -440,22 +440,31 @@ int pi_pager_wait(pagein_model *m, int32_t g) { return wait_for(m, g, NULL); }
 
 int pi_pager_wait_tensor(pagein_model *m, int32_t g, const pagein_tensor *t) { return wait_for(m, g, t); }
 
-int pi_pager_ensure_tensor(pagein_model *m, const pagein_tensor *t) {
+int pi_pager_ensure_tensor(pagein_model *m, const pagein_tensor *t) { return pi_pager_ensure_tensors(m, &t, 1); }
+
+int pi_pager_ensure_tensors(pagein_model *m, const pagein_tensor *const *t, size_t n) {
     struct pi_pager *p = m->pager;
-    if (!p || !m->streamed || !t->nbytes) return 0;
+    if (!p || !m->streamed || !n) return 0;
     FORWARD_IF(after_fork(m, 1));
-    int32_t g = m->tgroup[t - m->tab.t];
+    struct pi_range one, *r = n == 1 ? &one : pi_malloc(n * sizeof *r);
+    if (!r) return pi_err(-ENOMEM, "out of memory for %zu tensors", n);
+    size_t k = 0;
     pthread_mutex_lock(&p->mu);
-    /* a group being read (by the pager or a waiting thread) is complete
-     * when its state changes; the tensor alone is not announced */
-    while ((p->state[g] == G_LOADING || p->state[g] == G_RELEASING) && !p->stop) consumer_wait(p);
-    int resident = p->state[g] == G_RESIDENT;
+    for (size_t i = 0; i < n; i++) {
+        if (!t[i]->nbytes) continue;
+        int32_t g = m->tgroup[t[i] - m->tab.t];
+        /* a group being read (by the pager or a waiting thread) is complete
+         * when its state changes; the tensor alone is not announced */
+        while ((p->state[g] == G_LOADING || p->state[g] == G_RELEASING) && !p->stop) consumer_wait(p);
+        if (p->state[g] != G_RESIDENT) r[k++] = (struct pi_range){t[i]->file, t[i]->offset, t[i]->nbytes};
+    }
     pthread_mutex_unlock(&p->mu);
-    if (resident) return 0;
-    /* not read (ahead of the window, released, failed): just this tensor,
-     * on this thread, without moving the cursor or counting it */
-    struct pi_range r = {t->file, t->offset, t->nbytes};
-    return pi_stream_read(m, &r, 1);
+    /* not read (ahead of the window, released, failed): these tensors, in
+     * one engine run on this thread, without moving the cursor or counting
+     * them */
+    int rc = k ? pi_stream_read(m, r, k) : 0;
+    if (r != &one) pi_free(r);
+    return rc;
 }
 
 uint64_t pi_pager_resident(pagein_model *m) {

@@ -424,14 +424,21 @@ void pi_model_release_group(pagein_model *m, int32_t g) {
 int pagein_model_load_tensors(pagein_model *m, const pagein_tensor *const *t, size_t n) {
     if (!m) return pi_err(PAGEIN_E_INVALID, "pagein_model_load_tensors: NULL model");
     if (m->strategy == PAGEIN_STRATEGY_READ) return 0;
-    if (m->streamed) { /* memory filled by reads: read what is not there yet */
-        for (size_t i = 0; i < (t ? n : m->tab.n); i++) {
+    if (m->streamed) { /* memory filled by reads: read what is not there yet, in one engine run */
+        size_t cnt = t ? n : m->tab.n;
+        const pagein_tensor **v = pi_malloc((cnt ? cnt : 1) * sizeof *v);
+        if (!v) return pi_err(-ENOMEM, "out of memory");
+        for (size_t i = 0; i < cnt; i++) {
             const pagein_tensor *x = t ? t[i] : &m->tab.t[i];
-            if (!x || x->file >= m->nfiles || x != pi_table_find(&m->tab, x->name, x->name_len))
+            if (!x || x->file >= m->nfiles || x != pi_table_find(&m->tab, x->name, x->name_len)) {
+                pi_free(v);
                 return pi_err(PAGEIN_E_INVALID, "load_tensors: tensor %zu is not from this model", i);
-            FORWARD_IF(pi_pager_ensure_tensor(m, x));
+            }
+            v[i] = x;
         }
-        return 0;
+        int rc = pi_pager_ensure_tensors(m, v, cnt);
+        pi_free(v);
+        return rc;
     }
     size_t cnt = t ? n : m->nfiles;
     struct pi_range *r = pi_malloc((cnt ? cnt : 1) * sizeof *r);

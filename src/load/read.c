@@ -234,6 +234,8 @@ int pagein_model_io_facts(pagein_model *m, pagein_io_facts *f) {
 int pagein_model_io_stats(const pagein_model *m, pagein_io_stats *st) {
     RETURN_IF(!m || !st, PAGEIN_E_INVALID, "pagein_model_io_stats: NULL argument");
     memset(st, 0, sizeof *st);
+    RETURN_IF(!m->has_io_stats && m->streamed, PAGEIN_E_UNSUPPORTED,
+              "prefetch reads a model without a mapping layer by layer, one engine run each: no whole-model trace");
     RETURN_IF(!m->has_io_stats, PAGEIN_E_UNSUPPORTED, "%s pages in through the mapping: no engine trace",
               pagein_strategy_name(m->strategy));
     const struct pi_engine_stats *e = &m->io_stats;
