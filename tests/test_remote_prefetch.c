@@ -14,6 +14,7 @@
 
 #include <stdlib.h>
 #include <sys/mman.h>
+#include <sys/wait.h>
 #include <unistd.h>
 
 #ifndef PAGEIN_HAVE_CURL
@@ -348,6 +349,58 @@ out:
     pagein_model_close(m);
     pagein_model_close(l);
     unlink(path);
+#endif
+    return PASS;
+}
+
+/* fork() after a streamed prefetch open: the child cannot load layers (the
+ * connections and the pager belong to the parent) and says so with
+ * PAGEIN_E_FORKED, naming the URL, instead of handing out zeros or hanging;
+ * the parent walks on unharmed. Not under ASan or valgrind, whose allocator
+ * locks a fork can copy held (test_reliability.c's fork test says more). */
+TEST(remote_prefetch_fork) {
+    NEED_CURL();
+#ifdef PAGEIN_HAVE_CURL
+    if (!pt_have_testdata()) SKIP_BECAUSE("no tests/data/real");
+    if (ASAN_BUILD || getenv("PAGEIN_UNDER_VALGRIND")) SKIP_BECAUSE("fork with a live pager thread under ASan/valgrind");
+    RT_NEED_SERVERS();
+    const char *name = "gguf/tinyllamas-stories-260k-q8_0.gguf";
+    pagein_model *l = open_local(pt_testdata(name));
+    char path[300];
+    snprintf(path, sizeof path, "/files/real/%s", name);
+    pagein_model *m = NULL;
+    pagein_model_opts o = PAGEIN_MODEL_OPTS_INIT;
+    o.strategy = PAGEIN_STRATEGY_PREFETCH;
+    o.prefetch_ahead = 1;
+    CHECK_OK(pagein_model_open(&m, rt_url("HTTP", path), &o));
+    if (!m || !l) goto out;
+    CHECK_OK(pagein_layer_wait(m, -1));
+    fflush(stdout);
+    pid_t pid = fork();
+    if (pid == 0) {
+        alarm(20);
+        int rc = pagein_layer_wait(m, 0);
+        int named = strstr(pagein_last_error_detail(), "fork") != NULL &&
+                    strstr(pagein_last_error_detail(), "127.0.0.1") != NULL;
+        _exit(rc == PAGEIN_E_FORKED && named ? 0 : 10);
+    }
+    CHECK(pid > 0);
+    int status = 0;
+    if (pid > 0) waitpid(pid, &status, 0);
+    CHECK(WIFEXITED(status) && WEXITSTATUS(status) == 0);
+    if (!(WIFEXITED(status) && WEXITSTATUS(status) == 0))
+        printf("    child status %d (exit %d)\n", status, WIFEXITED(status) ? WEXITSTATUS(status) : -1);
+    /* the parent goes on */
+    for (int32_t i = 0; i <= pagein_model_layer_count(m); i++) {
+        CHECK_OK(pagein_layer_wait(m, i));
+        const pagein_tensor *const *ts;
+        size_t k = pagein_model_layer_tensors(m, i, &ts);
+        for (size_t j = 0; j < k; j++) CHECK(same(l, ts[j], ts[j]->data));
+        CHECK_OK(pagein_layer_done(m, i));
+    }
+out:
+    pagein_model_close(m);
+    pagein_model_close(l);
 #endif
     return PASS;
 }
