@@ -783,7 +783,10 @@ PAGEIN_API int pagein_tensor_wait(pagein_model *m, const pagein_tensor *t); /* t
  *  - pagein_model_tensor_data and pagein_tensor_copy (with the model's
  *    file, pagein_model_file(m, t->file)) read t first if it is not there,
  *    so they never return bytes that were not read; a failed read is their
- *    error, naming the URL.
+ *    error, naming the URL. With budget_bytes, a pagein_layer_done for t's
+ *    layer on another thread while they copy is the caller's race (the
+ *    release can zero what they are copying): finish with a layer's
+ *    tensors before marking it done.
  * A read failure in the pager surfaces from the wait for that layer
  * (naming the URL, offset and length); a later wait retries. After fork()
  * such a model cannot load layers in the child (PAGEIN_E_FORKED).

@@ -254,6 +254,21 @@ TEST(remote_prefetch_budget) {
         for (size_t j = 0; j < k; j++) CHECK(same(l, ts[j], ts[j]->data));
         CHECK_OK(pagein_layer_done(m, i));
     }
+    /* tensor by tensor behind the cursor (pagein_tensor_wait reads just the
+     * tensor, uncounted): pagein_layer_done still gives the memory back */
+    for (int32_t i = 8; i <= 9; i++) {
+        const pagein_tensor *const *ts;
+        size_t k = pagein_model_layer_tensors(m, i, &ts);
+        for (size_t j = 0; j < k; j++) {
+            CHECK_OK(pagein_tensor_wait(m, ts[j]));
+            CHECK(same(l, ts[j], ts[j]->data));
+        }
+        CHECK_OK(pagein_layer_done(m, i));
+        for (size_t j = 0; j < k; j++) {
+            uint64_t a = pi_align_up(ts[j]->offset, ps), e = (ts[j]->offset + ts[j]->nbytes) & ~(ps - 1);
+            if (e > a) CHECK_EQ(resident_bytes(m->rbuf[0] + a, e - a), 0);
+        }
+    }
     const pagein_tensor *t = pagein_model_tensor_get(m, "model.layers.7.mlp");
     CHECK(t != NULL);
     if (t) {

@@ -121,6 +121,7 @@ struct pagein_model {
      * every file, tensor data points into it, and the pager reads each
      * group's ranges through the range engine (stream.c) */
     int streamed;
+    _Atomic unsigned stream_share; /* streamed: groups the pager reads at once (their runs split the depth) */
 };
 
 /* Pages ranges in (file ranges; merged and split into chunk_bytes chunks,

@@ -241,7 +241,9 @@ static void *pager_main(void *arg) {
             /* the window's groups at once, each one engine run announced
              * as it completes, lowest first (stream_item) */
             struct stream_pass sp = {m, batch};
+            atomic_store(&m->stream_share, nb < 4 ? (unsigned)nb : 4);
             pi_parallel(nb < 4 ? (unsigned)nb : 4, nb, stream_item, &sp);
+            atomic_store(&m->stream_share, 1);
             pthread_mutex_lock(&p->mu);
             continue;
         }
@@ -407,9 +409,11 @@ static int wait_for(pagein_model *m, int32_t g, const pagein_tensor *t) {
             break;
         if (s == G_FAILED) {
             int rc = p->gerr[g];
+            char msg[sizeof p->errmsg];
+            memcpy(msg, p->errmsg, sizeof msg); /* under mu: another group's failure may rewrite it */
             p->state[g] = G_NONE; /* a later wait retries */
             pthread_mutex_unlock(&p->mu);
-            return pi_err(rc, "%s", p->errmsg);
+            return pi_err(rc, "%s", msg);
         }
         if (s == G_LOADING || s == G_RELEASING || (s != G_RELEASED && g >= atomic_load(&p->cursor) && !p->stop)) {
             /* the pager is on it, or will take it next (it is the lowest
@@ -487,7 +491,13 @@ int pi_pager_done(pagein_model *m, int32_t g) {
     while (p->budget && p->state[g] == G_LOADING && !p->stop) consumer_wait(p);
     int32_t next = g + 1 < p->ng ? g + 1 : p->ng - 1;
     if (next > atomic_load(&p->cursor)) atomic_store(&p->cursor, next);
-    int release = p->budget && p->state[g] == G_RESIDENT;
+    /* streamed: a group the consumer read tensor by tensor behind the
+     * cursor (pagein_tensor_wait, the accessors' ensure) is not RESIDENT
+     * nor counted, yet holds anonymous memory that nothing else would
+     * give back: release it too (MADV_DONTNEED on dropped pages is
+     * harmless), only the counted bytes leave the count */
+    int counted = p->state[g] == G_RESIDENT;
+    int release = p->budget && (counted || (m->streamed && p->state[g] != G_LOADING && p->state[g] != G_RELEASING));
     if (release) p->state[g] = G_RELEASING; /* bytes still counted until released */
     pthread_cond_broadcast(&p->cv);
     pthread_mutex_unlock(&p->mu);
@@ -495,7 +505,7 @@ int pi_pager_done(pagein_model *m, int32_t g) {
         pi_model_release_group(m, g);
         pthread_mutex_lock(&p->mu);
         p->state[g] = G_RELEASED;
-        p->resident -= p->gbytes[g];
+        if (counted) p->resident -= p->gbytes[g];
         pthread_cond_broadcast(&p->cv);
         pthread_mutex_unlock(&p->mu);
     }

@@ -54,8 +54,14 @@ int pi_stream_init(pagein_model *m) {
         pagein_file *f = m->files[i];
         RETURN_IF(!f->src, PAGEIN_E_UNSUPPORTED, "%s: no source to read from", f->path);
         size_t cap = (size_t)pi_align_up(f->len ? f->len : 1, 2u << 20);
-        void *b = mmap(NULL, cap, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
-        if (b == MAP_FAILED) return pi_err(-errno, "%s: cannot allocate %zu bytes: %s", f->path, cap, strerror(errno));
+        /* MAP_NORESERVE: a model larger than memory (what a budget is for;
+         * auto picks this then) must get its address range; only what the
+         * budget lets in is ever touched */
+        void *b = mmap(NULL, cap, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE, -1, 0);
+        if (b == MAP_FAILED)
+            return pi_err(-errno, "%s: cannot reserve %zu bytes of address space: %s (vm.overcommit_memory=2 counts "
+                                  "it all; use strategy read on a model that fits, or allow overcommit)",
+                          f->path, cap, strerror(errno));
         madvise(b, cap, m->opts.budget_bytes ? MADV_NOHUGEPAGE : MADV_HUGEPAGE);
         m->rbuf[i] = b;
         m->rlen[i] = cap;
@@ -101,6 +107,14 @@ int pi_stream_read(pagein_model *m, struct pi_range *r, size_t n) {
                                .depth = m->threads_given,
                                .max_gap = UINT64_MAX,
                                .cancel = &m->cancel};
+    unsigned share = atomic_load(&m->stream_share);
+    if (!o.depth && share > 1) { /* groups read at once share the source's connections */
+        uint64_t rb0;
+        unsigned d0;
+        char why0[160];
+        pi_engine_choose(srcs[sp[0].src], &o, 0, &rb0, &d0, why0, sizeof why0);
+        o.depth = d0 / share ? d0 / share : 1;
+    }
     if (!o.request_bytes) {
         uint64_t rb;
         unsigned d;

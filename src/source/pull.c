@@ -324,6 +324,15 @@ static int mfs_fetch(struct mfs *ms, const char *uri, const char *reldir, pagein
     }
     uint8_t *buf = NULL;
     struct mf *nv = NULL;
+    char magic[15];
+    if (s->size < 15 || pi_source_read(s, magic, 15, 0) < 0 || memcmp(magic, "pagein-manifest", 15) != 0) {
+        /* a server answering every path with a page, or the object itself
+         * (a server that ignores what follows a query string), has no
+         * manifest there: only the first bytes are read to tell */
+        pi_err_clear();
+        rc = 0;
+        goto out;
+    }
     if (s->size > (64u << 20)) {
         rc = pi_err(PAGEIN_E_LIMIT, "%s: manifest of %llu bytes (limit 64 MiB)", uri, (unsigned long long)s->size);
         goto out;
@@ -470,18 +479,21 @@ static int download(struct pi_source *s, const char *final, const char *part, co
     if (!chunk) {
         /* about 8 MiB, cut so that every connection gets the same number of
          * chunks (no last round with one chunk in flight): 258 MiB over 16
-         * connections is 32 chunks of 8.06 MiB, not 33 of 8 MiB. At most
-         * 192 MiB for all connections' buffers, at least 1 MiB a chunk: a
-         * small object gets one chunk per connection. */
+         * connections is 32 chunks of 8.06 MiB, not 33 of 8 MiB. The cut
+         * makes a chunk at most 1.5 x the target, so targets of at most
+         * 128 MiB for all connections keep their buffers within 192 MiB
+         * (more than 16 connections get smaller chunks); at least 1 MiB a
+         * chunk: a small object gets one chunk per connection. */
         uint64_t target = 8u << 20;
-        if (target * conns > (192u << 20)) target = (192u << 20) / conns; /* memory: conns x chunk */
+        if (target * conns > (128u << 20)) target = (128u << 20) / conns; /* memory: conns x chunk */
         uint64_t k = (s->size + (uint64_t)conns * target / 2) / ((uint64_t)conns * target);
         uint64_t n = (k ? k : 1) * conns;
         chunk = (s->size + n - 1) / n;
         chunk = (chunk + 65535) & ~(uint64_t)65535;
         if (chunk < (1u << 20)) chunk = 1u << 20;
         /* a download begun with another chunk size (another -c) resumes
-         * with that size rather than starting over */
+         * with that size rather than starting over, if its buffers stay
+         * within twice this run's */
         int ofd = open(spath, O_RDONLY | O_CLOEXEC);
         if (ofd >= 0) {
             char old[STATE_HDR + 1];
@@ -491,7 +503,7 @@ static int download(struct pi_source *s, const char *final, const char *part, co
             if (k2 == STATE_HDR) {
                 old[STATE_HDR] = 0;
                 if (sscanf(old, "pagein-pull 1\nsize %llu\nchunk %llu\n", &osz, &och) == 2 && osz == s->size &&
-                    och >= 4096 && och <= (1ull << 32))
+                    och >= 4096 && och <= 2 * chunk && och * conns <= (384ull << 20))
                     chunk = och;
             }
         }
@@ -590,12 +602,13 @@ static int download(struct pi_source *s, const char *final, const char *part, co
             rc = 0;
         }
     }
-    if (rc < 0) {
+    if (rc == PAGEIN_E_HASH_MISMATCH) {
         /* a corrupt download is not resumed: start over next time */
         unlink(part);
         unlink(spath);
         goto out;
     }
+    if (rc < 0) goto out; /* could not check (memory, a read error): part and state stay */
     if (st) note_verified(st, how);
     if (!(o && (o->flags & PAGEIN_PULL_NO_SYNC)) && fsync(fd) != 0) {
         rc = pi_err(-errno, "%s: fsync %s: %s", s->name, part, strerror(errno));
@@ -664,7 +677,23 @@ static int pull_hf_file(struct pi_source *s, const struct pi_hf_ref *r, const ch
     snprintf(part, sizeof part, "%s.incomplete", blob);
     struct stat sb;
     int rc = 0;
-    if (stat(blob, &sb) == 0 && (uint64_t)sb.st_size == s->size) {
+    int cached = stat(blob, &sb) == 0 && (uint64_t)sb.st_size == s->size;
+    if (cached && mc) {
+        /* a manifest lists it: a blob already in the cache is checked like
+         * a download (another tool, or the disk, may have changed it); one
+         * that fails is fetched again */
+        int bfd = open(blob, O_RDONLY | O_CLOEXEC);
+        int c = bfd < 0 ? pi_err(-errno, "%s: cannot open %s", s->name, blob) : check_manifest(bfd, s->size, blob, mc);
+        if (bfd >= 0) close(bfd);
+        if (c == PAGEIN_E_HASH_MISMATCH) {
+            unlink(blob);
+            cached = 0;
+            pi_err_clear();
+        } else if (c < 0) {
+            return c;
+        }
+    }
+    if (cached) {
         if (st) st->cached += s->size;
     } else {
         rc = download(s, blob, part, o, st, mc);
@@ -772,7 +801,8 @@ static int index_shards(const char *path, const char *src_uri, struct flist *l, 
     const char *key, *v;
     size_t kl, vl;
     int rc = pi_json_enter(&j, PI_JSON_OBJECT);
-    size_t dl = strrchr(src_uri, '/') ? (size_t)(strrchr(src_uri, '/') - src_uri) + 1 : 0;
+    size_t dl = strcspn(src_uri, "?#"); /* the shards sit next to the index: its path without a query */
+    while (dl > 0 && src_uri[dl - 1] != '/') dl--;
     while (rc >= 0 && (rc = pi_json_next(&j, &key, &kl)) > 0) {
         if (kl == 10 && !memcmp(key, "weight_map", 10)) {
             rc = pi_json_enter(&j, PI_JSON_OBJECT);
@@ -848,9 +878,18 @@ int pagein_pull(const char *src, const char *dest, const pagein_pull_opts *o, pa
     } else if (is_hf && ends_with(hr.path, "/")) {
         rc = pi_err(PAGEIN_E_INVALID, "%s: a folder of a repository: pull the repository (hf://ORG/NAME) or a file", src);
     } else {
-        const char *base = is_hf ? hr.path : strrchr(src, '/') + 1;
+        /* the file's name: the last path segment, without a query or
+         * fragment (?download=true) */
+        char base[1024] = "";
+        if (is_hf) {
+            snprintf(base, sizeof base, "%s", hr.path);
+        } else {
+            size_t pl = strcspn(src, "?#"), b = pl;
+            while (b > 0 && src[b - 1] != '/') b--;
+            snprintf(base, sizeof base, "%.*s", (int)PI_MIN(pl - b, sizeof base - 1), src + b);
+        }
         if (!*base) rc = pi_err(PAGEIN_E_INVALID, "%s: names no file", src);
-        else rc = flist_add(&l, src, is_hf ? hr.path : base);
+        else rc = flist_add(&l, src, base);
     }
     if (rc < 0) goto out;
     /* pagein manifests: those a listing holds (DIR/.pagein-manifest,
@@ -870,10 +909,14 @@ int pagein_pull(const char *src, const char *dest, const pagein_pull_opts *o, pa
         char mu[4200], rd[2048];
         const char *sl = strrchr(l.rel[0], '/');
         snprintf(rd, sizeof rd, "%.*s", sl ? (int)(sl - l.rel[0]) + 1 : 0, l.rel[0]);
-        snprintf(mu, sizeof mu, "%s.pagein-manifest", src);
+        /* the path only: a query or fragment (?download=true) is not part
+         * of the name the manifest sits next to */
+        int plen = (int)strcspn(src, "?#");
+        snprintf(mu, sizeof mu, "%.*s.pagein-manifest", plen, src);
         rc = mfs_fetch(&ms, mu, rd, st);
-        const char *us = strrchr(src, '/');
-        if (rc == 0 && us) {
+        const char *us = src + plen;
+        while (us > src && *us != '/') us--;
+        if (rc == 0 && *us == '/') {
             snprintf(mu, sizeof mu, "%.*s/.pagein-manifest", (int)(us - src), src);
             rc = mfs_fetch(&ms, mu, rd, st);
         }

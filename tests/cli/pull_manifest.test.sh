@@ -70,6 +70,20 @@ tail -n +$((before + 1)) "$log" | grep -q '/files/dir/.pagein-manifest HTTP/1.1"
   fail "DIR/.pagein-manifest was not fetched"
 cmp -s "$TMP/one.st" "$D/www/dir/model-00002-of-00003.safetensors" || fail "pulled shard differs"
 
+# a query string (the Hub's ?download=true) is not part of the manifest's
+# name: the shard's own sidecar is looked for without it, then DIR's
+before=$(wc -l < "$log")
+expect_exit 0 "$PAGEIN" pull --json --no-sync "$HTTP/files/dir/model-00003-of-00003.safetensors?download=true" "$TMP/q.st"
+[ "$(verified)" = manifest ] || fail "URL with a query: verified '$(verified)': $OUT_TXT"
+sleep 0.1
+tail -n +$((before + 1)) "$log" | grep -q 'download=true.pagein-manifest' &&
+  fail "the manifest was looked for after the query string"
+cmp -s "$TMP/q.st" "$D/www/dir/model-00003-of-00003.safetensors" || fail "pulled shard (query) differs"
+# without DEST the file is named after the path, not the query
+mkdir -p "$TMP/qd"
+expect_exit 0 "$PAGEIN" pull --no-sync -q "$HTTP/files/dir/model-00003-of-00003.safetensors?download=true" "$TMP/qd/"
+[ "$(ls "$TMP/qd")" = model-00003-of-00003.safetensors ] || fail "pulled with a query, named: $(ls "$TMP/qd")"
+
 # no manifest: size and ETag, as before
 expect_exit 0 "$PAGEIN" pull --json --no-sync "$HTTP/files/none/model.safetensors.index.json" "$TMP/none/"
 [ "$(verified)" = size+etag ] || fail "no manifest: verified '$(verified)': $OUT_TXT"
@@ -106,6 +120,13 @@ expect_contains "the manifest hf://org/bad@main/.pagein-manifest states"
 ls "$TMP/hub/models--org--bad/blobs" 2>/dev/null | grep -q incomplete && fail "an .incomplete blob was left"
 [ ! -e "$TMP/hub/models--org--bad/snapshots/$HF_COMMIT/model-00002-of-00003.safetensors" ] ||
   fail "the changed hf shard was linked into the snapshot"
+# a blob already in the cache that the manifest rejects (changed on disk,
+# same size) is fetched again, not linked as it is
+blob=$(readlink -f "$snap/model-00002-of-00003.safetensors")
+[ -f "$blob" ] || fail "no blob behind the snapshot link"
+flip "$blob"
+expect_exit 0 "$PAGEIN" pull --json --no-sync hf://org/good --cache-dir "$TMP/hub"
+cmp -s "$blob" "$D/www/hf/org/good/model-00002-of-00003.safetensors" || fail "the damaged cached blob was kept"
 # one file of the repository: the manifest at the repository's root
 expect_exit 0 "$PAGEIN" pull --json --no-sync hf://org/good/model-00001-of-00003.safetensors "$TMP/hf1.st"
 [ "$(verified)" = sha256+manifest ] || fail "hf file: verified '$(verified)': $OUT_TXT"
