@@ -8,3 +8,16 @@ expect_exit() {
 }
 expect_contains() { echo "$OUT_TXT" | grep -q -- "$1" || fail "output lacks '$1': $OUT_TXT"; }
 PY=/usr/bin/python3
+
+# start_servers DIR SERVER...: the remote tests' servers (tests/remote/
+# servers.sh) for this suite, stopped when it exits; exit 77 (skip, with the
+# reason) where they cannot run here; then DIR/env is sourced (HTTP, HTTPS,
+# CA, S3, ...). RATE and DELAY_MS pass through the environment.
+start_servers() {
+  local dir=$1 out rc; shift
+  trap "bash '$REPO/tests/remote/servers.sh' stop '$dir'" EXIT
+  out=$(bash "$REPO/tests/remote/servers.sh" start "$dir" $$ "$@" 2>&1); rc=$?
+  [ $rc = 77 ] && { echo "$out"; exit 77; }
+  [ $rc = 0 ] || fail "servers did not start: $out"
+  . "$dir/env"
+}

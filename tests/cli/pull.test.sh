@@ -28,11 +28,7 @@ $PY "$REPO/tests/remote/make_sharded.py" "$D/www/sharded" 3 50000
 cp -r "$D/www/sharded" "$D/s3/sharded"
 cp "$D/www/hf/org/tiny/model.safetensors" "$D/s3/model.safetensors"
 
-trap 'bash "$REPO/tests/remote/servers.sh" stop "$D"' EXIT
-start=$(RATE=4m DELAY_MS=5 bash "$REPO/tests/remote/servers.sh" start "$D" $$ nginx s3 delay 2>&1); rc=$?
-[ $rc = 77 ] && { echo "$start"; exit 77; }
-[ $rc = 0 ] || fail "servers did not start: $start"
-. "$D/env"
+RATE=4m DELAY_MS=5 start_servers "$D" nginx s3 delay
 export CURL_CA_BUNDLE=$CA PAGEIN_HTTP_RETRIES=1 PAGEIN_HTTP_BACKOFF_MS=10
 unset AWS_ACCESS_KEY_ID AWS_SECRET_ACCESS_KEY AWS_PROFILE AWS_SESSION_TOKEN
 export HOME=$TMP/home AWS_ENDPOINT_URL=$S3

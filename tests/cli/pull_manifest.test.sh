@@ -40,11 +40,7 @@ flip() { printf 'X' | dd of="$1" bs=1 seek=1000 conv=notrunc 2>/dev/null; }
 flip "$D/www/bad/model-00002-of-00003.safetensors"
 flip "$D/www/hf/org/bad/model-00002-of-00003.safetensors"
 
-trap 'bash "$REPO/tests/remote/servers.sh" stop "$D"' EXIT
-start=$(bash "$REPO/tests/remote/servers.sh" start "$D" $$ nginx s3 2>&1); rc=$?
-[ $rc = 77 ] && { echo "$start"; exit 77; }
-[ $rc = 0 ] || fail "servers did not start: $start"
-. "$D/env"
+start_servers "$D" nginx s3
 export PAGEIN_HTTP_RETRIES=0 AWS_ENDPOINT_URL=$S3 HF_ENDPOINT=$HTTP HOME=$TMP
 unset AWS_ACCESS_KEY_ID AWS_SECRET_ACCESS_KEY AWS_PROFILE HF_HUB_CACHE HF_HOME
 log=$D/logs/nginx-access.log

@@ -18,11 +18,7 @@ cp "$TESTDATA/gguf/llama-2-tiny-random.gguf" "$D/www/hf/org/tiny/model.gguf"
 $PY "$REPO/tests/remote/make_sharded.py" "$D/www/sharded" 3 300000   # 2.4 MB shards: headers only
 cp -r "$D/www/sharded" "$D/s3/sharded"
 
-trap 'bash "$REPO/tests/remote/servers.sh" stop "$D"' EXIT
-start=$(bash "$REPO/tests/remote/servers.sh" start "$D" $$ nginx s3 2>&1); rc=$?
-[ $rc = 77 ] && { echo "$start"; exit 77; }
-[ $rc = 0 ] || fail "servers did not start: $start"
-. "$D/env"
+start_servers "$D" nginx s3
 export CURL_CA_BUNDLE=$CA PAGEIN_HTTP_RETRIES=0 AWS_ENDPOINT_URL=$S3 HF_ENDPOINT=$HTTP HOME=$TMP
 unset AWS_ACCESS_KEY_ID AWS_SECRET_ACCESS_KEY AWS_PROFILE
 
