@@ -3,9 +3,12 @@
  * Exit status is non-zero if any test failed. */
 #include "test.h"
 
+#include <errno.h>
 #include <ftw.h>
+#include <signal.h>
 #include <stdlib.h>
 #include <sys/stat.h>
+#include <sys/wait.h>
 #include <time.h>
 #include <unistd.h>
 
@@ -121,10 +124,88 @@ uint64_t pt_rand(uint64_t *s) {
     return z ^ (z >> 31);
 }
 
+/* ---- isolation -----------------------------------------------------------
+ * Each test runs in a child process of its own (its own process group), so a
+ * crash, an abort, a leak report or a hang fails that test, by name, and the
+ * run goes on; process-wide state (signal handlers, hooks, environment,
+ * descriptors, the temporary directory) never leaks into the next test.
+ * PAGEIN_TEST_TIMEOUT (seconds, default 300) bounds each test; a test past
+ * it is killed with its whole process group. PAGEIN_TEST_NOFORK=1 runs the
+ * tests in this process, one after another (for a debugger). */
+static double mono_s(void) {
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (double)ts.tv_sec + (double)ts.tv_nsec / 1e9;
+}
+
+static int run_inline(size_t i) {
+    pt_failed = 0;
+    int rc = tests[i].fn();
+    if (rc == SKIP) return SKIP;
+    return rc != PASS || pt_failed ? FAIL : PASS;
+}
+
+/* Runs test i in a child; returns PASS, FAIL or SKIP and describes a failure
+ * that is not an ordinary one (signal, exit status, time-out) in why. */
+static int run_forked(size_t i, double limit, char *why, size_t whylen) {
+    why[0] = 0;
+    fflush(stdout);
+    fflush(stderr);
+    pid_t pid = fork();
+    if (pid < 0) {
+        snprintf(why, whylen, "fork failed: %s", strerror(errno));
+        return FAIL;
+    }
+    if (pid == 0) {
+        setpgid(0, 0);
+        int rc = run_inline(i);
+        fflush(stdout);
+        exit(rc == SKIP ? SKIP : rc == PASS ? 0 : 1);
+    }
+    setpgid(pid, pid); /* either side may win the race; both ask the same */
+    double t0 = mono_s();
+    struct timespec nap = {0, 200000}; /* 0.2 ms, doubling to 20 ms */
+    int status = 0;
+    for (;;) {
+        pid_t w = waitpid(pid, &status, WNOHANG);
+        if (w == pid) break;
+        if (w < 0 && errno != EINTR) {
+            snprintf(why, whylen, "waitpid failed: %s", strerror(errno));
+            return FAIL;
+        }
+        if (mono_s() - t0 > limit) {
+            kill(-pid, SIGKILL);
+            kill(pid, SIGKILL);
+            while (waitpid(pid, &status, 0) < 0 && errno == EINTR) {
+            }
+            snprintf(why, whylen, "timed out after %.0f s (PAGEIN_TEST_TIMEOUT), killed", limit);
+            return FAIL;
+        }
+        nanosleep(&nap, NULL);
+        if (nap.tv_nsec < 20000000) nap.tv_nsec *= 2;
+    }
+    /* reap whatever the test left in its group: nothing outlives a test */
+    kill(-pid, SIGKILL);
+    if (WIFSIGNALED(status)) {
+        snprintf(why, whylen, "killed by signal %d (%s)", WTERMSIG(status), strsignal(WTERMSIG(status)));
+        return FAIL;
+    }
+    int code = WIFEXITED(status) ? WEXITSTATUS(status) : 1;
+    if (code == 0) return PASS;
+    if (code == SKIP) return SKIP;
+    if (code != 1) snprintf(why, whylen, "exit status %d%s", code, code == 99 ? " (valgrind: memcheck errors)" : "");
+    return FAIL;
+}
+
 int main(int argc, char **argv) {
     setvbuf(stdout, NULL, _IOLBF, 0);
     qsort(tests, ntests, sizeof *tests, cmp);
-    int passed = 0, failed = 0, skipped = 0;
+    const char *nf = getenv("PAGEIN_TEST_NOFORK");
+    int nofork = nf && *nf && strcmp(nf, "0") != 0;
+    const char *ts = getenv("PAGEIN_TEST_TIMEOUT");
+    double limit = ts && atof(ts) > 0 ? atof(ts) : 300.0;
+    pt_seed(); /* once, here: every forked test inherits the same seed */
+    int passed = 0, failed = 0, skipped = 0, matched = 0;
     for (size_t i = 0; i < ntests; i++) {
         if (argc > 1) {
             int want = 0;
@@ -132,17 +213,29 @@ int main(int argc, char **argv) {
                 if (strcmp(argv[a], tests[i].name) == 0) want = 1;
             if (!want) continue;
         }
-        pt_failed = 0;
-        int rc = tests[i].fn();
+        matched++;
+        char why[160] = "";
+        int rc = nofork ? run_inline(i) : run_forked(i, limit, why, sizeof why);
         if (rc == SKIP) {
             printf("SKIP %s\n", tests[i].name);
             skipped++;
-        } else if (rc != PASS || pt_failed) {
-            printf("FAIL %s\n", tests[i].name);
+        } else if (rc != PASS) {
+            printf("FAIL %s%s%s%s\n", tests[i].name, why[0] ? " (" : "", why, why[0] ? ")" : "");
             failed++;
         } else {
             printf("ok   %s\n", tests[i].name);
             passed++;
+        }
+    }
+    if (argc > 1 && matched < argc - 1) {
+        for (int a = 1; a < argc; a++) {
+            int found = 0;
+            for (size_t i = 0; i < ntests; i++)
+                if (strcmp(argv[a], tests[i].name) == 0) found = 1;
+            if (!found) {
+                printf("FAIL %s (no such test)\n", argv[a]);
+                failed++;
+            }
         }
     }
     printf("%d passed, %d failed, %d skipped\n", passed, failed, skipped);
