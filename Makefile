@@ -11,17 +11,25 @@
 # Optional parts live in mk/*.mk fragments; each appends to the ALL_EXTRA,
 # TEST_EXTRA and CLEAN_EXTRA variables below.
 
-# `make demo` and `make test` install their Debian packages before anything
-# is compiled or any optional part is detected (mk/*.mk run pkg-config at
-# parse time), so the first build on a fresh machine already has liburing,
-# FUSE, libcurl, ... (scripts/deps.sh is idempotent and quick when nothing
-# is missing).
+# `make demo`, `make test`, `make bench` and `make fuzz` install their Debian
+# packages before anything is compiled or any optional part is detected: at
+# the top level such a goal runs scripts/deps.sh in a recipe (idempotent and
+# quick when nothing is missing), then hands every goal to a sub-make, whose
+# parse (mk/*.mk run pkg-config) already sees liburing, FUSE, libcurl, ...
+# Nothing is installed while a Makefile is parsed: `make -n test` installs
+# nothing. `make check` is the quick loop: the unit tests alone.
 DEPS_GOALS := $(filter demo test bench fuzz,$(MAKECMDGOALS))
-ifneq ($(DEPS_GOALS),)
+ifneq ($(DEPS_GOALS)$(MAKELEVEL),0)
 ifeq ($(MAKELEVEL),0)
-$(shell bash scripts/deps.sh $(DEPS_GOALS) >&2)
+.PHONY: $(MAKECMDGOALS) pagein-deps
+$(MAKECMDGOALS): pagein-deps
+	@$(MAKE) --no-print-directory $@
+pagein-deps:
+	bash scripts/deps.sh $(DEPS_GOALS)
+DEPS_WRAPPER := 1
 endif
 endif
+ifeq ($(DEPS_WRAPPER),)
 
 CC ?= cc
 ifeq ($(origin CC),default)
@@ -66,7 +74,7 @@ ALL_EXTRA :=
 TEST_EXTRA :=
 CLEAN_EXTRA :=
 
-.PHONY: all lib test unit-test san-test fuzz-replay cli-test demo install clean fuzz asan ubsan deps bench
+.PHONY: all lib check test unit-test san-test fuzz-replay cli-test demo install clean fuzz asan ubsan deps bench
 
 all: lib $(TOOL) $(BENCH_BIN)
 
@@ -142,6 +150,11 @@ test:
 unit-test: all $(TESTRUN)
 	$(TESTRUN)
 
+# The quick loop: the unit tests alone (each in its own process with a
+# time-out, tests/run.c), no sanitizers, no CLI or Python suites.
+check: all $(TESTRUN)
+	$(TESTRUN)
+
 # The same unit tests and the fuzz corpora under ASan+UBSan (gcc or clang).
 san-test:
 	$(MAKE) BUILD=$(SAN_BUILD) SANITIZE=$(SAN) $(SAN_BUILD)/tests/run \
@@ -184,3 +197,5 @@ install: lib $(TOOL)
 
 clean:
 	rm -rf build build-san build-asan build-ubsan build-fuzz build-werror-* $(CLEAN_EXTRA)
+
+endif # DEPS_WRAPPER
