@@ -210,5 +210,10 @@ int pi_pager_ensure_tensor(pagein_model *m, const pagein_tensor *t);
 int pi_pager_ensure_tensors(pagein_model *m, const pagein_tensor *const *t, size_t n);
 /* Bytes the pager counts as resident (tests). */
 uint64_t pi_pager_resident(pagein_model *m);
+/* Waits until the pager thread has nothing left to load (the window is
+ * filled as far as the budget allows, every load it started is finished),
+ * at most timeout_ms: 0, or -ETIMEDOUT. For tests, which bound residency
+ * only once the pager has done all it may. 0 at once without a pager. */
+int pi_pager_settle(pagein_model *m, unsigned timeout_ms);
 
 #endif

@@ -87,6 +87,9 @@ struct pi_pager {
     /* the process the pager thread runs in; ready_pid: restart done */
     _Atomic pid_t pid, ready_pid;
     int fork_err; /* the restart after fork failed: every later wait fails */
+    /* pi_pager_settle: gen counts settle requests; idle_gen is the newest
+     * one the pager thread had seen when it last found nothing to load */
+    uint64_t gen, idle_gen;
 };
 
 static void trim(pagein_model *m) {
@@ -210,6 +213,7 @@ static void *pager_main(void *arg) {
     int32_t batch[64];
     pthread_mutex_lock(&p->mu);
     while (!p->stop) {
+        uint64_t gen = p->gen;
         int32_t cur = atomic_load(&p->cursor);
         /* in 64 bits: cursor + ahead overflowed int32 for ahead >= 2^31,
          * went negative and nothing was ever loaded (issue 19) */
@@ -227,6 +231,10 @@ static void *pager_main(void *arg) {
             add += p->gbytes[k];
         }
         if (nb == 0) {
+            if (p->idle_gen != gen) {
+                p->idle_gen = gen;
+                pthread_cond_broadcast(&p->cv); /* pi_pager_settle */
+            }
             pthread_cond_wait(&p->cv, &p->mu);
             continue;
         }
@@ -469,6 +477,26 @@ int pi_pager_ensure_tensors(pagein_model *m, const pagein_tensor *const *t, size
     int rc = k ? pi_stream_read(m, r, k) : 0;
     if (r != &one) pi_free(r);
     return rc;
+}
+
+int pi_pager_settle(pagein_model *m, unsigned timeout_ms) {
+    struct pi_pager *p = m->pager;
+    if (!p || !p->started) return 0;
+    struct timespec dl;
+    clock_gettime(CLOCK_REALTIME, &dl);
+    dl.tv_sec += timeout_ms / 1000;
+    dl.tv_nsec += (long)(timeout_ms % 1000) * 1000000L;
+    if (dl.tv_nsec >= 1000000000L) dl.tv_sec++, dl.tv_nsec -= 1000000000L;
+    pthread_mutex_lock(&p->mu);
+    uint64_t g = ++p->gen;
+    p->waiting++; /* a waiting consumer: every pool thread may work */
+    pthread_cond_broadcast(&p->cv);
+    int rc = 0;
+    while (!p->stop && p->idle_gen < g && rc == 0) rc = pthread_cond_timedwait(&p->cv, &p->mu, &dl);
+    p->waiting--;
+    int idle = p->stop || p->idle_gen >= g;
+    pthread_mutex_unlock(&p->mu);
+    return idle ? 0 : pi_err(-ETIMEDOUT, "pager: still loading after %u ms", timeout_ms);
 }
 
 uint64_t pi_pager_resident(pagein_model *m) {

@@ -16,7 +16,10 @@ ino_before=$(stat -c %i "$TMP/dest.bin")
 # kill -9 while the copy is throttled to 8 MiB/s (about 2 s): dest intact
 "$PAGEIN" install --no-validate --rate 8M "$TMP/new.bin" "$TMP/dest.bin" &
 pid=$!
-sleep 0.7
+# kill it mid-copy: once it has written 1 MiB (its temporary file may be
+# unnamed, O_TMPFILE, so watch the process's own write counter)
+partial() { local w; w=$(awk '/^wchar:/ {print $2}' "/proc/$pid/io" 2>/dev/null); [ "${w:-0}" -gt 1048576 ]; }
+wait_for "install to write its first MiB" partial
 kill -9 $pid
 wait $pid 2>/dev/null
 cmp -s "$TMP/old.bin" "$TMP/dest.bin" || fail "dest changed after kill -9 during install"

@@ -21,3 +21,22 @@ start_servers() {
   [ $rc = 0 ] || fail "servers did not start: $out"
   . "$dir/env"
 }
+
+# log_settle LOG BASE_URL: nginx writes a request's access-log line after
+# its response, so a client that has finished may not see its lines yet.
+# Requests a marker URL and polls (deadline 10 s) until the marker's line is
+# in LOG: the servers run one nginx worker, which logs in order, so every
+# earlier request's line is there too. No fixed sleep.
+log_settle() {
+  local log=$1 base=$2 m="log-settle-$$-$RANDOM" i
+  curl -s -o /dev/null "$base/$m" || true
+  for i in $(seq 1 200); do grep -q -- "$m" "$log" && return 0; sleep 0.05; done
+  fail "nginx never logged the marker $m in $log"
+}
+
+# wait_for DESC CMD...: polls CMD until it succeeds, deadline 10 s.
+wait_for() {
+  local desc=$1 i; shift
+  for i in $(seq 1 1000); do "$@" && return 0; sleep 0.01; done
+  fail "timed out waiting for $desc"
+}

@@ -59,7 +59,7 @@ done
 before=$(wc -l < "$log")
 expect_exit 0 "$PAGEIN" pull --json --no-sync "$HTTP/files/dir/model-00002-of-00003.safetensors" "$TMP/one.st"
 [ "$(verified)" = manifest ] || fail "DIR/.pagein-manifest: verified '$(verified)': $OUT_TXT"
-sleep 0.1
+log_settle "$log" "$HTTP"
 tail -n +$((before + 1)) "$log" | grep -q 'model-00002-of-00003.safetensors.pagein-manifest HTTP/1.1" 404' ||
   fail "the file's own manifest was not looked for first"
 tail -n +$((before + 1)) "$log" | grep -q '/files/dir/.pagein-manifest HTTP/1.1" 20[06]' ||
@@ -71,7 +71,7 @@ cmp -s "$TMP/one.st" "$D/www/dir/model-00002-of-00003.safetensors" || fail "pull
 before=$(wc -l < "$log")
 expect_exit 0 "$PAGEIN" pull --json --no-sync "$HTTP/files/dir/model-00003-of-00003.safetensors?download=true" "$TMP/q.st"
 [ "$(verified)" = manifest ] || fail "URL with a query: verified '$(verified)': $OUT_TXT"
-sleep 0.1
+log_settle "$log" "$HTTP"
 tail -n +$((before + 1)) "$log" | grep -q 'download=true.pagein-manifest' &&
   fail "the manifest was looked for after the query string"
 cmp -s "$TMP/q.st" "$D/www/dir/model-00003-of-00003.safetensors" || fail "pulled shard (query) differs"

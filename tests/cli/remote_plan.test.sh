@@ -31,8 +31,8 @@ log=$D/logs/nginx-access.log
 plan_reqs() {
   local before; before=$(wc -l < "$log")
   expect_exit 0 "$PAGEIN" plan "$@"
-  sleep 0.1   # nginx writes the log line after the response
-  REQS=$(tail -n +$((before + 1)) "$log")
+  log_settle "$log" "$HTTP"   # nginx writes the log line after the response
+  REQS=$(tail -n +$((before + 1)) "$log" | grep -v log-settle-)
 }
 count() { [ -z "$REQS" ] && echo 0 || echo "$REQS" | grep -c -- "$1"; }
 
