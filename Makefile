@@ -76,7 +76,14 @@ CLEAN_EXTRA :=
 
 .PHONY: all lib check test unit-test san-test fuzz-replay cli-test demo install clean fuzz asan ubsan deps bench
 
-all: lib $(TOOL) $(BENCH_BIN)
+all: lib $(TOOL) $(BENCH_BIN) layers
+
+# The folders of src/ are layers: every include and every call points down
+# (scripts/layers.sh, docs/ARCHITECTURE.md). Runs after the library's
+# objects exist, so that calls are checked too.
+.PHONY: layers
+layers: $(LIBA)
+	@BUILD=$(BUILD) bash scripts/layers.sh
 
 lib: $(LIBA) $(LIBSO)
 
@@ -154,6 +161,7 @@ unit-test: all $(TESTRUN)
 # time-out, tests/run.c), no sanitizers, no CLI or Python suites.
 check: all $(TESTRUN)
 	$(TESTRUN)
+	PAGEIN=$(TOOL) BUILD=$(BUILD) bash tests/cli/run.sh runner layers
 
 # The same unit tests and the fuzz corpora under ASan+UBSan (gcc or clang).
 san-test:

@@ -1667,7 +1667,7 @@ PAGEIN_API int pagein_convert_gguf(const pagein_file *f, const char *out, const 
                                    pagein_convert_stats *stats);
 
 /*
- * Remote pull (src/source/pull.c, docs/REMOTE.md). Needs libcurl at build
+ * Remote pull (src/ops/pull.c, docs/REMOTE.md). Needs libcurl at build
  * time (pagein_remote_available() says whether it was there; without it
  * pagein_pull returns PAGEIN_E_UNSUPPORTED).
  *

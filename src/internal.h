@@ -173,10 +173,8 @@ const pagein_meta *pi_table_find_meta(const struct pi_table *t, const char *key,
 uint64_t pi_hash_bytes(const void *p, size_t n);
 
 /* ---- format parsers: src/format/format.h (the format table) ------------- */
-/* Detects the format from the first bytes (content only). */
-pagein_format pi_detect_format(const uint8_t *buf, size_t len);
 
-/* ---- files (io/file.c) -------------------------------------------------- */
+/* ---- files (file/file.c) ------------------------------------------------ */
 struct pi_source;
 struct pagein_file {
     char *path;
@@ -196,7 +194,7 @@ struct pagein_file {
     void *ensure_ctx;
 };
 
-/* ---- thread pool (io/pool.c) -------------------------------------------- */
+/* ---- thread pool (core/pool.c) -------------------------------------------- */
 /*
  * Runs fn(ctx, i) for i in [0, n) on up to nthreads threads (the calling
  * thread is one of them), handing out items in order from a shared counter.

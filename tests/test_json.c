@@ -1,5 +1,5 @@
 /* test_json.c - WHITE-BOX test of the internal JSON pull reader
- * (src/format/json.c); includes src/internal.h. */
+ * (src/core/json.c); includes src/internal.h. */
 #include "test.h"
 
 #include "../src/format/format.h"

@@ -8,6 +8,7 @@
  * reason; without nginx/node/s3rver the tests that need them skip.
  */
 #include "../src/source/remote.h"
+#include "../src/load/load.h"
 #include "remote_util.h"
 
 #include <dirent.h>

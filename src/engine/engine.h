@@ -59,7 +59,7 @@ struct pi_engine_opts {
     pi_consume_fn consume;  /* STREAM */
     void *arg;
     _Atomic int *cancel;
-    /* Addition (training-data readers): workers kept between runs (io/pool.c
+    /* Addition (training-data readers): workers kept between runs (core/pool.c
      * crew, owned by the caller, not used by anyone else during the run).
      * NULL: the engine starts its threads for each run, which costs more
      * than the reads themselves for a batch of small samples from the page

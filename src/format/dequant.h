@@ -1,5 +1,5 @@
 /* dequant.h - internal entry points of dequant.c, shared with the
- * converter (src/io/convert.c). */
+ * converter (src/ops/convert.c). */
 #ifndef PAGEIN_DEQUANT_H
 #define PAGEIN_DEQUANT_H
 

@@ -107,8 +107,5 @@ int pi_temp_register(const char *path);
 void pi_temp_unregister(int slot); /* -1 is a no-op */
 /* ==== end atomic files ==================================================== */
 
-/* ==== page-cache files (residency.c) for their warm (ops/warm.c) ========= */
-/* The descriptor of c, its path and its size at open. */
-int pi_cache_file_fd(const pagein_cache_file *c, const char **path, uint64_t *size);
 
 #endif

@@ -11,7 +11,7 @@
  * make us open a file outside its own directory. Shards are returned sorted
  * by name, which is shard order for the `-0000i-of-0000n` convention.
  *
- * JSON is read with the shared pull reader (format/json.c): strict syntax
+ * JSON is read with the shared pull reader (core/json.c): strict syntax
  * and UTF-8, every escape, iterative skipping with a depth limit.
  */
 #include "load.h"

@@ -154,7 +154,7 @@ static int resolve(const char *path, struct target *t) {
 #ifdef PAGEIN_HAVE_CURL
     if (pi_source_is_remote(path)) {
         /* a remote folder (s3://b/model/, hf://org/name): its index or
-         * single model file, found by listing (src/source/resolve.c) */
+         * single model file, found by listing (src/load/resolve.c) */
         char *u = pi_malloc(8192);
         if (!u) return pi_err(-ENOMEM, "out of memory");
         int rc = pi_remote_model_uri(path, u, 8192);

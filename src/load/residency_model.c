@@ -1,5 +1,5 @@
 /* residency_model.c - page-cache residency, evict and lock of a model's
- * tensors and layers, on top of the per-file functions in io/residency.c.
+ * tensors and layers, on top of the per-file functions in file/residency.c.
  * Works on the files' mappings whatever the strategy: for `read`, this is
  * the page cache behind the private copy. */
 #include "../internal.h"

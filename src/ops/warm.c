@@ -7,6 +7,7 @@
  * calls go downward, ops/ -> engine/ -> source/. */
 #include "../engine/engine.h"
 #include "../io/io.h"
+#include "../file/file.h"
 
 int pagein_cache_warm(const pagein_cache_file *c, uint64_t off, uint64_t len, unsigned threads) {
     if (!c) return pi_err(PAGEIN_E_INVALID, "pagein_cache_warm: NULL file");

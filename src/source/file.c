@@ -1,7 +1,7 @@
 /* file.c - the local-file source: paths (and file:// URLs) on any mounted
  * filesystem. Opens without blocking on FIFOs, refuses anything that is not
  * a regular file, declares the storage facts (source/facts.c) and reads
- * with pread. The mapping itself stays with pagein_file (io/file.c), which
+ * with pread. The mapping itself stays with pagein_file (file/file.c), which
  * maps s->fd. */
 #include "source.h"
 #include "file_readv.h"

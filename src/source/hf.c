@@ -16,7 +16,7 @@
  * range requests.
  */
 #include "remote.h"
-#include "../format/format.h"
+#include "../core/json.h"
 
 #ifdef PAGEIN_HAVE_CURL
 

@@ -84,13 +84,6 @@ void pi_hf_ref_free(struct pi_hf_ref *r);
 int pi_hf_list(const char *src, const struct pi_hf_ref *r, char **names, size_t *n);
 /* The resolve URL of another file of the same repository. */
 int pi_hf_file_url(const struct pi_hf_ref *r, const char *path, char *url, size_t cap);
-/* A model behind a prefix: s3://b/p/, gs://b/p/, hf://org/name[@rev] or
- * http(s)://host/dir/ -> the URI to open (the sharded index
- * model.safetensors.index.json, else the one *.safetensors.index.json,
- * else the one *.safetensors, else a *.gguf, the first of a split set),
- * written into out. A URI that names a file is copied unchanged.
- * PAGEIN_E_NOT_FOUND when the prefix holds no model. */
-int pi_remote_model_uri(const char *uri, char *out, size_t cap);
 
 extern const struct pi_source_ops pi_source_http;
 extern const struct pi_source_ops pi_source_s3;

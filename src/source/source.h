@@ -131,7 +131,7 @@ extern const struct pi_source_ops pi_source_file;
 int pi_source_from_fd(struct pi_source **out, int fd, const char *name, int own_fd);
 
 
-/* Opens a pagein_file over an open source (io/file.c): maps local files,
+/* Opens a pagein_file over an open source (file/file.c): maps local files,
  * reads the header of unmapped ones through the source. Takes ownership of
  * src (closed on failure too). pagein_open = pi_source_open + this. */
 int pi_file_open_source(pagein_file **out, struct pi_source *src, const pagein_open_opts *opts);

@@ -9,8 +9,11 @@ export PAGEIN
 export REPO=$(cd "$(dirname "$0")/../.." && pwd)
 export TESTDATA=${PAGEIN_TESTDATA:-$REPO/tests/data/real}
 pass=0 fail=0 skip=0
-for t in "$REPO"/tests/cli/*.test.sh; do
-  [ -e "$t" ] || continue
+# run.sh [NAME...]: only tests/cli/NAME.test.sh (make check runs a few)
+if [ $# -gt 0 ]; then list=(); for n in "$@"; do list+=("$REPO/tests/cli/$n.test.sh"); done
+else list=("$REPO"/tests/cli/*.test.sh); fi
+for t in "${list[@]}"; do
+  [ -e "$t" ] || { echo "FAIL cli/$(basename "$t" .test.sh) (no such test)"; fail=$((fail+1)); continue; }
   name=$(basename "$t" .test.sh)
   TMP=$(mktemp -d /tmp/pagein-cli-XXXXXX)
   out=$(cd "$TMP" && TMP=$TMP timeout 300 bash "$t" 2>&1)

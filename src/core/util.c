@@ -1,5 +1,5 @@
 /* util.c - allocation wrapper, error details, arena, version. */
-#include "internal.h"
+#include "../internal.h"
 
 #include <stdatomic.h>
 #include <stdio.h>

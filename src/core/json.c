@@ -7,7 +7,7 @@
  * allocation stays proportional to the input (at most one decode buffer of
  * len + 1 bytes). Nesting is kept in a fixed-size stack in the reader, so no
  * input can make the C stack grow. */
-#include "format.h"
+#include "json.h"
 
 #include <stdio.h>
 

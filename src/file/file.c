@@ -3,7 +3,8 @@
  * accessors. Unmapped sources (remote objects) get their header through one
  * read of a prefix, grown while the parser needs more. */
 #include "../format/format.h"
-#include "io.h"
+#include "file.h"
+#include "../io/io.h"
 #include "../source/source.h"
 
 #include <fcntl.h>

@@ -1,5 +1,6 @@
 /* safety.c - public guarded accessors: copy-out, change detection. */
-#include "io.h"
+#include "file.h"
+#include "../io/io.h"
 #include "../source/source.h"
 #include "../format/torch_internal.h"
 

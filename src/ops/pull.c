@@ -30,7 +30,7 @@
  * it is one), or --stage DIR (relative paths kept), or the current
  * directory.
  */
-#include "remote.h"
+#include "../source/remote.h"
 #include "../format/format.h"
 #include "../io/io.h"
 

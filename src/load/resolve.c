@@ -7,7 +7,8 @@
  * Object stores and the Hub are listed (ListObjectsV2, the Hub's API); a
  * plain HTTP folder cannot be listed, so the usual names are tried.
  */
-#include "remote.h"
+#include "load.h"
+#include "../source/remote.h"
 
 #ifdef PAGEIN_HAVE_CURL
 

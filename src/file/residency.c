@@ -6,7 +6,7 @@
  * that ranges which share a page (two tensors meeting inside a page) add up
  * without double counting; page counts are kept too, for vmtouch parity.
  * See docs/PAGE-CACHE.md. */
-#include "../internal.h"
+#include "file.h"
 #include "../source/source.h"
 
 #include <fcntl.h>

@@ -1,0 +1,88 @@
+#!/usr/bin/env bash
+# layers.sh - the folders of src/ are layers, and every include points down.
+#
+# Each "#include" of a project header in src/ is resolved to the folder it
+# lands in; an edge from folder A to folder B must be in ALLOWED below (a
+# folder may always include its own headers and the core's). The consumers
+# (cli/, python/src/, bench/) see the public header pagein.h and their own
+# headers only. Run by `make` (every build, CI's -Werror builds too) and
+# `make check`; docs/ARCHITECTURE.md draws the same table. Exit 1 naming each
+# offending file, line and edge.
+set -u
+cd "$(dirname "$0")/.."
+
+# layer: the layers it may include (besides itself and core). Bottom first.
+declare -A ALLOWED=(
+  [core]=""
+  [io]=""
+  [source]="io"
+  [format]="io"
+  [file]="io source format"
+  [engine]="io source"
+  [load]="io source format file engine"
+  [ops]="io source format file engine load"
+  [data]="io source format file engine"
+  [dist]="io source format file engine load"
+  [gpu]="io source format file engine load"
+)
+
+bad=0
+for f in src/*.h src/*/*.c src/*/*.h; do
+  [ -e "$f" ] || continue
+  dir=$(dirname "$f")
+  layer=${dir#src}; layer=${layer#/}; [ -z "$layer" ] && layer=core
+  if [ -z "${ALLOWED[$layer]+x}" ]; then
+    echo "layers: $f: folder src/$layer is not in the layer table (scripts/layers.sh, docs/ARCHITECTURE.md)"
+    bad=1; continue
+  fi
+  while IFS=: read -r line inc; do
+    inc=${inc#*\"}; inc=${inc%%\"*}
+    case "$inc" in pagein.h) continue ;; esac
+    target=$(realpath -m --relative-to=. "$dir/$inc")
+    case "$target" in
+      src/internal.h|src/core/*) to=core ;;
+      src/*/*) to=${target#src/}; to=${to%%/*} ;;
+      *) echo "layers: $f:$line: includes $inc, outside src/"; bad=1; continue ;;
+    esac
+    [ "$to" = "$layer" ] || [ "$to" = core ] && continue
+    case " ${ALLOWED[$layer]} " in *" $to "*) continue ;; esac
+    echo "layers: $f:$line: $layer -> $to is not a downward edge (includes $inc)"
+    bad=1
+  done < <(grep -n '^[[:space:]]*#[[:space:]]*include[[:space:]]*"' "$f")
+done
+for f in cli/*.c cli/*.h python/src/*.c bench/*.c; do
+  [ -e "$f" ] || continue
+  while IFS=: read -r line inc; do
+    inc=${inc#*\"}; inc=${inc%%\"*}
+    case "$inc" in */*) echo "layers: $f:$line: a consumer includes $inc (only pagein.h and its own headers)"; bad=1 ;; esac
+  done < <(grep -n '^[[:space:]]*#[[:space:]]*include[[:space:]]*"' "$f")
+done
+# Calls: with the objects built (BUILD, default build), every symbol an
+# object of src/ uses must be defined in its own layer, the core, or a layer
+# it may include (a declaration in the wrong header cannot hide an upward call).
+objdir=${BUILD:-build}/obj/src
+if [ -d "$objdir" ] && command -v nm >/dev/null; then
+  declare -A DEF=()
+  while read -r obj sym; do
+    l=${obj#"$objdir"/}; case "$l" in */*) l=${l%%/*} ;; *) l=core ;; esac
+    DEF[$sym]=$l
+  done < <(for o in "$objdir"/*.o "$objdir"/*/*.o; do
+             s=${o#"$objdir"/}; [ -e "src/${s%.o}.c" ] || continue # stale: its source moved
+             nm -g --defined-only "$o" 2>/dev/null | awk -v o="$o" 'NF == 3 { print o, $3 }'; done)
+  for o in "$objdir"/*.o "$objdir"/*/*.o; do
+    [ -e "$o" ] || continue
+    src=${o#"$objdir"/}; src=src/${src%.o}.c
+    [ -e "$src" ] || continue # a stale object of a moved or deleted file
+    l=${o#"$objdir"/}; case "$l" in */*) l=${l%%/*} ;; *) l=core ;; esac
+    [ -n "${ALLOWED[$l]+x}" ] || continue
+    for sym in $(nm -u "$o" 2>/dev/null | awk '{ print $2 }'); do
+      to=${DEF[$sym]:-}
+      [ -z "$to" ] || [ "$to" = "$l" ] || [ "$to" = core ] && continue
+      case " ${ALLOWED[$l]} " in *" $to "*) continue ;; esac
+      echo "layers: ${o#"$objdir"/}: $l -> $to is not a downward call ($sym)"
+      bad=1
+    done
+  done
+fi
+[ $bad = 0 ] || { echo "layers: the include or call graph goes up or sideways (scripts/layers.sh)"; exit 1; }
+exit 0
