@@ -28,13 +28,17 @@ static int ends_with(const char *s, const char *suf) {
     return n >= k && strcmp(s + n - k, suf) == 0;
 }
 
+/* dir/name, with one slash however many dir ends with ("d/" + "x" is
+ * "d/x", not "d//x"; "/" + "x" is "/x"). */
 static char *join(const char *dir, const char *name) {
     size_t a = strlen(dir), b = strlen(name);
+    while (a > 1 && dir[a - 1] == '/') a--;
+    int slash = !(a == 1 && dir[0] == '/');
     char *p = pi_malloc(a + b + 2);
     if (!p) return NULL;
     memcpy(p, dir, a);
-    p[a] = '/';
-    memcpy(p + a + 1, name, b + 1);
+    if (slash) p[a] = '/';
+    memcpy(p + a + slash, name, b + 1);
     return p;
 }
 
@@ -181,27 +185,61 @@ static int resolve(const char *path, struct target *t) {
 
 /* ---- opening the files -------------------------------------------------- */
 
-static int add_file(pagein_model *m, const char *path) {
+/* Opening N files (shards of an index, a split GGUF set) costs N round
+ * trips of header reads on storage where a request waits (a network
+ * filesystem, FUSE, a remote object store) when they go one after another.
+ * They are opened at once instead: up to OPEN_DEPTH opens in flight on the
+ * pool, each parsing its header as soon as its own bytes arrive; the files
+ * keep the order of paths[]. One file is opened on the calling thread. */
+#define OPEN_DEPTH 32u
+
+/* PAGEIN_OPEN_DEPTH=N (1..256) overrides it: 1 opens one after another, as
+ * before (bench/open_many.sh compares the two). */
+static unsigned open_depth(void) {
+    const char *e = getenv("PAGEIN_OPEN_DEPTH");
+    long v = e && *e ? strtol(e, NULL, 10) : 0;
+    return v >= 1 && v <= 256 ? (unsigned)v : OPEN_DEPTH;
+}
+
+struct open_job {
+    const char *const *paths;
+    pagein_file **out;
+    uint32_t flags;
+};
+
+static int open_item(void *ctx, size_t i) {
+    struct open_job *j = ctx;
     pagein_open_opts o = PAGEIN_OPEN_OPTS_INIT;
-    o.flags = m->opts.open_flags;
-    pagein_file *f;
-    FORWARD_IF(pagein_open(&f, path, &o));
-    pagein_file **nf = pi_realloc(m->files, (m->nfiles + 1) * sizeof *nf);
-    if (!nf) {
-        pagein_close(f);
-        return pi_err(-ENOMEM, "out of memory");
-    }
+    o.flags = j->flags;
+    return pagein_open(&j->out[i], j->paths[i], &o);
+}
+
+static int add_files(pagein_model *m, const char *const *paths, size_t n) {
+    if (n == 0) return 0;
+    pagein_file **nf = pi_realloc(m->files, (m->nfiles + n) * sizeof *nf);
+    if (!nf) return pi_err(-ENOMEM, "out of memory");
     m->files = nf;
-    m->files[m->nfiles++] = f;
+    pagein_file **out = m->files + m->nfiles;
+    memset(out, 0, n * sizeof *out);
+    struct open_job j = {paths, out, m->opts.open_flags};
+    unsigned depth = open_depth();
+    int rc = pi_parallel(n < depth ? (unsigned)n : depth, n, open_item, &j);
+    if (rc < 0) {
+        for (size_t i = 0; i < n; i++) pagein_close(out[i]);
+        return rc;
+    }
+    m->nfiles += n;
     return 0;
 }
+
+static int add_file(pagein_model *m, const char *path) { return add_files(m, &path, 1); }
 
 static int open_index(pagein_model *m, const char *path) {
     uint8_t *buf = NULL;
     size_t len = 0;
     struct pi_index ix;
     pi_index_init(&ix);
-    char *dir = NULL;
+    char *dir = NULL, **sps = NULL;
     int rc = read_small(path, &buf, &len);
     if (rc < 0) goto out;
     rc = pi_index_parse(buf, len, &ix);
@@ -218,16 +256,20 @@ static int open_index(pagein_model *m, const char *path) {
         rc = pi_err(-ENOMEM, "out of memory");
         goto out;
     }
+    sps = pi_calloc(ix.nshards, sizeof *sps);
+    if (!sps) {
+        rc = pi_err(-ENOMEM, "out of memory");
+        goto out;
+    }
     for (size_t i = 0; i < ix.nshards; i++) {
-        char *sp = join(dir, ix.shards[i]);
-        if (!sp) {
+        sps[i] = join(dir, ix.shards[i]);
+        if (!sps[i]) {
             rc = pi_err(-ENOMEM, "out of memory");
             goto out;
         }
-        rc = add_file(m, sp);
-        pi_free(sp);
-        if (rc < 0) goto out;
     }
+    rc = add_files(m, (const char *const *)sps, ix.nshards);
+    if (rc < 0) goto out;
     /* every entry must exist in the shard it names */
     for (size_t i = 0; i < ix.n; i++) {
         const struct pi_index_entry *e = &ix.e[i];
@@ -257,6 +299,9 @@ static int open_index(pagein_model *m, const char *path) {
             }
     }
 out:
+    if (sps)
+        for (size_t i = 0; i < ix.nshards; i++) pi_free(sps[i]);
+    pi_free(sps);
     pi_free(dir);
     pi_free(buf);
     pi_index_free(&ix);
@@ -272,7 +317,7 @@ static int open_gguf(pagein_model *m, const char *path) {
         return rc;
     }
     if (rc == 0) return add_file(m, path);
-    for (size_t i = 0; i < n && rc >= 0; i++) rc = add_file(m, paths[i]);
+    rc = add_files(m, (const char *const *)paths, n);
     pi_gguf_split_free_paths(paths, n);
     if (rc < 0) return rc;
     return pi_gguf_split_check((const pagein_file *const *)m->files, m->nfiles);

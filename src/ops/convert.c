@@ -262,6 +262,18 @@ struct wm {
 
 static int wm_cmp(const void *a, const void *b) { return strcmp(((const struct wm *)a)->name, ((const struct wm *)b)->name); }
 
+/* OUT names the file to write (and, sharded, the stem of its shards and
+ * index): "dir/" would give shards "-00001-of-0000N.safetensors" and a
+ * hidden ".index.json" that no directory scan finds. */
+static int check_out_name(const char *out) {
+    size_t l = strlen(out);
+    if (out[l - 1] == '/' || (l >= 2 && strcmp(out + l - 2, "/.") == 0) || strcmp(out, ".") == 0 ||
+        (l >= 3 && strcmp(out + l - 3, "/..") == 0) || strcmp(out, "..") == 0)
+        return pi_err(PAGEIN_E_INVALID, "%s names a directory; give the output file's name, e.g. %s%smodel.safetensors",
+                      out, out, out[l - 1] == '/' ? "" : "/");
+    return 0;
+}
+
 static const char *base_name(const char *p) {
     const char *s = strrchr(p, '/');
     return s ? s + 1 : p;
@@ -648,6 +660,7 @@ int pagein_convert_safetensors(const pagein_file *f, const char *out, const page
                                pagein_convert_stats *stats) {
     pi_err_clear();
     if (!f || !out || !*out) return pi_err(PAGEIN_E_INVALID, "pagein_convert_safetensors: NULL argument");
+    FORWARD_IF(check_out_name(out));
     pagein_convert_opts o;
     FORWARD_IF(convert_opts(opts, &o));
     size_t n = f->tab.n, nmeta = f->tab.nmeta;
@@ -785,6 +798,7 @@ int pagein_convert_gguf(const pagein_file *f, const char *out, const pagein_conv
                         pagein_convert_stats *stats) {
     pi_err_clear();
     if (!f || !out || !*out) return pi_err(PAGEIN_E_INVALID, "pagein_convert_gguf: NULL argument");
+    FORWARD_IF(check_out_name(out));
     pagein_convert_opts o;
     FORWARD_IF(convert_opts(opts, &o));
     if (o.max_shard_bytes) return pi_err(PAGEIN_E_UNSUPPORTED, "sharded GGUF output is not supported");
