@@ -726,7 +726,8 @@ PAGEIN_API const char *pagein_strategy_name(pagein_strategy s);
  * list every strategy without hard-coding names. Thread-safe. */
 PAGEIN_API size_t pagein_strategy_count(void);
 PAGEIN_API const char *pagein_strategy_summary(pagein_strategy s);
-/* Parses "auto", "lazy", "populate", "prefetch", "read"; -1 if unknown. */
+/* Parses "auto", "lazy", "populate", "prefetch", "read"; PAGEIN_E_NOT_FOUND
+ * (negative) if unknown or NULL. */
 PAGEIN_API int pagein_strategy_from_name(const char *name);
 
 /* Makes the given tensors (or, with t == NULL, every tensor) resident now,
@@ -1076,7 +1077,7 @@ PAGEIN_API void pagein_reader_close(pagein_reader *r);
 /* "global", "block", "ranges", "mmap"; "unknown" for any other value.
  * Static. Thread-safe. */
 PAGEIN_API const char *pagein_reader_kind_name(pagein_reader_kind k);
-/* Parses a kind name; -1 if unknown. */
+/* Parses a kind name; PAGEIN_E_NOT_FOUND (negative) if unknown or NULL. */
 PAGEIN_API int pagein_reader_kind_from_name(const char *name);
 
 /* ---- orders and shuffle quality ---------------------------------------- */
@@ -1736,7 +1737,7 @@ PAGEIN_API int pagein_remote_available(void);
 PAGEIN_API int pagein_is_url(const char *path);
 
 /* ------------------------------------------------------------------------ */
-/* Dequantization (issue 17 item 11)                                        */
+/* Storage facts and the range engine                                       */
 /* ------------------------------------------------------------------------ */
 
 /* ---- storage facts and the range engine (docs/LOADING.md, "range engine") */

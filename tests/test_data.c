@@ -491,7 +491,8 @@ TEST(data_reader_errors) {
     CHECK_EQ(pagein_reader_open(&r, d, &o), PAGEIN_E_INVALID);
     CHECK(r == NULL);
     CHECK_EQ(pagein_reader_kind_from_name("block"), PAGEIN_READER_BLOCK);
-    CHECK_EQ(pagein_reader_kind_from_name("nope"), -1);
+    CHECK_EQ(pagein_reader_kind_from_name("nope"), PAGEIN_E_NOT_FOUND);
+    CHECK_EQ(pagein_reader_kind_from_name(NULL), PAGEIN_E_NOT_FOUND);
     /* a file truncated under a reader gives an error naming the file and
      * the offset (the range engine's reads), not a crash; for every kind
      * that reads (global, ranges, block) */

@@ -392,7 +392,8 @@ TEST(load_strategy_names) {
     CHECK_STR(pagein_strategy_name(PAGEIN_STRATEGY_PREFETCH), "prefetch");
     CHECK_EQ(pagein_strategy_from_name("read"), PAGEIN_STRATEGY_READ);
     CHECK_EQ(pagein_strategy_from_name("auto"), PAGEIN_STRATEGY_AUTO);
-    CHECK_EQ(pagein_strategy_from_name("mmap"), -1);
+    CHECK_EQ(pagein_strategy_from_name("mmap"), PAGEIN_E_NOT_FOUND);
+    CHECK_EQ(pagein_strategy_from_name(NULL), PAGEIN_E_NOT_FOUND);
     CHECK_STR(pagein_strategy_name((pagein_strategy)42), "unknown");
     return PASS;
 }

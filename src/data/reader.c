@@ -152,10 +152,10 @@ const char *pagein_reader_kind_name(pagein_reader_kind k) {
 }
 
 int pagein_reader_kind_from_name(const char *name) {
-    if (!name) return -1;
+    if (!name) return PAGEIN_E_NOT_FOUND;
     for (int k = 0; k <= PAGEIN_READER_MMAP; k++)
         if (strcmp(name, pagein_reader_kind_name((pagein_reader_kind)k)) == 0) return k;
-    return -1;
+    return PAGEIN_E_NOT_FOUND;
 }
 
 /* Opens the dataset's files again so that access hints (random, sequential)

@@ -30,10 +30,10 @@ const char *pagein_strategy_name(pagein_strategy s) {
 }
 
 int pagein_strategy_from_name(const char *name) {
-    if (!name) return -1;
+    if (!name) return PAGEIN_E_NOT_FOUND;
     for (size_t i = 0; i < PI_ARRAY_LEN(table); i++)
         if (strcmp(name, table[i].name) == 0) return (int)table[i].id;
-    return -1;
+    return PAGEIN_E_NOT_FOUND;
 }
 
 size_t pagein_strategy_count(void) { return PI_ARRAY_LEN(table); }
