@@ -175,14 +175,42 @@ int pi_model_read_all(pagein_model *m);
 enum pi_pop_method pi_pop_method_from_env(void);
 
 /* ---- the strategy table (strategy.c) ------------------------------------ */
+/* A strategy is a row: what runs once the model is open, and what its
+ * memory means for the calls after (flags). The model code asks the row,
+ * never which strategy it is. Adding one = src/load/NAME.c defining
+ * `const struct pi_strategy pi_strategy_NAME = {.name = ..., ...}` and one
+ * line in the table of strategy.c (its PAGEIN_STRATEGY_* id is its place
+ * there). */
+enum {
+    /* every tensor is in memory once start() returned: waits return at once
+     * and PAGEIN_HINT_PRELOAD has nothing to add */
+    PI_ST_RESIDENT = 0x1,
+    /* tensors live in the model's own anonymous memory (filled by reads):
+     * nothing to page in, release or drop */
+    PI_ST_PRIVATE = 0x2,
+    /* over a source that cannot be mapped, the model is opened from its
+     * headers alone: no data pointers, tensor bytes through
+     * pagein_tensor_copy, and the calls that promise resident bytes refuse */
+    PI_ST_HEADERS_ONLY = 0x4,
+    /* pages whole 2 MiB blocks in (MADV_HUGEPAGE unless the caller chose an
+     * access pattern); _UNBUDGETED: only without a budget */
+    PI_ST_BLOCKS = 0x8,
+    PI_ST_BLOCKS_UNBUDGETED = 0x10,
+};
+
 struct pi_strategy {
-    pagein_strategy id;
     const char *name;
     int (*start)(pagein_model *m); /* runs once the model is open; NULL: nothing to do */
     int needs_map;                 /* every file must be mapped (local) */
+    uint32_t flags;                /* PI_ST_* */
     const char *summary;
 };
 const struct pi_strategy *pi_strategy_get(pagein_strategy s); /* NULL if unknown */
+/* The row of a model's strategy (m->strategy, decided: never auto). */
+static inline uint32_t pi_strategy_flags(pagein_strategy s) {
+    const struct pi_strategy *x = pi_strategy_get(s);
+    return x ? x->flags : 0;
+}
 
 /* ---- prefetch through sources (stream.c) -------------------------------- */
 /* Gives every file an anonymous buffer (rbuf) and points the tensors into

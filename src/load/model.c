@@ -416,8 +416,8 @@ static void apply_hints(pagein_model *m) {
          * the prefetch pipeline's first output went from 44-70 ms to 24 ms
          * and populate from 0.27-0.30 s to 0.25-0.28 s (docs/BENCHMARKS.md,
          * load). The budgeted pager keeps its exact small-folio mode. */
-        int blocks = m->strategy == PAGEIN_STRATEGY_POPULATE ||
-                     (m->strategy == PAGEIN_STRATEGY_PREFETCH && !m->opts.budget_bytes);
+        uint32_t fl = pi_strategy_flags(m->strategy);
+        int blocks = (fl & PI_ST_BLOCKS) || ((fl & PI_ST_BLOCKS_UNBUDGETED) && !m->opts.budget_bytes);
         if (blocks && !(h & (PAGEIN_HINT_SEQUENTIAL | PAGEIN_HINT_RANDOM))) madvise(b, f->len, MADV_HUGEPAGE);
     }
 }
@@ -548,15 +548,14 @@ int pagein_model_open(pagein_model **out, const char *path, const pagein_model_o
      * headers alone and fetches no data: records carry no data pointer,
      * pagein_tensor_copy reads through the source, and the calls that
      * promise resident bytes refuse (pi_model_no_data, populate.c). */
-    if (st->needs_map && unmapped && m->strategy != PAGEIN_STRATEGY_LAZY) {
+    if (st->needs_map && unmapped && !(st->flags & PI_ST_HEADERS_ONLY)) {
         rc = pi_err(PAGEIN_E_UNSUPPORTED, "%s: strategy %s needs a local, mapped file; use read, prefetch or auto",
                     m->files[0]->path, st->name);
         goto fail;
     }
     apply_hints(m);
     if (st->start && (rc = st->start(m)) < 0) goto fail;
-    if ((m->opts.hints & PAGEIN_HINT_PRELOAD) && m->strategy != PAGEIN_STRATEGY_READ &&
-        m->strategy != PAGEIN_STRATEGY_POPULATE) {
+    if ((m->opts.hints & PAGEIN_HINT_PRELOAD) && !(st->flags & PI_ST_RESIDENT)) {
         rc = pagein_layer_wait(m, -1);
         if (rc >= 0 && m->nlayers > 0) rc = pagein_layer_wait(m, 0);
         if (rc < 0) goto fail;

@@ -224,10 +224,11 @@ int pi_model_no_data(const pagein_model *m, uint32_t file, uint64_t off) {
 
 int pi_model_populate_group(pagein_model *m, struct pi_range *r, size_t n, enum pi_pop_method method,
                             _Atomic int32_t *cursor, int32_t group) {
-    if (m->strategy == PAGEIN_STRATEGY_READ) return 0; /* already in anonymous memory */
-    /* a header-only model (LAZY, remote): nothing to page in, and saying
+    uint32_t fl = pi_strategy_flags(m->strategy);
+    if (fl & PI_ST_PRIVATE) return 0; /* already in anonymous memory */
+    /* a header-only model (lazy, remote): nothing to page in, and saying
      * "resident" would hand the caller NULL data pointers */
-    for (size_t i = 0; m->strategy == PAGEIN_STRATEGY_LAZY && i < n; i++)
+    for (size_t i = 0; (fl & PI_ST_HEADERS_ONLY) && i < n; i++)
         if (r[i].len && r[i].file < m->nfiles && !m->files[r[i].file]->mapped)
             return pi_model_no_data(m, r[i].file, r[i].off);
     struct pop *p = pi_calloc(1, sizeof *p);
@@ -397,7 +398,7 @@ size_t pi_model_group_ranges(const pagein_model *m, int32_t g, struct pi_range *
 }
 
 void pi_model_release_group(pagein_model *m, int32_t g) {
-    if (m->strategy == PAGEIN_STRATEGY_READ) return;
+    if (pi_strategy_flags(m->strategy) & PI_ST_PRIVATE) return;
     if (m->streamed) {
         pi_stream_release_group(m, g);
         return;
@@ -423,7 +424,7 @@ void pi_model_release_group(pagein_model *m, int32_t g) {
 
 int pagein_model_load_tensors(pagein_model *m, const pagein_tensor *const *t, size_t n) {
     if (!m) return pi_err(PAGEIN_E_INVALID, "pagein_model_load_tensors: NULL model");
-    if (m->strategy == PAGEIN_STRATEGY_READ) return 0;
+    if (pi_strategy_flags(m->strategy) & PI_ST_PRIVATE) return 0;
     if (m->streamed) { /* memory filled by reads: read what is not there yet, in one engine run */
         size_t cnt = t ? n : m->tab.n;
         const pagein_tensor **v = pi_malloc((cnt ? cnt : 1) * sizeof *v);
