@@ -26,10 +26,15 @@ static const struct pi_strategy st_read = {
     .name = "read", .start = pi_model_read_all, .flags = PI_ST_RESIDENT | PI_ST_PRIVATE,
     .summary = "explicit parallel reads into anonymous memory"};
 
+/* A row the unit-test runner defines (tests/test_seams_strategy.c) to prove that a
+ * strategy is one file and one line; absent (NULL) everywhere else. */
+extern const struct pi_strategy pi_strategy_test_noop __attribute__((weak, visibility("hidden")));
+
 /* Order = the pagein_strategy enum; rows that are NULL (an absent weak
  * test row) come last and are skipped. */
 static const struct pi_strategy *const table[] = {
     &st_auto, &st_lazy, &st_populate, &st_prefetch, &st_read,
+    &pi_strategy_test_noop,
 };
 
 size_t pagein_strategy_count(void) {
