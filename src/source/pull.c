@@ -512,10 +512,12 @@ static int download(struct pi_source *s, const char *final, const char *part, co
     if (nchunks > (1u << 26)) return pi_err(PAGEIN_E_LIMIT, "%s: too many chunks (%llu)", s->name, (unsigned long long)nchunks);
     FORWARD_IF(mkdirs_for(final));
     FORWARD_IF(mkdirs_for(part));
-    char hdr[STATE_HDR];
+    char hdr[STATE_HDR], shown[2048];
     memset(hdr, ' ', sizeof hdr);
+    /* the URL without its password or signature (the state is a file others may read) */
     int hl = snprintf(hdr, sizeof hdr, "pagein-pull 1\nsize %llu\nchunk %llu\netag %s\nurl %s\n",
-                      (unsigned long long)s->size, (unsigned long long)chunk, s->identity, s->name);
+                      (unsigned long long)s->size, (unsigned long long)chunk, s->identity,
+                      pi_url_redact(s->name, shown, sizeof shown));
     if (hl >= STATE_HDR - 1) hl = STATE_HDR - 2;
     hdr[hl] = ' ';
     hdr[STATE_HDR - 1] = '\n';
@@ -540,7 +542,7 @@ static int download(struct pi_source *s, const char *final, const char *part, co
     int fd = -1, rc = 0;
     if (!resume) {
         unlink(spath);
-        sfd = open(spath, O_RDWR | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
+        sfd = open(spath, O_RDWR | O_CREAT | O_TRUNC | O_CLOEXEC | O_NOFOLLOW, 0600);
         if (sfd < 0 || pwrite(sfd, hdr, STATE_HDR, 0) != STATE_HDR) {
             rc = pi_err(-errno, "%s: cannot write %s: %s", s->name, spath, strerror(errno));
             goto out;
