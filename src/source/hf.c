@@ -9,11 +9,14 @@
  * revision defaults to "main" and is percent-encoded ("refs/pr/1" may be
  * written refs%2Fpr%2F1). The token is HF_TOKEN (or HUGGING_FACE_HUB_TOKEN,
  * or the file HF_TOKEN_PATH / $HF_HOME/token / ~/.cache/huggingface/token),
- * sent as "Authorization: Bearer" to the Hub only (libcurl does not forward
- * it across the redirect to the CDN). The Hub answers with a redirect that
- * carries X-Linked-Etag (the LFS object's sha256), X-Linked-Size and
- * X-Repo-Commit; http.c keeps them and reuses the redirect's target for the
- * range requests.
+ * sent as "Authorization: Bearer" to the Hub's origin only (http.c follows
+ * redirects itself and sends no configured header to another origin, nor
+ * on the range requests that go there later). The Hub answers with a
+ * redirect that carries X-Linked-Etag (the LFS object's sha256),
+ * X-Linked-Size and X-Repo-Commit; http.c keeps them (from the Hub's own
+ * responses only) and reuses the redirect's target for the range requests.
+ * The revision is checked here before it names anything (pull makes
+ * refs/REV of it).
  */
 #include "remote.h"
 #include "../format/format.h"

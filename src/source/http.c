@@ -21,9 +21,18 @@
  * where it stopped). Transient failures (connection errors, timeouts,
  * truncated bodies, 408, 429, 5xx) are retried PAGEIN_HTTP_RETRIES times
  * (default 4) with exponential backoff from PAGEIN_HTTP_BACKOFF_MS (default
- * 200 ms, capped at 5 s, jittered). A stalled transfer (no byte for
- * PAGEIN_HTTP_TIMEOUT seconds, default 30) is a timeout. Every error names
- * the method, the URL, the Range and what came back.
+ * 200 ms, capped at 5 s, jittered). A transfer under PAGEIN_HTTP_MIN_RATE
+ * (default 1024 bytes/s) for PAGEIN_HTTP_TIMEOUT seconds (default 30) is a
+ * timeout, and a request (retries and redirects included) ends by its
+ * deadline, PAGEIN_HTTP_TIMEOUT + its bytes / PAGEIN_HTTP_MIN_RATE. Every
+ * error names the method, the URL, the Range and what came back.
+ *
+ * Redirects are followed here, not by libcurl, which would send the
+ * configured headers (a token) and a new SigV4 signature to any target:
+ * credentials go only to the configured URL's (scheme, host, port), an
+ * https -> http redirect is refused, and X-Linked-Etag / X-Repo-Commit are
+ * taken from that origin's responses only (docs/SAFETY.md, "Remote
+ * sources").
  */
 #include "remote.h"
 

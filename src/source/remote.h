@@ -5,7 +5,8 @@
  * http.c owns the transport: a libcurl multi loop per readv call, easy
  * handles pooled per source, one connection cache shared by every handle of
  * the source (curl share interface, so connections are reused across calls
- * and threads), HTTP/2 where TLS offers it, redirects followed, bounded
+ * and threads), HTTP/2 where TLS offers it, redirects followed (by http.c:
+ * credentials go to the configured origin only, docs/SAFETY.md), bounded
  * retries with backoff for transient failures, and checks on every response
  * (status, Content-Range, ETag, length). s3.c and hf.c only turn their URL
  * into an HTTP request description (struct pi_http_cfg) and call
