@@ -51,3 +51,34 @@ TEST(redact_urls) {
     pi_err_clear();
     return PASS;
 }
+
+/* Revisions are checked after percent-decoding, before they name anything
+ * (refs/REV, snapshots/REV in the Hugging Face cache). */
+TEST(hf_revision_checked) {
+#ifndef PAGEIN_HAVE_CURL
+    SKIP_BECAUSE("built without libcurl (Debian libcurl4-openssl-dev; mk/remote.mk)");
+#else
+    static const char *const ok[] = {"hf://o/n@main/x.bin", "hf://o/n@refs%2Fpr%2F1/x.bin",
+                                     "hf://o/n@0123456789abcdef0123456789abcdef01234567/x.bin", "hf://o/n@v1.0-rc.2/x",
+                                     "hf://datasets/o/n@my_branch"};
+    static const char *const bad[] = {"hf://o/n@..%2F..%2F..%2Fx/f", "hf://o/n@%2E%2E/f", "hf://o/n@a%2F..%2Fb/f",
+                                      "hf://o/n@%2Fabs/f", "hf://o/n@a%2F/f", "hf://o/n@a%2F%2Fb/f",
+                                      "hf://o/n@x%00y/f", "hf://o/n@.hidden/f", "hf://o/n@a%2F.b/f",
+                                      "hf://o/n@a..b/f", "hf://o/n@a%5Cb/f", "hf://o/n@a%0Ab/f", "hf://o/n@../f"};
+    struct pi_hf_ref r;
+    for (size_t i = 0; i < PI_ARRAY_LEN(ok); i++) {
+        int rc = pi_hf_parse(ok[i], &r);
+        if (rc != 0) printf("    %s: %s\n", ok[i], pagein_last_error_detail());
+        CHECK_EQ(rc, 0);
+        if (rc == 0) pi_hf_ref_free(&r);
+    }
+    for (size_t i = 0; i < PI_ARRAY_LEN(bad); i++) {
+        int rc = pi_hf_parse(bad[i], &r);
+        if (rc != PAGEIN_E_INVALID) printf("    %s: accepted\n", bad[i]);
+        CHECK_EQ(rc, PAGEIN_E_INVALID);
+        if (rc == 0) pi_hf_ref_free(&r);
+        else CHECK(strstr(pagein_last_error_detail(), "revision") != NULL || strstr(bad[i], "@../") != NULL);
+    }
+#endif
+    return PASS;
+}

@@ -52,7 +52,8 @@ LOG=$S/requests.log
 mark() { MARK=0; [ -f "$LOG" ] && MARK=$(wc -l < "$LOG"); }
 headers() {
   tail -n +$((MARK + 1)) "$LOG" | $PY -c '
-import json, sys
+import json, signal, sys
+signal.signal(signal.SIGPIPE, signal.SIG_DFL)
 for l in sys.stdin:
     r = json.loads(l)
     if r["srv"] == sys.argv[1]:
@@ -85,6 +86,11 @@ no_creds_at B "plan hf:// (HF_TOKEN)"
 mark
 expect_exit 0 "$PAGEIN" inspect --json "http://user:pw0rd@127.0.0.1:$PA/redir/model.safetensors"
 no_creds_at B "inspect user:pass@"
+echo "$OUT_TXT" | grep -q pw0rd && fail "the password was printed: $OUT_TXT"
+mark
+expect_exit 0 "$PAGEIN" pull --no-sync "http://user:pw0rd@127.0.0.1:$PA/redir/model.safetensors" "$TMP/ui/"
+no_creds_at B "pull user:pass@"
+[ "$(headers B | grep -c 'range: bytes=')" -ge 2 ] || fail "no range requests after the redirect: $(headers B)"
 echo "$OUT_TXT" | grep -q pw0rd && fail "the password was printed: $OUT_TXT"
 # a same-origin redirect keeps them (the Hub's own /cdn/ layout in nginx)
 mark
