@@ -50,7 +50,7 @@ static void pull_usage(FILE *out) {
             "\n"
             "Environment: AWS_* and ~/.aws for s3:// (docs/REMOTE.md), GS_* for gs://,\n"
             "HF_ENDPOINT and HF_TOKEN for hf://, CURL_CA_BUNDLE / AWS_CA_BUNDLE for a\n"
-            "private CA, PAGEIN_HTTP_RETRIES/_TIMEOUT/_BACKOFF_MS.\n"
+            "private CA, PAGEIN_HTTP_RETRIES/_TIMEOUT/_MIN_RATE/_BACKOFF_MS.\n"
             "\n"
             "Exit status: 0 pulled, 1 the data failed verification or changed during\n"
             "the download, 2 usage, network or I/O error (a later run resumes).\n");
