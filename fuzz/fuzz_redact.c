@@ -1,5 +1,5 @@
 /* fuzz_redact.c - the URL redaction every error detail goes through
- * (src/source/redact.c): untrusted text (a server's Location, a listing's
+ * (src/core/redact.c): untrusted text (a server's Location, a listing's
  * key, a user's URL). Invariants: the output is NUL-terminated within its
  * buffer whatever its size, and redaction is idempotent (redacting twice
  * changes nothing more). White-box: uses

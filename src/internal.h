@@ -77,7 +77,7 @@ void pi_err_prefix(const char *prefix);
 /* Clears the detail. */
 void pi_err_clear(void);
 
-/* ---- secrets in output (src/source/redact.c) ------------------------------ */
+/* ---- secrets in output (src/core/redact.c) ------------------------------ */
 /* url with its secrets replaced, into out (cap bytes, NUL-terminated,
  * truncated to fit): the userinfo (user:pass@ -> ***@) and the values of
  * query parameters that carry credentials or signatures (X-Amz-Signature,
