@@ -1400,8 +1400,8 @@ static PyMethodDef module_methods[] = {
     {"source_open", py_source_open, METH_O, "source_open(uri) -> byte source (a local file or remote object)"},
     {"source_info", py_source_info, METH_O, "source_info(source) -> (size, identity, is_local)"},
     {"source_read_ranges", PYFN(py_source_read_ranges), METH_VARARGS | METH_KEYWORDS,
-     "source_read_ranges(sources, files, offsets, lengths, queue_depth=0, max_gap=0, max_block=0, no_merge=False) "
-     "-> ([bytes], stats)"},
+     "source_read_ranges(sources, files, offsets, lengths, queue_depth=0, max_gap=0, max_block=0, no_merge=False, "
+     "writable=False) -> ([bytes or bytearray], stats)"},
     {"source_list", py_source_list, METH_O, "source_list(uri) -> [uri] under an s3://, gs:// or hf:// prefix"},
     PAGEIN_GPU_METHODS
     {NULL, NULL, 0, NULL},
@@ -1968,19 +1968,20 @@ static PyObject *py_source_info(PyObject *self, PyObject *cap) {
 }
 
 /* _pagein.source_read_ranges(sources, files, offsets, lengths, queue_depth=0,
- *     max_gap=0, max_block=0, no_merge=False) -> (list of bytes, stats tuple)
+ *     max_gap=0, max_block=0, no_merge=False, writable=False)
+ *   -> (list of bytes, or of bytearray when writable, stats tuple)
  * files/offsets/lengths: sequences of int of one length; range i is
  * lengths[i] bytes at offsets[i] of sources[files[i]]. A zero length gives
  * b"" without a read. */
 static PyObject *py_source_read_ranges(PyObject *self, PyObject *args, PyObject *kw) {
     static char *kwlist[] = {"sources", "files", "offsets", "lengths", "queue_depth", "max_gap", "max_block",
-                             "no_merge", NULL};
+                             "no_merge", "writable", NULL};
     PyObject *so, *fo, *oo, *lo;
     unsigned qd = 0;
     unsigned long long gap = 0, block = 0;
-    int no_merge = 0;
-    if (!PyArg_ParseTupleAndKeywords(args, kw, "OOOO|IKKp:source_read_ranges", kwlist, &so, &fo, &oo, &lo, &qd, &gap,
-                                     &block, &no_merge))
+    int no_merge = 0, writable = 0;
+    if (!PyArg_ParseTupleAndKeywords(args, kw, "OOOO|IKKpp:source_read_ranges", kwlist, &so, &fo, &oo, &lo, &qd, &gap,
+                                     &block, &no_merge, &writable))
         return NULL;
     PyObject *sf = NULL, *ff = NULL, *of = NULL, *lf = NULL, *out = NULL, *res = NULL;
     pagein_source **srcs = NULL;
@@ -2017,10 +2018,12 @@ static PyObject *py_source_read_ranges(PyObject *self, PyObject *args, PyObject 
             PyErr_NoMemory();
             goto done;
         }
-        PyObject *b = PyBytes_FromStringAndSize(NULL, (Py_ssize_t)len);
+        PyObject *b = writable ? PyByteArray_FromStringAndSize(NULL, (Py_ssize_t)len)
+                               : PyBytes_FromStringAndSize(NULL, (Py_ssize_t)len);
         if (!b) goto done;
         PyList_SET_ITEM(out, i, b);
-        if (len) reqs[nreq++] = (pagein_range){(uint32_t)f, off, len, PyBytes_AS_STRING(b)};
+        if (len)
+            reqs[nreq++] = (pagein_range){(uint32_t)f, off, len, writable ? PyByteArray_AS_STRING(b) : PyBytes_AS_STRING(b)};
     }
     pagein_ranges_opts o = PAGEIN_RANGES_OPTS_INIT;
     o.queue_depth = qd;
