@@ -50,6 +50,9 @@ class SliceError(Error, IndexError):
     names the axis, worded as safetensors words it."""
 
 
+_NO_CUDA = -30034  # PAGEIN_E_NO_CUDA
+
+
 class DeviceError(Error, RuntimeError):
     """A device that cannot be used here (device="cuda:0" without CUDA);
     pagein.Error and RuntimeError (what torch raises for it)."""
@@ -634,16 +637,24 @@ class _Opened:
         DeviceError saying CUDA is not available when that is the cause (no
         driver, no such device, torch without CUDA), as safetensors fails
         at the first tensor; returns otherwise (the caller re-raises)."""
+        err = None
         try:
             _pagein.gpu_probe(self._dev[1])
         except Error as e:
-            raise DeviceError("CUDA is not available: device %r was requested, but %s"
-                              % (self._device, e)) from exc
+            err = DeviceError("CUDA is not available: device %r was requested, but %s" % (self._device, e))
+            src = e
         torch = _sys.modules.get("torch")
-        if torch is not None and not torch.cuda.is_available():
-            raise DeviceError("CUDA is not available: device %r was requested, but torch %s has no CUDA "
-                              "support here (torch.cuda.is_available() is False)"
-                              % (self._device, torch.__version__)) from exc
+        if err is None and torch is not None and not torch.cuda.is_available():
+            err = DeviceError("CUDA is not available: device %r was requested, but torch %s has no CUDA "
+                              "support here (torch.cuda.is_available() is False)" % (self._device, torch.__version__))
+            src = exc
+        if err is None:
+            return
+        # the library's code and detail, as on every pagein.Error (PAGEIN_E_NO_CUDA otherwise)
+        err.code = getattr(src, "code", _NO_CUDA)
+        err.error = getattr(src, "error", "no CUDA")
+        err.detail = getattr(src, "detail", str(err))
+        raise err from exc
 
     def _to_device(self, t):
         """A CPU tensor moved to this object's CUDA device."""
