@@ -703,10 +703,10 @@ class _Opened:
                 _representable(r, "pt")
                 tdt, raw = _torch_dtype(r[_DTYPE])
                 shape = tuple(r[_SHAPE])
-                if raw:
+                if raw:  # as _torch_tensor: packed types keep numpy's byte layout
                     npdt, npshape = _np_layout(r[_DTYPE], r[_SHAPE], r[_NBYTES])
-                    if npdt == _np.uint8 and len(npshape) != len(shape):
-                        shape = npshape
+                    if npdt == _np.uint8:
+                        shape = tuple(npshape)
                 out[r[_NAME]] = _frombuffer(_import_torch(), b, tdt).reshape(shape)
         return out
 

@@ -168,6 +168,31 @@ def test_backend_pread_reads_private_copies(st_file, fw):
     assert torch.equal(ptt.load_file(p, backend="pread")["a"], torch.from_numpy(a))
 
 
+def _bytes_of(t):
+    if isinstance(t, np.ndarray):
+        return t.shape, np.ascontiguousarray(t).tobytes()
+    return tuple(t.shape), t.contiguous().view(-1).view(torch.uint8).numpy().tobytes() if t.numel() else b""
+
+
+@pytest.mark.parametrize("fw", ["np", "pt"])
+def test_backend_pread_equals_mmap_on_real_files(fw):
+    """Every real file (safetensors, GGUF with block types, big-endian GGUF)
+    gives the same tensors, shapes and bytes through both backends."""
+    from conftest import real_files
+    paths = real_files("safetensors", ".safetensors") + real_files("gguf", ".gguf")
+    assert paths
+    for p in paths:
+        with pagein.safe_open(p, fw) as m, pagein.safe_open(p, fw, backend="pread") as r:
+            for k in m.offset_keys():
+                try:
+                    a = _bytes_of(m.get_tensor(k))
+                except pagein.FormatError as e:  # a dtype this torch lacks: the same refusal
+                    with pytest.raises(type(e)):
+                        r.get_tensor(k)
+                    continue
+                assert a == _bytes_of(r.get_tensor(k)), (p, k)
+
+
 def test_file_objects_and_safe_open_handle(st_file):
     p, a = st_file
     with open(p, "rb") as fh:
