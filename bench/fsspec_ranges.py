@@ -8,11 +8,14 @@ checked against the other tool's. Both keep their connections between runs
 is the cold one. Called by bench/remote.sh (its fsspec
 cat_ranges section) with the URL of its paced server (tools/delayhdr.py:
 first-byte latency and a per-connection rate). Prints one JSON object:
-seconds per tool (median and every run), MB/s, the ratio.
+seconds per tool (median and every run), MB/s, the ratio, and the CPU
+seconds each tool's run cost this process (a figure the machine's load
+does not inflate the way it does wall time).
 
 Needs build/python on PYTHONPATH, python3-fsspec and python3-aiohttp."""
 import hashlib
 import json
+import resource
 import sys
 import time
 
@@ -35,12 +38,16 @@ def main():
     pg = fsspec.filesystem("pagein")
     http = fsspec.filesystem("http")
     times = {"pagein": [], "fsspec_http": []}
+    cpu = {"pagein": [], "fsspec_http": []}  # this process's CPU seconds (all threads: fsspec's loop, pagein's lanes)
     digest = {}
     for _ in range(runs):
         for name, fs in (("fsspec_http", http), ("pagein", pg)):
+            r0 = resource.getrusage(resource.RUSAGE_SELF)
             t0 = time.perf_counter()
             parts = fs.cat_ranges(paths, starts, ends)
             times[name].append(round(time.perf_counter() - t0, 3))
+            r1 = resource.getrusage(resource.RUSAGE_SELF)
+            cpu[name].append(round(r1.ru_utime + r1.ru_stime - r0.ru_utime - r0.ru_stime, 3))
             bad = [p for p in parts if not isinstance(p, bytes) or len(p) != length]
             if bad:
                 raise SystemExit("fsspec_ranges: %s returned %r" % (name, bad[0] if not isinstance(bad[0], bytes)
@@ -52,6 +59,8 @@ def main():
     total = n * length
     print(json.dumps({"ranges": n, "range_bytes": length, "object_bytes": size, "runs": runs,
                       "queue_depth": pg.queue_depth, "seconds": med, "seconds_every_run": times,
+                      "cpu_seconds": {k: sorted(v)[len(v) // 2] for k, v in cpu.items()},
+                      "cpu_seconds_every_run": cpu,
                       "MB_per_s": {k: round(total / v / 1e6, 1) for k, v in med.items()},
                       "pagein_faster_by": round(med["fsspec_http"] / med["pagein"], 2)}))
 

@@ -269,6 +269,8 @@ else:
                  cr["MB_per_s"]["pagein"], cr["seconds"]["fsspec_http"], cr["MB_per_s"]["fsspec_http"],
                  cr["pagein_faster_by"], " ".join("%.3f" % x for x in cr["seconds_every_run"]["pagein"]),
                  " ".join("%.3f" % x for x in cr["seconds_every_run"]["fsspec_http"])))
+        print("cat_ranges CPU seconds (median): pagein.fsspec %.3f, fsspec HTTP %.3f"
+              % (cr["cpu_seconds"]["pagein"], cr["cpu_seconds"]["fsspec_http"]))
     if res["resume"]:
         print("resume after kill -9: %(resumed_bytes)d bytes kept, %(fetched_bytes)d fetched, "
               "%(refetched_chunks).2f chunks sent twice by the server" % res["resume"])
