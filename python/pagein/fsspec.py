@@ -288,8 +288,8 @@ class PageinFileSystem(AbstractFileSystem):
             src = self._source(url)
             size, ident, _ = _pagein.source_info(src)
             return {"name": url, "size": size, "type": "file", "identity": ident}
-        except (FileNotFoundError, IsADirectoryError, _p.Error):
-            pass
+        except (FileNotFoundError, IsADirectoryError):
+            pass  # no object: maybe a prefix; other failures (network, auth) propagate
         if not url.startswith(("http://", "https://")) and self._listing(self._prefix_of(url)):
             return {"name": url, "size": 0, "type": "directory"}
         raise _missing(url)
@@ -319,15 +319,17 @@ class PageinFileSystem(AbstractFileSystem):
             return [info] if detail else [info["name"]]
         seen, out = set(), []
         for full in sorted(names):
-            rest = full[len(prefix):] if full.startswith(prefix) else full.rsplit("/", 1)[-1]
-            head, sep, _ = rest.partition("/")
+            if not full.startswith(prefix):
+                continue
+            head, sep, _ = full[len(prefix):].partition("/")
             name = prefix + head
             if name in seen:
                 continue
             seen.add(name)
-            out.append({"name": name, "size": 0, "type": "directory"} if sep else None)
-            if not sep:
-                out[-1] = self.info(name) if detail else {"name": name}
+            if sep:
+                out.append({"name": name, "size": 0, "type": "directory"})
+            else:
+                out.append(self.info(name) if detail else {"name": name})
         return out if detail else [o["name"] for o in out]
 
     def find(self, path, maxdepth=None, withdirs=False, detail=False, **kwargs):

@@ -13,6 +13,7 @@ import tarfile
 import tempfile
 import zipfile
 
+import numpy as np
 import pytest
 
 fsspec = pytest.importorskip("fsspec")
@@ -185,6 +186,11 @@ def nginx():
     open(os.path.join(d, "www", "data.json"), "w").write(json.dumps({"rows": list(range(10))}))
     with zipfile.ZipFile(os.path.join(d, "www", "z.zip"), "w") as z:
         z.writestr("x/y.txt", "from a zip over HTTP")
+    # a Hub repository (servers.sh serves www/hf/ORG/NAME with the Hub's layout)
+    os.makedirs(os.path.join(d, "www", "hf", "org", "tiny", "sub"))
+    pagein.save_file({"w": np.arange(6, dtype=np.float32)}, os.path.join(d, "www", "hf", "org", "tiny", "model.safetensors"))
+    open(os.path.join(d, "www", "hf", "org", "tiny", "config.json"), "w").write('{"layers": 2}')
+    open(os.path.join(d, "www", "hf", "org", "tiny", "sub", "t.txt"), "w").write("sub file")
     env, why = _start(d, "nginx")
     if env is None:
         shutil.rmtree(d)
@@ -273,6 +279,25 @@ def test_register_override_and_unregister(nginx):
     if before is not None:
         assert fsspec.get_filesystem_class("http") is before
     assert fsspec.get_filesystem_class("pagein") is pfs.PageinFileSystem
+
+
+@remote
+def test_hf_listing_and_reads(nginx, monkeypatch):
+    env, _ = nginx
+    monkeypatch.setenv("HF_ENDPOINT", env["HTTP"])
+    monkeypatch.delenv("HF_TOKEN", raising=False)
+    fs = pfs.PageinFileSystem(skip_instance_cache=True)
+    assert fs.find("hf://org/tiny") == ["hf://org/tiny/config.json", "hf://org/tiny/model.safetensors",
+                                        "hf://org/tiny/sub/t.txt"]
+    assert fs.ls("hf://org/tiny", detail=False) == ["hf://org/tiny/config.json", "hf://org/tiny/model.safetensors",
+                                                    "hf://org/tiny/sub"]
+    assert fs.find("hf://org/tiny/sub") == ["hf://org/tiny/sub/t.txt"]
+    assert fs.info("hf://org/tiny/sub")["type"] == "directory"
+    assert json.loads(fs.cat_file("hf://org/tiny/config.json")) == {"layers": 2}
+    assert fs.find("hf://org/tiny@main/sub") == ["hf://org/tiny@main/sub/t.txt"]
+    # safe_open over an fsspec handle on the Hub: read by pagein's own source
+    with fs.open("hf://org/tiny/model.safetensors") as fh, pagein.safe_open(fh, "np") as f:
+        assert f.get_tensor("w").tolist() == [0.0, 1.0, 2.0, 3.0, 4.0, 5.0]
 
 
 def _has_http():

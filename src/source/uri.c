@@ -140,8 +140,11 @@ int pagein_source_list(const char *uri, pagein_list_fn fn, void *arg) {
             if (!prefix) {
                 rc = pi_err(-ENOMEM, "%s: out of memory", uri);
             } else {
-                snprintf(prefix, cap, "hf://%s%s@%s/", strcmp(r.kind, "datasets") == 0 ? "datasets/" : "", r.repo,
-                         r.rev);
+                /* the revision only where the caller named one, so that the
+                 * names start with the URI that was listed */
+                int named = strchr(uri + 5, '@') != NULL;
+                snprintf(prefix, cap, "hf://%s%s%s%s/", strcmp(r.kind, "datasets") == 0 ? "datasets/" : "", r.repo,
+                         named ? "@" : "", named ? r.rev : "");
                 rc = each_name(uri, prefix, list, count, fn, arg);
                 pi_free(prefix);
             }
