@@ -393,7 +393,8 @@ def _framework(framework):
         return "np"
     if framework in ("pt", "torch", "pytorch"):
         return "pt"
-    raise FormatError("framework %r is not supported (use 'np'/'numpy' or 'pt'/'torch')" % (framework,))
+    raise FormatError("framework %s is invalid: pagein supports 'np'/'numpy' and 'pt'/'torch'/'pytorch'"
+                      % (framework,))
 
 
 # ---------------------------------------------------------------------------
@@ -444,7 +445,7 @@ def _parse_device(device):
         return "cpu", None
     if kind == "cuda":
         return "cuda", _cuda_current() if index is None else index
-    raise FormatError("device %r is not supported by pagein (use 'cpu', 'cuda', 'cuda:N', N or a torch.device)"
+    raise FormatError("device %s is invalid for pagein (use 'cpu', 'cuda', 'cuda:N', N or a torch.device)"
                       % (device,))
 
 
@@ -458,7 +459,8 @@ def _gpu_loader(dev, fw):
     if dev[0] == "cpu":
         return None
     if fw == "np":
-        raise FormatError("framework 'np' only supports device='cpu', not %r" % _device_str(dev))
+        raise FormatError("Device %s is not supported for framework numpy (numpy arrays live on the CPU; "
+                          "use framework='pt' for CUDA)" % _device_str(dev))
     try:
         from . import _gpu
     except Exception as e:
