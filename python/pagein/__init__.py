@@ -9,9 +9,14 @@ numpy arrays and torch tensors backed by the library's mapping:
             t = f.get_tensor(name)
 
 plus ``load_file``/``save_file`` and ``open_model`` (shards, GGUF split sets,
-load strategies, a layer-by-layer prefetching iterator). ``pagein.torch`` and
-``pagein.numpy`` mirror ``safetensors.torch`` and ``safetensors.numpy``.
-See docs/PYTHON.md.
+load strategies, a layer-by-layer prefetching iterator). The whole public API
+of the safetensors package is here (``SafetensorError``, ``TensorSpec``,
+``serialize``, ``serialize_file``, ``deserialize``, ``safe_open(...,
+backend="mmap"|"pread")`` over paths, URLs and file objects); ``pagein.torch``
+and ``pagein.numpy`` mirror ``safetensors.torch`` and ``safetensors.numpy``,
+so changing the import is enough. ``pagein.fsspec`` is an fsspec filesystem
+on pagein's sources and range engine. See docs/PYTHON.md (with the list of
+where pagein deliberately differs from safetensors).
 
 Lifetime: every array or tensor keeps the file (its mapping) alive; closing
 the file object or the model only drops the Python object's own reference,
