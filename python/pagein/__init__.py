@@ -64,7 +64,8 @@ class DeviceError(Error, RuntimeError):
 
 
 __all__ = [
-    "Error", "FormatError", "FileError", "FileNotFoundError", "NotFoundError", "SafetensorError",
+    # (pagein.FileNotFoundError stays out of *: it would shadow the builtin)
+    "Error", "FormatError", "FileError", "NotFoundError", "SafetensorError",
     "SliceError", "DeviceError",
     "safe_open", "load_file", "save_file", "open_model", "Model",
     "serialize", "serialize_file", "deserialize", "TensorSpec",
