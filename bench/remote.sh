@@ -16,10 +16,15 @@
 #   walk         the layers walked with COMPUTE_MS (default 30) of simulated
 #                compute each: read (all first) vs prefetch (layers read
 #                ahead of the walk): first layer and total
+#   cat_ranges   pagein.fsspec's cat_ranges of RANGES (default 1000) ranges
+#                of RANGE_LEN (default 1M) spread over a RANGES_OBJ (default
+#                1300M) object against fsspec's HTTPFileSystem.cat_ranges,
+#                RUNS times each, interleaved (bench/fsspec_ranges.py)
 #
 # Usage: bench/remote.sh [--json]   (env: SIZE=256M RATE=100m DELAY_MS=20
 # CONNS=16 CHUNK= (pull's --chunk; fsspec's ranges, default 8M) RUNS=3 COMPUTE_MS=30
-# QUICK=1 for a 16 MiB smoke run of one run each; PAGEIN=build/pagein)
+# QUICK=1 for a 16 MiB smoke run of one run each (cat_ranges: 50 ranges over
+# 64 MiB); RANGES=0 skips cat_ranges; PAGEIN=build/pagein)
 # Every tool runs RUNS times, interleaved; the median is the result (all
 # runs are in the JSON). Prints a table, or one JSON object with --json.
 # Ratios inside one run are the result; absolute rates depend on the
@@ -31,6 +36,8 @@ JSON=0
 [ "${1:-}" = --json ] && JSON=1
 if [ "${1:-}" = -h ] || [ "${1:-}" = --help ]; then sed -n '2,20p' "$0" | sed 's/^# \{0,1\}//'; exit 0; fi
 SIZE=${SIZE:-256M}; RUNS=${RUNS:-3}; [ "${QUICK:-0}" = 1 ] && SIZE=16M RUNS=1
+RANGES=${RANGES:-1000}; RANGE_LEN=${RANGE_LEN:-1M}; RANGES_OBJ=${RANGES_OBJ:-1300M}
+[ "${QUICK:-0}" = 1 ] && RANGES=50 RANGES_OBJ=64M
 export RATE=${RATE:-100m} DELAY_MS=${DELAY_MS:-20}
 CONNS=${CONNS:-16}; COMPUTE_MS=${COMPUTE_MS:-30}; PULL_CHUNK=()
 [ -n "${CHUNK:-}" ] && PULL_CHUNK=(--chunk "$CHUNK"); CHUNK=${CHUNK:-8M}
@@ -141,6 +148,24 @@ done
 rm -f "$D/www/model.safetensors"
 [ "$rss_kib" = 0 ] && rss_kib=null
 
+# cat_ranges: pagein.fsspec against fsspec's own HTTPFileSystem, same
+# server, same pacing, same process (bench/fsspec_ranges.py)
+catranges=null
+if [ "$RANGES" != 0 ] && [ $have_fsspec = 1 ] && [ $have_py = 1 ]; then
+  rbytes=$($PY -c "import sys; s=sys.argv[1]; m={'K':1<<10,'M':1<<20,'G':1<<30}; print(int(s[:-1])*m[s[-1]] if s[-1] in m else int(s))" "$RANGES_OBJ")
+  rlen=$($PY -c "import sys; s=sys.argv[1]; m={'K':1<<10,'M':1<<20,'G':1<<30}; print(int(s[:-1])*m[s[-1]] if s[-1] in m else int(s))" "$RANGE_LEN")
+  head -c "$rbytes" /dev/urandom > "$D/www/ranges.bin"
+  if env PYTHONPATH="$REPO/build/python" $PY "$REPO/bench/fsspec_ranges.py" "$DELAY/ranges.bin" "$rbytes" "$RANGES" "$rlen" \
+      "$RUNS" > "$D/catranges.json" 2> "$D/catranges.log"; then
+    catranges=$(cat "$D/catranges.json")
+  else
+    note[cat_ranges]="failed: $(tail -1 "$D/catranges.log")"
+  fi
+  rm -f "$D/www/ranges.bin"
+elif [ "$RANGES" != 0 ]; then
+  note[cat_ranges]="needs python3-fsspec, python3-aiohttp and build/python"
+fi
+
 # resume: kill -9 half-way, run again; nginx's log says what was sent twice
 rm -f "$D/out.bin" "$D"/out.bin.pagein-part*
 lines_before=$(wc -l < "$D/logs/nginx-access.log")
@@ -165,7 +190,7 @@ $PY - "$JSON" "$bytes" "$RATE" "$DELAY_MS" "$CONNS" "${pchunk:-0}" "$load" "$rss
   "${times[fsspec]:-null}" "${times[pull]:-null}" "${resume:-null}" "${n:-0}" "${note[curl]:-}" "${note[aria2c]:-}" "${note[fsspec]:-}" \
   "${note[pull]:-}" "$sent" "${times[load]:-null}" "${note[load]:-}" "$RUNS" "${times[walk_read_first]:-null}" \
   "${times[walk_read]:-null}" "${times[walk_prefetch_first]:-null}" "${times[walk_prefetch]:-null}" "$COMPUTE_MS" \
-  "${note[walk_read]:-}${note[walk_prefetch]:-}" <<'EOF'
+  "${note[walk_read]:-}${note[walk_prefetch]:-}" "$catranges" "${note[cat_ranges]:-}" <<'EOF'
 import json, sys
 a = sys.argv[1:]
 js, size, rate, delay, conns, chunk, load, rss = int(a[0]), int(a[1]), a[2], int(a[3]), int(a[4]), int(a[5]), a[6], a[7]
@@ -199,6 +224,11 @@ walk = {k: f(a[i]) for k, i in (("read_first_layer", 22), ("read_total", 23), ("
 res["walk"] = dict(walk, compute_ms_per_layer=float(a[26]),
                    every_run={k: times(a[i]) for k, i in (("read_total", 23), ("prefetch_total", 25))})
 if a[27]: notes["walk"] = a[27]
+try:
+    res["cat_ranges"] = json.loads(a[28])
+except Exception:
+    res["cat_ranges"] = None
+if a[29]: notes["cat_ranges"] = a[29]
 res["load_vs_pull_rate"] = round(p / load_s, 2) if load_s and p else None
 cb = chunk
 sent = int(a[18])
@@ -231,6 +261,16 @@ else:
               "total %.3f s (%.2fx faster)" % (float(a[26]), walk["read_first_layer"], walk["read_total"],
                                              walk["prefetch_first_layer"], walk["prefetch_total"],
                                              walk["read_total"] / walk["prefetch_total"]))
+    cr = res["cat_ranges"]
+    if cr:
+        print("cat_ranges, %d ranges of %.2f MiB over %.2f GB: pagein.fsspec %.3f s (%.1f MB/s), fsspec HTTP %.3f s "
+              "(%.1f MB/s): pagein %.2fx faster   (every run: pagein %s, fsspec %s)"
+              % (cr["ranges"], cr["range_bytes"] / 1048576, cr["object_bytes"] / 1e9, cr["seconds"]["pagein"],
+                 cr["MB_per_s"]["pagein"], cr["seconds"]["fsspec_http"], cr["MB_per_s"]["fsspec_http"],
+                 cr["pagein_faster_by"], " ".join("%.3f" % x for x in cr["seconds_every_run"]["pagein"]),
+                 " ".join("%.3f" % x for x in cr["seconds_every_run"]["fsspec_http"])))
+        print("cat_ranges CPU seconds (median): pagein.fsspec %.3f, fsspec HTTP %.3f"
+              % (cr["cpu_seconds"]["pagein"], cr["cpu_seconds"]["fsspec_http"]))
     if res["resume"]:
         print("resume after kill -9: %(resumed_bytes)d bytes kept, %(fetched_bytes)d fetched, "
               "%(refetched_chunks).2f chunks sent twice by the server" % res["resume"])

@@ -1748,6 +1748,44 @@ PAGEIN_API int pagein_is_url(const char *path);
 PAGEIN_API char *pagein_url_redact(const char *text, char *out, size_t cap);
 /* --- end issue 27 --- */
 
+/* ---- byte sources by path or URL (pagein.fsspec; docs/PYTHON.md) ------- */
+/* A source is one local file or remote object (http(s)://, s3://, gs://,
+ * hf://ORG/NAME[@REV]/PATH) opened for range reads, without parsing any
+ * format: the layer pagein.fsspec puts under fsspec. */
+typedef struct pagein_source pagein_source;
+/* Opens uri (a path or URL) as a byte source: a local regular file (FIFOs
+ * and sockets are refused before any open), or a remote object (one GET of
+ * its first bytes gives its size and ETag). Sets *s only on success;
+ * errors name the path or URL (-ENOENT for a missing local file,
+ * PAGEIN_E_NOT_FOUND for a 404). */
+PAGEIN_API int pagein_source_open(pagein_source **s, const char *uri);
+PAGEIN_API void pagein_source_close(pagein_source *s); /* NULL ok */
+/* Size in bytes; identity ("dev:ino:size:mtime_ns" for local files, the
+ * ETag or sha256 for remote ones; borrowed); 1 if a local file. */
+PAGEIN_API uint64_t pagein_source_size(const pagein_source *s);
+PAGEIN_API const char *pagein_source_identity(const pagein_source *s);
+PAGEIN_API int pagein_source_is_local(const pagein_source *s);
+/* pagein_read_ranges over sources (reqs[i].file indexes srcs): the same
+ * plan (sorted, contained requests dropped, neighbours within max_gap
+ * merged up to max_block), every block of every source read in one run of
+ * the range engine with queue_depth requests in flight (remote sources:
+ * that many connections), each request sliced back into its dst. Errors
+ * as pagein_read_ranges, a failed remote read naming the URL, offset and
+ * status. Thread-safe for distinct calls (sources may be shared). */
+PAGEIN_API int pagein_source_read_ranges(pagein_source *const *srcs, size_t nsrcs, const pagein_range *reqs,
+                                         size_t n, const pagein_ranges_opts *opts, pagein_ranges_stats *st);
+/* Lists the objects under a remote prefix: s3://BUCKET/PREFIX and
+ * gs://BUCKET/PREFIX (every key starting with PREFIX, all pages of
+ * ListObjectsV2) or hf://ORG/NAME[@REV] (every file of the repository,
+ * each as hf://ORG/NAME[@REV]/PATH, the revision only when uri names one).
+ * fn(arg, uri) is called with each object's full URI (borrowed for the
+ * call); a non-zero return stops the listing and is returned.
+ * PAGEIN_E_UNSUPPORTED for other URLs (HTTP has no listing) and in builds
+ * without libcurl. */
+typedef int (*pagein_list_fn)(void *arg, const char *uri);
+PAGEIN_API int pagein_source_list(const char *uri, pagein_list_fn fn, void *arg);
+/* ---- end of byte sources by path or URL -------------------------------- */
+
 /* ------------------------------------------------------------------------ */
 /* Storage facts and the range engine                                       */
 /* ------------------------------------------------------------------------ */

@@ -21,10 +21,10 @@ done
 # remote sources (mk/remote.mk, docs/REMOTE.md): libcurl and libcrypto, the
 # test servers (nginx, openssl for the private CA, node for s3rver; npm comes with
 # Debian's nodejs on some releases and as the package npm on others) and
-# the peers of `bench remote`
+# the peers of `bench remote`; pagein.fsspec's tests compare with fsspec's HTTP (aiohttp)
 for target in "${@:-core}"; do
   case "$target" in
-    test) pkgs+=(libcurl4-openssl-dev libssl-dev nginx openssl curl nodejs) ;;
+    test) pkgs+=(libcurl4-openssl-dev libssl-dev nginx openssl curl nodejs python3-fsspec python3-aiohttp) ;;
     bench) pkgs+=(libcurl4-openssl-dev libssl-dev nginx openssl curl aria2 python3-fsspec python3-aiohttp) ;;
   esac
 done

@@ -9,9 +9,14 @@ numpy arrays and torch tensors backed by the library's mapping:
             t = f.get_tensor(name)
 
 plus ``load_file``/``save_file`` and ``open_model`` (shards, GGUF split sets,
-load strategies, a layer-by-layer prefetching iterator). ``pagein.torch`` and
-``pagein.numpy`` mirror ``safetensors.torch`` and ``safetensors.numpy``.
-See docs/PYTHON.md.
+load strategies, a layer-by-layer prefetching iterator). The whole public API
+of the safetensors package is here (``SafetensorError``, ``TensorSpec``,
+``serialize``, ``serialize_file``, ``deserialize``, ``safe_open(...,
+backend="mmap"|"pread")`` over paths, URLs and file objects); ``pagein.torch``
+and ``pagein.numpy`` mirror ``safetensors.torch`` and ``safetensors.numpy``,
+so changing the import is enough. ``pagein.fsspec`` is an fsspec filesystem
+on pagein's sources and range engine. See docs/PYTHON.md (with the list of
+where pagein deliberately differs from safetensors).
 
 Lifetime: every array or tensor keeps the file (its mapping) alive; closing
 the file object or the model only drops the Python object's own reference,
@@ -37,11 +42,33 @@ from collections.abc import Mapping as _Mapping
 import numpy as _np
 
 from . import _pagein
-from ._pagein import Error, FileError, FormatError, NotFoundError
+from ._pagein import Error, FileError, FileNotFoundError, FormatError, NotFoundError
+
+# The safetensors package's error class: code written for safetensors
+# catches pagein's errors with `except safetensors.SafetensorError`.
+SafetensorError = Error
+
+
+class SliceError(Error, IndexError):
+    """get_slice(name)[index] with an index outside the tensor (a
+    pagein.Error, so also SafetensorError, and an IndexError); the message
+    names the axis, worded as safetensors words it."""
+
+
+_NO_CUDA = -30034  # PAGEIN_E_NO_CUDA
+
+
+class DeviceError(Error, RuntimeError):
+    """A device that cannot be used here (device="cuda:0" without CUDA);
+    pagein.Error and RuntimeError (what torch raises for it)."""
+
 
 __all__ = [
-    "Error", "FormatError", "FileError", "NotFoundError",
+    # (pagein.FileNotFoundError stays out of *: it would shadow the builtin)
+    "Error", "FormatError", "FileError", "NotFoundError", "SafetensorError",
+    "SliceError", "DeviceError",
     "safe_open", "load_file", "save_file", "open_model", "Model",
+    "serialize", "serialize_file", "deserialize", "TensorSpec",
     "dtype_info", "__version__",
 ]
 # pagein.torch and pagein.numpy (the safetensors.torch / safetensors.numpy
@@ -173,14 +200,25 @@ except AttributeError:  # numpy >= 2
     from numpy.lib.array_utils import byte_bounds as _byte_bounds
 
 
+class _IndexTypeError(Error, TypeError):
+    """An index get_slice does not take (pagein.Error and TypeError)."""
+
+
 def _basic_index(index):
     """index as a tuple of numpy basic indexes (int, slice of ints, Ellipsis,
-    None); TypeError naming anything else (lists, arrays, boolean masks,
-    floats, ...). Slicing copies only the selected bytes, which advanced
-    indexing would defeat, so it is refused rather than emulated."""
+    None); TypeError naming anything else (non-empty lists, arrays, boolean
+    masks, floats, ...). Slicing copies only the selected bytes, which
+    advanced indexing would defeat, so it is refused rather than emulated.
+    An empty list selects nothing along the first axis (safetensors' rule)."""
+    if isinstance(index, list) and not index:
+        index = slice(0, 0)
     items = index if isinstance(index, tuple) else (index,)
     out = []
     for it in items:
+        if isinstance(it, list):
+            raise _IndexTypeError("Non empty lists are not implemented (get_slice takes basic indexes: int, slice, "
+                                  "Ellipsis, None; index the tensor from get_tensor() for advanced indexing)"
+                                  if it else "Empty lists are only supported as the whole index (s[[]])")
         if it is Ellipsis or it is None:
             out.append(it)
         elif isinstance(it, slice):
@@ -203,19 +241,78 @@ def _basic_index(index):
     return tuple(out)
 
 
-def _select(src, rec, index):
+def _index_str(idx):
+    """An index as safetensors prints it in slicing errors: "[2:, 20]"."""
+    def one(it):
+        if it is Ellipsis:
+            return "..."
+        if it is None:
+            return "None"
+        if isinstance(it, slice):
+            a = "" if it.start is None else str(_operator.index(it.start))
+            b = "" if it.stop is None else str(_operator.index(it.stop))
+            return "%s:%s" % (a, b) if it.step is None else "%s:%s:%s" % (a, b, _operator.index(it.step))
+        return str(it)
+    return "[%s]" % ", ".join(one(it) for it in idx)
+
+
+def _check_bounds(idx, shape):
+    """Raises SliceError naming the axis when an integer or an explicit
+    slice bound of idx lies outside its dimension (numpy would raise a bare
+    IndexError for integers and clip slices silently); messages as
+    safetensors words them."""
+    shape = list(shape)
+    used = sum(1 for it in idx if it is not None and it is not Ellipsis)
+    where = "Error during slicing %s with shape %s: " % (_index_str(idx), shape)
+    if used > len(shape):
+        raise SliceError(where + "more slicing indexes than dimensions in tensor")
+    axis = 0
+    for it in idx:
+        if it is None:
+            continue
+        if it is Ellipsis:
+            axis += len(shape) - used
+            continue
+        dim = shape[axis]
+        if isinstance(it, slice):
+            step = 1 if it.step is None else _operator.index(it.step)
+            for name, v in (("start", it.start), ("stop", it.stop)):
+                if v is None:
+                    continue
+                v = _operator.index(v)
+                if v < -dim:
+                    raise SliceError("Invalid index %d for dimension %d of size %d (slice %s)" % (v, axis, dim, name))
+                top = dim - 1 if (name == "start" and step < 0) else dim
+                if v > top:
+                    asked = v - 1 if name == "stop" else v
+                    raise SliceError(where + "index %d out of bounds for tensor dimension #%d of size %d"
+                                     % (asked, axis, dim))
+        else:
+            if it < -dim:
+                raise SliceError("Invalid index %d for dimension %d of size %d" % (it, axis, dim))
+            if it >= dim:
+                raise SliceError(where + "index %d out of bounds for tensor dimension #%d of size %d"
+                                 % (it, axis, dim))
+        axis += 1
+
+
+def _select(src, rec, index, data=None):
     """tensor[index] as numpy gives it for a basic index (an array, or a
     numpy scalar when every dimension gets an integer), as a private copy
-    that read only the bytes it spans. -> (copy as an array, is_scalar)"""
+    that read only the bytes it spans. -> (copy as an array, is_scalar).
+    data: the tensor's bytes already read (backend="pread") instead of
+    the mapping."""
     idx = _basic_index(index)
+    _representable(rec)
+    _check_bounds(idx, rec[_SHAPE])
     nbytes = rec[_NBYTES]
-    buf = src.buffer(rec[_NAME]) if nbytes else None
+    buf = data if data is not None else (src.buffer(rec[_NAME]) if nbytes else None)
     view = _np_array(src, rec, buf)
     # Indexing with a trailing Ellipsis is the same selection but always an
     # array view (numpy gives a scalar copy for all-integer indexes).
     is_scalar = Ellipsis not in idx and None not in idx and sum(1 for i in idx if not isinstance(i, slice)) == view.ndim
     sel = view[idx if Ellipsis in idx else idx + (Ellipsis,)]
-    if buf is not None and sel.size:
+    if buf is not None and sel.size and data is None:
         lo, hi = _byte_bounds(sel)
         buf.willneed(lo - buf.address, hi - lo)
     return _np.array(sel, copy=True), is_scalar
@@ -302,7 +399,8 @@ def _framework(framework):
         return "np"
     if framework in ("pt", "torch", "pytorch"):
         return "pt"
-    raise FormatError("framework %r is not supported (use 'np'/'numpy' or 'pt'/'torch')" % (framework,))
+    raise FormatError("framework %s is invalid: pagein supports 'np'/'numpy' and 'pt'/'torch'/'pytorch'"
+                      % (framework,))
 
 
 # ---------------------------------------------------------------------------
@@ -353,7 +451,7 @@ def _parse_device(device):
         return "cpu", None
     if kind == "cuda":
         return "cuda", _cuda_current() if index is None else index
-    raise FormatError("device %r is not supported by pagein (use 'cpu', 'cuda', 'cuda:N', N or a torch.device)"
+    raise FormatError("device %s is invalid for pagein (use 'cpu', 'cuda', 'cuda:N', N or a torch.device)"
                       % (device,))
 
 
@@ -367,7 +465,8 @@ def _gpu_loader(dev, fw):
     if dev[0] == "cpu":
         return None
     if fw == "np":
-        raise FormatError("framework 'np' only supports device='cpu', not %r" % _device_str(dev))
+        raise FormatError("Device %s is not supported for framework numpy (numpy arrays live on the CPU; "
+                          "use framework='pt' for CUDA)" % _device_str(dev))
     try:
         from . import _gpu
     except Exception as e:
@@ -529,7 +628,7 @@ class _Opened:
 
     def _source(self):
         if self._src is None:
-            raise Error("the %s is closed" % self._what)
+            raise Error("File is closed (the %s was closed)" % self._what)
         return self._src
 
     def _rec(self, name):
@@ -537,15 +636,87 @@ class _Opened:
         try:
             return self._by_name[name]
         except (KeyError, TypeError):
-            raise NotFoundError("no tensor named %r in %s" % (name, self._src.path)) from None
+            raise NotFoundError("File does not contain tensor %s (no tensor named %r in %s)"
+                                % (name, name, self._src.path)) from None
 
     # -- tensors --
+    def _device_failed(self, exc):
+        """Called when loading onto a CUDA device failed with exc: raises
+        DeviceError saying CUDA is not available when that is the cause (no
+        driver, no such device, torch without CUDA), as safetensors fails
+        at the first tensor; returns otherwise (the caller re-raises)."""
+        err = None
+        try:
+            _pagein.gpu_probe(self._dev[1])
+        except Error as e:
+            err = DeviceError("CUDA is not available: device %r was requested, but %s" % (self._device, e))
+            src = e
+        torch = _sys.modules.get("torch")
+        if err is None and torch is not None and not torch.cuda.is_available():
+            err = DeviceError("CUDA is not available: device %r was requested, but torch %s has no CUDA "
+                              "support here (torch.cuda.is_available() is False)" % (self._device, torch.__version__))
+            src = exc
+        if err is None:
+            return
+        # the library's code and detail, as on every pagein.Error (PAGEIN_E_NO_CUDA otherwise)
+        err.code = getattr(src, "code", _NO_CUDA)
+        err.error = getattr(src, "error", "no CUDA")
+        err.detail = getattr(src, "detail", str(err))
+        raise err from exc
+
+    def _to_device(self, t):
+        """A CPU tensor moved to this object's CUDA device."""
+        try:
+            return t.to(self._device)
+        except Exception as e:
+            self._device_failed(e)
+            raise
+
     def _tensors(self, recs):
         """{name: tensor} for tensor records on this object's device."""
         src = self._source()
         if self._gpu is not None:
-            return self._gpu.load(src, [r[_NAME] for r in recs], self._dev[1], self._fw)
+            try:
+                return self._gpu.load(src, [r[_NAME] for r in recs], self._dev[1], self._fw)
+            except Exception as e:
+                self._device_failed(e)
+                raise
+        pread = getattr(self, "_pread", None)
+        if pread is not None:
+            return self._pread_tensors(src, recs)
         return {r[_NAME]: _convert(src, r, self._fw, self._copy) for r in recs}
+
+    def _pread_tensors(self, src, recs):
+        """backend="pread": the tensors' bytes read through the source (the
+        range engine: one run for all of them, many in flight) into private
+        memory; the mapping is never touched for data. Byte-swapped and
+        strided tensors (GGUF big-endian, PyTorch views) go the mapped way."""
+        plain = [r for r in recs if r[_NBYTES] and not r[_FLAGS] & (_pagein.TENSOR_SWAPPED |
+                                                                    _pagein.TENSOR_NONCONTIGUOUS)]
+        data = {}
+        if plain:
+            parts, _ = _pagein.source_read_ranges([self._pread], [0] * len(plain), [r[_OFFSET] for r in plain],
+                                                  [r[_NBYTES] for r in plain], writable=True)
+            data = {r[_NAME]: b for r, b in zip(plain, parts)}
+        out = {}
+        for r in recs:
+            b = data.get(r[_NAME])
+            if b is None:
+                out[r[_NAME]] = _convert(src, r, self._fw, self._copy)
+            elif self._fw == "np":
+                npdt, npshape = _np_layout(r[_DTYPE], r[_SHAPE], r[_NBYTES])
+                _representable(r)
+                out[r[_NAME]] = _np.frombuffer(b, dtype=npdt).reshape(npshape)
+            else:
+                _representable(r, "pt")
+                tdt, raw = _torch_dtype(r[_DTYPE])
+                shape = tuple(r[_SHAPE])
+                if raw:  # as _torch_tensor: packed types keep numpy's byte layout
+                    npdt, npshape = _np_layout(r[_DTYPE], r[_SHAPE], r[_NBYTES])
+                    if npdt == _np.uint8:
+                        shape = tuple(npshape)
+                out[r[_NAME]] = _frombuffer(_import_torch(), b, tdt).reshape(shape)
+        return out
 
     def get_tensor(self, name, dtype=None):
         """The tensor, zero-copy on the CPU unless copy=True. dtype=
@@ -554,7 +725,7 @@ class _Opened:
         rec = self._rec(name)
         if dtype is not None:
             t = _dequantized(self._src, rec, _out_dtype(dtype), self._fw)
-            return t.to(self._device) if self._gpu is not None else t
+            return self._to_device(t) if self._gpu is not None else t
         return self._tensors([rec])[name]
 
     def _typed_items(self):
@@ -626,10 +797,15 @@ class _Slice:
         owner = self._owner
         src = owner._source()
         rec = self._rec
+        data = None
+        if getattr(owner, "_pread", None) is not None and rec[_NBYTES] and \
+                not rec[_FLAGS] & (_pagein.TENSOR_SWAPPED | _pagein.TENSOR_NONCONTIGUOUS):
+            _check_bounds(_basic_index(index), rec[_SHAPE])  # before reading anything
+            data = _pagein.source_read_ranges([owner._pread], [0], [rec[_OFFSET]], [rec[_NBYTES]])[0][0]
         # Index the zero-copy view, ask the kernel for exactly the pages the
         # selection spans, then copy it: a row range costs its own bytes, not
         # the tensor's or the mapping's read-around window.
-        part, is_scalar = _select(src, rec, index)
+        part, is_scalar = _select(src, rec, index, data)
         if owner._fw == "np":
             return part[()] if is_scalar else part
         tdt, raw = _torch_dtype(rec[_DTYPE])
@@ -637,39 +813,113 @@ class _Slice:
             part = part.astype(part.dtype.newbyteorder("="))
         t = _np_to_torch_owned(part, tdt)
         if owner._gpu is not None:
-            t = t.to(owner._device)
+            t = owner._to_device(t)
         return t
 
     def __repr__(self):
         return "<pagein slice %s %s %s>" % (self._rec[_NAME], self._rec[_DTYPE], list(self._rec[_SHAPE]))
 
 
+_BACKENDS = ("mmap", "pread")
+
+
+def _file_object_target(f):
+    """What a Python file object opened with safe_open stands for: ("path",
+    local path) when it is a local file (it has fileno() and a name that
+    exists, as safetensors requires), ("url", URL) for an fsspec handle on
+    a store pagein reads itself (pagein, http(s), s3, gs, hf), else
+    ("bytes", its content) read from the start."""
+    fs = getattr(f, "fs", None)
+    if fs is not None and hasattr(f, "path"):
+        protos = fs.protocol if isinstance(fs.protocol, (tuple, list)) else (fs.protocol,)
+        if "pagein" in protos or isinstance(f.path, str) and _is_url(f.path):
+            return "url", f.path
+        for p in protos:
+            if p in ("file", "local"):
+                return "path", f.path
+            if p in ("http", "https", "s3", "s3a", "gs", "gcs", "hf"):
+                url = fs.unstrip_protocol(f.path)
+                if url.startswith(("s3a://",)):
+                    url = "s3://" + url[6:]
+                if url.startswith("gcs://"):
+                    url = "gs://" + url[6:]
+                if _is_url(url):
+                    return "url", url
+    name = getattr(f, "name", None)
+    if hasattr(f, "fileno") and isinstance(name, (str, bytes)) and _os.path.isfile(name):
+        try:
+            f.fileno()
+            return "path", _os.fsdecode(name)
+        except (OSError, ValueError, AttributeError):
+            pass
+    if hasattr(f, "seek"):
+        f.seek(0)
+    data = f.read()
+    if isinstance(data, str):
+        raise TypeError("safe_open: the file object is open in text mode; open it with 'rb'")
+    return "bytes", data
+
+
 class safe_open(_Opened):
     """Opens a safetensors (or GGUF, or PyTorch) file; the safetensors API.
 
     safe_open(filename, framework="np"|"numpy"|"pt"|"torch", device="cpu",
-              *, copy=False, lenient=False)
+              *, backend="mmap"|"pread", copy=False, lenient=False)
 
-    keys(), offset_keys(), metadata(), get_tensor(name), get_slice(name);
-    usable as a context manager. Tensors are zero-copy and read-only unless
-    copy=True. device: "cpu", "cuda", "cuda:N", N or a torch.device (CUDA
-    devices load through pagein._gpu). lenient=True accepts trailing bytes
-    after the data section. Errors raise pagein.Error subclasses carrying
-    the library's message.
+    filename: a path, a URL (http(s)://, s3://, gs://, hf://), or a Python
+    file object (a local file is opened by its name; an fsspec handle on a
+    remote store is read by pagein's own sources; anything else is read
+    into memory). keys(), offset_keys(), metadata(), get_tensor(name),
+    get_tensors(), get_slice(name); usable as a context manager. Tensors
+    are zero-copy and read-only unless copy=True. backend="pread" reads
+    tensor bytes through the source (the range engine) into private memory
+    instead of handing out views of the mapping. device: "cpu", "cuda",
+    "cuda:N", N or a torch.device (CUDA devices load through pagein._gpu).
+    lenient=True accepts trailing bytes after the data section. Errors
+    raise pagein.Error subclasses (pagein.SafetensorError is pagein.Error)
+    carrying the library's message; a missing file FileNotFoundError.
     """
 
-    def __init__(self, filename, framework="np", device="cpu", *, copy=False, lenient=False):
+    def __init__(self, filename, framework="np", device="cpu", *, backend="mmap", copy=False, lenient=False):
+        if not isinstance(backend, str) or backend not in _BACKENDS:
+            raise Error('backend %s is invalid (expected one of: "mmap", "pread")'
+                        % (_json.dumps(backend) if isinstance(backend, str) else repr(backend)))
         self._setup(framework, device, copy)
+        self._pread = None
+        self._backend = backend
+        if not isinstance(filename, (str, bytes)) and not hasattr(filename, "__fspath__") \
+                and hasattr(filename, "read"):
+            kind, what = _file_object_target(filename)
+            if kind == "bytes":
+                self._table(_pagein.open_memory(bytearray(what), name=str(getattr(filename, "name", "<file object>")),
+                                                writable=True))
+                return
+            filename = what
         path = _os.fsdecode(_os.fspath(filename))
         if _is_url(path):
             # a remote object cannot be mapped: its bytes are read into
-            # memory, in parallel ranges (docs/REMOTE.md)
-            self._table(_pagein.open_model(path, strategy="read", lenient=lenient, writable=self._fw == "pt"))
+            # memory, in parallel ranges (docs/REMOTE.md); with pread only
+            # the headers are read and each tensor when asked for
+            self._table(_pagein.open_model(path, strategy="lazy" if backend == "pread" else "read",
+                                           lenient=lenient, writable=self._fw == "pt"))
             return
+        if not _os.path.lexists(path):
+            # safetensors' exception and words ("No such file or directory:
+            # PATH"), which callers catch and search for; errno and filename
+            # set as for any OSError
+            e = FileNotFoundError(2, "No such file or directory", path)
+            e.code, e.error, e.detail = -2, _pagein.strerror(-2), "%s: No such file or directory" % path
+            raise e
         _check_openable(path)
         # torch has no read-only tensors: map copy-on-write for it, so an
         # in-place write lands in a private page instead of faulting.
         self._table(_pagein.open_file(path, lenient=lenient, writable=self._fw == "pt"))
+        if backend == "pread":
+            self._pread = _pagein.source_open(path)
+
+    def close(self):
+        self._pread = None
+        super().close()
 
     @classmethod
     def _from_bytes(cls, data, framework, device="cpu"):
@@ -699,7 +949,15 @@ class safe_open(_Opened):
         meta = {k: _json_str(v) for k, v in self.metadata_typed().items()}
         return meta or None
 
+    def get_tensors(self):
+        """Every tensor as a dict {name: tensor}, in file (offset) order;
+        with backend="pread" one range-engine run reads them all."""
+        self._source()
+        return self._tensors(self._recs)
+
     def get_slice(self, name):
+        """A slice object: get_shape(), get_dtype(), and [index] reading
+        only the selected elements (see _Slice)."""
         return _Slice(self, self._rec(name))
 
     # -- extras --
@@ -733,14 +991,171 @@ class safe_open(_Opened):
         return "<pagein.safe_open %s (%s)>" % (getattr(self._src, "path", "?"), state)
 
 
-def load_file(filename, device="cpu", *, framework="pt", copy=False):
+def load_file(filename, device="cpu", *, framework="pt", copy=False, backend="mmap"):
     """Loads every tensor of a safetensors (or GGUF) file into a dict
     {name: tensor}, like safetensors.torch.load_file (framework="np" gives
     numpy arrays, like safetensors.numpy.load_file). Zero-copy and read-only
-    unless copy=True. On a CUDA device every tensor goes through one
-    pagein._gpu.load call."""
-    with safe_open(filename, framework=framework, device=device, copy=copy) as f:
-        return f._tensors(f._recs)
+    unless copy=True; backend="pread" reads them into private memory. On a
+    CUDA device every tensor goes through one pagein._gpu.load call."""
+    with safe_open(filename, framework=framework, device=device, copy=copy, backend=backend) as f:
+        return f.get_tensors()
+
+
+# ---- the safetensors package's top level: TensorSpec, serialize, ... -------
+
+# TensorSpec's dtype names (the framework's spelling, as safetensors.torch
+# passes them) -> the header code. The header codes are accepted too.
+_SPEC_DTYPES = {
+    "bool": "BOOL", "int8": "I8", "uint8": "U8", "int16": "I16", "uint16": "U16",
+    "int32": "I32", "uint32": "U32", "int64": "I64", "uint64": "U64",
+    "float16": "F16", "float32": "F32", "float64": "F64", "bfloat16": "BF16",
+    "float8_e4m3fn": "F8_E4M3", "float8_e4m3fnuz": "F8_E4M3FNUZ", "float8_e5m2": "F8_E5M2",
+    "float8_e5m2fnuz": "F8_E5M2FNUZ", "float8_e8m0fnu": "F8_E8M0", "float4_e2m1fn_x2": "F4",
+    "complex64": "C64",
+}
+
+
+class TensorSpec:
+    """One tensor for serialize() / serialize_file(): the safetensors API.
+
+    TensorSpec(*, dtype, shape, data_ptr, data_len). dtype: "float32",
+    "bfloat16", "float8_e4m3fn", ... (a framework's spelling) or the header
+    code ("F32"); an unknown dtype raises SafetensorError here. shape: the
+    element counts; for "float4_e2m1fn_x2" (two F4 values a byte) the
+    storage shape a framework reports, whose last dimension is doubled.
+    data_ptr, data_len: the address and byte length of the contiguous
+    data, which must stay valid while serialize reads it. Properties:
+    dtype (the header code), shape (list), data_ptr, data_len."""
+
+    __slots__ = ("_dtype", "_shape", "_ptr", "_len")
+
+    def __init__(self, *, dtype, shape, data_ptr, data_len):
+        code = _SPEC_DTYPES.get(dtype) if isinstance(dtype, str) else None
+        if code is None and isinstance(dtype, str) and dtype in _SPEC_DTYPES.values():
+            code = dtype
+        if code is None:
+            raise Error("Unknown dtype %s. Supported dtypes: %s" % (_json.dumps(dtype) if isinstance(dtype, str)
+                                                                   else repr(dtype), ", ".join(_SPEC_DTYPES)))
+        shape = [_operator.index(d) for d in shape]
+        if any(d < 0 for d in shape):
+            raise OverflowError("TensorSpec: negative dimension in shape %r" % (shape,))
+        if code == "F4" and shape:
+            shape[-1] *= 2
+        data_ptr, data_len = _operator.index(data_ptr), _operator.index(data_len)
+        if data_ptr < 0 or data_len < 0:
+            raise OverflowError("TensorSpec: data_ptr and data_len must be >= 0")
+        object.__setattr__(self, "_dtype", code)
+        object.__setattr__(self, "_shape", shape)
+        object.__setattr__(self, "_ptr", data_ptr)
+        object.__setattr__(self, "_len", data_len)
+
+    def __setattr__(self, name, value):
+        raise AttributeError("TensorSpec is immutable")
+
+    @property
+    def dtype(self):
+        """The header code: "F32", "BF16", "F8_E5M2FNUZ", ..."""
+        return self._dtype
+
+    @property
+    def shape(self):
+        return list(self._shape)
+
+    @property
+    def data_ptr(self):
+        return self._ptr
+
+    @property
+    def data_len(self):
+        return self._len
+
+    def __repr__(self):
+        return "TensorSpec(dtype='%s', shape=%s, data_ptr=%d, data_len=%d)" % (self._dtype, self._shape,
+                                                                             self._ptr, self._len)
+
+
+def _spec_items(tensor_dict):
+    """(name, dtype code, shape, buffer) for pagein's writer from a dict of
+    TensorSpec (or of the older {"dtype", "shape", "data"} dicts)."""
+    import ctypes
+    if not isinstance(tensor_dict, _Mapping):
+        raise TypeError("tensor_dict must be a dict of str to TensorSpec, not %s" % type(tensor_dict).__name__)
+    items = []
+    for name, spec in tensor_dict.items():
+        if not isinstance(name, str):
+            raise TypeError("tensor names must be str, got %r" % (name,))
+        if isinstance(spec, TensorSpec):
+            buf = (ctypes.c_ubyte * spec.data_len).from_address(spec.data_ptr) if spec.data_len else b""
+            items.append((name, spec.dtype, tuple(spec.shape), memoryview(buf).cast("B")))
+        elif isinstance(spec, _Mapping) and "data" in spec:
+            dt = spec["dtype"]
+            code = _SPEC_DTYPES.get(dt, dt)
+            items.append((name, code, tuple(_operator.index(d) for d in spec["shape"]), memoryview(spec["data"]).cast("B")))
+        else:
+            raise TypeError("tensor %r: expected a TensorSpec, got %s" % (name, type(spec).__name__))
+    return items
+
+
+def _check_meta(metadata):
+    if metadata is None:
+        return None
+    if not isinstance(metadata, _Mapping) or not all(isinstance(k, str) and isinstance(v, str)
+                                                     for k, v in metadata.items()):
+        raise TypeError("metadata must be a dict of str to str")
+    return dict(metadata)
+
+
+def serialize_file(tensor_dict, filename, metadata=None):
+    """Writes {name: TensorSpec} as a safetensors file (the safetensors
+    API): the official layout, written atomically (temporary file, fsync,
+    rename). Errors raise SafetensorError ("Error while serializing: ...")."""
+    items = _spec_items(tensor_dict)
+    metadata = _check_meta(metadata)
+    try:
+        _pagein.write(_os.fsdecode(_os.fspath(filename)), items, metadata, 0)
+    except FileError:
+        raise
+    except Error as e:
+        raise type(e)("Error while serializing: %s" % e) from None
+
+
+def serialize(tensor_dict, metadata=None):
+    """The bytes of a safetensors file of {name: TensorSpec} (the
+    safetensors API)."""
+    import tempfile
+    shm = "/dev/shm" if _os.path.isdir("/dev/shm") and _os.access("/dev/shm", _os.W_OK) else None
+    with tempfile.TemporaryDirectory(prefix="pagein-serialize-", dir=shm) as d:
+        path = _os.path.join(d, "t.safetensors")
+        serialize_file(tensor_dict, path, metadata)
+        with open(path, "rb") as fh:
+            return fh.read()
+
+
+def deserialize(data):
+    """The tensors of a safetensors file image (the safetensors API): a
+    list, in file order, of (name, {"shape": [..], "dtype": "F32", "data":
+    bytearray}). The image is validated as pagein_open_memory validates
+    files; errors raise SafetensorError ("Error while deserializing: ...")."""
+    try:
+        src = _pagein.open_memory(data if isinstance(data, (bytes, bytearray, memoryview)) else bytes(data))
+    except Error as e:
+        raise type(e)("Error while deserializing: %s" % e) from None
+    out = []
+    for r in src.tensors():
+        buf = bytearray(src.buffer(r[_NAME])) if r[_NBYTES] else bytearray()
+        out.append((r[_NAME], {"shape": list(r[_SHAPE]), "dtype": r[_DTYPE], "data": buf}))
+    return out
+
+
+class _safe_open_handle(safe_open):
+    """safetensors' _safe_open_handle(f, framework, device="cpu", *,
+    backend="mmap"): safe_open over an open file object (a local file, an
+    fsspec handle). pagein.safe_open takes file objects directly too."""
+
+    def __init__(self, f, framework, device="cpu", *, backend="mmap"):
+        if not hasattr(f, "read"):
+            raise TypeError("_safe_open_handle: expected an open file object, got %s" % type(f).__name__)
+        super().__init__(f, framework, device, backend=backend)
 
 
 def _as_bytes(name, value):

@@ -3,7 +3,7 @@ the import is enough::
 
     from pagein.numpy import load_file, save_file, load, save
 
-load_file(filename)                     {name: array}, zero-copy, read-only
+load_file(filename, *, backend="mmap")  {name: array}, zero-copy, read-only
 save_file(tensors, filename, metadata)  atomic safetensors write
 load(data: bytes)                       {name: array} from a file image
 save(tensors, metadata) -> bytes        the bytes save_file would write
@@ -38,10 +38,11 @@ def save(tensors, metadata=None):
     return _p._save_bytes(tensors, metadata)
 
 
-def load_file(filename):
+def load_file(filename, *, backend="mmap"):
     """{name: array} of a safetensors (or GGUF, or torch.save) file:
-    zero-copy, read-only views that keep the file mapped."""
-    return _p.load_file(filename, framework="np")
+    zero-copy, read-only views that keep the file mapped; backend="pread"
+    reads them into private memory (one range-engine run) instead."""
+    return _p.load_file(filename, framework="np", backend=backend)
 
 
 def load(data):
@@ -49,3 +50,32 @@ def load(data):
     private copy of data)."""
     f = _p.safe_open._from_bytes(data, "np")
     return f._tensors(f._recs)
+
+
+# ---- safetensors.numpy's helpers ---------------------------------------------
+
+_TYPES = {code: _np.dtype(t) for code, t in _p._NP_TYPES.items() if code in (
+    "F64", "F32", "F16", "I64", "U64", "I32", "U32", "I16", "U16", "I8", "U8", "BOOL", "C64")}
+
+
+def _getdtype(dtype_str):
+    """The numpy dtype of a header code ("F32" -> float32)."""
+    return _TYPES[dtype_str]
+
+
+def _view2np(safeview):
+    """{name: array} from deserialize()'s list."""
+    return {k: _np.frombuffer(v["data"], dtype=_getdtype(v["dtype"])).reshape(v["shape"]) for k, v in safeview}
+
+
+def _is_little_endian(tensor):
+    """True when the array's bytes are little-endian (or byte order does not apply)."""
+    order = tensor.dtype.byteorder
+    if order == "=":
+        import sys
+        return sys.byteorder == "little"
+    if order in ("<", "|"):
+        return True
+    if order == ">":
+        return False
+    raise ValueError("Unexpected byte order %s" % order)

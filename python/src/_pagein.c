@@ -43,6 +43,7 @@ static PyObject *Error;         /* pagein.Error(Exception): base of all */
 static PyObject *FormatError;   /* (Error, ValueError): invalid or unsupported input */
 static PyObject *FileError;     /* (Error, OSError): -errno from the OS */
 static PyObject *NotFoundError; /* (Error, KeyError): no such tensor / key / layer */
+static PyObject *FileNotFound;  /* (FileError, FileNotFoundError): -ENOENT, what safetensors callers catch */
 
 /* Raises the exception for library return code rc; returns NULL. path (a
  * str, or NULL) is attached to OS errors as filename. */
@@ -58,7 +59,7 @@ static PyObject *raise_rc(int rc, PyObject *path) {
     if (dt && nm && code) {
         PyObject *msg = PyUnicode_GET_LENGTH(dt) ? dt : nm;
         if (rc < 0 && rc > -4096) {
-            exc = PyObject_CallFunction(FileError, "iOO", -rc, msg, path ? path : Py_None);
+            exc = PyObject_CallFunction(rc == -ENOENT ? FileNotFound : FileError, "iOO", -rc, msg, path ? path : Py_None);
         } else {
             PyObject *cls = rc == PAGEIN_E_NOT_FOUND ? NotFoundError : FormatError;
             exc = PyObject_CallFunctionObjArgs(cls, msg, NULL);
@@ -1358,6 +1359,11 @@ static PyObject *py_epoch_seed(PyObject *self, PyObject *args);
 static PyObject *py_shuffle_quality(PyObject *self, PyObject *arg);
 static PyObject *py_dist_default_rules(PyObject *self, PyObject *unused);
 static PyObject *py_dist_plan(PyObject *self, PyObject *args, PyObject *kw);
+/* byte sources by path or URL (pagein.fsspec; last section) */
+static PyObject *py_source_open(PyObject *self, PyObject *arg);
+static PyObject *py_source_info(PyObject *self, PyObject *cap);
+static PyObject *py_source_read_ranges(PyObject *self, PyObject *args, PyObject *kw);
+static PyObject *py_source_list(PyObject *self, PyObject *arg);
 
 /* GPU staging (python/src/gpu.c). */
 #include "gpu.c"
@@ -1391,6 +1397,12 @@ static PyMethodDef module_methods[] = {
     {"dist_default_rules", py_dist_default_rules, METH_NOARGS, "dist_default_rules() -> [(pattern, split)]"},
     {"dist_plan", PYFN(py_dist_plan), METH_VARARGS | METH_KEYWORDS,
      "dist_plan(source, rank, world, mode='replicated', rules=None, align=0, cols_direct=False) -> (reads, pieces, read_bytes)"},
+    {"source_open", py_source_open, METH_O, "source_open(uri) -> byte source (a local file or remote object)"},
+    {"source_info", py_source_info, METH_O, "source_info(source) -> (size, identity, is_local)"},
+    {"source_read_ranges", PYFN(py_source_read_ranges), METH_VARARGS | METH_KEYWORDS,
+     "source_read_ranges(sources, files, offsets, lengths, queue_depth=0, max_gap=0, max_block=0, no_merge=False, "
+     "writable=False) -> ([bytes or bytearray], stats)"},
+    {"source_list", py_source_list, METH_O, "source_list(uri) -> [uri] under an s3://, gs:// or hf:// prefix"},
     PAGEIN_GPU_METHODS
     {NULL, NULL, 0, NULL},
 };
@@ -1439,6 +1451,12 @@ PyMODINIT_FUNC PyInit__pagein(void) {
                       : NULL;
     Py_XDECREF(b);
     if (!NotFoundError) goto fail;
+    b = PyTuple_Pack(2, FileError, PyExc_FileNotFoundError);
+    FileNotFound = b ? new_exc(m, "pagein.FileNotFoundError", "FileNotFoundError", b,
+                               "No such file or directory (pagein.FileError, FileNotFoundError).")
+                     : NULL;
+    Py_XDECREF(b);
+    if (!FileNotFound) goto fail;
     Py_INCREF(&SourceType);
     if (PyModule_AddObject(m, "Source", (PyObject *)&SourceType) < 0) goto fail;
     Py_INCREF(&ViewType);
@@ -1905,4 +1923,160 @@ done:
     PyMem_Free(rules);
     Py_XDECREF(fast);
     return res;
+}
+
+/* ======================================================================== */
+/* Byte sources by path or URL (pagein.fsspec)                              */
+/* ======================================================================== */
+/*
+ * A byte source is a PyCapsule owning one pagein_source (closed by the
+ * capsule's destructor): a local file or a remote object, opened for range
+ * reads without parsing any format. source_read_ranges reads many ranges
+ * of many sources in one pagein_source_read_ranges call (one engine run,
+ * the GIL released) straight into fresh bytes objects, one per range.
+ */
+#define BYTESRC_CAPSULE "pagein.source"
+
+static void bytesrc_capsule_free(PyObject *cap) {
+    pagein_source_close(PyCapsule_GetPointer(cap, BYTESRC_CAPSULE));
+}
+
+/* _pagein.source_open(uri: str) -> capsule */
+static PyObject *py_source_open(PyObject *self, PyObject *arg) {
+    if (!PyUnicode_Check(arg)) return raise_msg(PyExc_TypeError, "source_open: uri must be str");
+    PyObject *pb = fs_bytes(arg);
+    if (!pb) return NULL;
+    pagein_source *s = NULL;
+    int rc;
+    Py_BEGIN_ALLOW_THREADS
+    rc = pagein_source_open(&s, PyBytes_AS_STRING(pb));
+    Py_END_ALLOW_THREADS
+    Py_DECREF(pb);
+    if (rc < 0) return raise_rc(rc, arg);
+    PyObject *cap = PyCapsule_New(s, BYTESRC_CAPSULE, bytesrc_capsule_free);
+    if (!cap) pagein_source_close(s);
+    return cap;
+}
+
+/* _pagein.source_info(capsule) -> (size, identity, is_local) */
+static PyObject *py_source_info(PyObject *self, PyObject *cap) {
+    pagein_source *s = PyCapsule_GetPointer(cap, BYTESRC_CAPSULE);
+    if (!s) return NULL;
+    const char *id = pagein_source_identity(s);
+    return Py_BuildValue("(KNN)", (unsigned long long)pagein_source_size(s), str_from(id, strlen(id)),
+                         PyBool_FromLong(pagein_source_is_local(s)));
+}
+
+/* _pagein.source_read_ranges(sources, files, offsets, lengths, queue_depth=0,
+ *     max_gap=0, max_block=0, no_merge=False, writable=False)
+ *   -> (list of bytes, or of bytearray when writable, stats tuple)
+ * files/offsets/lengths: sequences of int of one length; range i is
+ * lengths[i] bytes at offsets[i] of sources[files[i]]. A zero length gives
+ * b"" without a read. */
+static PyObject *py_source_read_ranges(PyObject *self, PyObject *args, PyObject *kw) {
+    static char *kwlist[] = {"sources", "files", "offsets", "lengths", "queue_depth", "max_gap", "max_block",
+                             "no_merge", "writable", NULL};
+    PyObject *so, *fo, *oo, *lo;
+    unsigned qd = 0;
+    unsigned long long gap = 0, block = 0;
+    int no_merge = 0, writable = 0;
+    if (!PyArg_ParseTupleAndKeywords(args, kw, "OOOO|IKKpp:source_read_ranges", kwlist, &so, &fo, &oo, &lo, &qd, &gap,
+                                     &block, &no_merge, &writable))
+        return NULL;
+    PyObject *sf = NULL, *ff = NULL, *of = NULL, *lf = NULL, *out = NULL, *res = NULL;
+    pagein_source **srcs = NULL;
+    pagein_range *reqs = NULL;
+    if (!(sf = PySequence_Fast(so, "sources must be a sequence of source capsules")) ||
+        !(ff = PySequence_Fast(fo, "files must be a sequence of int")) ||
+        !(of = PySequence_Fast(oo, "offsets must be a sequence of int")) ||
+        !(lf = PySequence_Fast(lo, "lengths must be a sequence of int")))
+        goto done;
+    Py_ssize_t ns = PySequence_Fast_GET_SIZE(sf), n = PySequence_Fast_GET_SIZE(ff);
+    if (PySequence_Fast_GET_SIZE(of) != n || PySequence_Fast_GET_SIZE(lf) != n) {
+        PyErr_SetString(PyExc_ValueError, "source_read_ranges: files, offsets and lengths differ in length");
+        goto done;
+    }
+    srcs = PyMem_Calloc((size_t)ns + 1, sizeof *srcs);
+    reqs = PyMem_Calloc((size_t)n + 1, sizeof *reqs);
+    if (!srcs || !reqs || !(out = PyList_New(n))) {
+        if (!PyErr_Occurred()) PyErr_NoMemory();
+        goto done;
+    }
+    for (Py_ssize_t i = 0; i < ns; i++)
+        if (!(srcs[i] = PyCapsule_GetPointer(PySequence_Fast_GET_ITEM(sf, i), BYTESRC_CAPSULE))) goto done;
+    size_t nreq = 0;
+    for (Py_ssize_t i = 0; i < n; i++) {
+        unsigned long long f = PyLong_AsUnsignedLongLong(PySequence_Fast_GET_ITEM(ff, i));
+        unsigned long long off = PyLong_AsUnsignedLongLong(PySequence_Fast_GET_ITEM(of, i));
+        unsigned long long len = PyLong_AsUnsignedLongLong(PySequence_Fast_GET_ITEM(lf, i));
+        if (PyErr_Occurred()) goto done;
+        if (f >= (unsigned long long)ns) {
+            PyErr_Format(PyExc_IndexError, "source_read_ranges: range %zd names source %llu of %zd", i, f, ns);
+            goto done;
+        }
+        if (len > (unsigned long long)PY_SSIZE_T_MAX) {
+            PyErr_NoMemory();
+            goto done;
+        }
+        PyObject *b = writable ? PyByteArray_FromStringAndSize(NULL, (Py_ssize_t)len)
+                               : PyBytes_FromStringAndSize(NULL, (Py_ssize_t)len);
+        if (!b) goto done;
+        PyList_SET_ITEM(out, i, b);
+        if (len)
+            reqs[nreq++] = (pagein_range){(uint32_t)f, off, len, writable ? PyByteArray_AS_STRING(b) : PyBytes_AS_STRING(b)};
+    }
+    pagein_ranges_opts o = PAGEIN_RANGES_OPTS_INIT;
+    o.queue_depth = qd;
+    o.max_gap = gap;
+    o.max_block = block;
+    if (no_merge) o.flags |= PAGEIN_RANGES_NO_MERGE;
+    pagein_ranges_stats st = {0};
+    int rc = 0;
+    if (nreq) {
+        Py_BEGIN_ALLOW_THREADS
+        rc = pagein_source_read_ranges(srcs, (size_t)ns, reqs, nreq, &o, &st);
+        Py_END_ALLOW_THREADS
+    }
+    if (rc < 0) {
+        raise_rc(rc, NULL);
+        goto done;
+    }
+    res = Py_BuildValue("(ON)", out, ranges_stats_tuple(&st));
+done:
+    Py_XDECREF(out);
+    Py_XDECREF(sf);
+    Py_XDECREF(ff);
+    Py_XDECREF(of);
+    Py_XDECREF(lf);
+    PyMem_Free(srcs);
+    PyMem_Free(reqs);
+    return res;
+}
+
+static int list_append(void *arg, const char *uri) {
+    PyObject *s = str_from(uri, strlen(uri));
+    int rc = s ? PyList_Append((PyObject *)arg, s) : -1;
+    Py_XDECREF(s);
+    return rc < 0 ? -1 : 0;
+}
+
+/* _pagein.source_list(uri) -> list of object URIs under a remote prefix.
+ * Runs with the GIL held: the callback builds the list. */
+static PyObject *py_source_list(PyObject *self, PyObject *arg) {
+    if (!PyUnicode_Check(arg)) return raise_msg(PyExc_TypeError, "source_list: uri must be str");
+    PyObject *pb = fs_bytes(arg);
+    if (!pb) return NULL;
+    PyObject *out = PyList_New(0);
+    if (!out) {
+        Py_DECREF(pb);
+        return NULL;
+    }
+    int rc = pagein_source_list(PyBytes_AS_STRING(pb), list_append, out);
+    Py_DECREF(pb);
+    if (rc != 0) {
+        Py_DECREF(out);
+        if (PyErr_Occurred()) return NULL;
+        return raise_rc(rc, arg);
+    }
+    return out;
 }

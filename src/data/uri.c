@@ -1,0 +1,158 @@
+/* uri.c - byte sources by path or URL in the public API (pagein.h,
+ * "Byte sources by path or URL"): what pagein.fsspec needs to put the
+ * sources and the range engine under fsspec. A pagein_source is one open
+ * pi_source; pagein_source_read_ranges is pagein_read_ranges' plan (sort,
+ * drop contained requests, merge neighbours) run on the range engine over
+ * any mix of local files and remote objects in one engine run; listing
+ * forwards to the remote sources' resolvers that pull uses. */
+#include "data.h"
+#include "../source/remote.h"
+
+#include <inttypes.h>
+#include <stdio.h>
+#include <strings.h>
+
+struct pagein_source {
+    struct pi_source *src;
+};
+
+int pagein_source_open(pagein_source **out, const char *uri) {
+    pi_err_clear();
+    RETURN_IF(!out || !uri, PAGEIN_E_INVALID, "pagein_source_open: NULL argument");
+    pagein_source *s = pi_calloc(1, sizeof *s);
+    if (!s) return pi_err(-ENOMEM, "%s: out of memory", uri);
+    int rc = pi_source_open(&s->src, uri, 0);
+    if (rc < 0) {
+        pi_free(s);
+        return rc;
+    }
+    *out = s;
+    return 0;
+}
+
+void pagein_source_close(pagein_source *s) {
+    if (!s) return;
+    pi_source_close(s->src);
+    pi_free(s);
+}
+
+uint64_t pagein_source_size(const pagein_source *s) { return s ? s->src->size : 0; }
+
+const char *pagein_source_identity(const pagein_source *s) { return s ? s->src->identity : ""; }
+
+int pagein_source_is_local(const pagein_source *s) { return s && s->src->fd >= 0; }
+
+int pagein_source_read_ranges(pagein_source *const *srcs, size_t nsrcs, const pagein_range *reqs, size_t n,
+                              const pagein_ranges_opts *opts, pagein_ranges_stats *st) {
+    pi_err_clear();
+    if (st) memset(st, 0, sizeof *st);
+    RETURN_IF(!srcs && nsrcs, PAGEIN_E_INVALID, "ranges: NULL source array");
+    for (size_t i = 0; i < nsrcs; i++) RETURN_IF(!srcs[i], PAGEIN_E_INVALID, "ranges: source %zu is NULL", i);
+    uint64_t max_gap = opts && opts->max_gap ? opts->max_gap : PAGEIN_RANGES_DEFAULT_MAX_GAP;
+    uint64_t max_block = opts && opts->max_block ? opts->max_block : PAGEIN_RANGES_DEFAULT_MAX_BLOCK;
+    unsigned qd = opts && opts->queue_depth ? opts->queue_depth : PAGEIN_RANGES_DEFAULT_QUEUE_DEPTH;
+    int no_merge = opts && (opts->flags & PAGEIN_RANGES_NO_MERGE);
+    uint64_t *sizes = pi_calloc(nsrcs ? nsrcs : 1, sizeof *sizes);
+    struct pi_source **ps = pi_calloc(nsrcs ? nsrcs : 1, sizeof *ps);
+    int rc = 0;
+    if (!sizes || !ps) {
+        rc = pi_err(-ENOMEM, "ranges: out of memory for %zu sources", nsrcs);
+        goto done;
+    }
+    for (size_t i = 0; i < nsrcs; i++) {
+        sizes[i] = srcs[i]->src->size;
+        ps[i] = srcs[i]->src;
+    }
+    struct pi_rplan plan;
+    if ((rc = pi_ranges_plan(reqs, n, nsrcs, sizes, max_gap, max_block, no_merge, &plan)) < 0) goto done;
+    /* the executor only reads the source array and its length */
+    struct pi_fdsrcs f;
+    memset(&f, 0, sizeof f);
+    f.srcs = ps;
+    f.n = nsrcs;
+    rc = pi_ranges_exec(&f, reqs, &plan, qd, NULL, NULL);
+    if (st) {
+        st->requests = n;
+        st->reads = plan.nblocks;
+        st->bytes_requested = plan.bytes_requested;
+        st->bytes_read = plan.bytes_read;
+        st->bytes_wasted = plan.bytes_wasted;
+    }
+    pi_rplan_free(&plan);
+done:
+    pi_free(sizes);
+    pi_free(ps);
+    return rc;
+}
+
+#ifndef PAGEIN_HAVE_CURL
+int pagein_source_list(const char *uri, pagein_list_fn fn, void *arg) {
+    (void)fn, (void)arg;
+    return pi_err(PAGEIN_E_UNSUPPORTED, "%s: pagein was built without libcurl: no remote sources", uri ? uri : "");
+}
+#else
+/* Calls fn for each of the count NUL-separated names in list, each put
+ * after prefix; stops at fn's first non-zero return. */
+static int each_name(const char *uri, const char *prefix, const char *list, size_t count, pagein_list_fn fn,
+                     void *arg) {
+    size_t plen = strlen(prefix), cap = 0;
+    char *buf = NULL;
+    int rc = 0;
+    const char *p = list;
+    for (size_t i = 0; i < count && rc == 0; i++) {
+        size_t len = strlen(p);
+        if (plen + len + 1 > cap) {
+            char *nb = pi_realloc(buf, plen + len + 1);
+            if (!nb) {
+                rc = pi_err(-ENOMEM, "%s: out of memory listing", uri);
+                break;
+            }
+            buf = nb;
+            cap = plen + len + 1;
+        }
+        memcpy(buf, prefix, plen);
+        memcpy(buf + plen, p, len + 1);
+        rc = fn(arg, buf);
+        p += len + 1;
+    }
+    pi_free(buf);
+    return rc;
+}
+
+int pagein_source_list(const char *uri, pagein_list_fn fn, void *arg) {
+    pi_err_clear();
+    RETURN_IF(!uri || !fn, PAGEIN_E_INVALID, "pagein_source_list: NULL argument");
+    char *list = NULL;
+    size_t count = 0;
+    int rc;
+    if (strncasecmp(uri, "s3://", 5) == 0 || strncasecmp(uri, "gs://", 5) == 0) {
+        /* full URIs already */
+        FORWARD_IF(pi_s3_list(uri, &list, &count));
+        rc = each_name(uri, "", list, count, fn, arg);
+    } else if (strncasecmp(uri, "hf://", 5) == 0) {
+        struct pi_hf_ref r;
+        FORWARD_IF(pi_hf_parse(uri, &r));
+        rc = pi_hf_list(uri, &r, &list, &count);
+        if (rc == 0) {
+            size_t cap = strlen(r.kind) + strlen(r.repo) + strlen(r.rev) + 32;
+            char *prefix = pi_malloc(cap);
+            if (!prefix) {
+                rc = pi_err(-ENOMEM, "%s: out of memory", uri);
+            } else {
+                /* the revision only where the caller named one, so that the
+                 * names start with the URI that was listed */
+                int named = strchr(uri + 5, '@') != NULL;
+                snprintf(prefix, cap, "hf://%s%s%s%s/", strcmp(r.kind, "datasets") == 0 ? "datasets/" : "", r.repo,
+                         named ? "@" : "", named ? r.rev : "");
+                rc = each_name(uri, prefix, list, count, fn, arg);
+                pi_free(prefix);
+            }
+        }
+        pi_hf_ref_free(&r);
+    } else {
+        return pi_err(PAGEIN_E_UNSUPPORTED, "%s: listing needs s3://, gs:// or hf:// (HTTP has no listing)", uri);
+    }
+    pi_free(list);
+    return rc;
+}
+#endif
