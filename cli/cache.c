@@ -94,7 +94,9 @@ static void usage(const struct opts *o, FILE *out) {
             "  --layers SPEC      layers: N, A-B, lists A,B-C; `embed` = leading globals,\n"
             "                     `head` = trailing globals (final norm, lm head)\n");
     if (o->mode == CACHE_RESIDENT)
-        fprintf(out, "  --tensors[=REGEX]  list every tensor (matching REGEX, which also narrows totals)\n");
+        fprintf(out, "  --tensors [REGEX]  list every tensor (matching REGEX, which also narrows totals);\n"
+                     "                     a word after --tensors is REGEX unless it is an existing\n"
+                     "                     path or the last argument (--tensors=REGEX is never a path)\n");
     else
         fprintf(out, "  --tensors REGEX    only tensors whose name matches (POSIX extended regex)\n");
     fprintf(out,
@@ -107,9 +109,11 @@ static void usage(const struct opts *o, FILE *out) {
             "  --json             JSON on stdout (schema in docs/CLI.md)\n"
             "  -o kv              one key=value summary line (vmtouch -o kv)\n"
             "  -v, --verbose      per-file residency chart (vmtouch -v)\n"
-            "  -q, --quiet        no output except errors\n"
-            "  --threads N        I/O threads for warm (default: the library's)\n"
-            "  --chunk SIZE       warm: bytes per parallel request (default: the library's)\n");
+            "  -q, --quiet        no output except errors\n");
+    if (o->mode == CACHE_WARM) /* errors in the other modes: not listed there */
+        fprintf(out,
+                "  --threads N        I/O threads (default: the library's)\n"
+                "  --chunk SIZE       bytes per parallel request (default: the library's)\n");
     if (o->mode == CACHE_LOCK)
         fprintf(out,
                 "lock:\n"
@@ -310,9 +314,14 @@ static int parse_args(struct opts *o, int argc, char **argv) {
             }
         } else if (IS("--tensors")) {
             if (o->mode == CACHE_RESIDENT) {
+                /* the value is optional here: `--tensors REGEX PATH` takes
+                 * the word as REGEX, as warm/evict/lock do, unless it names
+                 * a path that exists or nothing follows it */
+                struct stat st_;
                 o->list_tensors = 1;
                 const char *eq = strchr(a, '=');
                 if (eq) re = eq + 1;
+                else if (i + 2 < argc && argv[i + 1][0] != '-' && lstat(argv[i + 1], &st_) != 0) re = argv[++i];
             } else {
                 NEED_VAL();
                 re = val;
