@@ -591,28 +591,42 @@ class _Opened:
 
 class _Slice:
     """What safe_open.get_slice() returns: shape and dtype without reading
-    data, and indexing that copies only the selected elements."""
+    data, and indexing that copies only the selected elements.
+
+    The shape is that of the array get_tensor() returns, which is what
+    indexing selects from: the tensor's shape, except for packed dtypes
+    (GGUF quantized blocks, F4/F6) whose bytes come out as uint8 with the
+    innermost dimension replaced by its bytes per row (a Q8_0 [256, 256]
+    slices as [256, 272]). safe_open.get_shape(name) and tensor_info() give
+    the element shape ([256, 256]); get_dtype() the file's dtype ("Q8_0")."""
 
     def __init__(self, owner, rec):
         self._owner = owner
         self._rec = rec
 
+    def _shape(self):
+        rec = self._rec
+        if rec[_DTYPE] in _NP_TYPES:
+            return tuple(rec[_SHAPE])
+        _representable(rec)
+        return _np_layout(rec[_DTYPE], rec[_SHAPE], rec[_NBYTES])[1]
+
     def get_shape(self):
-        return list(self._rec[_SHAPE])
+        return list(self._shape())
 
     def get_dtype(self):
         return self._rec[_DTYPE]
 
     @property
     def shape(self):
-        return tuple(self._rec[_SHAPE])
+        return self._shape()
 
     @property
     def dtype(self):
         return self._rec[_DTYPE]
 
     def __len__(self):
-        shape = self._rec[_SHAPE]
+        shape = self._shape()
         if not shape:
             raise TypeError("len() of a 0-d tensor")
         _representable(self._rec)
