@@ -506,7 +506,7 @@ class Dataset(_Base):
         n = _check_int("num_samples", state["num_samples"], 0, 2**63)
         if n != self._src.count:
             raise Error("Dataset state is for %d samples, this dataset has %d" % (n, self._src.count))
-        seed = _check_int("seed", state["seed"], -2**63, 2**64)
+        seed = _check_int("seed", state["seed"], -(1 << 1024), 1 << 1024)  # any integer
         if not isinstance(state["shuffle"], str):
             raise TypeError("Dataset state: shuffle must be a string, not %s" % type(state["shuffle"]).__name__)
         if seed != self.seed or state["shuffle"] != self.shuffle:
@@ -554,9 +554,10 @@ class Dataset(_Base):
         """Read batches: read_batch samples, and (line files, whose samples
         vary in size) at most read_batch_bytes unless one line is longer."""
         rb = self.read_batch
-        if self._src.dtype is not None:
+        lens = getattr(self._src, "len", None) if self._src.dtype is None else None
+        if lens is None:
             return [(k, min(len(ids), k + rb)) for k in range(0, len(ids), rb)]
-        ends = _np.cumsum(self._src.len[ids.astype(_np.int64)], dtype=_np.uint64)
+        ends = _np.cumsum(lens[ids.astype(_np.int64)], dtype=_np.uint64)
         out, k = [], 0
         while k < len(ids):
             base = int(ends[k - 1]) if k else 0
