@@ -536,10 +536,11 @@ class Dataset(_Base):
     def _samples(self, ids, data, offs):
         lines = self._src.dtype is None
         buf = None if lines else _np.frombuffer(data, dtype=_np.uint8)
+        mv = memoryview(data) if lines else None  # one copy per line, not two
         for j in range(len(ids)):
             a, b = int(offs[j]), int(offs[j + 1])
             if lines:
-                s = bytes(data[a:b])
+                s = bytes(mv[a:b])
             else:
                 s = buf[a:b]
                 if self.copy:
