@@ -593,12 +593,14 @@ class _Slice:
     """What safe_open.get_slice() returns: shape and dtype without reading
     data, and indexing that copies only the selected elements.
 
-    The shape is that of the array get_tensor() returns, which is what
-    indexing selects from: the tensor's shape, except for packed dtypes
-    (GGUF quantized blocks, F4/F6) whose bytes come out as uint8 with the
-    innermost dimension replaced by its bytes per row (a Q8_0 [256, 256]
-    slices as [256, 272]). safe_open.get_shape(name) and tensor_info() give
-    the element shape ([256, 256]); get_dtype() the file's dtype ("Q8_0")."""
+    For GGUF quantized (ggml block) tensors, whose bytes come out as uint8
+    with the innermost dimension replaced by its bytes per row, the shape is
+    that byte layout, which is what get_tensor() returns and indexing
+    selects from (a Q8_0 [256, 256] slices as [256, 272]);
+    safe_open.get_shape(name) and tensor_info() keep the element shape
+    ([256, 256]) and get_dtype() the file's dtype ("Q8_0"). Every other
+    dtype, safetensors' sub-byte F4/F6 included, reports the header's shape,
+    as safetensors does."""
 
     def __init__(self, owner, rec):
         self._owner = owner
@@ -606,9 +608,10 @@ class _Slice:
 
     def _shape(self):
         rec = self._rec
-        if rec[_DTYPE] in _NP_TYPES:
+        info = None if rec[_DTYPE] in _NP_TYPES else _pagein.dtype_info(rec[_DTYPE])
+        if info is None or info[1] != 0:  # element types (safetensors' F4/F6 too, as safetensors says)
             return tuple(rec[_SHAPE])
-        _representable(rec)
+        _representable(rec)  # ggml blocks (no bits per element): the bytes indexing selects
         return _np_layout(rec[_DTYPE], rec[_SHAPE], rec[_NBYTES])[1]
 
     def get_shape(self):
