@@ -52,7 +52,9 @@ BASE_CFLAGS += -fsanitize=$(SANITIZE) -fno-sanitize-recover=all -fno-omit-frame-
 SAN_LDFLAGS := -fsanitize=$(SANITIZE)
 endif
 ALL_CFLAGS = $(BASE_CFLAGS) $(CFLAGS) $(LIB_CFLAGS)
-LDLIBS_CORE := -lpthread
+# libm: src/data/reader.c uses log2; libpagein.so records it (DT_NEEDED)
+# and pagein.pc lists it for static links.
+LDLIBS_CORE := -lpthread -lm
 LIB_LDLIBS ?=
 
 LIB_SRC := $(sort $(wildcard src/*.c src/*/*.c))
@@ -200,7 +202,7 @@ install: lib $(TOOL)
 	ln -sf libpagein.so.$(VERSION) $(DESTDIR)$(PREFIX)/lib/libpagein.so.0
 	ln -sf libpagein.so.0 $(DESTDIR)$(PREFIX)/lib/libpagein.so
 	install -m 755 $(TOOL) $(DESTDIR)$(PREFIX)/bin/
-	sed -e 's|@PREFIX@|$(PREFIX)|g' -e 's|@VERSION@|$(VERSION)|g' -e 's|@LIBS@|$(LIB_LDLIBS)|g' \
+	sed -e 's|@PREFIX@|$(PREFIX)|g' -e 's|@VERSION@|$(VERSION)|g' -e 's|@LIBS@|$(strip $(LDLIBS_CORE) $(LIB_LDLIBS))|g' \
 	  pagein.pc.in > $(DESTDIR)$(PREFIX)/lib/pkgconfig/pagein.pc
 
 clean:

@@ -94,7 +94,9 @@ static void usage(const struct opts *o, FILE *out) {
             "  --layers SPEC      layers: N, A-B, lists A,B-C; `embed` = leading globals,\n"
             "                     `head` = trailing globals (final norm, lm head)\n");
     if (o->mode == CACHE_RESIDENT)
-        fprintf(out, "  --tensors[=REGEX]  list every tensor (matching REGEX, which also narrows totals)\n");
+        fprintf(out, "  --tensors [REGEX]  list every tensor (matching REGEX, which also narrows totals);\n"
+                     "                     a word after --tensors is REGEX unless it is an existing\n"
+                     "                     path or the last argument (--tensors=REGEX is never a path)\n");
     else
         fprintf(out, "  --tensors REGEX    only tensors whose name matches (POSIX extended regex)\n");
     fprintf(out,
@@ -107,9 +109,11 @@ static void usage(const struct opts *o, FILE *out) {
             "  --json             JSON on stdout (schema in docs/CLI.md)\n"
             "  -o kv              one key=value summary line (vmtouch -o kv)\n"
             "  -v, --verbose      per-file residency chart (vmtouch -v)\n"
-            "  -q, --quiet        no output except errors\n"
-            "  --threads N        I/O threads for warm (default: the library's)\n"
-            "  --chunk SIZE       warm: bytes per parallel request (default: the library's)\n");
+            "  -q, --quiet        no output except errors\n");
+    if (o->mode == CACHE_WARM) /* errors in the other modes: not listed there */
+        fprintf(out,
+                "  --threads N        I/O threads (default: the library's)\n"
+                "  --chunk SIZE       bytes per parallel request (default: the library's)\n");
     if (o->mode == CACHE_LOCK)
         fprintf(out,
                 "lock:\n"
@@ -310,9 +314,14 @@ static int parse_args(struct opts *o, int argc, char **argv) {
             }
         } else if (IS("--tensors")) {
             if (o->mode == CACHE_RESIDENT) {
+                /* the value is optional here: `--tensors REGEX PATH` takes
+                 * the word as REGEX, as warm/evict/lock do, unless it names
+                 * a path that exists or nothing follows it */
+                struct stat st_;
                 o->list_tensors = 1;
                 const char *eq = strchr(a, '=');
                 if (eq) re = eq + 1;
+                else if (i + 2 < argc && argv[i + 1][0] != '-' && lstat(argv[i + 1], &st_) != 0) re = argv[++i];
             } else {
                 NEED_VAL();
                 re = val;
@@ -1090,6 +1099,23 @@ static void remove_pidfile(const char *path) {
         unlink(path);
 }
 
+/* The daemon handshake: one status byte per message; a holder that died
+ * before sending reads as EXIT_INVALID. */
+static void send_status(int fd, int status) {
+    unsigned char st = (unsigned char)status;
+    ssize_t n;
+    do n = write(fd, &st, 1);
+    while (n < 0 && errno == EINTR); /* EPIPE: parent gone, keep holding */
+}
+
+static int read_status(int fd) {
+    unsigned char st = EXIT_INVALID;
+    ssize_t n;
+    do n = read(fd, &st, 1);
+    while (n < 0 && errno == EINTR);
+    return n == 1 ? st : EXIT_INVALID;
+}
+
 static void detach_stdio(void) {
     fflush(stdout);
     fflush(stderr);
@@ -1283,40 +1309,46 @@ int cache_main(enum cache_mode mode, int argc, char **argv) {
             goto out;
         }
         if (pid > 0) {
+            /* the holder sends one byte once its pidfile is written (the
+             * parent returns only then, so the pidfile exists when it
+             * does) and, with --wait, a second with lock's status */
             close(pfd[1]);
-            if (!o.wait) {
-                close(pfd[0]);
-                if (!o.quiet && !o.json && !o.kv) printf("pagein %s: holder pid %ld\n", o.cmd, (long)pid);
-                status = EXIT_OK;
-                goto out;
-            }
-            unsigned char st = EXIT_INVALID;
-            ssize_t n;
-            do n = read(pfd[0], &st, 1);
-            while (n < 0 && errno == EINTR);
+            status = read_status(pfd[0]);
+            if (status == EXIT_OK && o.wait) status = read_status(pfd[0]);
             close(pfd[0]);
-            status = n == 1 ? st : EXIT_INVALID;
             if (status != EXIT_OK) waitpid(pid, NULL, 0);
+            else if (!o.wait && !o.quiet && !o.json && !o.kv)
+                printf("pagein %s: holder pid %ld\n", o.cmd, (long)pid);
             goto out;
         }
         close(pfd[0]);
         setsid();
-        if (!o.wait) detach_stdio();
+        /* the parent closes its end after the first byte without --wait:
+         * a later write must fail with EPIPE, not kill the holder */
+        signal(SIGPIPE, SIG_IGN);
     }
     block_stop_signals(&stop);
-    status = run(&o, &ts, &tot, before, after);
-    if (status == EXIT_OK && o.pidfile) {
-        if (write_pidfile(o.cmd, o.pidfile) < 0) status = EXIT_USAGE;
+    /* the pidfile is written before the (possibly long) lock so that a
+     * daemon's parent can return as soon as it exists; it is removed again
+     * if the lock fails, and at every exit of the holder after that */
+    if (o.pidfile && write_pidfile(o.cmd, o.pidfile) < 0) status = EXIT_USAGE;
+    if (o.daemon) {
+        send_status(pfd[1], status);
+        if (!o.wait) {
+            close(pfd[1]);
+            pfd[1] = -1;
+            detach_stdio();
+        }
     }
+    if (status == EXIT_OK) status = run(&o, &ts, &tot, before, after);
     if (status == EXIT_OK) report(&o, &ts, before, after, &tot);
     fflush(stdout);
-    if (o.daemon) {
+    if (o.daemon && pfd[1] >= 0) {
         detach_stdio();
-        unsigned char st = (unsigned char)status;
-        if (write(pfd[1], &st, 1) != 1) { /* parent gone: keep holding anyway */
-        }
+        send_status(pfd[1], status);
         close(pfd[1]);
     }
+    if (status != EXIT_OK) remove_pidfile(o.pidfile);
     if (status == EXIT_OK) {
         int sig = 0;
         sigwait(&stop, &sig);

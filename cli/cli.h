@@ -26,6 +26,10 @@ struct cli_command {
 };
 
 void cli_register(const struct cli_command *c);
+/* Prints "  WORD  SUMMARY" for every registered command named PREFIX-WORD
+ * (`pagein bench --help` lists its suites so; a summary is cut before a
+ * parenthesis that points back at `pagein ...`). Returns how many. */
+int cli_print_subcommands(FILE *out, const char *prefix);
 
 #define CLI_COMMAND(id, name_, summary_, fn_)                                    \
     static const struct cli_command cli_cmd_##id = {name_, summary_, fn_};       \
@@ -63,8 +67,10 @@ const char *cli_detail(const char *path);
 /* JSON output helpers: a string with escapes (len bytes, may hold NUL). */
 void cli_json_str(FILE *out, const char *s, size_t len);
 
-/* "1.3G", "512M", "4096", "5GB", "1.5GiB" -> bytes (powers of 1024 for
- * K/M/G/T with or without i/B; plain digits are bytes). -1 on error. */
+/* "1.3G", "512M", "4096", "5GB", "1.5GiB" -> bytes: K/M/G/T and
+ * KiB/MiB/GiB/TiB are powers of 1024, KB/MB/GB/TB powers of 1000 (SI, as
+ * transformers reads max_shard_size), any case; plain digits are bytes.
+ * The one rule for every size the tool reads. -1 on error. */
 int cli_parse_size(const char *s, uint64_t *out);
 /* Benchmarks that measure in a forked child (util.c):
  * cli_reset_peak_rss resets VmHWM to the current RSS (older kernels: the

@@ -42,9 +42,9 @@ static void usage(FILE *out) {
             "                       IQ4_XS) to f16, bf16 or f32, with ggml's values\n"
             "  --max-shard-size S   shard at S bytes of tensor data, in state-dict order,\n"
             "                       a layer kept in one shard where it fits. Sizes as\n"
-            "                       transformers reads them: 5GB = 5e9 bytes, 5GiB =\n"
-            "                       5*2^30, also KB/MB/TB, KiB/MiB/TiB; a plain number\n"
-            "                       is bytes\n"
+            "                       everywhere in pagein (and transformers): 5GB = 5e9\n"
+            "                       bytes, 5GiB = 5G = 5*2^30, also KB/MB/TB, KiB/MiB/TiB;\n"
+            "                       a plain number is bytes\n"
             "  --max-output-size S  refuse when the output would exceed S bytes\n"
             "                       (default: the free space of the target filesystem)\n"
             "  --align N            align the data section to N bytes (e.g. 4096 for\n"
@@ -96,38 +96,6 @@ static void on_skip(void *ctx, const char *key, size_t key_len, const char *why)
 static void skipped_free(struct skipped *sk) {
     for (size_t i = 0; i < sk->n; i++) free(sk->v[i].key), free(sk->v[i].why);
     free(sk->v);
-}
-
-/* A size as transformers' convert_file_size_to_int reads it: "5GB" = 5e9,
- * "5GiB" = 5 * 2^30, KB/MB/TB and KiB/MiB/TiB alike, a lowercase final b
- * counts bits ("5Gb" = 5e9 / 8), a plain number is bytes. K/M/G/T without
- * B are taken as KB/MB/GB/TB. Returns 0 or -1. */
-static int parse_hf_size(const char *s, uint64_t *out) {
-    if (!s || !*s) return -1;
-    char *end;
-    errno = 0;
-    double v = strtod(s, &end);
-    if (end == s || errno || !(v >= 0) || isinf(v)) return -1;
-    double mul = 1;
-    static const struct {
-        const char *suf;
-        double mul;
-    } t[] = {{"KIB", 1024.0}, {"MIB", 1048576.0}, {"GIB", 1073741824.0}, {"TIB", 1099511627776.0},
-             {"KI", 1024.0}, {"MI", 1048576.0}, {"GI", 1073741824.0}, {"TI", 1099511627776.0},
-             {"KB", 1e3}, {"MB", 1e6}, {"GB", 1e9}, {"TB", 1e12}, {"K", 1e3}, {"M", 1e6}, {"G", 1e9}, {"T", 1e12},
-             {"B", 1}, {"", 1}};
-    size_t k;
-    for (k = 0; k < sizeof t / sizeof *t; k++)
-        if (!strcasecmp(end, t[k].suf)) break;
-    if (k == sizeof t / sizeof *t) return -1;
-    mul = t[k].mul;
-    /* transformers: "...b" (bits) for the decimal units */
-    size_t el = strlen(end);
-    if (el == 2 && end[1] == 'b' && mul >= 1e3 && mul != 1024.0) mul /= 8;
-    double r = floor(v * mul);
-    if (r > 1.8e19) return -1;
-    *out = (uint64_t)r;
-    return 0;
 }
 
 /* mkdir -p of the directory part of path. */
@@ -334,12 +302,12 @@ static int convert_main(int argc, char **argv) {
                 return EXIT_USAGE;
             }
         } else if (!strcmp(a, "--max-shard-size") && i + 1 < argc) {
-            if (parse_hf_size(argv[++i], &op.shard) < 0 || op.shard == 0) {
+            if (cli_parse_size(argv[++i], &op.shard) < 0 || op.shard == 0) {
                 cli_error("convert", 0, "--max-shard-size '%s': expected a size such as 5GB (5e9 bytes) or 5GiB", argv[i]);
                 return EXIT_USAGE;
             }
         } else if (!strcmp(a, "--max-output-size") && i + 1 < argc) {
-            if (parse_hf_size(argv[++i], &op.max_out) < 0 || op.max_out == 0) {
+            if (cli_parse_size(argv[++i], &op.max_out) < 0 || op.max_out == 0) {
                 cli_error("convert", 0, "--max-output-size '%s': expected a size such as 20GB or 20GiB", argv[i]);
                 return EXIT_USAGE;
             }

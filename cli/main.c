@@ -12,6 +12,21 @@ void cli_register(const struct cli_command *c) {
     if (ncommands < MAX_COMMANDS) commands[ncommands++] = c;
 }
 
+int cli_print_subcommands(FILE *out, const char *prefix) {
+    size_t lp = strlen(prefix);
+    int n = 0;
+    for (int i = 0; i < ncommands; i++) {
+        const char *name = commands[i]->name, *sum = commands[i]->summary;
+        if (strncmp(name, prefix, lp) != 0 || name[lp] != '-') continue;
+        const char *cut = strstr(sum, " (also `pagein");
+        if (!cut) cut = strstr(sum, " (pagein ");
+        int len = cut ? (int)(cut - sum) : (int)strlen(sum);
+        fprintf(out, "  %-9s %.*s\n", name + lp + 1, len, sum);
+        n++;
+    }
+    return n;
+}
+
 static int cmp(const void *a, const void *b) {
     return strcmp((*(const struct cli_command *const *)a)->name, (*(const struct cli_command *const *)b)->name);
 }

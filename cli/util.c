@@ -5,6 +5,7 @@
 #include <fcntl.h>
 
 #include <errno.h>
+#include <math.h>
 #include <stdarg.h>
 #include <stdlib.h>
 #include <string.h>
@@ -147,20 +148,39 @@ void cli_json_str(FILE *out, const char *s, size_t len) {
 int cli_parse_size(const char *s, uint64_t *out) {
     if (!s || !*s) return -1;
     char *end;
+    errno = 0;
     double v = strtod(s, &end);
-    if (end == s || v < 0) return -1;
+    if (end == s || errno || !(v >= 0) || isinf(v)) return -1;
+    /* one rule for every size the tool reads (docs/CLI.md, "Sizes"):
+     * K/M/G/T and KiB/MiB/GiB/TiB are powers of 1024; KB/MB/GB/TB powers
+     * of 1000 (SI, as transformers reads max_shard_size); letters in any
+     * case; a plain number is bytes */
     double mul = 1;
+    int e = 0;
     switch (*end) {
-    case 'k': case 'K': mul = 1024.0; end++; break;
-    case 'm': case 'M': mul = 1024.0 * 1024; end++; break;
-    case 'g': case 'G': mul = 1024.0 * 1024 * 1024; end++; break;
-    case 't': case 'T': mul = 1024.0 * 1024 * 1024 * 1024; end++; break;
+    case 'k': case 'K': e = 1; break;
+    case 'm': case 'M': e = 2; break;
+    case 'g': case 'G': e = 3; break;
+    case 't': case 'T': e = 4; break;
+    case 'b': case 'B': e = -1; break;
     default: break;
     }
-    if (*end == 'i') end++;
-    if (*end == 'B' || *end == 'b') end++;
+    if (e > 0) {
+        end++;
+        int binary = 1;
+        if (*end == 'i' || *end == 'I') {
+            end++;
+            if (*end == 'b' || *end == 'B') end++;
+        } else if (*end == 'b' || *end == 'B') {
+            end++;
+            binary = 0;
+        }
+        for (int k = 0; k < e; k++) mul *= binary ? 1024.0 : 1000.0;
+    } else if (e < 0) {
+        end++;
+    }
     if (*end) return -1;
-    double r = v * mul;
+    double r = floor(v * mul);
     if (r > 1.8e19) return -1;
     *out = (uint64_t)r;
     return 0;

@@ -762,28 +762,45 @@ class _Opened:
 
 class _Slice:
     """What safe_open.get_slice() returns: shape and dtype without reading
-    data, and indexing that copies only the selected elements."""
+    data, and indexing that copies only the selected elements.
+
+    For GGUF quantized (ggml block) tensors, whose bytes come out as uint8
+    with the innermost dimension replaced by its bytes per row, the shape is
+    that byte layout, which is what get_tensor() returns and indexing
+    selects from (a Q8_0 [256, 256] slices as [256, 272]);
+    safe_open.get_shape(name) and tensor_info() keep the element shape
+    ([256, 256]) and get_dtype() the file's dtype ("Q8_0"). Every other
+    dtype, safetensors' sub-byte F4/F6 included, reports the header's shape,
+    as safetensors does."""
 
     def __init__(self, owner, rec):
         self._owner = owner
         self._rec = rec
 
+    def _shape(self):
+        rec = self._rec
+        info = None if rec[_DTYPE] in _NP_TYPES else _pagein.dtype_info(rec[_DTYPE])
+        if info is None or info[1] != 0:  # element types (safetensors' F4/F6 too, as safetensors says)
+            return tuple(rec[_SHAPE])
+        _representable(rec)  # ggml blocks (no bits per element): the bytes indexing selects
+        return _np_layout(rec[_DTYPE], rec[_SHAPE], rec[_NBYTES])[1]
+
     def get_shape(self):
-        return list(self._rec[_SHAPE])
+        return list(self._shape())
 
     def get_dtype(self):
         return self._rec[_DTYPE]
 
     @property
     def shape(self):
-        return tuple(self._rec[_SHAPE])
+        return self._shape()
 
     @property
     def dtype(self):
         return self._rec[_DTYPE]
 
     def __len__(self):
-        shape = self._rec[_SHAPE]
+        shape = self._shape()
         if not shape:
             raise TypeError("len() of a 0-d tensor")
         _representable(self._rec)

@@ -2,7 +2,7 @@
 
     ds = pagein.data.Dataset(["shard0.bin", "shard1.bin"], record_size=32768,
                              shuffle="global", seed=0)
-    loader = torch.utils.data.DataLoader(ds, batch_size=64, num_workers=2)
+    loader = pagein.data.DataLoader(ds, batch_size=64, num_workers=2)  # torch's, counting
     for epoch in range(3):
         ds.set_epoch(epoch)
         for batch in loader: ...
@@ -28,7 +28,14 @@ therefore yielded exactly once across all ranks and workers.
 Resume: ``state_dict()`` records the global position reached (every rank at
 the same number of samples, as in synchronous data-parallel training), and
 ``load_state_dict()`` on any world size continues with the suffix of the same
-global order, partitioned over the new ranks.
+global order, partitioned over the new ranks. The epoch and position live in
+shared memory that DataLoader workers read at each ``__iter__``, so
+``set_epoch`` and ``load_state_dict`` reach persistent workers too. With
+workers, iterate with ``pagein.data.DataLoader`` (torch's, counting in this
+process what it hands out): ``state_dict()`` is then exact without
+arguments; a plain torch DataLoader with workers needs
+``state_dict(samples_seen=N)`` (without it, state_dict raises rather than
+return a wrong position).
 
 Sample lifetime: samples are numpy arrays (torch tensors with
 ``framework="pt"``) that are views into a buffer allocated for their read
@@ -37,6 +44,9 @@ most ``read_batch`` samples' bytes) and never changes. ``copy=True`` gives
 each sample its own memory. Line samples are ``bytes`` (always copies).
 """
 
+import multiprocessing as _mp
+import multiprocessing.context as _mpctx
+import numbers as _numbers
 import os as _os
 import threading as _threading
 from concurrent.futures import ThreadPoolExecutor as _Pool
@@ -46,7 +56,7 @@ import numpy as _np
 from . import _pagein
 from ._pagein import Error, FormatError
 
-__all__ = ["Dataset", "epoch_order", "partition"]
+__all__ = ["Dataset", "DataLoader", "epoch_order", "partition"]
 
 try:  # torch is optional: a plain iterable without it
     import torch as _torch
@@ -123,6 +133,35 @@ def _worker():
     return (info.id, info.num_workers) if info is not None else (0, 1)
 
 
+def _in_worker():
+    return _torch is not None and _torch.utils.data.get_worker_info() is not None
+
+
+# The epoch, the resume position and the order's block parameters live in a
+# small block of shared memory created with the Dataset, so that what the
+# main process sets (set_epoch, load_state_dict) reaches DataLoader workers
+# that already exist (persistent_workers=True): a forked worker shares the
+# block, a spawned one gets it through the pickle made while spawning, and
+# every worker reads it at each __iter__.
+_EPOCH, _START, _BLOCK, _WINDOW, _WORKERS_RAN, _NSHARED = range(6)
+
+
+def _shared_block(values):
+    a = _mp.RawArray("q", _NSHARED)
+    a[:] = list(values)
+    return a
+
+
+def _check_int(field, v, lo, hi):
+    """v as an int in [lo, hi), or a TypeError/ValueError naming the field."""
+    if isinstance(v, bool) or not isinstance(v, _numbers.Integral):
+        raise TypeError("Dataset state: %s must be an integer, not %s" % (field, type(v).__name__))
+    v = int(v)
+    if not lo <= v < hi:
+        raise ValueError("Dataset state: %s %d outside [%d, %d)" % (field, v, lo, hi))
+    return v
+
+
 # ---------------------------------------------------------------------------
 # sources: where sample bytes live
 # ---------------------------------------------------------------------------
@@ -178,21 +217,30 @@ class _Lines:
     """One sample per non-empty line ('\\n'-separated, the newline excluded)
     of each file, in file order; the index is built by one scan at open."""
 
-    def __init__(self, paths):
+    SCAN = 16 << 20  # bytes scanned at a time: the index's scan holds no more
+
+    def __init__(self, paths, max_line_bytes=256 << 20):
         self.paths = list(paths)
+        self._fds = None
+        self.max_line_bytes = int(max_line_bytes)
         files, offs, lens = [], [], []
         self.sizes = []
         for i, p in enumerate(self.paths):
-            a = _np.fromfile(p, dtype=_np.uint8)
-            self.sizes.append(len(a))
-            nl = _np.flatnonzero(a == 10).astype(_np.uint64)
+            nl = self._newlines(p)
+            size = self.sizes[-1]
             starts = _np.concatenate([_np.zeros(1, _np.uint64), nl + 1])
-            ends = _np.concatenate([nl, _np.array([len(a)], _np.uint64)])
+            ends = _np.concatenate([nl, _np.array([size], _np.uint64)])
             keep = ends > starts
+            ln = ends[keep] - starts[keep]
+            if len(ln) and int(ln.max()) > self.max_line_bytes:
+                j = int(_np.argmax(ln))
+                raise FormatError("%s: line %d (at byte %d) is %d bytes, over max_line_bytes=%d: "
+                                  "give Dataset(..., max_line_bytes=) a larger limit (a line is read "
+                                  "and yielded whole)" % (p, int(_np.flatnonzero(keep)[j]) + 1,
+                                                          int(starts[keep][j]), int(ln[j]), self.max_line_bytes))
             offs.append(starts[keep])
-            lens.append(ends[keep] - starts[keep])
+            lens.append(ln)
             files.append(_np.full(int(keep.sum()), i, dtype=_np.uint32))
-            del a
         self.file_of = _np.concatenate(files) if files else _np.zeros(0, _np.uint32)
         self.off = _np.concatenate(offs) if offs else _np.zeros(0, _np.uint64)
         self.len = _np.concatenate(lens) if lens else _np.zeros(0, _np.uint64)
@@ -201,6 +249,21 @@ class _Lines:
         self.dtype = None
         self._fds = None
         self._pid = None
+
+    def _newlines(self, path):
+        """Offsets of the newlines of a file, scanned SCAN bytes at a time."""
+        out, off = [], 0
+        buf = bytearray(self.SCAN)
+        with open(path, "rb", buffering=0) as fh:
+            while True:
+                n = fh.readinto(buf)
+                if not n:
+                    break
+                a = _np.frombuffer(buf, dtype=_np.uint8, count=n)
+                out.append(_np.flatnonzero(a == 10).astype(_np.uint64) + _np.uint64(off))
+                off += n
+        self.sizes.append(off)
+        return _np.concatenate(out) if out else _np.zeros(0, _np.uint64)
 
     def __getstate__(self):
         d = dict(self.__dict__)
@@ -233,20 +296,27 @@ class _Lines:
         return max(1, int(self.len.mean())) if self.count else 1
 
 
-def _make_source(paths, record_size, fmt):
+def _make_source(paths, record_size, fmt, max_line_bytes=256 << 20):
     if isinstance(paths, (str, _os.PathLike)):
         paths = [paths]
     paths = [_os.fspath(p) for p in paths]
     if not paths:
         raise ValueError("Dataset: no paths given")
+    for p in paths:
+        if "://" in p:
+            raise ValueError("Dataset(%r): URLs are not supported here (yet): fetch the files first, e.g. "
+                             "`pagein pull URL --stage DIR`, and give the local paths" % p)
     if fmt is None:
         p0 = paths[0]
         if record_size is not None:
             fmt = "records"
         elif p0.endswith((".jsonl", ".txt", ".json")):
             fmt = "lines"
-        elif p0.endswith((".idx", ".bin")) or _os.path.exists(p0 + ".idx"):
+        elif p0.endswith(".idx") or _os.path.exists((p0[:-4] if p0.endswith(".bin") else p0) + ".idx"):
             fmt = "megatron"
+        elif p0.endswith(".bin"):
+            raise ValueError("Dataset(%r): give record_size= for fixed-size record files (no %s beside it, "
+                             "so it is not a Megatron .bin/.idx pair)" % (p0, _os.path.basename(p0[:-4]) + ".idx"))
         else:
             raise ValueError("Dataset(%r): give record_size= for record files, or format= "
                              "('records', 'megatron', 'lines')" % p0)
@@ -260,7 +330,7 @@ def _make_source(paths, record_size, fmt):
         p = paths[0]
         return _Megatron(p[:-4] if p.endswith((".idx", ".bin")) else p)
     if fmt in ("lines", "jsonl", "text"):
-        return _Lines(paths)
+        return _Lines(paths, max_line_bytes)
     raise ValueError("Dataset: unknown format %r (records, megatron, lines)" % fmt)
 
 
@@ -286,11 +356,18 @@ class Dataset(_Base):
     copy: give every sample its own memory. read_batch, queue_depth,
     max_gap: the range engine's batch and parameters. block_bytes,
     window_blocks: the 'block' order's block size and window.
+    read_batch_bytes: line files: a read batch holds at most this many
+    bytes (one longer line alone). max_line_bytes: line files: a longer line
+    is refused at open (FormatError naming the file, line and offset).
+    Paths are local files: a URL is refused (fetch it with `pagein pull`).
+    With DataLoader workers use pagein.data.DataLoader: it counts what it
+    hands out, so state_dict() needs no samples_seen (module docstring).
     """
 
     def __init__(self, paths, record_size=None, shuffle="global", seed=0, rank=None, world_size=None,
-                 return_ids=False, *, format=None, dtype=None, batch_size=1, framework="np", copy=False,
-                 read_batch=256, queue_depth=0, max_gap=0, block_bytes=16 << 20, window_blocks=7):
+                 return_ids=False, *, format=None, dtype=None, batch_size=None, framework="np", copy=False,
+                 read_batch=256, queue_depth=0, max_gap=0, block_bytes=16 << 20, window_blocks=7,
+                 read_batch_bytes=64 << 20, max_line_bytes=256 << 20):
         if shuffle not in _SHUFFLES:
             raise ValueError("shuffle must be one of %s, not %r" % (", ".join(_SHUFFLES), shuffle))
         if framework not in ("np", "numpy", "pt", "torch"):
@@ -301,12 +378,15 @@ class Dataset(_Base):
             raise ValueError("give both rank and world_size, or neither")
         if world_size is not None and not (0 <= int(rank) < int(world_size)):
             raise ValueError("rank %r outside world size %r" % (rank, world_size))
-        self._src = _make_source(paths, record_size, format)
+        self._src = _make_source(paths, record_size, format, int(max_line_bytes))
+        self._shared = _shared_block([0] * _NSHARED)
         self.shuffle, self.seed = shuffle, int(seed)
         self._rank, self._world = (None, None) if rank is None else (int(rank), int(world_size))
         self.return_ids, self.copy = bool(return_ids), bool(copy)
         self.framework = "pt" if framework in ("pt", "torch") else "np"
-        self.batch_size = max(1, int(batch_size))
+        self._batch_size_given = batch_size is not None
+        self.batch_size = max(1, int(batch_size)) if batch_size is not None else 1
+        self.read_batch_bytes = max(1, int(read_batch_bytes))
         self.read_batch = max(1, int(read_batch))
         self.queue_depth, self.max_gap = int(queue_depth), int(max_gap)
         self.block_samples = max(1, int(block_bytes) // self._src.mean_bytes())
@@ -314,7 +394,8 @@ class Dataset(_Base):
         self.dtype = _np.dtype(dtype) if dtype is not None else self._src.dtype
         self.epoch = 0
         self._start = 0        # global position this epoch starts from (resume)
-        self._yielded = 0      # samples yielded by this process in the current iteration
+        self._yielded = 0      # samples yielded by this process (or handed out by a DataLoader) this iteration
+        self._counted = False  # _yielded is kept by a pagein.data.DataLoader in this process
         self._lock = _threading.Lock()
         self.stats = {"requests": 0, "reads": 0, "bytes_requested": 0, "bytes_read": 0, "bytes_wasted": 0}
 
@@ -324,11 +405,26 @@ class Dataset(_Base):
         # torch.distributed is not initialised in a spawned worker: fix the
         # rank and world size as the parent process sees them now.
         d["_rank"], d["_world"] = self.rank_world()
+        if _mpctx.get_spawning_popen() is None:
+            # an ordinary pickle (or copy): its own block, with today's values
+            d["_shared"] = list(self._shared)
         return d
 
     def __setstate__(self, d):
         self.__dict__.update(d)
+        if isinstance(self._shared, list):
+            self._shared = _shared_block(self._shared)
         self._lock = _threading.Lock()
+
+    def _get(i):
+        return property(lambda self: int(self._shared[i]),
+                        lambda self, v: self._shared.__setitem__(i, int(v)))
+
+    epoch = _get(_EPOCH)
+    _start = _get(_START)  # global position this epoch starts from (resume)
+    block_samples = _get(_BLOCK)
+    window_blocks = _get(_WINDOW)
+    del _get
 
     # -- facts ----------------------------------------------------------------
     @property
@@ -357,7 +453,7 @@ class Dataset(_Base):
     def set_epoch(self, epoch):
         """Selects epoch `epoch`: its order comes from (seed, epoch) alone. A
         resume position from load_state_dict applies only to its own epoch."""
-        epoch = int(epoch)
+        epoch = _check_int("epoch", epoch, 0, 2**63)
         if epoch != self.epoch:
             self._start = 0
         self.epoch = epoch
@@ -382,6 +478,11 @@ class Dataset(_Base):
         is assumed at the same count, as in synchronous training; the state
         is the same on every rank."""
         r, w = self.rank_world()
+        if samples_seen is None and self._shared[_WORKERS_RAN] and not self._counted:
+            raise ValueError(
+                "Dataset.state_dict: this dataset was iterated by DataLoader workers, whose progress "
+                "this process cannot see: iterate it with pagein.data.DataLoader (a torch DataLoader "
+                "that counts the samples it hands out) or pass samples_seen=")
         seen = self._yielded if samples_seen is None else int(samples_seen)
         if seen < 0:
             raise ValueError("samples_seen must be >= 0")
@@ -395,17 +496,30 @@ class Dataset(_Base):
     def load_state_dict(self, state):
         """Continues epoch state['epoch'] at global position state['position']:
         the rest of that epoch's order, partitioned over this world size."""
+        if not hasattr(state, "get") or not hasattr(state, "__getitem__"):
+            raise TypeError("Dataset state must be a dict (from state_dict()), not %s" % type(state).__name__)
         if state.get("version") != 1:
             raise ValueError("unknown Dataset state version %r" % (state.get("version"),))
-        if state["num_samples"] != self._src.count:
-            raise Error("Dataset state is for %d samples, this dataset has %d"
-                        % (state["num_samples"], self._src.count))
-        if state["seed"] != self.seed or state["shuffle"] != self.shuffle:
+        for k in ("seed", "shuffle", "epoch", "position", "num_samples", "block_samples", "window_blocks"):
+            if k not in state:
+                raise ValueError("Dataset state: missing field %r" % k)
+        n = _check_int("num_samples", state["num_samples"], 0, 2**63)
+        if n != self._src.count:
+            raise Error("Dataset state is for %d samples, this dataset has %d" % (n, self._src.count))
+        seed = _check_int("seed", state["seed"], -(1 << 1024), 1 << 1024)  # any integer
+        if not isinstance(state["shuffle"], str):
+            raise TypeError("Dataset state: shuffle must be a string, not %s" % type(state["shuffle"]).__name__)
+        if seed != self.seed or state["shuffle"] != self.shuffle:
             raise ValueError("Dataset state has seed %r shuffle %r, this dataset seed %r shuffle %r"
-                             % (state["seed"], state["shuffle"], self.seed, self.shuffle))
-        self.block_samples, self.window_blocks = state["block_samples"], state["window_blocks"]
-        self.epoch = int(state["epoch"])
-        self._start = int(state["position"])
+                             % (seed, state["shuffle"], self.seed, self.shuffle))
+        epoch = _check_int("epoch", state["epoch"], 0, 2**63)
+        # position counts the global order (all ranks): any world size resumes it
+        pos = _check_int("position", state["position"], 0, n + 1)
+        bs = _check_int("block_samples", state["block_samples"], 1, 2**63)
+        wb = _check_int("window_blocks", state["window_blocks"], 1, 2**63)
+        self.block_samples, self.window_blocks = bs, wb
+        self.epoch = epoch
+        self._start = pos
         self._yielded = 0
 
     # -- iteration --------------------------------------------------------------
@@ -422,10 +536,11 @@ class Dataset(_Base):
     def _samples(self, ids, data, offs):
         lines = self._src.dtype is None
         buf = None if lines else _np.frombuffer(data, dtype=_np.uint8)
+        mv = memoryview(data) if lines else None  # one copy per line, not two
         for j in range(len(ids)):
             a, b = int(offs[j]), int(offs[j + 1])
             if lines:
-                s = bytes(data[a:b])
+                s = bytes(mv[a:b])
             else:
                 s = buf[a:b]
                 if self.copy:
@@ -436,21 +551,91 @@ class Dataset(_Base):
                     s = _to_torch(s)
             yield (int(ids[j]), s) if self.return_ids else s
 
+    def _bounds(self, ids):
+        """Read batches: read_batch samples, and (line files, whose samples
+        vary in size) at most read_batch_bytes unless one line is longer."""
+        rb = self.read_batch
+        lens = getattr(self._src, "len", None) if self._src.dtype is None else None
+        if lens is None:
+            return [(k, min(len(ids), k + rb)) for k in range(0, len(ids), rb)]
+        ends = _np.cumsum(lens[ids.astype(_np.int64)], dtype=_np.uint64)
+        out, k = [], 0
+        while k < len(ids):
+            base = int(ends[k - 1]) if k else 0
+            e = int(_np.searchsorted(ends, base + self.read_batch_bytes, side="right"))
+            e = min(len(ids), max(k + 1, e), k + rb)
+            out.append((k, e))
+            k = e
+        return out
+
     def __iter__(self):
+        # the epoch and position are read now, from the shared block: a
+        # persistent worker sees the set_epoch made since its last epoch
         ids = self.ids()
         self._yielded = 0
-        rb = self.read_batch
+        self._shared[_WORKERS_RAN] = 1 if _in_worker() else 0
         if len(ids) == 0:
             return
+        bounds = self._bounds(ids)
         with _Pool(max_workers=1) as pool:
-            nxt = pool.submit(self._read, _np.ascontiguousarray(ids[0:rb]))
-            for k in range(0, len(ids), rb):
+            nxt = pool.submit(self._read, _np.ascontiguousarray(ids[bounds[0][0]:bounds[0][1]]))
+            for j in range(len(bounds)):
                 batch = nxt.result()
-                if k + rb < len(ids):  # read ahead while this batch is consumed
-                    nxt = pool.submit(self._read, _np.ascontiguousarray(ids[k + rb:k + 2 * rb]))
+                if j + 1 < len(bounds):  # read ahead while this batch is consumed
+                    a, b = bounds[j + 1]
+                    nxt = pool.submit(self._read, _np.ascontiguousarray(ids[a:b]))
                 for s in self._samples(*batch):
                     self._yielded += 1
                     yield s
+
+
+if _torch is not None:
+    class DataLoader(_torch.utils.data.DataLoader):
+        """torch.utils.data.DataLoader that counts, in this process, the
+        samples it hands out of a pagein.data.Dataset, so that
+        ``dataset.state_dict()`` is exact with workers (persistent or not)
+        without samples_seen. Every argument is torch's. The loader's
+        batch_size becomes the dataset's when the dataset was given none
+        (with workers the two must agree: the dataset deals a rank's samples
+        to its workers in chunks of batch_size)."""
+
+        def __init__(self, dataset, *args, **kwargs):
+            super().__init__(dataset, *args, **kwargs)
+            bs = self.batch_size
+            if isinstance(dataset, Dataset) and bs is not None and bs != dataset.batch_size:
+                if dataset._batch_size_given and self.num_workers > 1:
+                    raise ValueError("pagein.data.DataLoader: batch_size %d, but the dataset deals its samples "
+                                     "to workers in chunks of batch_size=%d: give both the same"
+                                     % (bs, dataset.batch_size))
+                if not dataset._batch_size_given:
+                    dataset.batch_size = bs
+
+        def __iter__(self):
+            it = super().__iter__()
+            return _Counting(it, self.dataset, self.batch_size) if isinstance(self.dataset, Dataset) else it
+
+    class _Counting:
+        """The loader's iterator, counting what it hands out into the
+        dataset (of this process) as it goes."""
+
+        def __init__(self, it, ds, batch_size):
+            self._it, self._ds, self._bs = it, ds, batch_size
+            self._n, self._len = 0, len(ds)
+            ds._yielded, ds._counted = 0, True
+
+        def __iter__(self):
+            return self
+
+        def __len__(self):
+            return len(self._it)
+
+        def __next__(self):
+            item = next(self._it)
+            self._n += 1
+            # batches are full but for each worker's last: the loader's
+            # output is the rank's list in order, so this is exact
+            self._ds._yielded = min(self._n * self._bs, self._len) if self._bs else self._n
+            return item
 
 
 def _to_torch(a):

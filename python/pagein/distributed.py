@@ -19,8 +19,10 @@ The plan (who reads which ranges, who ends with which slice) is computed
 by the C library (``pagein_dist_plan_new``); ``plan()`` shows it.
 
 Failures. Before any data moves, the ranks compare the model's files (sizes
-and a SHA-256 of each file's header): a mismatch raises ``pagein.Error``
-(code PAGEIN_E_PEER) on every rank, naming the ranks and the file. A rank
+and a SHA-256 of each file's header) and their load() arguments (mode,
+rules, align, cols_direct, chunk_bytes), in one small all_gather: a mismatch
+raises ``pagein.Error`` (code PAGEIN_E_PEER) on every rank, naming the ranks
+and the file, or each differing argument with every rank's value. A rank
 that dies or stops answering makes the others raise ``pagein.Error``
 (PAGEIN_E_PEER) within ``timeout`` seconds: with ``group=None`` the load
 runs on a new gloo group created with that timeout (every rank of the
@@ -30,6 +32,7 @@ timeout applies.
 
 import datetime as _dt
 import hashlib as _hashlib
+import json as _json
 import os as _os
 import threading as _threading
 import time as _time
@@ -164,18 +167,55 @@ class _Group:
                 pass
 
 
-def _check_same_files(g, torch, src, path):
+def _args_json(mode, rules, align, cols_direct, chunk_bytes):
+    """The load() arguments every rank must agree on, canonical: the plan
+    (mode, rules, align, cols_direct) and the broadcasts' cut (chunk_bytes)
+    decide which collectives run with which sizes."""
+    try:
+        r = [list(x) for x in _rules(rules)]
+    except Exception:  # invalid here: compared (and refused later) as written
+        r = repr(rules)
+    return _json.dumps({"mode": mode, "rules": r, "align": align, "cols_direct": cols_direct,
+                        "chunk_bytes": chunk_bytes}, sort_keys=True, default=repr).encode()
+
+
+def _check_same_files(g, torch, src, path, args=b""):
+    """One all_gather of (files' size, files' digest, arguments' digest and
+    length); only when the arguments differ, a second one of the arguments
+    themselves, to name the difference. Every rank sees the same answer and
+    fails the same way (PAGEIN_E_PEER) before any data moves: a rank with
+    other arguments would run other collectives (SIGABRT inside gloo) or
+    return while the others wait."""
     total, digest = _fingerprint(src)
-    mine = torch.tensor(list(total.to_bytes(8, "little") + digest), dtype=torch.uint8)
-    allv = g.all_gather(mine, "comparing the model files")
+    adig = _hashlib.sha256(args).digest()
+    mine = torch.tensor(list(total.to_bytes(8, "little") + digest + adig + len(args).to_bytes(4, "little")),
+                        dtype=torch.uint8)
+    allv = [bytes(t.tolist()) for t in g.all_gather(mine, "comparing the model files and load() arguments")]
     mine_b = bytes(mine.tolist())
-    differ = [r for r, t in enumerate(allv) if bytes(t.tolist()) != mine_b]
+    differ = [r for r, t in enumerate(allv) if t[:40] != mine_b[:40]]
     if differ:
-        sizes = {r: int.from_bytes(bytes(t[:8].tolist()), "little") for r, t in enumerate(allv)}
+        sizes = {r: int.from_bytes(t[:8], "little") for r, t in enumerate(allv)}
         raise _peer_error("pagein.distributed: rank %d: model '%s' differs from rank(s) %s (file sizes "
                           "%s bytes, or headers differ); every rank must load the same files"
                           % (g.rank, path, ", ".join(map(str, differ)),
                              ", ".join("rank %d: %d" % kv for kv in sorted(sizes.items()))))
+    if all(t[40:72] == adig for t in allv):
+        return
+    n = max(int.from_bytes(t[72:76], "little") for t in allv)
+    buf = torch.zeros(n, dtype=torch.uint8)
+    buf[:len(args)] = torch.tensor(list(args), dtype=torch.uint8)
+    every = []
+    for r, t in enumerate(g.all_gather(buf, "exchanging the differing load() arguments")):
+        k = int.from_bytes(allv[r][72:76], "little")
+        every.append(_json.loads(bytes(t[:k].tolist()).decode()))
+    diffs = []
+    for key in sorted(every[0]):
+        vals = [e.get(key) for e in every]
+        if any(v != vals[0] for v in vals):
+            diffs.append("%s: %s" % (key, ", ".join("rank %d: %s" % (r, _json.dumps(v)) for r, v in enumerate(vals))))
+    raise _peer_error("pagein.distributed: rank %d: load() arguments differ between ranks (%s); every rank "
+                      "must call load with the same mode, rules, align, cols_direct and chunk_bytes"
+                      % (g.rank, "; ".join(diffs)))
 
 
 def _expand(reads):
@@ -210,16 +250,16 @@ def load(path, group=None, mode="replicated", rules=None, *, timeout=60.0, align
     import torch
     import torch.distributed as dist
 
-    if mode not in ("replicated", "tp"):
-        raise ValueError("mode must be 'replicated' or 'tp', not %r" % (mode,))
     t0 = _time.monotonic()
     path = _os.fspath(path)
     src = _pagein.open_model(path, strategy="lazy")
     recs = src.tensors()
     g = _Group(dist, group, float(timeout))
     try:
-        if g.world > 1:
-            _check_same_files(g, torch, src, path)
+        if g.world > 1:  # first, so that a rank with other arguments fails every rank
+            _check_same_files(g, torch, src, path, _args_json(mode, rules, align, cols_direct, chunk_bytes))
+        if mode not in ("replicated", "tp"):
+            raise ValueError("mode must be 'replicated' or 'tp', not %r" % (mode,))
         reads, pieces, plan_bytes = _pagein.dist_plan(src, g.rank, g.world, mode, _rules(rules), align,
                                                       cols_direct)
 

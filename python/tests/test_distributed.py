@@ -329,3 +329,46 @@ def test_single_process_gguf(tmp_path):
             ref = m.get_tensor(n)
             assert tuple(res[n].shape) == tuple(ref.shape) and res[n].dtype == ref.dtype, n
             assert _bytes(res[n]) == _bytes(ref), n
+
+
+# ---- load() arguments that differ between ranks ------------------------------
+
+def _rank_args(rank, world, port, path, kwargs, q):
+    try:
+        _init(rank, world, port)
+        pdist.load(path, timeout=20, **kwargs[rank])
+        q.put((rank, "loaded", None))
+    except pagein.Error as e:
+        q.put((rank, "error", (getattr(e, "code", None), str(e))))
+    except BaseException as e:
+        q.put((rank, "other", repr(e)))
+
+
+@needs_gloo
+@pytest.mark.parametrize("kwargs, names", [
+    ([{"chunk_bytes": 300}, {"chunk_bytes": 1000}], ["chunk_bytes: rank 0: 300, rank 1: 1000"]),
+    ([{"align": 16}, {"align": 64}], ["align: rank 0: 16, rank 1: 64"]),
+    ([{"mode": "tp"}, {}], ['mode: rank 0: "tp", rank 1: "replicated"']),
+    ([{"mode": "tp", "rules": [("*q_proj*", "rows")]}, {"mode": "tp"}], ["rules: rank 0:"]),
+    ([{"mode": "tp", "cols_direct": True, "align": 8}, {"mode": "tp"}], ["align: rank 0: 8, rank 1: 0",
+                                                                        "cols_direct: rank 0: true, rank 1: false"]),
+])
+def test_different_arguments_fail_every_rank(tmp_path, kwargs, names):
+    """Different chunk_bytes/align/mode aborted a rank inside gloo; different
+    rules let one rank return while the other hung: now every rank raises
+    PAGEIN_E_PEER naming each differing argument, before any data moves."""
+    path = str(tmp_path / "m.safetensors")
+    tiny_llama(path)
+    ctx = mp.get_context("spawn")
+    q = ctx.SimpleQueue()
+    t0 = time.monotonic()
+    mp.spawn(_rank_args, args=(2, free_port(), path, kwargs, q), nprocs=2, join=True)
+    assert time.monotonic() - t0 < 60
+    for _ in range(2):
+        rank, status, info = q.get()
+        assert status == "error", (rank, status, info)
+        code, msg = info
+        assert code == -30036, msg  # PAGEIN_E_PEER
+        assert "load() arguments differ" in msg
+        for n in names:
+            assert n in msg, msg

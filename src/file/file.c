@@ -123,8 +123,9 @@ static pagein_file *file_new(const char *name) {
  * what a lazy open promises not to read). For safetensors the header's
  * extent is known from its first 8 bytes: fault only that page
  * (MADV_RANDOM), then read exactly the header ahead (MADV_WILLNEED, large
- * requests). Other formats keep the kernel's read-around, which their
- * metadata walk benefits from. The caller resets the advice to normal. */
+ * requests). GGUF has parse_mapped_gguf below; torch's zip keeps the
+ * kernel's read-around, which its directory walk benefits from. The caller
+ * resets the advice to normal. */
 static void header_readahead(pagein_file *f) {
     if (f->len < 8) return;
     madvise((void *)f->base, f->len, MADV_RANDOM); /* before the first touch */
@@ -135,6 +136,76 @@ static void header_readahead(pagein_file *f) {
     uint64_t n;
     memcpy(&n, f->base, 8); /* little-endian hosts; a bad length fails the parse anyway */
     if (n <= f->len - 8) madvise((void *)f->base, (size_t)(8 + n), MADV_WILLNEED);
+}
+
+/* GGUF's header (metadata, then tensor infos) has no length field: its
+ * extent is known only once it is walked, and on a normal mapping the
+ * first fault would read around it, up to read_ahead_kb (8 MiB), megabytes
+ * of tensor data (`pagein resident` filled the cache it measured). So the
+ * mapping has MADV_RANDOM (a fault reads its page only), and the parser is
+ * handed growing prefixes, each read ahead in large requests first
+ * (MADV_WILLNEED): 256 KiB, 1 MiB, 4 MiB, ... until it no longer reports
+ * PAGEIN_E_TRUNCATED. The last prefix may reach past the header into the
+ * tensor data: the pages there that were not resident before the open
+ * (mincore) are dropped again (give_back), so opening leaves only the
+ * header's pages behind. The caller resets the advice to normal. */
+/* Drops the pages in [p0, np) that are resident now but were not before
+ * (was[]). A page still being read ahead is locked, and DONTNEED skips
+ * locked pages: such a page is first touched (which waits for its read;
+ * with MADV_RANDOM no more is read) and unmapped again, as DONTNEED also
+ * skips mapped pages. */
+static void give_back(pagein_file *f, const unsigned char *was, size_t p0, size_t np) {
+    const size_t ps = pagein_page_size();
+    unsigned char now[256];
+    for (size_t b = p0; b < np; b += sizeof now) {
+        size_t nb = np - b < sizeof now ? np - b : sizeof now;
+        if (mincore((void *)(f->base + b * ps), nb * ps, now) != 0) return;
+        for (size_t i = 0; i < nb;) {
+            if (was[b + i] || !(now[i] & 1)) {
+                i++;
+                continue;
+            }
+            size_t j = i;
+            while (j < nb && !was[b + j] && (now[j] & 1)) j++;
+            const uint8_t *a = f->base + (b + i) * ps;
+            size_t len = (j - i) * ps;
+            if (pi_guard_touch(a, len, f->path, (b + i) * ps, f->fd) == 0) {
+                madvise((void *)a, len, MADV_DONTNEED);
+                posix_fadvise(f->fd, (off_t)((b + i) * ps), (off_t)len, POSIX_FADV_DONTNEED);
+            }
+            i = j;
+        }
+    }
+}
+
+static int parse_mapped_gguf(pagein_file *f, uint32_t flags) {
+    const size_t ps = pagein_page_size();
+    size_t w = f->len < (256u << 10) ? f->len : (256u << 10), seen = 0;
+    unsigned char *was = NULL; /* residency of pages [0, seen / ps) before we read them */
+    int rc;
+    for (;;) {
+        size_t np = (w + ps - 1) / ps;
+        unsigned char *nw = pi_realloc(was, np ? np : 1);
+        if (!nw) {
+            rc = pi_err(-ENOMEM, "out of memory for a %zu-page residency vector", np);
+            break;
+        }
+        was = nw;
+        if (np * ps > seen) {
+            if (mincore((void *)(f->base + seen), np * ps - seen, was + seen / ps) != 0)
+                memset(was + seen / ps, 1, np - seen / ps); /* unknown: never drop */
+            seen = np * ps;
+        }
+        madvise((void *)f->base, w, MADV_WILLNEED);
+        rc = parse(f, f->base, w, flags, PAGEIN_FORMAT_GGUF, 0);
+        if (rc != PAGEIN_E_TRUNCATED || w >= f->len) break;
+        pi_table_free(&f->tab);
+        pi_table_init(&f->tab);
+        w = f->len / 4 < w ? f->len : w * 4;
+    }
+    if (rc == 0 && was) give_back(f, was, (size_t)((f->tab.data_start + ps - 1) / ps), seen / ps);
+    pi_free(was);
+    return rc;
 }
 
 int pagein_open(pagein_file **out, const char *path, const pagein_open_opts *opts) {
@@ -191,8 +262,15 @@ int pi_file_open_source(pagein_file **out, struct pi_source *src, const pagein_o
     } else {
         f->base = (const uint8_t *)"";
     }
-    if (f->mapped) header_readahead(f);
-    rc = parse(f, f->base, f->len, flags, fmt, 0);
+    /* no read-around from the first touch (the magic) either */
+    if (f->mapped) madvise((void *)f->base, f->len, MADV_RANDOM);
+    if (f->mapped && f->len >= 4 && memcmp(f->base, "GGUF", 4) == 0 &&
+        (fmt == PAGEIN_FORMAT_UNKNOWN || fmt == PAGEIN_FORMAT_GGUF)) {
+        rc = parse_mapped_gguf(f, flags);
+    } else {
+        if (f->mapped) header_readahead(f);
+        rc = parse(f, f->base, f->len, flags, fmt, 0);
+    }
     if (f->mapped) madvise((void *)f->base, f->len, MADV_NORMAL);
     if (rc < 0) {
         pi_err_prefix(path);

@@ -23,9 +23,9 @@ nshards() { $PY -c "import json,sys; print(len(set(json.load(open(sys.argv[1]))[
 # state of a directory: names and checksums, sorted
 snap() { (cd "$1" && find . -type f -o -type d | sort | while read -r f; do [ -f "$f" ] && echo "$f $(md5sum < "$f" | cut -c1-32)" || echo "$f/"; done); }
 
-# ---- sizes: KB = 1000, KiB = 1024, plain = bytes, b = bits ---------------------
+# ---- sizes: KB = 1000, KiB = K = 1024, plain = bytes, b = B (docs/CLI.md "Sizes") ----
 mkst four.safetensors a:128:1 b:128:2 c:128:3 d:128:4   # 512 bytes each
-for spec in "1KB 4" "1kB 4" "1KiB 2" "1024 2" "1000 4" "1Kb 4" "2KB 2"; do
+for spec in "1KB 4" "1kB 4" "1KiB 2" "1K 2" "1024 2" "1000 4" "1Kb 4" "2KB 2"; do
   set -- $spec
   rm -rf s && mkdir s
   expect_exit 0 "$PAGEIN" convert -q four.safetensors s/model.safetensors --max-shard-size "$1"
