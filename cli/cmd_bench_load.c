@@ -386,8 +386,7 @@ static struct result in_child(struct bench *b, int what, pagein_strategy s, int 
         if (sa.ok && sb.ok) { /* slowfs saw every request: its view wins, the engine's choice stays */
             struct trace eng = r.tr;
             trace_from_slowfs(&sa, &sb, tm1 - tm0, &r.tr);
-            r.tr.engine_request_bytes = eng.engine_request_bytes;
-            r.tr.engine_depth = eng.engine_depth;
+            trace_keep_engine(&r.tr, &eng);
         }
         getrusage(RUSAGE_SELF, &u1);
         r.majflt = (double)(u1.ru_majflt - u0.ru_majflt);
