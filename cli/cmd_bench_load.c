@@ -551,8 +551,14 @@ static int in_list(const char *list, const char *name) {
     return 0;
 }
 
-/* --svg: GB/s per strategy (cold, warm bars; the figures of the table and
- * of the JSON's gbps) with fio's device limit as a dashed line. */
+static int warm_too(int have[][2]) {
+    for (size_t k = 0; k < NMODES; k++)
+        if (have[k][1]) return 1;
+    return 0;
+}
+
+/* --svg: GB/s per strategy (the JSON's gbps), cold runs when there are any
+ * (else warm), with fio's device limit as a dashed line. */
 static int draw_svg(const char *path, const struct bench *b, struct result res[][2], int have[][2], double dev,
                     double gb) {
     const char *cat[MAX_MODES], *ser[2];
@@ -561,6 +567,7 @@ static int draw_svg(const char *path, const struct bench *b, struct result res[]
     size_t nc = 0, ns = 0;
     for (size_t k = 0; k < NMODES; k++)
         for (int c = 0; c < 2; c++) cols[c] |= have[k][c];
+    if (cols[0]) cols[1] = 0; /* cold against the device limit; warm (page-cache speed) would dwarf it */
     int ci[2];
     for (int c = 0; c < 2; c++)
         if (cols[c]) ci[ns] = c, ser[ns++] = c ? "warm" : "cold";
@@ -576,8 +583,9 @@ static int draw_svg(const char *path, const struct bench *b, struct result res[]
     const char *base = strrchr(b->model, '/');
     snprintf(title, sizeof title, "pagein bench load: %.200s (%s), GB/s to every tensor usable, median of %d",
              base ? base + 1 : b->model, cli_human_bytes(b->model_bytes, hb, sizeof hb), b->runs);
-    snprintf(note, sizeof note, "%s", dev > 0 ? "dashed: device limit (fio, 1 MiB O_DIRECT, QD32)"
-                                              : "device limit: not measured (fio missing or --no-fio)");
+    snprintf(note, sizeof note, "%s%s", dev > 0 ? "dashed: device limit (fio, 1 MiB O_DIRECT, QD32)"
+                                                : "device limit: not measured (fio missing or --no-fio)",
+             cols[0] && ns == 1 && warm_too(have) ? "; warm runs: in the table and the JSON" : "");
     struct svg_bars sb = {.title = title, .unit = "GB/s", .fmt = "%.2f", .ncat = nc, .nser = ns, .cat = cat,
                           .ser = ser, .v = v, .ref = dev > 0 ? dev : 0, .ref_label = "device limit",
                           .ref_key = "device_limit", .note = note};

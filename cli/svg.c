@@ -198,7 +198,8 @@ int svg_bar_chart(const char *path, const struct svg_bars *b) {
     if (per < longest * 7.5 + 12) per = longest * 7.5 + 12;
     double plot_w = (double)b->ncat * per + gap;
     if (plot_w < 420) plot_w = 420;
-    int W = (int)(plot_w + 110), H = 380 + (b->note ? 18 : 0);
+    double rw = b->ref > 0 && b->ref_label ? 6.2 * (double)strlen(b->ref_label) + 12 : 0; /* its label, right */
+    int W = (int)(plot_w + 90 + (rw > 40 ? rw : 40)), H = 380 + (b->note ? 18 : 0);
     struct svg *s = svg_begin(path, W, H, b->title);
     if (!s) return -errno;
     double x0 = 80, x1 = x0 + plot_w, y0 = 60, y1 = 300;
@@ -230,8 +231,8 @@ int svg_bar_chart(const char *path, const struct svg_bars *b) {
         svg_line(s, x0, y, x1, y, "#c0392b", 2, 1);
         char num[48];
         snprintf(num, sizeof num, b->fmt, b->ref);
-        svg_text(s, x1 - 4, y - 6, "end", 11, "reflabel", NULL, "%s", b->ref_label ? b->ref_label : "limit");
-        svg_text(s, x1 + 4, y + 4, "start", 11, "value", b->ref_key ? b->ref_key : "ref", "%s", num);
+        svg_text(s, x1 + 4, y - 5, "start", 10, "reflabel", NULL, "%s", b->ref_label ? b->ref_label : "limit");
+        svg_text(s, x1 + 4, y + 9, "start", 11, "value", b->ref_key ? b->ref_key : "ref", "%s", num);
     }
     if (b->nser > 1 || b->ser[0][0]) legend(s, x0, y1 + 44, b->ser, b->nser);
     if (b->note) svg_text(s, x0, y1 + 68, "start", 11, "note", NULL, "%s", b->note);
