@@ -581,8 +581,14 @@ static int draw_svg(const char *path, const struct bench *b, struct result res[]
     }
     char title[512], note[160], hb[32];
     const char *base = strrchr(b->model, '/');
-    snprintf(title, sizeof title, "pagein bench load: %.200s (%s), GB/s to every tensor usable, median of %d",
-             base ? base + 1 : b->model, cli_human_bytes(b->model_bytes, hb, sizeof hb), b->runs);
+    struct statfs sf; /* the storage, in the title: the figure travels without the table */
+    unsigned long t = statfs(b->files[0], &sf) == 0 ? (unsigned long)sf.f_type : 0;
+    char fsw[32];
+    snprintf(fsw, sizeof fsw, "%s", t == 0xEF53 ? "ext4" : t == 0x58465342 ? "xfs" : t == 0x01021994 ? "tmpfs"
+                                    : t == 0x65735546 ? "FUSE" : t == 0x6969 ? "NFS" : t == 0x9123683E ? "btrfs" : "");
+    if (!fsw[0]) snprintf(fsw, sizeof fsw, "fs 0x%lx", t);
+    snprintf(title, sizeof title, "pagein bench load: %.200s (%s, %s), GB/s to every tensor usable, median of %d",
+             base ? base + 1 : b->model, cli_human_bytes(b->model_bytes, hb, sizeof hb), fsw, b->runs);
     snprintf(note, sizeof note, "%s%s", dev > 0 ? "dashed: device limit (fio, 1 MiB O_DIRECT, QD32)"
                                                 : "device limit: not measured (fio missing or --no-fio)",
              cols[0] && ns == 1 && warm_too(have) ? "; warm runs: in the table and the JSON" : "");

@@ -154,11 +154,11 @@ static double nice_step(double top, int ticks) {
     return (f <= 1 ? 1 : f <= 2 ? 2 : f <= 2.5 ? 2.5 : f <= 5 ? 5 : 10) * mag;
 }
 
+/* A tick's value with as many decimals as the step needs (0.25: two). */
 static void fmt_tick(char *b, size_t n, double v, double step) {
-    if (step >= 1 && fabs(v - round(v)) < 1e-9) snprintf(b, n, "%.0f", v);
-    else if (step >= 0.1) snprintf(b, n, "%.1f", v);
-    else if (step >= 0.01) snprintf(b, n, "%.2f", v);
-    else snprintf(b, n, "%.3g", v);
+    int d = 0;
+    while (d < 6 && fabs(step * pow(10, d) - round(step * pow(10, d))) > 1e-6 * step * pow(10, d)) d++;
+    snprintf(b, n, "%.*f", d, v);
 }
 
 /* The y axis of a plot area [x0, x1] x [y0 (top), y1 (bottom)] for 0..top;
