@@ -72,6 +72,7 @@ run() {
   if [ $ok = 1 ]; then times[$name]+="$($PY -c "print(round($t1 - $t0, 3))") "; else times[$name]+="null "; fi
 }
 
+times_last() { local v=(${times[$1]:-}); echo "${v[${#v[@]}-1]:-null}"; }
 have_curl=0; have_aria=0; have_fsspec=0; have_py=0
 if command -v curl >/dev/null; then have_curl=1; else note[curl]="curl missing"; fi
 if command -v aria2c >/dev/null; then have_aria=1; else note[aria2c]="aria2c missing (Debian aria2)"; fi
@@ -89,17 +90,44 @@ with open(out, "wb") as f:
     for p in parts:
         f.write(p)
 EOF
+# pull's progress over time (the last run): the chunks its state file marks
+# done, sampled every 10 ms, as [seconds, bytes] pairs (`bench remote --svg`)
+cat > "$D/progress.py" <<'PROGRESS'
+import json, os, sys, time
+state, size, stop, out = sys.argv[1], int(sys.argv[2]), sys.argv[3], sys.argv[4]
+t0, pts, chunk, deadline = time.monotonic(), [[0.0, 0]], 0, time.monotonic() + 600
+while not os.path.exists(stop) and time.monotonic() < deadline:
+    try:
+        with open(state, "rb") as f:
+            b = f.read()
+        if not chunk:
+            for line in b[:4096].split(b"\n"):
+                if line.startswith(b"chunk "): chunk = int(line.split()[1])
+        if chunk: pts.append([round(time.monotonic() - t0, 4), min(size, b[4096:].count(b"1") * chunk)])
+    except (OSError, ValueError):
+        pass
+    time.sleep(0.01)
+json.dump(pts, open(out, "w"))
+PROGRESS
 rss_kib=0
 for r in $(seq 1 "$RUNS"); do  # interleaved, so that drift hits every tool alike
   [ $have_curl = 1 ] && run curl curl -sf -o "$D/out.bin" "$URL"
   [ $have_aria = 1 ] && run aria2c aria2c -q -x16 -s16 -k1M --file-allocation=none --allow-overwrite=true -d "$D" -o out.bin "$URL"
   [ $have_fsspec = 1 ] && run fsspec $PY "$D/catranges.py" "$URL" "$bytes" "$chunk" "$D/out.bin"
   # pagein pull, under a wrapper that reports the child's peak RSS
+  if [ "$r" = "$RUNS" ]; then
+    rm -f "$D/progress.stop"
+    $PY "$D/progress.py" "$D/out.bin.pagein-part.pagein-state" "$bytes" "$D/progress.stop" "$D/progress.json" & ppid=$!
+  fi
   run pull $PY -c '
 import resource, subprocess, sys
 r = subprocess.run(sys.argv[2:])
 open(sys.argv[1], "w").write(str(resource.getrusage(resource.RUSAGE_CHILDREN).ru_maxrss))
 sys.exit(r.returncode)' "$D/rss" "$PAGEIN" pull --no-sync -q -c "$CONNS" "${PULL_CHUNK[@]}" "$URL" "$D/out.bin"
+  if [ "$r" = "$RUNS" ]; then
+    touch "$D/progress.stop"; wait $ppid 2>/dev/null
+    echo "$(times_last pull)" > "$D/progress.total"
+  fi
   k=$(cat "$D/rss" 2>/dev/null || echo 0); [ "$k" -gt "$rss_kib" ] && rss_kib=$k
   # remote load into memory: pagein_model_open(URL, read) through the
   # Python binding (build/python), timed inside the process: the
@@ -186,6 +214,7 @@ sleep 0.2
 sent=$(tail -n +$((lines_before + 1)) "$D/logs/nginx-access.log" | awk '$7 ~ /model.bin/ { s += $10 } END { print s + 0 }')
 
 load=$(cut -d' ' -f1-3 /proc/loadavg)
+export PROGRESS_JSON="$D/progress.json" PROGRESS_TOTAL="$D/progress.total"
 $PY - "$JSON" "$bytes" "$RATE" "$DELAY_MS" "$CONNS" "${pchunk:-0}" "$load" "$rss_kib" "${times[curl]:-null}" "${times[aria2c]:-null}" \
   "${times[fsspec]:-null}" "${times[pull]:-null}" "${resume:-null}" "${n:-0}" "${note[curl]:-}" "${note[aria2c]:-}" "${note[fsspec]:-}" \
   "${note[pull]:-}" "$sent" "${times[load]:-null}" "${note[load]:-}" "$RUNS" "${times[walk_read_first]:-null}" \
@@ -218,6 +247,12 @@ res = {"size": size, "rate_per_connection": rate, "first_byte_ms": delay, "conne
        "pull_peak_rss_kib": None if rss == "null" else int(rss)}
 p = t["pull"]
 res["pull_vs"] = {k: (round(v / p, 2) if v and p else None) for k, v in t.items() if k != "pull"}
+import os
+try:  # pull's progress in its last run: [seconds, bytes done] (bench remote --svg draws it)
+    res["pull_progress"] = {"seconds_total": json.load(open(os.environ["PROGRESS_TOTAL"])),
+                            "points": json.load(open(os.environ["PROGRESS_JSON"]))}
+except Exception:
+    res["pull_progress"] = None
 res["load_seconds"] = load_s
 walk = {k: f(a[i]) for k, i in (("read_first_layer", 22), ("read_total", 23), ("prefetch_first_layer", 24),
                                  ("prefetch_total", 25))}
@@ -241,6 +276,19 @@ if resume and resume.get("ok"):
                      "refetched_bytes": extra, "refetched_chunks": round(extra / cb, 2) if cb else None,
                      "at_most_chunks": conns}
 if notes: res["notes"] = notes
+if os.environ.get("PAGEIN_BENCH_FIGURE"):  # bench remote --svg: the figure's numbers, as plain lines
+    with open(os.environ["PAGEIN_BENCH_FIGURE"], "w") as f:
+        f.write("size %d\nrate %s\nfirst_byte_ms %d\nconnections %d\n" % (size, rate, delay, conns))
+        for k, v in res["MB_per_s"].items():
+            if v: f.write("ref %s %.1f\n" % (k, v))
+        pts = (res["pull_progress"] or {}).get("points") or []
+        last = pts[0] if pts else None
+        win = max(0.02, (pts[-1][0] if pts else 0) / 10)
+        if pts: f.write("point 0 0\n")
+        for tp, bp in pts[1:]:  # MB/s of completed chunks over windows of a 10th of the run, at each window's end
+            if tp - last[0] >= win:
+                f.write("point %.3f %.1f\n" % (tp, (bp - last[1]) / (tp - last[0]) / 1e6))
+                last = [tp, bp]
 if js:
     print(json.dumps(res))
 else:

@@ -14,6 +14,7 @@
  * each figure is the median of --runs runs. Without a GPU the GPU rows are
  * reported as skipped with the reason, and the command says so. */
 #include "cli.h"
+#include "svg.h"
 
 #include <errno.h>
 #include <fcntl.h>
@@ -431,9 +432,47 @@ static void usage(FILE *out) {
           "  --baselines-on-host run the Python rows with device \"cpu\" (exercises them without a GPU)\n"
           "  --no-fio            skip fio\n"
           "  --json              one JSON object (docs/GPU.md)\n"
+          "  --svg FILE          also draw GB/s per row, cold and warm, with the lower limit as a line\n"
           "Exit status: 0 ok (also when no GPU is present: the JSON says gpu.available false),\n"
           "1 a measurement failed, 2 usage or the model cannot be opened.\n",
           out);
+}
+
+/* --svg: GB/s per row (the JSON's rows[].gbps), cold and warm bars, and the
+ * lower of the two limits (fio into host memory, pinned host-to-device) as
+ * a dashed line. */
+static int draw_svg(const char *path, const struct bench *b, const struct row *rows, size_t nrows, double fio_v,
+                    double h2d_v) {
+    const char *cat[8], *ser[2];
+    double v[16];
+    size_t nc = 0, ns = 0;
+    for (size_t i = 0; i < nrows; i++) {
+        size_t c = 0, k = 0;
+        while (c < nc && strcmp(cat[c], rows[i].name)) c++;
+        while (k < ns && strcmp(ser[k], rows[i].cache)) k++;
+        if (c == nc && nc < 8) cat[nc++] = rows[i].name;
+        if (k == ns && ns < 2) ser[ns++] = rows[i].cache;
+    }
+    for (size_t i = 0; i < nc * ns; i++) v[i] = -1;
+    for (size_t i = 0; i < nrows; i++)
+        for (size_t c = 0; c < nc; c++)
+            for (size_t k = 0; k < ns; k++)
+                if (!strcmp(cat[c], rows[i].name) && !strcmp(ser[k], rows[i].cache) && rows[i].r.ok &&
+                    rows[i].r.seconds > 0)
+                    v[c * ns + k] = (double)b->bytes / rows[i].r.seconds / 1e9;
+    double ref = fio_v > 0 && (h2d_v <= 0 || fio_v < h2d_v) ? fio_v : h2d_v;
+    char title[300], hb[32];
+    const char *base = strrchr(b->model, '/');
+    snprintf(title, sizeof title, "pagein bench gpu: %.200s (%s), GB/s, median of %d", base ? base + 1 : b->model,
+             cli_human_bytes(b->bytes, hb, sizeof hb), b->runs);
+    struct svg_bars sb = {.title = title, .unit = "GB/s", .fmt = "%.2f", .ncat = nc, .nser = ns, .cat = cat,
+                          .ser = ser, .v = v, .ref = ref > 0 ? ref : 0,
+                          .ref_label = ref == fio_v ? "limit: fio into host memory" : "limit: pinned host-to-device",
+                          .ref_key = "limit",
+                          .note = "'-': skipped or failed (the JSON says why); dashed: the lower limit"};
+    int rc = nc && ns ? svg_bar_chart(path, &sb) : -EINVAL;
+    if (rc < 0) cli_error("bench-gpu", 0, "cannot write %s: %s", path, nc ? strerror(-rc) : "no figure measured");
+    return rc;
 }
 
 static int bench_gpu_main(int argc, char **argv) {
@@ -446,6 +485,7 @@ static int bench_gpu_main(int argc, char **argv) {
                : access("/usr/bin/python3", X_OK) == 0                  ? "/usr/bin/python3"
                                                                          : "python3";
     int json = 0, python = 1, fio = 1, cold = 1, warmc = 1, py_host = 0;
+    const char *svg = NULL;
     for (int i = 1; i < argc; i++) {
         const char *a = argv[i], *val = i + 1 < argc ? argv[i + 1] : NULL;
         if (cli_is_help(a)) {
@@ -456,6 +496,7 @@ static int bench_gpu_main(int argc, char **argv) {
         else if (strcmp(a, "--no-fio") == 0) fio = 0;
         else if (strcmp(a, "--baselines-on-host") == 0) py_host = 1;
         else if (strcmp(a, "-q") == 0) b.quiet = 1;
+        else if (strcmp(a, "--svg") == 0 && val) svg = val, i++;
         else if (strcmp(a, "--device") == 0 && val) {
             char *e;
             long d = strtol(val, &e, 10);
@@ -640,8 +681,9 @@ static int bench_gpu_main(int argc, char **argv) {
         if (hcopy_v > 0) snprintf(lc, sizeof lc, "%.2f", hcopy_v);
         printf("limits (GB/s): fio into host memory %s, pinned host-to-device %s, host copy %s\n", lf, lh, lc);
     }
+    if (svg && draw_svg(svg, &b, rows, nrows, fio_v, h2d_v) < 0) failed = 2;
     for (size_t i = 0; i < b.nfiles; i++) free(b.files[i]);
-    return failed ? EXIT_INVALID : EXIT_OK;
+    return failed == 2 ? EXIT_USAGE : failed ? EXIT_INVALID : EXIT_OK;
 }
 
 CLI_COMMAND(bench_gpu, "bench-gpu", "GPU loading: pinned staging vs stock loaders (pagein bench gpu --help)",

@@ -9,6 +9,7 @@
  * file with posix_fadvise(DONTNEED) first, with nothing mapped in the
  * parent. Each figure is the median of --runs runs. */
 #include "cli.h"
+#include "svg.h"
 #include "trace.h"
 
 #include <ctype.h>
@@ -432,8 +433,7 @@ static struct result in_child(struct bench *b, int what, pagein_strategy s, int 
         if (sa.ok && sb.ok) { /* slowfs saw every request: its view wins, the engine's choice stays */
             struct trace eng = r.tr;
             trace_from_slowfs(&sa, &sb, tm1 - tm0, &r.tr);
-            r.tr.engine_request_bytes = eng.engine_request_bytes;
-            r.tr.engine_depth = eng.engine_depth;
+            trace_keep_engine(&r.tr, &eng);
         }
         getrusage(RUSAGE_SELF, &u1);
         r.majflt = (double)(u1.ru_majflt - u0.ru_majflt);
@@ -580,6 +580,7 @@ static void usage(FILE *out) {
           "  --threads N, --chunk SIZE, --ahead N   model options (default: library defaults)\n"
           "  --no-pipeline, --no-fio   skip those parts\n"
           "  -q              no progress on stderr\n"
+          "  --svg FILE      also draw GB/s per strategy, cold and warm, with fio's device limit as a line\n"
           "Environment: PAGEIN_POPULATE_METHOD=madvise|pread|readahead picks how populate pages in.\n"
           "Exit status: 0 ok, 1 a measurement failed, 2 usage or the model cannot be opened.\n",
           out);
@@ -597,13 +598,62 @@ static int in_list(const char *list, const char *name) {
     return 0;
 }
 
+static int warm_too(int have[][2]) {
+    for (size_t k = 0; k < NMODES; k++)
+        if (have[k][1]) return 1;
+    return 0;
+}
+
+/* --svg: GB/s per strategy (the JSON's gbps), cold runs when there are any
+ * (else warm), with fio's device limit as a dashed line. */
+static int draw_svg(const char *path, const struct bench *b, struct result res[][2], int have[][2], double dev,
+                    double gb) {
+    const char *cat[MAX_MODES], *ser[2];
+    double v[MAX_MODES * 2];
+    int cols[2] = {0, 0};
+    size_t nc = 0, ns = 0;
+    for (size_t k = 0; k < NMODES; k++)
+        for (int c = 0; c < 2; c++) cols[c] |= have[k][c];
+    if (cols[0]) cols[1] = 0; /* cold against the device limit; warm (page-cache speed) would dwarf it */
+    int ci[2];
+    for (int c = 0; c < 2; c++)
+        if (cols[c]) ci[ns] = c, ser[ns++] = c ? "warm" : "cold";
+    for (size_t k = 0; k < NMODES; k++) {
+        if (!have[k][0] && !have[k][1]) continue;
+        for (size_t s = 0; s < ns; s++) {
+            const struct result *x = &res[k][ci[s]];
+            v[nc * ns + s] = have[k][ci[s]] && x->ok && x->all_s > 0 ? gb / x->all_s : -1;
+        }
+        cat[nc++] = modes[k].name;
+    }
+    char title[512], note[160], hb[32];
+    const char *base = strrchr(b->model, '/');
+    struct statfs sf; /* the storage, in the title: the figure travels without the table */
+    unsigned long t = statfs(b->files[0], &sf) == 0 ? (unsigned long)sf.f_type : 0;
+    char fsw[32];
+    snprintf(fsw, sizeof fsw, "%s", t == 0xEF53 ? "ext4" : t == 0x58465342 ? "xfs" : t == 0x01021994 ? "tmpfs"
+                                    : t == 0x65735546 ? "FUSE" : t == 0x6969 ? "NFS" : t == 0x9123683E ? "btrfs" : "");
+    if (!fsw[0]) snprintf(fsw, sizeof fsw, "fs 0x%lx", t);
+    snprintf(title, sizeof title, "pagein bench load: %.200s (%s, %s), GB/s to every tensor usable, median of %d",
+             base ? base + 1 : b->model, cli_human_bytes(b->model_bytes, hb, sizeof hb), fsw, b->runs);
+    snprintf(note, sizeof note, "%s%s", dev > 0 ? "dashed: device limit (fio, 1 MiB O_DIRECT, QD32)"
+                                                : "device limit: not measured (fio missing or --no-fio)",
+             cols[0] && ns == 1 && warm_too(have) ? "; warm runs: in the table and the JSON" : "");
+    struct svg_bars sb = {.title = title, .unit = "GB/s", .fmt = "%.2f", .ncat = nc, .nser = ns, .cat = cat,
+                          .ser = ser, .v = v, .ref = dev > 0 ? dev : 0, .ref_label = "device limit",
+                          .ref_key = "device_limit", .note = note};
+    int rc = nc && ns ? svg_bar_chart(path, &sb) : -EINVAL;
+    if (rc < 0) cli_error("bench-load", 0, "cannot write %s: %s", path, nc ? strerror(-rc) : "no figure measured");
+    return rc;
+}
+
 static int bench_load_main(int argc, char **argv) {
     build_modes();
     struct bench b;
     memset(&b, 0, sizeof b);
     b.runs = 3;
     int json = 0, pipeline = 1, fio = 1, quiet = 0, cold = 1, warmc = 1;
-    const char *only = NULL;
+    const char *only = NULL, *svg = NULL;
     for (int i = 1; i < argc; i++) {
         const char *a = argv[i];
         const char *val = i + 1 < argc ? argv[i + 1] : NULL;
@@ -614,6 +664,7 @@ static int bench_load_main(int argc, char **argv) {
         else if (strcmp(a, "--no-pipeline") == 0) pipeline = 0;
         else if (strcmp(a, "--no-fio") == 0) fio = 0;
         else if (strcmp(a, "-q") == 0) quiet = 1;
+        else if (strcmp(a, "--svg") == 0 && val) svg = val, i++;
         else if (strcmp(a, "--runs") == 0 && val) {
             b.runs = atoi(val), i++;
             if (b.runs < 1 || b.runs > MAX_RUNS) {
@@ -912,9 +963,10 @@ static int bench_load_main(int argc, char **argv) {
                    pipe_res[1].total_s <= 1.15 * bound ? "MEETS" : "MISSES");
         }
     }
+    if (svg && draw_svg(svg, &b, res, have, dev, gb) < 0) failed = 2;
     for (size_t i = 0; i < b.nfiles; i++) free(b.files[i]);
     free(xbuf);
-    return failed ? EXIT_INVALID : EXIT_OK;
+    return failed == 2 ? EXIT_USAGE : failed ? EXIT_INVALID : EXIT_OK;
 }
 
 CLI_COMMAND(bench_load, "bench-load", "benchmark every load strategy cold and warm, with baselines and verdicts (also `pagein bench load`)",

@@ -10,6 +10,7 @@
  * copy that all workers share (sum of PSS about the model size); with
  * `read` each worker holds its own copy (sum about N times the model). */
 #include "cli.h"
+#include "svg.h"
 
 #include <errno.h>
 #include <signal.h>
@@ -34,7 +35,8 @@ static void usage(FILE *out) {
             "reports each worker's RSS and PSS (/proc/self/smaps_rollup, read while all N are\n"
             "alive) and the sum of PSS, first with the `lazy` strategy (shared mapping of the\n"
             "page cache), then with `read` (private copies). --strategy (repeatable) picks\n"
-            "others. Exit: 0 ok, 1 a worker failed, 2 usage error.\n");
+            "others. --svg FILE also draws the PSS sum per strategy against the model's size.\n"
+            "Exit: 0 ok, 1 a worker failed, 2 usage error.\n");
 }
 
 /* Rss and Pss in kB from smaps_rollup (the whole process). */
@@ -175,6 +177,7 @@ static int run_round(const char *path, int n, struct round *r) {
 static int share_main(int argc, char **argv) {
     const char *path = NULL;
     int n = 8, json = 0;
+    const char *svg = NULL;
     pagein_strategy strats[8];
     int nstrat = 0;
     for (int i = 1; i < argc; i++) {
@@ -184,6 +187,8 @@ static int share_main(int argc, char **argv) {
             return EXIT_OK;
         } else if (!strcmp(a, "--json")) {
             json = 1;
+        } else if (!strcmp(a, "--svg") && i + 1 < argc) {
+            svg = argv[++i];
         } else if ((!strcmp(a, "--workers") || !strcmp(a, "-n")) && i + 1 < argc) {
             char *end;
             long v = strtol(argv[++i], &end, 10);
@@ -275,6 +280,26 @@ static int share_main(int argc, char **argv) {
                    (double)r->rss_sum_kb / 1024.0, (double)r->pss_sum_kb / 1024.0,
                    model_bytes ? (double)r->pss_sum_kb * 1024 / (double)model_bytes : 0.0,
                    r->failed ? " (a worker failed)" : "");
+        }
+    }
+    if (svg) { /* the PSS sum over the model's size per strategy (the JSON's pss_sum_over_model) */
+        const char *cat[8], *ser[1] = {""};
+        double v[8];
+        for (int k = 0; k < nstrat; k++) {
+            cat[k] = pagein_strategy_name(rounds[k].strat);
+            v[k] = rounds[k].failed || !model_bytes ? -1 : (double)rounds[k].pss_sum_kb * 1024 / (double)model_bytes;
+        }
+        char title[300];
+        const char *base = strrchr(path, '/');
+        snprintf(title, sizeof title, "pagein bench share: %.200s, %d workers: memory (PSS sum) in model sizes",
+                 base ? base + 1 : path, n);
+        struct svg_bars sb = {.title = title, .unit = "PSS sum / model size", .fmt = "%.2f", .ncat = (size_t)nstrat,
+                              .nser = 1, .cat = cat, .ser = ser, .v = v, .ref = 1, .ref_label = "one copy of the model",
+                              .ref_key = "one_copy", .note = "below the line: the workers share one copy"};
+        int rc = svg_bar_chart(svg, &sb);
+        if (rc < 0) {
+            cli_error("bench share", 0, "cannot write %s: %s", svg, strerror(-rc));
+            status = EXIT_USAGE;
         }
     }
     free(rounds);

@@ -8,6 +8,7 @@
  * per request). docs/TRAINING-DATA.md explains the columns. */
 #include "cli.h"
 #include "cleanup.h"
+#include "svg.h"
 #include "trace.h"
 
 #include <errno.h>
@@ -84,6 +85,7 @@ static void usage(FILE *out) {
             "  --threads          ranges: read with threads even where io_uring is available\n"
             "  --block-size S     block reader block size (default 16M)\n"
             "  --buffer-blocks N  block reader buffer, in blocks (default 8)\n"
+            "  --svg FILE         also draw samples (rows) per second for each order and storage\n"
             "  --json             JSON: {\"modes\": [{\"mode\", \"fs\", \"seconds\", \"major_faults\",\n"
             "                     \"read_bytes\", \"requests\", \"mean_request_bytes\", \"quality\", ...}]}\n"
             "\n"
@@ -523,6 +525,41 @@ static void print_json(const struct opts *o, const struct result *res, int n, co
     printf("\n  ]\n}\n");
 }
 
+/* --svg: samples (rows) per second, rows / seconds of the JSON, one bar per
+ * storage (local, slowfs) for each order. */
+static int draw_svg(const char *path, const struct opts *o, const struct result *res, int n) {
+    const char *cat[NMODES], *ser[2];
+    size_t nc = 0, ns = 0;
+    double v[NMODES * 2];
+    for (int i = 0; i < n; i++) {
+        size_t k = 0;
+        while (k < ns && strcmp(ser[k], res[i].fs)) k++;
+        if (k == ns && ns < 2) ser[ns++] = res[i].fs;
+    }
+    for (int m = 0; m < NMODES; m++) {
+        int any = 0;
+        for (size_t k = 0; k < ns; k++) {
+            v[nc * ns + k] = -1;
+            for (int i = 0; i < n; i++)
+                if (!strcmp(res[i].mode, ALL_MODES[m]) && !strcmp(res[i].fs, ser[k])) {
+                    any = 1;
+                    if (!res[i].failed && res[i].seconds > 0) v[nc * ns + k] = (double)(o->size / o->row) / res[i].seconds;
+                }
+        }
+        if (any) cat[nc++] = ALL_MODES[m];
+    }
+    char title[256], note[256];
+    snprintf(title, sizeof title, "pagein bench shuffle: samples/s by order, %" PRIu64 " rows of %" PRIu64 " B, cold",
+             o->size / o->row, o->row);
+    snprintf(note, sizeof note, "slowfs: %ld us a request, readahead %ld KiB; queue depth %u, batch %u", o->delay_us,
+             o->ra_kb, o->qd, o->batch);
+    struct svg_bars sb = {.title = title, .unit = "samples/s", .fmt = "%.0f", .ncat = nc, .nser = ns, .cat = cat,
+                          .ser = ser, .v = v, .note = note};
+    int rc = nc && ns ? svg_bar_chart(path, &sb) : -EINVAL;
+    if (rc < 0) cli_error("bench shuffle", 0, "cannot write %s: %s", path, nc ? strerror(-rc) : "no figure measured");
+    return rc;
+}
+
 /* ---- main --------------------------------------------------------------- */
 
 static int parse_u(const char *s, unsigned *out) {
@@ -547,6 +584,7 @@ static int bench_shuffle_main(int argc, char **argv) {
     }
     snprintf(slowfs_default, sizeof slowfs_default, "%s/slowfs", self_dir);
     o.slowfs_bin = slowfs_default;
+    const char *svg = NULL;
     for (int i = 1; i < argc; i++) {
         const char *a = argv[i];
         const char *v = i + 1 < argc ? argv[i + 1] : NULL;
@@ -588,6 +626,8 @@ static int bench_shuffle_main(int argc, char **argv) {
             o.ra_kb = atol(v), i++;
         else if (!strcmp(a, "--slowfs-bin"))
             o.slowfs_bin = v, i++;
+        else if (!strcmp(a, "--svg"))
+            svg = v, i++;
         else if (!strcmp(a, "--modes")) {
             for (int m = 0; m < NMODES; m++) o.want[m] = 0;
             char *list = strdup(v);
@@ -696,6 +736,7 @@ static int bench_shuffle_main(int argc, char **argv) {
                o.block_bytes >> 10, o.buffer_blocks, o.delay_us, ra, o.rounds, kernel);
         print_table(&o, res, nres);
     }
+    if (svg && draw_svg(svg, &o, res, nres) < 0) status = EXIT_USAGE;
     if (own_dir && !o.keep) {
         for (int s = 0; s < NSHARDS; s++) unlink(local[s]);
         rmdir(o.dir);

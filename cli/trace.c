@@ -102,6 +102,21 @@ void trace_from_engine(const pagein_io_stats *st, struct trace *t) {
     t->p99_us = st->lat_p99_ns / 1e3;
     t->engine_request_bytes = (double)st->request_bytes;
     t->engine_depth = st->depth;
+    t->submit_view = st->submit_view;
+    t->submit_mean_inflight = st->submit_mean_inflight;
+    t->submit_max_inflight = (double)st->submit_max_inflight;
+    t->issue_s = st->issue_seconds;
+    t->issue_async = st->issue_async;
+}
+
+void trace_keep_engine(struct trace *t, const struct trace *eng) {
+    t->engine_request_bytes = eng->engine_request_bytes;
+    t->engine_depth = eng->engine_depth;
+    t->submit_view = eng->submit_view;
+    t->submit_mean_inflight = eng->submit_mean_inflight;
+    t->submit_max_inflight = eng->submit_max_inflight;
+    t->issue_s = eng->issue_s;
+    t->issue_async = eng->issue_async;
 }
 
 void trace_json(FILE *o, const struct trace *t) {
@@ -130,5 +145,10 @@ void trace_json(FILE *o, const struct trace *t) {
     fprintf(o, "}");
     if (t->source == TRACE_ENGINE || t->engine_depth > 0)
         fprintf(o, ", \"engine_request_bytes\": %.0f, \"engine_depth\": %.0f", t->engine_request_bytes, t->engine_depth);
+    if (t->submit_view) /* the submit side: what the engine handed the kernel, against what storage saw above */
+        fprintf(o,
+                ", \"submitted_mean_inflight\": %.2f, \"submitted_max_inflight\": %.0f, \"issue_s\": %.4f, "
+                "\"issue_async\": %s",
+                t->submit_mean_inflight, t->submit_max_inflight, t->issue_s, t->issue_async ? "true" : "false");
     fprintf(o, "}");
 }

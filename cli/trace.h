@@ -27,6 +27,10 @@ struct trace {
     double requests, bytes, max_inflight, mean_inflight, p50_us, p95_us, p99_us;
     double hist[TRACE_SIZES]; /* slowfs: <= 4 KiB << i (last: more); engine: [4 KiB << i, 4 KiB << (i+1)) */
     double engine_request_bytes, engine_depth;
+    /* the submit side (engine, pagein_io_stats): submitted, not completed */
+    int submit_view;
+    double submit_mean_inflight, submit_max_inflight, issue_s;
+    int issue_async;
 };
 
 /* The .slowfs-stats file of the slowfs mount holding path, or "" (not on slowfs). */
@@ -36,6 +40,8 @@ void trace_snap(const char *stats_path, struct trace_snap *s);
 /* The run between a and b, which took secs. */
 void trace_from_slowfs(const struct trace_snap *a, const struct trace_snap *b, double secs, struct trace *t);
 void trace_from_engine(const pagein_io_stats *st, struct trace *t);
+/* Keeps the engine's choice and submit side in t (a slowfs trace of the same run). */
+void trace_keep_engine(struct trace *t, const struct trace *eng);
 /* Prints `"trace": {...}` (or null) without a leading comma. */
 void trace_json(FILE *o, const struct trace *t);
 

@@ -1826,6 +1826,18 @@ typedef struct pagein_io_stats {
     uint64_t size_hist[PAGEIN_IO_HIST];
     double seconds;
     char why[160];
+    /* ---- addition (issue 29): the submit side --------------------------
+     * Requests handed to the kernel and not yet completed (the local
+     * readv's io_uring ring or threads), time-weighted mean and most;
+     * the seconds the issuing thread spent blocked in submission; 1 if the
+     * ring moved issuing to the kernel's workers because it blocked.
+     * submit_view is 0 where the source does not report it (remote). */
+    int submit_view;
+    double submit_mean_inflight;
+    uint64_t submit_max_inflight;
+    double issue_seconds;
+    int issue_async;
+    /* ---- end of addition (issue 29) ---- */
 } pagein_io_stats;
 
 /* 0 and *st for a model whose data the range engine read (READ, or AUTO

@@ -28,6 +28,12 @@ for target in "${@:-core}"; do
     bench) pkgs+=(libcurl4-openssl-dev libssl-dev nginx openssl curl aria2 python3-fsspec python3-aiohttp) ;;
   esac
 done
+# the --svg figures (cli/svg.c): tests/cli/svg.test.sh renders them with librsvg
+for target in "${@:-core}"; do
+  case "$target" in
+    test) pkgs+=(librsvg2-bin) ;;
+  esac
+done
 [ ${#pkgs[@]} -eq 0 ] && exit 0
 
 missing=()

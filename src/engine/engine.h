@@ -80,6 +80,17 @@ struct pi_engine_stats {
     uint64_t lat_p50_ns, lat_p95_ns, lat_p99_ns;
     uint64_t size_hist[PI_ENGINE_HIST];
     double seconds;
+    /* The submit side (issue 29): requests handed to the kernel (the local
+     * readv's ring or threads, the workers' reads) and not yet completed,
+     * time-weighted over the run and at most; the seconds the issuing
+     * thread spent blocked inside submission; 1 if the ring moved issuing
+     * to the kernel's workers because issuing blocked. submit_view is 0
+     * where the source's readv does not report (remote sources). */
+    int submit_view;
+    double submit_mean_inflight;
+    uint64_t submit_max_inflight;
+    double issue_seconds;
+    int issue_async;
 };
 
 /* Runs the plan. srcs[nsrc] are open sources; spans[n] index into them.

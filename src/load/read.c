@@ -99,7 +99,8 @@ int pi_model_read_all(pagein_model *m) {
             rc = pi_err(-errno, "%s: cannot allocate %zu bytes: %s", f->path, cap, strerror(errno));
             goto out;
         }
-        madvise(b, cap, MADV_HUGEPAGE);
+        const char *hp = getenv("PAGEIN_READ_HUGEPAGE"); /* 0: 4 KiB pages (issue 29: which is faster varies with the VM) */
+        if (!hp || *hp != '0') madvise(b, cap, MADV_HUGEPAGE);
         m->rbuf[i] = b;
         m->rlen[i] = cap;
         srcs[i] = f->src;
@@ -251,5 +252,10 @@ int pagein_model_io_stats(const pagein_model *m, pagein_io_stats *st) {
     for (int i = 0; i < PAGEIN_IO_HIST && i < PI_ENGINE_HIST; i++) st->size_hist[i] = e->size_hist[i];
     st->seconds = e->seconds;
     snprintf(st->why, sizeof st->why, "%s", e->why);
+    st->submit_view = e->submit_view;
+    st->submit_mean_inflight = e->submit_mean_inflight;
+    st->submit_max_inflight = e->submit_max_inflight;
+    st->issue_seconds = e->issue_seconds;
+    st->issue_async = e->issue_async;
     return 0;
 }

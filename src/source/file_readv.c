@@ -13,6 +13,19 @@
  * kernel refuses a ring (seccomp, io_uring_disabled) or with
  * PAGEIN_NO_URING=1, `depth` threads each pread (pi_pread_full) one request
  * at a time.
+ *
+ * Issuing can block: an O_DIRECT read on FUSE pins its destination pages
+ * at issue, and pinning faults fresh anonymous memory in (zeroing it, and
+ * in a virtual machine whose free memory the host took back, faulting the
+ * host's page in too: measured 0.45-0.55 GB/s for huge pages on one CPU,
+ * issue 29). io_uring issues inline, on the one submitting thread, so a
+ * blocking issue serialises the requests: the ring counts `depth`
+ * submitted while the filesystem sees one at a time. The loop measures the
+ * time spent inside io_uring_submit; when it is more than half the time
+ * so far (after the first `depth` requests), the rest are flagged
+ * IOSQE_ASYNC: the kernel's io-wq workers (up to `depth`, registered
+ * below) issue them in parallel and the submitting thread only waits.
+ * pi_file_readv_view reports this submit side (pi_readv_view).
  */
 #include "file_readv.h"
 
@@ -22,8 +35,38 @@
 #include <pthread.h>
 #include <stdio.h>
 #include <stdlib.h>
+#include <time.h>
 
 _Atomic int pi_test_readv_faults;
+_Atomic int pi_test_readv_issue_delay_us;
+
+static uint64_t mono_ns(void) {
+    struct timespec t;
+    clock_gettime(CLOCK_MONOTONIC, &t);
+    return (uint64_t)t.tv_sec * 1000000000ull + (uint64_t)t.tv_nsec;
+}
+
+/* Time-weighted count of submitted, not completed requests. */
+struct inflight_acc {
+    uint64_t t0, last, cur, max;
+    double area; /* request-nanoseconds */
+};
+
+static void acc_step(struct inflight_acc *a, int delta) {
+    uint64_t t = mono_ns();
+    a->area += (double)(t - a->last) * (double)a->cur;
+    a->last = t;
+    a->cur = (uint64_t)((int64_t)a->cur + delta);
+    if (a->cur > a->max) a->max = a->cur;
+}
+
+static void acc_view(struct inflight_acc *a, struct pi_readv_view *v) {
+    acc_step(a, 0);
+    double wall = (double)(a->last - a->t0);
+    v->mean_inflight = wall > 0 ? a->area / wall : 0;
+    v->max_inflight = a->max;
+    v->seconds = wall / 1e9;
+}
 
 static int eof_error(struct pi_source *s, uint64_t off, uint64_t left) {
     return pi_err(PAGEIN_E_TRUNCATED, "%s: end of file at offset %" PRIu64 " with %" PRIu64 " bytes still to read",
@@ -54,6 +97,7 @@ struct tjob {
     size_t next;
     int rc;
     char detail[512];
+    struct inflight_acc acc;
 };
 
 static void *tworker(void *a) {
@@ -65,6 +109,7 @@ static void *tworker(void *a) {
             break;
         }
         size_t i = j->next++;
+        acc_step(&j->acc, +1);
         pthread_mutex_unlock(&j->mu);
         struct pi_read_req *r = &j->reqs[i];
         pi_err_clear();
@@ -76,6 +121,9 @@ static void *tworker(void *a) {
             rc = pi_err(rc, "%s: %s", j->s->name ? j->s->name : "?", d);
         }
         r->rc = rc;
+        pthread_mutex_lock(&j->mu);
+        acc_step(&j->acc, -1);
+        pthread_mutex_unlock(&j->mu);
         int stop = j->done ? j->done(j->arg, r) : 0;
         if (rc < 0 && !stop) stop = rc;
         if (stop) {
@@ -90,13 +138,15 @@ static void *tworker(void *a) {
     return NULL;
 }
 
-int pi_file_readv_threads(struct pi_source *s, struct pi_read_req *reqs, size_t n, unsigned depth,
-                          pi_read_done_fn done, void *arg) {
+static int readv_threads(struct pi_source *s, struct pi_read_req *reqs, size_t n, unsigned depth,
+                         pi_read_done_fn done, void *arg, struct pi_readv_view *view) {
+    if (view) memset(view, 0, sizeof *view);
     if (n == 0) return 0;
     if (!depth) depth = pi_source_facts(s)->depth ? pi_source_facts(s)->depth : 16;
     if (depth > n) depth = (unsigned)n;
     if (depth > 256) depth = 256;
     struct tjob j = {.s = s, .reqs = reqs, .n = n, .done = done, .arg = arg};
+    j.acc.t0 = j.acc.last = mono_ns();
     pthread_mutex_init(&j.mu, NULL);
     pthread_t tid[256];
     unsigned started = 0;
@@ -107,9 +157,15 @@ int pi_file_readv_threads(struct pi_source *s, struct pi_read_req *reqs, size_t 
     tworker(&j);
     for (unsigned t = 0; t < started; t++) pthread_join(tid[t], NULL);
     pthread_mutex_destroy(&j.mu);
+    if (view) acc_view(&j.acc, view);
     cancel_rest(reqs, j.next, n);
     if (j.rc) return pi_err(j.rc, "%s", j.detail);
     return 0;
+}
+
+int pi_file_readv_threads(struct pi_source *s, struct pi_read_req *reqs, size_t n, unsigned depth,
+                          pi_read_done_fn done, void *arg) {
+    return readv_threads(s, reqs, n, depth, done, arg, NULL);
 }
 
 /* ---- io_uring ----------------------------------------------------------- */
@@ -122,20 +178,28 @@ struct uop {
     int faults; /* test hook: 2 = next completion counts as EINTR, 1 = ask for half */
 };
 
-static void submit(struct io_uring *ring, struct pi_source *s, struct pi_read_req *r, struct uop *op, size_t i) {
+static void submit(struct io_uring *ring, struct pi_source *s, struct pi_read_req *r, struct uop *op, size_t i,
+                   int async) {
     struct io_uring_sqe *sqe = io_uring_get_sqe(ring); /* never NULL: at most qd in flight */
     uint64_t left = r->len - op->done;
     if (op->faults == 1 && left > 1) left = left / 2; /* a short read to finish */
     unsigned len = left > (1u << 30) ? (1u << 30) : (unsigned)left;
     io_uring_prep_read(sqe, s->fd, (uint8_t *)r->buf + op->done, len, r->off + op->done);
     io_uring_sqe_set_data64(sqe, i);
+    if (async) io_uring_sqe_set_flags(sqe, IOSQE_ASYNC);
 }
 
 int pi_file_readv(struct pi_source *s, struct pi_read_req *reqs, size_t n, unsigned depth, pi_read_done_fn done,
                   void *arg) {
+    return pi_file_readv_view(s, reqs, n, depth, done, arg, NULL);
+}
+
+int pi_file_readv_view(struct pi_source *s, struct pi_read_req *reqs, size_t n, unsigned depth,
+                       pi_read_done_fn done, void *arg, struct pi_readv_view *view) {
+    if (view) memset(view, 0, sizeof *view);
     if (n == 0) return 0;
     const char *nu = getenv("PAGEIN_NO_URING");
-    if (nu && *nu == '1') return pi_file_readv_threads(s, reqs, n, depth, done, arg);
+    if (nu && *nu == '1') return readv_threads(s, reqs, n, depth, done, arg, view);
     /* Buffered reads from a local disk or memory are bound by the copy out
      * of the page cache: io_uring completes those inline on this one
      * thread, threads spread the copies over the CPUs (measured: 0.30-0.51
@@ -145,13 +209,13 @@ int pi_file_readv(struct pi_source *s, struct pi_read_req *reqs, size_t n, unsig
     int fl = fcntl(s->fd, F_GETFL);
     int direct_fd = fl >= 0 && (fl & O_DIRECT);
     if (!direct_fd && (pi_source_facts(s)->storage == PI_STORAGE_LOCAL || pi_source_facts(s)->storage == PI_STORAGE_MEMORY))
-        return pi_file_readv_threads(s, reqs, n, depth, done, arg);
+        return readv_threads(s, reqs, n, depth, done, arg, view);
     if (!depth) depth = pi_source_facts(s)->depth ? pi_source_facts(s)->depth : 16;
     unsigned qd = depth > n ? (unsigned)n : depth;
     if (qd > 4096) qd = 4096;
     struct io_uring ring;
     int e = io_uring_queue_init(qd, &ring, 0);
-    if (e < 0) return pi_file_readv_threads(s, reqs, n, depth, done, arg);
+    if (e < 0) return readv_threads(s, reqs, n, depth, done, arg, view);
     unsigned workers[2] = {qd, qd}; /* bounded (regular files), unbounded */
     io_uring_register_iowq_max_workers(&ring, workers);
     struct uop *ops = pi_calloc(n, sizeof *ops);
@@ -160,6 +224,14 @@ int pi_file_readv(struct pi_source *s, struct pi_read_req *reqs, size_t n, unsig
         return pi_err(-ENOMEM, "%s: out of memory for %zu reads", s->name ? s->name : "?", n);
     }
     int faults = atomic_load(&pi_test_readv_faults);
+    unsigned issue_delay = (unsigned)atomic_load(&pi_test_readv_issue_delay_us);
+    const char *ae = getenv("PAGEIN_URING_ASYNC");
+    int async_mode = ae && (*ae == '0' || *ae == '1') ? *ae - '0' : -1; /* -1: switch when issuing blocks */
+    int async = async_mode == 1;
+    size_t async_from = 0;
+    uint64_t issue_ns = 0;
+    struct inflight_acc acc = {0};
+    acc.t0 = acc.last = mono_ns();
     size_t next = 0, inflight = 0;
     int rc = 0;
     char detail[512] = "";
@@ -174,11 +246,23 @@ int pi_file_readv(struct pi_source *s, struct pi_read_req *reqs, size_t n, unsig
             }
             ops[next].faults = faults ? 2 : 0;
             reqs[next].rc = 0;
-            submit(&ring, s, &reqs[next], &ops[next], next);
+            submit(&ring, s, &reqs[next], &ops[next], next, async);
             next++;
             inflight++;
+            acc_step(&acc, +1);
+        }
+        uint64_t ti = mono_ns();
+        if (issue_delay) {
+            struct timespec d = {0, (long)issue_delay * 1000};
+            nanosleep(&d, NULL);
         }
         io_uring_submit(&ring);
+        uint64_t te = mono_ns();
+        issue_ns += te - ti;
+        if (!async && async_mode < 0 && next >= qd && next < n && issue_ns * 2 > te - acc.t0) {
+            async = 1; /* issuing blocks this thread: let the kernel's workers issue */
+            async_from = next;
+        }
         if (inflight == 0) break;
         struct io_uring_cqe *cqe;
         e = io_uring_wait_cqe(&ring, &cqe);
@@ -194,6 +278,7 @@ int pi_file_readv(struct pi_source *s, struct pi_read_req *reqs, size_t n, unsig
         int res = cqe->res;
         io_uring_cqe_seen(&ring, cqe);
         inflight--;
+        acc_step(&acc, -1);
         struct pi_read_req *r = &reqs[i];
         struct uop *op = &ops[i];
         if (op->faults == 2) { /* test hook: pretend this completion was interrupted */
@@ -203,15 +288,17 @@ int pi_file_readv(struct pi_source *s, struct pi_read_req *reqs, size_t n, unsig
             op->faults = 0;
         }
         if ((res == -EINTR || res == -EAGAIN) && rc == 0) {
-            submit(&ring, s, r, op, i);
+            submit(&ring, s, r, op, i, async);
             inflight++;
+            acc_step(&acc, +1);
             continue;
         }
         if (res > 0) {
             op->done += (uint64_t)res;
             if (op->done < r->len && rc == 0) { /* short read: ask for the rest */
-                submit(&ring, s, r, op, i);
+                submit(&ring, s, r, op, i, async);
                 inflight++;
+                acc_step(&acc, +1);
                 continue;
             }
         }
@@ -230,6 +317,13 @@ int pi_file_readv(struct pi_source *s, struct pi_read_req *reqs, size_t n, unsig
             rc = stop;
             snprintf(detail, sizeof detail, "%s", pagein_last_error_detail());
         }
+    }
+    if (view) {
+        acc_view(&acc, view);
+        view->ring = 1;
+        view->issue_seconds = (double)issue_ns / 1e9;
+        view->async = async;
+        view->async_from = async_from;
     }
     if (inflight == 0) pi_free(ops); /* else leaked on purpose: the kernel may still write */
     io_uring_queue_exit(&ring);
@@ -252,7 +346,12 @@ int pagein_ranges_uring_available(void) { return 0; }
 
 int pi_file_readv(struct pi_source *s, struct pi_read_req *reqs, size_t n, unsigned depth, pi_read_done_fn done,
                   void *arg) {
-    return pi_file_readv_threads(s, reqs, n, depth, done, arg);
+    return readv_threads(s, reqs, n, depth, done, arg, NULL);
+}
+
+int pi_file_readv_view(struct pi_source *s, struct pi_read_req *reqs, size_t n, unsigned depth,
+                       pi_read_done_fn done, void *arg, struct pi_readv_view *view) {
+    return readv_threads(s, reqs, n, depth, done, arg, view);
 }
 
 #endif
