@@ -1525,8 +1525,6 @@ PAGEIN_API size_t pagein_torch_storage_count(const pagein_file *f);
 /* Dequantizing                                                             */
 /* ------------------------------------------------------------------------ */
 
-#define PAGEIN_HAVE_DEQUANTIZE 1
-
 /*
  * Converts a tensor's data to PAGEIN_DTYPE_F32, PAGEIN_DTYPE_F16 or
  * PAGEIN_DTYPE_BF16, with exactly the values of ggml's reference

@@ -546,13 +546,10 @@ def _dequantized(src, rec, out, fw):
     _representable(rec)
     name, dt, shape = rec[_NAME], rec[_DTYPE], tuple(rec[_SHAPE])
     strided = rec[_FLAGS] & _pagein.TENSOR_NONCONTIGUOUS  # torch views: not row-major bytes
-    if _pagein._has_dequantize and not (strided and dt in _FLOAT_SRC):
-        a = _np.frombuffer(src.dequantize(name, out), _OUT_NP[out]).reshape(shape)
-    elif dt in _FLOAT_SRC:
+    if strided and dt in _FLOAT_SRC:
         a = _float_convert(src, rec, out).reshape(shape)
     else:
-        raise Error("tensor %r is %s: converting it to %s needs pagein_tensor_dequantize, which this build "
-                    "of pagein lacks" % (name, dt, out))
+        a = _np.frombuffer(src.dequantize(name, out), _OUT_NP[out]).reshape(shape)
     if fw == "np":
         return a
     torch = _import_torch()

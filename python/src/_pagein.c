@@ -797,7 +797,6 @@ static PyObject *Source_dequantize(Source *s, PyObject *args) {
     if (!PyArg_ParseTuple(args, "Us:dequantize", &name, &outname)) return NULL;
     const pagein_tensor *t = src_find(s, name);
     if (!t) return NULL;
-#ifdef PAGEIN_HAVE_DEQUANTIZE
     pagein_dtype out = pagein_dtype_from_name(outname, strlen(outname));
     if (out != PAGEIN_DTYPE_F32 && out != PAGEIN_DTYPE_F16 && out != PAGEIN_DTYPE_BF16)
         return raise_msg(PyExc_ValueError, "dequantize: out must be 'F32', 'F16' or 'BF16'");
@@ -829,11 +828,6 @@ static PyObject *Source_dequantize(Source *s, PyObject *args) {
         return raise_rc(rc, NULL);
     }
     return ba;
-#else
-    (void)outname;
-    PyErr_Format(Error, "tensor '%U': this build of pagein has no pagein_tensor_dequantize", name);
-    return NULL;
-#endif
 }
 
 /* ---- model-only methods ---------------------------------------------------- */
@@ -1462,11 +1456,6 @@ PyMODINIT_FUNC PyInit__pagein(void) {
     Py_INCREF(&ViewType);
     if (PyModule_AddObject(m, "View", (PyObject *)&ViewType) < 0) goto fail;
     if (PyModule_AddStringConstant(m, "version", pagein_version_string()) < 0) goto fail;
-#ifdef PAGEIN_HAVE_DEQUANTIZE
-    if (PyModule_AddIntConstant(m, "_has_dequantize", 1) < 0) goto fail;
-#else
-    if (PyModule_AddIntConstant(m, "_has_dequantize", 0) < 0) goto fail;
-#endif
     if (PyModule_AddIntConstant(m, "HINT_SEQUENTIAL", PAGEIN_HINT_SEQUENTIAL) < 0 ||
         PyModule_AddIntConstant(m, "HINT_RANDOM", PAGEIN_HINT_RANDOM) < 0 ||
         PyModule_AddIntConstant(m, "HINT_HUGEPAGE", PAGEIN_HINT_HUGEPAGE) < 0 ||

@@ -13,9 +13,6 @@ import pagein
 import stref
 from conftest import real_files
 
-HAVE = bool(pagein._pagein._has_dequantize)
-need_dequant = pytest.mark.skipif(not HAVE, reason="this build of pagein has no pagein_tensor_dequantize "
-                                  "(PAGEIN_HAVE_DEQUANTIZE is not defined in pagein.h)")
 
 
 def bf16_bits(f32):
@@ -84,7 +81,6 @@ def _blocks(rng, nblocks, bsize):
     return raw.tobytes()
 
 
-@need_dequant
 def test_quantized_blocks_match_reference(tmp_path, rng):
     p = str(tmp_path / "q.gguf")
     q8, q4 = _blocks(rng, 16, 34), _blocks(rng, 16, 18)
@@ -111,7 +107,6 @@ def test_strided_torch_tensor_converts(tmp_path):
         assert torch.equal(f.get_tensor("h", dtype="bfloat16"), base.to(torch.bfloat16))
 
 
-@need_dequant
 def test_real_q8_0_file():
     path = [p for p in real_files("gguf", ".gguf") if "q8_0" in p][0]
     _, _, tensors = ggufref.read(path)
@@ -124,12 +119,3 @@ def test_real_q8_0_file():
             np.testing.assert_array_equal(m.get_tensor(name, dtype="float32").reshape(-1), q8_0_ref(raw, n))
             checked += 1
     assert checked > 0
-
-
-@pytest.mark.skipif(HAVE, reason="the library has pagein_tensor_dequantize: quantized types are converted")
-def test_quantized_without_library_support_is_a_clear_error():
-    path = [p for p in real_files("gguf", ".gguf") if "q8_0" in p][0]
-    with pagein.safe_open(path, "np") as f:
-        with pytest.raises(pagein.Error) as ei:
-            f.get_tensor("blk.0.attn_q.weight", dtype="float32")
-        assert "blk.0.attn_q.weight" in str(ei.value) and "Q8_0" in str(ei.value)
