@@ -647,40 +647,60 @@ static int draw_svg(const char *path, const struct bench *b, struct result res[]
     return rc;
 }
 
-static int bench_load_main(int argc, char **argv) {
-    build_modes();
-    struct bench b;
-    memset(&b, 0, sizeof b);
-    b.runs = 3;
-    int json = 0, pipeline = 1, fio = 1, quiet = 0, cold = 1, warmc = 1;
-    const char *only = NULL, *svg = NULL;
+/* ---- the command ------------------------------------------------------- */
+
+struct lopts {
+    int json, pipeline, fio, quiet, cold, warmc;
+    const char *only, *svg;
+};
+
+/* pipeline rows: lazy (page faults), prefetch with tensor waits (the
+ * verdict's row), prefetch with layer waits, populate (load all first) */
+static const pagein_strategy pst[4] = {PAGEIN_STRATEGY_LAZY, PAGEIN_STRATEGY_PREFETCH, PAGEIN_STRATEGY_PREFETCH,
+                                       PAGEIN_STRATEGY_POPULATE};
+static const int pwait[4] = {PIPE_WAIT_NONE, PIPE_WAIT_TENSOR, PIPE_WAIT_LAYER, PIPE_WAIT_NONE};
+
+struct lreport {
+    struct result res[MAX_MODES][2], pipe_res[4], compute;
+    int have[MAX_MODES][2];
+    char plabel[4][40];
+    double dev, warm_open, gb;
+    pagein_strategy autos;
+    char why[256], fsname[64];
+    unsigned long fsmagic;
+    struct utsname un;
+    int failed;
+};
+
+/* Parses the command line into b and o: -1 to go on, else the exit code. */
+static int parse_args(int argc, char **argv, struct bench *b, struct lopts *o) {
     for (int i = 1; i < argc; i++) {
         const char *a = argv[i];
         const char *val = i + 1 < argc ? argv[i + 1] : NULL;
         if (cli_is_help(a)) {
             usage(stdout);
             return EXIT_OK;
-        } else if (strcmp(a, "--json") == 0) json = 1;
-        else if (strcmp(a, "--no-pipeline") == 0) pipeline = 0;
-        else if (strcmp(a, "--no-fio") == 0) fio = 0;
-        else if (strcmp(a, "-q") == 0) quiet = 1;
-        else if (strcmp(a, "--svg") == 0 && val) svg = val, i++;
+        } else if (strcmp(a, "--json") == 0) o->json = 1;
+        else if (strcmp(a, "--no-pipeline") == 0) o->pipeline = 0;
+        else if (strcmp(a, "--no-fio") == 0) o->fio = 0;
+        else if (strcmp(a, "-q") == 0) o->quiet = 1;
+        else if (strcmp(a, "--svg") == 0 && val) o->svg = val, i++;
         else if (strcmp(a, "--runs") == 0 && val) {
-            b.runs = atoi(val), i++;
-            if (b.runs < 1 || b.runs > MAX_RUNS) {
+            b->runs = atoi(val), i++;
+            if (b->runs < 1 || b->runs > MAX_RUNS) {
                 cli_error("bench-load", 0, "--runs must be 1..%d", MAX_RUNS);
                 return EXIT_USAGE;
             }
-        } else if (strcmp(a, "--only") == 0 && val) only = val, i++;
+        } else if (strcmp(a, "--only") == 0 && val) o->only = val, i++;
         else if (strcmp(a, "--cache") == 0 && val) {
-            cold = strcmp(val, "warm") != 0;
-            warmc = strcmp(val, "cold") != 0;
+            o->cold = strcmp(val, "warm") != 0;
+            o->warmc = strcmp(val, "cold") != 0;
             if (strcmp(val, "cold") && strcmp(val, "warm") && strcmp(val, "both")) {
                 cli_error("bench-load", 0, "--cache must be cold, warm or both");
                 return EXIT_USAGE;
             }
             i++;
-        } else if (strcmp(a, "--threads") == 0 && val) b.threads = (unsigned)atoi(val), i++;
+        } else if (strcmp(a, "--threads") == 0 && val) b->threads = (unsigned)atoi(val), i++;
         else if (strcmp(a, "--ahead") == 0 && val) {
             /* any unsigned value: the library takes more than the layer
              * count as "all layers"; negatives, junk and values that do not
@@ -693,11 +713,11 @@ static int bench_load_main(int argc, char **argv) {
                           val);
                 return EXIT_USAGE;
             }
-            b.ahead = (unsigned)v;
+            b->ahead = (unsigned)v;
             i++;
         }
         else if (strcmp(a, "--chunk") == 0 && val) {
-            if (cli_parse_size(val, &b.chunk) != 0) {
+            if (cli_parse_size(val, &b->chunk) != 0) {
                 cli_error("bench-load", 0, "bad --chunk '%s'", val);
                 return EXIT_USAGE;
             }
@@ -706,43 +726,52 @@ static int bench_load_main(int argc, char **argv) {
             cli_error("bench-load", 0, "unknown option '%s'", a);
             usage(stderr);
             return EXIT_USAGE;
-        } else if (!b.model) b.model = a;
+        } else if (!b->model) b->model = a;
         else {
             usage(stderr);
             return EXIT_USAGE;
         }
     }
-    if (!b.model) {
+    if (!b->model) {
         usage(stderr);
         return EXIT_USAGE;
     }
-    int progress = !quiet && isatty(2); /* progress lines only on a terminal */
-    /* the model's files, from a lazy open that reads headers only */
+    if (!b->model) {
+        usage(stderr);
+        return EXIT_USAGE;
+    }
+    return -1;
+}
+
+/* The model's files and facts from a lazy open that reads headers only,
+ * auto's choice, and the warm lazy open + every lookup (in this process: a
+ * fresh child pays copy-on-write faults that are not the library's).
+ * -1 to go on, else the exit code. */
+static int model_facts(struct bench *b, struct lreport *rep) {
     pagein_model *m;
     pagein_model_opts lo = PAGEIN_MODEL_OPTS_INIT;
     lo.strategy = PAGEIN_STRATEGY_LAZY;
-    int rc = pagein_model_open(&m, b.model, &lo);
+    int rc = pagein_model_open(&m, b->model, &lo);
     if (rc < 0) {
-        cli_error("bench-load", rc, "cannot open %s", b.model);
+        cli_error("bench-load", rc, "cannot open %s", b->model);
         return EXIT_USAGE;
     }
-    b.nfiles = pagein_model_file_count(m);
-    if (b.nfiles > MAX_FILES) {
+    b->nfiles = pagein_model_file_count(m);
+    if (b->nfiles > MAX_FILES) {
         pagein_model_close(m);
-        cli_error("bench-load", 0, "%s has more than %d files", b.model, MAX_FILES);
+        cli_error("bench-load", 0, "%s has more than %d files", b->model, MAX_FILES);
         return EXIT_USAGE;
     }
-    for (size_t i = 0; i < b.nfiles; i++) {
+    for (size_t i = 0; i < b->nfiles; i++) {
         pagein_file_info fi;
         pagein_file_get_info(pagein_model_file(m, i), &fi);
-        b.files[i] = strdup(fi.path);
-        b.sizes[i] = fi.file_size;
-        b.model_bytes += fi.file_size;
+        b->files[i] = strdup(fi.path);
+        b->sizes[i] = fi.file_size;
+        b->model_bytes += fi.file_size;
     }
-    b.layers = pagein_model_layer_count(m);
-    trace_slowfs_stats_path(b.files[0], b.slowfs_stats, sizeof b.slowfs_stats);
-    char why[256];
-    pagein_strategy autos = pagein_model_auto_plan(m, NULL, why, sizeof why);
+    b->layers = pagein_model_layer_count(m);
+    trace_slowfs_stats_path(b->files[0], b->slowfs_stats, sizeof b->slowfs_stats);
+    rep->autos = pagein_model_auto_plan(m, NULL, rep->why, sizeof rep->why);
     pagein_model_close(m);
 
     /* warm lazy open with every tensor looked up by name, in this process
@@ -750,7 +779,7 @@ static int bench_load_main(int argc, char **argv) {
     double lazy_open[7];
     for (int r = 0; r < 7; r++) {
         double t0 = now();
-        if (pagein_model_open(&m, b.model, &lo) < 0) {
+        if (pagein_model_open(&m, b->model, &lo) < 0) {
             lazy_open[r] = -1;
             continue;
         }
@@ -761,209 +790,221 @@ static int bench_load_main(int argc, char **argv) {
         pagein_model_close(m);
     }
     qsort(lazy_open, 7, sizeof lazy_open[0], dcmp);
-    double warm_open = lazy_open[3];
+    rep->warm_open = lazy_open[3];
 
-    struct result res[MAX_MODES][2], pipe_res[4], compute;
-    int have[MAX_MODES][2] = {{0}};
-    memset(res, 0, sizeof res);
-    memset(pipe_res, 0, sizeof pipe_res);
-    memset(&compute, 0, sizeof compute);
-    int failed = 0;
+    return -1;
+}
+
+/* Every strategy and baseline cold then warm, the pipeline rows and the
+ * device limit, each a median of b->runs runs in children. */
+static void measure(struct bench *b, const struct lopts *o, struct lreport *rep) {
+    int progress = !o->quiet && isatty(2); /* progress lines only on a terminal */
     struct result runs[MAX_RUNS];
     /* cold first (each run evicts), then warm */
     for (int c = 0; c < 2; c++) {
-        if ((c == 0 && !cold) || (c == 1 && !warmc)) continue;
+        if ((c == 0 && !o->cold) || (c == 1 && !o->warmc)) continue;
         for (size_t k = 0; k < NMODES; k++) {
-            if (!in_list(only, modes[k].name)) continue;
-            for (int r = 0; r < b.runs; r++) {
-                if (progress) fprintf(stderr, "\rbench-load: %s %s run %d/%d   ", modes[k].name, c ? "warm" : "cold", r + 1, b.runs);
-                if (c == 0) evict(&b);
-                else warm(&b);
+            if (!in_list(o->only, modes[k].name)) continue;
+            for (int r = 0; r < b->runs; r++) {
+                if (progress) fprintf(stderr, "\rbench-load: %s %s run %d/%d   ", modes[k].name, c ? "warm" : "cold", r + 1, b->runs);
+                if (c == 0) evict(b);
+                else warm(b);
                 int what = modes[k].kind == K_STRATEGY ? 0 : modes[k].kind == K_READ1M ? 1 : 2;
-                runs[r] = in_child(&b, what, modes[k].s, 0);
+                runs[r] = in_child(b, what, modes[k].s, 0);
             }
-            res[k][c] = median(runs, b.runs);
-            have[k][c] = 1;
-            if (!res[k][c].ok) failed = 1;
+            rep->res[k][c] = median(runs, b->runs);
+            rep->have[k][c] = 1;
+            if (!rep->res[k][c].ok) rep->failed = 1;
         }
     }
-    /* pipeline rows: lazy (page faults), prefetch with tensor waits (the
-     * verdict's row), prefetch with layer waits, populate (load all first) */
-    static const pagein_strategy pst[4] = {PAGEIN_STRATEGY_LAZY, PAGEIN_STRATEGY_PREFETCH, PAGEIN_STRATEGY_PREFETCH,
-                                           PAGEIN_STRATEGY_POPULATE};
-    static const int pwait[4] = {PIPE_WAIT_NONE, PIPE_WAIT_TENSOR, PIPE_WAIT_LAYER, PIPE_WAIT_NONE};
-    char plabel[4][40]; /* the strategy's name, "/layer" for layer waits */
-    for (int k = 0; k < 4; k++)
-        snprintf(plabel[k], sizeof plabel[k], "%s%s", pagein_strategy_name(pst[k]),
-                 pwait[k] == PIPE_WAIT_LAYER ? "/layer" : "");
-    if (pipeline) {
+    /* the pipeline rows (pst, pwait) */
+    if (o->pipeline) {
         for (int k = 0; k < 4; k++) {
-            for (int r = 0; r < b.runs; r++) {
-                if (progress) fprintf(stderr, "\rbench-load: pipeline %s run %d/%d   ", plabel[k], r + 1, b.runs);
-                evict(&b);
-                runs[r] = in_child(&b, 3, pst[k], pwait[k] << 1);
+            for (int r = 0; r < b->runs; r++) {
+                if (progress) fprintf(stderr, "\rbench-load: pipeline %s run %d/%d   ", rep->plabel[k], r + 1, b->runs);
+                evict(b);
+                runs[r] = in_child(b, 3, pst[k], pwait[k] << 1);
             }
-            pipe_res[k] = median(runs, b.runs);
-            if (!pipe_res[k].ok) failed = 1;
+            rep->pipe_res[k] = median(runs, b->runs);
+            if (!rep->pipe_res[k].ok) rep->failed = 1;
         }
-        for (int r = 0; r < b.runs; r++) {
-            if (progress) fprintf(stderr, "\rbench-load: compute only run %d/%d   ", r + 1, b.runs);
-            warm(&b);
-            runs[r] = in_child(&b, 3, PAGEIN_STRATEGY_POPULATE, 1);
+        for (int r = 0; r < b->runs; r++) {
+            if (progress) fprintf(stderr, "\rbench-load: compute only run %d/%d   ", r + 1, b->runs);
+            warm(b);
+            runs[r] = in_child(b, 3, PAGEIN_STRATEGY_POPULATE, 1);
         }
-        compute = median(runs, b.runs);
-        if (!compute.ok) failed = 1;
+        rep->compute = median(runs, b->runs);
+        if (!rep->compute.ok) rep->failed = 1;
     }
-    double dev = -1;
-    if (fio) {
+    if (o->fio) {
         if (progress) fprintf(stderr, "\rbench-load: fio device limit            ");
-        dev = fio_limit(&b, quiet);
+        rep->dev = fio_limit(b, o->quiet);
     }
     if (progress) fprintf(stderr, "\r\033[K");
+}
 
-    struct utsname un;
-    uname(&un);
-    struct statfs sf;
-    unsigned long fsmagic = statfs(b.files[0], &sf) == 0 ? (unsigned long)sf.f_type : 0;
-    char fsname[64];
-    fs_name(b.files[0], fsname, sizeof fsname);
-    double gb = (double)b.model_bytes / 1e9;
-
-    if (json) {
-        FILE *o = stdout;
-        fprintf(o, "{\"model\": ");
-        cli_json_str(o, b.model, strlen(b.model));
-        fprintf(o, ", \"model_bytes\": %llu, \"files\": %zu, \"layers\": %d, \"runs_per_figure\": %d, ",
-                (unsigned long long)b.model_bytes, b.nfiles, b.layers, b.runs);
-        fprintf(o, "\"kernel\": ");
-        cli_json_str(o, un.release, strlen(un.release));
-        fprintf(o, ", \"fs\": ");
-        cli_json_str(o, fsname, strlen(fsname));
-        fprintf(o, ", \"fs_magic\": \"0x%lx\", \"auto_choice\": \"%s\", \"auto_why\": ", fsmagic,
-                pagein_strategy_name(autos));
-        cli_json_str(o, why, strlen(why));
-        fprintf(o, ",\n \"runs\": [");
-        int first = 1;
-        for (int c = 0; c < 2; c++)
-            for (size_t k = 0; k < NMODES; k++) {
-                if (!have[k][c]) continue;
-                const struct result *x = &res[k][c];
-                fprintf(o, "%s\n  {\"strategy\": \"%s\", \"cache\": \"%s\", \"ok\": %s, ", first ? "" : ",",
-                        modes[k].name, c ? "warm" : "cold", x->ok ? "true" : "false");
-                first = 0;
-                jnum(o, "open_s", x->open_s, 0);
-                jnum(o, "first_layer_s", x->first_s, 0);
-                jnum(o, "all_s", x->all_s, 0);
-                jnum(o, "gbps", x->all_s > 0 ? gb / x->all_s : -1, 0);
-                jnum(o, "peak_rss_bytes", x->peak_rss, 0);
-                jnum(o, "major_faults", x->majflt, 0);
-                jnum(o, "minor_faults", x->minflt, 0);
-                jnum(o, "read_bytes", x->read_bytes, 0);
-                if (x->chosen[0]) fprintf(o, "\"chosen\": \"%s\", ", x->chosen);
-                trace_json(o, &x->tr);
-                if (!x->ok) fprintf(o, ", ");
-                if (!x->ok) {
-                    fprintf(o, "\"error\": ");
-                    cli_json_str(o, x->err, strlen(x->err));
-                }
-                fprintf(o, "}");
-            }
-        fprintf(o, "\n ],\n \"pipeline\": [");
-        if (pipeline)
-            for (int k = 0; k < 4; k++) {
-                fprintf(o, "%s\n  {\"strategy\": \"%s\", \"wait\": \"%s\", \"cache\": \"cold\", ", k ? "," : "",
-                        pagein_strategy_name(pst[k]), pipe_wait_name[pwait[k]]);
-                jnum(o, "first_output_s", pipe_res[k].ok ? pipe_res[k].first_output_s : -1, 0);
-                jnum(o, "total_s", pipe_res[k].ok ? pipe_res[k].total_s : -1, 0);
-                jnum(o, "compute_only_s", compute.ok ? compute.total_s : -1, 1);
-                fprintf(o, "}");
-            }
-        fprintf(o, "\n ],\n ");
-        jnum(o, "warm_lazy_open_lookup_s", warm_open, 0);
-        jnum(o, "device_limit_gbps", dev, 1);
-        fprintf(o, "\n}\n");
-    } else {
-        char hb[32];
-        printf("pagein bench load: %s\n", b.model);
-        printf("  %s in %zu file%s, %d layers; kernel %s; filesystem %s; median of %d run%s\n",
-               cli_human_bytes(b.model_bytes, hb, sizeof hb), b.nfiles, b.nfiles == 1 ? "" : "s", b.layers,
-               un.release, fsname[0] ? fsname : "unknown", b.runs, b.runs == 1 ? "" : "s");
-        printf("  auto chooses %s: %s\n\n", pagein_strategy_name(autos), why);
-        printf("%-9s %-5s %8s %8s %8s %6s %10s %8s %8s %10s\n", "strategy", "cache", "open_s", "first_s", "all_s",
-               "GB/s", "peak_rss", "majflt", "minflt", "read_MiB");
-        for (int c = 0; c < 2; c++)
-            for (size_t k = 0; k < NMODES; k++) {
-                if (!have[k][c]) continue;
-                const struct result *x = &res[k][c];
-                if (!x->ok) {
-                    printf("%-9s %-5s FAILED: %s\n", modes[k].name, c ? "warm" : "cold", x->err);
-                    continue;
-                }
-                char a1[16], a2[16], a3[16];
-                fmt_s(a1, sizeof a1, x->open_s);
-                fmt_s(a2, sizeof a2, x->first_s);
-                fmt_s(a3, sizeof a3, x->all_s);
-                printf("%-9s %-5s %8s %8s %8s %6.2f %10s %8.0f %8.0f %10.1f\n", modes[k].name, c ? "warm" : "cold",
-                       a1, a2, a3, x->all_s > 0 ? gb / x->all_s : 0,
-                       cli_human_bytes((uint64_t)(x->peak_rss > 0 ? x->peak_rss : 0), hb, sizeof hb), x->majflt,
-                       x->minflt, x->read_bytes / 1048576.0);
-            }
-        if (pipeline) {
-            printf("\npipeline (cold; one matvec per weight tensor, layer by layer)\n");
-            printf("%-15s %14s %10s %15s\n", "strategy", "first_output_s", "total_s", "compute_only_s");
-            for (int k = 0; k < 4; k++) {
-                if (!pipe_res[k].ok) {
-                    printf("%-15s FAILED: %s\n", plabel[k], pipe_res[k].err);
-                    continue;
-                }
-                printf("%-15s %14.3f %10.3f %15.3f\n", plabel[k], pipe_res[k].first_output_s, pipe_res[k].total_s,
-                       compute.total_s);
-            }
-        }
-        if (dev > 0) printf("\ndevice limit (fio, 1 MiB O_DIRECT, QD32): %.2f GB/s\n", dev);
-        else printf("\ndevice limit: not measured (fio missing or --no-fio)\n");
-        /* verdicts, against the targets below (also in `bench load --help`) */
-        printf("\ntargets\n%s", TARGETS);
-        printf("\nverdicts\n");
-        size_t k1 = mode_of(K_READ1M, 0), kpop = mode_of(K_STRATEGY, PAGEIN_STRATEGY_POPULATE);
-        const struct result *r1 = k1 < NMODES && have[k1][0] ? &res[k1][0] : NULL;
+static void print_json(const struct bench *b, const struct lreport *rep, int pipeline) {
+    FILE *o = stdout;
+    fprintf(o, "{\"model\": ");
+    cli_json_str(o, b->model, strlen(b->model));
+    fprintf(o, ", \"model_bytes\": %llu, \"files\": %zu, \"layers\": %d, \"runs_per_figure\": %d, ",
+            (unsigned long long)b->model_bytes, b->nfiles, b->layers, b->runs);
+    fprintf(o, "\"kernel\": ");
+    cli_json_str(o, rep->un.release, strlen(rep->un.release));
+    fprintf(o, ", \"fs\": ");
+    cli_json_str(o, rep->fsname, strlen(rep->fsname));
+    fprintf(o, ", \"fs_magic\": \"0x%lx\", \"auto_choice\": \"%s\", \"auto_why\": ", rep->fsmagic,
+            pagein_strategy_name(rep->autos));
+    cli_json_str(o, rep->why, strlen(rep->why));
+    fprintf(o, ",\n \"runs\": [");
+    int first = 1;
+    for (int c = 0; c < 2; c++)
         for (size_t k = 0; k < NMODES; k++) {
-            if (!have[k][0] && !have[k][1]) continue;
-            const struct result *x = have[k][0] ? &res[k][0] : &res[k][1];
+            if (!rep->have[k][c]) continue;
+            const struct result *x = &rep->res[k][c];
+            fprintf(o, "%s\n  {\"strategy\": \"%s\", \"cache\": \"%s\", \"ok\": %s, ", first ? "" : ",",
+                    modes[k].name, c ? "warm" : "cold", x->ok ? "true" : "false");
+            first = 0;
+            jnum(o, "open_s", x->open_s, 0);
+            jnum(o, "first_layer_s", x->first_s, 0);
+            jnum(o, "all_s", x->all_s, 0);
+            jnum(o, "gbps", x->all_s > 0 ? rep->gb / x->all_s : -1, 0);
+            jnum(o, "peak_rss_bytes", x->peak_rss, 0);
+            jnum(o, "major_faults", x->majflt, 0);
+            jnum(o, "minor_faults", x->minflt, 0);
+            jnum(o, "read_bytes", x->read_bytes, 0);
+            if (x->chosen[0]) fprintf(o, "\"chosen\": \"%s\", ", x->chosen);
+            trace_json(o, &x->tr);
+            if (!x->ok) fprintf(o, ", ");
             if (!x->ok) {
-                printf("  %-9s FAILED\n", modes[k].name);
+                fprintf(o, "\"error\": ");
+                cli_json_str(o, x->err, strlen(x->err));
+            }
+            fprintf(o, "}");
+        }
+    fprintf(o, "\n ],\n \"pipeline\": [");
+    if (pipeline)
+        for (int k = 0; k < 4; k++) {
+            fprintf(o, "%s\n  {\"strategy\": \"%s\", \"wait\": \"%s\", \"cache\": \"cold\", ", k ? "," : "",
+                    pagein_strategy_name(pst[k]), pipe_wait_name[pwait[k]]);
+            jnum(o, "first_output_s", rep->pipe_res[k].ok ? rep->pipe_res[k].first_output_s : -1, 0);
+            jnum(o, "total_s", rep->pipe_res[k].ok ? rep->pipe_res[k].total_s : -1, 0);
+            jnum(o, "compute_only_s", rep->compute.ok ? rep->compute.total_s : -1, 1);
+            fprintf(o, "}");
+        }
+    fprintf(o, "\n ],\n ");
+    jnum(o, "warm_lazy_open_lookup_s", rep->warm_open, 0);
+    jnum(o, "device_limit_gbps", rep->dev, 1);
+    fprintf(o, "\n}\n");
+}
+
+static void print_text(const struct bench *b, const struct lreport *rep, int pipeline) {
+    char hb[32];
+    printf("pagein bench load: %s\n", b->model);
+    printf("  %s in %zu file%s, %d layers; kernel %s; filesystem %s; median of %d run%s\n",
+           cli_human_bytes(b->model_bytes, hb, sizeof hb), b->nfiles, b->nfiles == 1 ? "" : "s", b->layers,
+           rep->un.release, rep->fsname[0] ? rep->fsname : "unknown", b->runs, b->runs == 1 ? "" : "s");
+    printf("  auto chooses %s: %s\n\n", pagein_strategy_name(rep->autos), rep->why);
+    printf("%-9s %-5s %8s %8s %8s %6s %10s %8s %8s %10s\n", "strategy", "cache", "open_s", "first_s", "all_s",
+           "GB/s", "peak_rss", "majflt", "minflt", "read_MiB");
+    for (int c = 0; c < 2; c++)
+        for (size_t k = 0; k < NMODES; k++) {
+            if (!rep->have[k][c]) continue;
+            const struct result *x = &rep->res[k][c];
+            if (!x->ok) {
+                printf("%-9s %-5s FAILED: %s\n", modes[k].name, c ? "warm" : "cold", x->err);
                 continue;
             }
-            double gbps = x->all_s > 0 ? gb / x->all_s : 0;
-            double vs1 = r1 && r1->ok && x->all_s > 0 ? r1->all_s / x->all_s : -1;
-            double rss = x->peak_rss > 0 ? x->peak_rss / (double)b.model_bytes : -1;
-            printf("  %-9s %s %.2f GB/s", modes[k].name, have[k][0] ? "cold" : "warm", gbps);
-            if (vs1 > 0) printf(", %.2fx one-thread read()", vs1);
-            if (dev > 0) printf(", %.0f%% of device", 100 * gbps / dev);
-            if (rss >= 0) printf(", peak RSS %.0f%% of model", 100 * rss);
-            if (modes[k].s == PAGEIN_STRATEGY_POPULATE && modes[k].kind == K_STRATEGY && have[k][0]) {
-                int ok1 = vs1 >= 2.5, ok2 = dev <= 0 || gbps >= 0.7 * dev;
-                printf(" -> %s (targets: >= 2.5x read1m%s)", ok1 && ok2 ? "MEETS" : "MISSES", dev > 0 ? ", >= 70% of fio" : "");
-            } else if (modes[k].kind == K_STRATEGY && modes[k].s != PAGEIN_STRATEGY_READ &&
-                       modes[k].s != PAGEIN_STRATEGY_AUTO && rss >= 0) {
-                printf(" -> RSS %s (target: within 5%% of model size)", rss <= 1.05 ? "MEETS" : "MISSES");
-            }
-            if (modes[k].s == PAGEIN_STRATEGY_LAZY && modes[k].kind == K_STRATEGY)
-                printf("; warm open + every tensor looked up %.2f ms -> %s (target < 5 ms)", warm_open * 1000,
-                       warm_open < 0.005 ? "MEETS" : "MISSES");
-            printf("\n");
+            char a1[16], a2[16], a3[16];
+            fmt_s(a1, sizeof a1, x->open_s);
+            fmt_s(a2, sizeof a2, x->first_s);
+            fmt_s(a3, sizeof a3, x->all_s);
+            printf("%-9s %-5s %8s %8s %8s %6.2f %10s %8.0f %8.0f %10.1f\n", modes[k].name, c ? "warm" : "cold",
+                   a1, a2, a3, x->all_s > 0 ? rep->gb / x->all_s : 0,
+                   cli_human_bytes((uint64_t)(x->peak_rss > 0 ? x->peak_rss : 0), hb, sizeof hb), x->majflt,
+                   x->minflt, x->read_bytes / 1048576.0);
         }
-        if (pipeline && pipe_res[1].ok && kpop < NMODES && have[kpop][0] && res[kpop][0].ok) {
-            double full = res[kpop][0].all_s;
-            double frac = pipe_res[1].first_output_s / full;
-            double bound = compute.ok ? fmax(compute.total_s, full) : full;
-            printf("  pipeline  prefetch first output %.0f%% of cold populate (target < 10%%) -> %s; total %.2fx "
-                   "max(compute, populate) (target <= 1.15x) -> %s\n",
-                   100 * frac, frac < 0.10 ? "MEETS" : "MISSES", pipe_res[1].total_s / bound,
-                   pipe_res[1].total_s <= 1.15 * bound ? "MEETS" : "MISSES");
+    if (pipeline) {
+        printf("\npipeline (cold; one matvec per weight tensor, layer by layer)\n");
+        printf("%-15s %14s %10s %15s\n", "strategy", "first_output_s", "total_s", "compute_only_s");
+        for (int k = 0; k < 4; k++) {
+            if (!rep->pipe_res[k].ok) {
+                printf("%-15s FAILED: %s\n", rep->plabel[k], rep->pipe_res[k].err);
+                continue;
+            }
+            printf("%-15s %14.3f %10.3f %15.3f\n", rep->plabel[k], rep->pipe_res[k].first_output_s, rep->pipe_res[k].total_s,
+                   rep->compute.total_s);
         }
     }
-    if (svg && draw_svg(svg, &b, res, have, dev, gb) < 0) failed = 2;
+    if (rep->dev > 0) printf("\ndevice limit (fio, 1 MiB O_DIRECT, QD32): %.2f GB/s\n", rep->dev);
+    else printf("\ndevice limit: not measured (fio missing or --no-fio)\n");
+    /* verdicts, against the targets below (also in `bench load --help`) */
+    printf("\ntargets\n%s", TARGETS);
+    printf("\nverdicts\n");
+    size_t k1 = mode_of(K_READ1M, 0), kpop = mode_of(K_STRATEGY, PAGEIN_STRATEGY_POPULATE);
+    const struct result *r1 = k1 < NMODES && rep->have[k1][0] ? &rep->res[k1][0] : NULL;
+    for (size_t k = 0; k < NMODES; k++) {
+        if (!rep->have[k][0] && !rep->have[k][1]) continue;
+        const struct result *x = rep->have[k][0] ? &rep->res[k][0] : &rep->res[k][1];
+        if (!x->ok) {
+            printf("  %-9s FAILED\n", modes[k].name);
+            continue;
+        }
+        double gbps = x->all_s > 0 ? rep->gb / x->all_s : 0;
+        double vs1 = r1 && r1->ok && x->all_s > 0 ? r1->all_s / x->all_s : -1;
+        double rss = x->peak_rss > 0 ? x->peak_rss / (double)b->model_bytes : -1;
+        printf("  %-9s %s %.2f GB/s", modes[k].name, rep->have[k][0] ? "cold" : "warm", gbps);
+        if (vs1 > 0) printf(", %.2fx one-thread read()", vs1);
+        if (rep->dev > 0) printf(", %.0f%% of device", 100 * gbps / rep->dev);
+        if (rss >= 0) printf(", peak RSS %.0f%% of model", 100 * rss);
+        if (modes[k].s == PAGEIN_STRATEGY_POPULATE && modes[k].kind == K_STRATEGY && rep->have[k][0]) {
+            int ok1 = vs1 >= 2.5, ok2 = rep->dev <= 0 || gbps >= 0.7 * rep->dev;
+            printf(" -> %s (targets: >= 2.5x read1m%s)", ok1 && ok2 ? "MEETS" : "MISSES", rep->dev > 0 ? ", >= 70% of fio" : "");
+        } else if (modes[k].kind == K_STRATEGY && modes[k].s != PAGEIN_STRATEGY_READ &&
+                   modes[k].s != PAGEIN_STRATEGY_AUTO && rss >= 0) {
+            printf(" -> RSS %s (target: within 5%% of model size)", rss <= 1.05 ? "MEETS" : "MISSES");
+        }
+        if (modes[k].s == PAGEIN_STRATEGY_LAZY && modes[k].kind == K_STRATEGY)
+            printf("; warm open + every tensor looked up %.2f ms -> %s (target < 5 ms)", rep->warm_open * 1000,
+                   rep->warm_open < 0.005 ? "MEETS" : "MISSES");
+        printf("\n");
+    }
+    if (pipeline && rep->pipe_res[1].ok && kpop < NMODES && rep->have[kpop][0] && rep->res[kpop][0].ok) {
+        double full = rep->res[kpop][0].all_s;
+        double frac = rep->pipe_res[1].first_output_s / full;
+        double bound = rep->compute.ok ? fmax(rep->compute.total_s, full) : full;
+        printf("  pipeline  prefetch first output %.0f%% of cold populate (target < 10%%) -> %s; total %.2fx "
+               "max(compute, populate) (target <= 1.15x) -> %s\n",
+               100 * frac, frac < 0.10 ? "MEETS" : "MISSES", rep->pipe_res[1].total_s / bound,
+               rep->pipe_res[1].total_s <= 1.15 * bound ? "MEETS" : "MISSES");
+    }
+}
+
+static int bench_load_main(int argc, char **argv) {
+    build_modes();
+    struct bench b;
+    memset(&b, 0, sizeof b);
+    b.runs = 3;
+    struct lopts o = {.pipeline = 1, .fio = 1, .cold = 1, .warmc = 1};
+    int rc = parse_args(argc, argv, &b, &o);
+    if (rc >= 0) return rc;
+    static struct lreport r; /* large: the results of every mode */
+    memset(&r, 0, sizeof r);
+    r.dev = -1;
+    for (int k = 0; k < 4; k++) /* the strategy's name, "/layer" for layer waits */
+        snprintf(r.plabel[k], sizeof r.plabel[k], "%s%s", pagein_strategy_name(pst[k]),
+                 pwait[k] == PIPE_WAIT_LAYER ? "/layer" : "");
+    if ((rc = model_facts(&b, &r)) >= 0) return rc;
+    measure(&b, &o, &r);
+    uname(&r.un);
+    struct statfs sf;
+    r.fsmagic = statfs(b.files[0], &sf) == 0 ? (unsigned long)sf.f_type : 0;
+    fs_name(b.files[0], r.fsname, sizeof r.fsname);
+    r.gb = (double)b.model_bytes / 1e9;
+    if (o.json) print_json(&b, &r, o.pipeline);
+    else print_text(&b, &r, o.pipeline);
+    int failed = r.failed;
+    if (o.svg && draw_svg(o.svg, &b, r.res, r.have, r.dev, r.gb) < 0) failed = 2;
     for (size_t i = 0; i < b.nfiles; i++) free(b.files[i]);
     free(xbuf);
     return failed == 2 ? EXIT_USAGE : failed ? EXIT_INVALID : EXIT_OK;
