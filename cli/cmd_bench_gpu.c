@@ -475,6 +475,70 @@ static int draw_svg(const char *path, const struct bench *b, const struct row *r
     return rc;
 }
 
+struct gopts {
+    int json, python, fio, cold, warmc, py_host;
+    const char *svg;
+};
+
+/* Parses the command line into b and o: -1 to go on, else the exit code. */
+static int parse_args(int argc, char **argv, struct bench *b, struct gopts *o) {
+    for (int i = 1; i < argc; i++) {
+        const char *a = argv[i], *val = i + 1 < argc ? argv[i + 1] : NULL;
+        if (cli_is_help(a)) {
+            usage(stdout);
+            return EXIT_OK;
+        } else if (strcmp(a, "--json") == 0) o->json = 1;
+        else if (strcmp(a, "--no-python") == 0) o->python = 0;
+        else if (strcmp(a, "--no-fio") == 0) o->fio = 0;
+        else if (strcmp(a, "--baselines-on-host") == 0) o->py_host = 1;
+        else if (strcmp(a, "-q") == 0) b->quiet = 1;
+        else if (strcmp(a, "--svg") == 0 && val) o->svg = val, i++;
+        else if (strcmp(a, "--device") == 0 && val) {
+            char *e;
+            long d = strtol(val, &e, 10);
+            if (*e || d < 0 || d > 1000) {
+                cli_error("bench-gpu", 0, "--device must be a CUDA ordinal (0, 1, ...), not '%s'", val);
+                return EXIT_USAGE;
+            }
+            b->device = (int)d, i++;
+        } else if (strcmp(a, "--runs") == 0 && val) {
+            b->runs = atoi(val), i++;
+            if (b->runs < 1 || b->runs > MAX_RUNS) {
+                cli_error("bench-gpu", 0, "--runs must be 1..%d", MAX_RUNS);
+                return EXIT_USAGE;
+            }
+        } else if (strcmp(a, "--buffer-bytes") == 0 && val) {
+            if (cli_parse_size(val, &b->buffer_bytes) < 0) {
+                cli_error("bench-gpu", 0, "bad size '%s'", val);
+                return EXIT_USAGE;
+            }
+            i++;
+        } else if (strcmp(a, "--buffers") == 0 && val) b->buffers = (unsigned)atoi(val), i++;
+        else if (strcmp(a, "--threads") == 0 && val) b->threads = (unsigned)atoi(val), i++;
+        else if (strcmp(a, "--python") == 0 && val) b->python = val, i++;
+        else if (strcmp(a, "--cache") == 0 && val) {
+            if (strcmp(val, "cold") && strcmp(val, "warm") && strcmp(val, "both")) {
+                cli_error("bench-gpu", 0, "--cache must be cold, warm or both");
+                return EXIT_USAGE;
+            }
+            o->cold = strcmp(val, "warm") != 0, o->warmc = strcmp(val, "cold") != 0, i++;
+        } else if (a[0] == '-') {
+            cli_error("bench-gpu", 0, "unknown option '%s'", a);
+            usage(stderr);
+            return EXIT_USAGE;
+        } else if (!b->model) b->model = a;
+        else {
+            cli_error("bench-gpu", 0, "one MODEL only");
+            return EXIT_USAGE;
+        }
+    }
+    if (!b->model) {
+        usage(stderr);
+        return EXIT_USAGE;
+    }
+    return -1;
+}
+
 static int bench_gpu_main(int argc, char **argv) {
     struct bench b;
     memset(&b, 0, sizeof b);
@@ -484,62 +548,11 @@ static int bench_gpu_main(int argc, char **argv) {
     b.python = getenv("PAGEIN_PYTHON") && *getenv("PAGEIN_PYTHON") ? getenv("PAGEIN_PYTHON")
                : access("/usr/bin/python3", X_OK) == 0                  ? "/usr/bin/python3"
                                                                          : "python3";
-    int json = 0, python = 1, fio = 1, cold = 1, warmc = 1, py_host = 0;
-    const char *svg = NULL;
-    for (int i = 1; i < argc; i++) {
-        const char *a = argv[i], *val = i + 1 < argc ? argv[i + 1] : NULL;
-        if (cli_is_help(a)) {
-            usage(stdout);
-            return EXIT_OK;
-        } else if (strcmp(a, "--json") == 0) json = 1;
-        else if (strcmp(a, "--no-python") == 0) python = 0;
-        else if (strcmp(a, "--no-fio") == 0) fio = 0;
-        else if (strcmp(a, "--baselines-on-host") == 0) py_host = 1;
-        else if (strcmp(a, "-q") == 0) b.quiet = 1;
-        else if (strcmp(a, "--svg") == 0 && val) svg = val, i++;
-        else if (strcmp(a, "--device") == 0 && val) {
-            char *e;
-            long d = strtol(val, &e, 10);
-            if (*e || d < 0 || d > 1000) {
-                cli_error("bench-gpu", 0, "--device must be a CUDA ordinal (0, 1, ...), not '%s'", val);
-                return EXIT_USAGE;
-            }
-            b.device = (int)d, i++;
-        } else if (strcmp(a, "--runs") == 0 && val) {
-            b.runs = atoi(val), i++;
-            if (b.runs < 1 || b.runs > MAX_RUNS) {
-                cli_error("bench-gpu", 0, "--runs must be 1..%d", MAX_RUNS);
-                return EXIT_USAGE;
-            }
-        } else if (strcmp(a, "--buffer-bytes") == 0 && val) {
-            if (cli_parse_size(val, &b.buffer_bytes) < 0) {
-                cli_error("bench-gpu", 0, "bad size '%s'", val);
-                return EXIT_USAGE;
-            }
-            i++;
-        } else if (strcmp(a, "--buffers") == 0 && val) b.buffers = (unsigned)atoi(val), i++;
-        else if (strcmp(a, "--threads") == 0 && val) b.threads = (unsigned)atoi(val), i++;
-        else if (strcmp(a, "--python") == 0 && val) b.python = val, i++;
-        else if (strcmp(a, "--cache") == 0 && val) {
-            if (strcmp(val, "cold") && strcmp(val, "warm") && strcmp(val, "both")) {
-                cli_error("bench-gpu", 0, "--cache must be cold, warm or both");
-                return EXIT_USAGE;
-            }
-            cold = strcmp(val, "warm") != 0, warmc = strcmp(val, "cold") != 0, i++;
-        } else if (a[0] == '-') {
-            cli_error("bench-gpu", 0, "unknown option '%s'", a);
-            usage(stderr);
-            return EXIT_USAGE;
-        } else if (!b.model) b.model = a;
-        else {
-            cli_error("bench-gpu", 0, "one MODEL only");
-            return EXIT_USAGE;
-        }
-    }
-    if (!b.model) {
-        usage(stderr);
-        return EXIT_USAGE;
-    }
+    struct gopts go = {.python = 1, .fio = 1, .cold = 1, .warmc = 1};
+    int prc = parse_args(argc, argv, &b, &go);
+    if (prc >= 0) return prc;
+    int json = go.json, python = go.python, fio = go.fio, cold = go.cold, warmc = go.warmc, py_host = go.py_host;
+    const char *svg = go.svg;
     /* The table, in the parent, without touching CUDA. */
     pagein_model *m;
     pagein_model_opts mo = PAGEIN_MODEL_OPTS_INIT;
