@@ -256,3 +256,14 @@ def test_fork_after_lazy_open(servers):
         assert os.WIFEXITED(st) and os.WEXITSTATUS(st) == 0
         for n in names:  # the child's exit left the parent's connections alone
             assert (m.get_tensor(n) == want[n]).all()
+
+
+def test_pull_norange_warns(servers, tmp_path):
+    """issue 27 item 11: a server that ignores Range (nginx max_ranges 0) is
+    pulled as one plain stream, and pull says so (a UserWarning)."""
+    d, env = servers
+    src = os.path.join(d, "www", "minicpm3.safetensors")
+    out = tmp_path / "m.safetensors"
+    with pytest.warns(UserWarning, match="ignores Range"):
+        st = pagein.pull(env["HTTP"] + "/norange/minicpm3.safetensors", out, sync=False)
+    assert st["fetched"] == os.path.getsize(src) and sha256(out) == sha256(src)
