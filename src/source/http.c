@@ -561,7 +561,7 @@ static void body_summary(const char *b, char *out, size_t cap) {
     if (n) snprintf(out, cap, ": %.*s", (int)PI_MIN(n, 200), b);
 }
 
-/* Classifies a finished attempt: 0 done, 1 retry, 2 re-resolve the URL and
+/* Classifies a finished attempt: 0 done, 1 retry, 3 re-resolve the URL and
  * retry (reresolve), < 0 failed (detail set). */
 static int xfer_finish(struct http_obj *o, struct xfer *x, CURLcode res) {
     char rq[1400], sum[300];
@@ -614,7 +614,7 @@ static int xfer_finish(struct http_obj *o, struct xfer *x, CURLcode res) {
     /* a redirect's target that refuses (an expired presigned URL): the
      * configured URL is asked again for a fresh target, once per request */
     if ((st == 401 || st == 403) && (x->mode == X_RANGE || x->mode == X_STREAM) && !x->reresolved && o->redirected)
-        return 2;
+        return 3;
     if (st == 412)
         return pi_err(PAGEIN_E_CHANGED, "%s: HTTP 412 Precondition Failed: the object changed since open (If-Match %s)",
                       rq, o->etag);
@@ -748,7 +748,7 @@ static int readv_lane(struct http_obj *o, struct lane *ln, struct vshare *sh, un
                 x->retry_at = now_s() + backoff_s(o, x->attempt);
                 x->attempt++;
                 x->state = 2;
-            } else if (v == 2) {
+            } else if (v == 3) {
                 /* the redirect's target refused: a fresh one, then again at once */
                 int r2 = reresolve(o, x->gen);
                 x->reresolved = 1;
@@ -835,7 +835,7 @@ static int single(struct http_obj *o, struct xfer *x) {
         }
         curl_multi_remove_handle(ln->m, x->e);
         rc = xfer_finish(o, x, res);
-        if (rc == 2) {
+        if (rc == 3) {
             /* a stream whose redirect target refused: a fresh target, once */
             handle_put(o, x->e);
             x->e = NULL;
