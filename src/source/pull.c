@@ -515,7 +515,8 @@ static int open_locked(const char *part, const char *spath, const char *name, in
         memset(&fl, 0, sizeof fl);
         fl.l_type = F_WRLCK;
         fl.l_whence = SEEK_SET;
-        if (fcntl(fd, F_OFD_SETLK, &fl) != 0) {
+        if (fcntl(fd, F_OFD_SETLK, &fl) != 0 && errno != ENOLCK && errno != EINVAL && errno != ENOSYS &&
+            errno != EOPNOTSUPP) { /* a file system without locks: as before, unlocked */
             int e = errno;
             close(fd);
             if (e != EAGAIN && e != EACCES) return pi_err(-e, "%s: cannot lock %s: %s", name, part, strerror(e));
