@@ -113,6 +113,8 @@ static void json_meta_value(const pagein_file *f, const pagein_meta *m, FILE *ou
 }
 
 static void print_json(const char *path, const pagein_file *f, FILE *out) {
+    char shown[4096]; /* a URL as printed: no password or signature */
+    path = pagein_url_redact(path, shown, sizeof shown);
     pagein_file_info info;
     pagein_file_get_info(f, &info);
     struct summary s;
@@ -198,6 +200,8 @@ size_t inspect_escaped(FILE *out, const char *s, size_t n) {
 }
 
 static void print_text(const char *path, const pagein_file *f, int table, FILE *out) {
+    char shown[4096]; /* a URL as printed: no password or signature */
+    path = pagein_url_redact(path, shown, sizeof shown);
     pagein_file_info info;
     pagein_file_get_info(f, &info);
     struct summary s;

@@ -67,6 +67,8 @@ static int plan_main(int argc, char **argv) {
         cli_error("plan", rc, "cannot open %s", path);
         return rc > -4096 ? EXIT_USAGE : EXIT_INVALID;
     }
+    char pshown[4096], fshown[4096]; /* URLs as printed: no password or signature */
+    path = pagein_url_redact(path, pshown, sizeof pshown);
     char why[256];
     uint64_t budget = 0;
     pagein_strategy s = pagein_model_auto_plan(m, &budget, why, sizeof why);
@@ -110,7 +112,8 @@ static int plan_main(int argc, char **argv) {
             pagein_file_info fi;
             pagein_file_get_info(pagein_model_file(m, i), &fi);
             printf("%s{\"path\": ", i ? ", " : "");
-            cli_json_str(stdout, fi.path, strlen(fi.path));
+            pagein_url_redact(fi.path, fshown, sizeof fshown);
+            cli_json_str(stdout, fshown, strlen(fshown));
             printf(", \"bytes\": %llu, \"tensors\": %zu, \"format\": \"%s\"}", (unsigned long long)fi.file_size,
                    fi.n_tensors, fi.format == PAGEIN_FORMAT_GGUF ? "gguf" : fi.format == PAGEIN_FORMAT_TORCH ? "torch" : "safetensors");
         }
@@ -134,7 +137,7 @@ static int plan_main(int argc, char **argv) {
         for (size_t i = 0; i < nf; i++) {
             pagein_file_info fi;
             pagein_file_get_info(pagein_model_file(m, i), &fi);
-            printf("  file %zu: %s (%s, %zu tensor%s)\n", i, fi.path, cli_human_bytes(fi.file_size, hb, sizeof hb),
+            printf("  file %zu: %s (%s, %zu tensor%s)\n", i, pagein_url_redact(fi.path, fshown, sizeof fshown), cli_human_bytes(fi.file_size, hb, sizeof hb),
                    fi.n_tensors, fi.n_tensors == 1 ? "" : "s");
         }
         /* the leading group, the first two and the last present layer, the

@@ -56,7 +56,7 @@ static void pull_usage(FILE *out) {
             "\n"
             "Environment: AWS_* and ~/.aws for s3:// (docs/REMOTE.md), GS_* for gs://,\n"
             "HF_ENDPOINT and HF_TOKEN for hf://, CURL_CA_BUNDLE / AWS_CA_BUNDLE for a\n"
-            "private CA, PAGEIN_HTTP_RETRIES/_TIMEOUT/_BACKOFF_MS.\n"
+            "private CA, PAGEIN_HTTP_RETRIES/_TIMEOUT/_MIN_RATE/_BACKOFF_MS.\n"
             "\n"
             "Exit status: 0 pulled, 1 the data failed verification or changed during\n"
             "the download, 2 usage, network or I/O error (a later run resumes).\n");
@@ -80,8 +80,10 @@ static void on_progress(void *ctx, const char *file, uint64_t done, uint64_t tot
     if (strcmp(p->file, file) != 0) {
         if (p->file[0]) cli_progress_end(&p->bar);
         snprintf(p->file, sizeof p->file, "%s", file);
-        const char *base = strrchr(file, '/');
-        cli_progress_start(&p->bar, base ? base + 1 : file, total);
+        char shown[1024];
+        pagein_url_redact(file, shown, sizeof shown); /* no signature in a presigned URL's name */
+        const char *base = strrchr(shown, '/');
+        cli_progress_start(&p->bar, base ? base + 1 : shown, total);
     }
     cli_progress_update(&p->bar, done);
 }
@@ -153,11 +155,13 @@ static int pull_main(int argc, char **argv) {
     o.ctx = &p;
     pagein_pull_stats st;
     int rc = pagein_pull(pos[0], pos[1], &o, &st);
+    char shown[4096]; /* the source as printed: no password or signature */
+    pagein_url_redact(pos[0], shown, sizeof shown);
     if (p.file[0]) cli_progress_end(&p.bar);
     double rate = st.seconds > 0 ? (double)st.fetched / st.seconds : 0;
     if (json) {
         fputs("{\"src\":", stdout);
-        cli_json_str(stdout, pos[0], strlen(pos[0]));
+        cli_json_str(stdout, shown, strlen(shown));
         printf(",\"ok\":%s,\"path\":", rc == 0 ? "true" : "false");
         cli_json_str(stdout, st.path, strlen(st.path));
         printf(",\"files\":%zu,\"bytes\":%llu,\"fetched\":%llu,\"resumed\":%llu,\"cached\":%llu,"
@@ -174,13 +178,13 @@ static int pull_main(int argc, char **argv) {
         fputs("}\n", stdout);
     }
     if (rc < 0) {
-        cli_error("pull", rc, "%s not pulled", pos[0]);
+        cli_error("pull", rc, "%s not pulled", shown);
         return rc == PAGEIN_E_HASH_MISMATCH || rc == PAGEIN_E_CHANGED ? EXIT_INVALID : EXIT_USAGE;
     }
     if (!quiet && !json) {
         char b1[32], b2[32], b3[32];
         printf("pulled %s -> %s: %zu file(s), %s in %.2f s (%.1f MB/s); fetched %s, resumed %s, verified %s\n",
-               pos[0], st.path, st.files, cli_human_bytes(st.bytes, b1, sizeof b1), st.seconds, rate / 1e6,
+               shown, st.path, st.files, cli_human_bytes(st.bytes, b1, sizeof b1), st.seconds, rate / 1e6,
                cli_human_bytes(st.fetched, b2, sizeof b2), cli_human_bytes(st.resumed, b3, sizeof b3),
                st.verified[0] ? st.verified : "(cached)");
     }

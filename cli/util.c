@@ -30,6 +30,7 @@ void cli_error(const char *cmd, int rc, const char *fmt, ...) {
     va_start(ap, fmt);
     vsnprintf(msg, sizeof msg, fmt, ap);
     va_end(ap);
+    pagein_url_redact(msg, msg, sizeof msg); /* a URL's password or signature never printed */
     fprintf(stderr, "pagein %s: %s", cmd, msg);
     if (rc < 0) {
         /* The library's detail usually starts with the path and ends with

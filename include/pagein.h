@@ -1739,6 +1739,18 @@ PAGEIN_API int pagein_remote_available(void);
  * (http://, https://, s3://, gs://, hf://), else 0: such a path names no
  * local file, so callers skip their stat() checks for it. */
 PAGEIN_API int pagein_is_url(const char *path);
+/* --- issue 27: secrets in output --- */
+/* text (a URL, or any text holding URLs) with the URLs' secrets replaced,
+ * written into out (cap bytes, always NUL-terminated when cap > 0,
+ * truncated to fit; out may be text itself): each URL's userinfo
+ * ("user:pass@" -> "***@") and the values of its query parameters that
+ * carry credentials or signatures (X-Amz-Signature, X-Amz-Credential,
+ * X-Amz-Security-Token, Signature, sig, token, ... -> "REDACTED"). Text
+ * without "scheme://" comes back unchanged. Returns out. Every error
+ * detail the library sets is already redacted; callers use this for the
+ * URLs they print themselves. Thread-safe. */
+PAGEIN_API char *pagein_url_redact(const char *text, char *out, size_t cap);
+/* --- end issue 27 --- */
 
 /* ------------------------------------------------------------------------ */
 /* Dequantization (issue 17 item 11)                                        */

@@ -77,6 +77,19 @@ void pi_err_prefix(const char *prefix);
 /* Clears the detail. */
 void pi_err_clear(void);
 
+/* ---- secrets in output (src/source/redact.c) ------------------------------ */
+/* url with its secrets replaced, into out (cap bytes, NUL-terminated,
+ * truncated to fit): the userinfo (user:pass@ -> ***@) and the values of
+ * query parameters that carry credentials or signatures (X-Amz-Signature,
+ * X-Amz-Credential, X-Amz-Security-Token, Signature, sig, token, ... ->
+ * REDACTED). Returns out. Every URL that reaches a message, --json, a log
+ * or a file pagein writes goes through it. */
+char *pi_url_redact(const char *url, char *out, size_t cap);
+/* Redacts, in place, every scheme://... inside the NUL-terminated text
+ * (cap bytes of room). 1 if it changed, else 0. pi_err and pi_err_prefix
+ * apply it to every detail. */
+int pi_redact_text(char *text, size_t cap);
+
 #define RETURN_IF(cond, code, ...)                                  \
     do {                                                            \
         if (cond) return pi_err((code), __VA_ARGS__);               \

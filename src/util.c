@@ -245,6 +245,7 @@ int pi_err(int code, const char *fmt, ...) {
     va_start(ap, fmt);
     vsnprintf(detail, sizeof detail, fmt, ap);
     va_end(ap);
+    pi_redact_text(detail, sizeof detail); /* no secret of a URL in any message */
     return code;
 }
 
@@ -266,6 +267,7 @@ void pi_err_prefix(const char *prefix) {
     if (n >= sizeof detail) n = sizeof detail - 1;
     memcpy(detail, tmp, n);
     detail[n] = 0;
+    pi_redact_text(detail, sizeof detail);
 }
 
 void pi_err_clear(void) { detail[0] = 0; }

@@ -9,11 +9,14 @@
  * revision defaults to "main" and is percent-encoded ("refs/pr/1" may be
  * written refs%2Fpr%2F1). The token is HF_TOKEN (or HUGGING_FACE_HUB_TOKEN,
  * or the file HF_TOKEN_PATH / $HF_HOME/token / ~/.cache/huggingface/token),
- * sent as "Authorization: Bearer" to the Hub only (libcurl does not forward
- * it across the redirect to the CDN). The Hub answers with a redirect that
- * carries X-Linked-Etag (the LFS object's sha256), X-Linked-Size and
- * X-Repo-Commit; http.c keeps them and reuses the redirect's target for the
- * range requests.
+ * sent as "Authorization: Bearer" to the Hub's origin only (http.c follows
+ * redirects itself and sends no configured header to another origin, nor
+ * on the range requests that go there later). The Hub answers with a
+ * redirect that carries X-Linked-Etag (the LFS object's sha256),
+ * X-Linked-Size and X-Repo-Commit; http.c keeps them (from the Hub's own
+ * responses only) and reuses the redirect's target for the range requests.
+ * The revision is checked here before it names anything (pull makes
+ * refs/REV of it).
  */
 #include "remote.h"
 #include "../format/format.h"
@@ -85,6 +88,30 @@ int pi_hf_parse(const char *uri, struct pi_hf_ref *r) {
             return pi_err(PAGEIN_E_INVALID, "%s: invalid character in the repository name", uri);
     if (strstr(path, "../") || strcmp(path, "..") == 0 || (strlen(path) >= 3 && !strcmp(path + strlen(path) - 3, "/..")))
         return pi_err(PAGEIN_E_INVALID, "%s: '..' in the path", uri);
+    /* the revision names refs/REV and snapshots/REV in the cache: checked
+     * after percent-decoding (@..%2F..%2F.. is ../../..) like a git ref
+     * name: no NUL or control character, no '\\', no empty, '.'-led or
+     * ".." component, no leading or trailing '/' */
+    int bad = 0;
+    for (size_t i = 0; i + 2 < rl; i++)
+        if (rev[i] == '%' && rev[i + 1] == '0' && rev[i + 2] == '0') bad = 1; /* %00: a NUL */
+    char *drev = pct_decode(rev, rl);
+    if (!drev) return pi_err(-ENOMEM, "%s: out of memory", uri);
+    size_t dl = strlen(drev);
+    if (bad || dl == 0 || drev[0] == '/' || drev[dl - 1] == '/' || strstr(drev, "//") || strstr(drev, "..") ||
+        strchr(drev, '\\'))
+        bad = 1;
+    for (size_t i = 0; !bad && i < dl; i++) {
+        if ((unsigned char)drev[i] < 0x20 || drev[i] == 0x7f) bad = 1;
+        if ((i == 0 || drev[i - 1] == '/') && drev[i] == '.') bad = 1; /* ".", "..", ".hidden" components */
+    }
+    if (bad) {
+        int rc = pi_err(PAGEIN_E_INVALID, "%s: invalid revision '%.200s' (it would name a path: no '..', '.'-led or "
+                        "empty component, leading '/', NUL or control character)", uri, drev);
+        pi_free(drev);
+        return rc;
+    }
+    pi_free(drev);
     r->kind = pi_strndup(kind, strlen(kind));
     r->repo = pi_strndup(p, (size_t)(nm + nl - p));
     r->rev = pct_decode(rev, rl);

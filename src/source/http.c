@@ -21,9 +21,18 @@
  * where it stopped). Transient failures (connection errors, timeouts,
  * truncated bodies, 408, 429, 5xx) are retried PAGEIN_HTTP_RETRIES times
  * (default 4) with exponential backoff from PAGEIN_HTTP_BACKOFF_MS (default
- * 200 ms, capped at 5 s, jittered). A stalled transfer (no byte for
- * PAGEIN_HTTP_TIMEOUT seconds, default 30) is a timeout. Every error names
- * the method, the URL, the Range and what came back.
+ * 200 ms, capped at 5 s, jittered). A transfer under PAGEIN_HTTP_MIN_RATE
+ * (default 1024 bytes/s) for PAGEIN_HTTP_TIMEOUT seconds (default 30) is a
+ * timeout, and a request (retries and redirects included) ends by its
+ * deadline, PAGEIN_HTTP_TIMEOUT + its bytes / PAGEIN_HTTP_MIN_RATE. Every
+ * error names the method, the URL, the Range and what came back.
+ *
+ * Redirects are followed here, not by libcurl, which would send the
+ * configured headers (a token) and a new SigV4 signature to any target:
+ * credentials go only to the configured URL's (scheme, host, port), an
+ * https -> http redirect is refused, and X-Linked-Etag / X-Repo-Commit are
+ * taken from that origin's responses only (docs/SAFETY.md, "Remote
+ * sources").
  */
 #include "remote.h"
 
@@ -52,10 +61,15 @@ struct lane {
 struct http_obj {
     char *url;      /* where requests go (the probe's effective URL) */
     char *orig_url; /* as configured */
+    char origin[300];  /* scheme://host:port of orig_url: the only one credentials go to */
+    int first_party;   /* url has that origin (reached without leaving it) */
     struct curl_slist *hdrs;       /* configured headers */
     struct curl_slist *hdrs_match; /* + If-Match: ETag */
+    struct curl_slist *match_only; /* If-Match alone: for another origin */
     char *sigv4, *userpwd, *cainfo;
+    char *user, *pass; /* the configured URL's userinfo (decoded), or NULL */
     char etag[160], linked_etag[160], commit[96];
+    char fp_etag[160]; /* the ETag the first party (origin) sent, or "" */
     uint8_t *prefix; /* the object's first prefix_len bytes (grown by header reads) */
     size_t prefix_len;
     pthread_rwlock_t prefix_lock; /* readers copy out, a header read swaps in a longer prefix */
@@ -66,6 +80,7 @@ struct http_obj {
     unsigned conns;
     int retries;
     long backoff_ms, timeout_s, connect_timeout_s;
+    long min_rate; /* bytes/s: slower for timeout_s is a timeout (PAGEIN_HTTP_MIN_RATE) */
     long http_version;
     CURLSH *share;
     pthread_mutex_t share_lock[CURL_LOCK_DATA_LAST];
@@ -106,7 +121,15 @@ struct xfer {
     uint64_t clen;
     int have_clen;
     char etag[160], linked_etag[160], commit[96];
+    char fp_etag[160]; /* ETag of the last first-party response */
     uint64_t linked_size;
+    /* where this request goes: o->url, or a redirect's target */
+    char *url;     /* malloc'd redirect target, NULL = o->url */
+    int third;     /* the target is not the configured origin (or a redirect left it): no credentials */
+    int redirects;
+    double deadline; /* wall clock (now_s) by which the request, retries included, ends; 0 = not set */
+    double t_attempt;  /* when the current attempt started */
+    uint64_t abytes;   /* body bytes the current attempt received */
     char errbody[600];
     size_t errlen;
     int checked;   /* the response's headers were checked (first body byte) */
@@ -120,7 +143,6 @@ struct xfer {
     /* issue 27 */
     unsigned gen;       /* o->url_gen when this attempt started */
     int reresolved;     /* X_RANGE: this request already re-resolved its URL */
-    int from_orig;      /* X_PROBE: ask the configured URL, not the redirect's target */
     pi_http_sink_fn sink; /* X_STREAM: where the body goes */
     void *sink_ctx;
 };
@@ -232,25 +254,23 @@ static CURL *handle_get(struct http_obj *o) {
     if (!e) return NULL;
     if (o->share) curl_easy_setopt(e, CURLOPT_SHARE, o->share);
     curl_easy_setopt(e, CURLOPT_NOSIGNAL, 1L);
-    curl_easy_setopt(e, CURLOPT_FOLLOWLOCATION, 1L);
-    curl_easy_setopt(e, CURLOPT_MAXREDIRS, 10L);
+    /* redirects are followed by xfer_finish, not libcurl: libcurl sends
+     * CURLOPT_HTTPHEADER (a token, x-amz-security-token) and re-signs
+     * SigV4 for any target; credentials go to the configured origin only */
+    curl_easy_setopt(e, CURLOPT_FOLLOWLOCATION, 0L);
     curl_easy_setopt(e, CURLOPT_PROTOCOLS_STR, "http,https");
     curl_easy_setopt(e, CURLOPT_REDIR_PROTOCOLS_STR, "http,https");
     curl_easy_setopt(e, CURLOPT_HTTP_VERSION, o->http_version);
     curl_easy_setopt(e, CURLOPT_USERAGENT, "pagein/" PAGEIN_VERSION_STRING);
     curl_easy_setopt(e, CURLOPT_CONNECTTIMEOUT, o->connect_timeout_s);
-    curl_easy_setopt(e, CURLOPT_LOW_SPEED_LIMIT, 1L);
+    curl_easy_setopt(e, CURLOPT_LOW_SPEED_LIMIT, o->min_rate);
     curl_easy_setopt(e, CURLOPT_LOW_SPEED_TIME, o->timeout_s);
     curl_easy_setopt(e, CURLOPT_BUFFERSIZE, 512L * 1024);
     curl_easy_setopt(e, CURLOPT_TCP_KEEPALIVE, 1L);
     curl_easy_setopt(e, CURLOPT_WRITEFUNCTION, on_body);
     curl_easy_setopt(e, CURLOPT_HEADERFUNCTION, on_header);
     if (o->cainfo) curl_easy_setopt(e, CURLOPT_CAINFO, o->cainfo);
-    if (o->sigv4) {
-        curl_easy_setopt(e, CURLOPT_AWS_SIGV4, o->sigv4);
-        curl_easy_setopt(e, CURLOPT_USERPWD, o->userpwd);
-    }
-    return e;
+    return e; /* SigV4 and credentials: per request, xfer_start */
 }
 
 static void handle_put(struct http_obj *o, CURL *e) {
@@ -325,9 +345,9 @@ static size_t on_header(char *p, size_t sz, size_t nm, void *u) {
     size_t vl;
     char tmp[200];
     if (n >= 5 && memcmp(p, "HTTP/", 5) == 0) {
-        /* a new response (redirects and 1xx come first): reset what
-         * describes one response; the Hub's X-Linked-* and X-Repo-Commit
-         * arrive on the redirect and are kept */
+        /* a new response (1xx come first): reset what describes one
+         * response; the Hub's X-Linked-* and X-Repo-Commit arrive on its
+         * redirect and are kept across the redirect's next request */
         x->status = 0;
         x->have_cr = x->cr_unsat = 0;
         x->have_clen = 0;
@@ -354,6 +374,10 @@ static size_t on_header(char *p, size_t sz, size_t nm, void *u) {
         x->have_clen = 1;
     } else if (hname(p, n, "etag", &v, &vl)) {
         copy_hval(x->etag, sizeof x->etag, v, vl);
+        if (!x->third) copy_hval(x->fp_etag, sizeof x->fp_etag, v, vl);
+    } else if (x->third) {
+        /* identity and checksums come from the configured origin only: a
+         * redirect target cannot name the blob or state its own sha256 */
     } else if (hname(p, n, "x-linked-etag", &v, &vl)) {
         copy_hval(x->linked_etag, sizeof x->linked_etag, v, vl);
     } else if (hname(p, n, "x-linked-size", &v, &vl)) {
@@ -388,6 +412,7 @@ static size_t on_body(char *p, size_t sz, size_t nm, void *u) {
     struct xfer *x = u;
     struct http_obj *o = x->o;
     size_t n = sz * nm;
+    x->abytes += n;
     if (x->status < 200 || x->status > 299) {
         /* an error page: keep its start for the message */
         size_t k = PI_MIN(n, sizeof x->errbody - 1 - x->errlen);
@@ -495,31 +520,59 @@ static int xfer_start(struct http_obj *o, CURLM *m, struct xfer *x) {
     x->failmsg[0] = 0;
     x->curlerr[0] = 0;
     x->enough = 0;
+    /* the target: a redirect's (x->url, x->third), else o->url, which is
+     * another origin when the probe was redirected away from it */
+    if (!x->url) x->third = !o->first_party;
+    int third = x->third;
     if (x->mode == X_RANGE) {
         x->start = x->req->off + x->got;
         uint64_t end = x->req->off + x->req->len - 1;
         snprintf(x->range, sizeof x->range, "%llu-%llu", (unsigned long long)x->start, (unsigned long long)end);
         curl_easy_setopt(e, CURLOPT_RANGE, x->range);
-        curl_easy_setopt(e, CURLOPT_HTTPHEADER, o->hdrs_match ? o->hdrs_match : o->hdrs);
+        curl_easy_setopt(e, CURLOPT_HTTPHEADER, third ? o->match_only : o->hdrs_match ? o->hdrs_match : o->hdrs);
     } else if (x->mode == X_PROBE) {
         x->blen = 0;
         x->start = 0;
         snprintf(x->range, sizeof x->range, "0-%llu", (unsigned long long)x->bmax - 1);
         curl_easy_setopt(e, CURLOPT_RANGE, x->range);
-        curl_easy_setopt(e, CURLOPT_HTTPHEADER, o->hdrs);
+        curl_easy_setopt(e, CURLOPT_HTTPHEADER, third ? NULL : o->hdrs);
     } else if (x->mode == X_STREAM) {
         x->got = 0; /* a retry starts over: the server cannot resume */
         x->start = 0;
         x->range[0] = 0;
         curl_easy_setopt(e, CURLOPT_RANGE, NULL);
-        curl_easy_setopt(e, CURLOPT_HTTPHEADER, o->hdrs_match ? o->hdrs_match : o->hdrs);
+        curl_easy_setopt(e, CURLOPT_HTTPHEADER, third ? o->match_only : o->hdrs_match ? o->hdrs_match : o->hdrs);
     } else {
         x->blen = 0;
         x->range[0] = 0;
         curl_easy_setopt(e, CURLOPT_RANGE, NULL);
-        curl_easy_setopt(e, CURLOPT_HTTPHEADER, o->hdrs);
+        curl_easy_setopt(e, CURLOPT_HTTPHEADER, third ? NULL : o->hdrs);
     }
-    curl_easy_setopt(e, CURLOPT_URL, x->from_orig ? o->orig_url : url_now(o));
+    /* credentials: to the configured origin only */
+    if (o->sigv4 && !third) {
+        curl_easy_setopt(e, CURLOPT_AWS_SIGV4, o->sigv4);
+        curl_easy_setopt(e, CURLOPT_USERPWD, o->userpwd);
+    } else {
+        curl_easy_setopt(e, CURLOPT_AWS_SIGV4, NULL);
+        curl_easy_setopt(e, CURLOPT_USERPWD, NULL);
+        curl_easy_setopt(e, CURLOPT_HTTPAUTH, (long)CURLAUTH_BASIC);
+        if (o->user && !third) { /* user:pass@ of the configured URL, also after a same-origin redirect */
+            curl_easy_setopt(e, CURLOPT_USERNAME, o->user);
+            curl_easy_setopt(e, CURLOPT_PASSWORD, o->pass ? o->pass : "");
+        }
+    }
+    /* the deadline: PAGEIN_HTTP_TIMEOUT plus the asked bytes at the
+     * minimum rate, for all attempts and redirects of the request */
+    double now = now_s();
+    if (x->deadline == 0) {
+        uint64_t want = x->mode == X_RANGE ? x->req->len : x->mode == X_PROBE ? x->bmax : x->mode == X_STREAM ? o->size : PI_MIN(x->bmax, 4u << 20);
+        x->deadline = now + (double)o->timeout_s + (double)want / (double)o->min_rate;
+    }
+    double left = x->deadline - now;
+    x->t_attempt = now;
+    x->abytes = 0;
+    curl_easy_setopt(e, CURLOPT_TIMEOUT_MS, left > 0.001 ? (long)(left * 1000) + 1 : 1L);
+    curl_easy_setopt(e, CURLOPT_URL, x->url ? x->url : url_now(o));
     curl_easy_setopt(e, CURLOPT_WRITEDATA, x);
     curl_easy_setopt(e, CURLOPT_HEADERDATA, x);
     curl_easy_setopt(e, CURLOPT_PRIVATE, x);
@@ -532,9 +585,10 @@ static int xfer_start(struct http_obj *o, CURLM *m, struct xfer *x) {
 
 /* The request as a message prefix: "GET URL (Range: bytes=A-B)". */
 static void req_desc(const struct http_obj *o, const struct xfer *x, char *buf, size_t cap) {
-    const char *u = x->from_orig ? o->orig_url : url_now(o);
-    if (x->range[0]) snprintf(buf, cap, "GET %s (Range: bytes=%s)", u, x->range);
-    else snprintf(buf, cap, "GET %s", u);
+    char to[1100] = "";
+    if (x->url) snprintf(to, sizeof to, ", redirected to %s", x->url);
+    if (x->range[0]) snprintf(buf, cap, "GET %s%s (Range: bytes=%s)", url_now(o), to, x->range);
+    else snprintf(buf, cap, "GET %s%s", url_now(o), to);
 }
 
 /* What an S3/GCS error body says: "<Code>: <Message>", else the body's
@@ -561,28 +615,104 @@ static void body_summary(const char *b, char *out, size_t cap) {
     if (n) snprintf(out, cap, ": %.*s", (int)PI_MIN(n, 200), b);
 }
 
-/* Classifies a finished attempt: 0 done, 1 retry, 3 re-resolve the URL and
- * retry (reresolve), < 0 failed (detail set). */
+/* scheme://host:port of url, lower-case, into out ("" when it does not
+ * parse: then it matches no origin and gets no credentials). */
+static void url_origin(const char *url, char *out, size_t cap) {
+    out[0] = 0;
+    CURLU *h = curl_url();
+    char *sc = NULL, *host = NULL, *port = NULL;
+    if (h && curl_url_set(h, CURLUPART_URL, url, 0) == CURLUE_OK &&
+        curl_url_get(h, CURLUPART_SCHEME, &sc, 0) == CURLUE_OK && curl_url_get(h, CURLUPART_HOST, &host, 0) == CURLUE_OK &&
+        curl_url_get(h, CURLUPART_PORT, &port, CURLU_DEFAULT_PORT) == CURLUE_OK) {
+        snprintf(out, cap, "%s://%s:%s", sc, host, port);
+        for (char *c = out; *c; c++) *c = (char)tolower((unsigned char)*c);
+    }
+    curl_free(sc);
+    curl_free(host);
+    curl_free(port);
+    curl_url_cleanup(h);
+}
+
+/* o->user, o->pass: the configured URL's userinfo, percent-decoded. */
+static void url_userinfo(struct http_obj *o) {
+    CURLU *h = curl_url();
+    char *u = NULL, *p = NULL;
+    if (h && curl_url_set(h, CURLUPART_URL, o->orig_url, 0) == CURLUE_OK) {
+        if (curl_url_get(h, CURLUPART_USER, &u, CURLU_URLDECODE) == CURLUE_OK && u) o->user = pi_strndup(u, strlen(u));
+        if (curl_url_get(h, CURLUPART_PASSWORD, &p, CURLU_URLDECODE) == CURLUE_OK && p) o->pass = pi_strndup(p, strlen(p));
+    }
+    curl_free(u);
+    curl_free(p);
+    curl_url_cleanup(h);
+}
+
+static int same_origin(const struct http_obj *o, const char *url) {
+    char org[300];
+    url_origin(url, org, sizeof org);
+    return o->origin[0] && strcmp(org, o->origin) == 0;
+}
+
+/* A 3xx with a Location: the next target of x, checked (http or https
+ * only, never from https down to http, at most 10). 2 to restart x there
+ * at once, < 0 refused (detail set). A target of another origin, and every
+ * hop after it, gets no credentials. */
+static int follow(struct http_obj *o, struct xfer *x, const char *rq) {
+    char *loc = NULL;
+    curl_easy_getinfo(x->e, CURLINFO_REDIRECT_URL, &loc);
+    if (!loc || !*loc) return pi_err(PAGEIN_E_REMOTE, "%s: HTTP %ld without a Location", rq, x->status);
+    if (x->redirects >= 10) return pi_err(PAGEIN_E_REMOTE, "%s: more than 10 redirects", rq);
+    const char *cur = x->url ? x->url : o->url;
+    int https = strncasecmp(cur, "https://", 8) == 0;
+    if (strncasecmp(loc, "https://", 8) != 0 && strncasecmp(loc, "http://", 7) != 0)
+        return pi_err(PAGEIN_E_REMOTE, "%s: HTTP %ld redirects to %.300s: only http:// and https:// are followed", rq,
+                      x->status, loc);
+    if (https && strncasecmp(loc, "http://", 7) == 0)
+        return pi_err(PAGEIN_E_REMOTE,
+                      "%s: HTTP %ld redirects from https to plain http (%.300s): refused (a downgrade would expose the "
+                      "request and the data)", rq, x->status, loc);
+    char *nu = pi_strndup(loc, strlen(loc));
+    if (!nu) return pi_err(-ENOMEM, "%s: out of memory", rq);
+    x->third = x->third || !same_origin(o, nu);
+    pi_free(x->url);
+    x->url = nu;
+    x->redirects++;
+    return 2;
+}
+
+/* Classifies a finished attempt: 0 done, 1 retry, 2 restart at once at a
+ * redirect's target, 3 re-resolve the URL and retry (reresolve), < 0
+ * failed (detail set). */
 static int xfer_finish(struct http_obj *o, struct xfer *x, CURLcode res) {
-    char rq[1400], sum[300];
+    char rq[2600], sum[300];
     req_desc(o, x, rq, sizeof rq);
-    int retry_left = x->attempt < o->retries;
+    /* no retry starts past the request's deadline */
+    int retry_left = x->attempt < o->retries && now_s() < x->deadline;
     if (x->fail) {
         /* our own checks stopped the transfer: not transient */
         return pi_err(x->fail, "%s: %s", rq, x->failmsg);
     }
     if (x->mode == X_PROBE && x->enough) return 0;
     if (res != CURLE_OK) {
-        if (transient_curl(res) && retry_left) return 1;
+        /* a server that sends, but slower than the minimum rate on
+         * average, is not retried: it would only hold the caller longer (a
+         * dribble of 2 bytes/s); a stall (nothing came) may be a dead
+         * connection and is */
+        double took = now_s() - x->t_attempt;
+        int slow = res == CURLE_OPERATION_TIMEDOUT && x->abytes > 0 && took > 0 &&
+                   (double)x->abytes / took < (double)o->min_rate;
+        if (transient_curl(res) && retry_left && !slow) return 1;
         const char *what = x->curlerr[0] ? x->curlerr : curl_easy_strerror(res);
         if (res == CURLE_OPERATION_TIMEDOUT)
-            return pi_err(PAGEIN_E_REMOTE, "%s: timed out (%s; no progress for %ld s, PAGEIN_HTTP_TIMEOUT) after %d attempt(s)",
-                          rq, what, o->timeout_s, x->attempt + 1);
+            return pi_err(PAGEIN_E_REMOTE,
+                          "%s: timed out (%s; under %ld bytes/s for %ld s (PAGEIN_HTTP_MIN_RATE, PAGEIN_HTTP_TIMEOUT), "
+                          "or past the request's deadline) after %d attempt(s)",
+                          rq, what, o->min_rate, o->timeout_s, x->attempt + 1);
         if (res == CURLE_PARTIAL_FILE)
             return pi_err(PAGEIN_E_TRUNCATED, "%s: truncated body (%s) after %d attempt(s)", rq, what, x->attempt + 1);
         return pi_err(PAGEIN_E_REMOTE, "%s: %s (curl error %d) after %d attempt(s)", rq, what, (int)res, x->attempt + 1);
     }
     long st = x->status;
+    if (st == 301 || st == 302 || st == 303 || st == 307 || st == 308) return follow(o, x, rq);
     if (st >= 200 && st <= 299) {
         if (x->mode == X_STREAM) {
             if (x->got == o->size) return 0;
@@ -707,6 +837,11 @@ static int readv_lane(struct http_obj *o, struct lane *ln, struct vshare *sh, un
                 x->got = 0;
                 x->attempt = 0;
                 x->reresolved = 0;
+                pi_free(x->url); /* a new request starts at o->url */
+                x->url = NULL;
+                x->third = 0;
+                x->redirects = 0;
+                x->deadline = 0;
                 int s = xfer_start(o, m, x);
                 if (s < 0) r->rc = rc = s, stop = 1;
                 break;
@@ -751,7 +886,7 @@ static int readv_lane(struct http_obj *o, struct lane *ln, struct vshare *sh, un
             } else if (v == 3) {
                 /* the redirect's target refused: a fresh one, then again at once */
                 int r2 = reresolve(o, x->gen);
-                x->reresolved = 1;
+                x->reresolved = r2 == 1;
                 atomic_fetch_add(&o->retried, 1);
                 if (r2 < 0) {
                     x->req->rc = r2;
@@ -759,9 +894,16 @@ static int readv_lane(struct http_obj *o, struct lane *ln, struct vshare *sh, un
                     if (!rc) rc = r2;
                     stop = 1;
                 } else {
+                    pi_free(x->url); /* again from the fresh o->url */
+                    x->url = NULL;
+                    x->third = 0;
+                    x->redirects = 0;
                     x->retry_at = now_s();
                     x->state = 2;
                 }
+            } else if (v == 2) {
+                x->retry_at = now_s(); /* a redirect: its target at once */
+                x->state = 2;
             } else {
                 x->req->rc = v;
                 x->state = 0;
@@ -804,7 +946,7 @@ static int readv_lane(struct http_obj *o, struct lane *ln, struct vshare *sh, un
         if (running || busy) curl_multi_poll(m, NULL, 0, (int)wait_ms, NULL);
     }
     if (stop) atomic_store(&sh->stop, 1);
-    for (unsigned i = 0; i < depth; i++) handle_put(o, slots[i].e);
+    for (unsigned i = 0; i < depth; i++) handle_put(o, slots[i].e), pi_free(slots[i].url);
     pi_free(slots);
     return rc;
 }
@@ -815,6 +957,7 @@ static int single(struct http_obj *o, struct xfer *x) {
     if (!ln) return pi_err(-ENOMEM, "%s: cannot create a libcurl multi handle", o->url);
     int rc;
     x->o = o;
+    x->deadline = 0;
     for (x->attempt = 0;; x->attempt++) {
         rc = xfer_start(o, ln->m, x);
         if (rc < 0) break;
@@ -842,12 +985,21 @@ static int single(struct http_obj *o, struct xfer *x) {
             lane_put(o, ln);
             ln = NULL;
             rc = reresolve(o, x->gen);
-            x->reresolved = 1;
+            x->reresolved = rc == 1;
             atomic_fetch_add(&o->retried, 1);
+            if (rc > 0) rc = 0;
             if (rc == 0) ln = lane_get(o);
             if (rc == 0 && !ln) rc = pi_err(-ENOMEM, "%s: cannot create a libcurl multi handle", o->url);
             if (rc < 0) return rc;
+            pi_free(x->url); /* again from the fresh o->url */
+            x->url = NULL;
+            x->third = 0;
+            x->redirects = 0;
             x->attempt--; /* not a failed attempt: the loop's ++ gives it back */
+            continue;
+        }
+        if (rc == 2) {
+            x->attempt--; /* a redirect is not a retry */
             continue;
         }
         if (rc != 1) break;
@@ -858,24 +1010,24 @@ static int single(struct http_obj *o, struct xfer *x) {
         ts.tv_nsec = (long)((b - (double)ts.tv_sec) * 1e9);
         nanosleep(&ts, NULL);
     }
-    if (rc == 0 && x->e) {
-        char *eff = NULL;
-        curl_easy_getinfo(x->e, CURLINFO_EFFECTIVE_URL, &eff);
-        if (eff && strcmp(eff, url_now(o)) != 0) {
-            char *c = pi_strndup(eff, strlen(eff));
-            char **r = c ? pi_realloc(o->retired, (o->nretired + 1) * sizeof *r) : NULL;
-            if (r) {
-                /* the old string stays valid: another thread may be using it */
-                o->retired = r;
-                o->retired[o->nretired++] = (char *)url_now(o);
-                __atomic_store_n(&o->url, c, __ATOMIC_RELEASE);
-                atomic_fetch_add(&o->url_gen, 1);
-            } else {
-                pi_free(c);
-            }
+    if (rc == 0 && x->url) {
+        /* later requests go to where the redirects led, with credentials
+         * only if that is still the configured origin; the old string stays
+         * valid (another thread may be using it: reresolve runs during
+         * reads) until obj_free */
+        char **r = pi_realloc(o->retired, (o->nretired + 1) * sizeof *r);
+        if (r) {
+            o->retired = r;
+            o->retired[o->nretired++] = (char *)url_now(o);
+            o->first_party = !x->third;
+            o->redirected = strcmp(x->url, o->orig_url) != 0;
+            __atomic_store_n(&o->url, x->url, __ATOMIC_RELEASE);
+            atomic_fetch_add(&o->url_gen, 1);
+            x->url = NULL;
         }
-        if (eff && strcmp(eff, o->orig_url) != 0) o->redirected = 1;
     }
+    pi_free(x->url);
+    x->url = NULL;
     handle_put(o, x->e);
     x->e = NULL;
     lane_put(o, ln);
@@ -886,7 +1038,10 @@ static int single(struct http_obj *o, struct xfer *x) {
  * expired): asks the configured URL again (one byte, following redirects)
  * for a fresh target, unless another request already did since this one
  * started (gen). The object must be the one opened: same size, ETag and
- * X-Linked-Etag, else PAGEIN_E_CHANGED. */
+ * X-Linked-Etag, else PAGEIN_E_CHANGED. 1 when it asked, 0 when another
+ * request had (this one's single re-resolution is then still to come: a
+ * target refreshed by another request may expire again before this one's
+ * retry reaches it), < 0 failed. */
 static int reresolve(struct http_obj *o, unsigned gen) {
     pthread_mutex_lock(&o->resolve_lock);
     int rc = 0;
@@ -899,8 +1054,8 @@ static int reresolve(struct http_obj *o, unsigned gen) {
             x->mode = X_PROBE;
             x->body = b;
             x->bmax = 1;
-            x->from_orig = 1;
-            rc = single(o, x);
+            x->url = pi_strndup(o->orig_url, strlen(o->orig_url)); /* the configured origin: its credentials */
+            rc = x->url ? single(o, x) : pi_err(-ENOMEM, "%s: out of memory", o->orig_url);
             uint64_t size = x->status == 206 && x->have_cr ? x->cr_total : x->status == 200 && x->have_clen ? x->clen : o->size;
             if (rc == 0 && x->status != 206 && x->status != 200)
                 rc = pi_err(PAGEIN_E_REMOTE, "GET %s (Range: bytes=0-0): HTTP %ld when asked again for the object's location",
@@ -911,6 +1066,7 @@ static int reresolve(struct http_obj *o, unsigned gen) {
                             "ETag %s (was %llu, %s at open)", o->orig_url, (unsigned long long)size, x->etag,
                             (unsigned long long)o->size, o->etag);
             if (rc == 0) atomic_fetch_add(&o->url_gen, 1); /* the others waiting here just retry */
+            if (rc == 0) rc = 1;
         }
         pi_free(x);
         pi_free(b);
@@ -940,16 +1096,36 @@ static void obj_free(struct http_obj *o) {
     pi_free(o->retired);
     curl_slist_free_all(o->hdrs);
     curl_slist_free_all(o->hdrs_match);
+    curl_slist_free_all(o->match_only);
     pi_free(o->url);
     pi_free(o->orig_url);
     pi_free(o->sigv4);
     pi_free(o->userpwd);
     pi_free(o->cainfo);
+    pi_free(o->user);
+    pi_free(o->pass);
     pi_free(o->prefix);
     pi_free(o);
 }
 
 static char *dupz(const char *s) { return s ? pi_strndup(s, strlen(s)) : NULL; }
+
+/* Credentials for a plain http:// origin travel in clear: said once per
+ * process on stderr (the only thing the library prints; a loopback
+ * endpoint too, as the tests' servers are). */
+static atomic_int plain_http_warned;
+static void warn_plain_http(const struct http_obj *o, const struct pi_http_cfg *cfg) {
+    if (strncmp(o->origin, "http://", 7) != 0) return;
+    int creds = cfg->sigv4 != NULL;
+    for (int i = 0; !creds && i < 8 && cfg->headers[i]; i++)
+        creds = strncasecmp(cfg->headers[i], "authorization:", 14) == 0 ||
+                strncasecmp(cfg->headers[i], "x-amz-security-token:", 21) == 0;
+    const char *at = strchr(o->orig_url, '@'), *sl = strchr(o->orig_url + 7, '/');
+    if (at && (!sl || at < sl)) creds = 1; /* user:pass@ */
+    if (!creds || atomic_exchange(&plain_http_warned, 1)) return;
+    fprintf(stderr, "pagein: warning: credentials (a token, a key's signature or a password) are sent in clear to %s "
+                    "(plain http); use https\n", o->origin);
+}
 
 static int obj_new(struct http_obj **out, const struct pi_http_cfg *cfg, const char *name) {
     pthread_once(&curl_once, curl_init);
@@ -989,7 +1165,12 @@ static int obj_new(struct http_obj **out, const struct pi_http_cfg *cfg, const c
     o->retries = (int)env_long("PAGEIN_HTTP_RETRIES", 4, 0, 100);
     o->backoff_ms = env_long("PAGEIN_HTTP_BACKOFF_MS", 200, 0, 60000);
     o->timeout_s = env_long("PAGEIN_HTTP_TIMEOUT", 30, 1, 3600);
+    o->min_rate = env_long("PAGEIN_HTTP_MIN_RATE", 1024, 1, 1L << 30);
     o->connect_timeout_s = PI_MIN(o->timeout_s, 10);
+    url_origin(o->orig_url, o->origin, sizeof o->origin);
+    url_userinfo(o);
+    o->first_party = 1;
+    warn_plain_http(o, cfg);
     const char *hv = getenv("PAGEIN_HTTP_VERSION");
     o->http_version = (hv && strcmp(hv, "1.1") == 0) ? CURL_HTTP_VERSION_1_1 : CURL_HTTP_VERSION_2TLS;
     *out = o;
@@ -1044,6 +1225,7 @@ int pi_http_open_cfg(struct pi_source *s, const struct pi_http_cfg *cfg, uint32_
     snprintf(o->etag, sizeof o->etag, "%s", x->etag);
     snprintf(o->linked_etag, sizeof o->linked_etag, "%s", x->linked_etag);
     snprintf(o->commit, sizeof o->commit, "%s", x->commit);
+    snprintf(o->fp_etag, sizeof o->fp_etag, "%s", x->fp_etag);
     o->prefix = buf;
     o->prefix_len = x->blen;
     if (o->etag[0] && strncmp(o->etag, "W/", 2) != 0) {
@@ -1058,6 +1240,7 @@ int pi_http_open_cfg(struct pi_source *s, const struct pi_http_cfg *cfg, uint32_
         struct curl_slist *t = curl_slist_append(l, h);
         if (t) o->hdrs_match = t;
         else curl_slist_free_all(l);
+        o->match_only = curl_slist_append(NULL, h); /* NULL: no If-Match there, the ETag check remains */
     }
     pi_free(x);
     s->impl = o;
@@ -1241,6 +1424,9 @@ int pi_http_stream(struct pi_source *s, pi_http_sink_fn sink, void *ctx) {
     return rc;
 }
 
+const char *pi_http_origin_etag(const struct pi_source *s) {
+    return s && s->impl ? ((struct http_obj *)s->impl)->fp_etag : "";
+}
 void pi_http_counters(const struct pi_source *s, uint64_t *requests, uint64_t *retries) {
     struct http_obj *o = s ? s->impl : NULL;
     if (requests) *requests = o ? atomic_load(&o->requests) : 0;

@@ -222,7 +222,7 @@ static int verify(struct pi_source *s, int fd, uint64_t size, const char *name, 
     char want[65];
     const char *algo = NULL;
     if (hex_tag(pi_http_linked_etag(s), 64, want)) algo = "sha256";
-    else if ((!strcmp(pi_source_facts(s)->fs_type, "s3") || !strcmp(pi_source_facts(s)->fs_type, "gs")) && hex_tag(pi_http_etag(s), 32, want))
+    else if ((!strcmp(pi_source_facts(s)->fs_type, "s3") || !strcmp(pi_source_facts(s)->fs_type, "gs")) && hex_tag(pi_http_origin_etag(s), 32, want))
         algo = "md5";
     if (!algo) {
         snprintf(how, howcap, "size+etag");
@@ -509,7 +509,8 @@ static int open_locked(const char *part, const char *spath, const char *name, in
         int fd = open(part, O_RDWR | O_CREAT | O_CLOEXEC | O_NOFOLLOW, 0644);
         if (fd < 0) {
             int e = errno;
-            return pi_err(-e, "%s: cannot open %s: %s", name, part, strerror(e));
+            return pi_err(-e, "%s: cannot open %s: %s%s", name, part, strerror(e),
+                          e == ELOOP ? " (a symbolic link there is not followed)" : "");
         }
         struct flock fl;
         memset(&fl, 0, sizeof fl);
@@ -586,7 +587,7 @@ static int download(struct pi_source *s, const char *final, const char *part, co
         /* a download begun with another chunk size (another -c) resumes
          * with that size rather than starting over, if its buffers stay
          * within twice this run's */
-        int ofd = open(spath, O_RDONLY | O_CLOEXEC);
+        int ofd = open(spath, O_RDONLY | O_CLOEXEC | O_NOFOLLOW);
         if (ofd >= 0) {
             char old[STATE_HDR + 1];
             unsigned long long osz = 0, och = 0;
@@ -608,10 +609,12 @@ static int download(struct pi_source *s, const char *final, const char *part, co
     if (nchunks > (1u << 26)) return pi_err(PAGEIN_E_LIMIT, "%s: too many chunks (%llu)", s->name, (unsigned long long)nchunks);
     FORWARD_IF(mkdirs_for(final));
     FORWARD_IF(mkdirs_for(part));
-    char hdr[STATE_HDR];
+    char hdr[STATE_HDR], shown[2048];
     memset(hdr, ' ', sizeof hdr);
+    /* the URL without its password or signature (the state is a file others may read) */
     int hl = snprintf(hdr, sizeof hdr, "pagein-pull 1\nsize %llu\nchunk %llu\netag %s\nurl %s\n",
-                      (unsigned long long)s->size, (unsigned long long)chunk, s->identity, s->name);
+                      (unsigned long long)s->size, (unsigned long long)chunk, s->identity,
+                      pi_url_redact(s->name, shown, sizeof shown));
     if (hl >= STATE_PID - 1) hl = STATE_PID - 2;
     hdr[hl] = ' ';
     memset(hdr + STATE_PID, ' ', STATE_HDR - 1 - STATE_PID);
@@ -625,7 +628,7 @@ static int download(struct pi_source *s, const char *final, const char *part, co
         return rc;
     }
     int resume = 0;
-    int sfd = open(spath, O_RDWR | O_CLOEXEC);
+    int sfd = open(spath, O_RDWR | O_CLOEXEC | O_NOFOLLOW);
     if (sfd >= 0) {
         char old[STATE_HDR];
         struct stat pst;
@@ -641,9 +644,10 @@ static int download(struct pi_source *s, const char *final, const char *part, co
     }
     if (!resume) {
         unlink(spath);
-        sfd = open(spath, O_RDWR | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
+        sfd = open(spath, O_RDWR | O_CREAT | O_TRUNC | O_CLOEXEC | O_NOFOLLOW, 0600);
         if (sfd < 0 || pwrite(sfd, hdr, STATE_HDR, 0) != STATE_HDR) {
-            rc = pi_err(-errno, "%s: cannot write %s: %s", s->name, spath, strerror(errno));
+            rc = pi_err(-errno, "%s: cannot write %s: %s%s", s->name, spath, strerror(errno),
+                        errno == ELOOP ? " (a symbolic link there is not followed)" : "");
             goto out;
         }
         for (uint64_t i = 0; i < nchunks; i++) marks[i] = 0;
@@ -857,33 +861,39 @@ static int pull_hf_file(struct pi_source *s, const struct pi_hf_ref *r, const ch
     char root[2048], repo[3072], blob[4096], part[4200], link[4200], target[4300], commit[100], hash[200];
     hf_cache_root(o, root, sizeof root);
     hf_repo_dir(root, r, repo, sizeof repo);
-    /* blob name: the LFS sha256, else the ETag (the git blob id), unquoted */
-    const char *id = pi_http_linked_etag(s)[0] ? pi_http_linked_etag(s) : pi_http_etag(s);
-    if (strncmp(id, "W/", 2) == 0) id += 2;
-    if (*id == '"') id++;
-    size_t il = strcspn(id, "\"");
-    if (il == 0 || il >= sizeof hash || memchr(id, '/', il))
-        return pi_err(PAGEIN_E_REMOTE, "%s: the server states no ETag: cannot name the blob in the Hugging Face cache",
-                      s->name);
-    memcpy(hash, id, il);
-    hash[il] = 0;
-    /* huggingface_hub files a revision (main, refs/pr/1) under the commit
-     * the Hub states and refs/REVISION; without one, only a revision that
-     * is itself a commit names a snapshot */
-    if (!pi_http_repo_commit(s)[0] && !is_commit_hash(r->rev))
+    /* blob name: the LFS sha256, else the ETag (the git blob id), unquoted,
+     * as the Hub itself (never a redirect target) states them; 40 or 64
+     * hex digits, or it names nothing on disk */
+    const char *id = pi_http_linked_etag(s)[0] ? pi_http_linked_etag(s) : pi_http_origin_etag(s);
+    if (!hex_tag(id, 64, hash) && !hex_tag(id, 40, hash)) {
+        if (!id[0])
+            return pi_err(PAGEIN_E_REMOTE, "%s: the server states no ETag: cannot name the blob in the Hugging Face cache",
+                          s->name);
+        return pi_err(PAGEIN_E_REMOTE, "%s: the Hub's ETag '%.100s' is not a hash (40 or 64 hex digits): cannot name the "
+                      "blob in the Hugging Face cache", s->name, id);
+    }
+    /* the snapshot folder: X-Repo-Commit, a commit hash (40 or 64 hex
+     * digits: it becomes a path); huggingface_hub files a revision (main,
+     * refs/pr/1) under the commit the Hub states and refs/REVISION, so
+     * without one only a revision that is itself a commit names a snapshot */
+    const char *said = pi_http_repo_commit(s);
+    if (said[0] && !hex_tag(said, 40, commit) && !hex_tag(said, 64, commit))
+        return pi_err(PAGEIN_E_REMOTE, "%s: X-Repo-Commit '%.100s' is not a commit hash (40 or 64 hex digits): refused "
+                      "(it would name a folder of the cache)", s->name, said);
+    if (!said[0] && !is_commit_hash(r->rev))
         return pi_err(PAGEIN_E_REMOTE, "%s: the server states no X-Repo-Commit and revision '%s' is not a commit hash: "
                       "cannot place it under snapshots/COMMIT/ in the Hugging Face cache", s->name, r->rev);
-    snprintf(commit, sizeof commit, "%s", pi_http_repo_commit(s)[0] ? pi_http_repo_commit(s) : r->rev);
+    if (!said[0]) snprintf(commit, sizeof commit, "%s", r->rev);
     snprintf(blob, sizeof blob, "%s/blobs/%s", repo, hash);
     snprintf(part, sizeof part, "%s.incomplete", blob);
     struct stat sb;
     int rc = 0;
-    int cached = stat(blob, &sb) == 0 && (uint64_t)sb.st_size == s->size;
+    int cached = lstat(blob, &sb) == 0 && S_ISREG(sb.st_mode) && (uint64_t)sb.st_size == s->size;
     if (cached && mc) {
         /* a manifest lists it: a blob already in the cache is checked like
          * a download (another tool, or the disk, may have changed it); one
          * that fails is fetched again */
-        int bfd = open(blob, O_RDONLY | O_CLOEXEC);
+        int bfd = open(blob, O_RDONLY | O_CLOEXEC | O_NOFOLLOW);
         int c = bfd < 0 ? pi_err(-errno, "%s: cannot open %s", s->name, blob) : check_manifest(bfd, s->size, blob, mc);
         if (bfd >= 0) close(bfd);
         if (c == PAGEIN_E_HASH_MISMATCH) {
@@ -1105,9 +1115,11 @@ int pagein_pull(const char *src, const char *dest, const pagein_pull_opts *o, pa
         listed = 1;
         rc = pi_s3_list(src, &keys, &nk);
         const char *k = keys;
+        size_t sl = strlen(src);
         for (size_t i = 0; rc == 0 && i < nk; i++, k += strlen(k) + 1) {
             if (ends_with(k, "/")) continue; /* "directory" markers */
-            rc = flist_add(&l, k, k + strlen(src));
+            if (strncmp(k, src, sl) != 0) continue; /* a key outside the prefix (a listing that lies) */
+            rc = flist_add(&l, k, k + sl);
         }
         if (rc == 0 && nk == 0) rc = pi_err(PAGEIN_E_NOT_FOUND, "%s: no objects under this prefix", src);
         if (rc == 0) pi_free(keys);

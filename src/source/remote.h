@@ -5,7 +5,8 @@
  * http.c owns the transport: a libcurl multi loop per readv call, easy
  * handles pooled per source, one connection cache shared by every handle of
  * the source (curl share interface, so connections are reused across calls
- * and threads), HTTP/2 where TLS offers it, redirects followed, bounded
+ * and threads), HTTP/2 where TLS offers it, redirects followed (by http.c:
+ * credentials go to the configured origin only, docs/SAFETY.md), bounded
  * retries with backoff for transient failures, and checks on every response
  * (status, Content-Range, ETag, length). s3.c and hf.c only turn their URL
  * into an HTTP request description (struct pi_http_cfg) and call
@@ -48,6 +49,10 @@ const char *pi_http_etag(const struct pi_source *s);        /* ETag as sent, quo
 const char *pi_http_linked_etag(const struct pi_source *s); /* X-Linked-Etag (Hub: LFS sha256), or "" */
 const char *pi_http_repo_commit(const struct pi_source *s); /* X-Repo-Commit (Hub), or "" */
 const char *pi_http_url(const struct pi_source *s);         /* the URL requests go to (after redirects) */
+/* The ETag the configured origin itself sent (on its redirect, or its
+ * answer), or "": what may name or check the object (a redirect target's
+ * ETag, X-Linked-Etag and X-Repo-Commit are never used for that). */
+const char *pi_http_origin_etag(const struct pi_source *s);
 /* Requests made and retried since open (all threads). */
 void pi_http_counters(const struct pi_source *s, uint64_t *requests, uint64_t *retries);
 /* 1 when the server ignored the open's Range (200 with the whole object,

