@@ -130,8 +130,10 @@ repo=$TMP/hub/models--org--tiny
 cmp "$repo/snapshots/$HF_COMMIT/config.json" "$D/www/hf/org/tiny/config.json" || fail "config.json differs"
 [ ! -e "$repo/snapshots/refs" ] || fail "a snapshot named after the revision"
 # a server that states no commit: a revision that is not a hash names no snapshot
+# (with the origin checks of issue 27 item 3 the ETag, not a hash here, is
+# refused first: either way nothing is installed)
 expect_exit 2 env HF_ENDPOINT="$FAULT/ok" "$PAGEIN" pull --no-sync hf://org/tiny@v1/model.safetensors
-expect_contains "X-Repo-Commit"
+echo "$OUT_TXT" | grep -q "X-Repo-Commit\|is not a hash" || fail "no reason given: $OUT_TXT"
 [ ! -e "$repo/snapshots/v1" ] || fail "a snapshot named after the revision v1"
 unset HF_HUB_CACHE HF_ENDPOINT
 
