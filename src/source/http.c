@@ -751,7 +751,7 @@ static int readv_lane(struct http_obj *o, struct lane *ln, struct vshare *sh, un
             } else if (v == 3) {
                 /* the redirect's target refused: a fresh one, then again at once */
                 int r2 = reresolve(o, x->gen);
-                x->reresolved = 1;
+                x->reresolved = r2 == 1;
                 atomic_fetch_add(&o->retried, 1);
                 if (r2 < 0) {
                     x->req->rc = r2;
@@ -842,8 +842,9 @@ static int single(struct http_obj *o, struct xfer *x) {
             lane_put(o, ln);
             ln = NULL;
             rc = reresolve(o, x->gen);
-            x->reresolved = 1;
+            x->reresolved = rc == 1;
             atomic_fetch_add(&o->retried, 1);
+            if (rc > 0) rc = 0;
             if (rc == 0) ln = lane_get(o);
             if (rc == 0 && !ln) rc = pi_err(-ENOMEM, "%s: cannot create a libcurl multi handle", o->url);
             if (rc < 0) return rc;
@@ -886,7 +887,10 @@ static int single(struct http_obj *o, struct xfer *x) {
  * expired): asks the configured URL again (one byte, following redirects)
  * for a fresh target, unless another request already did since this one
  * started (gen). The object must be the one opened: same size, ETag and
- * X-Linked-Etag, else PAGEIN_E_CHANGED. */
+ * X-Linked-Etag, else PAGEIN_E_CHANGED. 1 when it asked, 0 when another
+ * request had (this one's single re-resolution is then still to come: a
+ * target refreshed by another request may expire again before this one's
+ * retry reaches it), < 0 failed. */
 static int reresolve(struct http_obj *o, unsigned gen) {
     pthread_mutex_lock(&o->resolve_lock);
     int rc = 0;
@@ -911,6 +915,7 @@ static int reresolve(struct http_obj *o, unsigned gen) {
                             "ETag %s (was %llu, %s at open)", o->orig_url, (unsigned long long)size, x->etag,
                             (unsigned long long)o->size, o->etag);
             if (rc == 0) atomic_fetch_add(&o->url_gen, 1); /* the others waiting here just retry */
+            if (rc == 0) rc = 1;
         }
         pi_free(x);
         pi_free(b);

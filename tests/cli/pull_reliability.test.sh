@@ -65,11 +65,11 @@ cmp "$TMP/c.bin" "$D/www/big.bin" || fail "the first pull installed other bytes 
 [ ! -e "$TMP/c.bin.pagein-part" ] || fail "part file left"
 
 # ---- 10: a presigned URL that expires -----------------------------------------------------
-# each redirect's target serves 4 requests, then 403 "Request has expired"
-expect_exit 0 "$PAGEIN" pull --no-sync --json -c 2 --chunk 64K "$FAULT/presign/4/m1.bin" "$TMP/presigned.bin"
+# each redirect's target serves 8 requests, then 403 "Request has expired"
+expect_exit 0 "$PAGEIN" pull --no-sync --json -c 2 --chunk 64K "$FAULT/presign/8/m1.bin" "$TMP/presigned.bin"
 cmp "$TMP/presigned.bin" "$D/www/m1.bin" || fail "presigned pull differs"
 sigs=$(curl -s "$FAULT/stats" | awk '$1 == "presign-signatures" { print $2 }')
-[ "${sigs:-0}" -ge 3 ] || fail "the URL was resolved ${sigs:-0} times, expected several"
+[ "${sigs:-0}" -ge 2 ] || fail "the URL was resolved ${sigs:-0} times, expected several"
 
 # ---- 11: servers that ignore Range -----------------------------------------------------
 expect_exit 0 "$PAGEIN" pull --no-sync "$HTTP/norange/big.bin" "$TMP/norange.bin"
