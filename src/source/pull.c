@@ -7,11 +7,12 @@
  * kept-alive connection) into their own buffer and pwrite it into
  * FINAL.pagein-part (HF cache: blobs/HASH.incomplete), then mark the chunk
  * done in a state file next to it (one byte per chunk after a header that
- * names the URL, size, ETag and chunk size). Memory is connections x chunk
- * whatever the size. Killed at any point (kill -9), a second run with the
- * same object (size and ETag unchanged) skips the chunks marked done: at
- * most the chunks in flight, one per connection, are fetched again. A
- * changed object starts over.
+ * names the URL, size, ETag and chunk size, then each chunk's XXH3-128).
+ * Memory is connections x chunk whatever the size. Killed at any point
+ * (kill -9), a second run with the same object (size and ETag unchanged)
+ * skips the chunks marked done whose bytes still hash as written: at most
+ * the chunks in flight, one per connection, are fetched again. A changed
+ * object starts over.
  *
  * When every chunk is in: verification (sha256 of the file when the server
  * states one: the Hub's X-Linked-Etag, the LFS oid; the MD5 of a
@@ -138,7 +139,13 @@ struct job {
     uint8_t *bufs[64];
     unsigned nbufs;
     uint8_t *marks; /* chunk c written (this run or a resumed one): only then may the file be installed */
+    uint64_t nchunks;
 };
+
+/* After the marks, the state holds each written chunk's XXH3-128 (as
+ * written, before its mark): a resumed chunk is read back and checked
+ * against it (check_resumed). */
+#define STATE_HASH(nchunks, c) ((off_t)(STATE_HDR + (nchunks) + 16 * (c)))
 
 static uint8_t *buf_get(struct job *j, uint64_t len) {
     uint8_t *b = NULL;
@@ -166,6 +173,10 @@ static int fetch_chunk(void *ctx, size_t i) {
      * serialize the first chunks */
     struct pi_read_req r = {buf, off, len, 0, NULL};
     int rc = pi_source_readv(j->s, &r, 1, 1, NULL, NULL);
+#ifdef PAGEIN_HAVE_XXHASH
+    XXH128_canonical_t hc;
+    if (rc == 0) XXH128_canonicalFromHash(&hc, XXH3_128bits(buf, (size_t)len));
+#endif
     for (uint64_t w = 0; rc == 0 && w < len;) {
         ssize_t k = pwrite(j->fd, buf + w, len - w, (off_t)(off + w));
         if (k < 0 && errno == EINTR) continue;
@@ -178,6 +189,12 @@ static int fetch_chunk(void *ctx, size_t i) {
     }
     buf_put(j, buf);
     if (rc < 0) return rc;
+#ifdef PAGEIN_HAVE_XXHASH
+    if (pwrite(j->sfd, hc.digest, 16, STATE_HASH(j->nchunks, c)) != 16) {
+        int e = errno;
+        return pi_err(-e, "%s: writing the resume state: %s", j->name, strerror(e));
+    }
+#endif
     /* only now is the chunk marked done: after a kill the mark never
      * claims bytes that were not written (the page cache holds them) */
     char one = '1';
@@ -560,6 +577,40 @@ static int stream_sink(void *ctx, const void *p, size_t n, uint64_t off) {
     return 0;
 }
 
+/* A resumed download's marked chunks, read back from the part file and
+ * checked against the XXH3-128 the state holds for them: a chunk that
+ * differs (the part file changed between the runs, or a power loss kept
+ * the mark and lost the bytes) or has no hash (a state written without
+ * them) is unmarked, to be fetched again. Returns how many. Without
+ * libxxhash nothing is checked (docs/REMOTE.md). */
+static uint64_t check_resumed(int fd, int sfd, uint8_t *marks, uint64_t nchunks, uint64_t chunk, uint64_t size,
+                              const char *name) {
+    uint64_t bad = 0;
+#ifdef PAGEIN_HAVE_XXHASH
+    size_t cap = 4u << 20;
+    uint8_t *buf = pi_malloc(cap);
+    for (uint64_t c = 0; c < nchunks; c++) {
+        if (!marks[c]) continue;
+        uint8_t want[16], got[16], zero[16] = {0};
+        int ok = buf && pread(sfd, want, 16, STATE_HASH(nchunks, c)) == 16 && memcmp(want, zero, 16) != 0 &&
+                 xxh_range(fd, c * chunk, PI_MIN(chunk, size - c * chunk), buf, cap, got, name) == 0 &&
+                 memcmp(got, want, 16) == 0;
+        if (!ok) {
+            char z = '0';
+            marks[c] = 0;
+            bad++;
+            ssize_t w = pwrite(sfd, &z, 1, (off_t)(STATE_HDR + c));
+            (void)w; /* fetched again either way */
+        }
+    }
+    pi_free(buf);
+    pi_err_clear();
+#else
+    (void)fd, (void)sfd, (void)marks, (void)nchunks, (void)chunk, (void)size, (void)name;
+#endif
+    return bad;
+}
+
 /* Downloads the opened source s to final (through part + state); checks
  * it against mc (may be NULL) too. */
 static int download(struct pi_source *s, const char *final, const char *part, const pagein_pull_opts *o,
@@ -639,6 +690,13 @@ static int download(struct pi_source *s, const char *final, const char *part, co
             for (ssize_t i = 0; i < k; i++) marks[i] = marks[i] == '1';
             for (uint64_t i = (uint64_t)k; i < nchunks; i++) marks[i] = 0;
             resume = 1;
+            uint64_t bad = check_resumed(fd, sfd, marks, nchunks, chunk, s->size, s->name);
+            if (bad) {
+                char msg[160];
+                snprintf(msg, sizeof msg, "%llu chunk(s) of the part file differ from what was written: fetched again",
+                         (unsigned long long)bad);
+                note(o, s->name, msg);
+            }
         }
         if (!resume) close(sfd), sfd = -1;
     }
@@ -675,6 +733,7 @@ static int download(struct pi_source *s, const char *final, const char *part, co
     j.o = o;
     j.name = s->name;
     j.marks = marks;
+    j.nchunks = nchunks;
     pthread_mutex_init(&j.plock, NULL);
     j.todo = pi_malloc((nchunks ? nchunks : 1) * sizeof *j.todo);
     if (!j.todo) {
