@@ -29,7 +29,13 @@ static void pull_usage(FILE *out) {
             "\n"
             "SRC: http(s)://HOST/PATH, s3://BUCKET/KEY, gs://BUCKET/KEY, a prefix ending\n"
             "in '/' (every object under it), hf://ORG/NAME[@REV][/PATH] (a file, or the\n"
-            "whole repository), or a *.index.json (the index and every shard it names).\n"
+            "whole repository; REV may be refs%%2Fpr%%2F1), an http(s)://HOST/DIR/ (the\n"
+            "model in it, as `pagein plan`), or a *.index.json (the index and every\n"
+            "shard it names; the index is installed last, after its shards).\n"
+            "A server that ignores Range is read as one plain stream (said on stderr;\n"
+            "not resumable). Pulling again into the same place skips the files that\n"
+            "are unchanged (same size and ETag, or the server's sha256/MD5). A second\n"
+            "pull of a file another pull is writing fails at once, naming it.\n"
             "DEST: a file (single file) or a directory. Without DEST, hf:// goes to the\n"
             "Hugging Face cache (HF_HUB_CACHE, HF_HOME/hub, ~/.cache/huggingface/hub;\n"
             "models--ORG--NAME/{blobs,snapshots,refs}) where transformers finds it, and\n"
@@ -59,8 +65,14 @@ static void pull_usage(FILE *out) {
 struct prog {
     struct cli_progress bar;
     char file[512];
-    int enabled;
+    int enabled, quiet;
 };
+
+/* What the pull says a user should know (a server that ignores Range). */
+static void on_note(void *ctx, const char *file, const char *msg) {
+    struct prog *p = ctx;
+    if (!p->quiet) fprintf(stderr, "pagein pull: %s: %s\n", file, msg);
+}
 
 static void on_progress(void *ctx, const char *file, uint64_t done, uint64_t total) {
     struct prog *p = ctx;
@@ -137,7 +149,9 @@ static int pull_main(int argc, char **argv) {
     struct prog p;
     memset(&p, 0, sizeof p);
     p.enabled = !quiet && !json;
+    p.quiet = quiet;
     o.progress = on_progress;
+    o.note = on_note;
     o.ctx = &p;
     pagein_pull_stats st;
     int rc = pagein_pull(pos[0], pos[1], &o, &st);

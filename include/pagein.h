@@ -1707,9 +1707,14 @@ typedef struct pagein_pull_opts {
     uint32_t flags;          /* PAGEIN_PULL_* */
     pagein_pull_progress_fn progress; /* may be NULL */
     void *ctx;
+    /* ---- issue 27: read only when size covers it -------------------------- */
+    /* NULL, or told (with ctx and the file's URL) what a user should know and
+     * the pull still does, one line without a newline: a server that ignores
+     * Range is read as one plain stream, not resumable. */
+    void (*note)(void *ctx, const char *file, const char *message);
 } pagein_pull_opts;
 
-#define PAGEIN_PULL_OPTS_INIT { sizeof(pagein_pull_opts), 0, 0, NULL, NULL, 0, NULL, NULL }
+#define PAGEIN_PULL_OPTS_INIT { sizeof(pagein_pull_opts), 0, 0, NULL, NULL, 0, NULL, NULL, NULL }
 
 typedef struct pagein_pull_stats {
     size_t files;

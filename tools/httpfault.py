@@ -16,6 +16,9 @@ Serves ROOT on 127.0.0.1:PORT with Range support and a stable ETag under
                     catches the change)
     /badrange/NAME  206 with a Content-Range that starts one byte late
     /status/CODE    answers CODE with a small body
+    /presign/N/NAME 302 to /signed/N/NAME?sig=K, a fresh K each time: a
+                    presigned URL that serves N requests, then answers 403
+                    AccessDenied "Request has expired" (issue 27)
 
 Every request is counted; GET /stats returns "path count" lines.
 """
@@ -57,10 +60,24 @@ class H(http.server.BaseHTTPRequestHandler):
         if m:
             code = int(m.group(1))
             return self.send_body(code, b"<Error><Code>Injected</Code><Message>status %d on purpose</Message></Error>" % code)
-        m = re.match(r"^/(ok|truncate|stall|flaky|etagflip|badrange)/(.+)$", self.path)
-        if not m:
-            return self.send_body(404, b"no such path\n")
-        mode, name = m.group(1), m.group(2)
+        m = re.match(r"^/presign/(\d+)/(.+)$", self.path)
+        if m:
+            with lock:
+                sig = counts.get("presign-signatures", 0) + 1
+                counts["presign-signatures"] = sig
+            loc = "/signed/%s/%s?sig=%d" % (m.group(1), m.group(2), sig)
+            return self.send_body(302, b"", [("Location", loc)])
+        m = re.match(r"^/signed/(\d+)/([^?]+)\?sig=\d+$", self.path)
+        if m and n > int(m.group(1)):
+            return self.send_body(403, b"<Error><Code>AccessDenied</Code><Message>Request has expired</Message></Error>")
+        if m:
+            m = re.match(r"^/signed/\d+/([^?]+)", self.path)
+            mode, name = "ok", m.group(1)
+        else:
+            m = re.match(r"^/(ok|truncate|stall|flaky|etagflip|badrange)/(.+)$", self.path)
+            if not m:
+                return self.send_body(404, b"no such path\n")
+            mode, name = m.group(1), m.group(2)
         path = os.path.realpath(os.path.join(ROOT, name))
         if not path.startswith(os.path.realpath(ROOT) + "/") or not os.path.isfile(path):
             return self.send_body(404, b"no such file\n")

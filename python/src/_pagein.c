@@ -1310,6 +1310,12 @@ static PyObject *py_strategies(PyObject *self, PyObject *noargs) {
 }
 
 /* ---- remote pull (docs/REMOTE.md) -------------------------------------- */
+/* opts->note without the GIL: kept, warned about (UserWarning) after. */
+static void pull_note(void *ctx, const char *file, const char *msg) {
+    char *buf = ctx; /* 1024 bytes; the first note wins */
+    if (!buf[0]) snprintf(buf, 1024, "%s: %s", file, msg);
+}
+
 /* pull(src, dest=None, connections=0, chunk=0, stage=None, cache_dir=None,
  * sync=True) -> dict of pagein_pull_stats. Runs without the GIL. */
 static PyObject *py_pull(PyObject *self, PyObject *args, PyObject *kw) {
@@ -1327,11 +1333,15 @@ static PyObject *py_pull(PyObject *self, PyObject *args, PyObject *kw) {
     o.stage_dir = stage;
     o.cache_dir = cache;
     if (!sync) o.flags |= PAGEIN_PULL_NO_SYNC;
+    char note[1024] = "";
+    o.note = pull_note;
+    o.ctx = note;
     pagein_pull_stats st;
     int rc;
     Py_BEGIN_ALLOW_THREADS
     rc = pagein_pull(src, dest, &o, &st);
     Py_END_ALLOW_THREADS
+    if (note[0] && PyErr_WarnEx(PyExc_UserWarning, note, 1) < 0) return NULL;
     if (rc < 0) return raise_rc(rc, NULL);
     return Py_BuildValue("{s:s,s:n,s:K,s:K,s:K,s:K,s:K,s:K,s:d,s:s}", "path", st.path, "files", (Py_ssize_t)st.files,
                          "bytes", (unsigned long long)st.bytes, "fetched", (unsigned long long)st.fetched, "resumed",

@@ -150,8 +150,24 @@ def test_open_model_prefetch_remote(servers, budget):
     engine; every tensor equal to the local file during the walk and after
     it (released layers read again, arrays are copies under a budget)."""
     d, env = servers
-    local = os.path.join(d, "www", "minicpm3.safetensors")
-    url = env["HTTP"] + "/files/minicpm3.safetensors"
+    import json
+    import numpy as np
+    # 24 tensors of 1 MiB; those past 16 MiB (the most a header read keeps
+    # from the start of the object) are each read from the server
+    local = os.path.join(d, "www", "forked.safetensors")
+    rng = np.random.default_rng(27)
+    arrays = {"t%02d" % i: rng.standard_normal(1 << 18).astype(np.float32) for i in range(24)}
+    hdr, off = {}, 0
+    for k, a in arrays.items():
+        hdr[k] = {"dtype": "F32", "shape": [a.size], "data_offsets": [off, off + a.nbytes]}
+        off += a.nbytes
+    h = json.dumps(hdr).encode()
+    h += b" " * (-len(h) % 8)
+    with open(local, "wb") as f:
+        f.write(len(h).to_bytes(8, "little") + h)
+        for a in arrays.values():
+            f.write(a.tobytes())
+    url = env["HTTP"] + "/files/forked.safetensors"
     with pagein.open_model(local, strategy="read") as l:
         want = {n: l.get_tensor(n).copy() for n in l.keys()}
     with pagein.open_model(url, strategy="prefetch", budget=budget, prefetch=1) as m:
@@ -193,3 +209,61 @@ def test_open_model_prefetch_remote_gone(servers):
         m.close()
     finally:
         del os.environ["PAGEIN_HTTP_RETRIES"]
+
+
+def test_fork_after_lazy_open(servers):
+    """issue 27 item 8: a child forked after a lazy remote open (a DataLoader
+    worker) gets its own connections: the child and the parent read the
+    tensors at the same time and both get the right bytes."""
+    d, env = servers
+    import json
+    import numpy as np
+    # 24 tensors of 1 MiB; those past 16 MiB (the most a header read keeps
+    # from the start of the object) are each read from the server
+    local = os.path.join(d, "www", "forked.safetensors")
+    rng = np.random.default_rng(27)
+    arrays = {"t%02d" % i: rng.standard_normal(1 << 18).astype(np.float32) for i in range(24)}
+    hdr, off = {}, 0
+    for k, a in arrays.items():
+        hdr[k] = {"dtype": "F32", "shape": [a.size], "data_offsets": [off, off + a.nbytes]}
+        off += a.nbytes
+    h = json.dumps(hdr).encode()
+    h += b" " * (-len(h) % 8)
+    with open(local, "wb") as f:
+        f.write(len(h).to_bytes(8, "little") + h)
+        for a in arrays.values():
+            f.write(a.tobytes())
+    url = env["HTTP"] + "/files/forked.safetensors"
+    with pagein.open_model(url, strategy="lazy") as m, pagein.open_model(local, strategy="read") as l:
+        names = sorted(l.keys())[17:]
+        want = {n: l.get_tensor(n) for n in names}
+        for n in names[:4]:  # connections kept alive in the pool before the fork
+            assert (m.get_tensor(n) == want[n]).all()
+        pid = os.fork()
+        if pid == 0:
+            ok = True
+            try:
+                for _ in range(5):
+                    for n in names:
+                        ok = ok and bool((m.get_tensor(n) == want[n]).all())
+            except BaseException:
+                ok = False
+            os._exit(0 if ok else 1)
+        for _ in range(5):
+            for n in reversed(names):
+                assert (m.get_tensor(n) == want[n]).all()
+        _, st = os.waitpid(pid, 0)
+        assert os.WIFEXITED(st) and os.WEXITSTATUS(st) == 0
+        for n in names:  # the child's exit left the parent's connections alone
+            assert (m.get_tensor(n) == want[n]).all()
+
+
+def test_pull_norange_warns(servers, tmp_path):
+    """issue 27 item 11: a server that ignores Range (nginx max_ranges 0) is
+    pulled as one plain stream, and pull says so (a UserWarning)."""
+    d, env = servers
+    src = os.path.join(d, "www", "minicpm3.safetensors")
+    out = tmp_path / "m.safetensors"
+    with pytest.warns(UserWarning, match="ignores Range"):
+        st = pagein.pull(env["HTTP"] + "/norange/minicpm3.safetensors", out, sync=False)
+    assert st["fetched"] == os.path.getsize(src) and sha256(out) == sha256(src)

@@ -128,8 +128,10 @@ int pi_remote_model_uri(const char *uri, char *out, size_t cap) {
                     uri, http ? "; a plain HTTP folder cannot be listed: name the file" : "");
     if (rc == 0) {
         int k;
+        char erev[768] = ""; /* a '/' in the revision (refs/pr/1) would end it */
+        if (hf) pi_url_encode(erev, sizeof erev, r.rev, 0);
         if (hf)
-            k = snprintf(out, cap, "hf://%s%s@%s/%s%s", strcmp(r.kind, "datasets") ? "" : "datasets/", r.repo, r.rev,
+            k = snprintf(out, cap, "hf://%s%s@%s/%s%s", strcmp(r.kind, "datasets") ? "" : "datasets/", r.repo, erev,
                          r.path, pick);
         else k = snprintf(out, cap, "%s%s", uri, pick);
         if (k < 0 || (size_t)k >= cap) rc = pi_err(PAGEIN_E_LIMIT, "%s: URL too long", uri);

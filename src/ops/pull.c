@@ -7,11 +7,12 @@
  * kept-alive connection) into their own buffer and pwrite it into
  * FINAL.pagein-part (HF cache: blobs/HASH.incomplete), then mark the chunk
  * done in a state file next to it (one byte per chunk after a header that
- * names the URL, size, ETag and chunk size). Memory is connections x chunk
- * whatever the size. Killed at any point (kill -9), a second run with the
- * same object (size and ETag unchanged) skips the chunks marked done: at
- * most the chunks in flight, one per connection, are fetched again. A
- * changed object starts over.
+ * names the URL, size, ETag and chunk size, then each chunk's XXH3-128).
+ * Memory is connections x chunk whatever the size. Killed at any point
+ * (kill -9), a second run with the same object (size and ETag unchanged)
+ * skips the chunks marked done whose bytes still hash as written: at most
+ * the chunks in flight, one per connection, are fetched again. A changed
+ * object starts over.
  *
  * When every chunk is in: verification (sha256 of the file when the server
  * states one: the Hub's X-Linked-Etag, the LFS oid; the MD5 of a
@@ -33,13 +34,16 @@
 #include "../source/remote.h"
 #include "../format/format.h"
 #include "../io/io.h"
+#include "../load/load.h"
 
 #include <fcntl.h>
 #include <pthread.h>
 #include <stdatomic.h>
 #include <stdio.h>
 #include <stdlib.h>
+#include <signal.h>
 #include <sys/stat.h>
+#include <sys/xattr.h>
 #include <time.h>
 #include <unistd.h>
 
@@ -69,6 +73,12 @@ int pagein_pull(const char *src, const char *dest, const pagein_pull_opts *opts,
 #else
 
 #define STATE_HDR 4096
+/* the pid of the pull writing the file, at the end of the state's header
+ * (not compared on resume) */
+#define STATE_PID (STATE_HDR - 24)
+/* on an installed file: "1 SIZE MTIME IDENTITY", so that pulling again
+ * skips it while it is unchanged on both sides */
+#define PULL_XATTR "user.pagein.pull"
 
 
 static double now_s(void) {
@@ -129,7 +139,14 @@ struct job {
      * a fresh 8 MiB allocation per chunk costs its page faults and zeroing */
     uint8_t *bufs[64];
     unsigned nbufs;
+    uint8_t *marks; /* chunk c written (this run or a resumed one): only then may the file be installed */
+    uint64_t nchunks;
 };
+
+/* After the marks, the state holds each written chunk's XXH3-128 (as
+ * written, before its mark): a resumed chunk is read back and checked
+ * against it (check_resumed). */
+#define STATE_HASH(nchunks, c) ((off_t)(STATE_HDR + (nchunks) + 16 * (c)))
 
 static uint8_t *buf_get(struct job *j, uint64_t len) {
     uint8_t *b = NULL;
@@ -157,6 +174,10 @@ static int fetch_chunk(void *ctx, size_t i) {
      * serialize the first chunks */
     struct pi_read_req r = {buf, off, len, 0, NULL};
     int rc = pi_source_readv(j->s, &r, 1, 1, NULL, NULL);
+#ifdef PAGEIN_HAVE_XXHASH
+    XXH128_canonical_t hc;
+    if (rc == 0) XXH128_canonicalFromHash(&hc, XXH3_128bits(buf, (size_t)len));
+#endif
     for (uint64_t w = 0; rc == 0 && w < len;) {
         ssize_t k = pwrite(j->fd, buf + w, len - w, (off_t)(off + w));
         if (k < 0 && errno == EINTR) continue;
@@ -169,6 +190,12 @@ static int fetch_chunk(void *ctx, size_t i) {
     }
     buf_put(j, buf);
     if (rc < 0) return rc;
+#ifdef PAGEIN_HAVE_XXHASH
+    if (pwrite(j->sfd, hc.digest, 16, STATE_HASH(j->nchunks, c)) != 16) {
+        int e = errno;
+        return pi_err(-e, "%s: writing the resume state: %s", j->name, strerror(e));
+    }
+#endif
     /* only now is the chunk marked done: after a kill the mark never
      * claims bytes that were not written (the page cache holds them) */
     char one = '1';
@@ -176,6 +203,7 @@ static int fetch_chunk(void *ctx, size_t i) {
         int e = errno;
         return pi_err(-e, "%s: writing the resume state: %s", j->name, strerror(e));
     }
+    j->marks[c] = 1;
     uint64_t d = atomic_fetch_add(&j->done_bytes, len) + len;
     if (j->o && j->o->progress) {
         pthread_mutex_lock(&j->plock);
@@ -467,6 +495,123 @@ static void note_verified(pagein_pull_stats *st, const char *how) {
     memcpy(st->verified + vl, how, hl + 1);
 }
 
+/* opts->note when the caller's struct has it (issue 27). */
+static void note(const pagein_pull_opts *o, const char *file, const char *msg) {
+    if (o && o->size >= offsetof(pagein_pull_opts, note) + sizeof o->note && o->note) o->note(o->ctx, file, msg);
+}
+
+/* The pid recorded in the state file at spath by the pull holding its
+ * part file, or 0 when none is recorded or that process is gone. */
+static long holder_pid(const char *spath) {
+    int fd = open(spath, O_RDONLY | O_CLOEXEC | O_NOFOLLOW);
+    if (fd < 0) return 0;
+    char b[STATE_HDR - STATE_PID + 1];
+    ssize_t k = pread(fd, b, sizeof b - 1, STATE_PID);
+    close(fd);
+    long pid = 0;
+    if (k <= 0) return 0;
+    b[k] = 0;
+    if (sscanf(b, "pid %ld", &pid) != 1 || pid <= 0) return 0;
+    return kill((pid_t)pid, 0) == 0 || errno == EPERM ? pid : 0;
+}
+
+/* Opens part (created if needed, never truncated here, no symlink
+ * followed) and takes an exclusive OFD lock on it, held until its close: a
+ * second pull of the same file, in this process or another, fails here,
+ * before it reads the state or truncates anything, instead of truncating
+ * the first one's chunks to zeros under it. A part file that the holder
+ * renamed into place while this one waited is left alone: the path is
+ * opened again. */
+static int open_locked(const char *part, const char *spath, const char *name, int *out) {
+    for (int attempt = 0; attempt < 8; attempt++) {
+        int fd = open(part, O_RDWR | O_CREAT | O_CLOEXEC | O_NOFOLLOW, 0644);
+        if (fd < 0) {
+            int e = errno;
+            return pi_err(-e, "%s: cannot open %s: %s%s", name, part, strerror(e),
+                          e == ELOOP ? " (a symbolic link there is not followed)" : "");
+        }
+        struct flock fl;
+        memset(&fl, 0, sizeof fl);
+        fl.l_type = F_WRLCK;
+        fl.l_whence = SEEK_SET;
+        if (fcntl(fd, F_OFD_SETLK, &fl) != 0 && errno != ENOLCK && errno != EINVAL && errno != ENOSYS &&
+            errno != EOPNOTSUPP) { /* a file system without locks: as before, unlocked */
+            int e = errno;
+            close(fd);
+            if (e != EAGAIN && e != EACCES) return pi_err(-e, "%s: cannot lock %s: %s", name, part, strerror(e));
+            long pid = holder_pid(spath);
+            char who[48] = "";
+            if (pid) snprintf(who, sizeof who, " (pid %ld)", pid);
+            return pi_err(-EBUSY, "%s: %s is being written by another pull of the same file%s: wait for it to finish, "
+                          "or stop it and run this again", name, part, who);
+        }
+        struct stat a, b;
+        if (fstat(fd, &a) == 0 && lstat(part, &b) == 0 && a.st_dev == b.st_dev && a.st_ino == b.st_ino) {
+            *out = fd;
+            return 0;
+        }
+        close(fd);
+    }
+    return pi_err(-EBUSY, "%s: %s keeps being replaced by another pull", name, part);
+}
+
+/* The xattr value that marks final as this object (size, mtime, identity). */
+static void pull_mark(const struct pi_source *s, const struct stat *sb, char *out, size_t cap) {
+    snprintf(out, cap, "1 %llu %lld.%09ld %s", (unsigned long long)s->size, (long long)sb->st_mtim.tv_sec,
+             (long)sb->st_mtim.tv_nsec, s->identity);
+}
+
+/* pi_http_stream's sink: the body in order into the part file. */
+static int stream_sink(void *ctx, const void *p, size_t n, uint64_t off) {
+    struct job *j = ctx;
+    for (size_t w = 0; w < n;) {
+        ssize_t k = pwrite(j->fd, (const uint8_t *)p + w, n - w, (off_t)(off + w));
+        if (k < 0 && errno == EINTR) continue;
+        if (k <= 0) {
+            int e = k < 0 ? errno : EIO;
+            return pi_err(-e, "%s: writing the download: %s", j->name, strerror(e));
+        }
+        w += (size_t)k;
+    }
+    atomic_store(&j->done_bytes, off + n); /* a retry starts over at 0 */
+    if (j->o && j->o->progress) j->o->progress(j->o->ctx, j->name, off + n, j->size);
+    return 0;
+}
+
+/* A resumed download's marked chunks, read back from the part file and
+ * checked against the XXH3-128 the state holds for them: a chunk that
+ * differs (the part file changed between the runs, or a power loss kept
+ * the mark and lost the bytes) or has no hash (a state written without
+ * them) is unmarked, to be fetched again. Returns how many. Without
+ * libxxhash nothing is checked (docs/REMOTE.md). */
+static uint64_t check_resumed(int fd, int sfd, uint8_t *marks, uint64_t nchunks, uint64_t chunk, uint64_t size,
+                              const char *name) {
+    uint64_t bad = 0;
+#ifdef PAGEIN_HAVE_XXHASH
+    size_t cap = 4u << 20;
+    uint8_t *buf = pi_malloc(cap);
+    for (uint64_t c = 0; c < nchunks; c++) {
+        if (!marks[c]) continue;
+        uint8_t want[16], got[16], zero[16] = {0};
+        int ok = buf && pread(sfd, want, 16, STATE_HASH(nchunks, c)) == 16 && memcmp(want, zero, 16) != 0 &&
+                 xxh_range(fd, c * chunk, PI_MIN(chunk, size - c * chunk), buf, cap, got, name) == 0 &&
+                 memcmp(got, want, 16) == 0;
+        if (!ok) {
+            char z = '0';
+            marks[c] = 0;
+            bad++;
+            ssize_t w = pwrite(sfd, &z, 1, (off_t)(STATE_HDR + c));
+            (void)w; /* fetched again either way */
+        }
+    }
+    pi_free(buf);
+    pi_err_clear();
+#else
+    (void)fd, (void)sfd, (void)marks, (void)nchunks, (void)chunk, (void)size, (void)name;
+#endif
+    return bad;
+}
+
 /* Downloads the opened source s to final (through part + state); checks
  * it against mc (may be NULL) too. */
 static int download(struct pi_source *s, const char *final, const char *part, const pagein_pull_opts *o,
@@ -508,6 +653,10 @@ static int download(struct pi_source *s, const char *final, const char *part, co
             }
         }
     }
+    /* a server that ignores Range (200 with the whole object to the open's
+     * range): one plain stream, one "chunk" */
+    int stream = pi_http_no_ranges(s);
+    if (stream) chunk = s->size ? s->size : 1;
     uint64_t nchunks = s->size ? (s->size + chunk - 1) / chunk : 0;
     if (nchunks > (1u << 26)) return pi_err(PAGEIN_E_LIMIT, "%s: too many chunks (%llu)", s->name, (unsigned long long)nchunks);
     FORWARD_IF(mkdirs_for(final));
@@ -518,28 +667,40 @@ static int download(struct pi_source *s, const char *final, const char *part, co
     int hl = snprintf(hdr, sizeof hdr, "pagein-pull 1\nsize %llu\nchunk %llu\netag %s\nurl %s\n",
                       (unsigned long long)s->size, (unsigned long long)chunk, s->identity,
                       pi_url_redact(s->name, shown, sizeof shown));
-    if (hl >= STATE_HDR - 1) hl = STATE_HDR - 2;
+    if (hl >= STATE_PID - 1) hl = STATE_PID - 2;
     hdr[hl] = ' ';
+    memset(hdr + STATE_PID, ' ', STATE_HDR - 1 - STATE_PID);
     hdr[STATE_HDR - 1] = '\n';
     /* resume? the state must describe the same object and chunking */
     uint8_t *marks = pi_calloc(nchunks ? nchunks : 1, 1);
     if (!marks) return pi_err(-ENOMEM, "%s: out of memory", s->name);
+    int fd = -1, rc = open_locked(part, spath, s->name, &fd);
+    if (rc < 0) {
+        pi_free(marks);
+        return rc;
+    }
     int resume = 0;
     int sfd = open(spath, O_RDWR | O_CLOEXEC | O_NOFOLLOW);
     if (sfd >= 0) {
         char old[STATE_HDR];
         struct stat pst;
-        if (pread(sfd, old, STATE_HDR, 0) == STATE_HDR && memcmp(old, hdr, STATE_HDR) == 0 &&
-            stat(part, &pst) == 0 && (uint64_t)pst.st_size == s->size) {
+        if (pread(sfd, old, STATE_HDR, 0) == STATE_HDR && memcmp(old, hdr, STATE_PID) == 0 &&
+            fstat(fd, &pst) == 0 && (uint64_t)pst.st_size == s->size) {
             ssize_t k = pread(sfd, marks, nchunks, STATE_HDR);
             if (k < 0) k = 0;
             for (ssize_t i = 0; i < k; i++) marks[i] = marks[i] == '1';
             for (uint64_t i = (uint64_t)k; i < nchunks; i++) marks[i] = 0;
             resume = 1;
+            uint64_t bad = check_resumed(fd, sfd, marks, nchunks, chunk, s->size, s->name);
+            if (bad) {
+                char msg[160];
+                snprintf(msg, sizeof msg, "%llu chunk(s) of the part file differ from what was written: fetched again",
+                         (unsigned long long)bad);
+                note(o, s->name, msg);
+            }
         }
         if (!resume) close(sfd), sfd = -1;
     }
-    int fd = -1, rc = 0;
     if (!resume) {
         unlink(spath);
         sfd = open(spath, O_RDWR | O_CREAT | O_TRUNC | O_CLOEXEC | O_NOFOLLOW, 0600);
@@ -549,20 +710,19 @@ static int download(struct pi_source *s, const char *final, const char *part, co
             goto out;
         }
         for (uint64_t i = 0; i < nchunks; i++) marks[i] = 0;
-        /* O_NOFOLLOW: a symbolic link planted at the part file must not
-         * send the download (or the truncation) outside the destination */
-        fd = open(part, O_RDWR | O_CREAT | O_TRUNC | O_CLOEXEC | O_NOFOLLOW, 0644);
-        if (fd >= 0 && ftruncate(fd, (off_t)s->size) != 0) {
+        if (ftruncate(fd, 0) != 0 || ftruncate(fd, (off_t)s->size) != 0) {
             rc = pi_err(-errno, "%s: cannot size %s: %s", s->name, part, strerror(errno));
             goto out;
         }
-    } else {
-        fd = open(part, O_RDWR | O_CLOEXEC | O_NOFOLLOW);
     }
-    if (fd < 0) {
-        rc = pi_err(-errno, "%s: cannot open %s: %s%s", s->name, part, strerror(errno),
-                    errno == ELOOP ? " (a symbolic link there is not followed)" : "");
-        goto out;
+    {
+        /* who holds the part file, for a second pull's message */
+        char pr[STATE_HDR - STATE_PID];
+        snprintf(pr, sizeof pr, "pid %-19ld", (long)getpid());
+        if (pwrite(sfd, pr, sizeof pr - 1, STATE_PID) != (ssize_t)sizeof pr - 1) {
+            rc = pi_err(-errno, "%s: cannot write %s: %s", s->name, spath, strerror(errno));
+            goto out;
+        }
     }
     struct job j;
     memset(&j, 0, sizeof j);
@@ -573,6 +733,8 @@ static int download(struct pi_source *s, const char *final, const char *part, co
     j.size = s->size;
     j.o = o;
     j.name = s->name;
+    j.marks = marks;
+    j.nchunks = nchunks;
     pthread_mutex_init(&j.plock, NULL);
     j.todo = pi_malloc((nchunks ? nchunks : 1) * sizeof *j.todo);
     if (!j.todo) {
@@ -587,7 +749,23 @@ static int download(struct pi_source *s, const char *final, const char *part, co
     }
     j.base_done = have;
     if (o && o->progress) o->progress(o->ctx, s->name, have, s->size);
-    rc = j.ntodo ? pi_parallel(conns, j.ntodo, fetch_chunk, &j) : 0;
+    if (stream && j.ntodo) {
+        note(o, s->name, "the server ignores Range requests (it answered 200 with the whole object): one plain "
+                         "stream, not resumable");
+        rc = pi_http_stream(s, stream_sink, &j);
+        char one = '1';
+        if (rc == 0 && pwrite(sfd, &one, 1, STATE_HDR) != 1)
+            rc = pi_err(-errno, "%s: writing the resume state: %s", s->name, strerror(errno));
+        if (rc == 0) marks[0] = 1;
+    } else {
+        rc = j.ntodo ? pi_parallel(conns, j.ntodo, fetch_chunk, &j) : 0;
+    }
+    /* never install a chunk that was not written (it would read as zeros
+     * and pass a size+etag check) */
+    for (uint64_t i = 0; rc == 0 && i < nchunks; i++)
+        if (!marks[i])
+            rc = pi_err(PAGEIN_E_TRUNCATED, "%s: chunk %llu (bytes %llu-) of %s was never written: not installed",
+                        s->name, (unsigned long long)i, (unsigned long long)(i * chunk), part);
     if (st) {
         st->resumed += have;
         st->fetched += atomic_load(&j.done_bytes);
@@ -620,6 +798,20 @@ static int download(struct pi_source *s, const char *final, const char *part, co
         rc = pi_err(-errno, "%s: fsync %s: %s", s->name, part, strerror(errno));
         goto out;
     }
+    {
+        /* the part path must still be the file verified (the lock keeps
+         * other pulls away, not an rm or mv) */
+        struct stat a, b;
+        if (fstat(fd, &a) != 0 || lstat(part, &b) != 0 || a.st_dev != b.st_dev || a.st_ino != b.st_ino) {
+            rc = pi_err(PAGEIN_E_CHANGED, "%s: %s was removed or replaced during the download: not installed",
+                        s->name, part);
+            goto out;
+        }
+        /* marks the file as this object: pulling again skips it (up_to_date) */
+        char mark[600];
+        pull_mark(s, &a, mark, sizeof mark);
+        if (s->identity[0]) (void)fsetxattr(fd, PULL_XATTR, mark, strlen(mark), 0); /* best effort */
+    }
     if (rename(part, final) != 0) {
         rc = pi_err(-errno, "%s: cannot rename %s to %s: %s", s->name, part, final, strerror(errno));
         goto out;
@@ -631,6 +823,38 @@ out:
     if (sfd >= 0) close(sfd);
     pi_free(marks);
     return rc;
+}
+
+/* 1 when final already holds the object s (pulling again into the same
+ * folder): a regular file of its size that this pull marked as the same
+ * object (PULL_XATTR: identity, size and mtime unchanged), or, unmarked,
+ * whose sha256/MD5 is the one the server states; and, when a manifest
+ * lists it, that passes the manifest. *how gets the method. 0 otherwise
+ * (no error: it is fetched). */
+static int up_to_date(struct pi_source *s, const char *final, const struct mcheck *mc, char *how, size_t howcap) {
+    int fd = open(final, O_RDONLY | O_CLOEXEC | O_NOFOLLOW);
+    if (fd < 0) return 0;
+    struct stat sb;
+    int ok = 0;
+    if (fstat(fd, &sb) == 0 && S_ISREG(sb.st_mode) && (uint64_t)sb.st_size == s->size) {
+        char want[600], got[600];
+        pull_mark(s, &sb, want, sizeof want);
+        ssize_t k = fgetxattr(fd, PULL_XATTR, got, sizeof got - 1);
+        if (k > 0) {
+            got[k] = 0;
+            ok = s->identity[0] && strcmp(got, want) == 0;
+            if (ok) snprintf(how, howcap, "size+etag");
+        } else if (verify(s, fd, s->size, final, how, howcap) == 0) {
+            ok = strncmp(how, "size+etag", 9) != 0; /* only a stated hash vouches for an unmarked file */
+        }
+        if (ok && mc) {
+            int c = check_manifest(fd, s->size, final, mc);
+            ok = c == 0 || c == 1;
+        }
+    }
+    close(fd);
+    pi_err_clear();
+    return ok;
 }
 
 /* ---- Hugging Face cache layout ------------------------------------------------------ */
@@ -662,9 +886,38 @@ static int write_small(const char *path, const char *text) {
     return rc;
 }
 
-/* The Hub-cache install of one opened file. */
+/* snapshots/COMMIT/PATH -> TARGET, replacing what is there. */
+static int hf_link(const char *name, const char *link, const char *target) {
+    FORWARD_IF(mkdirs_for(link));
+    char tmp[4300];
+    snprintf(tmp, sizeof tmp, "%s.pagein-link", link);
+    unlink(tmp);
+    if (symlink(target, tmp) != 0 || rename(tmp, link) != 0) {
+        int e = errno;
+        unlink(tmp);
+        return pi_err(-e, "%s: cannot link %s -> %s: %s", name, link, target, strerror(e));
+    }
+    return 0;
+}
+
+/* An index's snapshot link, made only once its shards are in. */
+struct hf_pend {
+    char link[4300], target[4300], blob[4096];
+};
+
+static int is_commit_hash(const char *s) {
+    size_t n = strlen(s);
+    if (n != 40 && n != 64) return 0;
+    for (size_t i = 0; i < n; i++)
+        if (!((s[i] >= '0' && s[i] <= '9') || (s[i] >= 'a' && s[i] <= 'f'))) return 0;
+    return 1;
+}
+
+/* The Hub-cache install of one opened file (pend: do not link yet, say
+ * what to link). */
 static int pull_hf_file(struct pi_source *s, const struct pi_hf_ref *r, const char *relpath, const pagein_pull_opts *o,
-                        pagein_pull_stats *st, char *snap_dir, size_t snap_cap, const struct mcheck *mc) {
+                        pagein_pull_stats *st, char *snap_dir, size_t snap_cap, const struct mcheck *mc,
+                        struct hf_pend *pend) {
     char root[2048], repo[3072], blob[4096], part[4200], link[4200], target[4300], commit[100], hash[200];
     hf_cache_root(o, root, sizeof root);
     hf_repo_dir(root, r, repo, sizeof repo);
@@ -680,12 +933,16 @@ static int pull_hf_file(struct pi_source *s, const struct pi_hf_ref *r, const ch
                       "blob in the Hugging Face cache", s->name, id);
     }
     /* the snapshot folder: X-Repo-Commit, a commit hash (40 or 64 hex
-     * digits: it becomes a path); else the revision asked for, which
-     * pi_hf_parse checked */
+     * digits: it becomes a path); huggingface_hub files a revision (main,
+     * refs/pr/1) under the commit the Hub states and refs/REVISION, so
+     * without one only a revision that is itself a commit names a snapshot */
     const char *said = pi_http_repo_commit(s);
     if (said[0] && !hex_tag(said, 40, commit) && !hex_tag(said, 64, commit))
         return pi_err(PAGEIN_E_REMOTE, "%s: X-Repo-Commit '%.100s' is not a commit hash (40 or 64 hex digits): refused "
                       "(it would name a folder of the cache)", s->name, said);
+    if (!said[0] && !is_commit_hash(r->rev))
+        return pi_err(PAGEIN_E_REMOTE, "%s: the server states no X-Repo-Commit and revision '%s' is not a commit hash: "
+                      "cannot place it under snapshots/COMMIT/ in the Hugging Face cache", s->name, r->rev);
     if (!said[0]) snprintf(commit, sizeof commit, "%s", r->rev);
     snprintf(blob, sizeof blob, "%s/blobs/%s", repo, hash);
     snprintf(part, sizeof part, "%s.incomplete", blob);
@@ -720,14 +977,12 @@ static int pull_hf_file(struct pi_source *s, const struct pi_hf_ref *r, const ch
     for (const char *p = relpath; *p; p++)
         if (*p == '/') n += snprintf(target + n, sizeof target - (size_t)n, "../");
     snprintf(target + n, sizeof target - (size_t)n, "blobs/%s", hash);
-    FORWARD_IF(mkdirs_for(link));
-    char tmp[4300];
-    snprintf(tmp, sizeof tmp, "%s.pagein-link", link);
-    unlink(tmp);
-    if (symlink(target, tmp) != 0 || rename(tmp, link) != 0) {
-        int e = errno;
-        unlink(tmp);
-        return pi_err(-e, "%s: cannot link %s -> %s: %s", s->name, link, target, strerror(e));
+    if (pend) {
+        snprintf(pend->link, sizeof pend->link, "%s", link);
+        snprintf(pend->target, sizeof pend->target, "%s", target);
+        snprintf(pend->blob, sizeof pend->blob, "%s", blob);
+    } else {
+        FORWARD_IF(hf_link(s->name, link, target));
     }
     if (strcmp(commit, r->rev) != 0) {
         char ref[3300];
@@ -741,11 +996,35 @@ static int pull_hf_file(struct pi_source *s, const struct pi_hf_ref *r, const ch
 struct flist {
     char **uri, **rel;
     size_t n, cap;
+    size_t *tab, tcap; /* open addressing over rel: index + 1, 0 = empty */
 };
 
+static size_t name_hash(const char *s) {
+    size_t h = 1469598103934665603ull;
+    for (; *s; s++) h = (h ^ (unsigned char)*s) * 1099511628211ull;
+    return h;
+}
+
+/* The slot of rel in l->tab: where it is, or the empty one where it goes. */
+static size_t *flist_slot(struct flist *l, const char *rel) {
+    size_t m = l->tcap - 1, i = name_hash(rel) & m;
+    while (l->tab[i] && strcmp(l->rel[l->tab[i] - 1], rel) != 0) i = (i + 1) & m;
+    return &l->tab[i];
+}
+
 static int flist_add(struct flist *l, const char *uri, const char *rel) {
-    for (size_t i = 0; i < l->n; i++)
-        if (!strcmp(l->rel[i], rel)) return 0;
+    /* a set of the names, not a scan of the list: a listing of 80k keys
+     * took 10.9 s before its first byte with the scan */
+    if (l->tcap < 2 * (l->n + 1)) {
+        size_t nc = l->tcap ? l->tcap * 2 : 64;
+        size_t *nt = pi_calloc(nc, sizeof *nt);
+        if (!nt) return pi_err(-ENOMEM, "out of memory");
+        pi_free(l->tab);
+        l->tab = nt;
+        l->tcap = nc;
+        for (size_t i = 0; i < l->n; i++) *flist_slot(l, l->rel[i]) = i + 1;
+    }
+    if (*flist_slot(l, rel)) return 0;
     if (l->n == l->cap) {
         size_t nc = l->cap ? l->cap * 2 : 16;
         char **a = pi_realloc(l->uri, nc * sizeof *a);
@@ -768,6 +1047,7 @@ static int flist_add(struct flist *l, const char *uri, const char *rel) {
         pi_free(l->rel[l->n]);
         return pi_err(-ENOMEM, "out of memory");
     }
+    *flist_slot(l, l->rel[l->n]) = l->n + 1;
     l->n++;
     return 0;
 }
@@ -776,6 +1056,7 @@ static void flist_free(struct flist *l) {
     for (size_t i = 0; i < l->n; i++) pi_free(l->uri[i]), pi_free(l->rel[i]);
     pi_free(l->uri);
     pi_free(l->rel);
+    pi_free(l->tab);
 }
 
 /* hf://org/name[@rev]: every file of the repository. */
@@ -785,9 +1066,11 @@ static int hf_list(const char *src, const struct pi_hf_ref *r, struct flist *l) 
     FORWARD_IF(pi_hf_list(src, r, &names, &n));
     int rc = 0;
     const char *q = names;
+    char erev[768] = ""; /* refs/pr/1 -> refs%2Fpr%2F1: a '/' would end the revision */
+    pi_url_encode(erev, sizeof erev, r->rev, 0);
     for (size_t i = 0; rc == 0 && i < n; i++, q += strlen(q) + 1) {
         char fu[4096];
-        snprintf(fu, sizeof fu, "hf://%s%s@%s/%s", strcmp(r->kind, "datasets") ? "" : "datasets/", r->repo, r->rev, q);
+        snprintf(fu, sizeof fu, "hf://%s%s@%s/%s", strcmp(r->kind, "datasets") ? "" : "datasets/", r->repo, erev, q);
         rc = flist_add(l, fu, q);
     }
     pi_free(names);
@@ -868,9 +1151,18 @@ int pagein_pull(const char *src, const char *dest, const pagein_pull_opts *o, pa
     int is_hf = strncasecmp(src, "hf://", 5) == 0, rc = 0;
     const char *stage = o ? o->stage_dir : NULL;
     int hf_cache = is_hf && !dest && !stage;
+    /* an index pulled with its shards is installed after them (pend_*) */
+    char pend_final[4096] = "", pend_path[4300] = "", rsrc[4096];
+    struct hf_pend hpend;
+    int hf_pending = 0;
     if (is_hf) {
         rc = pi_hf_parse(src, &hr);
         if (rc < 0) goto out;
+    } else if (strncasecmp(src, "http", 4) == 0 && !src[strcspn(src, "?#")] && ends_with(src, "/")) {
+        /* http(s)://host/dir/: the model in it, as plan and open_model take it */
+        rc = pi_remote_model_uri(src, rsrc, sizeof rsrc);
+        if (rc < 0) goto out;
+        src = rsrc;
     }
     /* the files */
     int listed = 0; /* from a listing (a repository, a prefix), not one URL */
@@ -950,12 +1242,14 @@ int pagein_pull(const char *src, const char *dest, const pagein_pull_opts *o, pa
         char final[4096], part[4200];
         struct mcheck mc;
         const struct mcheck *mcp = mfs_find(&ms, l.rel[i], &mc) ? &mc : NULL;
+        int defer = i == 0 && !listed && ends_with(l.rel[0], ".index.json");
         if (hf_cache) {
             struct pi_hf_ref fr;
             rc = pi_hf_parse(l.uri[i], &fr);
             if (rc == 0) {
-                rc = pull_hf_file(s, &fr, fr.path, o, st, st->path, sizeof st->path, mcp);
+                rc = pull_hf_file(s, &fr, fr.path, o, st, st->path, sizeof st->path, mcp, defer ? &hpend : NULL);
                 pi_hf_ref_free(&fr);
+                hf_pending = defer && rc == 0;
             }
             if (rc == 0 && single) {
                 size_t pl = strlen(st->path);
@@ -965,7 +1259,17 @@ int pagein_pull(const char *src, const char *dest, const pagein_pull_opts *o, pa
             if (dest_is_file) snprintf(final, sizeof final, "%s", dest);
             else snprintf(final, sizeof final, "%s%s%s", dir, ends_with(dir, "/") ? "" : "/", l.rel[i]);
             snprintf(part, sizeof part, "%s.pagein-part", final);
-            rc = download(s, final, part, o, st, mcp);
+            char how[48];
+            if (up_to_date(s, final, mcp, how, sizeof how)) {
+                st->cached += s->size; /* pulled before, unchanged on both sides */
+            } else if (defer) {
+                /* the index goes into place once its shards are in */
+                snprintf(pend_path, sizeof pend_path, "%s.pagein-index", final);
+                rc = download(s, pend_path, part, o, st, mcp);
+                if (rc == 0) snprintf(pend_final, sizeof pend_final, "%s", final);
+            } else {
+                rc = download(s, final, part, o, st, mcp);
+            }
             if (rc == 0) {
                 if (single) snprintf(st->path, sizeof st->path, "%s", final);
                 else snprintf(st->path, sizeof st->path, "%s", dir);
@@ -982,8 +1286,10 @@ int pagein_pull(const char *src, const char *dest, const pagein_pull_opts *o, pa
         /* a sharded index brings its shards (listed after it) */
         if (ends_with(l.rel[i], ".index.json") && !(is_hf && !hr.path[0])) {
             char idx[4096], reldir[2048];
-            int il = hf_cache ? snprintf(idx, sizeof idx, "%s/%s", st->path, l.rel[i])
-                              : snprintf(idx, sizeof idx, "%s", final);
+            int il = hf_pending        ? snprintf(idx, sizeof idx, "%s", hpend.blob)
+                     : hf_cache        ? snprintf(idx, sizeof idx, "%s/%s", st->path, l.rel[i])
+                     : pend_final[0] ? snprintf(idx, sizeof idx, "%s", pend_path)
+                                     : snprintf(idx, sizeof idx, "%s", final);
             if (il >= (int)sizeof idx) {
                 rc = pi_err(PAGEIN_E_LIMIT, "%s: path too long", l.uri[i]);
                 goto out;
@@ -1001,7 +1307,19 @@ int pagein_pull(const char *src, const char *dest, const pagein_pull_opts *o, pa
             }
         }
     }
+    /* every shard is in: now the index */
+    if (rc == 0 && hf_pending) rc = hf_link(src, hpend.link, hpend.target);
+    if (rc == 0 && pend_final[0]) {
+        if (rename(pend_path, pend_final) != 0) {
+            int e = errno;
+            rc = pi_err(-e, "%s: cannot rename %s to %s: %s", src, pend_path, pend_final, strerror(e));
+        } else {
+            pend_final[0] = 0;
+            if (!(o && (o->flags & PAGEIN_PULL_NO_SYNC))) fsync_dir_of(pend_path);
+        }
+    }
 out:
+    if (pend_final[0]) unlink(pend_path); /* a failed pull installs no index without its shards */
     st->seconds = now_s() - t0;
     pi_hf_ref_free(&hr);
     flist_free(&l);

@@ -205,7 +205,8 @@ int pi_hf_list(const char *src, const struct pi_hf_ref *r, char **names, size_t 
     *count = 0;
     const char *ep = env("HF_ENDPOINT") ? env("HF_ENDPOINT") : "https://huggingface.co";
     char url[4096], auth[1200], tok[1024] = "";
-    snprintf(url, sizeof url, "%s/api/%s/%s/revision/%s", ep, r->kind, r->repo, r->rev);
+    snprintf(url, sizeof url, "%s/api/%s/%s/revision/", ep, r->kind, r->repo);
+    pi_url_encode(url, sizeof url, r->rev, 0); /* refs/pr/1 -> refs%2Fpr%2F1, as huggingface_hub asks */
     const char *t = env("HF_TOKEN") ? env("HF_TOKEN") : env("HUGGING_FACE_HUB_TOKEN");
     if (t) snprintf(tok, sizeof tok, "%s", t);
     struct pi_http_cfg cfg;

@@ -47,6 +47,7 @@
 #include <stdlib.h>
 #include <strings.h>
 #include <time.h>
+#include <unistd.h>
 
 #define MAX_LANES 64
 #define MAX_IDLE_HANDLES 128
@@ -89,9 +90,19 @@ struct http_obj {
     CURL *idle[MAX_IDLE_HANDLES];
     unsigned nidle;
     _Atomic uint64_t requests, retried;
+    /* issue 27: the process that made the handles above (fork_check), and
+     * the URL's re-resolution after a redirect target refused (reresolve):
+     * url_gen counts the changes of url, replaced URLs are kept in retired
+     * until obj_free (a message may still be formatting one) */
+    _Atomic int pid;
+    pthread_mutex_t fork_lock, resolve_lock;
+    int redirected;
+    _Atomic unsigned url_gen;
+    char **retired;
+    size_t nretired;
 };
 
-enum xmode { X_RANGE, X_PROBE, X_FETCH };
+enum xmode { X_RANGE, X_PROBE, X_FETCH, X_STREAM };
 
 struct xfer {
     struct http_obj *o;
@@ -129,6 +140,11 @@ struct xfer {
     int attempt;
     double retry_at;
     int state; /* 0 idle, 1 running, 2 waiting for a retry */
+    /* issue 27 */
+    unsigned gen;       /* o->url_gen when this attempt started */
+    int reresolved;     /* X_RANGE: this request already re-resolved its URL */
+    pi_http_sink_fn sink; /* X_STREAM: where the body goes */
+    void *sink_ctx;
 };
 
 /* ---- global init ---------------------------------------------------------- */
@@ -185,6 +201,49 @@ static void share_unlock(CURL *h, curl_lock_data d, void *u) {
 static size_t on_header(char *p, size_t sz, size_t nm, void *u);
 static size_t on_body(char *p, size_t sz, size_t nm, void *u);
 
+/* Where requests go now (reresolve may replace it on another thread; a
+ * replaced string stays allocated until obj_free). */
+static const char *url_now(const struct http_obj *o) { return __atomic_load_n(&o->url, __ATOMIC_ACQUIRE); }
+
+static CURLSH *share_new(struct http_obj *o) {
+    CURLSH *sh = curl_share_init();
+    if (!sh) return NULL;
+    curl_share_setopt(sh, CURLSHOPT_LOCKFUNC, share_lock);
+    curl_share_setopt(sh, CURLSHOPT_UNLOCKFUNC, share_unlock);
+    curl_share_setopt(sh, CURLSHOPT_USERDATA, o);
+    curl_share_setopt(sh, CURLSHOPT_SHARE, CURL_LOCK_DATA_DNS);
+    curl_share_setopt(sh, CURLSHOPT_SHARE, CURL_LOCK_DATA_SSL_SESSION);
+    return sh;
+}
+
+/* After fork(): a child must not use the parent's kept-alive connections
+ * (both would send on the same sockets and read each other's responses)
+ * nor clean them up (a TLS close_notify or an HTTP/2 GOAWAY would go out on
+ * the parent's socket). The first call in a child forgets the parent's
+ * lanes, idle handles and share object, leaving their memory and its
+ * copies of the sockets unused until the child exits, and starts its own;
+ * the locks, which a parent thread may have held at the fork, are made
+ * anew. Called at every entry that uses the pools (readv, read, stream,
+ * close). */
+static void fork_check(struct http_obj *o) {
+    int me = (int)getpid();
+    if (atomic_load(&o->pid) == me) return;
+    pthread_mutex_lock(&o->fork_lock);
+    if (atomic_load(&o->pid) != me) {
+        for (int i = 0; i < CURL_LOCK_DATA_LAST; i++) pthread_mutex_init(&o->share_lock[i], NULL);
+        pthread_mutex_init(&o->pool_lock, NULL);
+        pthread_mutex_init(&o->resolve_lock, NULL);
+        pthread_mutex_init(&o->grow_lock, NULL);
+        pthread_rwlock_init(&o->prefix_lock, NULL);
+        o->lanes = NULL;
+        o->nlanes = 0;
+        o->nidle = 0;
+        o->share = share_new(o); /* NULL: the handles share nothing */
+        atomic_store(&o->pid, me);
+    }
+    pthread_mutex_unlock(&o->fork_lock);
+}
+
 static CURL *handle_get(struct http_obj *o) {
     CURL *e = NULL;
     pthread_mutex_lock(&o->pool_lock);
@@ -193,7 +252,7 @@ static CURL *handle_get(struct http_obj *o) {
     if (e) return e;
     e = curl_easy_init();
     if (!e) return NULL;
-    curl_easy_setopt(e, CURLOPT_SHARE, o->share);
+    if (o->share) curl_easy_setopt(e, CURLOPT_SHARE, o->share);
     curl_easy_setopt(e, CURLOPT_NOSIGNAL, 1L);
     /* redirects are followed by xfer_finish, not libcurl: libcurl sends
      * CURLOPT_HTTPHEADER (a token, x-amz-security-token) and re-signs
@@ -392,6 +451,25 @@ static size_t on_body(char *p, size_t sz, size_t nm, void *u) {
         x->got += n;
         return n;
     }
+    if (x->mode == X_STREAM) {
+        if (!x->checked) {
+            x->checked = 1;
+            if (x->status != 200) return xfail(x, PAGEIN_E_REMOTE, "unexpected status %ld", x->status);
+            if (x->have_clen && x->clen != o->size)
+                return xfail(x, PAGEIN_E_CHANGED, "object changed: it is now %llu bytes, was %llu at open",
+                             (unsigned long long)x->clen, (unsigned long long)o->size);
+            if (etag_differs(x->etag, o->etag))
+                return xfail(x, PAGEIN_E_CHANGED, "object changed during the download: ETag %s, was %s at open",
+                             x->etag, o->etag);
+        }
+        if (n > o->size - x->got)
+            return xfail(x, PAGEIN_E_REMOTE, "the server sent more than the %llu-byte object",
+                         (unsigned long long)o->size);
+        int s = x->sink(x->sink_ctx, p, n, x->got);
+        if (s < 0) return xfail(x, s, "%s", pagein_last_error_detail());
+        x->got += n;
+        return n;
+    }
     /* X_PROBE, X_FETCH */
     size_t room = x->bmax - x->blen;
     if (n > room) {
@@ -431,6 +509,7 @@ static int transient_status(long st) { return st == 408 || st == 429 || (st >= 5
 static int xfer_start(struct http_obj *o, CURLM *m, struct xfer *x) {
     if (!x->e) x->e = handle_get(o);
     if (!x->e) return pi_err(-ENOMEM, "%s: cannot create a libcurl handle", o->url);
+    x->gen = atomic_load(&o->url_gen);
     CURL *e = x->e;
     x->status = 0;
     x->have_cr = x->cr_unsat = x->have_clen = 0;
@@ -457,6 +536,12 @@ static int xfer_start(struct http_obj *o, CURLM *m, struct xfer *x) {
         snprintf(x->range, sizeof x->range, "0-%llu", (unsigned long long)x->bmax - 1);
         curl_easy_setopt(e, CURLOPT_RANGE, x->range);
         curl_easy_setopt(e, CURLOPT_HTTPHEADER, third ? NULL : o->hdrs);
+    } else if (x->mode == X_STREAM) {
+        x->got = 0; /* a retry starts over: the server cannot resume */
+        x->start = 0;
+        x->range[0] = 0;
+        curl_easy_setopt(e, CURLOPT_RANGE, NULL);
+        curl_easy_setopt(e, CURLOPT_HTTPHEADER, third ? o->match_only : o->hdrs_match ? o->hdrs_match : o->hdrs);
     } else {
         x->blen = 0;
         x->range[0] = 0;
@@ -480,14 +565,14 @@ static int xfer_start(struct http_obj *o, CURLM *m, struct xfer *x) {
      * minimum rate, for all attempts and redirects of the request */
     double now = now_s();
     if (x->deadline == 0) {
-        uint64_t want = x->mode == X_RANGE ? x->req->len : x->mode == X_PROBE ? x->bmax : PI_MIN(x->bmax, 4u << 20);
+        uint64_t want = x->mode == X_RANGE ? x->req->len : x->mode == X_PROBE ? x->bmax : x->mode == X_STREAM ? o->size : PI_MIN(x->bmax, 4u << 20);
         x->deadline = now + (double)o->timeout_s + (double)want / (double)o->min_rate;
     }
     double left = x->deadline - now;
     x->t_attempt = now;
     x->abytes = 0;
     curl_easy_setopt(e, CURLOPT_TIMEOUT_MS, left > 0.001 ? (long)(left * 1000) + 1 : 1L);
-    curl_easy_setopt(e, CURLOPT_URL, x->url ? x->url : o->url);
+    curl_easy_setopt(e, CURLOPT_URL, x->url ? x->url : url_now(o));
     curl_easy_setopt(e, CURLOPT_WRITEDATA, x);
     curl_easy_setopt(e, CURLOPT_HEADERDATA, x);
     curl_easy_setopt(e, CURLOPT_PRIVATE, x);
@@ -502,8 +587,8 @@ static int xfer_start(struct http_obj *o, CURLM *m, struct xfer *x) {
 static void req_desc(const struct http_obj *o, const struct xfer *x, char *buf, size_t cap) {
     char to[1100] = "";
     if (x->url) snprintf(to, sizeof to, ", redirected to %s", x->url);
-    if (x->range[0]) snprintf(buf, cap, "GET %s%s (Range: bytes=%s)", o->url, to, x->range);
-    else snprintf(buf, cap, "GET %s%s", o->url, to);
+    if (x->range[0]) snprintf(buf, cap, "GET %s%s (Range: bytes=%s)", url_now(o), to, x->range);
+    else snprintf(buf, cap, "GET %s%s", url_now(o), to);
 }
 
 /* What an S3/GCS error body says: "<Code>: <Message>", else the body's
@@ -595,7 +680,8 @@ static int follow(struct http_obj *o, struct xfer *x, const char *rq) {
 }
 
 /* Classifies a finished attempt: 0 done, 1 retry, 2 restart at once at a
- * redirect's target, < 0 failed (detail set). */
+ * redirect's target, 3 re-resolve the URL and retry (reresolve), < 0
+ * failed (detail set). */
 static int xfer_finish(struct http_obj *o, struct xfer *x, CURLcode res) {
     char rq[2600], sum[300];
     req_desc(o, x, rq, sizeof rq);
@@ -628,6 +714,12 @@ static int xfer_finish(struct http_obj *o, struct xfer *x, CURLcode res) {
     long st = x->status;
     if (st == 301 || st == 302 || st == 303 || st == 307 || st == 308) return follow(o, x, rq);
     if (st >= 200 && st <= 299) {
+        if (x->mode == X_STREAM) {
+            if (x->got == o->size) return 0;
+            if (retry_left) return 1;
+            return pi_err(PAGEIN_E_TRUNCATED, "%s: truncated body: %llu of %llu bytes after %d attempt(s)", rq,
+                          (unsigned long long)x->got, (unsigned long long)o->size, x->attempt + 1);
+        }
         if (x->mode == X_RANGE) {
             if (x->got == x->req->len) return 0;
             if (retry_left) return 1;
@@ -649,6 +741,10 @@ static int xfer_finish(struct http_obj *o, struct xfer *x, CURLcode res) {
     if (x->mode == X_FETCH) return 0;             /* the caller judges the status */
     body_summary(x->errbody, sum, sizeof sum);
     if (transient_status(st) && retry_left) return 1;
+    /* a redirect's target that refuses (an expired presigned URL): the
+     * configured URL is asked again for a fresh target, once per request */
+    if ((st == 401 || st == 403) && (x->mode == X_RANGE || x->mode == X_STREAM) && !x->reresolved && o->redirected)
+        return 3;
     if (st == 412)
         return pi_err(PAGEIN_E_CHANGED, "%s: HTTP 412 Precondition Failed: the object changed since open (If-Match %s)",
                       rq, o->etag);
@@ -680,6 +776,8 @@ static struct pi_read_req *claim(struct vshare *sh) {
     size_t k = atomic_fetch_add(&sh->next, 1);
     return k < sh->n ? &sh->reqs[k] : NULL;
 }
+
+static int reresolve(struct http_obj *o, unsigned gen);
 
 static int readv_lane(struct http_obj *o, struct lane *ln, struct vshare *sh, unsigned depth, pi_read_done_fn done,
                       void *arg) {
@@ -738,6 +836,7 @@ static int readv_lane(struct http_obj *o, struct lane *ln, struct vshare *sh, un
                 x->req = r;
                 x->got = 0;
                 x->attempt = 0;
+                x->reresolved = 0;
                 pi_free(x->url); /* a new request starts at o->url */
                 x->url = NULL;
                 x->third = 0;
@@ -784,6 +883,24 @@ static int readv_lane(struct http_obj *o, struct lane *ln, struct vshare *sh, un
                 x->retry_at = now_s() + backoff_s(o, x->attempt);
                 x->attempt++;
                 x->state = 2;
+            } else if (v == 3) {
+                /* the redirect's target refused: a fresh one, then again at once */
+                int r2 = reresolve(o, x->gen);
+                x->reresolved = r2 == 1;
+                atomic_fetch_add(&o->retried, 1);
+                if (r2 < 0) {
+                    x->req->rc = r2;
+                    x->state = 0;
+                    if (!rc) rc = r2;
+                    stop = 1;
+                } else {
+                    pi_free(x->url); /* again from the fresh o->url */
+                    x->url = NULL;
+                    x->third = 0;
+                    x->redirects = 0;
+                    x->retry_at = now_s();
+                    x->state = 2;
+                }
             } else if (v == 2) {
                 x->retry_at = now_s(); /* a redirect: its target at once */
                 x->state = 2;
@@ -861,6 +978,26 @@ static int single(struct http_obj *o, struct xfer *x) {
         }
         curl_multi_remove_handle(ln->m, x->e);
         rc = xfer_finish(o, x, res);
+        if (rc == 3) {
+            /* a stream whose redirect target refused: a fresh target, once */
+            handle_put(o, x->e);
+            x->e = NULL;
+            lane_put(o, ln);
+            ln = NULL;
+            rc = reresolve(o, x->gen);
+            x->reresolved = rc == 1;
+            atomic_fetch_add(&o->retried, 1);
+            if (rc > 0) rc = 0;
+            if (rc == 0) ln = lane_get(o);
+            if (rc == 0 && !ln) rc = pi_err(-ENOMEM, "%s: cannot create a libcurl multi handle", o->url);
+            if (rc < 0) return rc;
+            pi_free(x->url); /* again from the fresh o->url */
+            x->url = NULL;
+            x->third = 0;
+            x->redirects = 0;
+            x->attempt--; /* not a failed attempt: the loop's ++ gives it back */
+            continue;
+        }
         if (rc == 2) {
             x->attempt--; /* a redirect is not a retry */
             continue;
@@ -875,11 +1012,19 @@ static int single(struct http_obj *o, struct xfer *x) {
     }
     if (rc == 0 && x->url) {
         /* later requests go to where the redirects led, with credentials
-         * only if that is still the configured origin */
-        pi_free(o->url);
-        o->url = x->url;
-        o->first_party = !x->third;
-        x->url = NULL;
+         * only if that is still the configured origin; the old string stays
+         * valid (another thread may be using it: reresolve runs during
+         * reads) until obj_free */
+        char **r = pi_realloc(o->retired, (o->nretired + 1) * sizeof *r);
+        if (r) {
+            o->retired = r;
+            o->retired[o->nretired++] = (char *)url_now(o);
+            o->first_party = !x->third;
+            o->redirected = strcmp(x->url, o->orig_url) != 0;
+            __atomic_store_n(&o->url, x->url, __ATOMIC_RELEASE);
+            atomic_fetch_add(&o->url_gen, 1);
+            x->url = NULL;
+        }
     }
     pi_free(x->url);
     x->url = NULL;
@@ -889,9 +1034,51 @@ static int single(struct http_obj *o, struct xfer *x) {
     return rc;
 }
 
+/* A request to the redirect's target got 401/403 (a presigned URL that
+ * expired): asks the configured URL again (one byte, following redirects)
+ * for a fresh target, unless another request already did since this one
+ * started (gen). The object must be the one opened: same size, ETag and
+ * X-Linked-Etag, else PAGEIN_E_CHANGED. 1 when it asked, 0 when another
+ * request had (this one's single re-resolution is then still to come: a
+ * target refreshed by another request may expire again before this one's
+ * retry reaches it), < 0 failed. */
+static int reresolve(struct http_obj *o, unsigned gen) {
+    pthread_mutex_lock(&o->resolve_lock);
+    int rc = 0;
+    if (atomic_load(&o->url_gen) == gen) {
+        struct xfer *x = pi_calloc(1, sizeof *x);
+        char *b = pi_malloc(1);
+        if (!x || !b) {
+            rc = pi_err(-ENOMEM, "%s: out of memory", o->orig_url);
+        } else {
+            x->mode = X_PROBE;
+            x->body = b;
+            x->bmax = 1;
+            x->url = pi_strndup(o->orig_url, strlen(o->orig_url)); /* the configured origin: its credentials */
+            rc = x->url ? single(o, x) : pi_err(-ENOMEM, "%s: out of memory", o->orig_url);
+            uint64_t size = x->status == 206 && x->have_cr ? x->cr_total : x->status == 200 && x->have_clen ? x->clen : o->size;
+            if (rc == 0 && x->status != 206 && x->status != 200)
+                rc = pi_err(PAGEIN_E_REMOTE, "GET %s (Range: bytes=0-0): HTTP %ld when asked again for the object's location",
+                            o->orig_url, x->status);
+            else if (rc == 0 && (size != o->size || etag_differs(x->etag, o->etag) ||
+                                 etag_differs(x->linked_etag, o->linked_etag)))
+                rc = pi_err(PAGEIN_E_CHANGED, "%s: the object changed: asked again for its location, it is %llu bytes, "
+                            "ETag %s (was %llu, %s at open)", o->orig_url, (unsigned long long)size, x->etag,
+                            (unsigned long long)o->size, o->etag);
+            if (rc == 0) atomic_fetch_add(&o->url_gen, 1); /* the others waiting here just retry */
+            if (rc == 0) rc = 1;
+        }
+        pi_free(x);
+        pi_free(b);
+    }
+    pthread_mutex_unlock(&o->resolve_lock);
+    return rc;
+}
+
 /* ---- objects ------------------------------------------------------------------ */
 static void obj_free(struct http_obj *o) {
     if (!o) return;
+    fork_check(o); /* a child frees only what it made */
     for (struct lane *l = o->lanes, *nx; l; l = nx) {
         nx = l->next;
         curl_multi_cleanup(l->m);
@@ -903,6 +1090,10 @@ static void obj_free(struct http_obj *o) {
     pthread_mutex_destroy(&o->pool_lock);
     pthread_rwlock_destroy(&o->prefix_lock);
     pthread_mutex_destroy(&o->grow_lock);
+    pthread_mutex_destroy(&o->fork_lock);
+    pthread_mutex_destroy(&o->resolve_lock);
+    for (size_t i = 0; i < o->nretired; i++) pi_free(o->retired[i]);
+    pi_free(o->retired);
     curl_slist_free_all(o->hdrs);
     curl_slist_free_all(o->hdrs_match);
     curl_slist_free_all(o->match_only);
@@ -945,6 +1136,9 @@ static int obj_new(struct http_obj **out, const struct pi_http_cfg *cfg, const c
     pthread_mutex_init(&o->pool_lock, NULL);
     pthread_rwlock_init(&o->prefix_lock, NULL);
     pthread_mutex_init(&o->grow_lock, NULL);
+    pthread_mutex_init(&o->fork_lock, NULL);
+    pthread_mutex_init(&o->resolve_lock, NULL);
+    atomic_store(&o->pid, (int)getpid());
     o->name = name;
     o->url = dupz(cfg->url);
     o->orig_url = dupz(cfg->url);
@@ -962,16 +1156,11 @@ static int obj_new(struct http_obj **out, const struct pi_http_cfg *cfg, const c
         if (!l) bad = 1;
         else o->hdrs = l;
     }
-    o->share = curl_share_init();
+    o->share = share_new(o);
     if (bad || !o->share) {
         obj_free(o);
         return pi_err(-ENOMEM, "%s: out of memory", name);
     }
-    curl_share_setopt(o->share, CURLSHOPT_LOCKFUNC, share_lock);
-    curl_share_setopt(o->share, CURLSHOPT_UNLOCKFUNC, share_unlock);
-    curl_share_setopt(o->share, CURLSHOPT_USERDATA, o);
-    curl_share_setopt(o->share, CURLSHOPT_SHARE, CURL_LOCK_DATA_DNS);
-    curl_share_setopt(o->share, CURLSHOPT_SHARE, CURL_LOCK_DATA_SSL_SESSION);
     o->conns = (unsigned)env_long("PAGEIN_HTTP_CONNECTIONS", 16, 1, 256);
     o->retries = (int)env_long("PAGEIN_HTTP_RETRIES", 4, 0, 100);
     o->backoff_ms = env_long("PAGEIN_HTTP_BACKOFF_MS", 200, 0, 60000);
@@ -1107,6 +1296,7 @@ int pi_http_readv(struct pi_source *s, struct pi_read_req *reqs, size_t n, unsig
                   void *arg) {
     struct http_obj *o = s->impl;
     if (n == 0) return 0;
+    fork_check(o);
     if (depth == 0) depth = o->conns;
     if (depth > 256) depth = 256;
     if (depth > n) depth = (unsigned)n;
@@ -1182,6 +1372,7 @@ static int grow_prefix(struct pi_source *s, struct http_obj *o, void *buf, uint6
 
 int pi_http_read(struct pi_source *s, void *buf, uint64_t len, uint64_t off) {
     struct http_obj *o = s->impl;
+    fork_check(o);
     int grc = 0;
     uint64_t gend;
     if (!pi_add_overflow(off, len, &gend) && gend <= o->size && grow_prefix(s, o, buf, len, off, &grc)) return grc;
@@ -1218,6 +1409,21 @@ const char *pi_http_repo_commit(const struct pi_source *s) {
     return s && s->impl ? ((struct http_obj *)s->impl)->commit : "";
 }
 const char *pi_http_url(const struct pi_source *s) { return s && s->impl ? ((struct http_obj *)s->impl)->url : ""; }
+int pi_http_no_ranges(const struct pi_source *s) { return s && s->impl ? ((struct http_obj *)s->impl)->no_ranges : 0; }
+
+int pi_http_stream(struct pi_source *s, pi_http_sink_fn sink, void *ctx) {
+    struct http_obj *o = s->impl;
+    fork_check(o);
+    struct xfer *x = pi_calloc(1, sizeof *x);
+    if (!x) return pi_err(-ENOMEM, "%s: out of memory", o->name);
+    x->mode = X_STREAM;
+    x->sink = sink;
+    x->sink_ctx = ctx;
+    int rc = single(o, x);
+    pi_free(x);
+    return rc;
+}
+
 const char *pi_http_origin_etag(const struct pi_source *s) {
     return s && s->impl ? ((struct http_obj *)s->impl)->fp_etag : "";
 }

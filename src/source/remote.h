@@ -55,6 +55,16 @@ const char *pi_http_url(const struct pi_source *s);         /* the URL requests 
 const char *pi_http_origin_etag(const struct pi_source *s);
 /* Requests made and retried since open (all threads). */
 void pi_http_counters(const struct pi_source *s, uint64_t *requests, uint64_t *retries);
+/* 1 when the server ignored the open's Range (200 with the whole object,
+ * larger than the kept prefix): only a whole-object read works. */
+int pi_http_no_ranges(const struct pi_source *s);
+/* The whole object in one GET without Range (for servers that ignore
+ * Range): sink gets the body in order (off = bytes before p) and returns 0
+ * or a negative code (its detail set) to stop. The response is checked as
+ * a range's is (status 200, the size and ETag seen at open, no byte more);
+ * a transient failure starts over from byte 0 (PAGEIN_HTTP_RETRIES). */
+typedef int (*pi_http_sink_fn)(void *ctx, const void *p, size_t n, uint64_t off);
+int pi_http_stream(struct pi_source *s, pi_http_sink_fn sink, void *ctx);
 
 /* One GET of a whole small resource (an index, a listing) with the same
  * configuration, into a malloc'd NUL-terminated buffer of at most max

@@ -7,7 +7,8 @@
 #             per-connection bandwidth cap, and the Hugging Face Hub's URL
 #             layout for every repo under DIR/www/hf/ORG/NAME (resolve ->
 #             302 to /cdn/ with X-Linked-Etag = sha256, X-Linked-Size,
-#             X-Repo-Commit)
+#             X-Repo-Commit; revisions main, HF_COMMIT and refs/pr/1, which
+#             clients send as refs%2Fpr%2F1)
 #   s3rver    the S3 API (npm s3rver, installed into build/npm on first use),
 #             bucket "bkt" filled with DIR/s3/* (credentials S3RVER/S3RVER)
 #   httpfault tools/httpfault.py: truncated bodies, stalls, flaky 503s, an
@@ -112,7 +113,7 @@ if [[ " $want " == *" nginx "* || " $want " == *" delay "* ]]; then
       rel=${f#"$DIR/www/hf/"}           # ORG/NAME/PATH
       org=${rel%%/*}; rest=${rel#*/}; name=${rest%%/*}; path=${rest#*/}
       sha=$(sha256sum "$f" | cut -d' ' -f1); size=$(stat -c %s "$f")
-      for rev in main $HF_COMMIT; do
+      for rev in main $HF_COMMIT refs/pr/1; do
         hub+="    location = /$org/$name/resolve/$rev/$path {
       add_header X-Linked-Etag '\"$sha\"' always;
       add_header X-Linked-Size $size always;
@@ -128,7 +129,7 @@ if [[ " $want " == *" nginx "* || " $want " == *" delay "* ]]; then
       [ -d "$repo" ] || continue
       rn=${repo#"$DIR/www/hf/"}
       sib=$(cd "$repo" && find . -type f | sort | sed 's|^\./||; s|.*|{"rfilename":"&"}|' | paste -sd, -)
-      for rev in main $HF_COMMIT; do
+      for rev in main $HF_COMMIT refs/pr/1; do
         hub+="    location = /api/models/$rn/revision/$rev {
       default_type application/json;
       return 200 '{\"id\":\"$rn\",\"sha\":\"$HF_COMMIT\",\"siblings\":[$sib]}';
