@@ -4,8 +4,10 @@
 # about 1,000 safetensors shards, each opened lazily by build/bench/bench_open
 # with the shards' headers read at once (the default) and one after another
 # (PAGEIN_OPEN_DEPTH=1), cold (the first open on a fresh mount: the page
-# cache of a FUSE mount goes with it) and warm (median of 9 more). RUNS
-# rounds, interleaved; prints one line per cell and round.
+# cache of a FUSE mount goes with it) and warm (median of 9 more), without
+# the metadata cache and (at once) with it filled by an open on an earlier
+# mount; read requests (all opens) and the peak in flight from slowfs's
+# counters. RUNS rounds, interleaved; prints one line per cell and round.
 #   bash bench/open_many.sh            (RUNS=3 DELAY_US=1000)
 #   HTTP=1 [HTTP_ONLY=1] bash bench/open_many.sh   (also over HTTP: below)
 set -eu
@@ -26,14 +28,23 @@ echo "slowfs ${DELAY_US} us a request; $(ls "$W/s64" | grep -c 'safetensors$') a
 for r in $(seq 1 "$RUNS"); do
   [ "${HTTP_ONLY:-0}" = 1 ] && break
   for set in s64 s1k; do
-    for depth in 32 1; do
+    for cell in "32 0" "1 0" "32 1"; do
+      set -- $cell; depth=$1 mc=$2
+      export PAGEIN_META_CACHE=$mc PAGEIN_META_CACHE_DIR=$W/mc
+      if [ "$mc" = 1 ]; then # the metadata cache filled by an open on an earlier mount
+        rm -rf "$W/mc"
+        bash "$REPO/tools/slowfs.sh" mount "$W/$set" "$W/mnt" --delay-us "$DELAY_US" >/dev/null
+        "$B/bench/bench_open" "$W/mnt/" --iters 1 >/dev/null
+        bash "$REPO/tools/slowfs.sh" umount "$W/mnt"
+      fi
       bash "$REPO/tools/slowfs.sh" mount "$W/$set" "$W/mnt" --delay-us "$DELAY_US" >/dev/null
       cat "$W/mnt/.slowfs-stats" >/dev/null # resets the peak
       out=$(PAGEIN_OPEN_DEPTH=$depth "$B/bench/bench_open" "$W/mnt/" --iters 9)
-      peak=$(awk '/^peak_inflight/ {print $2}' "$W/mnt/.slowfs-stats")
+      st=$(awk '/^peak_inflight/ {p = $2} /^requests/ {q = $2} END {print "read_requests", q, "peak_inflight", p}' "$W/mnt/.slowfs-stats")
       bash "$REPO/tools/slowfs.sh" umount "$W/mnt"
-      echo "round $r $set depth $depth: $out peak_inflight $peak"
+      echo "round $r $set depth $depth meta_cache $mc: $out $st"
     done
+    unset PAGEIN_META_CACHE PAGEIN_META_CACHE_DIR
   done
 done
 
