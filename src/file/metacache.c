@@ -141,6 +141,26 @@ static uint64_t rd64(const uint8_t *p) {
     return v;
 }
 
+uint64_t pi_meta_sum(const void *p, size_t n) { return hash64(p, n, 0); }
+
+int pi_meta_decode(const uint8_t *b, size_t n, const char *key, struct pi_meta *m) {
+    memset(m, 0, sizeof *m);
+    if (n < HEAD_LEN + 8 || memcmp(b, MAGIC, 8) != 0) return -1;
+    uint64_t idl = rd32(b + 20), kel = rd32(b + 24), hl = rd64(b + 32);
+    if (idl >= sizeof m->identity || hl > n || kel > n || HEAD_LEN + idl + kel + hl + 8 != n ||
+        hash64(b, n - 8, 0) != rd64(b + n - 8))
+        return -1;
+    size_t kl = strlen(key);
+    if (kel != kl || memcmp(b + HEAD_LEN + idl, key, kl) != 0) return 0; /* another key's entry (a hash collision) */
+    m->size = rd64(b + 8);
+    m->format = (pagein_format)rd32(b + 16);
+    memcpy(m->identity, b + HEAD_LEN, (size_t)idl);
+    m->identity[idl] = 0;
+    m->len = (size_t)hl;
+    m->hdr = (uint8_t *)(uintptr_t)(b + HEAD_LEN + idl + kel);
+    return 1;
+}
+
 int pi_meta_get(const char *key, struct pi_meta *m) {
     memset(m, 0, sizeof *m);
     int dfd = cache_dir();
@@ -155,7 +175,6 @@ int pi_meta_get(const char *key, struct pi_meta *m) {
         goto out;
     }
     struct stat st;
-    size_t kl = strlen(key);
     uint64_t lim = cache_max();
     if (fstat(fd, &st) != 0 || !S_ISREG(st.st_mode) || st.st_uid != geteuid() || st.st_size < HEAD_LEN + 8 ||
         (uint64_t)st.st_size > lim || (uint64_t)st.st_size > (256ull << 20)) {
@@ -170,19 +189,10 @@ int pi_meta_get(const char *key, struct pi_meta *m) {
         bad = 1;
         goto out;
     }
-    uint64_t idl = rd32(b + 20), kel = rd32(b + 24), hl = rd64(b + 32);
-    if (memcmp(b, MAGIC, 8) != 0 || idl >= sizeof m->identity || hl > n || HEAD_LEN + idl + kel + hl + 8 != n ||
-        hash64(b, n - 8, 0) != rd64(b + n - 8)) {
-        bad = 1;
-        goto out;
-    }
-    if (kel != kl || memcmp(b + HEAD_LEN + idl, key, kl) != 0) goto out; /* another key's entry (a hash collision) */
-    m->size = rd64(b + 8);
-    m->format = (pagein_format)rd32(b + 16);
-    memcpy(m->identity, b + HEAD_LEN, (size_t)idl);
-    m->identity[idl] = 0;
-    m->len = (size_t)hl;
-    memmove(b, b + HEAD_LEN + idl + kel, (size_t)hl);
+    int d = pi_meta_decode(b, n, key, m);
+    if (d < 0) bad = 1;
+    if (d <= 0) goto out;
+    memmove(b, m->hdr, m->len);
     m->hdr = b;
     b = NULL;
     hit = 1;

@@ -26,13 +26,18 @@ int pi_meta_dev_is_remote(dev_t dev);
  * when there is none or it is unusable (corrupt, truncated, foreign,
  * a symlink: such an entry is removed). Never fails otherwise. */
 int pi_meta_get(const char *key, struct pi_meta *m);
+/* Decodes an entry's bytes b[0, n) for key: 1 with *m filled (m->hdr
+ * points into b), 0 for a valid entry of another key, -1 if damaged (bad
+ * magic, lengths that do not add up to n, checksum). The parser
+ * fuzz/fuzz_metacache.c drives. */
+int pi_meta_decode(const uint8_t *b, size_t n, const char *key, struct pi_meta *m);
+/* The checksum an entry ends with, over the bytes before it. */
+uint64_t pi_meta_sum(const void *p, size_t n);
 /* Stores hdr[0, len) under key for (identity, size, format), replacing any
  * entry (a temporary file renamed over it; 0600 in a 0700 directory), then
  * keeps the directory under PAGEIN_META_CACHE_MAX. Best effort: a failure
  * leaves no entry and is not reported. */
 void pi_meta_put(const char *key, const char *identity, uint64_t size, pagein_format format, const uint8_t *hdr,
                  size_t len);
-/* Marks the entry of key used now (its mtime: the LRU clock). */
-void pi_meta_touch(const char *key);
 
 #endif
