@@ -4,6 +4,13 @@
 # $PAGEIN_META_CACHE_DIR. Against nginx (tests/remote/servers.sh; requests
 # and the body bytes of each counted in its access log): the second plan of
 # a sharded model costs one request per shard carrying at most 1 body byte;
+# S3 (s3rver): entries from the first plan of a listed prefix, the same plan from them
+expect_exit 0 "$PAGEIN" plan --json s3://bkt/m/
+s3cold=$OUT_TXT
+[ "$(entries)" = $((2 * N)) ] || fail "S3: $(entries) entries, want $((2 * N))"
+expect_exit 0 "$PAGEIN" plan --json s3://bkt/m/
+[ "$OUT_TXT" = "$s3cold" ] || fail "S3: plan from the cache differs: $OUT_TXT / $s3cold"
+
 # a changed object (new ETag), a corrupt or truncated entry and a planted
 # symlink are each a miss and read again (the symlink neither followed nor
 # kept); two processes filling the same entries at once leave valid
@@ -22,8 +29,10 @@ N=6
 mkdir -p "$D/s3"
 $PY "$REPO/tests/remote/make_sharded.py" "$D/www/m" $N 1000
 $PY "$REPO/tests/remote/make_sharded.py" "$D/www/alt" $N 1000 300   # the same tensors, other header bytes
-start_servers "$D" nginx
-export PAGEIN_HTTP_RETRIES=0 HOME=$TMP
+cp -r "$D/www/m" "$D/s3/m"
+start_servers "$D" nginx s3
+export PAGEIN_HTTP_RETRIES=0 HOME=$TMP AWS_ENDPOINT_URL=$S3
+unset AWS_ACCESS_KEY_ID AWS_SECRET_ACCESS_KEY AWS_PROFILE
 unset PAGEIN_META_CACHE PAGEIN_META_CACHE_MAX
 export PAGEIN_META_CACHE_DIR=$TMP/mc
 log=$D/logs/nginx-access.log
@@ -65,6 +74,13 @@ plan_reqs --json "$URL"
 all_hits "warm plan"
 echo "warm plan: $(echo "$REQS" | wc -l) requests for $N shards + index"
 
+# S3 (s3rver): entries from the first plan of a listed prefix, the same plan from them
+expect_exit 0 "$PAGEIN" plan --json s3://bkt/m/
+s3cold=$OUT_TXT
+[ "$(entries)" = $((2 * N)) ] || fail "S3: $(entries) entries, want $((2 * N))"
+expect_exit 0 "$PAGEIN" plan --json s3://bkt/m/
+[ "$OUT_TXT" = "$s3cold" ] || fail "S3: plan from the cache differs: $OUT_TXT / $s3cold"
+
 # a changed object (new ETag): read again, and its new header is what plan shows
 cp "$D/www/alt/model-00002-of-0000$N.safetensors" "$D/www/m/"
 touch -d '2001-01-01' "$D/www/m/model-00002-of-0000$N.safetensors"   # a new mtime: a new ETag
@@ -77,6 +93,8 @@ plan_reqs --json "$URL"
 all_hits "after the change"
 
 # corrupt and truncated entries: detected (checksum, lengths), removed, read again
+rm -rf "$PAGEIN_META_CACHE_DIR"
+plan_reqs --json "$URL"
 ents=("$PAGEIN_META_CACHE_DIR"/*)
 [ "${#ents[@]}" = $N ] || fail "entries: ${ents[*]}"
 $PY - "${ents[0]}" <<'EOF'
