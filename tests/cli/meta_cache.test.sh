@@ -4,13 +4,6 @@
 # $PAGEIN_META_CACHE_DIR. Against nginx (tests/remote/servers.sh; requests
 # and the body bytes of each counted in its access log): the second plan of
 # a sharded model costs one request per shard carrying at most 1 body byte;
-# S3 (s3rver): entries from the first plan of a listed prefix, the same plan from them
-expect_exit 0 "$PAGEIN" plan --json s3://bkt/m/
-s3cold=$OUT_TXT
-[ "$(entries)" = $((2 * N)) ] || fail "S3: $(entries) entries, want $((2 * N))"
-expect_exit 0 "$PAGEIN" plan --json s3://bkt/m/
-[ "$OUT_TXT" = "$s3cold" ] || fail "S3: plan from the cache differs: $OUT_TXT / $s3cold"
-
 # a changed object (new ETag), a corrupt or truncated entry and a planted
 # symlink are each a miss and read again (the symlink neither followed nor
 # kept); two processes filling the same entries at once leave valid
@@ -73,6 +66,11 @@ plan_reqs --json "$URL"
 [ "$OUT_TXT" = "$cold" ] || fail "warm plan differs from cold: $OUT_TXT / $cold"
 all_hits "warm plan"
 echo "warm plan: $(echo "$REQS" | wc -l) requests for $N shards + index"
+
+# a plain HTTP folder: the probe for its index name fetches 1 byte, then the index is read
+plan_reqs --json "$HTTP/files/m/"
+idx=$(echo "$REQS" | grep 'model.safetensors.index.json HTTP' | awk '{print $10}' | sort -n | tr '\n' ' ')
+[ "$(echo $idx | wc -w)" = 2 ] && [ "$(echo $idx | cut -d' ' -f1)" = 1 ] || fail "folder probe: index requests with body bytes $idx: $REQS"
 
 # S3 (s3rver): entries from the first plan of a listed prefix, the same plan from them
 expect_exit 0 "$PAGEIN" plan --json s3://bkt/m/
