@@ -157,16 +157,6 @@ static size_t header_keep(const pagein_file *f, size_t have) {
     return ds > 0 && ds < have ? (size_t)ds : have;
 }
 
-static char *remote_key(const char *url) {
-    char *k = pi_malloc(8300);
-    if (!k) return NULL;
-    memcpy(k, "url ", 4);
-    pi_url_redact(url, k + 4, 8300 - 4);
-    return k;
-}
-
-static int cacheable_identity(const char *id) { return id[0] && strncmp(id, "W/", 2) != 0; }
-
 /* The parse from a cache entry: 0 (m->hdr now f's), or < 0 and f->tab
  * empty again (the caller reads the header as if there were no entry). */
 static int parse_cached(pagein_file *f, uint32_t flags, pagein_format fmt, struct pi_meta *m) {
@@ -196,7 +186,7 @@ int pagein_open(pagein_file **out, const char *path, const pagein_open_opts *opt
     char *key = NULL;
     int have = 0;
     if (pi_source_is_remote(path) && pi_meta_enabled()) {
-        key = remote_key(path);
+        key = pi_meta_remote_key(path);
         have = key && pi_meta_get(key, &m);
     }
     int rc = pi_source_open(&src, path, flags | (have ? PI_OPEN_PROBE_ONLY : 0));
@@ -242,7 +232,7 @@ static int open_source(pagein_file **out, struct pi_source *src, const pagein_op
     f->fd = f->src->fd;
     f->len = (size_t)f->src->size;
     if (f->fd < 0) { /* no mapping: the header through the source */
-        int cid = key && cacheable_identity(src->identity);
+        int cid = key && pi_meta_identity_ok(src->identity);
         if (m && cid && m->size == src->size && !strcmp(m->identity, src->identity) &&
             parse_cached(f, flags, fmt, m) == 0) {
             *out = f;

@@ -346,6 +346,16 @@ void pi_meta_put(const char *key, const char *identity, uint64_t size, pagein_fo
     close(dfd);
 }
 
+char *pi_meta_remote_key(const char *url) {
+    char *k = pi_malloc(8300);
+    if (!k) return NULL;
+    memcpy(k, "url ", 4);
+    pi_url_redact(url, k + 4, 8300 - 4);
+    return k;
+}
+
+int pi_meta_identity_ok(const char *id) { return id[0] && strncmp(id, "W/", 2) != 0; }
+
 /* ---- which local files are worth it ------------------------------------- */
 
 static pthread_mutex_t dev_mu = PTHREAD_MUTEX_INITIALIZER;

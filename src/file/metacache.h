@@ -17,6 +17,12 @@ struct pi_meta {
     size_t len;
 };
 
+/* The key of a remote object: "url " + the URL with credentials and
+ * signatures redacted (malloc'd; NULL when out of memory). */
+char *pi_meta_remote_key(const char *url);
+/* 1 if a source identity may validate an entry: a strong ETag or a hash
+ * (not empty, not a weak W/ ETag). */
+int pi_meta_identity_ok(const char *id);
 /* 0 when PAGEIN_META_CACHE=0 or no cache directory can be named. */
 int pi_meta_enabled(void);
 /* 1 if the local file on device dev is on a network or FUSE filesystem

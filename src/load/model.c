@@ -10,6 +10,7 @@
 #include "load.h"
 #include "../source/remote.h"
 #include "../format/format.h"
+#include "../file/metacache.h"
 
 #include <dirent.h>
 #include <fcntl.h>
@@ -49,16 +50,39 @@ static char *dir_of(const char *path) {
     return pi_strndup(path, (size_t)(s - path));
 }
 
-/* A small file (an index) read whole through its source: local path or URL. */
+/* A small file (an index) read whole through its source: local path or URL.
+ * A remote index goes through the metadata cache like a header
+ * (file/metacache.c): with an entry, the open fetches 1 byte to check the
+ * object's ETag and size, and the bytes come from the entry. */
 static int read_small(const char *path, uint8_t **out, size_t *len) {
+    struct pi_meta me;
+    memset(&me, 0, sizeof me);
+    char *key = NULL;
+    int have = 0;
+    if (pi_source_is_remote(path) && pi_meta_enabled()) {
+        key = pi_meta_remote_key(path);
+        have = key && pi_meta_get(key, &me);
+    }
     struct pi_source *src;
-    FORWARD_IF(pi_source_open(&src, path, 0));
-    int rc = 0;
+    int rc = pi_source_open(&src, path, have ? PI_OPEN_PROBE_ONLY : 0);
+    if (rc < 0) {
+        pi_free(me.hdr);
+        pi_free(key);
+        return rc;
+    }
     uint8_t *buf = NULL;
     if (src->size > INDEX_MAX_BYTES) {
         rc = pi_err(PAGEIN_E_LIMIT, "%s: index of %llu bytes (limit %u)", path, (unsigned long long)src->size,
                     INDEX_MAX_BYTES);
         goto out;
+    }
+    int ok = key && pi_meta_identity_ok(src->identity);
+    if (have && ok && me.size == src->size && me.len == src->size && !strcmp(me.identity, src->identity)) {
+        buf = pi_realloc(me.hdr, (size_t)src->size + 1);
+        if (buf) {
+            me.hdr = NULL;
+            goto done;
+        }
     }
     buf = pi_malloc((size_t)src->size + 1);
     if (!buf) {
@@ -66,11 +90,16 @@ static int read_small(const char *path, uint8_t **out, size_t *len) {
         goto out;
     }
     if ((rc = pi_source_read(src, buf, src->size, 0)) < 0) goto out;
+    if (ok) pi_meta_put(key, src->identity, src->size, PAGEIN_FORMAT_UNKNOWN, buf, (size_t)src->size);
+done:
+    buf[src->size] = 0;
     *out = buf;
     *len = (size_t)src->size;
     buf = NULL;
 out:
     pi_free(buf);
+    pi_free(me.hdr);
+    pi_free(key);
     pi_source_close(src);
     return rc;
 }
