@@ -89,39 +89,71 @@ static uint64_t cache_max(void) {
 /* mkdir that accepts an existing directory. */
 static int mkdir_one(const char *p) { return mkdir(p, 0700) == 0 || errno == EEXIST ? 0 : -1; }
 
-/* The cache directory, created 0700 if missing, opened O_NOFOLLOW: a
- * descriptor, or -1 (no cache: not a directory, not the user's). */
-static int cache_dir(void) {
-    char p[4096];
+/* The cache directory's path from the environment into p: 0, or -1. */
+static int dir_path(char *p, size_t cap) {
     const char *d = env("PAGEIN_META_CACHE_DIR");
-    if (d) {
-        snprintf(p, sizeof p, "%s", d);
-        (void)mkdir_one(p);
-    } else {
-        const char *x = env("XDG_CACHE_HOME");
-        if (x) snprintf(p, sizeof p, "%s", x);
-        else if (env("HOME")) snprintf(p, sizeof p, "%s/.cache", env("HOME"));
-        else return -1;
-        (void)mkdir_one(p);
-        size_t l = strlen(p);
-        if (l + 12 >= sizeof p) return -1;
-        memcpy(p + l, "/pagein", 8);
-        (void)mkdir_one(p);
-        memcpy(p + l + 7, "/meta", 6);
-        (void)mkdir_one(p);
-    }
+    int k;
+    if (d) k = snprintf(p, cap, "%s", d);
+    else if (env("XDG_CACHE_HOME")) k = snprintf(p, cap, "%s/pagein/meta", env("XDG_CACHE_HOME"));
+    else if (env("HOME")) k = snprintf(p, cap, "%s/.cache/pagein/meta", env("HOME"));
+    else return -1;
+    return k > 0 && (size_t)k < cap ? 0 : -1;
+}
+
+/* Opens path p, creating it and its missing parents 0700; refuses it
+ * unless it is a directory of the user's (not a symlink in its last
+ * component), and narrows its mode to 0700. A descriptor or -1. */
+static int open_dir(char *p) {
     int fd = open(p, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
+    if (fd < 0 && errno == ENOENT) {
+        for (char *s = p + 1; *s; s++) /* mkdir -p */
+            if (*s == '/') {
+                *s = 0;
+                (void)mkdir_one(p);
+                *s = '/';
+            }
+        (void)mkdir_one(p);
+        fd = open(p, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
+    }
     if (fd < 0) return -1;
     struct stat st;
-    if (fstat(fd, &st) != 0 || st.st_uid != geteuid()) {
-        close(fd);
-        return -1;
-    }
-    if ((st.st_mode & 077) != 0 && fchmod(fd, 0700) != 0) { /* headers can be private */
+    if (fstat(fd, &st) != 0 || st.st_uid != geteuid() ||
+        ((st.st_mode & 077) != 0 && fchmod(fd, 0700) != 0)) { /* headers can be private */
         close(fd);
         return -1;
     }
     return fd;
+}
+
+/* The directory stays open for the life of the process, reopened when the
+ * environment names another one (tests) or after a write found it gone.
+ * A replaced descriptor is left open, never closed: another thread may be
+ * using it, and a closed number could be reused by an unrelated open. */
+static pthread_mutex_t dir_mu = PTHREAD_MUTEX_INITIALIZER;
+static int dir_fd = -1;
+static char dir_name[4096];
+
+static int cache_dir(void) {
+    char p[4096];
+    if (dir_path(p, sizeof p) < 0) return -1;
+    pthread_mutex_lock(&dir_mu);
+    if (dir_fd < 0 || strcmp(p, dir_name) != 0) {
+        snprintf(dir_name, sizeof dir_name, "%s", p);
+        dir_fd = open_dir(p);
+    }
+    int fd = dir_fd;
+    pthread_mutex_unlock(&dir_mu);
+    struct stat st; /* still private (an fstat: no path lookup) */
+    if (fd >= 0 && (fstat(fd, &st) != 0 || ((st.st_mode & 077) != 0 && fchmod(fd, 0700) != 0))) return -1;
+    return fd;
+}
+
+/* The directory went away under an open descriptor (removed by hand): the
+ * next call opens it again. */
+static void dir_gone(int fd) {
+    pthread_mutex_lock(&dir_mu);
+    if (dir_fd == fd) dir_fd = -1; /* left open: see above */
+    pthread_mutex_unlock(&dir_mu);
 }
 
 static void entry_name(const char *key, char out[40]) {
@@ -201,7 +233,6 @@ out:
     if (fd >= 0) close(fd);
     if (bad) (void)unlinkat(dfd, name, 0);
     pi_free(b);
-    close(dfd);
     return hit;
 }
 
@@ -297,10 +328,7 @@ void pi_meta_put(const char *key, const char *identity, uint64_t size, pagein_fo
     uint8_t *whole = NULL;
 #else
     uint8_t *whole = pi_malloc((size_t)total - 8); /* the fallback hash wants one buffer */
-    if (!whole) {
-        close(dfd);
-        return;
-    }
+    if (!whole) return;
     memcpy(whole, head, HEAD_LEN);
     memcpy(whole + HEAD_LEN, identity, il);
     memcpy(whole + HEAD_LEN + il, key, kl);
@@ -311,6 +339,7 @@ void pi_meta_put(const char *key, const char *identity, uint64_t size, pagein_fo
     entry_name(key, name);
     snprintf(tmp, sizeof tmp, ".tmp-%d-%u-%s", (int)getpid(), atomic_fetch_add(&tmp_seq, 1), name);
     int fd = openat(dfd, tmp, O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0600);
+    if (fd < 0 && errno == ENOENT) dir_gone(dfd);
     if (fd >= 0) {
         struct iovec iv[5] = {{head, HEAD_LEN}, {(void *)identity, il}, {(void *)key, kl}, {(void *)hdr, len},
                               {&sum, 8}};
@@ -343,7 +372,6 @@ void pi_meta_put(const char *key, const char *identity, uint64_t size, pagein_fo
             atomic_store(&scanning, 0);
         }
     }
-    close(dfd);
 }
 
 char *pi_meta_remote_key(const char *url) {
