@@ -23,6 +23,7 @@ mkdir -p "$D/s3"
 $PY "$REPO/tests/remote/make_sharded.py" "$D/www/m" $N 1000
 $PY "$REPO/tests/remote/make_sharded.py" "$D/www/alt" $N 1000 300   # the same tensors, other header bytes
 cp -r "$D/www/m" "$D/s3/m"
+cp "$TESTDATA/gguf/llama-2-tiny-random.gguf" "$D/www/"
 start_servers "$D" nginx s3
 export PAGEIN_HTTP_RETRIES=0 HOME=$TMP AWS_ENDPOINT_URL=$S3
 unset AWS_ACCESS_KEY_ID AWS_SECRET_ACCESS_KEY AWS_PROFILE
@@ -68,6 +69,16 @@ all_hits "warm plan"
 ib=$(echo "$REQS" | grep 'model.safetensors.index.json HTTP' | awk '{s += $10} END {print s + 0}')
 [ "$(echo "$REQS" | grep -c 'index.json HTTP')" = 1 ] && [ "$ib" -le 1 ] || fail "warm plan: the index was not a 1-byte check: $REQS"
 echo "warm plan: $(echo "$REQS" | wc -l) requests for $N shards + index"
+
+# GGUF (metadata larger than the first request): inspected again from the
+# entry, the same output, one request of 1 byte
+G=$HTTP/files/llama-2-tiny-random.gguf
+b=$(wc -l < "$log"); expect_exit 0 "$PAGEIN" inspect --json "$G"; g1=$OUT_TXT
+b=$(wc -l < "$log"); expect_exit 0 "$PAGEIN" inspect --json "$G"; log_settle "$log" "$HTTP"
+REQS=$(tail -n +$((b + 1)) "$log" | grep -v log-settle-)
+[ "$OUT_TXT" = "$g1" ] || fail "GGUF inspect from the cache differs"
+[ "$(echo "$REQS" | wc -l)" = 1 ] && [ "$(echo "$REQS" | awk '{print $10}')" -le 1 ] || fail "GGUF from the cache: $REQS"
+rm -f "$PAGEIN_META_CACHE_DIR"/$(cd "$PAGEIN_META_CACHE_DIR" && grep -l GGUF * | head -1)
 
 # a plain HTTP folder: the probe for its index name fetches 1 byte, then the index is read
 plan_reqs --json "$HTTP/files/m/"
