@@ -4,10 +4,12 @@
  * read of a prefix, grown while the parser needs more. */
 #include "../format/format.h"
 #include "file.h"
+#include "metacache.h"
 #include "../io/io.h"
 #include "../source/source.h"
 
 #include <fcntl.h>
+#include <stdio.h>
 #include <sys/mman.h>
 #include <sys/stat.h>
 #include <unistd.h>
@@ -62,7 +64,7 @@ static int parse(pagein_file *f, const uint8_t *buf, size_t avail, uint32_t flag
 /* Unmapped sources: read a prefix (the format's first guess), parse,
  * and while the parser reports that it needed more than the prefix, read
  * four times as much (at most the whole file) and parse again. */
-static int parse_unmapped(pagein_file *f, uint32_t flags, pagein_format fmt) {
+static int parse_unmapped(pagein_file *f, uint32_t flags, pagein_format fmt, size_t *used) {
     size_t have = 0, avail = f->len < (64u << 10) ? f->len : (64u << 10);
     uint8_t *buf = NULL;
     int rc = 0;
@@ -90,6 +92,7 @@ static int parse_unmapped(pagein_file *f, uint32_t flags, pagein_format fmt) {
         if (rc == 0) {
             /* the table's metadata strings point into buf: keep it */
             f->hdr = buf;
+            *used = have;
             return 0;
         }
         if (rc != PAGEIN_E_TRUNCATED || have >= f->len) break;
@@ -100,6 +103,92 @@ static int parse_unmapped(pagein_file *f, uint32_t flags, pagein_format fmt) {
     pi_free(buf);
     return rc;
 }
+
+/* ---- the metadata cache (metacache.c) ----------------------------------
+ * Remote objects: keyed by the URL (credentials and signatures redacted),
+ * checked by the object's identity (ETag) and size, which the source's open
+ * learns with a 1-byte request when an entry exists (PI_OPEN_PROBE_ONLY).
+ * Files on network and FUSE filesystems: keyed by the absolute path,
+ * checked by inode, size and mtime (the device number of such a mount
+ * changes when it is mounted again). Local disks are never cached. */
+
+/* The header bytes worth keeping: up to the tensor data, not what was read
+ * beyond it; 0 for formats that need the whole file. */
+static size_t header_keep(const pagein_file *f, size_t have) {
+    const struct pi_format *x = pi_format_get(f->tab.format);
+    if (!x || x->whole_file) return 0;
+    uint64_t ds = f->tab.data_start;
+    return ds > 0 && ds < have ? (size_t)ds : have;
+}
+
+static int parse(pagein_file *f, const uint8_t *buf, size_t avail, uint32_t flags, pagein_format fmt, int from_memory);
+
+/* The parse from a cache entry: 0 (m->hdr now f's), or < 0 and f->tab
+ * empty again (the caller reads the header as if there were no entry). */
+static int parse_cached(pagein_file *f, uint32_t flags, pagein_format fmt, struct pi_meta *m) {
+    if (fmt != PAGEIN_FORMAT_UNKNOWN && fmt != m->format) return -1;
+    int rc = parse(f, m->hdr, m->len, flags, m->format, 0);
+    if (rc < 0) {
+        pi_err_clear();
+        pi_table_free(&f->tab);
+        pi_table_init(&f->tab);
+        return rc;
+    }
+    f->hdr = m->hdr;
+    m->hdr = NULL;
+    return 0;
+}
+
+/* An unmapped (remote) file: from the entry m when it matches the source's
+ * identity and size, else through the source, then stored. 0 or < 0. */
+static int parse_remote(pagein_file *f, uint32_t flags, pagein_format fmt, struct pi_meta *m, const char *key) {
+    struct pi_source *src = f->src;
+    int ok = key && pi_meta_identity_ok(src->identity);
+    if (m && ok && m->size == src->size && !strcmp(m->identity, src->identity) && parse_cached(f, flags, fmt, m) == 0)
+        return 0;
+    size_t used = 0;
+    FORWARD_IF(parse_unmapped(f, flags, fmt, &used));
+    size_t keep = ok ? header_keep(f, used) : 0;
+    if (keep) pi_meta_put(key, src->identity, src->size, f->tab.format, f->hdr, keep);
+    return 0;
+}
+
+/* A local file's cache key (into key[cap]) and identity, when its
+ * filesystem is a network or FUSE one and the cache is on: 1, else 0. */
+static int netfs_key(const pagein_file *f, const struct stat *st, char *key, size_t cap, char id[160]) {
+    if (f->len == 0 || !pi_meta_dev_is_remote(st->st_dev) || !pi_meta_enabled()) return 0;
+    const char *p = strncmp(f->path, "file://", 7) == 0 ? f->path + 7 : f->path;
+    char cwd[4096] = "";
+    if (p[0] != '/' && !getcwd(cwd, sizeof cwd)) return 0;
+    int k = snprintf(key, cap, "file %s%s%s", cwd, cwd[0] ? "/" : "", p);
+    if (k < 0 || (size_t)k >= cap) return 0;
+    snprintf(id, 160, "%llu:%llu:%lld.%09ld", (unsigned long long)st->st_ino, (unsigned long long)st->st_size,
+             (long long)st->st_mtim.tv_sec, (long)st->st_mtim.tv_nsec);
+    return 1;
+}
+
+/* A mapped network/FUSE file from its entry (no read through the
+ * filesystem): 1 if parsed from it, else 0. */
+static int mapped_from_cache(pagein_file *f, uint32_t flags, pagein_format fmt, const char *key, const char *id) {
+    struct pi_meta m;
+    int hit = pi_meta_get(key, &m) && m.size == f->len && !strcmp(m.identity, id) &&
+              parse_cached(f, flags, fmt, &m) == 0;
+    pi_free(m.hdr);
+    return hit;
+}
+
+/* After a mapped network/FUSE file was parsed: its header into the cache. */
+static void mapped_to_cache(pagein_file *f, const char *key, const char *id) {
+    size_t keep = header_keep(f, f->len);
+    uint8_t *copy = keep ? pi_malloc(keep) : NULL;
+    if (copy && pi_guard_copy(copy, f->base, keep, f->path, 0, f->fd) == 0)
+        pi_meta_put(key, id, f->len, f->tab.format, copy, keep);
+    pi_err_clear();
+    pi_free(copy);
+}
+
+static int open_source(pagein_file **out, struct pi_source *src, const pagein_open_opts *opts, struct pi_meta *me,
+                       const char *key);
 
 static pagein_file *file_new(const char *name) {
     pagein_file *f = pi_calloc(1, sizeof *f);
@@ -212,12 +301,27 @@ int pagein_open(pagein_file **out, const char *path, const pagein_open_opts *opt
     pi_err_clear();
     if (!out || !path) return pi_err(PAGEIN_E_INVALID, "pagein_open: NULL argument");
     struct pi_source *src;
-    int rc = pi_source_open(&src, path, opts ? opts->flags : 0);
-    if (rc < 0) return rc;
-    return pi_file_open_source(out, src, opts);
+    struct pi_meta me;
+    memset(&me, 0, sizeof me);
+    char *key = NULL;
+    int have = 0;
+    if (pi_source_is_remote(path) && pi_meta_enabled()) {
+        key = pi_meta_remote_key(path);
+        have = key && pi_meta_get(key, &me);
+    }
+    int rc = pi_source_open(&src, path, (opts ? opts->flags : 0) | (have ? PI_OPEN_PROBE_ONLY : 0));
+    if (rc == 0) rc = open_source(out, src, opts, have ? &me : NULL, key);
+    pi_free(me.hdr);
+    pi_free(key);
+    return rc;
 }
 
 int pi_file_open_source(pagein_file **out, struct pi_source *src, const pagein_open_opts *opts) {
+    return open_source(out, src, opts, NULL, NULL);
+}
+
+static int open_source(pagein_file **out, struct pi_source *src, const pagein_open_opts *opts, struct pi_meta *me,
+                       const char *key) {
     uint32_t flags = opts ? opts->flags : 0;
     pagein_format fmt = opts ? opts->format : PAGEIN_FORMAT_UNKNOWN;
     const char *path = src->name;
@@ -232,7 +336,7 @@ int pi_file_open_source(pagein_file **out, struct pi_source *src, const pagein_o
     f->fd = f->src->fd;
     f->len = (size_t)f->src->size;
     if (f->fd < 0) { /* no mapping: the header through the source */
-        rc = parse_unmapped(f, flags, fmt);
+        rc = parse_remote(f, flags, fmt, me, key);
         if (rc < 0) {
             pi_err_prefix(path);
             goto fail;
@@ -247,6 +351,8 @@ int pi_file_open_source(pagein_file **out, struct pi_source *src, const pagein_o
     }
     f->dev = st.st_dev;
     f->ino = st.st_ino;
+    char nkey[4200], nid[160];
+    int nfs = netfs_key(f, &st, nkey, sizeof nkey, nid);
     if (f->len > 0) {
         /* PRIVATE: copy-on-write, so in-place writes by the caller (torch
          * tensors) stay in this process and never reach the file. */
@@ -259,6 +365,10 @@ int pi_file_open_source(pagein_file **out, struct pi_source *src, const pagein_o
         }
         f->base = m;
         f->mapped = 1;
+        if (nfs && mapped_from_cache(f, flags, fmt, nkey, nid)) { /* no header read through the filesystem */
+            *out = f;
+            return 0;
+        }
     } else {
         f->base = (const uint8_t *)"";
     }
@@ -276,6 +386,7 @@ int pi_file_open_source(pagein_file **out, struct pi_source *src, const pagein_o
         pi_err_prefix(path);
         goto fail;
     }
+    if (nfs) mapped_to_cache(f, nkey, nid);
     *out = f;
     return 0;
 fail:

@@ -110,13 +110,14 @@ int pi_remote_model_uri(const char *uri, char *out, size_t cap) {
             pick = choose(names, n);
         }
     } else {
-        /* a plain HTTP folder: the usual names, one probe each */
+        /* a plain HTTP folder: the usual names, one probe each (of 1 byte:
+         * only whether the object is there matters here) */
         static const char *const tries[] = {"model.safetensors.index.json", "model.safetensors"};
         for (size_t i = 0; i < PI_ARRAY_LEN(tries) && !pick; i++) {
             char u[4096];
             snprintf(u, sizeof u, "%s%s", uri, tries[i]);
             struct pi_source *s;
-            if (pi_remote_open(&s, u, 0) == 0) {
+            if (pi_remote_open(&s, u, PI_OPEN_PROBE_ONLY) == 0) {
                 pi_remote_close(s);
                 pick = tries[i];
             }

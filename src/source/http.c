@@ -1181,7 +1181,8 @@ int pi_http_open_cfg(struct pi_source *s, const struct pi_http_cfg *cfg, uint32_
     struct http_obj *o;
     FORWARD_IF(obj_new(&o, cfg, s->name));
     struct xfer *x = pi_calloc(1, sizeof *x);
-    uint8_t *buf = pi_malloc(PI_HTTP_PREFIX);
+    size_t pre = flags & PI_OPEN_PROBE_ONLY ? 1 : PI_HTTP_PREFIX; /* 1: the caller has the header */
+    uint8_t *buf = pi_malloc(pre);
     if (!x || !buf) {
         pi_free(x);
         pi_free(buf);
@@ -1190,7 +1191,7 @@ int pi_http_open_cfg(struct pi_source *s, const struct pi_http_cfg *cfg, uint32_
     }
     x->mode = X_PROBE;
     x->body = (char *)buf;
-    x->bmax = PI_HTTP_PREFIX;
+    x->bmax = pre;
     double t0 = now_s();
     int rc = single(o, x);
     double t1 = now_s();

@@ -107,6 +107,12 @@ struct pi_source {
  * warm open stays a few syscalls. Thread-safe; the pointer is s's. */
 struct pi_source_facts *pi_source_facts(struct pi_source *s);
 
+/* Internal open flag (beside the public PAGEIN_OPEN_*): the caller has the
+ * object's header already (the metadata cache, file/metacache.c), so a
+ * remote source fetches 1 byte at open instead of its usual prefix: the
+ * size and identity for the check, none of the header. */
+#define PI_OPEN_PROBE_ONLY 0x40000000u
+
 /* Opens a path or URL with the first source whose match() accepts it.
  * Refuses anything that is not a regular file (or a block device) BEFORE
  * opening it for reading, so FIFOs and sockets never block. *out is set

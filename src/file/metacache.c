@@ -1,0 +1,429 @@
+/* metacache.c - the metadata cache (metacache.h, docs/REMOTE.md "Metadata
+ * cache").
+ *
+ * One file per cached header in $PAGEIN_META_CACHE_DIR, else
+ * $XDG_CACHE_HOME/pagein/meta, else ~/.cache/pagein/meta (beside nothing
+ * else of pagein's: pull writes into the Hugging Face cache or a named
+ * folder). The directory is 0700 and must be the user's; every entry is a
+ * regular 0600 file opened with O_NOFOLLOW relative to the directory, so a
+ * symlink planted there is removed, never followed. Entries are named by a
+ * 128-bit hash of their key and hold:
+ *
+ *   "PIMETA1\n" | u64 size | u32 format | u32 idlen | u32 keylen | u32 0 |
+ *   u64 hdrlen | identity | key | header bytes | u64 checksum of all before
+ *
+ * A reader checks the lengths against the file's size, the checksum and the
+ * key; anything else is a miss and the entry is removed. Writers write a
+ * temporary file and rename it over the entry, so concurrent processes see
+ * the old entry or the new one, never a mix. Size: after writing, a process
+ * that has written 1/16 of PAGEIN_META_CACHE_MAX (default 256 MiB) since
+ * its last look (and on its first write) sums the directory and removes the
+ * least recently used entries (oldest mtime; a hit sets it to now) down to
+ * 3/4 of the limit.
+ */
+#ifndef _GNU_SOURCE
+#define _GNU_SOURCE
+#endif
+#include "metacache.h"
+#include "../source/source.h"
+
+#include <dirent.h>
+#include <fcntl.h>
+#include <pthread.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <sys/stat.h>
+#include <sys/sysmacros.h>
+#include <sys/uio.h>
+#include <time.h>
+#include <unistd.h>
+
+#ifdef PAGEIN_HAVE_XXHASH
+#define XXH_INLINE_ALL
+#include <xxhash.h>
+static uint64_t hash64(const void *p, size_t n, uint64_t seed) { return XXH3_64bits_withSeed(p, n, seed); }
+#else
+/* FNV-1a over 8-byte words: a checksum against torn and damaged files, not
+ * against an attacker (the directory is the user's own). */
+static uint64_t hash64(const void *p, size_t n, uint64_t seed) {
+    const uint8_t *b = p;
+    uint64_t h = 0xcbf29ce484222325ull ^ seed;
+    size_t i = 0;
+    for (; i + 8 <= n; i += 8) {
+        uint64_t w;
+        memcpy(&w, b + i, 8);
+        h = (h ^ w) * 0x100000001b3ull;
+        h ^= h >> 29;
+    }
+    for (; i < n; i++) h = (h ^ b[i]) * 0x100000001b3ull;
+    return h ^ (h >> 32);
+}
+#endif
+
+#define MAGIC "PIMETA1\n"
+#define HEAD_LEN 40u
+#define DEFAULT_MAX (256ull << 20)
+
+static const char *env(const char *k) {
+    const char *v = getenv(k);
+    return v && *v ? v : NULL;
+}
+
+int pi_meta_enabled(void) {
+    const char *e = env("PAGEIN_META_CACHE");
+    if (e && (!strcmp(e, "0") || !strcmp(e, "off") || !strcmp(e, "no"))) return 0;
+    return env("PAGEIN_META_CACHE_DIR") || env("XDG_CACHE_HOME") || env("HOME");
+}
+
+static uint64_t cache_max(void) {
+    const char *e = env("PAGEIN_META_CACHE_MAX");
+    if (!e) return DEFAULT_MAX;
+    char *end;
+    unsigned long long v = strtoull(e, &end, 10);
+    if (*end == 'K' || *end == 'k') v <<= 10;
+    else if (*end == 'M' || *end == 'm') v <<= 20;
+    else if (*end == 'G' || *end == 'g') v <<= 30;
+    return v ? (uint64_t)v : DEFAULT_MAX;
+}
+
+/* mkdir that accepts an existing directory. */
+static int mkdir_one(const char *p) { return mkdir(p, 0700) == 0 || errno == EEXIST ? 0 : -1; }
+
+/* The cache directory's path from the environment into p: 0, or -1. */
+static int dir_path(char *p, size_t cap) {
+    const char *d = env("PAGEIN_META_CACHE_DIR");
+    int k;
+    if (d) k = snprintf(p, cap, "%s", d);
+    else if (env("XDG_CACHE_HOME")) k = snprintf(p, cap, "%s/pagein/meta", env("XDG_CACHE_HOME"));
+    else if (env("HOME")) k = snprintf(p, cap, "%s/.cache/pagein/meta", env("HOME"));
+    else return -1;
+    return k > 0 && (size_t)k < cap ? 0 : -1;
+}
+
+/* Opens path p, creating it and its missing parents 0700; refuses it
+ * unless it is a directory of the user's (not a symlink in its last
+ * component), and narrows its mode to 0700. A descriptor or -1. */
+static int open_dir(char *p) {
+    int fd = open(p, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
+    if (fd < 0 && errno == ENOENT) {
+        for (char *s = p + 1; *s; s++) /* mkdir -p */
+            if (*s == '/') {
+                *s = 0;
+                (void)mkdir_one(p);
+                *s = '/';
+            }
+        (void)mkdir_one(p);
+        fd = open(p, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
+    }
+    if (fd < 0) return -1;
+    struct stat st;
+    if (fstat(fd, &st) != 0 || st.st_uid != geteuid() ||
+        ((st.st_mode & 077) != 0 && fchmod(fd, 0700) != 0)) { /* headers can be private */
+        close(fd);
+        return -1;
+    }
+    return fd;
+}
+
+/* The directory stays open for the life of the process, reopened when the
+ * environment names another one (tests) or after a write found it gone.
+ * A replaced descriptor is left open, never closed: another thread may be
+ * using it, and a closed number could be reused by an unrelated open. */
+static pthread_mutex_t dir_mu = PTHREAD_MUTEX_INITIALIZER;
+static int dir_fd = -1;
+static char dir_name[4096];
+
+static int cache_dir(void) {
+    char p[4096];
+    if (dir_path(p, sizeof p) < 0) return -1;
+    pthread_mutex_lock(&dir_mu);
+    if (dir_fd < 0 || strcmp(p, dir_name) != 0) {
+        snprintf(dir_name, sizeof dir_name, "%s", p);
+        dir_fd = open_dir(p);
+    }
+    int fd = dir_fd;
+    pthread_mutex_unlock(&dir_mu);
+    struct stat st; /* still private (an fstat: no path lookup) */
+    if (fd >= 0 && (fstat(fd, &st) != 0 || ((st.st_mode & 077) != 0 && fchmod(fd, 0700) != 0))) return -1;
+    return fd;
+}
+
+/* The directory went away under an open descriptor (removed by hand): the
+ * next call opens it again. */
+static void dir_gone(int fd) {
+    pthread_mutex_lock(&dir_mu);
+    if (dir_fd == fd) dir_fd = -1; /* left open: see above */
+    pthread_mutex_unlock(&dir_mu);
+}
+
+static void entry_name(const char *key, char out[40]) {
+    size_t n = strlen(key);
+    uint64_t a = hash64(key, n, 0x6d657461ull), b = hash64(key, n, 0x70616765696eull);
+    snprintf(out, 40, "%016llx%016llx", (unsigned long long)a, (unsigned long long)b);
+}
+
+static uint32_t rd32(const uint8_t *p) {
+    uint32_t v;
+    memcpy(&v, p, 4);
+    return v;
+}
+static uint64_t rd64(const uint8_t *p) {
+    uint64_t v;
+    memcpy(&v, p, 8);
+    return v;
+}
+
+uint64_t pi_meta_sum(const void *p, size_t n) { return hash64(p, n, 0); }
+
+int pi_meta_decode(const uint8_t *b, size_t n, const char *key, struct pi_meta *m) {
+    memset(m, 0, sizeof *m);
+    if (n < HEAD_LEN + 8 || memcmp(b, MAGIC, 8) != 0) return -1;
+    uint64_t idl = rd32(b + 20), kel = rd32(b + 24), hl = rd64(b + 32);
+    if (idl >= sizeof m->identity || hl > n || kel > n || HEAD_LEN + idl + kel + hl + 8 != n ||
+        hash64(b, n - 8, 0) != rd64(b + n - 8))
+        return -1;
+    size_t kl = strlen(key);
+    if (kel != kl || memcmp(b + HEAD_LEN + idl, key, kl) != 0) return 0; /* another key's entry (a hash collision) */
+    m->size = rd64(b + 8);
+    m->format = (pagein_format)rd32(b + 16);
+    memcpy(m->identity, b + HEAD_LEN, (size_t)idl);
+    m->identity[idl] = 0;
+    m->len = (size_t)hl;
+    m->hdr = (uint8_t *)(uintptr_t)(b + HEAD_LEN + idl + kel);
+    return 1;
+}
+
+int pi_meta_get(const char *key, struct pi_meta *m) {
+    memset(m, 0, sizeof *m);
+    int dfd = cache_dir();
+    if (dfd < 0) return 0;
+    char name[40];
+    entry_name(key, name);
+    int hit = 0, bad = 0;
+    uint8_t *b = NULL;
+    int fd = openat(dfd, name, O_RDONLY | O_NOFOLLOW | O_NONBLOCK | O_CLOEXEC);
+    if (fd < 0) {
+        bad = errno == ELOOP; /* a symlink: removed, never followed */
+        goto out;
+    }
+    struct stat st;
+    uint64_t lim = cache_max();
+    if (fstat(fd, &st) != 0 || !S_ISREG(st.st_mode) || st.st_uid != geteuid() || st.st_size < HEAD_LEN + 8 ||
+        (uint64_t)st.st_size > lim || (uint64_t)st.st_size > (256ull << 20)) {
+        bad = 1;
+        goto out;
+    }
+    size_t n = (size_t)st.st_size;
+    b = pi_malloc(n);
+    if (!b) goto out;
+    if (pi_pread_full(fd, b, n, 0) < 0) {
+        pi_err_clear();
+        bad = 1;
+        goto out;
+    }
+    int d = pi_meta_decode(b, n, key, m);
+    if (d < 0) bad = 1;
+    if (d <= 0) goto out;
+    memmove(b, m->hdr, m->len);
+    m->hdr = b;
+    b = NULL;
+    hit = 1;
+    (void)futimens(fd, NULL); /* used now: the LRU clock */
+out:
+    if (fd >= 0) close(fd);
+    if (bad) (void)unlinkat(dfd, name, 0);
+    pi_free(b);
+    return hit;
+}
+
+struct ent {
+    time_t mt;
+    long mns;
+    uint64_t size;
+    char name[48];
+};
+
+static int ent_cmp(const void *a, const void *b) {
+    const struct ent *x = a, *y = b;
+    if (x->mt != y->mt) return x->mt < y->mt ? -1 : 1;
+    return (x->mns > y->mns) - (x->mns < y->mns);
+}
+
+/* Sums the directory; over max, removes the least recently used entries
+ * down to 3/4 of it. Temporary files older than an hour (a writer that
+ * died) go too. */
+static void evict(int dfd, uint64_t max) {
+    int d2 = openat(dfd, ".", O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+    DIR *d = d2 >= 0 ? fdopendir(d2) : NULL;
+    if (!d) {
+        if (d2 >= 0) close(d2);
+        return;
+    }
+    struct ent *v = NULL;
+    size_t n = 0, cap = 0;
+    uint64_t total = 0;
+    time_t now = time(NULL);
+    struct dirent *e;
+    while ((e = readdir(d))) {
+        if (e->d_name[0] == '.' && (!e->d_name[1] || (e->d_name[1] == '.' && !e->d_name[2]))) continue;
+        struct stat st;
+        if (fstatat(dfd, e->d_name, &st, AT_SYMLINK_NOFOLLOW) != 0 || !S_ISREG(st.st_mode)) continue;
+        if (!strncmp(e->d_name, ".tmp-", 5)) {
+            if (st.st_mtime < now - 3600) (void)unlinkat(dfd, e->d_name, 0);
+            continue;
+        }
+        if (strlen(e->d_name) >= sizeof v->name) continue;
+        if (n == cap) {
+            size_t nc = cap ? cap * 2 : 256;
+            struct ent *nv = pi_realloc(v, nc * sizeof *nv);
+            if (!nv) break;
+            v = nv, cap = nc;
+        }
+        v[n].mt = st.st_mtim.tv_sec;
+        v[n].mns = st.st_mtim.tv_nsec;
+        v[n].size = (uint64_t)st.st_size;
+        snprintf(v[n].name, sizeof v[n].name, "%s", e->d_name);
+        total += v[n].size;
+        n++;
+    }
+    closedir(d);
+    if (total > max) {
+        qsort(v, n, sizeof *v, ent_cmp);
+        for (size_t i = 0; i < n && total > max / 4 * 3; i++)
+            if (unlinkat(dfd, v[i].name, 0) == 0) total -= v[i].size;
+    }
+    pi_free(v);
+}
+
+static _Atomic uint64_t written_since_scan = UINT64_MAX / 2; /* the first write looks */
+static _Atomic int scanning;
+static _Atomic unsigned tmp_seq;
+
+void pi_meta_put(const char *key, const char *identity, uint64_t size, pagein_format format, const uint8_t *hdr,
+                 size_t len) {
+    uint64_t max = cache_max();
+    size_t il = strlen(identity), kl = strlen(key);
+    uint64_t total = (uint64_t)HEAD_LEN + il + kl + len + 8;
+    if (il >= sizeof ((struct pi_meta *)0)->identity || total > max / 4 || kl > 8192) return;
+    int dfd = cache_dir();
+    if (dfd < 0) return;
+    uint8_t head[HEAD_LEN];
+    memcpy(head, MAGIC, 8);
+    uint32_t f32 = (uint32_t)format, il32 = (uint32_t)il, kl32 = (uint32_t)kl, z = 0;
+    uint64_t hl = len;
+    memcpy(head + 8, &size, 8);
+    memcpy(head + 16, &f32, 4);
+    memcpy(head + 20, &il32, 4);
+    memcpy(head + 24, &kl32, 4);
+    memcpy(head + 28, &z, 4);
+    memcpy(head + 32, &hl, 8);
+#ifdef PAGEIN_HAVE_XXHASH
+    XXH3_state_t hs;
+    XXH3_64bits_reset_withSeed(&hs, 0);
+    XXH3_64bits_update(&hs, head, HEAD_LEN);
+    XXH3_64bits_update(&hs, identity, il);
+    XXH3_64bits_update(&hs, key, kl);
+    XXH3_64bits_update(&hs, hdr, len);
+    uint64_t sum = XXH3_64bits_digest(&hs);
+    uint8_t *whole = NULL;
+#else
+    uint8_t *whole = pi_malloc((size_t)total - 8); /* the fallback hash wants one buffer */
+    if (!whole) return;
+    memcpy(whole, head, HEAD_LEN);
+    memcpy(whole + HEAD_LEN, identity, il);
+    memcpy(whole + HEAD_LEN + il, key, kl);
+    memcpy(whole + HEAD_LEN + il + kl, hdr, len);
+    uint64_t sum = hash64(whole, (size_t)total - 8, 0);
+#endif
+    char name[40], tmp[96];
+    entry_name(key, name);
+    snprintf(tmp, sizeof tmp, ".tmp-%d-%u-%s", (int)getpid(), atomic_fetch_add(&tmp_seq, 1), name);
+    int fd = openat(dfd, tmp, O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0600);
+    if (fd < 0 && errno == ENOENT) dir_gone(dfd);
+    if (fd >= 0) {
+        struct iovec iv[5] = {{head, HEAD_LEN}, {(void *)identity, il}, {(void *)key, kl}, {(void *)hdr, len},
+                              {&sum, 8}};
+        int ok = 1;
+        size_t want = (size_t)total, done = 0;
+        int k = 0;
+        while (ok && done < want) { /* writev until every iovec is out */
+            ssize_t w = writev(fd, iv + k, 5 - k);
+            if (w < 0 && errno == EINTR) continue;
+            if (w <= 0) {
+                ok = 0;
+                break;
+            }
+            done += (size_t)w;
+            while (k < 5 && (size_t)w >= iv[k].iov_len) w -= (ssize_t)iv[k++].iov_len;
+            if (k < 5) {
+                iv[k].iov_base = (uint8_t *)iv[k].iov_base + w;
+                iv[k].iov_len -= (size_t)w;
+            }
+        }
+        if (close(fd) != 0) ok = 0;
+        if (!ok || renameat(dfd, tmp, dfd, name) != 0) (void)unlinkat(dfd, tmp, 0);
+    }
+    pi_free(whole);
+    if (atomic_fetch_add(&written_since_scan, total) + total >= max / 16) {
+        int zero = 0;
+        if (atomic_compare_exchange_strong(&scanning, &zero, 1)) {
+            atomic_store(&written_since_scan, 0);
+            evict(dfd, max);
+            atomic_store(&scanning, 0);
+        }
+    }
+}
+
+char *pi_meta_remote_key(const char *url) {
+    char *k = pi_malloc(8300);
+    if (!k) return NULL;
+    memcpy(k, "url ", 4);
+    pi_url_redact(url, k + 4, 8300 - 4);
+    return k;
+}
+
+int pi_meta_identity_ok(const char *id) { return id[0] && strncmp(id, "W/", 2) != 0; }
+
+/* ---- which local files are worth it ------------------------------------- */
+
+static pthread_mutex_t dev_mu = PTHREAD_MUTEX_INITIALIZER;
+static struct {
+    dev_t dev;
+    int remote;
+} dev_tab[32];
+static unsigned dev_n;
+
+int pi_meta_dev_is_remote(dev_t dev) {
+    if (major(dev) != 0) return 0; /* a block device: local disk (network and FUSE mounts have anonymous devices) */
+    pthread_mutex_lock(&dev_mu);
+    for (unsigned i = 0; i < dev_n; i++)
+        if (dev_tab[i].dev == dev) {
+            int r = dev_tab[i].remote;
+            pthread_mutex_unlock(&dev_mu);
+            return r;
+        }
+    pthread_mutex_unlock(&dev_mu);
+    int remote = 0;
+    FILE *f = fopen("/proc/self/mountinfo", "re");
+    if (f) {
+        char line[4096];
+        while (fgets(line, sizeof line, f)) {
+            unsigned ma, mi;
+            if (sscanf(line, "%*u %*u %u:%u", &ma, &mi) != 2 || makedev(ma, mi) != dev) continue;
+            const char *t = strstr(line, " - ");
+            if (!t) continue;
+            char type[64];
+            if (sscanf(t + 3, "%63s", type) == 1) remote = pi_fs_is_remote(0, type);
+            break;
+        }
+        fclose(f);
+    }
+    pthread_mutex_lock(&dev_mu);
+    if (dev_n < PI_ARRAY_LEN(dev_tab)) {
+        dev_tab[dev_n].dev = dev;
+        dev_tab[dev_n].remote = remote;
+        dev_n++;
+    }
+    pthread_mutex_unlock(&dev_mu);
+    return remote;
+}

@@ -1,0 +1,49 @@
+/* metacache.h - the metadata cache (file/metacache.c; docs/REMOTE.md
+ * "Metadata cache"): the header bytes of remote objects and of files on
+ * network or FUSE filesystems, kept on local disk so that opening them again
+ * costs no header reads. Private to the file layer. */
+#ifndef PAGEIN_FILE_METACACHE_H
+#define PAGEIN_FILE_METACACHE_H
+
+#include "../internal.h"
+
+/* One entry as read back: the identity and size it was stored for, the
+ * format, and the header bytes (malloc'd; the caller owns hdr). */
+struct pi_meta {
+    char identity[160];
+    uint64_t size;
+    pagein_format format;
+    uint8_t *hdr;
+    size_t len;
+};
+
+/* The key of a remote object: "url " + the URL with credentials and
+ * signatures redacted (malloc'd; NULL when out of memory). */
+char *pi_meta_remote_key(const char *url);
+/* 1 if a source identity may validate an entry: a strong ETag or a hash
+ * (not empty, not a weak W/ ETag). */
+int pi_meta_identity_ok(const char *id);
+/* 0 when PAGEIN_META_CACHE=0 or no cache directory can be named. */
+int pi_meta_enabled(void);
+/* 1 if the local file on device dev is on a network or FUSE filesystem
+ * (mountinfo, once per device per process), else 0. */
+int pi_meta_dev_is_remote(dev_t dev);
+/* Reads the entry stored under key: 1 with *m filled (m->hdr malloc'd), 0
+ * when there is none or it is unusable (corrupt, truncated, foreign,
+ * a symlink: such an entry is removed). Never fails otherwise. */
+int pi_meta_get(const char *key, struct pi_meta *m);
+/* Decodes an entry's bytes b[0, n) for key: 1 with *m filled (m->hdr
+ * points into b), 0 for a valid entry of another key, -1 if damaged (bad
+ * magic, lengths that do not add up to n, checksum). The parser
+ * fuzz/fuzz_metacache.c drives. */
+int pi_meta_decode(const uint8_t *b, size_t n, const char *key, struct pi_meta *m);
+/* The checksum an entry ends with, over the bytes before it. */
+uint64_t pi_meta_sum(const void *p, size_t n);
+/* Stores hdr[0, len) under key for (identity, size, format), replacing any
+ * entry (a temporary file renamed over it; 0600 in a 0700 directory), then
+ * keeps the directory under PAGEIN_META_CACHE_MAX. Best effort: a failure
+ * leaves no entry and is not reported. */
+void pi_meta_put(const char *key, const char *identity, uint64_t size, pagein_format format, const uint8_t *hdr,
+                 size_t len);
+
+#endif
