@@ -106,6 +106,7 @@ enum pagein_error {
     PAGEIN_E_PEER = -30036,             /* another rank failed, timed out or disagrees (distributed) */
     PAGEIN_E_FORKED = -30037,           /* object used in a child after fork() where it cannot work */
     PAGEIN_E_NOT_MODEL = -30038,        /* the file is not a model in any format pagein knows */
+    PAGEIN_E_FORMAT = -30039,           /* training-data file malformed (dataset-format table: shard, group, sample, field) */
     PAGEIN_E_LAST = -30099
 };
 
