@@ -163,6 +163,7 @@ struct pi_dsshard {
     struct pi_dscol *cols; /* ncols selected columns, in the order fields() gives them */
     size_t ncols;
     void *impl;            /* the row's */
+    void *gen;             /* the table code's (groups built over locate()); rows leave it alone */
 };
 
 /* A decoded group; owned by the caller (see the contract). */
@@ -228,7 +229,8 @@ struct pi_dsformat {
     int (*open)(struct pi_dsshard *sh, const struct pi_dsopen *a);
     void (*close)(struct pi_dsshard *sh);
 
-    /* ---- the group path (columnar and compressed rows) ---- */
+    /* ---- the group path (columnar and compressed rows): open() sets
+     * ngroups >= 1 when nsamples >= 1 ---- */
     /* Facts of group g < ngroups. */
     int (*group)(const struct pi_dsshard *sh, uint64_t g, struct pi_dsgroupinfo *gi);
     /* The byte ranges of group g for the selected columns, in the order
@@ -247,11 +249,13 @@ struct pi_dsformat {
     void (*group_free)(const struct pi_dsshard *sh, struct pi_dsgroup *grp);
 
     /* ---- the sample path (rows where one sample is one byte extent) ----
-     * Optional. With locate() and sample() a row may leave group, ranges,
-     * decode, fields and group_free NULL: the table code then builds groups
-     * of consecutive samples of about a->group_bytes and decodes them with
-     * sample(). locate() also lets the global order read single samples
-     * and keeps pagein_dataset_locate / pagein_reader_* working. */
+     * Optional. A shard whose open() leaves ngroups at 0 (with nsamples >
+     * 0) takes this path: the table code builds groups of consecutive
+     * samples of about a->group_bytes over locate() and decodes them with
+     * sample(); the hooks of the group path are then not called for it (a
+     * row may take either path per shard: plain JSONL by samples, .zst by
+     * groups). Such shards are also "addressable": the global order reads
+     * single samples, and pagein_dataset_locate / pagein_reader_* work. */
     /* Where sample i (shard-local) lives in sh->src. */
     int (*locate)(const struct pi_dsshard *sh, uint64_t i, uint64_t *off, uint64_t *len);
     /* The fields of sample i from its len bytes at p (what locate() named):
@@ -262,6 +266,9 @@ struct pi_dsformat {
 
 /* The table (dsformat.c), NULL-terminated, in detection order. */
 extern const struct pi_dsformat *const pi_dsformats[];
+/* The rows written by the table's author (their files: ds_NAME.c). */
+extern const struct pi_dsformat pi_dsformat_records, pi_dsformat_megatron, pi_dsformat_lines,
+    pi_dsformat_webdataset, pi_dsformat_mds;
 const struct pi_dsformat *pi_dsformat_by_name(const char *name); /* NULL if unknown */
 
 /* Errors: sets the detail "SHARD: group G, sample S, field 'F': MESSAGE"
@@ -277,6 +284,10 @@ int pi_ds_err(const struct pi_dsshard *sh, int code, uint64_t group, uint64_t sa
  * *out is set only on success; pi_ds_shard_close frees it. */
 int pi_ds_open_memory(struct pi_dsshard **out, const struct pi_dsformat *fmt, const void *buf, size_t len,
                       const char *name, const struct pi_dsopen *a);
+/* Detects the format of an open source from the rows' head/tail bytes and
+ * the name: the row with the best detect() score (NULL when none claims
+ * it; *score may be NULL). */
+const struct pi_dsformat *pi_ds_detect(struct pi_source *src, const char *name, int *score);
 /* Opens a shard of fmt (NULL: detect) at uri through pi_source_open. */
 int pi_ds_shard_open(struct pi_dsshard **out, const struct pi_dsformat *fmt, const char *uri,
                      const struct pi_dsopen *a);
