@@ -541,7 +541,7 @@ class ShardDataset(_Base):
     def __init__(self, source, record_size=None, shuffle="block", seed=0, rank=None, world_size=None,
                  return_ids=False, *, format=None, data_format=None, columns=None, batch_size=None,
                  loader_batch_size=1, window=8, read_batch=256, queue_depth=0, group_bytes=0,
-                 cache_dir=None, framework=None, pipeline=True, **ignored):
+                 cache_dir=None, framework=None, pipeline=True, num_workers=None, **ignored):
         if shuffle not in _SHUFFLES:
             raise ValueError("shuffle must be one of %s, not %r" % (", ".join(_SHUFFLES), shuffle))
         if format in _OUTPUT_FORMATS:
@@ -574,6 +574,7 @@ class ShardDataset(_Base):
         self.batch_size = None if batch_size is None else max(1, int(batch_size))
         self.loader_batch_size = max(1, int(loader_batch_size))
         self.window, self.read_batch, self.queue_depth = int(window), int(read_batch), int(queue_depth)
+        self.num_workers = num_workers
         self.epoch = 0
         self._state = None  # resume state of the current epoch, or None
         self._yielded = 0
@@ -646,14 +647,19 @@ class ShardDataset(_Base):
             self._state = None
         self.epoch = epoch
 
-    def state_dict(self, samples_seen=None):
+    def state_dict(self, samples_seen=None, num_workers=None):
         """The resume state after every rank consumed samples_seen samples
         (default: what this process yielded; with batch_size, batches count
-        as their samples). Loadable onto any world size and worker count."""
+        as their samples). With DataLoader workers pass samples_seen (what
+        the training loop saw) and the loader's num_workers (default: the
+        num_workers given at construction, else 1): the workers' parts are
+        consumed batch by batch, round-robin. Loadable onto any world size
+        and worker count."""
         seen = self._yielded if samples_seen is None else int(samples_seen)
         if seen < 0:
             raise ValueError("samples_seen must be >= 0")
-        o = self._opts()
+        nw = num_workers if num_workers is not None else self.num_workers
+        o = self._opts(0, max(1, int(nw or 1)))
         st = _pagein.pipe_state(self._open(), seen, **o)
         return {"version": 2, "pipe": st, "epoch": self.epoch, "seed": self.seed, "shuffle": self.shuffle,
                 "num_samples": self._count}

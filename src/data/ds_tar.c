@@ -164,7 +164,10 @@ static int next_member(const struct pi_dsshard *sh, fetch_fn get, void *ctx, uin
                              "member at offset %" PRIu64 " claims %" PRIu64 " bytes, %" PRIu64 " left", at, sz,
                              size - data);
         uint64_t end = data + pi_align_up(sz, 512);
-        if (end > size) end = size; /* last member without padding */
+        if (end > size)
+            return pi_ds_err(sh, PAGEIN_E_FORMAT, UINT64_MAX, UINT64_MAX, NULL,
+                             "member at offset %" PRIu64 " truncated: its padded data ends at %" PRIu64 ", the file at %" PRIu64,
+                             at, end, size);
         if (type == 'L' || type == 'x') {
             if (sz > 1u << 20)
                 return pi_ds_err(sh, PAGEIN_E_LIMIT, UINT64_MAX, UINT64_MAX, NULL,
