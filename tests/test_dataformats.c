@@ -457,3 +457,47 @@ TEST(dataformats_records_megatron_table) {
     pagein_dataset_close(d);
     return PASS;
 }
+
+TEST(dataformats_tar_index_cache) {
+    if (!fixtures()) SKIP_BECAUSE("/usr/bin/python3 cannot write the fixtures");
+    size_t n = 0;
+    uint8_t *t = pt_read_file(fx("wds/shard-02.tar"), &n);
+    CHECK(t != NULL);
+    if (!t) return FAIL;
+    const char *p = pt_tmppath("cache.tar"), *c = pt_tmppath("cache.tar.pagein-idx");
+    CHECK_EQ(write_bytes(p, t, n), 0);
+    free(t);
+    unlink(c);
+    uint64_t ref[40], got[40];
+    pagein_pipe_opts o = PAGEIN_PIPE_OPTS_INIT;
+    o.order = PAGEIN_ORDER_GLOBAL;
+    pagein_dataset *d = open_ds(p, NULL);
+    if (!d) return FAIL;
+    CHECK_EQ(drain(d, &o, ref, 40), 40);
+    pagein_dataset_close(d);
+    CHECK(access(c, R_OK) == 0); /* written beside the shard */
+    /* read from the cache: the same samples */
+    d = open_ds(p, NULL);
+    if (d) {
+        CHECK_EQ(drain(d, &o, got, 40), 40);
+        CHECK(!memcmp(ref, got, sizeof ref));
+        pagein_dataset_close(d);
+    }
+    /* a damaged cache is ignored and rebuilt */
+    size_t cn = 0;
+    uint8_t *cb = pt_read_file(c, &cn);
+    CHECK(cb && cn > 100);
+    if (cb) {
+        for (size_t i = cn / 2; i < cn; i++) cb[i] ^= 0xa5;
+        write_bytes(c, cb, cn);
+        free(cb);
+    }
+    d = open_ds(p, NULL);
+    if (d) {
+        CHECK_EQ(pagein_dataset_count(d), 40);
+        CHECK_EQ(drain(d, &o, got, 40), 40);
+        CHECK(!memcmp(ref, got, sizeof ref));
+        pagein_dataset_close(d);
+    }
+    return PASS;
+}

@@ -13,8 +13,11 @@
  * one group, memory the decompressed shard). */
 #include "dsformat.h"
 
+#include <fcntl.h>
 #include <inttypes.h>
 #include <stdio.h>
+#include <sys/stat.h>
+#include <unistd.h>
 
 struct tsample {
     uint64_t off, len;
@@ -377,15 +380,182 @@ static int select_cols(struct pi_dsshard *sh, struct tar *T, const struct pi_dso
     return 0;
 }
 
+
+/* ---- the cached index ------------------------------------------------------
+ * Beside the shard (SHARD.pagein-idx) when its directory is writable, else
+ * in a->cache_dir (named by a hash of the URI), never for PI_DSOPEN_NO_CACHE.
+ * Layout (little endian): "PGTARIX1", u32 identity length, identity (the
+ * source's: dev:ino:size:mtime for files, the ETag remotely), u64 shard
+ * size, u64 raw (decompressed .tar.gz) size, u64 samples, u64 key bytes,
+ * u32 extensions, each u32 length + bytes, then per sample u64 offset, u64
+ * length, u32 key offset, u32 key length, then the keys. A cache that does
+ * not match the shard's identity and size, or fails any check (it is
+ * input like any other), is ignored and rebuilt. */
+
+#define TIX_MAGIC "PGTARIX1"
+
+static char *cache_path(const struct pi_dsshard *sh, const struct pi_dsopen *a) {
+    if (a->flags & PI_DSOPEN_NO_CACHE) return NULL;
+    const char *u = a->uri ? a->uri : sh->name;
+    size_t n = strlen(u);
+    char *p = NULL;
+    if (!pi_source_is_remote(u) && sh->src->fd >= 0) {
+        const char *slash = strrchr(u, '/');
+        char dir[4096];
+        if (slash) snprintf(dir, sizeof dir, "%.*s", (int)(slash - u), u);
+        else snprintf(dir, sizeof dir, ".");
+        if (access(dir[0] ? dir : "/", W_OK) == 0 && (p = pi_malloc(n + 12))) {
+            memcpy(p, u, n);
+            memcpy(p + n, ".pagein-idx", 12);
+            return p;
+        }
+    }
+    if (!a->cache_dir) return NULL;
+    uint64_t h = 0xcbf29ce484222325ull;
+    for (size_t i = 0; i < n; i++) h = (h ^ (uint8_t)u[i]) * 0x100000001b3ull;
+    size_t cl = strlen(a->cache_dir);
+    if ((p = pi_malloc(cl + 48))) snprintf(p, cl + 48, "%s/tar-%016" PRIx64 ".pagein-idx", a->cache_dir, h);
+    return p;
+}
+
+static uint64_t rd64(const uint8_t *p) {
+    uint64_t v = 0;
+    for (int i = 7; i >= 0; i--) v = v << 8 | p[i];
+    return v;
+}
+static uint32_t rd32(const uint8_t *p) { return (uint32_t)p[0] | (uint32_t)p[1] << 8 | (uint32_t)p[2] << 16 | (uint32_t)p[3] << 24; }
+static void put64(struct pi_buf *b, uint64_t v) {
+    uint8_t x[8];
+    for (int i = 0; i < 8; i++) x[i] = (uint8_t)(v >> (8 * i));
+    pi_buf_put(b, x, 8);
+}
+static void put32(struct pi_buf *b, uint32_t v) {
+    uint8_t x[4] = {(uint8_t)v, (uint8_t)(v >> 8), (uint8_t)(v >> 16), (uint8_t)(v >> 24)};
+    pi_buf_put(b, x, 4);
+}
+
+/* 1 loaded, 0 not usable (T left empty), < 0 out of memory. */
+static int cache_load(const struct pi_dsshard *sh, struct tar *T, const char *path) {
+    int fd = open(path, O_RDONLY | O_CLOEXEC);
+    if (fd < 0) return 0;
+    struct stat st;
+    uint8_t *b = NULL;
+    int ok = 0;
+    if (fstat(fd, &st) == 0 && S_ISREG(st.st_mode) && st.st_size >= 48 && (uint64_t)st.st_size <= (1ull << 32) &&
+        (b = pi_malloc((size_t)st.st_size)) && pi_pread_full(fd, b, (uint64_t)st.st_size, 0) == 0) {
+        const uint8_t *p = b, *e = b + st.st_size;
+        const char *id = sh->src->identity;
+        size_t il = strlen(id);
+        uint32_t l;
+        uint64_t size, raw, n, kb;
+        uint32_t ne;
+        if (memcmp(p, TIX_MAGIC, 8) || (l = rd32(p + 8)) != il || (uint64_t)(e - p) < 12 + (uint64_t)l + 36 ||
+            memcmp(p + 12, id, il))
+            goto done;
+        p += 12 + l;
+        size = rd64(p), raw = rd64(p + 8), n = rd64(p + 16), kb = rd64(p + 24), ne = rd32(p + 32);
+        p += 36;
+        if (size != sh->src->size || !il || ne > PI_DS_MAX_COLS) goto done;
+        uint64_t span = raw ? raw : size;
+        for (uint32_t i = 0; i < ne; i++) {
+            if (e - p < 4 || (l = rd32(p)) > PI_DS_MAX_NAME || (uint64_t)(e - p - 4) < l) goto done;
+            char *x = pi_strndup((const char *)p + 4, l);
+            if (!x || pi_grow((void **)&T->ext, &T->extcap, T->next + 1, sizeof *T->ext) < 0) {
+                pi_free(x);
+                goto done;
+            }
+            T->ext[T->next++] = x;
+            p += 4 + l;
+        }
+        if (n > (uint64_t)(e - p) / 24 || kb != (uint64_t)(e - p) - n * 24) goto done;
+        T->s = pi_malloc((size_t)(n ? n : 1) * sizeof *T->s);
+        T->keys = pi_malloc((size_t)(kb ? kb : 1));
+        if (!T->s || !T->keys) goto done;
+        uint64_t prev = 0;
+        for (uint64_t i = 0; i < n; i++, p += 24) {
+            struct tsample s = {rd64(p), rd64(p + 8), rd32(p + 16), rd32(p + 20)};
+            if (s.off < prev || s.len > span || s.off > span - s.len || (uint64_t)s.key_off + s.key_len > kb) goto done;
+            prev = s.off + s.len;
+            T->s[i] = s;
+        }
+        memcpy(T->keys, p, (size_t)kb);
+        T->n = T->cap = (size_t)n;
+        T->keys_len = T->keys_cap = (size_t)kb;
+        T->raw_bytes = raw;
+        ok = 1;
+    }
+done:
+    close(fd);
+    pi_free(b);
+    if (!ok) { /* leave T as the index pass expects it: empty */
+        pi_free(T->s), T->s = NULL, T->n = T->cap = 0;
+        pi_free(T->keys), T->keys = NULL, T->keys_len = T->keys_cap = 0;
+        for (size_t i = 0; i < T->next; i++) pi_free(T->ext[i]);
+        pi_free(T->ext), T->ext = NULL, T->next = T->extcap = 0;
+    }
+    return ok;
+}
+
+/* Best effort: a cache that cannot be written is not an error. */
+static void cache_store(const struct pi_dsshard *sh, const struct tar *T, const char *path) {
+    const char *id = sh->src->identity;
+    if (!id[0]) return;
+    struct pi_buf b = {0};
+    pi_buf_put(&b, TIX_MAGIC, 8);
+    put32(&b, (uint32_t)strlen(id));
+    pi_buf_str(&b, id);
+    put64(&b, sh->src->size);
+    put64(&b, T->raw_bytes);
+    put64(&b, T->n);
+    put64(&b, T->keys_len);
+    put32(&b, (uint32_t)T->next);
+    for (size_t i = 0; i < T->next; i++) {
+        put32(&b, (uint32_t)strlen(T->ext[i]));
+        pi_buf_str(&b, T->ext[i]);
+    }
+    for (size_t i = 0; i < T->n; i++) {
+        put64(&b, T->s[i].off);
+        put64(&b, T->s[i].len);
+        put32(&b, T->s[i].key_off);
+        put32(&b, T->s[i].key_len);
+    }
+    pi_buf_put(&b, T->keys, T->keys_len);
+    if (!b.oom) {
+        size_t pl = strlen(path);
+        char *tmp = pi_malloc(pl + 32);
+        if (tmp) {
+            snprintf(tmp, pl + 32, "%s.tmp.%ld", path, (long)getpid());
+            int fd = open(tmp, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
+            if (fd >= 0) {
+                size_t off = 0;
+                while (off < b.n) {
+                    ssize_t w = write(fd, b.p + off, b.n - off);
+                    if (w <= 0) break;
+                    off += (size_t)w;
+                }
+                int good = off == b.n && close(fd) == 0;
+                if (!good || rename(tmp, path) != 0) unlink(tmp);
+            }
+            pi_free(tmp);
+        }
+    }
+    pi_buf_free(&b);
+}
+
 static int tar_open(struct pi_dsshard *sh, const struct pi_dsopen *a) {
     struct tar *T = pi_calloc(1, sizeof *T);
     if (!T) return pi_err(-ENOMEM, "%s: out of memory", sh->name);
     uint64_t size = sh->src->size;
     uint8_t head[2] = {0};
     int rc = 0;
+    char *cpath = NULL;
     if (size >= 2 && (rc = pi_source_read(sh->src, head, 2, 0)) < 0) goto fail;
     T->gz = size >= 2 && head[0] == 0x1f && head[1] == 0x8b;
-    if (!T->gz) {
+    cpath = cache_path(sh, a);
+    int cached = cpath ? cache_load(sh, T, cpath) : 0;
+    if (cached) {
+        if (T->gz) sh->ngroups = T->n ? 1 : 0;
+    } else if (!T->gz) {
         struct srcwin w = {.src = sh->src};
         rc = index_pass(sh, T, win_get, &w, size);
         pi_free(w.buf);
@@ -407,6 +577,9 @@ static int tar_open(struct pi_dsshard *sh, const struct pi_dsopen *a) {
         T->raw_bytes = rl;
         sh->ngroups = T->n ? 1 : 0;
     }
+    if (cpath && !cached) cache_store(sh, T, cpath);
+    pi_free(cpath);
+    cpath = NULL;
     if ((rc = select_cols(sh, T, a)) < 0) goto fail;
     sh->impl = T;
     sh->cols = T->cols;
@@ -414,6 +587,7 @@ static int tar_open(struct pi_dsshard *sh, const struct pi_dsopen *a) {
     sh->nsamples = T->n;
     return 0;
 fail:
+    pi_free(cpath);
     tar_free(T);
     return rc;
 }
