@@ -313,8 +313,10 @@ static int add_dir(struct ds_build *b, const struct pi_dsformat *fmt, const char
     struct dirent *e;
     int rc = 0;
     while ((e = readdir(dh)) && rc == 0) {
-        if (e->d_name[0] == '.') continue;
+        if (e->d_name[0] == '.' || ends_with(e->d_name, ".pagein-idx")) continue;
         const struct pi_dsformat *f = by_suffix(e->d_name);
+        /* a row without suffixes (records) takes every file when named */
+        if (fmt && !fmt->suffixes && e->d_type != DT_DIR) f = fmt;
         if (!f || (fmt && f != fmt)) continue;
         rc = names_add(&nm, e->d_name, strlen(e->d_name));
     }
