@@ -57,7 +57,7 @@ static int seq_make(struct seq *q, pagein_dataset *d, int order, uint64_t seed, 
         pagein_permutation(q->perm, q->n, q->es);
         return 0;
     }
-    q->W = order == PAGEIN_ORDER_NONE ? 1 : window;
+    q->W = window; /* none: windows of groups in order, read as units; the sequence is id order */
     q->nwin = (q->G + q->W - 1) / q->W;
     q->gperm = pi_malloc((q->G ? q->G : 1) * sizeof *q->gperm);
     q->wstart = pi_malloc((q->nwin + 1) * sizeof *q->wstart);
@@ -357,7 +357,13 @@ static int ensure_mem(struct unit *u, uint64_t need) {
 static int fetch(pagein_pipe *p, struct pi_span *sp, size_t n, uint64_t *requests) {
     if (!n) return 0;
     qsort(sp, n, sizeof *sp, span_cmp);
-    struct pi_engine_opts eo = {.deliver = PI_DELIVER_BUFFERS, .depth = p->o.queue_depth, .max_gap = 0};
+    /* large requests, several in flight: 1 MiB x 8 on files (a group is
+     * one read of a few MiB: one request would be read at depth 1), the
+     * source's choice remotely */
+    struct pi_source_facts *f = pi_source_facts(p->srcs[sp[0].src]);
+    int remote = f->storage == PI_STORAGE_REMOTE;
+    struct pi_engine_opts eo = {.deliver = PI_DELIVER_BUFFERS, .request_bytes = remote ? 0 : (1u << 20),
+                                .depth = p->o.queue_depth ? p->o.queue_depth : remote ? 0 : 8, .max_gap = 0};
     struct pi_engine_stats es;
     memset(&es, 0, sizeof es);
     int rc = pi_engine_run(p->srcs, p->d->nfiles, sp, n, &eo, &es);
