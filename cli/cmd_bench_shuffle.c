@@ -832,8 +832,24 @@ static int write_format(int f, const char *dir, uint64_t rows, uint64_t row, cha
     return rc;
 }
 
+/* Called after the dataset is opened (its index read), before the timed
+ * epoch: evicts the shards and snapshots the request counters. */
+struct fmt_cold {
+    char (*paths)[PATH_MAX], (*via)[PATH_MAX];
+    const char *mnt;
+    uint64_t q0, b0;
+};
+
+static void fmt_cold(struct fmt_cold *c) {
+    evict(c->paths, NSHARDS);
+    if (c->mnt) {
+        evict(c->via, NSHARDS);
+        slowfs_counters(c->mnt, &c->q0, &c->b0);
+    }
+}
+
 static int fmt_run(const char *spec, int f, uint64_t row, int order, unsigned window, uint64_t seed, struct fres *r,
-                   uint64_t *ids, uint64_t cap) {
+                   uint64_t *ids, uint64_t cap, struct fmt_cold *cold) {
     pagein_dataset_opts dop = PAGEIN_DATASET_OPTS_INIT;
     if (f == 0) dop.record_bytes = row;
     dop.group_bytes = 4u << 20;
@@ -847,6 +863,7 @@ static int fmt_run(const char *spec, int f, uint64_t row, int order, unsigned wi
     po.seed = seed;
     po.window = window;
     pagein_pipe *p = NULL;
+    fmt_cold(cold);
     t0 = cli_now();
     if ((rc = pagein_pipe_open(&p, d, &po)) == 0) {
         pagein_item it;
@@ -990,13 +1007,12 @@ static int bench_formats(int argc, char **argv) {
                 struct fres *r = &res[nres++];
                 for (unsigned round = 0; round < rounds; round++) {
                     struct fres cur = {.fmt = FMT_NAMES[f], .fs = fsi ? "slowfs" : "local", .mode = MODES[m]};
-                    evict(paths[f], NSHARDS);
-                    if (fsi == 1) evict(via, NSHARDS);
-                    uint64_t q0 = 0, b0 = 0, q1 = 0, b1 = 0;
-                    if (fsi == 1) slowfs_counters(mnt, &q0, &b0);
+                    struct fmt_cold cold = {paths[f], via, fsi == 1 ? mnt : NULL, 0, 0};
+                    uint64_t q1 = 0, b1 = 0;
                     int rc = 0;
                     if (m == 0) {
                         size_t nids = 0;
+                        fmt_cold(&cold);
                         double t0 = cli_now();
                         rc = run_sequential(fsi ? via : paths[f], ids, &nids);
                         cur.seconds = cli_now() - t0;
@@ -1007,10 +1023,10 @@ static int bench_formats(int argc, char **argv) {
                         }
                         cur.bytes = cur.sbytes;
                     } else
-                        rc = fmt_run(spec, f, row, m - 1, window, seed, &cur, ids, rows);
+                        rc = fmt_run(spec, f, row, m - 1, window, seed, &cur, ids, rows, &cold);
                     if (fsi == 1) {
                         slowfs_counters(mnt, &q1, &b1);
-                        cur.requests = q1 - q0;
+                        cur.requests = q1 - cold.q0;
                     }
                     if (rc < 0 || (m && cur.samples != rows)) {
                         cli_error("bench shuffle", rc, "%s %s on %s failed (%" PRIu64 " of %" PRIu64 " samples)",

@@ -9,12 +9,17 @@
 
 #include <dirent.h>
 #include <fcntl.h>
+#include <fnmatch.h>
 #include <glob.h>
 #include <inttypes.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <sys/stat.h>
 #include <unistd.h>
+
+#ifdef PAGEIN_HAVE_CURL
+#include "../source/remote.h"
+#endif
 
 /* ---- the dataset object -------------------------------------------------- */
 
@@ -268,8 +273,50 @@ static char *megatron_bin(const char *uri) {
 
 static int add_one(struct ds_build *b, const struct pi_dsformat *fmt, const char *uri, const struct pi_dsopen *a);
 
-/* A directory: an index file a row claims, else every file a row's
- * suffix claims, in name order. */
+/* The shards an index file lists (MDS index.json), local or remote: read
+ * whole through the source seam, parsed by the row, each shard opened as
+ * DIR/NAME with its meta. */
+static int add_index(struct ds_build *b, const struct pi_dsformat *f, const char *dir, const char *ip,
+                     const struct pi_dsopen *a) {
+    uint8_t *buf = NULL;
+    size_t len = 0;
+    int rc = read_small(ip, &buf, &len);
+    struct pi_dsindex ix = {0};
+    if (rc == 0) rc = f->index(dir, buf, len, &ix);
+    for (size_t k = 0; rc == 0 && k < ix.n; k++) {
+        char *sp = join(dir, ix.names[k]);
+        if (!sp) {
+            rc = pi_err(-ENOMEM, "out of memory");
+            break;
+        }
+        struct pi_dsopen o = *a;
+        o.meta = ix.meta[k];
+        rc = ds_add(b, f, sp, &o);
+        pi_free(sp);
+    }
+    for (size_t k = 0; k < ix.n; k++) pi_free(ix.names[k]);
+    pi_free(ix.names);
+    pi_free(ix.meta);
+    if (f->index_free) f->index_free(&ix);
+    pi_free(buf);
+    return rc;
+}
+
+/* The row whose index file is called like the last component of uri. */
+static const struct pi_dsformat *index_row(const char *uri, const struct pi_dsformat *fmt) {
+    const char *base = strrchr(uri, '/');
+    base = base ? base + 1 : uri;
+    for (size_t i = 0; pi_dsformats[i]; i++) {
+        const struct pi_dsformat *f = pi_dsformats[i];
+        if ((fmt && f != fmt) || !f->index) continue;
+        for (const char *const *n = f->index_names; n && *n; n++)
+            if (!strcmp(base, *n)) return f;
+    }
+    return NULL;
+}
+
+/* A directory: an index file a row claims, else every file whose name a
+ * row claims, in name order. */
 static int add_dir(struct ds_build *b, const struct pi_dsformat *fmt, const char *dir, const struct pi_dsopen *a) {
     for (size_t i = 0; pi_dsformats[i]; i++) {
         const struct pi_dsformat *f = pi_dsformats[i];
@@ -278,33 +325,9 @@ static int add_dir(struct ds_build *b, const struct pi_dsformat *fmt, const char
             char *ip = join(dir, *n);
             if (!ip) return pi_err(-ENOMEM, "out of memory");
             struct stat st;
-            if (stat(ip, &st) != 0) {
-                pi_free(ip);
-                continue;
-            }
-            uint8_t *buf = NULL;
-            size_t len = 0;
-            int rc = read_small(ip, &buf, &len);
-            struct pi_dsindex ix = {0};
-            if (rc == 0) rc = f->index(dir, buf, len, &ix);
-            for (size_t k = 0; rc == 0 && k < ix.n; k++) {
-                char *sp = join(dir, ix.names[k]);
-                if (!sp) {
-                    rc = pi_err(-ENOMEM, "out of memory");
-                    break;
-                }
-                struct pi_dsopen o = *a;
-                o.meta = ix.meta[k];
-                rc = ds_add(b, f, sp, &o);
-                pi_free(sp);
-            }
-            for (size_t k = 0; k < ix.n; k++) pi_free(ix.names[k]);
-            pi_free(ix.names);
-            pi_free(ix.meta);
-            if (f->index_free) f->index_free(&ix);
-            pi_free(buf);
+            int rc = stat(ip, &st) == 0 ? add_index(b, f, dir, ip, a) : 1;
             pi_free(ip);
-            return rc;
+            if (rc <= 0) return rc;
         }
     }
     DIR *dh = opendir(dir);
@@ -334,8 +357,112 @@ static int add_dir(struct ds_build *b, const struct pi_dsformat *fmt, const char
     return rc;
 }
 
+/* A remote prefix (s3://b/p/, gs://, hf://datasets/org/name[/dir/]) or a
+ * remote glob (hf://datasets/org/name/data/ followed by a pattern): the listing, an
+ * index file in it first, else every name a row claims (or the glob
+ * matches), sorted. 1 when uri is not a listing. */
+static int add_remote_listing(struct ds_build *b, const struct pi_dsformat *fmt, const char *uri,
+                              const struct pi_dsopen *a) {
+#ifdef PAGEIN_HAVE_CURL
+    size_t ul = strlen(uri);
+    int glob = strpbrk(uri, "*?[") != NULL, slash = ul && uri[ul - 1] == '/';
+    int s3 = !strncmp(uri, "s3://", 5) || !strncmp(uri, "gs://", 5), hf = !strncmp(uri, "hf://", 5);
+    char *list = NULL, *base = NULL;
+    size_t n = 0;
+    int rc = 0;
+    const char *pattern = NULL;
+    if (s3 && (slash || glob)) {
+        /* list the directory part; the glob (if any) filters full URIs */
+        const char *cut = glob ? strpbrk(uri, "*?[") : uri + ul;
+        while (cut > uri && cut[-1] != '/') cut--;
+        base = pi_strndup(uri, (size_t)(cut - uri));
+        if (!base) return pi_err(-ENOMEM, "out of memory");
+        rc = pi_s3_list(base, &list, &n);
+        pattern = glob ? uri : NULL;
+    } else if (hf) {
+        struct pi_hf_ref r;
+        memset(&r, 0, sizeof r);
+        if ((rc = pi_hf_parse(uri, &r)) < 0) return rc;
+        size_t pl = strlen(r.path);
+        if (!(pl == 0 || r.path[pl - 1] == '/' || strpbrk(r.path, "*?["))) {
+            pi_hf_ref_free(&r);
+            return 1;
+        }
+        char *names = NULL;
+        size_t nn = 0;
+        rc = pi_hf_list(uri, &r, &names, &nn);
+        /* full URIs: the given prefix without its path, then each name */
+        size_t keep = ul - pl;
+        struct pi_buf lb = {0};
+        for (size_t i = 0, off = 0; rc == 0 && i < nn; i++) {
+            const char *nm = names + off;
+            off += strlen(nm) + 1;
+            int take = glob ? fnmatch(r.path, nm, FNM_PATHNAME) == 0 : !strncmp(nm, r.path, pl);
+            if (!take) continue;
+            pi_buf_put(&lb, uri, keep);
+            if (keep && uri[keep - 1] != '/') pi_buf_put(&lb, "/", 1);
+            pi_buf_put(&lb, nm, strlen(nm) + 1);
+            n++;
+        }
+        if (lb.oom) rc = pi_err(-ENOMEM, "out of memory");
+        list = lb.p;
+        base = pi_strndup(uri, keep);
+        pi_free(names);
+        pi_hf_ref_free(&r);
+        pattern = NULL;
+    } else {
+        return 1;
+    }
+    struct names nm = {0};
+    const char *idx = NULL;
+    for (size_t i = 0, off = 0; rc == 0 && i < n; i++) {
+        const char *u = list + off;
+        off += strlen(u) + 1;
+        if (pattern && fnmatch(pattern, u, FNM_PATHNAME) != 0) continue;
+        if (!pattern && s3 && strchr(u + strlen(base), '/')) continue; /* deeper than the prefix */
+        if (index_row(u, fmt)) {
+            if (!idx) idx = u;
+            continue;
+        }
+        const struct pi_dsformat *f = by_suffix(u);
+        if (!f || (fmt && f != fmt)) continue;
+        rc = names_add(&nm, u, strlen(u));
+    }
+    if (rc == 0 && idx) {
+        const char *sl = strrchr(idx, '/');
+        char *dir = pi_strndup(idx, sl ? (size_t)(sl - idx) : 0);
+        rc = dir ? add_index(b, index_row(idx, fmt), dir, idx, a) : pi_err(-ENOMEM, "out of memory");
+        pi_free(dir);
+    } else if (rc == 0) {
+        if (nm.n == 0) rc = pi_err(PAGEIN_E_NOT_FOUND, "%s: no dataset shards under this prefix", uri);
+        qsort(nm.v, nm.n, sizeof *nm.v, str_cmp);
+        for (size_t i = 0; i < nm.n && rc == 0; i++) rc = add_one(b, fmt, nm.v[i], a);
+    }
+    names_free(&nm);
+    pi_free(list);
+    pi_free(base);
+    return rc;
+#else
+    (void)b, (void)fmt, (void)uri, (void)a;
+    return 1;
+#endif
+}
+
 static int add_one(struct ds_build *b, const struct pi_dsformat *fmt, const char *uri, const struct pi_dsopen *a) {
     if (is_dir(uri)) return add_dir(b, fmt, uri, a);
+    const struct pi_dsformat *ixf = index_row(uri, fmt);
+    if (ixf) { /* an index file named directly (local or remote) */
+        const char *sl = strrchr(uri, '/');
+        char *dir = pi_strndup(uri, sl ? (size_t)(sl - uri) : 0);
+        if (!dir) return pi_err(-ENOMEM, "out of memory");
+        int rc = add_index(b, ixf, sl ? dir : ".", uri, a);
+        pi_free(dir);
+        return rc;
+    }
+    if (pi_source_is_remote(uri)) {
+        int rc = add_remote_listing(b, fmt, uri, a);
+        if (rc <= 0) return rc;
+    }
     const struct pi_dsformat *f = fmt;
     if (!f) {
         /* Megatron: the .idx names it; the .bin (or the prefix) is its data */
@@ -365,7 +492,9 @@ static int add_spec(struct ds_build *b, const struct pi_dsformat *fmt, const cha
     int rc = brace_expand(spec, &ex, 0);
     for (size_t i = 0; i < ex.n && rc == 0; i++) {
         const char *s = ex.v[i];
-        if (!pi_source_is_remote(s) && strpbrk(s, "*?[")) {
+        if (pi_source_is_remote(s)) {
+            rc = add_one(b, fmt, s, a);
+        } else if (strpbrk(s, "*?[")) {
             glob_t g;
             int gr = glob(s, 0, NULL, &g);
             if (gr == GLOB_NOMATCH) rc = pi_err(PAGEIN_E_NOT_FOUND, "%s: no file matches", s);

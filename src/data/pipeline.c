@@ -357,13 +357,14 @@ static int ensure_mem(struct unit *u, uint64_t need) {
 static int fetch(pagein_pipe *p, struct pi_span *sp, size_t n, uint64_t *requests) {
     if (!n) return 0;
     qsort(sp, n, sizeof *sp, span_cmp);
-    /* large requests, several in flight: 1 MiB x 8 on files (a group is
-     * one read of a few MiB: one request would be read at depth 1), the
-     * source's choice remotely */
+    /* large requests, several in flight: 1 MiB x 8 on local disks (a group
+     * is one read of a few MiB: one request would be read at depth 1), the
+     * source's choice elsewhere (network and FUSE filesystems: 1 MiB x 32;
+     * remote: large ranges on many connections) */
     struct pi_source_facts *f = pi_source_facts(p->srcs[sp[0].src]);
-    int remote = f->storage == PI_STORAGE_REMOTE;
-    struct pi_engine_opts eo = {.deliver = PI_DELIVER_BUFFERS, .request_bytes = remote ? 0 : (1u << 20),
-                                .depth = p->o.queue_depth ? p->o.queue_depth : remote ? 0 : 8, .max_gap = 0};
+    int disk = f->storage == PI_STORAGE_LOCAL || f->storage == PI_STORAGE_MEMORY;
+    struct pi_engine_opts eo = {.deliver = PI_DELIVER_BUFFERS, .request_bytes = disk ? (1u << 20) : 0,
+                                .depth = p->o.queue_depth ? p->o.queue_depth : disk ? 8 : 0, .max_gap = 0};
     struct pi_engine_stats es;
     memset(&es, 0, sizeof es);
     int rc = pi_engine_run(p->srcs, p->d->nfiles, sp, n, &eo, &es);
