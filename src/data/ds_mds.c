@@ -149,7 +149,7 @@ static int parse_config(const struct pi_dsshard *sh, struct mds *M, const uint8_
     size_t nn = 0, ne = 0, ns = 0;
     struct mcol *c = NULL;
     char **enc = NULL; /* encoding texts, parsed once the names are known (messages name the column) */
-    size_t cap = 0, ecap = 0;
+    size_t cap = 0, ecap = 0, maxi = 0; /* maxi: entries of c and enc ever filled */
     while (rc >= 0 && (rc = pi_json_next(&j, &k, &kl)) > 0) {
         int which = kl == 12 && !memcmp(k, "column_names", 12) ? 0 : kl == 16 && !memcmp(k, "column_encodings", 16) ? 1
                   : kl == 12 && !memcmp(k, "column_sizes", 12) ? 2 : -1;
@@ -167,6 +167,7 @@ static int parse_config(const struct pi_dsshard *sh, struct mds *M, const uint8_
             size_t have = cap;
             if ((rc = pi_grow((void **)&c, &cap, i + 1, sizeof *c)) < 0) break;
             if (cap > have) memset(c + have, 0, (cap - have) * sizeof *c);
+            if (i + 1 > maxi) maxi = i + 1;
             size_t ehave = ecap;
             if ((rc = pi_grow((void **)&enc, &ecap, i + 1, sizeof *enc)) < 0) break;
             if (ecap > ehave) memset(enc + ehave, 0, (ecap - ehave) * sizeof *enc);
@@ -205,6 +206,7 @@ static int parse_config(const struct pi_dsshard *sh, struct mds *M, const uint8_
     if (rc >= 0 && (nn != ne || nn != ns || nn == 0))
         rc = pi_ds_err(sh, PAGEIN_E_FORMAT, UINT64_MAX, UINT64_MAX, NULL,
                        "config lists %zu column names, %zu encodings, %zu sizes", nn, ne, ns);
+    if (rc < 0) n = maxi; /* free what was filled, wherever the parse stopped */
     for (size_t i = 0; rc >= 0 && i < n; i++)
         if (!c[i].name) rc = pi_ds_err(sh, PAGEIN_E_FORMAT, UINT64_MAX, UINT64_MAX, NULL, "column %zu has no name", i);
     for (size_t i = 0; i < n; i++) {
