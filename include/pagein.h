@@ -1023,8 +1023,9 @@ typedef struct pagein_pipe_stats {
  * of the rank slice, as a DataLoader hands them out; its part is the
  * contiguous run of those samples). Every sample comes out exactly once over
  * all ranks and workers. A background thread fetches and decodes the next
- * unit (a window of groups, or a batch) while the current one is consumed:
- * memory is two units. Sets *p only on success.
+ * unit (a window of groups, or a batch: read_batch samples, or at most
+ * `window` groups where samples are not single byte ranges) while the
+ * current one is consumed: memory is two units. Sets *p only on success.
  */
 PAGEIN_API int pagein_pipe_open(pagein_pipe **p, pagein_dataset *d, const pagein_pipe_opts *opts);
 /* 1 with the next sample, 0 at the end of this consumer's part of the epoch,
@@ -1035,6 +1036,7 @@ PAGEIN_API int pagein_pipe_next(pagein_pipe *p, pagein_item *it);
 PAGEIN_API uint64_t pagein_pipe_length(const pagein_pipe *p);
 /* Starts epoch `epoch` from its beginning (drops a resume state). */
 PAGEIN_API int pagein_pipe_set_epoch(pagein_pipe *p, uint64_t epoch);
+/* Counters so far; from the consumer's thread (samples is its count). */
 PAGEIN_API void pagein_pipe_get_stats(const pagein_pipe *p, pagein_pipe_stats *st);
 PAGEIN_API void pagein_pipe_close(pagein_pipe *p);
 /*

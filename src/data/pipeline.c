@@ -289,7 +289,8 @@ struct pagein_pipe {
     int th_on, quit;
     pthread_mutex_t mu;
     pthread_cond_t cv;
-    pagein_pipe_stats st;
+    pagein_pipe_stats st; /* the loader's counters, under mu */
+    uint64_t samples;     /* the consumer's */
     uint64_t held;
     pagein_field fields[PI_DS_MAX_COLS > 256 ? 256 : PI_DS_MAX_COLS];
     struct pi_source **srcs;
@@ -591,9 +592,12 @@ static int plan(pagein_pipe *p, const struct iv *rem, size_t nrem) {
     FORWARD_IF(pi_grow((void **)&p->ustart, &p->ucap, 1, sizeof *p->ustart));
     p->ustart[0] = 0;
     if (p->q.order == PAGEIN_ORDER_GLOBAL) {
-        for (uint64_t k = 0; k < cnt; k += o->read_batch) {
+        /* samples that are not single extents bring their whole group: a
+         * batch then holds at most `window` groups (the block order's bound) */
+        uint64_t rb = p->d->addressable ? o->read_batch : PI_MIN(o->read_batch, o->window);
+        for (uint64_t k = 0; k < cnt; k += rb) {
             FORWARD_IF(pi_grow((void **)&p->ustart, &p->ucap, p->nunits + 2, sizeof *p->ustart));
-            p->ustart[p->nunits + 1] = PI_MIN(cnt, k + o->read_batch);
+            p->ustart[p->nunits + 1] = PI_MIN(cnt, k + rb);
             p->nunits++;
         }
         return 0;
@@ -751,6 +755,7 @@ void pagein_pipe_get_stats(const pagein_pipe *p, pagein_pipe_stats *st) {
     pthread_mutex_lock(&w->mu);
     *st = p->st;
     pthread_mutex_unlock(&w->mu);
+    st->samples = p->samples; /* written by the consumer: read it from the consumer's thread */
 }
 
 int pagein_pipe_next(pagein_pipe *p, pagein_item *it) {
@@ -813,7 +818,7 @@ int pagein_pipe_next(pagein_pipe *p, pagein_item *it) {
         it->id = id;
         it->nfields = (size_t)nf;
         it->fields = p->fields;
-        p->st.samples++;
+        p->samples++;
         return 1;
     }
 }
