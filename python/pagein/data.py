@@ -575,6 +575,7 @@ class ShardDataset(_Base):
         self.loader_batch_size = max(1, int(loader_batch_size))
         self.window, self.read_batch, self.queue_depth = int(window), int(read_batch), int(queue_depth)
         self.num_workers = num_workers
+        self._shared = None  # epoch and resume state seen by persistent workers (see _sync)
         self.epoch = 0
         self._state = None  # resume state of the current epoch, or None
         self._yielded = 0
@@ -582,6 +583,7 @@ class ShardDataset(_Base):
         self._pid = None
         self._open()
         shards, self._count, self._groups = _pagein.ds_shards(self._ds)
+        self._publish()
         self.shards = [(p, f, s) for p, f, s in shards]
 
     # -- the C objects (not pickled: reopened in each worker process) --------
@@ -597,7 +599,31 @@ class ShardDataset(_Base):
         d = dict(self.__dict__)
         d["_ds"] = None
         d["_rank"], d["_world"] = self.rank_world()
+        import multiprocessing.context as _ctx
+        if _ctx.get_spawning_popen() is None:  # a plain pickle: shared memory does not travel
+            d["_shared"] = None
         return d
+
+    # -- persistent DataLoader workers -----------------------------------------
+    # A worker process keeps the copy of the dataset it started with; the
+    # epoch and resume state set later in the main process reach it through
+    # shared memory created before the workers start (fork and spawn).
+    def _publish(self):
+        if self._shared is None:
+            import multiprocessing as _mp
+            self._shared = (_mp.RawArray("q", 2), _mp.RawArray("c", 1 << 16))
+        st = (self._state or "").encode()
+        if len(st) >= (1 << 16):
+            raise Error("resume state of %d bytes (shared with workers: at most 65535)" % len(st))
+        nums, text = self._shared
+        text.value = st
+        nums[0], nums[1] = self.epoch, len(st)
+
+    def _sync(self):
+        if self._shared is not None:
+            nums, text = self._shared
+            self.epoch = int(nums[0])
+            self._state = text.value[:int(nums[1])].decode() or None
 
     # -- facts -----------------------------------------------------------------
     @property
@@ -646,6 +672,7 @@ class ShardDataset(_Base):
         if epoch != self.epoch:
             self._state = None
         self.epoch = epoch
+        self._publish()
 
     def state_dict(self, samples_seen=None, num_workers=None):
         """The resume state after every rank consumed samples_seen samples
@@ -675,6 +702,7 @@ class ShardDataset(_Base):
         self.epoch = int(state["epoch"])
         self._state = state["pipe"]
         self._yielded = 0
+        self._publish()
 
     # -- iteration -------------------------------------------------------------
     def _value(self, f):
@@ -716,6 +744,8 @@ class ShardDataset(_Base):
 
     def __iter__(self):
         worker, nw = _worker()
+        if nw > 1 or _torch is not None and _torch.utils.data.get_worker_info() is not None:
+            self._sync()
         pipe = _pagein.pipe_open(self._open(), **self._opts(worker, nw))
         self._yielded = 0
         pending = []

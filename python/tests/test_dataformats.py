@@ -134,3 +134,20 @@ def test_columns_and_errors(fx, tmp_path):
         pd.Dataset(str(bad))
     with pytest.raises(ValueError):
         ds.load_state_dict({"version": 1})
+
+
+@needs_torch
+def test_persistent_workers_see_set_epoch(fx):
+    ds = pd.Dataset(os.path.join(fx, "wds"), shuffle="block", seed=2, window=2, return_ids=True)
+    loader = torch.utils.data.DataLoader(ds, batch_size=4, num_workers=2, persistent_workers=True,
+                                         collate_fn=lambda b: b)
+    got = {}
+    for e in (0, 1):
+        ds.set_epoch(e)
+        got[e] = [i for batch in loader for i, _ in batch]
+        assert sorted(got[e]) == list(range(ds.num_samples))
+    assert got[0] != got[1]
+    ds2 = pd.Dataset(os.path.join(fx, "wds"), shuffle="block", seed=2, window=2, loader_batch_size=4, return_ids=True)
+    ds2.set_epoch(1)
+    solo = [i for i, _ in ds2]
+    assert sorted(solo) == sorted(got[1])
