@@ -154,8 +154,33 @@ def lines(out):
                                os.path.join(out, "d.jsonl.zst")])
 
 
+def megatron_and_records(out):
+    """mega/m.idx + m.bin: 50 int32 sequences of length i % 7 (some empty);
+    records/r0.bin, r1.bin: 30 and 20 records of 16 bytes."""
+    os.makedirs(os.path.join(out, "mega"), exist_ok=True)
+    lens = [i % 7 for i in range(50)]
+    ptrs, pos, data = [], 0, b""
+    for i, n in enumerate(lens):
+        ptrs.append(pos)
+        data += struct.pack("<%di" % n, *[i * 100 + j for j in range(n)])
+        pos += 4 * n
+    docs = [0, 25, 50]
+    idx = b"MMIDIDX\0\0" + struct.pack("<QBQQ", 1, 4, len(lens), len(docs))
+    idx += struct.pack("<%di" % len(lens), *lens) + struct.pack("<%dq" % len(ptrs), *ptrs)
+    idx += struct.pack("<%dq" % len(docs), *docs)
+    with open(os.path.join(out, "mega", "m.idx"), "wb") as fh:
+        fh.write(idx)
+    with open(os.path.join(out, "mega", "m.bin"), "wb") as fh:
+        fh.write(data)
+    os.makedirs(os.path.join(out, "records"), exist_ok=True)
+    for k, n in enumerate((30, 20)):
+        with open(os.path.join(out, "records", "r%d.bin" % k), "wb") as fh:
+            fh.write(b"".join(struct.pack("<I", 1000 * k + i) + bytes(12) for i in range(n)))
+
+
 def main():
     out = sys.argv[1]
+    megatron_and_records(out)
     wds(os.path.join(out, "wds"))
     gnu_tar(os.path.join(out, "wds"), None)
     with open(os.path.join(out, "wds", "shard-00.tar"), "rb") as fh, \

@@ -54,12 +54,16 @@ static uint64_t drain(pagein_dataset *d, const pagein_pipe_opts *o, uint64_t *ou
     return n;
 }
 
-static const char *const SPECS[] = {"wds", "mds", "lines", "wds-gz.tar.gz", "wds/shard-{01..02}.tar"};
+static const char *const SPECS[] = {"wds", "mds", "lines", "wds-gz.tar.gz", "wds/shard-{01..02}.tar", "mega/m.idx",
+                                    "records"};
 
 TEST(dataformats_exactly_once) {
     if (!fixtures()) SKIP_BECAUSE("/usr/bin/python3 cannot write the fixtures");
     for (size_t s = 0; s < (sizeof SPECS / sizeof SPECS[0]); s++) {
-        pagein_dataset *d = open_ds(fx(SPECS[s]), NULL);
+        pagein_dataset_opts dop = PAGEIN_DATASET_OPTS_INIT;
+        if (!strcmp(SPECS[s], "records")) dop.record_bytes = 16, dop.group_bytes = 64;
+        if (!strcmp(SPECS[s], "mega/m.idx")) dop.group_bytes = 40;
+        pagein_dataset *d = open_ds(fx(SPECS[s]), &dop);
         if (!d) continue;
         uint64_t n = pagein_dataset_count(d);
         CHECK(n > 0);
@@ -293,6 +297,32 @@ TEST(dataformats_values) {
         pagein_item it;
         for (int k = 0; p && k < 3 && pagein_pipe_next(p, &it) == 1; k++)
             CHECK(it.fields[0].nbytes == strlen(want[k]) && !memcmp(it.fields[0].data, want[k], strlen(want[k])));
+        pagein_pipe_close(p);
+        pagein_dataset_close(d);
+    }
+    /* Megatron through the table: tokens i * 100 + j, sequences of i % 7 (empty ones too) */
+    d = open_ds(fx("mega/m.idx"), NULL);
+    if (d) {
+        CHECK_STR(pagein_dataset_format(d, 0), "megatron");
+        CHECK_EQ(pagein_dataset_count(d), 50);
+        pagein_pipe_opts o = PAGEIN_PIPE_OPTS_INIT;
+        o.order = PAGEIN_ORDER_GLOBAL;
+        pagein_pipe *p = NULL;
+        CHECK_OK(pagein_pipe_open(&p, d, &o));
+        pagein_item it;
+        int k = 0;
+        while (p && pagein_pipe_next(p, &it) == 1) {
+            const pagein_field *t = &it.fields[0];
+            CHECK(it.nfields == 1 && t->type == PAGEIN_FIELD_INT && t->width == 4 && t->ndim == 1 &&
+                  t->shape[0] == it.id % 7 && t->nbytes == 4 * (it.id % 7));
+            for (uint64_t j = 0; j < t->shape[0]; j++) {
+                int32_t v;
+                memcpy(&v, (const uint8_t *)t->data + 4 * j, 4);
+                CHECK_EQ(v, (int32_t)(it.id * 100 + j));
+            }
+            k++;
+        }
+        CHECK_EQ(k, 50);
         pagein_pipe_close(p);
         pagein_dataset_close(d);
     }
