@@ -890,7 +890,7 @@ static int fmt_run(const char *spec, int f, uint64_t row, int order, unsigned wi
 static int bench_formats(int argc, char **argv) {
     uint64_t size = 256ull << 20, row = 32 << 10, seed = 1234;
     const char *dir = NULL, *slowfs_bin = NULL;
-    int json = 0, local = 1, slow = 0, want[NFMT] = {1, 1, 1, 1};
+    int json = 0, local = 1, slow = 0, write_only = 0, want[NFMT] = {1, 1, 1, 1};
     unsigned window = 8, rounds = 1;
     long delay = 1000, ra = 4;
     static char self[PATH_MAX], sbin[PATH_MAX + 16];
@@ -918,6 +918,7 @@ static int bench_formats(int argc, char **argv) {
             i++;
         } else if (!strcmp(a, "--formats")) {
         } else if (!strcmp(a, "--json")) json = 1;
+        else if (!strcmp(a, "--write-only")) write_only = 1;
         else if (!strcmp(a, "--slowfs")) slow = 1;
         else if (!strcmp(a, "--slowfs-only")) slow = 1, local = 0;
         else if (!v) bad = 1;
@@ -965,6 +966,10 @@ static int bench_formats(int argc, char **argv) {
         if (f == 0) dop.record_bytes = row;
         pagein_dataset *d = NULL;
         if (pagein_dataset_open(&d, sub[f], &dop) == 0) pagein_dataset_close(d);
+    }
+    if (write_only) { /* the shards stay in --dir (bench/formats_http.sh serves them) */
+        if (!json) printf("%" PRIu64 " rows of %" PRIu64 " bytes per format under %s\n", rows, row, absdir);
+        return EXIT_OK;
     }
     uint64_t *ids = malloc(rows * sizeof *ids);
     struct fres *res = calloc((size_t)NFMT * 4 * 2, sizeof *res);

@@ -55,6 +55,7 @@ static void usage(FILE *out) {
             "  --batch-size B      the loader batch: workers get whole batches (default 1)\n"
             "  --window N          block: groups shuffled together (default 8)\n"
             "  --group-size SIZE   bytes per group of addressable shards (default 4M)\n"
+            "  --cache-dir DIR     where indexes of read-only or remote shards are cached (tar)\n"
             "  --columns A,B       read only these fields\n"
             "  --state TEXT        resume from a state printed by --state-after\n"
             "  --state-after N     print the state after every rank consumed N samples, and exit\n"
@@ -138,6 +139,7 @@ static int pipe_main(int argc, char **argv) {
             memcpy(spec + specn, v, l + 1);
             specn += l;
         } else if (!strcmp(a, "--data-format")) dop.format = v;
+        else if (!strcmp(a, "--cache-dir")) dop.cache_dir = v;
         else if (!strcmp(a, "--record-size")) bad = cli_parse_size(v, &dop.record_bytes) < 0 || !dop.record_bytes;
         else if (!strcmp(a, "--group-size")) bad = cli_parse_size(v, &dop.group_bytes) < 0 || !dop.group_bytes;
         else if (!strcmp(a, "--order")) {

@@ -35,42 +35,115 @@ void pagein_dataset_close(pagein_dataset *d) {
     pi_free(d);
 }
 
-struct ds_build {
-    pagein_dataset *d;
-    size_t cap;
+/* Shards are collected first and opened together: each open of a remote
+ * shard costs a few round trips (the source, the head and tail the rows
+ * detect by, the footer or index), so hundreds of shards are opened by
+ * up to 16 threads at once. */
+struct pending {
+    const struct pi_dsformat *fmt;
+    char *uri;
+    struct pi_dsopen a;
+    struct pi_dsshard *sh;
+    int rc;
+    char err[1024];
 };
 
+struct kept_index { /* an index whose meta pending shards point into */
+    const struct pi_dsformat *f;
+    struct pi_dsindex ix;
+    uint8_t *buf;
+};
+
+struct ds_build {
+    pagein_dataset *d;
+    struct pending *p;
+    size_t n, cap;
+    struct kept_index *ki;
+    size_t nki, kicap;
+};
+
+static void kept_index_free(struct kept_index *k) {
+    for (size_t j = 0; j < k->ix.n; j++) pi_free(k->ix.names[j]);
+    pi_free(k->ix.names);
+    pi_free(k->ix.meta);
+    if (k->f->index_free) k->f->index_free(&k->ix);
+    pi_free(k->buf);
+}
+
 static int ds_add(struct ds_build *b, const struct pi_dsformat *fmt, const char *uri, const struct pi_dsopen *a) {
-    pagein_dataset *d = b->d;
-    if (d->nfiles == b->cap) {
-        size_t c1 = b->cap, c2 = b->cap;
-        FORWARD_IF(pi_grow((void **)&d->files, &c1, d->nfiles + 1, sizeof *d->files));
-        FORWARD_IF(pi_grow((void **)&d->shards, &c2, d->nfiles + 1, sizeof *d->shards));
-        b->cap = PI_MIN(c1, c2);
-    }
-    if (d->nfiles >= UINT32_MAX) return pi_err(PAGEIN_E_LIMIT, "dataset: more than 2^32 shards");
-    struct pi_dsopen o = *a;
-    o.uri = uri;
-    struct pi_dsshard *sh = NULL;
-    FORWARD_IF(pi_ds_shard_open(&sh, fmt, uri, &o));
-    struct pi_ds_file *f = &d->files[d->nfiles];
-    memset(f, 0, sizeof *f);
-    f->path = pi_strndup(uri, strlen(uri));
-    if (!f->path) {
-        pi_ds_shard_close(sh);
-        return pi_err(-ENOMEM, "%s: out of memory", uri);
-    }
-    d->shards[d->nfiles++] = sh;
-    f->fd = sh->src->fd;
-    f->size = sh->src->size;
-    f->first = d->nsamples;
-    f->count = sh->nsamples;
-    if (pi_add_overflow(d->nsamples, sh->nsamples, &d->nsamples))
-        return pi_err(PAGEIN_E_OVERFLOW, "dataset: sample count overflows");
+    if (b->n >= UINT32_MAX) return pi_err(PAGEIN_E_LIMIT, "dataset: more than 2^32 shards");
+    FORWARD_IF(pi_grow((void **)&b->p, &b->cap, b->n + 1, sizeof *b->p));
+    struct pending *e = &b->p[b->n];
+    memset(e, 0, sizeof *e);
+    e->fmt = fmt;
+    e->a = *a;
+    if (!(e->uri = pi_strndup(uri, strlen(uri)))) return pi_err(-ENOMEM, "%s: out of memory", uri);
+    e->a.uri = e->uri;
+    b->n++;
     return 0;
 }
 
-static int ds_finish(pagein_dataset *d) {
+/* Drops what was collected and not made the dataset's: pending shards
+ * (a failure before ds_finish) and the indexes they pointed into. */
+static void ds_drop_pending(struct ds_build *b) {
+    for (size_t i = 0; i < b->n; i++) {
+        pi_ds_shard_close(b->p[i].sh);
+        pi_free(b->p[i].uri);
+    }
+    pi_free(b->p);
+    b->p = NULL;
+    b->n = b->cap = 0;
+    for (size_t i = 0; i < b->nki; i++) kept_index_free(&b->ki[i]);
+    pi_free(b->ki);
+    b->ki = NULL;
+    b->nki = b->kicap = 0;
+}
+
+static int open_one(void *ctx, size_t i) {
+    struct pending *e = &((struct ds_build *)ctx)->p[i];
+    e->rc = pi_ds_shard_open(&e->sh, e->fmt, e->uri, &e->a);
+    if (e->rc < 0) snprintf(e->err, sizeof e->err, "%s", pagein_last_error_detail());
+    return 0; /* every shard is tried; the first failure in order is reported */
+}
+
+/* Opens the pending shards (in parallel when there are several) and makes
+ * them the dataset's, in order. */
+static int ds_open_pending(struct ds_build *b) {
+    pagein_dataset *d = b->d;
+    int rc = 0;
+    if (b->n > 1)
+        rc = pi_parallel((unsigned)PI_MIN(b->n, (size_t)16), b->n, open_one, b);
+    else if (b->n == 1)
+        open_one(b, 0);
+    for (size_t i = 0; rc == 0 && i < b->n; i++)
+        if (b->p[i].rc < 0) rc = pi_err(b->p[i].rc, "%s", b->p[i].err);
+    if (rc == 0) {
+        d->files = pi_calloc(b->n ? b->n : 1, sizeof *d->files);
+        d->shards = pi_calloc(b->n ? b->n : 1, sizeof *d->shards);
+        if (!d->files || !d->shards) rc = pi_err(-ENOMEM, "dataset: out of memory");
+    }
+    for (size_t i = 0; rc == 0 && i < b->n; i++) {
+        struct pending *e = &b->p[i];
+        struct pi_ds_file *f = &d->files[i];
+        f->path = e->uri;
+        e->uri = NULL;
+        f->fd = e->sh->src->fd;
+        f->size = e->sh->src->size;
+        f->first = d->nsamples;
+        f->count = e->sh->nsamples;
+        d->shards[i] = e->sh;
+        e->sh = NULL;
+        d->nfiles++;
+        if (pi_add_overflow(d->nsamples, f->count, &d->nsamples))
+            rc = pi_err(PAGEIN_E_OVERFLOW, "dataset: sample count overflows");
+    }
+    ds_drop_pending(b);
+    return rc;
+}
+
+static int ds_finish(struct ds_build *b) {
+    FORWARD_IF(ds_open_pending(b));
+    pagein_dataset *d = b->d;
     d->gfirst = pi_malloc((d->nfiles + 1) * sizeof *d->gfirst);
     if (!d->gfirst) return pi_err(-ENOMEM, "dataset: out of memory");
     d->addressable = 1;
@@ -128,15 +201,16 @@ int pagein_dataset_open_records(pagein_dataset **out, const char *const *paths, 
     RETURN_IF(npaths > UINT32_MAX, PAGEIN_E_LIMIT, "dataset: %zu files", npaths);
     pagein_dataset *d = ds_new(PI_DS_RECORDS);
     if (!d) return pi_err(-ENOMEM, "dataset: out of memory");
-    struct ds_build b = {d, 0};
+    struct ds_build b = {d, NULL, 0, 0, NULL, 0, 0};
     struct pi_dsopen a = {.record_bytes = record_bytes, .group_bytes = 16u << 20};
     int rc = 0;
     for (size_t i = 0; i < npaths && rc == 0; i++) {
         if (!paths[i]) rc = pi_err(PAGEIN_E_INVALID, "dataset: path %zu is NULL", i);
         else rc = ds_add(&b, &pi_dsformat_records, paths[i], &a);
     }
-    if (rc == 0) rc = ds_finish(d);
+    if (rc == 0) rc = ds_finish(&b);
     if (rc < 0) {
+        ds_drop_pending(&b);
         pagein_dataset_close(d);
         return rc;
     }
@@ -157,10 +231,11 @@ int pagein_dataset_open_megatron(pagein_dataset **out, const char *prefix) {
     }
     memcpy(p, prefix, pl);
     memcpy(p + pl, ".bin", 5);
-    struct ds_build b = {d, 0};
+    struct ds_build b = {d, NULL, 0, 0, NULL, 0, 0};
     struct pi_dsopen a = {.group_bytes = 16u << 20};
     rc = ds_add(&b, &pi_dsformat_megatron, p, &a);
-    if (rc == 0) rc = ds_finish(d);
+    if (rc == 0) rc = ds_finish(&b);
+    else ds_drop_pending(&b);
 done:
     pi_free(p);
     if (rc < 0)
@@ -278,27 +353,25 @@ static int add_one(struct ds_build *b, const struct pi_dsformat *fmt, const char
  * DIR/NAME with its meta. */
 static int add_index(struct ds_build *b, const struct pi_dsformat *f, const char *dir, const char *ip,
                      const struct pi_dsopen *a) {
-    uint8_t *buf = NULL;
+    FORWARD_IF(pi_grow((void **)&b->ki, &b->kicap, b->nki + 1, sizeof *b->ki));
+    struct kept_index *k = &b->ki[b->nki];
+    memset(k, 0, sizeof *k);
+    k->f = f;
     size_t len = 0;
-    int rc = read_small(ip, &buf, &len);
-    struct pi_dsindex ix = {0};
-    if (rc == 0) rc = f->index(dir, buf, len, &ix);
-    for (size_t k = 0; rc == 0 && k < ix.n; k++) {
-        char *sp = join(dir, ix.names[k]);
+    int rc = read_small(ip, &k->buf, &len);
+    if (rc == 0) rc = f->index(dir, k->buf, len, &k->ix);
+    b->nki++; /* kept until the shards are open: their meta points into it */
+    for (size_t j = 0; rc == 0 && j < k->ix.n; j++) {
+        char *sp = join(dir, k->ix.names[j]);
         if (!sp) {
             rc = pi_err(-ENOMEM, "out of memory");
             break;
         }
         struct pi_dsopen o = *a;
-        o.meta = ix.meta[k];
+        o.meta = k->ix.meta[j];
         rc = ds_add(b, f, sp, &o);
         pi_free(sp);
     }
-    for (size_t k = 0; k < ix.n; k++) pi_free(ix.names[k]);
-    pi_free(ix.names);
-    pi_free(ix.meta);
-    if (f->index_free) f->index_free(&ix);
-    pi_free(buf);
     return rc;
 }
 
@@ -544,7 +617,7 @@ int pagein_dataset_open(pagein_dataset **out, const char *spec, const pagein_dat
     if (!fmt && o.record_bytes) fmt = &pi_dsformat_records;
     pagein_dataset *d = ds_new(fmt == &pi_dsformat_records ? PI_DS_RECORDS : PI_DS_TABLE);
     if (!d) return pi_err(-ENOMEM, "dataset: out of memory");
-    struct ds_build b = {d, 0};
+    struct ds_build b = {d, NULL, 0, 0, NULL, 0, 0};
     struct pi_dsopen a = {.columns = o.columns, .ncolumns = o.columns ? o.ncolumns : 0, .cache_dir = o.cache_dir,
                           .group_bytes = o.group_bytes ? o.group_bytes : (4u << 20), .record_bytes = o.record_bytes,
                           .flags = o.flags};
@@ -562,9 +635,10 @@ int pagein_dataset_open(pagein_dataset **out, const char *spec, const pagein_dat
         }
         p += n + (nl ? 1 : 0);
     }
-    if (rc == 0 && d->nfiles == 0) rc = pi_err(PAGEIN_E_NOT_FOUND, "dataset: '%s' names no shard", spec);
-    if (rc == 0) rc = ds_finish(d);
+    if (rc == 0 && b.n == 0) rc = pi_err(PAGEIN_E_NOT_FOUND, "dataset: '%s' names no shard", spec);
+    if (rc == 0) rc = ds_finish(&b);
     if (rc < 0) {
+        ds_drop_pending(&b);
         pagein_dataset_close(d);
         return rc;
     }
