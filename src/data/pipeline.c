@@ -359,13 +359,22 @@ static int fetch(pagein_pipe *p, struct pi_span *sp, size_t n, uint64_t *request
     if (!n) return 0;
     qsort(sp, n, sizeof *sp, span_cmp);
     /* large requests, several in flight: 1 MiB x 8 on local disks (a group
-     * is one read of a few MiB: one request would be read at depth 1), the
-     * source's choice elsewhere (network and FUSE filesystems: 1 MiB x 32;
-     * remote: large ranges on many connections) */
+     * is one read of a few MiB: one request would be read at depth 1);
+     * network and FUSE filesystems: their facts (1 MiB x 32); remote: the
+     * unit over 16 connections */
     struct pi_source_facts *f = pi_source_facts(p->srcs[sp[0].src]);
     int disk = f->storage == PI_STORAGE_LOCAL || f->storage == PI_STORAGE_MEMORY;
-    struct pi_engine_opts eo = {.deliver = PI_DELIVER_BUFFERS, .request_bytes = disk ? (1u << 20) : 0,
-                                .depth = p->o.queue_depth ? p->o.queue_depth : disk ? 8 : 0, .max_gap = 0};
+    uint64_t req = disk ? (1u << 20) : 0, total = 0;
+    unsigned depth = p->o.queue_depth ? p->o.queue_depth : disk ? 8 : 0;
+    if (f->storage == PI_STORAGE_REMOTE) {
+        /* a unit's bytes spread over 16 connections: 1-8 MiB ranges (one
+         * 8 MiB range a connection left 12 of them idle for a 32 MiB unit) */
+        for (size_t i = 0; i < n; i++) total += sp[i].len;
+        req = PI_MAX((uint64_t)1 << 20, PI_MIN((uint64_t)8 << 20, pi_align_up(total / 16, 1u << 20)));
+        /* single samples (global order): latency-bound, many in flight */
+        if (!p->o.queue_depth) depth = total / n < ((uint64_t)1 << 20) ? 64 : 16;
+    }
+    struct pi_engine_opts eo = {.deliver = PI_DELIVER_BUFFERS, .request_bytes = req, .depth = depth, .max_gap = 0};
     struct pi_engine_stats es;
     memset(&es, 0, sizeof es);
     int rc = pi_engine_run(p->srcs, p->d->nfiles, sp, n, &eo, &es);
