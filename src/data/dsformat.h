@@ -56,7 +56,9 @@
  * Thread safety
  *  - detect() and index() are pure functions of their arguments.
  *  - open() and close() are called once per shard, never concurrently
- *    with anything else on that shard.
+ *    with anything else on that shard. open() of distinct shards runs on
+ *    several threads at once (the table opens up to 16 shards together,
+ *    remote ones cost round trips): keep no global mutable state.
  *  - After open() the shard is read-only: group(), ranges(), locate(),
  *    decode(), fields(), sample() and group_free() may be called from any
  *    number of threads at once, on distinct pi_dsgroup objects (the
