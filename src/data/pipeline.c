@@ -334,18 +334,6 @@ static int ug_cmp(const void *a, const void *b) {
     return (x->first > y->first) - (x->first < y->first);
 }
 
-struct spanref {
-    uint32_t src;
-    uint64_t off, len;
-    uint8_t **dst;
-};
-
-static int span_cmp(const void *a, const void *b) {
-    const struct pi_span *x = a, *y = b;
-    if (x->src != y->src) return x->src < y->src ? -1 : 1;
-    return (x->off > y->off) - (x->off < y->off);
-}
-
 static int ensure_mem(struct unit *u, uint64_t need) {
     if (need <= u->memcap) return 0;
     uint8_t *m = pi_realloc(u->mem, need);
@@ -357,7 +345,6 @@ static int ensure_mem(struct unit *u, uint64_t need) {
 
 static int fetch(pagein_pipe *p, struct pi_span *sp, size_t n, uint64_t *requests) {
     if (!n) return 0;
-    qsort(sp, n, sizeof *sp, span_cmp);
     /* large requests, several in flight: 1 MiB x 8 on local disks (a group
      * is one read of a few MiB: one request would be read at depth 1);
      * network and FUSE filesystems: their facts (1 MiB x 32); remote: the
@@ -379,6 +366,51 @@ static int fetch(pagein_pipe *p, struct pi_span *sp, size_t n, uint64_t *request
     memset(&es, 0, sizeof es);
     int rc = pi_engine_run(p->srcs, p->d->nfiles, sp, n, &eo, &es);
     *requests += es.requests;
+    return rc;
+}
+
+/* What a unit wants read: len bytes at off of source src, whose address
+ * goes to *out. */
+struct want {
+    uint32_t src;
+    uint64_t off, len;
+    const uint8_t **out;
+};
+
+static int want_cmp(const void *a, const void *b) {
+    const struct want *x = a, *y = b;
+    if (x->src != y->src) return x->src < y->src ? -1 : 1;
+    return (x->off > y->off) - (x->off < y->off);
+}
+
+/* Reads every want into u->mem: sorted by (source, offset), neighbours in
+ * the file laid out as neighbours in memory and read as one span, so that
+ * every request of the engine lands straight in its place. */
+static int fetch_wants(pagein_pipe *p, struct unit *u, struct want *w, size_t n, uint64_t *requests) {
+    qsort(w, n, sizeof *w, want_cmp);
+    struct pi_span *sp = pi_malloc((n ? n : 1) * sizeof *sp);
+    if (!sp) return pi_err(-ENOMEM, "pipe: out of memory");
+    uint64_t at = 0;
+    size_t ns = 0;
+    for (size_t i = 0; i < n; i++) {
+        if (!w[i].len) continue;
+        struct pi_span *last = ns ? &sp[ns - 1] : NULL;
+        if (last && last->src == w[i].src && last->off + last->len == w[i].off) {
+            last->len += w[i].len; /* adjacent: no padding between them */
+            at += w[i].len;
+        } else {
+            at = pi_align_up(at, 64);
+            sp[ns++] = (struct pi_span){w[i].src, w[i].off, w[i].len, (void *)(uintptr_t)at};
+            at += w[i].len;
+        }
+        *w[i].out = (const uint8_t *)(uintptr_t)(at - w[i].len); /* an offset until the buffer exists */
+    }
+    int rc = ensure_mem(u, at ? at : 1);
+    for (size_t i = 0; i < n; i++) *w[i].out = w[i].len ? u->mem + (uintptr_t)*w[i].out : (const uint8_t *)"";
+    for (size_t i = 0; i < ns; i++) sp[i].dst = u->mem + (uintptr_t)sp[i].dst;
+    if (rc == 0) rc = fetch(p, sp, ns, requests);
+    pi_free(sp);
+    u->bytes = at;
     return rc;
 }
 
@@ -413,29 +445,20 @@ static int unit_load(pagein_pipe *p, size_t k, struct unit *u, uint64_t *request
             u->s = ns;
             u->scap = n;
         }
-        struct pi_span *sp = pi_malloc((n ? n : 1) * sizeof *sp);
-        if (!sp) return pi_err(-ENOMEM, "pipe: out of memory");
-        uint64_t total = 0;
+        struct want *w = pi_malloc((n ? n : 1) * sizeof *w);
+        if (!w) return pi_err(-ENOMEM, "pipe: out of memory");
         int rc = 0;
         for (uint64_t i = 0; i < n && rc == 0; i++) {
-            size_t s = pi_ds_shard_of(d, u->ids[i]);
+            size_t sh = pi_ds_shard_of(d, u->ids[i]);
             struct usample *us = &u->s[i];
-            us->shard = s;
-            us->local = u->ids[i] - d->files[s].first;
-            uint64_t off;
-            rc = d->shards[s]->fmt->locate(d->shards[s], us->local, &off, &us->len);
-            sp[i] = (struct pi_span){(uint32_t)s, off, us->len, (void *)(uintptr_t)total};
-            total += pi_align_up(us->len, 64);
+            us->shard = sh;
+            us->local = u->ids[i] - d->files[sh].first;
+            uint64_t off = 0;
+            rc = d->shards[sh]->fmt->locate(d->shards[sh], us->local, &off, &us->len);
+            w[i] = (struct want){(uint32_t)sh, off, us->len, &us->p};
         }
-        if (rc == 0) rc = ensure_mem(u, total ? total : 1);
-        size_t ns = 0;
-        for (uint64_t i = 0; i < n && rc == 0; i++) {
-            u->s[i].p = u->mem + (uintptr_t)sp[i].dst;
-            if (sp[i].len) sp[ns++] = (struct pi_span){sp[i].src, sp[i].off, sp[i].len, u->mem + (uintptr_t)sp[i].dst};
-        }
-        if (rc == 0) rc = fetch(p, sp, ns, requests);
-        pi_free(sp);
-        u->bytes = total;
+        if (rc == 0) rc = fetch_wants(p, u, w, (size_t)n, requests);
+        pi_free(w);
         return rc;
     }
     /* groups: the distinct groups the ids fall in */
@@ -468,10 +491,9 @@ static int unit_load(pagein_pipe *p, size_t k, struct unit *u, uint64_t *request
         ug->grp.info = gi;
     }
     qsort(u->g, u->ng, sizeof *u->g, ug_cmp);
-    /* ranges of every group, one buffer */
-    struct pi_span *sp = NULL;
-    size_t nsp = 0, spcap = 0;
-    uint64_t total = 0;
+    /* ranges of every group, read together */
+    struct want *w = NULL;
+    size_t nw = 0, wcap = 0;
     int rc = 0;
     for (size_t j = 0; j < u->ng && rc == 0; j++) {
         struct ugroup *ug = &u->g[j];
@@ -498,26 +520,18 @@ static int unit_load(pagein_pipe *p, size_t k, struct unit *u, uint64_t *request
                 rc = pi_ds_err(sh, PAGEIN_E_FORMAT, ug->grp.g, UINT64_MAX, NULL, "range past the end of the shard");
                 break;
             }
-            if ((rc = pi_grow((void **)&sp, &spcap, nsp + 1, sizeof *sp)) < 0) break;
-            sp[nsp++] = (struct pi_span){(uint32_t)ug->shard, r[i].off, r[i].len, (void *)(uintptr_t)total};
-            ug->bufs[i] = (struct pi_dsbuf){(const uint8_t *)(uintptr_t)total, r[i].len};
-            total += pi_align_up(r[i].len, 64);
+            if ((rc = pi_grow((void **)&w, &wcap, nw + 1, sizeof *w)) < 0) break;
+            ug->bufs[i].len = r[i].len;
+            w[nw++] = (struct want){(uint32_t)ug->shard, r[i].off, r[i].len, &ug->bufs[i].p};
         }
         ug->grp.nbufs = (size_t)nr;
+        ug->grp.bufs = ug->bufs;
         if (r != rr) pi_free(r);
     }
-    if (rc == 0) rc = ensure_mem(u, total ? total : 1);
-    if (rc == 0) {
-        size_t m = 0;
-        for (size_t i = 0; i < nsp; i++)
-            if (sp[i].len) sp[m++] = (struct pi_span){sp[i].src, sp[i].off, sp[i].len, u->mem + (uintptr_t)sp[i].dst};
-        rc = fetch(p, sp, m, requests);
-    }
-    pi_free(sp);
+    if (rc == 0) rc = fetch_wants(p, u, w, nw, requests);
+    pi_free(w);
     for (size_t j = 0; j < u->ng; j++) {
         struct ugroup *ug = &u->g[j];
-        for (size_t i = 0; ug->bufs && i < ug->grp.nbufs; i++) ug->bufs[i].p = u->mem + (uintptr_t)ug->bufs[i].p;
-        ug->grp.bufs = ug->bufs;
         if (rc == 0) {
             rc = pi_ds_decode(d->shards[ug->shard], &ug->grp);
             if (rc < 0) { /* not decoded: nothing to free */
@@ -526,7 +540,6 @@ static int unit_load(pagein_pipe *p, size_t k, struct unit *u, uint64_t *request
             }
         }
     }
-    u->bytes = total;
     return rc;
 }
 
