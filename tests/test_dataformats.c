@@ -531,3 +531,51 @@ TEST(dataformats_tar_index_cache) {
     }
     return PASS;
 }
+
+TEST(dataformats_lines_index_cache) {
+    /* a JSONL file of 1.5 MiB: its line index is cached beside it */
+    const char *p = pt_tmppath("big.jsonl"), *c = pt_tmppath("big.jsonl.pagein-idx");
+    size_t n = 0, cap = 3u << 19;
+    char *t = malloc(cap + 64);
+    int lines = 0;
+    while (n < cap) n += (size_t)snprintf(t + n, 64, "{\"i\": %d}\n%s", lines, lines % 5 == 0 ? "\n" : ""), lines++;
+    CHECK_EQ(write_bytes(p, t, n), 0);
+    free(t);
+    unlink(c);
+    pagein_dataset *d = open_ds(p, NULL);
+    if (!d) return FAIL;
+    CHECK_EQ(pagein_dataset_count(d), lines);
+    pagein_dataset_close(d);
+    CHECK(access(c, R_OK) == 0);
+    for (int round = 0; round < 2; round++) {
+        d = open_ds(p, NULL); /* from the cache, then after damaging it */
+        if (!d) return FAIL;
+        CHECK_EQ(pagein_dataset_count(d), lines);
+        pagein_pipe_opts o = PAGEIN_PIPE_OPTS_INIT;
+        o.order = PAGEIN_ORDER_GLOBAL;
+        pagein_pipe *pp = NULL;
+        CHECK_OK(pagein_pipe_open(&pp, d, &o));
+        pagein_item it;
+        int k = 0;
+        while (pp && pagein_pipe_next(pp, &it) == 1) {
+            char w[32];
+            snprintf(w, sizeof w, "{\"i\": %d}", (int)it.id);
+            if (it.fields[0].nbytes != strlen(w) || memcmp(it.fields[0].data, w, strlen(w))) {
+                CHECK(0);
+                break;
+            }
+            k++;
+        }
+        CHECK_EQ(k, lines);
+        pagein_pipe_close(pp);
+        pagein_dataset_close(d);
+        size_t cn = 0;
+        uint8_t *cb = pt_read_file(c, &cn);
+        if (cb && cn > 64) {
+            for (size_t i = cn - 64; i < cn; i++) cb[i] ^= 0x3c;
+            write_bytes(c, cb, cn);
+        }
+        free(cb);
+    }
+    return PASS;
+}

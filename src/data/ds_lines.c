@@ -97,6 +97,62 @@ static int inflate_all(const struct pi_dsshard *sh, int z, const uint8_t *in, si
                        : pi_ds_unzstd_all(in, n, max, out, olen, sh->name);
 }
 
+/* The cached line index: u32 z, u64 text bytes, u64 lines, then per line
+ * u64 offset and u64 length. Checked like any input: ascending, inside the
+ * text. 1 loaded, 0 not usable. */
+#define LIX_MAGIC "PGLNIX01"
+
+static uint64_t ld64(const uint8_t *p) {
+    uint64_t v = 0;
+    for (int i = 7; i >= 0; i--) v = v << 8 | p[i];
+    return v;
+}
+
+static int cache_load(const struct pi_dsshard *sh, struct lines *L, const char *path) {
+    uint8_t *b;
+    size_t n;
+    if (pi_ds_cache_read(sh, path, LIX_MAGIC, &b, &n) <= 0) return 0;
+    int ok = 0;
+    if (n >= 20) {
+        uint32_t z = b[0];
+        uint64_t tb = ld64(b + 4), cnt = ld64(b + 12), span = z ? tb : sh->src->size, prev = 0;
+        if (z <= Z_ZSTD && cnt <= (n - 20) / 16 && cnt * 16 == n - 20 && (L->off = pi_malloc((size_t)(cnt ? cnt : 1) * 8)) &&
+            (L->len = pi_malloc((size_t)(cnt ? cnt : 1) * 8))) {
+            ok = 1;
+            for (uint64_t i = 0; i < cnt && ok; i++) {
+                uint64_t o = ld64(b + 20 + 16 * i), l = ld64(b + 28 + 16 * i);
+                if (o < prev || l == 0 || l > span || o > span - l) ok = 0;
+                L->off[i] = o, L->len[i] = l;
+                prev = o + l;
+            }
+            if (ok) L->n = L->cap = cnt, L->z = (int)z, L->text_bytes = tb;
+        }
+    }
+    pi_free(b);
+    if (!ok) {
+        pi_free(L->off), pi_free(L->len);
+        L->off = L->len = NULL;
+        L->n = L->cap = 0;
+    }
+    return ok;
+}
+
+static void cache_store(const struct pi_dsshard *sh, const struct lines *L, const char *path) {
+    size_t n = 20 + (size_t)L->n * 16;
+    uint8_t *b = pi_malloc(n);
+    if (!b) return;
+    memset(b, 0, 20);
+    b[0] = (uint8_t)L->z;
+    for (int i = 0; i < 8; i++) b[4 + i] = (uint8_t)(L->text_bytes >> (8 * i)), b[12 + i] = (uint8_t)(L->n >> (8 * i));
+    for (uint64_t k = 0; k < L->n; k++)
+        for (int i = 0; i < 8; i++) {
+            b[20 + 16 * k + (uint64_t)i] = (uint8_t)(L->off[k] >> (8 * i));
+            b[28 + 16 * k + (uint64_t)i] = (uint8_t)(L->len[k] >> (8 * i));
+        }
+    pi_ds_cache_write(sh, path, LIX_MAGIC, b, n);
+    pi_free(b);
+}
+
 static int lines_open(struct pi_dsshard *sh, const struct pi_dsopen *a) {
     for (size_t i = 0; i < a->ncolumns; i++)
         if (strcmp(a->columns[i], "text") != 0)
@@ -108,9 +164,15 @@ static int lines_open(struct pi_dsshard *sh, const struct pi_dsopen *a) {
     uint8_t head[4] = {0};
     int rc = 0;
     uint8_t *buf = NULL;
+    char *cpath = NULL;
     if (size >= 4 && (rc = pi_source_read(sh->src, head, 4, 0)) < 0) goto fail;
     L->z = lz_kind(head, size >= 4 ? 4 : 0);
-    if (L->z == Z_NONE) {
+    /* small files are indexed faster than a cache is checked */
+    cpath = size >= (1u << 20) ? pi_ds_cache_path(sh, a, "lines") : NULL;
+    int cached = cpath && cache_load(sh, L, cpath) && L->z == lz_kind(head, size >= 4 ? 4 : 0);
+    if (cached) {
+        if (L->z != Z_NONE) sh->ngroups = L->n ? 1 : 0;
+    } else if (L->z == Z_NONE) {
         /* one sequential pass in 4 MiB pieces */
         const uint64_t piece = 4u << 20;
         buf = pi_malloc(piece);
@@ -147,6 +209,9 @@ static int lines_open(struct pi_dsshard *sh, const struct pi_dsopen *a) {
         L->text_bytes = tl;
         sh->ngroups = L->n ? 1 : 0;
     }
+    if (cpath && !cached) cache_store(sh, L, cpath);
+    pi_free(cpath);
+    cpath = NULL;
     pi_free(buf);
     L->col = (struct pi_dscol){.name = "text", .type = PI_DT_BINARY};
     sh->impl = L;
@@ -155,6 +220,7 @@ static int lines_open(struct pi_dsshard *sh, const struct pi_dsopen *a) {
     sh->nsamples = L->n;
     return 0;
 fail:
+    pi_free(cpath);
     pi_free(buf);
     lines_free(L);
     return rc;

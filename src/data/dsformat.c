@@ -4,8 +4,11 @@
  * and the walk every fuzz target runs. */
 #include "dsformat.h"
 
+#include <fcntl.h>
 #include <inttypes.h>
 #include <stdio.h>
+#include <sys/stat.h>
+#include <unistd.h>
 
 
 /* Detection order: content signatures first; names decide ties. */
@@ -355,4 +358,101 @@ int pi_ds_walk(const struct pi_dsshard *sh) {
         for (int j = 0; j < k; j++) pi_free(own[j]);
     }
     return rc;
+}
+
+/* ---- cached indexes ---------------------------------------------------------
+ * File: magic (8), u32 identity length, identity, u64 source size, payload. */
+
+char *pi_ds_cache_path(const struct pi_dsshard *sh, const struct pi_dsopen *a, const char *tag) {
+    if (a->flags & PI_DSOPEN_NO_CACHE) return NULL;
+    const char *u = a->uri ? a->uri : sh->name;
+    size_t n = strlen(u);
+    char *p = NULL;
+    if (!pi_source_is_remote(u) && sh->src->fd >= 0) {
+        const char *slash = strrchr(u, '/');
+        char dir[4096];
+        if (slash) snprintf(dir, sizeof dir, "%.*s", (int)(slash - u), u);
+        else snprintf(dir, sizeof dir, ".");
+        if (access(dir[0] ? dir : "/", W_OK) == 0 && (p = pi_malloc(n + 12))) {
+            memcpy(p, u, n);
+            memcpy(p + n, ".pagein-idx", 12);
+            return p;
+        }
+    }
+    if (!a->cache_dir) return NULL;
+    uint64_t h = 0xcbf29ce484222325ull;
+    for (size_t i = 0; i < n; i++) h = (h ^ (uint8_t)u[i]) * 0x100000001b3ull;
+    size_t cl = strlen(a->cache_dir) + strlen(tag) + 48;
+    if ((p = pi_malloc(cl))) snprintf(p, cl, "%s/%s-%016" PRIx64 ".pagein-idx", a->cache_dir, tag, h);
+    return p;
+}
+
+int pi_ds_cache_read(const struct pi_dsshard *sh, const char *path, const char magic[8], uint8_t **buf, size_t *len) {
+    *buf = NULL;
+    *len = 0;
+    int fd = open(path, O_RDONLY | O_CLOEXEC);
+    if (fd < 0) return 0;
+    struct stat st;
+    const char *id = sh->src->identity;
+    size_t il = strlen(id), head = 8 + 4 + il + 8;
+    uint8_t *b = NULL;
+    int rc = 0;
+    if (il && fstat(fd, &st) == 0 && S_ISREG(st.st_mode) && (uint64_t)st.st_size >= head &&
+        (uint64_t)st.st_size <= (8ull << 30)) {
+        if (!(b = pi_malloc((size_t)st.st_size))) rc = pi_err(-ENOMEM, "%s: out of memory", path);
+        else if (pi_pread_full(fd, b, (uint64_t)st.st_size, 0) == 0) {
+            uint32_t l = (uint32_t)b[8] | (uint32_t)b[9] << 8 | (uint32_t)b[10] << 16 | (uint32_t)b[11] << 24;
+            uint64_t sz = 0;
+            for (int i = 7; i >= 0; i--) sz = sz << 8 | b[12 + il + (size_t)i];
+            if (!memcmp(b, magic, 8) && l == il && !memcmp(b + 12, id, il) && sz == sh->src->size) {
+                memmove(b, b + head, (size_t)st.st_size - head);
+                *buf = b;
+                *len = (size_t)st.st_size - head;
+                b = NULL;
+                rc = 1;
+            }
+        }
+    }
+    pi_free(b);
+    close(fd);
+    return rc;
+}
+
+void pi_ds_cache_write(const struct pi_dsshard *sh, const char *path, const char magic[8], const void *payload,
+                       size_t len) {
+    const char *id = sh->src->identity;
+    size_t il = strlen(id), pl = strlen(path);
+    if (!il) return;
+    char *tmp = pi_malloc(pl + 32);
+    if (!tmp) return;
+    snprintf(tmp, pl + 32, "%s.tmp.%ld", path, (long)getpid());
+    int fd = open(tmp, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
+    if (fd < 0) {
+        pi_free(tmp);
+        return;
+    }
+    uint8_t h[12 + 8];
+    memcpy(h, magic, 8);
+    for (int i = 0; i < 4; i++) h[8 + i] = (uint8_t)(il >> (8 * i));
+    uint8_t sz[8];
+    for (int i = 0; i < 8; i++) sz[i] = (uint8_t)(sh->src->size >> (8 * i));
+    struct {
+        const void *p;
+        size_t n;
+    } parts[4] = {{h, 12}, {id, il}, {sz, 8}, {payload, len}};
+    int good = 1;
+    for (int k = 0; k < 4 && good; k++) {
+        size_t off = 0;
+        while (off < parts[k].n) {
+            ssize_t w = write(fd, (const uint8_t *)parts[k].p + off, parts[k].n - off);
+            if (w <= 0) {
+                good = 0;
+                break;
+            }
+            off += (size_t)w;
+        }
+    }
+    if (close(fd) != 0) good = 0;
+    if (!good || rename(tmp, path) != 0) unlink(tmp);
+    pi_free(tmp);
 }

@@ -308,6 +308,20 @@ void pi_ds_group_free(const struct pi_dsshard *sh, struct pi_dsgroup *grp);
  * error. Fetches through sh->src. */
 int pi_ds_walk(const struct pi_dsshard *sh);
 
+/* ---- cached indexes (dsformat.c) -------------------------------------------
+ * For rows that derive an index by reading a whole shard (tar, lines): the
+ * cache file's path (beside the shard when its directory is writable, else
+ * in a->cache_dir named by a hash of the URI and tag; NULL for none or
+ * PI_DSOPEN_NO_CACHE; pi_free it), and a cache's payload read back only
+ * when its magic (8 bytes), the source's identity and size match (*buf
+ * pi_malloc'd; 1 found, 0 none, < 0 out of memory). The payload is still
+ * untrusted input: check it. Writes are atomic (temporary + rename) and
+ * best effort. */
+char *pi_ds_cache_path(const struct pi_dsshard *sh, const struct pi_dsopen *a, const char *tag);
+int pi_ds_cache_read(const struct pi_dsshard *sh, const char *path, const char magic[8], uint8_t **buf, size_t *len);
+void pi_ds_cache_write(const struct pi_dsshard *sh, const char *path, const char magic[8], const void *payload,
+                       size_t len);
+
 /* ---- codecs (dscodec.c; present when built with the library) -------------
  * Decompress exactly `want` bytes: less or more output than declared is
  * PAGEIN_E_FORMAT (never written past out + want). `what` names the block
