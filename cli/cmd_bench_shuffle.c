@@ -68,6 +68,9 @@ static void usage(FILE *out) {
             "                     size; kept). Default: a temporary directory under /var/tmp, removed\n"
             "  --size S           dataset size (default 1G), split into 3 shard files\n"
             "  --row S            row size (default 32K)\n"
+            "  --formats [LIST]   instead: the same rows as records, webdataset, mds and lines shards\n"
+            "                     read through the one pipeline (none, block, global) beside\n"
+            "                     sequential read(); --size (default 256M), --row, --window, --slowfs\n"
             "  --slowfs           also run every mode through tools/slowfs (FUSE, --delay-us per request)\n"
             "  --slowfs-only      run only through slowfs\n"
             "  --delay-us N       slowfs delay per read request (default 1000)\n"
@@ -570,7 +573,11 @@ static int parse_u(const char *s, unsigned *out) {
     return 0;
 }
 
+static int bench_formats(int argc, char **argv); /* --formats: at the end of this file */
+
 static int bench_shuffle_main(int argc, char **argv) {
+    for (int i = 1; i < argc; i++)
+        if (!strcmp(argv[i], "--formats")) return bench_formats(argc, argv);
     struct opts o = {.size = 1ull << 30, .row = 32 << 10, .local = 1, .delay_us = 1000, .ra_kb = 4, .seed = 1234, .qd = 32,
                      .batch = 256, .buffer_blocks = 8, .rounds = 1, .block_bytes = 16 << 20};
     for (int m = 0; m < NMODES; m++) o.want[m] = 1;
@@ -746,3 +753,394 @@ static int bench_shuffle_main(int argc, char **argv) {
 
 CLI_COMMAND(bench_shuffle, "bench-shuffle", "training-data benchmark: shuffled reads, cold, local and slowfs",
             bench_shuffle_main)
+
+/* ==== --formats: every format of the dataset-format table =================
+ * The same rows (--row bytes each, --size in all, NSHARDS shards) written
+ * as fixed records, WebDataset tars (one member a sample), MDS (one bytes
+ * column; index.json) and JSONL (one line a row), then read cold through
+ * the one pipeline (pagein_pipe) in order none, block and global, beside
+ * the sequential read() limit of the same files; on the local disk and
+ * through slowfs. Rows per second and sample bytes per second. */
+
+static const char *const FMT_NAMES[] = {"records", "webdataset", "mds", "lines"};
+#define NFMT 4
+
+struct fres {
+    const char *fmt, *fs, *mode;
+    double seconds, open_seconds, quality;
+    uint64_t samples, bytes, requests, sbytes;
+    int failed;
+};
+
+static void fill_row(uint8_t *p, uint64_t n, uint64_t id, int text) {
+    uint64_t s = id * 0x9e3779b97f4a7c15ull + 1;
+    for (uint64_t i = 0; i < n; i++) {
+        if ((i & 7) == 0) s = s * 6364136223846793005ull + 1442695040888963407ull;
+        uint8_t b = (uint8_t)(s >> (8 * (i & 7)));
+        p[i] = text ? (uint8_t)('a' + b % 26) : b;
+    }
+}
+
+static void tar_header(uint8_t *h, const char *name, uint64_t size) {
+    memset(h, 0, 512);
+    snprintf((char *)h, 100, "%s", name);
+    memcpy(h + 100, "0000644", 8);
+    memcpy(h + 108, "0000000", 8);
+    memcpy(h + 116, "0000000", 8);
+    snprintf((char *)h + 124, 12, "%011llo", (unsigned long long)size);
+    snprintf((char *)h + 136, 12, "%011o", 1700000000u);
+    h[156] = '0';
+    memcpy(h + 257, "ustar", 6);
+    memcpy(h + 263, "00", 2);
+    memset(h + 148, ' ', 8);
+    unsigned sum = 0;
+    for (int i = 0; i < 512; i++) sum += h[i];
+    snprintf((char *)h + 148, 8, "%06o", sum);
+}
+
+/* Writes format f's shards under dir; fills paths (the shard files). */
+static int write_format(int f, const char *dir, uint64_t rows, uint64_t row, char paths[][PATH_MAX]) {
+    mkdir(dir, 0755);
+    uint64_t per = rows / NSHARDS;
+    uint8_t *buf = malloc(row + 1024);
+    if (!buf) return -ENOMEM;
+    static char idx[16384];
+    size_t il = (size_t)snprintf(idx, sizeof idx, "{\"shards\": [");
+    int rc = 0;
+    for (int s = 0; s < NSHARDS && rc == 0; s++) {
+        static const char *const ext[] = {".bin", ".tar", ".mds", ".jsonl"};
+        snprintf(paths[s], PATH_MAX, "%.3000s/shard.%05d%s", dir, s, ext[f]);
+        FILE *o = fopen(paths[s], "wb");
+        if (!o) {
+            rc = -errno;
+            break;
+        }
+        uint64_t first = (uint64_t)s * per;
+        if (f == 2) { /* MDS: u32 n, u32 offsets[n+1], config, samples (u32 size + bytes) */
+            const char *cfg = "{\"column_encodings\": [\"bytes\"], \"column_names\": [\"data\"], \"column_sizes\": [null], "
+                              "\"compression\": null, \"format\": \"mds\", \"hashes\": [], \"size_limit\": null, \"version\": 2}";
+            uint32_t n32 = (uint32_t)per, off = (uint32_t)(4 + 4 * (per + 1) + strlen(cfg));
+            fwrite(&n32, 4, 1, o);
+            for (uint64_t i = 0; i <= per; i++, off += (uint32_t)(row + 4)) fwrite(&off, 4, 1, o);
+            fputs(cfg, o);
+            if (il < sizeof idx - 512)
+                il += (size_t)snprintf(idx + il, sizeof idx - il,
+                                       "%s{\"column_encodings\": [\"bytes\"], \"column_names\": [\"data\"], \"column_sizes\": [null], "
+                                       "\"compression\": null, \"format\": \"mds\", \"raw_data\": {\"basename\": \"shard.%05d.mds\", "
+                                       "\"bytes\": %u}, \"samples\": %" PRIu64 ", \"zip_data\": null, \"version\": 2}",
+                                       s ? ", " : "", s, off - (uint32_t)(row + 4), per);
+        }
+        for (uint64_t i = 0; i < per; i++) {
+            uint64_t id = first + i;
+            if (f == 1) {
+                char name[64];
+                snprintf(name, sizeof name, "%010" PRIu64 ".bin", id);
+                tar_header(buf, name, row);
+                fwrite(buf, 1, 512, o);
+                fill_row(buf, row, id, 0);
+                fwrite(buf, 1, row, o);
+                static const uint8_t zero[512];
+                if (row % 512) fwrite(zero, 1, 512 - row % 512, o);
+            } else if (f == 2) {
+                uint32_t sz = (uint32_t)row;
+                fwrite(&sz, 4, 1, o);
+                fill_row(buf, row, id, 0);
+                fwrite(buf, 1, row, o);
+            } else if (f == 3) {
+                fill_row(buf, row - 1, id, 1);
+                buf[row - 1] = '\n';
+                fwrite(buf, 1, row, o);
+            } else {
+                fill_row(buf, row, id, 0);
+                fwrite(buf, 1, row, o);
+            }
+        }
+        if (f == 1) {
+            memset(buf, 0, 1024);
+            fwrite(buf, 1, 1024, o);
+        }
+        if (fclose(o) != 0) rc = -EIO;
+    }
+    free(buf);
+    if (rc == 0 && f == 2) {
+        char p[PATH_MAX + 16];
+        snprintf(p, sizeof p, "%.3000s/index.json", dir);
+        FILE *o = fopen(p, "wb");
+        if (!o) return -errno;
+        fprintf(o, "%.*s], \"version\": 2}", (int)il, idx);
+        if (fclose(o) != 0) rc = -EIO;
+    }
+    return rc;
+}
+
+/* Called after the dataset is opened (its index read), before the timed
+ * epoch: evicts the shards and snapshots the request counters. */
+struct fmt_cold {
+    char (*paths)[PATH_MAX], (*via)[PATH_MAX];
+    const char *mnt;
+    uint64_t q0, b0;
+};
+
+static void fmt_cold(struct fmt_cold *c) {
+    evict(c->paths, NSHARDS);
+    if (c->mnt) {
+        evict(c->via, NSHARDS);
+        slowfs_counters(c->mnt, &c->q0, &c->b0);
+    }
+}
+
+static int fmt_run(const char *spec, int f, uint64_t row, int order, unsigned window, uint64_t seed, struct fres *r,
+                   uint64_t *ids, uint64_t cap, struct fmt_cold *cold) {
+    pagein_dataset_opts dop = PAGEIN_DATASET_OPTS_INIT;
+    if (f == 0) dop.record_bytes = row;
+    dop.group_bytes = 4u << 20;
+    pagein_dataset *d = NULL;
+    double t0 = cli_now();
+    int rc = pagein_dataset_open(&d, spec, &dop);
+    r->open_seconds = cli_now() - t0;
+    if (rc < 0) return rc;
+    pagein_pipe_opts po = PAGEIN_PIPE_OPTS_INIT;
+    po.order = (pagein_order)order;
+    po.seed = seed;
+    po.window = window;
+    pagein_pipe *p = NULL;
+    fmt_cold(cold);
+    t0 = cli_now();
+    if ((rc = pagein_pipe_open(&p, d, &po)) == 0) {
+        pagein_item it;
+        while ((rc = pagein_pipe_next(p, &it)) == 1) {
+            for (size_t k = 0; k < it.nfields; k++) {
+                consume(it.fields[k].data, it.fields[k].nbytes);
+                r->sbytes += it.fields[k].nbytes;
+            }
+            if (r->samples < cap) ids[r->samples] = it.id;
+            r->samples++;
+        }
+        pagein_pipe_stats st;
+        pagein_pipe_get_stats(p, &st);
+        r->bytes = st.bytes_read;
+    }
+    r->seconds = cli_now() - t0;
+    pagein_pipe_close(p);
+    pagein_dataset_close(d);
+    r->quality = 0;
+    if (rc == 0 && r->samples >= 3 && r->samples <= cap) pagein_shuffle_quality(ids, (size_t)r->samples, &r->quality);
+    return rc;
+}
+
+static int bench_formats(int argc, char **argv) {
+    uint64_t size = 256ull << 20, row = 32 << 10, seed = 1234;
+    const char *dir = NULL, *slowfs_bin = NULL;
+    int json = 0, local = 1, slow = 0, write_only = 0, want[NFMT] = {1, 1, 1, 1};
+    unsigned window = 8, rounds = 1;
+    long delay = 1000, ra = 4;
+    static char self[PATH_MAX], sbin[PATH_MAX + 16];
+    ssize_t sl = readlink("/proc/self/exe", self, sizeof self - 1);
+    if (sl > 0) {
+        self[sl] = 0;
+        char *x = strrchr(self, '/');
+        if (x) *x = 0;
+    }
+    snprintf(sbin, sizeof sbin, "%s/slowfs", self);
+    slowfs_bin = sbin;
+    for (int i = 1; i < argc; i++) {
+        const char *a = argv[i], *v = i + 1 < argc ? argv[i + 1] : NULL;
+        int bad = 0;
+        if (!strcmp(a, "--formats") && v && v[0] != '-') {
+            for (int k = 0; k < NFMT; k++) want[k] = 0;
+            char *l = strdup(v);
+            for (char *t = strtok(l, ","); t; t = strtok(NULL, ",")) {
+                int found = 0;
+                for (int k = 0; k < NFMT; k++)
+                    if (!strcmp(t, FMT_NAMES[k])) want[k] = found = 1;
+                bad |= !found;
+            }
+            free(l);
+            i++;
+        } else if (!strcmp(a, "--formats")) {
+        } else if (!strcmp(a, "--json")) json = 1;
+        else if (!strcmp(a, "--write-only")) write_only = 1;
+        else if (!strcmp(a, "--slowfs")) slow = 1;
+        else if (!strcmp(a, "--slowfs-only")) slow = 1, local = 0;
+        else if (!v) bad = 1;
+        else if (!strcmp(a, "--dir")) dir = v, i++;
+        else if (!strcmp(a, "--size")) bad = cli_parse_size(v, &size) < 0, i++;
+        else if (!strcmp(a, "--row")) bad = cli_parse_size(v, &row) < 0 || row < 16 || row > (64u << 20), i++;
+        else if (!strcmp(a, "--window")) bad = parse_u(v, &window) < 0, i++;
+        else if (!strcmp(a, "--rounds")) bad = parse_u(v, &rounds) < 0 || !rounds, i++;
+        else if (!strcmp(a, "--delay-us")) delay = atol(v), i++;
+        else if (!strcmp(a, "--slowfs-ra-kb")) ra = atol(v), i++;
+        else if (!strcmp(a, "--slowfs-bin")) slowfs_bin = v, i++;
+        else if (!strcmp(a, "--seed")) seed = strtoull(v, NULL, 0), i++;
+        else bad = 1;
+        if (bad) {
+            cli_error("bench shuffle", 0, "bad argument '%s%s%s' (see --help)", a, v ? " " : "", v ? v : "");
+            return EXIT_USAGE;
+        }
+    }
+    uint64_t rows = size / row / NSHARDS * NSHARDS;
+    if (rows < NSHARDS * 3) {
+        cli_error("bench shuffle", 0, "--size must hold at least %d rows", NSHARDS * 3);
+        return EXIT_USAGE;
+    }
+    char tmpdir[] = "/var/tmp/pagein-formats-XXXXXX", absdir[PATH_MAX];
+    int own = !dir;
+    if (own) {
+        if (!mkdtemp(tmpdir)) return EXIT_USAGE;
+        dir = tmpdir;
+        cli_cleanup_dir(tmpdir);
+    } else
+        mkdir(dir, 0755);
+    if (!realpath(dir, absdir)) return EXIT_USAGE;
+    static char paths[NFMT][NSHARDS][PATH_MAX], via[NSHARDS][PATH_MAX];
+    char sub[NFMT][PATH_MAX];
+    for (int f = 0; f < NFMT; f++) {
+        snprintf(sub[f], PATH_MAX, "%.3000s/%s", absdir, FMT_NAMES[f]);
+        if (!want[f]) continue;
+        int rc = write_format(f, sub[f], rows, row, paths[f]);
+        if (rc < 0) {
+            cli_error("bench shuffle", rc, "cannot write %s shards under %s", FMT_NAMES[f], sub[f]);
+            return EXIT_USAGE;
+        }
+        /* the first open builds what a format caches (the tar index) */
+        pagein_dataset_opts dop = PAGEIN_DATASET_OPTS_INIT;
+        if (f == 0) dop.record_bytes = row;
+        pagein_dataset *d = NULL;
+        if (pagein_dataset_open(&d, sub[f], &dop) == 0) pagein_dataset_close(d);
+    }
+    if (write_only) { /* the shards stay in --dir (bench/formats_http.sh serves them) */
+        if (!json) printf("%" PRIu64 " rows of %" PRIu64 " bytes per format under %s\n", rows, row, absdir);
+        return EXIT_OK;
+    }
+    uint64_t *ids = malloc(rows * sizeof *ids);
+    struct fres *res = calloc((size_t)NFMT * 4 * 2, sizeof *res);
+    if (!ids || !res) return EXIT_USAGE;
+    int nres = 0, status = EXIT_OK;
+    static const char *const MODES[] = {"sequential", "none", "block", "global"};
+    for (int fsi = 0; fsi < 2; fsi++) {
+        if ((fsi == 0 && !local) || (fsi == 1 && !slow)) continue;
+        char mnt[PATH_MAX + 16] = "";
+        pid_t pid = -1;
+        int mh = -1;
+        if (fsi == 1) {
+            if (access(slowfs_bin, X_OK) != 0) {
+                cli_error("bench shuffle", 0, "--slowfs: %s not found", slowfs_bin);
+                status = EXIT_USAGE;
+                break;
+            }
+            struct opts so = {.delay_us = delay, .ra_kb = ra, .slowfs_bin = slowfs_bin};
+            snprintf(mnt, sizeof mnt, "%s.mnt", absdir);
+            mkdir(mnt, 0755);
+            mh = cli_cleanup_dir(mnt);
+            if ((pid = slowfs_start(&so, absdir, mnt)) < 0) {
+                cli_error("bench shuffle", 0, "slowfs did not mount %s", mnt);
+                rmdir(mnt);
+                cli_cleanup_forget(mh);
+                status = EXIT_USAGE;
+                break;
+            }
+        }
+        for (int f = 0; f < NFMT; f++) {
+            if (!want[f]) continue;
+            char spec[PATH_MAX + 64];
+            if (fsi == 1) {
+                snprintf(spec, sizeof spec, "%.3000s/%s", mnt, FMT_NAMES[f]);
+                for (int s = 0; s < NSHARDS; s++)
+                    snprintf(via[s], PATH_MAX, "%.3000s/%s/%.200s", mnt, FMT_NAMES[f], strrchr(paths[f][s], '/') + 1);
+            } else
+                snprintf(spec, sizeof spec, "%s", sub[f]);
+            for (int m = 0; m < 4; m++) {
+                struct fres *r = &res[nres++];
+                for (unsigned round = 0; round < rounds; round++) {
+                    struct fres cur = {.fmt = FMT_NAMES[f], .fs = fsi ? "slowfs" : "local", .mode = MODES[m]};
+                    struct fmt_cold cold = {paths[f], via, fsi == 1 ? mnt : NULL, 0, 0};
+                    uint64_t q1 = 0, b1 = 0;
+                    int rc = 0;
+                    if (m == 0) {
+                        size_t nids = 0;
+                        fmt_cold(&cold);
+                        double t0 = cli_now();
+                        rc = run_sequential(fsi ? via : paths[f], ids, &nids);
+                        cur.seconds = cli_now() - t0;
+                        cur.samples = rows;
+                        for (int s = 0; s < NSHARDS; s++) {
+                            struct stat st;
+                            if (stat(paths[f][s], &st) == 0) cur.sbytes += (uint64_t)st.st_size;
+                        }
+                        cur.bytes = cur.sbytes;
+                    } else
+                        rc = fmt_run(spec, f, row, m - 1, window, seed, &cur, ids, rows, &cold);
+                    if (fsi == 1) {
+                        slowfs_counters(mnt, &q1, &b1);
+                        cur.requests = q1 - cold.q0;
+                    }
+                    if (rc < 0 || (m && cur.samples != rows)) {
+                        cli_error("bench shuffle", rc, "%s %s on %s failed (%" PRIu64 " of %" PRIu64 " samples)",
+                                  cur.fmt, cur.mode, cur.fs, cur.samples, rows);
+                        cur.failed = 1;
+                        status = EXIT_INVALID;
+                    }
+                    if (!json)
+                        fprintf(stderr, "  round %u %-10s %-10s %-6s %8.3f s\n", round + 1, cur.fmt, cur.mode, cur.fs,
+                                cur.seconds);
+                    if (round == 0 || cur.failed || (!r->failed && cur.seconds < r->seconds)) *r = cur;
+                }
+            }
+        }
+        if (fsi == 1) {
+            slowfs_stop(pid, mnt);
+            rmdir(mnt);
+            cli_cleanup_forget(mh);
+        }
+    }
+    if (json) {
+        printf("{\n  \"benchmark\": \"shuffle-formats\",\n  \"rows\": %" PRIu64 ",\n  \"row_bytes\": %" PRIu64
+               ",\n  \"shards\": %d,\n  \"window\": %u,\n  \"slowfs_delay_us\": %ld,\n  \"rounds\": %u,\n  \"results\": [",
+               rows, row, NSHARDS, window, delay, rounds);
+        for (int i = 0; i < nres; i++) {
+            const struct fres *r = &res[i];
+            printf("%s\n    {\"format\": \"%s\", \"fs\": \"%s\", \"mode\": \"%s\", \"seconds\": %.4f, \"open_seconds\": %.4f, "
+                   "\"samples_per_s\": %.1f, \"bytes_per_s\": %.1f, \"bytes_read\": %" PRIu64 ", \"requests\": ",
+                   i ? "," : "", r->fmt, r->fs, r->mode, r->seconds, r->open_seconds,
+                   r->seconds > 0 ? (double)r->samples / r->seconds : 0, r->seconds > 0 ? (double)r->sbytes / r->seconds : 0,
+                   r->bytes);
+            if (!strcmp(r->fs, "slowfs")) printf("%" PRIu64, r->requests);
+            else printf("null");
+            printf(", \"quality\": %.4f, \"ok\": %s}", r->quality, r->failed ? "false" : "true");
+        }
+        printf("\n  ]\n}\n");
+    } else {
+        printf("# %" PRIu64 " rows x %" PRIu64 " B in %d shards per format, cold, window %u groups, slowfs %ld us/request\n",
+               rows, row, NSHARDS, window, delay);
+        printf("%-10s %-6s %-10s %9s %12s %10s %8s %9s %7s\n", "format", "fs", "mode", "seconds", "samples/s", "MiB/s",
+               "vs seq", "requests", "quality");
+        for (int i = 0; i < nres; i++) {
+            const struct fres *r = &res[i], *seq = r - (r->mode[0] == 's' ? 0 : (!strcmp(r->mode, "none") ? 1 : !strcmp(r->mode, "block") ? 2 : 3));
+            char req[32] = "-";
+            if (!strcmp(r->fs, "slowfs")) snprintf(req, sizeof req, "%" PRIu64, r->requests);
+            printf("%-10s %-6s %-10s %9.3f %12.0f %10.1f %7.2fx %9s %7.3f%s\n", r->fmt, r->fs, r->mode, r->seconds,
+                   r->seconds > 0 ? (double)r->samples / r->seconds : 0,
+                   r->seconds > 0 ? (double)r->sbytes / r->seconds / 1048576.0 : 0,
+                   r->seconds > 0 ? seq->seconds / r->seconds : 0, req, r->quality, r->failed ? "  FAILED" : "");
+        }
+    }
+    free(ids);
+    free(res);
+    if (own) {
+        for (int f = 0; f < NFMT; f++) {
+            if (!want[f]) continue;
+            for (int s = 0; s < NSHARDS; s++) {
+                char c[PATH_MAX + 16];
+                unlink(paths[f][s]);
+                snprintf(c, sizeof c, "%.4000s.pagein-idx", paths[f][s]);
+                unlink(c);
+            }
+            char ix[PATH_MAX + 16];
+            snprintf(ix, sizeof ix, "%.4000s/index.json", sub[f]);
+            unlink(ix);
+            rmdir(sub[f]);
+        }
+        rmdir(absdir);
+    }
+    return status;
+}

@@ -1371,6 +1371,8 @@ static PyObject *py_source_list(PyObject *self, PyObject *arg);
 
 /* GPU staging (python/src/gpu.c). */
 #include "gpu.c"
+/* The dataset-format table and the one pipeline (python/src/dspipe.c). */
+#include "dspipe.c"
 
 static PyMethodDef module_methods[] = {
     {"strategies", PYFN(py_strategies), METH_NOARGS, "strategies() -> the strategy names, from the library's table"},
@@ -1408,6 +1410,7 @@ static PyMethodDef module_methods[] = {
      "writable=False) -> ([bytes or bytearray], stats)"},
     {"source_list", py_source_list, METH_O, "source_list(uri) -> [uri] under an s3://, gs:// or hf:// prefix"},
     PAGEIN_GPU_METHODS
+    PAGEIN_DSPIPE_METHODS
     {NULL, NULL, 0, NULL},
 };
 

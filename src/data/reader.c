@@ -620,6 +620,10 @@ int pagein_reader_open(pagein_reader **out, pagein_dataset *d, const pagein_read
     pi_err_clear();
     RETURN_IF(!out || !d, PAGEIN_E_INVALID, "reader: NULL argument");
     RETURN_IF(d->nsamples == 0, PAGEIN_E_INVALID, "reader: the dataset has no samples");
+    for (size_t i = 0; i < d->nfiles; i++)
+        RETURN_IF(d->files[i].count && (d->files[i].fd < 0 || !d->addressable), PAGEIN_E_UNSUPPORTED,
+                  "reader: %s: %s shard that is remote, compressed or columnar: read it with pagein_pipe", d->files[i].path,
+                  pagein_dataset_format(d, i));
     pagein_reader_opts o = PAGEIN_READER_OPTS_INIT;
     if (opts) {
         RETURN_IF(opts->size < sizeof(size_t), PAGEIN_E_INVALID, "reader: options size %zu", opts->size);
