@@ -1,0 +1,644 @@
+/* test_arrow.c - the Arrow IPC reader (src/data/arrow.c) against files
+ * written by npm apache-arrow (tests/data/arrow/gen.mjs, run once per test
+ * process by tests/data/arrow/fixtures.sh; skipped with the reason when
+ * node, npm, lz4 or zstd is missing). Every cell of every batch, in the
+ * stream and file formats, uncompressed, LZ4-frame and ZSTD, is rendered
+ * as text and compared with what the writer was given.
+ *
+ * White-box: includes src/data/arrow.h (the reader is private). */
+#include "test.h"
+
+#include "../src/data/arrow.h"
+
+#include <stdlib.h>
+#include <sys/stat.h>
+#include <sys/wait.h>
+
+/* ---- fixtures ------------------------------------------------------------ */
+static char fx_dir[4096];
+static const char *fx_skip;
+static int fx_done;
+
+/* NULL when the fixtures are ready, else why they are not (skip). */
+static const char *fixtures(void) {
+    static char why[512];
+    if (fx_done) return fx_skip;
+    fx_done = 1;
+    snprintf(fx_dir, sizeof fx_dir, "%s", pt_tmppath("arrow"));
+    char cmd[8192];
+    snprintf(cmd, sizeof cmd, "bash tests/data/arrow/fixtures.sh '%s'", fx_dir);
+    FILE *p = popen(cmd, "r");
+    if (!p) return fx_skip = "popen failed";
+    size_t n = fread(why, 1, sizeof why - 1, p);
+    why[n] = 0;
+    if (n && why[n - 1] == '\n') why[n - 1] = 0;
+    int st = pclose(p);
+    int code = WIFEXITED(st) ? WEXITSTATUS(st) : 1;
+    if (code == 77) return fx_skip = why;
+    if (code != 0) {
+        printf("    fixtures.sh failed (%d): %s\n", code, why);
+        return fx_skip = "fixtures.sh failed (see above)";
+    }
+    return NULL;
+}
+
+static const char *fx(const char *name) {
+    static char b[8][4096 + 256];
+    static int k;
+    char *r = b[k++ & 7];
+    snprintf(r, sizeof b[0], "%s/%.200s", fx_dir, name);
+    return r;
+}
+
+#define NEED_FIXTURES()                                 \
+    do {                                                \
+        const char *why_ = fixtures();                  \
+        if (why_) SKIP_BECAUSE("%s", why_);             \
+    } while (0)
+#define NEED_CODECS()                                                                     \
+    do {                                                                                  \
+        if (!pi_arrow_have_codec(0) || !pi_arrow_have_codec(1))                           \
+            SKIP_BECAUSE("built without liblz4-dev or libzstd-dev (mk/arrow.mk)");        \
+    } while (0)
+
+struct blob {
+    uint8_t *p;
+    size_t n;
+};
+static struct blob load(const char *path) {
+    struct blob b = {0};
+    b.p = pt_read_file(path, &b.n);
+    if (!b.p) printf("    cannot read %s\n", path);
+    return b;
+}
+
+/* ---- rendering (the text gen.mjs writes) ----------------------------------- */
+static void put(struct pi_buf *o, const char *s) { pi_buf_str(o, s); }
+
+static void put_hex(struct pi_buf *o, const uint8_t *p, uint64_t n) {
+    static const char h[] = "0123456789abcdef";
+    for (uint64_t i = 0; i < n; i++) {
+        char c[2] = {h[p[i] >> 4], h[p[i] & 15]};
+        pi_buf_put(o, c, 2);
+    }
+}
+
+static void put_double(struct pi_buf *o, double v) {
+    char t[64];
+    if (v == 0) v = 0; /* JS prints -0 as 0 */
+    snprintf(t, sizeof t, "%.17g", v);
+    char *e = strchr(t, 'e'); /* JS writes e-7 where C writes e-07 */
+    if (e) {
+        char *d = e + 2;
+        while (d[0] == '0' && d[1]) memmove(d, d + 1, strlen(d));
+    }
+    put(o, t);
+}
+
+static void render(struct pi_buf *o, const struct pi_arrow_col *c, uint64_t row) {
+    struct pi_arrow_val v;
+    char t[64];
+    if (pi_arrow_get(c, row, &v) != 0) {
+        put(o, "<range>");
+        return;
+    }
+    if (v.null) {
+        put(o, "null");
+        return;
+    }
+    const struct pi_arrow_field *f = c->f;
+    switch (f->kind) {
+    case PI_ARROW_BOOL: put(o, v.i ? "true" : "false"); break;
+    case PI_ARROW_INT:
+        if (f->is_signed) snprintf(t, sizeof t, "%lld", (long long)v.i);
+        else snprintf(t, sizeof t, "%llu", (unsigned long long)v.u);
+        put(o, t);
+        break;
+    case PI_ARROW_FLOAT: put_double(o, v.f); break;
+    case PI_ARROW_UTF8:
+    case PI_ARROW_LARGE_UTF8: put(o, "s:"); put_hex(o, v.p, v.n); break;
+    case PI_ARROW_BINARY:
+    case PI_ARROW_LARGE_BINARY: put(o, "b:"); put_hex(o, v.p, v.n); break;
+    case PI_ARROW_LIST:
+    case PI_ARROW_LARGE_LIST:
+    case PI_ARROW_FIXED_LIST:
+        put(o, "[");
+        for (uint64_t i = 0; i < v.n; i++) {
+            if (i) put(o, ",");
+            render(o, v.child, v.first + i);
+        }
+        put(o, "]");
+        break;
+    case PI_ARROW_STRUCT:
+        put(o, "{");
+        for (uint32_t i = 0; i < f->nchildren; i++) {
+            if (i) put(o, ",");
+            put(o, f->children[i].name);
+            put(o, "=");
+            render(o, &c->children[i], row);
+        }
+        put(o, "}");
+        break;
+    default: put(o, "?");
+    }
+}
+
+/* ---- expected values ------------------------------------------------------- */
+struct cell {
+    char *file; /* ds.expected.tsv only */
+    unsigned batch;
+    char *col;
+    unsigned row;
+    char *val;
+};
+struct expect {
+    char *text;
+    struct cell *c;
+    size_t n;
+};
+
+static int load_expect(const char *path, int with_file, struct expect *e) {
+    memset(e, 0, sizeof *e);
+    size_t len;
+    e->text = pt_read_file(path, &len);
+    if (!e->text) return -1;
+    size_t cap = 0;
+    for (size_t i = 0; i < len; i++) cap += e->text[i] == '\n';
+    e->c = calloc(cap + 1, sizeof *e->c);
+    char *save = NULL;
+    for (char *line = strtok_r(e->text, "\n", &save); line; line = strtok_r(NULL, "\n", &save)) {
+        if (!strncmp(line, "batch\t", 6)) continue;
+        char *f[5] = {0};
+        int k = 0;
+        char *s2 = NULL;
+        for (char *t = strtok_r(line, "\t", &s2); t && k < 5; t = strtok_r(NULL, "\t", &s2)) f[k++] = t;
+        if (k != 4 + with_file) continue;
+        struct cell *c = &e->c[e->n++];
+        int j = 0;
+        if (with_file) c->file = f[j++];
+        c->batch = (unsigned)atoi(f[j++]);
+        c->col = f[j++];
+        c->row = (unsigned)atoi(f[j++]);
+        c->val = f[j];
+    }
+    return 0;
+}
+static void free_expect(struct expect *e) {
+    free(e->text);
+    free(e->c);
+}
+
+/* Decodes every batch of path (all columns) and compares each cell with
+ * the expected ones (those of file when it is not NULL); returns cells
+ * checked. */
+static size_t check_file(const char *path, const struct expect *e, const char *file, int want_kind) {
+    struct blob b = load(path);
+    if (!b.p) {
+        pt_failed = 1;
+        return 0;
+    }
+    struct pi_arrow a;
+    int rc = pi_arrow_open_mem(&a, path, b.p, b.n);
+    CHECK_OK(rc);
+    if (rc) {
+        free(b.p);
+        return 0;
+    }
+    CHECK_EQ(a.kind, want_kind);
+    size_t checked = 0, bad = 0, bi = (size_t)-1;
+    struct pi_arrow_batch batch = {0};
+    struct pi_buf o = {0};
+    for (size_t i = 0; i < e->n; i++) {
+        const struct cell *c = &e->c[i];
+        if (file && strcmp(c->file, file) != 0) continue;
+        if (c->batch != bi) {
+            pi_arrow_batch_free(&batch);
+            bi = c->batch;
+            CHECK(bi < a.nbatches);
+            if (bi >= a.nbatches) break;
+            const struct pi_arrow_batch_ref *r = &a.batches[bi];
+            rc = pi_arrow_decode(&a, bi, b.p + r->offset, r->meta_len + r->body_len, NULL, 0, &batch);
+            CHECK_OK(rc);
+            if (rc) break;
+        }
+        int ci = pi_arrow_column(&a, c->col, strlen(c->col));
+        CHECK(ci >= 0);
+        if (ci < 0) break;
+        o.n = 0;
+        render(&o, &batch.cols[ci], c->row);
+        pi_buf_put(&o, "", 0);
+        if (o.oom || strcmp(o.p, c->val) != 0) {
+            if (bad++ < 5)
+                printf("    %s: batch %u column %s row %u: got %s, want %s\n", path, c->batch, c->col, c->row,
+                       o.p ? o.p : "(oom)", c->val);
+            pt_failed = 1;
+        }
+        checked++;
+    }
+    pi_buf_free(&o);
+    pi_arrow_batch_free(&batch);
+    pi_arrow_close(&a);
+    free(b.p);
+    return checked;
+}
+
+static const unsigned types_rows[] = {5, 1, 9, 4, 150};
+
+TEST(arrow_types_every_cell) {
+    NEED_FIXTURES();
+    NEED_CODECS();
+    struct expect e;
+    CHECK(load_expect(fx("types.expected.tsv"), 0, &e) == 0);
+    CHECK(e.n == 169 * 23);
+    static const char *const files[] = {"types.stream.arrow", "types.file.arrow", "types.lz4.stream.arrow",
+                                        "types.lz4.file.arrow", "types.zstd.stream.arrow", "types.zstd.file.arrow"};
+    for (size_t i = 0; i < PI_ARRAY_LEN(files); i++) {
+        size_t n = check_file(fx(files[i]), &e, NULL, strstr(files[i], ".file.") ? PI_ARROW_FILE : PI_ARROW_STREAM);
+        CHECK_EQ(n, e.n);
+    }
+    free_expect(&e);
+    return PASS;
+}
+
+TEST(arrow_index_and_schema) {
+    NEED_FIXTURES();
+    NEED_CODECS();
+    struct blob s = load(fx("types.stream.arrow")), f = load(fx("types.file.arrow"));
+    struct pi_arrow as, af;
+    CHECK_OK(pi_arrow_open_mem(&as, "s", s.p, s.n));
+    CHECK_OK(pi_arrow_open_mem(&af, "f", f.p, f.n));
+    CHECK_EQ(as.nbatches, 5);
+    CHECK_EQ(af.nbatches, 5);
+    CHECK_EQ(as.nrows, 169);
+    CHECK_EQ(af.nrows, 169);
+    CHECK_EQ(as.compressed, 0);
+    uint64_t first = 0;
+    for (size_t i = 0; i < 5 && i < as.nbatches && i < af.nbatches; i++) {
+        CHECK_EQ(as.batches[i].rows, types_rows[i]);
+        CHECK_EQ(af.batches[i].rows, types_rows[i]);
+        CHECK_EQ(as.batches[i].first_row, first);
+        first += types_rows[i];
+        /* the same message in both (apache-arrow's file writer leaves the
+         * Schema message out of the file's stream: the first batch is at 8) */
+        if (i == 0) CHECK_EQ(af.batches[i].offset, 8);
+        CHECK_EQ(af.batches[i].meta_len, as.batches[i].meta_len);
+        CHECK_EQ(af.batches[i].body_len, as.batches[i].body_len);
+        CHECK(memcmp(s.p + as.batches[i].offset, f.p + af.batches[i].offset,
+                     as.batches[i].meta_len + as.batches[i].body_len) == 0);
+        /* batches follow each other: the extents tile the stream */
+        if (i + 1 < as.nbatches)
+            CHECK_EQ(as.batches[i].offset + as.batches[i].meta_len + as.batches[i].body_len, as.batches[i + 1].offset);
+    }
+    CHECK_EQ(as.schema.nfields, 23);
+    const struct pi_arrow_field *st = &as.schema.fields[pi_arrow_column(&as, "st", 2)];
+    CHECK_EQ(st->kind, PI_ARROW_STRUCT);
+    CHECK_EQ(st->nchildren, 3);
+    CHECK_STR(st->children[2].children[0].path, "st.c.item");
+    const struct pi_arrow_field *fsl = &as.schema.fields[pi_arrow_column(&as, "fsl", 3)];
+    CHECK_EQ(fsl->kind, PI_ARROW_FIXED_LIST);
+    CHECK_EQ(fsl->list_size, 3);
+    CHECK_EQ(as.schema.fields[pi_arrow_column(&as, "i32", 3)].nullable, 0);
+    CHECK_EQ(as.schema.fields[pi_arrow_column(&as, "i8", 2)].nullable, 1);
+    CHECK_EQ(pi_arrow_column(&as, "nope", 4), PAGEIN_E_NOT_FOUND);
+    CHECK(strstr(pagein_last_error_detail(), "nope") != NULL);
+    pi_arrow_close(&as);
+    pi_arrow_close(&af);
+    /* compressed: the codec is reported */
+    struct blob z = load(fx("types.zstd.file.arrow")), l = load(fx("types.lz4.stream.arrow"));
+    CHECK_OK(pi_arrow_open_mem(&af, "z", z.p, z.n));
+    CHECK_EQ(af.compressed, 2);
+    pi_arrow_close(&af);
+    CHECK_OK(pi_arrow_open_mem(&af, "l", l.p, l.n));
+    CHECK_EQ(af.compressed, 1);
+    pi_arrow_close(&af);
+    free(s.p);
+    free(f.p);
+    free(z.p);
+    free(l.p);
+    return PASS;
+}
+
+/* Only the selected columns are decoded (and their buffers looked at). */
+TEST(arrow_select_columns) {
+    NEED_FIXTURES();
+    NEED_CODECS();
+    struct blob b = load(fx("types.zstd.stream.arrow"));
+    struct pi_arrow a;
+    CHECK_OK(pi_arrow_open_mem(&a, "z", b.p, b.n));
+    uint32_t sel[2] = {(uint32_t)pi_arrow_column(&a, "s", 1), (uint32_t)pi_arrow_column(&a, "li", 2)};
+    const struct pi_arrow_batch_ref *r = &a.batches[4];
+    struct pi_arrow_batch all, some;
+    CHECK_OK(pi_arrow_decode(&a, 4, b.p + r->offset, r->meta_len + r->body_len, NULL, 0, &all));
+    CHECK_OK(pi_arrow_decode(&a, 4, b.p + r->offset, r->meta_len + r->body_len, sel, 2, &some));
+    CHECK(some.inflated < all.inflated); /* fewer buffers inflated */
+    for (uint32_t i = 0; i < a.schema.nfields; i++) CHECK((some.cols[i].f != NULL) == (i == sel[0] || i == sel[1]));
+    /* a list of int32: (pointer, count) straight into the values */
+    struct pi_arrow_val v;
+    CHECK_OK(pi_arrow_get(&some.cols[sel[1]], 3, &v)); /* row 22: 2 items, 220, 221 */
+    CHECK_EQ(v.null, 0);
+    CHECK_EQ(v.n, 2);
+    int32_t x[2];
+    memcpy(x, v.p, 8);
+    CHECK_EQ(x[0], 220);
+    CHECK_EQ(x[1], 221);
+    CHECK_EQ(pi_arrow_get(&some.cols[sel[1]], 150, &v), PAGEIN_E_RANGE);
+    pi_arrow_batch_free(&all);
+    pi_arrow_batch_free(&some);
+    pi_arrow_close(&a);
+    free(b.p);
+    return PASS;
+}
+
+/* apache-arrow 21.2.0's writer puts the compressed length where the spec
+ * has the uncompressed one: the frame holds more than declared, and the
+ * reader refuses rather than inflate past the declared size. */
+TEST(arrow_refuses_wrong_declared_length) {
+    NEED_FIXTURES();
+    NEED_CODECS();
+    struct blob b = load(fx("types.lz4js.stream.arrow"));
+    struct pi_arrow a;
+    CHECK_OK(pi_arrow_open_mem(&a, "types.lz4js.stream.arrow", b.p, b.n));
+    int refused = 0;
+    for (size_t i = 0; i < a.nbatches; i++) {
+        const struct pi_arrow_batch_ref *r = &a.batches[i];
+        struct pi_arrow_batch bt;
+        int rc = pi_arrow_decode(&a, i, b.p + r->offset, r->meta_len + r->body_len, NULL, 0, &bt);
+        if (rc == 0) {
+            pi_arrow_batch_free(&bt);
+            continue;
+        }
+        refused++;
+        CHECK_EQ(rc, PI_ARROW_E_FORMAT);
+        const char *d = pagein_last_error_detail();
+        CHECK(strstr(d, "types.lz4js.stream.arrow: batch ") == d);
+        CHECK(strstr(d, "field '") != NULL);
+        CHECK(strstr(d, "lz4") != NULL);
+        if (i == 4) printf("    (detail: %s)\n", d);
+    }
+    CHECK(refused >= 1);
+    pi_arrow_close(&a);
+    free(b.p);
+    return PASS;
+}
+
+TEST(arrow_dictionary_refused) {
+    NEED_FIXTURES();
+    struct blob b = load(fx("dict.stream.arrow"));
+    struct pi_arrow a;
+    CHECK_EQ(pi_arrow_open_mem(&a, "dict.stream.arrow", b.p, b.n), PAGEIN_E_UNSUPPORTED);
+    const char *d = pagein_last_error_detail();
+    CHECK(strstr(d, "dict.stream.arrow") == d);
+    CHECK(strstr(d, "column 'colour'") != NULL);
+    CHECK(strstr(d, "dictionary") != NULL);
+    CHECK(a.name == NULL && a.batches == NULL); /* left empty */
+    pi_arrow_close(&a);
+    free(b.p);
+    return PASS;
+}
+
+/* A save_to_disk directory: state.json lists the shards in order. */
+TEST(arrow_save_to_disk_dir) {
+    NEED_FIXTURES();
+    size_t len;
+    char *js = pt_read_file(fx("ds/state.json"), &len);
+    CHECK(js != NULL);
+    char **files;
+    size_t n;
+    CHECK_OK(pi_arrow_state_files(js, len, "ds/state.json", &files, &n));
+    CHECK_EQ(n, 2);
+    if (n == 2) {
+        CHECK_STR(files[0], "data-00000-of-00002.arrow");
+        CHECK_STR(files[1], "data-00001-of-00002.arrow");
+    }
+    struct expect e;
+    CHECK(load_expect(fx("ds.expected.tsv"), 1, &e) == 0);
+    CHECK_EQ(e.n, 35 * 3);
+    uint64_t rows = 0;
+    for (size_t i = 0; i < n; i++) {
+        char p[64];
+        snprintf(p, sizeof p, "ds/%s", files[i]);
+        CHECK_EQ(check_file(fx(p), &e, files[i], PI_ARROW_STREAM), (i == 0 ? 23 : 12) * 3);
+        struct blob b = load(fx(p));
+        struct pi_arrow a;
+        CHECK_OK(pi_arrow_open_mem(&a, files[i], b.p, b.n));
+        rows += a.nrows;
+        pi_arrow_close(&a);
+        free(b.p);
+    }
+    CHECK_EQ(rows, 35);
+    pi_arrow_names_free(files, n);
+    free_expect(&e);
+    free(js);
+    /* names that leave the directory, and documents without files */
+    static const char *const bad[] = {
+        "{\"_data_files\":[{\"filename\":\"../x.arrow\"}]}", "{\"_data_files\":[{\"filename\":\"..\"}]}",
+        "{\"_data_files\":[]}", "{\"_split\":\"train\"}", "{\"_data_files\":[{\"name\":\"a\"}]}",
+        "{\"_data_files\":[{\"filename\":\"a\\u0000b\"}]}", "[1]", "{\"_data_files\":[{\"filename\":\"a\"}]"};
+    for (size_t i = 0; i < PI_ARRAY_LEN(bad); i++) {
+        int rc = pi_arrow_state_files(bad[i], strlen(bad[i]), "state.json", &files, &n);
+        CHECK(rc < 0);
+        CHECK(files == NULL);
+        CHECK(strstr(pagein_last_error_detail(), "state.json") == pagein_last_error_detail());
+    }
+    return PASS;
+}
+
+/* ---- malformed input ----------------------------------------------------- */
+/* Opens and decodes everything; returns the first error (0 if none). */
+static int open_decode_all(const uint8_t *p, size_t n, const char *name) {
+    struct pi_arrow a;
+    int rc = pi_arrow_open_mem(&a, name, p, n);
+    if (rc) return rc;
+    a.max_batch_bytes = 1 << 24;
+    for (size_t i = 0; i < a.nbatches && rc == 0; i++) {
+        const struct pi_arrow_batch_ref *r = &a.batches[i];
+        struct pi_arrow_batch b;
+        rc = pi_arrow_decode(&a, i, p + r->offset, r->meta_len + r->body_len, NULL, 0, &b);
+        if (rc == 0) {
+            /* every cell is readable */
+            struct pi_buf o = {0};
+            for (uint32_t c = 0; c < b.ncols; c++)
+                for (uint64_t row = 0; row < b.rows; row++) render(&o, &b.cols[c], row), o.n = 0;
+            pi_buf_free(&o);
+            pi_arrow_batch_free(&b);
+        }
+    }
+    pi_arrow_close(&a);
+    return rc;
+}
+
+static int is_arrow_error(int rc) {
+    return rc == PI_ARROW_E_FORMAT || rc == PAGEIN_E_TRUNCATED || rc == PAGEIN_E_UNSUPPORTED ||
+           rc == PAGEIN_E_LIMIT || rc == PAGEIN_E_BAD_MAGIC || rc == PAGEIN_E_BAD_VERSION || rc == PAGEIN_E_ENDIAN;
+}
+
+/* Every truncation of a stream and of a file is either a valid shorter
+ * stream (cut at a message boundary) or an error naming the file. */
+TEST(arrow_truncations) {
+    NEED_FIXTURES();
+    NEED_CODECS();
+    static const char *const files[] = {"ds/data-00001-of-00002.arrow", "types.zstd.file.arrow"};
+    for (size_t k = 0; k < 2; k++) {
+        struct blob b = load(fx(files[k]));
+        size_t ok = 0;
+        for (size_t n = 0; n < b.n; n += (k ? 7 : 1)) {
+            uint8_t *c = malloc(n ? n : 1);
+            memcpy(c, b.p, n);
+            int rc = open_decode_all(c, n, "cut.arrow");
+            if (rc == 0) ok++;
+            else {
+                CHECK(is_arrow_error(rc));
+                CHECK(strncmp(pagein_last_error_detail(), "cut.arrow: ", 11) == 0);
+            }
+            free(c);
+        }
+        if (k == 1) CHECK_EQ(ok, 0); /* a file needs its footer */
+        else CHECK(ok >= 2);         /* a stream cut after a batch is a stream */
+        free(b.p);
+    }
+    return PASS;
+}
+
+/* Random byte changes: never a crash (run under ASan by make test), only
+ * the reader's errors. */
+TEST(arrow_mutations) {
+    NEED_FIXTURES();
+    NEED_CODECS();
+    uint64_t seed = pt_seed();
+    static const char *const files[] = {"types.stream.arrow", "types.lz4.file.arrow", "types.zstd.stream.arrow"};
+    for (size_t k = 0; k < 3; k++) {
+        struct blob b = load(fx(files[k]));
+        uint8_t *c = malloc(b.n);
+        for (int it = 0; it < 300; it++) {
+            memcpy(c, b.p, b.n);
+            int nm = 1 + (int)(pt_rand(&seed) % 4);
+            for (int j = 0; j < nm; j++) {
+                size_t at = (size_t)(pt_rand(&seed) % b.n);
+                /* mostly the metadata (the first 2 KiB of each message is where the fields are) */
+                c[at] ^= (uint8_t)(1u << (pt_rand(&seed) % 8));
+            }
+            int rc = open_decode_all(c, b.n, "m.arrow");
+            if (rc) CHECK(is_arrow_error(rc) || rc == PAGEIN_E_CHANGED);
+        }
+        free(c);
+        free(b.p);
+    }
+    return PASS;
+}
+
+/* Finds the file offset of column col's buffer k in batch bi (white-box). */
+static int64_t buf_pos(const struct pi_arrow *a, const uint8_t *p, size_t bi, const char *col, uint32_t k) {
+    const struct pi_arrow_batch_ref *r = &a->batches[bi];
+    const struct pi_arrow_field *f = &a->schema.fields[pi_arrow_column(a, col, strlen(col))];
+    struct pi_fb fb = {p + r->offset + 8, (uint32_t)pi_fb_ld32(p + r->offset + 4)};
+    struct pi_fbt root, rb;
+    uint32_t d, nb;
+    if (pi_fb_root(&fb, &root) || pi_fb_table(&root, 2, &rb) != 1 || pi_fb_vector(&rb, 2, 16, &d, &nb) != 1) return -1;
+    int64_t off = pi_fb_ld64(fb.p + d + 16ull * (f->buf + k));
+    return (int64_t)(r->offset + r->meta_len) + off;
+}
+
+TEST(arrow_bad_offsets_and_bombs) {
+    NEED_FIXTURES();
+    NEED_CODECS();
+    struct blob b = load(fx("types.stream.arrow"));
+    struct pi_arrow a;
+    CHECK_OK(pi_arrow_open_mem(&a, "t.arrow", b.p, b.n));
+    /* column s, batch 2: offsets buffer (buffer 1); make offset 3 < offset 2 */
+    int64_t at = buf_pos(&a, b.p, 2, "s", 1);
+    CHECK(at > 0);
+    uint8_t *c = malloc(b.n);
+    memcpy(c, b.p, b.n);
+    int32_t o2;
+    memcpy(&o2, c + at + 8, 4);
+    int32_t bad = o2 - 1;
+    memcpy(c + at + 12, &bad, 4);
+    const struct pi_arrow_batch_ref *r = &a.batches[2];
+    struct pi_arrow_batch bt;
+    CHECK_EQ(pi_arrow_decode(&a, 2, c + r->offset, r->meta_len + r->body_len, NULL, 0, &bt), PI_ARROW_E_FORMAT);
+    printf("    (detail: %s)\n", pagein_last_error_detail());
+    CHECK(strstr(pagein_last_error_detail(), "t.arrow: batch 2: field 's': offset 3") == pagein_last_error_detail());
+    /* the last offset past the data */
+    memcpy(c, b.p, b.n);
+    int32_t huge = 1 << 30;
+    memcpy(c + at + 4 * 9, &huge, 4);
+    CHECK_EQ(pi_arrow_decode(&a, 2, c + r->offset, r->meta_len + r->body_len, NULL, 0, &bt), PI_ARROW_E_FORMAT);
+    CHECK(strstr(pagein_last_error_detail(), "field 's'") != NULL);
+    /* a selected column is all that is checked: the others still decode */
+    uint32_t only = (uint32_t)pi_arrow_column(&a, "i8", 2);
+    CHECK_OK(pi_arrow_decode(&a, 2, c + r->offset, r->meta_len + r->body_len, &only, 1, &bt));
+    pi_arrow_batch_free(&bt);
+    free(c);
+    pi_arrow_close(&a);
+    free(b.p);
+
+    /* zstd: a declared length past the batch budget is refused before any
+     * allocation; one smaller than the frame is refused without writing past it */
+    b = load(fx("types.zstd.stream.arrow"));
+    CHECK_OK(pi_arrow_open_mem(&a, "z.arrow", b.p, b.n));
+    c = malloc(b.n);
+    r = &a.batches[4];
+    int64_t li = -1;
+    for (uint32_t k = 0; k < 3 && li < 0; k++) { /* find a compressed buffer of column s */
+        int64_t p = buf_pos(&a, b.p, 4, "s", k);
+        if (p > 0 && pi_fb_ld64(b.p + p) > 0) li = p;
+    }
+    CHECK(li > 0);
+    if (li > 0) {
+        int64_t declared = pi_fb_ld64(b.p + li);
+        memcpy(c, b.p, b.n);
+        int64_t big = (int64_t)1 << 40;
+        memcpy(c + li, &big, 8);
+        CHECK_EQ(pi_arrow_decode(&a, 4, c + r->offset, r->meta_len + r->body_len, NULL, 0, &bt), PAGEIN_E_LIMIT);
+        CHECK(strstr(pagein_last_error_detail(), "field 's'") != NULL);
+        int64_t small = declared - 1;
+        memcpy(c + li, &small, 8);
+        CHECK_EQ(pi_arrow_decode(&a, 4, c + r->offset, r->meta_len + r->body_len, NULL, 0, &bt), PI_ARROW_E_FORMAT);
+        printf("    (detail: %s)\n", pagein_last_error_detail());
+        CHECK(strstr(pagein_last_error_detail(), "zstd") != NULL);
+        int64_t more = declared + 1;
+        memcpy(c + li, &more, 8);
+        CHECK_EQ(pi_arrow_decode(&a, 4, c + r->offset, r->meta_len + r->body_len, NULL, 0, &bt), PI_ARROW_E_FORMAT);
+        /* and the budget itself */
+        a.max_batch_bytes = 100;
+        CHECK_EQ(pi_arrow_decode(&a, 4, b.p + r->offset, r->meta_len + r->body_len, NULL, 0, &bt), PAGEIN_E_LIMIT);
+    }
+    free(c);
+    pi_arrow_close(&a);
+    free(b.p);
+    return PASS;
+}
+
+/* Streams without a continuation marker (Arrow < 0.15): the same messages
+ * with the 4-byte length alone are read. */
+TEST(arrow_legacy_prefix) {
+    NEED_FIXTURES();
+    struct blob b = load(fx("ds/data-00001-of-00002.arrow"));
+    uint8_t *c = malloc(b.n);
+    size_t in = 0, out = 0;
+    while (in + 8 <= b.n && pi_fb_ld32(b.p + in) == 0xFFFFFFFFu) {
+        uint32_t ml = pi_fb_ld32(b.p + in + 4);
+        if (ml == 0) {
+            memset(c + out, 0, 4);
+            out += 4;
+            break;
+        }
+        struct pi_fb fb = {b.p + in + 8, ml};
+        struct pi_fbt root;
+        int64_t body = 0;
+        CHECK_OK(pi_fb_root(&fb, &root));
+        pi_fb_i64(&root, 3, 0, &body);
+        memcpy(c + out, b.p + in + 4, 4 + ml + (size_t)body);
+        out += 4 + ml + (size_t)body;
+        in += 8 + ml + (size_t)body;
+    }
+    struct pi_arrow a;
+    CHECK_OK(pi_arrow_open_mem(&a, "legacy", c, out));
+    CHECK_EQ(a.nbatches, 2);
+    CHECK_EQ(a.nrows, 12);
+    CHECK_OK(open_decode_all(c, out, "legacy"));
+    pi_arrow_close(&a);
+    free(c);
+    free(b.p);
+    return PASS;
+}
