@@ -148,6 +148,7 @@ static int parse_field(struct sch_parse *sp, const struct pi_fbt *ft, const char
     static const uint8_t nbufs[] = {0, 0, 2, 2, 2, 3, 3, 3, 3, 2, 2, 1, 1};
     f->nbufs = nbufs[f->kind];
     s->nbufs += f->nbufs;
+    uint32_t first_buf = f->buf;
     uint32_t cdata = 0, nc = 0;
     FORWARD_IF(pi_fb_vector(ft, FLD_CHILDREN, 4, &cdata, &nc));
     if (need_children >= 0 && nc != (uint32_t)need_children)
@@ -165,6 +166,7 @@ static int parse_field(struct sch_parse *sp, const struct pi_fbt *ft, const char
             FORWARD_IF(parse_field(sp, &ct, path, depth + 1, &f->children[i]));
         }
     }
+    f->tree_bufs = s->nbufs - first_buf;
     return 0;
 }
 
@@ -236,6 +238,7 @@ static int parse_prefix(const uint8_t *p, size_t avail, uint32_t *pre, uint32_t 
 static int check_batch_header(const struct pi_arrow *a, const struct pi_fbt *rb, int64_t *rows, int *codec) {
     FORWARD_IF(pi_fb_i64(rb, RB_LENGTH, 0, rows));
     if (*rows < 0) return pi_err(PI_ARROW_E_FORMAT, "negative length %lld", (long long)*rows);
+    if (*rows > PI_ARROW_MAX_ROWS) return pi_err(PAGEIN_E_LIMIT, "%lld rows in one batch", (long long)*rows);
     uint32_t d, nn, nb, nv;
     FORWARD_IF(pi_fb_vector(rb, RB_NODES, 16, &d, &nn));
     FORWARD_IF(pi_fb_vector(rb, RB_BUFFERS, 16, &d, &nb));
@@ -260,9 +263,15 @@ static int check_batch_header(const struct pi_arrow *a, const struct pi_fbt *rb,
     return 0;
 }
 
-static int add_batch(struct pi_arrow *a, size_t *cap, uint64_t off, uint64_t meta, uint64_t body, int64_t rows) {
+static int add_batch(struct pi_arrow *a, size_t *cap, uint64_t off, uint64_t meta, uint64_t body, int64_t rows,
+                     const struct pi_fb *fb) {
     FORWARD_IF(pi_grow((void **)&a->batches, cap, a->nbatches + 1, sizeof *a->batches));
+    uint8_t *copy = pi_arena_alloc(&a->meta, fb->n);
+    if (!copy) return pi_err(-ENOMEM, "out of memory for batch metadata");
+    memcpy(copy, fb->p, fb->n);
     struct pi_arrow_batch_ref *r = &a->batches[a->nbatches++];
+    r->fb = copy;
+    r->fb_len = fb->n;
     r->offset = off;
     r->meta_len = meta;
     r->body_len = body;
@@ -333,7 +342,7 @@ static int open_stream(struct pi_arrow *a, pi_arrow_read_fn rd, void *ctx) {
                 goto at;
             }
             if (codec >= 0 && !a->compressed) a->compressed = 1 + codec;
-            if ((rc = add_batch(a, &bcap, pos, pre + (uint64_t)ml, (uint64_t)m.body_len, rows)) < 0) goto at;
+            if ((rc = add_batch(a, &bcap, pos, pre + (uint64_t)ml, (uint64_t)m.body_len, rows, &fb)) < 0) goto at;
         } else if (m.type == HDR_DICTIONARY) {
             rc = pi_err(PAGEIN_E_UNSUPPORTED, "DictionaryBatch: dictionary-encoded columns are not supported");
             goto at;
@@ -427,7 +436,7 @@ static int open_file(struct pi_arrow *a, pi_arrow_read_fn rd, void *ctx) {
         }
         if ((rc = check_batch_header(a, &m.hdr, &rows, &codec)) < 0) goto batch_err;
         if (codec >= 0 && !a->compressed) a->compressed = 1 + codec;
-        if ((rc = add_batch(a, &bcap, (uint64_t)off, (uint64_t)ml, (uint64_t)body, rows)) < 0) goto done;
+        if ((rc = add_batch(a, &bcap, (uint64_t)off, (uint64_t)ml, (uint64_t)body, rows, &mfb)) < 0) goto done;
         continue;
     batch_err: {
         char p[48];
@@ -493,6 +502,7 @@ int pi_arrow_open_mem(struct pi_arrow *a, const char *name, const void *buf, siz
 void pi_arrow_close(struct pi_arrow *a) {
     if (!a) return;
     pi_arena_free(&a->schema.arena);
+    pi_arena_free(&a->meta);
     pi_free(a->batches);
     pi_free(a->name);
     memset(a, 0, sizeof *a);
@@ -509,7 +519,8 @@ struct dec {
     const struct pi_arrow *a;
     struct pi_arrow_batch *b;
     const uint8_t *nodes, *bufs; /* FieldNode / Buffer vectors (16 bytes each) */
-    const uint8_t *body;
+    const struct pi_arrow_seg *segs;
+    size_t nsegs;
     uint64_t body_len;
     int codec; /* -1 uncompressed */
 #ifdef PAGEIN_HAVE_ZSTD
@@ -598,7 +609,17 @@ static int get_buf(struct dec *d, uint32_t k, const uint8_t **p, uint64_t *len) 
     if (off < 0 || n < 0 || (uint64_t)off > d->body_len || (uint64_t)n > d->body_len - (uint64_t)off)
         return pi_err(PI_ARROW_E_FORMAT, "buffer %u (offset %lld, length %lld) outside the body of %llu bytes", k,
                       (long long)off, (long long)n, (unsigned long long)d->body_len);
-    const uint8_t *s = d->body + off;
+    const uint8_t *s = NULL;
+    for (size_t i = 0; i < d->nsegs && n; i++) {
+        const struct pi_arrow_seg *g = &d->segs[i];
+        if ((uint64_t)off >= g->off && (uint64_t)off - g->off <= g->len && (uint64_t)n <= g->len - ((uint64_t)off - g->off)) {
+            s = g->p + ((uint64_t)off - g->off);
+            break;
+        }
+    }
+    if (n && !s)
+        return pi_err(PAGEIN_E_INVALID, "buffer %u (offset %lld, length %lld) is not in the bytes given", k,
+                      (long long)off, (long long)n);
     if (d->codec < 0 || n == 0) { /* compressed bodies may write an empty buffer without its length */
         *p = n ? s : empty_buf;
         *len = (uint64_t)n;
@@ -779,52 +800,66 @@ static int decode_col(struct dec *d, const struct pi_arrow_field *f, uint64_t ne
     return rc;
 }
 
-int pi_arrow_decode(const struct pi_arrow *a, size_t bi, const uint8_t *msg, size_t n, const uint32_t *sel,
-                    size_t nsel, struct pi_arrow_batch *out) {
+/* The stored Message of batch bi: its RecordBatch table. */
+static int batch_header(const struct pi_arrow *a, size_t bi, struct pi_fb *fb, struct msg *m) {
+    const struct pi_arrow_batch_ref *r = &a->batches[bi];
+    fb->p = r->fb;
+    fb->n = r->fb_len;
+    return parse_message(fb, m); /* validated at open: cannot fail but for memory corruption */
+}
+
+int pi_arrow_col_span(const struct pi_arrow *a, size_t bi, uint32_t col, uint64_t *off, uint64_t *len) {
+    *off = *len = 0;
+    if (bi >= a->nbatches || col >= a->schema.nfields)
+        return pi_err(PAGEIN_E_RANGE, "%s: batch %zu column %u", a->name, bi, col);
+    struct pi_fb fb;
+    struct msg m;
+    FORWARD_IF(batch_header(a, bi, &fb, &m));
+    uint32_t db, nb;
+    FORWARD_IF(pi_fb_vector(&m.hdr, RB_BUFFERS, 16, &db, &nb));
+    const struct pi_arrow_field *f = &a->schema.fields[col];
+    uint64_t lo = UINT64_MAX, hi = 0, body = a->batches[bi].body_len;
+    for (uint32_t k = f->buf; k < f->buf + f->tree_bufs; k++) {
+        int64_t o = pi_fb_ld64(fb.p + db + 16ull * k), n = pi_fb_ld64(fb.p + db + 16ull * k + 8);
+        if (o < 0 || n < 0 || (uint64_t)o > body || (uint64_t)n > body - (uint64_t)o)
+            return pi_err(PI_ARROW_E_FORMAT, "%s: batch %zu: field '%s': buffer %u (offset %lld, length %lld) outside the body of %llu bytes",
+                          a->name, bi, f->path, k, (long long)o, (long long)n, (unsigned long long)body);
+        if (n == 0) continue;
+        lo = PI_MIN(lo, (uint64_t)o);
+        hi = PI_MAX(hi, (uint64_t)o + (uint64_t)n);
+    }
+    if (lo != UINT64_MAX) {
+        *off = lo;
+        *len = hi - lo;
+    }
+    return 0;
+}
+
+int pi_arrow_decode_segs(const struct pi_arrow *a, size_t bi, const struct pi_arrow_seg *segs, size_t nsegs,
+                         const uint32_t *sel, size_t nsel, struct pi_arrow_batch *out) {
     memset(out, 0, sizeof *out);
     if (bi >= a->nbatches) return pi_err(PAGEIN_E_RANGE, "%s: batch %zu of %zu", a->name, bi, a->nbatches);
     const struct pi_arrow_batch_ref *r = &a->batches[bi];
-    struct dec d = {.a = a, .b = out, .codec = -1};
+    struct dec d = {.a = a, .b = out, .codec = -1, .segs = segs, .nsegs = nsegs, .body_len = r->body_len};
     int rc = 0;
     out->index = bi;
     out->rows = r->rows;
     out->ncols = a->schema.nfields;
-    if (n != r->meta_len + r->body_len) {
-        rc = pi_err(PAGEIN_E_INVALID, "%llu bytes given for a batch of %llu", (unsigned long long)n,
-                    (unsigned long long)(r->meta_len + r->body_len));
-        goto fail;
-    }
-    uint32_t pre, ml;
-    if ((rc = parse_prefix(msg, (size_t)r->meta_len, &pre, &ml)) < 0) goto fail;
-    if (ml == 0 || ml > r->meta_len - pre) {
-        rc = pi_err(PI_ARROW_E_FORMAT, "metadata of %u bytes in %llu", ml, (unsigned long long)r->meta_len);
-        goto fail;
-    }
-    struct pi_fb fb = {msg + pre, ml};
+    struct pi_fb fb;
     struct msg m;
     int64_t rows;
-    if ((rc = parse_message(&fb, &m)) < 0) goto fail;
-    if (m.type != HDR_RECORD_BATCH || (uint64_t)m.body_len != r->body_len) {
-        rc = pi_err(PAGEIN_E_CHANGED, "the message is not the record batch indexed at open");
-        goto fail;
-    }
+    if ((rc = batch_header(a, bi, &fb, &m)) < 0) goto fail;
     if ((rc = check_batch_header(a, &m.hdr, &rows, &d.codec)) < 0) goto fail;
     if (!pi_arrow_have_codec(d.codec)) {
         rc = pi_err(PAGEIN_E_UNSUPPORTED, "%s-compressed body: pagein was built without %s", d.codec ? "ZSTD" : "LZ4_FRAME",
                     d.codec ? "libzstd" : "liblz4");
         goto fail;
     }
-    if ((uint64_t)rows != r->rows) {
-        rc = pi_err(PAGEIN_E_CHANGED, "%lld rows, %llu at open", (long long)rows, (unsigned long long)r->rows);
-        goto fail;
-    }
     uint32_t dn, db, nd, nb; /* counts checked against the schema above */
     if ((rc = pi_fb_vector(&m.hdr, RB_NODES, 16, &dn, &nd)) < 0) goto fail;
     if ((rc = pi_fb_vector(&m.hdr, RB_BUFFERS, 16, &db, &nb)) < 0) goto fail;
-    d.nodes = msg + pre + dn;
-    d.bufs = msg + pre + db;
-    d.body = msg + r->meta_len;
-    d.body_len = r->body_len;
+    d.nodes = fb.p + dn;
+    d.bufs = fb.p + db;
     if (a->schema.nfields) {
         out->cols = pi_arena_alloc(&out->arena, (size_t)a->schema.nfields * sizeof *out->cols);
         if (!out->cols) {
@@ -862,6 +897,24 @@ fail:
     }
     pi_arrow_batch_free(out);
     return rc;
+}
+
+int pi_arrow_decode(const struct pi_arrow *a, size_t bi, const uint8_t *msg, size_t n, const uint32_t *sel,
+                    size_t nsel, struct pi_arrow_batch *out) {
+    memset(out, 0, sizeof *out);
+    if (bi >= a->nbatches) return pi_err(PAGEIN_E_RANGE, "%s: batch %zu of %zu", a->name, bi, a->nbatches);
+    const struct pi_arrow_batch_ref *r = &a->batches[bi];
+    if (n != r->meta_len + r->body_len)
+        return pi_err(PAGEIN_E_INVALID, "%s: batch %zu: %zu bytes given for a message of %llu", a->name, bi, n,
+                      (unsigned long long)(r->meta_len + r->body_len));
+    /* the metadata was read and kept at open; msg must still hold the
+     * same message (a file replaced since is caught here) */
+    uint32_t pre = 0, ml = 0;
+    if (parse_prefix(msg, (size_t)r->meta_len, &pre, &ml) < 0 || ml != r->fb_len ||
+        memcmp(msg + pre, r->fb, ml) != 0)
+        return pi_err(PAGEIN_E_CHANGED, "%s: batch %zu: the message differs from the one read at open", a->name, bi);
+    struct pi_arrow_seg seg = {0, r->body_len, msg + r->meta_len};
+    return pi_arrow_decode_segs(a, bi, &seg, 1, sel, nsel, out);
 }
 
 void pi_arrow_batch_free(struct pi_arrow_batch *b) {

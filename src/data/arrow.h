@@ -37,6 +37,7 @@
 #define PI_ARROW_MAX_META (64u << 20)          /* one message's metadata (flatbuffer) */
 #define PI_ARROW_MAX_FIELDS 65536              /* fields of a schema, all levels */
 #define PI_ARROW_DEFAULT_BATCH_BYTES (4ull << 30) /* decompressed bytes of one batch */
+#define PI_ARROW_MAX_ROWS 0x7fffffffll         /* rows of one batch (Null and Struct columns need no bytes) */
 
 enum pi_arrow_kind {
     PI_ARROW_NULL = 1,
@@ -65,7 +66,8 @@ struct pi_arrow_field {
     struct pi_arrow_field *children;
     uint32_t node;        /* its FieldNode: index in the pre-order walk */
     uint32_t buf;         /* its first buffer in the pre-order buffer list */
-    uint32_t nbufs;
+    uint32_t nbufs;       /* its own buffers */
+    uint32_t tree_bufs;   /* its and its descendants' buffers: [buf, buf + tree_bufs) */
 };
 
 struct pi_arrow_schema {
@@ -76,10 +78,14 @@ struct pi_arrow_schema {
 };
 
 /* One record batch: the message starts at offset (its continuation marker
- * or legacy length), its body at offset + meta_len. */
+ * or legacy length), its body at offset + meta_len. fb is a copy of its
+ * Message flatbuffer, kept from open so that a batch's column extents are
+ * known before anything of it is read again. */
 struct pi_arrow_batch_ref {
     uint64_t offset, meta_len, body_len;
     uint64_t rows, first_row;
+    const uint8_t *fb;
+    uint32_t fb_len;
 };
 
 enum { PI_ARROW_STREAM = 1, PI_ARROW_FILE = 2 };
@@ -91,6 +97,7 @@ struct pi_arrow {
     struct pi_arrow_schema schema;
     struct pi_arrow_batch_ref *batches;
     size_t nbatches;
+    struct pi_arena meta;  /* the batches' fb copies */
     uint64_t nrows;
     int compressed;       /* 0, or 1 + codec (LZ4_FRAME 0, ZSTD 1) of the first compressed batch seen */
     uint64_t max_batch_bytes; /* decompressed bytes one batch may allocate; set before decode */
@@ -141,6 +148,21 @@ struct pi_arrow_batch {
  * must outlive *out. */
 int pi_arrow_decode(const struct pi_arrow *a, size_t bi, const uint8_t *msg, size_t n, const uint32_t *sel,
                     size_t nsel, struct pi_arrow_batch *out);
+
+/* Pieces of a batch's body: [off, off + len) of the body at p. */
+struct pi_arrow_seg {
+    uint64_t off, len;
+    const uint8_t *p;
+};
+/* The body bytes of top-level column col in batch bi: [*off, *off + *len)
+ * relative to the body (add offset + meta_len for the file), the smallest
+ * span holding all its buffers (writers lay a column's buffers out
+ * together), checked against the body. *len may be 0. */
+int pi_arrow_col_span(const struct pi_arrow *a, size_t bi, uint32_t col, uint64_t *off, uint64_t *len);
+/* As pi_arrow_decode, from pieces of the body only (e.g. the spans of the
+ * selected columns): a buffer outside every piece is an error. */
+int pi_arrow_decode_segs(const struct pi_arrow *a, size_t bi, const struct pi_arrow_seg *segs, size_t nsegs,
+                         const uint32_t *sel, size_t nsel, struct pi_arrow_batch *out);
 void pi_arrow_batch_free(struct pi_arrow_batch *b);
 /* 1 if batches compressed with codec (0 LZ4_FRAME, 1 ZSTD; -1 none) can
  * be decoded by this build (mk/arrow.mk). */

@@ -13,6 +13,7 @@
 // OUTDIR/types.lz4js.stream.arrow       the writer's compressed output as is
 // OUTDIR/dict.stream.arrow              a dictionary-encoded column
 // OUTDIR/ds/                            a `save_to_disk`-like directory
+// OUTDIR/seed/                          small copies: the fuzz seed corpus
 //
 // Value text (the C test renders decoded cells the same way): integers in
 // decimal, floats as C's %.17g would print them (only dyadic values are
@@ -20,7 +21,7 @@
 // hex, binary "b:" + hex, lists "[a,b]", structs "{x=a,y=b}".
 import { createRequire } from 'node:module';
 import { execFileSync } from 'node:child_process';
-import { mkdirSync, writeFileSync } from 'node:fs';
+import { mkdirSync, readFileSync, writeFileSync } from 'node:fs';
 import { join, dirname } from 'node:path';
 import { fileURLToPath } from 'node:url';
 
@@ -149,6 +150,18 @@ for (const [name, prog, ct] of [['lz4', 'lz4', A.CompressionType.LZ4_FRAME], ['z
   }
 }
 
+// ---- small copies for the fuzz seed corpus (fuzz/corpus/arrow/ holds the
+// files this wrote once): two short batches in each encoding
+const seed = join(out, 'seed');
+mkdirSync(seed, { recursive: true });
+const { table: small } = table(cols, [3, 2]);
+writeFileSync(join(seed, 'types.stream.arrow'), A.tableToIPC(small, 'stream'));
+writeFileSync(join(seed, 'types.file.arrow'), A.tableToIPC(small, 'file'));
+for (const [name, ct] of [['lz4', A.CompressionType.LZ4_FRAME], ['zstd', A.CompressionType.ZSTD]]) {
+  writeFileSync(join(seed, `types.${name}.stream.arrow`), fixPrefixes(A.tableToIPC(small, 'stream', ct)));
+  writeFileSync(join(seed, `types.${name}.file.arrow`), fixPrefixes(A.tableToIPC(small, 'file', ct)));
+}
+
 // ---- a dictionary-encoded column (refused, naming the column)
 const dictVec = A.vectorFromArray(['red', 'green', 'red', null], new A.Dictionary(new A.Utf8(), new A.Int32()));
 const dictTable = new A.Table({ id: A.vectorFromArray([1, 2, 3, 4], new A.Int32()), colour: dictVec });
@@ -181,4 +194,6 @@ writeFileSync(join(ds, 'dataset_info.json'), JSON.stringify({ citation: '', desc
   text: { dtype: 'string', _type: 'Value' }, input_ids: { feature: { dtype: 'int32', _type: 'Value' }, _type: 'Sequence' },
   label: { dtype: 'int64', _type: 'Value' } }, homepage: '', license: '' }, null, 2) + '\n');
 writeFileSync(join(out, 'ds.expected.tsv'), dsExpected.join('\n') + '\n');
+for (const f of ['state.json', files[1].filename]) writeFileSync(join(seed, 'ds-' + f), readFileSync(join(ds, f)));
+writeFileSync(join(seed, 'dict.stream.arrow'), readFileSync(join(out, 'dict.stream.arrow')));
 console.log(`gen.mjs: wrote fixtures into ${out} (${ncompressed} buffers compressed)`);
