@@ -5,13 +5,18 @@
  * many rows from no bytes). Inputs starting with '{' also go through the
  * save_to_disk state.json parser. Invariants: the index tiles inside the
  * input, rows add up, each decoded column has the batch's rows, cell
- * access never fails for rows in range. White-box: includes the private
- * header. */
+ * access never fails for rows in range. Then the same bytes through the
+ * dataset-format row (ds_arrow.c): open, every group's ranges, decode and
+ * every sample's fields (pi_ds_walk). White-box: includes the private
+ * headers. */
 #include <stdint.h>
 #include <stdlib.h>
 #include <string.h>
 
 #include "../src/data/arrow.h"
+#include "../src/data/dsformat.h"
+
+extern const struct pi_dsformat pi_dsformat_arrow;
 
 #define ASSERT(c) \
     do {          \
@@ -109,5 +114,13 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
     }
     ASSERT(rows == a.nrows);
     pi_arrow_close(&a);
+
+    struct pi_dsshard *sh = NULL;
+    rc = pi_ds_open_memory(&sh, &pi_dsformat_arrow, data, size, "fuzz.arrow", NULL);
+    if (rc == 0) {
+        rc = pi_ds_walk(sh);
+        ASSERT(rc == 0 || rc == -12 || (rc <= PAGEIN_E_BASE && rc > PAGEIN_E_LAST));
+        pi_ds_shard_close(sh);
+    }
     return 0;
 }

@@ -671,3 +671,235 @@ TEST(arrow_legacy_prefix) {
     free(b.p);
     return PASS;
 }
+
+/* ---- the dataset-format row (ds_arrow.c) through the public API ---------- */
+/* Renders a pipe field the way gen.mjs writes values. */
+static void render_field(struct pi_buf *o, const pagein_field *f) {
+    char t[64];
+    if (f->null) {
+        put(o, "null");
+        return;
+    }
+    uint64_t n = 1;
+    for (unsigned d = 0; d < f->ndim; d++) n *= f->shape[d];
+    if (f->type == PAGEIN_FIELD_UTF8 || f->type == PAGEIN_FIELD_BINARY) {
+        put(o, f->type == PAGEIN_FIELD_UTF8 ? "s:" : "b:");
+        put_hex(o, f->data, f->nbytes);
+        return;
+    }
+    if (f->ndim) put(o, "[");
+    for (uint64_t i = 0; i < n; i++) {
+        const uint8_t *p = (const uint8_t *)f->data + i * f->width;
+        int64_t v = 0;
+        if (i) put(o, ",");
+        if (f->type == PAGEIN_FIELD_INT || f->type == PAGEIN_FIELD_UINT) {
+            memcpy(&v, p, f->width);
+            if (f->type == PAGEIN_FIELD_INT && f->width < 8 && (v >> (f->width * 8 - 1)) & 1)
+                v |= (int64_t)(~0ull << (f->width * 8));
+            snprintf(t, sizeof t, f->type == PAGEIN_FIELD_INT ? "%lld" : "%llu", (long long)v);
+            put(o, t);
+        } else if (f->type == PAGEIN_FIELD_BOOL) {
+            put(o, p[0] ? "true" : "false");
+        } else if (f->type == PAGEIN_FIELD_FLOAT && f->width == 8) {
+            double d;
+            memcpy(&d, p, 8);
+            put_double(o, d);
+        } else if (f->type == PAGEIN_FIELD_FLOAT && f->width == 4) {
+            float x;
+            memcpy(&x, p, 4);
+            put_double(o, x);
+        } else {
+            put(o, "?");
+        }
+    }
+    if (f->ndim) put(o, "]");
+}
+
+/* A save_to_disk directory opens as one dataset: every sample of every
+ * order, over ranks and workers, with the writer's values. */
+TEST(arrow_row_save_to_disk) {
+    NEED_FIXTURES();
+    struct expect e;
+    CHECK(load_expect(fx("ds.expected.tsv"), 1, &e) == 0);
+    /* expected text per (sample, column): lines are in file, batch, column, row order */
+    char *want[35][3] = {{0}};
+    {
+        unsigned base = 0, fbase = 0;
+        const char *file = "";
+        unsigned lastb = ~0u, maxrow = 0;
+        for (size_t i = 0; i < e.n; i++) {
+            const struct cell *c = &e.c[i];
+            if (strcmp(c->file, file) != 0 || c->batch != lastb) {
+                if (strcmp(c->file, file) != 0) fbase = 0;
+                base += maxrow;
+                maxrow = 0;
+                file = c->file;
+                lastb = c->batch;
+                (void)fbase;
+            }
+            if (c->row + 1 > maxrow) maxrow = c->row + 1;
+            int k = !strcmp(c->col, "text") ? 0 : !strcmp(c->col, "input_ids") ? 1 : 2;
+            if (base + c->row < 35) want[base + c->row][k] = c->val;
+        }
+    }
+    pagein_dataset *d = NULL;
+    CHECK_OK(pagein_dataset_open(&d, fx("ds"), NULL));
+    if (!d) {
+        free_expect(&e);
+        return FAIL;
+    }
+    CHECK_EQ(pagein_dataset_count(d), 35);
+    CHECK_EQ(pagein_dataset_group_count(d), 5);
+    CHECK_STR(pagein_dataset_format(d, 0), "arrow");
+    static const pagein_order orders[] = {PAGEIN_ORDER_NONE, PAGEIN_ORDER_BLOCK, PAGEIN_ORDER_GLOBAL};
+    struct pi_buf o = {0};
+    for (size_t oi = 0; oi < 3; oi++) {
+        int seen[35] = {0};
+        for (uint32_t rank = 0; rank < 2; rank++)
+            for (uint32_t w = 0; w < 2; w++) {
+                pagein_pipe_opts po = PAGEIN_PIPE_OPTS_INIT;
+                po.order = orders[oi];
+                po.seed = 7;
+                po.rank = rank;
+                po.world_size = 2;
+                po.worker = w;
+                po.num_workers = 2;
+                po.window = 2;
+                pagein_pipe *p = NULL;
+                CHECK_OK(pagein_pipe_open(&p, d, &po));
+                if (!p) continue;
+                pagein_item it;
+                int rc;
+                while ((rc = pagein_pipe_next(p, &it)) == 1) {
+                    CHECK(it.id < 35);
+                    if (it.id >= 35) break;
+                    seen[it.id]++;
+                    CHECK_EQ(it.nfields, 3);
+                    for (size_t k = 0; k < it.nfields && k < 3; k++) {
+                        o.n = 0;
+                        render_field(&o, &it.fields[k]);
+                        pi_buf_put(&o, "", 0);
+                        if (!want[it.id][k] || strcmp(o.p, want[it.id][k]) != 0) {
+                            printf("    order %s sample %llu field %s: got %s want %s\n", pagein_order_name(orders[oi]),
+                                   (unsigned long long)it.id, it.fields[k].name, o.p,
+                                   want[it.id][k] ? want[it.id][k] : "?");
+                            pt_failed = 1;
+                        }
+                    }
+                }
+                CHECK_OK(rc);
+                pagein_pipe_close(p);
+            }
+        for (int i = 0; i < 35; i++) CHECK_EQ(seen[i], 1);
+    }
+    pi_buf_free(&o);
+    pagein_dataset_close(d);
+    /* columns=: only input_ids, and fewer bytes fetched */
+    const char *cols[] = {"input_ids"};
+    pagein_dataset_opts dopt = PAGEIN_DATASET_OPTS_INIT;
+    dopt.columns = cols;
+    dopt.ncolumns = 1;
+    uint64_t bytes[2] = {0, 0};
+    for (int pass = 0; pass < 2; pass++) {
+        CHECK_OK(pagein_dataset_open(&d, fx("ds"), pass ? &dopt : NULL));
+        pagein_pipe_opts po = PAGEIN_PIPE_OPTS_INIT;
+        pagein_pipe *p = NULL;
+        CHECK_OK(pagein_pipe_open(&p, d, &po));
+        pagein_item it;
+        uint64_t n = 0;
+        while (p && pagein_pipe_next(p, &it) == 1) {
+            n++;
+            if (pass) CHECK(it.nfields == 1 && !strcmp(it.fields[0].name, "input_ids"));
+        }
+        CHECK_EQ(n, 35);
+        pagein_pipe_stats st;
+        if (p) pagein_pipe_get_stats(p, &st), bytes[pass] = st.bytes_read;
+        pagein_pipe_close(p);
+        pagein_dataset_close(d);
+        d = NULL;
+    }
+    CHECK(bytes[1] > 0 && bytes[1] < bytes[0]);
+    /* an unknown column */
+    const char *nope[] = {"nope"};
+    dopt.columns = nope;
+    CHECK_EQ(pagein_dataset_open(&d, fx("ds"), &dopt), PAGEIN_E_NOT_FOUND);
+    CHECK(strstr(pagein_last_error_detail(), "nope") != NULL);
+    free_expect(&e);
+    return PASS;
+}
+
+/* The types file through the row: a list of strings is refused at open
+ * naming the column; selected representable columns read, structs
+ * flattened into "st.a". */
+TEST(arrow_row_types) {
+    NEED_FIXTURES();
+    NEED_CODECS();
+    pagein_dataset *d = NULL;
+    CHECK_EQ(pagein_dataset_open(&d, fx("types.zstd.file.arrow"), NULL), PAGEIN_E_UNSUPPORTED);
+    printf("    (detail: %s)\n", pagein_last_error_detail());
+    CHECK(strstr(pagein_last_error_detail(), "'lstr'") != NULL);
+    const char *cols[] = {"i8", "u64", "f64", "b", "s", "bin", "ll", "st", "n"};
+    pagein_dataset_opts o = PAGEIN_DATASET_OPTS_INIT;
+    o.columns = cols;
+    o.ncolumns = PI_ARRAY_LEN(cols);
+    struct expect e;
+    CHECK(load_expect(fx("types.expected.tsv"), 0, &e) == 0);
+    static const char *const files[] = {"types.stream.arrow", "types.lz4.file.arrow", "types.zstd.stream.arrow"};
+    for (size_t fi = 0; fi < 3; fi++) {
+        CHECK_OK(pagein_dataset_open(&d, fx(files[fi]), &o));
+        if (!d) continue;
+        CHECK_EQ(pagein_dataset_count(d), 169);
+        pagein_pipe_opts po = PAGEIN_PIPE_OPTS_INIT;
+        po.order = PAGEIN_ORDER_NONE;
+        pagein_pipe *p = NULL;
+        CHECK_OK(pagein_pipe_open(&p, d, &po));
+        pagein_item it;
+        struct pi_buf ob = {0};
+        size_t checked = 0;
+        uint64_t starts[] = {0, 5, 6, 15, 19, 169};
+        while (p && pagein_pipe_next(p, &it) == 1) {
+            unsigned b = 0;
+            while (it.id >= starts[b + 1]) b++;
+            unsigned row = (unsigned)(it.id - starts[b]);
+            CHECK_EQ(it.nfields, 11); /* st -> st.a, st.b, st.c */
+            for (size_t k = 0; k < it.nfields; k++) {
+                const pagein_field *f = &it.fields[k];
+                if (!strncmp(f->name, "st.", 3) || f->type == PAGEIN_FIELD_NULL) {
+                    if (!strcmp(f->name, "n")) CHECK(f->null);
+                    continue; /* the struct's text is checked as a whole by arrow_types_every_cell */
+                }
+                for (size_t i = 0; i < e.n; i++) {
+                    const struct cell *c = &e.c[i];
+                    if (c->batch != b || c->row != row || strcmp(c->col, f->name) != 0) continue;
+                    ob.n = 0;
+                    render_field(&ob, f);
+                    pi_buf_put(&ob, "", 0);
+                    if (strcmp(ob.p, c->val) != 0) {
+                        printf("    %s sample %llu %s: got %s want %s\n", files[fi], (unsigned long long)it.id, f->name,
+                               ob.p, c->val);
+                        pt_failed = 1;
+                    }
+                    checked++;
+                    break;
+                }
+            }
+            /* st.a: null when st is null or a is */
+            const pagein_field *sa = &it.fields[7];
+            CHECK_STR(sa->name, "st.a");
+            int st_null = (it.id % 5 == 4), a_null = (it.id % 3 == 2);
+            CHECK_EQ(sa->null, st_null || a_null);
+            if (!sa->null) {
+                int32_t v;
+                memcpy(&v, sa->data, 4);
+                CHECK_EQ(v, (int64_t)it.id - 50);
+            }
+        }
+        CHECK_EQ(checked, 169 * 7);
+        pi_buf_free(&ob);
+        pagein_pipe_close(p);
+        pagein_dataset_close(d);
+        d = NULL;
+    }
+    free_expect(&e);
+    return PASS;
+}

@@ -30,8 +30,8 @@
 
 #include "../internal.h"
 
-/* The error code for malformed Arrow input (one place to change it). */
-#define PI_ARROW_E_FORMAT PAGEIN_E_BAD_DATASET
+/* The error code for malformed Arrow input: the dataset table's. */
+#define PI_ARROW_E_FORMAT PAGEIN_E_FORMAT
 
 #define PI_ARROW_MAX_DEPTH 48                  /* nesting of fields */
 #define PI_ARROW_MAX_META (64u << 20)          /* one message's metadata (flatbuffer) */
