@@ -22,15 +22,44 @@
 import { createRequire } from 'node:module';
 import { execFileSync } from 'node:child_process';
 import { mkdirSync, readFileSync, writeFileSync } from 'node:fs';
-import { join, dirname } from 'node:path';
+import { join, dirname, resolve } from 'node:path';
 import { fileURLToPath } from 'node:url';
 
 const here = dirname(fileURLToPath(import.meta.url));
-const require = createRequire(join(process.env.ARROW_NPM || join(here, '../../../build/npm'), 'package.json'));
+const require = createRequire(resolve(process.env.ARROW_NPM || join(here, '../../../build/npm'), 'package.json'));
 const A = require('apache-arrow');
-const out = process.argv[2];
-if (!out) { console.error('usage: node gen.mjs OUTDIR'); process.exit(2); }
+// node gen.mjs --bench OUTDIR ROWS: only OUTDIR/bench.arrow, a `datasets`-like
+// stream (text ~300 bytes, input_ids list<int32> of 32..160, label int64) in
+// record batches of 1,000 rows, for bench/arrow_shuffle.sh.
+const benchMode = process.argv[2] === '--bench';
+const out = process.argv[benchMode ? 3 : 2];
+if (!out) { console.error('usage: node gen.mjs [--bench] OUTDIR [ROWS]'); process.exit(2); }
 mkdirSync(out, { recursive: true });
+if (benchMode) {
+  const rows = Number(process.argv[4] || 100000);
+  const schema = new A.Schema([new A.Field('text', new A.Utf8(), true),
+    new A.Field('input_ids', new A.List(new A.Field('item', new A.Int32(), true)), true),
+    new A.Field('label', new A.Int64(), true)]);
+  const words = 'the of and to in is was for on that with as by at from his it an were are which this be'.split(' ');
+  let seed = 12345;
+  const rnd = () => ((seed = (seed * 1103515245 + 12345) >>> 0) / 4294967296);
+  const batches = [];
+  for (let r0 = 0; r0 < rows; r0 += 1000) {
+    const n = Math.min(1000, rows - r0), text = [], ids = [], label = [];
+    for (let i = 0; i < n; i++) {
+      let t = `row ${r0 + i}:`;
+      while (t.length < 150 + rnd() * 300) t += ' ' + words[Math.floor(rnd() * words.length)];
+      text.push(t);
+      ids.push(Int32Array.from({ length: 32 + Math.floor(rnd() * 128) }, () => Math.floor(rnd() * 50000)));
+      label.push(BigInt(i % 5));
+    }
+    const children = [A.vectorFromArray(text, new A.Utf8()).data[0],
+      A.vectorFromArray(ids, schema.fields[1].type).data[0], A.vectorFromArray(label, new A.Int64()).data[0]];
+    batches.push(new A.RecordBatch(schema, A.makeData({ type: new A.Struct(schema.fields), length: n, nullCount: 0, children })));
+  }
+  writeFileSync(join(out, 'bench.arrow'), A.tableToIPC(new A.Table(schema, batches), 'stream'));
+  process.exit(0);
+}
 
 const hex = (u8) => Buffer.from(u8).toString('hex');
 function render(type, v) {
