@@ -5,10 +5,11 @@
 # posix_fadvise DONTNEED), on the local disk and through tools/slowfs (DELAY_US
 # per read request):
 #   sequential    cat of the file (the limit of the bytes)
-#   block         pagein read-samples --dataset --order block (whole batches,
-#                 windows of 8 shuffled together)
-#   global        pagein read-samples --dataset --order global (a permutation
-#                 of all rows; each read batch fetches the record batches of its rows)
+#   block         the dataset table's pipeline, order block (whole batches,
+#                 windows of 8 shuffled together): bench_arrow pipe
+#   global        the pipeline, order global (a permutation of all rows; each
+#                 read batch of 256 rows fetches the record batches of its rows)
+#   global-4096   the same with read batches of 4096 rows
 #   mmap-random   bench_arrow mmap-random: the file mapped, rows in a random
 #                 order, each read through the mapping (what `datasets` does after
 #                 .shuffle()); MMAP_ROWS rows, the epoch time extrapolated
@@ -43,14 +44,13 @@ secs() { echo "$EPOCHREALTIME"; }
 results=()
 run() { # fs dir
   local fs=$1 d=$2 t0 t1 out rows
-  for mode in sequential block global mmap-random; do
+  for mode in sequential block global global-4096 mmap-random; do
     drop "$W/src/$F" "$d/$F"
     t0=$(secs)
     case $mode in
       sequential) cat "$d/$F" > /dev/null; rows=$ROWS ;;
-      block|global) out=$("$PAGEIN" read-samples --dataset "$d/$F" --order $mode --seed 1 --check 2>&1) \
-                      || { echo "$mode: $out" >&2; return 1; }
-                    rows=$(echo "$out" | awk '{print $1}') ;;
+      block|global) "$BENCH" pipe "$d/$F" --order $mode > /dev/null || return 1; rows=$ROWS ;;
+      global-4096) "$BENCH" pipe "$d/$F" --order global --read-batch 4096 > /dev/null || return 1; rows=$ROWS ;;
       mmap-random) "$BENCH" mmap-random "$d/$F" --rows "$MMAP_ROWS" > /dev/null || return 1; rows=$MMAP_ROWS ;;
     esac
     t1=$(secs)

@@ -249,7 +249,7 @@ TEST(arrow_types_every_cell) {
     NEED_CODECS();
     struct expect e;
     CHECK(load_expect(fx("types.expected.tsv"), 0, &e) == 0);
-    CHECK(e.n == 169 * 23);
+    CHECK(e.n == 169 * 25);
     static const char *const files[] = {"types.stream.arrow", "types.file.arrow", "types.lz4.stream.arrow",
                                         "types.lz4.file.arrow", "types.zstd.stream.arrow", "types.zstd.file.arrow"};
     for (size_t i = 0; i < PI_ARRAY_LEN(files); i++) {
@@ -289,7 +289,7 @@ TEST(arrow_index_and_schema) {
         if (i + 1 < as.nbatches)
             CHECK_EQ(as.batches[i].offset + as.batches[i].meta_len + as.batches[i].body_len, as.batches[i + 1].offset);
     }
-    CHECK_EQ(as.schema.nfields, 23);
+    CHECK_EQ(as.schema.nfields, 25);
     const struct pi_arrow_field *st = &as.schema.fields[pi_arrow_column(&as, "st", 2)];
     CHECK_EQ(st->kind, PI_ARROW_STRUCT);
     CHECK_EQ(st->nchildren, 3);
@@ -673,46 +673,56 @@ TEST(arrow_legacy_prefix) {
 }
 
 /* ---- the dataset-format row (ds_arrow.c) through the public API ---------- */
-/* Renders a pipe field the way gen.mjs writes values. */
-static void render_field(struct pi_buf *o, const pagein_field *f) {
+/* Renders a pipe field the way gen.mjs writes values (arrays nested by
+ * their shape). */
+static void render_elems(struct pi_buf *o, const pagein_field *f, unsigned d, uint64_t *at) {
     char t[64];
+    if (d < f->ndim) {
+        put(o, "[");
+        for (uint64_t i = 0; i < f->shape[d]; i++) {
+            if (i) put(o, ",");
+            render_elems(o, f, d + 1, at);
+        }
+        put(o, "]");
+        return;
+    }
+    const uint8_t *p = (const uint8_t *)f->data + (*at)++ * f->width;
+    if (f->type == PAGEIN_FIELD_INT || f->type == PAGEIN_FIELD_UINT) {
+        int64_t v = 0;
+        memcpy(&v, p, f->width);
+        if (f->type == PAGEIN_FIELD_INT && f->width < 8 && (v >> (f->width * 8 - 1)) & 1)
+            v |= (int64_t)(~0ull << (f->width * 8));
+        snprintf(t, sizeof t, f->type == PAGEIN_FIELD_INT ? "%lld" : "%llu", (long long)v);
+        put(o, t);
+    } else if (f->type == PAGEIN_FIELD_BOOL) {
+        put(o, p[0] ? "true" : "false");
+    } else if (f->type == PAGEIN_FIELD_FLOAT && f->width == 8) {
+        double x;
+        memcpy(&x, p, 8);
+        put_double(o, x);
+    } else if (f->type == PAGEIN_FIELD_FLOAT && f->width == 4) {
+        float x;
+        memcpy(&x, p, 4);
+        put_double(o, x);
+    } else {
+        put(o, "?");
+    }
+}
+
+static void render_field(struct pi_buf *o, const pagein_field *f) {
     if (f->null) {
         put(o, "null");
         return;
     }
-    uint64_t n = 1;
-    for (unsigned d = 0; d < f->ndim; d++) n *= f->shape[d];
     if (f->type == PAGEIN_FIELD_UTF8 || f->type == PAGEIN_FIELD_BINARY) {
         put(o, f->type == PAGEIN_FIELD_UTF8 ? "s:" : "b:");
         put_hex(o, f->data, f->nbytes);
         return;
     }
-    if (f->ndim) put(o, "[");
-    for (uint64_t i = 0; i < n; i++) {
-        const uint8_t *p = (const uint8_t *)f->data + i * f->width;
-        int64_t v = 0;
-        if (i) put(o, ",");
-        if (f->type == PAGEIN_FIELD_INT || f->type == PAGEIN_FIELD_UINT) {
-            memcpy(&v, p, f->width);
-            if (f->type == PAGEIN_FIELD_INT && f->width < 8 && (v >> (f->width * 8 - 1)) & 1)
-                v |= (int64_t)(~0ull << (f->width * 8));
-            snprintf(t, sizeof t, f->type == PAGEIN_FIELD_INT ? "%lld" : "%llu", (long long)v);
-            put(o, t);
-        } else if (f->type == PAGEIN_FIELD_BOOL) {
-            put(o, p[0] ? "true" : "false");
-        } else if (f->type == PAGEIN_FIELD_FLOAT && f->width == 8) {
-            double d;
-            memcpy(&d, p, 8);
-            put_double(o, d);
-        } else if (f->type == PAGEIN_FIELD_FLOAT && f->width == 4) {
-            float x;
-            memcpy(&x, p, 4);
-            put_double(o, x);
-        } else {
-            put(o, "?");
-        }
-    }
-    if (f->ndim) put(o, "]");
+    uint64_t at = 0, n = 1;
+    for (unsigned d = 0; d < f->ndim; d++) n *= f->shape[d];
+    CHECK_EQ(f->nbytes, n * f->width);
+    render_elems(o, f, 0, &at);
 }
 
 /* A save_to_disk directory opens as one dataset: every sample of every
@@ -838,7 +848,7 @@ TEST(arrow_row_types) {
     CHECK_EQ(pagein_dataset_open(&d, fx("types.zstd.file.arrow"), NULL), PAGEIN_E_UNSUPPORTED);
     printf("    (detail: %s)\n", pagein_last_error_detail());
     CHECK(strstr(pagein_last_error_detail(), "'lstr'") != NULL);
-    const char *cols[] = {"i8", "u64", "f64", "b", "s", "bin", "ll", "st", "n"};
+    const char *cols[] = {"i8", "u64", "f64", "b", "s", "bin", "ll", "st", "n", "emb", "boxes"};
     pagein_dataset_opts o = PAGEIN_DATASET_OPTS_INIT;
     o.columns = cols;
     o.ncolumns = PI_ARRAY_LEN(cols);
@@ -861,7 +871,7 @@ TEST(arrow_row_types) {
             unsigned b = 0;
             while (it.id >= starts[b + 1]) b++;
             unsigned row = (unsigned)(it.id - starts[b]);
-            CHECK_EQ(it.nfields, 11); /* st -> st.a, st.b, st.c */
+            CHECK_EQ(it.nfields, 13); /* st -> st.a, st.b, st.c */
             for (size_t k = 0; k < it.nfields; k++) {
                 const pagein_field *f = &it.fields[k];
                 if (!strncmp(f->name, "st.", 3) || f->type == PAGEIN_FIELD_NULL) {
@@ -894,7 +904,7 @@ TEST(arrow_row_types) {
                 CHECK_EQ(v, (int64_t)it.id - 50);
             }
         }
-        CHECK_EQ(checked, 169 * 7);
+        CHECK_EQ(checked, 169 * 9);
         pi_buf_free(&ob);
         pagein_pipe_close(p);
         pagein_dataset_close(d);

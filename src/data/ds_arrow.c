@@ -65,6 +65,8 @@ static int rd(void *ctx, uint64_t off, void *dst, size_t len) {
         return 0;
     }
     if (len >= c->cap || !c->blk) return pi_source_read(c->src, dst, len, off);
+    if (off > c->src->size || c->src->size - off < len)
+        return pi_err(PAGEIN_E_TRUNCATED, "%s: %zu bytes at %llu past the end", c->src->name, len, (unsigned long long)off);
     uint64_t n = PI_MIN(c->cap, c->src->size - off);
     FORWARD_IF(pi_source_read(c->src, c->blk, n, off));
     c->off = off;
@@ -441,24 +443,36 @@ static int arrow_fields(const struct pi_dsshard *sh, const struct pi_dsgroup *gr
                 continue;
             }
         } else {
-            uint64_t outer = 1;
+            /* [first, first + count) of column cc at each level, from the
+             * list's offsets (or this row) down through the fixed sizes;
+             * a null element at any level below the row has no value */
+            const struct pi_arrow_col *cc = leaf;
+            int check = af->var;
             if (af->var) {
                 struct pi_arrow_val v;
                 pi_arrow_get(leaf, i, &v);
-                outer = v.n;
-                first = v.first * af->inner;
+                first = v.first;
+                count = v.n;
                 o->shape[0] = v.n;
+                cc = v.child;
             } else {
-                first = i * af->inner;
+                first = i;
+                count = 1;
             }
-            for (uint32_t d = af->var; d < c->ndim; d++) o->shape[d] = (uint64_t)c->shape[d];
-            count = outer * af->inner;
-            /* null elements inside a non-null list have no value to hand out */
-            if (e->validity)
-                for (uint64_t j = 0; j < count; j++)
-                    if (pi_arrow_is_null(e, first + j))
-                        return pi_ds_err(sh, PAGEIN_E_UNSUPPORTED, grp->g, i, c->name,
-                                         "null element %llu inside a list", (unsigned long long)j);
+            for (uint32_t d = (uint32_t)af->var; d < c->ndim; d++) o->shape[d] = (uint64_t)c->shape[d];
+            for (uint32_t lv = 0;; lv++) {
+                if (check && cc->validity)
+                    for (uint64_t j = 0; j < count; j++)
+                        if (pi_arrow_is_null(cc, first + j))
+                            return pi_ds_err(sh, PAGEIN_E_UNSUPPORTED, grp->g, i, c->name,
+                                             "null element inside a list (level %u, element %llu)", lv,
+                                             (unsigned long long)j);
+                if (lv == af->nfixed) break;
+                check = 1;
+                first *= (uint64_t)cc->f->list_size;
+                count *= (uint64_t)cc->f->list_size;
+                cc = &cc->children[0];
+            }
         }
         if (e->f->kind == PI_ARROW_NULL) {
             o->null = 1;

@@ -70,6 +70,17 @@ expect_contains "cut.arrow"
 expect_exit 1 "$PAGEIN" read-samples --dataset fx/types.lz4js.stream.arrow --columns i8 --check
 expect_contains "declared"
 
+# bench/bench_arrow runs once on the fixtures so it does not rot (not timed)
+B=$(dirname "$PAGEIN")/bench/bench_arrow
+if [ -x "$B" ]; then
+  "$B" decode fx/types.zstd.file.arrow --iters 1 --json > dec.json || fail "bench_arrow decode"
+  "$B" mmap-random fx/ds/data-00000-of-00002.arrow --rows 50 --json > mm.json || fail "bench_arrow mmap-random"
+  "$B" pipe fx/ds/data-00000-of-00002.arrow --order global --json > pipe.json || fail "bench_arrow pipe"
+  $PY -c "import json; d=json.load(open('dec.json')); assert d['rows']==169 and d['cells']==169*25, d
+m=json.load(open('mm.json')); assert m['rows']==50, m
+p=json.load(open('pipe.json')); assert p['rows']==23 and p['bytes_read']>0, p" || fail "bench_arrow output"
+fi
+
 # the same shard over HTTP: the same samples in the same order
 D=$TMP/srv
 mkdir -p "$D/www"

@@ -107,6 +107,9 @@ const cols = [
   [F('st', new A.Struct([F('a', new A.Int32()), F('b', new A.Utf8()), F('c', new A.List(F('item', new A.Int16())))])),
     N(5, (r) => ({ a: r % 3 === 2 ? null : r - 50, b: str(r + 1), c: r % 4 === 3 ? null : [r, -r] }))],
   [F('n', new A.Null()), () => null],
+  [F('emb', new A.FixedSizeList(4, F('item', new A.Float32()))), N(6, (r) => [r, -r, r / 4, 1])],
+  [F('boxes', new A.List(F('item', new A.FixedSizeList(2, F('item', new A.Int16()))))),
+    N(5, (r) => Array.from({ length: r % 3 }, (_, i) => [r + i, -(r + i)]))],
 ];
 const schemaOf = (cs, meta) => new A.Schema(cs.map((c) => c[0]), meta);
 const hfMeta = new Map([['huggingface', JSON.stringify({ info: { features: { note: 'written by tests/data/arrow/gen.mjs' } } })]]);
