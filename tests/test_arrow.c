@@ -913,3 +913,75 @@ TEST(arrow_row_types) {
     free_expect(&e);
     return PASS;
 }
+
+/* ---- hand-built flatbuffers: shared tables --------------------------------- */
+static void w16(uint8_t *b, size_t at, uint16_t v) { memcpy(b + at, &v, 2); }
+static void w32(uint8_t *b, size_t at, uint32_t v) { memcpy(b + at, &v, 4); }
+
+/* A stream whose Schema's fields form a DAG: `depth` levels, each a vector
+ * of k entries all pointing at one Struct field whose children vector is the
+ * next level (flatbuffers' offsets only point forward, so shared tables, not
+ * cycles): k^depth fields if walked, in a few hundred bytes. The last level
+ * is a Struct without children. Returns the stream's length. */
+static size_t dag_stream(uint8_t *s, uint32_t k, uint32_t depth) {
+    uint8_t *b = s + 8; /* after the prefix */
+    memset(s, 0, 8192);
+    size_t vt_msg = 8, t_msg = 20, vt_sch = 44, t_sch = 52, pos = 60;
+    w32(b, 0, (uint32_t)t_msg);
+    uint16_t vm[] = {12, 24, 4, 6, 8, 16};
+    for (int i = 0; i < 6; i++) w16(b, vt_msg + 2 * i, vm[i]);
+    w32(b, t_msg, (uint32_t)(t_msg - vt_msg));
+    w16(b, t_msg + 4, 4);  /* V5 */
+    b[t_msg + 6] = 1;      /* Schema */
+    w32(b, t_msg + 8, (uint32_t)(t_sch - (t_msg + 8)));
+    uint16_t vs[] = {8, 8, 0, 4};
+    for (int i = 0; i < 4; i++) w16(b, vt_sch + 2 * i, vs[i]);
+    w32(b, t_sch, (uint32_t)(t_sch - vt_sch));
+    w32(b, t_sch + 4, (uint32_t)(pos - (t_sch + 4)));
+    for (uint32_t d = 0; d < depth; d++) {
+        size_t v_f = pos, vt_f = v_f + 4 + 4 * (size_t)k, t_f = vt_f + 16, vt_st = t_f + 16, t_st = vt_st + 4;
+        pos = t_st + 4;
+        w32(b, v_f, k);
+        for (uint32_t i = 0; i < k; i++) w32(b, v_f + 4 + 4 * i, (uint32_t)(t_f - (v_f + 4 + 4 * i)));
+        uint16_t vf[] = {16, 16, 0, 0, 4, 8, 0, (uint16_t)(d + 1 < depth ? 12 : 0)};
+        for (int i = 0; i < 8; i++) w16(b, vt_f + 2 * i, vf[i]);
+        w32(b, t_f, (uint32_t)(t_f - vt_f));
+        b[t_f + 4] = 13; /* Struct_ */
+        w32(b, t_f + 8, (uint32_t)(t_st - (t_f + 8)));
+        w32(b, t_f + 12, (uint32_t)(pos - (t_f + 12))); /* children: the next level's vector */
+        w16(b, vt_st, 4);
+        w16(b, vt_st + 2, 4);
+        w32(b, t_st, (uint32_t)(t_st - vt_st));
+    }
+    size_t end = pos;
+    w32(s, 0, 0xFFFFFFFFu);
+    w32(s, 4, (uint32_t)end);
+    w32(s, 8 + end, 0xFFFFFFFFu); /* end of stream */
+    w32(s, 12 + end, 0);
+    return 16 + end;
+}
+
+/* Shared tables cannot make the schema walk exponential: the fields
+ * walked are bounded by the metadata's size, and the error says so. */
+TEST(arrow_schema_dag_bounded) {
+    static uint8_t s[8192];
+    struct pi_arrow a;
+    /* 2 levels of 3: 3 + 9 fields, a valid schema */
+    size_t n = dag_stream(s, 3, 2);
+    CHECK_OK(pi_arrow_open_mem(&a, "dag.arrow", s, n));
+    CHECK_EQ(a.schema.nfields, 3);
+    CHECK_EQ(a.schema.nnodes, 12);
+    CHECK_EQ(a.schema.fields[2].nchildren, 3);
+    CHECK_EQ(a.nbatches, 0);
+    pi_arrow_close(&a);
+    /* 16 levels of 16: 16^16 fields in about 1.5 KB, and 40 levels of 2 */
+    static const uint32_t kd[][2] = {{16, 16}, {2, 40}, {64, 8}};
+    for (size_t i = 0; i < 3; i++) {
+        n = dag_stream(s, kd[i][0], kd[i][1]);
+        CHECK(n < 8192);
+        CHECK_EQ(pi_arrow_open_mem(&a, "dag.arrow", s, n), PAGEIN_E_LIMIT);
+        CHECK(strstr(pagein_last_error_detail(), "dag.arrow: message 0 at byte 0") == pagein_last_error_detail());
+        if (i == 0) printf("    (detail: %s)\n", pagein_last_error_detail());
+    }
+    return PASS;
+}
