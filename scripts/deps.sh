@@ -35,6 +35,15 @@ for target in "${@:-core}"; do
     test) pkgs+=(librsvg2-bin) ;;
   esac
 done
+# Arrow IPC (mk/arrow.mk, docs/FORMAT-ARROW.md): liblz4 and libzstd inflate
+# compressed record batches; the test fixtures come from npm apache-arrow
+# (node; npm as above) with bodies compressed by the lz4 and zstd programs
+for target in "${@:-core}"; do
+  case "$target" in
+    test) pkgs+=(liblz4-dev libzstd-dev lz4 zstd nodejs) ;;
+    fuzz|bench) pkgs+=(liblz4-dev libzstd-dev) ;;
+  esac
+done
 [ ${#pkgs[@]} -eq 0 ] && exit 0
 
 missing=()

@@ -11,14 +11,16 @@
 #include <unistd.h>
 
 
+extern const struct pi_dsformat pi_dsformat_arrow; /* ds_arrow.c */
+
 /* Detection order: content signatures first; names decide ties. */
 const struct pi_dsformat *const pi_dsformats[] = {
+    &pi_dsformat_arrow,
     &pi_dsformat_mds,
     &pi_dsformat_webdataset,
     &pi_dsformat_megatron,
     &pi_dsformat_lines,
     &pi_dsformat_records, /* never detected: only by name or pagein_dataset_open_records */
-    /* &pi_dsformat_arrow,   the arrow helper's row */
     /* &pi_dsformat_parquet, the parquet helper's row */
     NULL,
 };

@@ -1,0 +1,536 @@
+/* ds_arrow.c - the Arrow IPC row of the dataset-format table (dsformat.h):
+ * .arrow streams and files (the parser: arrow.c, docs/FORMAT-ARROW.md) and
+ * Hugging Face `datasets` save_to_disk directories (state.json).
+ *
+ * Groups are record batches (empty batches are skipped). open() reads the
+ * schema and the batch index once (a file's footer, or one pass over a
+ * stream's message headers) and keeps each batch's metadata, so ranges()
+ * knows, without I/O, the body bytes of the selected columns of a batch:
+ * one range per run of adjacent column spans. decode() checks and inflates
+ * those columns (arrow.c); fields() hands out pointers into them.
+ *
+ * Columns map onto fields: a struct is flattened into "a.b"; scalars are
+ * one value; a list of numbers is ndim 1 (shape -1); FixedSizeList nests
+ * into fixed dimensions, under at most one variable-length list (shape
+ * [-1, n, m]). Booleans are unpacked to one byte each in decode. Lists of
+ * strings, lists of lists and lists of structs are refused at open
+ * (PAGEIN_E_UNSUPPORTED naming the column and its type); a null element
+ * inside a non-null list is refused when that sample is read. */
+#include "arrow.h"
+#include "dsformat.h"
+
+#include <stdio.h>
+
+struct afield {
+    uint32_t top;           /* top-level column */
+    uint32_t depth;         /* struct levels below the top column */
+    uint32_t *path;         /* depth child indexes down to the leaf */
+    int var;                /* 1: the leaf is a (Large)List (dimension 0 varies) */
+    uint32_t nfixed;        /* FixedSizeList levels below (or at) the leaf */
+    uint64_t inner;         /* elements per outer element (product of the fixed sizes) */
+    uint8_t kind;           /* element kind (arrow) */
+};
+
+struct ashard {
+    struct pi_arrow a;
+    struct afield *f;       /* sh->ncols */
+    uint32_t *sel;          /* selected top-level columns, in schema order */
+    size_t nsel;
+    size_t *gb;             /* group -> batch (non-empty batches) */
+    size_t fcap;            /* of f */
+    struct pi_arena arena;
+};
+
+struct agroup {
+    struct pi_arrow_batch b;
+    size_t bi;
+    const struct pi_arrow_col **leaf;  /* per field: the leaf column */
+    const struct pi_arrow_col **elem;  /* per field: the column of the values (innermost) */
+    const struct pi_arrow_col ***chain; /* per field: depth + 1 columns, top to leaf */
+    uint8_t **bools;                    /* per bool field: one byte per value of elem */
+};
+
+/* ---- open ------------------------------------------------------------------ */
+/* Reads through the shard's source with a small read-ahead block: a stream
+ * is indexed with one request per message (its prefix and metadata). */
+struct rdctx {
+    struct pi_source *src;
+    uint8_t *blk;
+    uint64_t off, len, cap;
+};
+static int rd(void *ctx, uint64_t off, void *dst, size_t len) {
+    struct rdctx *c = ctx;
+    if (c->blk && off >= c->off && len <= c->len && off - c->off <= c->len - len) {
+        memcpy(dst, c->blk + (off - c->off), len);
+        return 0;
+    }
+    if (len >= c->cap || !c->blk) return pi_source_read(c->src, dst, len, off);
+    if (off > c->src->size || c->src->size - off < len)
+        return pi_err(PAGEIN_E_TRUNCATED, "%s: %zu bytes at %llu past the end", c->src->name, len, (unsigned long long)off);
+    uint64_t n = PI_MIN(c->cap, c->src->size - off);
+    FORWARD_IF(pi_source_read(c->src, c->blk, n, off));
+    c->off = off;
+    c->len = n;
+    memcpy(dst, c->blk, len);
+    return 0;
+}
+
+static int dstype(const struct pi_arrow_field *f, uint8_t *type, uint8_t *width) {
+    switch (f->kind) {
+    case PI_ARROW_NULL: *type = PI_DT_NULL, *width = 0; return 0;
+    case PI_ARROW_BOOL: *type = PI_DT_BOOL, *width = 1; return 0;
+    case PI_ARROW_INT: *type = f->is_signed ? PI_DT_INT : PI_DT_UINT, *width = f->bits / 8; return 0;
+    case PI_ARROW_FLOAT: *type = PI_DT_FLOAT, *width = f->bits / 8; return 0;
+    case PI_ARROW_UTF8:
+    case PI_ARROW_LARGE_UTF8: *type = PI_DT_UTF8, *width = 0; return 0;
+    case PI_ARROW_BINARY:
+    case PI_ARROW_LARGE_BINARY: *type = PI_DT_BINARY, *width = 0; return 0;
+    }
+    return -1;
+}
+
+static int unsupported(struct pi_dsshard *sh, const struct pi_arrow_field *top, const struct pi_arrow_field *f,
+                       const char *why) {
+    return pi_ds_err(sh, PAGEIN_E_UNSUPPORTED, UINT64_MAX, UINT64_MAX, top->path, "%s %s: %s",
+                     f == top ? "type" : "element", pi_arrow_kind_name(f->kind, f->bits, f->is_signed), why);
+}
+
+/* Adds the fields of column f (path so far in pth/depth) to the shard. */
+static int add_fields(struct pi_dsshard *sh, struct ashard *A, uint32_t top, const struct pi_arrow_field *f,
+                      uint32_t *pth, uint32_t depth, size_t *cap) {
+    const struct pi_arrow_field *topf = &A->a.schema.fields[top];
+    if (f->kind == PI_ARROW_STRUCT) {
+        if (depth >= PI_ARROW_MAX_DEPTH) return unsupported(sh, topf, f, "nested too deep");
+        for (uint32_t i = 0; i < f->nchildren; i++) {
+            pth[depth] = i;
+            FORWARD_IF(add_fields(sh, A, top, &f->children[i], pth, depth + 1, cap));
+        }
+        return 0;
+    }
+    if (sh->ncols >= PI_DS_MAX_COLS)
+        return pi_ds_err(sh, PAGEIN_E_LIMIT, UINT64_MAX, UINT64_MAX, NULL, "more than %u fields", PI_DS_MAX_COLS);
+    if (pi_grow((void **)&sh->cols, cap, sh->ncols + 1, sizeof *sh->cols) < 0 ||
+        pi_grow((void **)&A->f, &A->fcap, sh->ncols + 1, sizeof *A->f) < 0)
+        return pi_err(-ENOMEM, "%s: out of memory", sh->name);
+    struct pi_dscol *c = &sh->cols[sh->ncols];
+    struct afield *af = &A->f[sh->ncols];
+    memset(c, 0, sizeof *c);
+    memset(af, 0, sizeof *af);
+    c->name = f->path;
+    c->nullable = 1;
+    af->top = top;
+    af->depth = depth;
+    if (depth) {
+        af->path = pi_arena_alloc(&A->arena, depth * sizeof *af->path);
+        if (!af->path) return pi_err(-ENOMEM, "%s: out of memory", sh->name);
+        memcpy(af->path, pth, depth * sizeof *af->path);
+    }
+    const struct pi_arrow_field *e = f;
+    af->inner = 1;
+    if (e->kind == PI_ARROW_LIST || e->kind == PI_ARROW_LARGE_LIST) {
+        af->var = 1;
+        c->shape[c->ndim++] = -1;
+        e = &e->children[0];
+    }
+    while (e->kind == PI_ARROW_FIXED_LIST) {
+        if (c->ndim >= PI_DS_MAX_DIMS) return unsupported(sh, topf, f, "more than 8 dimensions");
+        c->shape[c->ndim++] = e->list_size;
+        af->nfixed++;
+        if (pi_mul_overflow(af->inner, (uint64_t)e->list_size, &af->inner))
+            return unsupported(sh, topf, f, "too many elements");
+        e = &e->children[0];
+    }
+    if (dstype(e, &c->type, &c->width) < 0 || (c->ndim && (c->type == PI_DT_UTF8 || c->type == PI_DT_BINARY ||
+                                                            c->type == PI_DT_NULL)))
+        return unsupported(sh, topf, e, c->ndim ? "lists of this type are not representable as an array"
+                                                : "not representable as a field");
+    af->kind = e->kind;
+    sh->ncols++;
+    return 0;
+}
+
+static int arrow_open(struct pi_dsshard *sh, const struct pi_dsopen *o) {
+    struct ashard *A = pi_calloc(1, sizeof *A);
+    if (!A) return pi_err(-ENOMEM, "%s: out of memory", sh->name);
+    struct rdctx rc_ = {.src = sh->src, .cap = 1 << 16};
+    rc_.blk = pi_malloc(rc_.cap);
+    int rc = rc_.blk ? pi_arrow_open(&A->a, sh->name, sh->src->size, rd, &rc_) : -ENOMEM;
+    pi_free(rc_.blk);
+    if (rc < 0) goto fail;
+    A->a.max_batch_bytes = PI_DS_MAX_DECODE;
+    /* the selected top-level columns (a name may be a column or a flattened field "a.b") */
+    const struct pi_arrow_schema *s = &A->a.schema;
+    uint8_t *want = pi_calloc(s->nfields ? s->nfields : 1, 1);
+    char **only = o->columns ? pi_calloc(o->ncolumns ? o->ncolumns : 1, sizeof *only) : NULL;
+    if (!want || (o->columns && !only)) {
+        pi_free(want);
+        pi_free(only);
+        rc = pi_err(-ENOMEM, "%s: out of memory", sh->name);
+        goto fail;
+    }
+    for (size_t k = 0; o->columns && k < o->ncolumns; k++) {
+        const char *nm = o->columns[k];
+        uint32_t i;
+        for (i = 0; i < s->nfields && strcmp(s->fields[i].name, nm) != 0; i++) {}
+        if (i < s->nfields) {
+            want[i] = 1;
+            continue;
+        }
+        /* "a.b": the top column a, field kept by name below */
+        for (i = 0; i < s->nfields; i++) {
+            size_t l = strlen(s->fields[i].path);
+            if (s->fields[i].kind == PI_ARROW_STRUCT && strncmp(nm, s->fields[i].path, l) == 0 && nm[l] == '.') break;
+        }
+        if (i == s->nfields) {
+            pi_free(want);
+            pi_free(only);
+            rc = pi_ds_err(sh, PAGEIN_E_NOT_FOUND, UINT64_MAX, UINT64_MAX, nm, "no such column");
+            goto fail;
+        }
+        if (!want[i]) want[i] = 2; /* only the fields named */
+        only[k] = (char *)nm;
+    }
+    size_t cap = 0;
+    uint32_t pth[PI_ARROW_MAX_DEPTH + 1];
+    A->sel = pi_calloc(s->nfields ? s->nfields : 1, sizeof *A->sel);
+    if (!A->sel) rc = pi_err(-ENOMEM, "%s: out of memory", sh->name);
+    for (uint32_t i = 0; rc == 0 && i < s->nfields; i++) {
+        if (o->columns && !want[i]) continue;
+        size_t before = sh->ncols;
+        rc = add_fields(sh, A, i, &s->fields[i], pth, 0, &cap);
+        if (rc == 0 && want[i] == 2) { /* keep only the named fields of this struct */
+            size_t w = before;
+            for (size_t j = before; j < sh->ncols; j++) {
+                int keep = 0;
+                for (size_t k = 0; k < o->ncolumns; k++)
+                    if (only[k] && strcmp(only[k], sh->cols[j].name) == 0) keep = 1;
+                if (keep) sh->cols[w] = sh->cols[j], A->f[w] = A->f[j], w++;
+            }
+            sh->ncols = w;
+        }
+        if (rc == 0) A->sel[A->nsel++] = i;
+    }
+    /* a flattened name that matched a struct prefix but no field */
+    for (size_t k = 0; rc == 0 && o->columns && k < o->ncolumns; k++) {
+        if (!only[k]) continue;
+        size_t j;
+        for (j = 0; j < sh->ncols && strcmp(sh->cols[j].name, only[k]) != 0; j++) {}
+        if (j == sh->ncols) rc = pi_ds_err(sh, PAGEIN_E_NOT_FOUND, UINT64_MAX, UINT64_MAX, only[k], "no such column");
+    }
+    pi_free(want);
+    pi_free(only);
+    if (rc < 0) goto fail;
+    A->gb = pi_calloc(A->a.nbatches ? A->a.nbatches : 1, sizeof *A->gb);
+    if (!A->gb) {
+        rc = pi_err(-ENOMEM, "%s: out of memory", sh->name);
+        goto fail;
+    }
+    for (size_t i = 0; i < A->a.nbatches; i++)
+        if (A->a.batches[i].rows) A->gb[sh->ngroups++] = i;
+    sh->nsamples = A->a.nrows;
+    sh->impl = A;
+    return 0;
+fail:
+    pi_free(sh->cols);
+    sh->cols = NULL;
+    sh->ncols = 0;
+    sh->ngroups = 0;
+    pi_free(A->f);
+    pi_free(A->sel);
+    pi_free(A->gb);
+    pi_arena_free(&A->arena);
+    pi_arrow_close(&A->a);
+    pi_free(A);
+    return rc;
+}
+
+static void arrow_close(struct pi_dsshard *sh) {
+    struct ashard *A = sh->impl;
+    if (!A) return;
+    pi_free(sh->cols);
+    sh->cols = NULL;
+    pi_free(A->f);
+    pi_free(A->sel);
+    pi_free(A->gb);
+    pi_arena_free(&A->arena);
+    pi_arrow_close(&A->a);
+    pi_free(A);
+    sh->impl = NULL;
+}
+
+/* ---- groups ------------------------------------------------------------------ */
+/* The body pieces of group g: the selected columns' spans, adjacent ones
+ * (at most 64 bytes apart: padding) merged. Writes min(n, cap), returns n.
+ * off is relative to the body. */
+static int spans(const struct pi_dsshard *sh, uint64_t g, struct pi_dsrange *r, size_t cap) {
+    const struct ashard *A = sh->impl;
+    if (g >= sh->ngroups) return pi_ds_err(sh, PAGEIN_E_RANGE, g, UINT64_MAX, NULL, "no such group");
+    size_t bi = A->gb[g], n = 0;
+    struct pi_dsrange cur = {0, 0};
+    int have = 0;
+    for (size_t k = 0; k < A->nsel; k++) {
+        uint64_t off, len;
+        int rc = pi_arrow_col_span(&A->a, bi, A->sel[k], &off, &len);
+        if (rc < 0) return rc;
+        if (!len) continue;
+        if (have && off >= cur.off && off <= cur.off + cur.len + 64) {
+            cur.len = PI_MAX(cur.len, off + len - cur.off);
+            continue;
+        }
+        if (have) {
+            if (n < cap) r[n] = cur;
+            n++;
+        }
+        cur = (struct pi_dsrange){off, len};
+        have = 1;
+    }
+    if (have) {
+        if (n < cap) r[n] = cur;
+        n++;
+    }
+    return (int)n;
+}
+
+static int arrow_group(const struct pi_dsshard *sh, uint64_t g, struct pi_dsgroupinfo *gi) {
+    const struct ashard *A = sh->impl;
+    if (g >= sh->ngroups) return pi_ds_err(sh, PAGEIN_E_RANGE, g, UINT64_MAX, NULL, "no such group");
+    const struct pi_arrow_batch_ref *r = &A->a.batches[A->gb[g]];
+    gi->first = r->first_row;
+    gi->count = r->rows;
+    gi->bytes = 0;
+    struct pi_dsrange rr[16];
+    int n = spans(sh, g, rr, PI_ARRAY_LEN(rr));
+    if (n < 0) return n;
+    if ((size_t)n <= PI_ARRAY_LEN(rr)) {
+        for (int k = 0; k < n; k++) gi->bytes += rr[k].len;
+    } else {
+        gi->bytes = r->body_len; /* an upper bound; ranges() has the exact list */
+    }
+    return 0;
+}
+
+static int arrow_ranges(const struct pi_dsshard *sh, uint64_t g, struct pi_dsrange *r, size_t cap) {
+    const struct ashard *A = sh->impl;
+    int n = spans(sh, g, r, cap);
+    if (n < 0) return n;
+    const struct pi_arrow_batch_ref *b = &A->a.batches[A->gb[g]];
+    for (size_t k = 0; k < (size_t)n && k < cap; k++) r[k].off += b->offset + b->meta_len;
+    return n;
+}
+
+static void agroup_free(struct agroup *G, size_t nf) {
+    if (!G) return;
+    pi_arrow_batch_free(&G->b);
+    if (G->bools)
+        for (size_t k = 0; k < nf; k++) pi_free(G->bools[k]);
+    pi_free(G->bools);
+    pi_free(G->leaf);
+    pi_free(G->elem);
+    if (G->chain)
+        for (size_t k = 0; k < nf; k++) pi_free(G->chain[k]);
+    pi_free(G->chain);
+    pi_free(G);
+}
+
+static int arrow_decode(const struct pi_dsshard *sh, struct pi_dsgroup *grp) {
+    const struct ashard *A = sh->impl;
+    uint64_t g = grp->g;
+    int n = spans(sh, g, NULL, 0);
+    if (n < 0) return n;
+    if ((size_t)n != grp->nbufs)
+        return pi_ds_err(sh, PAGEIN_E_INVALID, g, UINT64_MAX, NULL, "%zu buffers for %d ranges", grp->nbufs, n);
+    struct pi_dsrange *rr = pi_calloc((size_t)n + 1, sizeof *rr);
+    struct pi_arrow_seg *seg = pi_calloc((size_t)n + 1, sizeof *seg);
+    struct agroup *G = pi_calloc(1, sizeof *G);
+    size_t nf = sh->ncols;
+    int rc = 0;
+    if (!rr || !seg || !G) {
+        rc = pi_err(-ENOMEM, "%s: out of memory", sh->name);
+        goto done;
+    }
+    spans(sh, g, rr, (size_t)n);
+    for (int k = 0; k < n; k++) {
+        if (grp->bufs[k].len != rr[k].len) {
+            rc = pi_ds_err(sh, PAGEIN_E_INVALID, g, UINT64_MAX, NULL, "buffer %d has %llu bytes, range %llu", k,
+                           (unsigned long long)grp->bufs[k].len, (unsigned long long)rr[k].len);
+            goto done;
+        }
+        seg[k] = (struct pi_arrow_seg){rr[k].off, rr[k].len, grp->bufs[k].p};
+    }
+    G->bi = A->gb[g];
+    rc = pi_arrow_decode_segs(&A->a, G->bi, seg, (size_t)n, A->sel, A->nsel, &G->b);
+    if (rc < 0) goto done;
+    G->leaf = pi_calloc(nf ? nf : 1, sizeof *G->leaf);
+    G->elem = pi_calloc(nf ? nf : 1, sizeof *G->elem);
+    G->chain = pi_calloc(nf ? nf : 1, sizeof *G->chain);
+    G->bools = pi_calloc(nf ? nf : 1, sizeof *G->bools);
+    if (!G->leaf || !G->elem || !G->chain || !G->bools) {
+        rc = pi_err(-ENOMEM, "%s: out of memory", sh->name);
+        goto done;
+    }
+    uint64_t unpacked = 0;
+    for (size_t k = 0; k < nf; k++) {
+        const struct afield *af = &A->f[k];
+        const struct pi_arrow_col *c = &G->b.cols[af->top];
+        G->chain[k] = pi_malloc((af->depth + 1) * sizeof **G->chain);
+        if (!G->chain[k]) {
+            rc = pi_err(-ENOMEM, "%s: out of memory", sh->name);
+            goto done;
+        }
+        G->chain[k][0] = c;
+        for (uint32_t d = 0; d < af->depth; d++) G->chain[k][d + 1] = c = &c->children[af->path[d]];
+        G->leaf[k] = c;
+        if (af->var) c = &c->children[0];
+        for (uint32_t d = 0; d < af->nfixed; d++) c = &c->children[0];
+        G->elem[k] = c;
+        if (af->kind == PI_ARROW_BOOL) {
+            if (c->length > PI_DS_MAX_DECODE - unpacked) {
+                rc = pi_ds_err(sh, PAGEIN_E_LIMIT, g, UINT64_MAX, sh->cols[k].name, "%llu booleans",
+                               (unsigned long long)c->length);
+                goto done;
+            }
+            unpacked += c->length;
+            G->bools[k] = pi_malloc(c->length ? c->length : 1);
+            if (!G->bools[k]) {
+                rc = pi_err(-ENOMEM, "%s: out of memory", sh->name);
+                goto done;
+            }
+            for (uint64_t i = 0; i < c->length; i++) G->bools[k][i] = (c->values[i >> 3] >> (i & 7)) & 1;
+        }
+    }
+done:
+    pi_free(rr);
+    pi_free(seg);
+    if (rc < 0) {
+        agroup_free(G, nf);
+        return rc;
+    }
+    grp->impl = G;
+    return 0;
+}
+
+static int arrow_fields(const struct pi_dsshard *sh, const struct pi_dsgroup *grp, uint64_t i, struct pi_dsfield *f,
+                        size_t cap) {
+    const struct ashard *A = sh->impl;
+    const struct agroup *G = grp->impl;
+    if (i >= G->b.rows) return pi_ds_err(sh, PAGEIN_E_RANGE, grp->g, i, NULL, "sample of %llu", (unsigned long long)G->b.rows);
+    for (size_t k = 0; k < sh->ncols && k < cap; k++) {
+        const struct afield *af = &A->f[k];
+        const struct pi_dscol *c = &sh->cols[k];
+        struct pi_dsfield *o = &f[k];
+        memset(o, 0, sizeof *o);
+        o->name = c->name;
+        o->col = (uint32_t)k;
+        o->type = c->type;
+        o->width = c->width;
+        o->ndim = c->ndim;
+        int null = 0;
+        for (uint32_t d = 0; d <= af->depth && !null; d++) null = pi_arrow_is_null(G->chain[k][d], i);
+        if (null) {
+            o->null = 1;
+            continue;
+        }
+        const struct pi_arrow_col *leaf = G->leaf[k], *e = G->elem[k];
+        uint64_t first, count; /* in elements of e */
+        if (c->ndim == 0) {
+            first = i;
+            count = 1;
+            if (c->type == PI_DT_UTF8 || c->type == PI_DT_BINARY) {
+                struct pi_arrow_val v;
+                pi_arrow_get(leaf, i, &v);
+                o->data = v.n ? v.p : (const void *)"";
+                o->nbytes = v.n;
+                continue;
+            }
+        } else {
+            /* [first, first + count) of column cc at each level, from the
+             * list's offsets (or this row) down through the fixed sizes;
+             * a null element at any level below the row has no value */
+            const struct pi_arrow_col *cc = leaf;
+            int check = af->var;
+            if (af->var) {
+                struct pi_arrow_val v;
+                pi_arrow_get(leaf, i, &v);
+                first = v.first;
+                count = v.n;
+                o->shape[0] = v.n;
+                cc = v.child;
+            } else {
+                first = i;
+                count = 1;
+            }
+            for (uint32_t d = (uint32_t)af->var; d < c->ndim; d++) o->shape[d] = (uint64_t)c->shape[d];
+            for (uint32_t lv = 0;; lv++) {
+                if (check && cc->validity)
+                    for (uint64_t j = 0; j < count; j++)
+                        if (pi_arrow_is_null(cc, first + j))
+                            return pi_ds_err(sh, PAGEIN_E_UNSUPPORTED, grp->g, i, c->name,
+                                             "null element inside a list (level %u, element %llu)", lv,
+                                             (unsigned long long)j);
+                if (lv == af->nfixed) break;
+                check = 1;
+                first *= (uint64_t)cc->f->list_size;
+                count *= (uint64_t)cc->f->list_size;
+                cc = &cc->children[0];
+            }
+        }
+        if (e->f->kind == PI_ARROW_NULL) {
+            o->null = 1;
+            continue;
+        }
+        o->data = e->f->kind == PI_ARROW_BOOL ? G->bools[k] + first : e->values + first * c->width;
+        o->nbytes = count * c->width;
+    }
+    return (int)sh->ncols;
+}
+
+static void arrow_group_free(const struct pi_dsshard *sh, struct pi_dsgroup *grp) {
+    agroup_free(grp->impl, sh->ncols);
+    grp->impl = NULL;
+}
+
+/* ---- detection and save_to_disk directories ------------------------------ */
+static int arrow_detect(const char *name, const uint8_t *h, size_t nh, const uint8_t *t, size_t nt, uint64_t size) {
+    if (nh >= 6 && memcmp(h, "ARROW1", 6) == 0) return (nt >= 6 && memcmp(t + nt - 6, "ARROW1", 6) == 0) ? 2 : 1;
+    if (nh >= 8 && pi_fb_ld32(h) == 0xFFFFFFFFu && pi_fb_ld32(h + 4) > 0 && pi_fb_ld32(h + 4) <= PI_ARROW_MAX_META &&
+        pi_fb_ld32(h + 4) <= size)
+        return 2;
+    size_t l = name ? strlen(name) : 0;
+    if ((l > 6 && strcmp(name + l - 6, ".arrow") == 0) || (l > 7 && strcmp(name + l - 7, ".arrows") == 0)) return 1;
+    return 0;
+}
+
+static int arrow_index(const char *dir, const uint8_t *buf, size_t len, struct pi_dsindex *ix) {
+    char **files;
+    size_t n;
+    char nm[4200];
+    snprintf(nm, sizeof nm, "%s/state.json", dir ? dir : ".");
+    int rc = pi_arrow_state_files((const char *)buf, len, nm, &files, &n);
+    if (rc < 0) return rc;
+    for (size_t i = 0; i < n && rc == 0; i++) rc = pi_dsindex_add(ix, files[i], strlen(files[i]), NULL);
+    pi_arrow_names_free(files, n);
+    return rc;
+}
+
+static void arrow_index_free(struct pi_dsindex *ix) { (void)ix; }
+
+static const char *const arrow_suffixes[] = {".arrow", ".arrows", NULL};
+static const char *const arrow_index_names[] = {"state.json", NULL};
+
+const struct pi_dsformat pi_dsformat_arrow = {
+    .name = "arrow",
+    .suffixes = arrow_suffixes,
+    .head_bytes = 8,
+    .tail_bytes = 6,
+    .detect = arrow_detect,
+    .index_names = arrow_index_names,
+    .index = arrow_index,
+    .index_free = arrow_index_free,
+    .open = arrow_open,
+    .close = arrow_close,
+    .group = arrow_group,
+    .ranges = arrow_ranges,
+    .decode = arrow_decode,
+    .fields = arrow_fields,
+    .group_free = arrow_group_free,
+};

@@ -1,0 +1,23 @@
+#!/usr/bin/env bash
+# fixtures.sh OUTDIR - writes the Arrow fixtures of tests/test_arrow.c into
+# OUTDIR with gen.mjs (npm apache-arrow, installed into build/npm on first
+# use, the way tests/remote/servers.sh installs s3rver; Debian's lz4 and zstd
+# programs compress the bodies). Exit 77 with the reason on stdout when a
+# piece is missing here (node, npm, lz4, zstd, or the registry is offline).
+set -u
+REPO=$(cd "$(dirname "$0")/../../.." && pwd)
+OUT=${1:?usage: fixtures.sh OUTDIR}
+ARROW_VERSION=21.2.0
+command -v node >/dev/null || { echo "node is not installed (Debian nodejs)"; exit 77; }
+for p in lz4 zstd; do command -v $p >/dev/null || { echo "$p is not installed (Debian $p)"; exit 77; }; done
+NPM=${ARROW_NPM:-$REPO/build/npm}
+if [ ! -f "$NPM/node_modules/apache-arrow/package.json" ]; then
+  command -v npm >/dev/null || { echo "npm is not installed (Debian npm)"; exit 77; }
+  mkdir -p "$NPM"
+  timeout 300 npm install --prefix "$NPM" --no-audit --no-fund apache-arrow@$ARROW_VERSION > "$NPM/apache-arrow.log" 2>&1 \
+    || { echo "npm could not install apache-arrow (offline?): $(tail -1 "$NPM/apache-arrow.log")"; exit 77; }
+fi
+mkdir -p "$OUT"
+ARROW_NPM=$NPM timeout 120 node "$REPO/tests/data/arrow/gen.mjs" "$OUT" > "$OUT/gen.log" 2>&1 \
+  || { echo "gen.mjs failed: $(tail -3 "$OUT/gen.log")"; exit 1; }
+exit 0
