@@ -279,3 +279,460 @@ TEST(parquet_writer_files) {
     free(files);
     return PASS;
 }
+
+/* ---- hand-built input: a tiny Thrift compact writer ---------------------- */
+struct tw {
+    uint8_t b[8192];
+    size_t n;
+    int16_t last[32];
+    int d;
+};
+static void tw_byte(struct tw *w, uint8_t x) { w->b[w->n++] = x; }
+static void tw_bytes(struct tw *w, const void *p, size_t n) {
+    memcpy(w->b + w->n, p, n);
+    w->n += n;
+}
+static void tw_varint(struct tw *w, uint64_t v) {
+    while (v >= 0x80) {
+        tw_byte(w, (uint8_t)(v | 0x80));
+        v >>= 7;
+    }
+    tw_byte(w, (uint8_t)v);
+}
+static uint64_t zz(int64_t v) { return ((uint64_t)v << 1) ^ (uint64_t)(v >> 63); }
+static void tw_field(struct tw *w, int id, int type) {
+    int delta = id - w->last[w->d];
+    if (delta > 0 && delta <= 15) {
+        tw_byte(w, (uint8_t)(delta << 4 | type));
+    } else {
+        tw_byte(w, (uint8_t)type);
+        tw_varint(w, zz(id));
+    }
+    w->last[w->d] = (int16_t)id;
+}
+static void tw_i32(struct tw *w, int id, int64_t v) {
+    tw_field(w, id, PI_TT_I32);
+    tw_varint(w, zz(v));
+}
+static void tw_i64(struct tw *w, int id, int64_t v) {
+    tw_field(w, id, PI_TT_I64);
+    tw_varint(w, zz(v));
+}
+static void tw_str(struct tw *w, int id, const char *s) {
+    tw_field(w, id, PI_TT_BINARY);
+    tw_varint(w, strlen(s));
+    tw_bytes(w, s, strlen(s));
+}
+static void tw_begin(struct tw *w) { w->last[++w->d] = 0; } /* a struct (after its field header or as an element) */
+static void tw_struct(struct tw *w, int id) {
+    tw_field(w, id, PI_TT_STRUCT);
+    tw_begin(w);
+}
+static void tw_end(struct tw *w) {
+    tw_byte(w, 0);
+    w->d--;
+}
+static void tw_list(struct tw *w, int id, int et, unsigned n) {
+    tw_field(w, id, PI_TT_LIST);
+    if (n < 15) {
+        tw_byte(w, (uint8_t)(n << 4 | et));
+    } else {
+        tw_byte(w, (uint8_t)(0xf0 | et));
+        tw_varint(w, n);
+    }
+}
+
+/* A v1 data page header (uncompressed) of n values and usize bytes. */
+static void tw_page_v1(struct tw *w, int n, int usize, int csize, int enc, int lvl_enc) {
+    tw_begin(w);
+    tw_i32(w, 1, PI_PQ_DATA_PAGE);
+    tw_i32(w, 2, usize);
+    tw_i32(w, 3, csize);
+    tw_struct(w, 5);
+    tw_i32(w, 1, n);
+    tw_i32(w, 2, enc);
+    tw_i32(w, 3, lvl_enc);
+    tw_i32(w, 4, lvl_enc);
+    tw_end(w);
+    tw_end(w);
+}
+
+/* Levels as a v1 section: [4-byte length][one RLE run of 1 per level]. */
+static void put_levels(struct tw *w, const uint8_t *lv, int n) {
+    uint32_t len = (uint32_t)(2 * n);
+    tw_bytes(w, &len, 4);
+    for (int i = 0; i < n; i++) {
+        tw_byte(w, 2);
+        tw_byte(w, lv[i]);
+    }
+}
+
+struct hcol {
+    const char *path1, *path2; /* path_in_schema */
+    int type, codec;
+    int nvalues;
+    struct tw page; /* header + body */
+};
+
+static void build_chunk(struct hcol *c, int enc, int nvalues, const uint8_t *rep, const uint8_t *def, const void *vals,
+                        size_t vlen, int codec) {
+    struct tw body = {0};
+    if (rep) put_levels(&body, rep, nvalues);
+    if (def) put_levels(&body, def, nvalues);
+    tw_bytes(&body, vals, vlen);
+    memset(&c->page, 0, sizeof c->page);
+    tw_page_v1(&c->page, nvalues, (int)body.n, (int)body.n, enc, PI_PQ_RLE);
+    tw_bytes(&c->page, body.b, body.n);
+    c->nvalues = nvalues;
+    c->codec = codec;
+}
+
+/* A file: PAR1, the chunks, the FileMetaData (schema given as a callback),
+ * its length, PAR1. */
+static size_t build_file(uint8_t *out, struct hcol *cols, int ncols, int64_t rows, void (*schema)(struct tw *)) {
+    size_t n = 0;
+    memcpy(out, "PAR1", 4);
+    n = 4;
+    int64_t offs[16];
+    for (int i = 0; i < ncols; i++) {
+        offs[i] = (int64_t)n;
+        memcpy(out + n, cols[i].page.b, cols[i].page.n);
+        n += cols[i].page.n;
+    }
+    struct tw m = {0};
+    tw_begin(&m);
+    tw_i32(&m, 1, 1);
+    schema(&m);
+    tw_i64(&m, 3, rows);
+    tw_list(&m, 4, PI_TT_STRUCT, 1);
+    tw_begin(&m); /* RowGroup */
+    tw_list(&m, 1, PI_TT_STRUCT, (unsigned)ncols);
+    for (int i = 0; i < ncols; i++) {
+        tw_begin(&m); /* ColumnChunk */
+        tw_i64(&m, 2, offs[i]);
+        tw_struct(&m, 3);
+        tw_i32(&m, 1, cols[i].type);
+        tw_list(&m, 2, PI_TT_I32, 1);
+        tw_varint(&m, zz(PI_PQ_PLAIN));
+        tw_list(&m, 3, PI_TT_BINARY, cols[i].path2 ? 2 : 1);
+        tw_varint(&m, strlen(cols[i].path1));
+        tw_bytes(&m, cols[i].path1, strlen(cols[i].path1));
+        if (cols[i].path2) {
+            tw_varint(&m, strlen(cols[i].path2));
+            tw_bytes(&m, cols[i].path2, strlen(cols[i].path2));
+        }
+        tw_i32(&m, 4, cols[i].codec);
+        tw_i64(&m, 5, cols[i].nvalues);
+        tw_i64(&m, 6, (int64_t)cols[i].page.n);
+        tw_i64(&m, 7, (int64_t)cols[i].page.n);
+        tw_i64(&m, 9, offs[i]);
+        tw_end(&m);
+        tw_end(&m);
+    }
+    tw_i64(&m, 2, 100);
+    tw_i64(&m, 3, rows);
+    tw_end(&m);
+    tw_end(&m);
+    memcpy(out + n, m.b, m.n);
+    n += m.n;
+    uint32_t ml = (uint32_t)m.n;
+    memcpy(out + n, &ml, 4);
+    memcpy(out + n + 4, "PAR1", 4);
+    return n + 8;
+}
+
+static void el(struct tw *m, const char *name, int type, int rep, int nchildren, int converted) {
+    tw_begin(m);
+    if (type >= 0) tw_i32(m, 1, type);
+    if (rep >= 0) tw_i32(m, 3, rep);
+    tw_str(m, 4, name);
+    if (nchildren) tw_i32(m, 5, nchildren);
+    if (converted >= 0) tw_i32(m, 6, converted);
+    tw_end(m);
+}
+
+/* required int96 t; optional group a (LIST) { repeated int32 array; };
+ * repeated int32 r; optional group l (LIST) { repeated group array { required int64 x } } */
+static void legacy_schema(struct tw *m) {
+    tw_list(m, 2, PI_TT_STRUCT, 8);
+    el(m, "schema", -1, -1, 4, -1);
+    el(m, "t", PI_PQ_INT96, PI_PQ_REQUIRED, 0, -1);
+    el(m, "a", -1, PI_PQ_OPTIONAL, 1, PI_PQ_CT_LIST);
+    el(m, "array", PI_PQ_INT32, PI_PQ_REPEATED, 0, -1);
+    el(m, "r", PI_PQ_INT32, PI_PQ_REPEATED, 0, -1);
+    el(m, "l", -1, PI_PQ_OPTIONAL, 1, PI_PQ_CT_LIST);
+    el(m, "array", -1, PI_PQ_REPEATED, 1, -1);
+    el(m, "x", PI_PQ_INT64, PI_PQ_REQUIRED, 0, -1);
+}
+
+static size_t legacy_file(uint8_t *file, int t_codec) {
+    static struct hcol cols[4];
+    memset(cols, 0, sizeof cols);
+    uint8_t t96[36];
+    for (int i = 0; i < 36; i++) t96[i] = (uint8_t)(i * 7 + 1);
+    cols[0] = (struct hcol){.path1 = "t", .type = PI_PQ_INT96};
+    build_chunk(&cols[0], PI_PQ_PLAIN, 3, NULL, NULL, t96, 36, t_codec);
+    /* a: [1,2], null, [] */
+    const uint8_t arep[] = {0, 1, 0, 0}, adef[] = {2, 2, 0, 1};
+    const int32_t av[] = {1, 2};
+    cols[1] = (struct hcol){.path1 = "a", .path2 = "array", .type = PI_PQ_INT32};
+    build_chunk(&cols[1], PI_PQ_PLAIN, 4, arep, adef, av, sizeof av, 0);
+    /* r: [5], [], [6,7] */
+    const uint8_t rrep[] = {0, 0, 0, 1}, rdef[] = {1, 0, 1, 1};
+    const int32_t rv[] = {5, 6, 7};
+    cols[2] = (struct hcol){.path1 = "r", .type = PI_PQ_INT32};
+    build_chunk(&cols[2], PI_PQ_PLAIN, 4, rrep, rdef, rv, sizeof rv, 0);
+    /* l: [], [9], null */
+    const uint8_t lrep[] = {0, 0, 0}, ldef[] = {1, 2, 0};
+    const int64_t lv[] = {9};
+    cols[3] = (struct hcol){.path1 = "l", .path2 = "array", .type = PI_PQ_INT64};
+    build_chunk(&cols[3], PI_PQ_PLAIN, 3, lrep, ldef, lv, sizeof lv, 0);
+    /* the "x" level of l's path: path_in_schema is not checked by name */
+    return build_file(file, cols, 4, 3, legacy_schema);
+}
+
+static int decode_col(struct pi_pq_file *f, const uint8_t *file, size_t col, struct pi_pq_column *c) {
+    uint64_t off, len;
+    pi_pq_chunk_range(f, 0, col, &off, &len);
+    return pi_pq_decode_chunk(f, 0, col, file + off, (size_t)len, c);
+}
+
+/* a list row as text: "null", "[]", "[1,2]" */
+static const char *list_text(const struct pi_pq_column *c, uint64_t r) {
+    static char t[256];
+    uint64_t b, e;
+    if (!pi_pq_row(c, r, &b, &e)) return "null";
+    size_t n = 0;
+    n += (size_t)snprintf(t + n, sizeof t - n, "[");
+    for (uint64_t i = b; i < e; i++) {
+        long long v = 0;
+        if (c->width == 4) {
+            int32_t x;
+            memcpy(&x, c->values + 4 * i, 4);
+            v = x;
+        } else {
+            memcpy(&v, c->values + 8 * i, 8);
+        }
+        n += (size_t)snprintf(t + n, sizeof t - n, "%s%lld", i > b ? "," : "", v);
+    }
+    snprintf(t + n, sizeof t - n, "]");
+    return t;
+}
+
+TEST(parquet_int96_and_legacy_lists) {
+    static uint8_t file[16384];
+    size_t n = legacy_file(file, PI_PQ_UNCOMPRESSED);
+    struct pi_pq_file *f = NULL;
+    CHECK_OK(pi_pq_open(&f, file, n, n, "legacy.parquet"));
+    if (!f) return FAIL;
+    CHECK_EQ(f->nleaves, 4);
+    CHECK_STR(f->leaves[1].field, "a");
+    CHECK_STR(f->leaves[1].path, "a.array");
+    CHECK_EQ(f->leaves[1].kind, PI_PQ_LIST);
+    CHECK_EQ(f->leaves[2].kind, PI_PQ_LIST);
+    CHECK_STR(f->leaves[3].field, "l");
+    CHECK_EQ(f->leaves[3].list_def, 1);
+    struct pi_pq_column c;
+    CHECK_OK(decode_col(f, file, 0, &c));
+    CHECK_EQ(c.width, 12);
+    CHECK_EQ(c.nrows, 3);
+    CHECK(c.values && c.values[35] == (uint8_t)(35 * 7 + 1) && c.values[12] == 12 * 7 + 1);
+    pi_pq_column_free(&c);
+    const char *want[3][3] = {{"[1,2]", "null", "[]"}, {"[5]", "[]", "[6,7]"}, {"[]", "[9]", "null"}};
+    for (int k = 0; k < 3; k++) {
+        CHECK_OK(decode_col(f, file, (size_t)k + 1, &c));
+        CHECK_EQ(c.nrows, 3);
+        for (int r = 0; r < 3 && (uint64_t)r < c.nrows; r++) CHECK_STR(list_text(&c, (uint64_t)r), want[k][r]);
+        pi_pq_column_free(&c);
+    }
+    pi_pq_close(f);
+    return PASS;
+}
+
+/* Errors name the file, row group, column and page. */
+TEST(parquet_errors_name_the_place) {
+    static uint8_t file[16384];
+    size_t n = legacy_file(file, PI_PQ_LZO);
+    struct pi_pq_file *f = NULL;
+    CHECK_OK(pi_pq_open(&f, file, n, n, "lzo.parquet"));
+    if (!f) return FAIL;
+    struct pi_pq_column c;
+    int rc = decode_col(f, file, 0, &c);
+    CHECK_EQ(rc, PAGEIN_E_UNSUPPORTED);
+    const char *d = pagein_last_error_detail();
+    CHECK(strstr(d, "lzo.parquet") && strstr(d, "row group 0") && strstr(d, "column t") && strstr(d, "page 0") &&
+          strstr(d, "LZO"));
+    printf("    (%s)\n", d);
+    pi_pq_close(f);
+
+    /* an encoding pagein does not know, in column a's page */
+    n = legacy_file(file, PI_PQ_UNCOMPRESSED);
+    CHECK_OK(pi_pq_open(&f, file, n, n, "enc.parquet"));
+    if (!f) return FAIL;
+    uint64_t off, len;
+    pi_pq_chunk_range(f, 0, 1, &off, &len);
+    /* the DataPageHeader's encoding field: the byte after "2: i32" header 0x15 inside the sub-struct */
+    uint8_t *p = file + off;
+    int patched = 0;
+    for (size_t i = 0; i + 3 < len && !patched; i++)
+        if (p[i] == 0x2c && p[i + 1] == 0x15) { /* field 5 struct, field 1 i32 (num_values) */
+            /* num_values varint (1 byte), then 0x15 encoding */
+            if (p[i + 3] == 0x15) {
+                p[i + 4] = (uint8_t)zz(31);
+                patched = 1;
+            }
+        }
+    CHECK(patched);
+    rc = decode_col(f, file, 1, &c);
+    CHECK_EQ(rc, PAGEIN_E_UNSUPPORTED);
+    d = pagein_last_error_detail();
+    CHECK(strstr(d, "enc.parquet") && strstr(d, "row group 0") && strstr(d, "column a.array") && strstr(d, "page 0"));
+    printf("    (%s)\n", d);
+    pi_pq_close(f);
+
+    /* BIT_PACKED (deprecated) levels are refused by name */
+    struct hcol hc = {.path1 = "x", .type = PI_PQ_INT32};
+    const uint8_t def[] = {1};
+    const int32_t v[] = {1};
+    build_chunk(&hc, PI_PQ_PLAIN, 1, NULL, def, v, 4, 0);
+    for (size_t i = 0; i + 1 < hc.page.n; i++)
+        if (hc.page.b[i] == 0x15 && hc.page.b[i + 1] == (uint8_t)zz(PI_PQ_RLE)) hc.page.b[i + 1] = (uint8_t)zz(PI_PQ_BIT_PACKED);
+    struct pi_pq_leaf L = {.path = (char *)"x", .field = (char *)"x", .type = PI_PQ_INT32, .max_def = 1, .list_def = -1};
+    rc = pi_pq_decode_pages(&L, 0, 1, 1, hc.page.b, hc.page.n, "bp.parquet: row group 0, column x", &c);
+    CHECK_EQ(rc, PAGEIN_E_UNSUPPORTED);
+    CHECK(strstr(pagein_last_error_detail(), "BIT_PACKED") && strstr(pagein_last_error_detail(), "page 0"));
+    return PASS;
+}
+
+/* Every truncation and every single-byte corruption of a file: an error or
+ * a decode, never a crash (under ASan in make test's san run). */
+TEST(parquet_malformed_files) {
+    static uint8_t file[16384], bad[16384];
+    size_t n = legacy_file(file, PI_PQ_UNCOMPRESSED);
+    struct pi_pq_file *f = NULL;
+    for (size_t k = 0; k < n; k++) {
+        /* the tail of a file cut to k bytes */
+        int rc = pi_pq_open(&f, file, k, k, "cut.parquet");
+        CHECK(rc < 0);
+    }
+    int opened = 0, decoded = 0;
+    for (size_t k = 0; k < n; k++) {
+        memcpy(bad, file, n);
+        bad[k] ^= 0x5a;
+        if (pi_pq_open(&f, bad, n, n, "flip.parquet") < 0) {
+            CHECK(strstr(pagein_last_error_detail(), "flip.parquet") != NULL);
+            continue;
+        }
+        opened++;
+        for (size_t c = 0; c < f->nleaves; c++) {
+            struct pi_pq_column col;
+            uint64_t off, len;
+            pi_pq_chunk_range(f, 0, c, &off, &len);
+            if (pi_pq_decode_chunk(f, 0, c, bad + off, (size_t)len, &col) == 0) {
+                decoded++;
+                pi_pq_column_free(&col);
+            } else {
+                const char *d = pagein_last_error_detail();
+                CHECK(strstr(d, "flip.parquet") && strstr(d, "row group 0"));
+            }
+        }
+        pi_pq_close(f);
+    }
+    CHECK(opened > 0);
+    /* tail handling: PAR1 missing, a footer longer than the file */
+    uint64_t need;
+    memcpy(bad, file, n);
+    bad[n - 1] = 'X';
+    CHECK_EQ(pi_pq_tail_need(bad, n, n, "x", &need), PAGEIN_E_BAD_MAGIC);
+    memcpy(bad, file, n);
+    bad[n - 5] = 0x7f;
+    CHECK_EQ(pi_pq_tail_need(bad, n, n, "x", &need), PI_PQ_EFORMAT);
+    CHECK_OK(pi_pq_tail_need(file + n - 16, 16, n, "x", &need));
+    CHECK(need > 16 && need < n);
+    CHECK_EQ(pi_pq_open(&f, file + n - 16, 16, n, "x"), PAGEIN_E_TRUNCATED);
+    return PASS;
+}
+
+/* DELTA_BINARY_PACKED with wrapping INT64 deltas and several blocks (a
+ * hand-made encoder: block 128, 4 miniblocks of 32), and the Thrift limits. */
+static size_t delta_encode(uint8_t *out, const int64_t *v, size_t n, int is32) {
+    struct tw w = {0};
+    tw_varint(&w, 128);
+    tw_varint(&w, 4);
+    tw_varint(&w, n);
+    tw_varint(&w, zz(v[0]));
+    for (size_t i = 1; i < n; i += 128) {
+        size_t m = PI_MIN((size_t)128, n - i);
+        uint64_t d[128] = {0}, mind = UINT64_MAX;
+        int64_t mn = INT64_MAX;
+        for (size_t k = 0; k < m; k++) {
+            d[k] = (uint64_t)v[i + k] - (uint64_t)v[i + k - 1];
+            if (is32) d[k] = (uint64_t)(int64_t)(int32_t)(uint32_t)d[k]; /* writers wrap in 32 bits */
+            if ((int64_t)d[k] < mn) mn = (int64_t)d[k];
+        }
+        mind = (uint64_t)mn;
+        tw_varint(&w, zz(mn));
+        int bws[4] = {0};
+        for (size_t k = 0; k < 128; k++) {
+            uint64_t x = k < m ? d[k] - mind : 0;
+            int b = 0;
+            while (b < 64 && (x >> b)) b++;
+            if (b > bws[k / 32]) bws[k / 32] = b;
+        }
+        for (int k = 0; k < 4; k++) tw_byte(&w, (uint8_t)bws[k]);
+        for (int mb = 0; mb < 4 && (size_t)mb * 32 < m; mb++) {
+            uint8_t buf[32 * 8 + 8] = {0};
+            for (size_t k = 0; k < 32; k++) {
+                size_t idx = (size_t)mb * 32 + k;
+                uint64_t x = idx < m ? d[idx] - mind : 0;
+                for (int b = 0; b < bws[mb]; b++)
+                    if (x >> b & 1) {
+                        size_t bit = k * (size_t)bws[mb] + (size_t)b;
+                        buf[bit / 8] |= (uint8_t)(1u << (bit % 8));
+                    }
+            }
+            tw_bytes(&w, buf, (size_t)bws[mb] * 4);
+        }
+    }
+    memcpy(out, w.b, w.n);
+    return w.n;
+}
+
+TEST(parquet_delta_and_thrift_limits) {
+    int64_t v[300];
+    uint64_t s = 7;
+    for (int i = 0; i < 300; i++) v[i] = (int64_t)pt_rand(&s);
+    v[10] = INT64_MIN;
+    v[11] = INT64_MAX;
+    v[12] = INT64_MIN;
+    static uint8_t enc[8192];
+    size_t n = delta_encode(enc, v, 300, 0);
+    int64_t out[300];
+    size_t used = 0;
+    CHECK_OK(pi_pq_delta_decode(enc, n, 0, out, 300, &used));
+    CHECK_EQ(used, n);
+    CHECK(!memcmp(out, v, sizeof v));
+    /* every cut is an error, never a read past the end (a cut in the last
+     * miniblock's padding still decodes, correctly) */
+    for (size_t k = 0; k < n; k++) {
+        memset(out, 0, sizeof out);
+        if (pi_pq_delta_decode(enc, k, 0, out, 300, &used) == 0) CHECK(!memcmp(out, v, sizeof v) && k > n - 32 * 8);
+    }
+    /* INT32 wraps in 32 bits */
+    int64_t w32[3] = {INT32_MAX, INT32_MIN, INT32_MAX};
+    n = delta_encode(enc, w32, 3, 1);
+    int32_t o32[3];
+    CHECK_OK(pi_pq_delta_decode(enc, n, 1, o32, 3, &used));
+    CHECK(o32[0] == INT32_MAX && o32[1] == INT32_MIN && o32[2] == INT32_MAX);
+
+    /* Thrift: nesting past the limit, a list longer than its bytes */
+    static uint8_t deep[200];
+    for (int i = 0; i < 199; i++) deep[i] = 0x1c; /* field 1, struct */
+    struct pi_thrift t;
+    pi_thrift_init(&t, deep, sizeof deep);
+    CHECK_EQ(pi_thrift_skip(&t, PI_TT_STRUCT), PAGEIN_E_LIMIT);
+    const uint8_t biglist[] = {0x19, 0xf5, 0xff, 0xff, 0xff, 0x0f, 0x02};
+    pi_thrift_init(&t, biglist, sizeof biglist);
+    CHECK_EQ(pi_thrift_skip(&t, PI_TT_STRUCT), PI_THRIFT_EFORMAT);
+    return PASS;
+}
