@@ -472,8 +472,8 @@ static int rd_filemeta(struct mp *m) {
             f->schema = pi_calloc(n ? n : 1, sizeof *f->schema);
             if (!f->schema) return pi_err(-ENOMEM, "out of memory");
             for (uint32_t i = 0; i < n; i++) {
+                f->nschema = i + 1; /* so that close frees a name read before an error */
                 FORWARD_IF(rd_schema_el(m, &f->schema[i]));
-                f->nschema = i + 1;
             }
             seen |= 1;
             FORWARD_IF(build_leaves(f));

@@ -239,12 +239,13 @@ static int decode_dict_page(struct dec *d, const uint8_t *p, size_t len, const s
 static int reserve(struct dec *d, size_t rows, size_t elems) {
     struct pi_pq_column *c = d->c;
     if (c->kind == PI_PQ_LIST) {
-        FORWARD_IF(pi_grow((void **)&c->row_valid, &c->cap_rows, (size_t)c->nrows + rows, 1));
+        FORWARD_IF(pi_grow((void **)&c->row_valid, &c->cap_rows, (size_t)c->nrows + rows + 1, 1));
         FORWARD_IF(pi_grow((void **)&c->offsets, &c->cap_off, (size_t)c->nrows + rows + 1, sizeof *c->offsets));
     }
-    FORWARD_IF(pi_grow((void **)&c->elem_valid, &c->cap_elems, (size_t)c->nelems + elems, 1));
+    /* one spare element, so that the arrays exist even for no rows */
+    FORWARD_IF(pi_grow((void **)&c->elem_valid, &c->cap_elems, (size_t)c->nelems + elems + 1, 1));
     if (d->width)
-        FORWARD_IF(pi_grow((void **)&c->values, &c->cap_vals, (size_t)(c->nelems + elems) * d->width, 1));
+        FORWARD_IF(pi_grow((void **)&c->values, &c->cap_vals, (size_t)(c->nelems + elems + 1) * d->width, 1));
     else
         FORWARD_IF(pi_grow((void **)&c->voff, &c->cap_voff, (size_t)c->nelems + elems + 1, sizeof *c->voff));
     return 0;
