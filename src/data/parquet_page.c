@@ -145,7 +145,7 @@ static uint32_t fixed_width(int type, int32_t type_length) {
 static int grow_bytes(struct pi_pq_column *c, uint64_t extra) {
     if (extra > PI_PQ_MAX_PAGE * 4ull || c->nbytes + extra > (1ull << 40))
         return pi_err(PAGEIN_E_LIMIT, "byte-array data of the chunk is over the limit");
-    return pi_grow((void **)&c->bytes, &c->cap_bytes, (size_t)(c->nbytes + extra), 1);
+    return pi_grow((void **)&c->bytes, &c->cap_bytes, (size_t)(c->nbytes + extra) + 1, 1); /* + 1: never NULL */
 }
 
 /* PLAIN values: n dense values at c's element e0 (fixed: values; bytes: voff
