@@ -346,6 +346,7 @@ static int inspect_main(int argc, char **argv) {
                   path, path);
         return EXIT_USAGE;
     }
+    if (inspect_is_parquet(path)) return inspect_parquet(path, json);
     pagein_file *f = NULL;
     int rc = pagein_open(&f, path, &o);
     if (rc < 0) {
