@@ -205,11 +205,23 @@ void pi_pq_column_free(struct pi_pq_column *c);
 int pi_pq_decode_pages(const struct pi_pq_leaf *leaf, int codec, int64_t num_values, int64_t num_rows,
                        const void *buf, size_t len, const char *ctx, struct pi_pq_column *out);
 
+/* One page header at p (the benchmark's walk over pages): its type, sizes
+ * and header length; for a v2 data page lvl_len is the bytes of levels
+ * before the compressed values (0 otherwise). */
+struct pi_pq_page_info {
+    int type;
+    int32_t usize, csize, nvalues;
+    size_t header_len, lvl_len;
+};
+int pi_pq_page_info(const uint8_t *p, size_t len, struct pi_pq_page_info *pi);
+
 /* ---- encodings (parquet_enc.c) -------------------------------------------
  * Each returns 0 or a negative code with the detail set (the caller prefixes
  * the page). */
 /* RLE/bit-packed hybrid: n values of bit width bw (0..32) from [p, end). */
 int pi_pq_rle_decode(const uint8_t *p, size_t len, int bw, uint32_t *out, size_t n);
+/* The same for levels: bit width 0..8, one byte per value. */
+int pi_pq_rle_decode8(const uint8_t *p, size_t len, int bw, uint8_t *out, size_t n);
 /* DELTA_BINARY_PACKED: exactly n values (32-bit when is32: wrapping int32
  * arithmetic) into out (int32_t or int64_t); *used = bytes consumed. */
 int pi_pq_delta_decode(const uint8_t *p, size_t len, int is32, void *out, size_t n, size_t *used);

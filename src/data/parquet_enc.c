@@ -33,18 +33,49 @@ static int varint(const uint8_t **pp, const uint8_t *end, uint64_t *v) {
     return pi_err(PI_PQ_EFORMAT, "varint longer than 64 bits");
 }
 
-/* n values of bw bits (1..32), LSB first, from p (avail bytes there). */
+/* n values of bw bits (1..32), LSB first, from p (avail bytes there, at
+ * least ceil(n * bw / 8)): a 64-bit accumulator refilled 32 bits at a time
+ * (the last few bytes one by one, never past avail). */
 static void unpack32(const uint8_t *p, size_t avail, int bw, uint32_t *out, size_t n) {
-    uint64_t mask = (1ull << bw) - 1;
     if (bw == 8) {
         for (size_t i = 0; i < n; i++) out[i] = p[i];
         return;
     }
-    for (size_t i = 0; i < n; i++) {
-        uint64_t bit = (uint64_t)i * (unsigned)bw;
-        size_t byte = (size_t)(bit >> 3);
-        uint64_t w = load64(p + byte, avail - byte);
-        out[i] = (uint32_t)((w >> (bit & 7)) & mask);
+    uint64_t mask = (1ull << bw) - 1, acc = 0;
+    unsigned bits = 0;
+    const uint8_t *end = p + avail;
+    size_t i = 0;
+    /* groups of 8 values (bw bytes) while 8 bytes past the group can be
+     * loaded: one unaligned 64-bit load per value, no branches */
+    while (n - i >= 8 && (size_t)(end - p) >= (size_t)bw + 8) {
+        for (unsigned j = 0; j < 8; j++) {
+            unsigned bit = j * (unsigned)bw;
+            uint64_t w;
+            memcpy(&w, p + (bit >> 3), 8);
+            out[i + j] = (uint32_t)((w >> (bit & 7)) & mask);
+        }
+        i += 8;
+        p += bw;
+    }
+    while (i < n) {
+        if (bits < (unsigned)bw) {
+            if (end - p >= 4) {
+                uint32_t w;
+                memcpy(&w, p, 4);
+                acc |= (uint64_t)w << bits;
+                p += 4;
+                bits += 32;
+            } else {
+                while (bits < (unsigned)bw && p < end) {
+                    acc |= (uint64_t)*p++ << bits;
+                    bits += 8;
+                }
+                if (bits < (unsigned)bw) bits = (unsigned)bw; /* cannot happen: avail covers n values */
+            }
+        }
+        out[i++] = (uint32_t)(acc & mask);
+        acc >>= bw;
+        bits -= (unsigned)bw;
     }
 }
 
@@ -183,5 +214,55 @@ int pi_pq_delta_decode(const uint8_t *start, size_t len, int is32, void *out, si
         }
     }
     *used = (size_t)(p - start);
+    return 0;
+}
+
+/* The hybrid for levels (bit width 0..8) into bytes: runs are memset,
+ * bit-packed groups of 8 values come from one 64-bit load. */
+int pi_pq_rle_decode8(const uint8_t *p, size_t len, int bw, uint8_t *out, size_t n) {
+    const uint8_t *end = p + len;
+    if (bw < 0 || bw > 8) return pi_err(PI_PQ_EFORMAT, "level bit width %d is over 8", bw);
+    uint64_t mask = (1ull << bw) - 1;
+    size_t i = 0;
+    while (i < n) {
+        uint64_t h;
+        FORWARD_IF(varint(&p, end, &h));
+        if (h & 1) {
+            uint64_t groups = h >> 1;
+            if (groups > (1ull << 28)) return pi_err(PI_PQ_EFORMAT, "RLE bit-packed run of %llu groups", (unsigned long long)groups);
+            size_t take = (size_t)PI_MIN(groups * 8, (uint64_t)(n - i));
+            size_t avail = (size_t)(end - p);
+            uint64_t need = ((uint64_t)take * (unsigned)bw + 7) / 8;
+            if (need > avail)
+                return pi_err(PI_PQ_EFORMAT, "RLE bit-packed run needs %llu bytes, %zu left", (unsigned long long)need, avail);
+            if (bw == 0) {
+                memset(out + i, 0, take);
+            } else {
+                const uint8_t *q = p;
+                size_t k = 0;
+                for (; take - k >= 8; k += 8, q += bw) {
+                    uint64_t w = load64(q, (size_t)(end - q));
+                    for (unsigned j = 0; j < 8; j++) out[i + k + j] = (uint8_t)((w >> (j * (unsigned)bw)) & mask);
+                }
+                if (k < take) {
+                    uint64_t w = load64(q, (size_t)(end - q));
+                    for (unsigned j = 0; k < take; j++, k++) out[i + k] = (uint8_t)((w >> (j * (unsigned)bw)) & mask);
+                }
+            }
+            i += take;
+            uint64_t run_bytes = groups * (unsigned)bw;
+            p += run_bytes <= avail ? run_bytes : avail;
+        } else {
+            uint64_t cnt = h >> 1;
+            size_t vbytes = bw ? 1 : 0;
+            if ((size_t)(end - p) < vbytes) return pi_err(PI_PQ_EFORMAT, "RLE run value past the end of the data");
+            uint64_t v = vbytes ? *p : 0;
+            p += vbytes;
+            if (v > mask) return pi_err(PI_PQ_EFORMAT, "RLE run value %llu is wider than %d bits", (unsigned long long)v, bw);
+            size_t take = (size_t)PI_MIN(cnt, (uint64_t)(n - i));
+            memset(out + i, (int)v, take);
+            i += take;
+        }
+    }
     return 0;
 }

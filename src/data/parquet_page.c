@@ -104,6 +104,19 @@ static int rd_page_header(const uint8_t *p, size_t len, struct page_hdr *h, size
     return 0;
 }
 
+int pi_pq_page_info(const uint8_t *p, size_t len, struct pi_pq_page_info *pi) {
+    struct page_hdr h;
+    size_t hl = 0;
+    FORWARD_IF(rd_page_header(p, len, &h, &hl));
+    pi->type = h.type;
+    pi->usize = h.usize;
+    pi->csize = h.csize;
+    pi->nvalues = h.nvalues;
+    pi->header_len = hl;
+    pi->lvl_len = h.type == PI_PQ_DATA_PAGE_V2 && h.def_len >= 0 && h.rep_len >= 0 ? (size_t)h.def_len + (size_t)h.rep_len : 0;
+    return 0;
+}
+
 /* ---- the decoder state of one chunk ---------------------------------------- */
 
 struct dec {
@@ -120,7 +133,8 @@ struct dec {
     /* scratch, reused across pages */
     uint8_t *ubuf;
     size_t ubuf_cap;
-    uint32_t *def, *rep, *idx;
+    uint8_t *def, *rep;
+    uint32_t *idx;
     size_t def_cap, rep_cap, idx_cap;
     int64_t *lens;
     size_t lens_cap;
@@ -211,7 +225,7 @@ static int decode_dict_page(struct dec *d, const uint8_t *p, size_t len, const s
     d->c = &tmp;
     int rc = 0;
     if (d->width) {
-        tmp.values = pi_malloc((size_t)(n * d->width) + 1);
+        tmp.values = pi_malloc((size_t)((n + 1) * d->width)); /* + 1: entry 0 readable when empty */
         if (!tmp.values) rc = pi_err(-ENOMEM, "out of memory");
     } else {
         tmp.voff = pi_malloc((size_t)(n + 1) * sizeof *tmp.voff);
@@ -271,15 +285,39 @@ static int decode_values(struct dec *d, int enc, const uint8_t *p, size_t len, s
         FORWARD_IF(scratch32(&d->idx, &d->idx_cap, n));
         FORWARD_IF(pi_pq_rle_decode(p + 1, len - 1, bw, d->idx, n));
         uint32_t dn = d->dict_n;
-        for (size_t i = 0; i < n; i++)
-            if (d->idx[i] >= dn) return FERR("dictionary index %u of a %u-entry dictionary", d->idx[i], dn);
-        if (d->width) {
+        const uint32_t *ix = d->idx;
+        uint32_t bad = 0;
+        if (d->width == 4 || d->width == 8) {
+            /* gather and check in one pass; a bad index reads entry 0 and fails after */
             uint8_t *o = c->values + e0 * d->width;
             if (d->width == 4) {
-                for (size_t i = 0; i < n; i++) memcpy(o + 4 * i, d->dvals + 4 * (size_t)d->idx[i], 4);
-            } else if (d->width == 8) {
-                for (size_t i = 0; i < n; i++) memcpy(o + 8 * i, d->dvals + 8 * (size_t)d->idx[i], 8);
+                const uint32_t *dv = (const uint32_t *)(const void *)d->dvals;
+                for (size_t i = 0; i < n; i++) {
+                    uint32_t k = ix[i], ok = k < dn;
+                    bad |= !ok;
+                    uint32_t x = dv[ok ? k : 0];
+                    memcpy(o + 4 * i, &x, 4);
+                }
             } else {
+                const uint64_t *dv = (const uint64_t *)(const void *)d->dvals;
+                for (size_t i = 0; i < n; i++) {
+                    uint32_t k = ix[i], ok = k < dn;
+                    bad |= !ok;
+                    uint64_t x = dv[ok ? k : 0];
+                    memcpy(o + 8 * i, &x, 8);
+                }
+            }
+            if (bad) {
+                for (size_t i = 0; i < n; i++)
+                    if (ix[i] >= dn) return FERR("dictionary index %u of a %u-entry dictionary", ix[i], dn);
+            }
+            return 0;
+        }
+        for (size_t i = 0; i < n; i++)
+            if (ix[i] >= dn) return FERR("dictionary index %u of a %u-entry dictionary", ix[i], dn);
+        if (d->width) {
+            uint8_t *o = c->values + e0 * d->width;
+            {
                 for (size_t i = 0; i < n; i++) memcpy(o + d->width * i, d->dvals + (size_t)d->width * d->idx[i], d->width);
             }
             return 0;
@@ -428,7 +466,7 @@ static int bitwidth(int maxl) {
 }
 
 /* Levels of a v1 page: [4-byte length][RLE hybrid]; BIT_PACKED refused. */
-static int levels_v1(const uint8_t **p, const uint8_t *end, int enc, int maxl, uint32_t *out, size_t n, const char *what) {
+static int levels_v1(const uint8_t **p, const uint8_t *end, int enc, int maxl, uint8_t *out, size_t n, const char *what) {
     if (enc != PI_PQ_RLE)
         return pi_err(PAGEIN_E_UNSUPPORTED, "%s levels in encoding %s are not supported", what, pi_pq_encoding_name(enc));
     if (end - *p < 4) return FERR("%s levels: no length prefix", what);
@@ -436,7 +474,7 @@ static int levels_v1(const uint8_t **p, const uint8_t *end, int enc, int maxl, u
     memcpy(&l, *p, 4);
     *p += 4;
     if (l > (size_t)(end - *p)) return FERR("%s levels: %u bytes, %zu left", what, l, (size_t)(end - *p));
-    FORWARD_IF(pi_pq_rle_decode(*p, l, bitwidth(maxl), out, n));
+    FORWARD_IF(pi_pq_rle_decode8(*p, l, bitwidth(maxl), out, n));
     *p += l;
     return 0;
 }
@@ -446,7 +484,7 @@ static int levels_v1(const uint8_t **p, const uint8_t *end, int enc, int maxl, u
 static int assemble(struct dec *d, size_t n, int enc, const uint8_t *vp, size_t vlen, int64_t *rows_left, int first) {
     struct pi_pq_column *c = d->c;
     const struct pi_pq_leaf *L = d->L;
-    const uint32_t *def = d->def, *rep = d->rep;
+    const uint8_t *def = d->def, *rep = d->rep;
     uint32_t maxd = (uint32_t)L->max_def, maxr = (uint32_t)L->max_rep;
     size_t newrows = 0;
     for (size_t i = 0; i < n; i++) {
@@ -586,26 +624,26 @@ static int page_loop(struct dec *d, const uint8_t *buf, size_t len, int64_t num_
             return FERR("pages hold more than the chunk's %lld values", (long long)num_values);
         size_t n = (size_t)h.nvalues;
         const uint8_t *p = u, *end = u + ulen;
-        if (L->max_rep) FORWARD_IF(scratch32(&d->rep, &d->rep_cap, n));
-        if (L->max_def) FORWARD_IF(scratch32(&d->def, &d->def_cap, n));
+        if (L->max_rep) FORWARD_IF(pi_grow((void **)&d->rep, &d->rep_cap, n + 1, 1));
+        if (L->max_def) FORWARD_IF(pi_grow((void **)&d->def, &d->def_cap, n + 1, 1));
         if (h.type == PI_PQ_DATA_PAGE) {
             if (L->max_rep) FORWARD_IF(levels_v1(&p, end, h.rep_enc, L->max_rep, d->rep, n, "repetition"));
             if (L->max_def) FORWARD_IF(levels_v1(&p, end, h.def_enc, L->max_def, d->def, n, "definition"));
         } else {
             if (L->max_rep)
-                FORWARD_IF(pi_pq_rle_decode(p, (size_t)h.rep_len, bitwidth(L->max_rep), d->rep, n));
+                FORWARD_IF(pi_pq_rle_decode8(p, (size_t)h.rep_len, bitwidth(L->max_rep), d->rep, n));
             else if (h.rep_len)
                 return FERR("v2 page has repetition levels for a column without any");
             p += h.rep_len;
             if (L->max_def)
-                FORWARD_IF(pi_pq_rle_decode(p, (size_t)h.def_len, bitwidth(L->max_def), d->def, n));
+                FORWARD_IF(pi_pq_rle_decode8(p, (size_t)h.def_len, bitwidth(L->max_def), d->def, n));
             p += h.def_len;
         }
         FORWARD_IF(assemble(d, n, h.enc, p, (size_t)(end - p), &rows_left, values == 0));
         if (h.type == PI_PQ_DATA_PAGE_V2 && h.nnulls >= 0 && L->max_def && !L->max_rep) {
             /* cheap consistency check: v2 says how many nulls it holds */
             size_t nulls = 0;
-            for (size_t i = 0; i < n; i++) nulls += d->def[i] != (uint32_t)L->max_def;
+            for (size_t i = 0; i < n; i++) nulls += d->def[i] != (uint8_t)L->max_def;
             if (nulls != (size_t)h.nnulls) return FERR("v2 page says %d nulls, its levels hold %zu", (int)h.nnulls, nulls);
         }
         values += h.nvalues;
@@ -639,7 +677,13 @@ int pi_pq_decode_pages(const struct pi_pq_leaf *L, int codec, int64_t num_values
     out->width = d.width;
     int page_no = -1;
     size_t page_off = 0;
-    int rc = reserve(&d, 0, 0);
+    /* room for the values the chunk declares, bounded by what its bytes
+     * could plausibly hold (8 values a byte), so a lying footer cannot
+     * make this allocation large; pages grow it further when needed */
+    uint64_t hint = (uint64_t)(num_values > 0 ? num_values : 0);
+    if (hint > 8 * (uint64_t)len + 64) hint = 8 * (uint64_t)len + 64;
+    uint64_t rhint = num_rows >= 0 && (uint64_t)num_rows < hint ? (uint64_t)num_rows : hint;
+    int rc = reserve(&d, (size_t)rhint, (size_t)hint);
     if (rc == 0 && !d.width) out->voff[0] = 0;
     if (rc == 0 && L->kind == PI_PQ_LIST) out->offsets[0] = 0;
     if (rc == 0) rc = page_loop(&d, buf, len, num_values, num_rows, &page_no, &page_off);
