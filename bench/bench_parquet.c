@@ -28,6 +28,12 @@ static double now(void) {
     return (double)ts.tv_sec + (double)ts.tv_nsec * 1e-9;
 }
 
+static double cpu(void) {
+    struct timespec ts;
+    clock_gettime(CLOCK_PROCESS_CPUTIME_ID, &ts);
+    return (double)ts.tv_sec + (double)ts.tv_nsec * 1e-9;
+}
+
 static int cmpd(const void *a, const void *b) {
     double x = *(const double *)a, y = *(const double *)b;
     return x < y ? -1 : x > y;
@@ -92,9 +98,9 @@ int main(int argc, char **argv) {
         }
     }
     uint8_t *out = malloc(maxpage);
-    double *td = calloc((size_t)iters, sizeof *td), *ts = calloc((size_t)iters, sizeof *ts);
+    double *td = calloc((size_t)iters, sizeof *td), *ts = calloc((size_t)iters, sizeof *ts), *tc = calloc((size_t)iters, sizeof *tc);
     for (int it = -1; it < iters; it++) {
-        double t0 = now();
+        double t0 = now(), c0 = cpu();
         for (size_t g = 0; g < f->ngroups; g++)
             for (int k = 0; k < nsel; k++) {
                 struct pi_pq_column col;
@@ -105,7 +111,7 @@ int main(int argc, char **argv) {
                 }
                 pi_pq_column_free(&col);
             }
-        double t1 = now();
+        double t1 = now(), c1 = cpu();
 #ifdef PAGEIN_HAVE_SNAPPY
         if (snappy_only)
             for (size_t g = 0; g < f->ngroups; g++)
@@ -126,20 +132,22 @@ int main(int argc, char **argv) {
         double t2 = now();
         if (it >= 0) {
             td[it] = t1 - t0;
+            tc[it] = c1 - c0;
             ts[it] = t2 - t1;
         }
     }
     qsort(td, (size_t)iters, sizeof *td, cmpd);
     qsort(ts, (size_t)iters, sizeof *ts, cmpd);
+    qsort(tc, (size_t)iters, sizeof *tc, cmpd);
     double d = td[iters / 2], s = ts[iters / 2];
     struct utsname u;
     uname(&u);
     if (json) {
         printf("{\"file\":\"%s\",\"kernel\":\"%s\",\"iters\":%d,\"row_groups\":%zu,\"rows\":%llu,\"values\":%llu,"
-               "\"compressed\":%llu,\"uncompressed\":%llu,\"decode_s\":%.6f,\"snappy_s\":%.6f,\"ratio\":%.3f,"
+               "\"compressed\":%llu,\"uncompressed\":%llu,\"decode_s\":%.6f,\"decode_cpu_s\":%.6f,\"snappy_s\":%.6f,\"ratio\":%.3f,"
                "\"decode_mb_s\":%.1f,\"snappy_mb_s\":%.1f}\n",
                path, u.release, iters, f->ngroups, (unsigned long long)rows, (unsigned long long)values,
-               (unsigned long long)comp, (unsigned long long)unc, d, s, snappy_only && d > 0 ? s / d : 0.0,
+               (unsigned long long)comp, (unsigned long long)unc, d, tc[iters / 2], s, snappy_only && d > 0 ? s / d : 0.0,
                (double)unc / d / 1e6, s > 0 ? (double)unc / s / 1e6 : 0.0);
     } else {
         printf("bench_parquet: %s, kernel %s, warm (file in memory), %d iterations, medians\n", path, u.release, iters);
@@ -156,6 +164,7 @@ int main(int argc, char **argv) {
     }
     free(out);
     free(td);
+    free(tc);
     free(ts);
     pi_pq_close(f);
     free(buf);

@@ -487,13 +487,23 @@ static int assemble(struct dec *d, size_t n, int enc, const uint8_t *vp, size_t 
     const uint8_t *def = d->def, *rep = d->rep;
     uint32_t maxd = (uint32_t)L->max_def, maxr = (uint32_t)L->max_rep;
     size_t newrows = 0;
-    for (size_t i = 0; i < n; i++) {
-        if (L->max_def && def[i] > maxd) return FERR("definition level %u over the maximum %u (value %zu)", def[i], maxd, i);
-        if (L->max_rep) {
-            if (rep[i] > maxr) return FERR("repetition level %u over the maximum %u (value %zu)", rep[i], maxr, i);
+    /* branch-free passes (they vectorize): level ranges and row starts */
+    uint8_t dmin = 255, dmax = 0, rmax = 0;
+    if (L->max_def)
+        for (size_t i = 0; i < n; i++) {
+            dmin = def[i] < dmin ? def[i] : dmin;
+            dmax = def[i] > dmax ? def[i] : dmax;
+        }
+    if (L->max_rep)
+        for (size_t i = 0; i < n; i++) {
+            rmax = rep[i] > rmax ? rep[i] : rmax;
             newrows += rep[i] == 0;
         }
-    }
+    if (dmax > maxd || rmax > maxr)
+        for (size_t i = 0; i < n; i++) {
+            if (L->max_def && def[i] > maxd) return FERR("definition level %u over the maximum %u (value %zu)", def[i], maxd, i);
+            if (L->max_rep && rep[i] > maxr) return FERR("repetition level %u over the maximum %u (value %zu)", rep[i], maxr, i);
+        }
     if (!L->max_rep) newrows = n;
     if (L->max_rep && n && first && rep[0] != 0) return FERR("the chunk's first value continues a row (repetition level %u)", rep[0]);
     if (*rows_left >= 0 && (int64_t)newrows > *rows_left)
@@ -511,6 +521,18 @@ static int assemble(struct dec *d, size_t n, int enc, const uint8_t *vp, size_t 
         }
         c->nrows += n;
         c->nelems += n;
+    } else if (n && dmin == maxd) {
+        /* no null or empty list and no null element in the page: every
+         * value is an element, a row starts where rep is 0 */
+        uint64_t ne = c->nelems, r = c->nrows;
+        for (size_t i = 0; i < n; i++)
+            if (rep[i] == 0) c->offsets[r++] = ne + i;
+        memset(c->row_valid + c->nrows, 1, (size_t)(r - c->nrows));
+        memset(c->elem_valid + ne, 1, n);
+        c->nrows = r;
+        c->nelems = ne + n;
+        c->offsets[r] = c->nelems;
+        nn = n;
     } else {
         uint32_t ld = (uint32_t)L->list_def;
         uint64_t ne = c->nelems;
