@@ -15,6 +15,7 @@ static void usage(FILE *out) {
     fprintf(out,
             "usage: pagein read-samples [OPTIONS] --records SIZE FILE...\n"
             "       pagein read-samples [OPTIONS] --megatron PREFIX\n"
+            "       pagein read-samples --dataset SPEC [PIPE OPTIONS]\n"
             "\n"
             "Reads every sample of one epoch in a reader's order and writes the samples' bytes\n"
             "to stdout (or, with --ids, their ids one per line).\n"
@@ -40,7 +41,226 @@ static void usage(FILE *out) {
             "  --stats            print counters and the shuffle quality to stderr\n"
             "  --json             one JSON object: mode, samples, ids, quality, I/O counters\n"
             "\n"
+            "\n"
+            "--dataset SPEC reads any format of the dataset-format table (records, megatron,\n"
+            "lines = JSONL/text incl. .gz/.zst, webdataset .tar, mds, ...) through the one\n"
+            "pipeline (docs/TRAINING-DATA.md). SPEC: a file, a directory, a glob, a brace\n"
+            "pattern shard-{000..009}.tar, a URL; repeat --dataset for a list. PIPE OPTIONS:\n"
+            "  --data-format NAME  force a row (default: detected)\n"
+            "  --record-size SIZE  records: bytes per record\n"
+            "  --order O           none, block (default) or global\n"
+            "  --seed N, --epoch N the order depends on (seed, epoch) only\n"
+            "  --rank R --world W  this rank of W (default 0 of 1)\n"
+            "  --worker K --workers N   this loader worker of N (default 0 of 1)\n"
+            "  --batch-size B      the loader batch: workers get whole batches (default 1)\n"
+            "  --window N          block: groups shuffled together (default 8)\n"
+            "  --group-size SIZE   bytes per group of addressable shards (default 4M)\n"
+            "  --columns A,B       read only these fields\n"
+            "  --state TEXT        resume from a state printed by --state-after\n"
+            "  --state-after N     print the state after every rank consumed N samples, and exit\n"
+            "  --ids / --json      ids one per line / one JSON object with ids and counters\n"
+            "  --format jsonl      one line per sample: {\"id\": N, \"fields\": {NAME: {\"type\",\n"
+            "                      \"shape\", \"base64\"}}} (null fields: null)\n"
+            "  --check             read everything, print only the counts\n"
+            "\n"
             "Exit status: 0 ok, 1 invalid dataset, 2 usage or I/O error.\n");
+}
+
+static int exit_for(int rc) { return rc <= PAGEIN_E_BASE && rc > PAGEIN_E_LAST ? EXIT_INVALID : EXIT_USAGE; }
+
+/* ---- --dataset: the one pipeline over the dataset-format table ----------- */
+
+static const char *field_type_name(const pagein_field *f) {
+    static const char *const ints[] = {"int8", "int16", "int32", "int64"}, *const uints[] = {"uint8", "uint16", "uint32", "uint64"},
+                                *const floats[] = {"?", "float16", "float32", "float64"};
+    int k = f->width == 1 ? 0 : f->width == 2 ? 1 : f->width == 4 ? 2 : 3;
+    switch (f->type) {
+    case PAGEIN_FIELD_BOOL: return "bool";
+    case PAGEIN_FIELD_INT: return ints[k];
+    case PAGEIN_FIELD_UINT: return uints[k];
+    case PAGEIN_FIELD_FLOAT: return floats[k];
+    case PAGEIN_FIELD_UTF8: return "utf8";
+    case PAGEIN_FIELD_BINARY: return "binary";
+    default: return "null";
+    }
+}
+
+static void put_b64(const unsigned char *d, uint64_t n) {
+    static const char b64[] = "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789+/";
+    char q[4];
+    for (uint64_t i = 0; i < n; i += 3) {
+        uint32_t v = (uint32_t)d[i] << 16;
+        if (i + 1 < n) v |= (uint32_t)d[i + 1] << 8;
+        if (i + 2 < n) v |= d[i + 2];
+        q[0] = b64[v >> 18 & 63];
+        q[1] = b64[v >> 12 & 63];
+        q[2] = i + 1 < n ? b64[v >> 6 & 63] : '=';
+        q[3] = i + 2 < n ? b64[v & 63] : '=';
+        fwrite(q, 1, 4, stdout);
+    }
+}
+
+static void put_json_str(const char *s) {
+    putchar('"');
+    for (; *s; s++) {
+        unsigned char c = (unsigned char)*s;
+        if (c == '"' || c == '\\') printf("\\%c", c);
+        else if (c < 0x20) printf("\\u%04x", c);
+        else putchar(c);
+    }
+    putchar('"');
+}
+
+static int pipe_main(int argc, char **argv) {
+    pagein_dataset_opts dop = PAGEIN_DATASET_OPTS_INIT;
+    pagein_pipe_opts po = PAGEIN_PIPE_OPTS_INIT;
+    uint64_t limit = UINT64_MAX, state_after = UINT64_MAX;
+    int ids_only = 0, json = 0, check = 0, jsonl = 0, status = EXIT_USAGE;
+    char *spec = NULL, *cols = NULL;
+    const char **colv = NULL;
+    size_t specn = 0, ncols = 0;
+    for (int i = 1; i < argc; i++) {
+        const char *a = argv[i], *v = i + 1 < argc ? argv[i + 1] : NULL;
+        char *end = NULL;
+        int bad = 0;
+        int *flag = !strcmp(a, "--ids") ? &ids_only : !strcmp(a, "--json") ? &json : !strcmp(a, "--check") ? &check : NULL;
+        if (flag) {
+            *flag = 1;
+            continue;
+        }
+        if (!v) bad = 1;
+        else if (!strcmp(a, "--dataset")) {
+            size_t l = strlen(v);
+            char *ns = realloc(spec, specn + l + 2);
+            if (!ns) goto out;
+            spec = ns;
+            if (specn) spec[specn++] = '\n';
+            memcpy(spec + specn, v, l + 1);
+            specn += l;
+        } else if (!strcmp(a, "--data-format")) dop.format = v;
+        else if (!strcmp(a, "--record-size")) bad = cli_parse_size(v, &dop.record_bytes) < 0 || !dop.record_bytes;
+        else if (!strcmp(a, "--group-size")) bad = cli_parse_size(v, &dop.group_bytes) < 0 || !dop.group_bytes;
+        else if (!strcmp(a, "--order")) {
+            int k = pagein_order_from_name(v);
+            bad = k < 0;
+            po.order = (pagein_order)(k < 0 ? 0 : k);
+        } else if (!strcmp(a, "--format")) bad = strcmp(v, "jsonl") != 0, jsonl = 1;
+        else if (!strcmp(a, "--columns")) cols = (char *)v;
+        else if (!strcmp(a, "--state")) po.state = v;
+        else {
+            uint64_t x = strtoull(v, &end, 0);
+            bad = *end != 0 || end == v;
+            if (!strcmp(a, "--seed")) po.seed = x;
+            else if (!strcmp(a, "--epoch")) po.epoch = x;
+            else if (!strcmp(a, "--limit")) limit = x;
+            else if (!strcmp(a, "--state-after")) state_after = x;
+            else if (!strcmp(a, "--rank")) po.rank = (uint32_t)x;
+            else if (!strcmp(a, "--world")) po.world_size = (uint32_t)x;
+            else if (!strcmp(a, "--worker")) po.worker = (uint32_t)x;
+            else if (!strcmp(a, "--workers")) po.num_workers = (uint32_t)x;
+            else if (!strcmp(a, "--batch-size")) po.batch = (uint32_t)x;
+            else if (!strcmp(a, "--window")) po.window = (uint32_t)x;
+            else if (!strcmp(a, "--qd")) po.queue_depth = (unsigned)x;
+            else if (!strcmp(a, "--batch")) po.read_batch = (uint32_t)x;
+            else bad = 1;
+        }
+        if (bad) {
+            cli_error("read-samples", 0, "bad argument '%s%s%s' (see --help)", a, v ? " " : "", v ? v : "");
+            goto out;
+        }
+        i++;
+    }
+    if (cols) {
+        colv = calloc(strlen(cols) + 1, sizeof *colv);
+        if (!colv) goto out;
+        for (char *t = strtok(cols, ","); t; t = strtok(NULL, ",")) colv[ncols++] = t;
+        dop.columns = colv;
+        dop.ncolumns = ncols;
+    }
+    pagein_dataset *d = NULL;
+    int rc = pagein_dataset_open(&d, spec, &dop);
+    if (rc < 0) {
+        cli_error("read-samples", rc, "cannot open the dataset");
+        status = exit_for(rc);
+        goto out;
+    }
+    if (state_after != UINT64_MAX) {
+        char buf[65536];
+        rc = pagein_pipe_state(d, &po, state_after, buf, sizeof buf);
+        if (rc < 0) cli_error("read-samples", rc, "cannot compute the state");
+        else printf("%s\n", buf);
+        status = rc < 0 ? exit_for(rc) : EXIT_OK;
+        pagein_dataset_close(d);
+        goto out;
+    }
+    if (!ids_only && !json && !check && !jsonl) ids_only = 1;
+    pagein_pipe *p = NULL;
+    if ((rc = pagein_pipe_open(&p, d, &po)) < 0) {
+        cli_error("read-samples", rc, "cannot start the pipeline");
+        status = exit_for(rc);
+        pagein_dataset_close(d);
+        goto out;
+    }
+    uint64_t n = pagein_pipe_length(p), got = 0, fields = 0, bytes = 0;
+    uint64_t *order = malloc((size_t)(n ? n : 1) * sizeof *order);
+    pagein_item it;
+    if (json) printf("{\"order\": \"%s\", \"format\": \"%s\", \"seed\": %" PRIu64 ", \"epoch\": %" PRIu64 ", \"ids\": [",
+                     pagein_order_name(po.order), pagein_dataset_format(d, 0), po.seed, po.epoch);
+    while (got < limit && (rc = pagein_pipe_next(p, &it)) == 1) {
+        if (order && got < n) order[got] = it.id;
+        for (size_t k = 0; k < it.nfields; k++) bytes += it.fields[k].nbytes;
+        fields += it.nfields;
+        if (json) printf("%s%" PRIu64, got ? ", " : "", it.id);
+        else if (ids_only) printf("%" PRIu64 "\n", it.id);
+        else if (jsonl) {
+            printf("{\"id\": %" PRIu64 ", \"fields\": {", it.id);
+            for (size_t k = 0; k < it.nfields; k++) {
+                const pagein_field *f = &it.fields[k];
+                printf("%s", k ? ", " : "");
+                put_json_str(f->name);
+                if (f->null) {
+                    printf(": null");
+                    continue;
+                }
+                printf(": {\"type\": \"%s\", \"shape\": [", field_type_name(f));
+                for (unsigned j = 0; j < f->ndim; j++) printf("%s%" PRIu64, j ? ", " : "", f->shape[j]);
+                printf("], \"base64\": \"");
+                put_b64(f->data, f->nbytes);
+                printf("\"}");
+            }
+            printf("}}\n");
+        }
+        got++;
+    }
+    if (rc < 0) {
+        cli_error("read-samples", rc, "reading failed after %" PRIu64 " samples", got);
+        status = exit_for(rc);
+    } else
+        status = EXIT_OK;
+    pagein_pipe_stats st;
+    pagein_pipe_get_stats(p, &st);
+    double q = -1;
+    if (order && got >= 3 && got <= n && pagein_shuffle_quality(order, (size_t)got, &q) < 0) q = -1;
+    if (json) {
+        printf("], \"samples\": %" PRIu64 ", \"dataset_samples\": %" PRIu64 ", \"quality\": ", got,
+               pagein_dataset_count(d));
+        if (q >= 0) printf("%.4f", q);
+        else printf("null");
+        printf(", \"units\": %" PRIu64 ", \"groups\": %" PRIu64 ", \"requests\": %" PRIu64 ", \"bytes_read\": %" PRIu64
+               ", \"memory_peak\": %" PRIu64 ", \"ok\": %s}\n",
+               st.units, st.groups, st.requests, st.bytes_read, st.memory_peak, status == EXIT_OK ? "true" : "false");
+    }
+    if (check)
+        printf("%" PRIu64 " samples, %" PRIu64 " fields, %" PRIu64 " field bytes, %" PRIu64 " groups, %" PRIu64
+               " bytes read\n", got, fields, bytes, st.groups, st.bytes_read);
+    if (fflush(stdout) != 0 && status == EXIT_OK) status = EXIT_USAGE;
+    free(order);
+    pagein_pipe_close(p);
+    pagein_dataset_close(d);
+out:
+    free(spec);
+    free(colv);
+    return status;
 }
 
 enum out_format { OUT_RAW, OUT_FRAMED, OUT_JSONL };
@@ -78,9 +298,10 @@ static int write_sample(enum out_format f, const pagein_sample *s) {
     return fputs("\"}\n", stdout) < 0 ? -EIO : 0;
 }
 
-static int exit_for(int rc) { return rc <= PAGEIN_E_BASE && rc > PAGEIN_E_LAST ? EXIT_INVALID : EXIT_USAGE; }
 
 static int read_samples_main(int argc, char **argv) {
+    for (int i = 1; i < argc; i++)
+        if (!strcmp(argv[i], "--dataset")) return pipe_main(argc, argv);
     uint64_t rec = 0, seed = 0, epoch = 0, limit = UINT64_MAX;
     const char *megatron = NULL;
     int ids_only = 0, json = 0, stats = 0, in_order = 0, have_format = 0;

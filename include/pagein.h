@@ -106,6 +106,7 @@ enum pagein_error {
     PAGEIN_E_PEER = -30036,             /* another rank failed, timed out or disagrees (distributed) */
     PAGEIN_E_FORKED = -30037,           /* object used in a child after fork() where it cannot work */
     PAGEIN_E_NOT_MODEL = -30038,        /* the file is not a model in any format pagein knows */
+    PAGEIN_E_FORMAT = -30039,           /* training-data file malformed (dataset-format table: shard, group, sample, field) */
     PAGEIN_E_LAST = -30099
 };
 
@@ -914,6 +915,146 @@ PAGEIN_API size_t pagein_dataset_file_count(const pagein_dataset *d);
 PAGEIN_API const char *pagein_dataset_path(const pagein_dataset *d, size_t i);
 PAGEIN_API int pagein_dataset_fd(const pagein_dataset *d, size_t i);
 PAGEIN_API uint64_t pagein_dataset_file_size(const pagein_dataset *d, size_t i);
+
+/* ==== BEGIN dataset formats and the one pipeline (issue 24; src/data/dsformat.h,
+ * src/data/pipeline.c, docs/TRAINING-DATA.md) ==== */
+
+/*
+ * Opens a dataset in any format of the dataset-format table (records,
+ * megatron, lines = JSONL/text incl. .gz/.zst, webdataset = .tar shards,
+ * mds, and the columnar rows), local or remote (http(s)://, s3://, gs://,
+ * hf://). spec: a file, a directory (an index file a row claims, such as
+ * MDS's index.json, else every file whose name a row claims, in name
+ * order), a local glob ("shards/STAR.tar", STAR = an asterisk), a brace pattern
+ * ("shard-{000000..000099}.tar"), or several of those separated by
+ * newlines. The format is detected per shard (content, then name) unless
+ * opts->format names it. Footers and indexes are read once, here.
+ * Errors: -errno, PAGEIN_E_NOT_FOUND (nothing matches, unknown column),
+ * PAGEIN_E_FORMAT (malformed shard: the detail names the file, sample and
+ * field), PAGEIN_E_UNSUPPORTED, PAGEIN_E_UNSAFE (MDS pickle columns), ...
+ */
+typedef struct pagein_dataset_opts {
+    size_t size;                 /* sizeof(pagein_dataset_opts) */
+    const char *format;          /* "records", "megatron", "lines", "webdataset", "mds", ...; NULL detect */
+    uint64_t record_bytes;       /* records: bytes per record (implies format records) */
+    const char *const *columns;  /* read only these fields (NULL: all) */
+    size_t ncolumns;
+    uint64_t group_bytes;        /* sample-addressable shards: bytes per group of
+                                    consecutive samples (the unit of block reads); 0 = 4 MiB */
+    const char *cache_dir;       /* where derived indexes may be cached; NULL none */
+    uint32_t flags;
+} pagein_dataset_opts;
+#define PAGEIN_DATASET_OPTS_INIT { sizeof(pagein_dataset_opts), NULL, 0, NULL, 0, 0, NULL, 0 }
+
+PAGEIN_API int pagein_dataset_open(pagein_dataset **d, const char *spec, const pagein_dataset_opts *opts);
+/* The row name of shard i ("webdataset", ...); NULL if out of range. */
+PAGEIN_API const char *pagein_dataset_format(const pagein_dataset *d, size_t i);
+/* Groups (units of block reads) over all shards. */
+PAGEIN_API uint64_t pagein_dataset_group_count(const pagein_dataset *d);
+
+/* Field value types (pagein_field.type). */
+enum { PAGEIN_FIELD_NULL = 0, PAGEIN_FIELD_BOOL, PAGEIN_FIELD_INT, PAGEIN_FIELD_UINT, PAGEIN_FIELD_FLOAT,
+       PAGEIN_FIELD_UTF8, PAGEIN_FIELD_BINARY };
+
+/* One field of a sample: a scalar (ndim 0, width bytes), a string/blob
+ * (UTF8/BINARY, nbytes), or an array of width-byte elements with shape.
+ * Little-endian, possibly unaligned. Borrowed: valid until the next call
+ * of pagein_pipe_next / set_epoch / close on the pipe that gave it. */
+typedef struct pagein_field {
+    const char *name;
+    uint32_t col;
+    uint8_t type, width, ndim, null;
+    uint64_t shape[8];
+    const void *data;
+    uint64_t nbytes;
+} pagein_field;
+
+typedef struct pagein_item {
+    uint64_t id;                /* sample id in the dataset */
+    size_t nfields;
+    const pagein_field *fields; /* borrowed, as the fields' data */
+} pagein_item;
+
+typedef enum pagein_order {
+    PAGEIN_ORDER_NONE = 0,   /* sample id order */
+    PAGEIN_ORDER_BLOCK = 1,  /* groups in a seeded order, the samples of each window of
+                                `window` consecutive groups shuffled together; reads
+                                whole groups with large coalesced requests */
+    PAGEIN_ORDER_GLOBAL = 2  /* a seeded permutation of all samples (pagein_permutation);
+                                reads single samples where a sample is one byte range,
+                                else each sample's whole group */
+} pagein_order;
+
+typedef struct pagein_pipe_opts {
+    size_t size;             /* sizeof(pagein_pipe_opts) */
+    pagein_order order;
+    uint64_t seed;           /* the order of epoch e depends only on (seed, e) and the groups */
+    uint64_t epoch;
+    uint32_t rank, world_size;     /* this rank of world_size (0, 0 = 0 of 1) */
+    uint32_t worker, num_workers;  /* this DataLoader worker (0, 0 = 0 of 1) */
+    uint32_t batch;          /* the loader's batch size: a rank's samples are dealt to
+                                its workers in whole batches; 0 = 1 */
+    uint32_t window;         /* block: groups shuffled together; 0 = 8 */
+    uint32_t read_batch;     /* global: samples fetched at once; 0 = 256 */
+    unsigned queue_depth;    /* requests in flight; 0 = the source's preference */
+    const char *state;       /* resume: a state from pagein_pipe_state (any world
+                                size), or NULL to start epoch `epoch` at its beginning */
+} pagein_pipe_opts;
+#define PAGEIN_PIPE_OPTS_INIT { sizeof(pagein_pipe_opts), PAGEIN_ORDER_BLOCK, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, NULL }
+
+typedef struct pagein_pipe pagein_pipe;
+
+typedef struct pagein_pipe_stats {
+    uint64_t samples;      /* handed out */
+    uint64_t units;        /* windows (block, none) or batches (global) read */
+    uint64_t groups;       /* groups fetched and decoded */
+    uint64_t requests;     /* requests issued by the range engine */
+    uint64_t bytes_read;   /* bytes fetched */
+    uint64_t memory_peak;  /* most bytes of fetched + decoded data held at once */
+} pagein_pipe_stats;
+
+/*
+ * Opens this (rank, worker)'s pipe over d (which must outlive it): the
+ * epoch's sequence of samples (a function of the seed, the epoch, the order
+ * and d's groups, the same for every world size) minus what a resume state
+ * says was consumed is split into world_size contiguous rank slices
+ * (floor/ceil of the rest), each rank slice into its workers' parts by whole
+ * batches dealt round-robin (worker w gets batches w, w + num_workers, ...
+ * of the rank slice, as a DataLoader hands them out; its part is the
+ * contiguous run of those samples). Every sample comes out exactly once over
+ * all ranks and workers. A background thread fetches and decodes the next
+ * unit (a window of groups, or a batch) while the current one is consumed:
+ * memory is two units. Sets *p only on success.
+ */
+PAGEIN_API int pagein_pipe_open(pagein_pipe **p, pagein_dataset *d, const pagein_pipe_opts *opts);
+/* 1 with the next sample, 0 at the end of this consumer's part of the epoch,
+ * < 0 on error (the detail names the shard, group, sample and field). One
+ * consumer per pipe. */
+PAGEIN_API int pagein_pipe_next(pagein_pipe *p, pagein_item *it);
+/* Samples this consumer yields in the current epoch (all of them). */
+PAGEIN_API uint64_t pagein_pipe_length(const pagein_pipe *p);
+/* Starts epoch `epoch` from its beginning (drops a resume state). */
+PAGEIN_API int pagein_pipe_set_epoch(pagein_pipe *p, uint64_t epoch);
+PAGEIN_API void pagein_pipe_get_stats(const pagein_pipe *p, pagein_pipe_stats *st);
+PAGEIN_API void pagein_pipe_close(pagein_pipe *p);
+/*
+ * The resume state after every rank's training loop consumed samples_seen
+ * samples of its part (synchronous data parallelism; a rank with fewer
+ * counts as done) of the epoch that opts describe (opts->state: the state it
+ * started from): a short text naming the order, seed, epoch, sample and
+ * group counts, window and the epoch positions not yet consumed. Loadable
+ * onto any world size and worker count. Writes at most cap bytes (NUL
+ * included) and returns the length it needs (without the NUL), or < 0.
+ */
+PAGEIN_API int pagein_pipe_state(pagein_dataset *d, const pagein_pipe_opts *opts, uint64_t samples_seen, char *buf,
+                                 size_t cap);
+/* The whole epoch sequence (world size 1, no resume) into ids[0..n-1],
+ * n = pagein_dataset_count(d). For tests and tools. */
+PAGEIN_API int pagein_pipe_order(pagein_dataset *d, const pagein_pipe_opts *opts, uint64_t *ids, uint64_t n);
+PAGEIN_API const char *pagein_order_name(pagein_order o);   /* "none", "block", "global" */
+PAGEIN_API int pagein_order_from_name(const char *name);     /* -1 if unknown */
+
+/* ==== END dataset formats and the one pipeline ==== */
 
 /* ---- arbitrary ranges: sort, merge, read, slice back ------------------- */
 

@@ -11,7 +11,8 @@ for target in "${@:-core}"; do
   case "$target" in
     core) ;;
     test) pkgs+=(make gcc clang libclang-rt-14-dev valgrind python3 python3-numpy python3-pytest
-                 python3-torch python3-dev libfuse3-dev fuse3 liburing-dev libxxhash-dev pkg-config) ;;
+                 python3-torch python3-dev libfuse3-dev fuse3 liburing-dev libxxhash-dev pkg-config
+                 libzstd-dev zlib1g-dev liblz4-dev) ;;
     demo|bench) pkgs+=(fio vmtouch hyperfine python3-numpy python3-torch fuse3 libfuse3-dev liburing-dev pkg-config) ;;
     fuzz) pkgs+=(clang libclang-rt-14-dev) ;;
     python) pkgs+=(python3-dev python3-numpy python3-pytest python3-torch) ;;

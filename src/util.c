@@ -314,6 +314,7 @@ const char *pagein_strerror(int code) {
     case PAGEIN_E_PEER: return "another rank failed or disagrees";
     case PAGEIN_E_FORKED: return "not usable after fork";
     case PAGEIN_E_NOT_MODEL: return "not a model file";
+    case PAGEIN_E_FORMAT: return "malformed training-data file";
     default: break;
     }
     if (code < 0 && code > -4096) return strerror(-code);

@@ -46,7 +46,7 @@ import numpy as _np
 from . import _pagein
 from ._pagein import Error, FormatError
 
-__all__ = ["Dataset", "epoch_order", "partition"]
+__all__ = ["Dataset", "ShardDataset", "epoch_order", "partition"]
 
 try:  # torch is optional: a plain iterable without it
     import torch as _torch
@@ -288,6 +288,13 @@ class Dataset(_Base):
     window_blocks: the 'block' order's block size and window.
     """
 
+    def __new__(cls, paths=None, *args, **kwargs):
+        # The dataset-format table's formats (and anything remote, a
+        # directory, a glob or columns=) go through the C pipeline.
+        if cls is Dataset and _use_pipeline(paths, kwargs):
+            return ShardDataset(paths, *args, **kwargs)
+        return super().__new__(cls)
+
     def __init__(self, paths, record_size=None, shuffle="global", seed=0, rank=None, world_size=None,
                  return_ids=False, *, format=None, dtype=None, batch_size=1, framework="np", copy=False,
                  read_batch=256, queue_depth=0, max_gap=0, block_bytes=16 << 20, window_blocks=7):
@@ -457,3 +464,277 @@ def _to_torch(a):
     if a.dtype.kind == "u" and a.itemsize > 1:  # torch 1.13 lacks uint16/32/64
         a = a.view("i%d" % a.itemsize)
     return _torch.from_numpy(a)
+
+
+
+# ---------------------------------------------------------------------------
+# the dataset-format table through the one C pipeline (docs/TRAINING-DATA.md)
+# ---------------------------------------------------------------------------
+
+_PIPE_SUFFIXES = (".tar", ".tar.gz", ".tgz", ".mds", ".mds.zstd", ".gz", ".zst", ".arrow", ".parquet")
+_OUTPUT_FORMATS = ("numpy", "np", "torch", "pt")
+
+
+def _use_pipeline(paths, kwargs):
+    """True when Dataset(...) should be a ShardDataset: a format of the
+    table that the older Python readers do not know, columns=, an output
+    format= ("numpy"/"torch"), or a source that is a directory, a glob, a
+    brace pattern or a URL."""
+    if kwargs.get("pipeline") or kwargs.get("columns") is not None:
+        return True
+    fmt = kwargs.get("format")
+    if fmt is not None and fmt not in ("records", "megatron", "lines", "jsonl", "text"):
+        return True
+    if isinstance(paths, (str, _os.PathLike)):
+        paths = [paths]
+    try:
+        paths = [_os.fspath(p) for p in paths]
+    except TypeError:
+        return False
+    for p in paths:
+        if "://" in p or any(c in p for c in "*?[{") or p.endswith(_PIPE_SUFFIXES) or _os.path.isdir(p):
+            return True
+    return False
+
+
+def _rest_count(state, n):
+    """Samples a pipe state leaves in its epoch (n for no state)."""
+    if not state:
+        return n
+    rem = state.split("remaining=", 1)[1].split(" ", 1)[0]
+    total = 0
+    for part in filter(None, rem.split(",")):
+        a, b = part.split("-")
+        total += int(b) - int(a)
+    return total
+
+
+_FIELD_DTYPES = {(2, 1): "i1", (2, 2): "<i2", (2, 4): "<i4", (2, 8): "<i8", (3, 1): "u1", (3, 2): "<u2",
+                 (3, 4): "<u4", (3, 8): "<u8", (4, 2): "<f2", (4, 4): "<f4", (4, 8): "<f8", (1, 1): "?"}
+
+
+class ShardDataset(_Base):
+    """Samples of any format of the dataset-format table (WebDataset tars,
+    MDS, JSONL/text incl. .gz/.zst, Megatron, fixed records, and the
+    columnar rows), local or remote, read by the C pipeline: the order,
+    the rank/worker partition, epochs and resume are the library's
+    (pagein_pipe), the same as `pagein read-samples --dataset` for the same
+    seed.
+
+    source: a path, a directory, a glob, a brace pattern, a URL
+    (hf://datasets/org/name/..., s3://bucket/prefix/...), or a list of them.
+    shuffle: 'block' (default: groups in a seeded order, the samples of each
+    window of `window` groups shuffled together; whole groups read with large
+    requests), 'global' (a permutation of all samples) or 'none'.
+    format: the output, 'numpy' (default) or 'torch'; or a row name
+    ('webdataset', 'mds', 'lines', ...) to force the input format
+    (data_format= says the same). columns: read only these fields.
+    batch_size: yield batches of that many samples (dicts of stacked arrays,
+    or lists where shapes differ; use DataLoader(batch_size=None)); None
+    yields single samples. loader_batch_size: the DataLoader's batch size
+    when it batches single samples, so a rank's samples are dealt to its
+    workers in whole batches. Samples are dicts of field name to numpy array
+    (numbers, arrays), str (utf8) or bytes (binary), None for a missing
+    field; every value is a copy, never overwritten later.
+    """
+
+    def __init__(self, source, record_size=None, shuffle="block", seed=0, rank=None, world_size=None,
+                 return_ids=False, *, format=None, data_format=None, columns=None, batch_size=None,
+                 loader_batch_size=1, window=8, read_batch=256, queue_depth=0, group_bytes=0,
+                 cache_dir=None, framework=None, pipeline=True, num_workers=None, **ignored):
+        if shuffle not in _SHUFFLES:
+            raise ValueError("shuffle must be one of %s, not %r" % (", ".join(_SHUFFLES), shuffle))
+        if format in _OUTPUT_FORMATS:
+            out = format
+        else:
+            out = framework or "numpy"
+            if format is not None:
+                data_format = data_format or format
+        if out not in _OUTPUT_FORMATS:
+            raise ValueError("format must be 'numpy' or 'torch', not %r" % (out,))
+        self.torch = out in ("torch", "pt")
+        if self.torch and _torch is None:
+            raise FormatError("format 'torch' needs torch, which is not installed")
+        if (rank is None) != (world_size is None):
+            raise ValueError("give both rank and world_size, or neither")
+        if isinstance(source, (str, _os.PathLike)):
+            source = [source]
+        self.source = [_os.fspath(p) for p in source]
+        if not self.source:
+            raise ValueError("ShardDataset: no source given")
+        self.data_format = data_format
+        self.record_size = int(record_size or 0)
+        self.columns = list(columns) if columns is not None else None
+        self.group_bytes, self.cache_dir = int(group_bytes), cache_dir
+        self.shuffle, self.seed = shuffle, int(seed)
+        self._rank, self._world = (None, None) if rank is None else (int(rank), int(world_size))
+        if self._world is not None and not (0 <= self._rank < self._world):
+            raise ValueError("rank %r outside world size %r" % (rank, world_size))
+        self.return_ids = bool(return_ids)
+        self.batch_size = None if batch_size is None else max(1, int(batch_size))
+        self.loader_batch_size = max(1, int(loader_batch_size))
+        self.window, self.read_batch, self.queue_depth = int(window), int(read_batch), int(queue_depth)
+        self.num_workers = num_workers
+        self.epoch = 0
+        self._state = None  # resume state of the current epoch, or None
+        self._yielded = 0
+        self._ds = None
+        self._pid = None
+        self._open()
+        shards, self._count, self._groups = _pagein.ds_shards(self._ds)
+        self.shards = [(p, f, s) for p, f, s in shards]
+
+    # -- the C objects (not pickled: reopened in each worker process) --------
+    def _open(self):
+        if self._ds is None or self._pid != _os.getpid():
+            self._ds = _pagein.ds_open("\n".join(self.source), format=self.data_format,
+                                       record_size=self.record_size, columns=self.columns,
+                                       group_bytes=self.group_bytes, cache_dir=self.cache_dir)
+            self._pid = _os.getpid()
+        return self._ds
+
+    def __getstate__(self):
+        d = dict(self.__dict__)
+        d["_ds"] = None
+        d["_rank"], d["_world"] = self.rank_world()
+        return d
+
+    # -- facts -----------------------------------------------------------------
+    @property
+    def num_samples(self):
+        return self._count
+
+    @property
+    def formats(self):
+        return sorted({f for _, f, _ in self.shards})
+
+    def rank_world(self):
+        if self._world is not None:
+            return self._rank, self._world
+        return _dist_rank_world()
+
+    def _opts(self, worker=0, num_workers=1, with_state=True):
+        r, w = self.rank_world()
+        o = dict(order=self.shuffle, seed=self.seed & (2**64 - 1), epoch=self.epoch, rank=r, world_size=w,
+                 worker=worker, num_workers=num_workers,
+                 batch=self.batch_size or self.loader_batch_size, window=self.window,
+                 read_batch=self.read_batch, queue_depth=self.queue_depth)
+        if with_state and self._state:
+            o["state"] = self._state
+        return o
+
+    def __len__(self):
+        """Samples (or batches, with batch_size) this rank yields this epoch."""
+        r, w = self.rank_world()
+        m = _rest_count(self._state, self._count)
+        n = (r + 1) * m // w - r * m // w
+        return n if self.batch_size is None else (n + self.batch_size - 1) // self.batch_size
+
+    def order(self, epoch=None):
+        """The epoch's whole sequence of sample ids (world size 1, no resume):
+        the library's pagein_pipe_order, the same as the CLI's."""
+        o = self._opts(with_state=False)
+        if epoch is not None:
+            o["epoch"] = int(epoch)
+        for k in ("rank", "world_size", "worker", "num_workers"):
+            o.pop(k)
+        return _np.frombuffer(_pagein.pipe_order(self._open(), **o), dtype=_np.uint64)
+
+    # -- epochs and resume ---------------------------------------------------
+    def set_epoch(self, epoch):
+        epoch = int(epoch)
+        if epoch != self.epoch:
+            self._state = None
+        self.epoch = epoch
+
+    def state_dict(self, samples_seen=None, num_workers=None):
+        """The resume state after every rank consumed samples_seen samples
+        (default: what this process yielded; with batch_size, batches count
+        as their samples). With DataLoader workers pass samples_seen (what
+        the training loop saw) and the loader's num_workers (default: the
+        num_workers given at construction, else 1): the workers' parts are
+        consumed batch by batch, round-robin. Loadable onto any world size
+        and worker count."""
+        seen = self._yielded if samples_seen is None else int(samples_seen)
+        if seen < 0:
+            raise ValueError("samples_seen must be >= 0")
+        nw = num_workers if num_workers is not None else self.num_workers
+        o = self._opts(0, max(1, int(nw or 1)))
+        st = _pagein.pipe_state(self._open(), seen, **o)
+        return {"version": 2, "pipe": st, "epoch": self.epoch, "seed": self.seed, "shuffle": self.shuffle,
+                "num_samples": self._count}
+
+    def load_state_dict(self, state):
+        if state.get("version") != 2 or "pipe" not in state:
+            raise ValueError("not a ShardDataset state (version %r)" % (state.get("version"),))
+        if state["num_samples"] != self._count:
+            raise Error("state is for %d samples, this dataset has %d" % (state["num_samples"], self._count))
+        if state["seed"] != self.seed or state["shuffle"] != self.shuffle:
+            raise ValueError("state has seed %r shuffle %r, this dataset seed %r shuffle %r"
+                             % (state["seed"], state["shuffle"], self.seed, self.shuffle))
+        self.epoch = int(state["epoch"])
+        self._state = state["pipe"]
+        self._yielded = 0
+
+    # -- iteration -------------------------------------------------------------
+    def _value(self, f):
+        name, typ, width, shape, data = f
+        if data is None:
+            return None
+        if typ == 5:
+            return data.decode("utf-8", "surrogateescape")
+        if typ == 6:
+            return data
+        dt = _FIELD_DTYPES.get((typ, width))
+        if dt is None:
+            return data
+        a = _np.frombuffer(data, dtype=dt)
+        a = a.reshape(shape) if shape is not None else a[0]
+        if self.torch:
+            a = _to_torch(_np.array(a))
+        return a
+
+    def _sample(self, fields):
+        return {f[0]: self._value(f) for f in fields}
+
+    def _batch(self, items):
+        ids = [i for i, _ in items]
+        cols = {}
+        for _, s in items:
+            for k, v in s.items():
+                cols.setdefault(k, []).append(v)
+        out = {}
+        for k, vs in cols.items():
+            if all(isinstance(v, (_np.ndarray, _np.generic)) for v in vs) and len({_np.shape(v) for v in vs}) == 1:
+                a = _np.stack(vs)
+                out[k] = _to_torch(a) if self.torch else a
+            elif self.torch and all(isinstance(v, _torch.Tensor) for v in vs) and len({tuple(v.shape) for v in vs}) == 1:
+                out[k] = _torch.stack(vs)
+            else:
+                out[k] = vs
+        return (_np.array(ids, dtype=_np.uint64), out) if self.return_ids else out
+
+    def __iter__(self):
+        worker, nw = _worker()
+        pipe = _pagein.pipe_open(self._open(), **self._opts(worker, nw))
+        self._yielded = 0
+        pending = []
+        while True:
+            chunk = _pagein.pipe_next(pipe, 256)
+            if not chunk:
+                break
+            for sid, fields in chunk:
+                s = self._sample(fields)
+                if self.batch_size is None:
+                    self._yielded += 1
+                    yield (sid, s) if self.return_ids else s
+                else:
+                    pending.append((sid, s))
+                    if len(pending) == self.batch_size:
+                        self._yielded += len(pending)
+                        yield self._batch(pending)
+                        pending = []
+        if pending:
+            self._yielded += len(pending)
+            yield self._batch(pending)
+        self.stats = _pagein.pipe_stats(pipe)

@@ -1361,6 +1361,8 @@ static PyObject *py_dist_plan(PyObject *self, PyObject *args, PyObject *kw);
 
 /* GPU staging (python/src/gpu.c). */
 #include "gpu.c"
+/* The dataset-format table and the one pipeline (python/src/dspipe.c). */
+#include "dspipe.c"
 
 static PyMethodDef module_methods[] = {
     {"strategies", PYFN(py_strategies), METH_NOARGS, "strategies() -> the strategy names, from the library's table"},
@@ -1392,6 +1394,7 @@ static PyMethodDef module_methods[] = {
     {"dist_plan", PYFN(py_dist_plan), METH_VARARGS | METH_KEYWORDS,
      "dist_plan(source, rank, world, mode='replicated', rules=None, align=0, cols_direct=False) -> (reads, pieces, read_bytes)"},
     PAGEIN_GPU_METHODS
+    PAGEIN_DSPIPE_METHODS
     {NULL, NULL, 0, NULL},
 };
 

@@ -9,28 +9,37 @@
 #include <pthread.h>
 #include <stdatomic.h>
 
-/* ---- datasets (dataset.c) ---------------------------------------------- */
-enum { PI_DS_RECORDS = 1, PI_DS_MEGATRON = 2 };
+/* ---- datasets (dataset.c) ----------------------------------------------
+ * A dataset is a list of shards, each opened by a row of the dataset-format
+ * table (dsformat.h). Sample ids run through the shards in order. */
+enum { PI_DS_RECORDS = 1, PI_DS_MEGATRON = 2, PI_DS_TABLE = 3 };
 
+/* One file per shard, for the sample readers (reader.c): the shard's data
+ * source when it is a local file (fd >= 0), else fd -1. */
 struct pi_ds_file {
     char *path;
     int fd;
     uint64_t size;
-    uint64_t first; /* records: first sample id in this file */
-    uint64_t count; /* records: samples in this file */
+    uint64_t first; /* first sample id in this shard */
+    uint64_t count; /* samples in this shard */
 };
 
+struct pi_dsshard;
 struct pagein_dataset {
     int kind;
-    size_t nfiles;
+    size_t nfiles; /* == nshards */
     struct pi_ds_file *files;
     uint64_t nsamples;
-    uint64_t record_bytes; /* records */
-    /* megatron: the whole validated .idx, decoded on access */
-    uint8_t *idx;
-    size_t idx_len;
-    uint32_t elem_bytes;
+    struct pi_dsshard **shards;
+    uint64_t *gfirst; /* nfiles + 1: global index of each shard's first group */
+    uint64_t ngroups;
+    int addressable;  /* every non-empty shard takes the sample path (locate) */
 };
+
+/* Shard and shard-local id of global sample id (< nsamples). */
+size_t pi_ds_shard_of(const pagein_dataset *d, uint64_t id);
+/* Shard of global group gg (< ngroups). */
+size_t pi_ds_shard_of_group(const pagein_dataset *d, uint64_t gg);
 
 /* ---- ranges (ranges.c) ---------------------------------------------------
  * The plan: requests sorted by (file, offset, -length); each block is one

@@ -1,0 +1,716 @@
+/* ds_tar.c - the WebDataset row: a .tar shard whose members are grouped
+ * into samples by key (the member name up to the first dot of its
+ * basename: "dir/000123.seg.png" has key "dir/000123" and field
+ * "seg.png"); consecutive members with one key form one sample. ustar,
+ * pax ('x' headers: path, size) and GNU long names ('L') are read; links,
+ * directories and global headers are skipped; members without a dot in
+ * the basename are skipped (as webdataset does). One sequential pass at
+ * open builds the sample index: per sample its byte extent (from its
+ * first header to the end of its last member) and its key. Fields:
+ * "__key__" (utf8) and one binary field per extension seen in the shard
+ * (null where a sample lacks it). A sample is one extent, so shards are
+ * read by samples; .tar.gz shards are decompressed whole (sequential only:
+ * one group, memory the decompressed shard). */
+#include "dsformat.h"
+
+#include <fcntl.h>
+#include <inttypes.h>
+#include <stdio.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+struct tsample {
+    uint64_t off, len;
+    uint32_t key_off, key_len; /* in keys */
+};
+
+struct tar {
+    struct tsample *s;
+    size_t n, cap;
+    char *keys; /* key bytes, concatenated */
+    size_t keys_len, keys_cap;
+    char **ext; /* every extension seen, in order of first appearance */
+    size_t next, extcap;
+    int *ext_col; /* ext index -> selected column, -1 */
+    int key_col;  /* column of __key__, or -1 */
+    struct pi_dscol *cols;
+    size_t ncols;
+    int gz;
+    uint64_t raw_bytes; /* .tar.gz: the decompressed size */
+};
+
+/* ---- header parsing (shared by the index pass and sample()) -------------- */
+
+static int tar_num(const uint8_t *f, size_t n, uint64_t *v) {
+    if (f[0] & 0x80) { /* GNU base-256 */
+        if (f[0] != 0x80) return -1; /* negative or too large */
+        uint64_t x = 0;
+        for (size_t i = 1; i < n; i++) {
+            if (x >> 56) return -1;
+            x = x << 8 | f[i];
+        }
+        *v = x;
+        return 0;
+    }
+    uint64_t x = 0;
+    size_t i = 0;
+    while (i < n && f[i] == ' ') i++;
+    int any = 0;
+    for (; i < n && f[i] >= '0' && f[i] <= '7'; i++) {
+        if (x >> 60) return -1;
+        x = x * 8 + (uint64_t)(f[i] - '0');
+        any = 1;
+    }
+    for (; i < n; i++)
+        if (f[i] != ' ' && f[i] != 0) return -1;
+    if (!any) x = 0;
+    *v = x;
+    return 0;
+}
+
+static int is_zero_block(const uint8_t *h) {
+    for (int i = 0; i < 512; i++)
+        if (h[i]) return 0;
+    return 1;
+}
+
+static int checksum_ok(const uint8_t *h) {
+    uint64_t want;
+    if (tar_num(h + 148, 8, &want) < 0) return 0;
+    uint64_t s = 0;
+    for (int i = 0; i < 512; i++) s += (i >= 148 && i < 156) ? ' ' : h[i];
+    if (s == want) return 1;
+    int64_t ss = 0; /* some old tars sum signed bytes */
+    for (int i = 0; i < 512; i++) ss += (i >= 148 && i < 156) ? ' ' : (int8_t)h[i];
+    return ss >= 0 && (uint64_t)ss == want;
+}
+
+/* pax records "LEN key=value\n": finds path and size. */
+static int pax_parse(const uint8_t *p, uint64_t n, const uint8_t **path, uint64_t *plen, uint64_t *size, int *has_size) {
+    uint64_t i = 0;
+    while (i < n) {
+        uint64_t len = 0, j = i;
+        while (j < n && p[j] >= '0' && p[j] <= '9' && len < (1ull << 40)) len = len * 10 + (uint64_t)(p[j++] - '0');
+        if (j == i || j >= n || p[j] != ' ' || len < (j - i) + 3 || len > n - i) return -1;
+        uint64_t rs = j + 1, re = i + len; /* record [rs, re), ends with '\n' */
+        if (p[re - 1] != '\n') return -1;
+        const uint8_t *eq = memchr(p + rs, '=', (size_t)(re - 1 - rs));
+        if (!eq) return -1;
+        uint64_t kl = (uint64_t)(eq - (p + rs));
+        const uint8_t *v = eq + 1;
+        uint64_t vl = (uint64_t)((p + re - 1) - v);
+        if (kl == 4 && memcmp(p + rs, "path", 4) == 0) {
+            *path = v;
+            *plen = vl;
+        } else if (kl == 4 && memcmp(p + rs, "size", 4) == 0) {
+            uint64_t x = 0;
+            if (vl == 0 || vl > 19) return -1;
+            for (uint64_t k = 0; k < vl; k++) {
+                if (v[k] < '0' || v[k] > '9') return -1;
+                x = x * 10 + (uint64_t)(v[k] - '0');
+            }
+            *size = x;
+            *has_size = 1;
+        }
+        i = re;
+    }
+    return 0;
+}
+
+/* One member as the walker sees it. */
+struct member {
+    uint64_t hdr;       /* offset of its first header (extension headers included) */
+    uint64_t data, size;/* its data */
+    uint64_t end;       /* offset after its padded data */
+    const uint8_t *name;/* full name (contiguous when no ustar prefix) */
+    uint64_t name_len;
+    const uint8_t *prefix; /* ustar prefix (NULL if none) */
+    uint64_t prefix_len;
+    int regular;
+};
+
+/* Bytes [off, off + len) of the shard, or NULL (error set). */
+typedef const uint8_t *(*fetch_fn)(void *ctx, uint64_t off, uint64_t len);
+
+/* Reads the member at *pos (skipping extension headers into it). Returns 1
+ * with a member, 0 at the end of the archive, < 0 on error. */
+static int next_member(const struct pi_dsshard *sh, fetch_fn get, void *ctx, uint64_t size, uint64_t *pos,
+                       struct member *m, uint8_t *namebuf) {
+    const uint8_t *lname = NULL, *ppath = NULL;
+    uint64_t lname_len = 0, ppath_len = 0, psize = 0;
+    int has_psize = 0;
+    uint64_t first = *pos;
+    for (;;) {
+        uint64_t at = *pos;
+        if (at == size) {
+            if (at != first) return pi_ds_err(sh, PAGEIN_E_FORMAT, UINT64_MAX, UINT64_MAX, NULL,
+                                              "extension header at %" PRIu64 " without a member", first);
+            return 0; /* no end-of-archive blocks: accepted */
+        }
+        if (size - at < 512)
+            return pi_ds_err(sh, PAGEIN_E_FORMAT, UINT64_MAX, UINT64_MAX, NULL,
+                             "truncated header at offset %" PRIu64 " (%" PRIu64 " bytes left)", at, size - at);
+        const uint8_t *h = get(ctx, at, 512);
+        if (!h) return -EIO;
+        if (is_zero_block(h)) return 0;
+        if (!checksum_ok(h))
+            return pi_ds_err(sh, PAGEIN_E_FORMAT, UINT64_MAX, UINT64_MAX, NULL, "bad header checksum at offset %" PRIu64,
+                             at);
+        uint64_t sz;
+        if (tar_num(h + 124, 12, &sz) < 0)
+            return pi_ds_err(sh, PAGEIN_E_FORMAT, UINT64_MAX, UINT64_MAX, NULL, "bad size field at offset %" PRIu64, at);
+        char type = (char)h[156];
+        if (has_psize && type != 'x' && type != 'g' && type != 'L' && type != 'K') sz = psize;
+        uint64_t data = at + 512;
+        if (sz > size - data)
+            return pi_ds_err(sh, PAGEIN_E_FORMAT, UINT64_MAX, UINT64_MAX, NULL,
+                             "member at offset %" PRIu64 " claims %" PRIu64 " bytes, %" PRIu64 " left", at, sz,
+                             size - data);
+        uint64_t end = data + pi_align_up(sz, 512);
+        if (end > size)
+            return pi_ds_err(sh, PAGEIN_E_FORMAT, UINT64_MAX, UINT64_MAX, NULL,
+                             "member at offset %" PRIu64 " truncated: its padded data ends at %" PRIu64 ", the file at %" PRIu64,
+                             at, end, size);
+        if (type == 'L' || type == 'x') {
+            if (sz > 1u << 20)
+                return pi_ds_err(sh, PAGEIN_E_LIMIT, UINT64_MAX, UINT64_MAX, NULL,
+                                 "extension header at %" PRIu64 " of %" PRIu64 " bytes", at, sz);
+            const uint8_t *d = get(ctx, data, sz);
+            if (!d && sz) return -EIO;
+            if (type == 'L') {
+                if (sz > PI_DS_MAX_NAME)
+                    return pi_ds_err(sh, PAGEIN_E_LIMIT, UINT64_MAX, UINT64_MAX, NULL,
+                                     "long name of %" PRIu64 " bytes at offset %" PRIu64, sz, at);
+                memcpy(namebuf, d, (size_t)sz);
+                lname = namebuf;
+                lname_len = sz;
+                while (lname_len && lname[lname_len - 1] == 0) lname_len--;
+            } else {
+                const uint8_t *pp = NULL;
+                uint64_t pl = 0;
+                if (pax_parse(d, sz, &pp, &pl, &psize, &has_psize) < 0)
+                    return pi_ds_err(sh, PAGEIN_E_FORMAT, UINT64_MAX, UINT64_MAX, NULL,
+                                     "malformed pax header at offset %" PRIu64, at);
+                if (pp) {
+                    if (pl > PI_DS_MAX_NAME)
+                        return pi_ds_err(sh, PAGEIN_E_LIMIT, UINT64_MAX, UINT64_MAX, NULL,
+                                         "pax path of %" PRIu64 " bytes at offset %" PRIu64, pl, at);
+                    memcpy(namebuf + PI_DS_MAX_NAME, pp, (size_t)pl);
+                    ppath = namebuf + PI_DS_MAX_NAME;
+                    ppath_len = pl;
+                }
+            }
+            *pos = end;
+            continue;
+        }
+        *pos = end;
+        m->hdr = first;
+        m->data = data;
+        m->size = sz;
+        m->end = end;
+        m->regular = type == '0' || type == 0 || type == '7';
+        m->prefix = NULL;
+        m->prefix_len = 0;
+        if (ppath) {
+            m->name = ppath, m->name_len = ppath_len;
+        } else if (lname) {
+            m->name = lname, m->name_len = lname_len;
+        } else {
+            m->name = h;
+            m->name_len = strnlen((const char *)h, 100);
+            if (memcmp(h + 257, "ustar", 5) == 0 && h[345]) {
+                m->prefix = h + 345;
+                m->prefix_len = strnlen((const char *)h + 345, 155);
+            }
+        }
+        return 1;
+    }
+}
+
+/* The member's key and extension. */
+static int split_name(const struct member *m, const uint8_t **base, uint64_t *baselen, uint64_t *dot) {
+    const uint8_t *n = m->name;
+    uint64_t l = m->name_len, b = 0;
+    for (uint64_t i = 0; i < l; i++)
+        if (n[i] == '/') b = i + 1;
+    const uint8_t *d = memchr(n + b, '.', (size_t)(l - b));
+    if (!d) return 0;
+    *base = n;
+    *baselen = l;
+    *dot = (uint64_t)(d - n);
+    return 1;
+}
+
+/* ---- the index pass -------------------------------------------------------- */
+
+struct srcwin {
+    struct pi_source *src;
+    uint8_t *buf;
+    uint64_t off, len, cap;
+    int err;
+};
+
+static const uint8_t *win_get(void *ctx, uint64_t off, uint64_t len) {
+    struct srcwin *w = ctx;
+    if (off >= w->off && off + len <= w->off + w->len) return w->buf + (off - w->off);
+    uint64_t want = PI_MAX(len, (uint64_t)1 << 20);
+    if (want > w->src->size - off) want = w->src->size - off;
+    if (want > w->cap) {
+        uint8_t *nb = pi_realloc(w->buf, want);
+        if (!nb) {
+            pi_err(-ENOMEM, "%s: out of memory", w->src->name);
+            return NULL;
+        }
+        w->buf = nb;
+        w->cap = want;
+    }
+    if (pi_source_read(w->src, w->buf, want, off) < 0) {
+        w->len = 0;
+        return NULL;
+    }
+    w->off = off;
+    w->len = want;
+    return w->buf;
+}
+
+static const uint8_t *mem_get(void *ctx, uint64_t off, uint64_t len) {
+    (void)len;
+    return (const uint8_t *)ctx + off;
+}
+
+static int find_ext(struct tar *T, const uint8_t *e, uint64_t el) {
+    for (size_t i = 0; i < T->next; i++)
+        if (strlen(T->ext[i]) == el && memcmp(T->ext[i], e, (size_t)el) == 0) return (int)i;
+    return -1;
+}
+
+static int index_pass(struct pi_dsshard *sh, struct tar *T, fetch_fn get, void *ctx, uint64_t size) {
+    uint8_t *namebuf = pi_malloc(2 * PI_DS_MAX_NAME + 1);
+    if (!namebuf) return pi_err(-ENOMEM, "%s: out of memory", sh->name);
+    uint64_t pos = 0;
+    int rc;
+    struct member m;
+    struct tsample *cur = NULL;
+    while ((rc = next_member(sh, get, ctx, size, &pos, &m, namebuf)) > 0) {
+        const uint8_t *nm;
+        uint64_t nl, dot;
+        if (!m.regular || !split_name(&m, &nm, &nl, &dot)) continue;
+        const uint8_t *ext = nm + dot + 1;
+        uint64_t el = nl - dot - 1;
+        /* key = prefix "/" name[0, dot) */
+        uint64_t kl = dot + (m.prefix ? m.prefix_len + 1 : 0);
+        if (kl > PI_DS_MAX_NAME) { rc = pi_ds_err(sh, PAGEIN_E_LIMIT, UINT64_MAX, T->n, NULL, "key too long"); break; }
+        char kb[2 * 4096 + 2];
+        size_t k = 0;
+        if (m.prefix) {
+            memcpy(kb, m.prefix, (size_t)m.prefix_len);
+            k = (size_t)m.prefix_len;
+            kb[k++] = '/';
+        }
+        memcpy(kb + k, nm, (size_t)dot);
+        k += (size_t)dot;
+        int same = cur && cur->key_len == k && memcmp(T->keys + cur->key_off, kb, k) == 0;
+        if (!same) {
+            if ((rc = pi_grow((void **)&T->s, &T->cap, T->n + 1, sizeof *T->s)) < 0) break;
+            if ((rc = pi_grow((void **)&T->keys, &T->keys_cap, T->keys_len + k + 1, 1)) < 0) break;
+            if (T->keys_len > UINT32_MAX - k) { rc = pi_ds_err(sh, PAGEIN_E_LIMIT, UINT64_MAX, T->n, NULL, "keys exceed 4 GiB"); break; }
+            memcpy(T->keys + T->keys_len, kb, k);
+            cur = &T->s[T->n++];
+            *cur = (struct tsample){m.hdr, 0, (uint32_t)T->keys_len, (uint32_t)k};
+            T->keys_len += k;
+        }
+        cur->len = m.end - cur->off;
+        if (find_ext(T, ext, el) < 0) {
+            if (T->next >= PI_DS_MAX_COLS) {
+                rc = pi_ds_err(sh, PAGEIN_E_LIMIT, UINT64_MAX, T->n - 1, NULL, "more than %u extensions", PI_DS_MAX_COLS);
+                break;
+            }
+            if ((rc = pi_grow((void **)&T->ext, &T->extcap, T->next + 1, sizeof *T->ext)) < 0) break;
+            char *e = pi_strndup((const char *)ext, (size_t)el);
+            if (!e) { rc = pi_err(-ENOMEM, "out of memory"); break; }
+            T->ext[T->next++] = e;
+        }
+    }
+    pi_free(namebuf);
+    return rc < 0 ? rc : 0;
+}
+
+static void tar_free(struct tar *T) {
+    if (!T) return;
+    pi_free(T->s);
+    pi_free(T->keys);
+    for (size_t i = 0; i < T->next; i++) pi_free(T->ext[i]);
+    pi_free(T->ext);
+    pi_free(T->ext_col);
+    pi_free(T->cols);
+    pi_free(T);
+}
+
+static int select_cols(struct pi_dsshard *sh, struct tar *T, const struct pi_dsopen *a) {
+    T->ext_col = pi_malloc((T->next ? T->next : 1) * sizeof *T->ext_col);
+    T->cols = pi_calloc(T->next + 1, sizeof *T->cols);
+    if (!T->ext_col || !T->cols) return pi_err(-ENOMEM, "%s: out of memory", sh->name);
+    for (size_t i = 0; i < T->next; i++) T->ext_col[i] = -1;
+    T->key_col = -1;
+    if (!a->columns) {
+        T->cols[0] = (struct pi_dscol){.name = "__key__", .type = PI_DT_UTF8};
+        T->key_col = 0;
+        for (size_t i = 0; i < T->next; i++) {
+            T->cols[i + 1] = (struct pi_dscol){.name = T->ext[i], .type = PI_DT_BINARY, .nullable = 1};
+            T->ext_col[i] = (int)i + 1;
+        }
+        T->ncols = T->next + 1;
+        return 0;
+    }
+    for (size_t c = 0; c < a->ncolumns; c++) {
+        const char *nm = a->columns[c];
+        if (strcmp(nm, "__key__") == 0) {
+            T->key_col = (int)T->ncols;
+            T->cols[T->ncols++] = (struct pi_dscol){.name = "__key__", .type = PI_DT_UTF8};
+            continue;
+        }
+        int e = find_ext(T, (const uint8_t *)nm, strlen(nm));
+        if (e < 0)
+            return pi_ds_err(sh, PAGEIN_E_NOT_FOUND, UINT64_MAX, UINT64_MAX, nm,
+                             "no member of the shard has this extension");
+        if (T->ext_col[e] >= 0 || T->ncols > T->next) continue; /* named twice */
+        T->ext_col[e] = (int)T->ncols;
+        T->cols[T->ncols++] = (struct pi_dscol){.name = T->ext[e], .type = PI_DT_BINARY, .nullable = 1};
+    }
+    return 0;
+}
+
+
+/* ---- the cached index ------------------------------------------------------
+ * Beside the shard (SHARD.pagein-idx) when its directory is writable, else
+ * in a->cache_dir (named by a hash of the URI), never for PI_DSOPEN_NO_CACHE.
+ * Layout (little endian): "PGTARIX1", u32 identity length, identity (the
+ * source's: dev:ino:size:mtime for files, the ETag remotely), u64 shard
+ * size, u64 raw (decompressed .tar.gz) size, u64 samples, u64 key bytes,
+ * u32 extensions, each u32 length + bytes, then per sample u64 offset, u64
+ * length, u32 key offset, u32 key length, then the keys. A cache that does
+ * not match the shard's identity and size, or fails any check (it is
+ * input like any other), is ignored and rebuilt. */
+
+#define TIX_MAGIC "PGTARIX1"
+
+static char *cache_path(const struct pi_dsshard *sh, const struct pi_dsopen *a) {
+    if (a->flags & PI_DSOPEN_NO_CACHE) return NULL;
+    const char *u = a->uri ? a->uri : sh->name;
+    size_t n = strlen(u);
+    char *p = NULL;
+    if (!pi_source_is_remote(u) && sh->src->fd >= 0) {
+        const char *slash = strrchr(u, '/');
+        char dir[4096];
+        if (slash) snprintf(dir, sizeof dir, "%.*s", (int)(slash - u), u);
+        else snprintf(dir, sizeof dir, ".");
+        if (access(dir[0] ? dir : "/", W_OK) == 0 && (p = pi_malloc(n + 12))) {
+            memcpy(p, u, n);
+            memcpy(p + n, ".pagein-idx", 12);
+            return p;
+        }
+    }
+    if (!a->cache_dir) return NULL;
+    uint64_t h = 0xcbf29ce484222325ull;
+    for (size_t i = 0; i < n; i++) h = (h ^ (uint8_t)u[i]) * 0x100000001b3ull;
+    size_t cl = strlen(a->cache_dir);
+    if ((p = pi_malloc(cl + 48))) snprintf(p, cl + 48, "%s/tar-%016" PRIx64 ".pagein-idx", a->cache_dir, h);
+    return p;
+}
+
+static uint64_t rd64(const uint8_t *p) {
+    uint64_t v = 0;
+    for (int i = 7; i >= 0; i--) v = v << 8 | p[i];
+    return v;
+}
+static uint32_t rd32(const uint8_t *p) { return (uint32_t)p[0] | (uint32_t)p[1] << 8 | (uint32_t)p[2] << 16 | (uint32_t)p[3] << 24; }
+static void put64(struct pi_buf *b, uint64_t v) {
+    uint8_t x[8];
+    for (int i = 0; i < 8; i++) x[i] = (uint8_t)(v >> (8 * i));
+    pi_buf_put(b, x, 8);
+}
+static void put32(struct pi_buf *b, uint32_t v) {
+    uint8_t x[4] = {(uint8_t)v, (uint8_t)(v >> 8), (uint8_t)(v >> 16), (uint8_t)(v >> 24)};
+    pi_buf_put(b, x, 4);
+}
+
+/* 1 loaded, 0 not usable (T left empty), < 0 out of memory. */
+static int cache_load(const struct pi_dsshard *sh, struct tar *T, const char *path) {
+    int fd = open(path, O_RDONLY | O_CLOEXEC);
+    if (fd < 0) return 0;
+    struct stat st;
+    uint8_t *b = NULL;
+    int ok = 0;
+    if (fstat(fd, &st) == 0 && S_ISREG(st.st_mode) && st.st_size >= 48 && (uint64_t)st.st_size <= (1ull << 32) &&
+        (b = pi_malloc((size_t)st.st_size)) && pi_pread_full(fd, b, (uint64_t)st.st_size, 0) == 0) {
+        const uint8_t *p = b, *e = b + st.st_size;
+        const char *id = sh->src->identity;
+        size_t il = strlen(id);
+        uint32_t l;
+        uint64_t size, raw, n, kb;
+        uint32_t ne;
+        if (memcmp(p, TIX_MAGIC, 8) || (l = rd32(p + 8)) != il || (uint64_t)(e - p) < 12 + (uint64_t)l + 36 ||
+            memcmp(p + 12, id, il))
+            goto done;
+        p += 12 + l;
+        size = rd64(p), raw = rd64(p + 8), n = rd64(p + 16), kb = rd64(p + 24), ne = rd32(p + 32);
+        p += 36;
+        if (size != sh->src->size || !il || ne > PI_DS_MAX_COLS) goto done;
+        uint64_t span = raw ? raw : size;
+        for (uint32_t i = 0; i < ne; i++) {
+            if (e - p < 4 || (l = rd32(p)) > PI_DS_MAX_NAME || (uint64_t)(e - p - 4) < l) goto done;
+            char *x = pi_strndup((const char *)p + 4, l);
+            if (!x || pi_grow((void **)&T->ext, &T->extcap, T->next + 1, sizeof *T->ext) < 0) {
+                pi_free(x);
+                goto done;
+            }
+            T->ext[T->next++] = x;
+            p += 4 + l;
+        }
+        if (n > (uint64_t)(e - p) / 24 || kb != (uint64_t)(e - p) - n * 24) goto done;
+        T->s = pi_malloc((size_t)(n ? n : 1) * sizeof *T->s);
+        T->keys = pi_malloc((size_t)(kb ? kb : 1));
+        if (!T->s || !T->keys) goto done;
+        uint64_t prev = 0;
+        for (uint64_t i = 0; i < n; i++, p += 24) {
+            struct tsample s = {rd64(p), rd64(p + 8), rd32(p + 16), rd32(p + 20)};
+            if (s.off < prev || s.len > span || s.off > span - s.len || (uint64_t)s.key_off + s.key_len > kb) goto done;
+            prev = s.off + s.len;
+            T->s[i] = s;
+        }
+        memcpy(T->keys, p, (size_t)kb);
+        T->n = T->cap = (size_t)n;
+        T->keys_len = T->keys_cap = (size_t)kb;
+        T->raw_bytes = raw;
+        ok = 1;
+    }
+done:
+    close(fd);
+    pi_free(b);
+    if (!ok) { /* leave T as the index pass expects it: empty */
+        pi_free(T->s), T->s = NULL, T->n = T->cap = 0;
+        pi_free(T->keys), T->keys = NULL, T->keys_len = T->keys_cap = 0;
+        for (size_t i = 0; i < T->next; i++) pi_free(T->ext[i]);
+        pi_free(T->ext), T->ext = NULL, T->next = T->extcap = 0;
+    }
+    return ok;
+}
+
+/* Best effort: a cache that cannot be written is not an error. */
+static void cache_store(const struct pi_dsshard *sh, const struct tar *T, const char *path) {
+    const char *id = sh->src->identity;
+    if (!id[0]) return;
+    struct pi_buf b = {0};
+    pi_buf_put(&b, TIX_MAGIC, 8);
+    put32(&b, (uint32_t)strlen(id));
+    pi_buf_str(&b, id);
+    put64(&b, sh->src->size);
+    put64(&b, T->raw_bytes);
+    put64(&b, T->n);
+    put64(&b, T->keys_len);
+    put32(&b, (uint32_t)T->next);
+    for (size_t i = 0; i < T->next; i++) {
+        put32(&b, (uint32_t)strlen(T->ext[i]));
+        pi_buf_str(&b, T->ext[i]);
+    }
+    for (size_t i = 0; i < T->n; i++) {
+        put64(&b, T->s[i].off);
+        put64(&b, T->s[i].len);
+        put32(&b, T->s[i].key_off);
+        put32(&b, T->s[i].key_len);
+    }
+    pi_buf_put(&b, T->keys, T->keys_len);
+    if (!b.oom) {
+        size_t pl = strlen(path);
+        char *tmp = pi_malloc(pl + 32);
+        if (tmp) {
+            snprintf(tmp, pl + 32, "%s.tmp.%ld", path, (long)getpid());
+            int fd = open(tmp, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
+            if (fd >= 0) {
+                size_t off = 0;
+                while (off < b.n) {
+                    ssize_t w = write(fd, b.p + off, b.n - off);
+                    if (w <= 0) break;
+                    off += (size_t)w;
+                }
+                int good = off == b.n && close(fd) == 0;
+                if (!good || rename(tmp, path) != 0) unlink(tmp);
+            }
+            pi_free(tmp);
+        }
+    }
+    pi_buf_free(&b);
+}
+
+static int tar_open(struct pi_dsshard *sh, const struct pi_dsopen *a) {
+    struct tar *T = pi_calloc(1, sizeof *T);
+    if (!T) return pi_err(-ENOMEM, "%s: out of memory", sh->name);
+    uint64_t size = sh->src->size;
+    uint8_t head[2] = {0};
+    int rc = 0;
+    char *cpath = NULL;
+    if (size >= 2 && (rc = pi_source_read(sh->src, head, 2, 0)) < 0) goto fail;
+    T->gz = size >= 2 && head[0] == 0x1f && head[1] == 0x8b;
+    cpath = cache_path(sh, a);
+    int cached = cpath ? cache_load(sh, T, cpath) : 0;
+    if (cached) {
+        if (T->gz) sh->ngroups = T->n ? 1 : 0;
+    } else if (!T->gz) {
+        struct srcwin w = {.src = sh->src};
+        rc = index_pass(sh, T, win_get, &w, size);
+        pi_free(w.buf);
+        if (rc < 0) goto fail;
+    } else {
+        if (size > PI_DS_MAX_DECODE) {
+            rc = pi_ds_err(sh, PAGEIN_E_LIMIT, UINT64_MAX, UINT64_MAX, NULL, "compressed shard too large to read whole");
+            goto fail;
+        }
+        uint8_t *z = pi_malloc(size), *raw = NULL;
+        size_t rl = 0;
+        if (!z) { rc = pi_err(-ENOMEM, "%s: out of memory", sh->name); goto fail; }
+        rc = pi_source_read(sh->src, z, size, 0);
+        if (rc == 0) rc = pi_ds_gunzip_all(z, (size_t)size, PI_DS_MAX_DECODE, &raw, &rl, sh->name);
+        pi_free(z);
+        if (rc == 0) rc = index_pass(sh, T, mem_get, raw, rl);
+        pi_free(raw);
+        if (rc < 0) goto fail;
+        T->raw_bytes = rl;
+        sh->ngroups = T->n ? 1 : 0;
+    }
+    if (cpath && !cached) cache_store(sh, T, cpath);
+    pi_free(cpath);
+    cpath = NULL;
+    if ((rc = select_cols(sh, T, a)) < 0) goto fail;
+    sh->impl = T;
+    sh->cols = T->cols;
+    sh->ncols = T->ncols;
+    sh->nsamples = T->n;
+    return 0;
+fail:
+    pi_free(cpath);
+    tar_free(T);
+    return rc;
+}
+
+static void tar_close(struct pi_dsshard *sh) { tar_free(sh->impl); }
+
+static int tar_locate(const struct pi_dsshard *sh, uint64_t i, uint64_t *off, uint64_t *len) {
+    const struct tar *T = sh->impl;
+    *off = T->s[i].off;
+    *len = T->s[i].len;
+    return 0;
+}
+
+/* The fields of sample i from its bytes (base: offset of p in the tar). */
+static int tar_fields_at(const struct pi_dsshard *sh, uint64_t i, const uint8_t *p, uint64_t len, struct pi_dsfield *f,
+                         size_t cap) {
+    const struct tar *T = sh->impl;
+    size_t nc = T->ncols;
+    for (size_t c = 0; c < nc && c < cap; c++)
+        f[c] = (struct pi_dsfield){.name = T->cols[c].name, .col = (uint32_t)c, .type = T->cols[c].type, .null = 1};
+    if (T->key_col >= 0 && (size_t)T->key_col < cap) {
+        struct pi_dsfield *k = &f[T->key_col];
+        k->null = 0;
+        k->data = T->keys + T->s[i].key_off;
+        k->nbytes = T->s[i].key_len;
+    }
+    uint8_t namebuf[2 * PI_DS_MAX_NAME + 1];
+    uint64_t pos = 0;
+    struct member m;
+    int rc;
+    while (pos < len && (rc = next_member(sh, mem_get, (void *)p, len, &pos, &m, namebuf)) > 0) {
+        const uint8_t *nm;
+        uint64_t nl, dot;
+        if (!m.regular || !split_name(&m, &nm, &nl, &dot)) continue;
+        int e = find_ext((struct tar *)T, nm + dot + 1, nl - dot - 1);
+        if (e < 0) return pi_ds_err(sh, PAGEIN_E_CHANGED, UINT64_MAX, i, NULL, "a member not seen at open");
+        int c = T->ext_col[e];
+        if (c < 0 || (size_t)c >= cap) continue;
+        if (!f[c].null)
+            return pi_ds_err(sh, PAGEIN_E_FORMAT, UINT64_MAX, i, T->ext[e], "two members with this extension");
+        f[c].null = 0;
+        f[c].data = p + m.data;
+        f[c].nbytes = m.size;
+    }
+    if (pos < len && rc < 0) return rc;
+    return (int)nc;
+}
+
+static int tar_sample(const struct pi_dsshard *sh, uint64_t i, const uint8_t *p, uint64_t len, struct pi_dsfield *f,
+                      size_t cap) {
+    return tar_fields_at(sh, i, p, len, f, cap);
+}
+
+/* .tar.gz: one group */
+struct tgroup {
+    uint8_t *raw;
+    size_t len;
+};
+static int tar_group(const struct pi_dsshard *sh, uint64_t g, struct pi_dsgroupinfo *gi) {
+    (void)g;
+    *gi = (struct pi_dsgroupinfo){0, sh->nsamples, sh->src->size};
+    return 0;
+}
+static int tar_ranges(const struct pi_dsshard *sh, uint64_t g, struct pi_dsrange *r, size_t cap) {
+    (void)g;
+    if (cap) r[0] = (struct pi_dsrange){0, sh->src->size};
+    return 1;
+}
+static int tar_decode(const struct pi_dsshard *sh, struct pi_dsgroup *grp) {
+    const struct tar *T = sh->impl;
+    if (grp->nbufs != 1) return pi_ds_err(sh, PAGEIN_E_INVALID, grp->g, UINT64_MAX, NULL, "decode given %zu buffers", grp->nbufs);
+    struct tgroup *G = pi_calloc(1, sizeof *G);
+    if (!G) return pi_err(-ENOMEM, "%s: out of memory", sh->name);
+    int rc = pi_ds_gunzip_all(grp->bufs[0].p, (size_t)grp->bufs[0].len, T->raw_bytes, &G->raw, &G->len, sh->name);
+    if (rc == 0 && G->len != T->raw_bytes)
+        rc = pi_ds_err(sh, PAGEIN_E_CHANGED, grp->g, UINT64_MAX, NULL, "decompresses to %zu bytes, %" PRIu64 " at open",
+                       G->len, T->raw_bytes);
+    if (rc < 0) {
+        pi_free(G->raw);
+        pi_free(G);
+        return rc;
+    }
+    grp->impl = G;
+    return 0;
+}
+static int tar_gfields(const struct pi_dsshard *sh, const struct pi_dsgroup *grp, uint64_t i, struct pi_dsfield *f,
+                       size_t cap) {
+    const struct tar *T = sh->impl;
+    const struct tgroup *G = grp->impl;
+    uint64_t id = grp->info.first + i;
+    return tar_fields_at(sh, id, G->raw + T->s[id].off, T->s[id].len, f, cap);
+}
+static void tar_group_free(const struct pi_dsshard *sh, struct pi_dsgroup *grp) {
+    (void)sh;
+    struct tgroup *G = grp->impl;
+    pi_free(G->raw);
+    pi_free(G);
+}
+
+static int tar_detect(const char *name, const uint8_t *h, size_t nh, const uint8_t *t, size_t nt, uint64_t size) {
+    (void)t, (void)nt;
+    if (nh >= 512 && memcmp(h + 257, "ustar", 5) == 0 && checksum_ok(h)) return 2;
+    size_t n = name ? strlen(name) : 0;
+    if ((n >= 4 && strcmp(name + n - 4, ".tar") == 0) || (n >= 7 && strcmp(name + n - 7, ".tar.gz") == 0) ||
+        (n >= 4 && strcmp(name + n - 4, ".tgz") == 0))
+        return size == 0 || (nh >= 512 && checksum_ok(h)) || (nh >= 2 && h[0] == 0x1f && h[1] == 0x8b) ? 2 : 1;
+    return 0;
+}
+
+static const char *const tar_suffixes[] = {".tar", ".tar.gz", ".tgz", NULL};
+
+const struct pi_dsformat pi_dsformat_webdataset = {
+    .name = "webdataset",
+    .suffixes = tar_suffixes,
+    .head_bytes = 512,
+    .detect = tar_detect,
+    .open = tar_open,
+    .close = tar_close,
+    .group = tar_group,
+    .ranges = tar_ranges,
+    .decode = tar_decode,
+    .fields = tar_gfields,
+    .group_free = tar_group_free,
+    .locate = tar_locate,
+    .sample = tar_sample,
+};

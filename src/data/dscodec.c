@@ -1,0 +1,152 @@
+/* dscodec.c - decompression for the dataset rows: zstd (libzstd) and gzip
+ * (zlib), never past a declared or allowed size. Without a library the
+ * calls say which one is missing. */
+#include "dsformat.h"
+
+#include <inttypes.h>
+
+#ifdef PAGEIN_HAVE_ZSTD
+#include <zstd.h>
+#endif
+#ifdef PAGEIN_HAVE_ZLIB
+#include <zlib.h>
+#endif
+
+int64_t pi_ds_zstd_size(const uint8_t *in, size_t n) {
+#ifdef PAGEIN_HAVE_ZSTD
+    unsigned long long s = ZSTD_getFrameContentSize(in, n);
+    if (s == ZSTD_CONTENTSIZE_UNKNOWN || s == ZSTD_CONTENTSIZE_ERROR || s > INT64_MAX) return -1;
+    return (int64_t)s;
+#else
+    (void)in, (void)n;
+    return -1;
+#endif
+}
+
+int pi_ds_zstd(const uint8_t *in, size_t n, uint8_t *out, size_t want, const char *what) {
+#ifdef PAGEIN_HAVE_ZSTD
+    /* ZSTD_decompress never writes past out + want: more output is the
+     * error "destination buffer too small" */
+    size_t r = ZSTD_decompress(out, want, in, n);
+    if (ZSTD_isError(r)) return pi_err(PAGEIN_E_FORMAT, "%s: zstd: %s (%zu bytes declared)", what, ZSTD_getErrorName(r), want);
+    if (r != want) return pi_err(PAGEIN_E_FORMAT, "%s: zstd data holds %zu bytes, %zu declared", what, r, want);
+    return 0;
+#else
+    (void)in, (void)n, (void)out, (void)want;
+    return pi_err(PAGEIN_E_UNSUPPORTED, "%s: zstd-compressed, and pagein was built without libzstd", what);
+#endif
+}
+
+/* Grows *buf to hold at least need bytes, at most max. */
+static int grow_to(uint8_t **buf, size_t *cap, size_t need, uint64_t max, const char *what) {
+    if (need <= *cap) return 0;
+    if (need > max) return pi_err(PAGEIN_E_LIMIT, "%s: decompresses past %" PRIu64 " bytes", what, max);
+    size_t nc = *cap ? *cap : (1u << 16);
+    while (nc < need) nc = nc > SIZE_MAX / 2 ? need : nc * 2;
+    if (nc > max) nc = (size_t)max;
+    uint8_t *p = pi_realloc(*buf, nc ? nc : 1);
+    if (!p) return pi_err(-ENOMEM, "%s: out of memory for %zu decompressed bytes", what, nc);
+    *buf = p;
+    *cap = nc;
+    return 0;
+}
+
+int pi_ds_unzstd_all(const uint8_t *in, size_t n, uint64_t max, uint8_t **out, size_t *outlen, const char *what) {
+#ifdef PAGEIN_HAVE_ZSTD
+    ZSTD_DCtx *z = ZSTD_createDCtx();
+    if (!z) return pi_err(-ENOMEM, "%s: out of memory for a zstd context", what);
+    uint8_t *buf = NULL;
+    size_t cap = 0, len = 0, last = 1;
+    ZSTD_inBuffer ib = {in, n, 0};
+    int rc = 0;
+    while (rc == 0) {
+        if ((rc = grow_to(&buf, &cap, len + 1, max + 1 > max ? max + 1 : max, what)) < 0) break;
+        ZSTD_outBuffer ob = {buf + len, cap - len, 0};
+        last = ZSTD_decompressStream(z, &ob, &ib);
+        if (ZSTD_isError(last)) {
+            rc = pi_err(PAGEIN_E_FORMAT, "%s: zstd: %s (after %zu bytes out)", what, ZSTD_getErrorName(last), len);
+            break;
+        }
+        len += ob.pos;
+        if (len > max) {
+            rc = pi_err(PAGEIN_E_LIMIT, "%s: decompresses past %" PRIu64 " bytes", what, max);
+            break;
+        }
+        if (ib.pos == ib.size && ob.pos < ob.size) break; /* all input consumed, output not full: done */
+        if (ob.pos == 0 && ib.pos == ib.size) break;
+    }
+    ZSTD_freeDCtx(z);
+    if (rc == 0 && last != 0) rc = pi_err(PAGEIN_E_FORMAT, "%s: zstd stream truncated after %zu bytes out", what, len);
+    if (rc < 0) {
+        pi_free(buf);
+        return rc;
+    }
+    *out = buf;
+    *outlen = len;
+    return 0;
+#else
+    (void)in, (void)n, (void)max, (void)out, (void)outlen;
+    return pi_err(PAGEIN_E_UNSUPPORTED, "%s: zstd-compressed, and pagein was built without libzstd", what);
+#endif
+}
+
+int pi_ds_gunzip_all(const uint8_t *in, size_t n, uint64_t max, uint8_t **out, size_t *outlen, const char *what) {
+#ifdef PAGEIN_HAVE_ZLIB
+    z_stream z;
+    memset(&z, 0, sizeof z);
+    if (inflateInit2(&z, 15 + 32) != Z_OK) return pi_err(-ENOMEM, "%s: inflateInit failed", what);
+    uint8_t *buf = NULL;
+    size_t cap = 0, len = 0;
+    int rc = 0, zr = Z_OK;
+    size_t left = n;
+    const uint8_t *ip = in;
+    while (rc == 0) {
+        if ((rc = grow_to(&buf, &cap, len + 1, max + 1 > max ? max + 1 : max, what)) < 0) break;
+        uInt inchunk = left > (1u << 30) ? (1u << 30) : (uInt)left;
+        z.next_in = (Bytef *)ip;
+        z.avail_in = inchunk;
+        size_t room = cap - len;
+        z.next_out = buf + len;
+        z.avail_out = room > (1u << 30) ? (1u << 30) : (uInt)room;
+        uInt ao = z.avail_out;
+        zr = inflate(&z, Z_NO_FLUSH);
+        size_t used = inchunk - z.avail_in;
+        ip += used;
+        left -= used;
+        len += ao - z.avail_out;
+        if (len > max) {
+            rc = pi_err(PAGEIN_E_LIMIT, "%s: decompresses past %" PRIu64 " bytes", what, max);
+            break;
+        }
+        if (zr == Z_STREAM_END) {
+            if (left == 0) break;
+            /* concatenated gzip members (pigz, cat a.gz b.gz) */
+            if (inflateReset(&z) != Z_OK) {
+                rc = pi_err(PAGEIN_E_FORMAT, "%s: inflateReset failed", what);
+                break;
+            }
+            continue;
+        }
+        if (zr == Z_BUF_ERROR && left == 0) {
+            rc = pi_err(PAGEIN_E_FORMAT, "%s: gzip stream truncated after %zu bytes out", what, len);
+            break;
+        }
+        if (zr != Z_OK && zr != Z_BUF_ERROR) {
+            rc = pi_err(PAGEIN_E_FORMAT, "%s: gzip: %s (after %zu bytes out)", what, z.msg ? z.msg : "inflate error",
+                        len);
+            break;
+        }
+    }
+    inflateEnd(&z);
+    if (rc < 0) {
+        pi_free(buf);
+        return rc;
+    }
+    *out = buf;
+    *outlen = len;
+    return 0;
+#else
+    (void)in, (void)n, (void)max, (void)out, (void)outlen;
+    return pi_err(PAGEIN_E_UNSUPPORTED, "%s: gzip-compressed, and pagein was built without zlib", what);
+#endif
+}

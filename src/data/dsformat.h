@@ -1,0 +1,322 @@
+/*
+ * dsformat.h - the dataset-format table: one row per training-data format
+ * (fixed records, Megatron, JSONL/text, WebDataset tar, MDS, Arrow IPC,
+ * Parquet). The one pipeline (pipeline.c: order, partition, epochs,
+ * resume) and the generic open (dsopen.c: a file, a directory, a glob, a
+ * list, a remote prefix) are written once against this table.
+ *
+ * ==== TO ROW AUTHORS (arrow, parquet, and whoever adds the next one) ====
+ *
+ *  - Adding a format = one file src/data/ds_NAME.c (plus any helper files
+ *    of your own, e.g. arrow_fb.c, parquet_thrift.c) that defines
+ *        const struct pi_dsformat pi_dsformat_NAME = { .name = "NAME", ... };
+ *    with designated initializers (hooks you do not need stay NULL), and
+ *    one line `&pi_dsformat_NAME,` in pi_dsformats[] (src/data/dsformat.c).
+ *    If your branch has no dsformat.c yet, put that line in your report.
+ *    Codec libraries: your own mk/ fragment adds -DPAGEIN_HAVE_X and the
+ *    pkg-config flags (mk/dataformats.mk does zstd and zlib:
+ *    PAGEIN_HAVE_ZSTD, PAGEIN_HAVE_ZLIB; pi_ds_zstd/pi_ds_gunzip below).
+ *  - A row sees bytes, never files: open() reads its footer/index through
+ *    the shard's pi_source (src/source/source.h: local files, http(s), s3,
+ *    gs, hf alike) exactly once; everything after open is pure.
+ *  - Unit of I/O = a group of consecutive samples: an Arrow record batch,
+ *    a Parquet row group, a run of tar members, a run of MDS samples. The
+ *    pipeline asks ranges(g) for the byte ranges of group g (only the
+ *    selected columns' chunks), fetches them itself with large coalesced
+ *    requests on the range engine, and hands them to decode(g). Sample
+ *    access is then fields(group, i): no I/O, no allocation.
+ *  - Every malformed input is an error, never a crash, a hang, an
+ *    allocation sized by an unchecked field or a decompression past the
+ *    declared size. Use pi_ds_err() (below): code PAGEIN_E_FORMAT, and the
+ *    detail names the shard, the group, the sample and the field.
+ *  - Every parser is a fuzz target: fuzz/fuzz_NAME.c with seeds in
+ *    fuzz/corpus/NAME/; pi_ds_open_memory() (below) opens a shard over a
+ *    buffer, so a fuzzer drives open + every group's decode + fields.
+ *
+ * ==== The contract ====
+ *
+ * Lifetimes and ownership
+ *  - struct pi_dsshard is allocated and freed by the table code; the row
+ *    fills nsamples, ngroups, cols/ncols and impl in open() and frees
+ *    impl (and cols, names...) in close(). sh->src is opened and closed by
+ *    the table code (after close()); the row only reads through it, and
+ *    only inside open().
+ *  - Column names (pi_dscol.name, pi_dsfield.name) are owned by the shard
+ *    and valid until close().
+ *  - struct pi_dsgroup is owned by the caller. The fetched buffers it
+ *    points to (bufs[]) are the caller's and stay valid and unchanged
+ *    until group_free(); decode() may therefore hand out pointers into
+ *    them (zero copy for uncompressed data). What decode() allocates (in
+ *    grp->impl) is the row's, freed by group_free().
+ *  - pi_dsfield.data points into the group's fetched bytes or into what
+ *    decode() allocated: valid until group_free() of that group. Several
+ *    groups of one shard may be decoded and alive at the same time (the
+ *    block order draws from a window of groups).
+ *
+ * Thread safety
+ *  - detect() and index() are pure functions of their arguments.
+ *  - open() and close() are called once per shard, never concurrently
+ *    with anything else on that shard.
+ *  - After open() the shard is read-only: group(), ranges(), locate(),
+ *    decode(), fields(), sample() and group_free() may be called from any
+ *    number of threads at once, on distinct pi_dsgroup objects (the
+ *    loader thread decodes group g+1 while the consumer reads fields of
+ *    group g). Keep no mutable state in the shard after open (no caches
+ *    without a lock, no "current group").
+ *
+ * What must not do I/O
+ *  - Only open() reads (through sh->src or pi_source_open of a sibling:
+ *    the Megatron .idx, a cached tar index). detect, index, group, ranges,
+ *    locate, decode, fields, sample, group_free do no I/O, never block,
+ *    and cost at most linear time in their input.
+ *
+ * Values
+ *  - Numbers are little-endian, packed, possibly unaligned (Megatron
+ *    tokens at an odd pointer): consumers memcpy. BOOL is one byte per
+ *    value (0 or 1): a row whose file packs bits (Arrow, Parquet) unpacks
+ *    them in decode. A struct column is flattened into fields "a.b". A
+ *    list/array has ndim >= 1 and its shape; nested variable lists and
+ *    lists of strings are not representable: refuse them at open with
+ *    PAGEIN_E_UNSUPPORTED naming the column and its type, never misread.
+ */
+#ifndef PAGEIN_DSFORMAT_H
+#define PAGEIN_DSFORMAT_H
+
+#include "../internal.h"
+#include "../source/source.h"
+
+/* Limits every row enforces on untrusted input. */
+#define PI_DS_MAX_DIMS 8                  /* array dimensions of one field */
+#define PI_DS_MAX_COLS 4096u              /* columns of one shard (after flattening) */
+#define PI_DS_MAX_DECODE (2ull << 30)     /* bytes one group may decode into */
+#define PI_DS_MAX_NAME 4096u              /* bytes of a column name or tar member name */
+
+/* ---- values -------------------------------------------------------------- */
+
+/* Element type of a column / field. */
+enum pi_dstype {
+    PI_DT_NULL = 0, /* no value (a column that is null everywhere, Arrow's null type) */
+    PI_DT_BOOL,     /* width 1: 0 or 1 */
+    PI_DT_INT,      /* signed, width 1, 2, 4 or 8 */
+    PI_DT_UINT,     /* unsigned, width 1, 2, 4 or 8 */
+    PI_DT_FLOAT,    /* IEEE, width 2 (half), 4 or 8 */
+    PI_DT_UTF8,     /* text (not NUL-terminated); width 0; ndim 0 */
+    PI_DT_BINARY,   /* bytes; width 0; ndim 0 */
+};
+const char *pi_dstype_name(enum pi_dstype t, unsigned width); /* "int32", "float16", "utf8", ... (static) */
+
+/* One column of a shard's schema (the selected ones only when the shard
+ * was opened with columns=). */
+struct pi_dscol {
+    const char *name; /* NUL-terminated; owned by the shard */
+    uint8_t type;     /* enum pi_dstype of the elements */
+    uint8_t width;    /* bytes per element (0 for UTF8, BINARY, NULL) */
+    uint8_t ndim;     /* 0 scalar (or one string/blob); >= 1 list/array */
+    uint8_t nullable; /* 1 if some sample may have no value */
+    int64_t shape[PI_DS_MAX_DIMS]; /* ndim entries: a fixed extent, or -1 varies per sample */
+};
+
+/* One field of one sample, as handed out by fields() / sample(). */
+struct pi_dsfield {
+    const char *name; /* the column's name (owned by the shard) */
+    uint32_t col;     /* index into sh->cols */
+    uint8_t type;     /* enum pi_dstype */
+    uint8_t width;
+    uint8_t ndim;     /* 0: data is one value (width bytes) or one string/blob
+                         (nbytes); >= 1: prod(shape) elements of width bytes */
+    uint8_t null;     /* 1: no value in this sample (data NULL, nbytes 0) */
+    uint64_t shape[PI_DS_MAX_DIMS];
+    const void *data; /* valid until group_free() (see the contract above) */
+    uint64_t nbytes;  /* bytes at data: width x prod(shape), or the string's length */
+};
+
+/* ---- shards ---------------------------------------------------------------- */
+
+/* One byte range of a shard's source to fetch for a group. */
+struct pi_dsrange {
+    uint64_t off, len;
+};
+
+/* Fetched bytes handed to decode(): range k of ranges() is bufs[k]. */
+struct pi_dsbuf {
+    const uint8_t *p;
+    uint64_t len;
+};
+
+/* Facts of group g (group()). Groups are consecutive: group 0 starts at
+ * sample 0, group g+1 at first(g) + count(g), the last ends at nsamples. */
+struct pi_dsgroupinfo {
+    uint64_t first; /* first sample (shard-local id) */
+    uint64_t count; /* samples (>= 1; 0 only for an empty shard's nothing) */
+    uint64_t bytes; /* bytes ranges() asks for with the current column selection */
+};
+
+struct pi_dsformat;
+
+struct pi_dsshard {
+    const struct pi_dsformat *fmt;
+    struct pi_source *src; /* the shard's data; opened/closed by the table code */
+    const char *name;      /* path or URL for messages (== src->name) */
+    /* filled by the row's open(): */
+    uint64_t nsamples;
+    uint64_t ngroups;
+    struct pi_dscol *cols; /* ncols selected columns, in the order fields() gives them */
+    size_t ncols;
+    void *impl;            /* the row's */
+    void *gen;             /* the table code's (groups built over locate()); rows leave it alone */
+};
+
+/* A decoded group; owned by the caller (see the contract). */
+struct pi_dsgroup {
+    uint64_t g;                  /* set by the caller */
+    struct pi_dsgroupinfo info;  /* set by the caller (from group()) */
+    const struct pi_dsbuf *bufs; /* the fetched ranges, set by the caller */
+    size_t nbufs;
+    void *impl;                  /* the row's decoded state; freed by group_free() */
+};
+
+/* What open() gets. */
+struct pi_dsopen {
+    const char *uri;             /* the shard as named by the user or the index */
+    const char *const *columns;  /* columns= selection (NULL: all); names as in the schema */
+    size_t ncolumns;
+    const void *meta;            /* from the row's index() for this shard (MDS: its entry), else NULL */
+    const char *cache_dir;       /* where a row may cache derived indexes when the shard's
+                                    directory is not writable or remote (NULL: none) */
+    uint64_t group_bytes;        /* hint for rows that choose their own groups (records,
+                                    tar runs, lines): about this many bytes a group */
+    uint64_t record_bytes;       /* the records row only */
+    uint32_t flags;              /* PI_DSOPEN_* */
+};
+#define PI_DSOPEN_NO_CACHE 0x1u  /* do not read or write cached indexes */
+
+/* A directory described by one file (MDS index.json, a save_to_disk
+ * state.json): the shards it lists, in order, each with the meta its
+ * open() gets. Filled by index() through pi_dsindex_add(). */
+struct pi_dsindex {
+    char **names;        /* shard names relative to the directory (or full URIs) */
+    const void **meta;   /* per shard, pointing into impl */
+    size_t n, cap;
+    void *impl;          /* the row's parsed index; freed by its index_free() */
+};
+int pi_dsindex_add(struct pi_dsindex *ix, const char *name, size_t len, const void *meta);
+
+/* ---- the row ---------------------------------------------------------------- */
+
+struct pi_dsformat {
+    const char *name;               /* "records", "megatron", "lines", "webdataset", "mds", "arrow", "parquet" */
+    const char *const *suffixes;    /* file names a directory scan picks up (".tar", ".arrow"); NULL-terminated */
+    uint32_t head_bytes;            /* bytes detect() wants from the start of the file ... */
+    uint32_t tail_bytes;            /* ... and from its end (Parquet "PAR1", an Arrow file's footer) */
+    /* 0 not this format, 1 only the name suggests it, 2 the content proves
+     * it. head/tail are the first/last bytes (fewer when the file is
+     * shorter; tail NULL when tail_bytes is 0). Pure. */
+    int (*detect)(const char *name, const uint8_t *head, size_t nhead, const uint8_t *tail, size_t ntail,
+                  uint64_t size);
+
+    /* Optional, directory level: names of files that describe a whole
+     * directory ("index.json"); index() parses one (buf, len: its whole
+     * content; dir: the directory or prefix, for messages) into ix. Pure. */
+    const char *const *index_names;
+    int (*index)(const char *dir, const uint8_t *buf, size_t len, struct pi_dsindex *ix);
+    void (*index_free)(struct pi_dsindex *ix);
+
+    /* Opens one shard: reads its footer/index through sh->src (once),
+     * validates it against sh->src->size, applies a->columns (an unknown
+     * name: PAGEIN_E_NOT_FOUND naming it and the shard), fills nsamples,
+     * ngroups, cols, ncols, impl. On failure frees what it allocated
+     * (close() is not called). */
+    int (*open)(struct pi_dsshard *sh, const struct pi_dsopen *a);
+    void (*close)(struct pi_dsshard *sh);
+
+    /* ---- the group path (columnar and compressed rows): open() sets
+     * ngroups >= 1 when nsamples >= 1 ---- */
+    /* Facts of group g < ngroups. */
+    int (*group)(const struct pi_dsshard *sh, uint64_t g, struct pi_dsgroupinfo *gi);
+    /* The byte ranges of group g for the selected columns, in the order
+     * decode() wants them: writes min(n, cap) into r and returns n (call
+     * again with more room when n > cap), or < 0. Every range lies inside
+     * sh->src->size; ranges may be adjacent (the engine coalesces them). */
+    int (*ranges)(const struct pi_dsshard *sh, uint64_t g, struct pi_dsrange *r, size_t cap);
+    /* Decodes grp->bufs (the ranges' bytes) into grp->impl. Pure; never
+     * allocates more than PI_DS_MAX_DECODE nor past a declared size. */
+    int (*decode)(const struct pi_dsshard *sh, struct pi_dsgroup *grp);
+    /* The fields of sample i (0 <= i < grp->info.count) of a decoded
+     * group: writes min(n, cap) fields (one per selected column, in column
+     * order) and returns n, or < 0. No I/O, no allocation. */
+    int (*fields)(const struct pi_dsshard *sh, const struct pi_dsgroup *grp, uint64_t i, struct pi_dsfield *f,
+                  size_t cap);
+    void (*group_free)(const struct pi_dsshard *sh, struct pi_dsgroup *grp);
+
+    /* ---- the sample path (rows where one sample is one byte extent) ----
+     * Optional. A shard whose open() leaves ngroups at 0 (with nsamples >
+     * 0) takes this path: the table code builds groups of consecutive
+     * samples of about a->group_bytes over locate() and decodes them with
+     * sample(); the hooks of the group path are then not called for it (a
+     * row may take either path per shard: plain JSONL by samples, .zst by
+     * groups). Such shards are also "addressable": the global order reads
+     * single samples, and pagein_dataset_locate / pagein_reader_* work. */
+    /* Where sample i (shard-local) lives in sh->src. */
+    int (*locate)(const struct pi_dsshard *sh, uint64_t i, uint64_t *off, uint64_t *len);
+    /* The fields of sample i from its len bytes at p (what locate() named):
+     * as fields(). Pure; fields point into p. */
+    int (*sample)(const struct pi_dsshard *sh, uint64_t i, const uint8_t *p, uint64_t len, struct pi_dsfield *f,
+                  size_t cap);
+};
+
+/* The table (dsformat.c), NULL-terminated, in detection order. */
+extern const struct pi_dsformat *const pi_dsformats[];
+/* The rows written by the table's author (their files: ds_NAME.c). */
+extern const struct pi_dsformat pi_dsformat_records, pi_dsformat_megatron, pi_dsformat_lines,
+    pi_dsformat_webdataset, pi_dsformat_mds;
+const struct pi_dsformat *pi_dsformat_by_name(const char *name); /* NULL if unknown */
+
+/* Errors: sets the detail "SHARD: group G, sample S, field 'F': MESSAGE"
+ * (parts that are UINT64_MAX / NULL left out) and returns code. Use
+ * PAGEIN_E_FORMAT for malformed input, PAGEIN_E_UNSUPPORTED for valid
+ * input pagein does not read (a codec, a type: name it), PAGEIN_E_LIMIT for
+ * a PI_DS_MAX_* limit, PAGEIN_E_NOT_FOUND for an unknown column. */
+int pi_ds_err(const struct pi_dsshard *sh, int code, uint64_t group, uint64_t sample, const char *field,
+              const char *fmt, ...) __attribute__((format(printf, 6, 7)));
+
+/* Opens a shard of format fmt over a memory image (fuzz targets, unit
+ * tests): a pi_source over buf (not copied; must outlive the shard).
+ * *out is set only on success; pi_ds_shard_close frees it. */
+int pi_ds_open_memory(struct pi_dsshard **out, const struct pi_dsformat *fmt, const void *buf, size_t len,
+                      const char *name, const struct pi_dsopen *a);
+/* Detects the format of an open source from the rows' head/tail bytes and
+ * the name: the row with the best detect() score (NULL when none claims
+ * it; *score may be NULL). */
+const struct pi_dsformat *pi_ds_detect(struct pi_source *src, const char *name, int *score);
+/* Opens a shard of fmt (NULL: detect) at uri through pi_source_open. */
+int pi_ds_shard_open(struct pi_dsshard **out, const struct pi_dsformat *fmt, const char *uri,
+                     const struct pi_dsopen *a);
+void pi_ds_shard_close(struct pi_dsshard *sh);
+/* Group facts / ranges / decode of a shard whatever path its row takes
+ * (the group path, or groups built over locate()+sample()). The table
+ * code and the pipeline call only these. */
+int pi_ds_group(const struct pi_dsshard *sh, uint64_t g, struct pi_dsgroupinfo *gi);
+int pi_ds_ranges(const struct pi_dsshard *sh, uint64_t g, struct pi_dsrange *r, size_t cap);
+int pi_ds_decode(const struct pi_dsshard *sh, struct pi_dsgroup *grp);
+int pi_ds_fields(const struct pi_dsshard *sh, const struct pi_dsgroup *grp, uint64_t i, struct pi_dsfield *f,
+                 size_t cap);
+void pi_ds_group_free(const struct pi_dsshard *sh, struct pi_dsgroup *grp);
+/* Reads every group of a shard in order and walks every field of every
+ * sample (fuzz targets, `pagein read-samples --check`): 0 or the first
+ * error. Fetches through sh->src. */
+int pi_ds_walk(const struct pi_dsshard *sh);
+
+/* ---- codecs (dscodec.c; present when built with the library) -------------
+ * Decompress exactly `want` bytes: less or more output than declared is
+ * PAGEIN_E_FORMAT (never written past out + want). `what` names the block
+ * in the message ("shard.00000.mds.zstd"). Without the library:
+ * PAGEIN_E_UNSUPPORTED naming it. */
+int pi_ds_zstd(const uint8_t *in, size_t n, uint8_t *out, size_t want, const char *what);
+/* The decompressed size a zstd frame declares, or -1 (unknown / not zstd). */
+int64_t pi_ds_zstd_size(const uint8_t *in, size_t n);
+/* Streaming decompression of a whole .gz / .zst file into a growing buffer
+ * of at most max bytes (PAGEIN_E_LIMIT past it): *out pi_malloc'd. */
+int pi_ds_gunzip_all(const uint8_t *in, size_t n, uint64_t max, uint8_t **out, size_t *outlen, const char *what);
+int pi_ds_unzstd_all(const uint8_t *in, size_t n, uint64_t max, uint8_t **out, size_t *outlen, const char *what);
+
+#endif

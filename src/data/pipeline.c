@@ -1,0 +1,903 @@
+/* pipeline.c - the one pipeline over the dataset-format table: the epoch's
+ * sequence (none, block, global), its partition over (rank, world size,
+ * worker, workers), resume states that load onto any world size, and the
+ * reading: units (a window of groups, or a batch of samples) fetched with
+ * coalesced requests on the range engine and decoded by a background
+ * thread one unit ahead of the consumer. */
+#include "data.h"
+#include "dsformat.h"
+#include "../engine/engine.h"
+
+#include <inttypes.h>
+#include <stdio.h>
+#include <stdlib.h>
+
+struct iv {
+    uint64_t a, b; /* [a, b) of epoch positions */
+};
+
+/* ---- the epoch's sequence ---------------------------------------------------
+ * none: id order. global: pagein_permutation(N, es). block: the groups in
+ * the order pagein_permutation(G, es); windows of `window` consecutive
+ * groups in that order; a window's samples (its groups in window order,
+ * each ascending) permuted by pagein_permutation(n_w, epoch_seed(es, w+1)). */
+
+struct seq {
+    int order;
+    uint64_t n, G, W, nwin, es;
+    uint64_t *perm;   /* global: N ids */
+    uint64_t *gperm;  /* block: G groups */
+    uint64_t *wstart; /* block/none: nwin + 1 epoch positions */
+};
+
+static void seq_free(struct seq *q) {
+    pi_free(q->perm);
+    pi_free(q->gperm);
+    pi_free(q->wstart);
+    memset(q, 0, sizeof *q);
+}
+
+static uint64_t group_count(const pagein_dataset *d, uint64_t gg, uint64_t *first) {
+    size_t s = pi_ds_shard_of_group(d, gg);
+    struct pi_dsgroupinfo gi = {0, 0, 0};
+    pi_ds_group(d->shards[s], gg - d->gfirst[s], &gi);
+    if (first) *first = d->files[s].first + gi.first;
+    return gi.count;
+}
+
+static int seq_make(struct seq *q, pagein_dataset *d, int order, uint64_t seed, uint64_t epoch, uint64_t window) {
+    memset(q, 0, sizeof *q);
+    q->order = order;
+    q->n = d->nsamples;
+    q->G = d->ngroups;
+    q->es = pagein_epoch_seed(seed, epoch);
+    if (order == PAGEIN_ORDER_GLOBAL) {
+        q->perm = pi_malloc((q->n ? q->n : 1) * sizeof *q->perm);
+        if (!q->perm) return pi_err(-ENOMEM, "pipe: out of memory for the order of %" PRIu64 " samples", q->n);
+        pagein_permutation(q->perm, q->n, q->es);
+        return 0;
+    }
+    q->W = order == PAGEIN_ORDER_NONE ? 1 : window;
+    q->nwin = (q->G + q->W - 1) / q->W;
+    q->gperm = pi_malloc((q->G ? q->G : 1) * sizeof *q->gperm);
+    q->wstart = pi_malloc((q->nwin + 1) * sizeof *q->wstart);
+    if (!q->gperm || !q->wstart) return pi_err(-ENOMEM, "pipe: out of memory for %" PRIu64 " groups", q->G);
+    if (order == PAGEIN_ORDER_NONE)
+        for (uint64_t g = 0; g < q->G; g++) q->gperm[g] = g;
+    else
+        pagein_permutation(q->gperm, q->G, q->es);
+    uint64_t pos = 0;
+    for (uint64_t w = 0; w < q->nwin; w++) {
+        q->wstart[w] = pos;
+        for (uint64_t k = w * q->W; k < PI_MIN(q->G, (w + 1) * q->W); k++) pos += group_count(d, q->gperm[k], NULL);
+    }
+    q->wstart[q->nwin] = pos;
+    if (pos != q->n) return pi_err(PAGEIN_E_INVALID, "pipe: groups hold %" PRIu64 " samples, dataset %" PRIu64, pos, q->n);
+    return 0;
+}
+
+/* Window of epoch position p (block/none). */
+static uint64_t seq_window(const struct seq *q, uint64_t p) {
+    uint64_t lo = 0, hi = q->nwin;
+    while (hi - lo > 1) {
+        uint64_t mid = lo + (hi - lo) / 2;
+        if (q->wstart[mid] <= p)
+            lo = mid;
+        else
+            hi = mid;
+    }
+    return lo;
+}
+
+/* A window's samples in sequence order: ids[0 .. n) (pi_malloc'd). */
+static int window_ids(const struct seq *q, pagein_dataset *d, uint64_t w, uint64_t **out, uint64_t *nout) {
+    uint64_t n = q->wstart[w + 1] - q->wstart[w];
+    uint64_t *L = pi_malloc((n ? n : 1) * sizeof *L), *ids = pi_malloc((n ? n : 1) * sizeof *ids);
+    if (!L || !ids) {
+        pi_free(L);
+        pi_free(ids);
+        return pi_err(-ENOMEM, "pipe: out of memory for a window of %" PRIu64 " samples", n);
+    }
+    uint64_t k = 0;
+    for (uint64_t j = w * q->W; j < PI_MIN(q->G, (w + 1) * q->W); j++) {
+        uint64_t first, c = group_count(d, q->gperm[j], &first);
+        for (uint64_t i = 0; i < c; i++) L[k++] = first + i;
+    }
+    if (q->order == PAGEIN_ORDER_NONE) {
+        memcpy(ids, L, n * sizeof *ids);
+    } else {
+        pagein_permutation(ids, n, pagein_epoch_seed(q->es, w + 1));
+        for (uint64_t i = 0; i < n; i++) ids[i] = L[ids[i]];
+    }
+    pi_free(L);
+    *out = ids;
+    *nout = n;
+    return 0;
+}
+
+/* ---- partition ------------------------------------------------------------
+ * The remaining positions (intervals, ascending, total M) form a space
+ * [0, M); rank r takes [r M / W, (r+1) M / W); within it, batches of B
+ * are dealt round-robin to the workers, worker w's part being the
+ * contiguous run of its batches' count. */
+
+static uint64_t mul_div(uint64_t a, uint64_t b, uint64_t c) { return (uint64_t)(((unsigned __int128)a * b) / c); }
+
+/* Samples of a rank slice of length L that worker w of nw gets, and the
+ * offset of its part. */
+static void worker_part(uint64_t L, uint64_t B, uint32_t w, uint32_t nw, uint64_t *off, uint64_t *cnt) {
+    uint64_t nb = (L + B - 1) / B, o = 0, c = 0;
+    for (uint32_t v = 0; v <= w; v++) {
+        uint64_t k = nb > v ? (nb - v + nw - 1) / nw : 0; /* batches v, v+nw, ... < nb */
+        uint64_t s = k * B;
+        if (k && (nb - 1) % nw == v) s -= nb * B - L; /* it owns the last, partial batch */
+        if (v < w) o += s;
+        else c = s;
+    }
+    *off = o;
+    *cnt = c;
+}
+
+/* Samples of worker w's part consumed when the rank's loop saw s samples
+ * (batches come round-robin from the workers). */
+static uint64_t worker_consumed(uint64_t L, uint64_t B, uint32_t w, uint32_t nw, uint64_t s) {
+    if (s >= L) s = L;
+    uint64_t full = s / B, part = s % B, nb = (L + B - 1) / B;
+    uint64_t k = full > w ? (full - w + nw - 1) / nw : 0, c = k * B;
+    if (k && full == nb && (nb - 1) % nw == w) c -= nb * B - L;
+    if (part && full % nw == w) c += part;
+    return c;
+}
+
+/* Maps the remaining-space range [x, y) to epoch-position intervals. */
+static int map_range(const struct iv *rem, size_t nrem, uint64_t x, uint64_t y, struct iv **out, size_t *n,
+                     size_t *cap) {
+    uint64_t base = 0;
+    for (size_t i = 0; i < nrem && x < y; i++) {
+        uint64_t len = rem[i].b - rem[i].a;
+        if (x < base + len) {
+            uint64_t a = rem[i].a + (x - base), b = rem[i].a + (PI_MIN(y, base + len) - base);
+            if (*n && (*out)[*n - 1].b == a)
+                (*out)[*n - 1].b = b;
+            else {
+                FORWARD_IF(pi_grow((void **)out, cap, *n + 1, sizeof **out));
+                (*out)[(*n)++] = (struct iv){a, b};
+            }
+            x = base + len < y ? base + len : y;
+        }
+        base += len;
+    }
+    return 0;
+}
+
+/* ---- states ------------------------------------------------------------------ */
+
+struct pstate {
+    int order;
+    uint64_t seed, epoch, n, G, window;
+    struct iv *rem;
+    size_t nrem;
+};
+
+static int state_parse(const char *s, struct pstate *st) {
+    memset(st, 0, sizeof *st);
+    RETURN_IF(strncmp(s, "pagein-pipe/1 ", 14) != 0, PAGEIN_E_INVALID, "pipe state: not a pagein-pipe/1 state");
+    const char *p = s + 14;
+    size_t cap = 0;
+    int have = 0;
+    while (*p) {
+        while (*p == ' ') p++;
+        if (!*p) break;
+        const char *eq = strchr(p, '=');
+        RETURN_IF(!eq, PAGEIN_E_INVALID, "pipe state: bad item at '%.20s'", p);
+        size_t kl = (size_t)(eq - p);
+        const char *v = eq + 1;
+        char *end;
+        if (kl == 5 && !memcmp(p, "order", 5)) {
+            size_t vl = strcspn(v, " ");
+            char nm[16];
+            snprintf(nm, sizeof nm, "%.*s", (int)PI_MIN(vl, (size_t)15), v);
+            st->order = pagein_order_from_name(nm);
+            RETURN_IF(st->order < 0, PAGEIN_E_INVALID, "pipe state: order '%s'", nm);
+            p = v + vl;
+            have |= 1;
+            continue;
+        }
+        if (kl == 9 && !memcmp(p, "remaining", 9)) {
+            p = v;
+            while (*p && *p != ' ') {
+                uint64_t a = strtoull(p, &end, 10);
+                RETURN_IF(end == p || *end != '-', PAGEIN_E_INVALID, "pipe state: bad interval");
+                p = end + 1;
+                uint64_t b = strtoull(p, &end, 10);
+                RETURN_IF(end == p || b <= a || (st->nrem && a < st->rem[st->nrem - 1].b), PAGEIN_E_INVALID,
+                          "pipe state: bad interval %" PRIu64 "-%" PRIu64, a, b);
+                if (pi_grow((void **)&st->rem, &cap, st->nrem + 1, sizeof *st->rem) < 0) return -ENOMEM;
+                st->rem[st->nrem++] = (struct iv){a, b};
+                p = end;
+                if (*p == ',') p++;
+            }
+            have |= 2;
+            continue;
+        }
+        uint64_t x = strtoull(v, &end, 10);
+        RETURN_IF(end == v, PAGEIN_E_INVALID, "pipe state: bad number for '%.*s'", (int)kl, p);
+        if (kl == 4 && !memcmp(p, "seed", 4)) st->seed = x;
+        else if (kl == 5 && !memcmp(p, "epoch", 5)) st->epoch = x;
+        else if (kl == 1 && !memcmp(p, "n", 1)) st->n = x;
+        else if (kl == 6 && !memcmp(p, "groups", 6)) st->G = x;
+        else if (kl == 6 && !memcmp(p, "window", 6)) st->window = x;
+        p = end;
+    }
+    RETURN_IF(have != 3, PAGEIN_E_INVALID, "pipe state: order or remaining missing");
+    return 0;
+}
+
+/* ---- units ------------------------------------------------------------------ */
+
+struct ugroup {
+    size_t shard;
+    uint64_t first; /* global id of its sample 0 */
+    struct pi_dsgroup grp;
+    struct pi_dsbuf *bufs;
+};
+
+struct usample { /* global order over addressable shards */
+    size_t shard;
+    uint64_t local;
+    const uint8_t *p;
+    uint64_t len;
+};
+
+struct unit {
+    uint64_t *ids;
+    uint64_t nids, idcap;
+    struct ugroup *g; /* sorted by first */
+    size_t ng, gcap;
+    struct usample *s; /* parallel to ids when per-sample */
+    size_t scap;
+    uint8_t *mem;
+    uint64_t memcap;
+    uint64_t bytes;
+};
+
+enum { U_FREE, U_LOADING, U_READY, U_FAILED };
+
+struct pagein_pipe {
+    pagein_dataset *d;
+    pagein_pipe_opts o;
+    uint64_t epoch;
+    struct seq q;
+    struct iv *mine; /* this consumer's epoch positions */
+    size_t nmine, minecap;
+    uint64_t mylen;
+    /* the unit plan: unit k covers positions [ustart[k], ustart[k+1]) of
+     * the consumer's list (as indexes into the flattened mine) */
+    uint64_t *ustart;
+    size_t nunits, ucap;
+    /* slots */
+    struct unit slot[2];
+    int sstate[2];
+    uint64_t sunit[2];
+    int serr[2];
+    char sdetail[2][1024];
+    size_t load_next;   /* next unit the loader fills */
+    size_t cur_unit;    /* unit the consumer reads */
+    uint64_t cur_pos;   /* index in the unit's ids */
+    int cur_slot;       /* -1 none */
+    pthread_t th;
+    int th_on, quit;
+    pthread_mutex_t mu;
+    pthread_cond_t cv;
+    pagein_pipe_stats st;
+    uint64_t held;
+    pagein_field fields[PI_DS_MAX_COLS > 256 ? 256 : PI_DS_MAX_COLS];
+    struct pi_source **srcs;
+};
+
+_Static_assert(sizeof(pagein_field) == sizeof(struct pi_dsfield), "pagein_field mirrors pi_dsfield");
+_Static_assert(offsetof(pagein_field, data) == offsetof(struct pi_dsfield, data), "pagein_field mirrors pi_dsfield");
+_Static_assert(offsetof(pagein_field, shape) == offsetof(struct pi_dsfield, shape), "pagein_field mirrors pi_dsfield");
+
+static void unit_clear(pagein_pipe *p, struct unit *u) {
+    for (size_t i = 0; i < u->ng; i++) {
+        pi_ds_group_free(p->d->shards[u->g[i].shard], &u->g[i].grp);
+        pi_free(u->g[i].bufs);
+    }
+    u->ng = 0;
+    u->nids = 0;
+    u->bytes = 0;
+}
+
+static void unit_free(pagein_pipe *p, struct unit *u) {
+    unit_clear(p, u);
+    pi_free(u->ids);
+    pi_free(u->g);
+    pi_free(u->s);
+    pi_free(u->mem);
+    memset(u, 0, sizeof *u);
+}
+
+/* Position index k of the consumer's list -> epoch position. */
+static uint64_t mine_at(const pagein_pipe *p, uint64_t k) {
+    for (size_t i = 0; i < p->nmine; i++) {
+        uint64_t len = p->mine[i].b - p->mine[i].a;
+        if (k < len) return p->mine[i].a + k;
+        k -= len;
+    }
+    return UINT64_MAX;
+}
+
+static int ug_cmp(const void *a, const void *b) {
+    const struct ugroup *x = a, *y = b;
+    return (x->first > y->first) - (x->first < y->first);
+}
+
+struct spanref {
+    uint32_t src;
+    uint64_t off, len;
+    uint8_t **dst;
+};
+
+static int span_cmp(const void *a, const void *b) {
+    const struct pi_span *x = a, *y = b;
+    if (x->src != y->src) return x->src < y->src ? -1 : 1;
+    return (x->off > y->off) - (x->off < y->off);
+}
+
+static int ensure_mem(struct unit *u, uint64_t need) {
+    if (need <= u->memcap) return 0;
+    uint8_t *m = pi_realloc(u->mem, need);
+    if (!m) return pi_err(-ENOMEM, "pipe: out of memory for %" PRIu64 " bytes", need);
+    u->mem = m;
+    u->memcap = need;
+    return 0;
+}
+
+static int fetch(pagein_pipe *p, struct pi_span *sp, size_t n, uint64_t *requests) {
+    if (!n) return 0;
+    qsort(sp, n, sizeof *sp, span_cmp);
+    struct pi_engine_opts eo = {.deliver = PI_DELIVER_BUFFERS, .depth = p->o.queue_depth, .max_gap = 0};
+    struct pi_engine_stats es;
+    memset(&es, 0, sizeof es);
+    int rc = pi_engine_run(p->srcs, p->d->nfiles, sp, n, &eo, &es);
+    *requests += es.requests;
+    return rc;
+}
+
+/* Loads unit k into u: its ids, then what they need, fetched and decoded. */
+static int unit_load(pagein_pipe *p, size_t k, struct unit *u, uint64_t *requests) {
+    pagein_dataset *d = p->d;
+    unit_clear(p, u);
+    uint64_t a = p->ustart[k], b = p->ustart[k + 1], n = b - a;
+    if (n > u->idcap) {
+        uint64_t *ni = pi_realloc(u->ids, n * sizeof *ni);
+        if (!ni) return pi_err(-ENOMEM, "pipe: out of memory");
+        u->ids = ni;
+        u->idcap = n;
+    }
+    u->nids = n;
+    if (p->q.order == PAGEIN_ORDER_GLOBAL) {
+        for (uint64_t i = 0; i < n; i++) u->ids[i] = p->q.perm[mine_at(p, a + i)];
+    } else {
+        uint64_t pos0 = mine_at(p, a), w = seq_window(&p->q, pos0), *wids, nw;
+        FORWARD_IF(window_ids(&p->q, d, w, &wids, &nw));
+        for (uint64_t i = 0; i < n; i++) {
+            uint64_t pos = mine_at(p, a + i);
+            u->ids[i] = wids[pos - p->q.wstart[w]];
+        }
+        pi_free(wids);
+    }
+    int per_sample = p->q.order == PAGEIN_ORDER_GLOBAL && d->addressable;
+    if (per_sample) {
+        if (n > u->scap) {
+            struct usample *ns = pi_realloc(u->s, n * sizeof *ns);
+            if (!ns) return pi_err(-ENOMEM, "pipe: out of memory");
+            u->s = ns;
+            u->scap = n;
+        }
+        struct pi_span *sp = pi_malloc((n ? n : 1) * sizeof *sp);
+        if (!sp) return pi_err(-ENOMEM, "pipe: out of memory");
+        uint64_t total = 0;
+        int rc = 0;
+        for (uint64_t i = 0; i < n && rc == 0; i++) {
+            size_t s = pi_ds_shard_of(d, u->ids[i]);
+            struct usample *us = &u->s[i];
+            us->shard = s;
+            us->local = u->ids[i] - d->files[s].first;
+            uint64_t off;
+            rc = d->shards[s]->fmt->locate(d->shards[s], us->local, &off, &us->len);
+            sp[i] = (struct pi_span){(uint32_t)s, off, us->len, (void *)(uintptr_t)total};
+            total += pi_align_up(us->len, 64);
+        }
+        if (rc == 0) rc = ensure_mem(u, total ? total : 1);
+        size_t ns = 0;
+        for (uint64_t i = 0; i < n && rc == 0; i++) {
+            u->s[i].p = u->mem + (uintptr_t)sp[i].dst;
+            if (sp[i].len) sp[ns++] = (struct pi_span){sp[i].src, sp[i].off, sp[i].len, u->mem + (uintptr_t)sp[i].dst};
+        }
+        if (rc == 0) rc = fetch(p, sp, ns, requests);
+        pi_free(sp);
+        u->bytes = total;
+        return rc;
+    }
+    /* groups: the distinct groups the ids fall in */
+    for (uint64_t i = 0; i < n; i++) {
+        size_t s = pi_ds_shard_of(d, u->ids[i]);
+        const struct pi_dsshard *sh = d->shards[s];
+        uint64_t local = u->ids[i] - d->files[s].first;
+        /* find the group of local (groups are consecutive): binary search */
+        uint64_t lo = 0, hi = sh->ngroups;
+        struct pi_dsgroupinfo gi;
+        while (hi - lo > 1) {
+            uint64_t mid = lo + (hi - lo) / 2;
+            FORWARD_IF(pi_ds_group(sh, mid, &gi));
+            if (gi.first <= local)
+                lo = mid;
+            else
+                hi = mid;
+        }
+        FORWARD_IF(pi_ds_group(sh, lo, &gi));
+        uint64_t first = d->files[s].first + gi.first;
+        int seen = 0;
+        for (size_t j = 0; j < u->ng && !seen; j++) seen = u->g[j].first == first && u->g[j].shard == s;
+        if (seen) continue;
+        FORWARD_IF(pi_grow((void **)&u->g, &u->gcap, u->ng + 1, sizeof *u->g));
+        struct ugroup *ug = &u->g[u->ng++];
+        memset(ug, 0, sizeof *ug);
+        ug->shard = s;
+        ug->first = first;
+        ug->grp.g = lo;
+        ug->grp.info = gi;
+    }
+    qsort(u->g, u->ng, sizeof *u->g, ug_cmp);
+    /* ranges of every group, one buffer */
+    struct pi_span *sp = NULL;
+    size_t nsp = 0, spcap = 0;
+    uint64_t total = 0;
+    int rc = 0;
+    for (size_t j = 0; j < u->ng && rc == 0; j++) {
+        struct ugroup *ug = &u->g[j];
+        const struct pi_dsshard *sh = d->shards[ug->shard];
+        struct pi_dsrange rr[16], *r = rr;
+        int nr = pi_ds_ranges(sh, ug->grp.g, rr, PI_ARRAY_LEN(rr));
+        if (nr < 0) {
+            rc = nr;
+            break;
+        }
+        if ((size_t)nr > PI_ARRAY_LEN(rr)) {
+            r = pi_malloc((size_t)nr * sizeof *r);
+            if (!r) {
+                rc = pi_err(-ENOMEM, "pipe: out of memory");
+                break;
+            }
+            int nr2 = pi_ds_ranges(sh, ug->grp.g, r, (size_t)nr);
+            if (nr2 != nr) rc = pi_ds_err(sh, PAGEIN_E_INVALID, ug->grp.g, UINT64_MAX, NULL, "ranges changed");
+        }
+        ug->bufs = pi_calloc((size_t)(nr ? nr : 1), sizeof *ug->bufs);
+        if (!ug->bufs && rc == 0) rc = pi_err(-ENOMEM, "pipe: out of memory");
+        for (int i = 0; i < nr && rc == 0; i++) {
+            if (r[i].off > sh->src->size || r[i].len > sh->src->size - r[i].off) {
+                rc = pi_ds_err(sh, PAGEIN_E_FORMAT, ug->grp.g, UINT64_MAX, NULL, "range past the end of the shard");
+                break;
+            }
+            if ((rc = pi_grow((void **)&sp, &spcap, nsp + 1, sizeof *sp)) < 0) break;
+            sp[nsp++] = (struct pi_span){(uint32_t)ug->shard, r[i].off, r[i].len, (void *)(uintptr_t)total};
+            ug->bufs[i] = (struct pi_dsbuf){(const uint8_t *)(uintptr_t)total, r[i].len};
+            total += pi_align_up(r[i].len, 64);
+        }
+        ug->grp.nbufs = (size_t)nr;
+        if (r != rr) pi_free(r);
+    }
+    if (rc == 0) rc = ensure_mem(u, total ? total : 1);
+    if (rc == 0) {
+        size_t m = 0;
+        for (size_t i = 0; i < nsp; i++)
+            if (sp[i].len) sp[m++] = (struct pi_span){sp[i].src, sp[i].off, sp[i].len, u->mem + (uintptr_t)sp[i].dst};
+        rc = fetch(p, sp, m, requests);
+    }
+    pi_free(sp);
+    for (size_t j = 0; j < u->ng; j++) {
+        struct ugroup *ug = &u->g[j];
+        for (size_t i = 0; ug->bufs && i < ug->grp.nbufs; i++) ug->bufs[i].p = u->mem + (uintptr_t)ug->bufs[i].p;
+        ug->grp.bufs = ug->bufs;
+        if (rc == 0) {
+            rc = pi_ds_decode(d->shards[ug->shard], &ug->grp);
+            if (rc < 0) { /* not decoded: nothing to free */
+                ug->grp.impl = NULL;
+                for (size_t k2 = j + 1; k2 < u->ng; k2++) u->g[k2].grp.impl = NULL;
+            }
+        }
+    }
+    u->bytes = total;
+    return rc;
+}
+
+/* ---- the loader thread ---------------------------------------------------- */
+
+static void *loader_main(void *arg) {
+    pagein_pipe *p = arg;
+    pthread_mutex_lock(&p->mu);
+    while (!p->quit) {
+        int s = -1;
+        if (p->load_next < p->nunits)
+            for (int k = 0; k < 2; k++)
+                if (p->sstate[k] == U_FREE) {
+                    s = k;
+                    break;
+                }
+        if (s < 0) {
+            pthread_cond_wait(&p->cv, &p->mu);
+            continue;
+        }
+        size_t k = p->load_next++;
+        p->sstate[s] = U_LOADING;
+        p->sunit[s] = k;
+        pthread_mutex_unlock(&p->mu);
+        uint64_t req = 0;
+        int rc = unit_load(p, k, &p->slot[s], &req);
+        pthread_mutex_lock(&p->mu);
+        p->st.requests += req;
+        if (rc < 0) {
+            p->serr[s] = rc;
+            snprintf(p->sdetail[s], sizeof p->sdetail[s], "%s", pagein_last_error_detail());
+            p->sstate[s] = U_FAILED;
+        } else {
+            p->sstate[s] = U_READY;
+            p->st.units++;
+            p->st.groups += p->slot[s].ng;
+            p->st.bytes_read += p->slot[s].bytes;
+            uint64_t held = p->slot[0].memcap + p->slot[1].memcap;
+            if (held > p->st.memory_peak) p->st.memory_peak = held;
+        }
+        pthread_cond_broadcast(&p->cv);
+    }
+    pthread_mutex_unlock(&p->mu);
+    return NULL;
+}
+
+static void stop_loader(pagein_pipe *p) {
+    if (!p->th_on) return;
+    pthread_mutex_lock(&p->mu);
+    p->quit = 1;
+    pthread_cond_broadcast(&p->cv);
+    pthread_mutex_unlock(&p->mu);
+    pthread_join(p->th, NULL);
+    p->th_on = 0;
+    p->quit = 0;
+}
+
+/* ---- plan: this consumer's positions and its units ------------------------ */
+
+static int plan(pagein_pipe *p, const struct iv *rem, size_t nrem) {
+    pagein_pipe_opts *o = &p->o;
+    uint64_t M = 0;
+    for (size_t i = 0; i < nrem; i++) M += rem[i].b - rem[i].a;
+    uint64_t rs = mul_div(M, o->rank, o->world_size), re = mul_div(M, o->rank + 1, o->world_size);
+    uint64_t off, cnt;
+    worker_part(re - rs, o->batch, o->worker, o->num_workers, &off, &cnt);
+    p->nmine = 0;
+    FORWARD_IF(map_range(rem, nrem, rs + off, rs + off + cnt, &p->mine, &p->nmine, &p->minecap));
+    p->mylen = cnt;
+    /* units: global, read_batch positions each; block/none, one per window touched */
+    p->nunits = 0;
+    FORWARD_IF(pi_grow((void **)&p->ustart, &p->ucap, 1, sizeof *p->ustart));
+    p->ustart[0] = 0;
+    if (p->q.order == PAGEIN_ORDER_GLOBAL) {
+        for (uint64_t k = 0; k < cnt; k += o->read_batch) {
+            FORWARD_IF(pi_grow((void **)&p->ustart, &p->ucap, p->nunits + 2, sizeof *p->ustart));
+            p->ustart[p->nunits + 1] = PI_MIN(cnt, k + o->read_batch);
+            p->nunits++;
+        }
+        return 0;
+    }
+    uint64_t last_w = UINT64_MAX;
+    for (size_t i = 0; i < p->nmine; i++) {
+        uint64_t a = p->mine[i].a, b = p->mine[i].b;
+        while (a < b) {
+            uint64_t w = seq_window(&p->q, a), e = PI_MIN(b, p->q.wstart[w + 1]);
+            if (w == last_w) {
+                p->ustart[p->nunits] += e - a;
+            } else {
+                FORWARD_IF(pi_grow((void **)&p->ustart, &p->ucap, p->nunits + 2, sizeof *p->ustart));
+                p->ustart[p->nunits + 1] = p->ustart[p->nunits] + (e - a);
+                p->nunits++;
+                last_w = w;
+            }
+            a = e;
+        }
+    }
+    return 0;
+}
+
+static int start(pagein_pipe *p, const struct iv *rem, size_t nrem) {
+    stop_loader(p);
+    for (int k = 0; k < 2; k++) {
+        unit_clear(p, &p->slot[k]);
+        p->sstate[k] = U_FREE;
+    }
+    seq_free(&p->q);
+    FORWARD_IF(seq_make(&p->q, p->d, p->o.order, p->o.seed, p->epoch, p->o.window));
+    FORWARD_IF(plan(p, rem, nrem));
+    p->load_next = 0;
+    p->cur_unit = 0;
+    p->cur_pos = 0;
+    p->cur_slot = -1;
+    int e = pthread_create(&p->th, NULL, loader_main, p);
+    RETURN_IF(e, -e, "pipe: cannot start the loader thread: %s", strerror(e));
+    p->th_on = 1;
+    return 0;
+}
+
+static int norm_opts(pagein_pipe_opts *o, const pagein_pipe_opts *in) {
+    *o = (pagein_pipe_opts)PAGEIN_PIPE_OPTS_INIT;
+    if (in) {
+        RETURN_IF(in->size < sizeof(size_t), PAGEIN_E_INVALID, "pipe: options size %zu", in->size);
+        memcpy(o, in, PI_MIN(in->size, sizeof *o));
+        o->size = sizeof *o;
+    }
+    RETURN_IF((unsigned)o->order > PAGEIN_ORDER_GLOBAL, PAGEIN_E_INVALID, "pipe: unknown order %d", (int)o->order);
+    if (!o->world_size) o->world_size = 1;
+    if (!o->num_workers) o->num_workers = 1;
+    if (!o->batch) o->batch = 1;
+    if (!o->window) o->window = 8;
+    if (!o->read_batch) o->read_batch = 256;
+    RETURN_IF(o->rank >= o->world_size, PAGEIN_E_INVALID, "pipe: rank %u of world size %u", o->rank, o->world_size);
+    RETURN_IF(o->worker >= o->num_workers, PAGEIN_E_INVALID, "pipe: worker %u of %u", o->worker, o->num_workers);
+    RETURN_IF(o->queue_depth > 256, PAGEIN_E_LIMIT, "pipe: queue depth %u (at most 256)", o->queue_depth);
+    return 0;
+}
+
+/* The remaining intervals a state (or a fresh epoch) gives. */
+static int initial_rem(pagein_dataset *d, pagein_pipe_opts *o, struct iv **rem, size_t *nrem, uint64_t *epoch) {
+    *rem = NULL;
+    *nrem = 0;
+    *epoch = o->epoch;
+    if (!o->state) {
+        if (!d->nsamples) return 0;
+        *rem = pi_malloc(sizeof **rem);
+        if (!*rem) return pi_err(-ENOMEM, "pipe: out of memory");
+        (*rem)[0] = (struct iv){0, d->nsamples};
+        *nrem = 1;
+        return 0;
+    }
+    struct pstate st;
+    int rc = state_parse(o->state, &st);
+    if (rc == 0 && st.n != d->nsamples)
+        rc = pi_err(PAGEIN_E_INVALID, "pipe state: for %" PRIu64 " samples, the dataset has %" PRIu64, st.n, d->nsamples);
+    if (rc == 0 && st.order != (int)o->order)
+        rc = pi_err(PAGEIN_E_INVALID, "pipe state: order %s, the pipe's %s", pagein_order_name((pagein_order)st.order),
+                    pagein_order_name(o->order));
+    if (rc == 0 && st.seed != o->seed)
+        rc = pi_err(PAGEIN_E_INVALID, "pipe state: seed %" PRIu64 ", the pipe's %" PRIu64, st.seed, o->seed);
+    if (rc == 0 && o->order == PAGEIN_ORDER_BLOCK && (st.G != d->ngroups || st.window != o->window))
+        rc = pi_err(PAGEIN_E_INVALID, "pipe state: %" PRIu64 " groups in windows of %" PRIu64 ", the pipe %" PRIu64 " of %u",
+                    st.G, st.window, d->ngroups, o->window);
+    if (rc == 0 && st.nrem && st.rem[st.nrem - 1].b > d->nsamples)
+        rc = pi_err(PAGEIN_E_INVALID, "pipe state: positions past %" PRIu64, d->nsamples);
+    if (rc < 0) {
+        pi_free(st.rem);
+        return rc;
+    }
+    *rem = st.rem;
+    *nrem = st.nrem;
+    *epoch = st.epoch;
+    return 0;
+}
+
+int pagein_pipe_open(pagein_pipe **out, pagein_dataset *d, const pagein_pipe_opts *opts) {
+    pi_err_clear();
+    RETURN_IF(!out || !d, PAGEIN_E_INVALID, "pipe: NULL argument");
+    pagein_pipe *p = pi_calloc(1, sizeof *p);
+    if (!p) return pi_err(-ENOMEM, "pipe: out of memory");
+    p->d = d;
+    p->cur_slot = -1;
+    pthread_mutex_init(&p->mu, NULL);
+    pthread_cond_init(&p->cv, NULL);
+    struct iv *rem = NULL;
+    size_t nrem = 0;
+    int rc = norm_opts(&p->o, opts);
+    if (rc == 0) rc = initial_rem(d, &p->o, &rem, &nrem, &p->epoch);
+    if (rc == 0) {
+        p->srcs = pi_malloc((d->nfiles ? d->nfiles : 1) * sizeof *p->srcs);
+        if (!p->srcs) rc = pi_err(-ENOMEM, "pipe: out of memory");
+        for (size_t i = 0; rc == 0 && i < d->nfiles; i++) p->srcs[i] = d->shards[i]->src;
+    }
+    if (rc == 0) rc = start(p, rem, nrem);
+    pi_free(rem);
+    p->o.state = NULL; /* not kept: the caller's string */
+    if (rc < 0) {
+        char keep[1024];
+        snprintf(keep, sizeof keep, "%s", pagein_last_error_detail());
+        pagein_pipe_close(p);
+        return pi_err(rc, "%s", keep);
+    }
+    *out = p;
+    return 0;
+}
+
+void pagein_pipe_close(pagein_pipe *p) {
+    if (!p) return;
+    stop_loader(p);
+    for (int k = 0; k < 2; k++) unit_free(p, &p->slot[k]);
+    seq_free(&p->q);
+    pi_free(p->mine);
+    pi_free(p->ustart);
+    pi_free(p->srcs);
+    pthread_mutex_destroy(&p->mu);
+    pthread_cond_destroy(&p->cv);
+    pi_free(p);
+}
+
+int pagein_pipe_set_epoch(pagein_pipe *p, uint64_t epoch) {
+    RETURN_IF(!p, PAGEIN_E_INVALID, "pipe: NULL argument");
+    p->epoch = epoch;
+    struct iv all = {0, p->d->nsamples};
+    return start(p, &all, p->d->nsamples ? 1 : 0);
+}
+
+uint64_t pagein_pipe_length(const pagein_pipe *p) { return p ? p->mylen : 0; }
+
+void pagein_pipe_get_stats(const pagein_pipe *p, pagein_pipe_stats *st) {
+    if (!p || !st) return;
+    pagein_pipe *w = (pagein_pipe *)p;
+    pthread_mutex_lock(&w->mu);
+    *st = p->st;
+    pthread_mutex_unlock(&w->mu);
+}
+
+int pagein_pipe_next(pagein_pipe *p, pagein_item *it) {
+    RETURN_IF(!p || !it, PAGEIN_E_INVALID, "pipe: NULL argument");
+    for (;;) {
+        if (p->cur_unit >= p->nunits) return 0;
+        if (p->cur_slot < 0) {
+            pthread_mutex_lock(&p->mu);
+            int s = -1;
+            for (;;) {
+                for (int k = 0; k < 2; k++)
+                    if ((p->sstate[k] == U_READY || p->sstate[k] == U_FAILED) && p->sunit[k] == p->cur_unit) s = k;
+                if (s >= 0) break;
+                pthread_cond_wait(&p->cv, &p->mu);
+            }
+            if (p->sstate[s] == U_FAILED) {
+                int rc = p->serr[s];
+                char keep[1024];
+                snprintf(keep, sizeof keep, "%s", p->sdetail[s]);
+                pthread_mutex_unlock(&p->mu);
+                return pi_err(rc, "%s", keep);
+            }
+            pthread_mutex_unlock(&p->mu);
+            p->cur_slot = s;
+            p->cur_pos = 0;
+        }
+        struct unit *u = &p->slot[p->cur_slot];
+        if (p->cur_pos >= u->nids) {
+            /* release the drained unit to the loader */
+            pthread_mutex_lock(&p->mu);
+            p->sstate[p->cur_slot] = U_FREE;
+            pthread_cond_broadcast(&p->cv);
+            pthread_mutex_unlock(&p->mu);
+            p->cur_slot = -1;
+            p->cur_unit++;
+            continue;
+        }
+        uint64_t i = p->cur_pos++, id = u->ids[i];
+        struct pi_dsfield *f = (struct pi_dsfield *)p->fields;
+        size_t cap = PI_ARRAY_LEN(p->fields);
+        int nf;
+        if (u->s && p->q.order == PAGEIN_ORDER_GLOBAL && p->d->addressable) {
+            const struct usample *us = &u->s[i];
+            const struct pi_dsshard *sh = p->d->shards[us->shard];
+            nf = sh->fmt->sample(sh, us->local, us->p, us->len, f, cap);
+        } else {
+            size_t lo = 0, hi = u->ng;
+            while (hi - lo > 1) {
+                size_t mid = lo + (hi - lo) / 2;
+                if (u->g[mid].first <= id)
+                    lo = mid;
+                else
+                    hi = mid;
+            }
+            const struct ugroup *ug = &u->g[lo];
+            nf = pi_ds_fields(p->d->shards[ug->shard], &ug->grp, id - ug->first, f, cap);
+        }
+        if (nf < 0) return nf;
+        if ((size_t)nf > cap) return pi_err(PAGEIN_E_LIMIT, "pipe: sample %" PRIu64 " has %d fields (at most %zu)", id, nf, cap);
+        it->id = id;
+        it->nfields = (size_t)nf;
+        it->fields = p->fields;
+        p->st.samples++;
+        return 1;
+    }
+}
+
+/* ---- states and orders ---------------------------------------------------- */
+
+const char *pagein_order_name(pagein_order o) {
+    switch (o) {
+    case PAGEIN_ORDER_NONE: return "none";
+    case PAGEIN_ORDER_BLOCK: return "block";
+    case PAGEIN_ORDER_GLOBAL: return "global";
+    }
+    return "unknown";
+}
+
+int pagein_order_from_name(const char *n) {
+    if (!n) return -1;
+    for (int k = 0; k <= PAGEIN_ORDER_GLOBAL; k++)
+        if (!strcmp(n, pagein_order_name((pagein_order)k))) return k;
+    return -1;
+}
+
+int pagein_pipe_state(pagein_dataset *d, const pagein_pipe_opts *opts, uint64_t seen, char *buf, size_t cap) {
+    pi_err_clear();
+    RETURN_IF(!d, PAGEIN_E_INVALID, "pipe: NULL dataset");
+    pagein_pipe_opts o;
+    FORWARD_IF(norm_opts(&o, opts));
+    struct iv *rem = NULL, *out = NULL;
+    size_t nrem = 0, nout = 0, ocap = 0;
+    uint64_t epoch;
+    FORWARD_IF(initial_rem(d, &o, &rem, &nrem, &epoch));
+    uint64_t M = 0;
+    for (size_t i = 0; i < nrem; i++) M += rem[i].b - rem[i].a;
+    int rc = 0;
+    for (uint32_t r = 0; r < o.world_size && rc == 0; r++) {
+        uint64_t rs = mul_div(M, r, o.world_size), re = mul_div(M, r + 1, o.world_size), L = re - rs;
+        for (uint32_t w = 0; w < o.num_workers && rc == 0; w++) {
+            uint64_t off, cnt, c = worker_consumed(L, o.batch, w, o.num_workers, seen);
+            worker_part(L, o.batch, w, o.num_workers, &off, &cnt);
+            if (c < cnt) rc = map_range(rem, nrem, rs + off + c, rs + off + cnt, &out, &nout, &ocap);
+        }
+    }
+    pi_free(rem);
+    if (rc < 0) {
+        pi_free(out);
+        return rc;
+    }
+    struct pi_buf b = {0};
+    char tmp[160];
+    snprintf(tmp, sizeof tmp, "pagein-pipe/1 order=%s seed=%" PRIu64 " epoch=%" PRIu64 " n=%" PRIu64 " groups=%" PRIu64
+             " window=%u remaining=", pagein_order_name(o.order), o.seed, epoch, d->nsamples, d->ngroups, o.window);
+    pi_buf_str(&b, tmp);
+    for (size_t i = 0; i < nout; i++) {
+        snprintf(tmp, sizeof tmp, "%s%" PRIu64 "-%" PRIu64, i ? "," : "", out[i].a, out[i].b);
+        pi_buf_str(&b, tmp);
+    }
+    pi_free(out);
+    if (b.oom) {
+        pi_buf_free(&b);
+        return pi_err(-ENOMEM, "pipe: out of memory");
+    }
+    size_t n = b.n;
+    if (buf && cap) {
+        size_t k = PI_MIN(n, cap - 1);
+        memcpy(buf, b.p, k);
+        buf[k] = 0;
+    }
+    pi_buf_free(&b);
+    return n > INT32_MAX ? pi_err(PAGEIN_E_LIMIT, "pipe: state too long") : (int)n;
+}
+
+int pagein_pipe_order(pagein_dataset *d, const pagein_pipe_opts *opts, uint64_t *ids, uint64_t n) {
+    pi_err_clear();
+    RETURN_IF(!d || (!ids && n), PAGEIN_E_INVALID, "pipe: NULL argument");
+    RETURN_IF(n != d->nsamples, PAGEIN_E_INVALID, "pipe: order of %" PRIu64 " ids for %" PRIu64 " samples", n, d->nsamples);
+    pagein_pipe_opts o;
+    FORWARD_IF(norm_opts(&o, opts));
+    struct seq q;
+    int rc = seq_make(&q, d, o.order, o.seed, o.epoch, o.window);
+    if (rc == 0) {
+        if (o.order == PAGEIN_ORDER_GLOBAL)
+            memcpy(ids, q.perm, n * sizeof *ids);
+        else
+            for (uint64_t w = 0; w < q.nwin && rc == 0; w++) {
+                uint64_t *wids, nw;
+                if ((rc = window_ids(&q, d, w, &wids, &nw)) == 0) {
+                    memcpy(ids + q.wstart[w], wids, nw * sizeof *ids);
+                    pi_free(wids);
+                }
+            }
+    }
+    seq_free(&q);
+    return rc;
+}

@@ -1,0 +1,503 @@
+/* test_dataformats.c - the dataset-format table and the one pipeline:
+ * WebDataset tars (Python's tarfile: pax, GNU, ustar; GNU tar), MDS
+ * (written from the published layout by tests/dataformats_gen.py), JSONL /
+ * text (plain, gzip, zstd), records; exactly once over 4 ranks x 2 workers
+ * for every format and order, resume onto another world size, values,
+ * columns=, and malformed shards. */
+#include "test.h"
+
+#include <stdlib.h>
+#include <unistd.h>
+
+static const char *fixtures(void) {
+    static char dir[4096];
+    static int made = -1;
+    if (made < 0) {
+        snprintf(dir, sizeof dir, "%s", pt_tmppath("dsfx"));
+        char cmd[8192];
+        snprintf(cmd, sizeof cmd, "/usr/bin/python3 tests/dataformats_gen.py '%s'", dir);
+        made = access("/usr/bin/python3", X_OK) == 0 && system(cmd) == 0;
+    }
+    return made ? dir : NULL;
+}
+
+static const char *fx(const char *rel) {
+    static char buf[8][4096];
+    static int k;
+    char *b = buf[k++ & 7];
+    snprintf(b, sizeof buf[0], "%s/%s", fixtures(), rel);
+    return b;
+}
+
+static pagein_dataset *open_ds(const char *spec, const pagein_dataset_opts *o) {
+    pagein_dataset *d = NULL;
+    int rc = pagein_dataset_open(&d, spec, o);
+    CHECK_OK(rc);
+    return rc == 0 ? d : NULL;
+}
+
+/* Reads this consumer's part; returns the count (ids into out). */
+static uint64_t drain(pagein_dataset *d, const pagein_pipe_opts *o, uint64_t *out, uint64_t cap) {
+    pagein_pipe *p = NULL;
+    int rc = pagein_pipe_open(&p, d, o);
+    CHECK_OK(rc);
+    if (rc) return 0;
+    pagein_item it;
+    uint64_t n = 0;
+    while ((rc = pagein_pipe_next(p, &it)) == 1) {
+        if (n < cap) out[n] = it.id;
+        n++;
+    }
+    CHECK_OK(rc);
+    CHECK_EQ(n, pagein_pipe_length(p));
+    pagein_pipe_close(p);
+    return n;
+}
+
+static const char *const SPECS[] = {"wds", "mds", "lines", "wds-gz.tar.gz", "wds/shard-{01..02}.tar"};
+
+TEST(dataformats_exactly_once) {
+    if (!fixtures()) SKIP_BECAUSE("/usr/bin/python3 cannot write the fixtures");
+    for (size_t s = 0; s < (sizeof SPECS / sizeof SPECS[0]); s++) {
+        pagein_dataset *d = open_ds(fx(SPECS[s]), NULL);
+        if (!d) continue;
+        uint64_t n = pagein_dataset_count(d);
+        CHECK(n > 0);
+        uint64_t *ids = calloc(n + 1, 8), *seen = calloc(n, 8), *ref = calloc(n, 8);
+        for (int order = 0; order <= PAGEIN_ORDER_GLOBAL; order++) {
+            pagein_pipe_opts o = PAGEIN_PIPE_OPTS_INIT;
+            o.order = (pagein_order)order;
+            o.seed = 11;
+            o.window = 2;
+            o.read_batch = 7;
+            CHECK_OK(pagein_pipe_order(d, &o, ref, n));
+            /* world size 1 yields exactly the epoch's sequence */
+            uint64_t got = drain(d, &o, ids, n);
+            CHECK_EQ(got, n);
+            CHECK(memcmp(ids, ref, n * 8) == 0);
+            /* 4 ranks x 2 workers, batches of 3: every id once */
+            memset(seen, 0, n * 8);
+            uint64_t total = 0;
+            for (uint32_t r = 0; r < 4; r++)
+                for (uint32_t w = 0; w < 2; w++) {
+                    o.rank = r, o.world_size = 4, o.worker = w, o.num_workers = 2, o.batch = 3;
+                    uint64_t k = drain(d, &o, ids, n);
+                    for (uint64_t i = 0; i < k && i < n; i++) {
+                        CHECK(ids[i] < n);
+                        if (ids[i] < n) seen[ids[i]]++;
+                    }
+                    total += k;
+                }
+            CHECK_EQ(total, n);
+            for (uint64_t i = 0; i < n; i++)
+                if (seen[i] != 1) {
+                    printf("    %s order %d: sample %" PRIu64 " seen %" PRIu64 " times\n", SPECS[s], order, i, seen[i]);
+                    CHECK(0);
+                    break;
+                }
+            /* another epoch, another order (shuffled orders) */
+            if (order && n > 10) {
+                o = (pagein_pipe_opts)PAGEIN_PIPE_OPTS_INIT;
+                o.order = (pagein_order)order, o.seed = 11, o.window = 2, o.epoch = 1;
+                CHECK_OK(pagein_pipe_order(d, &o, ids, n));
+                CHECK(memcmp(ids, ref, n * 8) != 0);
+            }
+        }
+        free(ids);
+        free(seen);
+        free(ref);
+        pagein_dataset_close(d);
+    }
+    return PASS;
+}
+
+/* What a rank's training loop saw after s samples: its workers' outputs
+ * interleaved batch by batch (a DataLoader's order). */
+static uint64_t loop_prefix(uint64_t *const *wout, const uint64_t *wn, uint32_t nw, uint32_t B, uint64_t s,
+                            uint64_t *out) {
+    uint64_t pos[8] = {0}, k = 0;
+    for (uint32_t w = 0; k < s; w = (w + 1) % nw) {
+        int any = 0;
+        for (uint32_t v = 0; v < nw; v++) any |= pos[v] < wn[v];
+        if (!any) break;
+        for (uint32_t j = 0; j < B && pos[w] < wn[w] && k < s; j++) out[k++] = wout[w][pos[w]++];
+    }
+    return k;
+}
+
+TEST(dataformats_resume_other_world) {
+    if (!fixtures()) SKIP_BECAUSE("/usr/bin/python3 cannot write the fixtures");
+    const char *specs[] = {"wds", "mds"};
+    for (size_t s = 0; s < 2; s++) {
+        pagein_dataset *d = open_ds(fx(specs[s]), NULL);
+        if (!d) continue;
+        uint64_t n = pagein_dataset_count(d);
+        for (int order = PAGEIN_ORDER_BLOCK; order <= PAGEIN_ORDER_GLOBAL; order++) {
+            uint64_t *seen = calloc(n, 8), *loop = calloc(n, 8);
+            uint64_t *wout[2] = {calloc(n, 8), calloc(n, 8)}, wn[2];
+            pagein_pipe_opts o = PAGEIN_PIPE_OPTS_INIT;
+            o.order = (pagein_order)order, o.seed = 5, o.epoch = 3, o.window = 3;
+            o.world_size = 4, o.num_workers = 2, o.batch = 4;
+            const uint64_t steps = 9; /* samples each rank's loop consumed */
+            uint64_t consumed = 0;
+            for (uint32_t r = 0; r < 4; r++) {
+                o.rank = r;
+                for (uint32_t w = 0; w < 2; w++) {
+                    o.worker = w;
+                    wn[w] = drain(d, &o, wout[w], n);
+                }
+                uint64_t k = loop_prefix(wout, wn, 2, 4, steps, loop);
+                for (uint64_t i = 0; i < k; i++) seen[loop[i]]++;
+                consumed += k;
+            }
+            char state[4096];
+            o.rank = 0, o.worker = 0;
+            int len = pagein_pipe_state(d, &o, steps, state, sizeof state);
+            CHECK(len > 0 && (size_t)len < sizeof state);
+            /* onto 3 ranks, no workers */
+            pagein_pipe_opts o2 = PAGEIN_PIPE_OPTS_INIT;
+            o2.order = (pagein_order)order, o2.seed = 5, o2.window = 3, o2.world_size = 3, o2.state = state;
+            uint64_t rest = 0;
+            for (uint32_t r = 0; r < 3; r++) {
+                o2.rank = r;
+                uint64_t k = drain(d, &o2, loop, n);
+                for (uint64_t i = 0; i < k; i++) seen[loop[i]]++;
+                rest += k;
+            }
+            CHECK_EQ(consumed + rest, n);
+            for (uint64_t i = 0; i < n; i++)
+                if (seen[i] != 1) {
+                    printf("    %s %s: sample %" PRIu64 " seen %" PRIu64 " times (state %s)\n", specs[s],
+                           pagein_order_name((pagein_order)order), i, seen[i], state);
+                    CHECK(0);
+                    break;
+                }
+            /* a state for another seed is refused */
+            o2.seed = 6;
+            pagein_pipe *p = NULL;
+            CHECK_EQ(pagein_pipe_open(&p, d, &o2), PAGEIN_E_INVALID);
+            free(seen);
+            free(loop);
+            free(wout[0]);
+            free(wout[1]);
+        }
+        pagein_dataset_close(d);
+    }
+    return PASS;
+}
+
+static const pagein_field *field(const pagein_item *it, const char *name) {
+    for (size_t i = 0; i < it->nfields; i++)
+        if (!strcmp(it->fields[i].name, name)) return &it->fields[i];
+    return NULL;
+}
+
+TEST(dataformats_values) {
+    if (!fixtures()) SKIP_BECAUSE("/usr/bin/python3 cannot write the fixtures");
+    const char *wspecs[] = {"wds/shard-{00..03}.tar", "wds/gnu.tar", "wds-gz.tar.gz"};
+    for (size_t s = 0; s < 3; s++) {
+        if (s == 1 && access(fx("wds/gnu.tar"), R_OK) != 0) continue; /* no GNU tar here */
+        pagein_dataset *d = open_ds(fx(wspecs[s]), NULL);
+        if (!d) continue;
+        CHECK_EQ(pagein_dataset_count(d), s == 0 ? 160 : 40);
+        CHECK_STR(pagein_dataset_format(d, 0), "webdataset");
+        pagein_pipe_opts o = PAGEIN_PIPE_OPTS_INIT;
+        o.order = PAGEIN_ORDER_GLOBAL;
+        pagein_pipe *p = NULL;
+        CHECK_OK(pagein_pipe_open(&p, d, &o));
+        pagein_item it;
+        int rc;
+        uint64_t n = 0;
+        while (p && (rc = pagein_pipe_next(p, &it)) == 1) {
+            unsigned sh = (unsigned)(it.id / 40), k = (unsigned)(it.id % 40);
+            char want[64];
+            snprintf(want, sizeof want, "hello %u %u", sh, k);
+            const pagein_field *t = field(&it, "txt"), *c = field(&it, "cls"), *b = field(&it, "bin"),
+                               *key = field(&it, "__key__");
+            CHECK(t && !t->null && t->nbytes == strlen(want) && !memcmp(t->data, want, t->nbytes));
+            CHECK(c && c->nbytes == 1 && ((const char *)c->data)[0] == '0' + (char)(k % 7));
+            CHECK(key && key->type == PAGEIN_FIELD_UTF8 && key->nbytes >= 9);
+            if (key && key->nbytes >= 9) {
+                char kw[16];
+                snprintf(kw, sizeof kw, "s%02u/%05u", sh, k);
+                CHECK(!memcmp((const char *)key->data + key->nbytes - 9, kw, 9));
+            }
+            CHECK(b != NULL);
+            if (b && k % 2 == 0) {
+                CHECK(!b->null && b->nbytes == k * 13u);
+                for (uint64_t j = 0; !b->null && j < b->nbytes; j++)
+                    if (((const uint8_t *)b->data)[j] != (sh * k + j) % 251) {
+                        CHECK(0);
+                        break;
+                    }
+            } else if (b)
+                CHECK(b->null);
+            n++;
+        }
+        CHECK_EQ(n, pagein_dataset_count(d));
+        pagein_pipe_close(p);
+        pagein_dataset_close(d);
+    }
+    /* MDS: every column's type, shape and value */
+    pagein_dataset *d = open_ds(fx("mds"), NULL);
+    if (d) {
+        CHECK_EQ(pagein_dataset_count(d), 60);
+        pagein_pipe_opts o = PAGEIN_PIPE_OPTS_INIT;
+        o.order = PAGEIN_ORDER_NONE;
+        pagein_pipe *p = NULL;
+        CHECK_OK(pagein_pipe_open(&p, d, &o));
+        pagein_item it;
+        uint64_t i = 0;
+        while (p && pagein_pipe_next(p, &it) == 1) {
+            CHECK_EQ(it.id, i);
+            const pagein_field *id = field(&it, "id"), *tx = field(&it, "text"), *tk = field(&it, "tokens"),
+                               *v = field(&it, "vec"), *lb = field(&it, "label"), *raw = field(&it, "raw");
+            int64_t x;
+            CHECK(id && id->type == PAGEIN_FIELD_INT && id->width == 8 && id->ndim == 0);
+            if (id) {
+                memcpy(&x, id->data, 8);
+                CHECK_EQ(x, (int64_t)i);
+            }
+            char want[32];
+            snprintf(want, sizeof want, "sample %" PRIu64, i);
+            CHECK(tx && tx->type == PAGEIN_FIELD_UTF8 && tx->nbytes == strlen(want) && !memcmp(tx->data, want, tx->nbytes));
+            CHECK(tk && tk->type == PAGEIN_FIELD_INT && tk->width == 4 && tk->ndim == 1 && tk->shape[0] == i % 9 + 1);
+            for (uint64_t j = 0; tk && j < tk->shape[0]; j++) {
+                int32_t y;
+                memcpy(&y, (const uint8_t *)tk->data + 4 * j, 4);
+                CHECK_EQ(y, (int32_t)j);
+            }
+            CHECK(v && v->type == PAGEIN_FIELD_FLOAT && v->width == 4 && v->ndim == 1 && v->shape[0] == 4);
+            if (v) {
+                float f[4];
+                memcpy(f, v->data, 16);
+                CHECK(f[0] == (float)i && f[1] == (float)i + 0.5f && f[2] == -(float)i && f[3] == 2.0f * (float)i);
+            }
+            CHECK(lb && lb->type == PAGEIN_FIELD_UINT && lb->width == 1 && ((const uint8_t *)lb->data)[0] == i % 256);
+            CHECK(raw && raw->type == PAGEIN_FIELD_BINARY && raw->nbytes == i % 5);
+            i++;
+        }
+        CHECK_EQ(i, 60);
+        pagein_pipe_close(p);
+        pagein_dataset_close(d);
+    }
+    /* lines: blank lines skipped, '\r' kept; .gz and .zst equal the plain file */
+    d = open_ds(fx("lines/b.txt"), NULL);
+    if (d) {
+        CHECK_EQ(pagein_dataset_count(d), 3);
+        pagein_pipe_opts o = PAGEIN_PIPE_OPTS_INIT;
+        o.order = PAGEIN_ORDER_NONE;
+        pagein_pipe *p = NULL;
+        CHECK_OK(pagein_pipe_open(&p, d, &o));
+        const char *want[] = {"one", "two\r", "three"};
+        pagein_item it;
+        for (int k = 0; p && k < 3 && pagein_pipe_next(p, &it) == 1; k++)
+            CHECK(it.fields[0].nbytes == strlen(want[k]) && !memcmp(it.fields[0].data, want[k], strlen(want[k])));
+        pagein_pipe_close(p);
+        pagein_dataset_close(d);
+    }
+    const char *zs[] = {"lines/c.jsonl.gz", "lines/d.jsonl.zst"};
+    for (int z = 0; z < 2; z++) {
+        if (access(fx(zs[z]), R_OK) != 0) continue;
+        d = open_ds(fx(zs[z]), NULL);
+        if (!d) continue;
+        CHECK_EQ(pagein_dataset_count(d), 120);
+        pagein_pipe_opts o = PAGEIN_PIPE_OPTS_INIT;
+        o.order = PAGEIN_ORDER_NONE;
+        pagein_pipe *p = NULL;
+        CHECK_OK(pagein_pipe_open(&p, d, &o));
+        pagein_item it;
+        for (int k = 0; p && pagein_pipe_next(p, &it) == 1; k++) {
+            char w[32];
+            snprintf(w, sizeof w, "{\"i\": %d}", k);
+            CHECK(it.fields[0].nbytes == strlen(w) && !memcmp(it.fields[0].data, w, strlen(w)));
+        }
+        pagein_pipe_close(p);
+        pagein_dataset_close(d);
+    }
+    return PASS;
+}
+
+TEST(dataformats_columns) {
+    if (!fixtures()) SKIP_BECAUSE("/usr/bin/python3 cannot write the fixtures");
+    const char *cols[] = {"text", "id"};
+    pagein_dataset_opts o = PAGEIN_DATASET_OPTS_INIT;
+    o.columns = cols;
+    o.ncolumns = 2;
+    pagein_dataset *d = open_ds(fx("mds"), &o);
+    if (d) {
+        pagein_pipe *p = NULL;
+        CHECK_OK(pagein_pipe_open(&p, d, NULL));
+        pagein_item it;
+        CHECK(p && pagein_pipe_next(p, &it) == 1);
+        if (p) {
+            CHECK_EQ(it.nfields, 2);
+            CHECK_STR(it.fields[0].name, "text");
+            CHECK_STR(it.fields[1].name, "id");
+        }
+        pagein_pipe_close(p);
+        pagein_dataset_close(d);
+    }
+    const char *bad[] = {"nope"};
+    o.columns = bad;
+    o.ncolumns = 1;
+    pagein_dataset *d2 = NULL;
+    CHECK_EQ(pagein_dataset_open(&d2, fx("mds"), &o), PAGEIN_E_NOT_FOUND);
+    CHECK(strstr(pagein_last_error_detail(), "nope") != NULL);
+    CHECK_EQ(pagein_dataset_open(&d2, fx("wds/shard-00.tar"), &o), PAGEIN_E_NOT_FOUND);
+    return PASS;
+}
+
+static int write_bytes(const char *path, const void *p, size_t n) { return pt_write_file(path, p, n); }
+
+TEST(dataformats_malformed) {
+    if (!fixtures()) SKIP_BECAUSE("/usr/bin/python3 cannot write the fixtures");
+    size_t n = 0;
+    uint8_t *t = pt_read_file(fx("wds/shard-00.tar"), &n);
+    CHECK(t && n > 2048);
+    if (!t) return FAIL;
+    pagein_dataset *d = NULL;
+    /* a truncated member */
+    const char *p1 = pt_tmppath("trunc.tar");
+    write_bytes(p1, t, 512 + 5);
+    CHECK_EQ(pagein_dataset_open(&d, p1, NULL), PAGEIN_E_FORMAT);
+    CHECK(strstr(pagein_last_error_detail(), "trunc.tar") != NULL);
+    /* a flipped byte in the first header: checksum */
+    t[10] ^= 0x55;
+    const char *p2 = pt_tmppath("cksum.tar");
+    write_bytes(p2, t, n);
+    CHECK_EQ(pagein_dataset_open(&d, p2, NULL), PAGEIN_E_FORMAT);
+    CHECK(strstr(pagein_last_error_detail(), "checksum") != NULL);
+    free(t);
+    /* MDS: a pickle column is refused; an offset past the end is malformed */
+    char cfg[] = "{\"column_encodings\": [\"pkl\"], \"column_names\": [\"obj\"], \"column_sizes\": [null]}";
+    uint8_t img[512];
+    uint32_t hdr[3] = {1, 0, 0};
+    hdr[1] = (uint32_t)(12 + strlen(cfg));
+    hdr[2] = hdr[1] + 8;
+    memcpy(img, hdr, 12);
+    memcpy(img + 12, cfg, strlen(cfg));
+    memset(img + hdr[1], 0, 8);
+    const char *p3 = pt_tmppath("pickle.mds");
+    write_bytes(p3, img, hdr[2]);
+    CHECK_EQ(pagein_dataset_open(&d, p3, NULL), PAGEIN_E_UNSAFE);
+    CHECK(strstr(pagein_last_error_detail(), "obj") != NULL);
+    char cfg2[] = "{\"column_encodings\": [\"str\"], \"column_names\": [\"s\"], \"column_sizes\": [null]}";
+    hdr[1] = (uint32_t)(12 + strlen(cfg2));
+    hdr[2] = hdr[1] + 1000;
+    memcpy(img, hdr, 12);
+    memcpy(img + 12, cfg2, strlen(cfg2));
+    const char *p4 = pt_tmppath("past.mds");
+    write_bytes(p4, img, hdr[1] + 8);
+    CHECK_EQ(pagein_dataset_open(&d, p4, NULL), PAGEIN_E_FORMAT);
+    CHECK(strstr(pagein_last_error_detail(), "past.mds") != NULL);
+    /* a sample whose size prefix claims more than it holds: named at read */
+    hdr[2] = hdr[1] + 8;
+    memcpy(img, hdr, 12);
+    uint32_t big = 100;
+    memcpy(img + hdr[1], &big, 4);
+    const char *p5 = pt_tmppath("size.mds");
+    write_bytes(p5, img, hdr[2]);
+    CHECK_OK(pagein_dataset_open(&d, p5, NULL));
+    if (d) {
+        pagein_pipe *p = NULL;
+        CHECK_OK(pagein_pipe_open(&p, d, NULL));
+        pagein_item it;
+        CHECK_EQ(p ? pagein_pipe_next(p, &it) : 0, PAGEIN_E_FORMAT);
+        CHECK(strstr(pagein_last_error_detail(), "sample 0") && strstr(pagein_last_error_detail(), "'s'"));
+        pagein_pipe_close(p);
+        pagein_dataset_close(d);
+        d = NULL;
+    }
+    /* a .gz that is not gzip data past its header */
+    uint8_t gz[64] = {0x1f, 0x8b, 8, 0, 0, 0, 0, 0, 0, 3, 0xff, 0xff, 0xff};
+    const char *p6 = pt_tmppath("bad.jsonl.gz");
+    write_bytes(p6, gz, sizeof gz);
+    CHECK_EQ(pagein_dataset_open(&d, p6, NULL), PAGEIN_E_FORMAT);
+    /* nothing matches */
+    CHECK_EQ(pagein_dataset_open(&d, pt_tmppath("none-*.tar"), NULL), PAGEIN_E_NOT_FOUND);
+    return PASS;
+}
+
+TEST(dataformats_records_megatron_table) {
+    /* the old constructors and pagein_dataset_open give the same samples */
+    const char *p = pt_tmppath("recs.bin");
+    uint8_t buf[1000];
+    for (int i = 0; i < 1000; i++) buf[i] = (uint8_t)(i * 7);
+    CHECK_EQ(write_bytes(p, buf, sizeof buf), 0);
+    pagein_dataset_opts o = PAGEIN_DATASET_OPTS_INIT;
+    o.record_bytes = 10;
+    pagein_dataset *d = open_ds(p, &o);
+    if (!d) return FAIL;
+    CHECK_EQ(pagein_dataset_count(d), 100);
+    CHECK_STR(pagein_dataset_format(d, 0), "records");
+    pagein_sample_loc loc;
+    CHECK_OK(pagein_dataset_locate(d, 42, &loc));
+    CHECK(loc.offset == 420 && loc.length == 10);
+    pagein_pipe_opts po = PAGEIN_PIPE_OPTS_INIT;
+    po.order = PAGEIN_ORDER_GLOBAL;
+    pagein_pipe *pp = NULL;
+    CHECK_OK(pagein_pipe_open(&pp, d, &po));
+    pagein_item it;
+    int k = 0;
+    while (pp && pagein_pipe_next(pp, &it) == 1) {
+        CHECK(it.nfields == 1 && it.fields[0].nbytes == 10 && !memcmp(it.fields[0].data, buf + it.id * 10, 10));
+        k++;
+    }
+    CHECK_EQ(k, 100);
+    pagein_pipe_close(pp);
+    /* the old reader still works over the table's records */
+    pagein_reader *r = NULL;
+    CHECK_OK(pagein_reader_open(&r, d, NULL));
+    pagein_sample s;
+    k = 0;
+    while (r && pagein_reader_next(r, &s) == 1) k++;
+    CHECK_EQ(k, 100);
+    pagein_reader_close(r);
+    pagein_dataset_close(d);
+    return PASS;
+}
+
+TEST(dataformats_tar_index_cache) {
+    if (!fixtures()) SKIP_BECAUSE("/usr/bin/python3 cannot write the fixtures");
+    size_t n = 0;
+    uint8_t *t = pt_read_file(fx("wds/shard-02.tar"), &n);
+    CHECK(t != NULL);
+    if (!t) return FAIL;
+    const char *p = pt_tmppath("cache.tar"), *c = pt_tmppath("cache.tar.pagein-idx");
+    CHECK_EQ(write_bytes(p, t, n), 0);
+    free(t);
+    unlink(c);
+    uint64_t ref[40], got[40];
+    pagein_pipe_opts o = PAGEIN_PIPE_OPTS_INIT;
+    o.order = PAGEIN_ORDER_GLOBAL;
+    pagein_dataset *d = open_ds(p, NULL);
+    if (!d) return FAIL;
+    CHECK_EQ(drain(d, &o, ref, 40), 40);
+    pagein_dataset_close(d);
+    CHECK(access(c, R_OK) == 0); /* written beside the shard */
+    /* read from the cache: the same samples */
+    d = open_ds(p, NULL);
+    if (d) {
+        CHECK_EQ(drain(d, &o, got, 40), 40);
+        CHECK(!memcmp(ref, got, sizeof ref));
+        pagein_dataset_close(d);
+    }
+    /* a damaged cache is ignored and rebuilt */
+    size_t cn = 0;
+    uint8_t *cb = pt_read_file(c, &cn);
+    CHECK(cb && cn > 100);
+    if (cb) {
+        for (size_t i = cn / 2; i < cn; i++) cb[i] ^= 0xa5;
+        write_bytes(c, cb, cn);
+        free(cb);
+    }
+    d = open_ds(p, NULL);
+    if (d) {
+        CHECK_EQ(pagein_dataset_count(d), 40);
+        CHECK_EQ(drain(d, &o, got, 40), 40);
+        CHECK(!memcmp(ref, got, sizeof ref));
+        pagein_dataset_close(d);
+    }
+    return PASS;
+}
