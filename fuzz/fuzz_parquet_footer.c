@@ -4,10 +4,13 @@
  * input is a whole file. Chunks declaring more than 1<<16 values are
  * skipped (decode cost is linear in the chunk's bytes plus its declared
  * values; the fuzzer keeps the second small). Also drives the Thrift
- * skipper over the raw input. White-box: includes src/data/parquet.h. */
+ * skipper over the raw input, and the dataset-format row (ds_parquet.c:
+ * open over memory, every group's ranges, decode and fields) when every
+ * chunk is that small. White-box: includes src/data/parquet.h. */
 #include <stdint.h>
 #include <string.h>
 
+#include "../src/data/dsformat.h"
 #include "../src/data/parquet.h"
 #include "../src/data/thrift.h"
 
@@ -21,10 +24,14 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
     if (pi_pq_tail_need(data, size, size, "fuzz", &need) < 0) return 0;
     struct pi_pq_file *f = NULL;
     if (pi_pq_open(&f, data, size, size, "fuzz") < 0) return 0;
+    int small = 1;
     for (size_t g = 0; g < f->ngroups; g++)
         for (size_t c = 0; c < f->nleaves; c++) {
             const struct pi_pq_chunk *C = &f->groups[g].chunks[c];
-            if (C->num_values > (1 << 16) || f->groups[g].num_rows > (1 << 16)) continue;
+            if (C->num_values > (1 << 16) || f->groups[g].num_rows > (1 << 16)) {
+                small = 0;
+                continue;
+            }
             uint64_t off, len;
             if (pi_pq_chunk_range(f, g, c, &off, &len) < 0) __builtin_trap();
             if (off + len > size) __builtin_trap(); /* checked at open */
@@ -42,5 +49,10 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
             }
         }
     pi_pq_close(f);
+    struct pi_dsshard *sh = NULL;
+    if (small && pi_ds_open_memory(&sh, &pi_dsformat_parquet, data, size, "fuzz", NULL) == 0) {
+        (void)pi_ds_walk(sh);
+        pi_ds_shard_close(sh);
+    }
     return 0;
 }

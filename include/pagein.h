@@ -1267,8 +1267,8 @@ PAGEIN_API int pagein_shuffle_quality(const uint64_t *ids, size_t n, double *q);
  *                    "offset_index": [off, len], "column_index": [off, len]
  *                    (both only when present)}]}],
  *    "key_value": {key: value}}
- * Returns 0; PAGEIN_E_BAD_MAGIC (no PAR1 at the end), PAGEIN_E_FORMAT or
- * PAGEIN_E_BAD_DATASET (malformed footer), PAGEIN_E_UNSUPPORTED
+ * Returns 0; PAGEIN_E_BAD_MAGIC (no PAR1 at the end), PAGEIN_E_FORMAT
+ * (malformed footer), PAGEIN_E_UNSUPPORTED
  * (encrypted), PAGEIN_E_LIMIT, the source's errors, -ENOMEM; *out is set
  * only on success. Thread-safe.
  */

@@ -29,9 +29,8 @@
 
 #include "../internal.h"
 
-/* the malformed-file code (the issue's PAGEIN_E_FORMAT, not in pagein.h
- * yet: the dataset-format code; one line to change when it is added) */
-#define PI_PQ_EFORMAT PAGEIN_E_BAD_DATASET
+/* the malformed-file code of the dataset-format table */
+#define PI_PQ_EFORMAT PAGEIN_E_FORMAT
 
 /* limits (PAGEIN_E_LIMIT beyond them) */
 #define PI_PQ_MAX_FOOTER (256u << 20)      /* FileMetaData bytes */

@@ -19,7 +19,7 @@
  * takes at least one byte, a map entry two), so no count can ask for more
  * memory than the input could describe. Nesting is bounded by
  * PI_THRIFT_MAX_DEPTH. No I/O, no allocation. Errors return PI_THRIFT_EFORMAT
- * (PAGEIN_E_BAD_DATASET) with a detail naming the byte offset. */
+ * (PAGEIN_E_FORMAT) with a detail naming the byte offset. */
 #ifndef PAGEIN_THRIFT_H
 #define PAGEIN_THRIFT_H
 
@@ -28,7 +28,7 @@
 
 #include "pagein.h"
 
-#define PI_THRIFT_EFORMAT PAGEIN_E_BAD_DATASET
+#define PI_THRIFT_EFORMAT PAGEIN_E_FORMAT
 #define PI_THRIFT_MAX_DEPTH 64
 
 enum {

@@ -24,7 +24,7 @@ const rnd = () => { seed = (seed * 1103515245 + 12345) % 2147483648; return seed
 const rint = (lo, hi) => lo + Math.floor(rnd() * (hi - lo + 1));
 const vocab = ['alpha', 'beta', 'gamma', 'δέλτα', '', 'a somewhat longer token string', '日本語', 'x'];
 
-const cols = { i32: [], i64: [], f32: [], f64: [], b: [], s: [], bin: [], fx: [], ids: [], tags: [], st: [], ts: [] };
+const cols = { i32: [], i64: [], f32: [], f64: [], b: [], s: [], bin: [], fx: [], ids: [], tags: [], st: [], ts: [], tok: [] };
 for (let r = 0; r < ROWS; r++) {
   cols.i32.push(r % 7 === 3 ? null : rint(-2147483648, 2147483647));
   cols.i64.push(r % 5 === 1 ? null : BigInt(rint(-1e9, 1e9)) * 1000003n + BigInt(r));
@@ -39,6 +39,7 @@ for (let r = 0; r < ROWS; r++) {
   cols.tags.push(Array.from({ length: rint(0, 3) }, () => vocab[rint(0, vocab.length - 1)]));
   cols.st.push(r % 6 === 0 ? null : { a: r % 4 === 1 ? null : r * 3, b: vocab[r % vocab.length] });
   cols.ts.push(BigInt(1700000000000 + r * 1000));
+  cols.tok.push(Array.from({ length: rint(0, 40) }, () => rint(0, 50000))); // token ids: never null
 }
 
 const T = arrow;
@@ -49,6 +50,7 @@ const types = {
   ids: new T.List(f('item', new T.Int32())), tags: new T.List(f('item', new T.Utf8(), false)),
   st: new T.Struct([f('a', new T.Int32()), f('b', new T.Utf8())]),
   ts: new T.TimestampMillisecond(),
+  tok: new T.List(f('item', new T.Int32(), false)),
 };
 const vecs = {};
 for (const k of Object.keys(cols)) vecs[k] = T.vectorFromArray(cols[k], types[k]);
@@ -63,7 +65,7 @@ const utf8 = (s) => hex(new TextEncoder().encode(s));
 const canon = {
   i32: (v) => String(v), i64: (v) => String(v), f32: f32hex, f64: f64hex, b: (v) => String(v),
   s: utf8, bin: hex, fx: hex, ids: (v) => v.map((x) => (x === null ? null : String(x))), tags: (v) => v.map(utf8),
-  ts: (v) => String(v),
+  ts: (v) => String(v), tok: (v) => v.map(String),
 };
 const expected = { rows: ROWS, columns: {} };
 for (const k of Object.keys(canon)) expected.columns[k] = cols[k].map((v) => (v === null ? null : canon[k](v)));
