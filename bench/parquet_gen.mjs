@@ -12,7 +12,9 @@ const pw = require('parquet-wasm/node');
 const out = process.argv[2];
 const ROWS = Number(process.argv[3] || 20000);
 let seed = 42;
-const rnd = () => { seed = (seed * 1103515245 + 12345) % 2147483648; return seed / 2147483648; };
+// mulberry32: 32-bit integer arithmetic (a float LCG loses bits past 2^53 and cycles)
+const rnd = () => { seed = (seed + 0x6D2B79F5) | 0; let t = Math.imul(seed ^ (seed >>> 15), 1 | seed);
+  t = (t + Math.imul(t ^ (t >>> 7), 61 | t)) ^ t; return ((t ^ (t >>> 14)) >>> 0) / 4294967296; };
 const words = Array.from({ length: 5000 }, (_, i) => 'w' + i.toString(36) + (i % 7 === 0 ? 'ing' : ''));
 const ids = [], text = [];
 for (let r = 0; r < ROWS; r++) {

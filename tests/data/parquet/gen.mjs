@@ -20,7 +20,9 @@ const ROWS = Number(process.argv[3] || 3000);
 mkdirSync(out, { recursive: true });
 
 let seed = 12345;
-const rnd = () => { seed = (seed * 1103515245 + 12345) % 2147483648; return seed / 2147483648; };
+// mulberry32: 32-bit integer arithmetic (a float LCG loses bits past 2^53 and cycles)
+const rnd = () => { seed = (seed + 0x6D2B79F5) | 0; let t = Math.imul(seed ^ (seed >>> 15), 1 | seed);
+  t = (t + Math.imul(t ^ (t >>> 7), 61 | t)) ^ t; return ((t ^ (t >>> 14)) >>> 0) / 4294967296; };
 const rint = (lo, hi) => lo + Math.floor(rnd() * (hi - lo + 1));
 const vocab = ['alpha', 'beta', 'gamma', 'δέλτα', '', 'a somewhat longer token string', '日本語', 'x'];
 
