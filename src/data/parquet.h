@@ -219,8 +219,14 @@ int pi_pq_page_info(const uint8_t *p, size_t len, struct pi_pq_page_info *pi);
  * the page). */
 /* RLE/bit-packed hybrid: n values of bit width bw (0..32) from [p, end). */
 int pi_pq_rle_decode(const uint8_t *p, size_t len, int bw, uint32_t *out, size_t n);
-/* The same for levels: bit width 0..8, one byte per value. */
-int pi_pq_rle_decode8(const uint8_t *p, size_t len, int bw, uint8_t *out, size_t n);
+/* The same for levels: bit width 0..8, one byte per value; st (may be
+ * NULL) gets the smallest and largest level and the count of zeros
+ * (min 255, max 0 for n == 0). */
+struct pi_pq_lvlstat {
+    uint8_t min, max;
+    size_t zeros;
+};
+int pi_pq_rle_decode8(const uint8_t *p, size_t len, int bw, uint8_t *out, size_t n, struct pi_pq_lvlstat *st);
 /* DELTA_BINARY_PACKED: exactly n values (32-bit when is32: wrapping int32
  * arithmetic) into out (int32_t or int64_t); *used = bytes consumed. */
 int pi_pq_delta_decode(const uint8_t *p, size_t len, int is32, void *out, size_t n, size_t *used);

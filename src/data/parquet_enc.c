@@ -219,8 +219,10 @@ int pi_pq_delta_decode(const uint8_t *start, size_t len, int is32, void *out, si
 
 /* The hybrid for levels (bit width 0..8) into bytes: runs are memset,
  * bit-packed groups of 8 values come from one 64-bit load. */
-int pi_pq_rle_decode8(const uint8_t *p, size_t len, int bw, uint8_t *out, size_t n) {
+int pi_pq_rle_decode8(const uint8_t *p, size_t len, int bw, uint8_t *out, size_t n, struct pi_pq_lvlstat *st) {
     const uint8_t *end = p + len;
+    uint8_t lo = 255, hi = 0;
+    size_t zeros = 0;
     if (bw < 0 || bw > 8) return pi_err(PI_PQ_EFORMAT, "level bit width %d is over 8", bw);
     uint64_t mask = (1ull << bw) - 1;
     size_t i = 0;
@@ -237,6 +239,8 @@ int pi_pq_rle_decode8(const uint8_t *p, size_t len, int bw, uint8_t *out, size_t
                 return pi_err(PI_PQ_EFORMAT, "RLE bit-packed run needs %llu bytes, %zu left", (unsigned long long)need, avail);
             if (bw == 0) {
                 memset(out + i, 0, take);
+                lo = 0;
+                zeros += take;
             } else {
                 const uint8_t *q = p;
                 size_t k = 0;
@@ -247,6 +251,12 @@ int pi_pq_rle_decode8(const uint8_t *p, size_t len, int bw, uint8_t *out, size_t
                 if (k < take) {
                     uint64_t w = load64(q, (size_t)(end - q));
                     for (unsigned j = 0; k < take; j++, k++) out[i + k] = (uint8_t)((w >> (j * (unsigned)bw)) & mask);
+                }
+                for (k = 0; k < take; k++) {
+                    uint8_t x = out[i + k];
+                    lo = x < lo ? x : lo;
+                    hi = x > hi ? x : hi;
+                    zeros += x == 0;
                 }
             }
             i += take;
@@ -261,8 +271,18 @@ int pi_pq_rle_decode8(const uint8_t *p, size_t len, int bw, uint8_t *out, size_t
             if (v > mask) return pi_err(PI_PQ_EFORMAT, "RLE run value %llu is wider than %d bits", (unsigned long long)v, bw);
             size_t take = (size_t)PI_MIN(cnt, (uint64_t)(n - i));
             memset(out + i, (int)v, take);
+            if (take) {
+                lo = (uint8_t)v < lo ? (uint8_t)v : lo;
+                hi = (uint8_t)v > hi ? (uint8_t)v : hi;
+                if (v == 0) zeros += take;
+            }
             i += take;
         }
+    }
+    if (st) {
+        st->min = lo;
+        st->max = hi;
+        st->zeros = zeros;
     }
     return 0;
 }

@@ -466,7 +466,8 @@ static int bitwidth(int maxl) {
 }
 
 /* Levels of a v1 page: [4-byte length][RLE hybrid]; BIT_PACKED refused. */
-static int levels_v1(const uint8_t **p, const uint8_t *end, int enc, int maxl, uint8_t *out, size_t n, const char *what) {
+static int levels_v1(const uint8_t **p, const uint8_t *end, int enc, int maxl, uint8_t *out, size_t n, const char *what,
+                     struct pi_pq_lvlstat *st) {
     if (enc != PI_PQ_RLE)
         return pi_err(PAGEIN_E_UNSUPPORTED, "%s levels in encoding %s are not supported", what, pi_pq_encoding_name(enc));
     if (end - *p < 4) return FERR("%s levels: no length prefix", what);
@@ -474,31 +475,23 @@ static int levels_v1(const uint8_t **p, const uint8_t *end, int enc, int maxl, u
     memcpy(&l, *p, 4);
     *p += 4;
     if (l > (size_t)(end - *p)) return FERR("%s levels: %u bytes, %zu left", what, l, (size_t)(end - *p));
-    FORWARD_IF(pi_pq_rle_decode8(*p, l, bitwidth(maxl), out, n));
+    FORWARD_IF(pi_pq_rle_decode8(*p, l, bitwidth(maxl), out, n, st));
     *p += l;
     return 0;
 }
 
 /* One data page: levels decoded into d->def/d->rep (n values); assembles
  * rows and elements, then decodes the nn non-null values. */
-static int assemble(struct dec *d, size_t n, int enc, const uint8_t *vp, size_t vlen, int64_t *rows_left, int first) {
+static int assemble(struct dec *d, size_t n, int enc, const uint8_t *vp, size_t vlen, int64_t *rows_left, int first,
+                    const struct pi_pq_lvlstat *ds, const struct pi_pq_lvlstat *rs) {
     struct pi_pq_column *c = d->c;
     const struct pi_pq_leaf *L = d->L;
     const uint8_t *def = d->def, *rep = d->rep;
     uint32_t maxd = (uint32_t)L->max_def, maxr = (uint32_t)L->max_rep;
     size_t newrows = 0;
-    /* branch-free passes (they vectorize): level ranges and row starts */
-    uint8_t dmin = 255, dmax = 0, rmax = 0;
-    if (L->max_def)
-        for (size_t i = 0; i < n; i++) {
-            dmin = def[i] < dmin ? def[i] : dmin;
-            dmax = def[i] > dmax ? def[i] : dmax;
-        }
-    if (L->max_rep)
-        for (size_t i = 0; i < n; i++) {
-            rmax = rep[i] > rmax ? rep[i] : rmax;
-            newrows += rep[i] == 0;
-        }
+    /* level ranges and row starts, counted by the level decoder */
+    uint8_t dmin = L->max_def ? ds->min : 255, dmax = L->max_def ? ds->max : 0, rmax = L->max_rep ? rs->max : 0;
+    if (L->max_rep) newrows = rs->zeros;
     if (dmax > maxd || rmax > maxr)
         for (size_t i = 0; i < n; i++) {
             if (L->max_def && def[i] > maxd) return FERR("definition level %u over the maximum %u (value %zu)", def[i], maxd, i);
@@ -646,22 +639,23 @@ static int page_loop(struct dec *d, const uint8_t *buf, size_t len, int64_t num_
             return FERR("pages hold more than the chunk's %lld values", (long long)num_values);
         size_t n = (size_t)h.nvalues;
         const uint8_t *p = u, *end = u + ulen;
+        struct pi_pq_lvlstat ds = {255, 0, 0}, rs = {255, 0, 0};
         if (L->max_rep) FORWARD_IF(pi_grow((void **)&d->rep, &d->rep_cap, n + 1, 1));
         if (L->max_def) FORWARD_IF(pi_grow((void **)&d->def, &d->def_cap, n + 1, 1));
         if (h.type == PI_PQ_DATA_PAGE) {
-            if (L->max_rep) FORWARD_IF(levels_v1(&p, end, h.rep_enc, L->max_rep, d->rep, n, "repetition"));
-            if (L->max_def) FORWARD_IF(levels_v1(&p, end, h.def_enc, L->max_def, d->def, n, "definition"));
+            if (L->max_rep) FORWARD_IF(levels_v1(&p, end, h.rep_enc, L->max_rep, d->rep, n, "repetition", &rs));
+            if (L->max_def) FORWARD_IF(levels_v1(&p, end, h.def_enc, L->max_def, d->def, n, "definition", &ds));
         } else {
             if (L->max_rep)
-                FORWARD_IF(pi_pq_rle_decode8(p, (size_t)h.rep_len, bitwidth(L->max_rep), d->rep, n));
+                FORWARD_IF(pi_pq_rle_decode8(p, (size_t)h.rep_len, bitwidth(L->max_rep), d->rep, n, &rs));
             else if (h.rep_len)
                 return FERR("v2 page has repetition levels for a column without any");
             p += h.rep_len;
             if (L->max_def)
-                FORWARD_IF(pi_pq_rle_decode8(p, (size_t)h.def_len, bitwidth(L->max_def), d->def, n));
+                FORWARD_IF(pi_pq_rle_decode8(p, (size_t)h.def_len, bitwidth(L->max_def), d->def, n, &ds));
             p += h.def_len;
         }
-        FORWARD_IF(assemble(d, n, h.enc, p, (size_t)(end - p), &rows_left, values == 0));
+        FORWARD_IF(assemble(d, n, h.enc, p, (size_t)(end - p), &rows_left, values == 0, &ds, &rs));
         if (h.type == PI_PQ_DATA_PAGE_V2 && h.nnulls >= 0 && L->max_def && !L->max_rep) {
             /* cheap consistency check: v2 says how many nulls it holds */
             size_t nulls = 0;
