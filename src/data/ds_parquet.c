@@ -81,6 +81,8 @@ static int select_cols(struct pi_dsshard *sh, struct pq_shard *p, const struct p
         for (size_t i = 0; i < f->nleaves; i++) p->leaf[p->nsel++] = (int)i;
         return 0;
     }
+    uint8_t *taken = pi_calloc(f->nleaves ? f->nleaves : 1, 1); /* a leaf named twice is read once */
+    if (!taken) return pi_err(-ENOMEM, "out of memory");
     for (size_t k = 0; k < a->ncolumns; k++) {
         const char *want = a->columns[k];
         size_t wl = strlen(want);
@@ -90,13 +92,15 @@ static int select_cols(struct pi_dsshard *sh, struct pq_shard *p, const struct p
             /* the field itself, or every member of a struct named by its prefix */
             if (strcmp(fld, want) && !(strncmp(fld, want, wl) == 0 && fld[wl] == '.')) continue;
             hit = 1;
-            int dup = 0;
-            for (size_t j = 0; j < p->nsel; j++) dup |= p->leaf[j] == (int)i;
-            if (!dup && p->nsel < f->nleaves) p->leaf[p->nsel++] = (int)i;
+            if (!taken[i]) p->leaf[p->nsel++] = (int)i;
+            taken[i] = 1;
         }
-        if (!hit)
+        if (!hit) {
+            pi_free(taken);
             return pi_ds_err(sh, PAGEIN_E_NOT_FOUND, UINT64_MAX, UINT64_MAX, want, "no such column in the file");
+        }
     }
+    pi_free(taken);
     return 0;
 }
 
