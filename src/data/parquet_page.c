@@ -622,7 +622,10 @@ static int page_loop(struct dec *d, const uint8_t *buf, size_t len, int64_t num_
         } else {
             FORWARD_IF(pi_grow((void **)&d->ubuf, &d->ubuf_cap, (size_t)h.usize + 1, 1));
             memcpy(d->ubuf, page, lvl);
-            FORWARD_IF(pi_pq_decompress(d->codec, page + lvl, (size_t)h.csize - lvl, d->ubuf + lvl, (size_t)h.usize - lvl));
+            /* a v2 page of only nulls may carry no compressed bytes at all */
+            if (!((size_t)h.csize == lvl && (size_t)h.usize == lvl))
+                FORWARD_IF(pi_pq_decompress(d->codec, page + lvl, (size_t)h.csize - lvl, d->ubuf + lvl,
+                                            (size_t)h.usize - lvl));
             u = d->ubuf;
         }
         size_t ulen = (size_t)h.usize;
