@@ -4,7 +4,8 @@
  * input is a whole file. Chunks declaring more than 1<<16 values are
  * skipped (decode cost is linear in the chunk's bytes plus its declared
  * values; the fuzzer keeps the second small). Also drives the Thrift
- * skipper over the raw input, and the dataset-format row (ds_parquet.c:
+ * skipper over the raw input, the offset indexes and their first pages one
+ * by one, and the dataset-format row (ds_parquet.c:
  * open over memory, every group's ranges, decode and fields) when every
  * chunk is that small. White-box: includes src/data/parquet.h. */
 #include <stdint.h>
@@ -46,6 +47,21 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
                 if (!col.width && col.voff[col.nelems] != col.nbytes) __builtin_trap();
                 if (col.nrows != (uint64_t)f->groups[g].num_rows) __builtin_trap();
                 pi_pq_column_free(&col);
+            }
+            /* the offset index, and its first pages one by one */
+            struct pi_pq_page_loc *loc = NULL;
+            size_t n = 0;
+            if (C->offset_index_offset > 0 &&
+                pi_pq_offset_index(f, g, c, data + C->offset_index_offset, (size_t)C->offset_index_length, &loc, &n) == 0) {
+                for (size_t a = 0; a < n && a < 8; a++) {
+                    int64_t r1 = a + 1 < n ? loc[a + 1].first_row : f->groups[g].num_rows;
+                    if ((uint64_t)loc[0].offset < C->off) __builtin_trap(); /* checked */
+                    if (pi_pq_decode_page_run(f, g, c, data + C->off, (size_t)((uint64_t)loc[0].offset - C->off),
+                                              data + loc[a].offset, (size_t)loc[a].size, loc[a].first_row,
+                                              r1 - loc[a].first_row, &col) == 0)
+                        pi_pq_column_free(&col);
+                }
+                pi_free(loc);
             }
         }
     pi_pq_close(f);

@@ -898,3 +898,91 @@ TEST(parquet_dataset_pipeline) {
     free(exp);
     return PASS;
 }
+
+/* Single pages through the OffsetIndex: every page, and runs of pages, of
+ * every column of a file with many small pages decode to exactly the rows
+ * the whole chunk gives for them. */
+TEST(parquet_offset_index_pages) {
+    const char *dir = fixtures();
+    if (!dir) SKIP_BECAUSE("no Parquet fixtures: %s", fixture_why());
+    char path[600];
+    snprintf(path, sizeof path, "%s/small_pages.parquet", dir);
+    size_t len;
+    uint8_t *buf = pt_read_file(path, &len);
+    struct pi_pq_file *f = NULL;
+    CHECK(buf != NULL);
+    if (!buf) return FAIL;
+    CHECK_OK(open_bytes(&f, buf, len, "small_pages.parquet"));
+    if (!f) {
+        free(buf);
+        return FAIL;
+    }
+    size_t runs = 0, maxpages = 0;
+    for (size_t col = 0; col < f->nleaves; col++) {
+        const struct pi_pq_chunk *C = &f->groups[0].chunks[col];
+        CHECK(C->offset_index_offset > 0);
+        if (C->offset_index_offset <= 0) continue;
+        struct pi_pq_page_loc *loc = NULL;
+        size_t n = 0;
+        CHECK_OK(pi_pq_offset_index(f, 0, col, buf + C->offset_index_offset, (size_t)C->offset_index_length, &loc, &n));
+        if (!loc) continue;
+        if (n > maxpages) maxpages = n;
+        struct pi_pq_column whole;
+        CHECK_OK(pi_pq_decode_chunk(f, 0, col, buf + C->off, (size_t)C->len, &whole));
+        int64_t nrows = f->groups[0].num_rows;
+        /* single pages, then runs of 3 */
+        for (size_t step = 1; step <= 3; step += 2)
+            for (size_t a = 0; a < n; a += step) {
+                size_t b = PI_MIN(a + step, n);
+                int64_t r0 = loc[a].first_row, r1 = b < n ? loc[b].first_row : nrows;
+                struct pi_pq_column part;
+                int rc = pi_pq_decode_page_run(f, 0, col, buf + C->off, (size_t)((uint64_t)loc[0].offset - C->off),
+                                               buf + loc[a].offset,
+                                               (size_t)(loc[b - 1].offset + loc[b - 1].size - loc[a].offset), r0, r1 - r0,
+                                               &part);
+                CHECK_OK(rc);
+                if (rc) break;
+                runs++;
+                /* the same rows as the whole chunk's, as text */
+                struct sb x = {0}, y = {0};
+                put_rows(&x, &part, 1);
+                for (int64_t r = r0; r < r1; r++) {
+                    uint64_t rb, re;
+                    int ok = pi_pq_row(&whole, (uint64_t)r, &rb, &re);
+                    if (r > r0) sb_str(&y, ",");
+                    if (whole.kind == PI_PQ_SCALAR) {
+                        put_value(&y, &whole, (uint64_t)r);
+                    } else if (!ok) {
+                        sb_str(&y, "null");
+                    } else {
+                        sb_str(&y, "[");
+                        for (uint64_t i = rb; i < re; i++) {
+                            if (i > rb) sb_str(&y, ",");
+                            put_value(&y, &whole, i);
+                        }
+                        sb_str(&y, "]");
+                    }
+                }
+                if (!x.p || !y.p || strcmp(x.p, y.p)) {
+                    printf("    column %s pages [%zu, %zu): rows differ\n", f->leaves[col].path, a, b);
+                    CHECK(0);
+                }
+                free(x.p);
+                free(y.p);
+                pi_pq_column_free(&part);
+            }
+        /* a wrong row count is caught */
+        if (n > 1) {
+            struct pi_pq_column part;
+            CHECK(pi_pq_decode_page_run(f, 0, col, buf + C->off, (size_t)((uint64_t)loc[0].offset - C->off),
+                                        buf + loc[0].offset, (size_t)loc[0].size, 0, loc[1].first_row + 1, &part) < 0);
+        }
+        pi_pq_column_free(&whole);
+        pi_free(loc);
+    }
+    CHECK(maxpages > 10); /* pages of at most 256 bytes */
+    printf("    %zu page runs decoded, up to %zu pages a chunk\n", runs, maxpages);
+    pi_pq_close(f);
+    free(buf);
+    return PASS;
+}

@@ -641,3 +641,75 @@ int pi_pq_chunk_range(const struct pi_pq_file *f, size_t rg, size_t col, uint64_
     *len = f->groups[rg].chunks[col].len;
     return 0;
 }
+
+/* ---- OffsetIndex ------------------------------------------------------------ */
+
+int pi_pq_offset_index(const struct pi_pq_file *f, size_t rg, size_t col, const void *buf, size_t len,
+                       struct pi_pq_page_loc **locs, size_t *n) {
+    if (rg >= f->ngroups || col >= f->nleaves)
+        return pi_err(PAGEIN_E_RANGE, "%s: no row group %zu column %zu", f->name, rg, col);
+    const struct pi_pq_chunk *C = &f->groups[rg].chunks[col];
+    int64_t nrows = f->groups[rg].num_rows;
+    struct mp m = {.f = (struct pi_pq_file *)f, .where = "OffsetIndex"};
+    pi_thrift_init(&m.t, buf, len);
+    struct pi_pq_page_loc *v = NULL;
+    size_t nv = 0;
+    int rc = pi_thrift_struct_begin(&m.t);
+    int16_t id = 0;
+    int ft;
+    while (rc == 0) {
+        rc = pi_thrift_field(&m.t, &id, &ft);
+        if (rc < 0 || ft == PI_TT_STOP) break;
+        if (id != 1 || v) {
+            rc = pi_thrift_skip(&m.t, ft);
+            continue;
+        }
+        uint32_t cnt;
+        rc = rd_list(&m, ft, "page_locations", PI_TT_STRUCT, &cnt);
+        if (rc < 0) break;
+        v = pi_calloc(cnt ? cnt : 1, sizeof *v);
+        if (!v) {
+            rc = pi_err(-ENOMEM, "out of memory");
+            break;
+        }
+        for (uint32_t i = 0; i < cnt && rc == 0; i++) {
+            struct pi_pq_page_loc *L = &v[i];
+            L->offset = L->first_row = -1;
+            L->size = -1;
+            rc = pi_thrift_struct_begin(&m.t);
+            int16_t sid = 0;
+            int st;
+            while (rc == 0) {
+                rc = pi_thrift_field(&m.t, &sid, &st);
+                if (rc < 0 || st == PI_TT_STOP) break;
+                if (sid == 1) rc = rd_i64(&m, st, "offset", &L->offset);
+                else if (sid == 2) rc = rd_i32(&m, st, "compressed_page_size", &L->size);
+                else if (sid == 3) rc = rd_i64(&m, st, "first_row_index", &L->first_row);
+                else rc = pi_thrift_skip(&m.t, st);
+            }
+            pi_thrift_struct_end(&m.t);
+            if (rc < 0) break;
+            nv = i + 1;
+            int64_t prev_row = i ? v[i - 1].first_row : -1;
+            int64_t prev_end = i ? v[i - 1].offset + v[i - 1].size : (int64_t)C->off;
+            if (L->offset < prev_end || L->size <= 0 || (uint64_t)L->offset + (uint64_t)L->size > C->off + C->len)
+                rc = pi_err(PI_PQ_EFORMAT, "page %u at [%lld, +%d) is outside its chunk [%llu, +%llu) or overlaps", (unsigned)i,
+                            (long long)L->offset, (int)L->size, (unsigned long long)C->off, (unsigned long long)C->len);
+            else if (L->first_row <= prev_row || L->first_row >= (nrows > 0 ? nrows : 1) || (i == 0 && L->first_row != 0))
+                rc = pi_err(PI_PQ_EFORMAT, "page %u starts at row %lld (previous %lld, %lld rows)", (unsigned)i,
+                            (long long)L->first_row, (long long)prev_row, (long long)nrows);
+        }
+    }
+    pi_thrift_struct_end(&m.t);
+    if (rc == 0 && !v) rc = pi_err(PI_PQ_EFORMAT, "OffsetIndex without page_locations");
+    if (rc < 0) {
+        pi_free(v);
+        char pre[600];
+        snprintf(pre, sizeof pre, "%s: row group %zu, column %s, offset index", f->name, rg, f->leaves[col].path);
+        pi_err_prefix(pre);
+        return rc;
+    }
+    *locs = v;
+    *n = nv;
+    return 0;
+}

@@ -197,6 +197,28 @@ int pi_pq_decode_chunk(const struct pi_pq_file *f, size_t rg, size_t col, const 
                        struct pi_pq_column *out);
 void pi_pq_column_free(struct pi_pq_column *c);
 
+/* ---- the page index (PageIndex.md): single pages ------------------------
+ * A chunk's OffsetIndex (ColumnChunk.offset_index_offset/_length: read
+ * those bytes) lists its data pages: where each starts, its size with
+ * header, its first row. pi_pq_offset_index checks every page against the
+ * chunk's range and the row group's rows (increasing, the first at row 0)
+ * and returns them in *locs (pi_free). */
+struct pi_pq_page_loc {
+    int64_t offset;     /* in the file */
+    int32_t size;       /* header + compressed page */
+    int64_t first_row;  /* within the row group */
+};
+int pi_pq_offset_index(const struct pi_pq_file *f, size_t rg, size_t col, const void *buf, size_t len,
+                       struct pi_pq_page_loc **locs, size_t *n);
+/* Decodes a run of whole data pages holding rows [first_row, first_row +
+ * rows) of a chunk: dict = the chunk's bytes before its first data page
+ * (its dictionary page; dict_len 0 when the chunk has none), pages = the
+ * file's bytes from the run's first page to the end of its last. The
+ * column holds exactly those rows. */
+int pi_pq_decode_page_run(const struct pi_pq_file *f, size_t rg, size_t col, const void *dict, size_t dict_len,
+                          const void *pages, size_t pages_len, int64_t first_row, int64_t rows,
+                          struct pi_pq_column *out);
+
 /* The page loop itself, for a leaf described by the caller (the fuzz target
  * and the hand-built-page tests): pages of one chunk in buf, codec, at most
  * num_values values and exactly num_rows rows (num_rows < 0: any). ctx

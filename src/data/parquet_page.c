@@ -588,7 +588,7 @@ static int page_loop(struct dec *d, const uint8_t *buf, size_t len, int64_t num_
     int64_t values = 0, rows_left = num_rows;
     int first = 1;
     *page_no = -1;
-    while (pos < len && values < num_values) {
+    while (pos < len && (num_values < 0 || values < num_values)) {
         struct page_hdr h;
         size_t hl = 0;
         *page_off = pos;
@@ -638,7 +638,7 @@ static int page_loop(struct dec *d, const uint8_t *buf, size_t len, int64_t num_
         if (h.nvalues < 0) return FERR("data page with %d values", (int)h.nvalues);
         if ((uint32_t)h.nvalues > PI_PQ_MAX_PAGE_VALUES)
             return pi_err(PAGEIN_E_LIMIT, "data page of %d values is over the limit of %u", (int)h.nvalues, PI_PQ_MAX_PAGE_VALUES);
-        if (h.nvalues > num_values - values)
+        if (num_values >= 0 && h.nvalues > num_values - values)
             return FERR("pages hold more than the chunk's %lld values", (long long)num_values);
         size_t n = (size_t)h.nvalues;
         const uint8_t *p = u, *end = u + ulen;
@@ -668,7 +668,7 @@ static int page_loop(struct dec *d, const uint8_t *buf, size_t len, int64_t num_
         values += h.nvalues;
     }
     *page_no = -1;
-    if (values != num_values)
+    if (num_values >= 0 && values != num_values)
         return FERR("pages hold %lld values, the chunk's metadata says %lld", (long long)values, (long long)num_values);
     if (rows_left > 0) return FERR("pages hold %lld rows, the row group has %lld", (long long)c->nrows, (long long)num_rows);
     return 0;
@@ -734,4 +734,59 @@ int pi_pq_decode_chunk(const struct pi_pq_file *f, size_t rg, size_t col, const 
         return pi_err(PAGEIN_E_INVALID, "%s: %zu bytes given, the chunk has %llu", ctx, len, (unsigned long long)C->len);
     /* a chunk of a row group holds exactly its rows */
     return pi_pq_decode_pages(L, C->codec, C->num_values, f->groups[rg].num_rows, buf, len, ctx, out);
+}
+
+int pi_pq_decode_page_run(const struct pi_pq_file *f, size_t rg, size_t col, const void *dict, size_t dict_len,
+                          const void *pages, size_t pages_len, int64_t first_row, int64_t rows,
+                          struct pi_pq_column *out) {
+    memset(out, 0, sizeof *out);
+    if (rg >= f->ngroups || col >= f->nleaves)
+        return pi_err(PAGEIN_E_RANGE, "%s: no row group %zu column %zu", f->name, rg, col);
+    const struct pi_pq_chunk *C = &f->groups[rg].chunks[col];
+    const struct pi_pq_leaf *L = &f->leaves[col];
+    char ctx[600];
+    snprintf(ctx, sizeof ctx, "%s: row group %zu, column %s, rows from %lld", f->name, rg, L->path, (long long)first_row);
+    if (L->unsupported)
+        return pi_err(PAGEIN_E_UNSUPPORTED, "%s: %s is not supported", ctx, L->unsupported);
+    if (rows < 0 || first_row < 0 || first_row > f->groups[rg].num_rows || rows > f->groups[rg].num_rows - first_row)
+        return pi_err(PAGEIN_E_RANGE, "%s: %lld rows are not in the row group's %lld", ctx, (long long)rows,
+                      (long long)f->groups[rg].num_rows);
+    struct dec d;
+    memset(&d, 0, sizeof d);
+    d.L = L;
+    d.c = out;
+    d.codec = C->codec;
+    d.width = fixed_width(L->type, L->type_length);
+    out->type = L->type;
+    out->kind = L->kind;
+    out->width = d.width;
+    int page_no = -1;
+    size_t page_off = 0;
+    const char *part = "dictionary";
+    int rc = reserve(&d, (size_t)PI_MIN((uint64_t)rows, 8 * (uint64_t)pages_len + 64), 0);
+    if (rc == 0 && !d.width) out->voff[0] = 0;
+    if (rc == 0 && L->kind == PI_PQ_LIST) out->offsets[0] = 0;
+    /* the dictionary page (if any), then the data pages: exactly `rows` rows */
+    if (rc == 0 && dict_len) rc = page_loop(&d, dict, dict_len, -1, -1, &page_no, &page_off);
+    if (rc == 0 && out->nrows) rc = pi_err(PI_PQ_EFORMAT, "the bytes before the first data page hold data pages");
+    if (rc == 0) {
+        part = "pages";
+        rc = page_loop(&d, pages, pages_len, -1, rows, &page_no, &page_off);
+    }
+    if (rc == 0 && out->nrows != (uint64_t)rows)
+        rc = pi_err(PI_PQ_EFORMAT, "the pages hold %llu rows, the offset index says %lld",
+                    (unsigned long long)out->nrows, (long long)rows);
+    dec_free(&d);
+    if (rc < 0) {
+        char pre[700];
+        if (page_no >= 0)
+            snprintf(pre, sizeof pre, "%s, %s page %d (byte %zu)", ctx, part, page_no, page_off);
+        else
+            snprintf(pre, sizeof pre, "%s", ctx);
+        pi_err_prefix(pre);
+        pi_pq_column_free(out);
+        return rc;
+    }
+    if (L->kind == PI_PQ_SCALAR) out->row_valid = out->elem_valid;
+    return 0;
 }
