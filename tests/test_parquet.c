@@ -986,3 +986,106 @@ TEST(parquet_offset_index_pages) {
     free(buf);
     return PASS;
 }
+
+/* Every codec decompresses into exactly the declared size: one byte less or
+ * more is an error and nothing is written past the buffer; GZIP pages of
+ * several members, and the LZ4 codec's Hadoop framing and bare-block
+ * fallback. (Brotli: the writer fixtures; no encoder is linked here.) */
+#ifdef PAGEIN_HAVE_SNAPPY
+#include <snappy-c.h>
+#endif
+#ifdef PAGEIN_HAVE_ZLIB
+#include <zlib.h>
+#endif
+#ifdef PAGEIN_HAVE_ZSTD
+#include <zstd.h>
+#endif
+#ifdef PAGEIN_HAVE_LZ4
+#include <lz4.h>
+#endif
+
+static int check_codec(int codec, const uint8_t *z, size_t zn, const uint8_t *want, size_t n) {
+    static uint8_t out[70000];
+    int bad = 0;
+    memset(out, 0xcc, sizeof out);
+    if (pi_pq_decompress(codec, z, zn, out, n) != 0 || memcmp(out, want, n)) {
+        printf("    %s: %s\n", pi_pq_codec_name(codec), pagein_last_error_detail());
+        bad = 1;
+    }
+    memset(out, 0xcc, sizeof out);
+    if (pi_pq_decompress(codec, z, zn, out, n - 1) != PI_PQ_EFORMAT || out[n - 1] != 0xcc) bad = 1;
+    if (pi_pq_decompress(codec, z, zn, out, n + 1) != PI_PQ_EFORMAT) bad = 1;
+    for (size_t k = 0; k + 1 < zn; k += zn / 7 + 1) /* cut anywhere: an error */
+        if (pi_pq_decompress(codec, z, k, out, n) == 0) bad = 1;
+    if (bad) printf("    %s: not bounded\n", pi_pq_codec_name(codec));
+    return bad;
+}
+
+TEST(parquet_codecs_bounded) {
+    static uint8_t src[30000], z[80000];
+    uint64_t s = 3;
+    for (size_t i = 0; i < sizeof src; i++) src[i] = (uint8_t)(i % 251 < 120 ? 'a' + i % 7 : pt_rand(&s));
+    size_t n = sizeof src;
+    int tested = 0;
+#ifdef PAGEIN_HAVE_SNAPPY
+    size_t zn = sizeof z;
+    CHECK(snappy_compress((const char *)src, n, (char *)z, &zn) == SNAPPY_OK);
+    CHECK(!check_codec(PI_PQ_SNAPPY, z, zn, src, n));
+    tested++;
+#endif
+#ifdef PAGEIN_HAVE_ZLIB
+    {
+        /* two gzip members: the first half, then the second */
+        size_t off = 0;
+        for (int m = 0; m < 2; m++) {
+            z_stream zs;
+            memset(&zs, 0, sizeof zs);
+            CHECK(deflateInit2(&zs, 6, Z_DEFLATED, 15 + 16, 8, Z_DEFAULT_STRATEGY) == Z_OK);
+            zs.next_in = src + m * (n / 2);
+            zs.avail_in = (uInt)(n / 2);
+            zs.next_out = z + off;
+            zs.avail_out = (uInt)(sizeof z - off);
+            CHECK(deflate(&zs, Z_FINISH) == Z_STREAM_END);
+            off += zs.total_out;
+            deflateEnd(&zs);
+        }
+        CHECK(!check_codec(PI_PQ_GZIP, z, off, src, n));
+        tested++;
+    }
+#endif
+#ifdef PAGEIN_HAVE_ZSTD
+    {
+        size_t r = ZSTD_compress(z, sizeof z, src, n, 3);
+        CHECK(!ZSTD_isError(r));
+        CHECK(!check_codec(PI_PQ_ZSTD, z, r, src, n));
+        tested++;
+    }
+#endif
+#ifdef PAGEIN_HAVE_LZ4
+    {
+        int r = LZ4_compress_default((const char *)src, (char *)z, (int)n, (int)sizeof z);
+        CHECK(r > 0);
+        CHECK(!check_codec(PI_PQ_LZ4_RAW, z, (size_t)r, src, n));
+        CHECK(!check_codec(PI_PQ_LZ4, z, (size_t)r, src, n)); /* the bare-block fallback */
+        /* Hadoop framing: two blocks of [BE uncompressed][BE compressed][block] */
+        static uint8_t h[80000];
+        size_t off = 0;
+        for (int m = 0; m < 2; m++) {
+            int cr = LZ4_compress_default((const char *)src + m * (n / 2), (char *)h + off + 8, (int)(n / 2),
+                                          (int)(sizeof h - off - 8));
+            uint32_t ul = (uint32_t)(n / 2), cl = (uint32_t)cr;
+            uint8_t be[8] = {(uint8_t)(ul >> 24), (uint8_t)(ul >> 16), (uint8_t)(ul >> 8), (uint8_t)ul,
+                             (uint8_t)(cl >> 24), (uint8_t)(cl >> 16), (uint8_t)(cl >> 8), (uint8_t)cl};
+            memcpy(h + off, be, 8);
+            off += 8 + (size_t)cr;
+        }
+        CHECK(!check_codec(PI_PQ_LZ4, h, off, src, n));
+        tested++;
+    }
+#endif
+    /* an unknown codec names itself */
+    uint8_t o[4];
+    CHECK_EQ(pi_pq_decompress(9, src, 4, o, 4), PAGEIN_E_UNSUPPORTED);
+    if (!tested) SKIP_BECAUSE("built without the codec libraries");
+    return PASS;
+}
