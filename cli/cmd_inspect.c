@@ -276,6 +276,9 @@ static void usage(FILE *out) {
           "opens): format, tensor count, parameter count, bytes by dtype, data start, how\n"
           "many tensors are 8/64/256/4096-byte aligned, the metadata, then one line per\n"
           "tensor (name, dtype, shape, bytes, absolute offset, layer). No tensor data is read.\n"
+          "A Parquet file (.parquet, or PAR1 at both ends) prints its footer instead: schema\n"
+          "(columns, types, list/scalar, annotations), row groups, codecs, encodings, sizes\n"
+          "and page indexes (--json: pagein_parquet_describe in pagein.h).\n"
           "\n"
           "  --json      the same as one JSON object (stable contract: docs/CLI.md)\n"
           "  --summary   leave out the tensor table (text output only)\n"
@@ -350,6 +353,7 @@ static int inspect_main(int argc, char **argv) {
                   path, path);
         return EXIT_USAGE;
     }
+    if (inspect_is_parquet(path)) return inspect_parquet(path, json);
     pagein_file *f = NULL;
     int rc = pagein_open(&f, path, &o);
     if (rc < 0) {

@@ -43,6 +43,11 @@ size_t inspect_escaped(FILE *out, const char *s, size_t n);
 extern int inspect_full;
 extern int inspect_text;
 
+/* Parquet files (cli/inspect_parquet.c) are not model files: inspect hands
+ * them to pagein_parquet_describe(). */
+int inspect_is_parquet(const char *path);
+int inspect_parquet(const char *path, int json);
+
 #define INSPECT_HOOK(id, fmt_, name_, summary_, json_, tensor_json_, meta_json_)                \
     static const struct inspect_hook inspect_hook_##id = {fmt_, name_, summary_, json_,       \
                                                           tensor_json_, meta_json_};          \

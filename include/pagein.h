@@ -1252,6 +1252,32 @@ PAGEIN_API int pagein_order_entropy(const uint64_t *ids, size_t n, double *bits)
  */
 PAGEIN_API int pagein_shuffle_quality(const uint64_t *ids, size_t n, double *q);
 
+/* ---- Parquet: a file's footer, described (docs/FORMAT-PARQUET.md) ------- */
+/*
+ * Reads the footer of the Parquet file at uri (a path or a URL of any
+ * source: the last 64 KiB in one read, one more read when the footer is
+ * larger) and writes a description to *out, NUL-terminated, allocated with
+ * malloc (the caller frees it with free()): text for people, or with
+ * PAGEIN_PARQUET_JSON one JSON object and a newline:
+ *   {"file", "size", "version", "num_rows", "footer_bytes", "created_by",
+ *    "columns": [{"path", "field", "type", "type_length" (FIXED only),
+ *                 "repetition", "kind": "scalar"|"list", "max_def",
+ *                 "max_rep", "logical" (annotation or null),
+ *                 "unsupported" (why pagein cannot decode it, or null)}],
+ *    "row_groups": [{"num_rows", "total_byte_size", "chunks": [{"column",
+ *                    "codec", "encodings": [...], "num_values", "offset",
+ *                    "compressed", "uncompressed", "dictionary",
+ *                    "offset_index": [off, len], "column_index": [off, len]
+ *                    (both only when present)}]}],
+ *    "key_value": {key: value}}
+ * Returns 0; PAGEIN_E_BAD_MAGIC (no PAR1 at the end), PAGEIN_E_FORMAT
+ * (malformed footer), PAGEIN_E_UNSUPPORTED
+ * (encrypted), PAGEIN_E_LIMIT, the source's errors, -ENOMEM; *out is set
+ * only on success. Thread-safe.
+ */
+#define PAGEIN_PARQUET_JSON 1u
+PAGEIN_API int pagein_parquet_describe(const char *uri, unsigned flags, char **out);
+
 /* ------------------------------------------------------------------------ */
 /* Page cache: residency, warm, evict, lock (docs/PAGE-CACHE.md)            */
 /* ------------------------------------------------------------------------ */

@@ -44,6 +44,12 @@ for target in "${@:-core}"; do
     fuzz|bench) pkgs+=(liblz4-dev libzstd-dev) ;;
   esac
 done
+# the Parquet reader's codecs (mk/parquet.mk, docs/FORMAT-PARQUET.md)
+for target in "${@:-core}"; do
+  case "$target" in
+    test|fuzz|bench) pkgs+=(libsnappy-dev zlib1g-dev libzstd-dev liblz4-dev libbrotli-dev) ;;
+  esac
+done
 [ ${#pkgs[@]} -eq 0 ] && exit 0
 
 missing=()

@@ -53,7 +53,9 @@ done
 # White-box micro-benchmarks that time a private parser on its own (like the
 # unit tests and fuzz targets, which may include anything): named here, each
 # with its reason.
-WHITEBOX_BENCH=" bench/bench_arrow.c " # the Arrow decoder against memcpy, below the dataset table
+# bench_arrow: the Arrow decoder against memcpy; bench_parquet: the Parquet
+# decoder against libsnappy on the same pages; both below the dataset table
+WHITEBOX_BENCH=" bench/bench_arrow.c bench/bench_parquet.c "
 for f in cli/*.c cli/*.h python/src/*.c bench/*.c; do
   [ -e "$f" ] || continue
   case "$WHITEBOX_BENCH" in *" $f "*) continue ;; esac

@@ -21,7 +21,7 @@ const struct pi_dsformat *const pi_dsformats[] = {
     &pi_dsformat_megatron,
     &pi_dsformat_lines,
     &pi_dsformat_records, /* never detected: only by name or pagein_dataset_open_records */
-    /* &pi_dsformat_parquet, the parquet helper's row */
+    &pi_dsformat_parquet,
     NULL,
 };
 

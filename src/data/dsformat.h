@@ -271,6 +271,7 @@ extern const struct pi_dsformat *const pi_dsformats[];
 /* The rows written by the table's author (their files: ds_NAME.c). */
 extern const struct pi_dsformat pi_dsformat_records, pi_dsformat_megatron, pi_dsformat_lines,
     pi_dsformat_webdataset, pi_dsformat_mds;
+extern const struct pi_dsformat pi_dsformat_parquet;
 const struct pi_dsformat *pi_dsformat_by_name(const char *name); /* NULL if unknown */
 
 /* Errors: sets the detail "SHARD: group G, sample S, field 'F': MESSAGE"

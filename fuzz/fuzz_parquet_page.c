@@ -1,0 +1,38 @@
+/* fuzz_parquet_page.c - a column chunk's pages on untrusted bytes: page
+ * headers, dictionary pages, data pages v1/v2, repetition/definition
+ * levels, every value encoding and every codec path. The first 8 bytes
+ * describe the column: type, codec, max definition level, max repetition
+ * level and the list's empty level, FIXED length, and the chunk's value
+ * count; the rest is the chunk. White-box: includes src/data/parquet.h. */
+#include <stdint.h>
+#include <string.h>
+
+#include "../src/data/parquet.h"
+
+int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
+    if (size < 8) return 0;
+    struct pi_pq_leaf L;
+    memset(&L, 0, sizeof L);
+    L.path = L.field = (char *)"fuzz";
+    L.type = data[0] & 7;
+    int codec = data[1] & 7;
+    L.max_def = data[2] & 7;
+    L.max_rep = data[3] & 1;
+    L.list_def = (data[3] >> 1) & 7;
+    L.kind = L.max_rep ? PI_PQ_LIST : PI_PQ_SCALAR;
+    if (L.kind == PI_PQ_SCALAR) L.list_def = -1;
+    if (L.kind == PI_PQ_LIST && L.list_def >= L.max_def) return 0;
+    L.type_length = (int32_t)(data[4] | data[5] << 8) % 64 + 1;
+    int64_t nvalues = data[6] | data[7] << 8;
+    struct pi_pq_column c;
+    if (pi_pq_decode_pages(&L, codec, nvalues, -1, data + 8, size - 8, "fuzz", &c) == 0) {
+        uint64_t b, e;
+        for (uint64_t r = 0; r < c.nrows; r++) {
+            pi_pq_row(&c, r, &b, &e);
+            if (b > e || e > c.nelems) __builtin_trap();
+        }
+        if (!c.width && c.voff[c.nelems] != c.nbytes) __builtin_trap();
+        pi_pq_column_free(&c);
+    }
+    return 0;
+}

@@ -1,0 +1,285 @@
+/* ds_parquet.c - the Parquet row of the dataset-format table (dsformat.h):
+ * groups are row groups, a group's ranges are the selected columns' column
+ * chunks, decode turns each chunk into a column (parquet_page.c) and
+ * fields() hands out row i of each: scalars (numbers, bool as one byte,
+ * strings as utf8, binaries, INT96/FIXED_LEN_BYTE_ARRAY as binary) and
+ * lists of numbers as 1-d arrays. Struct members are fields "a.b". What the
+ * table cannot represent (lists of strings, maps, nested lists, DECIMAL,
+ * a null inside a list) is refused naming the column.
+ * docs/FORMAT-PARQUET.md. */
+#include "dsformat.h"
+#include "parquet.h"
+
+#include <stdio.h>
+#include <string.h>
+
+#define PQ_TAIL (64u << 10) /* the first tail read; grown when the footer is larger */
+
+struct pq_shard {
+    struct pi_pq_file *f;
+    size_t nsel;
+    int *leaf;       /* nsel leaf indexes, in column order */
+    uint64_t *first; /* ngroups + 1 row prefix sums */
+};
+
+struct pq_group {
+    size_t n;
+    struct pi_pq_column *cols;
+};
+
+static int pq_detect(const char *name, const uint8_t *head, size_t nhead, const uint8_t *tail, size_t ntail,
+                     uint64_t size) {
+    if (size >= 12 && nhead >= 4 && ntail >= 4 && !memcmp(head, "PAR1", 4) && !memcmp(tail + ntail - 4, "PAR1", 4))
+        return 2;
+    size_t l = name ? strlen(name) : 0;
+    return l > 8 && !strcmp(name + l - 8, ".parquet") ? 1 : 0;
+}
+
+static void pq_free_impl(struct pq_shard *p) {
+    if (!p) return;
+    pi_pq_close(p->f);
+    pi_free(p->leaf);
+    pi_free(p->first);
+    pi_free(p);
+}
+
+/* The table's type of a leaf, or an error naming why it cannot be one. */
+static int leaf_col(const struct pi_dsshard *sh, const struct pi_pq_file *f, int li, struct pi_dscol *c) {
+    const struct pi_pq_leaf *L = &f->leaves[li];
+    int conv = f->schema[L->schema].converted;
+    memset(c, 0, sizeof *c);
+    c->name = L->field;
+    c->nullable = L->max_def > 0;
+    if (L->unsupported)
+        return pi_ds_err(sh, PAGEIN_E_UNSUPPORTED, UINT64_MAX, UINT64_MAX, L->field, "%s is not supported",
+                         L->unsupported);
+    switch (L->type) {
+    case PI_PQ_BOOLEAN: c->type = PI_DT_BOOL; c->width = 1; break;
+    case PI_PQ_INT32: c->type = conv >= 11 && conv <= 13 ? PI_DT_UINT : PI_DT_INT; c->width = 4; break;
+    case PI_PQ_INT64: c->type = conv == 14 ? PI_DT_UINT : PI_DT_INT; c->width = 8; break;
+    case PI_PQ_FLOAT: c->type = PI_DT_FLOAT; c->width = 4; break;
+    case PI_PQ_DOUBLE: c->type = PI_DT_FLOAT; c->width = 8; break;
+    case PI_PQ_BYTE_ARRAY: c->type = L->is_string ? PI_DT_UTF8 : PI_DT_BINARY; break;
+    default: c->type = PI_DT_BINARY; break; /* INT96, FIXED_LEN_BYTE_ARRAY: the bytes as stored */
+    }
+    if (L->kind == PI_PQ_LIST) {
+        if (!c->width || L->type == PI_PQ_INT96)
+            return pi_ds_err(sh, PAGEIN_E_UNSUPPORTED, UINT64_MAX, UINT64_MAX, L->field,
+                             "a list of %s is not supported (lists of numbers and booleans are)",
+                             pi_pq_type_name(L->type));
+        c->ndim = 1;
+        c->shape[0] = -1;
+    }
+    return 0;
+}
+
+static int select_cols(struct pi_dsshard *sh, struct pq_shard *p, const struct pi_dsopen *a) {
+    const struct pi_pq_file *f = p->f;
+    p->leaf = pi_calloc(f->nleaves ? f->nleaves : 1, sizeof *p->leaf);
+    if (!p->leaf) return pi_err(-ENOMEM, "out of memory");
+    if (!a || !a->columns) {
+        for (size_t i = 0; i < f->nleaves; i++) p->leaf[p->nsel++] = (int)i;
+        return 0;
+    }
+    uint8_t *taken = pi_calloc(f->nleaves ? f->nleaves : 1, 1); /* a leaf named twice is read once */
+    if (!taken) return pi_err(-ENOMEM, "out of memory");
+    for (size_t k = 0; k < a->ncolumns; k++) {
+        const char *want = a->columns[k];
+        size_t wl = strlen(want);
+        int hit = 0;
+        for (size_t i = 0; i < f->nleaves; i++) {
+            const char *fld = f->leaves[i].field;
+            /* the field itself, or every member of a struct named by its prefix */
+            if (strcmp(fld, want) && !(strncmp(fld, want, wl) == 0 && fld[wl] == '.')) continue;
+            hit = 1;
+            if (!taken[i]) p->leaf[p->nsel++] = (int)i;
+            taken[i] = 1;
+        }
+        if (!hit) {
+            pi_free(taken);
+            return pi_ds_err(sh, PAGEIN_E_NOT_FOUND, UINT64_MAX, UINT64_MAX, want, "no such column in the file");
+        }
+    }
+    pi_free(taken);
+    return 0;
+}
+
+static int pq_open(struct pi_dsshard *sh, const struct pi_dsopen *a) {
+    uint64_t size = sh->src->size;
+    struct pq_shard *p = pi_calloc(1, sizeof *p);
+    if (!p) return pi_err(-ENOMEM, "out of memory");
+    uint64_t tl = size < PQ_TAIL ? size : PQ_TAIL, need = 0;
+    uint8_t *tail = pi_malloc(tl ? (size_t)tl : 1);
+    int rc = tail ? 0 : pi_err(-ENOMEM, "out of memory");
+    if (rc == 0) rc = pi_source_read(sh->src, tail, tl, size - tl);
+    if (rc >= 0) rc = pi_pq_tail_need(tail, (size_t)tl, size, sh->name, &need);
+    if (rc >= 0 && need > tl) {
+        /* a footer larger than the first read: one more read of all of it */
+        pi_free(tail);
+        tl = need;
+        tail = pi_malloc((size_t)tl);
+        rc = tail ? pi_source_read(sh->src, tail, tl, size - tl) : pi_err(-ENOMEM, "out of memory");
+    }
+    if (rc >= 0) rc = pi_pq_open(&p->f, tail, (size_t)tl, size, sh->name);
+    pi_free(tail);
+    if (rc >= 0) rc = select_cols(sh, p, a);
+    if (rc >= 0 && p->nsel > PI_DS_MAX_COLS)
+        rc = pi_ds_err(sh, PAGEIN_E_LIMIT, UINT64_MAX, UINT64_MAX, NULL, "%zu columns, over the limit of %u", p->nsel,
+                       PI_DS_MAX_COLS);
+    if (rc >= 0) {
+        sh->cols = pi_calloc(p->nsel ? p->nsel : 1, sizeof *sh->cols);
+        p->first = pi_calloc(p->f->ngroups + 1, sizeof *p->first);
+        if (!sh->cols || !p->first) rc = pi_err(-ENOMEM, "out of memory");
+    }
+    for (size_t k = 0; rc >= 0 && k < p->nsel; k++) rc = leaf_col(sh, p->f, p->leaf[k], &sh->cols[k]);
+    if (rc >= 0) {
+        for (size_t g = 0; g < p->f->ngroups; g++) p->first[g + 1] = p->first[g] + (uint64_t)p->f->groups[g].num_rows;
+        sh->ncols = p->nsel;
+        sh->nsamples = p->first[p->f->ngroups];
+        sh->ngroups = p->f->ngroups;
+        sh->impl = p;
+        return 0;
+    }
+    pi_free(sh->cols);
+    sh->cols = NULL;
+    pq_free_impl(p);
+    return rc < 0 ? rc : pi_err(PAGEIN_E_FORMAT, "%s: cannot open", sh->name);
+}
+
+static void pq_close(struct pi_dsshard *sh) {
+    pq_free_impl(sh->impl);
+    sh->impl = NULL;
+    pi_free(sh->cols);
+    sh->cols = NULL;
+}
+
+static int pq_group(const struct pi_dsshard *sh, uint64_t g, struct pi_dsgroupinfo *gi) {
+    const struct pq_shard *p = sh->impl;
+    if (g >= sh->ngroups) return pi_ds_err(sh, PAGEIN_E_RANGE, g, UINT64_MAX, NULL, "no such row group");
+    gi->first = p->first[g];
+    gi->count = p->first[g + 1] - p->first[g];
+    gi->bytes = 0;
+    for (size_t k = 0; k < p->nsel; k++) gi->bytes += p->f->groups[g].chunks[p->leaf[k]].len;
+    return 0;
+}
+
+static int pq_ranges(const struct pi_dsshard *sh, uint64_t g, struct pi_dsrange *r, size_t cap) {
+    const struct pq_shard *p = sh->impl;
+    if (g >= sh->ngroups) return pi_ds_err(sh, PAGEIN_E_RANGE, g, UINT64_MAX, NULL, "no such row group");
+    for (size_t k = 0; k < p->nsel && k < cap; k++) {
+        r[k].off = p->f->groups[g].chunks[p->leaf[k]].off;
+        r[k].len = p->f->groups[g].chunks[p->leaf[k]].len;
+    }
+    return (int)p->nsel;
+}
+
+static void pq_group_free(const struct pi_dsshard *sh, struct pi_dsgroup *grp) {
+    struct pq_group *q = grp->impl;
+    if (!q) return;
+    for (size_t k = 0; k < q->n; k++) pi_pq_column_free(&q->cols[k]);
+    pi_free(q->cols);
+    pi_free(q);
+    grp->impl = NULL;
+}
+
+static int pq_decode(const struct pi_dsshard *sh, struct pi_dsgroup *grp) {
+    const struct pq_shard *p = sh->impl;
+    uint64_t g = grp->g;
+    if (g >= sh->ngroups || grp->nbufs != p->nsel)
+        return pi_ds_err(sh, PAGEIN_E_INVALID, g, UINT64_MAX, NULL, "%zu buffers for %zu columns", grp->nbufs, p->nsel);
+    /* what the group may decode into, from the footer's declared sizes */
+    uint64_t est = 0;
+    for (size_t k = 0; k < p->nsel; k++) {
+        const struct pi_pq_chunk *C = &p->f->groups[g].chunks[p->leaf[k]];
+        est += (uint64_t)C->total_uncompressed + (uint64_t)C->num_values * 18u;
+    }
+    if (est > PI_DS_MAX_DECODE)
+        return pi_ds_err(sh, PAGEIN_E_LIMIT, g, UINT64_MAX, NULL, "row group would decode to about %llu bytes, over %llu",
+                         (unsigned long long)est, (unsigned long long)PI_DS_MAX_DECODE);
+    struct pq_group *q = pi_calloc(1, sizeof *q);
+    if (!q) return pi_err(-ENOMEM, "out of memory");
+    q->cols = pi_calloc(p->nsel ? p->nsel : 1, sizeof *q->cols);
+    if (!q->cols) {
+        pi_free(q);
+        return pi_err(-ENOMEM, "out of memory");
+    }
+    grp->impl = q;
+    for (size_t k = 0; k < p->nsel; k++) {
+        const struct pi_pq_leaf *L = &p->f->leaves[p->leaf[k]];
+        int rc = pi_pq_decode_chunk(p->f, (size_t)g, (size_t)p->leaf[k], grp->bufs[k].p, (size_t)grp->bufs[k].len,
+                                    &q->cols[k]);
+        if (rc < 0) {
+            pq_group_free(sh, grp);
+            return rc; /* the detail names the file, row group, column and page */
+        }
+        q->n = k + 1;
+        const struct pi_pq_column *c = &q->cols[k];
+        /* a null inside a list has no place in a 1-d array: refused, not read as 0 */
+        if (c->kind == PI_PQ_LIST && L->max_def > L->list_def + 1)
+            for (uint64_t r = 0; r < c->nrows; r++) {
+                uint64_t b, e;
+                if (!pi_pq_row(c, r, &b, &e)) continue;
+                for (uint64_t i = b; i < e; i++)
+                    if (!c->elem_valid[i]) {
+                        uint64_t s = p->first[g] + r;
+                        pq_group_free(sh, grp);
+                        return pi_ds_err(sh, PAGEIN_E_UNSUPPORTED, g, s, L->field,
+                                         "a null element inside a list is not supported");
+                    }
+            }
+    }
+    return 0;
+}
+
+static int pq_fields(const struct pi_dsshard *sh, const struct pi_dsgroup *grp, uint64_t i, struct pi_dsfield *f,
+                     size_t cap) {
+    const struct pq_shard *p = sh->impl;
+    const struct pq_group *q = grp->impl;
+    if (!q || q->n != p->nsel || i >= grp->info.count)
+        return pi_ds_err(sh, PAGEIN_E_INVALID, grp->g, i, NULL, "no such sample in the decoded row group");
+    for (size_t k = 0; k < p->nsel && k < cap; k++) {
+        const struct pi_pq_column *c = &q->cols[k];
+        const struct pi_dscol *col = &sh->cols[k];
+        struct pi_dsfield *x = &f[k];
+        memset(x, 0, sizeof *x);
+        x->name = col->name;
+        x->col = (uint32_t)k;
+        x->type = col->type;
+        x->width = col->width;
+        x->ndim = col->ndim;
+        uint64_t b, e;
+        if (i >= c->nrows || !pi_pq_row(c, i, &b, &e)) {
+            x->null = 1;
+            continue;
+        }
+        if (c->kind == PI_PQ_LIST) {
+            x->shape[0] = e - b;
+            x->data = c->values + b * c->width;
+            x->nbytes = (e - b) * c->width;
+        } else if (c->width) {
+            x->data = c->values + i * c->width;
+            x->nbytes = c->width;
+        } else {
+            x->data = c->bytes + c->voff[i];
+            x->nbytes = c->voff[i + 1] - c->voff[i];
+        }
+    }
+    return (int)p->nsel;
+}
+
+static const char *const pq_suffixes[] = {".parquet", NULL};
+
+const struct pi_dsformat pi_dsformat_parquet = {
+    .name = "parquet",
+    .suffixes = pq_suffixes,
+    .head_bytes = 4,
+    .tail_bytes = 4,
+    .detect = pq_detect,
+    .open = pq_open,
+    .close = pq_close,
+    .group = pq_group,
+    .ranges = pq_ranges,
+    .decode = pq_decode,
+    .fields = pq_fields,
+    .group_free = pq_group_free,
+};

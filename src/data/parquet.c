@@ -1,0 +1,715 @@
+/* parquet.c - the Parquet footer: PAR1 magic, the FileMetaData (Thrift
+ * compact protocol, parquet.thrift) and the schema flattened into leaf
+ * columns (LogicalTypes.md's nested encoding). No I/O: the caller hands in
+ * the file's tail. docs/FORMAT-PARQUET.md. */
+#include "parquet.h"
+
+#include <stdio.h>
+#include <string.h>
+
+#include "thrift.h"
+
+const char *pi_pq_type_name(int t) {
+    static const char *n[] = {"BOOLEAN", "INT32", "INT64", "INT96", "FLOAT", "DOUBLE", "BYTE_ARRAY",
+                              "FIXED_LEN_BYTE_ARRAY"};
+    return t >= 0 && t < 8 ? n[t] : "unknown type";
+}
+
+const char *pi_pq_codec_name(int c) {
+    static const char *n[] = {"UNCOMPRESSED", "SNAPPY", "GZIP", "LZO", "BROTLI", "LZ4", "ZSTD", "LZ4_RAW"};
+    return c >= 0 && c < 8 ? n[c] : "unknown codec";
+}
+
+const char *pi_pq_encoding_name(int e) {
+    static const char *n[] = {"PLAIN", "GROUP_VAR_INT", "PLAIN_DICTIONARY", "RLE", "BIT_PACKED",
+                              "DELTA_BINARY_PACKED", "DELTA_LENGTH_BYTE_ARRAY", "DELTA_BYTE_ARRAY",
+                              "RLE_DICTIONARY", "BYTE_STREAM_SPLIT", "ALP"};
+    return e >= 0 && e < 11 ? n[e] : "unknown encoding";
+}
+
+static uint32_t le32(const uint8_t *p) {
+    return (uint32_t)p[0] | (uint32_t)p[1] << 8 | (uint32_t)p[2] << 16 | (uint32_t)p[3] << 24;
+}
+
+int pi_pq_tail_need(const void *tail, size_t len, uint64_t file_size, const char *name, uint64_t *need) {
+    const uint8_t *t = tail;
+    const char *nm = name ? name : "parquet";
+    if (len > file_size) return pi_err(PAGEIN_E_INVALID, "%s: tail of %zu bytes is longer than the file", nm, len);
+    if (file_size < 12 || len < 8)
+        return pi_err(PI_PQ_EFORMAT, "%s: %llu bytes are too few for a Parquet file", nm, (unsigned long long)file_size);
+    if (memcmp(t + len - 4, "PAR1", 4)) {
+        if (!memcmp(t + len - 4, "PARE", 4))
+            return pi_err(PAGEIN_E_UNSUPPORTED, "%s: encrypted Parquet footer (PARE) is not supported", nm);
+        return pi_err(PAGEIN_E_BAD_MAGIC, "%s: no PAR1 magic at the end of the file", nm);
+    }
+    uint64_t flen = le32(t + len - 8);
+    if (flen + 12 > file_size)
+        return pi_err(PI_PQ_EFORMAT, "%s: footer of %llu bytes does not fit in a file of %llu bytes", nm,
+                      (unsigned long long)flen, (unsigned long long)file_size);
+    if (flen > PI_PQ_MAX_FOOTER)
+        return pi_err(PAGEIN_E_LIMIT, "%s: footer of %llu bytes is over the %u-byte limit", nm,
+                      (unsigned long long)flen, PI_PQ_MAX_FOOTER);
+    *need = flen + 8;
+    return 0;
+}
+
+/* ---- the FileMetaData ----------------------------------------------------- */
+
+struct mp {
+    struct pi_thrift t;
+    struct pi_pq_file *f;
+    const char *where; /* what is being decoded, for errors */
+};
+
+#define MERR(m, ...) pi_err(PI_PQ_EFORMAT, __VA_ARGS__)
+
+static int need_type(struct mp *m, int type, int want, const char *field) {
+    int ok = type == want || (want == PI_TT_I32 && (type == PI_TT_I16 || type == PI_TT_BYTE)) ||
+             (want == PI_TT_I64 && (type == PI_TT_I32 || type == PI_TT_I16)) ||
+             (want == PI_TT_TRUE && type == PI_TT_FALSE);
+    if (!ok)
+        return MERR(m, "%s.%s has thrift type %d, expected %d (byte %zu)", m->where, field, type, want,
+                    pi_thrift_pos(&m->t));
+    return 0;
+}
+
+static int rd_i32(struct mp *m, int type, const char *field, int32_t *v) {
+    FORWARD_IF(need_type(m, type, PI_TT_I32, field));
+    int64_t x;
+    FORWARD_IF(pi_thrift_int(&m->t, type, &x));
+    if (x < INT32_MIN || x > INT32_MAX) return MERR(m, "%s.%s out of the i32 range", m->where, field);
+    *v = (int32_t)x;
+    return 0;
+}
+
+static int rd_i64(struct mp *m, int type, const char *field, int64_t *v) {
+    FORWARD_IF(need_type(m, type, PI_TT_I64, field));
+    return pi_thrift_int(&m->t, type, v);
+}
+
+static int rd_str(struct mp *m, int type, const char *field, char **out) {
+    FORWARD_IF(need_type(m, type, PI_TT_BINARY, field));
+    const uint8_t *p;
+    uint32_t n;
+    FORWARD_IF(pi_thrift_binary(&m->t, &p, &n));
+    char *s = pi_strndup((const char *)p, n);
+    if (!s) return pi_err(-ENOMEM, "out of memory");
+    if (strlen(s) != n) {
+        pi_free(s);
+        return MERR(m, "%s.%s holds a NUL byte", m->where, field);
+    }
+    pi_free(*out);
+    *out = s;
+    return 0;
+}
+
+/* Starts a list field: its elements must be of elem type, its count is
+ * bounded by the bytes left (pi_thrift_list). */
+static int rd_list(struct mp *m, int type, const char *field, int elem, uint32_t *n) {
+    FORWARD_IF(need_type(m, type, PI_TT_LIST, field));
+    int et;
+    FORWARD_IF(pi_thrift_list(&m->t, &et, n));
+    if (*n && et != elem && !(elem == PI_TT_I32 && (et == PI_TT_I16 || et == PI_TT_BYTE)))
+        return MERR(m, "%s.%s is a list of thrift type %d, expected %d", m->where, field, et, elem);
+    return 0;
+}
+
+/* LogicalType: a union; its field id is what we keep. */
+static int rd_logical(struct mp *m, int *logical) {
+    FORWARD_IF(pi_thrift_struct_begin(&m->t));
+    int16_t id = 0;
+    int ft;
+    for (;;) {
+        FORWARD_IF(pi_thrift_field(&m->t, &id, &ft));
+        if (ft == PI_TT_STOP) break;
+        if (ft == PI_TT_STRUCT && id > 0) *logical = id;
+        FORWARD_IF(pi_thrift_skip(&m->t, ft));
+    }
+    pi_thrift_struct_end(&m->t);
+    return 0;
+}
+
+static int rd_schema_el(struct mp *m, struct pi_pq_schema *e) {
+    memset(e, 0, sizeof *e);
+    e->type = -1;
+    e->rep = -1;
+    e->converted = -1;
+    e->parent = -1;
+    int have_name = 0;
+    m->where = "SchemaElement";
+    FORWARD_IF(pi_thrift_struct_begin(&m->t));
+    int16_t id = 0;
+    int ft;
+    int32_t v;
+    for (;;) {
+        FORWARD_IF(pi_thrift_field(&m->t, &id, &ft));
+        if (ft == PI_TT_STOP) break;
+        switch (id) {
+        case 1:
+            FORWARD_IF(rd_i32(m, ft, "type", &v));
+            if (v < 0 || v > 7) return MERR(m, "SchemaElement.type %d is not a Parquet type", (int)v);
+            e->type = v;
+            break;
+        case 2: FORWARD_IF(rd_i32(m, ft, "type_length", &e->type_length)); break;
+        case 3:
+            FORWARD_IF(rd_i32(m, ft, "repetition_type", &v));
+            if (v < 0 || v > 2) return MERR(m, "SchemaElement.repetition_type %d is invalid", (int)v);
+            e->rep = v;
+            break;
+        case 4:
+            FORWARD_IF(rd_str(m, ft, "name", &e->name));
+            have_name = 1;
+            break;
+        case 5: FORWARD_IF(rd_i32(m, ft, "num_children", &e->num_children)); break;
+        case 6: FORWARD_IF(rd_i32(m, ft, "converted_type", &v)); e->converted = v; break;
+        case 7: FORWARD_IF(rd_i32(m, ft, "scale", &e->scale)); break;
+        case 8: FORWARD_IF(rd_i32(m, ft, "precision", &e->precision)); break;
+        case 10:
+            FORWARD_IF(need_type(m, ft, PI_TT_STRUCT, "logicalType"));
+            FORWARD_IF(rd_logical(m, &e->logical));
+            break;
+        default: FORWARD_IF(pi_thrift_skip(&m->t, ft));
+        }
+    }
+    pi_thrift_struct_end(&m->t);
+    if (!have_name) return MERR(m, "SchemaElement without a name (byte %zu)", pi_thrift_pos(&m->t));
+    return 0;
+}
+
+static int rd_kv(struct mp *m, char **k, char **v) {
+    FORWARD_IF(pi_thrift_struct_begin(&m->t));
+    int16_t id = 0;
+    int ft;
+    for (;;) {
+        FORWARD_IF(pi_thrift_field(&m->t, &id, &ft));
+        if (ft == PI_TT_STOP) break;
+        if (id == 1)
+            FORWARD_IF(rd_str(m, ft, "key", k));
+        else if (id == 2)
+            FORWARD_IF(rd_str(m, ft, "value", v));
+        else
+            FORWARD_IF(pi_thrift_skip(&m->t, ft));
+    }
+    pi_thrift_struct_end(&m->t);
+    if (!*k) return MERR(m, "KeyValue without a key");
+    return 0;
+}
+
+static int rd_colmeta(struct mp *m, struct pi_pq_chunk *c) {
+    m->where = "ColumnMetaData";
+    FORWARD_IF(pi_thrift_struct_begin(&m->t));
+    int16_t id = 0;
+    int ft;
+    int32_t v;
+    unsigned seen = 0;
+    for (;;) {
+        FORWARD_IF(pi_thrift_field(&m->t, &id, &ft));
+        if (ft == PI_TT_STOP) break;
+        switch (id) {
+        case 1:
+            FORWARD_IF(rd_i32(m, ft, "type", &v));
+            if (v < 0 || v > 7) return MERR(m, "ColumnMetaData.type %d is not a Parquet type", (int)v);
+            c->type = v;
+            seen |= 1;
+            break;
+        case 2: {
+            uint32_t n;
+            FORWARD_IF(rd_list(m, ft, "encodings", PI_TT_I32, &n));
+            for (uint32_t i = 0; i < n; i++) {
+                int64_t e;
+                FORWARD_IF(pi_thrift_int(&m->t, PI_TT_I32, &e));
+                if (c->nencodings < PI_ARRAY_LEN(c->encodings) && e >= 0 && e < 256)
+                    c->encodings[c->nencodings++] = (uint8_t)e;
+            }
+            break;
+        }
+        case 4:
+            FORWARD_IF(rd_i32(m, ft, "codec", &v));
+            c->codec = v;
+            seen |= 2;
+            break;
+        case 5: FORWARD_IF(rd_i64(m, ft, "num_values", &c->num_values)); seen |= 4; break;
+        case 6: FORWARD_IF(rd_i64(m, ft, "total_uncompressed_size", &c->total_uncompressed)); break;
+        case 7: FORWARD_IF(rd_i64(m, ft, "total_compressed_size", &c->total_compressed)); seen |= 8; break;
+        case 9: FORWARD_IF(rd_i64(m, ft, "data_page_offset", &c->data_page_offset)); seen |= 16; break;
+        case 11: FORWARD_IF(rd_i64(m, ft, "dictionary_page_offset", &c->dictionary_page_offset)); break;
+        default: FORWARD_IF(pi_thrift_skip(&m->t, ft)); /* path_in_schema is checked by position */
+        }
+    }
+    pi_thrift_struct_end(&m->t);
+    if (seen != 31) return MERR(m, "ColumnMetaData lacks a required field (type, codec, num_values, sizes, offset)");
+    c->has_meta = 1;
+    return 0;
+}
+
+static int rd_chunk(struct mp *m, struct pi_pq_chunk *c) {
+    memset(c, 0, sizeof *c);
+    c->dictionary_page_offset = c->offset_index_offset = c->column_index_offset = -1;
+    FORWARD_IF(pi_thrift_struct_begin(&m->t));
+    int16_t id = 0;
+    int ft;
+    int64_t dummy;
+    for (;;) {
+        m->where = "ColumnChunk";
+        FORWARD_IF(pi_thrift_field(&m->t, &id, &ft));
+        if (ft == PI_TT_STOP) break;
+        switch (id) {
+        case 1: return pi_err(PAGEIN_E_UNSUPPORTED, "a column chunk in another file (ColumnChunk.file_path) is not supported");
+        case 2: FORWARD_IF(rd_i64(m, ft, "file_offset", &dummy)); break;
+        case 3:
+            FORWARD_IF(need_type(m, ft, PI_TT_STRUCT, "meta_data"));
+            FORWARD_IF(rd_colmeta(m, c));
+            break;
+        case 4: FORWARD_IF(rd_i64(m, ft, "offset_index_offset", &c->offset_index_offset)); break;
+        case 5: FORWARD_IF(rd_i32(m, ft, "offset_index_length", &c->offset_index_length)); break;
+        case 6: FORWARD_IF(rd_i64(m, ft, "column_index_offset", &c->column_index_offset)); break;
+        case 7: FORWARD_IF(rd_i32(m, ft, "column_index_length", &c->column_index_length)); break;
+        case 8:
+        case 9: return pi_err(PAGEIN_E_UNSUPPORTED, "encrypted column chunks are not supported");
+        default: FORWARD_IF(pi_thrift_skip(&m->t, ft));
+        }
+    }
+    pi_thrift_struct_end(&m->t);
+    if (!c->has_meta) return MERR(m, "ColumnChunk without meta_data");
+    return 0;
+}
+
+static int rd_group(struct mp *m, struct pi_pq_group *g, size_t ncols) {
+    FORWARD_IF(pi_thrift_struct_begin(&m->t));
+    int16_t id = 0;
+    int ft;
+    unsigned seen = 0;
+    for (;;) {
+        m->where = "RowGroup";
+        FORWARD_IF(pi_thrift_field(&m->t, &id, &ft));
+        if (ft == PI_TT_STOP) break;
+        switch (id) {
+        case 1: {
+            uint32_t n;
+            FORWARD_IF(rd_list(m, ft, "columns", PI_TT_STRUCT, &n));
+            if (g->chunks) return MERR(m, "RowGroup.columns given twice");
+            if (n != ncols)
+                return MERR(m, "row group has %u column chunks, the schema has %zu columns", (unsigned)n, ncols);
+            g->chunks = pi_calloc(n ? n : 1, sizeof *g->chunks);
+            if (!g->chunks) return pi_err(-ENOMEM, "out of memory");
+            for (uint32_t i = 0; i < n; i++) {
+                int rc = rd_chunk(m, &g->chunks[i]);
+                if (rc < 0) {
+                    char pre[64];
+                    snprintf(pre, sizeof pre, "column %u", (unsigned)i);
+                    pi_err_prefix(pre);
+                    return rc;
+                }
+            }
+            seen |= 1;
+            break;
+        }
+        case 2: FORWARD_IF(rd_i64(m, ft, "total_byte_size", &g->total_byte_size)); break;
+        case 3: FORWARD_IF(rd_i64(m, ft, "num_rows", &g->num_rows)); seen |= 2; break;
+        default: FORWARD_IF(pi_thrift_skip(&m->t, ft));
+        }
+    }
+    pi_thrift_struct_end(&m->t);
+    if (seen != 3) return MERR(m, "RowGroup lacks its columns or num_rows");
+    if (g->num_rows < 0) return MERR(m, "RowGroup.num_rows is negative");
+    return 0;
+}
+
+/* ---- the schema tree -> leaf columns --------------------------------------- */
+
+static int is_string_el(const struct pi_pq_schema *e) {
+    return e->type == PI_PQ_BYTE_ARRAY &&
+           (e->converted == PI_PQ_CT_UTF8 || e->converted == PI_PQ_CT_ENUM || e->converted == PI_PQ_CT_JSON ||
+            e->logical == PI_PQ_LT_STRING || e->logical == PI_PQ_LT_ENUM || e->logical == PI_PQ_LT_JSON);
+}
+
+static int is_map_el(const struct pi_pq_schema *e) {
+    return e->converted == PI_PQ_CT_MAP || e->converted == PI_PQ_CT_MAP_KEY_VALUE || e->logical == PI_PQ_LT_MAP;
+}
+
+static char *join_path(const struct pi_pq_schema *s, const int *chain, int from, int to) {
+    size_t n = 1;
+    for (int i = from; i <= to; i++) n += strlen(s[chain[i]].name) + 1;
+    char *p = pi_malloc(n), *q = p;
+    if (!p) return NULL;
+    for (int i = from; i <= to; i++) {
+        size_t l = strlen(s[chain[i]].name);
+        if (i > from) *q++ = '.';
+        memcpy(q, s[chain[i]].name, l);
+        q += l;
+    }
+    *q = 0;
+    return p;
+}
+
+/* Classifies one leaf, given its chain of schema indexes from the root's
+ * child (chain[0]) to the leaf (chain[depth - 1]). */
+static int classify(struct pi_pq_file *f, struct pi_pq_leaf *L, const int *chain, int depth) {
+    const struct pi_pq_schema *s = f->schema;
+    const struct pi_pq_schema *leaf = &s[chain[depth - 1]];
+    int def = 0, rep = 0, rpos = -1;
+    for (int i = 0; i < depth; i++) {
+        const struct pi_pq_schema *e = &s[chain[i]];
+        if (e->rep == PI_PQ_OPTIONAL) def++;
+        if (e->rep == PI_PQ_REPEATED) {
+            def++;
+            rep++;
+            if (rpos < 0) rpos = i;
+        }
+        if (is_map_el(e)) L->unsupported = "a map";
+    }
+    L->max_def = def;
+    L->max_rep = rep;
+    L->type = leaf->type;
+    L->type_length = leaf->type_length;
+    L->is_string = is_string_el(leaf);
+    L->kind = PI_PQ_SCALAR;
+    L->list_def = -1;
+    int field_end = depth - 1;
+    if (rep > 1 && !L->unsupported) L->unsupported = "a list nested in a list";
+    if (rep == 1 && !L->unsupported) {
+        const struct pi_pq_schema *r = &s[chain[rpos]];
+        L->kind = PI_PQ_LIST;
+        /* the definition level of an empty list: that of the repeated node's parent */
+        int d = 0;
+        for (int i = 0; i < rpos; i++) d += s[chain[i]].rep != PI_PQ_REQUIRED;
+        L->list_def = d;
+        if (rpos < depth - 1) {
+            /* a repeated group: one child, the leaf (three-level LIST, or the
+             * legacy two-level group forms); anything more is a list of structs */
+            if (r->num_children != 1 || rpos != depth - 2) L->unsupported = "a list of structs";
+        }
+        /* the row's field is the LIST-annotated parent when there is one,
+         * else the repeated node itself */
+        int lp = rpos - 1;
+        if (lp >= 0 && (s[chain[lp]].converted == PI_PQ_CT_LIST || s[chain[lp]].logical == PI_PQ_LT_LIST))
+            field_end = lp;
+        else
+            field_end = rpos;
+        if (field_end == lp && lp >= 0 && s[chain[lp]].rep == PI_PQ_REPEATED) L->unsupported = "a repeated list";
+    }
+    if (!L->unsupported) {
+        if (leaf->converted == PI_PQ_CT_DECIMAL || leaf->logical == PI_PQ_LT_DECIMAL)
+            L->unsupported = "DECIMAL";
+        else if (leaf->converted == PI_PQ_CT_INTERVAL)
+            L->unsupported = "INTERVAL";
+        else if (leaf->converted == PI_PQ_CT_BSON)
+            L->unsupported = "BSON";
+        else if (leaf->logical == PI_PQ_LT_UNKNOWN)
+            L->unsupported = "the NULL type";
+        else if (leaf->logical == PI_PQ_LT_VARIANT)
+            L->unsupported = "VARIANT";
+    }
+    L->path = join_path(s, chain, 0, depth - 1);
+    L->field = join_path(s, chain, 0, field_end);
+    if (!L->path || !L->field) return pi_err(-ENOMEM, "out of memory");
+    return 0;
+}
+
+/* Walks the flattened schema (pre-order, num_children) from element *pos. */
+static int walk(struct pi_pq_file *f, size_t *pos, int parent, int *chain, int depth, size_t *nleaves) {
+    if (*pos >= f->nschema) return pi_err(PI_PQ_EFORMAT, "schema: num_children runs past the %zu elements", f->nschema);
+    size_t me = (*pos)++;
+    struct pi_pq_schema *e = &f->schema[me];
+    e->parent = parent;
+    if (depth > PI_PQ_MAX_DEPTH) return pi_err(PAGEIN_E_LIMIT, "schema: nesting deeper than %d at %s", PI_PQ_MAX_DEPTH, e->name);
+    if (parent >= 0) {
+        if (e->rep < 0) return pi_err(PI_PQ_EFORMAT, "schema: %s has no repetition_type", e->name);
+        chain[depth - 1] = (int)me;
+    }
+    if (e->num_children < 0) return pi_err(PI_PQ_EFORMAT, "schema: %s has a negative num_children", e->name);
+    if (e->type >= 0 && e->num_children > 0)
+        return pi_err(PI_PQ_EFORMAT, "schema: primitive %s has children", e->name);
+    if (e->type < 0 && parent >= 0 && e->num_children == 0)
+        return pi_err(PAGEIN_E_UNSUPPORTED, "schema: %s is a group without children (an empty struct)", e->name);
+    if (e->type == PI_PQ_FIXED && (e->type_length <= 0 || e->type_length > (1 << 24)))
+        return pi_err(PI_PQ_EFORMAT, "schema: %s is FIXED_LEN_BYTE_ARRAY of length %d", e->name, (int)e->type_length);
+    if (e->type >= 0 && parent >= 0) {
+        if (*nleaves >= f->nleaves) return pi_err(PI_PQ_EFORMAT, "schema: more leaves than elements");
+        struct pi_pq_leaf *L = &f->leaves[(*nleaves)++];
+        L->schema = (int)me;
+        return classify(f, L, chain, depth);
+    }
+    if (parent < 0 && e->type >= 0) return pi_err(PI_PQ_EFORMAT, "schema: the root %s is not a group", e->name);
+    for (int32_t i = 0; i < e->num_children; i++) FORWARD_IF(walk(f, pos, (int)me, chain, depth + 1, nleaves));
+    return 0;
+}
+
+static int build_leaves(struct pi_pq_file *f) {
+    if (f->nschema == 0) return pi_err(PI_PQ_EFORMAT, "schema: no elements");
+    size_t prim = 0;
+    for (size_t i = 0; i < f->nschema; i++) prim += f->schema[i].type >= 0;
+    f->nleaves = prim;
+    f->leaves = pi_calloc(prim ? prim : 1, sizeof *f->leaves);
+    if (!f->leaves) return pi_err(-ENOMEM, "out of memory");
+    int chain[PI_PQ_MAX_DEPTH + 2];
+    size_t pos = 0, n = 0;
+    FORWARD_IF(walk(f, &pos, -1, chain, 0, &n));
+    if (pos != f->nschema)
+        return pi_err(PI_PQ_EFORMAT, "schema: %zu elements after the root's tree", f->nschema - pos);
+    f->nleaves = n;
+    return 0;
+}
+
+/* ---- open ------------------------------------------------------------------ */
+
+static int rd_filemeta(struct mp *m) {
+    struct pi_pq_file *f = m->f;
+    FORWARD_IF(pi_thrift_struct_begin(&m->t));
+    int16_t id = 0;
+    int ft;
+    unsigned seen = 0;
+    for (;;) {
+        m->where = "FileMetaData";
+        FORWARD_IF(pi_thrift_field(&m->t, &id, &ft));
+        if (ft == PI_TT_STOP) break;
+        switch (id) {
+        case 1: FORWARD_IF(rd_i32(m, ft, "version", &f->version)); break;
+        case 2: {
+            uint32_t n;
+            FORWARD_IF(rd_list(m, ft, "schema", PI_TT_STRUCT, &n));
+            if (f->schema) return MERR(m, "FileMetaData.schema given twice");
+            f->schema = pi_calloc(n ? n : 1, sizeof *f->schema);
+            if (!f->schema) return pi_err(-ENOMEM, "out of memory");
+            for (uint32_t i = 0; i < n; i++) {
+                f->nschema = i + 1; /* so that close frees a name read before an error */
+                FORWARD_IF(rd_schema_el(m, &f->schema[i]));
+            }
+            seen |= 1;
+            FORWARD_IF(build_leaves(f));
+            break;
+        }
+        case 3: FORWARD_IF(rd_i64(m, ft, "num_rows", &f->num_rows)); break;
+        case 4: {
+            uint32_t n;
+            if (!(seen & 1)) return MERR(m, "FileMetaData.row_groups come before the schema");
+            FORWARD_IF(rd_list(m, ft, "row_groups", PI_TT_STRUCT, &n));
+            if (f->groups) return MERR(m, "FileMetaData.row_groups given twice");
+            f->groups = pi_calloc(n ? n : 1, sizeof *f->groups);
+            if (!f->groups) return pi_err(-ENOMEM, "out of memory");
+            for (uint32_t i = 0; i < n; i++) {
+                f->ngroups = i + 1;
+                int rc = rd_group(m, &f->groups[i], f->nleaves);
+                if (rc < 0) {
+                    char pre[64];
+                    snprintf(pre, sizeof pre, "row group %u", (unsigned)i);
+                    pi_err_prefix(pre);
+                    return rc;
+                }
+            }
+            seen |= 2;
+            break;
+        }
+        case 5: {
+            uint32_t n;
+            FORWARD_IF(rd_list(m, ft, "key_value_metadata", PI_TT_STRUCT, &n));
+            if (f->kv_key) return MERR(m, "FileMetaData.key_value_metadata given twice");
+            f->kv_key = pi_calloc(n ? n : 1, sizeof *f->kv_key);
+            f->kv_val = pi_calloc(n ? n : 1, sizeof *f->kv_val);
+            if (!f->kv_key || !f->kv_val) return pi_err(-ENOMEM, "out of memory");
+            for (uint32_t i = 0; i < n; i++) {
+                f->nkv = i + 1;
+                m->where = "KeyValue";
+                FORWARD_IF(rd_kv(m, &f->kv_key[i], &f->kv_val[i]));
+            }
+            break;
+        }
+        case 6: FORWARD_IF(rd_str(m, ft, "created_by", &f->created_by)); break;
+        case 8: return pi_err(PAGEIN_E_UNSUPPORTED, "encrypted Parquet files are not supported");
+        default: FORWARD_IF(pi_thrift_skip(&m->t, ft));
+        }
+    }
+    pi_thrift_struct_end(&m->t);
+    if (seen != 3) return MERR(m, "FileMetaData lacks its schema or row groups");
+    return 0;
+}
+
+/* Checks each chunk against the schema and the file, and sets its range. */
+static int check_chunks(struct pi_pq_file *f) {
+    uint64_t rows = 0;
+    for (size_t g = 0; g < f->ngroups; g++) {
+        struct pi_pq_group *G = &f->groups[g];
+        rows += (uint64_t)G->num_rows;
+        for (size_t c = 0; c < f->nleaves; c++) {
+            struct pi_pq_chunk *C = &G->chunks[c];
+            const struct pi_pq_leaf *L = &f->leaves[c];
+#define CERR(...)                                                                                     \
+    do {                                                                                              \
+        pi_err(PI_PQ_EFORMAT, __VA_ARGS__);                                                           \
+        char pre_[512];                                                                               \
+        snprintf(pre_, sizeof pre_, "row group %zu, column %s", g, L->path);                          \
+        pi_err_prefix(pre_);                                                                          \
+        return PI_PQ_EFORMAT;                                                                         \
+    } while (0)
+            if (C->type != L->type)
+                CERR("chunk type %s, the schema says %s", pi_pq_type_name(C->type), pi_pq_type_name(L->type));
+            if (C->num_values < 0 || (uint64_t)C->num_values > PI_PQ_MAX_CHUNK_VALUES)
+                CERR("num_values %lld out of range", (long long)C->num_values);
+            int64_t start = C->data_page_offset;
+            if (C->dictionary_page_offset > 0 && C->dictionary_page_offset < start) start = C->dictionary_page_offset;
+            if (start < 4 || C->total_compressed < 0 || (uint64_t)start > f->meta_off ||
+                (uint64_t)C->total_compressed > f->meta_off - (uint64_t)start)
+                CERR("chunk [%lld, +%lld) is outside the data of the file (4 .. %llu)", (long long)start,
+                     (long long)C->total_compressed, (unsigned long long)f->meta_off);
+            C->off = (uint64_t)start;
+            C->len = (uint64_t)C->total_compressed;
+            if (C->offset_index_offset >= 0 &&
+                (C->offset_index_length < 0 || (uint64_t)C->offset_index_offset > f->meta_off ||
+                 (uint64_t)C->offset_index_length > f->meta_off - (uint64_t)C->offset_index_offset))
+                C->offset_index_offset = -1; /* ignored: only a hint */
+            if (C->column_index_offset >= 0 &&
+                (C->column_index_length < 0 || (uint64_t)C->column_index_offset > f->meta_off ||
+                 (uint64_t)C->column_index_length > f->meta_off - (uint64_t)C->column_index_offset))
+                C->column_index_offset = -1;
+#undef CERR
+        }
+    }
+    if (f->num_rows >= 0 && rows != (uint64_t)f->num_rows)
+        return pi_err(PI_PQ_EFORMAT, "row groups hold %llu rows, FileMetaData.num_rows says %lld",
+                      (unsigned long long)rows, (long long)f->num_rows);
+    return 0;
+}
+
+int pi_pq_open(struct pi_pq_file **out, const void *tail, size_t len, uint64_t file_size, const char *name) {
+    uint64_t need;
+    const char *nm = name ? name : "parquet";
+    FORWARD_IF(pi_pq_tail_need(tail, len, file_size, name, &need));
+    if (need > len)
+        return pi_err(PAGEIN_E_TRUNCATED, "%s: the footer needs the last %llu bytes, %zu were given", nm,
+                      (unsigned long long)need, len);
+    struct pi_pq_file *f = pi_calloc(1, sizeof *f);
+    if (!f) return pi_err(-ENOMEM, "out of memory");
+    f->name = pi_strndup(nm, strlen(nm));
+    f->file_size = file_size;
+    f->meta_len = need - 8;
+    f->meta_off = file_size - need;
+    f->num_rows = -1;
+    int rc = f->name ? 0 : pi_err(-ENOMEM, "out of memory");
+    if (rc == 0) {
+        struct mp m = {.f = f, .where = "FileMetaData"};
+        const uint8_t *meta = (const uint8_t *)tail + len - need;
+        pi_thrift_init(&m.t, meta, (size_t)f->meta_len);
+        rc = rd_filemeta(&m);
+        if (rc == 0) rc = check_chunks(f);
+    }
+    if (rc < 0) {
+        char pre[600];
+        snprintf(pre, sizeof pre, "%s: footer", nm);
+        pi_err_prefix(pre);
+        pi_pq_close(f);
+        return rc;
+    }
+    *out = f;
+    return 0;
+}
+
+void pi_pq_close(struct pi_pq_file *f) {
+    if (!f) return;
+    for (size_t i = 0; i < f->nschema; i++) pi_free(f->schema[i].name);
+    pi_free(f->schema);
+    if (f->leaves)
+        for (size_t i = 0; i < f->nleaves; i++) {
+            pi_free(f->leaves[i].path);
+            pi_free(f->leaves[i].field);
+        }
+    pi_free(f->leaves);
+    for (size_t g = 0; g < f->ngroups; g++) pi_free(f->groups[g].chunks);
+    pi_free(f->groups);
+    for (size_t i = 0; i < f->nkv; i++) {
+        pi_free(f->kv_key[i]);
+        pi_free(f->kv_val[i]);
+    }
+    pi_free(f->kv_key);
+    pi_free(f->kv_val);
+    pi_free(f->created_by);
+    pi_free(f->name);
+    pi_free(f);
+}
+
+int pi_pq_find_leaf(const struct pi_pq_file *f, const char *path) {
+    for (size_t i = 0; i < f->nleaves; i++)
+        if (!strcmp(f->leaves[i].path, path)) return (int)i;
+    for (size_t i = 0; i < f->nleaves; i++)
+        if (!strcmp(f->leaves[i].field, path)) return (int)i;
+    return -1;
+}
+
+int pi_pq_chunk_range(const struct pi_pq_file *f, size_t rg, size_t col, uint64_t *off, uint64_t *len) {
+    if (rg >= f->ngroups || col >= f->nleaves)
+        return pi_err(PAGEIN_E_RANGE, "%s: no row group %zu column %zu", f->name, rg, col);
+    *off = f->groups[rg].chunks[col].off;
+    *len = f->groups[rg].chunks[col].len;
+    return 0;
+}
+
+/* ---- OffsetIndex ------------------------------------------------------------ */
+
+int pi_pq_offset_index(const struct pi_pq_file *f, size_t rg, size_t col, const void *buf, size_t len,
+                       struct pi_pq_page_loc **locs, size_t *n) {
+    if (rg >= f->ngroups || col >= f->nleaves)
+        return pi_err(PAGEIN_E_RANGE, "%s: no row group %zu column %zu", f->name, rg, col);
+    const struct pi_pq_chunk *C = &f->groups[rg].chunks[col];
+    int64_t nrows = f->groups[rg].num_rows;
+    struct mp m = {.f = (struct pi_pq_file *)f, .where = "OffsetIndex"};
+    pi_thrift_init(&m.t, buf, len);
+    struct pi_pq_page_loc *v = NULL;
+    size_t nv = 0;
+    int rc = pi_thrift_struct_begin(&m.t);
+    int16_t id = 0;
+    int ft;
+    while (rc == 0) {
+        rc = pi_thrift_field(&m.t, &id, &ft);
+        if (rc < 0 || ft == PI_TT_STOP) break;
+        if (id != 1 || v) {
+            rc = pi_thrift_skip(&m.t, ft);
+            continue;
+        }
+        uint32_t cnt;
+        rc = rd_list(&m, ft, "page_locations", PI_TT_STRUCT, &cnt);
+        if (rc < 0) break;
+        v = pi_calloc(cnt ? cnt : 1, sizeof *v);
+        if (!v) {
+            rc = pi_err(-ENOMEM, "out of memory");
+            break;
+        }
+        for (uint32_t i = 0; i < cnt && rc == 0; i++) {
+            struct pi_pq_page_loc *L = &v[i];
+            L->offset = L->first_row = -1;
+            L->size = -1;
+            rc = pi_thrift_struct_begin(&m.t);
+            int16_t sid = 0;
+            int st;
+            while (rc == 0) {
+                rc = pi_thrift_field(&m.t, &sid, &st);
+                if (rc < 0 || st == PI_TT_STOP) break;
+                if (sid == 1) rc = rd_i64(&m, st, "offset", &L->offset);
+                else if (sid == 2) rc = rd_i32(&m, st, "compressed_page_size", &L->size);
+                else if (sid == 3) rc = rd_i64(&m, st, "first_row_index", &L->first_row);
+                else rc = pi_thrift_skip(&m.t, st);
+            }
+            pi_thrift_struct_end(&m.t);
+            if (rc < 0) break;
+            nv = i + 1;
+            int64_t prev_row = i ? v[i - 1].first_row : -1;
+            int64_t prev_end = i ? v[i - 1].offset + v[i - 1].size : (int64_t)C->off;
+            if (L->offset < prev_end || L->size <= 0 || (uint64_t)L->offset + (uint64_t)L->size > C->off + C->len)
+                rc = pi_err(PI_PQ_EFORMAT, "page %u at [%lld, +%d) is outside its chunk [%llu, +%llu) or overlaps", (unsigned)i,
+                            (long long)L->offset, (int)L->size, (unsigned long long)C->off, (unsigned long long)C->len);
+            else if (L->first_row <= prev_row || L->first_row >= (nrows > 0 ? nrows : 1) || (i == 0 && L->first_row != 0))
+                rc = pi_err(PI_PQ_EFORMAT, "page %u starts at row %lld (previous %lld, %lld rows)", (unsigned)i,
+                            (long long)L->first_row, (long long)prev_row, (long long)nrows);
+        }
+    }
+    pi_thrift_struct_end(&m.t);
+    if (rc == 0 && !v) rc = pi_err(PI_PQ_EFORMAT, "OffsetIndex without page_locations");
+    if (rc < 0) {
+        pi_free(v);
+        char pre[600];
+        snprintf(pre, sizeof pre, "%s: row group %zu, column %s, offset index", f->name, rg, f->leaves[col].path);
+        pi_err_prefix(pre);
+        return rc;
+    }
+    *locs = v;
+    *n = nv;
+    return 0;
+}

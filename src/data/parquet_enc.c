@@ -1,0 +1,288 @@
+/* parquet_enc.c - the integer encodings of Parquet (Encodings.md): the
+ * RLE/bit-packed hybrid (levels, booleans, dictionary indexes) and
+ * DELTA_BINARY_PACKED (integers, and the lengths of DELTA_LENGTH_BYTE_ARRAY
+ * and DELTA_BYTE_ARRAY). Every read is checked against the buffer; a
+ * stream that ends early is PI_PQ_EFORMAT. */
+#include "parquet.h"
+
+#include <string.h>
+
+/* 8 bytes at p, of which only avail (may be < 8) exist: the rest read as 0 */
+static inline uint64_t load64(const uint8_t *p, size_t avail) {
+    uint64_t w = 0;
+    if (avail >= 8)
+        memcpy(&w, p, 8);
+    else
+        memcpy(&w, p, avail);
+    return w;
+}
+
+static int varint(const uint8_t **pp, const uint8_t *end, uint64_t *v) {
+    const uint8_t *p = *pp;
+    uint64_t r = 0;
+    for (unsigned s = 0; s < 64; s += 7) {
+        if (p >= end) return pi_err(PI_PQ_EFORMAT, "varint runs past the end of the data");
+        uint8_t b = *p++;
+        r |= (uint64_t)(b & 0x7f) << s;
+        if (!(b & 0x80)) {
+            *pp = p;
+            *v = r;
+            return 0;
+        }
+    }
+    return pi_err(PI_PQ_EFORMAT, "varint longer than 64 bits");
+}
+
+/* n values of bw bits (1..32), LSB first, from p (avail bytes there, at
+ * least ceil(n * bw / 8)): a 64-bit accumulator refilled 32 bits at a time
+ * (the last few bytes one by one, never past avail). */
+static void unpack32(const uint8_t *p, size_t avail, int bw, uint32_t *out, size_t n) {
+    if (bw == 8) {
+        for (size_t i = 0; i < n; i++) out[i] = p[i];
+        return;
+    }
+    uint64_t mask = (1ull << bw) - 1, acc = 0;
+    unsigned bits = 0;
+    const uint8_t *end = p + avail;
+    size_t i = 0;
+    /* groups of 8 values (bw bytes) while 8 bytes past the group can be
+     * loaded: one unaligned 64-bit load per value, no branches */
+    while (n - i >= 8 && (size_t)(end - p) >= (size_t)bw + 8) {
+        for (unsigned j = 0; j < 8; j++) {
+            unsigned bit = j * (unsigned)bw;
+            uint64_t w;
+            memcpy(&w, p + (bit >> 3), 8);
+            out[i + j] = (uint32_t)((w >> (bit & 7)) & mask);
+        }
+        i += 8;
+        p += bw;
+    }
+    while (i < n) {
+        if (bits < (unsigned)bw) {
+            if (end - p >= 4) {
+                uint32_t w;
+                memcpy(&w, p, 4);
+                acc |= (uint64_t)w << bits;
+                p += 4;
+                bits += 32;
+            } else {
+                while (bits < (unsigned)bw && p < end) {
+                    acc |= (uint64_t)*p++ << bits;
+                    bits += 8;
+                }
+                if (bits < (unsigned)bw) bits = (unsigned)bw; /* cannot happen: avail covers n values */
+            }
+        }
+        out[i++] = (uint32_t)(acc & mask);
+        acc >>= bw;
+        bits -= (unsigned)bw;
+    }
+}
+
+int pi_pq_rle_decode(const uint8_t *p, size_t len, int bw, uint32_t *out, size_t n) {
+    const uint8_t *end = p + len;
+    if (bw < 0 || bw > 32) return pi_err(PI_PQ_EFORMAT, "RLE bit width %d is over 32", bw);
+    size_t vbytes = (size_t)(bw + 7) / 8;
+    uint64_t maxv = bw == 32 ? UINT32_MAX : (1ull << bw) - 1;
+    size_t i = 0;
+    while (i < n) {
+        uint64_t h;
+        FORWARD_IF(varint(&p, end, &h));
+        if (h & 1) {
+            uint64_t groups = h >> 1;
+            if (groups > (1ull << 28)) return pi_err(PI_PQ_EFORMAT, "RLE bit-packed run of %llu groups", (unsigned long long)groups);
+            uint64_t cnt = groups * 8;
+            size_t take = (size_t)PI_MIN(cnt, (uint64_t)(n - i));
+            size_t avail = (size_t)(end - p);
+            /* the last run may be cut after the values that are used */
+            uint64_t need = ((uint64_t)take * (unsigned)bw + 7) / 8;
+            if (need > avail)
+                return pi_err(PI_PQ_EFORMAT, "RLE bit-packed run needs %llu bytes, %zu left", (unsigned long long)need,
+                              avail);
+            if (bw == 0)
+                memset(out + i, 0, take * sizeof *out);
+            else
+                unpack32(p, avail, bw, out + i, take);
+            i += take;
+            uint64_t run_bytes = groups * (unsigned)bw;
+            p += run_bytes <= avail ? run_bytes : avail;
+        } else {
+            uint64_t cnt = h >> 1;
+            if ((size_t)(end - p) < vbytes) return pi_err(PI_PQ_EFORMAT, "RLE run value past the end of the data");
+            uint64_t v = 0;
+            for (size_t k = 0; k < vbytes; k++) v |= (uint64_t)p[k] << (8 * k);
+            p += vbytes;
+            if (v > maxv) return pi_err(PI_PQ_EFORMAT, "RLE run value %llu is wider than %d bits", (unsigned long long)v, bw);
+            if (cnt == 0) continue; /* makes no progress, but consumed bytes */
+            size_t take = (size_t)PI_MIN(cnt, (uint64_t)(n - i));
+            uint32_t x = (uint32_t)v;
+            if (x == 0)
+                memset(out + i, 0, take * sizeof *out);
+            else
+                for (size_t k = 0; k < take; k++) out[i + k] = x;
+            i += take;
+        }
+    }
+    return 0;
+}
+
+struct delta_hdr {
+    uint64_t block, mb, total;
+    int64_t first;
+};
+
+static int delta_header(const uint8_t **p, const uint8_t *end, struct delta_hdr *h) {
+    uint64_t zz;
+    FORWARD_IF(varint(p, end, &h->block));
+    FORWARD_IF(varint(p, end, &h->mb));
+    FORWARD_IF(varint(p, end, &h->total));
+    FORWARD_IF(varint(p, end, &zz));
+    h->first = (int64_t)((zz >> 1) ^ (~(zz & 1) + 1));
+    if (h->block == 0 || h->block % 128 || h->block > (1u << 20) || h->mb == 0 || h->block % h->mb ||
+        (h->block / h->mb) % 32)
+        return pi_err(PI_PQ_EFORMAT, "DELTA_BINARY_PACKED block of %llu values in %llu miniblocks is invalid",
+                      (unsigned long long)h->block, (unsigned long long)h->mb);
+    return 0;
+}
+
+int pi_pq_delta_count(const uint8_t *p, size_t len, uint64_t *count) {
+    struct delta_hdr h;
+    FORWARD_IF(delta_header(&p, p + len, &h));
+    *count = h.total;
+    return 0;
+}
+
+int pi_pq_delta_decode(const uint8_t *start, size_t len, int is32, void *out, size_t n, size_t *used) {
+    const uint8_t *p = start, *end = start + len;
+    struct delta_hdr h;
+    FORWARD_IF(delta_header(&p, end, &h));
+    if (h.total != n)
+        return pi_err(PI_PQ_EFORMAT, "DELTA_BINARY_PACKED holds %llu values where %zu are expected",
+                      (unsigned long long)h.total, n);
+    int32_t *o32 = out;
+    int64_t *o64 = out;
+    uint64_t prev = (uint64_t)h.first;
+    if (n) {
+        if (is32) {
+            if (h.first < INT32_MIN || h.first > INT32_MAX)
+                return pi_err(PI_PQ_EFORMAT, "DELTA_BINARY_PACKED first value out of the INT32 range");
+            o32[0] = (int32_t)h.first;
+        } else {
+            o64[0] = h.first;
+        }
+    }
+    size_t i = 1;
+    size_t per_mb = (size_t)(h.block / h.mb);
+    int maxbw = is32 ? 32 : 64;
+    while (i < n) {
+        uint64_t zz;
+        FORWARD_IF(varint(&p, end, &zz));
+        uint64_t min_delta = (zz >> 1) ^ (~(zz & 1) + 1);
+        if ((uint64_t)(end - p) < h.mb) return pi_err(PI_PQ_EFORMAT, "DELTA_BINARY_PACKED bit widths past the end");
+        const uint8_t *widths = p;
+        p += h.mb;
+        for (uint64_t m = 0; m < h.mb && i < n; m++) {
+            int bw = widths[m];
+            if (bw > maxbw) return pi_err(PI_PQ_EFORMAT, "DELTA_BINARY_PACKED miniblock bit width %d", bw);
+            size_t bytes = per_mb * (size_t)bw / 8;
+            size_t avail = (size_t)(end - p);
+            size_t take = PI_MIN(per_mb, n - i);
+            /* the last miniblock is padded to its full size (Encodings.md);
+             * accept one cut after its last used value */
+            size_t need = (take * (size_t)bw + 7) / 8;
+            if (need > avail) return pi_err(PI_PQ_EFORMAT, "DELTA_BINARY_PACKED miniblock past the end of the data");
+            uint64_t mask = bw == 64 ? UINT64_MAX : (1ull << bw) - 1;
+            for (size_t k = 0; k < take; k++) {
+                uint64_t v = 0;
+                if (bw) {
+                    uint64_t bit = (uint64_t)k * (unsigned)bw;
+                    size_t byte = (size_t)(bit >> 3);
+                    unsigned sh = (unsigned)(bit & 7);
+                    uint64_t w = load64(p + byte, avail - byte);
+                    v = w >> sh;
+                    if (sh && bw + sh > 64 && avail - byte > 8) v |= (uint64_t)p[byte + 8] << (64 - sh);
+                    v &= mask;
+                }
+                prev = prev + min_delta + v; /* wrapping, as the spec asks */
+                if (is32)
+                    o32[i + k] = (int32_t)(uint32_t)prev;
+                else
+                    o64[i + k] = (int64_t)prev;
+            }
+            i += take;
+            p += bytes <= avail ? bytes : avail;
+        }
+    }
+    *used = (size_t)(p - start);
+    return 0;
+}
+
+/* The hybrid for levels (bit width 0..8) into bytes: runs are memset,
+ * bit-packed groups of 8 values come from one 64-bit load. */
+int pi_pq_rle_decode8(const uint8_t *p, size_t len, int bw, uint8_t *out, size_t n, struct pi_pq_lvlstat *st) {
+    const uint8_t *end = p + len;
+    uint8_t lo = 255, hi = 0;
+    size_t zeros = 0;
+    if (bw < 0 || bw > 8) return pi_err(PI_PQ_EFORMAT, "level bit width %d is over 8", bw);
+    uint64_t mask = (1ull << bw) - 1;
+    size_t i = 0;
+    while (i < n) {
+        uint64_t h;
+        FORWARD_IF(varint(&p, end, &h));
+        if (h & 1) {
+            uint64_t groups = h >> 1;
+            if (groups > (1ull << 28)) return pi_err(PI_PQ_EFORMAT, "RLE bit-packed run of %llu groups", (unsigned long long)groups);
+            size_t take = (size_t)PI_MIN(groups * 8, (uint64_t)(n - i));
+            size_t avail = (size_t)(end - p);
+            uint64_t need = ((uint64_t)take * (unsigned)bw + 7) / 8;
+            if (need > avail)
+                return pi_err(PI_PQ_EFORMAT, "RLE bit-packed run needs %llu bytes, %zu left", (unsigned long long)need, avail);
+            if (bw == 0) {
+                memset(out + i, 0, take);
+                lo = 0;
+                zeros += take;
+            } else {
+                const uint8_t *q = p;
+                size_t k = 0;
+                for (; take - k >= 8; k += 8, q += bw) {
+                    uint64_t w = load64(q, (size_t)(end - q));
+                    for (unsigned j = 0; j < 8; j++) out[i + k + j] = (uint8_t)((w >> (j * (unsigned)bw)) & mask);
+                }
+                if (k < take) {
+                    uint64_t w = load64(q, (size_t)(end - q));
+                    for (unsigned j = 0; k < take; j++, k++) out[i + k] = (uint8_t)((w >> (j * (unsigned)bw)) & mask);
+                }
+                for (k = 0; k < take; k++) {
+                    uint8_t x = out[i + k];
+                    lo = x < lo ? x : lo;
+                    hi = x > hi ? x : hi;
+                    zeros += x == 0;
+                }
+            }
+            i += take;
+            uint64_t run_bytes = groups * (unsigned)bw;
+            p += run_bytes <= avail ? run_bytes : avail;
+        } else {
+            uint64_t cnt = h >> 1;
+            size_t vbytes = bw ? 1 : 0;
+            if ((size_t)(end - p) < vbytes) return pi_err(PI_PQ_EFORMAT, "RLE run value past the end of the data");
+            uint64_t v = vbytes ? *p : 0;
+            p += vbytes;
+            if (v > mask) return pi_err(PI_PQ_EFORMAT, "RLE run value %llu is wider than %d bits", (unsigned long long)v, bw);
+            size_t take = (size_t)PI_MIN(cnt, (uint64_t)(n - i));
+            memset(out + i, (int)v, take);
+            if (take) {
+                lo = (uint8_t)v < lo ? (uint8_t)v : lo;
+                hi = (uint8_t)v > hi ? (uint8_t)v : hi;
+                if (v == 0) zeros += take;
+            }
+            i += take;
+        }
+    }
+    if (st) {
+        st->min = lo;
+        st->max = hi;
+        st->zeros = zeros;
+    }
+    return 0;
+}
