@@ -184,6 +184,11 @@ char *pi_strndup(const char *s, size_t n) {
     return d;
 }
 
+int pi_ends_with(const char *s, const char *suf) {
+    size_t n = strlen(s), m = strlen(suf);
+    return n >= m && memcmp(s + n - m, suf, m) == 0;
+}
+
 int pi_grow(void **p, size_t *cap, size_t need, size_t elem) {
     if (need <= *cap) return 0;
     size_t nc = *cap ? *cap : 16;
