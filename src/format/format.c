@@ -83,8 +83,12 @@ static const struct pi_format fmt_st = {
     .plural = "safetensors files",
 };
 
+/* A row compiled into the unit-test runner only (tests/test_seams_format.c):
+ * a new format is one file and one line; absent (NULL) everywhere else. */
+extern const struct pi_format pi_format_test_fake __attribute__((weak, visibility("hidden")));
+
 /* Detection order; NULL rows (an absent weak row) are skipped. */
-const struct pi_format *const pi_formats[] = {&fmt_gguf, &fmt_torch, &fmt_st};
+const struct pi_format *const pi_formats[] = {&fmt_gguf, &fmt_torch, &fmt_st, &pi_format_test_fake};
 const size_t pi_formats_n = PI_ARRAY_LEN(pi_formats);
 
 const struct pi_format *pi_format_get(pagein_format id) {
