@@ -246,10 +246,8 @@ int pi_pager_settle(pagein_model *m, unsigned timeout_ms);
 
 /* ---- which file behind a remote prefix is the model (resolve.c) -------- */
 /* A model behind a prefix: s3://b/p/, gs://b/p/, hf://org/name[@rev] or
- * http(s)://host/dir/ -> the URI to open (the sharded index
- * model.safetensors.index.json, else the one *.safetensors.index.json,
- * else the one *.safetensors, else a *.gguf, the first of a split set),
- * written into out. A URI that names a file is copied unchanged.
+ * http(s)://host/dir/ -> the URI to open (what format/pick.c's
+ * pi_model_pick chooses among the listing, listed = 1), written into out. A URI that names a file is copied unchanged.
  * PAGEIN_E_NOT_FOUND when the prefix holds no model. */
 int pi_remote_model_uri(const char *uri, char *out, size_t cap);
 
