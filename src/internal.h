@@ -42,6 +42,8 @@ void pi_free(void *p);
 char *pi_strndup(const char *s, size_t n);
 /* 1 if s ends with suf (byte comparison). */
 int pi_ends_with(const char *s, const char *suf);
+/* Seconds on the monotonic clock (for durations, rates and deadlines). */
+double pi_now_s(void);
 /* Grows the array *p of *cap elements of elem bytes (doubling, from 16) so
  * that it holds at least need; 0, or -ENOMEM (with a detail) leaving *p and
  * *cap untouched. */

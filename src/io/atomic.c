@@ -35,6 +35,19 @@ static struct {
     char path[PATH_MAX];
 } temps[TEMP_SLOTS];
 
+int pi_fsync_dir(const char *dir, const char *what) {
+    int dfd = open(dir, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+    if (dfd < 0) return 0;
+    int rc = 0;
+    if (fsync(dfd) < 0 && errno != EINVAL && errno != EROFS) {
+        int e = errno;
+        rc = what ? pi_err(-e, "%s: fsync of directory %s failed: %s", what, dir, strerror(e))
+                  : pi_err(-e, "fsync of directory %s failed: %s", dir, strerror(e));
+    }
+    close(dfd);
+    return rc;
+}
+
 int pi_temp_register(const char *path) {
     size_t n = strlen(path);
     if (n >= PATH_MAX) return -1;
@@ -258,14 +271,7 @@ int pi_atomic_commit(struct pi_atomic_file *a) {
     pi_temp_unregister(a->slot1 - 1); /* the name is the target's now */
     a->slot1 = 0;
     /* the rename is durable only once the directory is synced */
-    int dfd = open(dir, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
-    if (dfd >= 0) {
-        if (fsync(dfd) < 0 && errno != EINVAL && errno != EROFS) {
-            e = errno;
-            rc = pi_err(-e, "%s: fsync of directory %s failed: %s", a->path, dir, strerror(e));
-        }
-        close(dfd);
-    }
+    rc = pi_fsync_dir(dir, a->path);
     pi_free(dir);
     atomic_free(a);
     return rc;

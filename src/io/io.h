@@ -103,6 +103,12 @@ void pi_atomic_abort(struct pi_atomic_file *a);
  * path (copied; under PATH_MAX) to unlink if the process is signalled
  * before pi_temp_unregister(slot). Returns the slot, or -1 when the 64
  * slots are taken (the name is then not cleaned up). Thread-safe, lock-free. */
+/* fsyncs directory dir, so that a rename or link in it is durable. 0, or
+ * -errno with a detail naming what (a file whose rename it makes durable,
+ * may be NULL) and dir; EINVAL and EROFS (filesystems that cannot sync a
+ * directory) count as success, and so does a directory that cannot be
+ * opened (nothing to sync through). */
+int pi_fsync_dir(const char *dir, const char *what);
 int pi_temp_register(const char *path);
 void pi_temp_unregister(int slot); /* -1 is a no-op */
 /* ==== end atomic files ==================================================== */

@@ -18,12 +18,6 @@
 
 #define COPY_CHUNK (8u << 20)
 
-static double now_s(void) {
-    struct timespec ts;
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    return (double)ts.tv_sec + (double)ts.tv_nsec * 1e-9;
-}
-
 /* Copies size bytes from sfd to dfd. copy_file_range lets the kernel (or the
  * filesystem: reflinks, server-side copy) move the data; read/write is the
  * fallback. max_rate throttles (bytes/s). */
@@ -33,7 +27,7 @@ static int copy_fd(int sfd, int dfd, uint64_t size, uint64_t max_rate, const cha
     if (max_rate && max_rate / 8 < chunk) chunk = (size_t)PI_MAX(max_rate / 8, 4096);
     int use_cfr = 1;
     char *buf = NULL;
-    double t0 = now_s();
+    double t0 = pi_now_s();
     int rc = 0;
     while (done < size) {
         size_t want = (size_t)PI_MIN((uint64_t)chunk, size - done);
@@ -74,7 +68,7 @@ static int copy_fd(int sfd, int dfd, uint64_t size, uint64_t max_rate, const cha
         }
         done += (uint64_t)n;
         if (max_rate) {
-            double ahead = (double)done / (double)max_rate - (now_s() - t0);
+            double ahead = (double)done / (double)max_rate - (pi_now_s() - t0);
             if (ahead > 0) {
                 struct timespec ts = {(time_t)ahead, (long)((ahead - (double)(time_t)ahead) * 1e9)};
                 nanosleep(&ts, NULL);
