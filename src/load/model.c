@@ -474,36 +474,10 @@ int pagein_model_open(pagein_model **out, const char *path, const pagein_model_o
     m->strategy = m->opts.strategy;
     size_t unmapped = 0;
     for (size_t i = 0; i < m->nfiles; i++) unmapped += !m->files[i]->mapped && m->files[i]->len;
-    if (m->strategy == PAGEIN_STRATEGY_AUTO && unmapped) {
-        /* no mapping: read whole, or layer by layer when it does not fit
-         * in memory (the local rule's threshold and budget, auto.c) */
-        uint64_t total = 0, avail = pi_mem_available();
-        for (size_t i = 0; i < m->nfiles; i++) total += m->files[i]->len;
-        if (avail && total > avail / 10 * 9) {
-            m->strategy = PAGEIN_STRATEGY_PREFETCH;
-            if (!m->opts.budget_bytes) m->opts.budget_bytes = avail / 2;
-            snprintf(m->why, sizeof m->why,
-                     "auto: %s is not a local file and its %.0f MiB exceed 90%% of MemAvailable: layers read ahead "
-                     "with a %.0f MiB budget", m->files[0]->path, (double)total / (1 << 20),
-                     (double)m->opts.budget_bytes / (1 << 20));
-        } else {
-            m->strategy = PAGEIN_STRATEGY_READ;
-            snprintf(m->why, sizeof m->why, "auto: %s is not a local file (no mapping): explicit parallel range reads",
-                     m->files[0]->path);
-        }
-    } else if (m->strategy == PAGEIN_STRATEGY_AUTO) {
-        struct pi_auto_facts facts;
-        const char **paths = pi_malloc(m->nfiles * sizeof *paths);
-        if (!paths) {
-            rc = pi_err(-ENOMEM, "out of memory");
-            goto fail;
-        }
-        for (size_t i = 0; i < m->nfiles; i++) paths[i] = m->files[i]->path;
-        pi_auto_gather(paths, m->nfiles, &facts);
-        pi_free(paths);
-        pi_auto_measure(m, &facts);
+    if (m->strategy == PAGEIN_STRATEGY_AUTO) {
+        /* the one rule (auto.c), read by pagein_model_auto_plan too */
         uint64_t budget = 0;
-        m->strategy = pi_auto_decide(&facts, m->why, sizeof m->why, &budget);
+        m->strategy = pi_auto_choose(m, m->opts.budget_bytes, &budget, m->why, sizeof m->why);
         if (budget && !m->opts.budget_bytes) m->opts.budget_bytes = budget;
     } else {
         snprintf(m->why, sizeof m->why, "%s was asked for", pagein_strategy_name(m->strategy));
