@@ -1397,7 +1397,7 @@ typedef struct pagein_install_opts {
 /*
  * Copies the file src into place at dest atomically: the bytes go to a new
  * file in dest's directory (an unnamed O_TMPFILE where the filesystem allows,
- * else a hidden ".NAME.pagein-XXXXXX"), which is fsynced, renamed over dest,
+ * else a hidden ".NAME.tmp-XXXXXXXX"), which is fsynced, renamed over dest,
  * and the directory fsynced. A file already at dest is never opened for
  * writing or truncated, so processes that have it mapped keep reading the
  * old, complete version (and see the new one when they reopen; see

@@ -237,6 +237,13 @@ static int link_unnamed(struct pi_atomic_file *a) {
     return pi_err(-e, "%s: cannot link the temporary file into its directory: %s", a->path, strerror(e));
 }
 
+int pi_atomic_name(struct pi_atomic_file *a) {
+    if (!a->unnamed) return 0;
+    int rc = link_unnamed(a);
+    if (rc == 0) a->unnamed = 0;
+    return rc;
+}
+
 int pi_atomic_commit(struct pi_atomic_file *a) {
     int rc = 0, e;
     /* Everything that can fail for lack of memory happens before the
@@ -247,15 +254,12 @@ int pi_atomic_commit(struct pi_atomic_file *a) {
         rc = pi_err(-ENOMEM, "%s: out of memory", a->path);
         goto fail;
     }
-    if (fsync(a->fd) < 0) {
+    if (!a->no_sync && fsync(a->fd) < 0) {
         e = errno;
         rc = pi_err(-e, "%s: fsync failed: %s", a->path, strerror(e));
         goto fail;
     }
-    if (a->unnamed) {
-        rc = link_unnamed(a);
-        if (rc < 0) goto fail;
-    }
+    if ((rc = pi_atomic_name(a)) < 0) goto fail;
     if (close(a->fd) < 0) {
         a->fd = -1;
         e = errno;
@@ -271,7 +275,7 @@ int pi_atomic_commit(struct pi_atomic_file *a) {
     pi_temp_unregister(a->slot1 - 1); /* the name is the target's now */
     a->slot1 = 0;
     /* the rename is durable only once the directory is synced */
-    rc = pi_fsync_dir(dir, a->path);
+    rc = a->no_sync ? 0 : pi_fsync_dir(dir, a->path);
     pi_free(dir);
     atomic_free(a);
     return rc;

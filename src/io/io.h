@@ -82,6 +82,7 @@ struct pi_atomic_file {
     uint64_t written;
     int unnamed;   /* fd is an O_TMPFILE inode, named only at commit */
     int slot1;     /* pi_temp_register slot of tmp + 1, 0 when none */
+    int no_sync;   /* set by the caller after open: commit neither fsyncs the file nor the directory */
 };
 int pi_atomic_open(struct pi_atomic_file *a, const char *path);
 /* Writes all len bytes at the current end (retries short writes and EINTR). */
@@ -97,6 +98,11 @@ int pi_write_full(int fd, const void *buf, size_t len);
  * untouched; after a directory fsync error the new file is in place but
  * its rename may not survive a crash. */
 int pi_atomic_commit(struct pi_atomic_file *a);
+/* Gives the temporary file its hidden name next to the target now (an
+ * O_TMPFILE has none until commit): for a caller that opens it by name
+ * before the rename (pagein_install's validation). a->tmp is the name; it
+ * is registered for signal cleanup. 0, or -errno with a detail. */
+int pi_atomic_name(struct pi_atomic_file *a);
 /* Closes and unlinks the temp file and frees a. Safe after a failed open. */
 void pi_atomic_abort(struct pi_atomic_file *a);
 /* The registry pagein_temp_cleanup() empties from a signal handler: a
