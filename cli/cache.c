@@ -528,24 +528,23 @@ static int model_too_big(const struct opts *o, const pagein_model *m) {
     return 0;
 }
 
-/* A name that promises a model: failing to open it is an error, never a
- * reason to treat it as a plain file. */
+/* A name that promises a model (the format table's suffixes, a sharded
+ * index, any *.index.json named directly): failing to open it is an error,
+ * never a reason to treat it as a plain file. */
 static int looks_like_model(const char *p) {
-    static const char *const ext[] = {".safetensors", ".gguf", ".index.json", ".pt", ".pth", ".ckpt"};
+    char name[4096];
     size_t n = strlen(p);
     while (n > 1 && p[n - 1] == '/') n--;
-    for (size_t i = 0; i < sizeof ext / sizeof ext[0]; i++) {
-        size_t e = strlen(ext[i]);
-        if (n >= e && strncmp(p + n - e, ext[i], e) == 0) return 1;
-    }
-    return 0;
+    if (n >= sizeof name) return 0;
+    memcpy(name, p, n);
+    name[n] = 0;
+    return pagein_format_of_name(name) != PAGEIN_FORMAT_UNKNOWN ||
+           (n >= 11 && strcmp(name + n - 11, ".index.json") == 0);
 }
 
-/* 1 if the first bytes of p are those of a model pagein reads (a
- * safetensors header length followed by '{', GGUF's magic, a zip or a
- * pickle as torch.save writes them), 0 if not, -errno if p cannot be read.
- * O_NONBLOCK and fstat: a FIFO swapped in after the caller's stat must not
- * block us. */
+/* 1 if the first bytes of p are those of a model pagein reads (the format
+ * table's detection), 0 if not, -errno if p cannot be read. O_NONBLOCK and
+ * fstat: a FIFO swapped in after the caller's stat must not block us. */
 static int sniff_model(const char *p) {
     int fd = open(p, O_RDONLY | O_CLOEXEC | O_NONBLOCK | O_NOCTTY);
     if (fd < 0) return -errno;
@@ -554,40 +553,25 @@ static int sniff_model(const char *p) {
         close(fd);
         return 0;
     }
-    unsigned char b[16];
+    unsigned char b[64];
     ssize_t n;
     do n = pread(fd, b, sizeof b, 0);
     while (n < 0 && errno == EINTR);
     int e = errno;
     close(fd);
     if (n < 0) return -e;
-    if (n >= 4 && (memcmp(b, "GGUF", 4) == 0 || memcmp(b, "FUGG", 4) == 0)) return 1;
-    if (n >= 4 && memcmp(b, "PK\x03\x04", 4) == 0) return 1;
-    if (n >= 2 && b[0] == 0x80 && b[1] >= 2 && b[1] <= 5) return 1;
-    if (n >= 9) {
-        uint64_t h = 0;
-        for (int i = 7; i >= 0; i--) h = h << 8 | b[i];
-        if (h >= 2 && h <= 100000000 && b[8] == '{') return 1;
-    }
-    return 0;
+    return pagein_detect_format(b, (size_t)n, (uint64_t)st.st_size) != PAGEIN_FORMAT_UNKNOWN;
 }
 
-/* 1 if directory p holds a file that a model open would pick up (what
- * pagein_model_open looks for in a directory), 0 if not, -errno if it
+/* 1 if directory p holds a file that a model open would pick up (the
+ * library's folder rule: pagein_is_model_name), 0 if not, -errno if it
  * cannot be listed. */
 static int dir_has_model(const char *p) {
-    static const char *const ext[] = {".safetensors", ".gguf", ".safetensors.index.json"};
     DIR *d = opendir(p);
     if (!d) return -errno;
     struct dirent *e;
     int found = 0;
-    while (!found && (e = readdir(d))) {
-        size_t n = strlen(e->d_name);
-        for (size_t i = 0; i < sizeof ext / sizeof ext[0] && e->d_name[0] != '.'; i++) {
-            size_t k = strlen(ext[i]);
-            if (n >= k && strcmp(e->d_name + n - k, ext[i]) == 0) found = 1;
-        }
-    }
+    while (!found && (e = readdir(d))) found = pagein_is_model_name(e->d_name);
     closedir(d);
     return found;
 }

@@ -120,20 +120,6 @@ static int sample_plan_make(struct sample_plan *p, uint64_t target_bytes, uint32
 
 /* ---- deterministic contents ---------------------------------------------- */
 
-static uint64_t mix64(uint64_t z) {
-    z += 0x9e3779b97f4a7c15ull;
-    z = (z ^ (z >> 30)) * 0xbf58476d1ce4e5b9ull;
-    z = (z ^ (z >> 27)) * 0x94d049bb133111ebull;
-    return z ^ (z >> 31);
-}
-
-static uint16_t f32_to_bf16(float f) {
-    uint32_t x;
-    memcpy(&x, &f, 4);
-    x += 0x7fff + ((x >> 16) & 1); /* round to nearest even (values are finite) */
-    return (uint16_t)(x >> 16);
-}
-
 static uint16_t f32_to_f16(float f) {
     uint32_t x;
     memcpy(&x, &f, 4);
@@ -175,13 +161,13 @@ static int fill(void *vctx, void *dst, uint64_t off, size_t len) {
     for (size_t i = 0; i < n; i++) {
         float v = 1.0f;
         if (!c->norm) {
-            uint64_t h = mix64(base + e0 + i);
+            uint64_t h = make_sample_mix64(base + e0 + i);
             v = (float)((int32_t)(h >> 40) - (1 << 23)) * (0.05f / 8388608.0f);
         }
         if (c->dtype == PAGEIN_DTYPE_F32) {
             memcpy((char *)dst + 4 * i, &v, 4);
         } else {
-            uint16_t b = c->dtype == PAGEIN_DTYPE_BF16 ? f32_to_bf16(v) : f32_to_f16(v);
+            uint16_t b = c->dtype == PAGEIN_DTYPE_BF16 ? make_sample_bf16(v) : f32_to_f16(v);
             memcpy((char *)dst + 2 * i, &b, 2);
         }
     }

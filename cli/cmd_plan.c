@@ -115,7 +115,7 @@ static int plan_main(int argc, char **argv) {
             pagein_url_redact(fi.path, fshown, sizeof fshown);
             cli_json_str(stdout, fshown, strlen(fshown));
             printf(", \"bytes\": %llu, \"tensors\": %zu, \"format\": \"%s\"}", (unsigned long long)fi.file_size,
-                   fi.n_tensors, fi.format == PAGEIN_FORMAT_GGUF ? "gguf" : fi.format == PAGEIN_FORMAT_TORCH ? "torch" : "safetensors");
+                   fi.n_tensors, pagein_format_name(fi.format));
         }
         /* the leading and trailing groups always; numbered layers only when
          * they hold a tensor (a LoRA of layers 30-31 lists 2, not 32) */

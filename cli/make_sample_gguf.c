@@ -12,20 +12,6 @@
 #include <stdlib.h>
 #include <string.h>
 
-static uint64_t mix64(uint64_t z) {
-    z += 0x9e3779b97f4a7c15ull;
-    z = (z ^ (z >> 30)) * 0xbf58476d1ce4e5b9ull;
-    z = (z ^ (z >> 27)) * 0x94d049bb133111ebull;
-    return z ^ (z >> 31);
-}
-
-static uint16_t to_bf16(float f) {
-    uint32_t x;
-    memcpy(&x, &f, 4);
-    x += 0x7fff + ((x >> 16) & 1);
-    return (uint16_t)(x >> 16);
-}
-
 /* Finite, normal-range values only (|v| <= 1, or 0). */
 static uint16_t to_f16(float f) {
     uint32_t x;
@@ -49,7 +35,7 @@ struct gfill {
 
 static float value(const struct gfill *c, uint64_t e) {
     if (c->norm) return 1.0f;
-    uint64_t h = mix64((c->seed ^ (c->tensor * 0xd1b54a32d192ed03ull)) + e);
+    uint64_t h = make_sample_mix64((c->seed ^ (c->tensor * 0xd1b54a32d192ed03ull)) + e);
     return (float)((int32_t)(h >> 40) - (1 << 23)) * (0.05f / 8388608.0f);
 }
 
@@ -83,7 +69,7 @@ static int gfill_fn(void *vctx, void *dst, uint64_t off, size_t len) {
             if (c->dtype == PAGEIN_DTYPE_F32) {
                 memcpy(out + 4 * i, &v, 4);
             } else {
-                uint16_t h = c->dtype == PAGEIN_DTYPE_BF16 ? to_bf16(v) : to_f16(v);
+                uint16_t h = c->dtype == PAGEIN_DTYPE_BF16 ? make_sample_bf16(v) : to_f16(v);
                 memcpy(out + 2 * i, &h, 2);
             }
         }

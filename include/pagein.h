@@ -320,6 +320,21 @@ typedef enum pagein_format {
  * every *_name function: never NULL). Static string. Thread-safe. */
 PAGEIN_API const char *pagein_format_name(pagein_format f);
 
+/* ---- format table look-ups (issue 23: the CLI's cache commands ask the
+ * table instead of keeping their own rules) ---------------------------- */
+/* The format whose file-name suffix name carries (.safetensors, .gguf,
+ * .pt/.pth/.bin/.ckpt: the format table's suffixes), or
+ * PAGEIN_FORMAT_UNKNOWN. Does no I/O. */
+PAGEIN_API pagein_format pagein_format_of_name(const char *name);
+/* The format the first len bytes of a file of size bytes show (content
+ * only, the detection pagein_open runs), or PAGEIN_FORMAT_UNKNOWN. */
+PAGEIN_API pagein_format pagein_detect_format(const void *buf, size_t len, uint64_t size);
+/* 1 if a folder scan (pagein_model_open on a directory or a remote prefix)
+ * considers a file of this name: a format's suffix or a sharded index
+ * (*.safetensors.index.json); 0 otherwise (also for hidden names). */
+PAGEIN_API int pagein_is_model_name(const char *name);
+/* ---- end of format table look-ups ------------------------------------- */
+
 /* Open flags. */
 #define PAGEIN_OPEN_LENIENT 0x1u  /* safetensors: allow trailing bytes after the
                                      data (fastsafetensors' rule); GGUF: no
@@ -1551,7 +1566,7 @@ typedef struct pagein_install_opts {
 /*
  * Copies the file src into place at dest atomically: the bytes go to a new
  * file in dest's directory (an unnamed O_TMPFILE where the filesystem allows,
- * else a hidden ".NAME.pagein-XXXXXX"), which is fsynced, renamed over dest,
+ * else a hidden ".NAME.tmp-XXXXXXXX"), which is fsynced, renamed over dest,
  * and the directory fsynced. A file already at dest is never opened for
  * writing or truncated, so processes that have it mapped keep reading the
  * old, complete version (and see the new one when they reopen; see

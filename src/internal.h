@@ -40,6 +40,10 @@ void *pi_calloc(size_t n, size_t size);
 void *pi_realloc(void *p, size_t n);
 void pi_free(void *p);
 char *pi_strndup(const char *s, size_t n);
+/* 1 if s ends with suf (byte comparison). */
+int pi_ends_with(const char *s, const char *suf);
+/* Seconds on the monotonic clock (for durations, rates and deadlines). */
+double pi_now_s(void);
 /* Grows the array *p of *cap elements of elem bytes (doubling, from 16) so
  * that it holds at least need; 0, or -ENOMEM (with a detail) leaving *p and
  * *cap untouched. */
@@ -159,15 +163,12 @@ struct pi_table {
     uint32_t version;
     uint32_t alignment;
     int big_endian;
-    /* Format-specific data (PyTorch: strides and storage identity per
-     * tensor, src/format/torch.c), freed by ext_free in pi_table_free. */
+    /* Format-specific data, its type known to its format only (PyTorch:
+     * strides and storage identity per tensor, src/format/torch.c; GGUF:
+     * struct pi_gguf_ext, src/format/format.h), freed by ext_free in
+     * pi_table_free when set (GGUF's lives in the arena). */
     void *ext;
     void (*ext_free)(void *ext);
-    /* GGUF: per metadata entry (same index as meta[]), the byte offsets of
-     * the elements of a string or nested array relative to pagein_meta.raw,
-     * for O(1) element access; NULL for other entries. Arena-owned. */
-    const uint64_t **gguf_elem_off;
-    size_t gguf_nelem_off;
 };
 
 void pi_table_init(struct pi_table *t);

@@ -5,6 +5,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 
 /* ---- allocation --------------------------------------------------------- */
 
@@ -182,6 +183,17 @@ char *pi_strndup(const char *s, size_t n) {
     memcpy(d, s, n);
     d[n] = 0;
     return d;
+}
+
+int pi_ends_with(const char *s, const char *suf) {
+    size_t n = strlen(s), m = strlen(suf);
+    return n >= m && memcmp(s + n - m, suf, m) == 0;
+}
+
+double pi_now_s(void) {
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (double)ts.tv_sec + (double)ts.tv_nsec * 1e-9;
 }
 
 int pi_grow(void **p, size_t *cap, size_t need, size_t elem) {

@@ -209,22 +209,20 @@ static pagein_file *file_new(const char *name) {
  * fault on a normal mapping reads around it, up to read_ahead_kb (8 MiB on
  * the development machine), so opening a model would make its first
  * megabytes of tensor data resident (what `pagein resident` reports, and
- * what a lazy open promises not to read). For safetensors the header's
- * extent is known from its first 8 bytes: fault only that page
- * (MADV_RANDOM), then read exactly the header ahead (MADV_WILLNEED, large
- * requests). GGUF has parse_mapped_gguf below; torch's zip keeps the
- * kernel's read-around, which its directory walk benefits from. The caller
- * resets the advice to normal. */
-static void header_readahead(pagein_file *f) {
-    if (f->len < 8) return;
-    madvise((void *)f->base, f->len, MADV_RANDOM); /* before the first touch */
-    if (memcmp(f->base, "GGUF", 4) == 0 || memcmp(f->base, "PK\x03\x04", 4) == 0) {
+ * what a lazy open promises not to read). The mapping starts MADV_RANDOM
+ * (the caller), so detection faults the first page only; then the format's
+ * row says how its header is read (format.h, enum pi_header_read): its
+ * extent from the first bytes, read exactly ahead (MADV_WILLNEED, large
+ * requests: safetensors); growing prefixes (parse_mapped_grow below: GGUF);
+ * or the kernel's read-around, which a zip directory walk benefits from
+ * (torch). The caller resets the advice to normal. */
+static void header_readahead(pagein_file *f, const struct pi_format *x) {
+    if (!x || x->header_read == PI_HEADER_AROUND) {
         madvise((void *)f->base, f->len, MADV_NORMAL);
         return;
     }
-    uint64_t n;
-    memcpy(&n, f->base, 8); /* little-endian hosts; a bad length fails the parse anyway */
-    if (n <= f->len - 8) madvise((void *)f->base, (size_t)(8 + n), MADV_WILLNEED);
+    uint64_t n = x->header_size ? x->header_size(f->base, f->len, f->len) : 0;
+    if (n && n <= f->len) madvise((void *)f->base, (size_t)n, MADV_WILLNEED);
 }
 
 /* GGUF's header (metadata, then tensor infos) has no length field: its
@@ -267,7 +265,7 @@ static void give_back(pagein_file *f, const unsigned char *was, size_t p0, size_
     }
 }
 
-static int parse_mapped_gguf(pagein_file *f, uint32_t flags) {
+static int parse_mapped_grow(pagein_file *f, uint32_t flags, pagein_format fmt) {
     const size_t ps = pagein_page_size();
     size_t w = f->len < (256u << 10) ? f->len : (256u << 10), seen = 0;
     unsigned char *was = NULL; /* residency of pages [0, seen / ps) before we read them */
@@ -286,7 +284,7 @@ static int parse_mapped_gguf(pagein_file *f, uint32_t flags) {
             seen = np * ps;
         }
         madvise((void *)f->base, w, MADV_WILLNEED);
-        rc = parse(f, f->base, w, flags, PAGEIN_FORMAT_GGUF, 0);
+        rc = parse(f, f->base, w, flags, fmt, 0);
         if (rc != PAGEIN_E_TRUNCATED || w >= f->len) break;
         pi_table_free(&f->tab);
         pi_table_init(&f->tab);
@@ -374,11 +372,15 @@ static int open_source(pagein_file **out, struct pi_source *src, const pagein_op
     }
     /* no read-around from the first touch (the magic) either */
     if (f->mapped) madvise((void *)f->base, f->len, MADV_RANDOM);
-    if (f->mapped && f->len >= 4 && memcmp(f->base, "GGUF", 4) == 0 &&
-        (fmt == PAGEIN_FORMAT_UNKNOWN || fmt == PAGEIN_FORMAT_GGUF)) {
-        rc = parse_mapped_gguf(f, flags);
+    const struct pi_format *x = NULL;
+    if (f->mapped) {
+        pagein_format d = fmt != PAGEIN_FORMAT_UNKNOWN ? fmt : pi_detect_format_named(f->base, f->len, f->len, path);
+        x = pi_format_get(d);
+    }
+    if (x && x->header_read == PI_HEADER_GROW) {
+        rc = parse_mapped_grow(f, flags, x->id);
     } else {
-        if (f->mapped) header_readahead(f);
+        if (f->mapped) header_readahead(f, x);
         rc = parse(f, f->base, f->len, flags, fmt, 0);
     }
     if (f->mapped) madvise((void *)f->base, f->len, MADV_NORMAL);

@@ -41,18 +41,59 @@ static const char *const st_suffixes[] = {".safetensors", NULL};
 static const char *const gguf_suffixes[] = {".gguf", NULL};
 static const char *const torch_suffixes[] = {".pt", ".pth", ".bin", ".ckpt", NULL};
 
-static const struct pi_format fmt_gguf = {PAGEIN_FORMAT_GGUF, "gguf", gguf_detect, pi_gguf_parse, NULL, gguf_suffixes,
-                                          0, 0};
-static const struct pi_format fmt_torch = {PAGEIN_FORMAT_TORCH, "torch", torch_detect, pi_torch_parse, NULL,
-                                           torch_suffixes, 0, 1};
-static const struct pi_format fmt_st = {PAGEIN_FORMAT_SAFETENSORS, "safetensors", st_detect, pi_safetensors_parse, st_header_size,
-                                        st_suffixes, 64u << 10, 0};
+static const struct pi_format fmt_gguf = {
+    .id = PAGEIN_FORMAT_GGUF,
+    .name = "gguf",
+    .detect = gguf_detect,
+    .parse = pi_gguf_parse,
+    .header_size = NULL, /* known only by parsing */
+    .suffixes = gguf_suffixes,
+    .first_read = 0,
+    .whole_file = 0,
+    .header_read = PI_HEADER_GROW,
+    .dir_rank = 20,
+    .split_paths = pi_gguf_split_paths,
+    .split_check = pi_gguf_split_check,
+    .plural = "GGUF files",
+};
+static const struct pi_format fmt_torch = {
+    .id = PAGEIN_FORMAT_TORCH,
+    .name = "torch",
+    .detect = torch_detect,
+    .parse = pi_torch_parse,
+    .header_size = NULL,
+    .suffixes = torch_suffixes,
+    .first_read = 0,
+    .whole_file = 1, /* the zip directory is at the end */
+    .header_read = PI_HEADER_AROUND,
+    .dir_rank = 30,
+    .plural = "PyTorch checkpoints",
+};
+static const struct pi_format fmt_st = {
+    .id = PAGEIN_FORMAT_SAFETENSORS,
+    .name = "safetensors",
+    .detect = st_detect,
+    .parse = pi_safetensors_parse,
+    .header_size = st_header_size,
+    .suffixes = st_suffixes,
+    .first_read = 64u << 10,
+    .whole_file = 0,
+    .header_read = PI_HEADER_EXTENT,
+    .dir_rank = 10,
+    .plural = "safetensors files",
+};
 
-const struct pi_format *const pi_formats[] = {&fmt_gguf, &fmt_torch, &fmt_st, NULL};
+/* A row compiled into the unit-test runner only (tests/test_seams_format.c):
+ * a new format is one file and one line; absent (NULL) everywhere else. */
+extern const struct pi_format pi_format_test_fake __attribute__((weak, visibility("hidden")));
+
+/* Detection order; NULL rows (an absent weak row) are skipped. */
+const struct pi_format *const pi_formats[] = {&fmt_gguf, &fmt_torch, &fmt_st, &pi_format_test_fake};
+const size_t pi_formats_n = PI_ARRAY_LEN(pi_formats);
 
 const struct pi_format *pi_format_get(pagein_format id) {
-    for (size_t i = 0; pi_formats[i]; i++)
-        if (pi_formats[i]->id == id) return pi_formats[i];
+    for (size_t i = 0; i < pi_formats_n; i++)
+        if (pi_formats[i] && pi_formats[i]->id == id) return pi_formats[i];
     return NULL;
 }
 
@@ -61,22 +102,30 @@ const char *pagein_format_name(pagein_format f) {
     return x ? x->name : "unknown";
 }
 
-static int ends_with(const char *s, const char *suf) {
-    size_t n = strlen(s), m = strlen(suf);
-    return n >= m && memcmp(s + n - m, suf, m) == 0;
-}
-
 const struct pi_format *pi_format_by_suffix(const char *name) {
-    for (size_t i = 0; pi_formats[i]; i++)
-        for (const char *const *s = pi_formats[i]->suffixes; s && *s; s++)
-            if (ends_with(name, *s)) return pi_formats[i];
+    for (size_t i = 0; i < pi_formats_n; i++)
+        for (const char *const *s = pi_formats[i] ? pi_formats[i]->suffixes : NULL; s && *s; s++)
+            if (pi_ends_with(name, *s)) return pi_formats[i];
     return NULL;
 }
 
+pagein_format pagein_format_of_name(const char *name) {
+    const struct pi_format *x = name ? pi_format_by_suffix(name) : NULL;
+    return x ? x->id : PAGEIN_FORMAT_UNKNOWN;
+}
+
+pagein_format pagein_detect_format(const void *buf, size_t len, uint64_t size) {
+    if (!buf) return PAGEIN_FORMAT_UNKNOWN;
+    if (size < len) size = len;
+    for (size_t i = 0; i < pi_formats_n; i++)
+        if (pi_formats[i] && pi_formats[i]->detect(buf, len, size)) return pi_formats[i]->id;
+    return PAGEIN_FORMAT_UNKNOWN;
+}
+
 pagein_format pi_detect_format_named(const uint8_t *buf, size_t len, uint64_t size, const char *name) {
-    for (size_t i = 0; pi_formats[i]; i++)
-        if (pi_formats[i]->detect(buf, len, size)) return pi_formats[i]->id;
-    if (!name || ends_with(name, ".safetensors")) return PAGEIN_FORMAT_SAFETENSORS;
+    pagein_format f = pagein_detect_format(buf, len, size);
+    if (f != PAGEIN_FORMAT_UNKNOWN) return f;
+    if (!name || pi_ends_with(name, ".safetensors")) return PAGEIN_FORMAT_SAFETENSORS;
     return PAGEIN_FORMAT_UNKNOWN;
 }
 
@@ -94,7 +143,7 @@ int pi_format_not_model(const char *name, const uint8_t *buf, size_t len) {
         else k += (size_t)snprintf(shown + k, sizeof shown - k, "\\x%02x", c);
     }
     shown[k] = 0;
-    if (name && ends_with(name, ".index.json"))
+    if (name && pi_ends_with(name, ".index.json"))
         return pi_err(PAGEIN_E_NOT_MODEL,
                       "a sharded-checkpoint index, not a model file: open the checkpoint with pagein_model_open "
                       "(Python: pagein.open_model; CLI: pagein plan / inspect the shards)");

@@ -1,7 +1,10 @@
 /* format.h - the format table: one row per file format (name, detection,
- * parser, directory patterns). Adding a format = its parser file under
- * src/format/ and one row in pi_formats[] (format.c), plus its
- * PAGEIN_FORMAT_* id in pagein.h. */
+ * parser, file-name suffixes, directory rank, how its header is read).
+ * Adding a format = its parser file under src/format/ and one line in
+ * pi_formats[] (format.c), plus its PAGEIN_FORMAT_* id in pagein.h; every
+ * other layer (file/ header reads, load/ directory and prefix scans, the
+ * CLI's cache commands and plan) asks the table. tests/test_seams_format.c
+ * is such a row, compiled into the unit-test runner only. */
 #ifndef PAGEIN_FORMAT_H
 #define PAGEIN_FORMAT_H
 
@@ -14,6 +17,19 @@
  * returns PAGEIN_E_TRUNCATED when it needed more than avail bytes (the
  * caller then grows the prefix and calls again). flags: PAGEIN_OPEN_*. */
 typedef int (*pi_parse_fn)(const uint8_t *buf, size_t avail, uint64_t size, uint32_t flags, struct pi_table *t);
+
+/* How a mapped file's header is read (file/file.c) without dragging
+ * tensor data in through the kernel's read-around. */
+enum pi_header_read {
+    /* header_size() tells the extent from the first bytes: fault the first
+     * page only, then read exactly the header ahead (safetensors) */
+    PI_HEADER_EXTENT = 0,
+    /* no length field: parse growing prefixes, each read ahead, and give
+     * back the pages past the header the last prefix pulled in (GGUF) */
+    PI_HEADER_GROW,
+    /* the kernel's read-around, which a directory walk benefits from (zip) */
+    PI_HEADER_AROUND,
+};
 
 struct pi_format {
     pagein_format id;
@@ -28,10 +44,25 @@ struct pi_format {
     const char *const *suffixes; /* file-name suffixes a directory scan picks up; NULL-terminated */
     size_t first_read;           /* unmapped sources: bytes to read first */
     int whole_file;              /* the parser needs the whole file (zip: directory at the end) */
+    enum pi_header_read header_read; /* mapped files */
+    /* Which format wins when a folder holds several (lower first):
+     * safetensors 10, GGUF 20, PyTorch 30, as transformers and llama.cpp
+     * choose. */
+    int dir_rank;
+    /* Sets of files named PREFIX-%05d-of-%05d<suffix> that form one model
+     * (GGUF split sets); NULL for formats without them. split_paths: the
+     * set's paths from any member's, or 0 for a single file (as
+     * pi_gguf_split_paths); split_check: the open set is consistent. A
+     * folder of only such shards opens at its first. */
+    int (*split_paths)(const char *path, char ***paths, size_t *n);
+    int (*split_check)(const pagein_file *const *files, size_t n);
+    const char *plural; /* "safetensors files", for "holds 3 safetensors files; name one" */
 };
 
-/* The table, NULL-terminated, in detection order. */
+/* The table, in detection order: pi_formats_n rows, a row may be NULL (an
+ * absent weak test row): skip it. */
 extern const struct pi_format *const pi_formats[];
+extern const size_t pi_formats_n;
 const struct pi_format *pi_format_get(pagein_format id); /* NULL if unknown */
 /* Detects the format from the first bytes; name (may be NULL) is used
  * only when no content signature matches: a name ending in ".safetensors"
@@ -42,6 +73,24 @@ pagein_format pi_detect_format_named(const uint8_t *buf, size_t len, uint64_t si
 pagein_format pi_detect_format(const uint8_t *buf, size_t len);
 /* 1 if the file name matches a suffix of some format (directory scans). */
 const struct pi_format *pi_format_by_suffix(const char *name);
+/* Which file of a folder is the model: the one rule for local directories
+ * (load/model.c), remote prefixes (load/resolve.c) and the cache commands
+ * (pagein_is_model_name), read off the table. names: n file names (direct
+ * children, no '/'; hidden names are skipped). A sharded index
+ * (*.safetensors.index.json) first; else the format of lowest dir_rank
+ * that has files: its one file, or the first shard of its one split set.
+ * Where the folder holds several, a local directory (listed 0) is an error
+ * ("holds 3 safetensors files and no index; name one"); a remote listing
+ * (listed 1, a folder one did not write, docs/REMOTE.md) takes the
+ * conventional name (model.safetensors.index.json, model<suffix>), else
+ * the first in listing order. Sets *pick (index into names) and *index (1
+ * if it is a sharded index) and returns 0; PAGEIN_E_NOT_FOUND when no name
+ * is a model file; PAGEIN_E_INVALID when ambiguous; where names the folder
+ * in the message. */
+int pi_model_pick(const char *where, const char *const *names, size_t n, int listed, size_t *pick, int *index);
+/* 1 if a folder scan considers name (a format suffix or a sharded index). */
+int pi_is_model_name(const char *name);
+
 /* Error for a file no format claims: "not a safetensors, GGUF or PyTorch
  * file: starts with '...'" (index files and directories get advice). */
 int pi_format_not_model(const char *name, const uint8_t *buf, size_t len);
@@ -121,6 +170,15 @@ int pi_manifest_format(const struct pi_manifest *m, char **out, size_t *len);
 #define PI_GGUF_MAX_DIMS 4                /* GGML_MAX_DIMS */
 #define PI_GGUF_MAX_DEPTH 8               /* nested arrays: pagein's own limit */
 #define PI_GGUF_DEFAULT_ALIGNMENT 32
+
+/* A GGUF file's own table data (pi_table.ext, arena-owned, no ext_free):
+ * per metadata entry (same index as meta[]), the byte offsets of the
+ * elements of a string or nested array relative to pagein_meta.raw, for
+ * O(1) element access; NULL for other entries. */
+struct pi_gguf_ext {
+    const uint64_t **elem_off;
+    size_t n;
+};
 
 /* Byte size of one element of a scalar GGUF value type (0 for STRING and
  * ARRAY, which are variable-sized; 0 for invalid ids). */

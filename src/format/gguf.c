@@ -265,7 +265,8 @@ static int parse_kv(struct rd *r, struct pi_table *t, uint64_t i) {
         m->count = count;
         m->raw = r->buf + raw;
         m->raw_len = r->pos - raw;
-        if (t->gguf_elem_off && i < t->gguf_nelem_off) t->gguf_elem_off[i] = idx;
+        struct pi_gguf_ext *x = t->ext;
+        if (x && i < x->n) x->elem_off[i] = idx;
     }
     return 0;
 }
@@ -385,10 +386,14 @@ int pi_gguf_parse(const uint8_t *buf, size_t avail, uint64_t size, uint32_t flag
     t->big_endian = r.be;
     t->alignment = PI_GGUF_DEFAULT_ALIGNMENT;
     if (n_kv) {
-        t->gguf_elem_off = pi_arena_alloc(&t->arena, (size_t)n_kv * sizeof *t->gguf_elem_off);
-        if (!t->gguf_elem_off) return pi_err(-ENOMEM, "out of memory");
-        memset(t->gguf_elem_off, 0, (size_t)n_kv * sizeof *t->gguf_elem_off);
-        t->gguf_nelem_off = (size_t)n_kv;
+        struct pi_gguf_ext *x = pi_arena_alloc(&t->arena, sizeof *x);
+        if (!x) return pi_err(-ENOMEM, "out of memory");
+        x->elem_off = pi_arena_alloc(&t->arena, (size_t)n_kv * sizeof *x->elem_off);
+        if (!x->elem_off) return pi_err(-ENOMEM, "out of memory");
+        memset(x->elem_off, 0, (size_t)n_kv * sizeof *x->elem_off);
+        x->n = (size_t)n_kv;
+        t->ext = x;
+        t->ext_free = NULL;
     }
     bool have_align = false;
     for (uint64_t i = 0; i < n_kv; i++) {

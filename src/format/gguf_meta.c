@@ -260,9 +260,10 @@ static uint64_t var_elem_size(const pagein_file *f, uint32_t type, const uint8_t
 
 static uint64_t elem_off(const pagein_file *f, const pagein_meta *m, uint64_t i) {
     const struct pi_table *t = &f->tab;
-    if (t->gguf_elem_off && m >= t->meta && m < t->meta + t->nmeta) {
+    const struct pi_gguf_ext *x = t->format == PAGEIN_FORMAT_GGUF ? t->ext : NULL;
+    if (x && m >= t->meta && m < t->meta + t->nmeta) {
         size_t mi = (size_t)(m - t->meta);
-        if (mi < t->gguf_nelem_off && t->gguf_elem_off[mi]) return t->gguf_elem_off[mi][i];
+        if (mi < x->n && x->elem_off[mi]) return x->elem_off[mi][i];
     }
     uint64_t off = 0;
     for (uint64_t k = 0; k < i; k++) off += var_elem_size(f, m->elem_type, (const uint8_t *)m->raw + off);

@@ -119,15 +119,11 @@ static int begin_kv(pagein_gguf_writer *w, const char *key, size_t klen, uint32_
     for (size_t i = 0; i < w->nkeys; i++)
         if (w->keylens[i] == klen && memcmp(w->keys[i], key, klen) == 0)
             return pi_err(PAGEIN_E_DUPLICATE, "metadata key '%.*s' set twice", (int)PI_MIN(klen, 64), key);
-    if (w->nkeys == w->keycap) {
-        size_t nc = w->keycap ? w->keycap * 2 : 16;
-        char **nk = pi_realloc(w->keys, nc * sizeof *nk);
-        if (!nk) return pi_err(-ENOMEM, "out of memory");
-        w->keys = nk;
-        size_t *nl = pi_realloc(w->keylens, nc * sizeof *nl);
-        if (!nl) return pi_err(-ENOMEM, "out of memory");
-        w->keylens = nl;
-        w->keycap = nc;
+    if (w->nkeys == w->keycap) { /* two arrays, one capacity: keycap is the smaller */
+        size_t ck = w->keycap, cl = w->keycap;
+        FORWARD_IF(pi_grow((void **)&w->keys, &ck, w->nkeys + 1, sizeof *w->keys));
+        FORWARD_IF(pi_grow((void **)&w->keylens, &cl, w->nkeys + 1, sizeof *w->keylens));
+        w->keycap = PI_MIN(ck, cl);
     }
     *mark = w->kv.n;
     int rc = 0;
@@ -351,13 +347,7 @@ int pagein_gguf_add_tensor(pagein_gguf_writer *w, const pagein_write_tensor *t) 
     for (size_t i = 0; i < w->nt; i++)
         if (strcmp(w->t[i].name, t->name) == 0)
             return pi_err(PAGEIN_E_DUPLICATE, "tensor '%s' added twice", t->name);
-    if (w->nt == w->tcap) {
-        size_t nc = w->tcap ? w->tcap * 2 : 16;
-        struct wtensor *nt = pi_realloc(w->t, nc * sizeof *nt);
-        if (!nt) return pi_err(-ENOMEM, "out of memory");
-        w->t = nt;
-        w->tcap = nc;
-    }
+    FORWARD_IF(pi_grow((void **)&w->t, &w->tcap, w->nt + 1, sizeof *w->t));
     struct wtensor *r = &w->t[w->nt];
     memset(r, 0, sizeof *r);
     r->name = pi_strndup(t->name, nl);

@@ -178,12 +178,6 @@ void pi_dev_close(struct pi_dev *d) {
     pi_free(d);
 }
 
-static double now_s(void) {
-    struct timespec ts;
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    return (double)ts.tv_sec + (double)ts.tv_nsec * 1e-9;
-}
-
 /* ---- the load object ------------------------------------------------------ */
 
 struct gt {
@@ -456,7 +450,7 @@ static void retire_locked(pagein_gpu_load *l, const struct chunk *c) {
         }
     }
     while (l->prefix_ready < l->n && l->g[l->prefix_ready].ready) l->prefix_ready++;
-    if (l->t_first < 0 && l->prefix_ready >= l->first_k) l->t_first = now_s() - l->t0;
+    if (l->t_first < 0 && l->prefix_ready >= l->first_k) l->t_first = pi_now_s() - l->t0;
     pthread_cond_broadcast(&l->cv_ready);
 }
 
@@ -500,7 +494,7 @@ static void *completer_main(void *arg) {
     }
     pthread_mutex_lock(&l->mu);
     if (!l->err && l->ready_count < l->n) fail_locked(l, PAGEIN_E_CANCELLED, "GPU load stopped before completion");
-    l->t_all = now_s() - l->t0;
+    l->t_all = pi_now_s() - l->t0;
     l->finished = 1;
     pthread_cond_broadcast(&l->cv_ready);
     pthread_mutex_unlock(&l->mu);
@@ -736,7 +730,7 @@ static int start(pagein_gpu_load **out, const struct srcv *sv, const pagein_gpu_
     pthread_mutex_init(&l->mu, NULL);
     pthread_cond_init(&l->cv, NULL);
     pthread_cond_init(&l->cv_ready, NULL);
-    l->t0 = now_s();
+    l->t0 = pi_now_s();
     l->t_first = -1;
     l->bufbytes = o.buffer_bytes;
     l->nslots = o.nbuffers;
@@ -787,7 +781,7 @@ static int start(pagein_gpu_load **out, const struct srcv *sv, const pagein_gpu_
         }
     } else if (rc == 0) {
         l->finished = 1; /* nothing to copy: every tensor is empty */
-        l->t_all = now_s() - l->t0;
+        l->t_all = pi_now_s() - l->t0;
     }
     if (rc < 0) {
         char d[512];
@@ -880,7 +874,7 @@ void pagein_gpu_load_stats(pagein_gpu_load *l, pagein_gpu_stats *st) {
     st->tensors = l->n;
     st->ready = l->ready_count;
     st->copies = l->copies;
-    st->seconds = l->finished ? l->t_all : now_s() - l->t0;
+    st->seconds = l->finished ? l->t_all : pi_now_s() - l->t0;
     st->first_layer_seconds = l->t_first;
     st->ring_bytes = (uint64_t)l->nslots * l->bufbytes;
     st->pinned_peak = l->pinned;
@@ -941,7 +935,7 @@ int pagein_gpu_copy_bench(int device, uint64_t bytes, unsigned streams, double *
     if (rc == 0) rc = d->ops->copy_async(d, dst, host, chunk, st[0]); /* warm-up */
     if (rc == 0) rc = d->ops->record_ready(d, ev[0], st[0]);
     if (rc == 0) rc = d->ops->wait(d, ev[0]);
-    double t0 = now_s();
+    double t0 = pi_now_s();
     uint64_t done = 0;
     for (unsigned i = 0; rc == 0 && done < bytes; i = (i + 1) % streams) {
         size_t n = (size_t)PI_MIN(bytes - done, (uint64_t)chunk);
@@ -950,7 +944,7 @@ int pagein_gpu_copy_bench(int device, uint64_t bytes, unsigned streams, double *
     }
     for (unsigned i = 0; rc == 0 && i < streams; i++) rc = d->ops->record_ready(d, ev[i], st[i]);
     for (unsigned i = 0; rc == 0 && i < streams; i++) rc = d->ops->wait(d, ev[i]);
-    *seconds = now_s() - t0;
+    *seconds = pi_now_s() - t0;
     d->ops->synchronize(d);
     for (unsigned i = 0; i < streams; i++) {
         if (ev[i]) d->ops->event_destroy(d, ev[i]);

@@ -35,6 +35,19 @@ static struct {
     char path[PATH_MAX];
 } temps[TEMP_SLOTS];
 
+int pi_fsync_dir(const char *dir, const char *what) {
+    int dfd = open(dir, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+    if (dfd < 0) return 0;
+    int rc = 0;
+    if (fsync(dfd) < 0 && errno != EINVAL && errno != EROFS) {
+        int e = errno;
+        rc = what ? pi_err(-e, "%s: fsync of directory %s failed: %s", what, dir, strerror(e))
+                  : pi_err(-e, "fsync of directory %s failed: %s", dir, strerror(e));
+    }
+    close(dfd);
+    return rc;
+}
+
 int pi_temp_register(const char *path) {
     size_t n = strlen(path);
     if (n >= PATH_MAX) return -1;
@@ -224,6 +237,13 @@ static int link_unnamed(struct pi_atomic_file *a) {
     return pi_err(-e, "%s: cannot link the temporary file into its directory: %s", a->path, strerror(e));
 }
 
+int pi_atomic_name(struct pi_atomic_file *a) {
+    if (!a->unnamed) return 0;
+    int rc = link_unnamed(a);
+    if (rc == 0) a->unnamed = 0;
+    return rc;
+}
+
 int pi_atomic_commit(struct pi_atomic_file *a) {
     int rc = 0, e;
     /* Everything that can fail for lack of memory happens before the
@@ -234,15 +254,12 @@ int pi_atomic_commit(struct pi_atomic_file *a) {
         rc = pi_err(-ENOMEM, "%s: out of memory", a->path);
         goto fail;
     }
-    if (fsync(a->fd) < 0) {
+    if (!a->no_sync && fsync(a->fd) < 0) {
         e = errno;
         rc = pi_err(-e, "%s: fsync failed: %s", a->path, strerror(e));
         goto fail;
     }
-    if (a->unnamed) {
-        rc = link_unnamed(a);
-        if (rc < 0) goto fail;
-    }
+    if ((rc = pi_atomic_name(a)) < 0) goto fail;
     if (close(a->fd) < 0) {
         a->fd = -1;
         e = errno;
@@ -258,14 +275,7 @@ int pi_atomic_commit(struct pi_atomic_file *a) {
     pi_temp_unregister(a->slot1 - 1); /* the name is the target's now */
     a->slot1 = 0;
     /* the rename is durable only once the directory is synced */
-    int dfd = open(dir, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
-    if (dfd >= 0) {
-        if (fsync(dfd) < 0 && errno != EINVAL && errno != EROFS) {
-            e = errno;
-            rc = pi_err(-e, "%s: fsync of directory %s failed: %s", a->path, dir, strerror(e));
-        }
-        close(dfd);
-    }
+    rc = a->no_sync ? 0 : pi_fsync_dir(dir, a->path);
     pi_free(dir);
     atomic_free(a);
     return rc;

@@ -82,6 +82,7 @@ struct pi_atomic_file {
     uint64_t written;
     int unnamed;   /* fd is an O_TMPFILE inode, named only at commit */
     int slot1;     /* pi_temp_register slot of tmp + 1, 0 when none */
+    int no_sync;   /* set by the caller after open: commit neither fsyncs the file nor the directory */
 };
 int pi_atomic_open(struct pi_atomic_file *a, const char *path);
 /* Writes all len bytes at the current end (retries short writes and EINTR). */
@@ -97,12 +98,23 @@ int pi_write_full(int fd, const void *buf, size_t len);
  * untouched; after a directory fsync error the new file is in place but
  * its rename may not survive a crash. */
 int pi_atomic_commit(struct pi_atomic_file *a);
+/* Gives the temporary file its hidden name next to the target now (an
+ * O_TMPFILE has none until commit): for a caller that opens it by name
+ * before the rename (pagein_install's validation). a->tmp is the name; it
+ * is registered for signal cleanup. 0, or -errno with a detail. */
+int pi_atomic_name(struct pi_atomic_file *a);
 /* Closes and unlinks the temp file and frees a. Safe after a failed open. */
 void pi_atomic_abort(struct pi_atomic_file *a);
 /* The registry pagein_temp_cleanup() empties from a signal handler: a
  * path (copied; under PATH_MAX) to unlink if the process is signalled
  * before pi_temp_unregister(slot). Returns the slot, or -1 when the 64
  * slots are taken (the name is then not cleaned up). Thread-safe, lock-free. */
+/* fsyncs directory dir, so that a rename or link in it is durable. 0, or
+ * -errno with a detail naming what (a file whose rename it makes durable,
+ * may be NULL) and dir; EINVAL and EROFS (filesystems that cannot sync a
+ * directory) count as success, and so does a directory that cannot be
+ * opened (nothing to sync through). */
+int pi_fsync_dir(const char *dir, const char *what);
 int pi_temp_register(const char *path);
 void pi_temp_unregister(int slot); /* -1 is a no-op */
 /* ==== end atomic files ==================================================== */

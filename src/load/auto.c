@@ -34,26 +34,20 @@
 #include <sys/statfs.h>
 #include <sys/sysmacros.h>
 
-void pi_auto_gather(const char *const *paths, size_t n, struct pi_auto_facts *f) {
+void pi_auto_gather(const pagein_model *m, struct pi_auto_facts *f) {
     memset(f, 0, sizeof *f);
     f->rotational = -1;
-    for (size_t i = 0; i < n; i++) {
-        struct stat st;
-        if (stat(paths[i], &st) == 0) f->model_bytes += (uint64_t)st.st_size;
-    }
-    if (n > 0) {
-        struct statfs sf;
-        if (statfs(paths[0], &sf) == 0) f->fs_magic = (uint32_t)sf.f_type;
-        char *real = realpath(paths[0], NULL);
-        if (real) {
-            pi_fs_mount_type(real, f->fs_type, sizeof f->fs_type);
-            free(real);
-        }
-        struct stat st;
-        if (stat(paths[0], &st) == 0) {
-            f->rotational = pi_fs_rotational(st.st_dev);
-            f->read_ahead_kb = pi_fs_read_ahead_kb(st.st_dev);
-        }
+    for (size_t i = 0; m && i < m->nfiles; i++) f->model_bytes += m->files[i]->len;
+    /* the storage facts are the first file's source's (source/facts.c:
+     * statfs, mountinfo, sysfs, gathered once per source) */
+    struct pi_source *s = m && m->nfiles ? m->files[0]->src : NULL;
+    if (s) {
+        const struct pi_source_facts *sf = pi_source_facts(s);
+        f->fs_magic = sf->fs_magic;
+        snprintf(f->fs_type, sizeof f->fs_type, "%s", sf->fs_type);
+        f->rotational = sf->rotational;
+        f->read_ahead_kb = sf->read_ahead_kb;
+        f->storage = (int)sf->storage;
     }
     f->mem_available = pi_mem_available();
 }
@@ -149,47 +143,46 @@ pagein_strategy pi_auto_decide(const struct pi_auto_facts *f, char *why, size_t 
     return PAGEIN_STRATEGY_POPULATE;
 }
 
+pagein_strategy pi_auto_choose(const pagein_model *m, uint64_t asked, uint64_t *budget, char *why, size_t len) {
+    *budget = 0;
+    /* files that cannot be mapped (remote): no probe of their data; read
+     * whole, or layer by layer with half of MemAvailable (or the budget
+     * asked for) when larger than 90 % of it */
+    uint64_t total = 0;
+    int remote = 0;
+    for (size_t i = 0; i < m->nfiles; i++) {
+        total += m->files[i]->len;
+        remote |= !m->files[i]->mapped && m->files[i]->len;
+    }
+    if (remote) {
+        uint64_t avail = pi_mem_available();
+        if (avail && total > avail / 10 * 9) {
+            *budget = asked ? asked : avail / 2;
+            snprintf(why, len,
+                     "auto: %s is not a local file and its %.0f MiB exceed 90%% of MemAvailable: layers read ahead "
+                     "with a %.0f MiB budget", m->files[0]->path, (double)total / (1 << 20),
+                     (double)*budget / (1 << 20));
+            return PAGEIN_STRATEGY_PREFETCH;
+        }
+        snprintf(why, len, "auto: %s is not a local file (no mapping): explicit parallel range reads", m->files[0]->path);
+        return PAGEIN_STRATEGY_READ;
+    }
+    struct pi_auto_facts f;
+    pi_auto_gather(m, &f);
+    pi_auto_measure(m, &f);
+    return pi_auto_decide(&f, why, len, budget);
+}
+
 pagein_strategy pagein_model_auto_plan(const pagein_model *m, uint64_t *budget, char *why, size_t len) {
     char tmp[256];
+    uint64_t b = 0;
     if (budget) *budget = 0;
     if (!m) {
         if (why && len) snprintf(why, len, "no model");
         return PAGEIN_STRATEGY_AUTO;
     }
-    /* files that cannot be mapped (remote): the rule of pagein_model_open
-     * (model.c), without a probe of their data: read whole, or layer by
-     * layer with half of MemAvailable when larger than 90 % of it */
-    uint64_t total = 0;
-    const char *remote = NULL;
-    for (size_t i = 0; i < m->nfiles; i++) {
-        total += m->files[i]->len;
-        if (!remote && !m->files[i]->mapped && m->files[i]->len) remote = m->files[i]->path;
-    }
-    if (remote) {
-        uint64_t avail = pi_mem_available();
-        char *w = why && len ? why : tmp;
-        size_t wl = why && len ? len : sizeof tmp;
-        if (avail && total > avail / 10 * 9) {
-            if (budget) *budget = avail / 2;
-            snprintf(w, wl,
-                     "auto: %s is not a local file and its %.0f MiB exceed 90%% of MemAvailable: layers read ahead "
-                     "with a %.0f MiB budget", m->files[0]->path, (double)total / (1 << 20),
-                     (double)(avail / 2) / (1 << 20));
-            return PAGEIN_STRATEGY_PREFETCH;
-        }
-        snprintf(w, wl, "auto: %s is not a local file (no mapping): explicit parallel range reads", m->files[0]->path);
-        return PAGEIN_STRATEGY_READ;
-    }
-    const char **paths = pi_malloc((m->nfiles ? m->nfiles : 1) * sizeof *paths);
-    struct pi_auto_facts f;
-    if (paths) {
-        for (size_t i = 0; i < m->nfiles; i++) paths[i] = m->files[i]->path;
-        pi_auto_gather(paths, m->nfiles, &f);
-        pi_free(paths);
-        pi_auto_measure(m, &f);
-    } else {
-        memset(&f, 0, sizeof f);
-        f.rotational = -1;
-    }
-    return pi_auto_decide(&f, why && len ? why : tmp, why && len ? len : sizeof tmp, budget);
+    /* the rule pagein_model_open runs for AUTO (no budget asked) */
+    pagein_strategy s = pi_auto_choose(m, 0, &b, why && len ? why : tmp, why && len ? len : sizeof tmp);
+    if (budget) *budget = b;
+    return s;
 }

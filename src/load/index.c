@@ -79,15 +79,11 @@ static int add_entry(struct ictx *c, const char *key, size_t klen, const char *s
         return pi_err(PAGEIN_E_BAD_INDEX, "index: tensor '%s': shard name '%.*s' is not a plain file name", name,
                       (int)PI_MIN(slen, 200), shard);
     FORWARD_IF(keep(ix, shard, slen, &sh));
-    if (ix->n == c->cap) {
-        size_t nc = c->cap ? c->cap * 2 : 64;
-        struct pi_index_entry *ne = pi_realloc(ix->e, nc * sizeof *ne);
-        if (!ne) return pi_err(-ENOMEM, "index: out of memory");
-        ix->e = ne;
-        char **nr = pi_realloc(c->raw_shard, nc * sizeof *nr);
-        if (!nr) return pi_err(-ENOMEM, "index: out of memory");
-        c->raw_shard = nr;
-        c->cap = nc;
+    if (ix->n == c->cap) { /* two arrays, one capacity: cap is the smaller */
+        size_t ce = c->cap, cr = c->cap;
+        FORWARD_IF(pi_grow((void **)&ix->e, &ce, ix->n + 1, sizeof *ix->e));
+        FORWARD_IF(pi_grow((void **)&c->raw_shard, &cr, ix->n + 1, sizeof *c->raw_shard));
+        c->cap = PI_MIN(ce, cr);
     }
     ix->e[ix->n].name = name;
     ix->e[ix->n].name_len = klen;

@@ -68,11 +68,21 @@ void pi_auto_measure(const pagein_model *m, struct pi_auto_facts *f);
 /* Readahead at least this large makes page faults read large requests. */
 #define PI_AUTO_BIG_RA_KB 1024u
 
-/* Fills facts for the files (paths[n]). Never fails: unknown facts stay 0/-1/"". */
-void pi_auto_gather(const char *const *paths, size_t n, struct pi_auto_facts *f);
+/* Fills facts for model m: its size, MemAvailable, and the storage facts
+ * of its first file's source (source/facts.c). Never fails: unknown facts
+ * stay 0/-1/"". */
+void pi_auto_gather(const pagein_model *m, struct pi_auto_facts *f);
 /* The rule. Writes a one-sentence reason into why (len bytes) and, when it
  * chooses PREFETCH for a model larger than memory, a budget into *budget. */
 pagein_strategy pi_auto_decide(const struct pi_auto_facts *f, char *why, size_t len, uint64_t *budget);
+
+/* The AUTO rule, the one pagein_model_open applies and
+ * pagein_model_auto_plan reports: files without a mapping (remote) get
+ * READ, or PREFETCH with a budget (asked, else half of MemAvailable) when
+ * larger than 90 % of MemAvailable; mapped files get pi_auto_decide over
+ * gathered and measured facts. why gets the reason; *budget the budget of
+ * a PREFETCH (0 otherwise). */
+pagein_strategy pi_auto_choose(const pagein_model *m, uint64_t asked, uint64_t *budget, char *why, size_t len);
 
 /* Files below this total size get READ from auto. */
 #define PI_AUTO_SMALL_BYTES (32ull << 20)
@@ -246,10 +256,8 @@ int pi_pager_settle(pagein_model *m, unsigned timeout_ms);
 
 /* ---- which file behind a remote prefix is the model (resolve.c) -------- */
 /* A model behind a prefix: s3://b/p/, gs://b/p/, hf://org/name[@rev] or
- * http(s)://host/dir/ -> the URI to open (the sharded index
- * model.safetensors.index.json, else the one *.safetensors.index.json,
- * else the one *.safetensors, else a *.gguf, the first of a split set),
- * written into out. A URI that names a file is copied unchanged.
+ * http(s)://host/dir/ -> the URI to open (what format/pick.c's
+ * pi_model_pick chooses among the listing, listed = 1), written into out. A URI that names a file is copied unchanged.
  * PAGEIN_E_NOT_FOUND when the prefix holds no model. */
 int pi_remote_model_uri(const char *uri, char *out, size_t cap);
 

@@ -24,11 +24,6 @@
 
 /* ---- path helpers ------------------------------------------------------- */
 
-static int ends_with(const char *s, const char *suf) {
-    size_t n = strlen(s), k = strlen(suf);
-    return n >= k && strcmp(s + n - k, suf) == 0;
-}
-
 /* dir/name, with one slash however many dir ends with ("d/" + "x" is
  * "d/x", not "d//x"; "/" + "x" is "/x"). */
 static char *join(const char *dir, const char *name) {
@@ -106,78 +101,48 @@ out:
 
 /* ---- what a path names -------------------------------------------------- */
 
-enum kind { K_SINGLE, K_INDEX, K_GGUF };
+enum kind { K_SINGLE, K_INDEX, K_SPLIT };
 
 struct target {
     enum kind kind;
-    char *path; /* the file to start from (index, single file, any GGUF shard) */
+    char *path; /* the file to start from (index, single file, any shard of a split set) */
 };
 
-/* A directory: an index if there is one; else the model files the format
- * table's suffixes pick up, preferring safetensors, then GGUF (one file or
- * one split set), then PyTorch checkpoints, as transformers and llama.cpp
- * do when a repository holds several. */
+/* What kind of start a file path is: an index (.json), a member of a
+ * format's split sets (GGUF), else a single file. */
+static enum kind kind_of(const char *path) {
+    const struct pi_format *x = pi_format_by_suffix(path);
+    if (pi_ends_with(path, ".json")) return K_INDEX;
+    return x && x->split_paths ? K_SPLIT : K_SINGLE;
+}
+
+/* A directory: the model the format table's one rule picks among its
+ * names (format/pick.c: an index, else the highest-ranked format's file or
+ * split set), as transformers and llama.cpp do when a folder holds
+ * several. */
 static int resolve_dir(const char *dir, struct target *t) {
     DIR *d = opendir(dir);
     if (!d) return pi_err(-errno, "%s: cannot open directory: %s", dir, strerror(errno));
-    enum { S_ST, S_GG, S_PT, S_N };
-    char *idx = NULL, *first[S_N] = {NULL, NULL, NULL};
-    int nidx = 0, cnt[S_N] = {0, 0, 0}, ngg_split = 0;
+    char **names = NULL;
+    size_t n = 0, cap = 0, pick = 0;
+    int rc = 0, index = 0;
     struct dirent *e;
-    int rc = 0;
     while ((e = readdir(d))) {
-        const char *n = e->d_name;
-        if (n[0] == '.') continue;
-        char **slot = NULL;
-        const struct pi_format *x;
-        if (ends_with(n, ".safetensors.index.json")) {
-            nidx++, slot = &idx;
-        } else if ((x = pi_format_by_suffix(n)) != NULL) {
-            int k = x->id == PAGEIN_FORMAT_SAFETENSORS ? S_ST : x->id == PAGEIN_FORMAT_GGUF ? S_GG : S_PT;
-            cnt[k]++, slot = &first[k];
-            size_t l = strlen(n);
-            /* PREFIX-00001-of-0000N.gguf */
-            if (k == S_GG && l > 20 && memcmp(n + l - 14, "-of-", 4) == 0 && n[l - 20] == '-') ngg_split++;
-        } else {
-            continue;
+        if (!pi_is_model_name(e->d_name)) continue;
+        if ((rc = pi_grow((void **)&names, &cap, n + 1, sizeof *names)) < 0) goto out;
+        if (!(names[n] = pi_strndup(e->d_name, strlen(e->d_name)))) {
+            rc = pi_err(-ENOMEM, "out of memory");
+            goto out;
         }
-        if (*slot == NULL || strcmp(n, *slot) < 0) { /* the smallest name: for split sets that is shard 00001 */
-            pi_free(*slot);
-            *slot = pi_strndup(n, strlen(n));
-            if (!*slot) {
-                rc = pi_err(-ENOMEM, "out of memory");
-                goto out;
-            }
-        }
+        n++;
     }
-    if (nidx > 1) {
-        rc = pi_err(PAGEIN_E_INVALID, "%s: holds %d sharded indexes; name one", dir, nidx);
-    } else if (nidx == 1) {
-        t->kind = K_INDEX;
-        t->path = join(dir, idx);
-    } else if (cnt[S_ST] == 1) {
-        t->kind = K_SINGLE;
-        t->path = join(dir, first[S_ST]);
-    } else if (cnt[S_ST] > 1) {
-        rc = pi_err(PAGEIN_E_INVALID, "%s: holds %d safetensors files and no index; name one", dir, cnt[S_ST]);
-    } else if (cnt[S_GG] >= 1 && (cnt[S_GG] == 1 || ngg_split == cnt[S_GG])) {
-        t->kind = K_GGUF;
-        t->path = join(dir, first[S_GG]);
-    } else if (cnt[S_GG] > 1) {
-        rc = pi_err(PAGEIN_E_INVALID, "%s: holds %d GGUF files that are not one split set; name one", dir, cnt[S_GG]);
-    } else if (cnt[S_PT] == 1) {
-        t->kind = K_SINGLE;
-        t->path = join(dir, first[S_PT]);
-    } else if (cnt[S_PT] > 1) {
-        rc = pi_err(PAGEIN_E_INVALID, "%s: holds %d PyTorch checkpoints; name one", dir, cnt[S_PT]);
-    } else {
-        rc = pi_err(PAGEIN_E_NOT_FOUND, "%s: no model file (.safetensors, .safetensors.index.json, .gguf, .pt, .pth, "
-                    ".bin, .ckpt)", dir);
-    }
-    if (rc == 0 && !t->path) rc = pi_err(-ENOMEM, "out of memory");
+    if ((rc = pi_model_pick(dir, (const char *const *)names, n, 0, &pick, &index)) < 0) goto out;
+    t->path = join(dir, names[pick]);
+    if (!t->path) rc = pi_err(-ENOMEM, "out of memory");
+    else t->kind = index ? K_INDEX : kind_of(t->path);
 out:
-    pi_free(idx);
-    for (int k = 0; k < S_N; k++) pi_free(first[k]);
+    for (size_t i = 0; i < n; i++) pi_free(names[i]);
+    pi_free(names);
     closedir(d);
     return rc;
 }
@@ -206,9 +171,7 @@ static int resolve(const char *path, struct target *t) {
     }
     t->path = pi_strndup(path, strlen(path));
     if (!t->path) return pi_err(-ENOMEM, "out of memory");
-    if (ends_with(path, ".json")) t->kind = K_INDEX;
-    else if (ends_with(path, ".gguf")) t->kind = K_GGUF;
-    else t->kind = K_SINGLE;
+    t->kind = kind_of(path);
     return 0;
 }
 
@@ -344,19 +307,22 @@ out:
     return rc;
 }
 
-static int open_gguf(pagein_model *m, const char *path) {
+/* A member of a split set (the format's split_paths): the whole set. */
+static int open_split(pagein_model *m, const char *path) {
+    const struct pi_format *x = pi_format_by_suffix(path);
     char **paths = NULL;
     size_t n = 0;
-    int rc = pi_gguf_split_paths(path, &paths, &n);
+    int rc = x->split_paths(path, &paths, &n);
     if (rc < 0) {
         pi_err_prefix(path);
         return rc;
     }
     if (rc == 0) return add_file(m, path);
     rc = add_files(m, (const char *const *)paths, n);
-    pi_gguf_split_free_paths(paths, n);
+    for (size_t i = 0; i < n; i++) pi_free(paths[i]); /* split_paths' contract: pi_malloc'd */
+    pi_free(paths);
     if (rc < 0) return rc;
-    return pi_gguf_split_check((const pagein_file *const *)m->files, m->nfiles);
+    return x->split_check ? x->split_check((const pagein_file *const *)m->files, m->nfiles) : 0;
 }
 
 /* ---- one table over every file ------------------------------------------ */
@@ -532,7 +498,7 @@ int pagein_model_open(pagein_model **out, const char *path, const pagein_model_o
     if (rc < 0) goto fail;
     switch (tg.kind) {
     case K_INDEX: rc = open_index(m, tg.path); break;
-    case K_GGUF: rc = open_gguf(m, tg.path); break;
+    case K_SPLIT: rc = open_split(m, tg.path); break;
     default: rc = add_file(m, tg.path); break;
     }
     if (rc < 0) goto fail;
@@ -544,36 +510,10 @@ int pagein_model_open(pagein_model **out, const char *path, const pagein_model_o
     m->strategy = m->opts.strategy;
     size_t unmapped = 0;
     for (size_t i = 0; i < m->nfiles; i++) unmapped += !m->files[i]->mapped && m->files[i]->len;
-    if (m->strategy == PAGEIN_STRATEGY_AUTO && unmapped) {
-        /* no mapping: read whole, or layer by layer when it does not fit
-         * in memory (the local rule's threshold and budget, auto.c) */
-        uint64_t total = 0, avail = pi_mem_available();
-        for (size_t i = 0; i < m->nfiles; i++) total += m->files[i]->len;
-        if (avail && total > avail / 10 * 9) {
-            m->strategy = PAGEIN_STRATEGY_PREFETCH;
-            if (!m->opts.budget_bytes) m->opts.budget_bytes = avail / 2;
-            snprintf(m->why, sizeof m->why,
-                     "auto: %s is not a local file and its %.0f MiB exceed 90%% of MemAvailable: layers read ahead "
-                     "with a %.0f MiB budget", m->files[0]->path, (double)total / (1 << 20),
-                     (double)m->opts.budget_bytes / (1 << 20));
-        } else {
-            m->strategy = PAGEIN_STRATEGY_READ;
-            snprintf(m->why, sizeof m->why, "auto: %s is not a local file (no mapping): explicit parallel range reads",
-                     m->files[0]->path);
-        }
-    } else if (m->strategy == PAGEIN_STRATEGY_AUTO) {
-        struct pi_auto_facts facts;
-        const char **paths = pi_malloc(m->nfiles * sizeof *paths);
-        if (!paths) {
-            rc = pi_err(-ENOMEM, "out of memory");
-            goto fail;
-        }
-        for (size_t i = 0; i < m->nfiles; i++) paths[i] = m->files[i]->path;
-        pi_auto_gather(paths, m->nfiles, &facts);
-        pi_free(paths);
-        pi_auto_measure(m, &facts);
+    if (m->strategy == PAGEIN_STRATEGY_AUTO) {
+        /* the one rule (auto.c), read by pagein_model_auto_plan too */
         uint64_t budget = 0;
-        m->strategy = pi_auto_decide(&facts, m->why, sizeof m->why, &budget);
+        m->strategy = pi_auto_choose(m, m->opts.budget_bytes, &budget, m->why, sizeof m->why);
         if (budget && !m->opts.budget_bytes) m->opts.budget_bytes = budget;
     } else {
         snprintf(m->why, sizeof m->why, "%s was asked for", pagein_strategy_name(m->strategy));

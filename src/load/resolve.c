@@ -1,13 +1,16 @@
 /*
  * resolve.c - which file of a remote prefix is the model (docs/REMOTE.md):
  * s3://bucket/model/, gs://..., hf://org/name[@rev] and http(s)://host/dir/
- * name a folder; the model is its sharded index
+ * name a folder; the model is the one the format table's rule picks among
+ * its files (format/pick.c, as for a local directory): its sharded index
  * (model.safetensors.index.json, else the one *.safetensors.index.json),
- * else its one *.safetensors, else a *.gguf (the first of a split set).
+ * else model.safetensors or its one *.safetensors, else its one *.gguf or
+ * the first of a split set, else its one PyTorch checkpoint.
  * Object stores and the Hub are listed (ListObjectsV2, the Hub's API); a
  * plain HTTP folder cannot be listed, so the usual names are tried.
  */
 #include "load.h"
+#include "../format/format.h"
 #include "../source/remote.h"
 
 #ifdef PAGEIN_HAVE_CURL
@@ -15,34 +18,23 @@
 #include <stdio.h>
 #include <strings.h>
 
-static int ends_with(const char *s, size_t n, const char *suf) {
-    size_t b = strlen(suf);
-    return n >= b && memcmp(s + n - b, suf, b) == 0;
-}
-
 /* Picks the model among n NUL-separated names (relative to the folder,
- * direct children only). Returns the chosen name or NULL. */
-static const char *choose(const char *names, size_t n) {
-    const char *best = NULL;
-    int best_rank = 100;
+ * direct children only) by the format table's one rule (format/pick.c,
+ * the rule of local directories too). Sets *best to the chosen name, or
+ * NULL when none is a model file; an ambiguous folder is an error. */
+static int choose(const char *uri, const char *names, size_t n, const char **best) {
+    *best = NULL;
+    const char **v = n ? pi_malloc(n * sizeof *v) : NULL;
+    if (n && !v) return pi_err(-ENOMEM, "out of memory");
+    size_t k = 0;
     const char *q = names;
-    for (size_t i = 0; i < n; i++, q += strlen(q) + 1) {
-        size_t l = strlen(q);
-        if (!l || strchr(q, '/')) continue;
-        int rank;
-        if (!strcmp(q, "model.safetensors.index.json")) rank = 0;
-        else if (ends_with(q, l, ".safetensors.index.json")) rank = 1;
-        else if (!strcmp(q, "model.safetensors")) rank = 2;
-        else if (ends_with(q, l, ".safetensors")) rank = 3;
-        else if (ends_with(q, l, "-00001-of-00001.gguf")) rank = 4;
-        else if (ends_with(q, l, ".gguf") && !strstr(q, "-of-")) rank = 5;
-        else if (ends_with(q, l, ".gguf") && strstr(q, "-00001-of-")) rank = 6;
-        else continue;
-        /* two candidates of the same kind (rank 1, 3, 5): ambiguous unless
-         * one is the conventional name; keep the first in listing order */
-        if (rank < best_rank) best = q, best_rank = rank;
-    }
-    return best;
+    for (size_t i = 0; i < n; i++, q += strlen(q) + 1)
+        if (q[0] && !strchr(q, '/') && pi_is_model_name(q)) v[k++] = q;
+    size_t pick = 0;
+    int index = 0, rc = k ? pi_model_pick(uri, v, k, 1, &pick, &index) : 0;
+    if (rc == 0 && k) *best = v[pick];
+    pi_free(v);
+    return rc;
 }
 
 int pi_remote_model_uri(const char *uri, char *out, size_t cap) {
@@ -87,7 +79,7 @@ int pi_remote_model_uri(const char *uri, char *out, size_t cap) {
                 q += l + 1;
             }
             n = nk;
-            pick = choose(names, n);
+            rc = choose(uri, names, n, &pick);
         }
     } else if (hf) {
         rc = pi_hf_list(uri, &r, &names, &n);
@@ -107,7 +99,7 @@ int pi_remote_model_uri(const char *uri, char *out, size_t cap) {
                 q += l + 1;
             }
             n = kept;
-            pick = choose(names, n);
+            rc = choose(uri, names, n, &pick);
         }
     } else {
         /* a plain HTTP folder: the usual names, one probe each (of 1 byte:
@@ -125,7 +117,7 @@ int pi_remote_model_uri(const char *uri, char *out, size_t cap) {
         pi_err_clear();
     }
     if (rc == 0 && !pick)
-        rc = pi_err(PAGEIN_E_NOT_FOUND, "%s: no model here (no *.safetensors.index.json, *.safetensors or *.gguf%s)",
+        rc = pi_err(PAGEIN_E_NOT_FOUND, "%s: no model here (no sharded index and no file a format claims by its suffix%s)",
                     uri, http ? "; a plain HTTP folder cannot be listed: name the file" : "");
     if (rc == 0) {
         int k;

@@ -482,14 +482,6 @@ static void remove_tmpdir(const char *tmpdir) {
     rmdir(tmpdir);
 }
 
-static void fsync_dir(const char *dir) {
-    int fd = open(dir, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
-    if (fd >= 0) {
-        fsync(fd);
-        close(fd);
-    }
-}
-
 /* Moves every file of the set into place, the index last. Old files at
  * those names are first hard-linked into the temporary directory; on a
  * failure the moved files are taken back and the old ones restored. */
@@ -514,7 +506,7 @@ static int install_set(struct shard_set *ss) {
             if (rename(ss->old[k], ss->final[k]) != 0) unlink(ss->final[k]); /* no old file: remove the new one */
         }
     }
-    fsync_dir(ss->dir);
+    (void)pi_fsync_dir(ss->dir, NULL); /* best effort: the files are in place */
     return rc;
 }
 

@@ -189,12 +189,6 @@ static int cmp_len_desc(const void *a, const void *b) {
     return x->len < y->len ? 1 : x->len > y->len ? -1 : 0;
 }
 
-static double now_s(void) {
-    struct timespec ts;
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    return (double)ts.tv_sec + (double)ts.tv_nsec * 1e-9;
-}
-
 /* Hashes every file header and tensor of mf. items[0..nfiles) are the
  * headers, then the tensors in model order. */
 static int hash_all(const struct model_files *mf, unsigned threads, struct item **out, size_t *nout,
@@ -227,9 +221,9 @@ static int hash_all(const struct model_files *mf, unsigned threads, struct item 
     for (size_t i = 0; i < n; i++) order[i] = &items[i];
     qsort(order, n, sizeof *order, cmp_len_desc);
     struct hash_ctx hc = {order};
-    double t0 = now_s();
+    double t0 = pi_now_s();
     int rc = pi_parallel(threads, n, hash_item, &hc);
-    double t1 = now_s();
+    double t1 = pi_now_s();
     pi_free(order);
     if (rc < 0) {
         pi_free(items);

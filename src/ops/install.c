@@ -18,12 +18,6 @@
 
 #define COPY_CHUNK (8u << 20)
 
-static double now_s(void) {
-    struct timespec ts;
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    return (double)ts.tv_sec + (double)ts.tv_nsec * 1e-9;
-}
-
 /* Copies size bytes from sfd to dfd. copy_file_range lets the kernel (or the
  * filesystem: reflinks, server-side copy) move the data; read/write is the
  * fallback. max_rate throttles (bytes/s). */
@@ -33,7 +27,7 @@ static int copy_fd(int sfd, int dfd, uint64_t size, uint64_t max_rate, const cha
     if (max_rate && max_rate / 8 < chunk) chunk = (size_t)PI_MAX(max_rate / 8, 4096);
     int use_cfr = 1;
     char *buf = NULL;
-    double t0 = now_s();
+    double t0 = pi_now_s();
     int rc = 0;
     while (done < size) {
         size_t want = (size_t)PI_MIN((uint64_t)chunk, size - done);
@@ -74,7 +68,7 @@ static int copy_fd(int sfd, int dfd, uint64_t size, uint64_t max_rate, const cha
         }
         done += (uint64_t)n;
         if (max_rate) {
-            double ahead = (double)done / (double)max_rate - (now_s() - t0);
+            double ahead = (double)done / (double)max_rate - (pi_now_s() - t0);
             if (ahead > 0) {
                 struct timespec ts = {(time_t)ahead, (long)((ahead - (double)(time_t)ahead) * 1e9)};
                 nanosleep(&ts, NULL);
@@ -86,47 +80,15 @@ out:
     return rc;
 }
 
-static int fill_random_suffix(char *s, size_t n) {
-    static const char al[] = "abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789";
-    struct timespec ts;
-    clock_gettime(CLOCK_REALTIME, &ts);
-    uint64_t x = (uint64_t)ts.tv_nsec ^ ((uint64_t)getpid() << 32) ^ (uint64_t)(uintptr_t)s;
-    static _Thread_local uint64_t ctr;
-    x += ++ctr * 0x9e3779b97f4a7c15ull;
-    for (size_t i = 0; i < n; i++) {
-        x ^= x >> 31;
-        x *= 0xbf58476d1ce4e5b9ull;
-        x ^= x >> 29;
-        s[i] = al[x % (sizeof al - 1)];
-    }
-    return 0;
-}
-
-/* ".BASE.pagein-XXXXXXXX" in the same directory. */
-static void temp_name(char *out, size_t cap, const char *base) {
-    char sfx[9];
-    fill_random_suffix(sfx, 8);
-    sfx[8] = 0;
-    snprintf(out, cap, ".%.200s.pagein-%s", base, sfx);
-}
-
-/* Records DIR/NAME for pagein_temp_cleanup (a signal handler unlinks it):
- * the named fallback and the link-rename instant. */
-static int temp_register(const char *dir, const char *name) {
-    char p[PATH_MAX];
-    if ((size_t)snprintf(p, sizeof p, "%s/%s", dir, name) >= sizeof p) return -1;
-    return pi_temp_register(p);
-}
-
 int pagein_install(const char *src, const char *dest, const pagein_install_opts *opts) {
     pi_err_clear();
     if (!src || !dest || !*src || !*dest) return pi_err(PAGEIN_E_INVALID, "pagein_install: NULL argument");
     uint32_t flags = opts ? opts->flags : 0;
     uint64_t max_rate = opts ? opts->max_rate : 0;
     int sync = !(flags & PAGEIN_INSTALL_NO_SYNC);
-    int rc = 0, sfd = -1, dirfd = -1, tfd = -1, linked = 0, slot = -1;
+    int rc = 0, sfd = -1, dirfd = -1, open_a = 0;
     char *dcopy = NULL, *bcopy = NULL, *target = NULL;
-    char tmpname[512] = "";
+    struct pi_atomic_file a;
 
     struct stat sst, dst;
     rc = pi_open_regular(src, &sfd, &sst);
@@ -174,73 +136,34 @@ int pagein_install(const char *src, const char *dest, const pagein_install_opts 
         mode = dst.st_mode & 07777;
     }
 
+    /* the directory first, for a message that names it */
     dirfd = open(dir, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
     if (dirfd < 0) {
         rc = pi_err(-errno, "%s: cannot open directory: %s", dir, strerror(errno));
         goto out;
     }
+    close(dirfd);
+    dirfd = -1;
 
-    /* An unnamed temporary file leaves nothing behind if we are killed
-     * during the copy; it gets a name only once complete and synced. */
-    int anonymous = 1;
-    tfd = openat(dirfd, ".", O_TMPFILE | O_WRONLY | O_CLOEXEC, 0600);
-    if (tfd < 0) {
-        anonymous = 0;
-        for (int tries = 0; tries < 100 && tfd < 0; tries++) {
-            temp_name(tmpname, sizeof tmpname, base);
-            pi_temp_unregister(slot);
-            slot = temp_register(dir, tmpname);
-            tfd = openat(dirfd, tmpname, O_CREAT | O_EXCL | O_WRONLY | O_CLOEXEC, 0600);
-            if (tfd < 0 && errno != EEXIST) break;
-        }
-        if (tfd < 0) {
-            rc = pi_err(-errno, "%s: cannot create a temporary file: %s", dir, strerror(errno));
-            tmpname[0] = 0;
-            goto out;
-        }
-        linked = 1;
-    }
-
-    rc = copy_fd(sfd, tfd, (uint64_t)sst.st_size, max_rate, src);
+    /* The temporary file (io/atomic.c): an unnamed O_TMPFILE inode where the
+     * filesystem has them, so being killed during the copy leaves nothing
+     * behind; it gets a hidden name only once complete (for the
+     * validation, else at the rename). */
+    if ((rc = pi_atomic_open(&a, target)) < 0) goto out;
+    open_a = 1;
+    a.no_sync = !sync;
+    rc = copy_fd(sfd, a.fd, (uint64_t)sst.st_size, max_rate, src);
     if (rc < 0) goto out;
-    if (fchmod(tfd, mode) != 0) {
+    if (fchmod(a.fd, mode) != 0) {
         rc = pi_err(-errno, "fchmod: %s", strerror(errno));
         goto out;
     }
-    if (sync && fsync(tfd) != 0) {
-        rc = pi_err(-errno, "%s: fsync: %s", target, strerror(errno));
-        goto out;
-    }
-
-    if (anonymous) {
-        char proc[64];
-        snprintf(proc, sizeof proc, "/proc/self/fd/%d", tfd);
-        for (int tries = 0; tries < 100 && !linked; tries++) {
-            temp_name(tmpname, sizeof tmpname, base);
-            pi_temp_unregister(slot);
-            slot = temp_register(dir, tmpname);
-            if (linkat(AT_FDCWD, proc, dirfd, tmpname, AT_SYMLINK_FOLLOW) == 0) linked = 1;
-            else if (errno != EEXIST) break;
-        }
-        if (!linked) {
-            rc = pi_err(-errno, "%s: cannot link the temporary file: %s", dir, strerror(errno));
-            tmpname[0] = 0;
-            goto out;
-        }
-    }
 
     if (flags & PAGEIN_INSTALL_VALIDATE) {
-        size_t n = strlen(dir) + strlen(tmpname) + 2;
-        char *tp = pi_malloc(n);
-        if (!tp) {
-            rc = pi_err(-ENOMEM, "out of memory");
-            goto out;
-        }
-        snprintf(tp, n, "%s/%s", dir, tmpname);
+        if ((rc = pi_atomic_name(&a)) < 0) goto out;
         pagein_file *f = NULL;
-        rc = pagein_open(&f, tp, NULL);
+        rc = pagein_open(&f, a.tmp, NULL);
         pagein_close(f);
-        pi_free(tp);
         if (rc < 0) {
             char d[1100];
             snprintf(d, sizeof d, "%s: not installed, the copy of %s is invalid: %s", target, src,
@@ -250,22 +173,11 @@ int pagein_install(const char *src, const char *dest, const pagein_install_opts 
         }
     }
 
-    if (renameat(dirfd, tmpname, dirfd, base) != 0) {
-        rc = pi_err(-errno, "%s: rename: %s", target, strerror(errno));
-        goto out;
-    }
-    linked = 0; /* the temporary name is gone: it is dest now */
-    pi_temp_unregister(slot);
-    slot = -1;
-    if (sync && fsync(dirfd) != 0) {
-        rc = pi_err(-errno, "%s: fsync directory: %s", dir, strerror(errno));
-        goto out;
-    }
-    rc = 0;
+    /* fsync (unless --no-sync), rename over the target, fsync the directory */
+    open_a = 0;
+    rc = pi_atomic_commit(&a);
 out:
-    if (linked && tmpname[0] && dirfd >= 0) unlinkat(dirfd, tmpname, 0);
-    pi_temp_unregister(slot);
-    if (tfd >= 0) close(tfd);
+    if (open_a) pi_atomic_abort(&a);
     if (dirfd >= 0) close(dirfd);
     if (sfd >= 0) close(sfd);
     pi_free(target);

@@ -24,7 +24,7 @@ kill -9 $pid
 wait $pid 2>/dev/null
 cmp -s "$TMP/old.bin" "$TMP/dest.bin" || fail "dest changed after kill -9 during install"
 [ "$(stat -c %i "$TMP/dest.bin")" = "$ino_before" ] || fail "dest replaced after kill -9"
-left=$(ls -A "$TMP" | grep -c '\.pagein-' || true)
+left=$(ls -A "$TMP" | grep -c '\.tmp-\|\.pagein-' || true)
 [ "$left" -eq 0 ] || fail "temporary files left after kill -9: $(ls -A "$TMP")"
 
 # a complete install replaces dest with a new inode and keeps dest's mode
