@@ -56,8 +56,14 @@ def _is_remote(path):
     return isinstance(path, str) and path[:8].lower().startswith(_REMOTE)
 
 
+def _redact(path):
+    """path as messages may show it: a URL's user:pass@ and signature or
+    token query values redacted (issue 27: no secret in an exception)."""
+    return _pagein.url_redact(path) if isinstance(path, str) else path
+
+
 def _missing(path, cause=None):
-    e = FileNotFoundError(_errno.ENOENT, "No such file or directory", path)
+    e = FileNotFoundError(_errno.ENOENT, "No such file or directory", _redact(path))
     if cause is not None:
         e.__cause__ = cause
     return e
@@ -138,7 +144,7 @@ class PageinFileSystem(AbstractFileSystem):
             if e.errno in (_errno.ENOENT, _errno.ENOTDIR):
                 raise _missing(url, e) from None
             if e.errno == _errno.EISDIR:
-                raise IsADirectoryError(_errno.EISDIR, "Is a directory", url) from None
+                raise IsADirectoryError(_errno.EISDIR, "Is a directory", _redact(url)) from None
             raise
         except _p.FormatError as e:
             if "404" in str(e) or "NoSuchKey" in str(e) or "Not Found" in str(e):

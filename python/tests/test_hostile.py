@@ -97,3 +97,50 @@ def test_exception_has_no_secret(hostile, monkeypatch):
     msg = str(e.value)
     assert "pyPassw0rd" not in msg and "pySigValue" not in msg, msg
     assert "X-Amz-Signature=REDACTED" in msg, msg
+
+
+def test_fsspec_exceptions_have_no_secret(hostile, monkeypatch):
+    """pagein.fsspec builds FileNotFoundError around the URL itself: the
+    URL's user:pass@ and signature are redacted there too."""
+    fsspec = pytest.importorskip("fsspec")
+    import pagein.fsspec  # noqa: F401
+    d, a = hostile
+    monkeypatch.setenv("PAGEIN_HTTP_RETRIES", "0")
+    url = a.replace("http://", "http://user:pyPassw0rd@") + "/file/missing.bin?X-Amz-Signature=pySigValue"
+    fs = fsspec.filesystem("pagein")
+    calls = [lambda: fs.cat_file(url), lambda: fs.info(url), lambda: fs.open(url, "rb"), lambda: fs.ukey(url)]
+    for call in calls:
+        with pytest.raises(FileNotFoundError) as e:
+            call()
+        msg = str(e.value)
+        assert "pyPassw0rd" not in msg and "pySigValue" not in msg, msg
+        assert "X-Amz-Signature=REDACTED" in msg, msg
+    got = fs.cat_ranges([url], [0], [4], on_error="return")[0]
+    assert isinstance(got, FileNotFoundError)
+    assert "pyPassw0rd" not in str(got) and "pySigValue" not in str(got), str(got)
+
+
+def test_fsspec_get_stays_inside_the_destination(hostile, monkeypatch, tmp_path):
+    """An S3 listing naming P/../../escaped.bin: fsspec's get turns names
+    into local paths by replacing the listed prefix, so the listing itself
+    refuses a '..' component (as pull does) and nothing is written outside
+    the destination."""
+    fsspec = pytest.importorskip("fsspec")
+    import pagein.fsspec  # noqa: F401
+    d, a = hostile
+    os.makedirs(os.path.join(d, "www", "p"), exist_ok=True)
+    with open(os.path.join(d, "www", "p", "one.bin"), "wb") as f:
+        f.write(os.urandom(3000))
+    monkeypatch.setenv("PAGEIN_HTTP_RETRIES", "0")
+    monkeypatch.setenv("AWS_ENDPOINT_URL", a + "/s3")
+    monkeypatch.setenv("AWS_ACCESS_KEY_ID", "AKIDHOSTILE")
+    monkeypatch.setenv("AWS_SECRET_ACCESS_KEY", "s3cr3tkey")
+    fs = fsspec.filesystem("pagein")
+    dest = tmp_path / "a" / "b"
+    dest.mkdir(parents=True)
+    with pytest.raises(pagein.Error, match=r"unsafe name .*\.\./\.\./escaped\.bin"):
+        fs.find("s3://dotdot/p/")
+    with pytest.raises(pagein.Error, match="unsafe name"):
+        fs.get("s3://dotdot/p/", str(dest) + "/", recursive=True)
+    left = sorted(os.path.relpath(os.path.join(r, n), tmp_path) for r, ds, fs_ in os.walk(tmp_path) for n in ds + fs_)
+    assert all(x == "a" or x.startswith("a" + os.sep + "b") for x in left), "written outside the destination: %r" % left
