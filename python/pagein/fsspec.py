@@ -52,6 +52,12 @@ _REMOTE = ("http://", "https://", "s3://", "gs://", "hf://")
 _SCHEMES = {"http": "http", "https": "https", "s3": "s3", "s3a": "s3", "gs": "gs", "gcs": "gs", "hf": "hf"}
 
 
+# storage options of fsspec itself (AbstractFileSystem and its instance
+# cache) and of the files it opens, which fsspec.open passes along
+_GENERIC_OPTIONS = frozenset(("skip_instance_cache", "use_listings_cache", "listings_expiry_time", "max_paths",
+                              "asynchronous", "loop", "block_size", "cache_type", "cache_options"))
+
+
 def _is_remote(path):
     return isinstance(path, str) and path[:8].lower().startswith(_REMOTE)
 
@@ -84,6 +90,16 @@ class PageinFileSystem(AbstractFileSystem):
 
     def __init__(self, *args, queue_depth=128, max_gap=64 << 10, max_block=8 << 20, request_bytes=2 << 20,
                  target_protocol=None, target_options=None, fo=None, **kwargs):
+        # credentials and endpoints come from the environment (docs/REMOTE.md):
+        # an option meant for s3fs/gcsfs/HTTP (key, secret, token, anon,
+        # client_kwargs={"endpoint_url": ...}, headers) would otherwise be
+        # dropped silently, and the read would go to another endpoint with
+        # other credentials than the caller asked for
+        unknown = sorted(k for k in kwargs if k not in _GENERIC_OPTIONS)
+        if unknown:
+            raise ValueError("pagein.fsspec: unsupported storage option%s %s: pagein takes credentials and "
+                             "endpoints from the environment (AWS_*, HF_TOKEN; see "
+                             "docs/REMOTE.md)" % ("s" if len(unknown) > 1 else "", ", ".join(unknown)))
         super().__init__(*args, **kwargs)
         self.queue_depth = int(queue_depth)
         self.max_gap = int(max_gap)

@@ -144,3 +144,26 @@ def test_fsspec_get_stays_inside_the_destination(hostile, monkeypatch, tmp_path)
         fs.get("s3://dotdot/p/", str(dest) + "/", recursive=True)
     left = sorted(os.path.relpath(os.path.join(r, n), tmp_path) for r, ds, fs_ in os.walk(tmp_path) for n in ds + fs_)
     assert all(x == "a" or x.startswith("a" + os.sep + "b") for x in left), "written outside the destination: %r" % left
+
+
+def test_fsspec_refuses_storage_options_it_would_ignore(hostile, monkeypatch):
+    """s3fs-style storage options (an endpoint, keys, anon) are refused, not
+    dropped: dropping client_kwargs={"endpoint_url": ...} sent the read to
+    the environment's endpoint with the environment's credentials."""
+    fsspec = pytest.importorskip("fsspec")
+    import pagein.fsspec as pfs
+    d, a = hostile
+    monkeypatch.setenv("PAGEIN_HTTP_RETRIES", "0")
+    log = os.path.join(d, "state", "requests.log")
+    n0 = sum(1 for _ in open(log)) if os.path.exists(log) else 0
+    for opts in ({"client_kwargs": {"endpoint_url": "http://127.0.0.2:1"}}, {"key": "AKID", "secret": "s"},
+                 {"anon": True}, {"headers": {"Authorization": "Bearer x"}}):
+        with pytest.raises(ValueError, match="unsupported storage option"):
+            pfs.PageinFileSystem(skip_instance_cache=True, **opts)
+        with pytest.raises(ValueError, match="unsupported storage option"):
+            fsspec.open("pagein://" + a + "/file/model.safetensors", "rb", **opts).open()
+    assert (sum(1 for _ in open(log)) if os.path.exists(log) else 0) == n0, "a request went out"
+    # fsspec's own options and the file ones fsspec.open passes along still work
+    with fsspec.open("pagein://" + a + "/file/model.safetensors", "rb", block_size=1 << 16,
+                     skip_instance_cache=True) as f:
+        assert len(f.read(10)) == 10
