@@ -38,6 +38,7 @@ import os as _os
 import shutil as _shutil
 import stat as _stat
 import threading as _threading
+from collections import OrderedDict as _OrderedDict
 
 import fsspec as _fsspec
 from fsspec.spec import AbstractBufferedFile, AbstractFileSystem
@@ -86,6 +87,7 @@ class PageinFileSystem(AbstractFileSystem):
 
     protocol = ("pagein",)
     root_marker = ""
+    _MAX_SOURCES = 64  # remote sources kept open (connections reused)
     _default_scheme = None  # set on the classes register(override=True) makes
 
     def __init__(self, *args, queue_depth=128, max_gap=64 << 10, max_block=8 << 20, request_bytes=2 << 20,
@@ -107,7 +109,11 @@ class PageinFileSystem(AbstractFileSystem):
         self.request_bytes = int(request_bytes)
         self.target_protocol = target_protocol
         self.fo = fo
-        self._srcs = {}
+        # the remote sources opened last (least recently used dropped
+        # beyond _MAX_SOURCES: each holds its connections, about 5
+        # descriptors, and the filesystem object lives as long as fsspec's
+        # instance cache; a dropped one closes when nothing reads it)
+        self._srcs = _OrderedDict()
         self._lock = _threading.Lock()
 
     # ---- paths -----------------------------------------------------------
@@ -150,6 +156,8 @@ class PageinFileSystem(AbstractFileSystem):
         if _is_remote(url):
             with self._lock:
                 s = self._srcs.get(url)
+                if s is not None:
+                    self._srcs.move_to_end(url)
             if s is not None:
                 return s
         try:
@@ -169,6 +177,9 @@ class PageinFileSystem(AbstractFileSystem):
         if _is_remote(url):
             with self._lock:
                 s = self._srcs.setdefault(url, s)
+                self._srcs.move_to_end(url)
+                while len(self._srcs) > self._MAX_SOURCES:
+                    self._srcs.popitem(last=False)
         return s
 
     def invalidate_cache(self, path=None):

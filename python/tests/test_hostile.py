@@ -167,3 +167,30 @@ def test_fsspec_refuses_storage_options_it_would_ignore(hostile, monkeypatch):
     with fsspec.open("pagein://" + a + "/file/model.safetensors", "rb", block_size=1 << 16,
                      skip_instance_cache=True) as f:
         assert len(f.read(10)) == 10
+
+
+def test_fsspec_keeps_a_bounded_number_of_sources(hostile, tmp_path):
+    """Reading many remote files through one filesystem (which fsspec keeps
+    for the life of the process) kept every source with its connections:
+    about 5 descriptors a file, 1,500 after 300 files, past `ulimit -n`
+    1024. The least recently used ones are dropped; a file still open keeps
+    its own source."""
+    fsspec = pytest.importorskip("fsspec")
+    import pagein.fsspec as pfs
+    d, a = hostile
+    data = open(os.path.join(d, "www", "model.safetensors"), "rb").read()
+    fs = pfs.PageinFileSystem(skip_instance_cache=True)
+    fs._MAX_SOURCES = 4
+    first = a + "/file/model.safetensors?v=first"
+    f = fs.open(first, "rb", block_size=4096)
+    assert f.read(100) == data[:100]
+    fds0 = len(os.listdir("/proc/self/fd"))
+    for i in range(40):
+        got = fs.cat_ranges([a + "/file/model.safetensors?v=%d" % i] * 2, [0, 5000], [10, 9000])
+        assert got == [data[:10], data[5000:9000]], got
+    grown = len(os.listdir("/proc/self/fd")) - fds0
+    assert len(fs._srcs) <= 4, len(fs._srcs)
+    assert grown <= 4 * 8, "%d descriptors kept after reading 40 files" % grown
+    f.seek(200000)
+    assert f.read(1000) == data[200000:201000]
+    f.close()
