@@ -228,14 +228,20 @@ class PageinFileSystem(AbstractFileSystem):
         if len(starts) != len(paths) or len(ends) != len(paths):
             raise ValueError("cat_ranges: paths, starts and ends differ in length")
         out = [None] * len(paths)
-        srcs, index = [], {}
+        srcs, index, failed = [], {}, {}
         files, offs, lens, where = [], [], [], []
         for i, (p, s, e) in enumerate(zip(paths, starts, ends)):
             try:
                 url = self._url(p)
+                if url in failed:  # one open per path: its ranges share the failure
+                    raise failed[url]
                 k = index.get(url)
                 if k is None:
-                    src = self._source(url)
+                    try:
+                        src = self._source(url)
+                    except Exception as ex:
+                        failed[url] = ex
+                        raise
                     k = index[url] = len(srcs)
                     srcs.append(src)
                 size = _pagein.source_info(srcs[k])[0]

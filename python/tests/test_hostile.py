@@ -194,3 +194,22 @@ def test_fsspec_keeps_a_bounded_number_of_sources(hostile, tmp_path):
     f.seek(200000)
     assert f.read(1000) == data[200000:201000]
     f.close()
+
+
+def test_fsspec_cat_ranges_opens_a_failing_path_once(hostile, monkeypatch):
+    """50 ranges of one missing file: one request, not one open (with its
+    retries) per range; every range gets the file's FileNotFoundError."""
+    fsspec = pytest.importorskip("fsspec")
+    import pagein.fsspec as pfs
+    d, a = hostile
+    monkeypatch.setenv("PAGEIN_HTTP_RETRIES", "0")
+    log = os.path.join(d, "state", "requests.log")
+    n0 = sum(1 for _ in open(log)) if os.path.exists(log) else 0
+    fs = pfs.PageinFileSystem(skip_instance_cache=True)
+    url = a + "/file/missing-many.bin"
+    got = fs.cat_ranges([url] * 50, list(range(50)), [x + 1 for x in range(50)])
+    assert all(isinstance(g, FileNotFoundError) for g in got), got
+    sent = [r for r in map(json.loads, list(open(log))[n0:]) if "missing-many" in r["path"]]
+    assert len(sent) == 1, "%d requests for one missing file" % len(sent)
+    with pytest.raises(FileNotFoundError):
+        fs.cat_ranges([url] * 3, 0, 1, on_error="raise")
