@@ -169,15 +169,19 @@ pagein_strategy pagein_model_auto_plan(const pagein_model *m, uint64_t *budget, 
         uint64_t avail = pi_mem_available();
         char *w = why && len ? why : tmp;
         size_t wl = why && len ? len : sizeof tmp;
+        /* the reason reaches plan, --json and Python: the URL redacted
+         * whole, before a short buffer could cut it inside its userinfo */
+        char rp[1024];
+        pi_url_redact(m->files[0]->path, rp, sizeof rp);
         if (avail && total > avail / 10 * 9) {
             if (budget) *budget = avail / 2;
             snprintf(w, wl,
                      "auto: %s is not a local file and its %.0f MiB exceed 90%% of MemAvailable: layers read ahead "
-                     "with a %.0f MiB budget", m->files[0]->path, (double)total / (1 << 20),
+                     "with a %.0f MiB budget", rp, (double)total / (1 << 20),
                      (double)(avail / 2) / (1 << 20));
             return PAGEIN_STRATEGY_PREFETCH;
         }
-        snprintf(w, wl, "auto: %s is not a local file (no mapping): explicit parallel range reads", m->files[0]->path);
+        snprintf(w, wl, "auto: %s is not a local file (no mapping): explicit parallel range reads", rp);
         return PAGEIN_STRATEGY_READ;
     }
     const char **paths = pi_malloc((m->nfiles ? m->nfiles : 1) * sizeof *paths);

@@ -510,20 +510,23 @@ int pagein_model_open(pagein_model **out, const char *path, const pagein_model_o
     for (size_t i = 0; i < m->nfiles; i++) unmapped += !m->files[i]->mapped && m->files[i]->len;
     if (m->strategy == PAGEIN_STRATEGY_AUTO && unmapped) {
         /* no mapping: read whole, or layer by layer when it does not fit
-         * in memory (the local rule's threshold and budget, auto.c) */
+         * in memory (the local rule's threshold and budget, auto.c); the
+         * reason names the URL redacted (plan, --json, Python) */
         uint64_t total = 0, avail = pi_mem_available();
+        char rp[1024];
+        pi_url_redact(m->files[0]->path, rp, sizeof rp);
         for (size_t i = 0; i < m->nfiles; i++) total += m->files[i]->len;
         if (avail && total > avail / 10 * 9) {
             m->strategy = PAGEIN_STRATEGY_PREFETCH;
             if (!m->opts.budget_bytes) m->opts.budget_bytes = avail / 2;
             snprintf(m->why, sizeof m->why,
                      "auto: %s is not a local file and its %.0f MiB exceed 90%% of MemAvailable: layers read ahead "
-                     "with a %.0f MiB budget", m->files[0]->path, (double)total / (1 << 20),
+                     "with a %.0f MiB budget", rp, (double)total / (1 << 20),
                      (double)m->opts.budget_bytes / (1 << 20));
         } else {
             m->strategy = PAGEIN_STRATEGY_READ;
             snprintf(m->why, sizeof m->why, "auto: %s is not a local file (no mapping): explicit parallel range reads",
-                     m->files[0]->path);
+                     rp);
         }
     } else if (m->strategy == PAGEIN_STRATEGY_AUTO) {
         struct pi_auto_facts facts;
