@@ -519,14 +519,17 @@ int pagein_model_open(pagein_model **out, const char *path, const pagein_model_o
         if (avail && total > avail / 10 * 9) {
             m->strategy = PAGEIN_STRATEGY_PREFETCH;
             if (!m->opts.budget_bytes) m->opts.budget_bytes = avail / 2;
-            snprintf(m->why, sizeof m->why,
-                     "auto: %s is not a local file and its %.0f MiB exceed 90%% of MemAvailable: layers read ahead "
-                     "with a %.0f MiB budget", rp, (double)total / (1 << 20),
-                     (double)m->opts.budget_bytes / (1 << 20));
+            /* a long URL is cut: it was redacted whole before */
+            if (snprintf(m->why, sizeof m->why,
+                         "auto: %s is not a local file and its %.0f MiB exceed 90%% of MemAvailable: layers read "
+                         "ahead with a %.0f MiB budget", rp, (double)total / (1 << 20),
+                         (double)m->opts.budget_bytes / (1 << 20)) >= (int)sizeof m->why)
+                m->why[sizeof m->why - 1] = 0;
         } else {
             m->strategy = PAGEIN_STRATEGY_READ;
-            snprintf(m->why, sizeof m->why, "auto: %s is not a local file (no mapping): explicit parallel range reads",
-                     rp);
+            if (snprintf(m->why, sizeof m->why, "auto: %s is not a local file (no mapping): explicit parallel range reads",
+                         rp) >= (int)sizeof m->why)
+                m->why[sizeof m->why - 1] = 0; /* a long URL is cut: it was redacted whole before */
         }
     } else if (m->strategy == PAGEIN_STRATEGY_AUTO) {
         struct pi_auto_facts facts;
