@@ -26,6 +26,9 @@ Files are served from ROOT. Paths (NAME is a file under ROOT):
                              a ListObjectsV2 answer whose keys include
                              ones outside P ("a", "zz/x.bin") besides the
                              files under ROOT/P
+  /s3/dotdot/?list-type=2&prefix=P
+                             keys P/one.bin and P/../../escaped.bin; every
+                             object of bucket dotdot is ROOT/p/one.bin
   Hugging Face layout (HF_ENDPOINT=http://127.0.0.1:A), ORG selects what is
   done wrong; the right sha256 of NAME is sent by A unless said otherwise:
   /ORG/REPO/resolve/REV/NAME 302 to B /hfcdn/ORG/NAME with X-Linked-Etag,
@@ -179,6 +182,12 @@ class H(http.server.BaseHTTPRequestHandler):
             q = urllib.parse.parse_qs(u.query)
             if key == "" and q.get("list-type") == ["2"]:
                 prefix = q.get("prefix", [""])[0]
+                if bucket == "dotdot":
+                    keys = [prefix + "one.bin", prefix + "../../escaped.bin"]
+                    xml = "<?xml version=\"1.0\"?><ListBucketResult><Name>dotdot</Name><Prefix>%s</Prefix>" % prefix
+                    xml += "".join("<Contents><Key>%s</Key><Size>1</Size></Contents>" % k for k in keys)
+                    xml += "<IsTruncated>false</IsTruncated></ListBucketResult>"
+                    return self.reply(200, xml.encode(), [("Content-Type", "application/xml")])
                 keys = ["a", "zz/x.bin"]
                 d = os.path.join(ROOT, prefix)
                 if os.path.isdir(d):
@@ -188,9 +197,11 @@ class H(http.server.BaseHTTPRequestHandler):
                 xml += "".join("<Contents><Key>%s</Key><Size>1</Size></Contents>" % k for k in keys)
                 xml += "<IsTruncated>false</IsTruncated></ListBucketResult>"
                 return self.reply(200, xml.encode(), [("Content-Type", "application/xml")])
-            p = local(key)
+            p = local("p/one.bin" if bucket == "dotdot" else key)
             if not p:
                 return self.reply(404, b"<Error><Code>NoSuchKey</Code></Error>")
+            if bucket == "dotdot":
+                key = "p/one.bin"
             self.send_response(307)
             self.send_header("Location", B + "/file/" + key)
             self.send_header("Content-Length", "0")

@@ -38,6 +38,7 @@ import os as _os
 import shutil as _shutil
 import stat as _stat
 import threading as _threading
+from collections import OrderedDict as _OrderedDict
 
 import fsspec as _fsspec
 from fsspec.spec import AbstractBufferedFile, AbstractFileSystem
@@ -52,12 +53,24 @@ _REMOTE = ("http://", "https://", "s3://", "gs://", "hf://")
 _SCHEMES = {"http": "http", "https": "https", "s3": "s3", "s3a": "s3", "gs": "gs", "gcs": "gs", "hf": "hf"}
 
 
+# storage options of fsspec itself (AbstractFileSystem and its instance
+# cache) and of the files it opens, which fsspec.open passes along
+_GENERIC_OPTIONS = frozenset(("skip_instance_cache", "use_listings_cache", "listings_expiry_time", "max_paths",
+                              "asynchronous", "loop", "block_size", "cache_type", "cache_options"))
+
+
 def _is_remote(path):
     return isinstance(path, str) and path[:8].lower().startswith(_REMOTE)
 
 
+def _redact(path):
+    """path as messages may show it: a URL's user:pass@ and signature or
+    token query values redacted (issue 27: no secret in an exception)."""
+    return _pagein.url_redact(path) if isinstance(path, str) else path
+
+
 def _missing(path, cause=None):
-    e = FileNotFoundError(_errno.ENOENT, "No such file or directory", path)
+    e = FileNotFoundError(_errno.ENOENT, "No such file or directory", _redact(path))
     if cause is not None:
         e.__cause__ = cause
     return e
@@ -74,10 +87,21 @@ class PageinFileSystem(AbstractFileSystem):
 
     protocol = ("pagein",)
     root_marker = ""
+    _MAX_SOURCES = 64  # remote sources kept open (connections reused)
     _default_scheme = None  # set on the classes register(override=True) makes
 
     def __init__(self, *args, queue_depth=128, max_gap=64 << 10, max_block=8 << 20, request_bytes=2 << 20,
                  target_protocol=None, target_options=None, fo=None, **kwargs):
+        # credentials and endpoints come from the environment (docs/REMOTE.md):
+        # an option meant for s3fs/gcsfs/HTTP (key, secret, token, anon,
+        # client_kwargs={"endpoint_url": ...}, headers) would otherwise be
+        # dropped silently, and the read would go to another endpoint with
+        # other credentials than the caller asked for
+        unknown = sorted(k for k in kwargs if k not in _GENERIC_OPTIONS)
+        if unknown:
+            raise ValueError("pagein.fsspec: unsupported storage option%s %s: pagein takes credentials and "
+                             "endpoints from the environment (AWS_*, HF_TOKEN; see "
+                             "docs/REMOTE.md)" % ("s" if len(unknown) > 1 else "", ", ".join(unknown)))
         super().__init__(*args, **kwargs)
         self.queue_depth = int(queue_depth)
         self.max_gap = int(max_gap)
@@ -85,7 +109,11 @@ class PageinFileSystem(AbstractFileSystem):
         self.request_bytes = int(request_bytes)
         self.target_protocol = target_protocol
         self.fo = fo
-        self._srcs = {}
+        # the remote sources opened last (least recently used dropped
+        # beyond _MAX_SOURCES: each holds its connections, about 5
+        # descriptors, and the filesystem object lives as long as fsspec's
+        # instance cache; a dropped one closes when nothing reads it)
+        self._srcs = _OrderedDict()
         self._lock = _threading.Lock()
 
     # ---- paths -----------------------------------------------------------
@@ -128,6 +156,8 @@ class PageinFileSystem(AbstractFileSystem):
         if _is_remote(url):
             with self._lock:
                 s = self._srcs.get(url)
+                if s is not None:
+                    self._srcs.move_to_end(url)
             if s is not None:
                 return s
         try:
@@ -138,7 +168,7 @@ class PageinFileSystem(AbstractFileSystem):
             if e.errno in (_errno.ENOENT, _errno.ENOTDIR):
                 raise _missing(url, e) from None
             if e.errno == _errno.EISDIR:
-                raise IsADirectoryError(_errno.EISDIR, "Is a directory", url) from None
+                raise IsADirectoryError(_errno.EISDIR, "Is a directory", _redact(url)) from None
             raise
         except _p.FormatError as e:
             if "404" in str(e) or "NoSuchKey" in str(e) or "Not Found" in str(e):
@@ -147,6 +177,9 @@ class PageinFileSystem(AbstractFileSystem):
         if _is_remote(url):
             with self._lock:
                 s = self._srcs.setdefault(url, s)
+                self._srcs.move_to_end(url)
+                while len(self._srcs) > self._MAX_SOURCES:
+                    self._srcs.popitem(last=False)
         return s
 
     def invalidate_cache(self, path=None):
@@ -195,14 +228,20 @@ class PageinFileSystem(AbstractFileSystem):
         if len(starts) != len(paths) or len(ends) != len(paths):
             raise ValueError("cat_ranges: paths, starts and ends differ in length")
         out = [None] * len(paths)
-        srcs, index = [], {}
+        srcs, index, failed = [], {}, {}
         files, offs, lens, where = [], [], [], []
         for i, (p, s, e) in enumerate(zip(paths, starts, ends)):
             try:
                 url = self._url(p)
+                if url in failed:  # one open per path: its ranges share the failure
+                    raise failed[url]
                 k = index.get(url)
                 if k is None:
-                    src = self._source(url)
+                    try:
+                        src = self._source(url)
+                    except Exception as ex:
+                        failed[url] = ex
+                        raise
                     k = index[url] = len(srcs)
                     srcs.append(src)
                 size = _pagein.source_info(srcs[k])[0]

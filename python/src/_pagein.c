@@ -1352,6 +1352,23 @@ static PyObject *py_pull(PyObject *self, PyObject *args, PyObject *kw) {
 
 
 static PyObject *py_remote_available(PyObject *self, PyObject *unused) { return PyBool_FromLong(pagein_remote_available()); }
+/* url_redact(text) -> text with each URL's userinfo and secret query
+ * values replaced (pagein_url_redact): for the messages Python code builds
+ * around URLs itself (pagein.fsspec's FileNotFoundError). */
+static PyObject *py_url_redact(PyObject *self, PyObject *arg) {
+    Py_ssize_t n;
+    const char *text = PyUnicode_AsUTF8AndSize(arg, &n);
+    if (!text) return NULL;
+    /* "a@" -> "***@" and "sig=" -> "sig=REDACTED" grow the text at most
+     * eightfold */
+    size_t cap = (size_t)n * 8 + 64;
+    char *out = PyMem_Malloc(cap);
+    if (!out) return PyErr_NoMemory();
+    pagein_url_redact(text, out, cap);
+    PyObject *r = PyUnicode_FromString(out);
+    PyMem_Free(out);
+    return r;
+}
 /* Training data and distributed plans: defined in the last section. */
 static PyObject *py_dataset_open_records(PyObject *self, PyObject *args);
 static PyObject *py_dataset_open_megatron(PyObject *self, PyObject *args);
@@ -1389,6 +1406,7 @@ static PyMethodDef module_methods[] = {
     {"pull", PYFN(py_pull), METH_VARARGS | METH_KEYWORDS,
      "pull(src, dest=None, connections=0, chunk=0, stage=None, cache_dir=None, sync=True) -> stats dict"},
     {"remote_available", PYFN(py_remote_available), METH_NOARGS, "remote_available() -> bool (built with libcurl)"},
+    {"url_redact", py_url_redact, METH_O, "url_redact(text) -> text with URL userinfo and signatures redacted"},
     /* training data and distributed plans (last section) */
     {"dataset_open_records", py_dataset_open_records, METH_VARARGS, "dataset_open_records(paths, record_size) -> dataset"},
     {"dataset_open_megatron", py_dataset_open_megatron, METH_VARARGS, "dataset_open_megatron(prefix) -> dataset"},

@@ -91,8 +91,27 @@ int pagein_source_list(const char *uri, pagein_list_fn fn, void *arg) {
     return pi_err(PAGEIN_E_UNSUPPORTED, "%s: pagein was built without libcurl: no remote sources", uri ? uri : "");
 }
 #else
+/* 1 when a listed name has a ".." path component after its
+ * scheme and bucket/org: a listing is the server's word, and callers
+ * (pagein.fsspec's get, through fsspec's other_paths) turn names into
+ * local paths by replacing the listed prefix, so "p/../../x" would land
+ * outside the destination. pull refuses the same names (issue 27). */
+static int unsafe_name(const char *name) {
+    const char *p = strstr(name, "://");
+    p = p ? p + 3 : name;
+    p += strcspn(p, "/"); /* the bucket or org */
+    while (*p) {
+        p += strspn(p, "/");
+        size_t n = strcspn(p, "/");
+        if (n == 2 && p[0] == '.' && p[1] == '.') return 1;
+        p += n;
+    }
+    return 0;
+}
+
 /* Calls fn for each of the count NUL-separated names in list, each put
- * after prefix; stops at fn's first non-zero return. */
+ * after prefix; stops at fn's first non-zero return. A name with a ".."
+ * component fails the listing (PAGEIN_E_INVALID). */
 static int each_name(const char *uri, const char *prefix, const char *list, size_t count, pagein_list_fn fn,
                      void *arg) {
     size_t plen = strlen(prefix), cap = 0;
@@ -112,6 +131,10 @@ static int each_name(const char *uri, const char *prefix, const char *list, size
         }
         memcpy(buf, prefix, plen);
         memcpy(buf + plen, p, len + 1);
+        if (unsafe_name(buf)) {
+            rc = pi_err(PAGEIN_E_INVALID, "%s: unsafe name '%.300s' in the listing (a '..' component)", uri, p);
+            break;
+        }
         rc = fn(arg, buf);
         p += len + 1;
     }

@@ -156,15 +156,18 @@ pagein_strategy pi_auto_choose(const pagein_model *m, uint64_t asked, uint64_t *
     }
     if (remote) {
         uint64_t avail = pi_mem_available();
+        /* the reason reaches plan, --json and Python: the URL redacted
+         * whole, before a short buffer could cut it inside its userinfo */
+        char rp[1024];
+        pi_url_redact(m->files[0]->path, rp, sizeof rp);
         if (avail && total > avail / 10 * 9) {
             *budget = asked ? asked : avail / 2;
             snprintf(why, len,
                      "auto: %s is not a local file and its %.0f MiB exceed 90%% of MemAvailable: layers read ahead "
-                     "with a %.0f MiB budget", m->files[0]->path, (double)total / (1 << 20),
-                     (double)*budget / (1 << 20));
+                     "with a %.0f MiB budget", rp, (double)total / (1 << 20), (double)*budget / (1 << 20));
             return PAGEIN_STRATEGY_PREFETCH;
         }
-        snprintf(why, len, "auto: %s is not a local file (no mapping): explicit parallel range reads", m->files[0]->path);
+        snprintf(why, len, "auto: %s is not a local file (no mapping): explicit parallel range reads", rp);
         return PAGEIN_STRATEGY_READ;
     }
     struct pi_auto_facts f;
