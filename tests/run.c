@@ -5,6 +5,7 @@
 
 #include <errno.h>
 #include <ftw.h>
+#include <limits.h>
 #include <signal.h>
 #include <stdlib.h>
 #include <sys/stat.h>
@@ -147,7 +148,28 @@ static int run_inline(size_t i) {
 
 /* Runs test i in a child; returns PASS, FAIL or SKIP and describes a failure
  * that is not an ordinary one (signal, exit status, time-out) in why. */
+static int run_forked_in(size_t i, double limit, char *why, size_t whylen, const char *dir);
+
+/* A private directory per test under TMPDIR (or /tmp): the child's TMPDIR.
+ * Removed after the test, also when it crashed or was killed, unless
+ * PAGEIN_KEEP_TMP is set (then a failure names it). */
 static int run_forked(size_t i, double limit, char *why, size_t whylen) {
+    const char *base = getenv("TMPDIR");
+    char dir[PATH_MAX];
+    snprintf(dir, sizeof dir, "%s/pagein-run-XXXXXX", base && *base ? base : "/tmp");
+    int made = mkdtemp(dir) != NULL;
+    int rc = run_forked_in(i, limit, why, whylen, made ? dir : NULL);
+    if (made) {
+        if (getenv("PAGEIN_KEEP_TMP")) {
+            if (rc == FAIL) printf("    kept: %s\n", dir);
+        } else {
+            nftw(dir, rm_cb, 16, FTW_DEPTH | FTW_PHYS);
+        }
+    }
+    return rc;
+}
+
+static int run_forked_in(size_t i, double limit, char *why, size_t whylen, const char *dir) {
     why[0] = 0;
     fflush(stdout);
     fflush(stderr);
@@ -158,6 +180,14 @@ static int run_forked(size_t i, double limit, char *why, size_t whylen) {
     }
     if (pid == 0) {
         setpgid(0, 0);
+        if (dir) {
+            /* everything the test writes lands in its own directory, which
+             * the runner removes whatever way the test ends */
+            setenv("TMPDIR", dir, 1);
+            char mc[PATH_MAX + 16];
+            snprintf(mc, sizeof mc, "%s/meta-cache", dir);
+            setenv("PAGEIN_META_CACHE_DIR", mc, 0); /* never the user's ~/.cache */
+        }
         int rc = run_inline(i);
         fflush(stdout);
         exit(rc == SKIP ? SKIP : rc == PASS ? 0 : 1);

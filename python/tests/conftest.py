@@ -12,6 +12,16 @@ HERE = os.path.dirname(os.path.abspath(__file__))
 REPO = os.path.dirname(os.path.dirname(HERE))
 sys.path.insert(0, HERE)
 
+# the metadata cache of the tests goes to a private directory, never the
+# user's ~/.cache (a session-wide one, removed at exit)
+if "PAGEIN_META_CACHE_DIR" not in os.environ:
+    import atexit
+    import shutil
+    import tempfile
+    _mc = tempfile.mkdtemp(prefix="pagein-pytest-meta-")
+    os.environ["PAGEIN_META_CACHE_DIR"] = os.path.join(_mc, "meta")
+    atexit.register(shutil.rmtree, _mc, True)
+
 TESTDATA = os.environ.get("PAGEIN_TESTDATA") or os.path.join(REPO, "tests", "data", "real")
 
 

@@ -16,7 +16,8 @@ for t in "${list[@]}"; do
   [ -e "$t" ] || { echo "FAIL cli/$(basename "$t" .test.sh) (no such test)"; fail=$((fail+1)); continue; }
   name=$(basename "$t" .test.sh)
   TMP=$(mktemp -d /tmp/pagein-cli-XXXXXX)
-  out=$(cd "$TMP" && TMP=$TMP timeout 300 bash "$t" 2>&1)
+  # the metadata cache of a test goes to its TMP, never the user's ~/.cache
+  out=$(cd "$TMP" && TMP=$TMP PAGEIN_META_CACHE_DIR=${PAGEIN_META_CACHE_DIR:-$TMP/.meta-cache} timeout 300 bash "$t" 2>&1)
   rc=$?
   rm -rf "$TMP"
   if [ $rc -eq 0 ]; then echo "ok   cli/$name"; pass=$((pass+1))

@@ -9,7 +9,8 @@ B=${BUILD:-build}
 case "$B" in /*) ;; *) B=$REPO/$B ;; esac
 RUN=$B/tests/run
 [ -x "$RUN" ] || { echo "no unit runner at $RUN (make $RUN)"; exit 77; }
-out=$(PAGEIN_TEST_RUNNER_SELFTEST=1 PAGEIN_TEST_TIMEOUT=2 timeout 60 "$RUN" \
+mkdir -p "$TMP/t"
+out=$(TMPDIR=$TMP/t PAGEIN_TEST_RUNNER_SELFTEST=1 PAGEIN_TEST_TIMEOUT=2 timeout 60 "$RUN" \
   runner_selftest_abort runner_selftest_crash runner_selftest_env_a runner_selftest_env_b \
   runner_selftest_fail runner_selftest_hang runner_selftest_pass runner_selftest_skip no_such_test 2>&1)
 rc=$?
@@ -28,4 +29,7 @@ echo "$out" | grep -q '^FAIL no_such_test (no such test)$' || fail "unknown name
 echo "$out" | tail -1 | grep -qx '3 passed, 5 failed, 1 skipped' || fail "summary line"
 # the grandchild runner_selftest_pass left behind was killed with its group
 if pgrep -f "$RUN runner_selftest" >/dev/null; then fail "a test's process outlived it"; fi
+# each test ran in its own directory, removed however it ended (the crash
+# left a file there)
+[ -z "$(ls -A "$TMP/t")" ] || fail "tests left files behind: $(find "$TMP/t")"
 echo "runner isolation: ok"
