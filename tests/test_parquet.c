@@ -828,8 +828,8 @@ TEST(parquet_dataset_pipeline) {
     CHECK_STR(pagein_dataset_format(d, 0), "parquet");
     CHECK_EQ(pagein_dataset_count(d), 3000);
     CHECK_EQ(pagein_dataset_group_count(d), 31);
-    /* every value of every selected field, in block order over 4 ranks x 2
-     * workers: every row exactly once, each with the writer's values */
+    /* in block order over 4 ranks x 2 workers: every row exactly once, the
+     * selected fields of every 8th row with the writer's values */
     uint8_t *seen = calloc(3000, 1);
     uint64_t total = 0, bad = 0;
     for (uint32_t r = 0; r < 4; r++)
@@ -849,6 +849,11 @@ TEST(parquet_dataset_pipeline) {
                     continue;
                 }
                 CHECK_EQ(it.nfields, 10); /* st is st.a and st.b */
+                /* the values of every 8th row through the pipeline (every
+                 * value of this file is checked by parquet_writer_files;
+                 * expected_cell walks the whole JSON, so every row here
+                 * took 52 s, and minutes under ASan and valgrind) */
+                if (it.id % 8) continue;
                 for (size_t k = 0; k < it.nfields && bad < 5; k++) {
                     struct sb want = {0}, got = {0};
                     expected_cell(exp, explen, it.fields[k].name, it.id, &want);
