@@ -309,6 +309,9 @@ TEST(engine_eio_mid_plan) {
         if (deliver == 3) s.ops = &msrc_ops_v;
         m.fail_off = 600000;
         m.fail_rc = -EIO;
+        /* each read takes a moment, as on storage: without it a fast machine
+         * can issue all 16 requests before the failure is seen (flaky) */
+        m.delay_us = 1000;
         struct pi_source *srcs[] = {&s};
         struct pi_span sp = {0, 0, SZ, dst};
         struct collect c = {.sp = &sp, .order_ok = 1, .consumer = pthread_self(), .thread_ok = 1};
