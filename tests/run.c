@@ -264,6 +264,7 @@ int main(int argc, char **argv) {
             continue;
         }
         char why[160] = "";
+        double t0 = mono_s();
         int rc = nofork ? run_inline(i) : run_forked(i, limit, why, sizeof why);
         if (rc == SKIP) {
             printf("SKIP %s\n", tests[i].name);
@@ -272,7 +273,11 @@ int main(int argc, char **argv) {
             printf("FAIL %s%s%s%s\n", tests[i].name, why[0] ? " (" : "", why, why[0] ? ")" : "");
             failed++;
         } else {
-            printf("ok   %s\n", tests[i].name);
+            double dt = mono_s() - t0;
+            if (dt >= 1.0)
+                printf("ok   %s (%.1f s)\n", tests[i].name, dt); /* the slow ones, for make test's budget */
+            else
+                printf("ok   %s\n", tests[i].name);
             passed++;
         }
     }

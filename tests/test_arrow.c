@@ -1,7 +1,7 @@
 /* test_arrow.c - the Arrow IPC reader (src/data/arrow.c) against files
- * written by npm apache-arrow (tests/data/arrow/gen.mjs, run once per test
- * process by tests/data/arrow/fixtures.sh; skipped with the reason when
- * node, npm, lz4 or zstd is missing). Every cell of every batch, in the
+ * written by npm apache-arrow (tests/data/arrow/gen.mjs, run once per
+ * build tree into build/arrow-fixtures by tests/data/arrow/fixtures.sh;
+ * skipped with the reason when node, npm, lz4 or zstd is missing). Every cell of every batch, in the
  * stream and file formats, uncompressed, LZ4-frame and ZSTD, is rendered
  * as text and compared with what the writer was given.
  *
@@ -24,7 +24,11 @@ static const char *fixtures(void) {
     static char why[512];
     if (fx_done) return fx_skip;
     fx_done = 1;
-    snprintf(fx_dir, sizeof fx_dir, "%s", pt_tmppath("arrow"));
+    /* written once per build tree and shared by every test process (the
+     * runner forks each test; node takes seconds): fixtures.sh rewrites
+     * the folder only when gen.mjs or fixtures.sh is newer than it */
+    const char *env = getenv("PAGEIN_ARROW_FIXTURES");
+    snprintf(fx_dir, sizeof fx_dir, "%s", env && *env ? env : "build/arrow-fixtures");
     char cmd[8192];
     snprintf(cmd, sizeof cmd, "bash tests/data/arrow/fixtures.sh '%s'", fx_dir);
     FILE *p = popen(cmd, "r");

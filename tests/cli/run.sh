@@ -16,11 +16,14 @@ for t in "${list[@]}"; do
   [ -e "$t" ] || { echo "FAIL cli/$(basename "$t" .test.sh) (no such test)"; fail=$((fail+1)); continue; }
   name=$(basename "$t" .test.sh)
   TMP=$(mktemp -d /tmp/pagein-cli-XXXXXX)
+  t0=$(date +%s%N)
   # the metadata cache of a test goes to its TMP, never the user's ~/.cache
   out=$(cd "$TMP" && TMP=$TMP PAGEIN_META_CACHE_DIR=${PAGEIN_META_CACHE_DIR:-$TMP/.meta-cache} timeout 300 bash "$t" 2>&1)
   rc=$?
   rm -rf "$TMP"
-  if [ $rc -eq 0 ]; then echo "ok   cli/$name"; pass=$((pass+1))
+  ms=$(( ($(date +%s%N) - t0) / 1000000 ))
+  took=$(printf ' (%d.%d s)' $((ms / 1000)) $((ms % 1000 / 100)))
+  if [ $rc -eq 0 ]; then echo "ok   cli/$name$took"; pass=$((pass+1))
   elif [ $rc -eq 77 ]; then echo "SKIP cli/$name: $(echo "$out" | tail -1)"; skip=$((skip+1))
   else echo "FAIL cli/$name (exit $rc)"; echo "$out" | tail -30 | sed 's/^/    /'; fail=$((fail+1)); fi
 done

@@ -17,7 +17,15 @@ if [ ! -f "$NPM/node_modules/apache-arrow/package.json" ]; then
   timeout 300 npm install --prefix "$NPM" --no-audit --no-fund apache-arrow@$ARROW_VERSION > "$NPM/apache-arrow.log" 2>&1 \
     || { echo "npm could not install apache-arrow (offline?): $(tail -1 "$NPM/apache-arrow.log")"; exit 77; }
 fi
-mkdir -p "$OUT"
-ARROW_NPM=$NPM timeout 120 node "$REPO/tests/data/arrow/gen.mjs" "$OUT" > "$OUT/gen.log" 2>&1 \
-  || { echo "gen.mjs failed: $(tail -3 "$OUT/gen.log")"; exit 1; }
+# up to date: written by this gen.mjs and this script (OUT/done is the last
+# thing written, so a half-written folder is never taken)
+HERE=$REPO/tests/data/arrow
+[ -f "$OUT/done" ] && [ "$OUT/done" -nt "$HERE/gen.mjs" ] && [ "$OUT/done" -nt "$HERE/fixtures.sh" ] && exit 0
+TMPOUT=$OUT.tmp.$$
+rm -rf "$TMPOUT" && mkdir -p "$TMPOUT" || exit 1
+ARROW_NPM=$NPM timeout 120 node "$HERE/gen.mjs" "$TMPOUT" > "$TMPOUT/gen.log" 2>&1 \
+  || { echo "gen.mjs failed: $(tail -3 "$TMPOUT/gen.log")"; rm -rf "$TMPOUT"; exit 1; }
+touch "$TMPOUT/done"
+rm -rf "$OUT" && mv -T "$TMPOUT" "$OUT" 2>/dev/null || rm -rf "$TMPOUT"
+[ -f "$OUT/done" ] || { echo "could not install the fixtures into $OUT"; exit 1; }
 exit 0
