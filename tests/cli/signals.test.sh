@@ -15,6 +15,7 @@ set -m # background jobs keep SIGINT (a non-interactive shell would ignore it fo
 # waits for it (up to 60 s) and checks nothing temporary is left in DIR.
 run_and_signal() {
   local sig=$1 waittmp=$2 delay=$3 dir=$4; shift 4
+  : > "$TMP/cmd.out" # emptied here: the child's own redirect may come after the first poll below
   "$@" > "$TMP/cmd.out" 2>&1 &
   local pid=$! seen=0
   if [ "$waittmp" = 1 ]; then
@@ -83,6 +84,7 @@ for sig in INT TERM; do
   for mode in local-early local-late slowfs slowfs-group; do
     case $mode in slowfs*) [ $can_slowfs = 1 ] || continue ;; esac
     extra="--size 96M"; case $mode in slowfs*) extra="--size 48M --slowfs-only --delay-us 3000" ;; esac
+    : > "$TMP/cmd.out" # not the last run's output: the child truncates it only when it gets to run
     "$PAGEIN" bench shuffle $extra > "$TMP/cmd.out" 2>&1 &
     pid=$!
     dir=""
