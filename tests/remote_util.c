@@ -1,7 +1,7 @@
 /*
  * remote_util.c - starts the remote tests' servers once per test run
- * (tests/remote/servers.sh: nginx HTTP+HTTPS, s3rver, the fault server) and
- * stops them at exit. White-box helper for tests/test_remote*.c.
+ * (tests/remote/servers.sh: nginx HTTP+HTTPS and the fault server; s3rver
+ * when a test first asks for an S3 key) and stops them at exit. White-box helper for tests/test_remote*.c.
  */
 #include "remote_util.h"
 
@@ -13,6 +13,8 @@ static char dir[256];
 static int state; /* 0 not tried, 1 up, -1 unavailable */
 static char why[600];
 static char envbuf[4096];
+
+static void read_env(void);
 
 static void stop_servers(void) {
     if (!dir[0]) return;
@@ -49,7 +51,9 @@ int rt_servers(const char **reason) {
         } else {
             atexit(stop_servers);
             char cmd[700], out[512] = "";
-            snprintf(cmd, sizeof cmd, "bash tests/remote/servers.sh start '%s' %d nginx s3 fault 2>&1", dir,
+            /* s3rver (two node processes and an upload of every file) is
+             * started by rt_env on the first test that asks for it */
+            snprintf(cmd, sizeof cmd, "bash tests/remote/servers.sh start '%s' %d nginx fault 2>&1", dir,
                      (int)getpid());
             FILE *p = popen(cmd, "r");
             size_t n = p ? fread(out, 1, sizeof out - 1, p) : 0;
@@ -58,13 +62,8 @@ int rt_servers(const char **reason) {
             int code = st >= 0 && WIFEXITED(st) ? WEXITSTATUS(st) : -1;
             out[strcspn(out, "\n")] = 0;
             if (code == 0) {
-                char ep[300];
-                snprintf(ep, sizeof ep, "%s/env", dir);
-                FILE *f = fopen(ep, "r");
-                n = f ? fread(envbuf, 1, sizeof envbuf - 1, f) : 0;
-                envbuf[n] = 0;
-                if (f) fclose(f);
                 state = 1;
+                read_env();
             } else {
                 snprintf(why, sizeof why, "test servers unavailable: %s", out[0] ? out : "servers.sh failed");
             }
@@ -74,9 +73,35 @@ int rt_servers(const char **reason) {
     return state == 1;
 }
 
+static void read_env(void) {
+    char ep[300];
+    snprintf(ep, sizeof ep, "%s/env", dir);
+    FILE *f = fopen(ep, "r");
+    size_t n = f ? fread(envbuf, 1, sizeof envbuf - 1, f) : 0;
+    envbuf[n] = 0;
+    if (f) fclose(f);
+}
+
+/* Starts s3rver beside the running servers, once; its failure is printed
+ * and the S3 keys stay unset (the tests that need them skip). */
+static void start_s3(void) {
+    static int tried;
+    if (tried || state != 1) return;
+    tried = 1;
+    char cmd[700], out[512] = "";
+    snprintf(cmd, sizeof cmd, "APPEND=1 bash tests/remote/servers.sh start '%s' %d s3 2>&1", dir, (int)getpid());
+    FILE *p = popen(cmd, "r");
+    size_t n = p ? fread(out, 1, sizeof out - 1, p) : 0;
+    out[n] = 0;
+    int st = p ? pclose(p) : -1;
+    if (!(st >= 0 && WIFEXITED(st) && WEXITSTATUS(st) == 0)) printf("    s3rver unavailable: %s\n", out);
+    read_env();
+}
+
 const char *rt_env(const char *key) {
     static char vals[8][1024];
     static int k;
+    if (strncmp(key, "S3", 2) == 0) start_s3();
     size_t kl = strlen(key);
     for (const char *p = envbuf; *p;) {
         const char *e = strchr(p, '\n');

@@ -83,7 +83,9 @@ OWNER=${3:-$PPID}
 shift 3 2>/dev/null || shift $#
 want="${*:-nginx s3 fault}"
 mkdir -p "$DIR/www" "$DIR/s3" "$DIR/logs"
-: > "$DIR/env"
+# APPEND=1: add servers to a running set (the unit tests start s3rver only
+# when a test asks for it); otherwise the env file starts empty
+[ "${APPEND:-0}" = 1 ] || : > "$DIR/env"
 RATE=${RATE:-100m}
 DELAY_MS=${DELAY_MS:-20}
 
