@@ -149,7 +149,12 @@ fuzz:
 SAN_BUILD := build-san
 SAN := address,undefined
 
+# The builds inside make test use every core (JOBS); the suites themselves
+# run one test at a time.
+JOBS ?= $(shell nproc 2>/dev/null || echo 2)
+
 test:
+	$(MAKE) -j$(JOBS) all $(TESTRUN)
 	$(MAKE) unit-test
 	$(MAKE) san-test
 	$(MAKE) cli-test
@@ -167,7 +172,7 @@ check: all $(TESTRUN)
 
 # The same unit tests and the fuzz corpora under ASan+UBSan (gcc or clang).
 san-test:
-	$(MAKE) BUILD=$(SAN_BUILD) SANITIZE=$(SAN) $(SAN_BUILD)/tests/run \
+	$(MAKE) -j$(JOBS) BUILD=$(SAN_BUILD) SANITIZE=$(SAN) $(SAN_BUILD)/tests/run \
 	  $(FUZZ_TARGETS:%=$(SAN_BUILD)/fuzz/replay_%)
 	ASAN_OPTIONS=detect_leaks=1 UBSAN_OPTIONS=print_stacktrace=1 $(SAN_BUILD)/tests/run
 	$(MAKE) BUILD=$(SAN_BUILD) SANITIZE=$(SAN) fuzz-replay
