@@ -697,6 +697,7 @@ TEST(engine_crew_runs) {
     msrc_init(&s, &m, data, SZ, "/data/shard-0.bin");
     m.delay_us = 200; /* so that requests overlap */
     struct pi_source *srcs[] = {&s};
+    int overlapped = 0; /* runs that had more than one request in flight */
     for (int run = 0; run < RUNS; run++) {
         /* NSP disjoint spans at random offsets, in random order, each into
          * its own slice of dst at the same offset */
@@ -737,9 +738,14 @@ TEST(engine_crew_runs) {
         for (int i = 0; i < NSP; i++) covered += sp[i].len;
         for (uint64_t k = 0; k < SZ; k++) untouched += dst[k] == 0xEE;
         CHECK(untouched >= SZ - covered);
-        CHECK(atomic_load(&m.max_inflight) > 1);
-        CHECK(atomic_load(&m.max_inflight) <= DEPTH);
+        /* overlap is asked of the runs together, not of each: under
+         * valgrind (one thread at a time) a run of a few requests may not
+         * overlap at all, and that says nothing about the crew */
+        int mx = atomic_load(&m.max_inflight);
+        overlapped += mx > 1;
+        CHECK(mx <= DEPTH);
     }
+    CHECK(overlapped > 0);
     pi_crew_stop(&crew);
     free(data);
     free(dst);
