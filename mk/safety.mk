@@ -24,11 +24,15 @@ VALGRIND_FLAGS := -q --error-exitcode=99 --leak-check=full --errors-for-leak-kin
 VALGRIND_EXCLUDE := arrow_,parquet_,dataformats_
 TEST_EXTRA += valgrind-test
 .PHONY: valgrind-test
+VG_SHARD = PAGEIN_UNDER_VALGRIND=1 PAGEIN_NO_URING=1 PAGEIN_TEST_EXCLUDE=$(VALGRIND_EXCLUDE) PAGEIN_TEST_SHARD=$(1)/2 \
+  timeout 600 $(VALGRIND) $(VALGRIND_FLAGS) ./$(TESTRUN) >$(BUILD)/valgrind.$(1).log 2>&1
+# Two memcheck runners at once, each on half the tests (PAGEIN_TEST_SHARD):
+# memcheck runs a process's threads on one core.
 valgrind-test: $(TESTRUN)
 	@if ! command -v $(VALGRIND) >/dev/null 2>&1; then \
 	  echo "SKIP valgrind-test: valgrind is not installed (Debian package valgrind)"; exit 0; fi; \
-	echo "valgrind memcheck: $(TESTRUN) (log in $(BUILD)/valgrind.log)"; \
-	PAGEIN_UNDER_VALGRIND=1 PAGEIN_NO_URING=1 PAGEIN_TEST_EXCLUDE=$(VALGRIND_EXCLUDE) \
-	  timeout 600 $(VALGRIND) $(VALGRIND_FLAGS) ./$(TESTRUN) >$(BUILD)/valgrind.log 2>&1; \
-	rc=$$?; grep -v '^ok ' $(BUILD)/valgrind.log | tail -40; \
-	[ $$rc -eq 0 ] || { echo "valgrind-test failed (exit $$rc; 99 = memcheck errors)"; exit 1; }
+	echo "valgrind memcheck: $(TESTRUN) (logs in $(BUILD)/valgrind.0.log, $(BUILD)/valgrind.1.log)"; \
+	$(call VG_SHARD,0) & p0=$$!; $(call VG_SHARD,1) & p1=$$!; \
+	wait $$p0; rc0=$$?; wait $$p1; rc1=$$?; \
+	for k in 0 1; do grep -v '^ok ' $(BUILD)/valgrind.$$k.log | tail -40; done; \
+	[ $$rc0 -eq 0 ] && [ $$rc1 -eq 0 ] || { echo "valgrind-test failed (exit $$rc0 and $$rc1; 99 = memcheck errors)"; exit 1; }

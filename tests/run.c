@@ -241,6 +241,16 @@ static int excluded(const char *name) {
     return 0;
 }
 
+/* PAGEIN_TEST_SHARD=K/N: only every N-th test from the K-th (0-based) of
+ * the sorted list, so that N runners can share the tests (make's valgrind
+ * stage runs two at once: memcheck runs a process on one core). */
+static int in_shard(size_t i) {
+    const char *e = getenv("PAGEIN_TEST_SHARD");
+    unsigned k = 0, n = 0;
+    if (!e || sscanf(e, "%u/%u", &k, &n) != 2 || n == 0) return 1;
+    return i % n == k;
+}
+
 int main(int argc, char **argv) {
     setvbuf(stdout, NULL, _IOLBF, 0);
     qsort(tests, ntests, sizeof *tests, cmp);
@@ -257,6 +267,7 @@ int main(int argc, char **argv) {
                 if (strcmp(argv[a], tests[i].name) == 0) want = 1;
             if (!want) continue;
         }
+        if (!in_shard(i)) continue;
         matched++;
         if (excluded(tests[i].name)) {
             printf("    skip: excluded by PAGEIN_TEST_EXCLUDE\nSKIP %s\n", tests[i].name);
