@@ -67,6 +67,18 @@ static PyObject *py_url_redact(PyObject *self, PyObject *arg) {
     return r;
 }
 
+/* is_url(path) -> True when path is a URL one of this build's remote
+ * sources reads (pagein_is_url): the one "is this remote" rule, for pagein
+ * and pagein.fsspec. Anything but a str -> False. */
+static PyObject *py_is_url(PyObject *self, PyObject *arg) {
+    if (!PyUnicode_Check(arg)) Py_RETURN_FALSE;
+    PyObject *b = PyUnicode_EncodeFSDefault(arg); /* paths that are not UTF-8 (surrogateescape) too */
+    if (!b) return NULL;
+    int r = pagein_is_url(PyBytes_AS_STRING(b));
+    Py_DECREF(b);
+    return PyBool_FromLong(r);
+}
+
 /* ---- byte sources by path or URL (pagein.fsspec) ------------------------- */
 /*
  * A byte source is a PyCapsule owning one pagein_source (closed by the
@@ -226,6 +238,7 @@ PyMethodDef pyp_remote_functions[] = {
      "pull(src, dest=None, connections=0, chunk=0, stage=None, cache_dir=None, sync=True) -> stats dict"},
     {"remote_available", PYFN(py_remote_available), METH_NOARGS, "remote_available() -> bool (built with libcurl)"},
     {"url_redact", py_url_redact, METH_O, "url_redact(text) -> text with URL userinfo and signatures redacted"},
+    {"is_url", py_is_url, METH_O, "is_url(path) -> True for a URL this build's remote sources read"},
     {"source_open", py_source_open, METH_O, "source_open(uri) -> byte source (a local file or remote object)"},
     {"source_info", py_source_info, METH_O, "source_info(source) -> (size, identity, is_local)"},
     {"source_read_ranges", PYFN(py_source_read_ranges), METH_VARARGS | METH_KEYWORDS,
