@@ -928,6 +928,61 @@ static int fmt_run(const char *spec, int f, uint64_t row, int order, unsigned wi
     return rc;
 }
 
+/* The results of bench_formats: JSON, or a table with each mode's speed
+ * against the sequential read of the same format and file system. */
+static void print_formats(const struct fres *res, int nres, int json, uint64_t rows, uint64_t row, unsigned window,
+                          long delay, unsigned rounds) {
+    if (json) {
+        printf("{\n  \"benchmark\": \"shuffle-formats\",\n  \"rows\": %" PRIu64 ",\n  \"row_bytes\": %" PRIu64
+               ",\n  \"shards\": %d,\n  \"window\": %u,\n  \"slowfs_delay_us\": %ld,\n  \"rounds\": %u,\n  \"results\": [",
+               rows, row, NSHARDS, window, delay, rounds);
+        for (int i = 0; i < nres; i++) {
+            const struct fres *r = &res[i];
+            printf("%s\n    {\"format\": \"%s\", \"fs\": \"%s\", \"mode\": \"%s\", \"seconds\": %.4f, \"open_seconds\": %.4f, "
+                   "\"samples_per_s\": %.1f, \"bytes_per_s\": %.1f, \"bytes_read\": %" PRIu64 ", \"requests\": ",
+                   i ? "," : "", r->fmt, r->fs, r->mode, r->seconds, r->open_seconds,
+                   r->seconds > 0 ? (double)r->samples / r->seconds : 0, r->seconds > 0 ? (double)r->sbytes / r->seconds : 0,
+                   r->bytes);
+            if (!strcmp(r->fs, "slowfs")) printf("%" PRIu64, r->requests);
+            else printf("null");
+            printf(", \"quality\": %.4f, \"ok\": %s}", r->quality, r->failed ? "false" : "true");
+        }
+        printf("\n  ]\n}\n");
+    } else {
+        printf("# %" PRIu64 " rows x %" PRIu64 " B in %d shards per format, cold, window %u groups, slowfs %ld us/request\n",
+               rows, row, NSHARDS, window, delay);
+        printf("%-10s %-6s %-10s %9s %12s %10s %8s %9s %7s\n", "format", "fs", "mode", "seconds", "samples/s", "MiB/s",
+               "vs seq", "requests", "quality");
+        for (int i = 0; i < nres; i++) {
+            const struct fres *r = &res[i], *seq = r - (r->mode[0] == 's' ? 0 : (!strcmp(r->mode, "none") ? 1 : !strcmp(r->mode, "block") ? 2 : 3));
+            char req[32] = "-";
+            if (!strcmp(r->fs, "slowfs")) snprintf(req, sizeof req, "%" PRIu64, r->requests);
+            printf("%-10s %-6s %-10s %9.3f %12.0f %10.1f %7.2fx %9s %7.3f%s\n", r->fmt, r->fs, r->mode, r->seconds,
+                   r->seconds > 0 ? (double)r->samples / r->seconds : 0,
+                   r->seconds > 0 ? (double)r->sbytes / r->seconds / 1048576.0 : 0,
+                   r->seconds > 0 ? seq->seconds / r->seconds : 0, req, r->quality, r->failed ? "  FAILED" : "");
+        }
+    }
+}
+
+/* Removes the shards bench_formats wrote into its own directory. */
+static void remove_formats(const int *want, char (*paths)[NSHARDS][PATH_MAX], char (*sub)[PATH_MAX], const char *absdir) {
+    for (int f = 0; f < NFMT; f++) {
+        if (!want[f]) continue;
+        for (int s = 0; s < NSHARDS; s++) {
+            char c[PATH_MAX + 16];
+            unlink(paths[f][s]);
+            snprintf(c, sizeof c, "%.4000s.pagein-idx", paths[f][s]);
+            unlink(c);
+        }
+        char ix[PATH_MAX + 16];
+        snprintf(ix, sizeof ix, "%.4000s/index.json", sub[f]);
+        unlink(ix);
+        rmdir(sub[f]);
+    }
+    rmdir(absdir);
+}
+
 static int bench_formats(int argc, char **argv) {
     uint64_t size = 256ull << 20, row = 32 << 10, seed = 1234;
     const char *dir = NULL, *slowfs_bin = NULL;
@@ -1093,54 +1148,9 @@ static int bench_formats(int argc, char **argv) {
             cli_cleanup_forget(mh);
         }
     }
-    if (json) {
-        printf("{\n  \"benchmark\": \"shuffle-formats\",\n  \"rows\": %" PRIu64 ",\n  \"row_bytes\": %" PRIu64
-               ",\n  \"shards\": %d,\n  \"window\": %u,\n  \"slowfs_delay_us\": %ld,\n  \"rounds\": %u,\n  \"results\": [",
-               rows, row, NSHARDS, window, delay, rounds);
-        for (int i = 0; i < nres; i++) {
-            const struct fres *r = &res[i];
-            printf("%s\n    {\"format\": \"%s\", \"fs\": \"%s\", \"mode\": \"%s\", \"seconds\": %.4f, \"open_seconds\": %.4f, "
-                   "\"samples_per_s\": %.1f, \"bytes_per_s\": %.1f, \"bytes_read\": %" PRIu64 ", \"requests\": ",
-                   i ? "," : "", r->fmt, r->fs, r->mode, r->seconds, r->open_seconds,
-                   r->seconds > 0 ? (double)r->samples / r->seconds : 0, r->seconds > 0 ? (double)r->sbytes / r->seconds : 0,
-                   r->bytes);
-            if (!strcmp(r->fs, "slowfs")) printf("%" PRIu64, r->requests);
-            else printf("null");
-            printf(", \"quality\": %.4f, \"ok\": %s}", r->quality, r->failed ? "false" : "true");
-        }
-        printf("\n  ]\n}\n");
-    } else {
-        printf("# %" PRIu64 " rows x %" PRIu64 " B in %d shards per format, cold, window %u groups, slowfs %ld us/request\n",
-               rows, row, NSHARDS, window, delay);
-        printf("%-10s %-6s %-10s %9s %12s %10s %8s %9s %7s\n", "format", "fs", "mode", "seconds", "samples/s", "MiB/s",
-               "vs seq", "requests", "quality");
-        for (int i = 0; i < nres; i++) {
-            const struct fres *r = &res[i], *seq = r - (r->mode[0] == 's' ? 0 : (!strcmp(r->mode, "none") ? 1 : !strcmp(r->mode, "block") ? 2 : 3));
-            char req[32] = "-";
-            if (!strcmp(r->fs, "slowfs")) snprintf(req, sizeof req, "%" PRIu64, r->requests);
-            printf("%-10s %-6s %-10s %9.3f %12.0f %10.1f %7.2fx %9s %7.3f%s\n", r->fmt, r->fs, r->mode, r->seconds,
-                   r->seconds > 0 ? (double)r->samples / r->seconds : 0,
-                   r->seconds > 0 ? (double)r->sbytes / r->seconds / 1048576.0 : 0,
-                   r->seconds > 0 ? seq->seconds / r->seconds : 0, req, r->quality, r->failed ? "  FAILED" : "");
-        }
-    }
+    print_formats(res, nres, json, rows, row, window, delay, rounds);
     free(ids);
     free(res);
-    if (own) {
-        for (int f = 0; f < NFMT; f++) {
-            if (!want[f]) continue;
-            for (int s = 0; s < NSHARDS; s++) {
-                char c[PATH_MAX + 16];
-                unlink(paths[f][s]);
-                snprintf(c, sizeof c, "%.4000s.pagein-idx", paths[f][s]);
-                unlink(c);
-            }
-            char ix[PATH_MAX + 16];
-            snprintf(ix, sizeof ix, "%.4000s/index.json", sub[f]);
-            unlink(ix);
-            rmdir(sub[f]);
-        }
-        rmdir(absdir);
-    }
+    if (own) remove_formats(want, paths, sub, absdir);
     return status;
 }
