@@ -1071,6 +1071,12 @@ PAGEIN_API int pagein_pipe_state(pagein_dataset *d, const pagein_pipe_opts *opts
 /* The whole epoch sequence (world size 1, no resume) into ids[0..n-1],
  * n = pagein_dataset_count(d). For tests and tools. */
 PAGEIN_API int pagein_pipe_order(pagein_dataset *d, const pagein_pipe_opts *opts, uint64_t *ids, uint64_t n);
+/* This (rank, worker)'s ids in the order pagein_pipe_next would yield them
+ * (opts as for pagein_pipe_open, state included), without reading: *n is
+ * their count; ids (room for cap) may be NULL with cap 0 to ask it. For
+ * tests and tools. PAGEIN_E_LIMIT when cap is too small. */
+PAGEIN_API int pagein_pipe_ids(pagein_dataset *d, const pagein_pipe_opts *opts, uint64_t *ids, uint64_t cap,
+                               uint64_t *n);
 PAGEIN_API const char *pagein_order_name(pagein_order o);   /* "none", "block", "global" */
 PAGEIN_API int pagein_order_from_name(const char *name);     /* -1 if unknown */
 

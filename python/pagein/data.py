@@ -370,18 +370,11 @@ class ShardDataset(_Base):
 
     def ids(self, worker=None, num_workers=None):
         """The ids this rank (and DataLoader worker) yields this epoch, in
-        order: the pipeline's partition (it reads the samples to list them:
-        for tests and tools)."""
+        order: the pipeline's partition (pagein_pipe_ids; nothing is read)."""
         if worker is None:
             worker, num_workers = _worker()
-        pipe = _pagein.pipe_open(self._open(), **self._opts(int(worker), max(1, int(num_workers or 1))))
-        out = []
-        while True:
-            chunk = _pagein.pipe_next(pipe, 4096)
-            if not chunk:
-                break
-            out += [sid for sid, _ in chunk]
-        return _np.array(out, dtype=_np.uint64)
+        o = self._opts(int(worker), max(1, int(num_workers or 1)))
+        return _np.frombuffer(_pagein.pipe_ids(self._open(), **o), dtype=_np.uint64)
 
     # -- epochs and resume ---------------------------------------------------
     def set_epoch(self, epoch):

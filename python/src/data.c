@@ -622,6 +622,27 @@ static PyObject *py_pipe_state(PyObject *self, PyObject *args, PyObject *kw) {
     return res;
 }
 
+/* _pagein.pipe_ids(dataset, **opts) -> bytearray of this consumer's u64 ids (no reads) */
+static PyObject *py_pipe_ids(PyObject *self, PyObject *args, PyObject *kw) {
+    PyObject *cap;
+    if (!PyArg_ParseTuple(args, "O:pipe_ids", &cap)) return NULL;
+    pagein_dataset *d = PyCapsule_GetPointer(cap, DATASET_CAPSULE);
+    if (!d) return NULL;
+    pagein_pipe_opts o;
+    if (dsp_opts(kw, &o) < 0) return NULL;
+    uint64_t n = 0;
+    int rc = pagein_pipe_ids(d, &o, NULL, 0, &n);
+    if (rc < 0) return raise_rc(rc, NULL);
+    if (n > (uint64_t)PY_SSIZE_T_MAX / 8) return PyErr_NoMemory();
+    PyObject *b = PyByteArray_FromStringAndSize(NULL, (Py_ssize_t)(n * 8));
+    if (!b) return NULL;
+    if (n && (rc = pagein_pipe_ids(d, &o, (uint64_t *)PyByteArray_AS_STRING(b), n, &n)) < 0) {
+        Py_DECREF(b);
+        return raise_rc(rc, NULL);
+    }
+    return b;
+}
+
 /* _pagein.pipe_order(dataset, **opts) -> bytearray of count u64 */
 static PyObject *py_pipe_order(PyObject *self, PyObject *args, PyObject *kw) {
     PyObject *cap;
@@ -663,6 +684,8 @@ PyMethodDef pyp_data_functions[] = {
     {"pipe_stats", py_pipe_stats, METH_O, "pipe_stats(pipe) -> dict"},
     {"pipe_state", PYFN(py_pipe_state), METH_VARARGS | METH_KEYWORDS,
      "pipe_state(dataset, samples_seen, **opts) -> resume state (str)"},
+    {"pipe_ids", PYFN(py_pipe_ids), METH_VARARGS | METH_KEYWORDS,
+     "pipe_ids(dataset, **opts) -> bytearray: this rank and worker's ids (u64) in order, without reading"},
     {"pipe_order", PYFN(py_pipe_order), METH_VARARGS | METH_KEYWORDS,
      "pipe_order(dataset, **opts) -> bytearray: the epoch's whole sequence of ids (u64)"},
     {NULL, NULL, 0, NULL},
