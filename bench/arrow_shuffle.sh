@@ -8,8 +8,10 @@
 #   block         the dataset table's pipeline, order block (whole batches,
 #                 windows of 8 shuffled together): bench_arrow pipe
 #   global        the pipeline, order global (a permutation of all rows; each
-#                 read batch of 256 rows fetches the record batches of its rows)
-#   global-4096   the same with read batches of 4096 rows
+#                 read batch fetches the record batches of its rows), at the
+#                 default read batch: window (8) x the rows of a record batch
+#   global-256    the same with read batches of 256 rows (the default before
+#                 the read batch was sized by group)
 #   mmap-random   bench_arrow mmap-random: the file mapped, rows in a random
 #                 order, each read through the mapping (what `datasets` does after
 #                 .shuffle()); MMAP_ROWS rows, the epoch time extrapolated
@@ -44,13 +46,13 @@ secs() { echo "$EPOCHREALTIME"; }
 results=()
 run() { # fs dir
   local fs=$1 d=$2 t0 t1 out rows
-  for mode in sequential block global global-4096 mmap-random; do
+  for mode in sequential block global global-256 mmap-random; do
     drop "$W/src/$F" "$d/$F"
     t0=$(secs)
     case $mode in
       sequential) cat "$d/$F" > /dev/null; rows=$ROWS ;;
       block|global) "$BENCH" pipe "$d/$F" --order $mode > /dev/null || return 1; rows=$ROWS ;;
-      global-4096) "$BENCH" pipe "$d/$F" --order global --read-batch 4096 > /dev/null || return 1; rows=$ROWS ;;
+      global-256) "$BENCH" pipe "$d/$F" --order global --read-batch 256 > /dev/null || return 1; rows=$ROWS ;;
       mmap-random) "$BENCH" mmap-random "$d/$F" --rows "$MMAP_ROWS" > /dev/null || return 1; rows=$MMAP_ROWS ;;
     esac
     t1=$(secs)

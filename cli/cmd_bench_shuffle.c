@@ -68,9 +68,14 @@ static void usage(FILE *out) {
             "                     size; kept). Default: a temporary directory under /var/tmp, removed\n"
             "  --size S           dataset size (default 1G), split into 3 shard files\n"
             "  --row S            row size (default 32K)\n"
-            "  --formats [LIST]   instead: the same rows as records, webdataset, mds and lines shards\n"
-            "                     read through the one pipeline (none, block, global) beside\n"
-            "                     sequential read(); --size (default 256M), --row, --window, --slowfs\n"
+            "  --formats [LIST]   instead: the same rows as records, webdataset, mds, lines and arrow\n"
+            "                     (IPC stream) shards read through the one pipeline (none, block,\n"
+            "                     global) beside sequential read() and the baselines: torch-dataloader\n"
+            "                     (bench/shuffle_torch.py: a map-style Dataset, one pread a sample,\n"
+            "                     DataLoader(shuffle=True)) and, for arrow, mmap-random (rows read\n"
+            "                     at random through a mapping); --size (default 256M), --row,\n"
+            "                     --window, --slowfs, --svg, --loader-workers N (default 1),\n"
+            "                     --mmap-rows N (default 1000), --python, --torch-script\n"
             "  --slowfs           also run every mode through tools/slowfs (FUSE, --delay-us per request)\n"
             "  --slowfs-only      run only through slowfs\n"
             "  --delay-us N       slowfs delay per read request (default 1000)\n"
@@ -762,15 +767,169 @@ CLI_COMMAND(bench_shuffle, "bench-shuffle", "training-data benchmark: shuffled r
  * the sequential read() limit of the same files; on the local disk and
  * through slowfs. Rows per second and sample bytes per second. */
 
-static const char *const FMT_NAMES[] = {"records", "webdataset", "mds", "lines"};
-#define NFMT 4
+static const char *const FMT_NAMES[] = {"records", "webdataset", "mds", "lines", "arrow"};
+#define NFMT 5
+#define F_ARROW 4
+/* modes of --formats: the pipeline's three orders between the sequential
+ * limit and the ways users read each format today */
+static const char *const FMODES[] = {"sequential", "none", "block", "global", "torch-dataloader", "mmap-random"};
+#define NFMODES 6
+#define FM_TORCH 4
+#define FM_MMAP 5
 
 struct fres {
     const char *fmt, *fs, *mode;
     double seconds, open_seconds, quality;
     uint64_t samples, bytes, requests, sbytes;
-    int failed;
+    int failed, skipped;
 };
+
+/* ---- Arrow IPC streams, written from the spec (format/Schema.fbs,
+ * Message.fbs): one `data: binary` column in record batches of
+ * ARROW_BATCH_BYTES; each flatbuffer laid out front to back (root offset,
+ * then each table's vtable before it, children after their parent, so
+ * every uoffset points forward). The layout of every batch is kept for the
+ * mmap-random baseline (rows read at their offsets through a mapping, as
+ * `datasets` reads after .shuffle()) and written to layout.txt for the
+ * torch DataLoader baseline. */
+
+#define ARROW_BATCH_BYTES (4u << 20)
+
+struct fb {
+    uint8_t b[512];
+    size_t n;
+};
+
+static size_t fb_at(struct fb *f, size_t size, size_t align) {
+    while (f->n % align) f->n++;
+    size_t at = f->n;
+    f->n += size;
+    return at;
+}
+static void fb_u16(struct fb *f, size_t at, uint16_t v) { memcpy(f->b + at, &v, 2); }
+static void fb_u32(struct fb *f, size_t at, uint32_t v) { memcpy(f->b + at, &v, 4); }
+static void fb_u64(struct fb *f, size_t at, uint64_t v) { memcpy(f->b + at, &v, 8); }
+static void fb_off(struct fb *f, size_t field, size_t target) { fb_u32(f, field, (uint32_t)(target - field)); }
+
+/* A vtable (field offsets, 0 = absent) and its table of tsize bytes after
+ * it; returns the table's position. */
+static size_t fb_table(struct fb *f, const uint16_t *offs, size_t nf, uint16_t tsize) {
+    size_t vt = fb_at(f, 4 + 2 * nf, 2);
+    fb_u16(f, vt, (uint16_t)(4 + 2 * nf));
+    fb_u16(f, vt + 2, tsize);
+    for (size_t i = 0; i < nf; i++) fb_u16(f, vt + 4 + 2 * i, offs[i]);
+    size_t t = fb_at(f, tsize, 8);
+    fb_u32(f, t, (uint32_t)(t - vt));
+    return t;
+}
+
+/* Message{version V5, header_type, header, bodyLength}; returns the header field's position. */
+static size_t fb_message(struct fb *f, uint8_t type, uint64_t body) {
+    size_t root = fb_at(f, 4, 4);
+    static const uint16_t mo[] = {16, 18, 4, 8};
+    size_t m = fb_table(f, mo, 4, 24);
+    fb_off(f, root, m);
+    fb_u16(f, m + 16, 4);
+    f->b[m + 18] = type;
+    fb_u64(f, m + 8, body);
+    return m + 4;
+}
+
+static void arrow_schema(struct fb *f) {
+    size_t hdr = fb_message(f, 1, 0);
+    static const uint16_t so[] = {0, 4};
+    size_t sc = fb_table(f, so, 2, 8);
+    fb_off(f, hdr, sc);
+    size_t vec = fb_at(f, 8, 4);
+    fb_off(f, sc + 4, vec);
+    fb_u32(f, vec, 1);
+    static const uint16_t fo[] = {4, 0, 16, 8, 0, 12};
+    size_t fld = fb_table(f, fo, 6, 20);
+    fb_off(f, vec + 4, fld);
+    f->b[fld + 16] = 4; /* Type.Binary */
+    size_t name = fb_at(f, 9, 4);
+    fb_u32(f, name, 4);
+    memcpy(f->b + name + 4, "data", 5);
+    fb_off(f, fld + 4, name);
+    static const uint16_t none[1] = {0};
+    size_t bin = fb_table(f, none, 0, 4);
+    fb_off(f, fld + 8, bin);
+    size_t kids = fb_at(f, 4, 4);
+    fb_off(f, fld + 12, kids);
+}
+
+static void arrow_batch(struct fb *f, uint64_t n, uint64_t off_bytes, uint64_t data_bytes) {
+    size_t hdr = fb_message(f, 3, off_bytes + data_bytes);
+    static const uint16_t ro[] = {16, 4, 8};
+    size_t rb = fb_table(f, ro, 3, 24);
+    fb_off(f, hdr, rb);
+    fb_u64(f, rb + 16, n);
+    while (f->n % 8 != 4) f->n++;
+    size_t nodes = fb_at(f, 4 + 16, 4);
+    fb_off(f, rb + 4, nodes);
+    fb_u32(f, nodes, 1);
+    fb_u64(f, nodes + 4, n);
+    while (f->n % 8 != 4) f->n++;
+    size_t bufs = fb_at(f, 4 + 48, 4);
+    fb_off(f, rb + 8, bufs);
+    fb_u32(f, bufs, 3);
+    fb_u64(f, bufs + 4 + 16, 0), fb_u64(f, bufs + 4 + 24, (n + 1) * 4); /* offsets */
+    fb_u64(f, bufs + 4 + 32, off_bytes), fb_u64(f, bufs + 4 + 40, data_bytes);
+}
+
+/* Writes one encapsulated message: continuation, length, flatbuffer, padding. */
+static void arrow_put(FILE *o, const struct fb *f) {
+    uint32_t len = (uint32_t)((f->n + 7) / 8 * 8), cont = 0xFFFFFFFFu;
+    static const uint8_t zero[8];
+    fwrite(&cont, 4, 1, o);
+    fwrite(&len, 4, 1, o);
+    fwrite(f->b, 1, f->n, o);
+    fwrite(zero, 1, len - f->n, o);
+}
+
+struct abatch { /* where a batch's rows are: for the mapped baseline */
+    uint64_t first, n, offsets_at, data_at;
+};
+static struct abatch *g_abatch[NSHARDS];
+static size_t g_nabatch[NSHARDS];
+
+static void fill_row(uint8_t *p, uint64_t n, uint64_t id, int text);
+
+static int write_arrow_shard(FILE *o, int s, uint64_t first, uint64_t per, uint64_t row, uint8_t *buf) {
+    struct fb f = {{0}, 0};
+    arrow_schema(&f);
+    arrow_put(o, &f);
+    uint64_t rows_per = ARROW_BATCH_BYTES / row ? ARROW_BATCH_BYTES / row : 1;
+    free(g_abatch[s]);
+    g_abatch[s] = calloc(per / rows_per + 2, sizeof *g_abatch[s]);
+    g_nabatch[s] = 0;
+    if (!g_abatch[s]) return -ENOMEM;
+    uint32_t *offs = malloc((rows_per + 1) * 4);
+    if (!offs) return -ENOMEM;
+    for (uint64_t b0 = 0; b0 < per; b0 += rows_per) {
+        uint64_t n = per - b0 < rows_per ? per - b0 : rows_per;
+        uint64_t ob = ((n + 1) * 4 + 7) / 8 * 8, db = (n * row + 7) / 8 * 8;
+        memset(&f, 0, sizeof f);
+        arrow_batch(&f, n, ob, db);
+        arrow_put(o, &f);
+        long at = ftell(o);
+        g_abatch[s][g_nabatch[s]++] = (struct abatch){first + b0, n, (uint64_t)at, (uint64_t)at + ob};
+        for (uint64_t i = 0; i <= n; i++) offs[i] = (uint32_t)(i * row);
+        fwrite(offs, 4, n + 1, o);
+        static const uint8_t zero[8];
+        fwrite(zero, 1, ob - (n + 1) * 4, o);
+        for (uint64_t i = 0; i < n; i++) {
+            fill_row(buf, row, first + b0 + i, 0);
+            fwrite(buf, 1, row, o);
+        }
+        fwrite(zero, 1, db - n * row, o);
+    }
+    free(offs);
+    uint32_t eos[2] = {0xFFFFFFFFu, 0};
+    fwrite(eos, 4, 2, o);
+    return 0;
+}
+
 
 static void fill_row(uint8_t *p, uint64_t n, uint64_t id, int text) {
     uint64_t s = id * 0x9e3779b97f4a7c15ull + 1;
@@ -808,7 +967,7 @@ static int write_format(int f, const char *dir, uint64_t rows, uint64_t row, cha
     size_t il = (size_t)snprintf(idx, sizeof idx, "{\"shards\": [");
     int rc = 0;
     for (int s = 0; s < NSHARDS && rc == 0; s++) {
-        static const char *const ext[] = {".bin", ".tar", ".mds", ".jsonl"};
+        static const char *const ext[] = {".bin", ".tar", ".mds", ".jsonl", ".arrow"};
         snprintf(paths[s], PATH_MAX, "%.3000s/shard.%05d%s", dir, s, ext[f]);
         FILE *o = fopen(paths[s], "wb");
         if (!o) {
@@ -816,6 +975,11 @@ static int write_format(int f, const char *dir, uint64_t rows, uint64_t row, cha
             break;
         }
         uint64_t first = (uint64_t)s * per;
+        if (f == F_ARROW) {
+            rc = write_arrow_shard(o, s, first, per, row, buf);
+            if (fclose(o) != 0 && rc == 0) rc = -EIO;
+            continue;
+        }
         if (f == 2) { /* MDS: u32 n, u32 offsets[n+1], config, samples (u32 size + bytes) */
             const char *cfg = "{\"column_encodings\": [\"bytes\"], \"column_names\": [\"data\"], \"column_sizes\": [null], "
                               "\"compression\": null, \"format\": \"mds\", \"hashes\": [], \"size_limit\": null, \"version\": 2}";
@@ -862,6 +1026,17 @@ static int write_format(int f, const char *dir, uint64_t rows, uint64_t row, cha
         if (fclose(o) != 0) rc = -EIO;
     }
     free(buf);
+    if (rc == 0 && f == F_ARROW) { /* the batches' layout, for the torch baseline */
+        char p[PATH_MAX + 16];
+        snprintf(p, sizeof p, "%.3000s/layout.pagein", dir);
+        FILE *o = fopen(p, "wb");
+        if (!o) return -errno;
+        for (int sh = 0; sh < NSHARDS; sh++)
+            for (size_t b = 0; b < g_nabatch[sh]; b++)
+                fprintf(o, "%d %" PRIu64 " %" PRIu64 " %" PRIu64 " %" PRIu64 "\n", sh, g_abatch[sh][b].first,
+                        g_abatch[sh][b].n, g_abatch[sh][b].offsets_at, g_abatch[sh][b].data_at);
+        if (fclose(o) != 0) rc = -EIO;
+    }
     if (rc == 0 && f == 2) {
         char p[PATH_MAX + 16];
         snprintf(p, sizeof p, "%.3000s/index.json", dir);
@@ -928,13 +1103,339 @@ static int fmt_run(const char *spec, int f, uint64_t row, int order, unsigned wi
     return rc;
 }
 
+/* ---- the baselines: how users read each format today ------------------------ */
+
+/* mmap-random (arrow): the shards mapped, nrand rows in a seeded random
+ * order, each row read through the mapping at its offsets (the row's two
+ * offsets, then its bytes), as `datasets` does after .shuffle(). */
+static int run_mmap_random(char paths[][PATH_MAX], uint64_t rows, uint64_t seed, uint64_t nrand, struct fres *r) {
+    const uint8_t *m[NSHARDS] = {0};
+    size_t len[NSHARDS] = {0};
+    int rc = 0;
+    double t0 = cli_now();
+    for (int s = 0; s < NSHARDS && rc == 0; s++) {
+        int fd = open(paths[s], O_RDONLY);
+        struct stat st;
+        if (fd < 0 || fstat(fd, &st) != 0) rc = -errno;
+        else if ((m[s] = mmap(NULL, (size_t)st.st_size, PROT_READ, MAP_SHARED, fd, 0)) == MAP_FAILED) rc = -errno, m[s] = NULL;
+        else len[s] = (size_t)st.st_size;
+        if (fd >= 0) close(fd);
+    }
+    uint64_t per = rows / NSHARDS, x = seed * 0x9e3779b97f4a7c15ull + 1;
+    for (uint64_t i = 0; i < nrand && rc == 0; i++) {
+        x = x * 6364136223846793005ull + 1442695040888963407ull;
+        uint64_t id = (uint64_t)(((unsigned __int128)(x >> 1) * rows) >> 63), s = id / per;
+        size_t lo = 0, hi = g_nabatch[s];
+        while (hi - lo > 1) {
+            size_t mid = (lo + hi) / 2;
+            if (g_abatch[s][mid].first <= id) lo = mid;
+            else hi = mid;
+        }
+        const struct abatch *b = &g_abatch[s][lo];
+        uint32_t o[2];
+        memcpy(o, m[s] + b->offsets_at + 4 * (id - b->first), 8);
+        if (o[1] < o[0] || b->data_at + o[1] > len[s]) rc = -EINVAL;
+        else consume(m[s] + b->data_at + o[0], o[1] - o[0]), r->sbytes += o[1] - o[0];
+    }
+    r->seconds = cli_now() - t0;
+    r->samples = nrand;
+    for (int s = 0; s < NSHARDS; s++)
+        if (m[s]) munmap((void *)m[s], len[s]);
+    return rc;
+}
+
+/* torch-dataloader: bench/shuffle_torch.py, a map-style Dataset with one
+ * pread per sample under torch's DataLoader(shuffle=True). 1 skipped (torch
+ * or the script missing: r->skipped), 0 ok, < 0 failed. */
+struct torch_base {
+    const char *script, *python;
+    unsigned workers;
+};
+
+static void shell_quote(char *out, size_t cap, const char *in) {
+    size_t n = 0;
+    if (cap < 3) return;
+    out[n++] = '\'';
+    for (; *in && n + 6 < cap; in++) {
+        if (*in == '\'') n += (size_t)snprintf(out + n, cap - n, "'\\''");
+        else out[n++] = *in;
+    }
+    out[n++] = '\'';
+    out[n] = 0;
+}
+
+static int run_torch(const struct torch_base *tb, const char *fmt, const char *dir, uint64_t row, uint64_t seed,
+                     char paths[][PATH_MAX], char via[][PATH_MAX], int slowfs, struct fres *r) {
+    if (access(tb->script, R_OK) != 0) {
+        r->skipped = 1;
+        return 1;
+    }
+    static char cmd[16 * PATH_MAX];
+    char q[2 * PATH_MAX + 8];
+    size_t n = 0;
+    shell_quote(q, sizeof q, tb->python);
+    n += (size_t)snprintf(cmd + n, sizeof cmd - n, "%s ", q);
+    shell_quote(q, sizeof q, tb->script);
+    n += (size_t)snprintf(cmd + n, sizeof cmd - n, "%s %s ", q, fmt);
+    shell_quote(q, sizeof q, dir);
+    n += (size_t)snprintf(cmd + n, sizeof cmd - n, "%s %" PRIu64 " %" PRIu64 " %u --evict", q, row, seed, tb->workers);
+    for (int s = 0; s < NSHARDS; s++) {
+        shell_quote(q, sizeof q, paths[s]);
+        n += (size_t)snprintf(cmd + n, sizeof cmd - n, " %s", q);
+        if (slowfs) {
+            shell_quote(q, sizeof q, via[s]);
+            n += (size_t)snprintf(cmd + n, sizeof cmd - n, " %s", q);
+        }
+    }
+    FILE *pp = popen(cmd, "r");
+    if (!pp) return -errno;
+    char line[1024] = "";
+    if (!fgets(line, sizeof line, pp)) line[0] = 0;
+    int st = pclose(pp);
+    if (strstr(line, "\"skipped\"")) {
+        r->skipped = 1;
+        return 1;
+    }
+    const char *a = strstr(line, "\"seconds\": "), *b = strstr(line, "\"samples\": "), *c = strstr(line, "\"bytes\": ");
+    if (st != 0 || !a || !b || !c) return -EIO;
+    r->seconds = strtod(a + 11, NULL);
+    r->samples = strtoull(b + 11, NULL, 10);
+    r->sbytes = r->bytes = strtoull(c + 9, NULL, 10);
+    return 0;
+}
+
+/* The results of bench_formats: JSON, or a table with each mode's speed
+ * against the sequential read of the same format and file system. */
+static const struct fres *seq_of(const struct fres *res, int n, const struct fres *r) {
+    for (int i = 0; i < n; i++)
+        if (res[i].fmt == r->fmt && res[i].fs == r->fs && !strcmp(res[i].mode, "sequential")) return &res[i];
+    return r;
+}
+
+/* The baselines' orders are torch's sampler and a seeded random draw: not measured. */
+static int is_baseline(const struct fres *r) { return !strcmp(r->mode, FMODES[FM_TORCH]) || !strcmp(r->mode, FMODES[FM_MMAP]); }
+
+static void print_formats(const struct fres *res, int nres, int json, uint64_t rows, uint64_t row, unsigned window,
+                          long delay, unsigned rounds) {
+    if (json) {
+        printf("{\n  \"benchmark\": \"shuffle-formats\",\n  \"rows\": %" PRIu64 ",\n  \"row_bytes\": %" PRIu64
+               ",\n  \"shards\": %d,\n  \"window\": %u,\n  \"slowfs_delay_us\": %ld,\n  \"rounds\": %u,\n  \"results\": [",
+               rows, row, NSHARDS, window, delay, rounds);
+        for (int i = 0; i < nres; i++) {
+            const struct fres *r = &res[i];
+            printf("%s\n    {\"format\": \"%s\", \"fs\": \"%s\", \"mode\": \"%s\", \"seconds\": %.4f, \"open_seconds\": %.4f, "
+                   "\"samples\": %" PRIu64 ", \"samples_per_s\": %.1f, \"bytes_per_s\": %.1f, \"bytes_read\": %" PRIu64
+                   ", \"requests\": ",
+                   i ? "," : "", r->fmt, r->fs, r->mode, r->seconds, r->open_seconds, r->samples,
+                   r->seconds > 0 ? (double)r->samples / r->seconds : 0, r->seconds > 0 ? (double)r->sbytes / r->seconds : 0,
+                   r->bytes);
+            if (!strcmp(r->fs, "slowfs")) printf("%" PRIu64, r->requests);
+            else printf("null");
+            if (is_baseline(r)) printf(", \"quality\": null");
+            else printf(", \"quality\": %.4f", r->quality);
+            printf(", \"ok\": %s}", r->failed ? "false" : "true");
+        }
+        printf("\n  ]\n}\n");
+        return;
+    }
+    printf("# %" PRIu64 " rows x %" PRIu64 " B in %d shards per format, cold, window %u groups, slowfs %ld us/request\n",
+           rows, row, NSHARDS, window, delay);
+    printf("%-10s %-6s %-16s %9s %12s %10s %8s %9s %7s\n", "format", "fs", "mode", "seconds", "samples/s", "MiB/s",
+           "vs seq", "requests", "quality");
+    for (int i = 0; i < nres; i++) {
+        const struct fres *r = &res[i], *seq = seq_of(res, nres, r);
+        char req[32] = "-";
+        if (!strcmp(r->fs, "slowfs")) snprintf(req, sizeof req, "%" PRIu64, r->requests);
+        double rate = r->seconds > 0 ? (double)r->samples / r->seconds : 0, srate = seq->seconds > 0 ? (double)seq->samples / seq->seconds : 0;
+        char q[16] = "-";
+        if (!is_baseline(r)) snprintf(q, sizeof q, "%.3f", r->quality);
+        printf("%-10s %-6s %-16s %9.3f %12.0f %10.1f %7.2fx %9s %7s%s\n", r->fmt, r->fs, r->mode, r->seconds, rate,
+               r->seconds > 0 ? (double)r->sbytes / r->seconds / 1048576.0 : 0, srate > 0 ? rate / srate : 0, req, q,
+               r->failed ? "  FAILED" : "");
+    }
+}
+
+/* --svg: samples per second, one group of bars per format and storage, one
+ * bar per mode. */
+static int draw_formats_svg(const char *path, const struct fres *res, int n, uint64_t rows, uint64_t row, long delay) {
+    static char catbuf[NFMT * 2][40];
+    const char *cat[NFMT * 2];
+    double v[NFMT * 2 * NFMODES];
+    size_t nc = 0;
+    for (int i = 0; i < n; i++) {
+        size_t k = 0;
+        char name[40];
+        snprintf(name, sizeof name, "%s, %s", res[i].fmt, res[i].fs);
+        while (k < nc && strcmp(cat[k], name)) k++;
+        if (k == nc && nc < NFMT * 2) {
+            snprintf(catbuf[nc], sizeof catbuf[nc], "%s", name);
+            cat[nc] = catbuf[nc];
+            for (int m = 0; m < NFMODES; m++) v[nc * NFMODES + (size_t)m] = -1;
+            nc++;
+        }
+        for (int m = 0; m < NFMODES && k < nc; m++)
+            if (!strcmp(res[i].mode, FMODES[m]) && !res[i].failed && res[i].seconds > 0)
+                v[k * NFMODES + (size_t)m] = (double)res[i].samples / res[i].seconds;
+    }
+    char title[256], note[256];
+    snprintf(title, sizeof title, "pagein bench shuffle --formats: samples/s, %" PRIu64 " rows of %" PRIu64 " B, cold",
+             rows, row);
+    snprintf(note, sizeof note, "slowfs: %ld us a request; torch-dataloader: one pread a sample; mmap-random: arrow rows "
+             "through a mapping", delay);
+    struct svg_bars sb = {.title = title, .unit = "samples/s", .fmt = "%.0f", .ncat = nc, .nser = NFMODES, .cat = cat,
+                          .ser = FMODES, .v = v, .note = note};
+    int rc = nc ? svg_bar_chart(path, &sb) : -EINVAL;
+    if (rc < 0) cli_error("bench shuffle", 0, "cannot write %s: %s", path, nc ? strerror(-rc) : "no figure measured");
+    return rc;
+}
+
+/* Removes the shards bench_formats wrote into its own directory. */
+static void remove_formats(const int *want, char (*paths)[NSHARDS][PATH_MAX], char (*sub)[PATH_MAX], const char *absdir) {
+    for (int f = 0; f < NFMT; f++) {
+        if (!want[f]) continue;
+        for (int s = 0; s < NSHARDS; s++) {
+            char c[PATH_MAX + 16];
+            unlink(paths[f][s]);
+            snprintf(c, sizeof c, "%.4000s.pagein-idx", paths[f][s]);
+            unlink(c);
+        }
+        char ix[PATH_MAX + 16];
+        snprintf(ix, sizeof ix, "%.4000s/index.json", sub[f]);
+        unlink(ix);
+        snprintf(ix, sizeof ix, "%.4000s/layout.pagein", sub[f]);
+        unlink(ix);
+        rmdir(sub[f]);
+    }
+    rmdir(absdir);
+}
+
+/* What one storage's runs share. */
+struct fctx {
+    uint64_t rows, row, seed, mmap_rows;
+    unsigned window, rounds;
+    int fsi, json;
+    const char *mnt;
+    struct torch_base tb;
+};
+
+/* One round of mode m of format f: into cur. */
+static int run_fmode(const struct fctx *c, int f, int m, const char *spec, char paths[][PATH_MAX],
+                     char via[][PATH_MAX], uint64_t *ids, struct fres *cur) {
+    struct fmt_cold cold = {paths, via, c->fsi == 1 ? c->mnt : NULL, 0, 0};
+    char (*files)[PATH_MAX] = c->fsi ? via : paths;
+    int rc = 0;
+    if (m == 0) {
+        size_t nids = 0;
+        fmt_cold(&cold);
+        double t0 = cli_now();
+        rc = run_sequential(files, ids, &nids);
+        cur->seconds = cli_now() - t0;
+        cur->samples = c->rows;
+        for (int s = 0; s < NSHARDS; s++) {
+            struct stat st;
+            if (stat(paths[s], &st) == 0) cur->sbytes += (uint64_t)st.st_size;
+        }
+        cur->bytes = cur->sbytes;
+    } else if (m == FM_TORCH) {
+        fmt_cold(&cold);
+        rc = run_torch(&c->tb, FMT_NAMES[f], spec, c->row, c->seed, paths, via, c->fsi == 1, cur);
+    } else if (m == FM_MMAP) {
+        fmt_cold(&cold);
+        rc = run_mmap_random(files, c->rows, c->seed, c->mmap_rows < c->rows ? c->mmap_rows : c->rows, cur);
+    } else
+        rc = fmt_run(spec, f, c->row, m - 1, c->window, c->seed, cur, ids, c->rows, &cold);
+    if (c->fsi == 1) {
+        uint64_t q1 = 0, b1 = 0;
+        slowfs_counters(c->mnt, &q1, &b1);
+        cur->requests = q1 - cold.q0;
+    }
+    return rc;
+}
+
+/* Every mode of format f on one storage, each round; the fastest round of
+ * each mode appended to res. */
+static int run_format(const struct fctx *c, int f, const char *spec, char paths[][PATH_MAX], char via[][PATH_MAX],
+                      uint64_t *ids, struct fres *res, int *nres) {
+    int status = EXIT_OK;
+    for (int m = 0; m < NFMODES; m++) {
+        if (m == FM_MMAP && f != F_ARROW) continue; /* the records bench has mmap-shuffled */
+        struct fres best = {0};
+        for (unsigned round = 0; round < c->rounds; round++) {
+            struct fres cur = {.fmt = FMT_NAMES[f], .fs = c->fsi ? "slowfs" : "local", .mode = FMODES[m]};
+            int rc = run_fmode(c, f, m, spec, paths, via, ids, &cur);
+            if (rc == 1) {
+                if (!c->json) fprintf(stderr, "  %-10s %s: skipped (torch or bench/shuffle_torch.py missing)\n", cur.fmt, cur.mode);
+                best = cur;
+                break;
+            }
+            uint64_t want = m == FM_MMAP ? cur.samples : c->rows;
+            if (rc < 0 || cur.samples != want) {
+                cli_error("bench shuffle", rc, "%s %s on %s failed (%" PRIu64 " of %" PRIu64 " samples)", cur.fmt,
+                          cur.mode, cur.fs, cur.samples, want);
+                cur.failed = 1;
+                status = EXIT_INVALID;
+            }
+            if (!c->json)
+                fprintf(stderr, "  round %u %-10s %-16s %-6s %8.3f s\n", round + 1, cur.fmt, cur.mode, cur.fs, cur.seconds);
+            if (round == 0 || cur.failed || (!best.failed && cur.seconds < best.seconds)) best = cur;
+        }
+        if (!best.skipped) res[(*nres)++] = best;
+    }
+    return status;
+}
+
+/* Mounts slowfs over absdir (fsi 1) and runs every wanted format. */
+static int run_storage(struct fctx *c, const int *want, char (*paths)[NSHARDS][PATH_MAX], char (*sub)[PATH_MAX],
+                       const char *absdir, long delay, long ra, const char *slowfs_bin, uint64_t *ids,
+                       struct fres *res, int *nres) {
+    static char via[NSHARDS][PATH_MAX];
+    char mnt[PATH_MAX + 16] = "";
+    pid_t pid = -1;
+    int mh = -1, status = EXIT_OK;
+    if (c->fsi == 1) {
+        if (access(slowfs_bin, X_OK) != 0) {
+            cli_error("bench shuffle", 0, "--slowfs: %s not found", slowfs_bin);
+            return EXIT_USAGE;
+        }
+        struct opts so = {.delay_us = delay, .ra_kb = ra, .slowfs_bin = slowfs_bin};
+        snprintf(mnt, sizeof mnt, "%s.mnt", absdir);
+        mkdir(mnt, 0755);
+        mh = cli_cleanup_dir(mnt);
+        if ((pid = slowfs_start(&so, absdir, mnt)) < 0) {
+            cli_error("bench shuffle", 0, "slowfs did not mount %s", mnt);
+            rmdir(mnt);
+            cli_cleanup_forget(mh);
+            return EXIT_USAGE;
+        }
+        c->mnt = mnt;
+    }
+    for (int f = 0; f < NFMT; f++) {
+        if (!want[f]) continue;
+        char spec[PATH_MAX + 64];
+        if (c->fsi == 1) {
+            snprintf(spec, sizeof spec, "%.3000s/%s", mnt, FMT_NAMES[f]);
+            for (int s = 0; s < NSHARDS; s++)
+                snprintf(via[s], PATH_MAX, "%.3000s/%s/%.200s", mnt, FMT_NAMES[f], strrchr(paths[f][s], '/') + 1);
+        } else
+            snprintf(spec, sizeof spec, "%s", sub[f]);
+        int st = run_format(c, f, spec, paths[f], via, ids, res, nres);
+        if (st != EXIT_OK) status = st;
+    }
+    if (c->fsi == 1) {
+        slowfs_stop(pid, mnt);
+        rmdir(mnt);
+        cli_cleanup_forget(mh);
+    }
+    return status;
+}
+
 static int bench_formats(int argc, char **argv) {
-    uint64_t size = 256ull << 20, row = 32 << 10, seed = 1234;
-    const char *dir = NULL, *slowfs_bin = NULL;
-    int json = 0, local = 1, slow = 0, write_only = 0, want[NFMT] = {1, 1, 1, 1};
-    unsigned window = 8, rounds = 1;
+    uint64_t size = 256ull << 20, row = 32 << 10, seed = 1234, mmap_rows = 1000;
+    const char *dir = NULL, *slowfs_bin = NULL, *svg = NULL;
+    int json = 0, local = 1, slow = 0, write_only = 0, want[NFMT] = {1, 1, 1, 1, 1};
+    unsigned window = 8, rounds = 1, workers = 1;
     long delay = 1000, ra = 4;
-    static char self[PATH_MAX], sbin[PATH_MAX + 16];
+    static char self[PATH_MAX], sbin[PATH_MAX + 16], tscript[PATH_MAX + 64];
     ssize_t sl = readlink("/proc/self/exe", self, sizeof self - 1);
     if (sl > 0) {
         self[sl] = 0;
@@ -942,7 +1443,9 @@ static int bench_formats(int argc, char **argv) {
         if (x) *x = 0;
     }
     snprintf(sbin, sizeof sbin, "%s/slowfs", self);
+    snprintf(tscript, sizeof tscript, "%s/../bench/shuffle_torch.py", self);
     slowfs_bin = sbin;
+    struct torch_base tb = {tscript, access("/usr/bin/python3", X_OK) == 0 ? "/usr/bin/python3" : "python3", 1};
     for (int i = 1; i < argc; i++) {
         const char *a = argv[i], *v = i + 1 < argc ? argv[i + 1] : NULL;
         int bad = 0;
@@ -964,10 +1467,15 @@ static int bench_formats(int argc, char **argv) {
         else if (!strcmp(a, "--slowfs-only")) slow = 1, local = 0;
         else if (!v) bad = 1;
         else if (!strcmp(a, "--dir")) dir = v, i++;
+        else if (!strcmp(a, "--svg")) svg = v, i++;
         else if (!strcmp(a, "--size")) bad = cli_parse_size(v, &size) < 0, i++;
         else if (!strcmp(a, "--row")) bad = cli_parse_size(v, &row) < 0 || row < 16 || row > (64u << 20), i++;
         else if (!strcmp(a, "--window")) bad = parse_u(v, &window) < 0, i++;
         else if (!strcmp(a, "--rounds")) bad = parse_u(v, &rounds) < 0 || !rounds, i++;
+        else if (!strcmp(a, "--loader-workers")) bad = parse_u(v, &workers) < 0, tb.workers = workers, i++;
+        else if (!strcmp(a, "--torch-script")) tb.script = v, i++;
+        else if (!strcmp(a, "--python")) tb.python = v, i++;
+        else if (!strcmp(a, "--mmap-rows")) mmap_rows = strtoull(v, NULL, 0), bad = !mmap_rows, i++;
         else if (!strcmp(a, "--delay-us")) delay = atol(v), i++;
         else if (!strcmp(a, "--slowfs-ra-kb")) ra = atol(v), i++;
         else if (!strcmp(a, "--slowfs-bin")) slowfs_bin = v, i++;
@@ -992,7 +1500,7 @@ static int bench_formats(int argc, char **argv) {
     } else
         mkdir(dir, 0755);
     if (!realpath(dir, absdir)) return EXIT_USAGE;
-    static char paths[NFMT][NSHARDS][PATH_MAX], via[NSHARDS][PATH_MAX];
+    static char paths[NFMT][NSHARDS][PATH_MAX];
     char sub[NFMT][PATH_MAX];
     for (int f = 0; f < NFMT; f++) {
         snprintf(sub[f], PATH_MAX, "%.3000s/%s", absdir, FMT_NAMES[f]);
@@ -1013,134 +1521,19 @@ static int bench_formats(int argc, char **argv) {
         return EXIT_OK;
     }
     uint64_t *ids = malloc(rows * sizeof *ids);
-    struct fres *res = calloc((size_t)NFMT * 4 * 2, sizeof *res);
+    struct fres *res = calloc((size_t)NFMT * NFMODES * 2, sizeof *res);
     if (!ids || !res) return EXIT_USAGE;
     int nres = 0, status = EXIT_OK;
-    static const char *const MODES[] = {"sequential", "none", "block", "global"};
-    for (int fsi = 0; fsi < 2; fsi++) {
+    for (int fsi = 0; fsi < 2 && status != EXIT_USAGE; fsi++) {
         if ((fsi == 0 && !local) || (fsi == 1 && !slow)) continue;
-        char mnt[PATH_MAX + 16] = "";
-        pid_t pid = -1;
-        int mh = -1;
-        if (fsi == 1) {
-            if (access(slowfs_bin, X_OK) != 0) {
-                cli_error("bench shuffle", 0, "--slowfs: %s not found", slowfs_bin);
-                status = EXIT_USAGE;
-                break;
-            }
-            struct opts so = {.delay_us = delay, .ra_kb = ra, .slowfs_bin = slowfs_bin};
-            snprintf(mnt, sizeof mnt, "%s.mnt", absdir);
-            mkdir(mnt, 0755);
-            mh = cli_cleanup_dir(mnt);
-            if ((pid = slowfs_start(&so, absdir, mnt)) < 0) {
-                cli_error("bench shuffle", 0, "slowfs did not mount %s", mnt);
-                rmdir(mnt);
-                cli_cleanup_forget(mh);
-                status = EXIT_USAGE;
-                break;
-            }
-        }
-        for (int f = 0; f < NFMT; f++) {
-            if (!want[f]) continue;
-            char spec[PATH_MAX + 64];
-            if (fsi == 1) {
-                snprintf(spec, sizeof spec, "%.3000s/%s", mnt, FMT_NAMES[f]);
-                for (int s = 0; s < NSHARDS; s++)
-                    snprintf(via[s], PATH_MAX, "%.3000s/%s/%.200s", mnt, FMT_NAMES[f], strrchr(paths[f][s], '/') + 1);
-            } else
-                snprintf(spec, sizeof spec, "%s", sub[f]);
-            for (int m = 0; m < 4; m++) {
-                struct fres *r = &res[nres++];
-                for (unsigned round = 0; round < rounds; round++) {
-                    struct fres cur = {.fmt = FMT_NAMES[f], .fs = fsi ? "slowfs" : "local", .mode = MODES[m]};
-                    struct fmt_cold cold = {paths[f], via, fsi == 1 ? mnt : NULL, 0, 0};
-                    uint64_t q1 = 0, b1 = 0;
-                    int rc = 0;
-                    if (m == 0) {
-                        size_t nids = 0;
-                        fmt_cold(&cold);
-                        double t0 = cli_now();
-                        rc = run_sequential(fsi ? via : paths[f], ids, &nids);
-                        cur.seconds = cli_now() - t0;
-                        cur.samples = rows;
-                        for (int s = 0; s < NSHARDS; s++) {
-                            struct stat st;
-                            if (stat(paths[f][s], &st) == 0) cur.sbytes += (uint64_t)st.st_size;
-                        }
-                        cur.bytes = cur.sbytes;
-                    } else
-                        rc = fmt_run(spec, f, row, m - 1, window, seed, &cur, ids, rows, &cold);
-                    if (fsi == 1) {
-                        slowfs_counters(mnt, &q1, &b1);
-                        cur.requests = q1 - cold.q0;
-                    }
-                    if (rc < 0 || (m && cur.samples != rows)) {
-                        cli_error("bench shuffle", rc, "%s %s on %s failed (%" PRIu64 " of %" PRIu64 " samples)",
-                                  cur.fmt, cur.mode, cur.fs, cur.samples, rows);
-                        cur.failed = 1;
-                        status = EXIT_INVALID;
-                    }
-                    if (!json)
-                        fprintf(stderr, "  round %u %-10s %-10s %-6s %8.3f s\n", round + 1, cur.fmt, cur.mode, cur.fs,
-                                cur.seconds);
-                    if (round == 0 || cur.failed || (!r->failed && cur.seconds < r->seconds)) *r = cur;
-                }
-            }
-        }
-        if (fsi == 1) {
-            slowfs_stop(pid, mnt);
-            rmdir(mnt);
-            cli_cleanup_forget(mh);
-        }
+        struct fctx c = {rows, row, seed, mmap_rows, window, rounds, fsi, json, NULL, tb};
+        int st = run_storage(&c, want, paths, sub, absdir, delay, ra, slowfs_bin, ids, res, &nres);
+        if (st != EXIT_OK) status = st;
     }
-    if (json) {
-        printf("{\n  \"benchmark\": \"shuffle-formats\",\n  \"rows\": %" PRIu64 ",\n  \"row_bytes\": %" PRIu64
-               ",\n  \"shards\": %d,\n  \"window\": %u,\n  \"slowfs_delay_us\": %ld,\n  \"rounds\": %u,\n  \"results\": [",
-               rows, row, NSHARDS, window, delay, rounds);
-        for (int i = 0; i < nres; i++) {
-            const struct fres *r = &res[i];
-            printf("%s\n    {\"format\": \"%s\", \"fs\": \"%s\", \"mode\": \"%s\", \"seconds\": %.4f, \"open_seconds\": %.4f, "
-                   "\"samples_per_s\": %.1f, \"bytes_per_s\": %.1f, \"bytes_read\": %" PRIu64 ", \"requests\": ",
-                   i ? "," : "", r->fmt, r->fs, r->mode, r->seconds, r->open_seconds,
-                   r->seconds > 0 ? (double)r->samples / r->seconds : 0, r->seconds > 0 ? (double)r->sbytes / r->seconds : 0,
-                   r->bytes);
-            if (!strcmp(r->fs, "slowfs")) printf("%" PRIu64, r->requests);
-            else printf("null");
-            printf(", \"quality\": %.4f, \"ok\": %s}", r->quality, r->failed ? "false" : "true");
-        }
-        printf("\n  ]\n}\n");
-    } else {
-        printf("# %" PRIu64 " rows x %" PRIu64 " B in %d shards per format, cold, window %u groups, slowfs %ld us/request\n",
-               rows, row, NSHARDS, window, delay);
-        printf("%-10s %-6s %-10s %9s %12s %10s %8s %9s %7s\n", "format", "fs", "mode", "seconds", "samples/s", "MiB/s",
-               "vs seq", "requests", "quality");
-        for (int i = 0; i < nres; i++) {
-            const struct fres *r = &res[i], *seq = r - (r->mode[0] == 's' ? 0 : (!strcmp(r->mode, "none") ? 1 : !strcmp(r->mode, "block") ? 2 : 3));
-            char req[32] = "-";
-            if (!strcmp(r->fs, "slowfs")) snprintf(req, sizeof req, "%" PRIu64, r->requests);
-            printf("%-10s %-6s %-10s %9.3f %12.0f %10.1f %7.2fx %9s %7.3f%s\n", r->fmt, r->fs, r->mode, r->seconds,
-                   r->seconds > 0 ? (double)r->samples / r->seconds : 0,
-                   r->seconds > 0 ? (double)r->sbytes / r->seconds / 1048576.0 : 0,
-                   r->seconds > 0 ? seq->seconds / r->seconds : 0, req, r->quality, r->failed ? "  FAILED" : "");
-        }
-    }
+    print_formats(res, nres, json, rows, row, window, delay, rounds);
+    if (svg && draw_formats_svg(svg, res, nres, rows, row, delay) < 0) status = EXIT_USAGE;
     free(ids);
     free(res);
-    if (own) {
-        for (int f = 0; f < NFMT; f++) {
-            if (!want[f]) continue;
-            for (int s = 0; s < NSHARDS; s++) {
-                char c[PATH_MAX + 16];
-                unlink(paths[f][s]);
-                snprintf(c, sizeof c, "%.4000s.pagein-idx", paths[f][s]);
-                unlink(c);
-            }
-            char ix[PATH_MAX + 16];
-            snprintf(ix, sizeof ix, "%.4000s/index.json", sub[f]);
-            unlink(ix);
-            rmdir(sub[f]);
-        }
-        rmdir(absdir);
-    }
+    if (own) remove_formats(want, paths, sub, absdir);
     return status;
 }

@@ -1011,7 +1011,9 @@ typedef struct pagein_pipe_opts {
     uint32_t batch;          /* the loader's batch size: a rank's samples are dealt to
                                 its workers in whole batches; 0 = 1 */
     uint32_t window;         /* block: groups shuffled together; 0 = 8 */
-    uint32_t read_batch;     /* global: samples fetched at once; 0 = 256 */
+    uint32_t read_batch;     /* global: samples fetched at once; 0 = 256 where samples are
+                                single byte ranges, else window x the mean samples of a
+                                group (each sample brings its whole group) */
     unsigned queue_depth;    /* requests in flight; 0 = the source's preference */
     const char *state;       /* resume: a state from pagein_pipe_state (any world
                                 size), or NULL to start epoch `epoch` at its beginning */
@@ -1039,9 +1041,9 @@ typedef struct pagein_pipe_stats {
  * of the rank slice, as a DataLoader hands them out; its part is the
  * contiguous run of those samples). Every sample comes out exactly once over
  * all ranks and workers. A background thread fetches and decodes the next
- * unit (a window of groups, or a batch: read_batch samples, or at most
- * `window` groups where samples are not single byte ranges) while the
- * current one is consumed: memory is two units. Sets *p only on success.
+ * unit (a window of groups, or a batch: read_batch samples, with the groups
+ * they fall in where samples are not single byte ranges) while the current
+ * one is consumed: memory is two units. Sets *p only on success.
  */
 PAGEIN_API int pagein_pipe_open(pagein_pipe **p, pagein_dataset *d, const pagein_pipe_opts *opts);
 /* 1 with the next sample, 0 at the end of this consumer's part of the epoch,
@@ -1069,6 +1071,12 @@ PAGEIN_API int pagein_pipe_state(pagein_dataset *d, const pagein_pipe_opts *opts
 /* The whole epoch sequence (world size 1, no resume) into ids[0..n-1],
  * n = pagein_dataset_count(d). For tests and tools. */
 PAGEIN_API int pagein_pipe_order(pagein_dataset *d, const pagein_pipe_opts *opts, uint64_t *ids, uint64_t n);
+/* This (rank, worker)'s ids in the order pagein_pipe_next would yield them
+ * (opts as for pagein_pipe_open, state included), without reading: *n is
+ * their count; ids (room for cap) may be NULL with cap 0 to ask it. For
+ * tests and tools. PAGEIN_E_LIMIT when cap is too small. */
+PAGEIN_API int pagein_pipe_ids(pagein_dataset *d, const pagein_pipe_opts *opts, uint64_t *ids, uint64_t cap,
+                               uint64_t *n);
 PAGEIN_API const char *pagein_order_name(pagein_order o);   /* "none", "block", "global" */
 PAGEIN_API int pagein_order_from_name(const char *name);     /* -1 if unknown */
 

@@ -6,6 +6,7 @@
 # systems linking). Without a driver or a GPU, pagein_gpu_* return
 # PAGEIN_E_NO_CUDA and the CUDA tests skip with the reason.
 LDLIBS_CORE += -ldl
-# The extension includes python/src/gpu.c.
-$(BUILD)/obj/python/_pagein.o: python/src/gpu.c
+# The extension's GPU unit (mk/python.mk builds PY_SRCS with PY_DEFS).
+PY_SRCS += python/src/gpu.c
+PY_DEFS += -DPAGEIN_PY_GPU
 MK_DEPS += mk/gpu.mk

@@ -22,7 +22,7 @@ PY_EXT := $(PY_PKG)/_pagein$(PY_EXT_SUFFIX)
 PY_MODULES := $(sort $(wildcard python/pagein/*.py))
 PY_COPIES := $(PY_MODULES:python/pagein/%=$(PY_PKG)/%)
 
-.PHONY: python python-test python-san-test install-python print-lib-ldlibs
+.PHONY: python python-test python-san-test install-python print-lib-ldlibs print-py-srcs print-py-defs
 
 ifneq ($(HAVE_PYDEV),)
 ifeq ($(SANITIZE),)
@@ -33,14 +33,21 @@ TEST_EXTRA += python-test
 
 python: $(PY_EXT) $(PY_COPIES)
 
-ifneq ($(HAVE_PYDEV),)
-$(BUILD)/obj/python/_pagein.o: python/src/_pagein.c include/pagein.h
-	@mkdir -p $(dir $@)
-	$(CC) $(ALL_CFLAGS) -fno-strict-aliasing -isystem $(PY_INCLUDE) -c $< -o $@
+# The extension's units (python/src/pagein_py.h lists them): one per area.
+# Optional parts add theirs (mk/gpu.mk: python/src/gpu.c and PY_DEFS
+# -DPAGEIN_PY_GPU).
+PY_SRCS += python/src/module.c python/src/model.c python/src/cache.c python/src/writers.c \
+           python/src/remote.c python/src/data.c python/src/dist.c
+PY_OBJS = $(patsubst python/src/%.c,$(BUILD)/obj/python/%.o,$(PY_SRCS))
 
-$(PY_EXT): $(BUILD)/obj/python/_pagein.o $(LIBA)
+ifneq ($(HAVE_PYDEV),)
+$(BUILD)/obj/python/%.o: python/src/%.c python/src/pagein_py.h include/pagein.h mk/python.mk mk/gpu.mk
 	@mkdir -p $(dir $@)
-	$(CC) -shared $(SAN_LDFLAGS) -o $@ $< $(LIBA) -Wl,--exclude-libs,ALL $(LDLIBS_CORE) $(LIB_LDLIBS)
+	$(CC) $(ALL_CFLAGS) $(PY_DEFS) -fno-strict-aliasing -isystem $(PY_INCLUDE) -c $< -o $@
+
+$(PY_EXT): $(PY_OBJS) $(LIBA)
+	@mkdir -p $(dir $@)
+	$(CC) -shared $(SAN_LDFLAGS) -o $@ $(PY_OBJS) $(LIBA) -Wl,--exclude-libs,ALL $(LDLIBS_CORE) $(LIB_LDLIBS)
 else
 $(PY_EXT):
 	@echo "python: SKIP: Python.h not found for $(PY) (install python3-dev: scripts/deps.sh python)"
@@ -66,7 +73,7 @@ python-test:
 # /usr/local/lib/python3.X/dist-packages), else the posix_prefix scheme's.
 # The same tests with the extension and library under ASan+UBSan (the
 # interpreter is not instrumented: the runtimes are preloaded). Not part of
-# `make test` (slow); run it after changing python/src/_pagein.c.
+# `make test` (slow); run it after changing python/src/*.c.
 PY_SAN_BUILD := build-pysan
 python-san-test:
 	$(MAKE) --no-print-directory BUILD=$(PY_SAN_BUILD) SANITIZE=address,undefined python
@@ -85,8 +92,13 @@ install-python: python
 	install -m 644 $(PY_COPIES) $(DESTDIR)$(PYTHON_SITE)/pagein/
 	install -m 755 $(PY_EXT) $(DESTDIR)$(PYTHON_SITE)/pagein/
 
-# For python/setup.py: the extra libraries libpagein.a needs.
+# For python/setup.py: the extra libraries libpagein.a needs, and the
+# extension's sources and defines.
 print-lib-ldlibs:
 	@echo $(LDLIBS_CORE) $(LIB_LDLIBS)
+print-py-srcs:
+	@echo $(PY_SRCS)
+print-py-defs:
+	@echo $(PY_DEFS)
 
 CLEAN_EXTRA += python/build python/pagein.egg-info $(PY_SAN_BUILD)

@@ -33,9 +33,16 @@ class BuildWithLibrary(build_ext):
         make = os.environ.get("MAKE", "make")
         cmd = [make, "-C", REPO, "BUILD=" + build, "PY=" + sys.executable, build + "/libpagein.a"]
         subprocess.check_call(cmd)
-        ldlibs = subprocess.check_output([make, "-s", "-C", REPO, "BUILD=" + build, "print-lib-ldlibs"],
-                                         text=True).split()
+        def ask(goal):
+            return subprocess.check_output([make, "-s", "-C", REPO, "BUILD=" + build, goal], text=True).split()
+        ldlibs = ask("print-lib-ldlibs")
+        # The extension's units and defines, as mk/python.mk builds them
+        # (the GPU unit comes with the GPU part: mk/gpu.mk).
+        srcs = [os.path.join("src", os.path.basename(s)) for s in ask("print-py-srcs")]
+        defs = [d[2:].partition("=") for d in ask("print-py-defs") if d.startswith("-D")]
         for ext in self.extensions:
+            ext.sources = srcs
+            ext.define_macros = ext.define_macros + [(k, v or None) for k, _, v in defs]
             ext.extra_objects = [os.path.join(build, "libpagein.a")]
             ext.libraries = [f[2:] for f in ldlibs if f.startswith("-l")]
             ext.library_dirs = [f[2:] for f in ldlibs if f.startswith("-L")]
@@ -50,7 +57,7 @@ setup(
     packages=["pagein"],
     ext_modules=[Extension(
         "pagein._pagein",
-        sources=["src/_pagein.c"],
+        sources=["src/module.c"],  # the whole list comes from make (BuildWithLibrary)
         include_dirs=[os.path.join(REPO, "include")],
         define_macros=[("_GNU_SOURCE", None)],
         extra_compile_args=shlex.split(os.environ.get("PAGEIN_CFLAGS", "-std=c11 -O2")),

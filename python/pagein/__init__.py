@@ -576,12 +576,22 @@ def _check_openable(path):
     raise FormatError("%s: is %s, not a regular file; pagein reads regular files and block devices" % (path, kind))
 
 
-_URL_SCHEMES = ("http://", "https://", "s3://", "gs://", "hf://")
-
-
 def _is_url(path):
-    """True for the remote sources' URLs (docs/REMOTE.md)."""
-    return isinstance(path, str) and path[:8].lower().startswith(_URL_SCHEMES)
+    """True for a URL one of this build's remote sources reads (docs/REMOTE.md):
+    the library's rule (pagein_is_url, its source table), not a list here."""
+    return _pagein.is_url(path)
+
+
+# fsspec's protocol names whose scheme differs in pagein's URLs (fsspec
+# conventions; pagein.fsspec uses them too)
+_FSSPEC_ALIASES = {"s3a": "s3", "gcs": "gs"}
+
+
+def _fsspec_url(url):
+    """An fsspec URL with the scheme pagein reads: s3a:// -> s3://, gcs:// -> gs://."""
+    scheme, sep, rest = url.partition("://")
+    alias = _FSSPEC_ALIASES.get(scheme.lower()) if sep else None
+    return "%s://%s" % (alias, rest) if alias else url
 
 
 def _json_str(v):
@@ -851,12 +861,8 @@ def _file_object_target(f):
         for p in protos:
             if p in ("file", "local"):
                 return "path", f.path
-            if p in ("http", "https", "s3", "s3a", "gs", "gcs", "hf"):
-                url = fs.unstrip_protocol(f.path)
-                if url.startswith(("s3a://",)):
-                    url = "s3://" + url[6:]
-                if url.startswith("gcs://"):
-                    url = "gs://" + url[6:]
+            if isinstance(p, str) and _is_url(_fsspec_url(p + "://")):  # a scheme pagein reads
+                url = _fsspec_url(fs.unstrip_protocol(f.path))
                 if _is_url(url):
                     return "url", url
     name = getattr(f, "name", None)

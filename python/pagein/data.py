@@ -7,49 +7,42 @@
         ds.set_epoch(epoch)
         for batch in loader: ...
 
-Sources: fixed-size record files (``record_size=``), Megatron-LM indexed
-datasets (a ``.bin``/``.idx`` pair, or the prefix), and JSONL or text files
-(``format="lines"``: one sample per non-empty line, indexed at open by one
-scan of the file). The bytes are read by the C library's range engine
-(``pagein_read_ranges``): each batch of ``read_batch`` sample ids is sorted,
-neighbours merged and read with ``queue_depth`` reads in flight, on a
-background thread while the previous batch is consumed.
+Every format goes through the library's one pipeline (``pagein_pipe``,
+docs/TRAINING-DATA.md): the epoch's order, its partition over ranks and
+DataLoader workers, epochs and resume are computed in C, so the same seed
+gives the same order from C, ``pagein read-samples --dataset`` and Python.
 
-Order and partition (docs/TRAINING-DATA.md, "Python"). The epoch's global
-order is a function of (seed, epoch) only: ``"global"`` is the C global
-reader's permutation, ``"block"`` shuffles blocks of consecutive samples and
-shuffles samples inside windows of blocks, ``"none"`` is file order. Ranks
-take the positions of that order round-robin (rank r: positions start + r,
-start + r + W, ...), and a rank's DataLoader workers take chunks of
-``batch_size`` of its list round-robin, which is exactly the order in which
-the DataLoader hands their batches out. Over one epoch every sample is
-therefore yielded exactly once across all ranks and workers.
+``Dataset(paths, record_size=...)`` (fixed-size records), a Megatron-LM
+``.bin``/``.idx`` pair and JSONL/text files (``format="lines"``) yield plain
+samples: numpy arrays (torch tensors with ``framework="pt"``) of the bytes or
+tokens, ``bytes`` for a line. Every other source (WebDataset tars, MDS,
+Arrow, Parquet, ``.gz``/``.zst`` lines, a directory, a glob, a URL) gives a
+``ShardDataset`` whose samples are dicts of field to value.
 
-Resume: ``state_dict()`` records the global position reached (every rank at
-the same number of samples, as in synchronous data-parallel training), and
-``load_state_dict()`` on any world size continues with the suffix of the same
-global order, partitioned over the new ranks. The epoch and position live in
-shared memory that DataLoader workers read at each ``__iter__``, so
-``set_epoch`` and ``load_state_dict`` reach persistent workers too. With
-workers, iterate with ``pagein.data.DataLoader`` (torch's, counting in this
-process what it hands out): ``state_dict()`` is then exact without
-arguments; a plain torch DataLoader with workers needs
-``state_dict(samples_seen=N)`` (without it, state_dict raises rather than
-return a wrong position).
+Order: ``"global"`` is a seeded permutation of all samples, ``"block"``
+takes the dataset's groups (runs of consecutive samples of about
+``group_bytes``) in a seeded order and shuffles the samples of each window
+of ``window`` groups together, ``"none"`` is id order. The epoch's sequence
+minus what a resume state says was consumed is split into contiguous rank
+slices, and a rank slice is dealt to its DataLoader workers in whole
+batches of the loader's batch size, round-robin, which is the order in
+which the DataLoader hands their batches out. Every sample comes out once
+per epoch across all ranks and workers.
 
-Sample lifetime: samples are numpy arrays (torch tensors with
-``framework="pt"``) that are views into a buffer allocated for their read
-batch alone and never reused: a held sample keeps that buffer alive (at
-most ``read_batch`` samples' bytes) and never changes. ``copy=True`` gives
-each sample its own memory. Line samples are ``bytes`` (always copies).
+Resume: ``state_dict()`` is the pipeline's state after every rank consumed
+the same number of samples (each worker's position follows from the loader's
+round-robin); ``load_state_dict()`` continues that epoch on any world size
+and number of workers. With workers, iterate with ``pagein.data.DataLoader``
+(torch's, counting in this process what it hands out) and ``state_dict()``
+needs no argument; with a plain torch DataLoader pass ``samples_seen=``.
+
+Sample lifetime: every sample is a copy, never overwritten later.
 """
 
 import multiprocessing as _mp
 import multiprocessing.context as _mpctx
 import numbers as _numbers
 import os as _os
-import threading as _threading
-from concurrent.futures import ThreadPoolExecutor as _Pool
 
 import numpy as _np
 
@@ -66,56 +59,35 @@ except ImportError:  # pragma: no cover - depends on the machine
     _Base = object
 
 _SHUFFLES = ("global", "block", "none")
-_MEGATRON_DTYPES = {1: _np.uint8, 2: _np.int8, 3: _np.int16, 4: _np.int32, 5: _np.int64,
-                    6: _np.float64, 7: _np.float32, 8: _np.uint16}
 
 
 # ---------------------------------------------------------------------------
-# the epoch's global order and its partition
+# orders: the library's
 # ---------------------------------------------------------------------------
 
-def _perm(n, seed):
-    return _np.frombuffer(_pagein.permutation(int(n), int(seed) & (2**64 - 1)), dtype=_np.uint64)
-
-
-def epoch_order(n, shuffle, seed, epoch, block_samples=1, window_blocks=7):
-    """The global order of epoch `epoch`: a numpy uint64 permutation of
-    0..n-1 that depends only on its arguments (the same on every rank)."""
+def epoch_order(n, shuffle, seed, epoch, block_samples=None, window_blocks=None):
+    """The order of epoch `epoch` over n samples, as the pipeline computes it:
+    "global" is pagein_permutation(n, pagein_epoch_seed(seed, epoch)), "none"
+    id order. The "block" order depends on a dataset's groups: ask the
+    dataset (``Dataset.order()``); here it raises."""
     if shuffle not in _SHUFFLES:
         raise ValueError("shuffle must be one of %s, not %r" % (", ".join(_SHUFFLES), shuffle))
+    if shuffle == "block" or block_samples is not None or window_blocks is not None:
+        raise ValueError("epoch_order: the block order is the pipeline's and depends on the dataset's groups "
+                         "(block_samples / window_blocks are not its parameters): use Dataset.order()")
     if shuffle == "none" or n == 0:
         return _np.arange(n, dtype=_np.uint64)
     es = _pagein.epoch_seed(int(seed) & (2**64 - 1), int(epoch))
-    if shuffle == "global":
-        return _perm(n, es)
-    # block: blocks of block_samples consecutive ids in a seeded order; the
-    # samples of each window of window_blocks consecutive blocks (in that
-    # order) shuffled together.
-    bs = max(1, int(block_samples))
-    nblocks = (n + bs - 1) // bs
-    border = _perm(nblocks, es)
-    out = _np.empty(n, dtype=_np.uint64)
-    pos = 0
-    wb = max(1, int(window_blocks))
-    for w in range(0, nblocks, wb):
-        ids = _np.concatenate([_np.arange(b * bs, min(n, (b + 1) * bs), dtype=_np.uint64)
-                               for b in border[w:w + wb].tolist()])
-        shuf = _perm(len(ids), _pagein.epoch_seed(es, w + 1))
-        out[pos:pos + len(ids)] = ids[shuf]
-        pos += len(ids)
-    return out
+    return _np.frombuffer(_pagein.permutation(int(n), es), dtype=_np.uint64)
 
 
 def partition(order, start, rank, world_size, worker=0, num_workers=1, chunk=1):
-    """The ids of `order[start:]` that one (rank, worker) yields, in order:
-    rank r takes positions start + r, start + r + world_size, ...; within a
-    rank, worker w takes chunks w, w + num_workers, ... of `chunk` ids."""
-    mine = order[int(start) + rank::world_size]
-    if num_workers <= 1:
-        return mine
-    chunk = max(1, int(chunk))
-    idx = _np.arange(len(mine))
-    return mine[(idx // chunk) % num_workers == worker]
+    """Removed: the partition over ranks and workers is the pipeline's
+    (contiguous rank slices, batches dealt to workers); a (rank, worker)'s
+    ids are ``Dataset(..., rank=, world_size=).ids(worker, num_workers)``."""
+    raise NotImplementedError("pagein.data.partition: ranks and workers are partitioned by the library's pipeline "
+                              "(contiguous rank slices, whole batches dealt to workers round-robin); use "
+                              "Dataset(..., rank=R, world_size=W).ids(worker, num_workers)")
 
 
 def _dist_rank_world():
@@ -137,21 +109,6 @@ def _in_worker():
     return _torch is not None and _torch.utils.data.get_worker_info() is not None
 
 
-# The epoch, the resume position and the order's block parameters live in a
-# small block of shared memory created with the Dataset, so that what the
-# main process sets (set_epoch, load_state_dict) reaches DataLoader workers
-# that already exist (persistent_workers=True): a forked worker shares the
-# block, a spawned one gets it through the pickle made while spawning, and
-# every worker reads it at each __iter__.
-_EPOCH, _START, _BLOCK, _WINDOW, _WORKERS_RAN, _NSHARED = range(6)
-
-
-def _shared_block(values):
-    a = _mp.RawArray("q", _NSHARED)
-    a[:] = list(values)
-    return a
-
-
 def _check_int(field, v, lo, hi):
     """v as an int in [lo, hi), or a TypeError/ValueError naming the field."""
     if isinstance(v, bool) or not isinstance(v, _numbers.Integral):
@@ -162,494 +119,10 @@ def _check_int(field, v, lo, hi):
     return v
 
 
-# ---------------------------------------------------------------------------
-# sources: where sample bytes live
-# ---------------------------------------------------------------------------
-
-class _Records:
-    def __init__(self, paths, record_size):
-        self.paths, self.record_size = list(paths), int(record_size)
-        self._cap = None
-        self._pid = None
-        self.count, self.files = _pagein.dataset_info(self._open())
-        self.dtype = _np.uint8
-
-    def _open(self):
-        if self._cap is None or self._pid != _os.getpid():
-            self._cap = _pagein.dataset_open_records(self.paths, self.record_size)
-            self._pid = _os.getpid()
-        return self._cap
-
-    def __getstate__(self):
-        d = dict(self.__dict__)
-        d["_cap"] = None
-        return d
-
-    def read(self, ids, qd, max_gap):
-        return _pagein.dataset_read(self._open(), ids, queue_depth=qd, max_gap=max_gap)
-
-    def mean_bytes(self):
-        return self.record_size
-
-
-class _Megatron(_Records):
-    def __init__(self, prefix):
-        self.paths, self.record_size = [prefix], 0
-        self._cap = None
-        self._pid = None
-        self.count, self.files = _pagein.dataset_info(self._open())
-        with open(prefix + ".idx", "rb") as fh:
-            head = fh.read(18)
-        self.dtype = _MEGATRON_DTYPES[head[17]]  # validated by the C parser at open
-
-    def _open(self):
-        if self._cap is None or self._pid != _os.getpid():
-            self._cap = _pagein.dataset_open_megatron(self.paths[0])
-            self._pid = _os.getpid()
-        return self._cap
-
-    def mean_bytes(self):
-        size = sum(s for _, s in self.files)
-        return max(1, size // max(1, self.count))
-
-
-class _Lines:
-    """One sample per non-empty line ('\\n'-separated, the newline excluded)
-    of each file, in file order; the index is built by one scan at open."""
-
-    SCAN = 16 << 20  # bytes scanned at a time: the index's scan holds no more
-
-    def __init__(self, paths, max_line_bytes=256 << 20):
-        self.paths = list(paths)
-        self._fds = None
-        self.max_line_bytes = int(max_line_bytes)
-        files, offs, lens = [], [], []
-        self.sizes = []
-        for i, p in enumerate(self.paths):
-            nl = self._newlines(p)
-            size = self.sizes[-1]
-            starts = _np.concatenate([_np.zeros(1, _np.uint64), nl + 1])
-            ends = _np.concatenate([nl, _np.array([size], _np.uint64)])
-            keep = ends > starts
-            ln = ends[keep] - starts[keep]
-            if len(ln) and int(ln.max()) > self.max_line_bytes:
-                j = int(_np.argmax(ln))
-                raise FormatError("%s: line %d (at byte %d) is %d bytes, over max_line_bytes=%d: "
-                                  "give Dataset(..., max_line_bytes=) a larger limit (a line is read "
-                                  "and yielded whole)" % (p, int(_np.flatnonzero(keep)[j]) + 1,
-                                                          int(starts[keep][j]), int(ln[j]), self.max_line_bytes))
-            offs.append(starts[keep])
-            lens.append(ln)
-            files.append(_np.full(int(keep.sum()), i, dtype=_np.uint32))
-        self.file_of = _np.concatenate(files) if files else _np.zeros(0, _np.uint32)
-        self.off = _np.concatenate(offs) if offs else _np.zeros(0, _np.uint64)
-        self.len = _np.concatenate(lens) if lens else _np.zeros(0, _np.uint64)
-        self.count = len(self.off)
-        self.files = list(zip(self.paths, self.sizes))
-        self.dtype = None
-        self._fds = None
-        self._pid = None
-
-    def _newlines(self, path):
-        """Offsets of the newlines of a file, scanned SCAN bytes at a time."""
-        out, off = [], 0
-        buf = bytearray(self.SCAN)
-        with open(path, "rb", buffering=0) as fh:
-            while True:
-                n = fh.readinto(buf)
-                if not n:
-                    break
-                a = _np.frombuffer(buf, dtype=_np.uint8, count=n)
-                out.append(_np.flatnonzero(a == 10).astype(_np.uint64) + _np.uint64(off))
-                off += n
-        self.sizes.append(off)
-        return _np.concatenate(out) if out else _np.zeros(0, _np.uint64)
-
-    def __getstate__(self):
-        d = dict(self.__dict__)
-        d["_fds"] = None
-        return d
-
-    def __del__(self):
-        if self._fds is not None and self._pid == _os.getpid():
-            for fd in self._fds:
-                _os.close(fd)
-
-    def _open(self):
-        if self._fds is None or self._pid != _os.getpid():
-            self._fds = [_os.open(p, _os.O_RDONLY | _os.O_CLOEXEC) for p in self.paths]
-            self._pid = _os.getpid()
-        return self._fds
-
-    def read(self, ids, qd, max_gap):
-        ids = ids.astype(_np.int64)
-        lens = _np.ascontiguousarray(self.len[ids])
-        offsets = _np.zeros(len(ids) + 1, dtype=_np.uint64)
-        _np.cumsum(lens, out=offsets[1:])
-        out = bytearray(int(offsets[-1]))
-        st = _pagein.read_ranges(self._open(), _np.ascontiguousarray(self.file_of[ids]),
-                                 _np.ascontiguousarray(self.off[ids]), lens, out,
-                                 _np.ascontiguousarray(offsets[:-1]), queue_depth=qd, max_gap=max_gap)
-        return out, offsets.tobytes(), st
-
-    def mean_bytes(self):
-        return max(1, int(self.len.mean())) if self.count else 1
-
-
-def _make_source(paths, record_size, fmt, max_line_bytes=256 << 20):
-    if isinstance(paths, (str, _os.PathLike)):
-        paths = [paths]
-    paths = [_os.fspath(p) for p in paths]
-    if not paths:
-        raise ValueError("Dataset: no paths given")
-    for p in paths:
-        if "://" in p:
-            raise ValueError("Dataset(%r): URLs are not supported here (yet): fetch the files first, e.g. "
-                             "`pagein pull URL --stage DIR`, and give the local paths" % p)
-    if fmt is None:
-        p0 = paths[0]
-        if record_size is not None:
-            fmt = "records"
-        elif p0.endswith((".jsonl", ".txt", ".json")):
-            fmt = "lines"
-        elif p0.endswith(".idx") or _os.path.exists((p0[:-4] if p0.endswith(".bin") else p0) + ".idx"):
-            fmt = "megatron"
-        elif p0.endswith(".bin"):
-            raise ValueError("Dataset(%r): give record_size= for fixed-size record files (no %s beside it, "
-                             "so it is not a Megatron .bin/.idx pair)" % (p0, _os.path.basename(p0[:-4]) + ".idx"))
-        else:
-            raise ValueError("Dataset(%r): give record_size= for record files, or format= "
-                             "('records', 'megatron', 'lines')" % p0)
-    if fmt == "records":
-        if record_size is None:
-            raise ValueError("Dataset: format 'records' needs record_size=")
-        return _Records(paths, record_size)
-    if fmt == "megatron":
-        if len(paths) != 1:
-            raise ValueError("Dataset: a Megatron dataset is one .bin/.idx pair (got %d paths)" % len(paths))
-        p = paths[0]
-        return _Megatron(p[:-4] if p.endswith((".idx", ".bin")) else p)
-    if fmt in ("lines", "jsonl", "text"):
-        return _Lines(paths, max_line_bytes)
-    raise ValueError("Dataset: unknown format %r (records, megatron, lines)" % fmt)
-
-
-# ---------------------------------------------------------------------------
-# the dataset
-# ---------------------------------------------------------------------------
-
-class Dataset(_Base):
-    """An iterable over the samples of record, Megatron or line files,
-    partitioned over ranks and DataLoader workers (module docstring).
-
-    paths: a path or a list of paths (shards, in id order). record_size:
-    bytes per record (fixed-size record files). format: 'records',
-    'megatron' or 'lines' (guessed from record_size and the names when
-    None). shuffle: 'global', 'block' or 'none'. seed: the order of epoch e
-    depends only on (seed, e). rank, world_size: default to
-    torch.distributed's when it is initialised, else 0 and 1. batch_size:
-    the DataLoader's batch size, the chunk by which a rank's samples are
-    dealt to its workers (so that the loader's output is a prefix of the
-    rank's list, which makes resume exact with workers). return_ids: yield
-    (sample_id, sample). dtype: numpy dtype to view record bytes as
-    (Megatron: the index's dtype). framework: 'np' (default) or 'pt'.
-    copy: give every sample its own memory. read_batch, queue_depth,
-    max_gap: the range engine's batch and parameters. block_bytes,
-    window_blocks: the 'block' order's block size and window.
-    read_batch_bytes: line files: a read batch holds at most this many
-    bytes (one longer line alone). max_line_bytes: line files: a longer line
-    is refused at open (FormatError naming the file, line and offset).
-    Paths are local files: a URL is refused (fetch it with `pagein pull`).
-    With DataLoader workers use pagein.data.DataLoader: it counts what it
-    hands out, so state_dict() needs no samples_seen (module docstring).
-    """
-
-    def __new__(cls, paths=None, *args, **kwargs):
-        # The dataset-format table's formats (and anything remote, a
-        # directory, a glob or columns=) go through the C pipeline.
-        if cls is Dataset and _use_pipeline(paths, kwargs):
-            return ShardDataset(paths, *args, **kwargs)
-        return super().__new__(cls)
-
-    def __init__(self, paths, record_size=None, shuffle="global", seed=0, rank=None, world_size=None,
-                 return_ids=False, *, format=None, dtype=None, batch_size=None, framework="np", copy=False,
-                 read_batch=256, queue_depth=0, max_gap=0, block_bytes=16 << 20, window_blocks=7,
-                 read_batch_bytes=64 << 20, max_line_bytes=256 << 20):
-        if shuffle not in _SHUFFLES:
-            raise ValueError("shuffle must be one of %s, not %r" % (", ".join(_SHUFFLES), shuffle))
-        if framework not in ("np", "numpy", "pt", "torch"):
-            raise ValueError("framework must be 'np' or 'pt', not %r" % (framework,))
-        if framework in ("pt", "torch") and _torch is None:
-            raise FormatError("framework 'pt' needs torch, which is not installed")
-        if (rank is None) != (world_size is None):
-            raise ValueError("give both rank and world_size, or neither")
-        if world_size is not None and not (0 <= int(rank) < int(world_size)):
-            raise ValueError("rank %r outside world size %r" % (rank, world_size))
-        self._src = _make_source(paths, record_size, format, int(max_line_bytes))
-        self._shared = _shared_block([0] * _NSHARED)
-        self.shuffle, self.seed = shuffle, int(seed)
-        self._rank, self._world = (None, None) if rank is None else (int(rank), int(world_size))
-        self.return_ids, self.copy = bool(return_ids), bool(copy)
-        self.framework = "pt" if framework in ("pt", "torch") else "np"
-        self._batch_size_given = batch_size is not None
-        self.batch_size = max(1, int(batch_size)) if batch_size is not None else 1
-        self.read_batch_bytes = max(1, int(read_batch_bytes))
-        self.read_batch = max(1, int(read_batch))
-        self.queue_depth, self.max_gap = int(queue_depth), int(max_gap)
-        self.block_samples = max(1, int(block_bytes) // self._src.mean_bytes())
-        self.window_blocks = int(window_blocks)
-        self.dtype = _np.dtype(dtype) if dtype is not None else self._src.dtype
-        self.epoch = 0
-        self._start = 0        # global position this epoch starts from (resume)
-        self._yielded = 0      # samples yielded by this process (or handed out by a DataLoader) this iteration
-        self._counted = False  # _yielded is kept by a pagein.data.DataLoader in this process
-        self._lock = _threading.Lock()
-        self.stats = {"requests": 0, "reads": 0, "bytes_requested": 0, "bytes_read": 0, "bytes_wasted": 0}
-
-    def __getstate__(self):  # DataLoader workers started with spawn pickle the dataset
-        d = dict(self.__dict__)
-        del d["_lock"]
-        # torch.distributed is not initialised in a spawned worker: fix the
-        # rank and world size as the parent process sees them now.
-        d["_rank"], d["_world"] = self.rank_world()
-        if _mpctx.get_spawning_popen() is None:
-            # an ordinary pickle (or copy): its own block, with today's values
-            d["_shared"] = list(self._shared)
-        return d
-
-    def __setstate__(self, d):
-        self.__dict__.update(d)
-        if isinstance(self._shared, list):
-            self._shared = _shared_block(self._shared)
-        self._lock = _threading.Lock()
-
-    def _get(i):
-        return property(lambda self: int(self._shared[i]),
-                        lambda self, v: self._shared.__setitem__(i, int(v)))
-
-    epoch = _get(_EPOCH)
-    _start = _get(_START)  # global position this epoch starts from (resume)
-    block_samples = _get(_BLOCK)
-    window_blocks = _get(_WINDOW)
-    del _get
-
-    # -- facts ----------------------------------------------------------------
-    @property
-    def num_samples(self):
-        """Samples in the dataset (all ranks)."""
-        return self._src.count
-
-    @property
-    def files(self):
-        """[(path, size)] of the underlying files."""
-        return list(self._src.files)
-
-    def rank_world(self):
-        """(rank, world_size) in effect: explicit, else torch.distributed's, else (0, 1)."""
-        if self._world is not None:
-            return self._rank, self._world
-        return _dist_rank_world()
-
-    def __len__(self):
-        """Samples this rank yields in the current epoch (all its workers)."""
-        r, w = self.rank_world()
-        rest = max(0, self._src.count - self._start)
-        return rest // w + (1 if r < rest % w else 0)
-
-    # -- epochs and resume ----------------------------------------------------
-    def set_epoch(self, epoch):
-        """Selects epoch `epoch`: its order comes from (seed, epoch) alone. A
-        resume position from load_state_dict applies only to its own epoch."""
-        epoch = _check_int("epoch", epoch, 0, 2**63)
-        if epoch != self.epoch:
-            self._start = 0
-        self.epoch = epoch
-
-    def order(self, epoch=None):
-        """The global order of an epoch (uint64 array of sample ids)."""
-        return epoch_order(self._src.count, self.shuffle, self.seed, self.epoch if epoch is None else epoch,
-                           self.block_samples, self.window_blocks)
-
-    def ids(self, worker=None, num_workers=None):
-        """Ids this rank (and worker) yields this epoch, in order."""
-        r, w = self.rank_world()
-        if worker is None:
-            worker, num_workers = _worker()
-        return partition(self.order(), self._start, r, w, worker, num_workers, self.batch_size)
-
-    def state_dict(self, samples_seen=None):
-        """Where the epoch stands, for load_state_dict on any world size.
-        samples_seen: samples this rank's training loop has consumed this
-        epoch (needed with DataLoader workers, whose progress this process
-        cannot see; by default the samples this process yielded). Every rank
-        is assumed at the same count, as in synchronous training; the state
-        is the same on every rank."""
-        r, w = self.rank_world()
-        if samples_seen is None and self._shared[_WORKERS_RAN] and not self._counted:
-            raise ValueError(
-                "Dataset.state_dict: this dataset was iterated by DataLoader workers, whose progress "
-                "this process cannot see: iterate it with pagein.data.DataLoader (a torch DataLoader "
-                "that counts the samples it hands out) or pass samples_seen=")
-        seen = self._yielded if samples_seen is None else int(samples_seen)
-        if seen < 0:
-            raise ValueError("samples_seen must be >= 0")
-        # A rank that has consumed all of its samples ends the epoch (ranks
-        # differ by one sample when W does not divide what is left).
-        pos = self._src.count if seen >= len(self) else min(self._src.count, self._start + seen * w)
-        return {"version": 1, "seed": self.seed, "shuffle": self.shuffle, "epoch": self.epoch,
-                "position": pos, "num_samples": self._src.count,
-                "block_samples": self.block_samples, "window_blocks": self.window_blocks}
-
-    def load_state_dict(self, state):
-        """Continues epoch state['epoch'] at global position state['position']:
-        the rest of that epoch's order, partitioned over this world size."""
-        if not hasattr(state, "get") or not hasattr(state, "__getitem__"):
-            raise TypeError("Dataset state must be a dict (from state_dict()), not %s" % type(state).__name__)
-        if state.get("version") != 1:
-            raise ValueError("unknown Dataset state version %r" % (state.get("version"),))
-        for k in ("seed", "shuffle", "epoch", "position", "num_samples", "block_samples", "window_blocks"):
-            if k not in state:
-                raise ValueError("Dataset state: missing field %r" % k)
-        n = _check_int("num_samples", state["num_samples"], 0, 2**63)
-        if n != self._src.count:
-            raise Error("Dataset state is for %d samples, this dataset has %d" % (n, self._src.count))
-        seed = _check_int("seed", state["seed"], -(1 << 1024), 1 << 1024)  # any integer
-        if not isinstance(state["shuffle"], str):
-            raise TypeError("Dataset state: shuffle must be a string, not %s" % type(state["shuffle"]).__name__)
-        if seed != self.seed or state["shuffle"] != self.shuffle:
-            raise ValueError("Dataset state has seed %r shuffle %r, this dataset seed %r shuffle %r"
-                             % (seed, state["shuffle"], self.seed, self.shuffle))
-        epoch = _check_int("epoch", state["epoch"], 0, 2**63)
-        # position counts the global order (all ranks): any world size resumes it
-        pos = _check_int("position", state["position"], 0, n + 1)
-        bs = _check_int("block_samples", state["block_samples"], 1, 2**63)
-        wb = _check_int("window_blocks", state["window_blocks"], 1, 2**63)
-        self.block_samples, self.window_blocks = bs, wb
-        self.epoch = epoch
-        self._start = pos
-        self._yielded = 0
-
-    # -- iteration --------------------------------------------------------------
-    def _account(self, st):
-        with self._lock:
-            for k, v in zip(("requests", "reads", "bytes_requested", "bytes_read", "bytes_wasted"), st):
-                self.stats[k] += v
-
-    def _read(self, ids):
-        data, offs, st = self._src.read(ids, self.queue_depth, self.max_gap)
-        self._account(st)
-        return ids, data, _np.frombuffer(offs, dtype=_np.uint64)
-
-    def _samples(self, ids, data, offs):
-        lines = self._src.dtype is None
-        buf = None if lines else _np.frombuffer(data, dtype=_np.uint8)
-        mv = memoryview(data) if lines else None  # one copy per line, not two
-        for j in range(len(ids)):
-            a, b = int(offs[j]), int(offs[j + 1])
-            if lines:
-                s = bytes(mv[a:b])
-            else:
-                s = buf[a:b]
-                if self.copy:
-                    s = s.copy()
-                if self.dtype != _np.uint8:
-                    s = s.view(self.dtype)
-                if self.framework == "pt":
-                    s = _to_torch(s)
-            yield (int(ids[j]), s) if self.return_ids else s
-
-    def _bounds(self, ids):
-        """Read batches: read_batch samples, and (line files, whose samples
-        vary in size) at most read_batch_bytes unless one line is longer."""
-        rb = self.read_batch
-        lens = getattr(self._src, "len", None) if self._src.dtype is None else None
-        if lens is None:
-            return [(k, min(len(ids), k + rb)) for k in range(0, len(ids), rb)]
-        ends = _np.cumsum(lens[ids.astype(_np.int64)], dtype=_np.uint64)
-        out, k = [], 0
-        while k < len(ids):
-            base = int(ends[k - 1]) if k else 0
-            e = int(_np.searchsorted(ends, base + self.read_batch_bytes, side="right"))
-            e = min(len(ids), max(k + 1, e), k + rb)
-            out.append((k, e))
-            k = e
-        return out
-
-    def __iter__(self):
-        # the epoch and position are read now, from the shared block: a
-        # persistent worker sees the set_epoch made since its last epoch
-        ids = self.ids()
-        self._yielded = 0
-        self._shared[_WORKERS_RAN] = 1 if _in_worker() else 0
-        if len(ids) == 0:
-            return
-        bounds = self._bounds(ids)
-        with _Pool(max_workers=1) as pool:
-            nxt = pool.submit(self._read, _np.ascontiguousarray(ids[bounds[0][0]:bounds[0][1]]))
-            for j in range(len(bounds)):
-                batch = nxt.result()
-                if j + 1 < len(bounds):  # read ahead while this batch is consumed
-                    a, b = bounds[j + 1]
-                    nxt = pool.submit(self._read, _np.ascontiguousarray(ids[a:b]))
-                for s in self._samples(*batch):
-                    self._yielded += 1
-                    yield s
-
-
-if _torch is not None:
-    class DataLoader(_torch.utils.data.DataLoader):
-        """torch.utils.data.DataLoader that counts, in this process, the
-        samples it hands out of a pagein.data.Dataset, so that
-        ``dataset.state_dict()`` is exact with workers (persistent or not)
-        without samples_seen. Every argument is torch's. The loader's
-        batch_size becomes the dataset's when the dataset was given none
-        (with workers the two must agree: the dataset deals a rank's samples
-        to its workers in chunks of batch_size)."""
-
-        def __init__(self, dataset, *args, **kwargs):
-            super().__init__(dataset, *args, **kwargs)
-            bs = self.batch_size
-            if isinstance(dataset, Dataset) and bs is not None and bs != dataset.batch_size:
-                if dataset._batch_size_given and self.num_workers > 1:
-                    raise ValueError("pagein.data.DataLoader: batch_size %d, but the dataset deals its samples "
-                                     "to workers in chunks of batch_size=%d: give both the same"
-                                     % (bs, dataset.batch_size))
-                if not dataset._batch_size_given:
-                    dataset.batch_size = bs
-
-        def __iter__(self):
-            it = super().__iter__()
-            return _Counting(it, self.dataset, self.batch_size) if isinstance(self.dataset, Dataset) else it
-
-    class _Counting:
-        """The loader's iterator, counting what it hands out into the
-        dataset (of this process) as it goes."""
-
-        def __init__(self, it, ds, batch_size):
-            self._it, self._ds, self._bs = it, ds, batch_size
-            self._n, self._len = 0, len(ds)
-            ds._yielded, ds._counted = 0, True
-
-        def __iter__(self):
-            return self
-
-        def __len__(self):
-            return len(self._it)
-
-        def __next__(self):
-            item = next(self._it)
-            self._n += 1
-            # batches are full but for each worker's last: the loader's
-            # output is the rank's list in order, so this is exact
-            self._ds._yielded = min(self._n * self._bs, self._len) if self._bs else self._n
-            return item
-
-
 def _to_torch(a):
     if a.dtype.kind == "u" and a.itemsize > 1:  # torch 1.13 lacks uint16/32/64
         a = a.view("i%d" % a.itemsize)
     return _torch.from_numpy(a)
-
 
 
 # ---------------------------------------------------------------------------
@@ -658,17 +131,18 @@ def _to_torch(a):
 
 _PIPE_SUFFIXES = (".tar", ".tar.gz", ".tgz", ".mds", ".mds.zstd", ".gz", ".zst", ".arrow", ".parquet")
 _OUTPUT_FORMATS = ("numpy", "np", "torch", "pt")
+_PLAIN_FORMATS = ("records", "megatron", "lines", "jsonl", "text")
 
 
 def _use_pipeline(paths, kwargs):
-    """True when Dataset(...) should be a ShardDataset: a format of the
-    table that the older Python readers do not know, columns=, an output
-    format= ("numpy"/"torch"), or a source that is a directory, a glob, a
-    brace pattern or a URL."""
+    """True when Dataset(...) should be a ShardDataset (samples as dicts of
+    fields): a format of the table other than records, Megatron and plain
+    line files, columns=, an output format= ("numpy"/"torch"), or a source
+    that is a directory, a glob, a brace pattern or a URL."""
     if kwargs.get("pipeline") or kwargs.get("columns") is not None:
         return True
     fmt = kwargs.get("format")
-    if fmt is not None and fmt not in ("records", "megatron", "lines", "jsonl", "text"):
+    if fmt is not None and fmt not in _PLAIN_FORMATS:
         return True
     if isinstance(paths, (str, _os.PathLike)):
         paths = [paths]
@@ -697,6 +171,10 @@ def _rest_count(state, n):
 _FIELD_DTYPES = {(2, 1): "i1", (2, 2): "<i2", (2, 4): "<i4", (2, 8): "<i8", (3, 1): "u1", (3, 2): "<u2",
                  (3, 4): "<u4", (3, 8): "<u8", (4, 2): "<f2", (4, 4): "<f4", (4, 8): "<f8", (1, 1): "?"}
 
+# shared with DataLoader workers: the epoch, the resume state's length, the
+# worker count workers saw (0: no worker ran this dataset)
+_EPOCH, _STATELEN, _WORKERS, _NNUMS = range(4)
+
 
 class ShardDataset(_Base):
     """Samples of any format of the dataset-format table (WebDataset tars,
@@ -718,17 +196,38 @@ class ShardDataset(_Base):
     or lists where shapes differ; use DataLoader(batch_size=None)); None
     yields single samples. loader_batch_size: the DataLoader's batch size
     when it batches single samples, so a rank's samples are dealt to its
-    workers in whole batches. Samples are dicts of field name to numpy array
-    (numbers, arrays), str (utf8) or bytes (binary), None for a missing
-    field; every value is a copy, never overwritten later.
+    workers in whole batches (pagein.data.DataLoader sets it). read_batch:
+    the global order's samples fetched at once (0: the library's choice).
+    group_bytes (block_bytes): bytes of a group of sample-addressable shards
+    (0: 4 MiB). Samples are dicts of field name to numpy array (numbers,
+    arrays), str (utf8) or bytes (binary), None for a missing field; every
+    value is a copy, never overwritten later.
     """
 
     def __init__(self, source, record_size=None, shuffle="block", seed=0, rank=None, world_size=None,
                  return_ids=False, *, format=None, data_format=None, columns=None, batch_size=None,
-                 loader_batch_size=1, window=8, read_batch=256, queue_depth=0, group_bytes=0,
-                 cache_dir=None, framework=None, pipeline=True, num_workers=None, **ignored):
+                 loader_batch_size=1, window=8, read_batch=0, queue_depth=0, group_bytes=0,
+                 cache_dir=None, framework=None, pipeline=True, num_workers=None, copy=True,
+                 block_bytes=None, window_blocks=None, max_gap=None, read_batch_bytes=None, max_line_bytes=None):
         if shuffle not in _SHUFFLES:
             raise ValueError("shuffle must be one of %s, not %r" % (", ".join(_SHUFFLES), shuffle))
+        # parameters of the older Python readers: honoured where the pipeline
+        # has them, refused where it does not (never ignored)
+        if block_bytes is not None:
+            group_bytes = block_bytes
+        if window_blocks is not None:
+            window = window_blocks
+        if max_gap:
+            raise ValueError("max_gap=%r: the pipeline merges only adjacent byte ranges of a unit (its requests "
+                             "are 1 MiB or more); leave max_gap out" % (max_gap,))
+        if read_batch_bytes is not None:
+            raise ValueError("read_batch_bytes: the pipeline caps a global read batch by samples (read_batch=), "
+                             "not by bytes; leave read_batch_bytes out")
+        if max_line_bytes is not None:
+            raise ValueError("max_line_bytes: the pipeline's line index has no per-line limit (a line is read "
+                             "and yielded whole); leave max_line_bytes out")
+        if not copy:
+            raise ValueError("copy=False: samples are always copies (never views of a buffer reused later)")
         if format in _OUTPUT_FORMATS:
             out = format
         else:
@@ -757,13 +256,16 @@ class ShardDataset(_Base):
             raise ValueError("rank %r outside world size %r" % (rank, world_size))
         self.return_ids = bool(return_ids)
         self.batch_size = None if batch_size is None else max(1, int(batch_size))
+        self._loader_batch_given = loader_batch_size != 1
         self.loader_batch_size = max(1, int(loader_batch_size))
         self.window, self.read_batch, self.queue_depth = int(window), int(read_batch), int(queue_depth)
         self.num_workers = num_workers
         self._shared = None  # epoch and resume state seen by persistent workers (see _sync)
         self.epoch = 0
         self._state = None  # resume state of the current epoch, or None
-        self._yielded = 0
+        self._yielded = 0   # samples yielded by this process, or handed out by a counting DataLoader
+        self._counted = False
+        self.stats = {}
         self._ds = None
         self._pid = None
         self._open()
@@ -784,10 +286,14 @@ class ShardDataset(_Base):
         d = dict(self.__dict__)
         d["_ds"] = None
         d["_rank"], d["_world"] = self.rank_world()
-        import multiprocessing.context as _ctx
-        if _ctx.get_spawning_popen() is None:  # a plain pickle: shared memory does not travel
+        if _mpctx.get_spawning_popen() is None:  # a plain pickle or copy: its own shared block
             d["_shared"] = None
         return d
+
+    def __setstate__(self, d):
+        self.__dict__.update(d)
+        if self._shared is None:
+            self._publish()
 
     # -- persistent DataLoader workers -----------------------------------------
     # A worker process keeps the copy of the dataset it started with; the
@@ -795,50 +301,61 @@ class ShardDataset(_Base):
     # shared memory created before the workers start (fork and spawn).
     def _publish(self):
         if self._shared is None:
-            import multiprocessing as _mp
-            self._shared = (_mp.RawArray("q", 2), _mp.RawArray("c", 1 << 16))
+            self._shared = (_mp.RawArray("q", _NNUMS), _mp.RawArray("c", 1 << 16))
         st = (self._state or "").encode()
         if len(st) >= (1 << 16):
             raise Error("resume state of %d bytes (shared with workers: at most 65535)" % len(st))
         nums, text = self._shared
         text.value = st
-        nums[0], nums[1] = self.epoch, len(st)
+        nums[_EPOCH], nums[_STATELEN] = self.epoch, len(st)
 
     def _sync(self):
         if self._shared is not None:
             nums, text = self._shared
-            self.epoch = int(nums[0])
-            self._state = text.value[:int(nums[1])].decode() or None
+            self.epoch = int(nums[_EPOCH])
+            self._state = text.value[:int(nums[_STATELEN])].decode() or None
 
     # -- facts -----------------------------------------------------------------
     @property
     def num_samples(self):
+        """Samples in the dataset (all ranks)."""
         return self._count
 
     @property
     def formats(self):
         return sorted({f for _, f, _ in self.shards})
 
+    @property
+    def files(self):
+        """[(path, size)] of the shards."""
+        return [(p, s) for p, _, s in self.shards]
+
     def rank_world(self):
+        """(rank, world_size) in effect: explicit, else torch.distributed's, else (0, 1)."""
         if self._world is not None:
             return self._rank, self._world
         return _dist_rank_world()
 
+    def _chunk(self):
+        return self.batch_size or self.loader_batch_size
+
     def _opts(self, worker=0, num_workers=1, with_state=True):
         r, w = self.rank_world()
         o = dict(order=self.shuffle, seed=self.seed & (2**64 - 1), epoch=self.epoch, rank=r, world_size=w,
-                 worker=worker, num_workers=num_workers,
-                 batch=self.batch_size or self.loader_batch_size, window=self.window,
+                 worker=worker, num_workers=num_workers, batch=self._chunk(), window=self.window,
                  read_batch=self.read_batch, queue_depth=self.queue_depth)
         if with_state and self._state:
             o["state"] = self._state
         return o
 
-    def __len__(self):
-        """Samples (or batches, with batch_size) this rank yields this epoch."""
+    def _samples_len(self):
         r, w = self.rank_world()
         m = _rest_count(self._state, self._count)
-        n = (r + 1) * m // w - r * m // w
+        return (r + 1) * m // w - r * m // w
+
+    def __len__(self):
+        """Samples (or batches, with batch_size) this rank yields this epoch (all its workers)."""
+        n = self._samples_len()
         return n if self.batch_size is None else (n + self.batch_size - 1) // self.batch_size
 
     def order(self, epoch=None):
@@ -851,41 +368,94 @@ class ShardDataset(_Base):
             o.pop(k)
         return _np.frombuffer(_pagein.pipe_order(self._open(), **o), dtype=_np.uint64)
 
+    def ids(self, worker=None, num_workers=None):
+        """The ids this rank (and DataLoader worker) yields this epoch, in
+        order: the pipeline's partition (pagein_pipe_ids; nothing is read)."""
+        if worker is None:
+            worker, num_workers = _worker()
+        o = self._opts(int(worker), max(1, int(num_workers or 1)))
+        return _np.frombuffer(_pagein.pipe_ids(self._open(), **o), dtype=_np.uint64)
+
     # -- epochs and resume ---------------------------------------------------
     def set_epoch(self, epoch):
+        """Selects epoch `epoch`: its order comes from (seed, epoch) alone. A
+        resume state from load_state_dict applies only to its own epoch."""
+        if isinstance(epoch, bool) or not isinstance(epoch, _numbers.Integral):
+            raise TypeError("set_epoch: epoch must be an integer, not %s" % type(epoch).__name__)
         epoch = int(epoch)
+        if not 0 <= epoch < 2**63:
+            raise ValueError("set_epoch: epoch %d outside [0, 2**63)" % epoch)
         if epoch != self.epoch:
             self._state = None
         self.epoch = epoch
         self._publish()
 
     def state_dict(self, samples_seen=None, num_workers=None):
-        """The resume state after every rank consumed samples_seen samples
-        (default: what this process yielded; with batch_size, batches count
-        as their samples). With DataLoader workers pass samples_seen (what
-        the training loop saw) and the loader's num_workers (default: the
-        num_workers given at construction, else 1): the workers' parts are
-        consumed batch by batch, round-robin. Loadable onto any world size
-        and worker count."""
+        """The resume state after every rank consumed samples_seen samples this
+        epoch (default: what this process yielded, or what a
+        pagein.data.DataLoader handed out; with batch_size, batches count as
+        their samples). With DataLoader workers the workers' parts are
+        consumed batch by batch, round-robin: num_workers defaults to the
+        loader's (pagein.data.DataLoader), else to what the workers reported,
+        else to the num_workers given at construction. A plain torch
+        DataLoader with workers needs samples_seen= (its progress is not
+        visible here): without it this raises rather than return a wrong
+        state. Loadable onto any world size and worker count."""
+        ran = int(self._shared[0][_WORKERS]) if self._shared is not None else 0
+        if samples_seen is None and ran and not self._counted:
+            raise ValueError("state_dict: this dataset was iterated by DataLoader workers, whose progress this "
+                             "process cannot see: iterate it with pagein.data.DataLoader (a torch DataLoader that "
+                             "counts what it hands out) or pass samples_seen=")
         seen = self._yielded if samples_seen is None else int(samples_seen)
         if seen < 0:
             raise ValueError("samples_seen must be >= 0")
-        nw = num_workers if num_workers is not None else self.num_workers
-        o = self._opts(0, max(1, int(nw or 1)))
+        if seen >= self._samples_len():
+            # this rank is done, so is the epoch: ranks differ by one sample
+            # when the world size does not divide what is left
+            seen = self._count
+        nw = num_workers if num_workers is not None else (self.num_workers or ran or 1)
+        o = self._opts(0, max(1, int(nw)))
         st = _pagein.pipe_state(self._open(), seen, **o)
         return {"version": 2, "pipe": st, "epoch": self.epoch, "seed": self.seed, "shuffle": self.shuffle,
                 "num_samples": self._count}
 
     def load_state_dict(self, state):
-        if state.get("version") != 2 or "pipe" not in state:
-            raise ValueError("not a ShardDataset state (version %r)" % (state.get("version"),))
-        if state["num_samples"] != self._count:
-            raise Error("state is for %d samples, this dataset has %d" % (state["num_samples"], self._count))
-        if state["seed"] != self.seed or state["shuffle"] != self.shuffle:
-            raise ValueError("state has seed %r shuffle %r, this dataset seed %r shuffle %r"
-                             % (state["seed"], state["shuffle"], self.seed, self.shuffle))
-        self.epoch = int(state["epoch"])
-        self._state = state["pipe"]
+        """Continues the state's epoch where it stopped: what is left of it,
+        partitioned over this world size and worker count. Every field is
+        checked (TypeError / ValueError naming it); a state for another
+        dataset, seed, order or group layout is refused."""
+        if not hasattr(state, "get") or not hasattr(state, "__getitem__"):
+            raise TypeError("Dataset state must be a dict (from state_dict()), not %s" % type(state).__name__)
+        if state.get("version") == 1:
+            raise ValueError("Dataset state version 1 is from the Python readers of an earlier pagein, whose order "
+                             "is not the pipeline's: it cannot continue this epoch")
+        if state.get("version") != 2:
+            raise ValueError("Dataset state: unknown version %r" % (state.get("version"),))
+        for k in ("pipe", "epoch", "seed", "shuffle", "num_samples"):
+            if k not in state:
+                raise ValueError("Dataset state: missing field %r" % k)
+        n = _check_int("num_samples", state["num_samples"], 0, 2**63)
+        seed = _check_int("seed", state["seed"], -(1 << 1024), 1 << 1024)
+        epoch = _check_int("epoch", state["epoch"], 0, 2**63)
+        for k in ("shuffle", "pipe"):
+            if not isinstance(state[k], str):
+                raise TypeError("Dataset state: %s must be a string, not %s" % (k, type(state[k]).__name__))
+        if n != self._count:
+            raise Error("Dataset state is for %d samples, this dataset has %d" % (n, self._count))
+        if seed != self.seed or state["shuffle"] != self.shuffle:
+            raise ValueError("Dataset state has seed %r shuffle %r, this dataset seed %r shuffle %r"
+                             % (seed, state["shuffle"], self.seed, self.shuffle))
+        pipe = state["pipe"]
+        if " epoch=%d " % epoch not in pipe:
+            raise ValueError("Dataset state: epoch %d is not the pipe state's" % epoch)
+        o = self._opts()
+        o["state"] = pipe
+        try:  # the library checks the pipe state against this dataset now, not at the next epoch
+            _pagein.pipe_state(self._open(), 0, **o)
+        except Error as e:
+            raise ValueError("Dataset state: pipe: %s" % e) from None
+        self.epoch = epoch
+        self._state = pipe
         self._yielded = 0
         self._publish()
 
@@ -929,8 +499,12 @@ class ShardDataset(_Base):
 
     def __iter__(self):
         worker, nw = _worker()
-        if nw > 1 or _torch is not None and _torch.utils.data.get_worker_info() is not None:
+        if _in_worker():
             self._sync()
+            if self._shared is not None:
+                self._shared[0][_WORKERS] = nw
+        elif self._shared is not None and not self._counted:
+            self._shared[0][_WORKERS] = 0
         pipe = _pagein.pipe_open(self._open(), **self._opts(worker, nw))
         self._yielded = 0
         pending = []
@@ -953,3 +527,164 @@ class ShardDataset(_Base):
             self._yielded += len(pending)
             yield self._batch(pending)
         self.stats = _pagein.pipe_stats(pipe)
+
+
+# ---------------------------------------------------------------------------
+# records, Megatron and line files: plain samples over the same pipeline
+# ---------------------------------------------------------------------------
+
+def _plain_source(paths, record_size, fmt):
+    """(spec list, row name) for records, Megatron and line files."""
+    if isinstance(paths, (str, _os.PathLike)):
+        paths = [paths]
+    paths = [_os.fspath(p) for p in paths]
+    if not paths:
+        raise ValueError("Dataset: no paths given")
+    if fmt is None:
+        p0 = paths[0]
+        if record_size is not None:
+            fmt = "records"
+        elif p0.endswith((".jsonl", ".txt", ".json", ".ndjson")):
+            fmt = "lines"
+        elif p0.endswith(".idx") or _os.path.exists((p0[:-4] if p0.endswith(".bin") else p0) + ".idx"):
+            fmt = "megatron"
+        elif p0.endswith(".bin"):
+            raise ValueError("Dataset(%r): give record_size= for fixed-size record files (no %s beside it, "
+                             "so it is not a Megatron .bin/.idx pair)" % (p0, _os.path.basename(p0[:-4]) + ".idx"))
+        else:
+            raise ValueError("Dataset(%r): give record_size= for record files, or format= "
+                             "('records', 'megatron', 'lines')" % p0)
+    if fmt in ("jsonl", "text"):
+        fmt = "lines"
+    if fmt == "records":
+        if record_size is None:
+            raise ValueError("Dataset: format 'records' needs record_size=")
+        return paths, "records"
+    if fmt == "megatron":
+        if len(paths) != 1:
+            raise ValueError("Dataset: a Megatron dataset is one .bin/.idx pair (got %d paths)" % len(paths))
+        p = paths[0]
+        prefix = p[:-4] if p.endswith((".idx", ".bin")) else p
+        return [prefix + ".bin"], "megatron"
+    if fmt == "lines":
+        return paths, "lines"
+    raise ValueError("Dataset: unknown format %r (records, megatron, lines)" % fmt)
+
+
+class Dataset(ShardDataset):
+    """An iterable over the samples of record, Megatron or line files,
+    partitioned over ranks and DataLoader workers by the library's pipeline
+    (module docstring). Other sources give a ShardDataset.
+
+    paths: a path or a list of paths (shards, in id order). record_size:
+    bytes per record (fixed-size record files). format: 'records',
+    'megatron' or 'lines' (guessed from record_size and the names when
+    None). shuffle: 'global', 'block' or 'none'. seed: the order of epoch e
+    depends only on (seed, e) and the dataset's groups. rank, world_size:
+    default to torch.distributed's when it is initialised, else 0 and 1.
+    batch_size: the DataLoader's batch size, by which a rank's samples are
+    dealt to its workers (pagein.data.DataLoader sets it). return_ids: yield
+    (sample_id, sample). dtype: numpy dtype to view record bytes as
+    (Megatron: the index's dtype). framework: 'np' (default) or 'pt'.
+    read_batch: the global order's samples fetched at once. queue_depth:
+    requests in flight (0: the storage's choice). block_bytes (group_bytes),
+    window_blocks (window): the block order's group size (4 MiB) and the
+    groups shuffled together (8). Samples are numpy arrays (torch tensors)
+    of their own memory, line samples bytes. max_gap, read_batch_bytes,
+    max_line_bytes and copy=False, parameters of the older Python readers,
+    are refused (ValueError) rather than ignored.
+    """
+
+    def __new__(cls, paths=None, *args, **kwargs):
+        # The dataset-format table's other formats (and anything remote, a
+        # directory, a glob or columns=) give samples as dicts: ShardDataset.
+        if cls is Dataset and _use_pipeline(paths, kwargs):
+            return ShardDataset(paths, *args, **kwargs)
+        return super().__new__(cls)
+
+    def __init__(self, paths, record_size=None, shuffle="global", seed=0, rank=None, world_size=None,
+                 return_ids=False, *, format=None, dtype=None, batch_size=None, framework="np", copy=True,
+                 read_batch=0, queue_depth=0, max_gap=None, block_bytes=None, window_blocks=None,
+                 group_bytes=0, window=8, read_batch_bytes=None, max_line_bytes=None, num_workers=None,
+                 cache_dir=None):
+        if framework not in ("np", "numpy", "pt", "torch"):
+            raise ValueError("framework must be 'np' or 'pt', not %r" % (framework,))
+        specs, row = _plain_source(paths, record_size, format)
+        self._row = row
+        super().__init__(specs, record_size=record_size if row == "records" else None, shuffle=shuffle, seed=seed,
+                         rank=rank, world_size=world_size, return_ids=return_ids, data_format=row,
+                         loader_batch_size=batch_size or 1, window=window, read_batch=read_batch,
+                         queue_depth=queue_depth, group_bytes=group_bytes, cache_dir=cache_dir,
+                         framework="torch" if framework in ("pt", "torch") else "numpy", num_workers=num_workers,
+                         copy=copy, block_bytes=block_bytes, window_blocks=window_blocks, max_gap=max_gap,
+                         read_batch_bytes=read_batch_bytes, max_line_bytes=max_line_bytes)
+        self._loader_batch_given = batch_size is not None
+        self.framework = "pt" if self.torch else "np"
+        self.dtype = _np.dtype(dtype) if dtype is not None else None
+        if row == "lines" and dtype is not None:
+            raise ValueError("Dataset: dtype= does not apply to line files (their samples are bytes)")
+
+    def _sample(self, fields):
+        name, typ, width, shape, data = fields[0]
+        if self._row == "lines":
+            return data
+        dt = self.dtype if self.dtype is not None else _np.dtype(_FIELD_DTYPES.get((typ, width), "u1"))
+        a = _np.frombuffer(data, dtype=dt).copy()  # its own, writable memory
+        return _to_torch(a) if self.torch else a
+
+
+if _torch is not None:
+    class DataLoader(_torch.utils.data.DataLoader):
+        """torch.utils.data.DataLoader that counts, in this process, the
+        samples it hands out of a pagein dataset (Dataset or ShardDataset),
+        so that ``dataset.state_dict()`` is exact with workers (persistent
+        or not) without samples_seen, and tells the dataset its num_workers.
+        Every argument is torch's. The loader's batch_size becomes the
+        dataset's loader_batch_size (the batches a rank's samples are dealt
+        to workers in) when the dataset was given none; with workers the two
+        must agree."""
+
+        def __init__(self, dataset, *args, **kwargs):
+            super().__init__(dataset, *args, **kwargs)
+            bs = self.batch_size
+            if isinstance(dataset, ShardDataset):
+                if bs is not None and dataset.batch_size is not None:
+                    raise ValueError("pagein.data.DataLoader: the dataset yields batches of %d (batch_size=): give "
+                                     "the loader batch_size=None" % dataset.batch_size)
+                if bs is not None and bs != dataset.loader_batch_size:
+                    if dataset._loader_batch_given and self.num_workers > 1:
+                        raise ValueError("pagein.data.DataLoader: batch_size %d, but the dataset deals its samples "
+                                         "to workers in batches of %d: give both the same"
+                                         % (bs, dataset.loader_batch_size))
+                    dataset.loader_batch_size = bs
+                dataset.num_workers = max(1, self.num_workers)
+
+        def __iter__(self):
+            it = super().__iter__()
+            if not isinstance(self.dataset, ShardDataset):
+                return it
+            ds = self.dataset
+            return _Counting(it, ds, self.batch_size or ds.batch_size or 1)
+
+    class _Counting:
+        """The loader's iterator, counting what it hands out into the
+        dataset (of this process) as it goes."""
+
+        def __init__(self, it, ds, batch):
+            self._it, self._ds, self._bs = it, ds, batch
+            self._n, self._len = 0, ds._samples_len()
+            ds._yielded, ds._counted = 0, True
+
+        def __iter__(self):
+            return self
+
+        def __len__(self):
+            return len(self._it)
+
+        def __next__(self):
+            item = next(self._it)
+            self._n += 1
+            # batches are full but for the last of the rank's slice: the
+            # loader's output is the rank's samples, so this is exact
+            self._ds._yielded = min(self._n * self._bs, self._len)
+            return item

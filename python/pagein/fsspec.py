@@ -48,9 +48,9 @@ from pagein import _pagein
 
 __all__ = ["PageinFileSystem", "PageinFile", "register", "unregister"]
 
-_REMOTE = ("http://", "https://", "s3://", "gs://", "hf://")
-# fsspec protocol names -> the scheme pagein's sources take
-_SCHEMES = {"http": "http", "https": "https", "s3": "s3", "s3a": "s3", "gs": "gs", "gcs": "gs", "hf": "hf"}
+# fsspec protocol names whose scheme differs in pagein's URLs (s3a -> s3,
+# gcs -> gs); every other protocol name is its scheme
+_ALIASES = _p._FSSPEC_ALIASES
 
 
 # storage options of fsspec itself (AbstractFileSystem and its instance
@@ -60,7 +60,14 @@ _GENERIC_OPTIONS = frozenset(("skip_instance_cache", "use_listings_cache", "list
 
 
 def _is_remote(path):
-    return isinstance(path, str) and path[:8].lower().startswith(_REMOTE)
+    """True for a URL one of pagein's remote sources reads: the library's
+    rule (pagein_is_url), not a list of schemes here."""
+    return _pagein.is_url(path)
+
+
+def _scheme(proto):
+    """The URL scheme pagein reads for an fsspec protocol name."""
+    return _ALIASES.get(proto.lower(), proto.lower())
 
 
 def _redact(path):
@@ -130,8 +137,8 @@ class PageinFileSystem(AbstractFileSystem):
         if path.startswith("file://"):
             path = path[len("file://"):]
         scheme, sep, rest = path.partition("://")
-        if sep and scheme.lower() in _SCHEMES:
-            return "%s://%s" % (_SCHEMES[scheme.lower()], rest)
+        if sep and _is_remote("%s://%s" % (_scheme(scheme), rest)):
+            return "%s://%s" % (_scheme(scheme), rest)
         if cls._default_scheme and not sep:
             return "%s://%s" % (cls._default_scheme, path)
         return path.rstrip("/") if len(path) > 1 else path
@@ -142,8 +149,7 @@ class PageinFileSystem(AbstractFileSystem):
         if path == "" and self.fo:
             path = self._strip_protocol(self.fo)
         if not _is_remote(path) and self.target_protocol and self.target_protocol not in ("file", "local"):
-            scheme = _SCHEMES.get(self.target_protocol, self.target_protocol)
-            path = "%s://%s" % (scheme, path)
+            path = "%s://%s" % (_scheme(self.target_protocol), path)
         return path
 
     def unstrip_protocol(self, name):
@@ -465,7 +471,7 @@ def _subclass(proto):
     """PageinFileSystem registered under proto (override): paths without a
     scheme get proto's scheme back."""
     return type("Pagein%sFileSystem" % proto.capitalize(), (PageinFileSystem,),
-                {"protocol": (proto,), "_default_scheme": _SCHEMES[proto]})
+                {"protocol": (proto,), "_default_scheme": _scheme(proto)})
 
 
 def register(override=False, protocols=("http", "https", "s3", "s3a", "gs", "gcs", "hf")):

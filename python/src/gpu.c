@@ -1,7 +1,7 @@
 /*
- * gpu.c - GPU staging for the extension (included by _pagein.c, which owns
- * Source, src_find and raise_rc). pagein/_gpu.py builds the user API on
- * these.
+ * gpu.c - GPU staging for the extension (pagein_gpu_*), its own unit,
+ * built with the GPU part (mk/gpu.mk). pagein/_gpu.py builds the user API
+ * on these.
  *
  *   gpu_probe(device) -> {"name": str, "total_bytes": int, "free_bytes": int}; raises
  *       pagein.Error (code PAGEIN_E_NO_CUDA) with the reason when the device
@@ -22,6 +22,7 @@
  *       for all + close, in one call.
  *   gpu_trim(): frees the pinned buffers the library keeps for reuse.
  */
+#include "pagein_py.h"
 
 typedef struct {
     PyObject_HEAD
@@ -242,10 +243,17 @@ static PyObject *py_gpu_trim(PyObject *self, PyObject *unused) {
     Py_RETURN_NONE;
 }
 
-#define PAGEIN_GPU_METHODS                                                                                   \
-    {"gpu_trim", py_gpu_trim, METH_NOARGS, "gpu_trim(): free the pinned buffers kept for reuse"},             \
-    {"gpu_probe", py_gpu_probe, METH_O, "gpu_probe(device) -> {name, total_bytes}; raises when unusable"},   \
-    {"gpu_start", PYFN(py_gpu_start), METH_VARARGS | METH_KEYWORDS,                                           \
-     "gpu_start(source, names, device, dst, keep=None, buffer_bytes=0, nbuffers=0, threads=0) -> GpuLoad"},   \
-    {"gpu_load", PYFN(py_gpu_load), METH_VARARGS | METH_KEYWORDS,                                             \
+static PyMethodDef gpu_functions[] = {
+    {"gpu_trim", py_gpu_trim, METH_NOARGS, "gpu_trim(): free the pinned buffers kept for reuse"},
+    {"gpu_probe", py_gpu_probe, METH_O, "gpu_probe(device) -> {name, total_bytes}; raises when unusable"},
+    {"gpu_start", PYFN(py_gpu_start), METH_VARARGS | METH_KEYWORDS,
+     "gpu_start(source, names, device, dst, keep=None, buffer_bytes=0, nbuffers=0, threads=0) -> GpuLoad"},
+    {"gpu_load", PYFN(py_gpu_load), METH_VARARGS | METH_KEYWORDS,
      "gpu_load(source, names, device, dst, keep=None, buffer_bytes=0, nbuffers=0, threads=0) -> stats"},
+    {NULL, NULL, 0, NULL},
+};
+
+int pyp_gpu_add(PyObject *m) {
+    if (PyModule_AddFunctions(m, gpu_functions) < 0) return -1;
+    return PyModule_AddIntConstant(m, "DEVICE_HOST", PAGEIN_DEVICE_HOST);
+}

@@ -1,8 +1,12 @@
-"""pagein.data: exactly-once partitioning over ranks and workers, determinism,
-resume with a world-size change, sample lifetime, Megatron and line files."""
+"""pagein.data.Dataset (records, Megatron and line files) on the library's
+pipeline: the same order from C, the CLI and Python; exactly-once
+partitioning over ranks and workers; determinism; resume with a world-size
+and worker-count change; sample lifetime; refused parameters."""
 import json
 import os
 import struct
+import subprocess
+import sys
 
 import numpy as np
 import pytest
@@ -16,7 +20,10 @@ try:
 except ImportError:  # pragma: no cover - depends on the machine
     torch = None
 
+from conftest import REPO
+
 needs_torch = pytest.mark.skipif(torch is None, reason="torch is not installed")
+TOOL = os.path.join(os.environ.get("PAGEIN_BUILD") or os.path.join(REPO, "build"), "pagein")
 
 REC = 24
 COUNTS = [100, 0, 57, 80]  # shards, one empty
@@ -49,6 +56,68 @@ def check_samples(pairs, whole):
         assert np.asarray(s).tobytes() == whole[i].tobytes(), "sample %d has the wrong bytes" % i
 
 
+def write_megatron(prefix, seqs, code=4, dtype=np.int32):
+    ptrs, off = [], 0
+    with open(prefix + ".bin", "wb") as fh:
+        for s in seqs:
+            b = np.asarray(s, dtype=dtype).tobytes()
+            fh.write(b)
+            ptrs.append(off)
+            off += len(b)
+    S = len(seqs)
+    docs = list(range(S + 1))
+    with open(prefix + ".idx", "wb") as fh:
+        fh.write(b"MMIDIDX\x00\x00" + struct.pack("<QBQQ", 1, code, S, len(docs)))
+        fh.write(np.array([len(s) for s in seqs], np.int32).tobytes())
+        fh.write(np.array(ptrs, np.int64).tobytes())
+        fh.write(np.array(docs, np.int64).tobytes())
+
+
+@pytest.fixture
+def plain(tmp_path, rng, records):
+    """The three plain kinds: (Dataset kwargs, CLI arguments) each."""
+    paths, _ = records
+    seqs = [rng.integers(0, 50000, size=int(rng.integers(1, 40))) for _ in range(90)]
+    prefix = str(tmp_path / "corpus_text_document")
+    write_megatron(prefix, seqs)
+    rows = [json.dumps({"id": i, "text": "x" * (i % 7)}) for i in range(150)]
+    p1, p2 = tmp_path / "a.jsonl", tmp_path / "b.jsonl"
+    p1.write_text("\n".join(rows[:70]) + "\n\n")
+    p2.write_text("\n".join(rows[70:]))
+    return {
+        "records": (dict(paths=paths, record_size=REC, block_bytes=REC * 10),
+                    sum((["--dataset", p] for p in paths), []) + ["--data-format", "records", "--record-size",
+                                                                   str(REC), "--group-size", str(REC * 10)]),
+        "megatron": (dict(paths=prefix + ".bin", block_bytes=4 * 60),
+                     ["--dataset", prefix + ".bin", "--data-format", "megatron", "--group-size", str(4 * 60)]),
+        "lines": (dict(paths=[str(p1), str(p2)], block_bytes=600),
+                  ["--dataset", str(p1), "--dataset", str(p2), "--data-format", "lines", "--group-size", "600"]),
+    }
+
+
+@pytest.mark.parametrize("kind", ["records", "megatron", "lines"])
+@pytest.mark.parametrize("order", ["none", "block", "global"])
+def test_same_order_c_cli_python(plain, kind, order):
+    """Records, Megatron and line files: the Python Dataset's epoch is the
+    C pipeline's order (pagein_pipe_order) and the CLI's, for the same seed."""
+    kw, cli_args = plain[kind]
+    ds = pd.Dataset(shuffle=order, seed=9, window=3, return_ids=True, **kw)
+    assert type(ds) is pd.Dataset
+    for epoch in (0, 2):
+        ds.set_epoch(epoch)
+        py = [i for i, _ in ds]
+        c = ds.order().tolist()
+        cli = subprocess.run([TOOL, "read-samples"] + cli_args + ["--order", order, "--seed", "9", "--epoch",
+                                                                   str(epoch), "--window", "3", "--ids"],
+                             check=True, capture_output=True, text=True).stdout.split()
+        assert py == c == [int(x) for x in cli]
+        assert sorted(py) == list(range(ds.num_samples))
+        if order == "global":
+            assert py == pd.epoch_order(ds.num_samples, "global", 9, epoch).tolist()
+        if order != "none":
+            assert py != sorted(py)
+
+
 @pytest.mark.parametrize("shuffle", ["global", "block", "none"])
 @pytest.mark.parametrize("world", [1, 2, 3, 4])
 @pytest.mark.parametrize("workers", [0, 1, 2, 3])
@@ -68,24 +137,26 @@ def test_exactly_once_over_ranks_and_workers(records, monkeypatch, shuffle, worl
     assert sorted(seen) == list(range(len(whole)))
 
 
-def test_order_is_the_c_global_readers_and_same_on_every_rank(records):
+def test_ranks_are_contiguous_slices_of_the_order(records):
+    """The pipeline's partition: rank r of W takes a contiguous slice of the
+    epoch's one order (the same on every rank)."""
     paths, whole = records
     n = len(whole)
+    W = 3
     for epoch in (0, 1, 5):
         order = pd.epoch_order(n, "global", 11, epoch)
         ref = np.frombuffer(_pagein.permutation(n, _pagein.epoch_seed(11, epoch)), np.uint64)
         assert (order == ref).all()
-        # Ranks deal the one global order round-robin: interleaving them gives it back.
-        W = 3
         parts = [pd.Dataset(paths, record_size=REC, seed=11, rank=r, world_size=W) for r in range(W)]
         for p in parts:
             p.set_epoch(epoch)
-        inter = np.empty(n, np.uint64)
-        for r, p in enumerate(parts):
-            inter[r::W] = p.ids(0, 1)
-        assert (inter == order).all()
+        assert np.concatenate([p.ids(0, 1) for p in parts]).tolist() == order.tolist()
     assert (pd.epoch_order(n, "global", 11, 0) != pd.epoch_order(n, "global", 11, 1)).any()
     assert (pd.epoch_order(n, "global", 11, 0) != pd.epoch_order(n, "global", 12, 0)).any()
+    with pytest.raises(ValueError, match="Dataset.order"):
+        pd.epoch_order(n, "block", 1, 0)
+    with pytest.raises(NotImplementedError, match="ids"):
+        pd.partition(order, 0, 0, 2)
 
 
 @pytest.mark.parametrize("shuffle", ["global", "block"])
@@ -101,16 +172,14 @@ def test_determinism_across_runs(records, shuffle):
         assert ia != sorted(ia)
 
 
-def test_block_order_keeps_blocks_together():
-    n, bs = 1000, 50
-    o = pd.epoch_order(n, "block", 1, 0, block_samples=bs, window_blocks=2)
-    assert sorted(o.tolist()) == list(range(n))
-    # Each window of 2 blocks holds exactly the samples of 2 whole blocks.
-    for w in range(0, n, 2 * bs):
-        blocks = set(int(i) // bs for i in o[w:w + 2 * bs])
-        assert len(blocks) == 2
+def test_block_order_keeps_groups_together(records):
+    paths, whole = records
+    gs = 10  # records a group
+    ds = pd.Dataset(paths, record_size=REC, shuffle="block", seed=1, block_bytes=REC * gs, window_blocks=2)
+    o = ds.order()
+    assert sorted(o.tolist()) == list(range(len(whole)))
     q_block = _pagein.shuffle_quality(np.ascontiguousarray(o))
-    q_global = _pagein.shuffle_quality(np.ascontiguousarray(pd.epoch_order(n, "global", 1, 0)))
+    q_global = _pagein.shuffle_quality(np.ascontiguousarray(pd.epoch_order(len(o), "global", 1, 0)))
     assert 0 < q_block < q_global
 
 
@@ -130,47 +199,25 @@ def test_resume_with_world_size_change(records, monkeypatch):
         states.append(ds.state_dict())
         it.close()
     assert all(s == states[0] for s in states), "the state is the same on every rank"
-    assert states[0]["position"] == 51 and states[0]["epoch"] == 1
+    assert states[0]["epoch"] == 1
     # Resume on 2 ranks with 2 workers each, then on 4 ranks: the rest of the epoch, once.
     for world, workers in ((2, 2), (4, 0)):
         rest = []
         for r in range(world):
             ds = pd.Dataset(paths, rank=r, world_size=world, batch_size=4, **kw)
             ds.load_state_dict(states[0])
-            ds.set_epoch(1)  # the usual loop calls set_epoch again: the position stays
+            ds.set_epoch(1)  # the usual loop calls set_epoch again: the state stays
+            assert len(ds) in ((n - 51) // world, (n - 51) // world + 1)
             for w in range(max(1, workers)):
                 got = run(ds, monkeypatch, w, max(1, workers))
                 check_samples(got, whole)
                 rest += [i for i, _ in got]
         assert sorted(consumed + rest) == list(range(n))
-        # the suffix is exactly the part of epoch 1's order not consumed
-        order = pd.epoch_order(n, "global", 5, 1)
-        assert sorted(rest) == sorted(order[51:].tolist())
     # A new epoch starts from its beginning.
     ds = pd.Dataset(paths, rank=0, world_size=1, **kw)
     ds.load_state_dict(states[0])
     ds.set_epoch(2)
     assert len(list(ds)) == n
-
-
-def test_resume_with_workers_uses_samples_seen(records, monkeypatch):
-    """With workers the training loop says how many samples it consumed; the
-    loader's output is the rank's list in order, so that count is exact."""
-    paths, whole = records
-    n = len(whole)
-    kw = dict(record_size=REC, seed=9, return_ids=True, batch_size=4)
-    consumed = []
-    for r in range(2):
-        ds = pd.Dataset(paths, rank=r, world_size=2, **kw)
-        consumed += ds.ids(0, 1)[:12].tolist()  # what a loader with 3 workers delivers first
-        st = ds.state_dict(samples_seen=12)
-    assert st["position"] == 24
-    rest = []
-    for r in range(3):
-        ds = pd.Dataset(paths, rank=r, world_size=3, **kw)
-        ds.load_state_dict(st)
-        rest += [i for i, _ in run(ds, monkeypatch)]
-    assert sorted(consumed + rest) == list(range(n))
 
 
 def test_state_at_the_end_of_an_epoch(records):
@@ -184,19 +231,34 @@ def test_state_at_the_end_of_an_epoch(records):
         ds = pd.Dataset(paths, record_size=REC, seed=1, rank=r, world_size=4)
         assert len(list(ds)) == len(ds)
         states.append(ds.state_dict())
-    assert all(s["position"] == n for s in states)
+    assert all(s["pipe"].endswith("remaining=") for s in states)
     ds = pd.Dataset(paths, record_size=REC, seed=1, rank=0, world_size=2)
     ds.load_state_dict(states[3])
     assert list(ds) == [] and len(ds) == 0
 
 
-def test_state_mismatch_is_refused(records, tmp_path):
+def test_state_mismatch_is_refused(records):
     paths, _ = records
     st = pd.Dataset(paths, record_size=REC, seed=1).state_dict()
     with pytest.raises(pagein.Error, match="237 samples"):
         pd.Dataset(paths[:1], record_size=REC, seed=1).load_state_dict(st)
     with pytest.raises(ValueError, match="seed"):
         pd.Dataset(paths, record_size=REC, seed=2).load_state_dict(st)
+    old = {"version": 1, "seed": 1, "shuffle": "global", "epoch": 0, "position": 5, "num_samples": 237,
+           "block_samples": 1, "window_blocks": 7}
+    with pytest.raises(ValueError, match="version 1"):
+        pd.Dataset(paths, record_size=REC, seed=1).load_state_dict(old)
+
+
+def test_unhonoured_parameters_are_refused(records, tmp_path):
+    paths, _ = records
+    for kw, field in ((dict(max_gap=4096), "max_gap"), (dict(read_batch_bytes=1 << 20), "read_batch_bytes"),
+                      (dict(max_line_bytes=1 << 20), "max_line_bytes"), (dict(copy=False), "copy")):
+        with pytest.raises(ValueError, match=field):
+            pd.Dataset(paths, record_size=REC, **kw)
+    with pytest.raises(TypeError):
+        pd.Dataset(paths, record_size=REC, no_such_parameter=1)
+    pd.Dataset(paths, record_size=REC, max_gap=0, copy=True)  # what the pipeline does anyway
 
 
 def test_held_samples_never_change(records):
@@ -210,10 +272,10 @@ def test_held_samples_never_change(records):
         assert len(rest) == len(whole) - 3
         for (i, s), b in zip(held, snap):
             assert np.asarray(s).tobytes() == b == whole[i].tobytes()
-        # no two samples share memory across batches
         a0 = np.asarray(held[0][1])
         a_last = np.asarray(rest[-1][1])
         assert not np.shares_memory(a0, a_last)
+        a0[:] = 0  # its own, writable memory
 
 
 def test_pickles_for_spawned_workers(records, monkeypatch):
@@ -229,12 +291,11 @@ def test_pickles_for_spawned_workers(records, monkeypatch):
     check_samples(got, whole)
 
 
-def test_copy_gives_own_memory(records):
+def test_dtype_view(records):
     paths, whole = records
-    ds = pd.Dataset(paths, record_size=REC, shuffle="none", copy=True, read_batch=8)
-    s = list(ds)
-    assert s[0].base is None or not np.shares_memory(s[0], s[1])
-    assert s[5].tobytes() == whole[5].tobytes()
+    ds = pd.Dataset(paths, record_size=REC, shuffle="none", dtype=np.uint32)
+    s = next(iter(ds))
+    assert s.dtype == np.uint32 and s[0] == 0 and s.tobytes() == whole[0].tobytes()
 
 
 def test_record_file_not_whole_records(tmp_path):
@@ -248,27 +309,12 @@ def test_record_file_not_whole_records(tmp_path):
         pd.Dataset([str(p)], record_size=25, rank=2, world_size=2)
 
 
-def write_megatron(prefix, seqs, code=4, dtype=np.int32):
-    ptrs, off = [], 0
-    with open(prefix + ".bin", "wb") as fh:
-        for s in seqs:
-            b = np.asarray(s, dtype=dtype).tobytes()
-            fh.write(b)
-            ptrs.append(off)
-            off += len(b)
-    S = len(seqs)
-    docs = list(range(S + 1))
-    with open(prefix + ".idx", "wb") as fh:
-        fh.write(b"MMIDIDX\x00\x00" + struct.pack("<QBQQ", 1, code, S, len(docs)))
-        fh.write(np.array([len(s) for s in seqs], np.int32).tobytes())
-        fh.write(np.array(ptrs, np.int64).tobytes())
-        fh.write(np.array(docs, np.int64).tobytes())
-
-
 def test_megatron_dataset(tmp_path, rng, monkeypatch):
     seqs = [rng.integers(0, 50000, size=int(rng.integers(1, 40))) for _ in range(90)]
     prefix = str(tmp_path / "corpus_text_document")
     write_megatron(prefix, seqs)
+    for name in (prefix, prefix + ".bin", prefix + ".idx"):
+        assert pd.Dataset(name).num_samples == 90
     seen = []
     for r in range(2):
         ds = pd.Dataset(prefix + ".bin", rank=r, world_size=2, return_ids=True, read_batch=7)
@@ -295,7 +341,7 @@ def test_jsonl_lines(tmp_path, monkeypatch):
         ds = pd.Dataset([str(p1), str(p2)], rank=r, world_size=3, return_ids=True, read_batch=5)
         assert ds.num_samples == 60
         for i, line in run(ds, monkeypatch, 0, 1):
-            assert json.loads(line) == rows[i]
+            assert isinstance(line, bytes) and json.loads(line) == rows[i]
             seen.append(i)
     assert sorted(seen) == list(range(60))
 
@@ -303,7 +349,8 @@ def test_jsonl_lines(tmp_path, monkeypatch):
 @needs_torch
 def test_real_dataloader_workers(records):
     """A real DataLoader with 2 worker processes: every sample once, and the
-    loader's output is the rank's list in order (what resume relies on)."""
+    loader's output is the workers' parts interleaved batch by batch (what
+    the resume state relies on)."""
     paths, whole = records
     for rank in range(2):
         ds = pd.Dataset(paths, record_size=REC, seed=4, rank=rank, world_size=2, return_ids=True,
@@ -315,4 +362,42 @@ def test_real_dataloader_workers(records):
             for i, s in zip(bid.tolist(), bs):
                 assert s.numpy().tobytes() == whole[i].tobytes()
             ids += bid.tolist()
-        assert ids == ds.ids(0, 1).tolist()
+        parts = [ds.ids(w, 2).tolist() for w in range(2)]
+        want, k = [], 0
+        while any(parts):
+            want += parts[k % 2][:5]
+            parts[k % 2] = parts[k % 2][5:]
+            k += 1
+        assert ids == want
+
+
+def test_memory_bounded_by_window(tmp_path):
+    """A block epoch over 48 MiB of records, windows of 4 groups of 256 KiB:
+    the process's peak RSS grows by the pipeline's two units and a chunk of
+    samples (a few MiB), never by the dataset (docs/TRAINING-DATA.md,
+    "Reading and memory")."""
+    p = tmp_path / "big.bin"
+    rec, n = 16384, 3 * 1024
+    with open(p, "wb") as fh:
+        for k in range(12):
+            fh.write(np.full((256, rec), k, dtype=np.uint8).tobytes())
+    script = r"""
+import sys, pagein.data as pd
+def hwm():
+    for line in open("/proc/self/status"):
+        if line.startswith("VmHWM:"):
+            return int(line.split()[1]) * 1024
+ds = pd.Dataset(sys.argv[1], record_size=%d, shuffle="block", seed=1, block_bytes=256 << 10, window_blocks=4)
+base = hwm()
+n = 0
+for s in ds:
+    n += 1
+print(n, hwm() - base, ds.stats["memory_peak"])
+""" % rec
+    out = subprocess.run([sys.executable, "-c", script, str(p)], check=True, capture_output=True, text=True,
+                         env=dict(os.environ)).stdout.split()
+    count, grew, peak = int(out[0]), int(out[1]), int(out[2])
+    assert count == n
+    assert peak <= 2 * 4 * (256 << 10) + 2 * rec, "the pipeline holds two units of 4 groups"
+    print("peak RSS grew by", grew, "memory_peak", peak)
+    assert grew < 16 << 20, "peak RSS grew by %d bytes over a 48 MiB epoch" % grew

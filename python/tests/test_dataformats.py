@@ -45,8 +45,9 @@ def test_dispatch_and_values(fx):
     w = list(pd.Dataset(os.path.join(fx, "wds", "shard-{00..01}.tar"), shuffle="none"))
     assert len(w) == 80 and w[3]["txt"] == b"hello 0 3" and w[3]["bin"] is None
     assert w[42]["bin"] == bytes((1 * 2 + j) % 251 for j in range(2 * 13)) and w[42]["__key__"].endswith("s01/00002")
-    # the older readers still serve plain record / line lists
-    assert not isinstance(pd.Dataset(os.path.join(fx, "lines", "a.jsonl")), pd.ShardDataset)
+    # plain line files: a Dataset on the same pipeline whose samples are the lines' bytes
+    plain = pd.Dataset(os.path.join(fx, "lines", "a.jsonl"), shuffle="none")
+    assert type(plain) is pd.Dataset and all(isinstance(s, bytes) for s in plain)
 
 
 @pytest.mark.parametrize("spec", SPECS)

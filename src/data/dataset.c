@@ -158,6 +158,19 @@ static int ds_finish(struct ds_build *b) {
     return 0;
 }
 
+/* The end of an open: finishes the build when rc is 0 and hands out the
+ * dataset, or drops what was built (the dataset included) and returns rc. */
+static int ds_done(struct ds_build *b, int rc, pagein_dataset **out) {
+    if (rc == 0) rc = ds_finish(b);
+    if (rc < 0) {
+        ds_drop_pending(b);
+        pagein_dataset_close(b->d);
+        return rc;
+    }
+    *out = b->d;
+    return 0;
+}
+
 size_t pi_ds_shard_of(const pagein_dataset *d, uint64_t id) {
     size_t lo = 0, hi = d->nfiles;
     while (hi - lo > 1) {
@@ -208,14 +221,7 @@ int pagein_dataset_open_records(pagein_dataset **out, const char *const *paths, 
         if (!paths[i]) rc = pi_err(PAGEIN_E_INVALID, "dataset: path %zu is NULL", i);
         else rc = ds_add(&b, &pi_dsformat_records, paths[i], &a);
     }
-    if (rc == 0) rc = ds_finish(&b);
-    if (rc < 0) {
-        ds_drop_pending(&b);
-        pagein_dataset_close(d);
-        return rc;
-    }
-    *out = d;
-    return 0;
+    return ds_done(&b, rc, out);
 }
 
 int pagein_dataset_open_megatron(pagein_dataset **out, const char *prefix) {
@@ -636,14 +642,7 @@ int pagein_dataset_open(pagein_dataset **out, const char *spec, const pagein_dat
         p += n + (nl ? 1 : 0);
     }
     if (rc == 0 && b.n == 0) rc = pi_err(PAGEIN_E_NOT_FOUND, "dataset: '%s' names no shard", spec);
-    if (rc == 0) rc = ds_finish(&b);
-    if (rc < 0) {
-        ds_drop_pending(&b);
-        pagein_dataset_close(d);
-        return rc;
-    }
-    *out = d;
-    return 0;
+    return ds_done(&b, rc, out);
 }
 
 /* ---- accessors ---------------------------------------------------------- */

@@ -149,6 +149,18 @@ static int add_fields(struct pi_dsshard *sh, struct ashard *A, uint32_t top, con
     return 0;
 }
 
+/* Frees a shard's implementation and its columns (open's failure path, close). */
+static void ashard_free(struct pi_dsshard *sh, struct ashard *A) {
+    pi_free(sh->cols);
+    sh->cols = NULL;
+    pi_free(A->f);
+    pi_free(A->sel);
+    pi_free(A->gb);
+    pi_arena_free(&A->arena);
+    pi_arrow_close(&A->a);
+    pi_free(A);
+}
+
 static int arrow_open(struct pi_dsshard *sh, const struct pi_dsopen *o) {
     struct ashard *A = pi_calloc(1, sizeof *A);
     if (!A) return pi_err(-ENOMEM, "%s: out of memory", sh->name);
@@ -227,34 +239,18 @@ static int arrow_open(struct pi_dsshard *sh, const struct pi_dsopen *o) {
     }
     for (size_t i = 0; i < A->a.nbatches; i++)
         if (A->a.batches[i].rows) A->gb[sh->ngroups++] = i;
-    sh->nsamples = A->a.nrows;
-    sh->impl = A;
+    pi_ds_shard_set(sh, A, sh->cols, sh->ncols, A->a.nrows);
     return 0;
 fail:
-    pi_free(sh->cols);
-    sh->cols = NULL;
+    ashard_free(sh, A);
     sh->ncols = 0;
     sh->ngroups = 0;
-    pi_free(A->f);
-    pi_free(A->sel);
-    pi_free(A->gb);
-    pi_arena_free(&A->arena);
-    pi_arrow_close(&A->a);
-    pi_free(A);
     return rc;
 }
 
 static void arrow_close(struct pi_dsshard *sh) {
-    struct ashard *A = sh->impl;
-    if (!A) return;
-    pi_free(sh->cols);
-    sh->cols = NULL;
-    pi_free(A->f);
-    pi_free(A->sel);
-    pi_free(A->gb);
-    pi_arena_free(&A->arena);
-    pi_arrow_close(&A->a);
-    pi_free(A);
+    if (!sh->impl) return;
+    ashard_free(sh, sh->impl);
     sh->impl = NULL;
 }
 

@@ -45,6 +45,19 @@ static int lines_detect(const char *name, const uint8_t *h, size_t nh, const uin
     return 0;
 }
 
+static int push_line(struct lines *L, uint64_t off, uint64_t len) {
+    if (L->n == L->cap) {
+        size_t c1 = (size_t)L->cap, c2 = (size_t)L->cap;
+        FORWARD_IF(pi_grow((void **)&L->off, &c1, (size_t)L->n + 1, 8));
+        FORWARD_IF(pi_grow((void **)&L->len, &c2, (size_t)L->n + 1, 8));
+        L->cap = PI_MIN(c1, c2);
+    }
+    L->off[L->n] = off;
+    L->len[L->n] = len;
+    L->n++;
+    return 0;
+}
+
 /* Adds the lines of text[0, n) at base (offsets in the text). */
 static int scan(struct pi_dsshard *sh, struct lines *L, const uint8_t *text, uint64_t n, uint64_t base,
                 uint64_t *carry_start, int last) {
@@ -54,31 +67,11 @@ static int scan(struct pi_dsshard *sh, struct lines *L, const uint8_t *text, uin
         const uint8_t *nl = memchr(p, '\n', (size_t)(e - p));
         if (!nl) break;
         uint64_t end = base + (uint64_t)(nl - text);
-        if (end > start) {
-            if (L->n == L->cap) {
-                size_t c1 = (size_t)L->cap, c2 = (size_t)L->cap;
-                FORWARD_IF(pi_grow((void **)&L->off, &c1, (size_t)L->n + 1, 8));
-                FORWARD_IF(pi_grow((void **)&L->len, &c2, (size_t)L->n + 1, 8));
-                L->cap = PI_MIN(c1, c2);
-            }
-            L->off[L->n] = start;
-            L->len[L->n] = end - start;
-            L->n++;
-        }
+        if (end > start) FORWARD_IF(push_line(L, start, end - start));
         start = end + 1;
         p = nl + 1;
     }
-    if (last && base + n > start) {
-        if (L->n == L->cap) {
-            size_t c1 = (size_t)L->cap, c2 = (size_t)L->cap;
-            FORWARD_IF(pi_grow((void **)&L->off, &c1, (size_t)L->n + 1, 8));
-            FORWARD_IF(pi_grow((void **)&L->len, &c2, (size_t)L->n + 1, 8));
-            L->cap = PI_MIN(c1, c2);
-        }
-        L->off[L->n] = start;
-        L->len[L->n] = base + n - start;
-        L->n++;
-    }
+    if (last && base + n > start) FORWARD_IF(push_line(L, start, base + n - start));
     *carry_start = start;
     (void)sh;
     return 0;
@@ -214,10 +207,7 @@ static int lines_open(struct pi_dsshard *sh, const struct pi_dsopen *a) {
     cpath = NULL;
     pi_free(buf);
     L->col = (struct pi_dscol){.name = "text", .type = PI_DT_BINARY};
-    sh->impl = L;
-    sh->cols = &L->col;
-    sh->ncols = 1;
-    sh->nsamples = L->n;
+    pi_ds_shard_set(sh, L, &L->col, 1, L->n);
     return 0;
 fail:
     pi_free(cpath);

@@ -348,10 +348,7 @@ static int mds_open(struct pi_dsshard *sh, const struct pi_dsopen *a) {
     }
     if ((rc = select_cols(sh, M, a)) < 0) goto fail;
     pi_free(buf);
-    sh->impl = M;
-    sh->cols = M->cols;
-    sh->ncols = M->ncols;
-    sh->nsamples = M->n;
+    pi_ds_shard_set(sh, M, M->cols, M->ncols, M->n);
     return 0;
 fail:
     pi_free(buf);

@@ -167,10 +167,7 @@ static int mega_open(struct pi_dsshard *sh, const struct pi_dsopen *a) {
     m->col = (struct pi_dscol){.name = "tokens", .type = m->type, .width = (uint8_t)m->eb, .ndim = 1, .shape = {-1}};
     pi_source_close(is);
     pi_free(ip);
-    sh->impl = m;
-    sh->cols = &m->col;
-    sh->ncols = 1;
-    sh->nsamples = m->S;
+    pi_ds_shard_set(sh, m, &m->col, 1, m->S);
     return 0;
 fail:
     pi_source_close(is);

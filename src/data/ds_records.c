@@ -24,10 +24,7 @@ static int rec_open(struct pi_dsshard *sh, const struct pi_dsopen *a) {
     if (!r) return pi_err(-ENOMEM, "%s: out of memory", sh->name);
     r->rb = a->record_bytes;
     r->col = (struct pi_dscol){.name = "data", .type = PI_DT_BINARY};
-    sh->impl = r;
-    sh->cols = &r->col;
-    sh->ncols = 1;
-    sh->nsamples = sh->src->size / a->record_bytes;
+    pi_ds_shard_set(sh, r, &r->col, 1, sh->src->size / a->record_bytes);
     return 0;
 }
 

@@ -384,39 +384,15 @@ static int select_cols(struct pi_dsshard *sh, struct tar *T, const struct pi_dso
 /* ---- the cached index ------------------------------------------------------
  * Beside the shard (SHARD.pagein-idx) when its directory is writable, else
  * in a->cache_dir (named by a hash of the URI), never for PI_DSOPEN_NO_CACHE.
- * Layout (little endian): "PGTARIX1", u32 identity length, identity (the
- * source's: dev:ino:size:mtime for files, the ETag remotely), u64 shard
- * size, u64 raw (decompressed .tar.gz) size, u64 samples, u64 key bytes,
+ * Layout (little endian): pi_ds_cache_write's header ("PGTARIX1", u32
+ * identity length, identity (the source's: dev:ino:size:mtime for files,
+ * the ETag remotely), u64 shard size), then u64 raw (decompressed .tar.gz) size, u64 samples, u64 key bytes,
  * u32 extensions, each u32 length + bytes, then per sample u64 offset, u64
  * length, u32 key offset, u32 key length, then the keys. A cache that does
  * not match the shard's identity and size, or fails any check (it is
  * input like any other), is ignored and rebuilt. */
 
 #define TIX_MAGIC "PGTARIX1"
-
-static char *cache_path(const struct pi_dsshard *sh, const struct pi_dsopen *a) {
-    if (a->flags & PI_DSOPEN_NO_CACHE) return NULL;
-    const char *u = a->uri ? a->uri : sh->name;
-    size_t n = strlen(u);
-    char *p = NULL;
-    if (!pi_source_is_remote(u) && sh->src->fd >= 0) {
-        const char *slash = strrchr(u, '/');
-        char dir[4096];
-        if (slash) snprintf(dir, sizeof dir, "%.*s", (int)(slash - u), u);
-        else snprintf(dir, sizeof dir, ".");
-        if (access(dir[0] ? dir : "/", W_OK) == 0 && (p = pi_malloc(n + 12))) {
-            memcpy(p, u, n);
-            memcpy(p + n, ".pagein-idx", 12);
-            return p;
-        }
-    }
-    if (!a->cache_dir) return NULL;
-    uint64_t h = 0xcbf29ce484222325ull;
-    for (size_t i = 0; i < n; i++) h = (h ^ (uint8_t)u[i]) * 0x100000001b3ull;
-    size_t cl = strlen(a->cache_dir);
-    if ((p = pi_malloc(cl + 48))) snprintf(p, cl + 48, "%s/tar-%016" PRIx64 ".pagein-idx", a->cache_dir, h);
-    return p;
-}
 
 static uint64_t rd64(const uint8_t *p) {
     uint64_t v = 0;
@@ -434,29 +410,21 @@ static void put32(struct pi_buf *b, uint32_t v) {
     pi_buf_put(b, x, 4);
 }
 
-/* 1 loaded, 0 not usable (T left empty), < 0 out of memory. */
+/* 1 loaded, 0 not usable (T left empty), < 0 out of memory. The payload
+ * (after pi_ds_cache_read's magic, identity and size) is checked like any
+ * input. */
 static int cache_load(const struct pi_dsshard *sh, struct tar *T, const char *path) {
-    int fd = open(path, O_RDONLY | O_CLOEXEC);
-    if (fd < 0) return 0;
-    struct stat st;
     uint8_t *b = NULL;
+    size_t len = 0;
     int ok = 0;
-    if (fstat(fd, &st) == 0 && S_ISREG(st.st_mode) && st.st_size >= 48 && (uint64_t)st.st_size <= (1ull << 32) &&
-        (b = pi_malloc((size_t)st.st_size)) && pi_pread_full(fd, b, (uint64_t)st.st_size, 0) == 0) {
-        const uint8_t *p = b, *e = b + st.st_size;
-        const char *id = sh->src->identity;
-        size_t il = strlen(id);
+    if (pi_ds_cache_read(sh, path, TIX_MAGIC, &b, &len) > 0 && len >= 28 && len <= (1ull << 32)) {
+        const uint8_t *p = b, *e = b + len;
         uint32_t l;
-        uint64_t size, raw, n, kb;
-        uint32_t ne;
-        if (memcmp(p, TIX_MAGIC, 8) || (l = rd32(p + 8)) != il || (uint64_t)(e - p) < 12 + (uint64_t)l + 36 ||
-            memcmp(p + 12, id, il))
-            goto done;
-        p += 12 + l;
-        size = rd64(p), raw = rd64(p + 8), n = rd64(p + 16), kb = rd64(p + 24), ne = rd32(p + 32);
-        p += 36;
-        if (size != sh->src->size || !il || ne > PI_DS_MAX_COLS) goto done;
-        uint64_t span = raw ? raw : size;
+        uint64_t raw = rd64(p), n = rd64(p + 8), kb = rd64(p + 16);
+        uint32_t ne = rd32(p + 24);
+        p += 28;
+        if (ne > PI_DS_MAX_COLS) goto done;
+        uint64_t span = raw ? raw : sh->src->size;
         for (uint32_t i = 0; i < ne; i++) {
             if (e - p < 4 || (l = rd32(p)) > PI_DS_MAX_NAME || (uint64_t)(e - p - 4) < l) goto done;
             char *x = pi_strndup((const char *)p + 4, l);
@@ -485,7 +453,6 @@ static int cache_load(const struct pi_dsshard *sh, struct tar *T, const char *pa
         ok = 1;
     }
 done:
-    close(fd);
     pi_free(b);
     if (!ok) { /* leave T as the index pass expects it: empty */
         pi_free(T->s), T->s = NULL, T->n = T->cap = 0;
@@ -498,13 +465,7 @@ done:
 
 /* Best effort: a cache that cannot be written is not an error. */
 static void cache_store(const struct pi_dsshard *sh, const struct tar *T, const char *path) {
-    const char *id = sh->src->identity;
-    if (!id[0]) return;
     struct pi_buf b = {0};
-    pi_buf_put(&b, TIX_MAGIC, 8);
-    put32(&b, (uint32_t)strlen(id));
-    pi_buf_str(&b, id);
-    put64(&b, sh->src->size);
     put64(&b, T->raw_bytes);
     put64(&b, T->n);
     put64(&b, T->keys_len);
@@ -520,25 +481,7 @@ static void cache_store(const struct pi_dsshard *sh, const struct tar *T, const 
         put32(&b, T->s[i].key_len);
     }
     pi_buf_put(&b, T->keys, T->keys_len);
-    if (!b.oom) {
-        size_t pl = strlen(path);
-        char *tmp = pi_malloc(pl + 32);
-        if (tmp) {
-            snprintf(tmp, pl + 32, "%s.tmp.%ld", path, (long)getpid());
-            int fd = open(tmp, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
-            if (fd >= 0) {
-                size_t off = 0;
-                while (off < b.n) {
-                    ssize_t w = write(fd, b.p + off, b.n - off);
-                    if (w <= 0) break;
-                    off += (size_t)w;
-                }
-                int good = off == b.n && close(fd) == 0;
-                if (!good || rename(tmp, path) != 0) unlink(tmp);
-            }
-            pi_free(tmp);
-        }
-    }
+    if (!b.oom) pi_ds_cache_write(sh, path, TIX_MAGIC, b.p, b.n);
     pi_buf_free(&b);
 }
 
@@ -551,7 +494,7 @@ static int tar_open(struct pi_dsshard *sh, const struct pi_dsopen *a) {
     char *cpath = NULL;
     if (size >= 2 && (rc = pi_source_read(sh->src, head, 2, 0)) < 0) goto fail;
     T->gz = size >= 2 && head[0] == 0x1f && head[1] == 0x8b;
-    cpath = cache_path(sh, a);
+    cpath = pi_ds_cache_path(sh, a, "tar");
     int cached = cpath ? cache_load(sh, T, cpath) : 0;
     if (cached) {
         if (T->gz) sh->ngroups = T->n ? 1 : 0;
@@ -581,10 +524,7 @@ static int tar_open(struct pi_dsshard *sh, const struct pi_dsopen *a) {
     pi_free(cpath);
     cpath = NULL;
     if ((rc = select_cols(sh, T, a)) < 0) goto fail;
-    sh->impl = T;
-    sh->cols = T->cols;
-    sh->ncols = T->ncols;
-    sh->nsamples = T->n;
+    pi_ds_shard_set(sh, T, T->cols, T->ncols, T->n);
     return 0;
 fail:
     pi_free(cpath);

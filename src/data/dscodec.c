@@ -37,6 +37,17 @@ int pi_ds_zstd(const uint8_t *in, size_t n, uint8_t *out, size_t want, const cha
 #endif
 }
 
+/* The end of a whole-stream decompression: the buffer to the caller, or freed on error. */
+static int hand_out(int rc, uint8_t *buf, size_t len, uint8_t **out, size_t *outlen) {
+    if (rc < 0) {
+        pi_free(buf);
+        return rc;
+    }
+    *out = buf;
+    *outlen = len;
+    return 0;
+}
+
 /* Grows *buf to hold at least need bytes, at most max. */
 static int grow_to(uint8_t **buf, size_t *cap, size_t need, uint64_t max, const char *what) {
     if (need <= *cap) return 0;
@@ -77,13 +88,7 @@ int pi_ds_unzstd_all(const uint8_t *in, size_t n, uint64_t max, uint8_t **out, s
     }
     ZSTD_freeDCtx(z);
     if (rc == 0 && last != 0) rc = pi_err(PAGEIN_E_FORMAT, "%s: zstd stream truncated after %zu bytes out", what, len);
-    if (rc < 0) {
-        pi_free(buf);
-        return rc;
-    }
-    *out = buf;
-    *outlen = len;
-    return 0;
+    return hand_out(rc, buf, len, out, outlen);
 #else
     (void)in, (void)n, (void)max, (void)out, (void)outlen;
     return pi_err(PAGEIN_E_UNSUPPORTED, "%s: zstd-compressed, and pagein was built without libzstd", what);
@@ -138,13 +143,7 @@ int pi_ds_gunzip_all(const uint8_t *in, size_t n, uint64_t max, uint8_t **out, s
         }
     }
     inflateEnd(&z);
-    if (rc < 0) {
-        pi_free(buf);
-        return rc;
-    }
-    *out = buf;
-    *outlen = len;
-    return 0;
+    return hand_out(rc, buf, len, out, outlen);
 #else
     (void)in, (void)n, (void)max, (void)out, (void)outlen;
     return pi_err(PAGEIN_E_UNSUPPORTED, "%s: gzip-compressed, and pagein was built without zlib", what);

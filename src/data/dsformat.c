@@ -45,6 +45,13 @@ const char *pi_dstype_name(enum pi_dstype t, unsigned w) {
     return "unknown";
 }
 
+void pi_ds_shard_set(struct pi_dsshard *sh, void *impl, struct pi_dscol *cols, size_t ncols, uint64_t nsamples) {
+    sh->impl = impl;
+    sh->cols = cols;
+    sh->ncols = ncols;
+    sh->nsamples = nsamples;
+}
+
 int pi_ds_err(const struct pi_dsshard *sh, int code, uint64_t group, uint64_t sample, const char *field,
               const char *fmt, ...) {
     char msg[768], where[256];

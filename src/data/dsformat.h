@@ -282,6 +282,10 @@ const struct pi_dsformat *pi_dsformat_by_name(const char *name); /* NULL if unkn
 int pi_ds_err(const struct pi_dsshard *sh, int code, uint64_t group, uint64_t sample, const char *field,
               const char *fmt, ...) __attribute__((format(printf, 6, 7)));
 
+/* The end of a row's open(): the shard's implementation, its columns
+ * (borrowed from impl: they live as long as it) and its sample count. */
+void pi_ds_shard_set(struct pi_dsshard *sh, void *impl, struct pi_dscol *cols, size_t ncols, uint64_t nsamples);
+
 /* Opens a shard of format fmt over a memory image (fuzz targets, unit
  * tests): a pi_source over buf (not copied; must outlive the shard).
  * *out is set only on success; pi_ds_shard_close frees it. */

@@ -290,9 +290,34 @@ static int find_prefix(const struct pi_zip *z, const char **prefix, size_t *pl) 
 
 static const char legacy_magic[] = "\x80\x02\x8a\x0a\x6c\xfc\x9c\x46\xf9\x20\x6a\xa8\x50\x19";
 
-int pi_torch_parse(const uint8_t *buf, size_t len, uint64_t size, uint32_t flags, struct pi_table *tab) {
-    PI_UNUSED(flags);
-    /* A zip's directory is at its end: the whole image is needed. */
+/* One parse's state: the archive, the pickle's objects, the flattened
+ * tensors and the storage records, freed together by parse_free. */
+struct parse {
+    const uint8_t *buf;
+    struct pi_table *tab;
+    struct pi_zip z;
+    struct pk_state st;
+    struct walker w;
+    const char *prefix; /* the archive's one directory: <prefix>/data.pkl */
+    size_t pl;
+    struct srec *recs;  /* per storage of the pickle */
+    uint32_t *rec_id;   /* zip entry index -> storage identity */
+    uint32_t nid;       /* distinct storage records */
+};
+
+static void parse_free(struct parse *P) {
+    pi_free(P->w.items);
+    pi_free(P->w.has_tensor);
+    pi_free(P->w.name.p);
+    pi_free(P->recs);
+    pi_free(P->rec_id);
+    pk_free(&P->st);
+    pi_zip_free(&P->z);
+}
+
+/* Phase 1: a zip archive whole in memory (its directory is at its end), or
+ * the legacy format named for what it is. */
+static int check_magic(const uint8_t *buf, size_t len, uint64_t size) {
     if (len < size)
         return pi_err(PAGEIN_E_TRUNCATED, "zip archive: %zu of %llu bytes available", len, (unsigned long long)size);
     if (len < 4 || memcmp(buf, "PK\x03\x04", 4) != 0) {
@@ -303,213 +328,209 @@ int pi_torch_parse(const uint8_t *buf, size_t len, uint64_t size, uint32_t flags
                           "re-save it with torch >= 1.6: torch.save(torch.load(path), path)");
         return pi_err(PAGEIN_E_BAD_MAGIC, "not a zip archive (no PK\\3\\4 signature)");
     }
-    struct pi_zip z;
-    struct pk_state st;
-    memset(&st, 0, sizeof st);
-    struct walker w;
-    memset(&w, 0, sizeof w);
-    struct srec *recs = NULL;
-    uint32_t *rec_id = NULL; /* zip entry index -> storage identity */
-    int rc = pi_zip_parse(buf, len, &z);
-    if (rc < 0) return rc;
-    const char *prefix;
-    size_t pl = 0;
-    const struct pi_zip_entry *pkl, *ver, *bo;
-    if ((rc = find_prefix(&z, &prefix, &pl)) < 0) goto out;
-    entry_of(&z, prefix, pl, "data.pkl", &pkl);
-    entry_of(&z, prefix, pl, "version", &ver);
-    if (!ver) entry_of(&z, prefix, pl, ".data/version", &ver);
-    entry_of(&z, prefix, pl, "byteorder", &bo);
-    if (!ver) {
-        rc = pi_err(PAGEIN_E_BAD_MAGIC, "archive '%.*s' has no version record: not a torch.save checkpoint", (int)pl, prefix);
-        goto out;
-    }
-    if ((rc = check_stored(pkl)) < 0 || (rc = check_stored(ver)) < 0 || (bo && (rc = check_stored(bo)) < 0)) goto out;
-    /* version: ASCII decimal and a newline; torch 1.13 reads 1..10 */
-    {
-        uint64_t v = 0;
-        size_t i = 0;
-        const uint8_t *p = buf + ver->offset;
-        while (i < ver->size && p[i] >= '0' && p[i] <= '9' && v < 1000000) v = v * 10 + (p[i++] - '0');
-        if (i == 0 || v == 0 || v > 100) {
-            rc = pi_err(PAGEIN_E_BAD_VERSION, "archive version record '%.*s' is not a supported version (1..100)",
-                        (int)PI_MIN(ver->size, 16u), (const char *)p);
-            goto out;
-        }
-        tab->version = (uint32_t)v;
-    }
+    return 0;
+}
+
+/* version: ASCII decimal and a newline; torch 1.13 reads 1..10 */
+static int read_version(const uint8_t *buf, const struct pi_zip_entry *ver, struct pi_table *tab) {
+    uint64_t v = 0;
+    size_t i = 0;
+    const uint8_t *p = buf + ver->offset;
+    while (i < ver->size && p[i] >= '0' && p[i] <= '9' && v < 1000000) v = v * 10 + (p[i++] - '0');
+    RETURN_IF(i == 0 || v == 0 || v > 100, PAGEIN_E_BAD_VERSION,
+              "archive version record '%.*s' is not a supported version (1..100)", (int)PI_MIN(ver->size, 16u),
+              (const char *)p);
+    tab->version = (uint32_t)v;
+    return 0;
+}
+
+/* Phase 2: the archive's records: <prefix>/data.pkl (into *pkl), version
+ * and byteorder (into the table), each stored uncompressed. */
+static int read_records(struct parse *P, const struct pi_zip_entry **pkl) {
+    const struct pi_zip_entry *ver, *bo;
+    FORWARD_IF(find_prefix(&P->z, &P->prefix, &P->pl));
+    entry_of(&P->z, P->prefix, P->pl, "data.pkl", pkl);
+    entry_of(&P->z, P->prefix, P->pl, "version", &ver);
+    if (!ver) entry_of(&P->z, P->prefix, P->pl, ".data/version", &ver);
+    entry_of(&P->z, P->prefix, P->pl, "byteorder", &bo);
+    RETURN_IF(!ver, PAGEIN_E_BAD_MAGIC, "archive '%.*s' has no version record: not a torch.save checkpoint",
+              (int)P->pl, P->prefix);
+    FORWARD_IF(check_stored(*pkl));
+    FORWARD_IF(check_stored(ver));
+    if (bo) FORWARD_IF(check_stored(bo));
+    FORWARD_IF(read_version(P->buf, ver, P->tab));
     if (bo) {
-        const char *p = (const char *)buf + bo->offset;
-        if (bo->size == 3 && memcmp(p, "big", 3) == 0) tab->big_endian = 1;
-        else if (!(bo->size == 6 && memcmp(p, "little", 6) == 0)) {
-            rc = pi_err(PAGEIN_E_ENDIAN, "byteorder record is '%.*s', expected 'little' or 'big'", (int)PI_MIN(bo->size, 16u), p);
-            goto out;
-        }
+        const char *p = (const char *)P->buf + bo->offset;
+        if (bo->size == 3 && memcmp(p, "big", 3) == 0) P->tab->big_endian = 1;
+        else RETURN_IF(!(bo->size == 6 && memcmp(p, "little", 6) == 0), PAGEIN_E_ENDIAN,
+                       "byteorder record is '%.*s', expected 'little' or 'big'", (int)PI_MIN(bo->size, 16u), p);
     }
-    tab->header_len = pkl->size;
-    rc = pk_load(buf + pkl->offset, (size_t)pkl->size, &st);
+    return 0;
+}
+
+/* Phase 3: the pickle, run by the opcode loop (pk_load); its errors name
+ * the record. */
+static int load_pickle(struct parse *P, const struct pi_zip_entry *pkl) {
+    P->tab->header_len = pkl->size;
+    int rc = pk_load(P->buf + pkl->offset, (size_t)pkl->size, &P->st);
     if (rc < 0) {
         char pre[300];
         snprintf(pre, sizeof pre, "%.*s", (int)PI_MIN(pkl->name_len, 256u), pkl->name);
         pi_err_prefix(pre);
-        goto out;
     }
+    return rc;
+}
 
-    /* storages -> records (one identity per distinct record) */
-    recs = pi_calloc(st.ns ? st.ns : 1, sizeof *recs);
-    rec_id = pi_malloc((z.n ? z.n : 1) * sizeof *rec_id);
-    if (rec_id)
-        for (size_t i = 0; i < z.n; i++) rec_id[i] = UINT32_MAX;
-    if (!recs || !rec_id) {
-        rc = pi_err(-ENOMEM, "out of memory");
-        goto out;
-    }
-    uint32_t nid = 0;
+/* Phase 4: storages -> records, each stored and large enough, one identity
+ * per distinct record (torch caches storages by key); the table's
+ * data_start is the first record's offset. */
+static int map_storages(struct parse *P) {
+    const struct pk_state *st = &P->st;
+    const struct pi_zip *z = &P->z;
+    P->recs = pi_calloc(st->ns ? st->ns : 1, sizeof *P->recs);
+    P->rec_id = pi_malloc((z->n ? z->n : 1) * sizeof *P->rec_id);
+    RETURN_IF(!P->recs || !P->rec_id, -ENOMEM, "out of memory");
+    for (size_t i = 0; i < z->n; i++) P->rec_id[i] = UINT32_MAX;
     uint64_t data_start = UINT64_MAX;
-    for (size_t i = 0; i < st.ns; i++) {
-        const struct pk_storage *s = &st.s[i];
+    for (size_t i = 0; i < st->ns; i++) {
+        const struct pk_storage *s = &st->s[i];
         char rest[300];
-        if (s->key_len > 256) {
-            rc = pi_err(PAGEIN_E_LIMIT, "storage key of %u bytes", s->key_len);
-            goto out;
-        }
+        RETURN_IF(s->key_len > 256, PAGEIN_E_LIMIT, "storage key of %u bytes", s->key_len);
         snprintf(rest, sizeof rest, "data/%.*s", (int)s->key_len, (const char *)s->key);
         const struct pi_zip_entry *e;
-        entry_of(&z, prefix, pl, rest, &e);
-        if (!e) {
-            rc = pi_err(PAGEIN_E_NOT_FOUND, "storage '%s' named by the pickle has no record '%.*s/%s'", rest + 5, (int)pl, prefix, rest);
-            goto out;
-        }
-        if ((rc = check_stored(e)) < 0) goto out;
+        entry_of(z, P->prefix, P->pl, rest, &e);
+        RETURN_IF(!e, PAGEIN_E_NOT_FOUND, "storage '%s' named by the pickle has no record '%.*s/%s'", rest + 5,
+                  (int)P->pl, P->prefix, rest);
+        FORWARD_IF(check_stored(e));
         uint64_t need;
-        if (pi_mul_overflow(s->numel, elem_size(s->dtype), &need)) {
-            rc = pi_err(PAGEIN_E_OVERFLOW, "storage '%s': %llu elements overflow", rest + 5, (unsigned long long)s->numel);
-            goto out;
-        }
-        if (e->size < need) {
-            rc = pi_err(PAGEIN_E_TRUNCATED, "storage '%s' (%s x %llu) needs %llu bytes, its record has %llu", rest + 5,
-                        pk_globals[s->gid].name, (unsigned long long)s->numel, (unsigned long long)need,
-                        (unsigned long long)e->size);
-            goto out;
-        }
-        recs[i].e = e;
-        /* same record seen before? (torch caches storages by key) */
-        size_t zi = (size_t)(e - z.e);
-        if (rec_id[zi] == UINT32_MAX) rec_id[zi] = nid++;
-        recs[i].id = rec_id[zi];
+        RETURN_IF(pi_mul_overflow(s->numel, elem_size(s->dtype), &need), PAGEIN_E_OVERFLOW,
+                  "storage '%s': %llu elements overflow", rest + 5, (unsigned long long)s->numel);
+        RETURN_IF(e->size < need, PAGEIN_E_TRUNCATED, "storage '%s' (%s x %llu) needs %llu bytes, its record has %llu",
+                  rest + 5, pk_globals[s->gid].name, (unsigned long long)s->numel, (unsigned long long)need,
+                  (unsigned long long)e->size);
+        P->recs[i].e = e;
+        size_t zi = (size_t)(e - z->e);
+        if (P->rec_id[zi] == UINT32_MAX) P->rec_id[zi] = P->nid++;
+        P->recs[i].id = P->rec_id[zi];
         if (e->offset < data_start) data_start = e->offset;
     }
-    tab->data_start = data_start == UINT64_MAX ? 0 : data_start;
+    P->tab->data_start = data_start == UINT64_MAX ? 0 : data_start;
+    return 0;
+}
 
-    /* flatten: names for tensors, metadata for the rest */
-    w.st = &st;
-    w.tab = tab;
-    w.has_tensor = pi_calloc(st.no ? st.no : 1, 1);
-    if (!w.has_tensor) {
-        rc = pi_err(-ENOMEM, "out of memory");
-        goto out;
-    }
-    if ((rc = walk(&w, st.root, 0)) < 0) goto out;
+/* Phase 5: flatten the pickled structure: names for tensors, metadata for
+ * the rest. */
+static int flatten(struct parse *P) {
+    P->w.st = &P->st;
+    P->w.tab = P->tab;
+    P->w.has_tensor = pi_calloc(P->st.no ? P->st.no : 1, 1);
+    RETURN_IF(!P->w.has_tensor, -ENOMEM, "out of memory");
+    return walk(&P->w, P->st.root, 0);
+}
 
-    /* bounds, contiguity, offsets */
-    uint32_t *users = pi_calloc(nid ? nid : 1, sizeof *users);
-    if (!users) {
-        rc = pi_err(-ENOMEM, "out of memory");
-        goto out;
+/* Item i of the sorted items as a table record with its torch extension
+ * record x->r[i]: bounds inside its storage, contiguity, flags. users[id]:
+ * how many tensors share storage id. */
+static int add_tensor(struct parse *P, struct pi_torch_ext *x, const uint32_t *users, size_t i) {
+    struct pi_table *tab = P->tab;
+    const struct item *it = &P->w.items[i];
+    const struct pk_tensor *t = &P->st.t[it->tensor];
+    const struct pk_storage *s = &P->st.s[t->storage];
+    const struct srec *r = &P->recs[t->storage];
+    uint64_t es = elem_size(s->dtype), numel = 1, maxi = t->offset, expect = 1;
+    bool contiguous = true, ovf = false;
+    for (uint32_t d = 0; d < t->ndim; d++) ovf |= pi_mul_overflow(numel, t->sizes[d], &numel);
+    for (uint32_t d = t->ndim; d-- > 0;) {
+        if (t->sizes[d] != 1 && (uint64_t)t->strides[d] != expect) contiguous = false;
+        if (t->sizes[d] == 0) continue;
+        uint64_t ext;
+        ovf |= pi_mul_overflow(t->sizes[d] - 1, (uint64_t)t->strides[d], &ext);
+        ovf |= pi_add_overflow(maxi, ext, &maxi);
+        ovf |= pi_mul_overflow(expect, t->sizes[d], &expect);
     }
-    for (size_t i = 0; i < w.ni; i++) {
-        const struct pk_tensor *t = &st.t[w.items[i].tensor];
-        users[recs[t->storage].id]++;
-        w.items[i].offset = recs[t->storage].e->offset + t->offset * (uint64_t)elem_size(st.s[t->storage].dtype);
+    uint64_t bytes;
+    ovf |= pi_mul_overflow(numel, es, &bytes);
+    RETURN_IF(ovf, PAGEIN_E_OVERFLOW, "tensor '%s': size or stride arithmetic overflows", it->name);
+    uint64_t off, nbytes;
+    if (numel == 0) {
+        contiguous = true;
+        off = r->e->offset + (t->offset <= s->numel ? t->offset * es : 0);
+        nbytes = 0;
+    } else {
+        RETURN_IF(maxi >= s->numel, PAGEIN_E_BAD_OFFSET,
+                  "tensor '%s' reaches element %llu of storage '%.*s', which has %llu elements", it->name,
+                  (unsigned long long)maxi, (int)PI_MIN(s->key_len, 64u), (const char *)s->key,
+                  (unsigned long long)s->numel);
+        off = r->e->offset + t->offset * es;
+        nbytes = contiguous ? bytes : (maxi - t->offset + 1) * es;
     }
-    if (w.ni) qsort(w.items, w.ni, sizeof *w.items, item_cmp);
+    pagein_tensor *rec = pi_table_add(tab, it->name, it->name_len, s->dtype, t->ndim, t->sizes, off, nbytes);
+    RETURN_IF(!rec, -ENOMEM, "out of memory");
+    if (!contiguous) rec->flags |= PAGEIN_TENSOR_NONCONTIGUOUS;
+    if (users[r->id] > 1) rec->flags |= PAGEIN_TENSOR_VIEW;
+    if (es > 1 && off % (es == 8 && s->dtype == PAGEIN_DTYPE_C64 ? 4 : es)) rec->flags |= PAGEIN_TENSOR_UNALIGNED;
+    if (tab->big_endian && es > 1) rec->flags |= PAGEIN_TENSOR_SWAPPED;
+    struct pi_torch_rec *xr = &x->r[i];
+    xr->storage = r->id;
+    xr->elem_offset = t->offset;
+    xr->storage_off = r->e->offset;
+    xr->storage_bytes = s->numel * es;
+    xr->n_sharing = users[r->id];
+    xr->requires_grad = t->requires_grad;
+    xr->param = t->param;
+    xr->seq = it->seq;
+    char *key = pi_arena_strndup(&tab->arena, (const char *)s->key, s->key_len);
+    int64_t *sd = t->ndim ? pi_arena_alloc(&tab->arena, t->ndim * sizeof *sd) : NULL;
+    RETURN_IF(!key || (t->ndim && !sd), -ENOMEM, "out of memory");
+    if (t->ndim) memcpy(sd, t->strides, t->ndim * sizeof *sd);
+    xr->storage_key = key;
+    xr->strides = sd;
+    x->n++;
+    return 0;
+}
+
+/* Phase 6: the tensors in file order (by offset, then pickle order) into
+ * the table and its torch extension. */
+static int add_tensors(struct parse *P) {
+    struct walker *w = &P->w;
+    uint32_t *users = pi_calloc(P->nid ? P->nid : 1, sizeof *users);
+    RETURN_IF(!users, -ENOMEM, "out of memory");
+    for (size_t i = 0; i < w->ni; i++) {
+        const struct pk_tensor *t = &P->st.t[w->items[i].tensor];
+        users[P->recs[t->storage].id]++;
+        w->items[i].offset = P->recs[t->storage].e->offset + t->offset * (uint64_t)elem_size(P->st.s[t->storage].dtype);
+    }
+    if (w->ni) qsort(w->items, w->ni, sizeof *w->items, item_cmp);
     struct pi_torch_ext *x = pi_calloc(1, sizeof *x);
-    if (x) x->r = pi_calloc(w.ni ? w.ni : 1, sizeof *x->r);
+    if (x) x->r = pi_calloc(w->ni ? w->ni : 1, sizeof *x->r);
     if (!x || !x->r) {
         torch_ext_free(x);
         pi_free(users);
-        rc = pi_err(-ENOMEM, "out of memory");
-        goto out;
+        return pi_err(-ENOMEM, "out of memory");
     }
-    tab->ext = x;
-    tab->ext_free = torch_ext_free;
-    x->n_storages = nid;
-    for (size_t i = 0; i < w.ni && rc == 0; i++) {
-        const struct item *it = &w.items[i];
-        const struct pk_tensor *t = &st.t[it->tensor];
-        const struct pk_storage *s = &st.s[t->storage];
-        const struct srec *r = &recs[t->storage];
-        uint64_t es = elem_size(s->dtype), numel = 1, maxi = t->offset, expect = 1;
-        bool contiguous = true, ovf = false;
-        for (uint32_t d = 0; d < t->ndim; d++) ovf |= pi_mul_overflow(numel, t->sizes[d], &numel);
-        for (uint32_t d = t->ndim; d-- > 0;) {
-            if (t->sizes[d] != 1 && (uint64_t)t->strides[d] != expect) contiguous = false;
-            if (t->sizes[d] == 0) continue;
-            uint64_t ext;
-            ovf |= pi_mul_overflow(t->sizes[d] - 1, (uint64_t)t->strides[d], &ext);
-            ovf |= pi_add_overflow(maxi, ext, &maxi);
-            ovf |= pi_mul_overflow(expect, t->sizes[d], &expect);
-        }
-        uint64_t bytes;
-        ovf |= pi_mul_overflow(numel, es, &bytes);
-        if (ovf) {
-            rc = pi_err(PAGEIN_E_OVERFLOW, "tensor '%s': size or stride arithmetic overflows", it->name);
-            break;
-        }
-        uint64_t off, nbytes;
-        if (numel == 0) {
-            contiguous = true;
-            off = r->e->offset + (t->offset <= s->numel ? t->offset * es : 0);
-            nbytes = 0;
-        } else {
-            if (maxi >= s->numel) {
-                rc = pi_err(PAGEIN_E_BAD_OFFSET,
-                            "tensor '%s' reaches element %llu of storage '%.*s', which has %llu elements",
-                            it->name, (unsigned long long)maxi, (int)PI_MIN(s->key_len, 64u), (const char *)s->key,
-                            (unsigned long long)s->numel);
-                break;
-            }
-            off = r->e->offset + t->offset * es;
-            nbytes = contiguous ? bytes : (maxi - t->offset + 1) * es;
-        }
-        pagein_tensor *rec = pi_table_add(tab, it->name, it->name_len, s->dtype, t->ndim, t->sizes, off, nbytes);
-        if (!rec) {
-            rc = pi_err(-ENOMEM, "out of memory");
-            break;
-        }
-        if (!contiguous) rec->flags |= PAGEIN_TENSOR_NONCONTIGUOUS;
-        if (users[r->id] > 1) rec->flags |= PAGEIN_TENSOR_VIEW;
-        if (es > 1 && off % (es == 8 && s->dtype == PAGEIN_DTYPE_C64 ? 4 : es)) rec->flags |= PAGEIN_TENSOR_UNALIGNED;
-        if (tab->big_endian && es > 1) rec->flags |= PAGEIN_TENSOR_SWAPPED;
-        struct pi_torch_rec *xr = &x->r[i];
-        xr->storage = r->id;
-        xr->elem_offset = t->offset;
-        xr->storage_off = r->e->offset;
-        xr->storage_bytes = s->numel * es;
-        xr->n_sharing = users[r->id];
-        xr->requires_grad = t->requires_grad;
-        xr->param = t->param;
-        xr->seq = it->seq;
-        char *key = pi_arena_strndup(&tab->arena, (const char *)s->key, s->key_len);
-        int64_t *sd = t->ndim ? pi_arena_alloc(&tab->arena, t->ndim * sizeof *sd) : NULL;
-        if (!key || (t->ndim && !sd)) {
-            rc = pi_err(-ENOMEM, "out of memory");
-            break;
-        }
-        if (t->ndim) memcpy(sd, t->strides, t->ndim * sizeof *sd);
-        xr->storage_key = key;
-        xr->strides = sd;
-        x->n++;
-    }
+    P->tab->ext = x;
+    P->tab->ext_free = torch_ext_free;
+    x->n_storages = P->nid;
+    int rc = 0;
+    for (size_t i = 0; i < w->ni && rc == 0; i++) rc = add_tensor(P, x, users, i);
     pi_free(users);
-out:
-    pi_free(w.items);
-    pi_free(w.has_tensor);
-    pi_free(w.name.p);
-    pi_free(recs);
-    pi_free(rec_id);
-    pk_free(&st);
-    pi_zip_free(&z);
+    return rc;
+}
+
+int pi_torch_parse(const uint8_t *buf, size_t len, uint64_t size, uint32_t flags, struct pi_table *tab) {
+    PI_UNUSED(flags);
+    FORWARD_IF(check_magic(buf, len, size));
+    struct parse P;
+    memset(&P, 0, sizeof P);
+    P.buf = buf;
+    P.tab = tab;
+    int rc = pi_zip_parse(buf, len, &P.z);
+    if (rc < 0) return rc;
+    const struct pi_zip_entry *pkl = NULL;
+    if ((rc = read_records(&P, &pkl)) == 0 && (rc = load_pickle(&P, pkl)) == 0 && (rc = map_storages(&P)) == 0 &&
+        (rc = flatten(&P)) == 0)
+        rc = add_tensors(&P);
+    parse_free(&P);
     return rc;
 }
 
