@@ -21,17 +21,20 @@
 # reply (the copy into the reader's memory).
 #
 #   bench/depth_check.sh [--runs 10] [--size 1300M] [--delay-us 1000] [--ra-kb 128]
-#                        [--pause S] [--work DIR] [--json FILE]
+#                        [--pause S] [--splice] [--work DIR] [--json FILE]
 # --pause S sleeps S seconds before each pair (an idle machine: in a VM
 # whose balloon reports free memory to the host, memory freed by the last
-# run is handed back after about 2 s).
+# run is handed back after about 2 s). --splice raises fs.pipe-max-size to
+# 2 MiB while the check runs (root; put back at exit), so that slowfs
+# splices its replies (one copy, see tools/slowfs.c) where this machine
+# would otherwise refuse it a pipe that large.
 # Needs FUSE (tools/slowfs.sh check) and root for the readahead setting.
 # A benchmark, not a test: timings move with the machine's load.
 set -u
 here=$(cd "$(dirname "$0")/.." && pwd)
 PAGEIN=${PAGEIN:-$here/build/pagein}
 export SLOWFS=${SLOWFS:-$here/build/slowfs}
-runs=10 size=1300M us=1000 ra=128 work=${WORK:-/var/tmp/pagein-depth} json="" pause=0
+runs=10 size=1300M us=1000 ra=128 work=${WORK:-/var/tmp/pagein-depth} json="" pause=0 splice=0
 while [ $# -gt 0 ]; do
   case $1 in
     --runs) runs=$2; shift ;;
@@ -40,8 +43,9 @@ while [ $# -gt 0 ]; do
     --ra-kb) ra=$2; shift ;;
     --work) work=$2; shift ;;
     --pause) pause=$2; shift ;;
+    --splice) splice=1 ;;
     --json) json=$2; shift ;;
-    -h|--help) sed -n 2,33p "$0"; exit 0 ;;
+    -h|--help) sed -n 2,37p "$0"; exit 0 ;;
     *) echo "depth_check.sh: unknown option $1" >&2; exit 2 ;;
   esac
   shift
@@ -51,8 +55,12 @@ mkdir -p "$work/src"
 model=$work/src/model-$size.safetensors
 [ -f "$model" ] || "$PAGEIN" make-sample "$model" --size "$size" -q || exit 2
 mnt=$work/mnt
+pmax=$(cat /proc/sys/fs/pipe-max-size)
+if [ "$splice" = 1 ] && [ "$pmax" -lt 2097152 ]; then
+  echo 2097152 > /proc/sys/fs/pipe-max-size || { echo "depth_check: cannot raise fs.pipe-max-size" >&2; exit 2; }
+fi
 bash "$here/tools/slowfs.sh" mount "$work/src" "$mnt" --delay-us "$us" --ra-kb "$ra" >/dev/null || exit 2
-trap 'bash "$here/tools/slowfs.sh" umount "$mnt"' EXIT INT TERM
+trap 'bash "$here/tools/slowfs.sh" umount "$mnt"; [ "$(cat /proc/sys/fs/pipe-max-size)" = "$pmax" ] || echo "$pmax" > /proc/sys/fs/pipe-max-size' EXIT INT TERM
 out=$(mktemp -d /tmp/pagein-depth-XXXXXX)
 ctl=/sys/fs/fuse/connections
 [ -d "$ctl" ] && ! ls "$ctl"/*/waiting >/dev/null 2>&1 && mount -t fusectl none "$ctl" 2>/dev/null
@@ -61,6 +69,7 @@ waiting=$ctl/$(( $(stat -c %d "$mnt") & 0xff ))/waiting
 echo "depth_check: $(stat -c %s "$model") bytes on slowfs ${us} us, readahead ${ra} KiB, $runs pairs," \
      "$(nproc) CPUs, kernel $(uname -r), PAGEIN_URING_ASYNC=${PAGEIN_URING_ASYNC:-auto}," \
      "PAGEIN_READ_HUGEPAGE=${PAGEIN_READ_HUGEPAGE:-machine}, pause ${pause} s," \
+     "slowfs splice $(sed -n 's/^splice //p' "$mnt/.slowfs-stats")," \
      "FUSE waiting ${waiting:-not readable}; uptime:$(uptime)"
 # sample FILE OUT: `waiting` every ms until OUT.stop exists; OUT gets
 # "t0 t1 mean zero_share max" over the window where any request waited.
