@@ -331,6 +331,14 @@ static int mds_open(struct pi_dsshard *sh, const struct pi_dsopen *a) {
             raw = (uint64_t)d;
         }
         if (raw > PI_DS_MAX_DECODE) { rc = pi_ds_err(sh, PAGEIN_E_LIMIT, UINT64_MAX, UINT64_MAX, NULL, "raw shard of %" PRIu64 " bytes", raw); goto fail; }
+        /* zstd expands at most 32768-fold (an RLE block: 4 bytes for 128 KiB):
+         * a larger declared size is a lie, refused before it is allocated
+         * (a 16-byte frame declaring 160 MB cost 0.5 s and 170 MB) */
+        if (raw > (uint64_t)size * 32768) {
+            rc = pi_ds_err(sh, PAGEIN_E_FORMAT, UINT64_MAX, UINT64_MAX, NULL,
+                           "declares %" PRIu64 " raw bytes, more than %" PRIu64 " zstd bytes can hold", raw, size);
+            goto fail;
+        }
         uint8_t *r = pi_malloc(raw ? raw : 1);
         if (!r) { rc = pi_err(-ENOMEM, "%s: out of memory for %" PRIu64 " bytes", sh->name, raw); goto fail; }
         rc = pi_ds_zstd(buf, (size_t)size, r, (size_t)raw, sh->name);
