@@ -15,8 +15,10 @@ REPO = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__)
 
 
 @pytest.fixture(scope="module")
-def fx(tmp_path_factory):
-    d = str(tmp_path_factory.mktemp("arrow"))
+def fx():
+    # the build tree's fixtures, shared with the C tests (tests/test_arrow.c):
+    # fixtures.sh writes them once, again only when gen.mjs changes
+    d = os.path.join(os.environ.get("PAGEIN_BUILD") or os.path.join(REPO, "build"), "arrow-fixtures")
     r = subprocess.run(["bash", os.path.join(REPO, "tests/data/arrow/fixtures.sh"), d],
                        capture_output=True, text=True)
     if r.returncode == 77:
