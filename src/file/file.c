@@ -314,6 +314,35 @@ int pagein_open(pagein_file **out, const char *path, const pagein_open_opts *opt
     return rc;
 }
 
+/* issue 28 (meta28): see metacache.h. The entry's identity and size must
+ * be what the check listed (or the URL pinned), and the header still
+ * parses from the entry as at any cache hit (parse_remote); otherwise this
+ * is pagein_open. */
+int pi_file_open_vouched(pagein_file **out, const char *path, const pagein_open_opts *opts,
+                         const struct pi_meta_vouch *v) {
+    if (!v || (!v->pinned && !v->n) || !path || !pi_source_is_remote(path) || !pi_meta_enabled())
+        return pagein_open(out, path, opts);
+    pi_err_clear();
+    if (!out) return pi_err(PAGEIN_E_INVALID, "pagein_open: NULL argument");
+    struct pi_meta me;
+    memset(&me, 0, sizeof me);
+    char *key = pi_meta_remote_key(path);
+    int have = key && pi_meta_get(key, &me), rc;
+    uint64_t size = 0;
+    const char *id = NULL;
+    int k = have ? pi_meta_vouched(v, path, &size, &id) : 0;
+    int known = have && pi_meta_identity_ok(me.identity) &&
+                (k == 2 || (k == 1 && size == me.size && !strcmp(id, me.identity)));
+    uint32_t flags = opts ? opts->flags : 0;
+    struct pi_source *src;
+    if (known) rc = pi_source_open_known(&src, path, flags, me.size, me.identity);
+    else rc = pi_source_open(&src, path, flags | (have ? PI_OPEN_PROBE_ONLY : 0));
+    if (rc == 0) rc = open_source(out, src, opts, have ? &me : NULL, key);
+    pi_free(me.hdr);
+    pi_free(key);
+    return rc;
+}
+
 int pi_file_open_source(pagein_file **out, struct pi_source *src, const pagein_open_opts *opts) {
     return open_source(out, src, opts, NULL, NULL);
 }

@@ -1177,7 +1177,52 @@ static int obj_new(struct http_obj **out, const struct pi_http_cfg *cfg, const c
     return 0;
 }
 
+/* issue 28 (meta28): an open without a request (PI_OPEN_KNOWN, source.h):
+ * the caller checked size and identity for many objects at once and has
+ * the header. s->identity is the object's ETag (object stores: reads send
+ * If-Match with it and compare each response's ETag), except for the Hub,
+ * where it is the LFS sha256 (X-Linked-Etag) of a file at a pinned commit:
+ * not what the CDN sends as ETag, so there no ETag is compared; the commit
+ * pins the bytes and every response's Content-Range total is still checked
+ * against the size. Facts are those of an unmeasured remote source. */
+static int open_known(struct pi_source *s, const struct pi_http_cfg *cfg) {
+    struct http_obj *o;
+    FORWARD_IF(obj_new(&o, cfg, s->name));
+    int hub = cfg->scheme && strcmp(cfg->scheme, "hf") == 0;
+    o->prefix = pi_malloc(1); /* an empty prefix: header reads grow it (grow_prefix) */
+    if (!o->prefix) {
+        obj_free(o);
+        return pi_err(-ENOMEM, "%s: out of memory", s->name);
+    }
+    o->size = s->size;
+    if (hub) snprintf(o->linked_etag, sizeof o->linked_etag, "%s", s->identity);
+    else snprintf(o->etag, sizeof o->etag, "%s", s->identity);
+    if (o->etag[0] && strncmp(o->etag, "W/", 2) != 0) {
+        char h[200];
+        snprintf(h, sizeof h, "If-Match: %s", o->etag);
+        struct curl_slist *l = NULL;
+        for (struct curl_slist *i = o->hdrs; i; i = i->next) {
+            struct curl_slist *t = curl_slist_append(l, i->data);
+            if (!t) break;
+            l = t;
+        }
+        struct curl_slist *t = curl_slist_append(l, h);
+        if (t) o->hdrs_match = t;
+        else curl_slist_free_all(l);
+        o->match_only = curl_slist_append(NULL, h);
+    }
+    s->impl = o;
+    s->fd = -1;
+    s->facts.storage = PI_STORAGE_REMOTE;
+    snprintf(s->facts.fs_type, sizeof s->facts.fs_type, "%s", cfg->scheme ? cfg->scheme : "http");
+    s->facts.rotational = -1;
+    s->facts.request_bytes = 8u << 20;
+    s->facts.depth = o->conns;
+    return 0;
+}
+
 int pi_http_open_cfg(struct pi_source *s, const struct pi_http_cfg *cfg, uint32_t flags) {
+    if (flags & PI_OPEN_KNOWN) return open_known(s, cfg);
     struct http_obj *o;
     FORWARD_IF(obj_new(&o, cfg, s->name));
     struct xfer *x = pi_calloc(1, sizeof *x);
