@@ -25,6 +25,7 @@ trap 'for m in "$W"/mnt*; do bash "$REPO/tools/slowfs.sh" umount "$m" 2>/dev/nul
 "$PAGEIN" make-sample "$W/b.safetensors" --layers 112 --hidden 32 --dtype bf16 -q
 "$PAGEIN" convert -q "$W/b.safetensors" "$W/s1k/model.safetensors" --max-shard-size 1KB
 echo "slowfs ${DELAY_US} us a request; $(ls "$W/s64" | grep -c 'safetensors$') and $(ls "$W/s1k" | grep -c 'safetensors$') shards"
+emit() { echo "$1"; [ -n "${JSON_OUT:-}" ] && echo "$1" >> "$JSON_OUT"; return 0; }
 for r in $(seq 1 "$RUNS"); do
   [ "${HTTP_ONLY:-0}" = 1 ] && break
   for set in s64 s1k; do
@@ -48,6 +49,35 @@ for r in $(seq 1 "$RUNS"); do
   done
 done
 
+# ---- a plain folder (RAW=1): the cache commands on files that are no model --
+# 1,000 files of 8-24 KiB on slowfs; `pagein resident` (opens only) and
+# `pagein warm` (opens + one read each) with the files opened and read at
+# once (the default: pagein_cache_open_many, pagein_cache_warm_many) and
+# one after another (PAGEIN_OPEN_DEPTH=1 and warm --threads 1: what the commands
+# did before, file by file); a fresh mount per cell; wall time of the
+# command, slowfs's read requests and peak in flight.
+if [ "${RAW:-0}" = 1 ]; then
+  mkdir -p "$W/raw"
+  for i in $(seq 1 1000); do head -c $((8192 + (i * 16411) % 16384)) /dev/urandom > "$W/raw/f$i.dat"; done
+  for r in $(seq 1 "$RUNS"); do
+    for cmd in resident warm; do
+      for mode in many one; do
+        bash "$REPO/tools/slowfs.sh" mount "$W/raw" "$W/mnt" --delay-us "$DELAY_US" >/dev/null
+        cat "$W/mnt/.slowfs-stats" >/dev/null
+        args=""; envs="PAGEIN_OPEN_DEPTH=0"
+        [ "$mode" = one ] && envs="PAGEIN_OPEN_DEPTH=1" && [ "$cmd" = warm ] && args="--threads 1"
+        t0=$(date +%s.%N)
+        env $envs "$PAGEIN" "$cmd" -q $args "$W/mnt" >/dev/null
+        t1=$(date +%s.%N)
+        st=$(awk '/^peak_inflight/ {p = $2} /^requests/ {q = $2} END {print q, p}' "$W/mnt/.slowfs-stats")
+        bash "$REPO/tools/slowfs.sh" umount "$W/mnt"
+        set -- $st
+        emit "{\"source\": \"slowfs\", \"set\": \"raw1000\", \"command\": \"$cmd\", \"mode\": \"$mode\", \"ms\": $(awk -v a="$t0" -v b="$t1" 'BEGIN {printf "%.1f", (b - a) * 1000}'), \"read_requests\": $1, \"peak_in_flight\": $2, \"delay_us\": $DELAY_US}"
+      done
+    done
+  done
+fi
+
 # ---- over HTTP (HTTP=1), S3 (S3=1), the Hub (HF=1) ------------------------
 # HTTP: nginx with bench remote's pacing: tests/remote/servers.sh's /delayed/
 # (DELAY_MS to first byte, default 20) serves the same two sets; each cell
@@ -67,7 +97,6 @@ done
 # with the cache, a warm open makes no request.
 # Every cell prints one JSON line (JSON_OUT=FILE also collects them).
 #   HTTP=1 S3=1 HF=1 [HTTP_ONLY=1] [SETS="s1k"] bash bench/open_many.sh
-emit() { echo "$1"; [ -n "${JSON_OUT:-}" ] && echo "$1" >> "$JSON_OUT"; return 0; }
 # peak_inflight LOG FROM_LINE: the most requests of LOG's lines after
 # FROM_LINE that overlapped (start = end - duration)
 peak_inflight() {
