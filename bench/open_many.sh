@@ -95,6 +95,9 @@ fi
 # with one request per shard (PAGEIN_META_VOUCH=0, vouch=0).
 # HF: nginx's Hub layout at a pinned commit (hf://org/NAME@<commit>):
 # with the cache, a warm open makes no request.
+# "vouch" says how a warm open checks its entries: 0 one request each, 1
+# one listing (S3) or none (a pinned Hub commit), 2 none within the opt-in
+# PAGEIN_META_TRUST_SECONDS (plain HTTP, 3600 here).
 # Every cell prints one JSON line (JSON_OUT=FILE also collects them).
 #   HTTP=1 S3=1 HF=1 [HTTP_ONLY=1] [SETS="s1k"] bash bench/open_many.sh
 # peak_inflight LOG FROM_LINE: the most requests of LOG's lines after
@@ -153,14 +156,15 @@ if [ "$DO_HTTP" = 1 ] || [ "$DO_S3" = 1 ] || [ "$DO_HF" = 1 ]; then
     for set in ${SETS:-s64 s1k}; do
       if [ "$DO_HTTP" = 1 ]; then
         for depth in ${DEPTHS:-64}; do
-          for mc in 0 1; do
+          for mc in 0 1 2; do # 2: the cache and the opt-in PAGEIN_META_TRUST_SECONDS=3600 (vouch 2)
             rm -rf "$W/mc"; settle
             b=$(wc -l < "$log") bt=$(wc -l < "$tlog")
-            out=$(PAGEIN_META_CACHE=$mc PAGEIN_META_CACHE_DIR=$W/mc PAGEIN_OPEN_DEPTH=$depth \
-                  "$B/bench/bench_open" "$DELAY/$set/model.safetensors.index.json" --iters "$it")
+            trust=0; [ $mc = 2 ] && trust=3600
+            out=$(PAGEIN_META_CACHE=$(( mc > 0 )) PAGEIN_META_TRUST_SECONDS=$trust PAGEIN_META_CACHE_DIR=$W/mc \
+                  PAGEIN_OPEN_DEPTH=$depth "$B/bench/bench_open" "$DELAY/$set/model.safetensors.index.json" --iters "$it")
             settle
             n=$(( $(wc -l < "$log") - b - 1 ))
-            cell_json http "$set" "$depth" "$mc" 0 "$out" "$n" "$(peak_inflight "$tlog" "$bt")" $((it + 1)) "${DELAY_MS:-20}"
+            cell_json http "$set" "$depth" $(( mc > 0 )) $(( mc == 2 ? 2 : 0 )) "$out" "$n" "$(peak_inflight "$tlog" "$bt")" $((it + 1)) "${DELAY_MS:-20}"
           done
         done
       fi

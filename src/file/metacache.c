@@ -229,12 +229,20 @@ int pi_meta_get(const char *key, struct pi_meta *m) {
     m->hdr = b;
     b = NULL;
     hit = 1;
-    (void)futimens(fd, NULL); /* used now: the LRU clock */
+    m->checked_ns = (int64_t)st.st_mtim.tv_sec * 1000000000 + st.st_mtim.tv_nsec;
 out:
     if (fd >= 0) close(fd);
     if (bad) (void)unlinkat(dfd, name, 0);
     pi_free(b);
     return hit;
+}
+
+void pi_meta_touch(const char *key) {
+    int dfd = cache_dir();
+    if (dfd < 0) return;
+    char name[40];
+    entry_name(key, name);
+    (void)utimensat(dfd, name, NULL, AT_SYMLINK_NOFOLLOW); /* checked now: the LRU clock and the trust age */
 }
 
 struct ent {
@@ -454,6 +462,9 @@ void pi_meta_vouch_dir(const char *dir_uri, struct pi_meta_vouch *v) {
 #ifdef PAGEIN_HAVE_CURL
     const char *off = env("PAGEIN_META_VOUCH"); /* 0: each entry its own request (bench/open_many.sh compares) */
     if (!dir_uri || !pi_meta_enabled() || (off && !strcmp(off, "0"))) return;
+    const char *tr = env("PAGEIN_META_TRUST_SECONDS");
+    long long ts = tr ? strtoll(tr, NULL, 10) : 0;
+    if (ts > 0 && ts <= 365ll * 86400) v->trust_ns = ts * 1000000000ll; /* opt-in; used only where no check covers a file */
     if (!strncasecmp(dir_uri, "hf://", 5)) {
         struct pi_hf_ref r;
         if (pi_hf_parse(dir_uri, &r) == 0) v->pinned = is_commit(r.rev);
@@ -486,6 +497,7 @@ void pi_meta_vouch_dir(const char *dir_uri, struct pi_meta_vouch *v) {
 int pi_meta_vouched(const struct pi_meta_vouch *v, const char *uri, uint64_t *size, const char **identity) {
     if (!v) return 0;
     if (v->pinned) return 2;
+    int r = v->trust_ns && !v->requests ? 3 : 0; /* a listing ran: what it does not list is not trusted */
     size_t lo = 0, hi = v->n;
     while (lo < hi) {
         size_t mid = lo + (hi - lo) / 2;
@@ -498,7 +510,26 @@ int pi_meta_vouched(const struct pi_meta_vouch *v, const char *uri, uint64_t *si
         if (c < 0) lo = mid + 1;
         else hi = mid;
     }
-    return 0;
+    return r;
+}
+
+int pi_meta_usable(const struct pi_meta_vouch *v, const char *uri, const struct pi_meta *m, int *trusted) {
+    *trusted = 0;
+    if (!v || !m || !pi_meta_identity_ok(m->identity)) return 0;
+    uint64_t size = 0;
+    const char *id = NULL;
+    switch (pi_meta_vouched(v, uri, &size, &id)) {
+    case 1: return size == m->size && !strcmp(id, m->identity);
+    case 2: return 1;
+    case 3: {
+        struct timespec now;
+        clock_gettime(CLOCK_REALTIME, &now);
+        int64_t t = (int64_t)now.tv_sec * 1000000000 + now.tv_nsec;
+        *trusted = m->checked_ns <= t && t - m->checked_ns < v->trust_ns;
+        return *trusted;
+    }
+    default: return 0;
+    }
 }
 
 void pi_meta_vouch_free(struct pi_meta_vouch *v) {

@@ -59,13 +59,9 @@ static int read_small(const char *path, uint8_t **out, size_t *len, const struct
         have = key && pi_meta_get(key, &me);
     }
     struct pi_source *src;
-    uint64_t vsize = 0;
-    const char *vid = NULL;
-    int k = have ? pi_meta_vouched(v, path, &vsize, &vid) : 0; /* a listing or a pinned commit: no request */
-    int rc = have && pi_meta_identity_ok(me.identity) &&
-                     (k == 2 || (k == 1 && vsize == me.size && !strcmp(vid, me.identity)))
-                 ? pi_source_open_known(&src, path, 0, me.size, me.identity)
-                 : pi_source_open(&src, path, have ? PI_OPEN_PROBE_ONLY : 0);
+    int trusted = 0; /* a listing or a pinned commit (or the opt-in trust): no request */
+    int rc = have && pi_meta_usable(v, path, &me, &trusted) ? pi_source_open_known(&src, path, 0, me.size, me.identity)
+                                                             : pi_source_open(&src, path, have ? PI_OPEN_PROBE_ONLY : 0);
     if (rc < 0) {
         pi_free(me.hdr);
         pi_free(key);
@@ -82,6 +78,7 @@ static int read_small(const char *path, uint8_t **out, size_t *len, const struct
         buf = pi_realloc(me.hdr, (size_t)src->size + 1);
         if (buf) {
             me.hdr = NULL;
+            if (!trusted) pi_meta_touch(key);
             goto done;
         }
     }

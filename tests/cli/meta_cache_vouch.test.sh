@@ -10,7 +10,10 @@
 #    the same as without the cache (data reads carry If-Match);
 #  - the Hub at a pinned commit (hf://ORG/NAME@<40 hex>): a warm open makes
 #    no request at all (nginx's access log); at a branch (main) each shard
-#    is still checked by its own request.
+#    is still checked by its own request;
+#  - plain HTTP: one request per entry, none with the opt-in
+#    PAGEIN_META_TRUST_SECONDS=N for entries checked in the last N seconds
+#    (older ones are checked again, which restarts their clock).
 . "$REPO/tests/cli/lib.sh"
 set -u
 
@@ -106,4 +109,30 @@ expect_exit 0 "$PAGEIN" plan --json "hf://org/sh/model.safetensors.index.json"
 log_settle "$log" "$HTTP"
 reqs=$(tail -n +$((b + 1)) "$log" | grep -v log-settle- | grep -c '/resolve/main/')
 [ "$reqs" = $((N + 1)) ] || fail "hf main: $reqs checks, want $((N + 1))"
+
+# plain HTTP has no listing: each entry is checked by its own request,
+# unless the user opts in to trusting entries checked within N seconds
+U=$HTTP/files/m/model.safetensors.index.json
+export PAGEIN_META_CACHE_DIR=$TMP/mc-http
+plan_log() { # ARGS: plan; REQS = its access-log lines
+  log_settle "$log" "$HTTP"
+  local b; b=$(wc -l < "$log")
+  expect_exit 0 "$PAGEIN" plan --json "$@"
+  log_settle "$log" "$HTTP"
+  REQS=$(tail -n +$((b + 1)) "$log" | grep -v log-settle-)
+}
+nreq() { [ -z "$REQS" ] && echo 0 || echo "$REQS" | wc -l; }
+plan_log "$U"; ucold=$OUT_TXT
+plan_log "$U"
+[ "$(nreq)" = $((N + 1)) ] || fail "plain HTTP warm: $(nreq) requests, want $((N + 1))"
+PAGEIN_META_TRUST_SECONDS=3600 plan_log "$U"
+[ "$OUT_TXT" = "$ucold" ] || fail "trusted plan differs"
+[ "$(nreq)" = 0 ] || fail "PAGEIN_META_TRUST_SECONDS=3600: $(nreq) requests, want 0: $REQS"
+# entries last checked two hours ago are not trusted for an hour: checked again
+touch -d '2 hours ago' "$PAGEIN_META_CACHE_DIR"/*
+PAGEIN_META_TRUST_SECONDS=3600 plan_log "$U"
+[ "$(nreq)" = $((N + 1)) ] || fail "stale trust: $(nreq) requests, want $((N + 1)): $REQS"
+[ -z "$(find "$PAGEIN_META_CACHE_DIR" -type f ! -newermt '1 hour ago')" ] || fail "the checked entries' clocks were not reset"
+PAGEIN_META_TRUST_SECONDS=3600 plan_log "$U"
+[ "$(nreq)" = 0 ] || fail "trust after a check: $(nreq) requests"
 echo "meta_cache_vouch: ok"
