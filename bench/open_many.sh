@@ -169,26 +169,26 @@ if [ "$DO_HTTP" = 1 ] || [ "$DO_S3" = 1 ] || [ "$DO_HF" = 1 ]; then
         done
       fi
       if [ "$DO_S3" = 1 ]; then
-        set=$(s3set "$set")
+        s3s=$(s3set "$set")
         for cell in "0 0" "1 0" "1 1"; do
           set -- $cell; mc=$1 vouch=$2
           envs="PAGEIN_META_CACHE=$mc PAGEIN_META_CACHE_DIR=$W/mc PAGEIN_META_VOUCH=$vouch AWS_ENDPOINT_URL=$S3 HOME=$W"
           rm -rf "$W/mc"
-          out=$(env $envs "$B/bench/bench_open" "s3://bkt/$set/model.safetensors.index.json" --iters "$it")
+          out=$(env $envs "$B/bench/bench_open" "s3://bkt/$s3s/model.safetensors.index.json" --iters "$it")
           # the requests of one warm open (the cache now filled): connections under strace
           n=null
           if [ -n "$STRACE" ]; then
             env $envs "$STRACE" -f -qq -e trace=connect -o "$W/st" "$B/bench/bench_open" \
-              "s3://bkt/$set/model.safetensors.index.json" --iters 1 >/dev/null
+              "s3://bkt/$s3s/model.safetensors.index.json" --iters 1 >/dev/null
             n=$(grep -c 'connect(.*AF_INET' "$W/st") # first + 1 warm open
           fi
-          cell_json s3 "$set" 64 "$mc" "$vouch" "$out" "$n" null 2 0
+          cell_json s3 "$s3s" 64 "$mc" "$vouch" "$out" "$n" null 2 0
         done
         # what the one listing costs at this server (curl, median of 3)
         lt=$(for i in 1 2 3; do curl -s -o /dev/null -w '%{time_total}\n' --aws-sigv4 "aws:amz:us-east-1:s3" \
                -u S3RVER:S3RVER -H 'x-amz-content-sha256: e3b0c44298fc1c149afbf4c8996fb92427ae41e4649b934ca495991b7852b855' \
-               "$S3/bkt/?delimiter=%2F&list-type=2&prefix=$set%2F"; done | sort -n | sed -n 2p)
-        emit "{\"source\": \"s3\", \"set\": \"$set\", \"listing_ms_curl\": $(awk -v t="$lt" 'BEGIN {printf "%.1f", t * 1000}')}"
+               "$S3/bkt/?delimiter=%2F&list-type=2&prefix=$s3s%2F"; done | sort -n | sed -n 2p)
+        emit "{\"source\": \"s3\", \"set\": \"$s3s\", \"listing_ms_curl\": $(awk -v t="$lt" 'BEGIN {printf "%.1f", t * 1000}')}"
       fi
       if [ "$DO_HF" = 1 ]; then
         for mc in 0 1; do

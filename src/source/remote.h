@@ -98,6 +98,11 @@ struct pi_s3_stat {
 };
 int pi_s3_list_stat(const char *uri, int max_pages, struct pi_s3_stat **out, size_t *n);
 void pi_s3_stat_free(struct pi_s3_stat *v, size_t n);
+/* One ListObjectsV2 page (s3_listing.c): its records appended to *v (*n
+ * of *cap), base + key as each uri; the continuation token into tok
+ * (tokcap bytes) and *more. 0 or -ENOMEM. */
+int pi_s3_stat_page(const char *body, size_t blen, const char *base, struct pi_s3_stat **v, size_t *n, size_t *cap,
+                    char *tok, size_t tokcap, int *more);
 /* ---- end issue 28 ---- */
 /* hf://org/name[@rev][/path] split into parts (malloc'd strings, free with
  * pi_free); path may be "". kind is "models" or "datasets". */

@@ -373,21 +373,6 @@ done:
 }
 
 /* ---- ListObjectsV2 with sizes and ETags (the metadata cache) ------------------ */
-/* The text of the first <tag>...</tag> inside [p, end), decoded into out
- * (cap bytes): 1, else 0. */
-static int xml_field(const char *p, const char *end, const char *tag, char *out, size_t cap) {
-    char open[32], close[32];
-    snprintf(open, sizeof open, "<%s>", tag);
-    snprintf(close, sizeof close, "</%s>", tag);
-    const char *a = memmem(p, (size_t)(end - p), open, strlen(open));
-    if (!a) return 0;
-    a += strlen(open);
-    const char *b = memmem(a, (size_t)(end - a), close, strlen(close));
-    if (!b || (size_t)(b - a) >= cap) return 0; /* decoding only shrinks */
-    xml_text(a, (size_t)(b - a), out);
-    return 1;
-}
-
 /* One listing request per 1,000 keys gives every key's size and ETag:
  * what the metadata cache checks its entries against (file/metacache.c,
  * pi_meta_vouch), instead of one request per object. Separate from
@@ -397,18 +382,19 @@ int pi_s3_list_stat(const char *uri, int max_pages, struct pi_s3_stat **out, siz
     *count = 0;
     struct s3conf *c = pi_calloc(1, sizeof *c);
     struct s3req *q = pi_calloc(1, sizeof *q);
-    char *url = pi_malloc(16384), *tok = pi_calloc(1, 2048), *key = pi_malloc(4096);
+    char *url = pi_malloc(16384), *tok = pi_calloc(1, 2048);
     struct pi_s3_stat *v = NULL;
     size_t n = 0, cap = 0;
     int rc;
-    if (!c || !q || !url || !tok || !key) {
+    if (!c || !q || !url || !tok) {
         rc = pi_err(-ENOMEM, "%s: out of memory", uri);
         goto done;
     }
     rc = parse_uri(uri, c);
     if (rc < 0) goto done;
     load_conf(c);
-    const char *scheme = c->gs ? "gs" : "s3";
+    char base[600];
+    snprintf(base, sizeof base, "%s://%s/", c->gs ? "gs" : "s3", c->bucket);
     for (int page = 0; page < max_pages; page++) {
         url[0] = 0;
         object_url(c, "", url, 16384);
@@ -433,39 +419,10 @@ int pi_s3_list_stat(const char *uri, int max_pages, struct pi_s3_stat **out, siz
             pi_free(body);
             goto done;
         }
-        const char *p = body, *bend = body + blen;
-        while ((p = memmem(p, (size_t)(bend - p), "<Contents>", 10))) {
-            const char *e = memmem(p, (size_t)(bend - p), "</Contents>", 11);
-            if (!e) break;
-            char sz[32];
-            if ((rc = pi_grow((void **)&v, &cap, n + 1, sizeof *v)) < 0) {
-                pi_free(body);
-                goto done;
-            }
-            struct pi_s3_stat *s = &v[n];
-            memset(s, 0, sizeof *s);
-            char *end;
-            if (xml_field(p, e, "Key", key, 4096) && xml_field(p, e, "Size", sz, sizeof sz) &&
-                xml_field(p, e, "ETag", s->etag, sizeof s->etag) && sz[0] >= '0' && sz[0] <= '9') {
-                s->size = strtoull(sz, &end, 10);
-                size_t need = strlen(scheme) + 3 + strlen(c->bucket) + 1 + strlen(key) + 1;
-                s->uri = *end ? NULL : pi_malloc(need);
-                if (s->uri) {
-                    snprintf(s->uri, need, "%s://%s/%s", scheme, c->bucket, key);
-                    n++;
-                }
-            }
-            p = e + 11;
-        }
-        tok[0] = 0;
-        const char *t = strstr(body, "<NextContinuationToken>");
-        int more = strstr(body, "<IsTruncated>true</IsTruncated>") != NULL;
-        if (more && t) {
-            t += 23;
-            const char *e = strstr(t, "</NextContinuationToken>");
-            if (e && (size_t)(e - t) < 2000) xml_text(t, (size_t)(e - t), tok);
-        }
+        int more = 0;
+        rc = pi_s3_stat_page(body, blen, base, &v, &n, &cap, tok, 2048, &more);
         pi_free(body);
+        if (rc < 0) goto done;
         if (!more || !tok[0]) break;
     }
     *out = v;
@@ -479,13 +436,7 @@ done:
     pi_free(q);
     pi_free(url);
     pi_free(tok);
-    pi_free(key);
     return rc;
-}
-
-void pi_s3_stat_free(struct pi_s3_stat *v, size_t n) {
-    for (size_t i = 0; v && i < n; i++) pi_free(v[i].uri);
-    pi_free(v);
 }
 
 #endif /* PAGEIN_HAVE_CURL */
