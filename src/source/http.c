@@ -100,6 +100,7 @@ struct http_obj {
     _Atomic unsigned url_gen;
     char **retired;
     size_t nretired;
+    _Atomic int locate; /* issue 28: opened with no request (open_known); the first read asks where redirects lead */
 };
 
 enum xmode { X_RANGE, X_PROBE, X_FETCH, X_STREAM };
@@ -1195,6 +1196,7 @@ static int open_known(struct pi_source *s, const struct pi_http_cfg *cfg) {
         return pi_err(-ENOMEM, "%s: out of memory", s->name);
     }
     o->size = s->size;
+    atomic_store(&o->locate, hub); /* the Hub redirects every file to its CDN */
     if (hub) snprintf(o->linked_etag, sizeof o->linked_etag, "%s", s->identity);
     else snprintf(o->etag, sizeof o->etag, "%s", s->identity);
     if (o->etag[0] && strncmp(o->etag, "W/", 2) != 0) {
@@ -1305,6 +1307,19 @@ int pi_http_open_cfg(struct pi_source *s, const struct pi_http_cfg *cfg, uint32_
     return 0;
 }
 
+/* issue 28 (meta28): a source opened with no request (open_known) whose
+ * origin redirects (the Hub) would send every read to the origin and
+ * follow the redirect again; the first read instead asks once, as a
+ * redirect target that expired is asked again (reresolve: 1 byte,
+ * following redirects, the size and X-Linked-Etag checked against the
+ * ones known), and later reads go straight to the target. 0 or < 0. */
+static int known_locate(struct http_obj *o) {
+    if (!atomic_load(&o->locate)) return 0;
+    int rc = reresolve(o, atomic_load(&o->url_gen));
+    if (rc >= 0) atomic_store(&o->locate, 0);
+    return rc < 0 ? rc : 0;
+}
+
 struct vlane {
     struct http_obj *o;
     struct vshare *sh;
@@ -1343,6 +1358,11 @@ int pi_http_readv(struct pi_source *s, struct pi_read_req *reqs, size_t n, unsig
     struct http_obj *o = s->impl;
     if (n == 0) return 0;
     fork_check(o);
+    int lrc = known_locate(o);
+    if (lrc < 0) {
+        for (size_t i = 0; i < n; i++) reqs[i].rc = lrc;
+        return lrc;
+    }
     if (depth == 0) depth = o->conns;
     if (depth > 256) depth = 256;
     if (depth > n) depth = (unsigned)n;

@@ -100,7 +100,15 @@ reqs=$(tail -n +$((b + 1)) "$log" | grep -vc log-settle-)
 [ "$reqs" = 0 ] || fail "hf pinned: the warm plan made $reqs requests: $(tail -n +$((b + 1)) "$log")"
 echo "hf pinned commit, warm plan: $reqs requests"
 PAGEIN_META_CACHE=0 expect_exit 0 "$PAGEIN" hash -q -o "$TMP/hman0" "$H"
+log_settle "$log" "$HTTP"
+b=$(wc -l < "$log")
 expect_exit 0 "$PAGEIN" hash --check -o "$TMP/hman0" "$H"
+log_settle "$log" "$HTTP"
+# opened with no request, each file asks the Hub where it lives once, at
+# its first read, not at every read
+res=$(tail -n +$((b + 1)) "$log" | grep -c "/resolve/$HF_COMMIT/model-")
+cdn=$(tail -n +$((b + 1)) "$log" | grep -c "/cdn/org/sh/model-")
+[ "$res" -le $N ] && [ "$cdn" -ge $N ] || fail "hf pinned reads: $res resolve requests for $cdn CDN reads of $N files"
 # a branch may move: each file is checked by its own request
 expect_exit 0 "$PAGEIN" plan --json "hf://org/sh/model.safetensors.index.json"
 log_settle "$log" "$HTTP"
