@@ -503,6 +503,15 @@ static int walk_cb(const char *p, const struct stat *sb, int flag, struct FTW *f
     return t ? 0 : -1;
 }
 
+/* After a raw file target's open: --max-size. */
+static void raw_opened(const struct opts *o, struct target *t) {
+    if (o->have_max && pagein_cache_size(t->c) > o->max_size) {
+        if (!o->quiet) fprintf(stderr, "pagein %s: skipping %s: larger than --max-size\n", o->cmd, t->path);
+        pagein_cache_close(t->c);
+        t->c = NULL;
+    }
+}
+
 /* Opens one raw file target; prints and marks failures. */
 static void open_raw(const struct opts *o, struct target *t) {
     int rc = pagein_cache_open(&t->c, t->path);
@@ -511,11 +520,40 @@ static void open_raw(const struct opts *o, struct target *t) {
         t->failed = 1;
         return;
     }
-    if (o->have_max && pagein_cache_size(t->c) > o->max_size) {
-        if (!o->quiet) fprintf(stderr, "pagein %s: skipping %s: larger than --max-size\n", o->cmd, t->path);
-        pagein_cache_close(t->c);
-        t->c = NULL;
+    raw_opened(o, t);
+}
+
+/* Opens targets [from, ts->n) at once (a walked folder: on a network or
+ * FUSE filesystem each open is a round trip; pagein_cache_open_many keeps
+ * many in flight). A file that failed is opened again alone for the
+ * detail of its message. */
+static void open_raw_many(const struct opts *o, struct targets *ts, size_t from) {
+    size_t n = ts->n - from;
+    if (n == 0) return;
+    const char **paths = malloc(n * sizeof *paths);
+    pagein_cache_file **cs = malloc(n * sizeof *cs);
+    int *rcs = malloc(n * sizeof *rcs);
+    if (!paths || !cs || !rcs) {
+        free(paths);
+        free(cs);
+        free(rcs);
+        for (size_t k = from; k < ts->n; k++) open_raw(o, &ts->t[k]);
+        return;
     }
+    for (size_t k = 0; k < n; k++) paths[k] = ts->t[from + k].path;
+    pagein_cache_open_many(cs, paths, n, rcs);
+    for (size_t k = 0; k < n; k++) {
+        struct target *t = &ts->t[from + k];
+        if (rcs[k] < 0) {
+            open_raw(o, t); /* again, alone: the detail of its failure */
+            continue;
+        }
+        t->c = cs[k];
+        raw_opened(o, t);
+    }
+    free(paths);
+    free(cs);
+    free(rcs);
 }
 
 static int model_too_big(const struct opts *o, const pagein_model *m) {
@@ -690,7 +728,7 @@ static void open_targets(struct opts *o, struct targets *ts) {
             walk_targets = ts;
             walk_opts = o;
             nftw(p, walk_cb, 32, FTW_PHYS);
-            for (size_t k = before; k < ts->n; k++) open_raw(o, &ts->t[k]);
+            open_raw_many(o, ts, before);
         } else {
             struct target *t = push_target(ts, p);
             if (t) open_raw(o, t);
@@ -987,6 +1025,45 @@ static int do_warm(const struct opts *o, struct target *t, struct cli_progress *
     return 0;
 }
 
+static int usable(const struct target *t) { return !t->failed && (t->m || t->c); }
+
+/* warm: the plain files (a walked folder) as one engine run
+ * (pagein_cache_warm_many: the requests of every file share one queue, so
+ * a folder of small files on a network or FUSE filesystem does not cost a
+ * round trip per file), in groups of about 256 MiB when a progress bar is
+ * drawn. A group that fails is warmed again file by file, so that each
+ * failure names its file. Sets warmed[i] for the targets it did. */
+static void warm_plain(const struct opts *o, struct targets *ts, struct cli_progress *pg, uint64_t *done,
+                       char *warmed) {
+    const uint64_t batch = (uint64_t)256 << 20;
+    const pagein_cache_file **cs = malloc(ts->n * sizeof *cs);
+    size_t *idx = malloc(ts->n * sizeof *idx);
+    if (!cs || !idx) {
+        free(cs);
+        free(idx);
+        return; /* run() warms them one by one */
+    }
+    size_t i = 0;
+    while (i < ts->n) {
+        size_t k = 0;
+        uint64_t b = 0;
+        for (; i < ts->n && (k == 0 || !pg->enabled || b < batch); i++) {
+            struct target *t = &ts->t[i];
+            if (!usable(t) || t->m) continue;
+            cs[k] = t->c;
+            idx[k++] = i;
+            b += range_len(o, pagein_cache_size(t->c));
+        }
+        if (k == 0) break;
+        if (pagein_cache_warm_many(cs, k, o->r_lo, o->r_len, o->threads) < 0) continue; /* run() redoes them */
+        for (size_t j = 0; j < k; j++) warmed[idx[j]] = 1;
+        *done += b;
+        cli_progress_update(pg, *done);
+    }
+    free(cs);
+    free(idx);
+}
+
 static int lock_target(const struct opts *o, struct target *t) {
     if (t->m) return t->nsel ? pagein_model_lock_tensors(t->m, t->sel, t->nsel) : 0;
     return pagein_cache_lock(t->c, o->r_lo, range_len(o, pagein_cache_size(t->c)));
@@ -997,7 +1074,6 @@ static int evict_target(const struct opts *o, struct target *t) {
     return pagein_cache_evict(t->c, o->r_lo, range_len(o, pagein_cache_size(t->c)));
 }
 
-static int usable(const struct target *t) { return !t->failed && (t->m || t->c); }
 
 /* "files" for warm, evict and lock: the selection's bytes per file, with
  * residency before (evict) and after. */
@@ -1201,12 +1277,14 @@ static int run(const struct opts *o, struct targets *ts, struct totals *tot, str
     cli_progress_start(&pg, o->mode == CACHE_WARM ? "warm" : o->mode == CACHE_LOCK ? "lock" : "scan", total);
     if (o->quiet || o->mode != CACHE_WARM) pg.enabled = 0;
     double t0 = cli_now();
+    char *warmed = o->mode == CACHE_WARM && ts->n ? calloc(ts->n, 1) : NULL;
+    if (warmed) warm_plain(o, ts, &pg, &done, warmed);
     for (size_t i = 0; i < ts->n; i++) {
         struct target *t = &ts->t[i];
         if (!usable(t)) continue;
         int rc = 0;
         switch (o->mode) {
-        case CACHE_WARM: rc = do_warm(o, t, &pg, &done); break;
+        case CACHE_WARM: rc = warmed && warmed[i] ? 0 : do_warm(o, t, &pg, &done); break;
         case CACHE_EVICT: rc = evict_target(o, t); break;
         case CACHE_LOCK: rc = lock_target(o, t); break;
         default: break;
@@ -1220,6 +1298,7 @@ static int run(const struct opts *o, struct targets *ts, struct totals *tot, str
         }
     }
     tot->seconds = cli_now() - t0;
+    free(warmed);
     cli_progress_end(&pg);
     for (size_t i = 0; i < ts->n; i++) {
         if (!usable(&ts->t[i])) continue;

@@ -1391,6 +1391,29 @@ PAGEIN_API int pagein_file_unlock(const pagein_file *f, uint64_t off, uint64_t l
 typedef struct pagein_cache_file pagein_cache_file;
 PAGEIN_API int pagein_cache_open(pagein_cache_file **c, const char *path);
 PAGEIN_API void pagein_cache_close(pagein_cache_file *c);
+/* ---- issue 28 (meta28): many plain files at once ---- */
+/*
+ * pagein_cache_open of paths[0, n) with up to 32 opens in flight
+ * (PAGEIN_OPEN_DEPTH=N overrides, 1..256): on network and FUSE
+ * filesystems each open is a round trip, so a folder of many files opens
+ * in about one. Sets out[i] (NULL on failure) and rcs[i] (0 or -errno) for
+ * every i, and returns how many failed. A failure's detail is not kept
+ * (each open ran on its own thread): open that path alone with
+ * pagein_cache_open to learn why. Close each out[i] with
+ * pagein_cache_close.
+ */
+PAGEIN_API size_t pagein_cache_open_many(pagein_cache_file **out, const char *const *paths, size_t n, int *rcs);
+/*
+ * pagein_cache_warm(cs[i], off, len, threads) for every i, as one run of
+ * the range engine: the requests of all the files share one queue with
+ * `threads` in flight (0 = chosen from the storage), so many small files on
+ * a network or FUSE filesystem are read in about files / depth round
+ * trips, not one each. Returns 0 or the first failure (the detail names
+ * the file); the others may have been warmed or not.
+ */
+PAGEIN_API int pagein_cache_warm_many(const pagein_cache_file *const *cs, size_t n, uint64_t off, uint64_t len,
+                                      unsigned threads);
+/* ---- end issue 28 ---- */
 /* Size of the file at open. */
 PAGEIN_API uint64_t pagein_cache_size(const pagein_cache_file *c);
 /* Same contracts as the pagein_file_* functions above. */

@@ -4,7 +4,9 @@
  * removes it; a planted symlink is removed, its target untouched; entries
  * are 0600 in a 0700 directory; two processes writing the same entry while
  * a third reads never give a mixed entry; the size bound evicts the least
- * recently used; PAGEIN_META_CACHE=0 turns it off. tests/cli/
+ * recently used; PAGEIN_META_CACHE=0 turns it off; the rule by which a
+ * listing, a pinned commit or the opt-in trust age stand for the per-file
+ * check (meta_cache_vouch_rule). tests/cli/
  * meta_cache.test.sh covers the hook in file.c against real servers. */
 #include "test.h"
 #include "../src/file/metacache.h"
@@ -199,10 +201,13 @@ TEST(meta_cache_size_bound) {
         snprintf(key, sizeof key, "key-%d", i);
         CHECK(has(key)); /* 6.3 KB: nothing evicted yet */
     }
-    /* the LRU clock is the mtime: all old, then key-3 used (a hit sets it now) */
+    /* the LRU clock is the mtime: all old, then key-3 used after a check
+     * (pi_meta_touch sets it now; a read alone does not, so that the
+     * opt-in trust age counts from the last check) */
     snprintf(cmd, sizeof cmd, "touch -d 2000-01-01 '%s'/*", d);
     CHECK(system(cmd) == 0);
     CHECK(has("key-3"));
+    pi_meta_touch("key-3");
     for (int i = 6; i < 10; i++) {
         snprintf(key, sizeof key, "key-%d", i);
         pi_meta_put(key, "id", 1, PAGEIN_FORMAT_SAFETENSORS, h, sizeof h);
@@ -225,5 +230,87 @@ TEST(meta_cache_size_bound) {
     pi_meta_put("big", "id", 1, PAGEIN_FORMAT_SAFETENSORS, big, sizeof big);
     CHECK(!has("big"));
     done();
+    return PASS;
+}
+
+/* One check for many entries (issue 28): the rule that lets an entry be
+ * used without a request of its own (pi_meta_usable) and the listing page
+ * it reads (pi_s3_stat_page). */
+TEST(meta_cache_vouch_rule) {
+    struct pi_s3_stat *v = NULL;
+    size_t n = 0, cap = 0;
+    char tok[64];
+    int more = 0;
+    static const char page[] =
+        "<ListBucketResult><IsTruncated>true</IsTruncated>"
+        "<Contents><Key>m/b.safetensors</Key><ETag>&quot;e2&quot;</ETag><Size>20</Size></Contents>"
+        "<Contents><Key>m/a&amp;1.safetensors</Key><Size>10</Size><ETag>&quot;e1&quot;</ETag></Contents>"
+        "<Contents><Key>m/nosize</Key><ETag>&quot;e3&quot;</ETag></Contents>"
+        "<Contents><Key>m/neg</Key><Size>-5</Size><ETag>&quot;e4&quot;</ETag></Contents>"
+        "<NextContinuationToken>t&amp;2</NextContinuationToken></ListBucketResult>";
+    CHECK_EQ(pi_s3_stat_page(page, sizeof page - 1, "s3://bkt/", &v, &n, &cap, tok, sizeof tok, &more), 0);
+    CHECK_EQ(n, 2); /* the records without a size, or with a bad one, are skipped */
+    CHECK(more);
+    CHECK(!strcmp(tok, "t&2"));
+    CHECK(n == 2 && !strcmp(v[1].uri, "s3://bkt/m/a&1.safetensors") && v[1].size == 10 && !strcmp(v[1].etag, "\"e1\""));
+    /* vouched: the listing's size and ETag must both match the entry */
+    struct pi_meta_vouch vo = {0};
+    struct pi_s3_stat sorted[2];
+    if (n == 2) {
+        sorted[0] = v[1];
+        sorted[1] = v[0];
+    }
+    vo.v = sorted;
+    vo.n = n;
+    vo.requests = 1;
+    struct pi_meta m = {.size = 10};
+    snprintf(m.identity, sizeof m.identity, "\"e1\"");
+    int trusted = 1;
+    CHECK(pi_meta_usable(&vo, "s3://bkt/m/a&1.safetensors", &m, &trusted) && !trusted);
+    m.size = 11;
+    CHECK(!pi_meta_usable(&vo, "s3://bkt/m/a&1.safetensors", &m, &trusted)); /* size differs */
+    m.size = 10;
+    snprintf(m.identity, sizeof m.identity, "\"e0\"");
+    CHECK(!pi_meta_usable(&vo, "s3://bkt/m/a&1.safetensors", &m, &trusted)); /* ETag differs */
+    CHECK(!pi_meta_usable(&vo, "s3://bkt/m/gone.safetensors", &m, &trusted)); /* not listed */
+    vo.trust_ns = 3600000000000ll; /* a listing ran: what it does not list is never trusted by age */
+    CHECK(!pi_meta_usable(&vo, "s3://bkt/m/gone.safetensors", &m, &trusted));
+    /* pinned: any entry with a strong identity */
+    struct pi_meta_vouch pin = {.pinned = 1};
+    CHECK(pi_meta_usable(&pin, "hf://o/n@x/a", &m, &trusted) && !trusted);
+    snprintf(m.identity, sizeof m.identity, "W/\"weak\"");
+    CHECK(!pi_meta_usable(&pin, "hf://o/n@x/a", &m, &trusted));
+    snprintf(m.identity, sizeof m.identity, "\"e1\"");
+    /* trust by age (opt-in, no listing): checked 10 s ago vs 2 h ago */
+    struct pi_meta_vouch tr = {.trust_ns = 3600000000000ll};
+    struct timespec now;
+    clock_gettime(CLOCK_REALTIME, &now);
+    int64_t t = (int64_t)now.tv_sec * 1000000000 + now.tv_nsec;
+    m.checked_ns = t - 10000000000ll;
+    CHECK(pi_meta_usable(&tr, "http://h/a", &m, &trusted) && trusted);
+    m.checked_ns = t - 7200000000000ll;
+    CHECK(!pi_meta_usable(&tr, "http://h/a", &m, &trusted) && !trusted);
+    m.checked_ns = t + 600000000000ll; /* a clock in the future: not trusted */
+    CHECK(!pi_meta_usable(&tr, "http://h/a", &m, &trusted));
+    CHECK(!pi_meta_usable(NULL, "http://h/a", &m, &trusted));
+#ifdef PAGEIN_HAVE_CURL
+    /* a pinned revision is a full commit hash only */
+    setenv("PAGEIN_META_CACHE_DIR", pt_tmppath("vouch"), 1);
+    struct pi_meta_vouch h;
+    pi_meta_vouch_dir("hf://org/name@0123456789abcdef0123456789abcdef01234567", &h);
+    CHECK(h.pinned);
+    pi_meta_vouch_free(&h);
+    pi_meta_vouch_dir("hf://org/name@main", &h);
+    CHECK(!h.pinned);
+    pi_meta_vouch_free(&h);
+    pi_meta_vouch_dir("hf://org/name@0123456", &h);
+    CHECK(!h.pinned);
+    pi_meta_vouch_free(&h);
+    pi_meta_vouch_dir("http://h/dir", &h);
+    CHECK(!h.pinned && !h.n && !h.trust_ns);
+    pi_meta_vouch_free(&h);
+#endif
+    done();
+    pi_s3_stat_free(v, n);
     return PASS;
 }

@@ -173,6 +173,7 @@ static int mapped_from_cache(pagein_file *f, uint32_t flags, pagein_format fmt, 
     struct pi_meta m;
     int hit = pi_meta_get(key, &m) && m.size == f->len && !strcmp(m.identity, id) &&
               parse_cached(f, flags, fmt, &m) == 0;
+    if (hit) pi_meta_touch(key); /* checked (inode, size, mtime): the LRU clock */
     pi_free(m.hdr);
     return hit;
 }
@@ -309,6 +310,33 @@ int pagein_open(pagein_file **out, const char *path, const pagein_open_opts *opt
     }
     int rc = pi_source_open(&src, path, (opts ? opts->flags : 0) | (have ? PI_OPEN_PROBE_ONLY : 0));
     if (rc == 0) rc = open_source(out, src, opts, have ? &me : NULL, key);
+    if (rc == 0 && have) pi_meta_touch(key); /* checked now (or written again) */
+    pi_free(me.hdr);
+    pi_free(key);
+    return rc;
+}
+
+/* issue 28 (meta28): see metacache.h. The entry's identity and size must
+ * be what the check listed (or the URL pinned), and the header still
+ * parses from the entry as at any cache hit (parse_remote); otherwise this
+ * is pagein_open. */
+int pi_file_open_vouched(pagein_file **out, const char *path, const pagein_open_opts *opts,
+                         const struct pi_meta_vouch *v) {
+    if (!v || (!v->pinned && !v->n && !v->trust_ns) || !path || !pi_source_is_remote(path) || !pi_meta_enabled())
+        return pagein_open(out, path, opts);
+    pi_err_clear();
+    if (!out) return pi_err(PAGEIN_E_INVALID, "pagein_open: NULL argument");
+    struct pi_meta me;
+    memset(&me, 0, sizeof me);
+    char *key = pi_meta_remote_key(path);
+    int have = key && pi_meta_get(key, &me), rc, trusted = 0;
+    int known = have && pi_meta_usable(v, path, &me, &trusted);
+    uint32_t flags = opts ? opts->flags : 0;
+    struct pi_source *src;
+    if (known) rc = pi_source_open_known(&src, path, flags, me.size, me.identity);
+    else rc = pi_source_open(&src, path, flags | (have ? PI_OPEN_PROBE_ONLY : 0));
+    if (rc == 0) rc = open_source(out, src, opts, have ? &me : NULL, key);
+    if (rc == 0 && have && !trusted) pi_meta_touch(key); /* checked now (or written again) */
     pi_free(me.hdr);
     pi_free(key);
     return rc;

@@ -32,6 +32,7 @@
 #include <pthread.h>
 #include <stdio.h>
 #include <stdlib.h>
+#include <strings.h>
 #include <sys/stat.h>
 #include <sys/sysmacros.h>
 #include <sys/uio.h>
@@ -228,12 +229,20 @@ int pi_meta_get(const char *key, struct pi_meta *m) {
     m->hdr = b;
     b = NULL;
     hit = 1;
-    (void)futimens(fd, NULL); /* used now: the LRU clock */
+    m->checked_ns = (int64_t)st.st_mtim.tv_sec * 1000000000 + st.st_mtim.tv_nsec;
 out:
     if (fd >= 0) close(fd);
     if (bad) (void)unlinkat(dfd, name, 0);
     pi_free(b);
     return hit;
+}
+
+void pi_meta_touch(const char *key) {
+    int dfd = cache_dir();
+    if (dfd < 0) return;
+    char name[40];
+    entry_name(key, name);
+    (void)utimensat(dfd, name, NULL, AT_SYMLINK_NOFOLLOW); /* checked now: the LRU clock and the trust age */
 }
 
 struct ent {
@@ -426,4 +435,107 @@ int pi_meta_dev_is_remote(dev_t dev) {
     }
     pthread_mutex_unlock(&dev_mu);
     return remote;
+}
+
+/* ---- checking many entries with one request (issue 28) ------------------ */
+
+static int stat_cmp(const void *a, const void *b) {
+    return strcmp(((const struct pi_s3_stat *)a)->uri, ((const struct pi_s3_stat *)b)->uri);
+}
+
+/* A listing costs one request per page of 1,000 keys: past this many, a
+ * folder holds far more than one model and the per-object checks are
+ * cheaper than listing it all. */
+#define VOUCH_MAX_PAGES 8
+
+/* 1 if s is a full commit hash (40 hex digits): a Hub revision that names
+ * immutable bytes, unlike a branch or a tag. */
+static int is_commit(const char *s) {
+    size_t n = 0;
+    for (; s[n]; n++)
+        if (!((s[n] >= '0' && s[n] <= '9') || (s[n] >= 'a' && s[n] <= 'f'))) return 0;
+    return n == 40;
+}
+
+void pi_meta_vouch_dir(const char *dir_uri, struct pi_meta_vouch *v) {
+    memset(v, 0, sizeof *v);
+#ifdef PAGEIN_HAVE_CURL
+    const char *off = env("PAGEIN_META_VOUCH"); /* 0: each entry its own request (bench/open_many.sh compares) */
+    if (!dir_uri || !pi_meta_enabled() || (off && !strcmp(off, "0"))) return;
+    const char *tr = env("PAGEIN_META_TRUST_SECONDS");
+    long long ts = tr ? strtoll(tr, NULL, 10) : 0;
+    if (ts > 0 && ts <= 365ll * 86400) v->trust_ns = ts * 1000000000ll; /* opt-in; used only where no check covers a file */
+    if (!strncasecmp(dir_uri, "hf://", 5)) {
+        struct pi_hf_ref r;
+        if (pi_hf_parse(dir_uri, &r) == 0) v->pinned = is_commit(r.rev);
+        else pi_err_clear();
+        pi_hf_ref_free(&r);
+        return;
+    }
+    if (strncasecmp(dir_uri, "s3://", 5) != 0 && strncasecmp(dir_uri, "gs://", 5) != 0) return;
+    size_t n = strlen(dir_uri);
+    char *pre = pi_malloc(n + 2);
+    if (!pre) return;
+    memcpy(pre, dir_uri, n + 1);
+    if (n && pre[n - 1] != '/') memcpy(pre + n, "/", 2); /* the folder's keys, not its siblings' */
+    struct pi_s3_stat *s = NULL;
+    size_t k = 0;
+    if (pi_s3_list_stat(pre, VOUCH_MAX_PAGES, &s, &k) == 0) {
+        qsort(s, k, sizeof *s, stat_cmp);
+        v->v = s;
+        v->n = k;
+        v->requests = (unsigned)(k / 1000 + 1);
+    } else {
+        pi_err_clear(); /* refused (no s3:ListBucket) or failed: each object is checked by itself */
+    }
+    pi_free(pre);
+#else
+    (void)dir_uri;
+#endif
+}
+
+int pi_meta_vouched(const struct pi_meta_vouch *v, const char *uri, uint64_t *size, const char **identity) {
+    if (!v) return 0;
+    if (v->pinned) return 2;
+    int r = v->trust_ns && !v->requests ? 3 : 0; /* a listing ran: what it does not list is not trusted */
+    size_t lo = 0, hi = v->n;
+    while (lo < hi) {
+        size_t mid = lo + (hi - lo) / 2;
+        int c = strcmp(v->v[mid].uri, uri);
+        if (c == 0) {
+            *size = v->v[mid].size;
+            *identity = v->v[mid].etag;
+            return 1;
+        }
+        if (c < 0) lo = mid + 1;
+        else hi = mid;
+    }
+    return r;
+}
+
+int pi_meta_usable(const struct pi_meta_vouch *v, const char *uri, const struct pi_meta *m, int *trusted) {
+    *trusted = 0;
+    if (!v || !m || !pi_meta_identity_ok(m->identity)) return 0;
+    uint64_t size = 0;
+    const char *id = NULL;
+    switch (pi_meta_vouched(v, uri, &size, &id)) {
+    case 1: return size == m->size && !strcmp(id, m->identity);
+    case 2: return 1;
+    case 3: {
+        struct timespec now;
+        clock_gettime(CLOCK_REALTIME, &now);
+        int64_t t = (int64_t)now.tv_sec * 1000000000 + now.tv_nsec;
+        *trusted = m->checked_ns <= t && t - m->checked_ns < v->trust_ns;
+        return *trusted;
+    }
+    default: return 0;
+    }
+}
+
+void pi_meta_vouch_free(struct pi_meta_vouch *v) {
+    if (!v) return;
+#ifdef PAGEIN_HAVE_CURL
+    pi_s3_stat_free(v->v, v->n);
+#endif
+    memset(v, 0, sizeof *v);
 }

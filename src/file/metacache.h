@@ -6,6 +6,7 @@
 #define PAGEIN_FILE_METACACHE_H
 
 #include "../internal.h"
+#include "../source/remote.h"
 
 /* One entry as read back: the identity and size it was stored for, the
  * format, and the header bytes (malloc'd; the caller owns hdr). */
@@ -15,6 +16,7 @@ struct pi_meta {
     pagein_format format;
     uint8_t *hdr;
     size_t len;
+    int64_t checked_ns; /* when the entry was last checked against its source (its mtime) */
 };
 
 /* The key of a remote object: "url " + the URL with credentials and
@@ -32,6 +34,11 @@ int pi_meta_dev_is_remote(dev_t dev);
  * when there is none or it is unusable (corrupt, truncated, foreign,
  * a symlink: such an entry is removed). Never fails otherwise. */
 int pi_meta_get(const char *key, struct pi_meta *m);
+/* The entry under key was checked against its source just now (or used
+ * after such a check): its mtime, the LRU clock and the age that
+ * PAGEIN_META_TRUST_SECONDS reads, becomes now. A use that only trusted the
+ * entry does not call it, so trust ends N seconds after the last check. */
+void pi_meta_touch(const char *key);
 /* Decodes an entry's bytes b[0, n) for key: 1 with *m filled (m->hdr
  * points into b), 0 for a valid entry of another key, -1 if damaged (bad
  * magic, lengths that do not add up to n, checksum). The parser
@@ -45,5 +52,41 @@ uint64_t pi_meta_sum(const void *p, size_t n);
  * leaves no entry and is not reported. */
 void pi_meta_put(const char *key, const char *identity, uint64_t size, pagein_format format, const uint8_t *hdr,
                  size_t len);
+
+/* ---- checking many entries with one request (issue 28) ----------------- */
+/* What one check said about the objects of a folder: their sizes and
+ * identities from a listing (s3://, gs://: ListObjectsV2 carries every
+ * key's ETag and size, one request per 1,000 keys), or that every object
+ * under it is immutable (hf://ORG/NAME@<40-hex commit>: the commit pins the
+ * bytes, so an entry keyed by such a URL is valid with no request). Plain
+ * HTTP has neither: its entries are checked one request each. */
+struct pi_meta_vouch {
+    int pinned;
+    int64_t trust_ns; /* PAGEIN_META_TRUST_SECONDS (opt-in): entries checked this recently need no check */
+    struct pi_s3_stat *v; /* sorted by uri */
+    size_t n;
+    unsigned requests; /* what the check cost */
+};
+/* Fills *v for the folder dir_uri (the folder of an index, or of the
+ * first shard). Best effort: a folder no check covers, a listing that
+ * fails or is refused leave *v empty (each object is then checked by its
+ * own request), and no error is reported. */
+void pi_meta_vouch_dir(const char *dir_uri, struct pi_meta_vouch *v);
+/* Whether the check covers uri: 0 no; 1 with *size and *identity (points
+ * into v) as listed; 2 pinned (any entry of uri is valid); 3 trusted by
+ * age (valid if m->checked_ns is within v->trust_ns of now: the caller
+ * asks pi_meta_trusted). */
+int pi_meta_vouched(const struct pi_meta_vouch *v, const char *uri, uint64_t *size, const char **identity);
+void pi_meta_vouch_free(struct pi_meta_vouch *v);
+/* 1 if entry m may be used for uri without a request: vouched by v's
+ * listing (same size and identity), pinned, or (opt-in) checked within
+ * PAGEIN_META_TRUST_SECONDS; *trusted says it was the last (no check
+ * happened: the caller must not pi_meta_touch). */
+int pi_meta_usable(const struct pi_meta_vouch *v, const char *uri, const struct pi_meta *m, int *trusted);
+/* pagein_open, where the check v (NULL: none) may stand for the request
+ * that checks path's entry (file/file.c): with an entry that v vouches
+ * for, a remote file opens with no request at all (PI_OPEN_KNOWN). */
+int pi_file_open_vouched(pagein_file **out, const char *path, const pagein_open_opts *opts,
+                         const struct pi_meta_vouch *v);
 
 #endif

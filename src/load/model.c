@@ -49,7 +49,7 @@ static char *dir_of(const char *path) {
  * A remote index goes through the metadata cache like a header
  * (file/metacache.c): with an entry, the open fetches 1 byte to check the
  * object's ETag and size, and the bytes come from the entry. */
-static int read_small(const char *path, uint8_t **out, size_t *len) {
+static int read_small(const char *path, uint8_t **out, size_t *len, const struct pi_meta_vouch *v) {
     struct pi_meta me;
     memset(&me, 0, sizeof me);
     char *key = NULL;
@@ -59,7 +59,9 @@ static int read_small(const char *path, uint8_t **out, size_t *len) {
         have = key && pi_meta_get(key, &me);
     }
     struct pi_source *src;
-    int rc = pi_source_open(&src, path, have ? PI_OPEN_PROBE_ONLY : 0);
+    int trusted = 0; /* a listing or a pinned commit (or the opt-in trust): no request */
+    int rc = have && pi_meta_usable(v, path, &me, &trusted) ? pi_source_open_known(&src, path, 0, me.size, me.identity)
+                                                             : pi_source_open(&src, path, have ? PI_OPEN_PROBE_ONLY : 0);
     if (rc < 0) {
         pi_free(me.hdr);
         pi_free(key);
@@ -76,6 +78,7 @@ static int read_small(const char *path, uint8_t **out, size_t *len) {
         buf = pi_realloc(me.hdr, (size_t)src->size + 1);
         if (buf) {
             me.hdr = NULL;
+            if (!trusted) pi_meta_touch(key);
             goto done;
         }
     }
@@ -204,23 +207,57 @@ struct open_job {
     const char *const *paths;
     pagein_file **out;
     uint32_t flags;
+    const struct pi_meta_vouch *vouch;
 };
 
 static int open_item(void *ctx, size_t i) {
     struct open_job *j = ctx;
     pagein_open_opts o = PAGEIN_OPEN_OPTS_INIT;
     o.flags = j->flags;
-    return pagein_open(&j->out[i], j->paths[i], &o);
+    return pi_file_open_vouched(&j->out[i], j->paths[i], &o, j->vouch);
 }
 
+/* The metadata cache's entries of remote files are checked one request
+ * each (a 1-byte conditional range: ETag and size), which leaves one round
+ * of requests per OPEN_DEPTH_REMOTE files: 1,000 shards at 20 ms took
+ * 0.42-0.46 s warm. Where one request can check them all, it does
+ * (pi_meta_vouch_dir: an S3/GCS listing of the folder, or a Hub commit
+ * that pins the bytes), and the vouched files open with no request. Only
+ * when the cache holds an entry for first (a warm open): a cold open would
+ * pay for the listing and use none of it. */
+static void vouch_for(const char *first, struct pi_meta_vouch *v) {
+    memset(v, 0, sizeof *v);
+    if (!pi_source_is_remote(first) || !pi_meta_enabled()) return;
+    char *key = pi_meta_remote_key(first);
+    struct pi_meta me;
+    int have = key && pi_meta_get(key, &me);
+    pi_free(key);
+    if (!have) return;
+    pi_free(me.hdr);
+    char *dir = dir_of(first);
+    if (dir) pi_meta_vouch_dir(dir, v);
+    pi_free(dir);
+}
+
+static int add_files_v(pagein_model *m, const char *const *paths, size_t n, const struct pi_meta_vouch *v);
+
 static int add_files(pagein_model *m, const char *const *paths, size_t n) {
+    if (n < 2) return add_files_v(m, paths, n, NULL);
+    struct pi_meta_vouch v;
+    vouch_for(paths[0], &v);
+    int rc = add_files_v(m, paths, n, &v);
+    pi_meta_vouch_free(&v);
+    return rc;
+}
+
+static int add_files_v(pagein_model *m, const char *const *paths, size_t n, const struct pi_meta_vouch *v) {
     if (n == 0) return 0;
     pagein_file **nf = pi_realloc(m->files, (m->nfiles + n) * sizeof *nf);
     if (!nf) return pi_err(-ENOMEM, "out of memory");
     m->files = nf;
     pagein_file **out = m->files + m->nfiles;
     memset(out, 0, n * sizeof *out);
-    struct open_job j = {paths, out, m->opts.open_flags};
+    struct open_job j = {paths, out, m->opts.open_flags, v};
     unsigned depth = open_depth(paths[0]);
     int rc = pi_parallel(n < depth ? (unsigned)n : depth, n, open_item, &j);
     if (rc < 0) {
@@ -239,7 +276,9 @@ static int open_index(pagein_model *m, const char *path) {
     struct pi_index ix;
     pi_index_init(&ix);
     char *dir = NULL, **sps = NULL;
-    int rc = read_small(path, &buf, &len);
+    struct pi_meta_vouch v; /* one check for the index and every shard (a listing of their folder) */
+    vouch_for(path, &v);
+    int rc = read_small(path, &buf, &len, &v);
     if (rc < 0) goto out;
     rc = pi_index_parse(buf, len, &ix);
     if (rc < 0) {
@@ -267,7 +306,7 @@ static int open_index(pagein_model *m, const char *path) {
             goto out;
         }
     }
-    rc = add_files(m, (const char *const *)sps, ix.nshards);
+    rc = add_files_v(m, (const char *const *)sps, ix.nshards, &v);
     if (rc < 0) goto out;
     /* every entry must exist in the shard it names */
     for (size_t i = 0; i < ix.n; i++) {
@@ -304,6 +343,7 @@ out:
     pi_free(dir);
     pi_free(buf);
     pi_index_free(&ix);
+    pi_meta_vouch_free(&v);
     return rc;
 }
 

@@ -100,6 +100,7 @@ struct http_obj {
     _Atomic unsigned url_gen;
     char **retired;
     size_t nretired;
+    _Atomic int locate; /* issue 28: opened with no request (open_known); the first read asks where redirects lead */
 };
 
 enum xmode { X_RANGE, X_PROBE, X_FETCH, X_STREAM };
@@ -1177,7 +1178,53 @@ static int obj_new(struct http_obj **out, const struct pi_http_cfg *cfg, const c
     return 0;
 }
 
+/* issue 28 (meta28): an open without a request (PI_OPEN_KNOWN, source.h):
+ * the caller checked size and identity for many objects at once and has
+ * the header. s->identity is the object's ETag (object stores: reads send
+ * If-Match with it and compare each response's ETag), except for the Hub,
+ * where it is the LFS sha256 (X-Linked-Etag) of a file at a pinned commit:
+ * not what the CDN sends as ETag, so there no ETag is compared; the commit
+ * pins the bytes and every response's Content-Range total is still checked
+ * against the size. Facts are those of an unmeasured remote source. */
+static int open_known(struct pi_source *s, const struct pi_http_cfg *cfg) {
+    struct http_obj *o;
+    FORWARD_IF(obj_new(&o, cfg, s->name));
+    int hub = cfg->scheme && strcmp(cfg->scheme, "hf") == 0;
+    o->prefix = pi_malloc(1); /* an empty prefix: header reads grow it (grow_prefix) */
+    if (!o->prefix) {
+        obj_free(o);
+        return pi_err(-ENOMEM, "%s: out of memory", s->name);
+    }
+    o->size = s->size;
+    atomic_store(&o->locate, hub); /* the Hub redirects every file to its CDN */
+    if (hub) snprintf(o->linked_etag, sizeof o->linked_etag, "%s", s->identity);
+    else snprintf(o->etag, sizeof o->etag, "%s", s->identity);
+    if (o->etag[0] && strncmp(o->etag, "W/", 2) != 0) {
+        char h[200];
+        snprintf(h, sizeof h, "If-Match: %s", o->etag);
+        struct curl_slist *l = NULL;
+        for (struct curl_slist *i = o->hdrs; i; i = i->next) {
+            struct curl_slist *t = curl_slist_append(l, i->data);
+            if (!t) break;
+            l = t;
+        }
+        struct curl_slist *t = curl_slist_append(l, h);
+        if (t) o->hdrs_match = t;
+        else curl_slist_free_all(l);
+        o->match_only = curl_slist_append(NULL, h);
+    }
+    s->impl = o;
+    s->fd = -1;
+    s->facts.storage = PI_STORAGE_REMOTE;
+    snprintf(s->facts.fs_type, sizeof s->facts.fs_type, "%s", cfg->scheme ? cfg->scheme : "http");
+    s->facts.rotational = -1;
+    s->facts.request_bytes = 8u << 20;
+    s->facts.depth = o->conns;
+    return 0;
+}
+
 int pi_http_open_cfg(struct pi_source *s, const struct pi_http_cfg *cfg, uint32_t flags) {
+    if (flags & PI_OPEN_KNOWN) return open_known(s, cfg);
     struct http_obj *o;
     FORWARD_IF(obj_new(&o, cfg, s->name));
     struct xfer *x = pi_calloc(1, sizeof *x);
@@ -1260,6 +1307,19 @@ int pi_http_open_cfg(struct pi_source *s, const struct pi_http_cfg *cfg, uint32_
     return 0;
 }
 
+/* issue 28 (meta28): a source opened with no request (open_known) whose
+ * origin redirects (the Hub) would send every read to the origin and
+ * follow the redirect again; the first read instead asks once, as a
+ * redirect target that expired is asked again (reresolve: 1 byte,
+ * following redirects, the size and X-Linked-Etag checked against the
+ * ones known), and later reads go straight to the target. 0 or < 0. */
+static int known_locate(struct http_obj *o) {
+    if (!atomic_load(&o->locate)) return 0;
+    int rc = reresolve(o, atomic_load(&o->url_gen));
+    if (rc >= 0) atomic_store(&o->locate, 0);
+    return rc < 0 ? rc : 0;
+}
+
 struct vlane {
     struct http_obj *o;
     struct vshare *sh;
@@ -1298,6 +1358,11 @@ int pi_http_readv(struct pi_source *s, struct pi_read_req *reqs, size_t n, unsig
     struct http_obj *o = s->impl;
     if (n == 0) return 0;
     fork_check(o);
+    int lrc = known_locate(o);
+    if (lrc < 0) {
+        for (size_t i = 0; i < n; i++) reqs[i].rc = lrc;
+        return lrc;
+    }
     if (depth == 0) depth = o->conns;
     if (depth > 256) depth = 256;
     if (depth > n) depth = (unsigned)n;

@@ -5,6 +5,7 @@
 #include "remote.h"
 
 #include <stdatomic.h>
+#include <stdio.h>
 
 const struct pi_source_ops *const pi_sources[] = {
 #ifdef PAGEIN_HAVE_CURL
@@ -27,7 +28,21 @@ int pi_source_is_remote(const char *uri) {
     return o && o != &pi_source_file;
 }
 
+static int open_preset(struct pi_source **out, const char *uri, uint32_t flags, uint64_t size, const char *identity);
+
 int pi_source_open(struct pi_source **out, const char *uri, uint32_t flags) {
+    return open_preset(out, uri, flags & ~PI_OPEN_KNOWN, 0, NULL);
+}
+
+/* issue 28 (meta28): see source.h. Only remote sources honour the flag;
+ * a local file is opened (and checked) as usual. */
+int pi_source_open_known(struct pi_source **out, const char *uri, uint32_t flags, uint64_t size,
+                         const char *identity) {
+    if (!identity || !pi_source_is_remote(uri)) return pi_source_open(out, uri, flags);
+    return open_preset(out, uri, flags | PI_OPEN_KNOWN, size, identity);
+}
+
+static int open_preset(struct pi_source **out, const char *uri, uint32_t flags, uint64_t size, const char *identity) {
     if (!out || !uri) return pi_err(PAGEIN_E_INVALID, "pi_source_open: NULL argument");
     const struct pi_source_ops *o = find(uri);
     if (!o) return pi_err(PAGEIN_E_UNSUPPORTED, "%s: no source handles this URL (built without libcurl?)", uri);
@@ -40,6 +55,10 @@ int pi_source_open(struct pi_source **out, const char *uri, uint32_t flags) {
     if (!s->name) {
         pi_free(s);
         return pi_err(-ENOMEM, "%s: out of memory", uri);
+    }
+    if (identity) {
+        s->size = size;
+        snprintf(s->identity, sizeof s->identity, "%s", identity);
     }
     int rc = o->open(s, uri, flags);
     if (rc < 0) {

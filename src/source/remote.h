@@ -87,6 +87,23 @@ void pi_url_encode(char *out, size_t cap, const char *s, int keep_slash);
  * each as a full "s3://bucket/key" URI, NUL-separated in *list (malloc'd),
  * count in *n. */
 int pi_s3_list(const char *uri, char **list, size_t *n);
+/* ---- issue 28 (meta28): listing with sizes and ETags ---- */
+/* s3://bucket/prefix : every key directly under prefix (delimiter '/')
+ * with its size and ETag (as GET sends it, quotes included), up to
+ * max_pages pages (ListObjectsV2: one request per 1,000 keys). *out (malloc'd, free with pi_s3_stat_free), *n. */
+struct pi_s3_stat {
+    char *uri; /* "s3://bucket/key" (or gs://) */
+    uint64_t size;
+    char etag[160];
+};
+int pi_s3_list_stat(const char *uri, int max_pages, struct pi_s3_stat **out, size_t *n);
+void pi_s3_stat_free(struct pi_s3_stat *v, size_t n);
+/* One ListObjectsV2 page (s3_listing.c): its records appended to *v (*n
+ * of *cap), base + key as each uri; the continuation token into tok
+ * (tokcap bytes) and *more. 0 or -ENOMEM. */
+int pi_s3_stat_page(const char *body, size_t blen, const char *base, struct pi_s3_stat **v, size_t *n, size_t *cap,
+                    char *tok, size_t tokcap, int *more);
+/* ---- end issue 28 ---- */
 /* hf://org/name[@rev][/path] split into parts (malloc'd strings, free with
  * pi_free); path may be "". kind is "models" or "datasets". */
 struct pi_hf_ref {

@@ -113,6 +113,20 @@ struct pi_source_facts *pi_source_facts(struct pi_source *s);
  * size and identity for the check, none of the header. */
 #define PI_OPEN_PROBE_ONLY 0x40000000u
 
+/* ---- issue 28 (meta28): opens that cost no request ---- */
+/* Internal open flag: the caller already knows the object's size and
+ * identity from a check that covered many objects at once (a listing with
+ * ETags, a pinned Hub commit: file/metacache.c, pi_meta_vouch) and has its
+ * header (the metadata cache), so a remote source opens without a request:
+ * s->size and s->identity are set before ops->open. Reads still send
+ * If-Match with that identity where it is an ETag, so a change after the
+ * check is PAGEIN_E_CHANGED, never wrong bytes. */
+#define PI_OPEN_KNOWN 0x20000000u
+/* pi_source_open with PI_OPEN_KNOWN: size and identity preset. */
+int pi_source_open_known(struct pi_source **out, const char *uri, uint32_t flags, uint64_t size,
+                         const char *identity);
+/* ---- end issue 28 ---- */
+
 /* Opens a path or URL with the first source whose match() accepts it.
  * Refuses anything that is not a regular file (or a block device) BEFORE
  * opening it for reading, so FIFOs and sockets never block. *out is set

@@ -131,10 +131,13 @@ if [[ " $want " == *" nginx "* || " $want " == *" delay "* ]]; then
       [ -d "$repo" ] || continue
       rn=${repo#"$DIR/www/hf/"}
       sib=$(cd "$repo" && find . -type f | sort | sed 's|^\./||; s|.*|{"rfilename":"&"}|' | paste -sd, -)
+      # served from a file: nginx refuses a `return` text of a repo of 1,000 files
+      mkdir -p "$DIR/hfapi/$rn"
+      printf '{"id":"%s","sha":"%s","siblings":[%s]}' "$rn" "$HF_COMMIT" "$sib" > "$DIR/hfapi/$rn/listing.json"
       for rev in main $HF_COMMIT refs/pr/1; do
         hub+="    location = /api/models/$rn/revision/$rev {
       default_type application/json;
-      return 200 '{\"id\":\"$rn\",\"sha\":\"$HF_COMMIT\",\"siblings\":[$sib]}';
+      alias $DIR/hfapi/$rn/listing.json;
     }
 "
       done
@@ -151,6 +154,9 @@ error_log $DIR/logs/nginx-error.log warn;
 events { worker_connections 1024; }
 http {
   access_log $DIR/logs/nginx-access.log;
+  # when each request ended and how long it took: bench/open_many.sh's peak in flight
+  log_format timing '\$msec \$request_time \$status "\$request"';
+  access_log $DIR/logs/nginx-timing.log timing;
   client_body_temp_path $DIR/nginx-tmp/body;
   proxy_temp_path $DIR/nginx-tmp/proxy;
   fastcgi_temp_path $DIR/nginx-tmp/fastcgi;

@@ -1,0 +1,43 @@
+/* cache_many.c - pagein_cache_open_many (include/pagein.h): the page-cache
+ * tools' plain files opened at once (issue 28).
+ *
+ * `pagein resident|warm|evict|lock DIR` over a folder that is not a model
+ * walks it and opens every file (open, fstat, mmap). On a network or FUSE
+ * filesystem each open and fstat is a round trip, so 1,000 files one
+ * after another cost 1,000 of them before any residency is known. They
+ * are opened as a model's shards are (load/model.c add_files): up to
+ * OPEN_DEPTH at once on the pool, PAGEIN_OPEN_DEPTH=N (1..256) to
+ * override (1: one after another, as before).
+ */
+#include "../internal.h"
+
+#include <stdlib.h>
+
+#define OPEN_DEPTH 32u
+
+struct many {
+    pagein_cache_file **out;
+    const char *const *paths;
+    int *rcs;
+};
+
+static int one(void *ctx, size_t i) {
+    struct many *m = ctx;
+    m->out[i] = NULL;
+    m->rcs[i] = pagein_cache_open(&m->out[i], m->paths[i]);
+    return 0; /* a failure is that file's: the others still open */
+}
+
+size_t pagein_cache_open_many(pagein_cache_file **out, const char *const *paths, size_t n, int *rcs) {
+    pi_err_clear();
+    if (!out || !paths || !rcs) return n;
+    const char *e = getenv("PAGEIN_OPEN_DEPTH");
+    long d = e && *e ? strtol(e, NULL, 10) : 0;
+    unsigned depth = d >= 1 && d <= 256 ? (unsigned)d : OPEN_DEPTH;
+    struct many m = {out, paths, rcs};
+    if (n) pi_parallel(n < depth ? (unsigned)n : depth, n, one, &m);
+    size_t failed = 0;
+    for (size_t i = 0; i < n; i++) failed += rcs[i] < 0;
+    return failed;
+}
+
