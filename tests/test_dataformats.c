@@ -7,6 +7,7 @@
 #include "test.h"
 
 #include <stdlib.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 static const char *fixtures(void) {
@@ -529,6 +530,43 @@ TEST(dataformats_tar_index_cache) {
         CHECK(!memcmp(ref, got, sizeof ref));
         pagein_dataset_close(d);
     }
+    return PASS;
+}
+
+/* The index cache is written as a new file of its own, never through a
+ * link planted at its temporary name in a shared directory, and is no more
+ * readable than its shard. */
+TEST(dataformats_index_cache_no_follow) {
+    if (!fixtures()) SKIP_BECAUSE("/usr/bin/python3 cannot write the fixtures");
+    size_t n = 0;
+    uint8_t *t = pt_read_file(fx("wds/shard-02.tar"), &n);
+    CHECK(t != NULL);
+    if (!t) return FAIL;
+    const char *p = pt_tmppath("private.tar"), *c = pt_tmppath("private.tar.pagein-idx");
+    const char *victim = pt_tmppath("victim.txt");
+    CHECK_EQ(write_bytes(p, t, n), 0);
+    free(t);
+    CHECK_EQ(chmod(p, 0600), 0);
+    unlink(c);
+    CHECK_EQ(write_bytes(victim, "keep me\n", 8), 0);
+    char tmp[4200];
+    snprintf(tmp, sizeof tmp, "%s.tmp.%ld", c, (long)getpid());
+    unlink(tmp);
+    CHECK_EQ(symlink(victim, tmp), 0);
+    pagein_dataset *d = open_ds(p, NULL);
+    if (!d) return FAIL;
+    CHECK_EQ(pagein_dataset_count(d), 40);
+    pagein_dataset_close(d);
+    size_t vn = 0;
+    uint8_t *v = pt_read_file(victim, &vn);
+    CHECK(v && vn == 8 && !memcmp(v, "keep me\n", 8)); /* the link's target untouched */
+    free(v);
+    struct stat st;
+    CHECK_EQ(lstat(c, &st), 0); /* the cache is there, a plain file */
+    CHECK(S_ISREG(st.st_mode));
+    CHECK_EQ(st.st_mode & 077, 0); /* as private as the shard */
+    unlink(tmp);
+    unlink(c);
     return PASS;
 }
 
