@@ -153,10 +153,58 @@ def test_ranks_are_contiguous_slices_of_the_order(records):
         assert np.concatenate([p.ids(0, 1) for p in parts]).tolist() == order.tolist()
     assert (pd.epoch_order(n, "global", 11, 0) != pd.epoch_order(n, "global", 11, 1)).any()
     assert (pd.epoch_order(n, "global", 11, 0) != pd.epoch_order(n, "global", 12, 0)).any()
-    with pytest.raises(ValueError, match="Dataset.order"):
-        pd.epoch_order(n, "block", 1, 0)
-    with pytest.raises(NotImplementedError, match="ids"):
-        pd.partition(order, 0, 0, 2)
+    # partition over the whole order: the ranks' contiguous slices
+    assert np.concatenate([pd.partition(order, 0, r, W) for r in range(W)]).tolist() == order.tolist()
+
+
+def test_epoch_order_block_is_the_pipelines(tmp_path):
+    """epoch_order(n, "block", ..., block_samples=B, window_blocks=K) is
+    Dataset.order() of a record file whose groups are B records, windows K
+    (the C pipeline's pagein_pipe_order), for every epoch; the defaults are
+    one sample a group, windows of 8."""
+    n, rs = 203, 16
+    p = str(tmp_path / "one.bin")
+    np.zeros((n, rs), np.uint8).tofile(p)
+    for bs, wb in ((1, 8), (5, 3), (7, 1), (64, 2), (300, 4)):
+        ds = pd.Dataset(p, record_size=rs, shuffle="block", seed=5, group_bytes=bs * rs, window=wb)
+        for epoch in (0, 3):
+            got = pd.epoch_order(n, "block", 5, epoch, block_samples=bs, window_blocks=wb)
+            assert got.tolist() == ds.order(epoch).tolist(), (bs, wb, epoch)
+            assert sorted(got.tolist()) == list(range(n))
+    ds = pd.Dataset(p, record_size=rs, shuffle="block", seed=5, group_bytes=rs)
+    assert pd.epoch_order(n, "block", 5, 1).tolist() == ds.order(1).tolist()
+    with pytest.raises(ValueError, match="block_samples"):
+        pd.epoch_order(n, "block", 5, 0, block_samples=0)
+
+
+@pytest.mark.parametrize("shuffle", ["global", "block"])
+def test_partition_is_the_pipelines(records, shuffle):
+    """partition(order, start, rank, W, worker, nw, chunk) gives the ids the
+    pipeline gives that (rank, worker) (pagein_pipe_ids), from the start of
+    the epoch and after a state that consumed the first `start` positions."""
+    paths, whole = records
+    n = len(whole)
+    for W, nw, B in ((1, 1, 1), (3, 1, 1), (2, 2, 4), (4, 3, 5), (3, 2, 50)):
+        full = pd.Dataset(paths, record_size=REC, shuffle=shuffle, seed=3, batch_size=B)
+        order = full.order()
+        for start in (0, 37):
+            st = full.state_dict(samples_seen=start, num_workers=1) if start else None
+            got = []
+            for r in range(W):
+                ds = pd.Dataset(paths, record_size=REC, shuffle=shuffle, seed=3, rank=r, world_size=W, batch_size=B)
+                if st:
+                    ds.load_state_dict(st)
+                for w in range(nw):
+                    part = pd.partition(order, start, r, W, w, nw, B)
+                    assert part.tolist() == ds.ids(w, nw).tolist(), (W, nw, B, start, r, w)
+                    got += part.tolist()
+            assert sorted(got) == sorted(order[start:].tolist())  # exactly once
+    with pytest.raises(ValueError, match="rank"):
+        pd.partition(order, 0, 2, 2)
+    with pytest.raises(ValueError, match="worker"):
+        pd.partition(order, 0, 0, 1, 1, 1)
+    with pytest.raises(ValueError, match="start"):
+        pd.partition(order, n + 1, 0, 1)
 
 
 @pytest.mark.parametrize("shuffle", ["global", "block"])
