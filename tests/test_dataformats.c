@@ -617,3 +617,57 @@ TEST(dataformats_lines_index_cache) {
     }
     return PASS;
 }
+
+#ifdef PAGEIN_HAVE_ZLIB
+#include <sys/stat.h>
+#include <zlib.h>
+/* The global order over rows that are not single byte ranges (here .gz line
+ * files, a group each) fetches a sample's whole group: a unit of R samples
+ * holds up to min(R, groups) groups. Over more than 256 groups the default
+ * R stays 256, so a unit never holds more than 256 groups (a group-sized R
+ * of window x 200 lines would hold ~560 of these 600). */
+TEST(dataformats_global_unit_groups_bounded) {
+    const char *dir = pt_tmppath("gzmany");
+    mkdir(dir, 0700);
+    enum { FILES = 600, LINES = 200 };
+    uint64_t max_group = 0;
+    for (int f = 0; f < FILES; f++) {
+        char p[4200], line[64];
+        snprintf(p, sizeof p, "%s/f%03d.jsonl.gz", dir, f);
+        gzFile z = gzopen(p, "wb");
+        CHECK(z != NULL);
+        if (!z) return FAIL;
+        uint64_t raw = 0;
+        for (int i = 0; i < LINES; i++) {
+            int k = snprintf(line, sizeof line, "{\"f\": %d, \"i\": %d}\n", f, i);
+            gzwrite(z, line, (unsigned)k);
+            raw += (uint64_t)k;
+        }
+        gzclose(z);
+        struct stat st;
+        CHECK_EQ(stat(p, &st), 0);
+        if (raw + (uint64_t)st.st_size > max_group) max_group = raw + (uint64_t)st.st_size;
+    }
+    pagein_dataset *d = open_ds(dir, NULL);
+    if (!d) return FAIL;
+    CHECK_EQ(pagein_dataset_count(d), FILES * LINES);
+    CHECK_EQ(pagein_dataset_group_count(d), FILES);
+    pagein_pipe_opts o = PAGEIN_PIPE_OPTS_INIT;
+    o.order = PAGEIN_ORDER_GLOBAL;
+    pagein_pipe *p = NULL;
+    CHECK_OK(pagein_pipe_open(&p, d, &o));
+    pagein_item it;
+    uint64_t n = 0;
+    int rc;
+    while (p && (rc = pagein_pipe_next(p, &it)) == 1) n++;
+    CHECK_EQ(n, FILES * LINES);
+    pagein_pipe_stats st;
+    pagein_pipe_get_stats(p, &st);
+    pagein_pipe_close(p);
+    pagein_dataset_close(d);
+    CHECK_EQ(st.units, (FILES * LINES + 255) / 256);
+    CHECK(st.groups <= st.units * 256); /* before: 41,902 groups in 75 units (558 a unit) */
+    CHECK(st.memory_peak <= 2 * 256 * max_group); /* two units (consumed, loading) */
+    return PASS;
+}
+#endif
