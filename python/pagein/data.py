@@ -234,8 +234,9 @@ _FIELD_DTYPES = {(2, 1): "i1", (2, 2): "<i2", (2, 4): "<i4", (2, 8): "<i8", (3, 
                  (3, 4): "<u4", (3, 8): "<u8", (4, 2): "<f2", (4, 4): "<f4", (4, 8): "<f8", (1, 1): "?"}
 
 # shared with DataLoader workers: the epoch, the resume state's length, the
-# worker count workers saw (0: no worker ran this dataset)
-_EPOCH, _STATELEN, _WORKERS, _NNUMS = range(4)
+# worker count workers saw (0: no worker ran this dataset), whether a larger
+# state moved to new shared memory that these workers cannot see
+_EPOCH, _STATELEN, _WORKERS, _STALE, _NNUMS = range(5)
 
 
 class ShardDataset(_Base):
@@ -361,21 +362,33 @@ class ShardDataset(_Base):
     # A worker process keeps the copy of the dataset it started with; the
     # epoch and resume state set later in the main process reach it through
     # shared memory created before the workers start (fork and spawn).
+    # The state's room grows with it (a mid-epoch state holds a run per
+    # rank and worker: 8,192 runs for 1,024 ranks x 8 workers); workers
+    # started before it outgrew their room are told to restart.
     def _publish(self):
-        if self._shared is None:
-            self._shared = (_mp.RawArray("q", _NNUMS), _mp.RawArray("c", 1 << 16))
         st = (self._state or "").encode()
-        if len(st) >= (1 << 16):
-            raise Error("resume state of %d bytes (shared with workers: at most 65535)" % len(st))
+        old = self._shared
+        if old is None or len(st) > len(old[1]):
+            cap = 1 << 16
+            while cap < len(st):
+                cap <<= 1
+            self._shared = (_mp.RawArray("q", _NNUMS), _mp.RawArray("c", cap))
+            if old is not None:
+                self._shared[0][_WORKERS] = old[0][_WORKERS]
+                old[0][_STALE] = 1
         nums, text = self._shared
-        text.value = st
+        text[:len(st)] = st
         nums[_EPOCH], nums[_STATELEN] = self.epoch, len(st)
 
     def _sync(self):
         if self._shared is not None:
             nums, text = self._shared
+            if nums[_STALE]:
+                raise Error("pagein.data: this persistent DataLoader worker started before load_state_dict gave "
+                            "a resume state larger than the room shared with it: create the DataLoader after "
+                            "load_state_dict")
             self.epoch = int(nums[_EPOCH])
-            self._state = text.value[:int(nums[_STATELEN])].decode() or None
+            self._state = text[:int(nums[_STATELEN])].decode() or None
 
     # -- facts -----------------------------------------------------------------
     @property
