@@ -43,6 +43,7 @@ import multiprocessing as _mp
 import multiprocessing.context as _mpctx
 import numbers as _numbers
 import os as _os
+import warnings as _warnings
 
 import numpy as _np
 
@@ -280,17 +281,19 @@ class ShardDataset(_Base):
             group_bytes = block_bytes
         if window_blocks is not None:
             window = window_blocks
+        # max_gap tuned the request merging of the older readers and changes
+        # no sample: accepted, with a warning that it has no effect.
+        # copy=False asked for views: samples are copies either way (the
+        # same values, never overwritten). read_batch_bytes becomes a read
+        # batch in samples below; max_line_bytes is checked on every line.
         if max_gap:
-            raise ValueError("max_gap=%r: the pipeline merges only adjacent byte ranges of a unit (its requests "
-                             "are 1 MiB or more); leave max_gap out" % (max_gap,))
-        if read_batch_bytes is not None:
-            raise ValueError("read_batch_bytes: the pipeline caps a global read batch by samples (read_batch=), "
-                             "not by bytes; leave read_batch_bytes out")
-        if max_line_bytes is not None:
-            raise ValueError("max_line_bytes: the pipeline's line index has no per-line limit (a line is read "
-                             "and yielded whole); leave max_line_bytes out")
-        if not copy:
-            raise ValueError("copy=False: samples are always copies (never views of a buffer reused later)")
+            _warnings.warn("pagein.data: max_gap=%r has no effect: the pipeline merges the adjacent byte ranges of "
+                           "a unit into requests of 1 MiB or more" % (max_gap,), stacklevel=2)
+        if read_batch_bytes is not None and int(read_batch_bytes) < 1:
+            raise ValueError("read_batch_bytes %r must be >= 1" % (read_batch_bytes,))
+        if max_line_bytes is not None and int(max_line_bytes) < 1:
+            raise ValueError("max_line_bytes %r must be >= 1" % (max_line_bytes,))
+        self._max_line = int(max_line_bytes) if max_line_bytes is not None else None
         if format in _OUTPUT_FORMATS:
             out = format
         else:
@@ -335,6 +338,13 @@ class ShardDataset(_Base):
         shards, self._count, self._groups = _pagein.ds_shards(self._ds)
         self._publish()
         self.shards = [(p, f, s) for p, f, s in shards]
+        if read_batch_bytes is not None and not self.read_batch:
+            # the older readers' byte cap of a global read batch, in samples of
+            # the mean stored size
+            mean = max(1, sum(sz for _, _, sz in self.shards) // max(1, self._count))
+            self.read_batch = max(1, min(1 << 30, int(read_batch_bytes) // mean))
+        if "lines" not in self.formats:
+            self._max_line = None  # a limit of line files only, as before
 
     # -- the C objects (not pickled: reopened in each worker process) --------
     def _open(self):
@@ -555,6 +565,13 @@ class ShardDataset(_Base):
     def _sample(self, fields):
         return {f[0]: self._value(f) for f in fields}
 
+    def _check_line(self, sid, fields):
+        for f in fields:
+            if f[1] in (5, 6) and f[4] is not None and len(f[4]) > self._max_line:
+                raise FormatError("%s: sample %d: a line of %d bytes, over max_line_bytes=%d: give Dataset(..., "
+                                  "max_line_bytes=) a larger limit" % (", ".join(self.source)[:200], sid, len(f[4]),
+                                                                       self._max_line))
+
     def _batch(self, items):
         ids = [i for i, _ in items]
         cols = {}
@@ -588,6 +605,8 @@ class ShardDataset(_Base):
             if not chunk:
                 break
             for sid, fields in chunk:
+                if self._max_line is not None:
+                    self._check_line(sid, fields)
                 s = self._sample(fields)
                 if self.batch_size is None:
                     self._yielded += 1
@@ -665,9 +684,13 @@ class Dataset(ShardDataset):
     requests in flight (0: the storage's choice). block_bytes (group_bytes),
     window_blocks (window): the block order's group size (4 MiB) and the
     groups shuffled together (8). Samples are numpy arrays (torch tensors)
-    of their own memory, line samples bytes. max_gap, read_batch_bytes,
-    max_line_bytes and copy=False, parameters of the older Python readers,
-    are refused (ValueError) rather than ignored.
+    of their own memory, line samples bytes. Parameters of the older Python
+    readers: read_batch_bytes (without read_batch) sets read_batch to that
+    many bytes of samples of the mean stored size; max_line_bytes (line
+    files) raises FormatError on a longer line; copy=False is accepted
+    (samples are copies either way: the same values, never overwritten);
+    max_gap is accepted with a warning that it has no effect (the pipeline
+    merges a unit's adjacent ranges into requests of 1 MiB or more).
     """
 
     def __new__(cls, paths=None, *args, **kwargs):

@@ -298,15 +298,36 @@ def test_state_mismatch_is_refused(records):
         pd.Dataset(paths, record_size=REC, seed=1).load_state_dict(old)
 
 
-def test_unhonoured_parameters_are_refused(records, tmp_path):
-    paths, _ = records
-    for kw, field in ((dict(max_gap=4096), "max_gap"), (dict(read_batch_bytes=1 << 20), "read_batch_bytes"),
-                      (dict(max_line_bytes=1 << 20), "max_line_bytes"), (dict(copy=False), "copy")):
-        with pytest.raises(ValueError, match=field):
+def test_older_readers_parameters_keep_working(records, tmp_path):
+    """Parameters of the Python readers before the pipeline keep working:
+    copy=False (samples are copies either way) and max_gap (a warning: no
+    effect) give the same samples; read_batch_bytes sets the global read
+    batch in samples; max_line_bytes raises on a longer line. They raised
+    ValueError since the pipeline came."""
+    paths, whole = records
+    ref = [(int(i), s.tobytes()) for i, s in pd.Dataset(paths, record_size=REC, seed=2, return_ids=True)]
+    ds = pd.Dataset(paths, record_size=REC, seed=2, return_ids=True, copy=False)
+    assert [(int(i), s.tobytes()) for i, s in ds] == ref
+    with pytest.warns(UserWarning, match="max_gap=4096 has no effect"):
+        ds = pd.Dataset(paths, record_size=REC, seed=2, return_ids=True, max_gap=4096)
+    assert [(int(i), s.tobytes()) for i, s in ds] == ref
+    # 10 records' bytes a batch: ceil(237 / 10) units of the global order
+    ds = pd.Dataset(paths, record_size=REC, seed=2, return_ids=True, read_batch_bytes=10 * REC + 5)
+    assert ds.read_batch == 10
+    assert [(int(i), s.tobytes()) for i, s in ds] == ref
+    assert ds.stats["units"] == (len(whole) + 9) // 10
+    assert pd.Dataset(paths, record_size=REC, read_batch=7, read_batch_bytes=1 << 20).read_batch == 7
+    p = tmp_path / "t.jsonl"
+    p.write_bytes(b"short\n" + b"x" * 300 + b"\nend\n")
+    assert list(pd.Dataset(str(p), format="lines", max_line_bytes=300, shuffle="none")) == [b"short", b"x" * 300,
+                                                                                              b"end"]
+    with pytest.raises(pagein.FormatError, match="sample 1: a line of 300 bytes, over max_line_bytes=299"):
+        list(pd.Dataset(str(p), format="lines", max_line_bytes=299, shuffle="none"))
+    for kw in (dict(read_batch_bytes=0), dict(max_line_bytes=0)):
+        with pytest.raises(ValueError):
             pd.Dataset(paths, record_size=REC, **kw)
     with pytest.raises(TypeError):
         pd.Dataset(paths, record_size=REC, no_such_parameter=1)
-    pd.Dataset(paths, record_size=REC, max_gap=0, copy=True)  # what the pipeline does anyway
 
 
 def test_held_samples_never_change(records):
