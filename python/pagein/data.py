@@ -508,12 +508,13 @@ class ShardDataset(_Base):
         """Continues the state's epoch where it stopped: what is left of it,
         partitioned over this world size and worker count. Every field is
         checked (TypeError / ValueError naming it); a state for another
-        dataset, seed, order or group layout is refused."""
+        dataset, seed, order or group layout is refused. A version-1 state
+        of the older Python readers continues for the global and none
+        orders (_load_v1)."""
         if not hasattr(state, "get") or not hasattr(state, "__getitem__"):
             raise TypeError("Dataset state must be a dict (from state_dict()), not %s" % type(state).__name__)
         if state.get("version") == 1:
-            raise ValueError("Dataset state version 1 is from the Python readers of an earlier pagein, whose order "
-                             "is not the pipeline's: it cannot continue this epoch")
+            return self._load_v1(state)
         if state.get("version") != 2:
             raise ValueError("Dataset state: unknown version %r" % (state.get("version"),))
         for k in ("pipe", "epoch", "seed", "shuffle", "num_samples"):
@@ -541,6 +542,37 @@ class ShardDataset(_Base):
             raise ValueError("Dataset state: pipe: %s" % e) from None
         self.epoch = epoch
         self._state = pipe
+        self._yielded = 0
+        self._publish()
+
+    def _load_v1(self, state):
+        """A state of the Python readers before the pipeline: epoch `epoch`
+        consumed up to `position` of its order (all ranks). Their global and
+        none orders are the pipeline's (pagein_permutation of (seed, epoch),
+        id order), so the rest is the positions from `position` on; their
+        block order is not (other groups and window seeds)."""
+        for k in ("seed", "shuffle", "epoch", "position", "num_samples"):
+            if k not in state:
+                raise ValueError("Dataset state: missing field %r" % k)
+        n = _check_int("num_samples", state["num_samples"], 0, 2**63)
+        seed = _check_int("seed", state["seed"], -(1 << 1024), 1 << 1024)
+        epoch = _check_int("epoch", state["epoch"], 0, 2**63)
+        pos = _check_int("position", state["position"], 0, n + 1)
+        if not isinstance(state["shuffle"], str):
+            raise TypeError("Dataset state: shuffle must be a string, not %s" % type(state["shuffle"]).__name__)
+        if n != self._count:
+            raise Error("Dataset state is for %d samples, this dataset has %d" % (n, self._count))
+        if seed != self.seed or state["shuffle"] != self.shuffle:
+            raise ValueError("Dataset state has seed %r shuffle %r, this dataset seed %r shuffle %r"
+                             % (seed, state["shuffle"], self.seed, self.shuffle))
+        if self.shuffle == "block":
+            raise ValueError("Dataset state version 1 (the Python readers of an earlier pagein) of a block order: "
+                             "that order is not the pipeline's, so the epoch cannot be continued; start the next "
+                             "one (set_epoch(%d))" % (epoch + 1))
+        o = self._opts(0, 1, with_state=False)
+        o.update(epoch=epoch, rank=0, world_size=1, batch=1)
+        self._state = _pagein.pipe_state(self._open(), pos, **o)  # the positions from `position` on
+        self.epoch = epoch
         self._yielded = 0
         self._publish()
 

@@ -292,10 +292,33 @@ def test_state_mismatch_is_refused(records):
         pd.Dataset(paths[:1], record_size=REC, seed=1).load_state_dict(st)
     with pytest.raises(ValueError, match="seed"):
         pd.Dataset(paths, record_size=REC, seed=2).load_state_dict(st)
-    old = {"version": 1, "seed": 1, "shuffle": "global", "epoch": 0, "position": 5, "num_samples": 237,
+    old = {"version": 1, "seed": 1, "shuffle": "block", "epoch": 0, "position": 5, "num_samples": 237,
            "block_samples": 1, "window_blocks": 7}
-    with pytest.raises(ValueError, match="version 1"):
-        pd.Dataset(paths, record_size=REC, seed=1).load_state_dict(old)
+    with pytest.raises(ValueError, match="version 1.*set_epoch\\(1\\)"):
+        pd.Dataset(paths, record_size=REC, seed=1, shuffle="block").load_state_dict(old)
+
+
+@pytest.mark.parametrize("shuffle", ["global", "none"])
+def test_version1_state_continues(records, shuffle):
+    """A state of the Python readers before the pipeline (version 1: the
+    global position in the epoch's order) continues on the pipeline for
+    the global and none orders, which are the same: the rest of the order
+    from that position, over any world size (it raised before)."""
+    paths, whole = records
+    n = len(whole)
+    for pos in (0, 5, 100, n):
+        old = {"version": 1, "seed": 1, "shuffle": shuffle, "epoch": 3, "position": pos, "num_samples": n,
+               "block_samples": 1, "window_blocks": 7}
+        order = pd.epoch_order(n, shuffle, 1, 3)
+        got = []
+        for r in range(3):
+            ds = pd.Dataset(paths, record_size=REC, seed=1, shuffle=shuffle, rank=r, world_size=3, return_ids=True)
+            ds.load_state_dict(old)
+            assert ds.epoch == 3
+            got += [int(i) for i, s in ds]
+        assert got == order[pos:].tolist()
+        st = ds.state_dict(samples_seen=0)  # a version 2 state of the same rest
+        assert st["version"] == 2 and st["epoch"] == 3
 
 
 def test_older_readers_parameters_keep_working(records, tmp_path):
