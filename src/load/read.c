@@ -3,7 +3,7 @@
  *
  * Each file gets one anonymous mapping rounded to 2 MiB, advised
  * MADV_HUGEPAGE except in a VM that reports free memory to its host
- * (free_page_reporting below); the plan is one span per file (the whole file into its
+ * (pi_free_page_reporting below); the plan is one span per file (the whole file into its
  * mapping), so every request goes straight into the destination (no copy
  * beyond the read itself, no bounce buffers: peak RSS is the model). The
  * engine chooses the request size and how many requests stay in flight
