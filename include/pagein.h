@@ -1012,8 +1012,9 @@ typedef struct pagein_pipe_opts {
                                 its workers in whole batches; 0 = 1 */
     uint32_t window;         /* block: groups shuffled together; 0 = 8 */
     uint32_t read_batch;     /* global: samples fetched at once; 0 = 256 where samples are
-                                single byte ranges, else window x the mean samples of a
-                                group (each sample brings its whole group) */
+                                single byte ranges or over more than 256 groups, else
+                                window x the mean samples of a group (each sample
+                                brings its whole group) */
     unsigned queue_depth;    /* requests in flight; 0 = the source's preference */
     const char *state;       /* resume: a state from pagein_pipe_state (any world
                                 size), or NULL to start epoch `epoch` at its beginning */

@@ -7,6 +7,7 @@
 #include "test.h"
 
 #include <stdlib.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 static const char *fixtures(void) {
@@ -532,6 +533,43 @@ TEST(dataformats_tar_index_cache) {
     return PASS;
 }
 
+/* The index cache is written as a new file of its own, never through a
+ * link planted at its temporary name in a shared directory, and is no more
+ * readable than its shard. */
+TEST(dataformats_index_cache_no_follow) {
+    if (!fixtures()) SKIP_BECAUSE("/usr/bin/python3 cannot write the fixtures");
+    size_t n = 0;
+    uint8_t *t = pt_read_file(fx("wds/shard-02.tar"), &n);
+    CHECK(t != NULL);
+    if (!t) return FAIL;
+    const char *p = pt_tmppath("private.tar"), *c = pt_tmppath("private.tar.pagein-idx");
+    const char *victim = pt_tmppath("victim.txt");
+    CHECK_EQ(write_bytes(p, t, n), 0);
+    free(t);
+    CHECK_EQ(chmod(p, 0600), 0);
+    unlink(c);
+    CHECK_EQ(write_bytes(victim, "keep me\n", 8), 0);
+    char tmp[4200];
+    snprintf(tmp, sizeof tmp, "%s.tmp.%ld", c, (long)getpid());
+    unlink(tmp);
+    CHECK_EQ(symlink(victim, tmp), 0);
+    pagein_dataset *d = open_ds(p, NULL);
+    if (!d) return FAIL;
+    CHECK_EQ(pagein_dataset_count(d), 40);
+    pagein_dataset_close(d);
+    size_t vn = 0;
+    uint8_t *v = pt_read_file(victim, &vn);
+    CHECK(v && vn == 8 && !memcmp(v, "keep me\n", 8)); /* the link's target untouched */
+    free(v);
+    struct stat st;
+    CHECK_EQ(lstat(c, &st), 0); /* the cache is there, a plain file */
+    CHECK(S_ISREG(st.st_mode));
+    CHECK_EQ(st.st_mode & 077, 0); /* as private as the shard */
+    unlink(tmp);
+    unlink(c);
+    return PASS;
+}
+
 TEST(dataformats_lines_index_cache) {
     /* a JSONL file of 1.5 MiB: its line index is cached beside it */
     const char *p = pt_tmppath("big.jsonl"), *c = pt_tmppath("big.jsonl.pagein-idx");
@@ -594,3 +632,57 @@ TEST(dataformats_mds_zstd_declared_size_bound) {
     CHECK(strstr(pagein_last_error_detail(), "zstd bytes can hold") != NULL);
     return PASS;
 }
+
+#ifdef PAGEIN_HAVE_ZLIB
+#include <sys/stat.h>
+#include <zlib.h>
+/* The global order over rows that are not single byte ranges (here .gz line
+ * files, a group each) fetches a sample's whole group: a unit of R samples
+ * holds up to min(R, groups) groups. Over more than 256 groups the default
+ * R stays 256, so a unit never holds more than 256 groups (a group-sized R
+ * of window x 200 lines would hold ~560 of these 600). */
+TEST(dataformats_global_unit_groups_bounded) {
+    const char *dir = pt_tmppath("gzmany");
+    mkdir(dir, 0700);
+    enum { FILES = 600, LINES = 200 };
+    uint64_t max_group = 0;
+    for (int f = 0; f < FILES; f++) {
+        char p[4200], line[64];
+        snprintf(p, sizeof p, "%s/f%03d.jsonl.gz", dir, f);
+        gzFile z = gzopen(p, "wb");
+        CHECK(z != NULL);
+        if (!z) return FAIL;
+        uint64_t raw = 0;
+        for (int i = 0; i < LINES; i++) {
+            int k = snprintf(line, sizeof line, "{\"f\": %d, \"i\": %d}\n", f, i);
+            gzwrite(z, line, (unsigned)k);
+            raw += (uint64_t)k;
+        }
+        gzclose(z);
+        struct stat st;
+        CHECK_EQ(stat(p, &st), 0);
+        if (raw + (uint64_t)st.st_size > max_group) max_group = raw + (uint64_t)st.st_size;
+    }
+    pagein_dataset *d = open_ds(dir, NULL);
+    if (!d) return FAIL;
+    CHECK_EQ(pagein_dataset_count(d), FILES * LINES);
+    CHECK_EQ(pagein_dataset_group_count(d), FILES);
+    pagein_pipe_opts o = PAGEIN_PIPE_OPTS_INIT;
+    o.order = PAGEIN_ORDER_GLOBAL;
+    pagein_pipe *p = NULL;
+    CHECK_OK(pagein_pipe_open(&p, d, &o));
+    pagein_item it;
+    uint64_t n = 0;
+    int rc;
+    while (p && (rc = pagein_pipe_next(p, &it)) == 1) n++;
+    CHECK_EQ(n, FILES * LINES);
+    pagein_pipe_stats st;
+    pagein_pipe_get_stats(p, &st);
+    pagein_pipe_close(p);
+    pagein_dataset_close(d);
+    CHECK_EQ(st.units, (FILES * LINES + 255) / 256);
+    CHECK(st.groups <= st.units * 256); /* before: 41,902 groups in 75 units (558 a unit) */
+    CHECK(st.memory_peak <= 2 * 256 * max_group); /* two units (consumed, loading) */
+    return PASS;
+}
+#endif

@@ -5,7 +5,7 @@
  * read() really go through it, so it reproduces what a mapping read in
  * shuffled order costs on such storage.
  *
- *   slowfs [--delay-us N] [--max-inflight N] [--threads N] [--no-splice] [--stats FILE] SRC MNT
+ *   slowfs [--delay-us N] [--max-inflight N] [--threads N] [--no-splice | --force-splice] [--stats FILE] SRC MNT
  *
  * Serves directory SRC at MNT, read-only. Every read request sleeps
  * --delay-us microseconds (default 1000) before it is served; with
@@ -21,7 +21,8 @@
  *
  * Replies: where a pipe can hold a whole 1 MiB reply (fs.pipe-max-size of
  * 2 MiB or more, or CAP_SYS_RESOURCE; checked at start, --no-splice turns
- * it off), a read hands libfuse the backing file's descriptor and libfuse
+ * it off, --force-splice on anyway: libfuse then splices the replies a pipe
+ * holds and copies the others from the descriptor; for tests), a read hands libfuse the backing file's descriptor and libfuse
  * splices SRC's page-cache pages through a pipe into /dev/fuse: the data
  * is copied once, by the kernel, into the reader's memory, as a network
  * filesystem's client copies a reply out of its socket buffers. Otherwise
@@ -325,20 +326,21 @@ static const struct fuse_operations ops = {
 };
 
 static void usage(FILE *out) {
-    fprintf(out, "usage: slowfs [--delay-us N] [--max-inflight N] [--threads N] [--ra-kb N] [--no-splice] [--stats FILE]\n"
-                 "              SRC MNT\n"
+    fprintf(out, "usage: slowfs [--delay-us N] [--max-inflight N] [--threads N] [--ra-kb N] [--no-splice | --force-splice]\n"
+                 "              [--stats FILE] SRC MNT\n"
                  "Read-only FUSE pass-through of SRC at MNT that waits N microseconds (default 1000)\n"
                  "per read request. --ra-kb sets the mount's kernel readahead window (also the\n"
                  "read-around of page faults; root). Counters: MNT/.slowfs-stats while mounted,\n"
                  "FILE at exit. Replies are spliced from SRC where a pipe holds 1 MiB (fs.pipe-max-size\n"
-                 ">= 2 MiB or CAP_SYS_RESOURCE) unless --no-splice; else pread + write.\n");
+                 ">= 2 MiB or CAP_SYS_RESOURCE) unless --no-splice (--force-splice: also elsewhere, replies\n"
+                 "a pipe cannot hold copied by libfuse); else pread + write.\n");
 }
 
 int main(int argc, char **argv) {
     g.delay_us = 1000;
     g.ra_kb = -1;
     unsigned threads = 64;
-    int no_splice = 0;
+    int no_splice = 0, force_splice = 0;
     const char *src = NULL, *mnt = NULL;
     for (int i = 1; i < argc; i++) {
         const char *a = argv[i];
@@ -355,6 +357,8 @@ int main(int argc, char **argv) {
             g.ra_kb = atol(argv[++i]);
         else if (!strcmp(a, "--no-splice"))
             no_splice = 1;
+        else if (!strcmp(a, "--force-splice"))
+            force_splice = 1;
         else if (!strcmp(a, "--stats") && i + 1 < argc)
             g.stats_path = argv[++i];
         else if (a[0] == '-') {
@@ -382,7 +386,7 @@ int main(int argc, char **argv) {
     if (g.max_inflight) sem_init(&g.slots, 0, g.max_inflight);
     char *fargv[] = {argv[0], "-o", "ro,fsname=slowfs,subtype=slowfs,default_permissions", NULL};
     struct fuse_args args = FUSE_ARGS_INIT(3, fargv);
-    g.splice = !no_splice && pipe_holds_reply();
+    g.splice = !no_splice && (force_splice || pipe_holds_reply());
     struct fuse_operations o = ops;
     if (g.splice) {
         o.read = NULL;

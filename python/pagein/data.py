@@ -43,6 +43,7 @@ import multiprocessing as _mp
 import multiprocessing.context as _mpctx
 import numbers as _numbers
 import os as _os
+import warnings as _warnings
 
 import numpy as _np
 
@@ -65,29 +66,91 @@ _SHUFFLES = ("global", "block", "none")
 # orders: the library's
 # ---------------------------------------------------------------------------
 
-def epoch_order(n, shuffle, seed, epoch, block_samples=None, window_blocks=None):
-    """The order of epoch `epoch` over n samples, as the pipeline computes it:
-    "global" is pagein_permutation(n, pagein_epoch_seed(seed, epoch)), "none"
-    id order. The "block" order depends on a dataset's groups: ask the
-    dataset (``Dataset.order()``); here it raises."""
-    if shuffle not in _SHUFFLES:
-        raise ValueError("shuffle must be one of %s, not %r" % (", ".join(_SHUFFLES), shuffle))
-    if shuffle == "block" or block_samples is not None or window_blocks is not None:
-        raise ValueError("epoch_order: the block order is the pipeline's and depends on the dataset's groups "
-                         "(block_samples / window_blocks are not its parameters): use Dataset.order()")
-    if shuffle == "none" or n == 0:
-        return _np.arange(n, dtype=_np.uint64)
-    es = _pagein.epoch_seed(int(seed) & (2**64 - 1), int(epoch))
+def _perm(n, es):
     return _np.frombuffer(_pagein.permutation(int(n), es), dtype=_np.uint64)
 
 
+def epoch_order(n, shuffle, seed, epoch, block_samples=1, window_blocks=8):
+    """The sequence of sample ids of epoch `epoch` over n samples, as the
+    library's pipeline computes it (src/data/pipeline.c): "global" is
+    pagein_permutation(n, pagein_epoch_seed(seed, epoch)); "none" id order;
+    "block" takes groups of `block_samples` consecutive ids (the last one
+    shorter) in the order pagein_permutation(G, es), and permutes the samples
+    of window w (`window_blocks` consecutive groups of that order) by
+    pagein_permutation(n_w, pagein_epoch_seed(es, w + 1)). That is
+    ``Dataset.order()`` of a dataset whose groups are runs of block_samples
+    ids, e.g. one record file with group_bytes = block_samples x
+    record_size and window = window_blocks; a dataset's own groups (4 MiB
+    by default, never across shards) are what its order() uses."""
+    if shuffle not in _SHUFFLES:
+        raise ValueError("shuffle must be one of %s, not %r" % (", ".join(_SHUFFLES), shuffle))
+    n = int(n)
+    if n < 0:
+        raise ValueError("epoch_order: n %d < 0" % n)
+    if shuffle == "none" or n == 0:
+        return _np.arange(n, dtype=_np.uint64)
+    es = _pagein.epoch_seed(int(seed) & (2**64 - 1), int(epoch))
+    if shuffle == "global":
+        return _perm(n, es)
+    bs, wb = int(block_samples), int(window_blocks)
+    if bs < 1 or wb < 1:
+        raise ValueError("epoch_order: block_samples %d and window_blocks %d must be >= 1" % (bs, wb))
+    G = (n + bs - 1) // bs
+    gperm = _perm(G, es)
+    # every group's ids in group order, the short last group's tail dropped
+    seq = (gperm[:, None] * _np.uint64(bs) + _np.arange(bs, dtype=_np.uint64)[None, :]).ravel()
+    seq = seq[seq < _np.uint64(n)]
+    out = _np.empty(n, dtype=_np.uint64)
+    pos = 0
+    for w, g0 in enumerate(range(0, G, wb)):
+        cnt = sum(min(n, (int(g) + 1) * bs) - int(g) * bs for g in gperm[g0:g0 + wb].tolist())
+        ids = seq[pos:pos + cnt]
+        out[pos:pos + cnt] = ids[_perm(cnt, _pagein.epoch_seed(es, w + 1)).astype(_np.intp)]
+        pos += cnt
+    return out
+
+
+def _worker_part(L, B, w, nw):
+    """(offset, count) of worker w's part of a rank slice of L samples:
+    batches of B dealt round-robin, the part being its batches' count
+    (pipeline.c worker_part)."""
+    nb, off, cnt = (L + B - 1) // B, 0, 0
+    for v in range(w + 1):
+        k = (nb - v + nw - 1) // nw if nb > v else 0
+        s = k * B
+        if k and (nb - 1) % nw == v:
+            s -= nb * B - L  # it owns the last, partial batch
+        if v < w:
+            off += s
+        else:
+            cnt = s
+    return off, cnt
+
+
 def partition(order, start, rank, world_size, worker=0, num_workers=1, chunk=1):
-    """Removed: the partition over ranks and workers is the pipeline's
-    (contiguous rank slices, batches dealt to workers); a (rank, worker)'s
-    ids are ``Dataset(..., rank=, world_size=).ids(worker, num_workers)``."""
-    raise NotImplementedError("pagein.data.partition: ranks and workers are partitioned by the library's pipeline "
-                              "(contiguous rank slices, whole batches dealt to workers round-robin); use "
-                              "Dataset(..., rank=R, world_size=W).ids(worker, num_workers)")
+    """The ids of `order[start:]` that one (rank, worker) yields, in order,
+    by the pipeline's partition: rank r of W takes the contiguous slice
+    [r M / W, (r + 1) M / W) of the M remaining positions; within it,
+    batches of `chunk` (the DataLoader's batch size) are dealt round-robin
+    to the num_workers workers, worker w's part being the contiguous run of
+    its batches' count. With order = Dataset.order() and start = 0 this is
+    ``Dataset(..., rank=, world_size=, batch_size=chunk).ids(worker,
+    num_workers)``; with start = s, the same after a resume state that
+    consumed the first s positions of the order."""
+    order = _np.asarray(order)
+    M0, start = len(order), int(start)
+    rank, world_size, worker, num_workers = int(rank), int(world_size), int(worker), int(num_workers)
+    if not 0 <= start <= M0:
+        raise ValueError("partition: start %d outside [0, %d]" % (start, M0))
+    if world_size < 1 or not 0 <= rank < world_size:
+        raise ValueError("partition: rank %d of world size %d" % (rank, world_size))
+    if num_workers < 1 or not 0 <= worker < num_workers:
+        raise ValueError("partition: worker %d of %d" % (worker, num_workers))
+    chunk = max(1, int(chunk))
+    M = M0 - start
+    rs, re = M * rank // world_size, M * (rank + 1) // world_size
+    off, cnt = _worker_part(re - rs, chunk, worker, num_workers)
+    return order[start + rs + off:start + rs + off + cnt]
 
 
 def _dist_rank_world():
@@ -172,8 +235,9 @@ _FIELD_DTYPES = {(2, 1): "i1", (2, 2): "<i2", (2, 4): "<i4", (2, 8): "<i8", (3, 
                  (3, 4): "<u4", (3, 8): "<u8", (4, 2): "<f2", (4, 4): "<f4", (4, 8): "<f8", (1, 1): "?"}
 
 # shared with DataLoader workers: the epoch, the resume state's length, the
-# worker count workers saw (0: no worker ran this dataset)
-_EPOCH, _STATELEN, _WORKERS, _NNUMS = range(4)
+# worker count workers saw (0: no worker ran this dataset), whether a larger
+# state moved to new shared memory that these workers cannot see
+_EPOCH, _STATELEN, _WORKERS, _STALE, _NNUMS = range(5)
 
 
 class ShardDataset(_Base):
@@ -217,17 +281,19 @@ class ShardDataset(_Base):
             group_bytes = block_bytes
         if window_blocks is not None:
             window = window_blocks
+        # max_gap tuned the request merging of the older readers and changes
+        # no sample: accepted, with a warning that it has no effect.
+        # copy=False asked for views: samples are copies either way (the
+        # same values, never overwritten). read_batch_bytes becomes a read
+        # batch in samples below; max_line_bytes is checked on every line.
         if max_gap:
-            raise ValueError("max_gap=%r: the pipeline merges only adjacent byte ranges of a unit (its requests "
-                             "are 1 MiB or more); leave max_gap out" % (max_gap,))
-        if read_batch_bytes is not None:
-            raise ValueError("read_batch_bytes: the pipeline caps a global read batch by samples (read_batch=), "
-                             "not by bytes; leave read_batch_bytes out")
-        if max_line_bytes is not None:
-            raise ValueError("max_line_bytes: the pipeline's line index has no per-line limit (a line is read "
-                             "and yielded whole); leave max_line_bytes out")
-        if not copy:
-            raise ValueError("copy=False: samples are always copies (never views of a buffer reused later)")
+            _warnings.warn("pagein.data: max_gap=%r has no effect: the pipeline merges the adjacent byte ranges of "
+                           "a unit into requests of 1 MiB or more" % (max_gap,), stacklevel=2)
+        if read_batch_bytes is not None and int(read_batch_bytes) < 1:
+            raise ValueError("read_batch_bytes %r must be >= 1" % (read_batch_bytes,))
+        if max_line_bytes is not None and int(max_line_bytes) < 1:
+            raise ValueError("max_line_bytes %r must be >= 1" % (max_line_bytes,))
+        self._max_line = int(max_line_bytes) if max_line_bytes is not None else None
         if format in _OUTPUT_FORMATS:
             out = format
         else:
@@ -272,6 +338,13 @@ class ShardDataset(_Base):
         shards, self._count, self._groups = _pagein.ds_shards(self._ds)
         self._publish()
         self.shards = [(p, f, s) for p, f, s in shards]
+        if read_batch_bytes is not None and not self.read_batch:
+            # the older readers' byte cap of a global read batch, in samples of
+            # the mean stored size
+            mean = max(1, sum(sz for _, _, sz in self.shards) // max(1, self._count))
+            self.read_batch = max(1, min(1 << 30, int(read_batch_bytes) // mean))
+        if "lines" not in self.formats:
+            self._max_line = None  # a limit of line files only, as before
 
     # -- the C objects (not pickled: reopened in each worker process) --------
     def _open(self):
@@ -299,21 +372,33 @@ class ShardDataset(_Base):
     # A worker process keeps the copy of the dataset it started with; the
     # epoch and resume state set later in the main process reach it through
     # shared memory created before the workers start (fork and spawn).
+    # The state's room grows with it (a mid-epoch state holds a run per
+    # rank and worker: 8,192 runs for 1,024 ranks x 8 workers); workers
+    # started before it outgrew their room are told to restart.
     def _publish(self):
-        if self._shared is None:
-            self._shared = (_mp.RawArray("q", _NNUMS), _mp.RawArray("c", 1 << 16))
         st = (self._state or "").encode()
-        if len(st) >= (1 << 16):
-            raise Error("resume state of %d bytes (shared with workers: at most 65535)" % len(st))
+        old = self._shared
+        if old is None or len(st) > len(old[1]):
+            cap = 1 << 16
+            while cap < len(st):
+                cap <<= 1
+            self._shared = (_mp.RawArray("q", _NNUMS), _mp.RawArray("c", cap))
+            if old is not None:
+                self._shared[0][_WORKERS] = old[0][_WORKERS]
+                old[0][_STALE] = 1
         nums, text = self._shared
-        text.value = st
+        text[:len(st)] = st
         nums[_EPOCH], nums[_STATELEN] = self.epoch, len(st)
 
     def _sync(self):
         if self._shared is not None:
             nums, text = self._shared
+            if nums[_STALE]:
+                raise Error("pagein.data: this persistent DataLoader worker started before load_state_dict gave "
+                            "a resume state larger than the room shared with it: create the DataLoader after "
+                            "load_state_dict")
             self.epoch = int(nums[_EPOCH])
-            self._state = text.value[:int(nums[_STATELEN])].decode() or None
+            self._state = text[:int(nums[_STATELEN])].decode() or None
 
     # -- facts -----------------------------------------------------------------
     @property
@@ -423,12 +508,13 @@ class ShardDataset(_Base):
         """Continues the state's epoch where it stopped: what is left of it,
         partitioned over this world size and worker count. Every field is
         checked (TypeError / ValueError naming it); a state for another
-        dataset, seed, order or group layout is refused."""
+        dataset, seed, order or group layout is refused. A version-1 state
+        of the older Python readers continues for the global and none
+        orders (_load_v1)."""
         if not hasattr(state, "get") or not hasattr(state, "__getitem__"):
             raise TypeError("Dataset state must be a dict (from state_dict()), not %s" % type(state).__name__)
         if state.get("version") == 1:
-            raise ValueError("Dataset state version 1 is from the Python readers of an earlier pagein, whose order "
-                             "is not the pipeline's: it cannot continue this epoch")
+            return self._load_v1(state)
         if state.get("version") != 2:
             raise ValueError("Dataset state: unknown version %r" % (state.get("version"),))
         for k in ("pipe", "epoch", "seed", "shuffle", "num_samples"):
@@ -459,6 +545,37 @@ class ShardDataset(_Base):
         self._yielded = 0
         self._publish()
 
+    def _load_v1(self, state):
+        """A state of the Python readers before the pipeline: epoch `epoch`
+        consumed up to `position` of its order (all ranks). Their global and
+        none orders are the pipeline's (pagein_permutation of (seed, epoch),
+        id order), so the rest is the positions from `position` on; their
+        block order is not (other groups and window seeds)."""
+        for k in ("seed", "shuffle", "epoch", "position", "num_samples"):
+            if k not in state:
+                raise ValueError("Dataset state: missing field %r" % k)
+        n = _check_int("num_samples", state["num_samples"], 0, 2**63)
+        seed = _check_int("seed", state["seed"], -(1 << 1024), 1 << 1024)
+        epoch = _check_int("epoch", state["epoch"], 0, 2**63)
+        pos = _check_int("position", state["position"], 0, n + 1)
+        if not isinstance(state["shuffle"], str):
+            raise TypeError("Dataset state: shuffle must be a string, not %s" % type(state["shuffle"]).__name__)
+        if n != self._count:
+            raise Error("Dataset state is for %d samples, this dataset has %d" % (n, self._count))
+        if seed != self.seed or state["shuffle"] != self.shuffle:
+            raise ValueError("Dataset state has seed %r shuffle %r, this dataset seed %r shuffle %r"
+                             % (seed, state["shuffle"], self.seed, self.shuffle))
+        if self.shuffle == "block":
+            raise ValueError("Dataset state version 1 (the Python readers of an earlier pagein) of a block order: "
+                             "that order is not the pipeline's, so the epoch cannot be continued; start the next "
+                             "one (set_epoch(%d))" % (epoch + 1))
+        o = self._opts(0, 1, with_state=False)
+        o.update(epoch=epoch, rank=0, world_size=1, batch=1)
+        self._state = _pagein.pipe_state(self._open(), pos, **o)  # the positions from `position` on
+        self.epoch = epoch
+        self._yielded = 0
+        self._publish()
+
     # -- iteration -------------------------------------------------------------
     def _value(self, f):
         name, typ, width, shape, data = f
@@ -479,6 +596,13 @@ class ShardDataset(_Base):
 
     def _sample(self, fields):
         return {f[0]: self._value(f) for f in fields}
+
+    def _check_line(self, sid, fields):
+        for f in fields:
+            if f[1] in (5, 6) and f[4] is not None and len(f[4]) > self._max_line:
+                raise FormatError("%s: sample %d: a line of %d bytes, over max_line_bytes=%d: give Dataset(..., "
+                                  "max_line_bytes=) a larger limit" % (", ".join(self.source)[:200], sid, len(f[4]),
+                                                                       self._max_line))
 
     def _batch(self, items):
         ids = [i for i, _ in items]
@@ -513,6 +637,8 @@ class ShardDataset(_Base):
             if not chunk:
                 break
             for sid, fields in chunk:
+                if self._max_line is not None:
+                    self._check_line(sid, fields)
                 s = self._sample(fields)
                 if self.batch_size is None:
                     self._yielded += 1
@@ -590,9 +716,13 @@ class Dataset(ShardDataset):
     requests in flight (0: the storage's choice). block_bytes (group_bytes),
     window_blocks (window): the block order's group size (4 MiB) and the
     groups shuffled together (8). Samples are numpy arrays (torch tensors)
-    of their own memory, line samples bytes. max_gap, read_batch_bytes,
-    max_line_bytes and copy=False, parameters of the older Python readers,
-    are refused (ValueError) rather than ignored.
+    of their own memory, line samples bytes. Parameters of the older Python
+    readers: read_batch_bytes (without read_batch) sets read_batch to that
+    many bytes of samples of the mean stored size; max_line_bytes (line
+    files) raises FormatError on a longer line; copy=False is accepted
+    (samples are copies either way: the same values, never overwritten);
+    max_gap is accepted with a warning that it has no effect (the pipeline
+    merges a unit's adjacent ranges into requests of 1 MiB or more).
     """
 
     def __new__(cls, paths=None, *args, **kwargs):

@@ -153,10 +153,58 @@ def test_ranks_are_contiguous_slices_of_the_order(records):
         assert np.concatenate([p.ids(0, 1) for p in parts]).tolist() == order.tolist()
     assert (pd.epoch_order(n, "global", 11, 0) != pd.epoch_order(n, "global", 11, 1)).any()
     assert (pd.epoch_order(n, "global", 11, 0) != pd.epoch_order(n, "global", 12, 0)).any()
-    with pytest.raises(ValueError, match="Dataset.order"):
-        pd.epoch_order(n, "block", 1, 0)
-    with pytest.raises(NotImplementedError, match="ids"):
-        pd.partition(order, 0, 0, 2)
+    # partition over the whole order: the ranks' contiguous slices
+    assert np.concatenate([pd.partition(order, 0, r, W) for r in range(W)]).tolist() == order.tolist()
+
+
+def test_epoch_order_block_is_the_pipelines(tmp_path):
+    """epoch_order(n, "block", ..., block_samples=B, window_blocks=K) is
+    Dataset.order() of a record file whose groups are B records, windows K
+    (the C pipeline's pagein_pipe_order), for every epoch; the defaults are
+    one sample a group, windows of 8."""
+    n, rs = 203, 16
+    p = str(tmp_path / "one.bin")
+    np.zeros((n, rs), np.uint8).tofile(p)
+    for bs, wb in ((1, 8), (5, 3), (7, 1), (64, 2), (300, 4)):
+        ds = pd.Dataset(p, record_size=rs, shuffle="block", seed=5, group_bytes=bs * rs, window=wb)
+        for epoch in (0, 3):
+            got = pd.epoch_order(n, "block", 5, epoch, block_samples=bs, window_blocks=wb)
+            assert got.tolist() == ds.order(epoch).tolist(), (bs, wb, epoch)
+            assert sorted(got.tolist()) == list(range(n))
+    ds = pd.Dataset(p, record_size=rs, shuffle="block", seed=5, group_bytes=rs)
+    assert pd.epoch_order(n, "block", 5, 1).tolist() == ds.order(1).tolist()
+    with pytest.raises(ValueError, match="block_samples"):
+        pd.epoch_order(n, "block", 5, 0, block_samples=0)
+
+
+@pytest.mark.parametrize("shuffle", ["global", "block"])
+def test_partition_is_the_pipelines(records, shuffle):
+    """partition(order, start, rank, W, worker, nw, chunk) gives the ids the
+    pipeline gives that (rank, worker) (pagein_pipe_ids), from the start of
+    the epoch and after a state that consumed the first `start` positions."""
+    paths, whole = records
+    n = len(whole)
+    for W, nw, B in ((1, 1, 1), (3, 1, 1), (2, 2, 4), (4, 3, 5), (3, 2, 50)):
+        full = pd.Dataset(paths, record_size=REC, shuffle=shuffle, seed=3, batch_size=B)
+        order = full.order()
+        for start in (0, 37):
+            st = full.state_dict(samples_seen=start, num_workers=1) if start else None
+            got = []
+            for r in range(W):
+                ds = pd.Dataset(paths, record_size=REC, shuffle=shuffle, seed=3, rank=r, world_size=W, batch_size=B)
+                if st:
+                    ds.load_state_dict(st)
+                for w in range(nw):
+                    part = pd.partition(order, start, r, W, w, nw, B)
+                    assert part.tolist() == ds.ids(w, nw).tolist(), (W, nw, B, start, r, w)
+                    got += part.tolist()
+            assert sorted(got) == sorted(order[start:].tolist())  # exactly once
+    with pytest.raises(ValueError, match="rank"):
+        pd.partition(order, 0, 2, 2)
+    with pytest.raises(ValueError, match="worker"):
+        pd.partition(order, 0, 0, 1, 1, 1)
+    with pytest.raises(ValueError, match="start"):
+        pd.partition(order, n + 1, 0, 1)
 
 
 @pytest.mark.parametrize("shuffle", ["global", "block"])
@@ -244,21 +292,65 @@ def test_state_mismatch_is_refused(records):
         pd.Dataset(paths[:1], record_size=REC, seed=1).load_state_dict(st)
     with pytest.raises(ValueError, match="seed"):
         pd.Dataset(paths, record_size=REC, seed=2).load_state_dict(st)
-    old = {"version": 1, "seed": 1, "shuffle": "global", "epoch": 0, "position": 5, "num_samples": 237,
+    old = {"version": 1, "seed": 1, "shuffle": "block", "epoch": 0, "position": 5, "num_samples": 237,
            "block_samples": 1, "window_blocks": 7}
-    with pytest.raises(ValueError, match="version 1"):
-        pd.Dataset(paths, record_size=REC, seed=1).load_state_dict(old)
+    with pytest.raises(ValueError, match="version 1.*set_epoch\\(1\\)"):
+        pd.Dataset(paths, record_size=REC, seed=1, shuffle="block").load_state_dict(old)
 
 
-def test_unhonoured_parameters_are_refused(records, tmp_path):
-    paths, _ = records
-    for kw, field in ((dict(max_gap=4096), "max_gap"), (dict(read_batch_bytes=1 << 20), "read_batch_bytes"),
-                      (dict(max_line_bytes=1 << 20), "max_line_bytes"), (dict(copy=False), "copy")):
-        with pytest.raises(ValueError, match=field):
+@pytest.mark.parametrize("shuffle", ["global", "none"])
+def test_version1_state_continues(records, shuffle):
+    """A state of the Python readers before the pipeline (version 1: the
+    global position in the epoch's order) continues on the pipeline for
+    the global and none orders, which are the same: the rest of the order
+    from that position, over any world size (it raised before)."""
+    paths, whole = records
+    n = len(whole)
+    for pos in (0, 5, 100, n):
+        old = {"version": 1, "seed": 1, "shuffle": shuffle, "epoch": 3, "position": pos, "num_samples": n,
+               "block_samples": 1, "window_blocks": 7}
+        order = pd.epoch_order(n, shuffle, 1, 3)
+        got = []
+        for r in range(3):
+            ds = pd.Dataset(paths, record_size=REC, seed=1, shuffle=shuffle, rank=r, world_size=3, return_ids=True)
+            ds.load_state_dict(old)
+            assert ds.epoch == 3
+            got += [int(i) for i, s in ds]
+        assert got == order[pos:].tolist()
+        st = ds.state_dict(samples_seen=0)  # a version 2 state of the same rest
+        assert st["version"] == 2 and st["epoch"] == 3
+
+
+def test_older_readers_parameters_keep_working(records, tmp_path):
+    """Parameters of the Python readers before the pipeline keep working:
+    copy=False (samples are copies either way) and max_gap (a warning: no
+    effect) give the same samples; read_batch_bytes sets the global read
+    batch in samples; max_line_bytes raises on a longer line. They raised
+    ValueError since the pipeline came."""
+    paths, whole = records
+    ref = [(int(i), s.tobytes()) for i, s in pd.Dataset(paths, record_size=REC, seed=2, return_ids=True)]
+    ds = pd.Dataset(paths, record_size=REC, seed=2, return_ids=True, copy=False)
+    assert [(int(i), s.tobytes()) for i, s in ds] == ref
+    with pytest.warns(UserWarning, match="max_gap=4096 has no effect"):
+        ds = pd.Dataset(paths, record_size=REC, seed=2, return_ids=True, max_gap=4096)
+    assert [(int(i), s.tobytes()) for i, s in ds] == ref
+    # 10 records' bytes a batch: ceil(237 / 10) units of the global order
+    ds = pd.Dataset(paths, record_size=REC, seed=2, return_ids=True, read_batch_bytes=10 * REC + 5)
+    assert ds.read_batch == 10
+    assert [(int(i), s.tobytes()) for i, s in ds] == ref
+    assert ds.stats["units"] == (len(whole) + 9) // 10
+    assert pd.Dataset(paths, record_size=REC, read_batch=7, read_batch_bytes=1 << 20).read_batch == 7
+    p = tmp_path / "t.jsonl"
+    p.write_bytes(b"short\n" + b"x" * 300 + b"\nend\n")
+    assert list(pd.Dataset(str(p), format="lines", max_line_bytes=300, shuffle="none")) == [b"short", b"x" * 300,
+                                                                                              b"end"]
+    with pytest.raises(pagein.FormatError, match="sample 1: a line of 300 bytes, over max_line_bytes=299"):
+        list(pd.Dataset(str(p), format="lines", max_line_bytes=299, shuffle="none"))
+    for kw in (dict(read_batch_bytes=0), dict(max_line_bytes=0)):
+        with pytest.raises(ValueError):
             pd.Dataset(paths, record_size=REC, **kw)
     with pytest.raises(TypeError):
         pd.Dataset(paths, record_size=REC, no_such_parameter=1)
-    pd.Dataset(paths, record_size=REC, max_gap=0, copy=True)  # what the pipeline does anyway
 
 
 def test_held_samples_never_change(records):

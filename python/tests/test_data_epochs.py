@@ -237,3 +237,36 @@ def test_bin_without_record_size_asks_for_it(tmp_path):
     with pytest.raises(ValueError, match="record_size") as e:
         pd.Dataset(str(p))
     assert "No such file" not in str(e.value)
+
+
+def test_resume_state_of_many_ranks_and_workers(tmp_path):
+    """A mid-epoch state of 1,024 ranks x 8 workers holds a run per worker
+    (8,192 runs, ~100 KB): it loads on one rank, reaches DataLoader workers
+    (fresh and persistent), and the rest of the epoch comes out once. The
+    state shared with workers was capped at 64 KiB: load_state_dict raised."""
+    n = 100_000
+    a = np.zeros((n, 4), dtype=np.uint8)
+    a[:, :4] = np.arange(n, dtype=np.uint32).view(np.uint8).reshape(n, 4)
+    p = str(tmp_path / "many.bin")
+    a.tofile(p)
+    W, nw, seen = 1024, 8, 9  # every worker has consumed one or two samples of its part
+    big = pd.Dataset(p, record_size=4, seed=7, rank=0, world_size=W)
+    st = big.state_dict(samples_seen=seen, num_workers=nw)
+    assert len(st["pipe"]) > 1 << 16
+    ds = pd.Dataset(p, record_size=4, seed=7, return_ids=True, framework="pt", batch_size=512)
+    ds.load_state_dict(st)
+    rest = ds.ids(0, 1)
+    assert len(rest) == n - W * seen and len(set(rest.tolist())) == len(rest)
+    dl = pd.DataLoader(ds, batch_size=512, num_workers=2, persistent_workers=True)
+    got = ids_of(dl)
+    assert sorted(got) == sorted(rest.tolist())
+    # a state longer than the room shared with the running persistent
+    # workers: they say to create the loader after load_state_dict
+    st2 = pd.Dataset(p, record_size=4, seed=7, rank=0, world_size=4 * W).state_dict(samples_seen=seen, num_workers=nw)
+    assert len(st2["pipe"]) > 1 << 17
+    ds.load_state_dict(st2)
+    with pytest.raises(Exception, match="create the DataLoader after"):
+        ids_of(dl)
+    rest2 = ds.ids(0, 1)
+    got2 = ids_of(pd.DataLoader(ds, batch_size=512, num_workers=2))
+    assert sorted(got2) == sorted(rest2.tolist()) and len(rest2) == n - 4 * W * seen

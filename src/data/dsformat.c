@@ -399,7 +399,7 @@ char *pi_ds_cache_path(const struct pi_dsshard *sh, const struct pi_dsopen *a, c
 int pi_ds_cache_read(const struct pi_dsshard *sh, const char *path, const char magic[8], uint8_t **buf, size_t *len) {
     *buf = NULL;
     *len = 0;
-    int fd = open(path, O_RDONLY | O_CLOEXEC);
+    int fd = open(path, O_RDONLY | O_NOFOLLOW | O_CLOEXEC);
     if (fd < 0) return 0;
     struct stat st;
     const char *id = sh->src->identity;
@@ -435,7 +435,14 @@ void pi_ds_cache_write(const struct pi_dsshard *sh, const char *path, const char
     char *tmp = pi_malloc(pl + 32);
     if (!tmp) return;
     snprintf(tmp, pl + 32, "%s.tmp.%ld", path, (long)getpid());
-    int fd = open(tmp, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
+    /* The index holds the shard's sample keys: no more readable than the
+     * shard (a remote one's: the owner only). A new file of our own, never
+     * through a link planted at the temporary name (the shard's directory
+     * may be shared). */
+    struct stat st;
+    mode_t mode = sh->src->fd >= 0 && fstat(sh->src->fd, &st) == 0 ? (st.st_mode & 0644) | 0600 : 0600;
+    unlink(tmp); /* a stale one of an earlier process with this pid */
+    int fd = open(tmp, O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, mode);
     if (fd < 0) {
         pi_free(tmp);
         return;

@@ -606,13 +606,19 @@ static void stop_loader(pagein_pipe *p) {
 /* Samples a unit of the global order holds. Single-extent samples: read_batch
  * (256). Samples that are not single extents (columnar, compressed rows)
  * bring their whole group, so a unit of R random samples fetches up to
- * min(R, G) groups for R samples: sized by the groups, R = window x the
- * mean samples of a group, so that a unit fetches about `window` groups'
- * worth of samples (an Arrow epoch of 100 batches of 1,000 rows fetched 25x
- * its bytes with R = 4096, 360x with R = 256); an explicit read_batch wins. */
+ * min(R, G) groups for R samples. The default keeps that at most
+ * PI_GLOBAL_MAX_GROUPS groups (R = 256 over more groups): over a dataset of
+ * at most that many groups, whose every group a unit may hold anyway, R =
+ * window x the mean samples of a group, so that a unit fetches about
+ * `window` groups' worth of samples (an Arrow epoch of 100 batches of 1,000
+ * rows fetched 25x its bytes with R = 4096, 360x with R = 256); over more
+ * groups a larger R would hold up to R groups (an Arrow dataset of 10,000
+ * batches of 1,000 rows: 8,000 batches in a unit) for little gain, each
+ * sample costing its group either way. An explicit read_batch wins. */
+#define PI_GLOBAL_MAX_GROUPS 256
 static uint64_t global_read_batch(const pagein_dataset *d, const pagein_pipe_opts *o) {
     if (o->read_batch) return o->read_batch;
-    if (d->addressable || !d->ngroups) return 256;
+    if (d->addressable || !d->ngroups || d->ngroups > PI_GLOBAL_MAX_GROUPS) return 256;
     uint64_t per_group = (d->nsamples + d->ngroups - 1) / d->ngroups;
     return PI_MAX((uint64_t)256, PI_MIN((uint64_t)1 << 20, per_group * o->window));
 }

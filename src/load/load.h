@@ -179,6 +179,11 @@ void pi_model_release_group(pagein_model *m, int32_t g);
  * EINVAL, as on filesystems that accept O_DIRECT at open and refuse the
  * reads, so the fallback to buffered reads is exercised everywhere. */
 extern _Atomic int pi_test_direct_read_fails;
+/* Whether this is a VM whose virtio-balloon reports free pages to its host
+ * (read.c: READ's buffers then get 4 KiB pages); pi_test_virtio_dir stands
+ * in for /sys/bus/virtio/devices in tests. */
+int pi_free_page_reporting(void);
+extern const char *pi_test_virtio_dir;
 /* READ strategy: reads every file into anonymous memory. */
 int pi_model_read_all(pagein_model *m);
 /* Method from PAGEIN_POPULATE_METHOD (madvise|pread|readahead). */

@@ -3,7 +3,7 @@
  *
  * Each file gets one anonymous mapping rounded to 2 MiB, advised
  * MADV_HUGEPAGE except in a VM that reports free memory to its host
- * (free_page_reporting below); the plan is one span per file (the whole file into its
+ * (pi_free_page_reporting below); the plan is one span per file (the whole file into its
  * mapping), so every request goes straight into the destination (no copy
  * beyond the read itself, no bounce buffers: peak RSS is the model). The
  * engine chooses the request size and how many requests stay in flight
@@ -32,6 +32,7 @@
 #include <unistd.h>
 
 _Atomic int pi_test_direct_read_fails;
+const char *pi_test_virtio_dir; /* tests: a stand-in for /sys/bus/virtio/devices, read on every call */
 
 /* O_DIRECT sources for the aligned bodies; NULL entries where refused. */
 static int read_direct(pagein_model *m, const struct pi_engine_opts *o, struct pi_engine_stats *st) {
@@ -99,23 +100,25 @@ static int first_line(const char *path, char *buf, size_t len) {
  * after an idle pause against 0.8-1.6 s as 4 KiB pages, and `read` of a
  * 1.3 GB model on slowfs 5.9-10.5 s against 0.7-1.0 s. Then READ's buffers
  * get 4 KiB pages. Read once per process. */
-static int free_page_reporting(void) {
+int pi_free_page_reporting(void) {
     static _Atomic int known = -1;
-    int k = atomic_load(&known);
+    const char *root = pi_test_virtio_dir;
+    int k = root ? -1 : atomic_load(&known);
     if (k >= 0) return k;
+    if (!root) root = "/sys/bus/virtio/devices";
     k = 0;
-    DIR *d = opendir("/sys/bus/virtio/devices");
+    DIR *d = opendir(root);
     struct dirent *e;
     while (d && !k && (e = readdir(d))) {
         if (e->d_name[0] == '.') continue;
-        char p[300], v[160] = "";
-        snprintf(p, sizeof p, "/sys/bus/virtio/devices/%s/device", e->d_name);
+        char p[4096 + 300], v[160] = "";
+        snprintf(p, sizeof p, "%s/%s/device", root, e->d_name);
         if (!first_line(p, v, sizeof v) || strtol(v, NULL, 0) != 5) continue; /* 5: balloon */
-        snprintf(p, sizeof p, "/sys/bus/virtio/devices/%s/features", e->d_name);
+        snprintf(p, sizeof p, "%s/%s/features", root, e->d_name);
         k = first_line(p, v, sizeof v) && strlen(v) > 5 && v[5] == '1';
     }
     if (d) closedir(d);
-    atomic_store(&known, k);
+    if (!pi_test_virtio_dir) atomic_store(&known, k);
     return k;
 }
 
@@ -146,7 +149,7 @@ int pi_model_read_all(pagein_model *m) {
          * the VM reports free pages to its host */
         const char *hp = getenv("PAGEIN_READ_HUGEPAGE");
         int huge = hp && (*hp == '0' || *hp == '1') ? *hp == '1'
-                   : (m->opts.hints & PAGEIN_HINT_HUGEPAGE) || !free_page_reporting();
+                   : (m->opts.hints & PAGEIN_HINT_HUGEPAGE) || !pi_free_page_reporting();
         madvise(b, cap, huge ? MADV_HUGEPAGE : MADV_NOHUGEPAGE);
         m->rbuf[i] = b;
         m->rlen[i] = cap;
