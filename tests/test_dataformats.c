@@ -686,3 +686,32 @@ TEST(dataformats_global_unit_groups_bounded) {
     return PASS;
 }
 #endif
+
+/* An index cache beside a shard is used only when it belongs to us (or to
+ * the shard's owner) and nobody else can write it: one owned by another user
+ * or writable by others is rebuilt and replaced, never trusted. */
+TEST(dataformats_index_cache_owner) {
+    if (geteuid() != 0) SKIP_BECAUSE("needs root to give the cache to another user");
+    const char *p = pt_tmppath("owned.jsonl"), *c = pt_tmppath("owned.jsonl.pagein-idx");
+    size_t n = 0, cap = 3u << 19;
+    char *t = malloc(cap + 64);
+    int lines = 0;
+    while (n < cap) n += (size_t)snprintf(t + n, 64, "{\"i\": %d}\n", lines), lines++;
+    CHECK_EQ(write_bytes(p, t, n), 0);
+    free(t);
+    unlink(c);
+    for (int round = 0; round < 3; round++) {
+        pagein_dataset *d = open_ds(p, NULL);
+        if (!d) return FAIL;
+        CHECK_EQ(pagein_dataset_count(d), lines);
+        pagein_dataset_close(d);
+        struct stat st;
+        CHECK_EQ(lstat(c, &st), 0);
+        CHECK_EQ(st.st_uid, geteuid()); /* written (again) by us */
+        CHECK_EQ(st.st_mode & 022, 0);
+        if (round == 0) CHECK_EQ(chown(c, 65534, 65534), 0); /* another user's */
+        if (round == 1) CHECK_EQ(chmod(c, 0666), 0);         /* writable by anyone */
+    }
+    unlink(c);
+    return PASS;
+}

@@ -406,8 +406,15 @@ int pi_ds_cache_read(const struct pi_dsshard *sh, const char *path, const char m
     size_t il = strlen(id), head = 8 + 4 + il + 8;
     uint8_t *b = NULL;
     int rc = 0;
-    if (il && fstat(fd, &st) == 0 && S_ISREG(st.st_mode) && (uint64_t)st.st_size >= head &&
-        (uint64_t)st.st_size <= (8ull << 30)) {
+    /* Trusted only when it is ours or the shard owner's and nobody else can
+     * write it: an index planted or edited by another user of a shared
+     * directory would move sample boundaries (it is rebuilt and replaced). */
+    struct stat ss;
+    int owner_ok = 0;
+    if (fstat(fd, &st) == 0)
+        owner_ok = (st.st_uid == geteuid() || (sh->src->fd >= 0 && fstat(sh->src->fd, &ss) == 0 && st.st_uid == ss.st_uid)) &&
+                   !(st.st_mode & 022);
+    if (il && owner_ok && S_ISREG(st.st_mode) && (uint64_t)st.st_size >= head && (uint64_t)st.st_size <= (8ull << 30)) {
         if (!(b = pi_malloc((size_t)st.st_size))) rc = pi_err(-ENOMEM, "%s: out of memory", path);
         else if (pi_pread_full(fd, b, (uint64_t)st.st_size, 0) == 0) {
             uint32_t l = (uint32_t)b[8] | (uint32_t)b[9] << 8 | (uint32_t)b[10] << 16 | (uint32_t)b[11] << 24;
