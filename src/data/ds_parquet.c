@@ -10,10 +10,95 @@
 #include "dsformat.h"
 #include "parquet.h"
 
+#include <pthread.h>
 #include <stdio.h>
 #include <string.h>
 
 #define PQ_TAIL (64u << 10) /* the first tail read; grown when the footer is larger */
+
+/* ---- buffers kept between row groups ---------------------------------------
+ * A decoded column's buffers are large (a list<int32> row group of 100 MB:
+ * its values), so malloc maps fresh memory for each and the decode pays a
+ * page fault a 4 KiB page of output (about 40% of a list column's decode).
+ * Freed columns and decoder scratch go to a small pool instead, shared by
+ * every Parquet shard of the process (block order interleaves shards) and
+ * emptied when the last one closes: at most PQ_POOL_N columns and
+ * PQ_POOL_BYTES held while idle. */
+#define PQ_POOL_N 32
+#define PQ_POOL_BYTES (512ull << 20)
+static pthread_mutex_t pool_mu = PTHREAD_MUTEX_INITIALIZER;
+static struct pi_pq_column pool_col[PQ_POOL_N];
+static struct pi_pq_scratch pool_scr[4];
+static size_t pool_ncol, pool_nscr, pool_users;
+static uint64_t pool_bytes;
+
+/* A column for leaf L: a pooled one of the same shape if any, else empty. */
+static void pool_take_col(const struct pi_pq_leaf *L, struct pi_pq_column *c) {
+    memset(c, 0, sizeof *c);
+    pthread_mutex_lock(&pool_mu);
+    size_t pick = pool_ncol;
+    for (size_t i = pool_ncol; i-- > 0;) {
+        const struct pi_pq_column *x = &pool_col[i];
+        if (x->kind == L->kind && (x->width != 0) == (L->type != PI_PQ_BYTE_ARRAY)) {
+            pick = i;
+            break;
+        }
+    }
+    if (pick == pool_ncol && pool_ncol) pick = pool_ncol - 1;
+    if (pick < pool_ncol) {
+        *c = pool_col[pick];
+        pool_bytes -= pi_pq_column_held(c);
+        pool_col[pick] = pool_col[--pool_ncol];
+    }
+    pthread_mutex_unlock(&pool_mu);
+}
+
+static void pool_put_col(struct pi_pq_column *c) {
+    uint64_t held = pi_pq_column_held(c);
+    pthread_mutex_lock(&pool_mu);
+    int kept = pool_users && pool_ncol < PQ_POOL_N && pool_bytes + held <= PQ_POOL_BYTES;
+    if (kept) {
+        pool_col[pool_ncol++] = *c;
+        pool_bytes += held;
+    }
+    pthread_mutex_unlock(&pool_mu);
+    if (!kept) pi_pq_column_free(c);
+    memset(c, 0, sizeof *c);
+}
+
+static void pool_take_scr(struct pi_pq_scratch *s) {
+    memset(s, 0, sizeof *s);
+    pthread_mutex_lock(&pool_mu);
+    if (pool_nscr) *s = pool_scr[--pool_nscr];
+    pthread_mutex_unlock(&pool_mu);
+}
+
+static void pool_put_scr(struct pi_pq_scratch *s) {
+    pthread_mutex_lock(&pool_mu);
+    int kept = pool_users && pool_nscr < PI_ARRAY_LEN(pool_scr) && pi_pq_scratch_held(s) <= (64u << 20);
+    if (kept) pool_scr[pool_nscr++] = *s;
+    pthread_mutex_unlock(&pool_mu);
+    if (!kept) pi_pq_scratch_free(s);
+}
+
+static void pool_use(int delta) {
+    struct pi_pq_column cols[PQ_POOL_N];
+    struct pi_pq_scratch scr[PI_ARRAY_LEN(pool_scr)];
+    size_t nc = 0, ns = 0;
+    pthread_mutex_lock(&pool_mu);
+    pool_users = (size_t)((ptrdiff_t)pool_users + delta);
+    if (!pool_users) { /* the last shard closed: give the memory back */
+        nc = pool_ncol;
+        ns = pool_nscr;
+        memcpy(cols, pool_col, nc * sizeof *cols);
+        memcpy(scr, pool_scr, ns * sizeof *scr);
+        pool_ncol = pool_nscr = 0;
+        pool_bytes = 0;
+    }
+    pthread_mutex_unlock(&pool_mu);
+    for (size_t i = 0; i < nc; i++) pi_pq_column_free(&cols[i]);
+    for (size_t i = 0; i < ns; i++) pi_pq_scratch_free(&scr[i]);
+}
 
 struct pq_shard {
     struct pi_pq_file *f;
@@ -138,6 +223,7 @@ static int pq_open(struct pi_dsshard *sh, const struct pi_dsopen *a) {
         sh->nsamples = p->first[p->f->ngroups];
         sh->ngroups = p->f->ngroups;
         sh->impl = p;
+        pool_use(1);
         return 0;
     }
     pi_free(sh->cols);
@@ -147,6 +233,7 @@ static int pq_open(struct pi_dsshard *sh, const struct pi_dsopen *a) {
 }
 
 static void pq_close(struct pi_dsshard *sh) {
+    if (sh->impl) pool_use(-1);
     pq_free_impl(sh->impl);
     sh->impl = NULL;
     pi_free(sh->cols);
@@ -176,7 +263,7 @@ static int pq_ranges(const struct pi_dsshard *sh, uint64_t g, struct pi_dsrange 
 static void pq_group_free(const struct pi_dsshard *sh, struct pi_dsgroup *grp) {
     struct pq_group *q = grp->impl;
     if (!q) return;
-    for (size_t k = 0; k < q->n; k++) pi_pq_column_free(&q->cols[k]);
+    for (size_t k = 0; k < q->n; k++) pool_put_col(&q->cols[k]);
     pi_free(q->cols);
     pi_free(q);
     grp->impl = NULL;
@@ -204,31 +291,33 @@ static int pq_decode(const struct pi_dsshard *sh, struct pi_dsgroup *grp) {
         return pi_err(-ENOMEM, "out of memory");
     }
     grp->impl = q;
-    for (size_t k = 0; k < p->nsel; k++) {
+    struct pi_pq_scratch scr;
+    pool_take_scr(&scr);
+    int rc = 0;
+    for (size_t k = 0; k < p->nsel && rc == 0; k++) {
         const struct pi_pq_leaf *L = &p->f->leaves[p->leaf[k]];
-        int rc = pi_pq_decode_chunk(p->f, (size_t)g, (size_t)p->leaf[k], grp->bufs[k].p, (size_t)grp->bufs[k].len,
-                                    &q->cols[k]);
-        if (rc < 0) {
-            pq_group_free(sh, grp);
-            return rc; /* the detail names the file, row group, column and page */
-        }
         q->n = k + 1;
+        pool_take_col(L, &q->cols[k]);
+        rc = pi_pq_decode_chunk_into(p->f, (size_t)g, (size_t)p->leaf[k], grp->bufs[k].p, (size_t)grp->bufs[k].len,
+                                     &q->cols[k], &scr);
+        if (rc < 0) break; /* the detail names the file, row group, column and page */
         const struct pi_pq_column *c = &q->cols[k];
         /* a null inside a list has no place in a 1-d array: refused, not read as 0 */
-        if (c->kind == PI_PQ_LIST && L->max_def > L->list_def + 1)
-            for (uint64_t r = 0; r < c->nrows; r++) {
+        if (c->kind == PI_PQ_LIST && c->null_elems)
+            for (uint64_t r = 0; r < c->nrows && rc == 0; r++) {
                 uint64_t b, e;
                 if (!pi_pq_row(c, r, &b, &e)) continue;
                 for (uint64_t i = b; i < e; i++)
                     if (!c->elem_valid[i]) {
-                        uint64_t s = p->first[g] + r;
-                        pq_group_free(sh, grp);
-                        return pi_ds_err(sh, PAGEIN_E_UNSUPPORTED, g, s, L->field,
-                                         "a null element inside a list is not supported");
+                        rc = pi_ds_err(sh, PAGEIN_E_UNSUPPORTED, g, p->first[g] + r, L->field,
+                                       "a null element inside a list is not supported");
+                        break;
                     }
             }
     }
-    return 0;
+    pool_put_scr(&scr);
+    if (rc < 0) pq_group_free(sh, grp);
+    return rc;
 }
 
 static int pq_fields(const struct pi_dsshard *sh, const struct pi_dsgroup *grp, uint64_t i, struct pi_dsfield *f,
