@@ -140,7 +140,9 @@ struct pi_pq_file {
     struct pi_pq_schema *schema;
     struct pi_pq_leaf *leaves;
     struct pi_pq_group *groups;
-    char **kv_key, **kv_val;
+    struct pi_pq_kv {
+        char *key, *val;
+    } *kv; /* nkv of them */
 };
 
 /* The tail: the last len bytes of a file of file_size bytes. Sets *need to
@@ -206,11 +208,11 @@ void pi_pq_column_free(struct pi_pq_column *c);
  * pi_pq_scratch_free. On failure the column still owns its buffers (its
  * contents are undefined). */
 struct pi_pq_scratch {
-    uint8_t *ubuf, *def, *rep, *dvals, *dbytes, *tmpb;
+    uint8_t *ubuf, *def, *rep, *dvals, *dbytes;
     uint64_t *doff;
     uint32_t *idx;
     int64_t *lens;
-    size_t ubuf_cap, def_cap, rep_cap, dvals_cap, dbytes_cap, tmpb_cap, doff_cap, idx_cap, lens_cap;
+    size_t ubuf_cap, def_cap, rep_cap, dvals_cap, dbytes_cap, doff_cap, idx_cap, lens_cap;
 };
 void pi_pq_scratch_free(struct pi_pq_scratch *s);
 /* Bytes a column's / a scratch's buffers hold (their capacities). */

@@ -586,7 +586,6 @@ void pi_pq_scratch_free(struct pi_pq_scratch *s) {
     pi_free(s->rep);
     pi_free(s->dvals);
     pi_free(s->dbytes);
-    pi_free(s->tmpb);
     pi_free(s->doff);
     pi_free(s->idx);
     pi_free(s->lens);
@@ -594,7 +593,7 @@ void pi_pq_scratch_free(struct pi_pq_scratch *s) {
 }
 
 uint64_t pi_pq_scratch_held(const struct pi_pq_scratch *s) {
-    return (uint64_t)s->ubuf_cap + s->def_cap + s->rep_cap + s->dvals_cap + s->dbytes_cap + s->tmpb_cap +
+    return (uint64_t)s->ubuf_cap + s->def_cap + s->rep_cap + s->dvals_cap + s->dbytes_cap +
            (uint64_t)s->doff_cap * sizeof *s->doff + (uint64_t)s->idx_cap * sizeof *s->idx +
            (uint64_t)s->lens_cap * sizeof *s->lens;
 }
