@@ -15,6 +15,8 @@
 
 #include "test.h"
 
+#include "../src/data/data.h"
+#include "../src/data/dsformat.h"
 #include "../src/data/parquet.h"
 #include "../src/data/thrift.h"
 #include "../src/format/format.h"
@@ -1197,5 +1199,122 @@ TEST(parquet_level_scan_row_starts) {
             if (!lv[i]) CHECK_EQ(zpos[z++], 100 + i);
         CHECK_EQ(z, b.zeros);
     }
+    return PASS;
+}
+
+/* Global order over a file with a page index reads, for each sample, only
+ * the page of each selected column that holds it (and the column's
+ * dictionary), never whole row groups: the bytes the pipe fetched are
+ * bounded by the parts its batches need, far below what whole groups would
+ * cost; every row comes out exactly once over ranks and workers, with the
+ * writer's values. */
+TEST(parquet_global_order_pages) {
+    const char *dir = fixtures();
+    if (!dir) SKIP_BECAUSE("no Parquet fixtures: %s", fixture_why());
+    char path[600], p2[600];
+    snprintf(path, sizeof path, "%s/small_pages.parquet", dir); /* 3000 rows, 1 row group, 256-byte pages */
+    snprintf(p2, sizeof p2, "%s/expected.json", dir);
+    size_t explen;
+    char *exp = pt_read_file(p2, &explen);
+    CHECK(exp != NULL);
+    if (!exp) return FAIL;
+    const char *cols[] = {"i32", "s", "tok", "st"};
+    pagein_dataset_opts o = {.size = sizeof o, .columns = cols, .ncolumns = 4};
+    pagein_dataset *d = NULL;
+    CHECK_OK(pagein_dataset_open(&d, path, &o));
+    if (!d) {
+        free(exp);
+        return FAIL;
+    }
+    enum { N = 3000, RB = 16 };
+    const struct pi_dsshard *sh = d->shards[0];
+    struct pi_dsgroupinfo gi, whole;
+    CHECK_EQ(sh->ngroups, 1);
+    CHECK(sh->fmt->part != NULL);
+    if (!sh->fmt->part) {
+        pagein_dataset_close(d);
+        free(exp);
+        return FAIL;
+    }
+    CHECK_EQ(sh->fmt->part(sh, 0, 0, &gi, NULL, 0), 10); /* 5 leaves (st is st.a, st.b): dictionary + page each */
+    CHECK_OK(pi_ds_group(sh, 0, &whole));
+    /* what batches of RB samples need: the distinct parts of each batch */
+    pagein_pipe_opts po = PAGEIN_PIPE_OPTS_INIT;
+    po.order = PAGEIN_ORDER_GLOBAL, po.seed = 9, po.read_batch = RB;
+    uint64_t *ids = calloc(N, sizeof *ids), bound = 0, nparts = 0;
+    CHECK_OK(pagein_pipe_order(d, &po, ids, N));
+    for (uint64_t u = 0; u < N; u += RB) {
+        uint64_t firsts[RB];
+        size_t nf = 0;
+        for (uint64_t k = u; k < u + RB && k < N; k++) {
+            CHECK(sh->fmt->part(sh, 0, ids[k], &gi, NULL, 0) > 0);
+            CHECK(gi.first <= ids[k] && ids[k] < gi.first + gi.count);
+            int seen = 0;
+            for (size_t j = 0; j < nf; j++) seen |= firsts[j] == gi.first;
+            if (seen) continue;
+            firsts[nf++] = gi.first;
+            bound += gi.bytes;
+            nparts++;
+        }
+    }
+    uint64_t units = (N + RB - 1) / RB;
+    printf("    %llu units of %d: parts need at most %llu bytes, whole row groups %llu\n", (unsigned long long)units, RB,
+           (unsigned long long)bound, (unsigned long long)(units * whole.bytes));
+    CHECK(bound * 5 < units * whole.bytes);
+    /* one consumer: what it fetched is what the parts need (dictionaries
+     * shared within a batch, so at most the bound) */
+    pagein_pipe *p = NULL;
+    CHECK_OK(pagein_pipe_open(&p, d, &po));
+    pagein_item it;
+    int rc;
+    uint64_t k = 0, bad = 0;
+    while (p && (rc = pagein_pipe_next(p, &it)) == 1) {
+        if (k >= N || it.id != ids[k]) bad++;
+        k++;
+        if (it.id % 8 || bad > 5) continue;
+        for (size_t f = 0; f < it.nfields; f++) {
+            struct sb want = {0}, got = {0};
+            expected_cell(exp, explen, it.fields[f].name, it.id, &want);
+            put_field(&got, &it.fields[f], it.fields[f].name);
+            if (!want.p || !got.p || strcmp(want.p, got.p)) {
+                printf("    row %llu field %s: want %s got %s\n", (unsigned long long)it.id, it.fields[f].name,
+                       want.p ? want.p : "?", got.p ? got.p : "?");
+                bad++;
+            }
+            free(want.p);
+            free(got.p);
+        }
+    }
+    CHECK_EQ(k, N);
+    CHECK_EQ(bad, 0);
+    pagein_pipe_stats st;
+    pagein_pipe_get_stats(p, &st);
+    printf("    fetched %llu bytes in %llu requests, %llu parts decoded\n", (unsigned long long)st.bytes_read,
+           (unsigned long long)st.requests, (unsigned long long)st.groups);
+    CHECK(st.bytes_read <= bound);
+    CHECK_EQ(st.groups, nparts);
+    CHECK_EQ(st.units, units);
+    pagein_pipe_close(p);
+    /* 3 ranks x 2 workers: every row exactly once */
+    uint8_t *seen = calloc(N, 1);
+    uint64_t total = 0;
+    for (uint32_t r = 0; r < 3; r++)
+        for (uint32_t w = 0; w < 2; w++) {
+            pagein_pipe_opts pr = po;
+            pr.rank = r, pr.world_size = 3, pr.worker = w, pr.num_workers = 2, pr.batch = 4;
+            pagein_pipe *q = NULL;
+            CHECK_OK(pagein_pipe_open(&q, d, &pr));
+            while (q && (rc = pagein_pipe_next(q, &it)) == 1) {
+                total++;
+                if (it.id >= N || seen[it.id]++) bad++;
+            }
+            pagein_pipe_close(q);
+        }
+    CHECK_EQ(total, N);
+    CHECK_EQ(bad, 0);
+    free(seen);
+    free(ids);
+    free(exp);
+    pagein_dataset_close(d);
     return PASS;
 }

@@ -105,11 +105,17 @@ struct pq_shard {
     size_t nsel;
     int *leaf;       /* nsel leaf indexes, in column order */
     uint64_t *first; /* ngroups + 1 row prefix sums */
+    /* the page index of the selected chunks (group g, column k at
+     * g * nsel + k), when every one has an OffsetIndex: parts */
+    struct pi_pq_page_loc **locs;
+    size_t *nlocs;
 };
 
 struct pq_group {
     size_t n;
     struct pi_pq_column *cols;
+    uint64_t *origin; /* per column: the group-local row its column starts at (a part's pages) */
+    uint64_t first;   /* the group-local row of the group's (or part's) sample 0 */
 };
 
 static int pq_detect(const char *name, const uint8_t *head, size_t nhead, const uint8_t *tail, size_t ntail,
@@ -122,6 +128,10 @@ static int pq_detect(const char *name, const uint8_t *head, size_t nhead, const 
 
 static void pq_free_impl(struct pq_shard *p) {
     if (!p) return;
+    if (p->locs)
+        for (size_t i = 0; i < p->f->ngroups * p->nsel; i++) pi_free(p->locs[i]);
+    pi_free(p->locs);
+    pi_free(p->nlocs);
     pi_pq_close(p->f);
     pi_free(p->leaf);
     pi_free(p->first);
@@ -189,6 +199,64 @@ static int select_cols(struct pi_dsshard *sh, struct pq_shard *p, const struct p
     return 0;
 }
 
+/* The page index of the selected chunks, when every one has an OffsetIndex:
+ * from the tail already read when it lies there (writers put it just
+ * before the footer), else one read of its span (at most PQ_INDEX_MAX).
+ * Only a hint: a missing, far-flung or malformed index leaves the shard
+ * without parts (global order then reads whole row groups). */
+#define PQ_INDEX_MAX (16u << 20)
+static int load_page_index(struct pi_dsshard *sh, struct pq_shard *p, const uint8_t *tail, uint64_t tl) {
+    const struct pi_pq_file *f = p->f;
+    size_t n = f->ngroups * p->nsel;
+    uint64_t lo = UINT64_MAX, hi = 0;
+    if (!n) return 0;
+    for (size_t g = 0; g < f->ngroups; g++)
+        for (size_t k = 0; k < p->nsel; k++) {
+            const struct pi_pq_chunk *C = &f->groups[g].chunks[p->leaf[k]];
+            if (C->offset_index_offset < 0 || C->offset_index_length <= 0) return 0;
+            lo = PI_MIN(lo, (uint64_t)C->offset_index_offset);
+            hi = PI_MAX(hi, (uint64_t)C->offset_index_offset + (uint64_t)C->offset_index_length);
+        }
+    if (hi - lo > PQ_INDEX_MAX || hi > f->file_size) return 0;
+    uint64_t size = f->file_size;
+    const uint8_t *span = NULL;
+    uint8_t *own = NULL;
+    if (lo >= size - tl) {
+        span = tail + (lo - (size - tl));
+    } else {
+        own = pi_malloc((size_t)(hi - lo));
+        if (!own) return pi_err(-ENOMEM, "out of memory");
+        int rc = pi_source_read(sh->src, own, hi - lo, lo);
+        if (rc < 0) {
+            pi_free(own);
+            return rc;
+        }
+        span = own;
+    }
+    p->locs = pi_calloc(n, sizeof *p->locs);
+    p->nlocs = pi_calloc(n, sizeof *p->nlocs);
+    int ok = p->locs && p->nlocs;
+    for (size_t g = 0; ok && g < f->ngroups; g++)
+        for (size_t k = 0; ok && k < p->nsel; k++) {
+            const struct pi_pq_chunk *C = &f->groups[g].chunks[p->leaf[k]];
+            size_t at = g * p->nsel + k;
+            ok = pi_pq_offset_index(f, g, (size_t)p->leaf[k], span + ((uint64_t)C->offset_index_offset - lo),
+                                    (size_t)C->offset_index_length, &p->locs[at], &p->nlocs[at]) == 0 &&
+                 p->nlocs[at] > 0;
+        }
+    pi_free(own);
+    pi_err_clear();
+    if (!ok) { /* no parts */
+        if (p->locs)
+            for (size_t i = 0; i < n; i++) pi_free(p->locs[i]);
+        pi_free(p->locs);
+        pi_free(p->nlocs);
+        p->locs = NULL;
+        p->nlocs = NULL;
+    }
+    return 0;
+}
+
 static int pq_open(struct pi_dsshard *sh, const struct pi_dsopen *a) {
     uint64_t size = sh->src->size;
     struct pq_shard *p = pi_calloc(1, sizeof *p);
@@ -206,8 +274,9 @@ static int pq_open(struct pi_dsshard *sh, const struct pi_dsopen *a) {
         rc = tail ? pi_source_read(sh->src, tail, tl, size - tl) : pi_err(-ENOMEM, "out of memory");
     }
     if (rc >= 0) rc = pi_pq_open(&p->f, tail, (size_t)tl, size, sh->name);
-    pi_free(tail);
     if (rc >= 0) rc = select_cols(sh, p, a);
+    if (rc >= 0) rc = load_page_index(sh, p, tail, tl);
+    pi_free(tail);
     if (rc >= 0 && p->nsel > PI_DS_MAX_COLS)
         rc = pi_ds_err(sh, PAGEIN_E_LIMIT, UINT64_MAX, UINT64_MAX, NULL, "%zu columns, over the limit of %u", p->nsel,
                        PI_DS_MAX_COLS);
@@ -265,14 +334,61 @@ static void pq_group_free(const struct pi_dsshard *sh, struct pi_dsgroup *grp) {
     if (!q) return;
     for (size_t k = 0; k < q->n; k++) pool_put_col(&q->cols[k]);
     pi_free(q->cols);
+    pi_free(q->origin);
     pi_free(q);
     grp->impl = NULL;
+}
+
+/* The page of column k of group g holding group-local row r: its index in
+ * the OffsetIndex and its rows [*a, *b). */
+static size_t page_of(const struct pq_shard *p, uint64_t g, size_t k, uint64_t r, uint64_t *a, uint64_t *b) {
+    const struct pi_pq_page_loc *L = p->locs[g * p->nsel + k];
+    size_t n = p->nlocs[g * p->nsel + k], lo = 0, hi = n;
+    while (hi - lo > 1) {
+        size_t mid = lo + (hi - lo) / 2;
+        if ((uint64_t)L[mid].first_row <= r)
+            lo = mid;
+        else
+            hi = mid;
+    }
+    *a = (uint64_t)L[lo].first_row;
+    *b = lo + 1 < n ? (uint64_t)L[lo + 1].first_row : p->first[g + 1] - p->first[g];
+    return lo;
+}
+
+/* A part: the rows of group g around group-local row i that every selected
+ * column holds in one page, read as each column's dictionary (the chunk's
+ * bytes before its first data page) and that page: ranges 2k and 2k + 1. */
+static int pq_part(const struct pi_dsshard *sh, uint64_t g, uint64_t i, struct pi_dsgroupinfo *pi, struct pi_dsrange *r,
+                   size_t cap) {
+    const struct pq_shard *p = sh->impl;
+    if (!p->locs) return 0;
+    if (g >= sh->ngroups || i >= p->first[g + 1] - p->first[g])
+        return pi_ds_err(sh, PAGEIN_E_RANGE, g, i, NULL, "no such row in the row group");
+    uint64_t a = 0, b = p->first[g + 1] - p->first[g], bytes = 0;
+    for (size_t k = 0; k < p->nsel; k++) {
+        uint64_t ak, bk;
+        size_t j = page_of(p, g, k, i, &ak, &bk);
+        a = PI_MAX(a, ak);
+        b = PI_MIN(b, bk);
+        const struct pi_pq_chunk *C = &p->f->groups[g].chunks[p->leaf[k]];
+        const struct pi_pq_page_loc *L = p->locs[g * p->nsel + k];
+        struct pi_dsrange d = {C->off, (uint64_t)L[0].offset - C->off}, pg = {(uint64_t)L[j].offset, (uint64_t)L[j].size};
+        if (2 * k < cap) r[2 * k] = d;
+        if (2 * k + 1 < cap) r[2 * k + 1] = pg;
+        bytes += d.len + pg.len;
+    }
+    pi->first = p->first[g] + a;
+    pi->count = b - a;
+    pi->bytes = bytes;
+    return (int)(2 * p->nsel);
 }
 
 static int pq_decode(const struct pi_dsshard *sh, struct pi_dsgroup *grp) {
     const struct pq_shard *p = sh->impl;
     uint64_t g = grp->g;
-    if (g >= sh->ngroups || grp->nbufs != p->nsel)
+    size_t per = grp->part ? 2 : 1;
+    if (g >= sh->ngroups || grp->nbufs != per * p->nsel || (grp->part && !p->locs))
         return pi_ds_err(sh, PAGEIN_E_INVALID, g, UINT64_MAX, NULL, "%zu buffers for %zu columns", grp->nbufs, p->nsel);
     /* what the group may decode into, from the footer's declared sizes */
     uint64_t est = 0;
@@ -286,11 +402,13 @@ static int pq_decode(const struct pi_dsshard *sh, struct pi_dsgroup *grp) {
     struct pq_group *q = pi_calloc(1, sizeof *q);
     if (!q) return pi_err(-ENOMEM, "out of memory");
     q->cols = pi_calloc(p->nsel ? p->nsel : 1, sizeof *q->cols);
-    if (!q->cols) {
-        pi_free(q);
+    q->origin = pi_calloc(p->nsel ? p->nsel : 1, sizeof *q->origin);
+    grp->impl = q;
+    if (!q->cols || !q->origin) {
+        pq_group_free(sh, grp);
         return pi_err(-ENOMEM, "out of memory");
     }
-    grp->impl = q;
+    q->first = grp->part ? grp->info.first - p->first[g] : 0;
     struct pi_pq_scratch scr;
     pool_take_scr(&scr);
     int rc = 0;
@@ -298,8 +416,22 @@ static int pq_decode(const struct pi_dsshard *sh, struct pi_dsgroup *grp) {
         const struct pi_pq_leaf *L = &p->f->leaves[p->leaf[k]];
         q->n = k + 1;
         pool_take_col(L, &q->cols[k]);
-        rc = pi_pq_decode_chunk_into(p->f, (size_t)g, (size_t)p->leaf[k], grp->bufs[k].p, (size_t)grp->bufs[k].len,
-                                     &q->cols[k], &scr);
+        if (grp->part) { /* the page holding the part's rows, after the dictionary */
+            uint64_t a, b;
+            page_of(p, g, k, q->first, &a, &b);
+            if (q->first + grp->info.count > b) {
+                rc = pi_ds_err(sh, PAGEIN_E_INVALID, g, UINT64_MAX, L->field, "the part is not inside one page");
+                break;
+            }
+            q->origin[k] = a;
+            rc = pi_pq_decode_page_run_into(p->f, (size_t)g, (size_t)p->leaf[k], grp->bufs[2 * k].p,
+                                            (size_t)grp->bufs[2 * k].len, grp->bufs[2 * k + 1].p,
+                                            (size_t)grp->bufs[2 * k + 1].len, (int64_t)a, (int64_t)(b - a), &q->cols[k],
+                                            &scr);
+        } else {
+            rc = pi_pq_decode_chunk_into(p->f, (size_t)g, (size_t)p->leaf[k], grp->bufs[k].p, (size_t)grp->bufs[k].len,
+                                         &q->cols[k], &scr);
+        }
         if (rc < 0) break; /* the detail names the file, row group, column and page */
         const struct pi_pq_column *c = &q->cols[k];
         /* a null inside a list has no place in a 1-d array: refused, not read as 0 */
@@ -309,7 +441,7 @@ static int pq_decode(const struct pi_dsshard *sh, struct pi_dsgroup *grp) {
                 if (!pi_pq_row(c, r, &b, &e)) continue;
                 for (uint64_t i = b; i < e; i++)
                     if (!c->elem_valid[i]) {
-                        rc = pi_ds_err(sh, PAGEIN_E_UNSUPPORTED, g, p->first[g] + r, L->field,
+                        rc = pi_ds_err(sh, PAGEIN_E_UNSUPPORTED, g, p->first[g] + q->origin[k] + r, L->field,
                                        "a null element inside a list is not supported");
                         break;
                     }
@@ -336,8 +468,10 @@ static int pq_fields(const struct pi_dsshard *sh, const struct pi_dsgroup *grp, 
         x->type = col->type;
         x->width = col->width;
         x->ndim = col->ndim;
-        uint64_t b, e;
-        if (i >= c->nrows || !pi_pq_row(c, i, &b, &e)) {
+        uint64_t b, e, ri = q->first + i - q->origin[k]; /* the row in this column's decoded pages */
+        if (ri >= c->nrows)
+            return pi_ds_err(sh, PAGEIN_E_INVALID, grp->g, i, col->name, "row past the decoded pages");
+        if (!pi_pq_row(c, ri, &b, &e)) {
             x->null = 1;
             continue;
         }
@@ -346,11 +480,11 @@ static int pq_fields(const struct pi_dsshard *sh, const struct pi_dsgroup *grp, 
             x->data = c->values + b * c->width;
             x->nbytes = (e - b) * c->width;
         } else if (c->width) {
-            x->data = c->values + i * c->width;
+            x->data = c->values + ri * c->width;
             x->nbytes = c->width;
         } else {
-            x->data = c->bytes + c->voff[i];
-            x->nbytes = c->voff[i + 1] - c->voff[i];
+            x->data = c->bytes + c->voff[ri];
+            x->nbytes = c->voff[ri + 1] - c->voff[ri];
         }
     }
     return (int)p->nsel;
@@ -371,4 +505,5 @@ const struct pi_dsformat pi_dsformat_parquet = {
     .decode = pq_decode,
     .fields = pq_fields,
     .group_free = pq_group_free,
+    .part = pq_part,
 };
