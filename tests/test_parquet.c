@@ -815,6 +815,25 @@ static int expected_cell(const char *buf, size_t len, const char *name, uint64_t
     return rc < 0 ? rc : 0;
 }
 
+/* The fields of an item against expected.json: the number that differ
+ * (each printed). */
+static uint64_t check_item(const char *exp, size_t explen, const pagein_item *it) {
+    uint64_t bad = 0;
+    for (size_t k = 0; k < it->nfields; k++) {
+        struct sb want = {0}, got = {0};
+        expected_cell(exp, explen, it->fields[k].name, it->id, &want);
+        put_field(&got, &it->fields[k], it->fields[k].name);
+        if (!want.p || !got.p || strcmp(want.p, got.p)) {
+            printf("    row %llu field %s: want %s got %s\n", (unsigned long long)it->id, it->fields[k].name,
+                   want.p ? want.p : "?", got.p ? got.p : "?");
+            bad++;
+        }
+        free(want.p);
+        free(got.p);
+    }
+    return bad;
+}
+
 TEST(parquet_dataset_pipeline) {
     const char *dir = fixtures();
     if (!dir) SKIP_BECAUSE("no Parquet fixtures: %s", fixture_why());
@@ -862,18 +881,7 @@ TEST(parquet_dataset_pipeline) {
                  * expected_cell walks the whole JSON, so every row here
                  * took 52 s, and minutes under ASan and valgrind) */
                 if (it.id % 8) continue;
-                for (size_t k = 0; k < it.nfields && bad < 5; k++) {
-                    struct sb want = {0}, got = {0};
-                    expected_cell(exp, explen, it.fields[k].name, it.id, &want);
-                    put_field(&got, &it.fields[k], it.fields[k].name);
-                    if (!want.p || !got.p || strcmp(want.p, got.p)) {
-                        printf("    row %llu field %s: want %s got %s\n", (unsigned long long)it.id, it.fields[k].name,
-                               want.p ? want.p : "?", got.p ? got.p : "?");
-                        bad++;
-                    }
-                    free(want.p);
-                    free(got.p);
-                }
+                if (bad < 5) bad += check_item(exp, explen, &it);
             }
             CHECK_OK(rc < 0 ? rc : 0);
             pagein_pipe_close(p);
@@ -1272,18 +1280,7 @@ TEST(parquet_global_order_pages) {
         if (k >= N || it.id != ids[k]) bad++;
         k++;
         if (it.id % 8 || bad > 5) continue;
-        for (size_t f = 0; f < it.nfields; f++) {
-            struct sb want = {0}, got = {0};
-            expected_cell(exp, explen, it.fields[f].name, it.id, &want);
-            put_field(&got, &it.fields[f], it.fields[f].name);
-            if (!want.p || !got.p || strcmp(want.p, got.p)) {
-                printf("    row %llu field %s: want %s got %s\n", (unsigned long long)it.id, it.fields[f].name,
-                       want.p ? want.p : "?", got.p ? got.p : "?");
-                bad++;
-            }
-            free(want.p);
-            free(got.p);
-        }
+        bad += check_item(exp, explen, &it);
     }
     CHECK_EQ(k, N);
     CHECK_EQ(bad, 0);

@@ -228,47 +228,6 @@ int pi_pq_delta_decode(const uint8_t *start, size_t len, int is32, void *out, si
     return 0;
 }
 
-/* The hybrid for levels (bit width 0..8) into bytes: runs are memset,
- * bit-packed groups of 8 values come from one 64-bit load. */
-int pi_pq_rle_decode8(const uint8_t *p, size_t len, int bw, uint8_t *out, size_t n, struct pi_pq_lvlstat *st) {
-    const uint8_t *end = p + len;
-    uint8_t lo = 255, hi = 0;
-    size_t zeros = 0;
-    if (bw < 0 || bw > 8) return pi_err(PI_PQ_EFORMAT, "level bit width %d is over 8", bw);
-    uint64_t mask = (1ull << bw) - 1;
-    for (size_t i = 0; i < n;) {
-        struct run r;
-        FORWARD_IF(next_run(&p, end, bw, n - i, &r));
-        size_t take = r.take;
-        if (r.packed && bw) {
-            const uint8_t *q = r.bits;
-            for (size_t k = 0; k < take; k += 8, q += bw) {
-                uint64_t w = load64(q, (size_t)(end - q));
-                for (unsigned j = 0; j < 8 && k + j < take; j++) out[i + k + j] = (uint8_t)((w >> (j * (unsigned)bw)) & mask);
-            }
-            for (size_t k = 0; k < take; k++) {
-                uint8_t x = out[i + k];
-                lo = x < lo ? x : lo;
-                hi = x > hi ? x : hi;
-                zeros += x == 0;
-            }
-        } else if (take) {
-            uint8_t v = r.packed ? 0 : (uint8_t)r.value;
-            memset(out + i, v, take);
-            lo = v < lo ? v : lo;
-            hi = v > hi ? v : hi;
-            if (v == 0) zeros += take;
-        }
-        i += take;
-    }
-    if (st) {
-        st->min = lo;
-        st->max = hi;
-        st->zeros = zeros;
-    }
-    return 0;
-}
-
 /* A level scan's share of a run of `take` copies of level v at i. */
 static void scan_run(uint8_t v, size_t i, size_t take, uint8_t *lo, uint8_t *hi, size_t *zeros, uint64_t base,
                      uint64_t *zpos) {
@@ -281,8 +240,14 @@ static void scan_run(uint8_t v, size_t i, size_t take, uint8_t *lo, uint8_t *hi,
     *zeros += take;
 }
 
-int pi_pq_rle_scan8(const uint8_t *p, size_t len, int bw, size_t n, struct pi_pq_lvlstat *st, uint64_t base,
-                    uint64_t *zpos) {
+/* Levels (bit width 0..8) of n values: into out (one byte each) when it is
+ * not NULL, their smallest, largest and zero count into *st, and with zpos
+ * the positions base + i of the zeros. Runs are memset; bit-packed groups
+ * of 8 values come from one 64-bit load; stored levels are counted in a
+ * second pass over them (it vectorizes), unstored ones group by group (a
+ * group of eight 1s of width 1, a list's continuing values, at once). */
+static int levels8(const uint8_t *p, size_t len, int bw, size_t n, uint8_t *out, struct pi_pq_lvlstat *st,
+                   uint64_t base, uint64_t *zpos) {
     const uint8_t *end = p + len;
     uint8_t lo = 255, hi = 0;
     size_t zeros = 0;
@@ -296,23 +261,44 @@ int pi_pq_rle_scan8(const uint8_t *p, size_t len, int bw, size_t n, struct pi_pq
             const uint8_t *q = r.bits;
             for (size_t k = 0; k < take; k += 8, q += bw) {
                 uint64_t w = load64(q, (size_t)(end - q));
-                if (bw == 1 && take - k >= 8 && (w & 0xff) == 0xff) { /* a group of ones: no row starts */
-                    hi = 1 > hi ? 1 : hi;
-                    lo = 1 < lo ? 1 : lo;
-                    continue;
+                if (out) {
+                    for (unsigned j = 0; j < 8 && k + j < take; j++)
+                        out[i + k + j] = (uint8_t)((w >> (j * (unsigned)bw)) & mask);
+                } else if (bw == 1 && take - k >= 8 && (w & 0xff) == 0xff) {
+                    scan_run(1, i + k, 8, &lo, &hi, &zeros, base, zpos);
+                } else {
+                    for (unsigned j = 0; j < 8 && k + j < take; j++)
+                        scan_run((uint8_t)((w >> (j * (unsigned)bw)) & mask), i + k + j, 1, &lo, &hi, &zeros, base, zpos);
                 }
-                for (unsigned j = 0; j < 8 && k + j < take; j++)
-                    scan_run((uint8_t)((w >> (j * (unsigned)bw)) & mask), i + k + j, 1, &lo, &hi, &zeros, base, zpos);
+            }
+            for (size_t k = 0; out && k < take; k++) {
+                uint8_t x = out[i + k];
+                lo = x < lo ? x : lo;
+                hi = x > hi ? x : hi;
+                zeros += x == 0;
             }
         } else {
-            scan_run(r.packed ? 0 : (uint8_t)r.value, i, take, &lo, &hi, &zeros, base, zpos);
+            uint8_t v = r.packed ? 0 : (uint8_t)r.value;
+            if (out) memset(out + i, v, take);
+            scan_run(v, i, take, &lo, &hi, &zeros, base, zpos);
         }
         i += take;
     }
-    st->min = lo;
-    st->max = hi;
-    st->zeros = zeros;
+    if (st) {
+        st->min = lo;
+        st->max = hi;
+        st->zeros = zeros;
+    }
     return 0;
+}
+
+int pi_pq_rle_decode8(const uint8_t *p, size_t len, int bw, uint8_t *out, size_t n, struct pi_pq_lvlstat *st) {
+    return levels8(p, len, bw, n, out, st, 0, NULL);
+}
+
+int pi_pq_rle_scan8(const uint8_t *p, size_t len, int bw, size_t n, struct pi_pq_lvlstat *st, uint64_t base,
+                    uint64_t *zpos) {
+    return levels8(p, len, bw, n, NULL, st, base, zpos);
 }
 
 /* n indexes at ix gathered from dict into out; *mx gets the largest index
