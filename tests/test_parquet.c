@@ -1248,7 +1248,7 @@ TEST(parquet_global_order_pages) {
     CHECK_OK(pi_ds_group(sh, 0, &whole));
     /* what batches of RB samples need: the distinct parts of each batch */
     pagein_pipe_opts po = PAGEIN_PIPE_OPTS_INIT;
-    po.order = PAGEIN_ORDER_GLOBAL, po.seed = 9, po.read_batch = RB;
+    po.order = PAGEIN_ORDER_GLOBAL, po.seed = 9, po.read_batch = RB, po.window = RB; /* batches of RB */
     uint64_t *ids = calloc(N, sizeof *ids), bound = 0, nparts = 0;
     CHECK_OK(pagein_pipe_order(d, &po, ids, N));
     for (uint64_t u = 0; u < N; u += RB) {

@@ -335,6 +335,13 @@ static int ug_cmp(const void *a, const void *b) {
     return (x->first > y->first) - (x->first < y->first);
 }
 
+/* The ranges of a unit's group, or of its part. */
+static int ug_ranges(const struct pi_dsshard *sh, const struct ugroup *ug, struct pi_dsrange *r, size_t cap) {
+    if (!ug->grp.part) return pi_ds_ranges(sh, ug->grp.g, r, cap);
+    struct pi_dsgroupinfo pi;
+    return sh->fmt->part(sh, ug->grp.g, ug->grp.info.first - ug->gfirst, &pi, r, cap);
+}
+
 static int ensure_mem(struct unit *u, uint64_t need) {
     if (need <= u->memcap) return 0;
     uint8_t *m = pi_realloc(u->mem, need);
@@ -417,13 +424,6 @@ static int fetch_wants(pagein_pipe *p, struct unit *u, struct want *w, size_t n,
     pi_free(sp);
     u->bytes = at;
     return rc;
-}
-
-/* The ranges of a unit's group, or of its part. */
-static int ug_ranges(const struct pi_dsshard *sh, const struct ugroup *ug, struct pi_dsrange *r, size_t cap) {
-    if (!ug->grp.part) return pi_ds_ranges(sh, ug->grp.g, r, cap);
-    struct pi_dsgroupinfo pi;
-    return sh->fmt->part(sh, ug->grp.g, ug->grp.info.first - ug->gfirst, &pi, r, cap);
 }
 
 /* Loads unit k into u: its ids, then what they need, fetched and decoded. */
@@ -621,17 +621,6 @@ static void stop_loader(pagein_pipe *p) {
 
 /* ---- plan: this consumer's positions and its units ------------------------ */
 
-/* 1 when every non-empty shard's row offers parts of its groups. */
-static int offers_parts(const pagein_dataset *d) {
-    for (size_t i = 0; i < d->nfiles; i++) {
-        const struct pi_dsshard *sh = d->shards[i];
-        struct pi_dsgroupinfo pi;
-        if (!sh->nsamples) continue;
-        if (!sh->ngroups || !sh->fmt->part || sh->fmt->part(sh, 0, 0, &pi, NULL, 0) <= 0) return 0;
-    }
-    return 1;
-}
-
 static int plan(pagein_pipe *p, const struct iv *rem, size_t nrem) {
     pagein_pipe_opts *o = &p->o;
     uint64_t M = 0;
@@ -648,12 +637,8 @@ static int plan(pagein_pipe *p, const struct iv *rem, size_t nrem) {
     p->ustart[0] = 0;
     if (p->q.order == PAGEIN_ORDER_GLOBAL) {
         /* samples that are not single extents bring their whole group: a
-         * batch then holds at most `window` groups (the block order's
-         * bound); where every shard offers parts (a page run of each
-         * column: far smaller than a group), 8 x window of them */
-        uint64_t rb = p->d->addressable ? o->read_batch
-                      : offers_parts(p->d) ? PI_MIN(o->read_batch, 8 * (uint64_t)o->window)
-                                          : PI_MIN(o->read_batch, o->window);
+         * batch then holds at most `window` groups (the block order's bound) */
+        uint64_t rb = p->d->addressable ? o->read_batch : PI_MIN(o->read_batch, o->window);
         for (uint64_t k = 0; k < cnt; k += rb) {
             FORWARD_IF(pi_grow((void **)&p->ustart, &p->ucap, p->nunits + 2, sizeof *p->ustart));
             p->ustart[p->nunits + 1] = PI_MIN(cnt, k + rb);
