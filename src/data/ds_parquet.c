@@ -81,7 +81,17 @@ static void pool_put_scr(struct pi_pq_scratch *s) {
     if (!kept) pi_pq_scratch_free(s);
 }
 
+/* fork() while another thread holds the pool's lock (a DataLoader forking
+ * its workers while a pipe's loader decodes) must not leave the child's
+ * copy locked forever: the lock is taken around fork and released on both
+ * sides. */
+static void pool_lock(void) { pthread_mutex_lock(&pool_mu); }
+static void pool_unlock(void) { pthread_mutex_unlock(&pool_mu); }
+static pthread_once_t pool_once = PTHREAD_ONCE_INIT;
+static void pool_atfork(void) { pthread_atfork(pool_lock, pool_unlock, pool_unlock); }
+
 static void pool_use(int delta) {
+    pthread_once(&pool_once, pool_atfork);
     struct pi_pq_column cols[PQ_POOL_N];
     struct pi_pq_scratch scr[PI_ARRAY_LEN(pool_scr)];
     size_t nc = 0, ns = 0;
