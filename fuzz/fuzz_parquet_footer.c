@@ -7,13 +7,36 @@
  * skipper over the raw input, the offset indexes and their first pages one
  * by one, and the dataset-format row (ds_parquet.c:
  * open over memory, every group's ranges, decode and fields) when every
- * chunk is that small. White-box: includes src/data/parquet.h. */
+ * chunk is that small, and the row's parts (the global order's page runs,
+ * where the file has a page index): the part of each group's first and
+ * last row, read from the input as the pipeline would, decoded and every
+ * row's fields. White-box: includes src/data/parquet.h. */
 #include <stdint.h>
+#include <stdlib.h>
 #include <string.h>
 
 #include "../src/data/dsformat.h"
 #include "../src/data/parquet.h"
 #include "../src/data/thrift.h"
+
+/* The part of group g holding its row i, as the pipeline reads it. */
+static void one_part(const struct pi_dsshard *sh, const uint8_t *data, size_t size, uint64_t g, uint64_t i) {
+    struct pi_dsgroupinfo gi;
+    struct pi_dsrange r[64];
+    struct pi_dsbuf b[64];
+    int n = sh->fmt->part(sh, g, i, &gi, r, 64);
+    if (n <= 0 || n > 64) return;
+    for (int k = 0; k < n; k++) {
+        if (r[k].off > size || r[k].len > size - r[k].off) return;
+        b[k].p = data + r[k].off;
+        b[k].len = r[k].len;
+    }
+    struct pi_dsgroup grp = {.g = g, .info = gi, .bufs = b, .nbufs = (size_t)n, .part = 1};
+    if (sh->fmt->decode(sh, &grp) < 0) return;
+    struct pi_dsfield f[16];
+    for (uint64_t s = 0; s < gi.count && s < 4096; s++) (void)sh->fmt->fields(sh, &grp, s, f, 16);
+    sh->fmt->group_free(sh, &grp);
+}
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
     /* the Thrift reader alone: any struct */
@@ -64,11 +87,33 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
                 pi_free(loc);
             }
         }
+    /* the fields the row can hold (it refuses a file with others unless
+     * columns= leaves them out): scalars and lists of numbers whose
+     * elements cannot be null */
+    char *cols[16];
+    size_t ncols = 0;
+    for (size_t c = 0; c < f->nleaves && ncols < 16; c++) {
+        const struct pi_pq_leaf *L = &f->leaves[c];
+        if (L->unsupported || (L->kind == PI_PQ_LIST && (L->type == PI_PQ_BYTE_ARRAY || L->type == PI_PQ_FIXED ||
+                                                         L->type == PI_PQ_INT96 || L->max_def > L->list_def + 1)))
+            continue;
+        if (!(cols[ncols] = strdup(L->field))) break;
+        ncols++;
+    }
     pi_pq_close(f);
     struct pi_dsshard *sh = NULL;
-    if (small && pi_ds_open_memory(&sh, &pi_dsformat_parquet, data, size, "fuzz", NULL) == 0) {
+    struct pi_dsopen a = {.columns = (const char *const *)cols, .ncolumns = ncols};
+    if (small && (pi_ds_open_memory(&sh, &pi_dsformat_parquet, data, size, "fuzz", NULL) == 0 ||
+                  (ncols && pi_ds_open_memory(&sh, &pi_dsformat_parquet, data, size, "fuzz", &a) == 0))) {
         (void)pi_ds_walk(sh);
+        for (uint64_t g = 0; g < sh->ngroups && g < 64; g++) {
+            struct pi_dsgroupinfo gi;
+            if (sh->fmt->group(sh, g, &gi) < 0 || !gi.count) continue;
+            one_part(sh, data, size, g, 0);
+            one_part(sh, data, size, g, gi.count - 1);
+        }
         pi_ds_shard_close(sh);
     }
+    for (size_t k = 0; k < ncols; k++) free(cols[k]);
     return 0;
 }

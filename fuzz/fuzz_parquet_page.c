@@ -3,7 +3,11 @@
  * levels, every value encoding and every codec path. The first 8 bytes
  * describe the column: type, codec, max definition level, max repetition
  * level and the list's empty level, FIXED length, and the chunk's value
- * count; the rest is the chunk. White-box: includes src/data/parquet.h. */
+ * count; the rest is the chunk. Each input is decoded twice into one
+ * reused column and scratch (as a reader decodes chunk after chunk): as
+ * described, then as the other kind (a list read as a scalar, a scalar as
+ * a list where the levels allow) with another type. White-box: includes
+ * src/data/parquet.h. */
 #include <stdint.h>
 #include <string.h>
 
@@ -25,14 +29,33 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
     L.type_length = (int32_t)(data[4] | data[5] << 8) % 64 + 1;
     int64_t nvalues = data[6] | data[7] << 8;
     struct pi_pq_column c;
-    if (pi_pq_decode_pages(&L, codec, nvalues, -1, data + 8, size - 8, "fuzz", &c) == 0) {
-        uint64_t b, e;
-        for (uint64_t r = 0; r < c.nrows; r++) {
-            pi_pq_row(&c, r, &b, &e);
-            if (b > e || e > c.nelems) __builtin_trap();
+    struct pi_pq_scratch sc;
+    memset(&c, 0, sizeof c);
+    memset(&sc, 0, sizeof sc);
+    for (int pass = 0; pass < 2; pass++) {
+        if (pass == 1) {
+            if (L.kind == PI_PQ_LIST) {
+                L.kind = PI_PQ_SCALAR;
+                L.max_rep = 0;
+                L.list_def = -1;
+            } else if (L.max_def > 0) {
+                L.kind = PI_PQ_LIST;
+                L.max_rep = 1;
+                L.list_def = 0;
+            }
+            L.type = (L.type + 1 + (data[4] & 3)) & 7;
         }
-        if (!c.width && c.voff[c.nelems] != c.nbytes) __builtin_trap();
-        pi_pq_column_free(&c);
+        if (pi_pq_decode_pages_into(&L, codec, nvalues, -1, data + 8, size - 8, "fuzz", &c, &sc) == 0) {
+            uint64_t b, e;
+            for (uint64_t r = 0; r < c.nrows; r++) {
+                pi_pq_row(&c, r, &b, &e);
+                if (b > e || e > c.nelems) __builtin_trap();
+            }
+            if (!c.width && c.voff[c.nelems] != c.nbytes) __builtin_trap();
+            if (c.kind == PI_PQ_SCALAR && c.row_valid != c.elem_valid) __builtin_trap();
+        }
     }
+    pi_pq_column_free(&c);
+    pi_pq_scratch_free(&sc);
     return 0;
 }

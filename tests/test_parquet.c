@@ -15,6 +15,8 @@
 
 #include "test.h"
 
+#include "../src/data/data.h"
+#include "../src/data/dsformat.h"
 #include "../src/data/parquet.h"
 #include "../src/data/thrift.h"
 #include "../src/format/format.h"
@@ -184,7 +186,9 @@ static const char *fixture_why(void) {
 }
 
 /* Decodes every column of every row group of a file and compares it with
- * expected.json; 0 when all match. */
+ * expected.json; 0 when all match. Every chunk of the file is decoded into
+ * one reused column with one reused scratch (as the dataset row does),
+ * whatever its type and kind: what a previous chunk left must not show. */
 static int check_file(const char *dir, const char *name, const char *exp, size_t explen, int *groups_out,
                       int *oindex_out) {
     char path[1024];
@@ -208,6 +212,10 @@ static int check_file(const char *dir, const char *name, const char *exp, size_t
         printf("    %s: %lld rows, %zu leaves\n", name, (long long)f->num_rows, f->nleaves);
         bad = 1;
     }
+    struct pi_pq_column c;
+    struct pi_pq_scratch scr;
+    memset(&c, 0, sizeof c);
+    memset(&scr, 0, sizeof scr);
     for (size_t col = 0; col < f->nleaves && !bad; col++) {
         const struct pi_pq_leaf *L = &f->leaves[col];
         struct sb s = {0};
@@ -216,8 +224,7 @@ static int check_file(const char *dir, const char *name, const char *exp, size_t
         for (size_t g = 0; g < f->ngroups; g++) {
             uint64_t off, cl;
             pi_pq_chunk_range(f, g, col, &off, &cl);
-            struct pi_pq_column c;
-            rc = pi_pq_decode_chunk(f, g, col, buf + off, (size_t)cl, &c);
+            rc = pi_pq_decode_chunk_into(f, g, col, buf + off, (size_t)cl, &c, &scr);
             if (rc < 0) {
                 printf("    %s: decode: %s\n", name, pagein_last_error_detail());
                 bad = 1;
@@ -225,7 +232,6 @@ static int check_file(const char *dir, const char *name, const char *exp, size_t
             }
             put_rows(&s, &c, rows == 0);
             rows += c.nrows;
-            pi_pq_column_free(&c);
         }
         sb_str(&s, "]");
         const char *sp = NULL;
@@ -243,6 +249,8 @@ static int check_file(const char *dir, const char *name, const char *exp, size_t
         }
         free(s.p);
     }
+    pi_pq_column_free(&c);
+    pi_pq_scratch_free(&scr);
     pi_pq_close(f);
     free(buf);
     return bad ? -1 : 0;
@@ -807,6 +815,25 @@ static int expected_cell(const char *buf, size_t len, const char *name, uint64_t
     return rc < 0 ? rc : 0;
 }
 
+/* The fields of an item against expected.json: the number that differ
+ * (each printed). */
+static uint64_t check_item(const char *exp, size_t explen, const pagein_item *it) {
+    uint64_t bad = 0;
+    for (size_t k = 0; k < it->nfields; k++) {
+        struct sb want = {0}, got = {0};
+        expected_cell(exp, explen, it->fields[k].name, it->id, &want);
+        put_field(&got, &it->fields[k], it->fields[k].name);
+        if (!want.p || !got.p || strcmp(want.p, got.p)) {
+            printf("    row %llu field %s: want %s got %s\n", (unsigned long long)it->id, it->fields[k].name,
+                   want.p ? want.p : "?", got.p ? got.p : "?");
+            bad++;
+        }
+        free(want.p);
+        free(got.p);
+    }
+    return bad;
+}
+
 TEST(parquet_dataset_pipeline) {
     const char *dir = fixtures();
     if (!dir) SKIP_BECAUSE("no Parquet fixtures: %s", fixture_why());
@@ -854,18 +881,7 @@ TEST(parquet_dataset_pipeline) {
                  * expected_cell walks the whole JSON, so every row here
                  * took 52 s, and minutes under ASan and valgrind) */
                 if (it.id % 8) continue;
-                for (size_t k = 0; k < it.nfields && bad < 5; k++) {
-                    struct sb want = {0}, got = {0};
-                    expected_cell(exp, explen, it.fields[k].name, it.id, &want);
-                    put_field(&got, &it.fields[k], it.fields[k].name);
-                    if (!want.p || !got.p || strcmp(want.p, got.p)) {
-                        printf("    row %llu field %s: want %s got %s\n", (unsigned long long)it.id, it.fields[k].name,
-                               want.p ? want.p : "?", got.p ? got.p : "?");
-                        bad++;
-                    }
-                    free(want.p);
-                    free(got.p);
-                }
+                if (bad < 5) bad += check_item(exp, explen, &it);
             }
             CHECK_OK(rc < 0 ? rc : 0);
             pagein_pipe_close(p);
@@ -1092,5 +1108,210 @@ TEST(parquet_codecs_bounded) {
     uint8_t o[4];
     CHECK_EQ(pi_pq_decompress(9, src, 4, o, 4), PAGEIN_E_UNSUPPORTED);
     if (!tested) SKIP_BECAUSE("built without the codec libraries");
+    return PASS;
+}
+
+/* ---- the fused dictionary gather and the level scan ----------------------- */
+
+/* A hybrid stream of n indexes of bit width bw: a bit-packed run of all of
+ * them, an RLE run of `rle` copies of index 1 in the middle, bit-packed
+ * again after it. */
+static size_t build_indexes(uint8_t *out, const uint32_t *ix, size_t n, int bw, size_t rle_at, size_t rle) {
+    size_t o = 0;
+    size_t parts[3][2] = {{0, rle_at}, {rle_at, rle}, {rle_at + rle, n - rle_at - rle}};
+    for (int k = 0; k < 3; k++) {
+        size_t a = parts[k][0], m = parts[k][1];
+        if (!m) continue;
+        if (k == 1) { /* an RLE run: (count << 1), then the value in ceil(bw / 8) bytes */
+            uint64_t h = (uint64_t)m << 1;
+            while (h >= 0x80) out[o++] = (uint8_t)(h | 0x80), h >>= 7;
+            out[o++] = (uint8_t)h;
+            for (int b = 0; b < (bw + 7) / 8; b++) out[o++] = (uint8_t)(ix[a] >> (8 * b));
+            continue;
+        }
+        size_t groups = (m + 7) / 8;
+        uint64_t h = (uint64_t)groups << 1 | 1;
+        while (h >= 0x80) out[o++] = (uint8_t)(h | 0x80), h >>= 7;
+        out[o++] = (uint8_t)h;
+        memset(out + o, 0, groups * (size_t)bw);
+        for (size_t i = 0; i < m; i++)
+            for (int b = 0; b < bw; b++)
+                if (ix[a + i] >> b & 1) {
+                    size_t bit = i * (size_t)bw + (size_t)b;
+                    out[o + bit / 8] |= (uint8_t)(1u << (bit % 8));
+                }
+        o += groups * (size_t)bw;
+    }
+    return o;
+}
+
+TEST(parquet_dict_gather_paths) {
+    uint64_t st = pt_seed();
+    enum { N = 3001 };
+    static uint32_t ix[N], want[N], got[N], dict[1 << 20];
+    static uint8_t enc[N * 4 + 64];
+    for (size_t i = 0; i < PI_ARRAY_LEN(dict); i++) dict[i] = (uint32_t)(i * 2654435761u);
+    int widths[] = {1, 3, 8, 13, 16, 17, 20};
+    for (size_t w = 0; w < PI_ARRAY_LEN(widths); w++) {
+        int bw = widths[w];
+        uint32_t dn = bw == 1 ? 2 : (1u << bw) - 5; /* short of 2^bw: bad indexes are possible */
+        for (size_t i = 0; i < N; i++) ix[i] = (uint32_t)(pt_rand(&st) % dn);
+        for (size_t i = 1000; i < 1700; i++) ix[i] = 1; /* the RLE run */
+        size_t len = build_indexes(enc, ix, N, bw, 1000, 700);
+        for (size_t i = 0; i < N; i++) want[i] = dict[ix[i]];
+        /* padded (dcap 2^bw: straight from the bits, up to 16) and not (through the L1 buffer) */
+        for (int padded = 0; padded < 2; padded++) {
+            memset(got, 0xee, sizeof got);
+            uint64_t cap = padded ? (1ull << bw) : dn;
+            CHECK_EQ(pi_pq_dict_gather(enc, len, bw, dict, dn, cap, 4, got, N), 0);
+            CHECK(!memcmp(got, want, sizeof want));
+            /* one index past the dictionary: refused whichever path */
+            uint32_t keep = ix[77];
+            ix[77] = dn + (bw > 1 ? 2 : 0);
+            if (ix[77] < (1u << bw)) {
+                size_t l2 = build_indexes(enc, ix, N, bw, 1000, 700);
+                CHECK_EQ(pi_pq_dict_gather(enc, l2, bw, dict, dn, cap, 4, got, N), PI_PQ_EFORMAT);
+                CHECK(strstr(pagein_last_error_detail(), "dictionary index") != NULL);
+            }
+            ix[77] = keep;
+            len = build_indexes(enc, ix, N, bw, 1000, 700);
+        }
+    }
+    return PASS;
+}
+
+TEST(parquet_level_scan_row_starts) {
+    uint64_t st = pt_seed();
+    enum { N = 5000 };
+    static uint8_t lv[N], enc[N + 64], dec[N];
+    static uint64_t zpos[N];
+    static uint32_t ix[N];
+    for (int trial = 0; trial < 20; trial++) {
+        /* rows of 1-40 values: a 0 then 1s (repetition levels of a list) */
+        for (size_t i = 0; i < N;) {
+            size_t m = 1 + (size_t)(pt_rand(&st) % (trial & 1 ? 40 : 3));
+            for (size_t k = 0; k < m && i < N; k++, i++) lv[i] = k ? 1 : 0;
+        }
+        for (size_t i = 0; i < N; i++) ix[i] = lv[i];
+        size_t len = build_indexes(enc, ix, N, 1, 2000, 0);
+        struct pi_pq_lvlstat a, b;
+        CHECK_EQ(pi_pq_rle_decode8(enc, len, 1, dec, N, &a), 0);
+        CHECK(!memcmp(dec, lv, N));
+        CHECK_EQ(pi_pq_rle_scan8(enc, len, 1, N, &b, 0, NULL), 0);
+        CHECK_EQ(a.zeros, b.zeros);
+        CHECK_EQ(a.min, b.min);
+        CHECK_EQ(a.max, b.max);
+        CHECK_EQ(pi_pq_rle_scan8(enc, len, 1, N, &b, 100, zpos), 0);
+        size_t z = 0;
+        for (size_t i = 0; i < N; i++)
+            if (!lv[i]) CHECK_EQ(zpos[z++], 100 + i);
+        CHECK_EQ(z, b.zeros);
+    }
+    return PASS;
+}
+
+/* Global order over a file with a page index reads, for each sample, only
+ * the page of each selected column that holds it (and the column's
+ * dictionary), never whole row groups: the bytes the pipe fetched are
+ * bounded by the parts its batches need, far below what whole groups would
+ * cost; every row comes out exactly once over ranks and workers, with the
+ * writer's values. */
+TEST(parquet_global_order_pages) {
+    const char *dir = fixtures();
+    if (!dir) SKIP_BECAUSE("no Parquet fixtures: %s", fixture_why());
+    char path[600], p2[600];
+    snprintf(path, sizeof path, "%s/small_pages.parquet", dir); /* 3000 rows, 1 row group, 256-byte pages */
+    snprintf(p2, sizeof p2, "%s/expected.json", dir);
+    size_t explen;
+    char *exp = pt_read_file(p2, &explen);
+    CHECK(exp != NULL);
+    if (!exp) return FAIL;
+    const char *cols[] = {"i32", "s", "tok", "st"};
+    pagein_dataset_opts o = {.size = sizeof o, .columns = cols, .ncolumns = 4};
+    pagein_dataset *d = NULL;
+    CHECK_OK(pagein_dataset_open(&d, path, &o));
+    if (!d) {
+        free(exp);
+        return FAIL;
+    }
+    enum { N = 3000, RB = 16 };
+    const struct pi_dsshard *sh = d->shards[0];
+    struct pi_dsgroupinfo gi, whole;
+    CHECK_EQ(sh->ngroups, 1);
+    CHECK(sh->fmt->part != NULL);
+    if (!sh->fmt->part) {
+        pagein_dataset_close(d);
+        free(exp);
+        return FAIL;
+    }
+    CHECK_EQ(sh->fmt->part(sh, 0, 0, &gi, NULL, 0), 10); /* 5 leaves (st is st.a, st.b): dictionary + page each */
+    CHECK_OK(pi_ds_group(sh, 0, &whole));
+    /* what batches of RB samples need: the distinct parts of each batch */
+    pagein_pipe_opts po = PAGEIN_PIPE_OPTS_INIT;
+    po.order = PAGEIN_ORDER_GLOBAL, po.seed = 9, po.read_batch = RB, po.window = RB; /* batches of RB */
+    uint64_t *ids = calloc(N, sizeof *ids), bound = 0, nparts = 0;
+    CHECK_OK(pagein_pipe_order(d, &po, ids, N));
+    for (uint64_t u = 0; u < N; u += RB) {
+        uint64_t firsts[RB];
+        size_t nf = 0;
+        for (uint64_t k = u; k < u + RB && k < N; k++) {
+            CHECK(sh->fmt->part(sh, 0, ids[k], &gi, NULL, 0) > 0);
+            CHECK(gi.first <= ids[k] && ids[k] < gi.first + gi.count);
+            int seen = 0;
+            for (size_t j = 0; j < nf; j++) seen |= firsts[j] == gi.first;
+            if (seen) continue;
+            firsts[nf++] = gi.first;
+            bound += gi.bytes;
+            nparts++;
+        }
+    }
+    uint64_t units = (N + RB - 1) / RB;
+    printf("    %llu units of %d: parts need at most %llu bytes, whole row groups %llu\n", (unsigned long long)units, RB,
+           (unsigned long long)bound, (unsigned long long)(units * whole.bytes));
+    CHECK(bound * 5 < units * whole.bytes);
+    /* one consumer: what it fetched is what the parts need (dictionaries
+     * shared within a batch, so at most the bound) */
+    pagein_pipe *p = NULL;
+    CHECK_OK(pagein_pipe_open(&p, d, &po));
+    pagein_item it;
+    int rc;
+    uint64_t k = 0, bad = 0;
+    while (p && (rc = pagein_pipe_next(p, &it)) == 1) {
+        if (k >= N || it.id != ids[k]) bad++;
+        k++;
+        if (it.id % 8 || bad > 5) continue;
+        bad += check_item(exp, explen, &it);
+    }
+    CHECK_EQ(k, N);
+    CHECK_EQ(bad, 0);
+    pagein_pipe_stats st;
+    pagein_pipe_get_stats(p, &st);
+    printf("    fetched %llu bytes in %llu requests, %llu parts decoded\n", (unsigned long long)st.bytes_read,
+           (unsigned long long)st.requests, (unsigned long long)st.groups);
+    CHECK(st.bytes_read <= bound);
+    CHECK_EQ(st.groups, nparts);
+    CHECK_EQ(st.units, units);
+    pagein_pipe_close(p);
+    /* 3 ranks x 2 workers: every row exactly once */
+    uint8_t *seen = calloc(N, 1);
+    uint64_t total = 0;
+    for (uint32_t r = 0; r < 3; r++)
+        for (uint32_t w = 0; w < 2; w++) {
+            pagein_pipe_opts pr = po;
+            pr.rank = r, pr.world_size = 3, pr.worker = w, pr.num_workers = 2, pr.batch = 4;
+            pagein_pipe *q = NULL;
+            CHECK_OK(pagein_pipe_open(&q, d, &pr));
+            while (q && (rc = pagein_pipe_next(q, &it)) == 1) {
+                total++;
+                if (it.id >= N || seen[it.id]++) bad++;
+            }
+            pagein_pipe_close(q);
+        }
+    CHECK_EQ(total, N);
+    CHECK_EQ(bad, 0);
+    free(seen);
+    free(ids);
+    free(exp);
+    pagein_dataset_close(d);
     return PASS;
 }

@@ -10,21 +10,122 @@
 #include "dsformat.h"
 #include "parquet.h"
 
+#include <pthread.h>
 #include <stdio.h>
 #include <string.h>
 
 #define PQ_TAIL (64u << 10) /* the first tail read; grown when the footer is larger */
+
+/* ---- buffers kept between row groups ---------------------------------------
+ * A decoded column's buffers are large (a list<int32> row group of 100 MB:
+ * its values), so malloc maps fresh memory for each and the decode pays a
+ * page fault a 4 KiB page of output (about 40% of a list column's decode).
+ * Freed columns and decoder scratch go to a small pool instead, shared by
+ * every Parquet shard of the process (block order interleaves shards) and
+ * emptied when the last one closes: at most PQ_POOL_N columns and
+ * PQ_POOL_BYTES held while idle. */
+#define PQ_POOL_N 32
+#define PQ_POOL_BYTES (512ull << 20)
+static pthread_mutex_t pool_mu = PTHREAD_MUTEX_INITIALIZER;
+static struct pi_pq_column pool_col[PQ_POOL_N];
+static struct pi_pq_scratch pool_scr[4];
+static size_t pool_ncol, pool_nscr, pool_users;
+static uint64_t pool_bytes;
+
+/* A column for leaf L: a pooled one of the same shape if any, else empty. */
+static void pool_take_col(const struct pi_pq_leaf *L, struct pi_pq_column *c) {
+    memset(c, 0, sizeof *c);
+    pthread_mutex_lock(&pool_mu);
+    size_t pick = pool_ncol;
+    for (size_t i = pool_ncol; i-- > 0;) {
+        const struct pi_pq_column *x = &pool_col[i];
+        if (x->kind == L->kind && (x->width != 0) == (L->type != PI_PQ_BYTE_ARRAY)) {
+            pick = i;
+            break;
+        }
+    }
+    if (pick == pool_ncol && pool_ncol) pick = pool_ncol - 1;
+    if (pick < pool_ncol) {
+        *c = pool_col[pick];
+        pool_bytes -= pi_pq_column_held(c);
+        pool_col[pick] = pool_col[--pool_ncol];
+    }
+    pthread_mutex_unlock(&pool_mu);
+}
+
+static void pool_put_col(struct pi_pq_column *c) {
+    uint64_t held = pi_pq_column_held(c);
+    pthread_mutex_lock(&pool_mu);
+    int kept = pool_users && pool_ncol < PQ_POOL_N && pool_bytes + held <= PQ_POOL_BYTES;
+    if (kept) {
+        pool_col[pool_ncol++] = *c;
+        pool_bytes += held;
+    }
+    pthread_mutex_unlock(&pool_mu);
+    if (!kept) pi_pq_column_free(c);
+    memset(c, 0, sizeof *c);
+}
+
+static void pool_take_scr(struct pi_pq_scratch *s) {
+    memset(s, 0, sizeof *s);
+    pthread_mutex_lock(&pool_mu);
+    if (pool_nscr) *s = pool_scr[--pool_nscr];
+    pthread_mutex_unlock(&pool_mu);
+}
+
+static void pool_put_scr(struct pi_pq_scratch *s) {
+    pthread_mutex_lock(&pool_mu);
+    int kept = pool_users && pool_nscr < PI_ARRAY_LEN(pool_scr) && pi_pq_scratch_held(s) <= (64u << 20);
+    if (kept) pool_scr[pool_nscr++] = *s;
+    pthread_mutex_unlock(&pool_mu);
+    if (!kept) pi_pq_scratch_free(s);
+}
+
+/* fork() while another thread holds the pool's lock (a DataLoader forking
+ * its workers while a pipe's loader decodes) must not leave the child's
+ * copy locked forever: the lock is taken around fork and released on both
+ * sides. */
+static void pool_lock(void) { pthread_mutex_lock(&pool_mu); }
+static void pool_unlock(void) { pthread_mutex_unlock(&pool_mu); }
+static pthread_once_t pool_once = PTHREAD_ONCE_INIT;
+static void pool_atfork(void) { pthread_atfork(pool_lock, pool_unlock, pool_unlock); }
+
+static void pool_use(int delta) {
+    pthread_once(&pool_once, pool_atfork);
+    struct pi_pq_column cols[PQ_POOL_N];
+    struct pi_pq_scratch scr[PI_ARRAY_LEN(pool_scr)];
+    size_t nc = 0, ns = 0;
+    pthread_mutex_lock(&pool_mu);
+    pool_users = (size_t)((ptrdiff_t)pool_users + delta);
+    if (!pool_users) { /* the last shard closed: give the memory back */
+        nc = pool_ncol;
+        ns = pool_nscr;
+        memcpy(cols, pool_col, nc * sizeof *cols);
+        memcpy(scr, pool_scr, ns * sizeof *scr);
+        pool_ncol = pool_nscr = 0;
+        pool_bytes = 0;
+    }
+    pthread_mutex_unlock(&pool_mu);
+    for (size_t i = 0; i < nc; i++) pi_pq_column_free(&cols[i]);
+    for (size_t i = 0; i < ns; i++) pi_pq_scratch_free(&scr[i]);
+}
 
 struct pq_shard {
     struct pi_pq_file *f;
     size_t nsel;
     int *leaf;       /* nsel leaf indexes, in column order */
     uint64_t *first; /* ngroups + 1 row prefix sums */
+    /* the page index of the selected chunks (group g, column k at
+     * g * nsel + k), when every one has an OffsetIndex: parts */
+    struct pi_pq_page_loc **locs;
+    size_t *nlocs;
 };
 
 struct pq_group {
     size_t n;
     struct pi_pq_column *cols;
+    uint64_t *origin; /* per column: the group-local row its column starts at (a part's pages) */
+    uint64_t first;   /* the group-local row of the group's (or part's) sample 0 */
 };
 
 static int pq_detect(const char *name, const uint8_t *head, size_t nhead, const uint8_t *tail, size_t ntail,
@@ -37,6 +138,10 @@ static int pq_detect(const char *name, const uint8_t *head, size_t nhead, const 
 
 static void pq_free_impl(struct pq_shard *p) {
     if (!p) return;
+    if (p->locs)
+        for (size_t i = 0; i < p->f->ngroups * p->nsel; i++) pi_free(p->locs[i]);
+    pi_free(p->locs);
+    pi_free(p->nlocs);
     pi_pq_close(p->f);
     pi_free(p->leaf);
     pi_free(p->first);
@@ -104,6 +209,64 @@ static int select_cols(struct pi_dsshard *sh, struct pq_shard *p, const struct p
     return 0;
 }
 
+/* The page index of the selected chunks, when every one has an OffsetIndex:
+ * from the tail already read when it lies there (writers put it just
+ * before the footer), else one read of its span (at most PQ_INDEX_MAX).
+ * Only a hint: a missing, far-flung or malformed index leaves the shard
+ * without parts (global order then reads whole row groups). */
+#define PQ_INDEX_MAX (16u << 20)
+static int load_page_index(struct pi_dsshard *sh, struct pq_shard *p, const uint8_t *tail, uint64_t tl) {
+    const struct pi_pq_file *f = p->f;
+    size_t n = f->ngroups * p->nsel;
+    uint64_t lo = UINT64_MAX, hi = 0;
+    if (!n) return 0;
+    for (size_t g = 0; g < f->ngroups; g++)
+        for (size_t k = 0; k < p->nsel; k++) {
+            const struct pi_pq_chunk *C = &f->groups[g].chunks[p->leaf[k]];
+            if (C->offset_index_offset < 0 || C->offset_index_length <= 0) return 0;
+            lo = PI_MIN(lo, (uint64_t)C->offset_index_offset);
+            hi = PI_MAX(hi, (uint64_t)C->offset_index_offset + (uint64_t)C->offset_index_length);
+        }
+    if (hi - lo > PQ_INDEX_MAX || hi > f->file_size) return 0;
+    uint64_t size = f->file_size;
+    const uint8_t *span = NULL;
+    uint8_t *own = NULL;
+    if (lo >= size - tl) {
+        span = tail + (lo - (size - tl));
+    } else {
+        own = pi_malloc((size_t)(hi - lo));
+        if (!own) return pi_err(-ENOMEM, "out of memory");
+        int rc = pi_source_read(sh->src, own, hi - lo, lo);
+        if (rc < 0) {
+            pi_free(own);
+            return rc;
+        }
+        span = own;
+    }
+    p->locs = pi_calloc(n, sizeof *p->locs);
+    p->nlocs = pi_calloc(n, sizeof *p->nlocs);
+    int ok = p->locs && p->nlocs;
+    for (size_t g = 0; ok && g < f->ngroups; g++)
+        for (size_t k = 0; ok && k < p->nsel; k++) {
+            const struct pi_pq_chunk *C = &f->groups[g].chunks[p->leaf[k]];
+            size_t at = g * p->nsel + k;
+            ok = pi_pq_offset_index(f, g, (size_t)p->leaf[k], span + ((uint64_t)C->offset_index_offset - lo),
+                                    (size_t)C->offset_index_length, &p->locs[at], &p->nlocs[at]) == 0 &&
+                 p->nlocs[at] > 0;
+        }
+    pi_free(own);
+    pi_err_clear();
+    if (!ok) { /* no parts */
+        if (p->locs)
+            for (size_t i = 0; i < n; i++) pi_free(p->locs[i]);
+        pi_free(p->locs);
+        pi_free(p->nlocs);
+        p->locs = NULL;
+        p->nlocs = NULL;
+    }
+    return 0;
+}
+
 static int pq_open(struct pi_dsshard *sh, const struct pi_dsopen *a) {
     uint64_t size = sh->src->size;
     struct pq_shard *p = pi_calloc(1, sizeof *p);
@@ -121,8 +284,9 @@ static int pq_open(struct pi_dsshard *sh, const struct pi_dsopen *a) {
         rc = tail ? pi_source_read(sh->src, tail, tl, size - tl) : pi_err(-ENOMEM, "out of memory");
     }
     if (rc >= 0) rc = pi_pq_open(&p->f, tail, (size_t)tl, size, sh->name);
-    pi_free(tail);
     if (rc >= 0) rc = select_cols(sh, p, a);
+    if (rc >= 0) rc = load_page_index(sh, p, tail, tl);
+    pi_free(tail);
     if (rc >= 0 && p->nsel > PI_DS_MAX_COLS)
         rc = pi_ds_err(sh, PAGEIN_E_LIMIT, UINT64_MAX, UINT64_MAX, NULL, "%zu columns, over the limit of %u", p->nsel,
                        PI_DS_MAX_COLS);
@@ -138,6 +302,7 @@ static int pq_open(struct pi_dsshard *sh, const struct pi_dsopen *a) {
         sh->nsamples = p->first[p->f->ngroups];
         sh->ngroups = p->f->ngroups;
         sh->impl = p;
+        pool_use(1);
         return 0;
     }
     pi_free(sh->cols);
@@ -147,6 +312,7 @@ static int pq_open(struct pi_dsshard *sh, const struct pi_dsopen *a) {
 }
 
 static void pq_close(struct pi_dsshard *sh) {
+    if (sh->impl) pool_use(-1);
     pq_free_impl(sh->impl);
     sh->impl = NULL;
     pi_free(sh->cols);
@@ -176,16 +342,63 @@ static int pq_ranges(const struct pi_dsshard *sh, uint64_t g, struct pi_dsrange 
 static void pq_group_free(const struct pi_dsshard *sh, struct pi_dsgroup *grp) {
     struct pq_group *q = grp->impl;
     if (!q) return;
-    for (size_t k = 0; k < q->n; k++) pi_pq_column_free(&q->cols[k]);
+    for (size_t k = 0; k < q->n; k++) pool_put_col(&q->cols[k]);
     pi_free(q->cols);
+    pi_free(q->origin);
     pi_free(q);
     grp->impl = NULL;
+}
+
+/* The page of column k of group g holding group-local row r: its index in
+ * the OffsetIndex and its rows [*a, *b). */
+static size_t page_of(const struct pq_shard *p, uint64_t g, size_t k, uint64_t r, uint64_t *a, uint64_t *b) {
+    const struct pi_pq_page_loc *L = p->locs[g * p->nsel + k];
+    size_t n = p->nlocs[g * p->nsel + k], lo = 0, hi = n;
+    while (hi - lo > 1) {
+        size_t mid = lo + (hi - lo) / 2;
+        if ((uint64_t)L[mid].first_row <= r)
+            lo = mid;
+        else
+            hi = mid;
+    }
+    *a = (uint64_t)L[lo].first_row;
+    *b = lo + 1 < n ? (uint64_t)L[lo + 1].first_row : p->first[g + 1] - p->first[g];
+    return lo;
+}
+
+/* A part: the rows of group g around group-local row i that every selected
+ * column holds in one page, read as each column's dictionary (the chunk's
+ * bytes before its first data page) and that page: ranges 2k and 2k + 1. */
+static int pq_part(const struct pi_dsshard *sh, uint64_t g, uint64_t i, struct pi_dsgroupinfo *pi, struct pi_dsrange *r,
+                   size_t cap) {
+    const struct pq_shard *p = sh->impl;
+    if (!p->locs) return 0;
+    if (g >= sh->ngroups || i >= p->first[g + 1] - p->first[g])
+        return pi_ds_err(sh, PAGEIN_E_RANGE, g, i, NULL, "no such row in the row group");
+    uint64_t a = 0, b = p->first[g + 1] - p->first[g], bytes = 0;
+    for (size_t k = 0; k < p->nsel; k++) {
+        uint64_t ak, bk;
+        size_t j = page_of(p, g, k, i, &ak, &bk);
+        a = PI_MAX(a, ak);
+        b = PI_MIN(b, bk);
+        const struct pi_pq_chunk *C = &p->f->groups[g].chunks[p->leaf[k]];
+        const struct pi_pq_page_loc *L = p->locs[g * p->nsel + k];
+        struct pi_dsrange d = {C->off, (uint64_t)L[0].offset - C->off}, pg = {(uint64_t)L[j].offset, (uint64_t)L[j].size};
+        if (2 * k < cap) r[2 * k] = d;
+        if (2 * k + 1 < cap) r[2 * k + 1] = pg;
+        bytes += d.len + pg.len;
+    }
+    pi->first = p->first[g] + a;
+    pi->count = b - a;
+    pi->bytes = bytes;
+    return (int)(2 * p->nsel);
 }
 
 static int pq_decode(const struct pi_dsshard *sh, struct pi_dsgroup *grp) {
     const struct pq_shard *p = sh->impl;
     uint64_t g = grp->g;
-    if (g >= sh->ngroups || grp->nbufs != p->nsel)
+    size_t per = grp->part ? 2 : 1;
+    if (g >= sh->ngroups || grp->nbufs != per * p->nsel || (grp->part && !p->locs))
         return pi_ds_err(sh, PAGEIN_E_INVALID, g, UINT64_MAX, NULL, "%zu buffers for %zu columns", grp->nbufs, p->nsel);
     /* what the group may decode into, from the footer's declared sizes */
     uint64_t est = 0;
@@ -199,36 +412,54 @@ static int pq_decode(const struct pi_dsshard *sh, struct pi_dsgroup *grp) {
     struct pq_group *q = pi_calloc(1, sizeof *q);
     if (!q) return pi_err(-ENOMEM, "out of memory");
     q->cols = pi_calloc(p->nsel ? p->nsel : 1, sizeof *q->cols);
-    if (!q->cols) {
-        pi_free(q);
+    q->origin = pi_calloc(p->nsel ? p->nsel : 1, sizeof *q->origin);
+    grp->impl = q;
+    if (!q->cols || !q->origin) {
+        pq_group_free(sh, grp);
         return pi_err(-ENOMEM, "out of memory");
     }
-    grp->impl = q;
-    for (size_t k = 0; k < p->nsel; k++) {
+    q->first = grp->part ? grp->info.first - p->first[g] : 0;
+    struct pi_pq_scratch scr;
+    pool_take_scr(&scr);
+    int rc = 0;
+    for (size_t k = 0; k < p->nsel && rc == 0; k++) {
         const struct pi_pq_leaf *L = &p->f->leaves[p->leaf[k]];
-        int rc = pi_pq_decode_chunk(p->f, (size_t)g, (size_t)p->leaf[k], grp->bufs[k].p, (size_t)grp->bufs[k].len,
-                                    &q->cols[k]);
-        if (rc < 0) {
-            pq_group_free(sh, grp);
-            return rc; /* the detail names the file, row group, column and page */
-        }
         q->n = k + 1;
+        pool_take_col(L, &q->cols[k]);
+        if (grp->part) { /* the page holding the part's rows, after the dictionary */
+            uint64_t a, b;
+            page_of(p, g, k, q->first, &a, &b);
+            if (q->first + grp->info.count > b) {
+                rc = pi_ds_err(sh, PAGEIN_E_INVALID, g, UINT64_MAX, L->field, "the part is not inside one page");
+                break;
+            }
+            q->origin[k] = a;
+            rc = pi_pq_decode_page_run_into(p->f, (size_t)g, (size_t)p->leaf[k], grp->bufs[2 * k].p,
+                                            (size_t)grp->bufs[2 * k].len, grp->bufs[2 * k + 1].p,
+                                            (size_t)grp->bufs[2 * k + 1].len, (int64_t)a, (int64_t)(b - a), &q->cols[k],
+                                            &scr);
+        } else {
+            rc = pi_pq_decode_chunk_into(p->f, (size_t)g, (size_t)p->leaf[k], grp->bufs[k].p, (size_t)grp->bufs[k].len,
+                                         &q->cols[k], &scr);
+        }
+        if (rc < 0) break; /* the detail names the file, row group, column and page */
         const struct pi_pq_column *c = &q->cols[k];
         /* a null inside a list has no place in a 1-d array: refused, not read as 0 */
-        if (c->kind == PI_PQ_LIST && L->max_def > L->list_def + 1)
-            for (uint64_t r = 0; r < c->nrows; r++) {
+        if (c->kind == PI_PQ_LIST && c->null_elems)
+            for (uint64_t r = 0; r < c->nrows && rc == 0; r++) {
                 uint64_t b, e;
                 if (!pi_pq_row(c, r, &b, &e)) continue;
                 for (uint64_t i = b; i < e; i++)
                     if (!c->elem_valid[i]) {
-                        uint64_t s = p->first[g] + r;
-                        pq_group_free(sh, grp);
-                        return pi_ds_err(sh, PAGEIN_E_UNSUPPORTED, g, s, L->field,
-                                         "a null element inside a list is not supported");
+                        rc = pi_ds_err(sh, PAGEIN_E_UNSUPPORTED, g, p->first[g] + q->origin[k] + r, L->field,
+                                       "a null element inside a list is not supported");
+                        break;
                     }
             }
     }
-    return 0;
+    pool_put_scr(&scr);
+    if (rc < 0) pq_group_free(sh, grp);
+    return rc;
 }
 
 static int pq_fields(const struct pi_dsshard *sh, const struct pi_dsgroup *grp, uint64_t i, struct pi_dsfield *f,
@@ -247,8 +478,10 @@ static int pq_fields(const struct pi_dsshard *sh, const struct pi_dsgroup *grp, 
         x->type = col->type;
         x->width = col->width;
         x->ndim = col->ndim;
-        uint64_t b, e;
-        if (i >= c->nrows || !pi_pq_row(c, i, &b, &e)) {
+        uint64_t b, e, ri = q->first + i - q->origin[k]; /* the row in this column's decoded pages */
+        if (ri >= c->nrows)
+            return pi_ds_err(sh, PAGEIN_E_INVALID, grp->g, i, col->name, "row past the decoded pages");
+        if (!pi_pq_row(c, ri, &b, &e)) {
             x->null = 1;
             continue;
         }
@@ -257,11 +490,11 @@ static int pq_fields(const struct pi_dsshard *sh, const struct pi_dsgroup *grp, 
             x->data = c->values + b * c->width;
             x->nbytes = (e - b) * c->width;
         } else if (c->width) {
-            x->data = c->values + i * c->width;
+            x->data = c->values + ri * c->width;
             x->nbytes = c->width;
         } else {
-            x->data = c->bytes + c->voff[i];
-            x->nbytes = c->voff[i + 1] - c->voff[i];
+            x->data = c->bytes + c->voff[ri];
+            x->nbytes = c->voff[ri + 1] - c->voff[ri];
         }
     }
     return (int)p->nsel;
@@ -282,4 +515,5 @@ const struct pi_dsformat pi_dsformat_parquet = {
     .decode = pq_decode,
     .fields = pq_fields,
     .group_free = pq_group_free,
+    .part = pq_part,
 };

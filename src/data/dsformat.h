@@ -175,6 +175,8 @@ struct pi_dsgroup {
     const struct pi_dsbuf *bufs; /* the fetched ranges, set by the caller */
     size_t nbufs;
     void *impl;                  /* the row's decoded state; freed by group_free() */
+    uint32_t part;               /* set by the caller: 1 when bufs are part()'s ranges and info
+                                    the part's samples (fields' i counts from info.first) */
 };
 
 /* What open() gets. */
@@ -249,6 +251,17 @@ struct pi_dsformat {
     int (*fields)(const struct pi_dsshard *sh, const struct pi_dsgroup *grp, uint64_t i, struct pi_dsfield *f,
                   size_t cap);
     void (*group_free)(const struct pi_dsshard *sh, struct pi_dsgroup *grp);
+    /* Optional: the part of group g that holds its sample i (group-local)
+     * and can be read alone (Parquet with a page index: the pages holding
+     * the row). Sets *pi to the part's samples (first shard-local, count,
+     * bytes) and writes its ranges as ranges() does; returns their number,
+     * or 0 when the group has no parts (read it whole). A row offers parts
+     * for every group of a shard or for none; parts of a group are
+     * disjoint. The global order reads parts where they are offered:
+     * decode() then gets grp->part = 1, grp->info = the part's facts and
+     * the part's ranges. Pure, no I/O. */
+    int (*part)(const struct pi_dsshard *sh, uint64_t g, uint64_t i, struct pi_dsgroupinfo *pi, struct pi_dsrange *r,
+                size_t cap);
 
     /* ---- the sample path (rows where one sample is one byte extent) ----
      * Optional. A shard whose open() leaves ngroups at 0 (with nsamples >

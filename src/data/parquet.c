@@ -114,204 +114,227 @@ static int rd_list(struct mp *m, int type, const char *field, int elem, uint32_t
     return 0;
 }
 
-/* LogicalType: a union; its field id is what we keep. */
-static int rd_logical(struct mp *m, int *logical) {
+/* Walks a struct's fields, calling fn for each: fn returns 0 when it read
+ * the field, 1 to have it skipped, < 0 on error. m->where names the struct
+ * in errors (set again before every field: a nested struct changes it). */
+typedef int (*field_fn)(struct mp *m, int16_t id, int ft, void *arg);
+static int rd_struct(struct mp *m, const char *where, field_fn fn, void *arg) {
     FORWARD_IF(pi_thrift_struct_begin(&m->t));
     int16_t id = 0;
     int ft;
     for (;;) {
+        m->where = where;
         FORWARD_IF(pi_thrift_field(&m->t, &id, &ft));
         if (ft == PI_TT_STOP) break;
-        if (ft == PI_TT_STRUCT && id > 0) *logical = id;
-        FORWARD_IF(pi_thrift_skip(&m->t, ft));
+        int rc = fn(m, id, ft, arg);
+        if (rc < 0) return rc;
+        if (rc > 0) FORWARD_IF(pi_thrift_skip(&m->t, ft));
     }
     pi_thrift_struct_end(&m->t);
+    m->where = where;
     return 0;
 }
 
-static int rd_schema_el(struct mp *m, struct pi_pq_schema *e) {
+/* A list of structs: *arr gets n zeroed elements of sz bytes (a list given
+ * twice is an error) and *count follows the elements read (so that a close
+ * after an error frees what was read); element i is read by el(m, i, arg);
+ * its error is prefixed "PREFIX i" when prefix is not NULL. *n gets the
+ * list's length. */
+typedef int (*elem_fn)(struct mp *m, size_t i, void *arg);
+static int rd_structs(struct mp *m, int ft, const char *field, void **arr, size_t sz, size_t *count, uint32_t *n,
+                      elem_fn el, void *arg, const char *prefix) {
+    FORWARD_IF(rd_list(m, ft, field, PI_TT_STRUCT, n));
+    if (*arr) return MERR(m, "%s.%s given twice", m->where, field);
+    *arr = pi_calloc(*n ? *n : 1, sz);
+    if (!*arr) return pi_err(-ENOMEM, "out of memory");
+    for (uint32_t i = 0; i < *n; i++) {
+        if (count) *count = i + 1;
+        int rc = el(m, i, arg);
+        if (rc < 0) {
+            if (prefix) {
+                char pre[64];
+                snprintf(pre, sizeof pre, "%s %u", prefix, (unsigned)i);
+                pi_err_prefix(pre);
+            }
+            return rc;
+        }
+    }
+    return 0;
+}
+
+/* LogicalType: a union; its field id is what we keep. */
+static int logical_field(struct mp *m, int16_t id, int ft, void *arg) {
+    if (ft == PI_TT_STRUCT && id > 0) *(int *)arg = id;
+    return 1;
+}
+
+struct schema_rd {
+    struct pi_pq_schema *e;
+    int have_name;
+};
+
+static int schema_field(struct mp *m, int16_t id, int ft, void *arg) {
+    struct schema_rd *r = arg;
+    struct pi_pq_schema *e = r->e;
+    int32_t v;
+    switch (id) {
+    case 1:
+        FORWARD_IF(rd_i32(m, ft, "type", &v));
+        if (v < 0 || v > 7) return MERR(m, "SchemaElement.type %d is not a Parquet type", (int)v);
+        e->type = v;
+        return 0;
+    case 2: return rd_i32(m, ft, "type_length", &e->type_length);
+    case 3:
+        FORWARD_IF(rd_i32(m, ft, "repetition_type", &v));
+        if (v < 0 || v > 2) return MERR(m, "SchemaElement.repetition_type %d is invalid", (int)v);
+        e->rep = v;
+        return 0;
+    case 4:
+        r->have_name = 1;
+        return rd_str(m, ft, "name", &e->name);
+    case 5: return rd_i32(m, ft, "num_children", &e->num_children);
+    case 6:
+        FORWARD_IF(rd_i32(m, ft, "converted_type", &v));
+        e->converted = v;
+        return 0;
+    case 7: return rd_i32(m, ft, "scale", &e->scale);
+    case 8: return rd_i32(m, ft, "precision", &e->precision);
+    case 10:
+        FORWARD_IF(need_type(m, ft, PI_TT_STRUCT, "logicalType"));
+        FORWARD_IF(rd_struct(m, "LogicalType", logical_field, &e->logical));
+        return 0;
+    default: return 1;
+    }
+}
+
+static int rd_schema_el(struct mp *m, size_t i, void *arg) {
+    struct pi_pq_schema *e = &m->f->schema[i];
     memset(e, 0, sizeof *e);
     e->type = -1;
     e->rep = -1;
     e->converted = -1;
     e->parent = -1;
-    int have_name = 0;
-    m->where = "SchemaElement";
-    FORWARD_IF(pi_thrift_struct_begin(&m->t));
-    int16_t id = 0;
-    int ft;
+    struct schema_rd r = {e, 0};
+    FORWARD_IF(rd_struct(m, "SchemaElement", schema_field, &r));
+    if (!r.have_name) return MERR(m, "SchemaElement without a name (byte %zu)", pi_thrift_pos(&m->t));
+    return 0;
+}
+
+static int kv_field(struct mp *m, int16_t id, int ft, void *arg) {
+    struct pi_pq_kv *kv = arg;
+    if (id == 1) return rd_str(m, ft, "key", &kv->key);
+    if (id == 2) return rd_str(m, ft, "value", &kv->val);
+    return 1;
+}
+
+static int rd_kv(struct mp *m, size_t i, void *arg) {
+    struct pi_pq_kv *kv = &m->f->kv[i];
+    FORWARD_IF(rd_struct(m, "KeyValue", kv_field, kv));
+    if (!kv->key) return MERR(m, "KeyValue without a key");
+    return 0;
+}
+
+struct colmeta_rd {
+    struct pi_pq_chunk *c;
+    unsigned seen;
+};
+
+static int colmeta_field(struct mp *m, int16_t id, int ft, void *arg) {
+    struct colmeta_rd *r = arg;
+    struct pi_pq_chunk *c = r->c;
     int32_t v;
-    for (;;) {
-        FORWARD_IF(pi_thrift_field(&m->t, &id, &ft));
-        if (ft == PI_TT_STOP) break;
-        switch (id) {
-        case 1:
-            FORWARD_IF(rd_i32(m, ft, "type", &v));
-            if (v < 0 || v > 7) return MERR(m, "SchemaElement.type %d is not a Parquet type", (int)v);
-            e->type = v;
-            break;
-        case 2: FORWARD_IF(rd_i32(m, ft, "type_length", &e->type_length)); break;
-        case 3:
-            FORWARD_IF(rd_i32(m, ft, "repetition_type", &v));
-            if (v < 0 || v > 2) return MERR(m, "SchemaElement.repetition_type %d is invalid", (int)v);
-            e->rep = v;
-            break;
-        case 4:
-            FORWARD_IF(rd_str(m, ft, "name", &e->name));
-            have_name = 1;
-            break;
-        case 5: FORWARD_IF(rd_i32(m, ft, "num_children", &e->num_children)); break;
-        case 6: FORWARD_IF(rd_i32(m, ft, "converted_type", &v)); e->converted = v; break;
-        case 7: FORWARD_IF(rd_i32(m, ft, "scale", &e->scale)); break;
-        case 8: FORWARD_IF(rd_i32(m, ft, "precision", &e->precision)); break;
-        case 10:
-            FORWARD_IF(need_type(m, ft, PI_TT_STRUCT, "logicalType"));
-            FORWARD_IF(rd_logical(m, &e->logical));
-            break;
-        default: FORWARD_IF(pi_thrift_skip(&m->t, ft));
+    switch (id) {
+    case 1:
+        FORWARD_IF(rd_i32(m, ft, "type", &v));
+        if (v < 0 || v > 7) return MERR(m, "ColumnMetaData.type %d is not a Parquet type", (int)v);
+        c->type = v;
+        r->seen |= 1;
+        return 0;
+    case 2: {
+        uint32_t n;
+        FORWARD_IF(rd_list(m, ft, "encodings", PI_TT_I32, &n));
+        for (uint32_t i = 0; i < n; i++) {
+            int64_t e;
+            FORWARD_IF(pi_thrift_int(&m->t, PI_TT_I32, &e));
+            if (c->nencodings < PI_ARRAY_LEN(c->encodings) && e >= 0 && e < 256) c->encodings[c->nencodings++] = (uint8_t)e;
         }
+        return 0;
     }
-    pi_thrift_struct_end(&m->t);
-    if (!have_name) return MERR(m, "SchemaElement without a name (byte %zu)", pi_thrift_pos(&m->t));
-    return 0;
+    case 4:
+        FORWARD_IF(rd_i32(m, ft, "codec", &v));
+        c->codec = v;
+        r->seen |= 2;
+        return 0;
+    case 5: r->seen |= 4; return rd_i64(m, ft, "num_values", &c->num_values);
+    case 6: return rd_i64(m, ft, "total_uncompressed_size", &c->total_uncompressed);
+    case 7: r->seen |= 8; return rd_i64(m, ft, "total_compressed_size", &c->total_compressed);
+    case 9: r->seen |= 16; return rd_i64(m, ft, "data_page_offset", &c->data_page_offset);
+    case 11: return rd_i64(m, ft, "dictionary_page_offset", &c->dictionary_page_offset);
+    default: return 1; /* path_in_schema is checked by position */
+    }
 }
 
-static int rd_kv(struct mp *m, char **k, char **v) {
-    FORWARD_IF(pi_thrift_struct_begin(&m->t));
-    int16_t id = 0;
-    int ft;
-    for (;;) {
-        FORWARD_IF(pi_thrift_field(&m->t, &id, &ft));
-        if (ft == PI_TT_STOP) break;
-        if (id == 1)
-            FORWARD_IF(rd_str(m, ft, "key", k));
-        else if (id == 2)
-            FORWARD_IF(rd_str(m, ft, "value", v));
-        else
-            FORWARD_IF(pi_thrift_skip(&m->t, ft));
+static int chunk_field(struct mp *m, int16_t id, int ft, void *arg) {
+    struct pi_pq_chunk *c = arg;
+    int64_t dummy;
+    switch (id) {
+    case 1: return pi_err(PAGEIN_E_UNSUPPORTED, "a column chunk in another file (ColumnChunk.file_path) is not supported");
+    case 2: return rd_i64(m, ft, "file_offset", &dummy);
+    case 3: {
+        FORWARD_IF(need_type(m, ft, PI_TT_STRUCT, "meta_data"));
+        struct colmeta_rd r = {c, 0};
+        FORWARD_IF(rd_struct(m, "ColumnMetaData", colmeta_field, &r));
+        if (r.seen != 31) return MERR(m, "ColumnMetaData lacks a required field (type, codec, num_values, sizes, offset)");
+        c->has_meta = 1;
+        return 0;
     }
-    pi_thrift_struct_end(&m->t);
-    if (!*k) return MERR(m, "KeyValue without a key");
-    return 0;
+    case 4: return rd_i64(m, ft, "offset_index_offset", &c->offset_index_offset);
+    case 5: return rd_i32(m, ft, "offset_index_length", &c->offset_index_length);
+    case 6: return rd_i64(m, ft, "column_index_offset", &c->column_index_offset);
+    case 7: return rd_i32(m, ft, "column_index_length", &c->column_index_length);
+    case 8:
+    case 9: return pi_err(PAGEIN_E_UNSUPPORTED, "encrypted column chunks are not supported");
+    default: return 1;
+    }
 }
 
-static int rd_colmeta(struct mp *m, struct pi_pq_chunk *c) {
-    m->where = "ColumnMetaData";
-    FORWARD_IF(pi_thrift_struct_begin(&m->t));
-    int16_t id = 0;
-    int ft;
-    int32_t v;
-    unsigned seen = 0;
-    for (;;) {
-        FORWARD_IF(pi_thrift_field(&m->t, &id, &ft));
-        if (ft == PI_TT_STOP) break;
-        switch (id) {
-        case 1:
-            FORWARD_IF(rd_i32(m, ft, "type", &v));
-            if (v < 0 || v > 7) return MERR(m, "ColumnMetaData.type %d is not a Parquet type", (int)v);
-            c->type = v;
-            seen |= 1;
-            break;
-        case 2: {
-            uint32_t n;
-            FORWARD_IF(rd_list(m, ft, "encodings", PI_TT_I32, &n));
-            for (uint32_t i = 0; i < n; i++) {
-                int64_t e;
-                FORWARD_IF(pi_thrift_int(&m->t, PI_TT_I32, &e));
-                if (c->nencodings < PI_ARRAY_LEN(c->encodings) && e >= 0 && e < 256)
-                    c->encodings[c->nencodings++] = (uint8_t)e;
-            }
-            break;
-        }
-        case 4:
-            FORWARD_IF(rd_i32(m, ft, "codec", &v));
-            c->codec = v;
-            seen |= 2;
-            break;
-        case 5: FORWARD_IF(rd_i64(m, ft, "num_values", &c->num_values)); seen |= 4; break;
-        case 6: FORWARD_IF(rd_i64(m, ft, "total_uncompressed_size", &c->total_uncompressed)); break;
-        case 7: FORWARD_IF(rd_i64(m, ft, "total_compressed_size", &c->total_compressed)); seen |= 8; break;
-        case 9: FORWARD_IF(rd_i64(m, ft, "data_page_offset", &c->data_page_offset)); seen |= 16; break;
-        case 11: FORWARD_IF(rd_i64(m, ft, "dictionary_page_offset", &c->dictionary_page_offset)); break;
-        default: FORWARD_IF(pi_thrift_skip(&m->t, ft)); /* path_in_schema is checked by position */
-        }
-    }
-    pi_thrift_struct_end(&m->t);
-    if (seen != 31) return MERR(m, "ColumnMetaData lacks a required field (type, codec, num_values, sizes, offset)");
-    c->has_meta = 1;
-    return 0;
-}
-
-static int rd_chunk(struct mp *m, struct pi_pq_chunk *c) {
+static int rd_chunk(struct mp *m, size_t i, void *arg) {
+    struct pi_pq_chunk *c = &((struct pi_pq_group *)arg)->chunks[i];
     memset(c, 0, sizeof *c);
     c->dictionary_page_offset = c->offset_index_offset = c->column_index_offset = -1;
-    FORWARD_IF(pi_thrift_struct_begin(&m->t));
-    int16_t id = 0;
-    int ft;
-    int64_t dummy;
-    for (;;) {
-        m->where = "ColumnChunk";
-        FORWARD_IF(pi_thrift_field(&m->t, &id, &ft));
-        if (ft == PI_TT_STOP) break;
-        switch (id) {
-        case 1: return pi_err(PAGEIN_E_UNSUPPORTED, "a column chunk in another file (ColumnChunk.file_path) is not supported");
-        case 2: FORWARD_IF(rd_i64(m, ft, "file_offset", &dummy)); break;
-        case 3:
-            FORWARD_IF(need_type(m, ft, PI_TT_STRUCT, "meta_data"));
-            FORWARD_IF(rd_colmeta(m, c));
-            break;
-        case 4: FORWARD_IF(rd_i64(m, ft, "offset_index_offset", &c->offset_index_offset)); break;
-        case 5: FORWARD_IF(rd_i32(m, ft, "offset_index_length", &c->offset_index_length)); break;
-        case 6: FORWARD_IF(rd_i64(m, ft, "column_index_offset", &c->column_index_offset)); break;
-        case 7: FORWARD_IF(rd_i32(m, ft, "column_index_length", &c->column_index_length)); break;
-        case 8:
-        case 9: return pi_err(PAGEIN_E_UNSUPPORTED, "encrypted column chunks are not supported");
-        default: FORWARD_IF(pi_thrift_skip(&m->t, ft));
-        }
-    }
-    pi_thrift_struct_end(&m->t);
+    FORWARD_IF(rd_struct(m, "ColumnChunk", chunk_field, c));
     if (!c->has_meta) return MERR(m, "ColumnChunk without meta_data");
     return 0;
 }
 
-static int rd_group(struct mp *m, struct pi_pq_group *g, size_t ncols) {
-    FORWARD_IF(pi_thrift_struct_begin(&m->t));
-    int16_t id = 0;
-    int ft;
-    unsigned seen = 0;
-    for (;;) {
-        m->where = "RowGroup";
-        FORWARD_IF(pi_thrift_field(&m->t, &id, &ft));
-        if (ft == PI_TT_STOP) break;
-        switch (id) {
-        case 1: {
-            uint32_t n;
-            FORWARD_IF(rd_list(m, ft, "columns", PI_TT_STRUCT, &n));
-            if (g->chunks) return MERR(m, "RowGroup.columns given twice");
-            if (n != ncols)
-                return MERR(m, "row group has %u column chunks, the schema has %zu columns", (unsigned)n, ncols);
-            g->chunks = pi_calloc(n ? n : 1, sizeof *g->chunks);
-            if (!g->chunks) return pi_err(-ENOMEM, "out of memory");
-            for (uint32_t i = 0; i < n; i++) {
-                int rc = rd_chunk(m, &g->chunks[i]);
-                if (rc < 0) {
-                    char pre[64];
-                    snprintf(pre, sizeof pre, "column %u", (unsigned)i);
-                    pi_err_prefix(pre);
-                    return rc;
-                }
-            }
-            seen |= 1;
-            break;
-        }
-        case 2: FORWARD_IF(rd_i64(m, ft, "total_byte_size", &g->total_byte_size)); break;
-        case 3: FORWARD_IF(rd_i64(m, ft, "num_rows", &g->num_rows)); seen |= 2; break;
-        default: FORWARD_IF(pi_thrift_skip(&m->t, ft));
-        }
+struct group_rd {
+    struct pi_pq_group *g;
+    unsigned seen;
+};
+
+static int group_field(struct mp *m, int16_t id, int ft, void *arg) {
+    struct group_rd *r = arg;
+    struct pi_pq_group *g = r->g;
+    switch (id) {
+    case 1: {
+        uint32_t n;
+        FORWARD_IF(rd_structs(m, ft, "columns", (void **)&g->chunks, sizeof *g->chunks, NULL, &n, rd_chunk, g, "column"));
+        if (n != m->f->nleaves)
+            return MERR(m, "row group has %u column chunks, the schema has %zu columns", (unsigned)n, m->f->nleaves);
+        r->seen |= 1;
+        return 0;
     }
-    pi_thrift_struct_end(&m->t);
-    if (seen != 3) return MERR(m, "RowGroup lacks its columns or num_rows");
-    if (g->num_rows < 0) return MERR(m, "RowGroup.num_rows is negative");
+    case 2: return rd_i64(m, ft, "total_byte_size", &g->total_byte_size);
+    case 3: r->seen |= 2; return rd_i64(m, ft, "num_rows", &g->num_rows);
+    default: return 1;
+    }
+}
+
+static int rd_group(struct mp *m, size_t i, void *arg) {
+    struct group_rd r = {&m->f->groups[i], 0};
+    FORWARD_IF(rd_struct(m, "RowGroup", group_field, &r));
+    if (r.seen != 3) return MERR(m, "RowGroup lacks its columns or num_rows");
+    if (r.g->num_rows < 0) return MERR(m, "RowGroup.num_rows is negative");
     return 0;
 }
 
@@ -453,73 +476,35 @@ static int build_leaves(struct pi_pq_file *f) {
 
 /* ---- open ------------------------------------------------------------------ */
 
-static int rd_filemeta(struct mp *m) {
+static int filemeta_field(struct mp *m, int16_t id, int ft, void *arg) {
     struct pi_pq_file *f = m->f;
-    FORWARD_IF(pi_thrift_struct_begin(&m->t));
-    int16_t id = 0;
-    int ft;
-    unsigned seen = 0;
-    for (;;) {
-        m->where = "FileMetaData";
-        FORWARD_IF(pi_thrift_field(&m->t, &id, &ft));
-        if (ft == PI_TT_STOP) break;
-        switch (id) {
-        case 1: FORWARD_IF(rd_i32(m, ft, "version", &f->version)); break;
-        case 2: {
-            uint32_t n;
-            FORWARD_IF(rd_list(m, ft, "schema", PI_TT_STRUCT, &n));
-            if (f->schema) return MERR(m, "FileMetaData.schema given twice");
-            f->schema = pi_calloc(n ? n : 1, sizeof *f->schema);
-            if (!f->schema) return pi_err(-ENOMEM, "out of memory");
-            for (uint32_t i = 0; i < n; i++) {
-                f->nschema = i + 1; /* so that close frees a name read before an error */
-                FORWARD_IF(rd_schema_el(m, &f->schema[i]));
-            }
-            seen |= 1;
-            FORWARD_IF(build_leaves(f));
-            break;
-        }
-        case 3: FORWARD_IF(rd_i64(m, ft, "num_rows", &f->num_rows)); break;
-        case 4: {
-            uint32_t n;
-            if (!(seen & 1)) return MERR(m, "FileMetaData.row_groups come before the schema");
-            FORWARD_IF(rd_list(m, ft, "row_groups", PI_TT_STRUCT, &n));
-            if (f->groups) return MERR(m, "FileMetaData.row_groups given twice");
-            f->groups = pi_calloc(n ? n : 1, sizeof *f->groups);
-            if (!f->groups) return pi_err(-ENOMEM, "out of memory");
-            for (uint32_t i = 0; i < n; i++) {
-                f->ngroups = i + 1;
-                int rc = rd_group(m, &f->groups[i], f->nleaves);
-                if (rc < 0) {
-                    char pre[64];
-                    snprintf(pre, sizeof pre, "row group %u", (unsigned)i);
-                    pi_err_prefix(pre);
-                    return rc;
-                }
-            }
-            seen |= 2;
-            break;
-        }
-        case 5: {
-            uint32_t n;
-            FORWARD_IF(rd_list(m, ft, "key_value_metadata", PI_TT_STRUCT, &n));
-            if (f->kv_key) return MERR(m, "FileMetaData.key_value_metadata given twice");
-            f->kv_key = pi_calloc(n ? n : 1, sizeof *f->kv_key);
-            f->kv_val = pi_calloc(n ? n : 1, sizeof *f->kv_val);
-            if (!f->kv_key || !f->kv_val) return pi_err(-ENOMEM, "out of memory");
-            for (uint32_t i = 0; i < n; i++) {
-                f->nkv = i + 1;
-                m->where = "KeyValue";
-                FORWARD_IF(rd_kv(m, &f->kv_key[i], &f->kv_val[i]));
-            }
-            break;
-        }
-        case 6: FORWARD_IF(rd_str(m, ft, "created_by", &f->created_by)); break;
-        case 8: return pi_err(PAGEIN_E_UNSUPPORTED, "encrypted Parquet files are not supported");
-        default: FORWARD_IF(pi_thrift_skip(&m->t, ft));
-        }
+    unsigned *seen = arg;
+    uint32_t n;
+    switch (id) {
+    case 1: return rd_i32(m, ft, "version", &f->version);
+    case 2:
+        FORWARD_IF(rd_structs(m, ft, "schema", (void **)&f->schema, sizeof *f->schema, &f->nschema, &n, rd_schema_el,
+                              NULL, NULL));
+        *seen |= 1;
+        return build_leaves(f);
+    case 3: return rd_i64(m, ft, "num_rows", &f->num_rows);
+    case 4:
+        if (!(*seen & 1)) return MERR(m, "FileMetaData.row_groups come before the schema");
+        FORWARD_IF(rd_structs(m, ft, "row_groups", (void **)&f->groups, sizeof *f->groups, &f->ngroups, &n, rd_group,
+                              NULL, "row group"));
+        *seen |= 2;
+        return 0;
+    case 5:
+        return rd_structs(m, ft, "key_value_metadata", (void **)&f->kv, sizeof *f->kv, &f->nkv, &n, rd_kv, NULL, NULL);
+    case 6: return rd_str(m, ft, "created_by", &f->created_by);
+    case 8: return pi_err(PAGEIN_E_UNSUPPORTED, "encrypted Parquet files are not supported");
+    default: return 1;
     }
-    pi_thrift_struct_end(&m->t);
+}
+
+static int rd_filemeta(struct mp *m) {
+    unsigned seen = 0;
+    FORWARD_IF(rd_struct(m, "FileMetaData", filemeta_field, &seen));
     if (seen != 3) return MERR(m, "FileMetaData lacks its schema or row groups");
     return 0;
 }
@@ -616,11 +601,10 @@ void pi_pq_close(struct pi_pq_file *f) {
     for (size_t g = 0; g < f->ngroups; g++) pi_free(f->groups[g].chunks);
     pi_free(f->groups);
     for (size_t i = 0; i < f->nkv; i++) {
-        pi_free(f->kv_key[i]);
-        pi_free(f->kv_val[i]);
+        pi_free(f->kv[i].key);
+        pi_free(f->kv[i].val);
     }
-    pi_free(f->kv_key);
-    pi_free(f->kv_val);
+    pi_free(f->kv);
     pi_free(f->created_by);
     pi_free(f->name);
     pi_free(f);
@@ -644,6 +628,50 @@ int pi_pq_chunk_range(const struct pi_pq_file *f, size_t rg, size_t col, uint64_
 
 /* ---- OffsetIndex ------------------------------------------------------------ */
 
+struct oi_rd {
+    struct pi_pq_page_loc *v;
+    size_t n;
+    const struct pi_pq_chunk *C;
+    int64_t nrows;
+};
+
+static int loc_field(struct mp *m, int16_t id, int ft, void *arg) {
+    struct pi_pq_page_loc *L = arg;
+    if (id == 1) return rd_i64(m, ft, "offset", &L->offset);
+    if (id == 2) return rd_i32(m, ft, "compressed_page_size", &L->size);
+    if (id == 3) return rd_i64(m, ft, "first_row_index", &L->first_row);
+    return 1;
+}
+
+/* PageLocation i: read, then checked against the previous one and the chunk. */
+static int rd_loc(struct mp *m, size_t i, void *arg) {
+    struct oi_rd *r = arg;
+    struct pi_pq_page_loc *L = &r->v[i], *v = r->v;
+    const struct pi_pq_chunk *C = r->C;
+    L->offset = L->first_row = -1;
+    L->size = -1;
+    FORWARD_IF(rd_struct(m, "PageLocation", loc_field, L));
+    int64_t prev_row = i ? v[i - 1].first_row : -1;
+    int64_t prev_end = i ? v[i - 1].offset + v[i - 1].size : (int64_t)C->off;
+    if (L->offset < prev_end || L->size <= 0 || (uint64_t)L->offset + (uint64_t)L->size > C->off + C->len)
+        return pi_err(PI_PQ_EFORMAT, "page %zu at [%lld, +%d) is outside its chunk [%llu, +%llu) or overlaps", i,
+                      (long long)L->offset, (int)L->size, (unsigned long long)C->off, (unsigned long long)C->len);
+    if (L->first_row <= prev_row || L->first_row >= (r->nrows > 0 ? r->nrows : 1) || (i == 0 && L->first_row != 0))
+        return pi_err(PI_PQ_EFORMAT, "page %zu starts at row %lld (previous %lld, %lld rows)", i,
+                      (long long)L->first_row, (long long)prev_row, (long long)r->nrows);
+    return 0;
+}
+
+static int oi_field(struct mp *m, int16_t id, int ft, void *arg) {
+    struct oi_rd *r = arg;
+    if (id != 1 || r->v) return 1; /* page_locations once; the rest skipped */
+    uint32_t n;
+    size_t cnt = 0;
+    int rc = rd_structs(m, ft, "page_locations", (void **)&r->v, sizeof *r->v, &cnt, &n, rd_loc, r, NULL);
+    r->n = rc < 0 ? 0 : n;
+    return rc;
+}
+
 int pi_pq_offset_index(const struct pi_pq_file *f, size_t rg, size_t col, const void *buf, size_t len,
                        struct pi_pq_page_loc **locs, size_t *n) {
     if (rg >= f->ngroups || col >= f->nleaves)
@@ -652,55 +680,10 @@ int pi_pq_offset_index(const struct pi_pq_file *f, size_t rg, size_t col, const 
     int64_t nrows = f->groups[rg].num_rows;
     struct mp m = {.f = (struct pi_pq_file *)f, .where = "OffsetIndex"};
     pi_thrift_init(&m.t, buf, len);
-    struct pi_pq_page_loc *v = NULL;
-    size_t nv = 0;
-    int rc = pi_thrift_struct_begin(&m.t);
-    int16_t id = 0;
-    int ft;
-    while (rc == 0) {
-        rc = pi_thrift_field(&m.t, &id, &ft);
-        if (rc < 0 || ft == PI_TT_STOP) break;
-        if (id != 1 || v) {
-            rc = pi_thrift_skip(&m.t, ft);
-            continue;
-        }
-        uint32_t cnt;
-        rc = rd_list(&m, ft, "page_locations", PI_TT_STRUCT, &cnt);
-        if (rc < 0) break;
-        v = pi_calloc(cnt ? cnt : 1, sizeof *v);
-        if (!v) {
-            rc = pi_err(-ENOMEM, "out of memory");
-            break;
-        }
-        for (uint32_t i = 0; i < cnt && rc == 0; i++) {
-            struct pi_pq_page_loc *L = &v[i];
-            L->offset = L->first_row = -1;
-            L->size = -1;
-            rc = pi_thrift_struct_begin(&m.t);
-            int16_t sid = 0;
-            int st;
-            while (rc == 0) {
-                rc = pi_thrift_field(&m.t, &sid, &st);
-                if (rc < 0 || st == PI_TT_STOP) break;
-                if (sid == 1) rc = rd_i64(&m, st, "offset", &L->offset);
-                else if (sid == 2) rc = rd_i32(&m, st, "compressed_page_size", &L->size);
-                else if (sid == 3) rc = rd_i64(&m, st, "first_row_index", &L->first_row);
-                else rc = pi_thrift_skip(&m.t, st);
-            }
-            pi_thrift_struct_end(&m.t);
-            if (rc < 0) break;
-            nv = i + 1;
-            int64_t prev_row = i ? v[i - 1].first_row : -1;
-            int64_t prev_end = i ? v[i - 1].offset + v[i - 1].size : (int64_t)C->off;
-            if (L->offset < prev_end || L->size <= 0 || (uint64_t)L->offset + (uint64_t)L->size > C->off + C->len)
-                rc = pi_err(PI_PQ_EFORMAT, "page %u at [%lld, +%d) is outside its chunk [%llu, +%llu) or overlaps", (unsigned)i,
-                            (long long)L->offset, (int)L->size, (unsigned long long)C->off, (unsigned long long)C->len);
-            else if (L->first_row <= prev_row || L->first_row >= (nrows > 0 ? nrows : 1) || (i == 0 && L->first_row != 0))
-                rc = pi_err(PI_PQ_EFORMAT, "page %u starts at row %lld (previous %lld, %lld rows)", (unsigned)i,
-                            (long long)L->first_row, (long long)prev_row, (long long)nrows);
-        }
-    }
-    pi_thrift_struct_end(&m.t);
+    struct oi_rd r = {NULL, 0, C, nrows};
+    int rc = rd_struct(&m, "OffsetIndex", oi_field, &r);
+    struct pi_pq_page_loc *v = r.v;
+    size_t nv = r.n;
     if (rc == 0 && !v) rc = pi_err(PI_PQ_EFORMAT, "OffsetIndex without page_locations");
     if (rc < 0) {
         pi_free(v);

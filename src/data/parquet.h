@@ -140,7 +140,9 @@ struct pi_pq_file {
     struct pi_pq_schema *schema;
     struct pi_pq_leaf *leaves;
     struct pi_pq_group *groups;
-    char **kv_key, **kv_val;
+    struct pi_pq_kv {
+        char *key, *val;
+    } *kv; /* nkv of them */
 };
 
 /* The tail: the last len bytes of a file of file_size bytes. Sets *need to
@@ -172,13 +174,14 @@ struct pi_pq_column {
     uint64_t *voff;       /* BYTE_ARRAY: nelems + 1 */
     uint8_t *bytes;
     uint64_t nbytes;
+    uint64_t null_elems;  /* lists: null elements inside non-null lists */
     /* capacities (internal) */
     size_t cap_rows, cap_off, cap_elems, cap_vals, cap_voff, cap_bytes;
 };
 
 /* Per-row access: 1 when row r is not null, and its element range. */
 static inline int pi_pq_row(const struct pi_pq_column *c, uint64_t r, uint64_t *b, uint64_t *e) {
-    if (c->offsets) {
+    if (c->kind == PI_PQ_LIST) {
         *b = c->offsets[r];
         *e = c->offsets[r + 1];
     } else {
@@ -196,6 +199,28 @@ int pi_pq_chunk_range(const struct pi_pq_file *f, size_t rg, size_t col, uint64_
 int pi_pq_decode_chunk(const struct pi_pq_file *f, size_t rg, size_t col, const void *buf, size_t len,
                        struct pi_pq_column *out);
 void pi_pq_column_free(struct pi_pq_column *c);
+
+/* Reuse: a column decoded once may be decoded into again (its buffers are
+ * kept and grown, never shrunk, so that a reader that decodes chunk after
+ * chunk touches no fresh memory), and the scratch of the decoder (a
+ * decompressed page, levels, indexes, the dictionary) kept between chunks.
+ * Zero both before their first use; free with pi_pq_column_free and
+ * pi_pq_scratch_free. On failure the column still owns its buffers (its
+ * contents are undefined). */
+struct pi_pq_scratch {
+    uint8_t *ubuf, *def, *rep, *dvals, *dbytes;
+    uint64_t *doff;
+    uint32_t *idx;
+    int64_t *lens;
+    size_t ubuf_cap, def_cap, rep_cap, dvals_cap, dbytes_cap, doff_cap, idx_cap, lens_cap;
+};
+void pi_pq_scratch_free(struct pi_pq_scratch *s);
+/* Bytes a column's / a scratch's buffers hold (their capacities). */
+uint64_t pi_pq_column_held(const struct pi_pq_column *c);
+uint64_t pi_pq_scratch_held(const struct pi_pq_scratch *s);
+/* pi_pq_decode_chunk into a reused column with reused scratch (s may be NULL). */
+int pi_pq_decode_chunk_into(const struct pi_pq_file *f, size_t rg, size_t col, const void *buf, size_t len,
+                            struct pi_pq_column *out, struct pi_pq_scratch *s);
 
 /* ---- the page index (PageIndex.md): single pages ------------------------
  * A chunk's OffsetIndex (ColumnChunk.offset_index_offset/_length: read
@@ -218,6 +243,10 @@ int pi_pq_offset_index(const struct pi_pq_file *f, size_t rg, size_t col, const 
 int pi_pq_decode_page_run(const struct pi_pq_file *f, size_t rg, size_t col, const void *dict, size_t dict_len,
                           const void *pages, size_t pages_len, int64_t first_row, int64_t rows,
                           struct pi_pq_column *out);
+/* The same into a reused column with reused scratch (s may be NULL). */
+int pi_pq_decode_page_run_into(const struct pi_pq_file *f, size_t rg, size_t col, const void *dict, size_t dict_len,
+                               const void *pages, size_t pages_len, int64_t first_row, int64_t rows,
+                               struct pi_pq_column *out, struct pi_pq_scratch *s);
 
 /* The page loop itself, for a leaf described by the caller (the fuzz target
  * and the hand-built-page tests): pages of one chunk in buf, codec, at most
@@ -225,6 +254,10 @@ int pi_pq_decode_page_run(const struct pi_pq_file *f, size_t rg, size_t col, con
  * names the chunk in errors ("file: row group 0, column x"). */
 int pi_pq_decode_pages(const struct pi_pq_leaf *leaf, int codec, int64_t num_values, int64_t num_rows,
                        const void *buf, size_t len, const char *ctx, struct pi_pq_column *out);
+/* The same into a reused column with reused scratch (s may be NULL). */
+int pi_pq_decode_pages_into(const struct pi_pq_leaf *leaf, int codec, int64_t num_values, int64_t num_rows,
+                            const void *buf, size_t len, const char *ctx, struct pi_pq_column *out,
+                            struct pi_pq_scratch *s);
 
 /* One page header at p (the benchmark's walk over pages): its type, sizes
  * and header length; for a v2 data page lvl_len is the bytes of levels
@@ -249,6 +282,18 @@ struct pi_pq_lvlstat {
     size_t zeros;
 };
 int pi_pq_rle_decode8(const uint8_t *p, size_t len, int bw, uint8_t *out, size_t n, struct pi_pq_lvlstat *st);
+/* The same levels scanned without storing them: *st as above; with zpos
+ * (room for st->zeros of them: scan once without to count) the positions
+ * base + i of the zeros (a list's row starts), run by run. */
+int pi_pq_rle_scan8(const uint8_t *p, size_t len, int bw, size_t n, struct pi_pq_lvlstat *st, uint64_t base,
+                    uint64_t *zpos);
+/* Dictionary indexes (the hybrid, bit width bw) of n values gathered from
+ * dict (dn entries of width 4 or 8, readable up to dcap entries: when that
+ * is 2^bw or more, bit-packed indexes are gathered straight from their
+ * bits, else a few hundred at a time) into out; an index >= dn is
+ * PI_PQ_EFORMAT naming it. */
+int pi_pq_dict_gather(const uint8_t *p, size_t len, int bw, const void *dict, uint32_t dn, uint64_t dcap,
+                      unsigned width, void *out, size_t n);
 /* DELTA_BINARY_PACKED: exactly n values (32-bit when is32: wrapping int32
  * arithmetic) into out (int32_t or int64_t); *used = bytes consumed. */
 int pi_pq_delta_decode(const uint8_t *p, size_t len, int is32, void *out, size_t n, size_t *used);

@@ -110,9 +110,9 @@ static void describe_json(struct pi_buf *b, const struct pi_pq_file *f) {
     pi_buf_str(b, "],\"key_value\":{");
     for (size_t i = 0; i < f->nkv; i++) {
         if (i) pi_buf_str(b, ",");
-        jstr(b, f->kv_key[i]);
+        jstr(b, f->kv[i].key);
         pi_buf_str(b, ":");
-        jstr(b, f->kv_val[i]);
+        jstr(b, f->kv[i].val);
     }
     pi_buf_str(b, "}}\n");
 }
@@ -176,8 +176,8 @@ static void describe_text(struct pi_buf *b, const struct pi_pq_file *f) {
     if (f->nkv) {
         pi_buf_str(b, "\nkey-value metadata:\n");
         for (size_t i = 0; i < f->nkv; i++) {
-            size_t vl = f->kv_val[i] ? strlen(f->kv_val[i]) : 0;
-            bprintf(b, "  %.100s: %zu bytes\n", f->kv_key[i], vl);
+            size_t vl = f->kv[i].val ? strlen(f->kv[i].val) : 0;
+            bprintf(b, "  %.100s: %zu bytes\n", f->kv[i].key, vl);
         }
     }
 }

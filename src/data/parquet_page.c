@@ -124,22 +124,14 @@ struct dec {
     struct pi_pq_column *c;
     int codec;
     uint32_t width;
-    /* dictionary */
+    /* dictionary (in the scratch's buffers) */
     int have_dict;
     uint32_t dict_n;
     uint8_t *dvals;  /* fixed width */
     uint64_t *doff;  /* BYTE_ARRAY: dict_n + 1 */
     uint8_t *dbytes;
-    /* scratch, reused across pages */
-    uint8_t *ubuf;
-    size_t ubuf_cap;
-    uint8_t *def, *rep;
-    uint32_t *idx;
-    size_t def_cap, rep_cap, idx_cap;
-    int64_t *lens;
-    size_t lens_cap;
-    uint8_t *tmpb; /* DELTA_BYTE_ARRAY's previous value */
-    size_t tmpb_cap;
+    uint32_t dpad;   /* dvals is readable (zeros past dict_n) up to this many entries */
+    struct pi_pq_scratch *s; /* buffers reused across pages (and chunks) */
 };
 
 static uint32_t fixed_width(int type, int32_t type_length) {
@@ -218,29 +210,35 @@ static int decode_dict_page(struct dec *d, const uint8_t *p, size_t len, const s
     uint64_t minb = d->L->type == PI_PQ_BOOLEAN ? (n + 7) / 8 : d->L->type == PI_PQ_BYTE_ARRAY ? 4 * n : n * d->width;
     if (minb > len) return FERR("dictionary of %llu values needs at least %llu bytes, the page has %zu",
                                 (unsigned long long)n, (unsigned long long)minb, len);
-    /* decode through a scratch column */
+    /* decode through a column over the scratch's dictionary buffers */
+    struct pi_pq_scratch *sc = d->s;
     struct pi_pq_column tmp;
     memset(&tmp, 0, sizeof tmp);
+    tmp.values = sc->dvals;
+    tmp.cap_vals = sc->dvals_cap;
+    tmp.voff = sc->doff;
+    tmp.cap_voff = sc->doff_cap;
+    tmp.bytes = sc->dbytes;
+    tmp.cap_bytes = sc->dbytes_cap;
     struct pi_pq_column *save = d->c;
     d->c = &tmp;
-    int rc = 0;
+    int rc;
     if (d->width) {
-        tmp.values = pi_malloc((size_t)((n + 1) * d->width)); /* + 1: entry 0 readable when empty */
-        if (!tmp.values) rc = pi_err(-ENOMEM, "out of memory");
+        rc = pi_grow((void **)&tmp.values, &tmp.cap_vals, (size_t)((n + 1) * d->width), 1); /* + 1: entry 0 readable */
     } else {
-        tmp.voff = pi_malloc((size_t)(n + 1) * sizeof *tmp.voff);
-        if (!tmp.voff) rc = pi_err(-ENOMEM, "out of memory");
-        else tmp.voff[0] = 0;
+        rc = pi_grow((void **)&tmp.voff, &tmp.cap_voff, (size_t)(n + 1), sizeof *tmp.voff);
+        if (rc == 0) tmp.voff[0] = 0;
     }
     size_t used;
     if (rc == 0) rc = plain_decode(d, p, len, (size_t)n, 0, &used);
     d->c = save;
-    if (rc < 0) {
-        pi_free(tmp.values);
-        pi_free(tmp.voff);
-        pi_free(tmp.bytes);
-        return rc;
-    }
+    sc->dvals = tmp.values;
+    sc->dvals_cap = tmp.cap_vals;
+    sc->doff = tmp.voff;
+    sc->doff_cap = tmp.cap_voff;
+    sc->dbytes = tmp.bytes;
+    sc->dbytes_cap = tmp.cap_bytes;
+    if (rc < 0) return rc;
     d->dvals = tmp.values;
     d->doff = tmp.voff;
     d->dbytes = tmp.bytes;
@@ -282,52 +280,41 @@ static int decode_values(struct dec *d, int enc, const uint8_t *p, size_t len, s
         if (len < 1) return FERR("dictionary indexes: no bit width byte");
         int bw = p[0];
         if (bw > 32) return FERR("dictionary index bit width %d", bw);
-        FORWARD_IF(scratch32(&d->idx, &d->idx_cap, n));
-        FORWARD_IF(pi_pq_rle_decode(p + 1, len - 1, bw, d->idx, n));
-        uint32_t dn = d->dict_n;
-        const uint32_t *ix = d->idx;
-        uint32_t bad = 0;
         if (d->width == 4 || d->width == 8) {
-            /* gather and check in one pass; a bad index reads entry 0 and fails after */
-            uint8_t *o = c->values + e0 * d->width;
-            if (d->width == 4) {
-                const uint32_t *dv = (const uint32_t *)(const void *)d->dvals;
-                for (size_t i = 0; i < n; i++) {
-                    uint32_t k = ix[i], ok = k < dn;
-                    bad |= !ok;
-                    uint32_t x = dv[ok ? k : 0];
-                    memcpy(o + 4 * i, &x, 4);
-                }
-            } else {
-                const uint64_t *dv = (const uint64_t *)(const void *)d->dvals;
-                for (size_t i = 0; i < n; i++) {
-                    uint32_t k = ix[i], ok = k < dn;
-                    bad |= !ok;
-                    uint64_t x = dv[ok ? k : 0];
-                    memcpy(o + 8 * i, &x, 8);
-                }
+            /* indexes gathered as they are unpacked, from a dictionary
+             * padded with zeros to 2^bw entries (up to 2^16, once a chunk):
+             * then no index can read past it and none needs a check of its
+             * own (the largest is checked after) */
+            if (bw >= 1 && bw <= 16 && d->dpad < (1u << bw)) {
+                size_t want = ((size_t)1 << bw) * d->width;
+                FORWARD_IF(pi_grow((void **)&d->s->dvals, &d->s->dvals_cap, want, 1));
+                d->dvals = d->s->dvals;
+                size_t from = (size_t)PI_MAX(d->dpad, d->dict_n) * d->width;
+                if (want > from) memset(d->dvals + from, 0, want - from);
+                d->dpad = 1u << bw;
             }
-            if (bad) {
-                for (size_t i = 0; i < n; i++)
-                    if (ix[i] >= dn) return FERR("dictionary index %u of a %u-entry dictionary", ix[i], dn);
-            }
-            return 0;
+            return pi_pq_dict_gather(p + 1, len - 1, bw, d->dvals, d->dict_n, PI_MAX(d->dpad, d->dict_n), d->width,
+                                     c->values + e0 * d->width, n);
         }
+        FORWARD_IF(scratch32(&d->s->idx, &d->s->idx_cap, n));
+        FORWARD_IF(pi_pq_rle_decode(p + 1, len - 1, bw, d->s->idx, n));
+        uint32_t dn = d->dict_n;
+        const uint32_t *ix = d->s->idx;
         for (size_t i = 0; i < n; i++)
             if (ix[i] >= dn) return FERR("dictionary index %u of a %u-entry dictionary", ix[i], dn);
         if (d->width) {
             uint8_t *o = c->values + e0 * d->width;
             {
-                for (size_t i = 0; i < n; i++) memcpy(o + d->width * i, d->dvals + (size_t)d->width * d->idx[i], d->width);
+                for (size_t i = 0; i < n; i++) memcpy(o + d->width * i, d->dvals + (size_t)d->width * ix[i], d->width);
             }
             return 0;
         }
         uint64_t total = 0;
-        for (size_t i = 0; i < n; i++) total += d->doff[d->idx[i] + 1] - d->doff[d->idx[i]];
+        for (size_t i = 0; i < n; i++) total += d->doff[ix[i] + 1] - d->doff[ix[i]];
         FORWARD_IF(grow_bytes(c, total));
         uint64_t o = c->voff[e0];
         for (size_t i = 0; i < n; i++) {
-            uint64_t b = d->doff[d->idx[i]], l = d->doff[d->idx[i] + 1] - b;
+            uint64_t b = d->doff[ix[i]], l = d->doff[ix[i] + 1] - b;
             memcpy(c->bytes + o, d->dbytes + b, (size_t)l);
             o += l;
             c->voff[e0 + i + 1] = o;
@@ -341,9 +328,7 @@ static int decode_values(struct dec *d, int enc, const uint8_t *p, size_t len, s
         uint32_t l;
         memcpy(&l, p, 4);
         if (l > len - 4) return FERR("RLE booleans: %u bytes, %zu left", l, len - 4);
-        FORWARD_IF(scratch32(&d->idx, &d->idx_cap, n));
-        FORWARD_IF(pi_pq_rle_decode(p + 4, l, 1, d->idx, n));
-        for (size_t i = 0; i < n; i++) c->values[e0 + i] = (uint8_t)d->idx[i];
+        FORWARD_IF(pi_pq_rle_decode8(p + 4, l, 1, c->values + e0, n, NULL));
         return 0;
     }
     case PI_PQ_DELTA_BINARY_PACKED:
@@ -357,13 +342,13 @@ static int decode_values(struct dec *d, int enc, const uint8_t *p, size_t len, s
                           pi_pq_type_name(L->type));
         const uint8_t *q = p, *end = p + len;
         int64_t *pre = NULL, *suf;
-        FORWARD_IF(pi_grow((void **)&d->lens, &d->lens_cap, 2 * n + 1, sizeof *d->lens));
+        FORWARD_IF(pi_grow((void **)&d->s->lens, &d->s->lens_cap, 2 * n + 1, sizeof *d->s->lens));
         if (enc == PI_PQ_DELTA_BYTE_ARRAY) {
-            pre = d->lens + n;
+            pre = d->s->lens + n;
             FORWARD_IF(pi_pq_delta_decode(q, (size_t)(end - q), 0, pre, n, &used));
             q += used;
         }
-        suf = d->lens;
+        suf = d->s->lens;
         FORWARD_IF(pi_pq_delta_decode(q, (size_t)(end - q), 0, suf, n, &used));
         q += used;
         uint64_t sufbytes = 0, total = 0, prevlen = 0;
@@ -459,15 +444,21 @@ static void spread(struct dec *d, uint64_t e0, size_t nslots, size_t nn) {
     }
 }
 
+/* A page's encoded levels (the RLE/bit-packed hybrid) */
+struct lvls {
+    const uint8_t *p;
+    size_t len;
+};
+
 static int bitwidth(int maxl) {
     int bw = 0;
     while ((1 << bw) <= maxl) bw++;
     return bw;
 }
 
-/* Levels of a v1 page: [4-byte length][RLE hybrid]; BIT_PACKED refused. */
-static int levels_v1(const uint8_t **p, const uint8_t *end, int enc, int maxl, uint8_t *out, size_t n, const char *what,
-                     struct pi_pq_lvlstat *st) {
+/* The level stream of a v1 page: [4-byte length][RLE hybrid] at *p
+ * (advanced past it); BIT_PACKED refused. */
+static int levels_v1(const uint8_t **p, const uint8_t *end, int enc, const char *what, struct lvls *lv) {
     if (enc != PI_PQ_RLE)
         return pi_err(PAGEIN_E_UNSUPPORTED, "%s levels in encoding %s are not supported", what, pi_pq_encoding_name(enc));
     if (end - *p < 4) return FERR("%s levels: no length prefix", what);
@@ -475,35 +466,63 @@ static int levels_v1(const uint8_t **p, const uint8_t *end, int enc, int maxl, u
     memcpy(&l, *p, 4);
     *p += 4;
     if (l > (size_t)(end - *p)) return FERR("%s levels: %u bytes, %zu left", what, l, (size_t)(end - *p));
-    FORWARD_IF(pi_pq_rle_decode8(*p, l, bitwidth(maxl), out, n, st));
+    lv->p = *p;
+    lv->len = l;
     *p += l;
     return 0;
 }
 
-/* One data page: levels decoded into d->def/d->rep (n values); assembles
- * rows and elements, then decodes the nn non-null values. */
+/* One data page of n values, its levels in rl/dl: assembles rows and
+ * elements, then decodes the nn non-null values. A list page whose
+ * definition levels are all the maximum (no null or empty list, no null
+ * element: the common case) never stores its levels: the row starts are
+ * written straight from the runs of the repetition levels. */
 static int assemble(struct dec *d, size_t n, int enc, const uint8_t *vp, size_t vlen, int64_t *rows_left, int first,
-                    const struct pi_pq_lvlstat *ds, const struct pi_pq_lvlstat *rs) {
+                    const struct lvls *rl, const struct lvls *dl) {
     struct pi_pq_column *c = d->c;
     const struct pi_pq_leaf *L = d->L;
-    const uint8_t *def = d->def, *rep = d->rep;
     uint32_t maxd = (uint32_t)L->max_def, maxr = (uint32_t)L->max_rep;
-    size_t newrows = 0;
+    int bwd = bitwidth(L->max_def), bwr = bitwidth(L->max_rep);
+    struct pi_pq_lvlstat ds = {255, 0, 0}, rs = {255, 0, 0};
+    size_t newrows = n, nn = 0;
+    uint64_t e0 = c->nelems;
+    if (L->max_rep && n) {
+        FORWARD_IF(pi_pq_rle_scan8(dl->p, dl->len, bwd, n, &ds, 0, NULL));
+        if (ds.min == maxd && ds.max == maxd) {
+            FORWARD_IF(pi_pq_rle_scan8(rl->p, rl->len, bwr, n, &rs, 0, NULL));
+            if (rs.max > maxr) return FERR("repetition level %u over the maximum %u", rs.max, maxr);
+            newrows = rs.zeros;
+            if (*rows_left >= 0 && (int64_t)newrows > *rows_left)
+                return FERR("pages hold more rows than the row group's %lld", (long long)(*rows_left + (int64_t)c->nrows));
+            FORWARD_IF(reserve(d, newrows, n));
+            FORWARD_IF(pi_pq_rle_scan8(rl->p, rl->len, bwr, n, &rs, e0, c->offsets + c->nrows));
+            if (first && (!newrows || c->offsets[c->nrows] != e0))
+                return FERR("the chunk's first value continues a row (repetition level 1)");
+            memset(c->row_valid + c->nrows, 1, newrows);
+            memset(c->elem_valid + e0, 1, n);
+            c->nrows += newrows;
+            c->nelems = e0 + n;
+            c->offsets[c->nrows] = c->nelems;
+            nn = n;
+            goto values;
+        }
+    }
+    /* the levels stored, one byte each */
+    const uint8_t *def = d->s->def, *rep = d->s->rep;
+    if (L->max_rep) FORWARD_IF(pi_pq_rle_decode8(rl->p, rl->len, bwr, d->s->rep, n, &rs));
+    if (L->max_def) FORWARD_IF(pi_pq_rle_decode8(dl->p, dl->len, bwd, d->s->def, n, &ds));
     /* level ranges and row starts, counted by the level decoder */
-    uint8_t dmin = L->max_def ? ds->min : 255, dmax = L->max_def ? ds->max : 0, rmax = L->max_rep ? rs->max : 0;
-    if (L->max_rep) newrows = rs->zeros;
+    uint8_t dmin = L->max_def ? ds.min : 255, dmax = L->max_def ? ds.max : 0, rmax = L->max_rep ? rs.max : 0;
+    if (L->max_rep) newrows = rs.zeros;
     if (dmax > maxd || rmax > maxr)
         for (size_t i = 0; i < n; i++) {
             if (L->max_def && def[i] > maxd) return FERR("definition level %u over the maximum %u (value %zu)", def[i], maxd, i);
             if (L->max_rep && rep[i] > maxr) return FERR("repetition level %u over the maximum %u (value %zu)", rep[i], maxr, i);
         }
-    if (!L->max_rep) newrows = n;
     if (L->max_rep && n && first && rep[0] != 0) return FERR("the chunk's first value continues a row (repetition level %u)", rep[0]);
     if (*rows_left >= 0 && (int64_t)newrows > *rows_left)
         return FERR("pages hold more rows than the row group's %lld", (long long)(*rows_left + (int64_t)c->nrows));
     FORWARD_IF(reserve(d, newrows, n));
-    uint64_t e0 = c->nelems;
-    size_t nn = 0;
     if (!L->max_rep) {
         uint8_t *ev = c->elem_valid + e0;
         if (!L->max_def) {
@@ -528,24 +547,27 @@ static int assemble(struct dec *d, size_t n, int enc, const uint8_t *vp, size_t 
         nn = n;
     } else {
         uint32_t ld = (uint32_t)L->list_def;
-        uint64_t ne = c->nelems;
+        uint64_t ne = c->nelems, nulls = 0;
         for (size_t i = 0; i < n; i++) {
-            uint32_t dl = L->max_def ? def[i] : 0;
+            uint32_t dv = L->max_def ? def[i] : 0;
             if (rep[i] == 0) {
                 c->offsets[c->nrows] = ne;
-                c->row_valid[c->nrows] = dl >= ld;
+                c->row_valid[c->nrows] = dv >= ld;
                 c->nrows++;
-                if (dl <= ld) continue; /* a null or empty list */
-            } else if (dl <= ld) {
+                if (dv <= ld) continue; /* a null or empty list */
+            } else if (dv <= ld) {
                 return FERR("value %zu continues a list but says it is null or empty", i);
             }
-            uint8_t ok = dl == maxd;
+            uint8_t ok = dv == maxd;
             c->elem_valid[ne++] = ok;
             nn += ok;
+            nulls += !ok;
         }
         c->nelems = ne;
         c->offsets[c->nrows] = ne;
+        c->null_elems += nulls;
     }
+values:
     if (*rows_left >= 0) *rows_left -= (int64_t)newrows;
     size_t nslots = (size_t)(c->nelems - e0);
     if (!d->width) c->voff[e0] = c->nbytes;
@@ -557,16 +579,28 @@ static int assemble(struct dec *d, size_t n, int enc, const uint8_t *vp, size_t 
     return 0;
 }
 
-static void dec_free(struct dec *d) {
-    pi_free(d->dvals);
-    pi_free(d->doff);
-    pi_free(d->dbytes);
-    pi_free(d->ubuf);
-    pi_free(d->def);
-    pi_free(d->rep);
-    pi_free(d->idx);
-    pi_free(d->lens);
-    pi_free(d->tmpb);
+void pi_pq_scratch_free(struct pi_pq_scratch *s) {
+    if (!s) return;
+    pi_free(s->ubuf);
+    pi_free(s->def);
+    pi_free(s->rep);
+    pi_free(s->dvals);
+    pi_free(s->dbytes);
+    pi_free(s->doff);
+    pi_free(s->idx);
+    pi_free(s->lens);
+    memset(s, 0, sizeof *s);
+}
+
+uint64_t pi_pq_scratch_held(const struct pi_pq_scratch *s) {
+    return (uint64_t)s->ubuf_cap + s->def_cap + s->rep_cap + s->dvals_cap + s->dbytes_cap +
+           (uint64_t)s->doff_cap * sizeof *s->doff + (uint64_t)s->idx_cap * sizeof *s->idx +
+           (uint64_t)s->lens_cap * sizeof *s->lens;
+}
+
+uint64_t pi_pq_column_held(const struct pi_pq_column *c) {
+    return (uint64_t)(c->row_valid != c->elem_valid ? c->cap_rows : 0) + (uint64_t)c->cap_off * sizeof *c->offsets +
+           c->cap_elems + c->cap_vals + (uint64_t)c->cap_voff * sizeof *c->voff + c->cap_bytes;
 }
 
 void pi_pq_column_free(struct pi_pq_column *c) {
@@ -620,13 +654,13 @@ static int page_loop(struct dec *d, const uint8_t *buf, size_t len, int64_t num_
             if (h.csize != h.usize) return FERR("uncompressed page of %d bytes says %d", (int)h.csize, (int)h.usize);
             u = page;
         } else {
-            FORWARD_IF(pi_grow((void **)&d->ubuf, &d->ubuf_cap, (size_t)h.usize + 1, 1));
-            memcpy(d->ubuf, page, lvl);
+            FORWARD_IF(pi_grow((void **)&d->s->ubuf, &d->s->ubuf_cap, (size_t)h.usize + 1, 1));
+            memcpy(d->s->ubuf, page, lvl);
             /* a v2 page of only nulls may carry no compressed bytes at all */
             if (!((size_t)h.csize == lvl && (size_t)h.usize == lvl))
-                FORWARD_IF(pi_pq_decompress(d->codec, page + lvl, (size_t)h.csize - lvl, d->ubuf + lvl,
+                FORWARD_IF(pi_pq_decompress(d->codec, page + lvl, (size_t)h.csize - lvl, d->s->ubuf + lvl,
                                             (size_t)h.usize - lvl));
-            u = d->ubuf;
+            u = d->s->ubuf;
         }
         size_t ulen = (size_t)h.usize;
         if (h.type == PI_PQ_DICTIONARY_PAGE) {
@@ -642,27 +676,24 @@ static int page_loop(struct dec *d, const uint8_t *buf, size_t len, int64_t num_
             return FERR("pages hold more than the chunk's %lld values", (long long)num_values);
         size_t n = (size_t)h.nvalues;
         const uint8_t *p = u, *end = u + ulen;
-        struct pi_pq_lvlstat ds = {255, 0, 0}, rs = {255, 0, 0};
-        if (L->max_rep) FORWARD_IF(pi_grow((void **)&d->rep, &d->rep_cap, n + 1, 1));
-        if (L->max_def) FORWARD_IF(pi_grow((void **)&d->def, &d->def_cap, n + 1, 1));
+        struct lvls rl = {p, 0}, dl = {p, 0};
+        if (L->max_rep) FORWARD_IF(pi_grow((void **)&d->s->rep, &d->s->rep_cap, n + 1, 1));
+        if (L->max_def) FORWARD_IF(pi_grow((void **)&d->s->def, &d->s->def_cap, n + 1, 1));
         if (h.type == PI_PQ_DATA_PAGE) {
-            if (L->max_rep) FORWARD_IF(levels_v1(&p, end, h.rep_enc, L->max_rep, d->rep, n, "repetition", &rs));
-            if (L->max_def) FORWARD_IF(levels_v1(&p, end, h.def_enc, L->max_def, d->def, n, "definition", &ds));
+            if (L->max_rep) FORWARD_IF(levels_v1(&p, end, h.rep_enc, "repetition", &rl));
+            if (L->max_def) FORWARD_IF(levels_v1(&p, end, h.def_enc, "definition", &dl));
         } else {
-            if (L->max_rep)
-                FORWARD_IF(pi_pq_rle_decode8(p, (size_t)h.rep_len, bitwidth(L->max_rep), d->rep, n, &rs));
-            else if (h.rep_len)
-                return FERR("v2 page has repetition levels for a column without any");
+            if (!L->max_rep && h.rep_len) return FERR("v2 page has repetition levels for a column without any");
+            rl = (struct lvls){p, (size_t)h.rep_len};
             p += h.rep_len;
-            if (L->max_def)
-                FORWARD_IF(pi_pq_rle_decode8(p, (size_t)h.def_len, bitwidth(L->max_def), d->def, n, &ds));
+            dl = (struct lvls){p, (size_t)h.def_len};
             p += h.def_len;
         }
-        FORWARD_IF(assemble(d, n, h.enc, p, (size_t)(end - p), &rows_left, values == 0, &ds, &rs));
+        FORWARD_IF(assemble(d, n, h.enc, p, (size_t)(end - p), &rows_left, values == 0, &rl, &dl));
         if (h.type == PI_PQ_DATA_PAGE_V2 && h.nnulls >= 0 && L->max_def && !L->max_rep) {
             /* cheap consistency check: v2 says how many nulls it holds */
             size_t nulls = 0;
-            for (size_t i = 0; i < n; i++) nulls += d->def[i] != (uint8_t)L->max_def;
+            for (size_t i = 0; i < n; i++) nulls += d->s->def[i] != (uint8_t)L->max_def;
             if (nulls != (size_t)h.nnulls) return FERR("v2 page says %d nulls, its levels hold %zu", (int)h.nnulls, nulls);
         }
         values += h.nvalues;
@@ -674,26 +705,65 @@ static int page_loop(struct dec *d, const uint8_t *buf, size_t len, int64_t num_
     return 0;
 }
 
-int pi_pq_decode_pages(const struct pi_pq_leaf *L, int codec, int64_t num_values, int64_t num_rows, const void *buf,
-                       size_t len, const char *ctx, struct pi_pq_column *out) {
-    memset(out, 0, sizeof *out);
+/* Empties a column for a decode of leaf L, keeping its buffers. */
+static void col_reset(struct pi_pq_column *c, const struct pi_pq_leaf *L, uint32_t width) {
+    if (c->row_valid == c->elem_valid) {
+        c->row_valid = NULL; /* a scalar's alias */
+        c->cap_rows = 0;
+    }
+    c->type = L->type;
+    c->kind = L->kind;
+    c->width = width;
+    c->nrows = c->nelems = c->nbytes = c->null_elems = 0;
+}
+
+/* A scalar's row validity is its element validity. */
+static void col_finish(struct pi_pq_column *c) {
+    if (c->kind != PI_PQ_SCALAR) return;
+    if (c->row_valid && c->row_valid != c->elem_valid) pi_free(c->row_valid); /* left from a list */
+    c->row_valid = c->elem_valid;
+    c->cap_rows = 0;
+}
+
+static int check_leaf(const struct pi_pq_leaf *L, const char *ctx) {
     if (L->unsupported)
         return pi_err(PAGEIN_E_UNSUPPORTED, "%s: column %s is %s, which is not supported", ctx, L->path ? L->path : "?",
                       L->unsupported);
     if (L->type < 0 || L->type > 7 || L->max_rep > 1 || L->max_def < 0 || L->max_def > PI_PQ_MAX_DEPTH ||
         (L->kind == PI_PQ_LIST) != (L->max_rep == 1) || (L->kind == PI_PQ_LIST && (L->list_def < 0 || L->list_def >= L->max_def)))
         return pi_err(PAGEIN_E_INVALID, "%s: inconsistent column description", ctx);
+    if (L->type == PI_PQ_FIXED && (L->type_length <= 0 || L->type_length > (1 << 24)))
+        return pi_err(PAGEIN_E_INVALID, "%s: FIXED_LEN_BYTE_ARRAY of length %d", ctx, (int)L->type_length);
+    return 0;
+}
+
+/* Prefixes the error with ctx and the page (when one is known). */
+static int page_err(int rc, const char *ctx, const char *part, int page_no, size_t page_off) {
+    char pre[700];
+    if (page_no >= 0 && part)
+        snprintf(pre, sizeof pre, "%s, %s %d (byte %zu)", ctx, part, page_no, page_off);
+    else if (page_no >= 0)
+        snprintf(pre, sizeof pre, "%s, page %d (chunk byte %zu)", ctx, page_no, page_off);
+    else
+        snprintf(pre, sizeof pre, "%s", ctx);
+    pi_err_prefix(pre);
+    return rc;
+}
+
+int pi_pq_decode_pages_into(const struct pi_pq_leaf *L, int codec, int64_t num_values, int64_t num_rows,
+                            const void *buf, size_t len, const char *ctx, struct pi_pq_column *out,
+                            struct pi_pq_scratch *sc) {
+    FORWARD_IF(check_leaf(L, ctx));
+    struct pi_pq_scratch local;
+    memset(&local, 0, sizeof local);
     struct dec d;
     memset(&d, 0, sizeof d);
     d.L = L;
     d.c = out;
     d.codec = codec;
     d.width = fixed_width(L->type, L->type_length);
-    if (L->type == PI_PQ_FIXED && (L->type_length <= 0 || L->type_length > (1 << 24)))
-        return pi_err(PAGEIN_E_INVALID, "%s: FIXED_LEN_BYTE_ARRAY of length %d", ctx, (int)L->type_length);
-    out->type = L->type;
-    out->kind = L->kind;
-    out->width = d.width;
+    d.s = sc ? sc : &local;
+    col_reset(out, L, d.width);
     int page_no = -1;
     size_t page_off = 0;
     /* room for the values the chunk declares, bounded by what its bytes
@@ -706,24 +776,22 @@ int pi_pq_decode_pages(const struct pi_pq_leaf *L, int codec, int64_t num_values
     if (rc == 0 && !d.width) out->voff[0] = 0;
     if (rc == 0 && L->kind == PI_PQ_LIST) out->offsets[0] = 0;
     if (rc == 0) rc = page_loop(&d, buf, len, num_values, num_rows, &page_no, &page_off);
-    dec_free(&d);
-    if (rc < 0) {
-        char pre[700];
-        if (page_no >= 0)
-            snprintf(pre, sizeof pre, "%s, page %d (chunk byte %zu)", ctx, page_no, page_off);
-        else
-            snprintf(pre, sizeof pre, "%s", ctx);
-        pi_err_prefix(pre);
-        pi_pq_column_free(out);
-        return rc;
-    }
-    if (L->kind == PI_PQ_SCALAR) out->row_valid = out->elem_valid;
+    pi_pq_scratch_free(&local);
+    if (rc < 0) return page_err(rc, ctx, NULL, page_no, page_off);
+    col_finish(out);
     return 0;
 }
 
-int pi_pq_decode_chunk(const struct pi_pq_file *f, size_t rg, size_t col, const void *buf, size_t len,
-                       struct pi_pq_column *out) {
+int pi_pq_decode_pages(const struct pi_pq_leaf *L, int codec, int64_t num_values, int64_t num_rows, const void *buf,
+                       size_t len, const char *ctx, struct pi_pq_column *out) {
     memset(out, 0, sizeof *out);
+    int rc = pi_pq_decode_pages_into(L, codec, num_values, num_rows, buf, len, ctx, out, NULL);
+    if (rc < 0) pi_pq_column_free(out);
+    return rc;
+}
+
+int pi_pq_decode_chunk_into(const struct pi_pq_file *f, size_t rg, size_t col, const void *buf, size_t len,
+                            struct pi_pq_column *out, struct pi_pq_scratch *s) {
     if (rg >= f->ngroups || col >= f->nleaves)
         return pi_err(PAGEIN_E_RANGE, "%s: no row group %zu column %zu", f->name, rg, col);
     const struct pi_pq_chunk *C = &f->groups[rg].chunks[col];
@@ -733,36 +801,43 @@ int pi_pq_decode_chunk(const struct pi_pq_file *f, size_t rg, size_t col, const 
     if (len != C->len)
         return pi_err(PAGEIN_E_INVALID, "%s: %zu bytes given, the chunk has %llu", ctx, len, (unsigned long long)C->len);
     /* a chunk of a row group holds exactly its rows */
-    return pi_pq_decode_pages(L, C->codec, C->num_values, f->groups[rg].num_rows, buf, len, ctx, out);
+    return pi_pq_decode_pages_into(L, C->codec, C->num_values, f->groups[rg].num_rows, buf, len, ctx, out, s);
 }
 
-int pi_pq_decode_page_run(const struct pi_pq_file *f, size_t rg, size_t col, const void *dict, size_t dict_len,
-                          const void *pages, size_t pages_len, int64_t first_row, int64_t rows,
-                          struct pi_pq_column *out) {
+int pi_pq_decode_chunk(const struct pi_pq_file *f, size_t rg, size_t col, const void *buf, size_t len,
+                       struct pi_pq_column *out) {
     memset(out, 0, sizeof *out);
+    int rc = pi_pq_decode_chunk_into(f, rg, col, buf, len, out, NULL);
+    if (rc < 0) pi_pq_column_free(out);
+    return rc;
+}
+
+int pi_pq_decode_page_run_into(const struct pi_pq_file *f, size_t rg, size_t col, const void *dict, size_t dict_len,
+                               const void *pages, size_t pages_len, int64_t first_row, int64_t rows,
+                               struct pi_pq_column *out, struct pi_pq_scratch *sc) {
     if (rg >= f->ngroups || col >= f->nleaves)
         return pi_err(PAGEIN_E_RANGE, "%s: no row group %zu column %zu", f->name, rg, col);
     const struct pi_pq_chunk *C = &f->groups[rg].chunks[col];
     const struct pi_pq_leaf *L = &f->leaves[col];
     char ctx[600];
     snprintf(ctx, sizeof ctx, "%s: row group %zu, column %s, rows from %lld", f->name, rg, L->path, (long long)first_row);
-    if (L->unsupported)
-        return pi_err(PAGEIN_E_UNSUPPORTED, "%s: %s is not supported", ctx, L->unsupported);
+    FORWARD_IF(check_leaf(L, ctx));
     if (rows < 0 || first_row < 0 || first_row > f->groups[rg].num_rows || rows > f->groups[rg].num_rows - first_row)
         return pi_err(PAGEIN_E_RANGE, "%s: %lld rows are not in the row group's %lld", ctx, (long long)rows,
                       (long long)f->groups[rg].num_rows);
+    struct pi_pq_scratch local;
+    memset(&local, 0, sizeof local);
     struct dec d;
     memset(&d, 0, sizeof d);
     d.L = L;
     d.c = out;
     d.codec = C->codec;
     d.width = fixed_width(L->type, L->type_length);
-    out->type = L->type;
-    out->kind = L->kind;
-    out->width = d.width;
+    d.s = sc ? sc : &local;
+    col_reset(out, L, d.width);
     int page_no = -1;
     size_t page_off = 0;
-    const char *part = "dictionary";
+    const char *part = "dictionary page";
     int rc = reserve(&d, (size_t)PI_MIN((uint64_t)rows, 8 * (uint64_t)pages_len + 64), 0);
     if (rc == 0 && !d.width) out->voff[0] = 0;
     if (rc == 0 && L->kind == PI_PQ_LIST) out->offsets[0] = 0;
@@ -770,23 +845,23 @@ int pi_pq_decode_page_run(const struct pi_pq_file *f, size_t rg, size_t col, con
     if (rc == 0 && dict_len) rc = page_loop(&d, dict, dict_len, -1, -1, &page_no, &page_off);
     if (rc == 0 && out->nrows) rc = pi_err(PI_PQ_EFORMAT, "the bytes before the first data page hold data pages");
     if (rc == 0) {
-        part = "pages";
+        part = "pages page";
         rc = page_loop(&d, pages, pages_len, -1, rows, &page_no, &page_off);
     }
     if (rc == 0 && out->nrows != (uint64_t)rows)
         rc = pi_err(PI_PQ_EFORMAT, "the pages hold %llu rows, the offset index says %lld",
                     (unsigned long long)out->nrows, (long long)rows);
-    dec_free(&d);
-    if (rc < 0) {
-        char pre[700];
-        if (page_no >= 0)
-            snprintf(pre, sizeof pre, "%s, %s page %d (byte %zu)", ctx, part, page_no, page_off);
-        else
-            snprintf(pre, sizeof pre, "%s", ctx);
-        pi_err_prefix(pre);
-        pi_pq_column_free(out);
-        return rc;
-    }
-    if (L->kind == PI_PQ_SCALAR) out->row_valid = out->elem_valid;
+    pi_pq_scratch_free(&local);
+    if (rc < 0) return page_err(rc, ctx, part, page_no, page_off);
+    col_finish(out);
     return 0;
+}
+
+int pi_pq_decode_page_run(const struct pi_pq_file *f, size_t rg, size_t col, const void *dict, size_t dict_len,
+                          const void *pages, size_t pages_len, int64_t first_row, int64_t rows,
+                          struct pi_pq_column *out) {
+    memset(out, 0, sizeof *out);
+    int rc = pi_pq_decode_page_run_into(f, rg, col, dict, dict_len, pages, pages_len, first_row, rows, out, NULL);
+    if (rc < 0) pi_pq_column_free(out);
+    return rc;
 }

@@ -237,7 +237,8 @@ static int state_parse(const char *s, struct pstate *st) {
 
 struct ugroup {
     size_t shard;
-    uint64_t first; /* global id of its sample 0 */
+    uint64_t first;  /* global id of its sample 0 */
+    uint64_t gfirst; /* a part's: its group's first sample (shard-local) */
     struct pi_dsgroup grp;
     struct pi_dsbuf *bufs;
 };
@@ -334,6 +335,13 @@ static int ug_cmp(const void *a, const void *b) {
     return (x->first > y->first) - (x->first < y->first);
 }
 
+/* The ranges of a unit's group, or of its part. */
+static int ug_ranges(const struct pi_dsshard *sh, const struct ugroup *ug, struct pi_dsrange *r, size_t cap) {
+    if (!ug->grp.part) return pi_ds_ranges(sh, ug->grp.g, r, cap);
+    struct pi_dsgroupinfo pi;
+    return sh->fmt->part(sh, ug->grp.g, ug->grp.info.first - ug->gfirst, &pi, r, cap);
+}
+
 static int ensure_mem(struct unit *u, uint64_t need) {
     if (need <= u->memcap) return 0;
     uint8_t *m = pi_realloc(u->mem, need);
@@ -394,6 +402,10 @@ static int fetch_wants(pagein_pipe *p, struct unit *u, struct want *w, size_t n,
     size_t ns = 0;
     for (size_t i = 0; i < n; i++) {
         if (!w[i].len) continue;
+        if (i && w[i - 1].len == w[i].len && w[i - 1].off == w[i].off && w[i - 1].src == w[i].src) {
+            *w[i].out = *w[i - 1].out; /* the same bytes (a dictionary page two parts need): read once */
+            continue;
+        }
         struct pi_span *last = ns ? &sp[ns - 1] : NULL;
         if (last && last->src == w[i].src && last->off + last->len == w[i].off) {
             last->len += w[i].len; /* adjacent: no padding between them */
@@ -482,7 +494,15 @@ static int unit_load(pagein_pipe *p, size_t k, struct unit *u, uint64_t *request
                 hi = mid;
         }
         FORWARD_IF(pi_ds_group(sh, lo, &gi));
-        uint64_t first = d->files[s].first + gi.first;
+        /* global order: only the part of the group that holds the sample,
+         * where the row offers parts */
+        struct pi_dsgroupinfo ui = gi;
+        int nr = 0;
+        if (p->q.order == PAGEIN_ORDER_GLOBAL && sh->fmt->part) {
+            FORWARD_IF(nr = sh->fmt->part(sh, lo, local - gi.first, &ui, NULL, 0));
+            if (!nr) ui = gi;
+        }
+        uint64_t first = d->files[s].first + ui.first;
         int seen = 0;
         for (size_t j = 0; j < u->ng && !seen; j++) seen = u->g[j].first == first && u->g[j].shard == s;
         if (seen) continue;
@@ -491,8 +511,10 @@ static int unit_load(pagein_pipe *p, size_t k, struct unit *u, uint64_t *request
         memset(ug, 0, sizeof *ug);
         ug->shard = s;
         ug->first = first;
+        ug->gfirst = gi.first;
         ug->grp.g = lo;
-        ug->grp.info = gi;
+        ug->grp.info = ui;
+        ug->grp.part = nr > 0;
     }
     qsort(u->g, u->ng, sizeof *u->g, ug_cmp);
     /* ranges of every group, read together */
@@ -503,7 +525,7 @@ static int unit_load(pagein_pipe *p, size_t k, struct unit *u, uint64_t *request
         struct ugroup *ug = &u->g[j];
         const struct pi_dsshard *sh = d->shards[ug->shard];
         struct pi_dsrange rr[16], *r = rr;
-        int nr = pi_ds_ranges(sh, ug->grp.g, rr, PI_ARRAY_LEN(rr));
+        int nr = ug_ranges(sh, ug, rr, PI_ARRAY_LEN(rr));
         if (nr < 0) {
             rc = nr;
             break;
@@ -514,7 +536,7 @@ static int unit_load(pagein_pipe *p, size_t k, struct unit *u, uint64_t *request
                 rc = pi_err(-ENOMEM, "pipe: out of memory");
                 break;
             }
-            int nr2 = pi_ds_ranges(sh, ug->grp.g, r, (size_t)nr);
+            int nr2 = ug_ranges(sh, ug, r, (size_t)nr);
             if (nr2 != nr) rc = pi_ds_err(sh, PAGEIN_E_INVALID, ug->grp.g, UINT64_MAX, NULL, "ranges changed");
         }
         ug->bufs = pi_calloc((size_t)(nr ? nr : 1), sizeof *ug->bufs);
