@@ -998,7 +998,8 @@ typedef enum pagein_order {
                                 whole groups with large coalesced requests */
     PAGEIN_ORDER_GLOBAL = 2  /* a seeded permutation of all samples (pagein_permutation);
                                 reads single samples where a sample is one byte range,
-                                else each sample's whole group */
+                                the pages holding it where the format offers parts
+                                (Parquet with a page index), else its whole group */
 } pagein_order;
 
 typedef struct pagein_pipe_opts {
