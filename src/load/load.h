@@ -183,6 +183,9 @@ extern _Atomic int pi_test_direct_read_fails;
  * (read.c: READ's buffers then get 4 KiB pages); pi_test_virtio_dir stands
  * in for /sys/bus/virtio/devices in tests. */
 int pi_free_page_reporting(void);
+/* Whether anonymous model buffers (READ, PREFETCH without a budget) ask
+ * for huge pages: PAGEIN_READ_HUGEPAGE, the HUGEPAGE hint, the balloon. */
+int pi_read_buffers_huge(const pagein_model *m);
 extern const char *pi_test_virtio_dir;
 /* READ strategy: reads every file into anonymous memory. */
 int pi_model_read_all(pagein_model *m);

@@ -122,6 +122,16 @@ int pi_free_page_reporting(void) {
     return k;
 }
 
+/* PAGEIN_READ_HUGEPAGE=0|1 forces 4 KiB or huge pages; else the HUGEPAGE
+ * hint asks for them, and without it they are used unless the VM reports
+ * free pages to its host. For READ's buffers and PREFETCH's without a
+ * budget (stream.c). */
+int pi_read_buffers_huge(const pagein_model *m) {
+    const char *hp = getenv("PAGEIN_READ_HUGEPAGE");
+    if (hp && (*hp == '0' || *hp == '1')) return *hp == '1';
+    return (m->opts.hints & PAGEIN_HINT_HUGEPAGE) || !pi_free_page_reporting();
+}
+
 int pi_model_read_all(pagein_model *m) {
     m->rbuf = pi_calloc(m->nfiles, sizeof *m->rbuf);
     m->rlen = pi_calloc(m->nfiles, sizeof *m->rlen);
@@ -144,13 +154,7 @@ int pi_model_read_all(pagein_model *m) {
             rc = pi_err(-errno, "%s: cannot allocate %zu bytes: %s", f->path, cap, strerror(errno));
             goto out;
         }
-        /* PAGEIN_READ_HUGEPAGE=0|1 forces 4 KiB or huge pages; else the
-         * HUGEPAGE hint asks for them, and without it they are used unless
-         * the VM reports free pages to its host */
-        const char *hp = getenv("PAGEIN_READ_HUGEPAGE");
-        int huge = hp && (*hp == '0' || *hp == '1') ? *hp == '1'
-                   : (m->opts.hints & PAGEIN_HINT_HUGEPAGE) || !pi_free_page_reporting();
-        madvise(b, cap, huge ? MADV_HUGEPAGE : MADV_NOHUGEPAGE);
+        madvise(b, cap, pi_read_buffers_huge(m) ? MADV_HUGEPAGE : MADV_NOHUGEPAGE);
         m->rbuf[i] = b;
         m->rlen[i] = cap;
         srcs[i] = f->src;

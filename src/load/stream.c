@@ -21,7 +21,8 @@
  * With a budget the buffers are MADV_NOHUGEPAGE, so that what is resident
  * is what was read (a 2 MiB folio would bring in neighbouring groups'
  * zeros and could not be partly dropped without a split); without one
- * MADV_HUGEPAGE, as READ.
+ * huge pages where READ would use them (pi_read_buffers_huge: not in a VM
+ * whose balloon reports free pages, PAGEIN_READ_HUGEPAGE forces).
  *
  * Request size: each group is one engine run; its requests are cut so the
  * group fills the engine's depth (a 24 MiB group at depth 16 is read as
@@ -62,7 +63,7 @@ int pi_stream_init(pagein_model *m) {
             return pi_err(-errno, "%s: cannot reserve %zu bytes of address space: %s (vm.overcommit_memory=2 counts "
                                   "it all; use strategy read on a model that fits, or allow overcommit)",
                           f->path, cap, strerror(errno));
-        madvise(b, cap, m->opts.budget_bytes ? MADV_NOHUGEPAGE : MADV_HUGEPAGE);
+        madvise(b, cap, !m->opts.budget_bytes && pi_read_buffers_huge(m) ? MADV_HUGEPAGE : MADV_NOHUGEPAGE);
         m->rbuf[i] = b;
         m->rlen[i] = cap;
     }
