@@ -76,7 +76,7 @@ __all__ = [
 
 __version__ = _pagein.version
 
-# Source tuple fields (see _pagein.c tensor_tuple).
+# Source tuple fields (see python/src/model.c tensor_tuple).
 _NAME, _DTYPE, _SHAPE, _OFFSET, _NBYTES, _LAYER, _FILE, _FLAGS, _INDEX = range(9)
 
 # ---------------------------------------------------------------------------
