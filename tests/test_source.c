@@ -60,7 +60,7 @@ static int mem_read(struct pi_source *s, void *buf, uint64_t len, uint64_t off) 
 
 static void mem_close(struct pi_source *s) { PI_UNUSED(s); }
 
-static const struct pi_source_ops memops = {"memtest", NULL, NULL, NULL, mem_read, mem_close};
+static const struct pi_source_ops memops = {.name = "memtest", .read = mem_read, .close = mem_close};
 
 static struct pi_source *mem_source(const char *name, struct memsrc *m, uint64_t size) {
     struct pi_source *s = pi_calloc(1, sizeof *s);

@@ -149,10 +149,10 @@ out:
 
 static int resolve(const char *path, struct target *t) {
     struct stat s;
-#ifdef PAGEIN_HAVE_CURL
     if (pi_source_is_remote(path)) {
-        /* a remote folder (s3://b/model/, hf://org/name): its index or
-         * single model file, found by listing (src/load/resolve.c) */
+        /* a remote folder (s3://b/model/, hf://org/name, any source's
+         * prefix): its index or single model file, found by listing
+         * (src/load/resolve.c) */
         char *u = pi_malloc(8192);
         if (!u) return pi_err(-ENOMEM, "out of memory");
         int rc = pi_remote_model_uri(path, u, 8192);
@@ -161,7 +161,6 @@ static int resolve(const char *path, struct target *t) {
         pi_free(u);
         if (rc <= 0) return rc;
     }
-#endif
     if (pi_source_is_remote(path)) {
         /* a URL names one object: what it is follows from its name */
     } else if (stat(path, &s) < 0) {

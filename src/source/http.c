@@ -143,7 +143,7 @@ struct xfer {
     /* issue 27 */
     unsigned gen;       /* o->url_gen when this attempt started */
     int reresolved;     /* X_RANGE: this request already re-resolved its URL */
-    pi_http_sink_fn sink; /* X_STREAM: where the body goes */
+    pi_source_sink_fn sink; /* X_STREAM: where the body goes */
     void *sink_ctx;
 };
 
@@ -1412,7 +1412,7 @@ const char *pi_http_repo_commit(const struct pi_source *s) {
 const char *pi_http_url(const struct pi_source *s) { return s && s->impl ? ((struct http_obj *)s->impl)->url : ""; }
 int pi_http_no_ranges(const struct pi_source *s) { return s && s->impl ? ((struct http_obj *)s->impl)->no_ranges : 0; }
 
-int pi_http_stream(struct pi_source *s, pi_http_sink_fn sink, void *ctx) {
+int pi_http_stream(struct pi_source *s, pi_source_sink_fn sink, void *ctx) {
     struct http_obj *o = s->impl;
     fork_check(o);
     struct xfer *x = pi_calloc(1, sizeof *x);
@@ -1483,23 +1483,70 @@ static int http_open(struct pi_source *s, const char *uri, uint32_t flags) {
     return pi_http_open_cfg(s, &cfg, flags);
 }
 
+static int hexval(int c) {
+    if (c >= '0' && c <= '9') return c - '0';
+    if (c >= 'a' && c <= 'f') return c - 'a' + 10;
+    if (c >= 'A' && c <= 'F') return c - 'A' + 10;
+    return -1;
+}
+
+int pi_hex_tag(const char *s, size_t n, char *out) {
+    if (strncmp(s, "W/", 2) == 0) s += 2;
+    if (*s == '"') s++;
+    size_t l = strcspn(s, "\"");
+    if (l != n || (s[l] && s[l + 1])) return 0;
+    for (size_t i = 0; i < n; i++) {
+        if (hexval(s[i]) < 0) return 0;
+        out[i] = (char)(s[i] >= 'A' && s[i] <= 'F' ? s[i] - 'A' + 'a' : s[i]);
+    }
+    out[n] = 0;
+    return 1;
+}
+
+int pi_http_checksum(struct pi_source *s, struct pi_checksum *c, int md5_etag) {
+    if (pi_hex_tag(pi_http_linked_etag(s), 64, c->hex)) {
+        snprintf(c->algo, sizeof c->algo, "sha256");
+        return 1;
+    }
+    if (md5_etag && pi_hex_tag(pi_http_origin_etag(s), 32, c->hex)) {
+        snprintf(c->algo, sizeof c->algo, "md5");
+        return 1;
+    }
+    c->hex[0] = 0;
+    return 0;
+}
+
+/* A folder: the path ends with '/' and there is no query or fragment. */
+int pi_http_is_prefix(const char *uri) {
+    size_t n = strlen(uri);
+    return n && uri[n - 1] == '/' && !uri[strcspn(uri, "?#")];
+}
+
+static int http_checksum(struct pi_source *s, struct pi_checksum *c) { return pi_http_checksum(s, c, 0); }
+
 const struct pi_source_ops pi_source_http = {
     .name = "http",
+    .schemes = "http://, https://",
+    .remote = 1,
     .match = http_match,
     .open = http_open,
     .readv = pi_http_readv,
     .read = pi_http_read,
     .close = pi_http_close,
+    .is_prefix = pi_http_is_prefix,
+    .list = NULL, /* HTTP has no listing: callers try the usual names */
+    .object_name = NULL,
+    .checksum = http_checksum,
+    .cache_place = NULL,
+    .counters = pi_http_counters,
+    .ranges_ignored = pi_http_no_ranges,
+    .stream = pi_http_stream,
 };
 
-int pi_remote_match(const char *uri) {
-    return pi_source_http.match(uri) || pi_source_s3.match(uri) || pi_source_hf.match(uri);
-}
-
 int pi_remote_open(struct pi_source **out, const char *uri, uint32_t flags) {
-    if (!pi_remote_match(uri))
-        return pi_err(PAGEIN_E_INVALID, "%s: not a remote URL (http://, https://, s3://, gs://, hf://)", uri);
-    return pi_source_open(out, uri, flags); /* the registry puts the remote sources first */
+    if (!pi_source_is_remote(uri))
+        return pi_err(PAGEIN_E_INVALID, "%s: not a remote URL (%s)", uri, pi_source_schemes());
+    return pi_source_open(out, uri, flags);
 }
 
 void pi_remote_close(struct pi_source *s) { pi_source_close(s); }

@@ -250,15 +250,6 @@ out:
     return rc;
 }
 
-const struct pi_source_ops pi_source_s3 = {
-    .name = "s3",
-    .match = s3_match,
-    .open = s3_open,
-    .readv = pi_http_readv,
-    .read = pi_http_read,
-    .close = pi_http_close,
-};
-
 /* ---- ListObjectsV2 --------------------------------------------------------------- */
 /* Decodes the five XML entities of s[0,n) into out. */
 static size_t xml_text(const char *s, size_t n, char *out) {
@@ -285,14 +276,32 @@ static size_t xml_text(const char *s, size_t n, char *out) {
     return o;
 }
 
-int pi_s3_list(const char *uri, char **list, size_t *count) {
-    *list = NULL;
-    *count = 0;
+/* The text of the first <tag>...</tag> in [p, end), decoded into out
+ * (cap bytes); 0 when absent or too long. */
+static int xml_field(const char *p, const char *end, const char *tag, char *out, size_t cap) {
+    char open[32], close[32];
+    snprintf(open, sizeof open, "<%s>", tag);
+    snprintf(close, sizeof close, "</%s>", tag);
+    const char *a = memmem(p, (size_t)(end - p), open, strlen(open));
+    if (!a) return 0;
+    a += strlen(open);
+    const char *b = memmem(a, (size_t)(end - a), close, strlen(close));
+    if (!b || (size_t)(b - a) >= cap) return 0;
+    xml_text(a, (size_t)(b - a), out);
+    return 1;
+}
+
+/* One listed key: decoded key (keylen bytes), its size (PI_SIZE_UNKNOWN
+ * when the listing does not say) and ETag ("" likewise). */
+typedef int (*key_fn)(void *arg, const struct s3conf *c, const char *key, uint64_t size, const char *etag);
+
+/* Every key of ListObjectsV2 under uri's key prefix, all pages. */
+static int s3_walk(const char *uri, key_fn fn, void *arg) {
     struct s3conf *c = pi_calloc(1, sizeof *c);
     struct s3req *q = pi_calloc(1, sizeof *q);
     char *url = pi_malloc(16384), *tok = pi_calloc(1, 2048);
-    char *out = NULL;
-    size_t olen = 0, ocap = 0;
+    char *key = NULL;
+    size_t kcap = 0;
     int rc;
     if (!c || !q || !url || !tok) {
         rc = pi_err(-ENOMEM, "%s: out of memory", uri);
@@ -301,7 +310,6 @@ int pi_s3_list(const char *uri, char **list, size_t *count) {
     rc = parse_uri(uri, c);
     if (rc < 0) goto done;
     load_conf(c);
-    const char *scheme = c->gs ? "gs" : "s3";
     for (int page = 0; page < 10000; page++) {
         url[0] = 0;
         object_url(c, "", url, 16384);
@@ -326,26 +334,21 @@ int pi_s3_list(const char *uri, char **list, size_t *count) {
             pi_free(body);
             goto done;
         }
-        const char *p = body;
-        while ((p = strstr(p, "<Key>"))) {
+        const char *p = body, *bend = body + blen;
+        while (rc == 0 && (p = strstr(p, "<Key>"))) {
             p += 5;
             const char *e = strstr(p, "</Key>");
             if (!e) break;
-            size_t need = olen + 5 + strlen(c->bucket) + 1 + (size_t)(e - p) + 2;
-            if (need > ocap) {
-                size_t nc = PI_MAX(need, ocap * 2 + 256);
-                char *t = pi_realloc(out, nc);
-                if (!t) {
-                    pi_free(body);
-                    rc = pi_err(-ENOMEM, "%s: out of memory", uri);
-                    goto done;
-                }
-                out = t;
-                ocap = nc;
-            }
-            olen += (size_t)sprintf(out + olen, "%s://%s/", scheme, c->bucket);
-            olen += xml_text(p, (size_t)(e - p), out + olen) + 1;
-            (*count)++;
+            if ((rc = pi_grow((void **)&key, &kcap, (size_t)(e - p) + 1, 1)) < 0) break;
+            xml_text(p, (size_t)(e - p), key);
+            /* this object's Size and ETag: up to its </Contents> (or the next key) */
+            const char *ce = strstr(e, "</Contents>"), *nk = strstr(e, "<Key>");
+            if (!ce || (nk && nk < ce)) ce = nk ? nk : bend;
+            char sz[32], etag[160] = "";
+            uint64_t size = PI_SIZE_UNKNOWN;
+            if (xml_field(e, ce, "Size", sz, sizeof sz) && sz[0] >= '0' && sz[0] <= '9') size = strtoull(sz, NULL, 10);
+            if (!xml_field(e, ce, "ETag", etag, sizeof etag)) etag[0] = 0;
+            rc = fn(arg, c, key, size, etag);
             p = e;
         }
         tok[0] = 0;
@@ -357,19 +360,112 @@ int pi_s3_list(const char *uri, char **list, size_t *count) {
             if (e && (size_t)(e - t) < 2000) xml_text(t, (size_t)(e - t), tok);
         }
         pi_free(body);
-        if (!more || !tok[0]) break;
+        if (rc != 0 || !more || !tok[0]) break;
     }
-    *list = out;
-    out = NULL;
 done:
-    pi_free(out);
-    if (rc < 0) *count = 0;
     if (c) pi_free(c->key);
     pi_free(c);
     pi_free(q);
     pi_free(url);
     pi_free(tok);
+    pi_free(key);
     return rc;
 }
+
+struct nul_list {
+    struct pi_buf b;
+    size_t n;
+};
+
+static int add_nul(void *arg, const struct s3conf *c, const char *key, uint64_t size, const char *etag) {
+    (void)size, (void)etag;
+    struct nul_list *l = arg;
+    const char *scheme = c->gs ? "gs" : "s3";
+    pi_buf_put(&l->b, scheme, strlen(scheme));
+    pi_buf_put(&l->b, "://", 3);
+    pi_buf_put(&l->b, c->bucket, strlen(c->bucket));
+    pi_buf_put(&l->b, "/", 1);
+    pi_buf_put(&l->b, key, strlen(key) + 1);
+    l->n++;
+    return l->b.oom ? pi_err(-ENOMEM, "out of memory listing") : 0;
+}
+
+int pi_s3_list(const char *uri, char **list, size_t *count) {
+    struct nul_list l;
+    memset(&l, 0, sizeof l);
+    int rc = s3_walk(uri, add_nul, &l);
+    if (rc < 0) {
+        pi_free(l.b.p);
+        *list = NULL;
+        *count = 0;
+        return rc;
+    }
+    *list = l.b.p;
+    *count = l.n;
+    return 0;
+}
+
+/* The list op: the objects under the prefix, named relative to it; the
+ * "directory" markers (keys ending in '/') and keys outside the prefix (a
+ * listing that lies) left out. */
+struct op_list {
+    pi_list_fn fn;
+    void *arg;
+    const char *uri;
+    struct pi_buf u;
+};
+
+static int list_key(void *arg, const struct s3conf *c, const char *key, uint64_t size, const char *etag) {
+    struct op_list *l = arg;
+    size_t pl = strlen(c->key), kl = strlen(key);
+    if (kl <= pl || strncmp(key, c->key, pl) != 0 || key[kl - 1] == '/') return 0;
+    l->u.n = 0;
+    const char *scheme = c->gs ? "gs" : "s3";
+    pi_buf_put(&l->u, scheme, strlen(scheme));
+    pi_buf_put(&l->u, "://", 3);
+    pi_buf_put(&l->u, c->bucket, strlen(c->bucket));
+    pi_buf_put(&l->u, "/", 1);
+    pi_buf_put(&l->u, key, kl + 1);
+    if (l->u.oom) return pi_err(-ENOMEM, "%s: out of memory listing", l->uri);
+    struct pi_list_entry e = {l->u.p, key + pl, size, etag};
+    return l->fn(l->arg, &e);
+}
+
+static int s3_list(const char *uri, pi_list_fn fn, void *arg) {
+    struct op_list l;
+    memset(&l, 0, sizeof l);
+    l.fn = fn;
+    l.arg = arg;
+    l.uri = uri;
+    int rc = s3_walk(uri, list_key, &l);
+    pi_free(l.u.p);
+    return rc;
+}
+
+static int s3_is_prefix(const char *uri) {
+    size_t n = strlen(uri);
+    return n && uri[n - 1] == '/';
+}
+
+static int s3_checksum(struct pi_source *s, struct pi_checksum *c) { return pi_http_checksum(s, c, 1); }
+
+const struct pi_source_ops pi_source_s3 = {
+    .name = "s3",
+    .schemes = "s3://, gs://",
+    .remote = 1,
+    .match = s3_match,
+    .open = s3_open,
+    .readv = pi_http_readv,
+    .read = pi_http_read,
+    .close = pi_http_close,
+    .is_prefix = s3_is_prefix,
+    .list = s3_list,
+    .object_name = NULL,
+    .checksum = s3_checksum,
+    .cache_place = NULL,
+    .counters = pi_http_counters,
+    .ranges_ignored = pi_http_no_ranges,
+    .stream = pi_http_stream,
+};
 
 #endif /* PAGEIN_HAVE_CURL */
