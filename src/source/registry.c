@@ -8,6 +8,8 @@
 #include <stdatomic.h>
 #include <stdio.h>
 
+extern const struct pi_source_ops pi_source_test_null __attribute__((weak, visibility("hidden")));
+
 /* Tried in order; NULL rows (an absent weak row) are skipped. */
 const struct pi_source_ops *const pi_sources[] = {
 #ifdef PAGEIN_HAVE_CURL
@@ -15,6 +17,7 @@ const struct pi_source_ops *const pi_sources[] = {
     &pi_source_s3,   /* s3://, gs:// */
     &pi_source_hf,   /* hf:// */
 #endif
+    &pi_source_test_null, /* null:// (tests/test_seams_source.c; NULL outside the unit-test runner) */
     &pi_source_file,
 };
 const size_t pi_nsources = PI_ARRAY_LEN(pi_sources);
