@@ -193,9 +193,8 @@ static int resolve(const char *path, struct target *t) {
 /* PAGEIN_OPEN_DEPTH=N (1..256) overrides it: 1 opens one after another, as
  * before (bench/open_many.sh compares the two). */
 static unsigned open_depth(const char *first) {
-    const char *e = getenv("PAGEIN_OPEN_DEPTH");
-    long v = e && *e ? strtol(e, NULL, 10) : 0;
-    if (v >= 1 && v <= 256) return (unsigned)v;
+    long v = pi_env_long("PAGEIN_OPEN_DEPTH", 0, 1, 256);
+    if (v) return (unsigned)v;
     return pi_source_is_remote(first) ? OPEN_DEPTH_REMOTE : OPEN_DEPTH;
 }
 

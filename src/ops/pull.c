@@ -93,18 +93,15 @@ static int mkdirs_for(const char *path) {
     return 0;
 }
 
-static int fsync_dir_of(const char *path) {
+/* fsync of path's directory, best effort (a rename in it made durable). */
+static void fsync_dir_of(const char *path) {
     char d[4096];
     snprintf(d, sizeof d, "%s", path);
     char *s = strrchr(d, '/');
     if (s == d) d[1] = 0;
     else if (s) *s = 0;
     else snprintf(d, sizeof d, ".");
-    int fd = open(d, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
-    if (fd < 0) return -errno;
-    int rc = fsync(fd) == 0 ? 0 : -errno;
-    close(fd);
-    return rc;
+    if (pi_fsync_dir(d, path) < 0) pi_err_clear();
 }
 
 /* ---- one file ------------------------------------------------------------------- */
@@ -980,36 +977,24 @@ static int index_shards(const char *path, const char *src_uri, struct flist *l, 
         pi_free(buf);
         return pi_err(-EIO, "%s: cannot read the index", path);
     }
-    struct pi_json j;
-    pi_json_init(&j, buf, (size_t)k, 0);
-    const char *key, *v;
-    size_t kl, vl;
-    int rc = pi_json_enter(&j, PI_JSON_OBJECT);
+    /* the one index parser (load/index.c), as opening the model reads it */
+    struct pi_index ix;
+    pi_index_init(&ix);
+    int rc = pi_index_parse((const uint8_t *)buf, (size_t)k, &ix);
+    if (rc < 0) pi_err_prefix(path);
     size_t dl = strcspn(src_uri, "?#"); /* the shards sit next to the index: its path without a query */
     while (dl > 0 && src_uri[dl - 1] != '/') dl--;
-    while (rc >= 0 && (rc = pi_json_next(&j, &key, &kl)) > 0) {
-        if (kl == 10 && !memcmp(key, "weight_map", 10)) {
-            rc = pi_json_enter(&j, PI_JSON_OBJECT);
-            while (rc >= 0 && (rc = pi_json_next(&j, &key, &kl)) > 0) {
-                rc = pi_json_string(&j, &v, &vl);
-                if (rc < 0) break;
-                char u[4096], rel[2048];
-                if (vl == 0 || memchr(v, '/', vl)) {
-                    rc = pi_err(PAGEIN_E_BAD_INDEX, "%s: shard name '%.*s' is not a plain file name", path, (int)vl, v);
-                    break;
-                }
-                snprintf(u, sizeof u, "%.*s%.*s", (int)dl, src_uri, (int)vl, v);
-                if (snprintf(rel, sizeof rel, "%s%.*s", rel_dir, (int)vl, v) >= (int)sizeof rel) {
-                    rc = pi_err(PAGEIN_E_LIMIT, "%s: shard name too long", path);
-                    break;
-                }
-                rc = flist_add(l, u, rel);
-            }
-        } else {
-            rc = pi_json_skip(&j);
+    for (size_t i = 0; rc >= 0 && i < ix.nshards; i++) {
+        const char *v = ix.shards[i];
+        char u[4096], rel[2048];
+        snprintf(u, sizeof u, "%.*s%s", (int)dl, src_uri, v);
+        if (snprintf(rel, sizeof rel, "%s%s", rel_dir, v) >= (int)sizeof rel) {
+            rc = pi_err(PAGEIN_E_LIMIT, "%s: shard name too long", path);
+            break;
         }
+        rc = flist_add(l, u, rel);
     }
-    pi_json_free(&j);
+    pi_index_free(&ix);
     pi_free(buf);
     return rc < 0 ? rc : 0;
 }

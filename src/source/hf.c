@@ -28,10 +28,6 @@
 #include <stdlib.h>
 #include <strings.h>
 
-static const char *env(const char *n) {
-    const char *v = getenv(n);
-    return v && *v ? v : NULL;
-}
 
 void pi_hf_ref_free(struct pi_hf_ref *r) {
     if (!r) return;
@@ -126,17 +122,17 @@ int pi_hf_parse(const char *uri, struct pi_hf_ref *r) {
 
 /* The token, or "" (read into out). */
 static void hf_token(char *out, size_t cap) {
-    const char *t = env("HF_TOKEN");
-    if (!t) t = env("HUGGING_FACE_HUB_TOKEN");
+    const char *t = pi_env("HF_TOKEN");
+    if (!t) t = pi_env("HUGGING_FACE_HUB_TOKEN");
     out[0] = 0;
     if (t) {
         snprintf(out, cap, "%s", t);
         return;
     }
     char path[1024];
-    if (env("HF_TOKEN_PATH")) snprintf(path, sizeof path, "%s", env("HF_TOKEN_PATH"));
-    else if (env("HF_HOME")) snprintf(path, sizeof path, "%s/token", env("HF_HOME"));
-    else snprintf(path, sizeof path, "%s/.cache/huggingface/token", env("HOME") ? env("HOME") : "");
+    if (pi_env("HF_TOKEN_PATH")) snprintf(path, sizeof path, "%s", pi_env("HF_TOKEN_PATH"));
+    else if (pi_env("HF_HOME")) snprintf(path, sizeof path, "%s/token", pi_env("HF_HOME"));
+    else snprintf(path, sizeof path, "%s/.cache/huggingface/token", pi_env("HOME") ? pi_env("HOME") : "");
     FILE *f = fopen(path, "re");
     if (!f) return;
     if (fgets(out, (int)cap, f)) out[strcspn(out, "\r\n \t")] = 0;
@@ -148,7 +144,7 @@ static int hf_match(const char *uri) { return strncasecmp(uri, "hf://", 5) == 0;
 
 /* The resolve URL of (ref, path) into url. */
 static void resolve_url(const struct pi_hf_ref *r, const char *path, char *url, size_t cap) {
-    const char *ep = env("HF_ENDPOINT") ? env("HF_ENDPOINT") : "https://huggingface.co";
+    const char *ep = pi_env("HF_ENDPOINT") ? pi_env("HF_ENDPOINT") : "https://huggingface.co";
     size_t el = strlen(ep);
     while (el && ep[el - 1] == '/') el--;
     snprintf(url, cap, "%.*s/%s%s/resolve/", (int)el, ep, strcmp(r->kind, "datasets") == 0 ? "datasets/" : "",
@@ -203,11 +199,11 @@ int pi_hf_list(const char *src, const struct pi_hf_ref *r, char **names, size_t 
     size_t olen = 0, ocap = 0;
     *names = NULL;
     *count = 0;
-    const char *ep = env("HF_ENDPOINT") ? env("HF_ENDPOINT") : "https://huggingface.co";
+    const char *ep = pi_env("HF_ENDPOINT") ? pi_env("HF_ENDPOINT") : "https://huggingface.co";
     char url[4096], auth[1200], tok[1024] = "";
     snprintf(url, sizeof url, "%s/api/%s/%s/revision/", ep, r->kind, r->repo);
     pi_url_encode(url, sizeof url, r->rev, 0); /* refs/pr/1 -> refs%2Fpr%2F1, as huggingface_hub asks */
-    const char *t = env("HF_TOKEN") ? env("HF_TOKEN") : env("HUGGING_FACE_HUB_TOKEN");
+    const char *t = pi_env("HF_TOKEN") ? pi_env("HF_TOKEN") : pi_env("HUGGING_FACE_HUB_TOKEN");
     if (t) snprintf(tok, sizeof tok, "%s", t);
     struct pi_http_cfg cfg;
     memset(&cfg, 0, sizeof cfg);
@@ -346,11 +342,11 @@ static int hf_object_name(const char *uri, char *out, size_t cap) {
 /* ---- the Hugging Face cache layout (pull without a destination) ---------- */
 static void hf_cache_root(const char *cache_dir, char *out, size_t cap) {
     if (cache_dir) snprintf(out, cap, "%s", cache_dir);
-    else if (env("HF_HUB_CACHE")) snprintf(out, cap, "%s", env("HF_HUB_CACHE"));
-    else if (env("HUGGINGFACE_HUB_CACHE")) snprintf(out, cap, "%s", env("HUGGINGFACE_HUB_CACHE"));
-    else if (env("HF_HOME")) snprintf(out, cap, "%s/hub", env("HF_HOME"));
-    else if (env("XDG_CACHE_HOME")) snprintf(out, cap, "%s/huggingface/hub", env("XDG_CACHE_HOME"));
-    else snprintf(out, cap, "%s/.cache/huggingface/hub", env("HOME") ? env("HOME") : ".");
+    else if (pi_env("HF_HUB_CACHE")) snprintf(out, cap, "%s", pi_env("HF_HUB_CACHE"));
+    else if (pi_env("HUGGINGFACE_HUB_CACHE")) snprintf(out, cap, "%s", pi_env("HUGGINGFACE_HUB_CACHE"));
+    else if (pi_env("HF_HOME")) snprintf(out, cap, "%s/hub", pi_env("HF_HOME"));
+    else if (pi_env("XDG_CACHE_HOME")) snprintf(out, cap, "%s/huggingface/hub", pi_env("XDG_CACHE_HOME"));
+    else snprintf(out, cap, "%s/.cache/huggingface/hub", pi_env("HOME") ? pi_env("HOME") : ".");
 }
 
 /* repo folder: models--org--name */

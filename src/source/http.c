@@ -152,20 +152,6 @@ static pthread_once_t curl_once = PTHREAD_ONCE_INIT;
 static CURLcode curl_init_rc;
 static void curl_init(void) { curl_init_rc = curl_global_init(CURL_GLOBAL_DEFAULT); }
 
-static double now_s(void) {
-    struct timespec ts;
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    return (double)ts.tv_sec + ts.tv_nsec * 1e-9;
-}
-
-static long env_long(const char *name, long def, long lo, long hi) {
-    const char *v = getenv(name);
-    if (!v || !*v) return def;
-    char *end;
-    long x = strtol(v, &end, 10);
-    if (*end || x < lo || x > hi) return def;
-    return x;
-}
 
 static const char *reason(long st) {
     switch (st) {
@@ -563,7 +549,7 @@ static int xfer_start(struct http_obj *o, CURLM *m, struct xfer *x) {
     }
     /* the deadline: PAGEIN_HTTP_TIMEOUT plus the asked bytes at the
      * minimum rate, for all attempts and redirects of the request */
-    double now = now_s();
+    double now = pi_now_s();
     if (x->deadline == 0) {
         uint64_t want = x->mode == X_RANGE ? x->req->len : x->mode == X_PROBE ? x->bmax : x->mode == X_STREAM ? o->size : PI_MIN(x->bmax, 4u << 20);
         x->deadline = now + (double)o->timeout_s + (double)want / (double)o->min_rate;
@@ -686,7 +672,7 @@ static int xfer_finish(struct http_obj *o, struct xfer *x, CURLcode res) {
     char rq[2600], sum[300];
     req_desc(o, x, rq, sizeof rq);
     /* no retry starts past the request's deadline */
-    int retry_left = x->attempt < o->retries && now_s() < x->deadline;
+    int retry_left = x->attempt < o->retries && pi_now_s() < x->deadline;
     if (x->fail) {
         /* our own checks stopped the transfer: not transient */
         return pi_err(x->fail, "%s: %s", rq, x->failmsg);
@@ -697,7 +683,7 @@ static int xfer_finish(struct http_obj *o, struct xfer *x, CURLcode res) {
          * average, is not retried: it would only hold the caller longer (a
          * dribble of 2 bytes/s); a stall (nothing came) may be a dead
          * connection and is */
-        double took = now_s() - x->t_attempt;
+        double took = pi_now_s() - x->t_attempt;
         int slow = res == CURLE_OPERATION_TIMEDOUT && x->abytes > 0 && took > 0 &&
                    (double)x->abytes / took < (double)o->min_rate;
         if (transient_curl(res) && retry_left && !slow) return 1;
@@ -880,7 +866,7 @@ static int readv_lane(struct http_obj *o, struct lane *ln, struct vshare *sh, un
                 if (d) rc = d, stop = 1;
             } else if (v == 1) {
                 atomic_fetch_add(&o->retried, 1);
-                x->retry_at = now_s() + backoff_s(o, x->attempt);
+                x->retry_at = pi_now_s() + backoff_s(o, x->attempt);
                 x->attempt++;
                 x->state = 2;
             } else if (v == 3) {
@@ -898,11 +884,11 @@ static int readv_lane(struct http_obj *o, struct lane *ln, struct vshare *sh, un
                     x->url = NULL;
                     x->third = 0;
                     x->redirects = 0;
-                    x->retry_at = now_s();
+                    x->retry_at = pi_now_s();
                     x->state = 2;
                 }
             } else if (v == 2) {
-                x->retry_at = now_s(); /* a redirect: its target at once */
+                x->retry_at = pi_now_s(); /* a redirect: its target at once */
                 x->state = 2;
             } else {
                 x->req->rc = v;
@@ -921,7 +907,7 @@ static int readv_lane(struct http_obj *o, struct lane *ln, struct vshare *sh, un
             }
             break;
         }
-        double t = now_s();
+        double t = pi_now_s();
         long wait_ms = 100;
         for (unsigned i = 0; i < depth; i++) {
             struct xfer *x = &slots[i];
@@ -1161,11 +1147,11 @@ static int obj_new(struct http_obj **out, const struct pi_http_cfg *cfg, const c
         obj_free(o);
         return pi_err(-ENOMEM, "%s: out of memory", name);
     }
-    o->conns = (unsigned)env_long("PAGEIN_HTTP_CONNECTIONS", 16, 1, 256);
-    o->retries = (int)env_long("PAGEIN_HTTP_RETRIES", 4, 0, 100);
-    o->backoff_ms = env_long("PAGEIN_HTTP_BACKOFF_MS", 200, 0, 60000);
-    o->timeout_s = env_long("PAGEIN_HTTP_TIMEOUT", 30, 1, 3600);
-    o->min_rate = env_long("PAGEIN_HTTP_MIN_RATE", 1024, 1, 1L << 30);
+    o->conns = (unsigned)pi_env_long("PAGEIN_HTTP_CONNECTIONS", 16, 1, 256);
+    o->retries = (int)pi_env_long("PAGEIN_HTTP_RETRIES", 4, 0, 100);
+    o->backoff_ms = pi_env_long("PAGEIN_HTTP_BACKOFF_MS", 200, 0, 60000);
+    o->timeout_s = pi_env_long("PAGEIN_HTTP_TIMEOUT", 30, 1, 3600);
+    o->min_rate = pi_env_long("PAGEIN_HTTP_MIN_RATE", 1024, 1, 1L << 30);
     o->connect_timeout_s = PI_MIN(o->timeout_s, 10);
     url_origin(o->orig_url, o->origin, sizeof o->origin);
     url_userinfo(o);
@@ -1192,9 +1178,9 @@ int pi_http_open_cfg(struct pi_source *s, const struct pi_http_cfg *cfg, uint32_
     x->mode = X_PROBE;
     x->body = (char *)buf;
     x->bmax = pre;
-    double t0 = now_s();
+    double t0 = pi_now_s();
     int rc = single(o, x);
-    double t1 = now_s();
+    double t1 = pi_now_s();
     if (rc == 0) {
         if (x->status == 206 && x->have_cr) {
             o->size = x->cr_total;
@@ -1301,7 +1287,7 @@ int pi_http_readv(struct pi_source *s, struct pi_read_req *reqs, size_t n, unsig
     if (depth == 0) depth = o->conns;
     if (depth > 256) depth = 256;
     if (depth > n) depth = (unsigned)n;
-    unsigned nt = (unsigned)env_long("PAGEIN_HTTP_THREADS", 4, 1, 64);
+    unsigned nt = (unsigned)pi_env_long("PAGEIN_HTTP_THREADS", 4, 1, 64);
     if (nt > (depth + 3) / 4) nt = (depth + 3) / 4;
     if (nt < 1) nt = 1;
     struct vshare sh = {.reqs = reqs, .n = n};

@@ -42,10 +42,6 @@ struct s3conf {
     char cred_from[2400]; /* where the credentials came from, for messages */
 };
 
-static const char *env(const char *n) {
-    const char *v = getenv(n);
-    return v && *v ? v : NULL;
-}
 
 /* Looks key up in section of an INI file (the AWS shared files). */
 static int ini_get(const char *path, const char *section, const char *key, char *out, size_t cap) {
@@ -90,8 +86,8 @@ static int ini_get(const char *path, const char *section, const char *key, char 
 }
 
 static void aws_files(char *creds, char *config, size_t cap) {
-    const char *home = env("HOME");
-    const char *c = env("AWS_SHARED_CREDENTIALS_FILE"), *g = env("AWS_CONFIG_FILE");
+    const char *home = pi_env("HOME");
+    const char *c = pi_env("AWS_SHARED_CREDENTIALS_FILE"), *g = pi_env("AWS_CONFIG_FILE");
     if (c) snprintf(creds, cap, "%s", c);
     else snprintf(creds, cap, "%s/.aws/credentials", home ? home : "");
     if (g) snprintf(config, cap, "%s", g);
@@ -102,8 +98,8 @@ static void aws_files(char *creds, char *config, size_t cap) {
 static int profile_get(const char *key, char *out, size_t cap, int creds_too) {
     char creds[1024], config[1024], sect[300];
     aws_files(creds, config, sizeof creds);
-    const char *prof = env("AWS_PROFILE");
-    if (!prof) prof = env("AWS_DEFAULT_PROFILE");
+    const char *prof = pi_env("AWS_PROFILE");
+    if (!prof) prof = pi_env("AWS_DEFAULT_PROFILE");
     if (!prof) prof = "default";
     if (creds_too && ini_get(creds, prof, key, out, cap)) return 1;
     if (strcmp(prof, "default") == 0 && ini_get(config, "default", key, out, cap)) return 1;
@@ -129,23 +125,23 @@ static int parse_uri(const char *uri, struct s3conf *c) {
 static void load_conf(struct s3conf *c) {
     const char *v;
     /* credentials */
-    const char *id = c->gs ? env("GS_ACCESS_KEY_ID") : NULL, *sec = c->gs ? env("GS_SECRET_ACCESS_KEY") : NULL;
+    const char *id = c->gs ? pi_env("GS_ACCESS_KEY_ID") : NULL, *sec = c->gs ? pi_env("GS_SECRET_ACCESS_KEY") : NULL;
     if (!id || !sec) {
-        id = env("AWS_ACCESS_KEY_ID");
-        sec = env("AWS_SECRET_ACCESS_KEY");
+        id = pi_env("AWS_ACCESS_KEY_ID");
+        sec = pi_env("AWS_SECRET_ACCESS_KEY");
     }
     if (id && sec) {
         snprintf(c->key_id, sizeof c->key_id, "%s", id);
         snprintf(c->secret, sizeof c->secret, "%s", sec);
-        if ((v = env("AWS_SESSION_TOKEN"))) snprintf(c->token, sizeof c->token, "%s", v);
+        if ((v = pi_env("AWS_SESSION_TOKEN"))) snprintf(c->token, sizeof c->token, "%s", v);
         snprintf(c->cred_from, sizeof c->cred_from, "key %s from %s", c->key_id,
-                 c->gs && env("GS_ACCESS_KEY_ID") ? "GS_ACCESS_KEY_ID" : "AWS_ACCESS_KEY_ID");
+                 c->gs && pi_env("GS_ACCESS_KEY_ID") ? "GS_ACCESS_KEY_ID" : "AWS_ACCESS_KEY_ID");
     } else if (profile_get("aws_access_key_id", c->key_id, sizeof c->key_id, 1) &&
                profile_get("aws_secret_access_key", c->secret, sizeof c->secret, 1)) {
         profile_get("aws_session_token", c->token, sizeof c->token, 1);
         char creds[1024], config[1024];
         aws_files(creds, config, sizeof creds);
-        const char *prof = env("AWS_PROFILE") ? env("AWS_PROFILE") : env("AWS_DEFAULT_PROFILE");
+        const char *prof = pi_env("AWS_PROFILE") ? pi_env("AWS_PROFILE") : pi_env("AWS_DEFAULT_PROFILE");
         snprintf(c->cred_from, sizeof c->cred_from, "key %s of profile '%s' (%s, %s)", c->key_id,
                  prof ? prof : "default", creds, config);
     } else {
@@ -153,15 +149,15 @@ static void load_conf(struct s3conf *c) {
         snprintf(c->cred_from, sizeof c->cred_from, "anonymous: no AWS_ACCESS_KEY_ID, no profile key");
     }
     /* region */
-    if ((v = env("AWS_REGION")) || (v = env("AWS_DEFAULT_REGION"))) snprintf(c->region, sizeof c->region, "%s", v);
+    if ((v = pi_env("AWS_REGION")) || (v = pi_env("AWS_DEFAULT_REGION"))) snprintf(c->region, sizeof c->region, "%s", v);
     else if (!profile_get("region", c->region, sizeof c->region, 0))
         snprintf(c->region, sizeof c->region, "%s", c->gs ? "auto" : "us-east-1");
-    if (c->gs && !env("AWS_REGION") && !env("AWS_DEFAULT_REGION")) snprintf(c->region, sizeof c->region, "auto");
+    if (c->gs && !pi_env("AWS_REGION") && !pi_env("AWS_DEFAULT_REGION")) snprintf(c->region, sizeof c->region, "auto");
     /* endpoint */
     if (c->gs) {
         snprintf(c->endpoint, sizeof c->endpoint, "%s",
-                 env("GS_ENDPOINT_URL") ? env("GS_ENDPOINT_URL") : "https://storage.googleapis.com");
-    } else if ((v = env("AWS_ENDPOINT_URL_S3")) || (v = env("AWS_ENDPOINT_URL"))) {
+                 pi_env("GS_ENDPOINT_URL") ? pi_env("GS_ENDPOINT_URL") : "https://storage.googleapis.com");
+    } else if ((v = pi_env("AWS_ENDPOINT_URL_S3")) || (v = pi_env("AWS_ENDPOINT_URL"))) {
         snprintf(c->endpoint, sizeof c->endpoint, "%s", v);
     } else {
         profile_get("endpoint_url", c->endpoint, sizeof c->endpoint, 0);
@@ -169,7 +165,7 @@ static void load_conf(struct s3conf *c) {
     size_t el = strlen(c->endpoint);
     while (el && c->endpoint[el - 1] == '/') c->endpoint[--el] = 0;
     /* CA bundle */
-    if ((v = env("AWS_CA_BUNDLE"))) snprintf(c->ca, sizeof c->ca, "%s", v);
+    if ((v = pi_env("AWS_CA_BUNDLE"))) snprintf(c->ca, sizeof c->ca, "%s", v);
     else profile_get("ca_bundle", c->ca, sizeof c->ca, 0);
 }
 
