@@ -200,7 +200,7 @@ static int fetch_chunk(void *ctx, size_t i) {
  * gets the method. */
 static int verify(struct pi_source *s, int fd, uint64_t size, const char *name, char *how, size_t howcap) {
     struct pi_checksum ck;
-    const char *algo = NULL, *want = ck.hex;
+    const char *algo = NULL;
     if (pi_source_checksum(s, &ck) == 1 && (!strcmp(ck.algo, "sha256") || !strcmp(ck.algo, "md5"))) algo = ck.algo;
     if (!algo) {
         snprintf(how, howcap, "size+etag");
@@ -210,6 +210,7 @@ static int verify(struct pi_source *s, int fd, uint64_t size, const char *name, 
     snprintf(how, howcap, "size+etag (no libcrypto for %s)", algo);
     return 0;
 #else
+    const char *want = ck.hex;
     EVP_MD_CTX *ctx = EVP_MD_CTX_new();
     uint8_t *buf = pi_malloc(4u << 20);
     int rc = 0;
@@ -1019,8 +1020,10 @@ static void object_name(const struct pi_source_ops *ops, const char *uri, char *
 int pagein_pull(const char *src, const char *dest, const pagein_pull_opts *o, pagein_pull_stats *st) {
     if (!src || !pi_source_is_remote(src)) {
         const char *sch = pi_source_schemes();
-        return pi_err(PAGEIN_E_INVALID, "%s: not a remote URL (%s)", src ? src : "(null)",
-                      *sch ? sch : "pagein was built without libcurl: no remote sources");
+        if (!*sch)
+            return pi_err(PAGEIN_E_UNSUPPORTED, "%s: pagein was built without libcurl: no remote sources",
+                          src ? src : "");
+        return pi_err(PAGEIN_E_INVALID, "%s: not a remote URL (%s)", src ? src : "(null)", sch);
     }
     if (o && o->size && o->size < sizeof(size_t)) return pi_err(PAGEIN_E_INVALID, "pagein_pull: bad opts->size");
     pagein_pull_stats local;
