@@ -25,6 +25,11 @@
 #include <pthread.h>
 #include <stdatomic.h>
 
+/* The library uses the whole API, the experimental section too
+ * (pagein.h, "Stability"); so do the white-box tests and fuzzers. */
+#ifndef PAGEIN_EXPERIMENTAL
+#define PAGEIN_EXPERIMENTAL
+#endif
 #include "pagein.h"
 
 #define PI_UNUSED(x) ((void)(x))

@@ -94,6 +94,10 @@ void pi_url_encode(char *out, size_t cap, const char *s, int keep_slash);
  * each as a full "s3://bucket/key" URI, NUL-separated in *list (malloc'd),
  * count in *n. */
 int pi_s3_list(const char *uri, char **list, size_t *n);
+/* One ListObjectsV2 page (body: len bytes, NUL-terminated) through the
+ * list op's rules for prefix uri: fn per object under it. The parser
+ * alone, for fuzz/fuzz_s3_list.c. */
+int pi_s3_listing_parse(const char *uri, const char *body, size_t len, pi_list_fn fn, void *arg);
 /* hf://org/name[@rev][/path] split into parts (malloc'd strings, free with
  * pi_free); path may be "". kind is "models" or "datasets". */
 struct pi_hf_ref {

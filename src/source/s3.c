@@ -291,13 +291,50 @@ static int xml_field(const char *p, const char *end, const char *tag, char *out,
  * when the listing does not say) and ETag ("" likewise). */
 typedef int (*key_fn)(void *arg, const struct s3conf *c, const char *key, uint64_t size, const char *etag);
 
+/* One page of a ListObjectsV2 answer (body: blen bytes, NUL-terminated):
+ * fn per <Key> with the Size and ETag of its <Contents>; *more and the
+ * continuation token (tokcap bytes, "" none). Linear in blen: every search
+ * stays within the current object's part of the page. */
+static int parse_page(const struct s3conf *c, const char *body, size_t blen, key_fn fn, void *arg, char *tok,
+                      size_t tokcap, int *more) {
+    char *key = NULL;
+    size_t kcap = 0;
+    int rc = 0;
+    const char *p = body, *bend = body + strnlen(body, blen);
+    while (rc == 0 && (p = strstr(p, "<Key>"))) {
+        p += 5;
+        const char *e = strstr(p, "</Key>");
+        if (!e) break;
+        if ((rc = pi_grow((void **)&key, &kcap, (size_t)(e - p) + 1, 1)) < 0) break;
+        xml_text(p, (size_t)(e - p), key);
+        /* this object's Size and ETag: up to its </Contents>, never past the next key */
+        const char *nk = strstr(e, "<Key>"), *lim = nk ? nk : bend;
+        const char *ce = memmem(e, (size_t)(lim - e), "</Contents>", 11);
+        if (!ce) ce = lim;
+        char sz[32], etag[160] = "";
+        uint64_t size = PI_SIZE_UNKNOWN;
+        if (xml_field(e, ce, "Size", sz, sizeof sz) && sz[0] >= '0' && sz[0] <= '9') size = strtoull(sz, NULL, 10);
+        if (!xml_field(e, ce, "ETag", etag, sizeof etag)) etag[0] = 0;
+        rc = fn(arg, c, key, size, etag);
+        p = e;
+    }
+    pi_free(key);
+    tok[0] = 0;
+    const char *t = strstr(body, "<NextContinuationToken>");
+    *more = strstr(body, "<IsTruncated>true</IsTruncated>") != NULL;
+    if (*more && t) {
+        t += 23;
+        const char *e = strstr(t, "</NextContinuationToken>");
+        if (e && (size_t)(e - t) < tokcap) xml_text(t, (size_t)(e - t), tok);
+    }
+    return rc;
+}
+
 /* Every key of ListObjectsV2 under uri's key prefix, all pages. */
 static int s3_walk(const char *uri, key_fn fn, void *arg) {
     struct s3conf *c = pi_calloc(1, sizeof *c);
     struct s3req *q = pi_calloc(1, sizeof *q);
     char *url = pi_malloc(16384), *tok = pi_calloc(1, 2048);
-    char *key = NULL;
-    size_t kcap = 0;
     int rc;
     if (!c || !q || !url || !tok) {
         rc = pi_err(-ENOMEM, "%s: out of memory", uri);
@@ -330,31 +367,8 @@ static int s3_walk(const char *uri, key_fn fn, void *arg) {
             pi_free(body);
             goto done;
         }
-        const char *p = body, *bend = body + blen;
-        while (rc == 0 && (p = strstr(p, "<Key>"))) {
-            p += 5;
-            const char *e = strstr(p, "</Key>");
-            if (!e) break;
-            if ((rc = pi_grow((void **)&key, &kcap, (size_t)(e - p) + 1, 1)) < 0) break;
-            xml_text(p, (size_t)(e - p), key);
-            /* this object's Size and ETag: up to its </Contents> (or the next key) */
-            const char *ce = strstr(e, "</Contents>"), *nk = strstr(e, "<Key>");
-            if (!ce || (nk && nk < ce)) ce = nk ? nk : bend;
-            char sz[32], etag[160] = "";
-            uint64_t size = PI_SIZE_UNKNOWN;
-            if (xml_field(e, ce, "Size", sz, sizeof sz) && sz[0] >= '0' && sz[0] <= '9') size = strtoull(sz, NULL, 10);
-            if (!xml_field(e, ce, "ETag", etag, sizeof etag)) etag[0] = 0;
-            rc = fn(arg, c, key, size, etag);
-            p = e;
-        }
-        tok[0] = 0;
-        const char *t = strstr(body, "<NextContinuationToken>");
-        int more = strstr(body, "<IsTruncated>true</IsTruncated>") != NULL;
-        if (more && t) {
-            t += 23;
-            const char *e = strstr(t, "</NextContinuationToken>");
-            if (e && (size_t)(e - t) < 2000) xml_text(t, (size_t)(e - t), tok);
-        }
+        int more = 0;
+        rc = parse_page(c, body, blen, fn, arg, tok, 2048, &more);
         pi_free(body);
         if (rc != 0 || !more || !tok[0]) break;
     }
@@ -364,7 +378,6 @@ done:
     pi_free(q);
     pi_free(url);
     pi_free(tok);
-    pi_free(key);
     return rc;
 }
 
@@ -438,6 +451,22 @@ static int s3_list(const char *uri, pi_list_fn fn, void *arg) {
     return rc;
 }
 
+int pi_s3_listing_parse(const char *uri, const char *body, size_t len, pi_list_fn fn, void *arg) {
+    struct s3conf c;
+    FORWARD_IF(parse_uri(uri, &c));
+    struct op_list l;
+    memset(&l, 0, sizeof l);
+    l.fn = fn;
+    l.arg = arg;
+    l.uri = uri;
+    char tok[2048];
+    int more = 0;
+    int rc = parse_page(&c, body, len, list_key, &l, tok, sizeof tok, &more);
+    pi_free(l.u.p);
+    pi_free(c.key);
+    return rc;
+}
+
 static int s3_is_prefix(const char *uri) {
     size_t n = strlen(uri);
     return n && uri[n - 1] == '/';
@@ -464,4 +493,9 @@ const struct pi_source_ops pi_source_s3 = {
     .stream = pi_http_stream,
 };
 
+#else
+int pi_s3_listing_parse(const char *uri, const char *body, size_t len, pi_list_fn fn, void *arg) {
+    (void)body, (void)len, (void)fn, (void)arg;
+    return pi_err(PAGEIN_E_UNSUPPORTED, "%s: pagein was built without libcurl: no s3 source", uri);
+}
 #endif /* PAGEIN_HAVE_CURL */
