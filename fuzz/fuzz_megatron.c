@@ -3,6 +3,9 @@
 #include <stdint.h>
 #include <string.h>
 
+#ifndef PAGEIN_EXPERIMENTAL /* the Megatron reader is in the experimental section */
+#define PAGEIN_EXPERIMENTAL
+#endif
 #include "pagein.h"
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {

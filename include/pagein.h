@@ -29,6 +29,35 @@
  *  - Threads. Distinct objects may be used from distinct threads freely.
  *    Read-only accessors on one object may be called from many threads at
  *    once. Calls that change an object (close, reload) need exclusive access.
+ *
+ *  - Verb pairs. One pair per kind of object: open/close for an object
+ *    that holds files, a source or threads (pagein_open, pagein_model_open,
+ *    pagein_cache_open, pagein_live_open, and the experimental
+ *    pagein_dataset_open, pagein_reader_open, pagein_pipe_open,
+ *    pagein_source_open), new/free for one built in memory
+ *    (pagein_gguf_writer_new, pagein_dist_plan_new). One exception, in the
+ *    experimental part: a GPU load starts with the verb that names what it
+ *    loads (pagein_gpu_load_model, pagein_gpu_load_file) and ends with
+ *    pagein_gpu_load_free; it becomes an open/close pair when it is stable.
+ *
+ *  - Stability. Everything outside `#ifdef PAGEIN_EXPERIMENTAL` is the
+ *    stable core: files, models, strategies, errors, dtypes, metadata, the
+ *    writers, conversion, checkpoint safety and the page-cache tools; it
+ *    changes only compatibly (appended fields, new functions). The young
+ *    parts are fenced: training data (datasets, readers, the pipeline,
+ *    ranges, Parquet), pull, byte sources by URL, storage facts and the
+ *    range engine's counters, GPU staging and distributed plans. Their
+ *    names, structs and behaviour may still change in any release (they
+ *    grew over the last few issues and are still being reshaped), so a
+ *    program sees them only when it says so, as zstd's
+ *    ZSTD_STATIC_LINKING_ONLY does:
+ *
+ *        #define PAGEIN_EXPERIMENTAL
+ *        #include <pagein.h>
+ *
+ *    The library, the pagein tool, the tests, benchmarks, fuzzers and the
+ *    Python module define it (mk/api.mk). The library exports every
+ *    function either way: the fence is at compile time only.
  */
 #ifndef PAGEIN_H
 #define PAGEIN_H
@@ -832,6 +861,7 @@ PAGEIN_API int pagein_model_tensor_data(pagein_model *m, const pagein_tensor *t,
 PAGEIN_API pagein_strategy pagein_model_auto_plan(const pagein_model *m, uint64_t *budget, char *why, size_t len);
 
 
+#ifdef PAGEIN_EXPERIMENTAL /* training data (see Stability above) */
 /* ======================================================================== */
 /* Training data (src/data/, docs/TRAINING-DATA.md)                         */
 /* ======================================================================== */
@@ -1302,6 +1332,8 @@ PAGEIN_API int pagein_shuffle_quality(const uint64_t *ids, size_t n, double *q);
  */
 #define PAGEIN_PARQUET_JSON 1u
 PAGEIN_API int pagein_parquet_describe(const char *uri, unsigned flags, char **out);
+
+#endif /* PAGEIN_EXPERIMENTAL: training data */
 
 /* ------------------------------------------------------------------------ */
 /* Page cache: residency, warm, evict, lock (docs/PAGE-CACHE.md)            */
@@ -1882,6 +1914,7 @@ PAGEIN_API int pagein_convert_safetensors(const pagein_file *f, const char *out,
 PAGEIN_API int pagein_convert_gguf(const pagein_file *f, const char *out, const pagein_convert_opts *opts,
                                    pagein_convert_stats *stats);
 
+#ifdef PAGEIN_EXPERIMENTAL /* pull (see Stability above) */
 /*
  * Remote pull (src/ops/pull.c, docs/REMOTE.md). Needs libcurl at build
  * time (pagein_remote_available() says whether it was there; without it
@@ -1897,9 +1930,11 @@ PAGEIN_API int pagein_convert_gguf(const pagein_file *f, const char *out, const 
  * and ETag); installed atomically (temporary name, fsync, rename: the final
  * path holds the complete file or nothing).
  *
- * Which files: one object; every object under an s3:// or gs:// prefix
- * ending in '/'; every file of an hf://ORG/NAME[@REV] repository (the
- * Hub's listing); a `*.index.json` brings the shards it names.
+ * Which files: one object; every object under a prefix its source lists
+ * (an s3:// or gs:// prefix ending in '/'; an hf://ORG/NAME[@REV]
+ * repository, or a folder of it ending in '/'); for a folder its source
+ * cannot list (http(s)://HOST/DIR/), the model in it by the usual names; a
+ * `*.index.json` brings the shards it names.
  * Where: opts->stage_dir (relative paths kept), else dest (a file for a
  * single file unless it is a directory or ends in '/'; a directory
  * otherwise), else for hf:// the Hugging Face cache (opts->cache_dir, else
@@ -1949,11 +1984,13 @@ typedef struct pagein_pull_stats {
 } pagein_pull_stats;
 
 PAGEIN_API int pagein_pull(const char *src, const char *dest, const pagein_pull_opts *opts, pagein_pull_stats *stats);
+#endif /* PAGEIN_EXPERIMENTAL: pull */
 /* 1 if this build has the remote sources (libcurl), else 0. */
 PAGEIN_API int pagein_remote_available(void);
-/* 1 if path is a URL one of this build's remote sources handles
- * (http://, https://, s3://, gs://, hf://), else 0: such a path names no
- * local file, so callers skip their stat() checks for it. */
+/* 1 if path is a URL one of this build's remote sources takes (the
+ * source table's answer: http://, https://, s3://, gs://, hf:// with
+ * libcurl), else 0: such a path names no local file, so callers skip their
+ * stat() checks for it. */
 PAGEIN_API int pagein_is_url(const char *path);
 /* --- issue 27: secrets in output --- */
 /* text (a URL, or any text holding URLs) with the URLs' secrets replaced,
@@ -1968,6 +2005,8 @@ PAGEIN_API int pagein_is_url(const char *path);
 PAGEIN_API char *pagein_url_redact(const char *text, char *out, size_t cap);
 /* --- end issue 27 --- */
 
+#ifdef PAGEIN_EXPERIMENTAL /* byte sources, storage facts and the range engine's counters, GPU staging,
+                              distributed plans (see Stability above) */
 /* ---- byte sources by path or URL (pagein.fsspec; docs/PYTHON.md) ------- */
 /* A source is one local file or remote object (http(s)://, s3://, gs://,
  * hf://ORG/NAME[@REV]/PATH) opened for range reads, without parsing any
@@ -2351,6 +2390,8 @@ PAGEIN_API size_t pagein_dist_plan_piece_count(const pagein_dist_plan *p);
 PAGEIN_API const pagein_dist_piece *pagein_dist_plan_piece_at(const pagein_dist_plan *p, size_t i);
 /* Bytes this rank reads from storage (its shared and private reads). */
 PAGEIN_API uint64_t pagein_dist_plan_read_bytes(const pagein_dist_plan *p);
+
+#endif /* PAGEIN_EXPERIMENTAL: byte sources ... distributed plans */
 
 /* ---- temporary files and signals ---------------------------------------- */
 

@@ -25,6 +25,11 @@
 #include <pthread.h>
 #include <stdatomic.h>
 
+/* The library uses the whole API, the experimental section too
+ * (pagein.h, "Stability"); so do the white-box tests and fuzzers. */
+#ifndef PAGEIN_EXPERIMENTAL
+#define PAGEIN_EXPERIMENTAL
+#endif
 #include "pagein.h"
 
 #define PI_UNUSED(x) ((void)(x))
@@ -44,6 +49,14 @@ char *pi_strndup(const char *s, size_t n);
 int pi_ends_with(const char *s, const char *suf);
 /* Seconds on the monotonic clock (for durations, rates and deadlines). */
 double pi_now_s(void);
+/* The environment variable name, or NULL when unset or empty. */
+const char *pi_env(const char *name);
+/* name as a decimal integer in [lo, hi]; def when unset, empty, not a
+ * whole number or out of range. */
+long pi_env_long(const char *name, long def, long lo, long hi);
+/* name as a byte count ("1048576", "512K", "4M", "1G", "4MiB", "4MB");
+ * def when unset, empty or not starting with a digit. */
+uint64_t pi_env_size(const char *name, uint64_t def);
 /* Grows the array *p of *cap elements of elem bytes (doubling, from 16) so
  * that it holds at least need; 0, or -ENOMEM (with a detail) leaving *p and
  * *cap untouched. */

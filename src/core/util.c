@@ -196,6 +196,35 @@ double pi_now_s(void) {
     return (double)ts.tv_sec + (double)ts.tv_nsec * 1e-9;
 }
 
+const char *pi_env(const char *name) {
+    const char *v = getenv(name);
+    return v && *v ? v : NULL;
+}
+
+long pi_env_long(const char *name, long def, long lo, long hi) {
+    const char *v = pi_env(name);
+    if (!v) return def;
+    char *end;
+    errno = 0;
+    long x = strtol(v, &end, 10);
+    if (end == v || *end || errno || x < lo || x > hi) return def;
+    return x;
+}
+
+uint64_t pi_env_size(const char *name, uint64_t def) {
+    const char *e = pi_env(name);
+    if (!e || *e < '0' || *e > '9') return def;
+    char *end = NULL;
+    unsigned long long v = strtoull(e, &end, 10);
+    switch (*end) {
+    case 'k': case 'K': v <<= 10; break;
+    case 'm': case 'M': v <<= 20; break;
+    case 'g': case 'G': v <<= 30; break;
+    default: break;
+    }
+    return (uint64_t)v;
+}
+
 int pi_grow(void **p, size_t *cap, size_t need, size_t elem) {
     if (need <= *cap) return 0;
     size_t nc = *cap ? *cap : 16;

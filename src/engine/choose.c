@@ -37,22 +37,6 @@ static unsigned ncpu(void) {
     return n < 2 ? 2 : n > 64 ? 64 : (unsigned)n;
 }
 
-/* "4M", "512K", "1048576"; 0 when unset or invalid */
-static uint64_t env_size(const char *name) {
-    const char *e = getenv(name);
-    if (!e || !*e) return 0;
-    char *end = NULL;
-    unsigned long long v = strtoull(e, &end, 10);
-    if (end == e) return 0;
-    switch (*end) {
-    case 'k': case 'K': v <<= 10; end++; break;
-    case 'm': case 'M': v <<= 20; end++; break;
-    case 'g': case 'G': v <<= 30; end++; break;
-    default: break;
-    }
-    if (*end == 'i' || *end == 'B') end++;
-    return (uint64_t)v;
-}
 
 static const char *storage_name(enum pi_storage s) {
     switch (s) {
@@ -230,9 +214,9 @@ void pi_engine_choose(struct pi_source *s, const struct pi_engine_opts *o, int p
     uint64_t R = o ? o->request_bytes : 0;
     unsigned D = o ? o->depth : 0;
     const char *rsrc = R ? "option" : NULL, *dsrc = D ? "option" : NULL;
-    if (!R && (R = env_size("PAGEIN_REQUEST_BYTES"))) rsrc = "PAGEIN_REQUEST_BYTES";
+    if (!R && (R = pi_env_size("PAGEIN_REQUEST_BYTES", 0))) rsrc = "PAGEIN_REQUEST_BYTES";
     if (!D) {
-        uint64_t d = env_size("PAGEIN_QUEUE_DEPTH");
+        uint64_t d = pi_env_size("PAGEIN_QUEUE_DEPTH", 0);
         if (d) {
             D = d > 1024 ? 1024 : (unsigned)d;
             dsrc = "PAGEIN_QUEUE_DEPTH";

@@ -85,16 +85,7 @@ static uint64_t pool_cap(const struct pi_dev *d) {
     long t = atomic_load(&pi_test_pinned_cache_cap);
     if (t >= 0) return (uint64_t)t;
     if (d->device == PAGEIN_DEVICE_HOST) return 0;
-    const char *e = getenv("PAGEIN_GPU_PINNED_CACHE");
-    if (e && *e) {
-        char *end;
-        unsigned long long v = strtoull(e, &end, 10);
-        if (*end == 'k' || *end == 'K') v <<= 10;
-        else if (*end == 'm' || *end == 'M') v <<= 20;
-        else if (*end == 'g' || *end == 'G') v <<= 30;
-        return v;
-    }
-    return 64ull << 20;
+    return pi_env_size("PAGEIN_GPU_PINNED_CACHE", 64ull << 20);
 }
 
 /* A pinned buffer of at least n and at most max bytes (so that a load

@@ -152,10 +152,10 @@ out:
 
 static int resolve(const char *path, struct target *t) {
     struct stat s;
-#ifdef PAGEIN_HAVE_CURL
     if (pi_source_is_remote(path)) {
-        /* a remote folder (s3://b/model/, hf://org/name): its index or
-         * single model file, found by listing (src/load/resolve.c) */
+        /* a remote folder (s3://b/model/, hf://org/name, any source's
+         * prefix): its index or single model file, found by listing
+         * (src/load/resolve.c) */
         char *u = pi_malloc(8192);
         if (!u) return pi_err(-ENOMEM, "out of memory");
         int rc = pi_remote_model_uri(path, u, 8192);
@@ -164,7 +164,6 @@ static int resolve(const char *path, struct target *t) {
         pi_free(u);
         if (rc <= 0) return rc;
     }
-#endif
     if (pi_source_is_remote(path)) {
         /* a URL names one object: what it is follows from its name */
     } else if (stat(path, &s) < 0) {
@@ -197,9 +196,8 @@ static int resolve(const char *path, struct target *t) {
 /* PAGEIN_OPEN_DEPTH=N (1..256) overrides it: 1 opens one after another, as
  * before (bench/open_many.sh compares the two). */
 static unsigned open_depth(const char *first) {
-    const char *e = getenv("PAGEIN_OPEN_DEPTH");
-    long v = e && *e ? strtol(e, NULL, 10) : 0;
-    if (v >= 1 && v <= 256) return (unsigned)v;
+    long v = pi_env_long("PAGEIN_OPEN_DEPTH", 0, 1, 256);
+    if (v) return (unsigned)v;
     return pi_source_is_remote(first) ? OPEN_DEPTH_REMOTE : OPEN_DEPTH;
 }
 

@@ -23,15 +23,17 @@
  * of the directory: the final path holds a complete, verified file or
  * nothing.
  *
- * Layouts: hf:// without a destination goes to the Hugging Face cache
- * (HF_HUB_CACHE, else HF_HOME/hub, else ~/.cache/huggingface/hub):
+ * Layouts: without a destination, a source that has a cache layout
+ * (pi_source_ops.cache_place: hf:// goes to the Hugging Face cache,
  * models--ORG--NAME/blobs/HASH, snapshots/COMMIT/PATH -> ../../blobs/HASH,
  * refs/REVISION = COMMIT, so transformers and huggingface_hub find the
- * files. Otherwise DEST (a file, or a directory for several files or when
- * it is one), or --stage DIR (relative paths kept), or the current
- * directory.
+ * files) puts it there. Otherwise DEST (a file, or a directory for several
+ * files or when it is one), or --stage DIR (relative paths kept), or the
+ * current directory. A prefix (pi_source_ops.is_prefix) is listed through
+ * its source (list); one that cannot be listed names the model in it by
+ * the usual names (load/resolve.c). No scheme is known here.
  */
-#include "../source/remote.h"
+#include "../source/source.h"
 #include "../format/format.h"
 #include "../io/io.h"
 #include "../load/load.h"
@@ -63,14 +65,8 @@ int pagein_remote_available(void) {
 #endif
 }
 
+/* The source table's word: a registered remote source takes path. */
 int pagein_is_url(const char *path) { return path && pi_source_is_remote(path); }
-
-#ifndef PAGEIN_HAVE_CURL
-int pagein_pull(const char *src, const char *dest, const pagein_pull_opts *opts, pagein_pull_stats *stats) {
-    (void)dest, (void)opts, (void)stats;
-    return pi_err(PAGEIN_E_UNSUPPORTED, "%s: pagein was built without libcurl: no remote sources", src ? src : "");
-}
-#else
 
 #define STATE_HDR 4096
 /* the pid of the pull writing the file, at the end of the state's header
@@ -80,17 +76,6 @@ int pagein_pull(const char *src, const char *dest, const pagein_pull_opts *opts,
  * skips it while it is unchanged on both sides */
 #define PULL_XATTR "user.pagein.pull"
 
-
-static double now_s(void) {
-    struct timespec ts;
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    return (double)ts.tv_sec + ts.tv_nsec * 1e-9;
-}
-
-static const char *env(const char *n) {
-    const char *v = getenv(n);
-    return v && *v ? v : NULL;
-}
 
 /* mkdir -p of the directory part of path. */
 static int mkdirs_for(const char *path) {
@@ -108,18 +93,15 @@ static int mkdirs_for(const char *path) {
     return 0;
 }
 
-static int fsync_dir_of(const char *path) {
+/* fsync of path's directory, best effort (a rename in it made durable). */
+static void fsync_dir_of(const char *path) {
     char d[4096];
     snprintf(d, sizeof d, "%s", path);
     char *s = strrchr(d, '/');
     if (s == d) d[1] = 0;
     else if (s) *s = 0;
     else snprintf(d, sizeof d, ".");
-    int fd = open(d, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
-    if (fd < 0) return -errno;
-    int rc = fsync(fd) == 0 ? 0 : -errno;
-    close(fd);
-    return rc;
+    if (pi_fsync_dir(d, path) < 0) pi_err_clear();
 }
 
 /* ---- one file ------------------------------------------------------------------- */
@@ -213,35 +195,13 @@ static int fetch_chunk(void *ctx, size_t i) {
     return 0;
 }
 
-static int hexval(int c) {
-    if (c >= '0' && c <= '9') return c - '0';
-    if (c >= 'a' && c <= 'f') return c - 'a' + 10;
-    if (c >= 'A' && c <= 'F') return c - 'A' + 10;
-    return -1;
-}
-
-/* s (quotes and W/ stripped) is exactly n hex digits: copies it lower-case. */
-static int hex_tag(const char *s, size_t n, char *out) {
-    if (strncmp(s, "W/", 2) == 0) s += 2;
-    if (*s == '"') s++;
-    size_t l = strcspn(s, "\"");
-    if (l != n || (s[l] && s[l + 1])) return 0;
-    for (size_t i = 0; i < n; i++) {
-        if (hexval(s[i]) < 0) return 0;
-        out[i] = (char)(s[i] >= 'A' && s[i] <= 'F' ? s[i] - 'A' + 'a' : s[i]);
-    }
-    out[n] = 0;
-    return 1;
-}
-
-/* Verifies fd's first size bytes against the hash the server stated.
- * *how gets the method. */
+/* Verifies fd's first size bytes against the checksum the source states
+ * (pi_source_ops.checksum: the Hub's sha256, an S3/GCS MD5 ETag). *how
+ * gets the method. */
 static int verify(struct pi_source *s, int fd, uint64_t size, const char *name, char *how, size_t howcap) {
-    char want[65];
+    struct pi_checksum ck;
     const char *algo = NULL;
-    if (hex_tag(pi_http_linked_etag(s), 64, want)) algo = "sha256";
-    else if ((!strcmp(pi_source_facts(s)->fs_type, "s3") || !strcmp(pi_source_facts(s)->fs_type, "gs")) && hex_tag(pi_http_origin_etag(s), 32, want))
-        algo = "md5";
+    if (pi_source_checksum(s, &ck) == 1 && (!strcmp(ck.algo, "sha256") || !strcmp(ck.algo, "md5"))) algo = ck.algo;
     if (!algo) {
         snprintf(how, howcap, "size+etag");
         return 0;
@@ -250,6 +210,7 @@ static int verify(struct pi_source *s, int fd, uint64_t size, const char *name, 
     snprintf(how, howcap, "size+etag (no libcrypto for %s)", algo);
     return 0;
 #else
+    const char *want = ck.hex;
     EVP_MD_CTX *ctx = EVP_MD_CTX_new();
     uint8_t *buf = pi_malloc(4u << 20);
     int rc = 0;
@@ -339,11 +300,12 @@ static int mfs_fetch(struct mfs *ms, const char *uri, const char *reldir, pagein
     for (size_t i = 0; i < ms->n; i++)
         if (!strcmp(ms->v[i].uri, uri)) return 1;
     struct pi_source *s;
-    int rc = pi_remote_open(&s, uri, 0);
+    int rc = pi_source_open(&s, uri, 0);
     if (rc < 0) {
         const char *d = pagein_last_error_detail();
-        if (rc == PAGEIN_E_REMOTE && d &&
-            (strstr(d, "HTTP 404") || strstr(d, "HTTP 410") || strstr(d, "HTTP 403") || strstr(d, "HTTP 401"))) {
+        if (rc == PAGEIN_E_NOT_FOUND || rc == -ENOENT ||
+            (rc == PAGEIN_E_REMOTE && d &&
+             (strstr(d, "HTTP 404") || strstr(d, "HTTP 410") || strstr(d, "HTTP 403") || strstr(d, "HTTP 401")))) {
             pi_err_clear();
             return 0;
         }
@@ -399,12 +361,12 @@ static int mfs_fetch(struct mfs *ms, const char *uri, const char *reldir, pagein
 out:
     if (st) {
         uint64_t rq, rt;
-        pi_http_counters(s, &rq, &rt);
+        pi_source_counters(s, &rq, &rt);
         st->requests += rq;
         st->retries += rt;
     }
     pi_free(buf);
-    pi_remote_close(s);
+    pi_source_close(s);
     return rc;
 }
 
@@ -561,7 +523,7 @@ static void pull_mark(const struct pi_source *s, const struct stat *sb, char *ou
              (long)sb->st_mtim.tv_nsec, s->identity);
 }
 
-/* pi_http_stream's sink: the body in order into the part file. */
+/* pi_source_stream's sink: the body in order into the part file. */
 static int stream_sink(void *ctx, const void *p, size_t n, uint64_t off) {
     struct job *j = ctx;
     for (size_t w = 0; w < n;) {
@@ -655,7 +617,7 @@ static int download(struct pi_source *s, const char *final, const char *part, co
     }
     /* a server that ignores Range (200 with the whole object to the open's
      * range): one plain stream, one "chunk" */
-    int stream = pi_http_no_ranges(s);
+    int stream = pi_source_ranges_ignored(s);
     if (stream) chunk = s->size ? s->size : 1;
     uint64_t nchunks = s->size ? (s->size + chunk - 1) / chunk : 0;
     if (nchunks > (1u << 26)) return pi_err(PAGEIN_E_LIMIT, "%s: too many chunks (%llu)", s->name, (unsigned long long)nchunks);
@@ -752,7 +714,7 @@ static int download(struct pi_source *s, const char *final, const char *part, co
     if (stream && j.ntodo) {
         note(o, s->name, "the server ignores Range requests (it answered 200 with the whole object): one plain "
                          "stream, not resumable");
-        rc = pi_http_stream(s, stream_sink, &j);
+        rc = pi_source_stream(s, stream_sink, &j);
         char one = '1';
         if (rc == 0 && pwrite(sfd, &one, 1, STATE_HDR) != 1)
             rc = pi_err(-errno, "%s: writing the resume state: %s", s->name, strerror(errno));
@@ -857,25 +819,7 @@ static int up_to_date(struct pi_source *s, const char *final, const struct mchec
     return ok;
 }
 
-/* ---- Hugging Face cache layout ------------------------------------------------------ */
-static void hf_cache_root(const pagein_pull_opts *o, char *out, size_t cap) {
-    if (o && o->cache_dir) snprintf(out, cap, "%s", o->cache_dir);
-    else if (env("HF_HUB_CACHE")) snprintf(out, cap, "%s", env("HF_HUB_CACHE"));
-    else if (env("HUGGINGFACE_HUB_CACHE")) snprintf(out, cap, "%s", env("HUGGINGFACE_HUB_CACHE"));
-    else if (env("HF_HOME")) snprintf(out, cap, "%s/hub", env("HF_HOME"));
-    else if (env("XDG_CACHE_HOME")) snprintf(out, cap, "%s/huggingface/hub", env("XDG_CACHE_HOME"));
-    else snprintf(out, cap, "%s/.cache/huggingface/hub", env("HOME") ? env("HOME") : ".");
-}
-
-/* repo folder: models--org--name */
-static void hf_repo_dir(const char *root, const struct pi_hf_ref *r, char *out, size_t cap) {
-    int n = snprintf(out, cap, "%s/%s--", root, r->kind);
-    for (const char *p = r->repo; *p && n + 3 < (int)cap; p++) {
-        if (*p == '/') n += snprintf(out + n, cap - (size_t)n, "--");
-        else out[n++] = *p, out[n] = 0;
-    }
-}
-
+/* ---- a source's cache layout (pi_source_ops.cache_place: the Hub's) ---------------- */
 static int write_small(const char *path, const char *text) {
     FORWARD_IF(mkdirs_for(path));
     struct pi_atomic_file a;
@@ -886,10 +830,10 @@ static int write_small(const char *path, const char *text) {
     return rc;
 }
 
-/* snapshots/COMMIT/PATH -> TARGET, replacing what is there. */
-static int hf_link(const char *name, const char *link, const char *target) {
+/* LINK -> TARGET, replacing what is there. */
+static int place_link(const char *name, const char *link, const char *target) {
     FORWARD_IF(mkdirs_for(link));
-    char tmp[4300];
+    char tmp[4400];
     snprintf(tmp, sizeof tmp, "%s.pagein-link", link);
     unlink(tmp);
     if (symlink(target, tmp) != 0 || rename(tmp, link) != 0) {
@@ -900,64 +844,29 @@ static int hf_link(const char *name, const char *link, const char *target) {
     return 0;
 }
 
-/* An index's snapshot link, made only once its shards are in. */
-struct hf_pend {
+/* An index's link, made only once its shards are in. */
+struct place_pend {
     char link[4300], target[4300], blob[4096];
 };
 
-static int is_commit_hash(const char *s) {
-    size_t n = strlen(s);
-    if (n != 40 && n != 64) return 0;
-    for (size_t i = 0; i < n; i++)
-        if (!((s[i] >= '0' && s[i] <= '9') || (s[i] >= 'a' && s[i] <= 'f'))) return 0;
-    return 1;
-}
-
-/* The Hub-cache install of one opened file (pend: do not link yet, say
- * what to link). */
-static int pull_hf_file(struct pi_source *s, const struct pi_hf_ref *r, const char *relpath, const pagein_pull_opts *o,
-                        pagein_pull_stats *st, char *snap_dir, size_t snap_cap, const struct mcheck *mc,
-                        struct hf_pend *pend) {
-    char root[2048], repo[3072], blob[4096], part[4200], link[4200], target[4300], commit[100], hash[200];
-    hf_cache_root(o, root, sizeof root);
-    hf_repo_dir(root, r, repo, sizeof repo);
-    /* blob name: the LFS sha256, else the ETag (the git blob id), unquoted,
-     * as the Hub itself (never a redirect target) states them; 40 or 64
-     * hex digits, or it names nothing on disk */
-    const char *id = pi_http_linked_etag(s)[0] ? pi_http_linked_etag(s) : pi_http_origin_etag(s);
-    if (!hex_tag(id, 64, hash) && !hex_tag(id, 40, hash)) {
-        if (!id[0])
-            return pi_err(PAGEIN_E_REMOTE, "%s: the server states no ETag: cannot name the blob in the Hugging Face cache",
-                          s->name);
-        return pi_err(PAGEIN_E_REMOTE, "%s: the Hub's ETag '%.100s' is not a hash (40 or 64 hex digits): cannot name the "
-                      "blob in the Hugging Face cache", s->name, id);
-    }
-    /* the snapshot folder: X-Repo-Commit, a commit hash (40 or 64 hex
-     * digits: it becomes a path); huggingface_hub files a revision (main,
-     * refs/pr/1) under the commit the Hub states and refs/REVISION, so
-     * without one only a revision that is itself a commit names a snapshot */
-    const char *said = pi_http_repo_commit(s);
-    if (said[0] && !hex_tag(said, 40, commit) && !hex_tag(said, 64, commit))
-        return pi_err(PAGEIN_E_REMOTE, "%s: X-Repo-Commit '%.100s' is not a commit hash (40 or 64 hex digits): refused "
-                      "(it would name a folder of the cache)", s->name, said);
-    if (!said[0] && !is_commit_hash(r->rev))
-        return pi_err(PAGEIN_E_REMOTE, "%s: the server states no X-Repo-Commit and revision '%s' is not a commit hash: "
-                      "cannot place it under snapshots/COMMIT/ in the Hugging Face cache", s->name, r->rev);
-    if (!said[0]) snprintf(commit, sizeof commit, "%s", r->rev);
-    snprintf(blob, sizeof blob, "%s/blobs/%s", repo, hash);
-    snprintf(part, sizeof part, "%s.incomplete", blob);
+/* The install of one opened file where its source's cache layout puts it
+ * (p: from cache_place; pend: do not link yet, say what to link). */
+static int pull_cached(struct pi_source *s, const struct pi_cache_place *p, const pagein_pull_opts *o,
+                       pagein_pull_stats *st, const struct mcheck *mc, struct place_pend *pend) {
+    char part[4200];
+    snprintf(part, sizeof part, "%s.incomplete", p->blob);
     struct stat sb;
     int rc = 0;
-    int cached = lstat(blob, &sb) == 0 && S_ISREG(sb.st_mode) && (uint64_t)sb.st_size == s->size;
+    int cached = lstat(p->blob, &sb) == 0 && S_ISREG(sb.st_mode) && (uint64_t)sb.st_size == s->size;
     if (cached && mc) {
         /* a manifest lists it: a blob already in the cache is checked like
          * a download (another tool, or the disk, may have changed it); one
          * that fails is fetched again */
-        int bfd = open(blob, O_RDONLY | O_CLOEXEC | O_NOFOLLOW);
-        int c = bfd < 0 ? pi_err(-errno, "%s: cannot open %s", s->name, blob) : check_manifest(bfd, s->size, blob, mc);
+        int bfd = open(p->blob, O_RDONLY | O_CLOEXEC | O_NOFOLLOW);
+        int c = bfd < 0 ? pi_err(-errno, "%s: cannot open %s", s->name, p->blob) : check_manifest(bfd, s->size, p->blob, mc);
         if (bfd >= 0) close(bfd);
         if (c == PAGEIN_E_HASH_MISMATCH) {
-            unlink(blob);
+            unlink(p->blob);
             cached = 0;
             pi_err_clear();
         } else if (c < 0) {
@@ -967,28 +876,19 @@ static int pull_hf_file(struct pi_source *s, const struct pi_hf_ref *r, const ch
     if (cached) {
         if (st) st->cached += s->size;
     } else {
-        rc = download(s, blob, part, o, st, mc);
+        rc = download(s, p->blob, part, o, st, mc);
     }
     if (rc < 0) return rc;
-    snprintf(link, sizeof link, "%s/snapshots/%s/%s", repo, commit, relpath);
-    snprintf(snap_dir, snap_cap, "%s/snapshots/%s", repo, commit);
-    /* ../../blobs/HASH plus one ../ per directory inside the snapshot */
-    int n = snprintf(target, sizeof target, "../../");
-    for (const char *p = relpath; *p; p++)
-        if (*p == '/') n += snprintf(target + n, sizeof target - (size_t)n, "../");
-    snprintf(target + n, sizeof target - (size_t)n, "blobs/%s", hash);
-    if (pend) {
-        snprintf(pend->link, sizeof pend->link, "%s", link);
-        snprintf(pend->target, sizeof pend->target, "%s", target);
-        snprintf(pend->blob, sizeof pend->blob, "%s", blob);
-    } else {
-        FORWARD_IF(hf_link(s->name, link, target));
+    if (p->link[0]) {
+        if (pend) {
+            snprintf(pend->link, sizeof pend->link, "%s", p->link);
+            snprintf(pend->target, sizeof pend->target, "%s", p->target);
+            snprintf(pend->blob, sizeof pend->blob, "%s", p->blob);
+        } else {
+            FORWARD_IF(place_link(s->name, p->link, p->target));
+        }
     }
-    if (strcmp(commit, r->rev) != 0) {
-        char ref[3300];
-        snprintf(ref, sizeof ref, "%s/refs/%s", repo, r->rev);
-        FORWARD_IF(write_small(ref, commit));
-    }
+    if (p->ref[0]) FORWARD_IF(write_small(p->ref, p->ref_text));
     return 0;
 }
 
@@ -1059,23 +959,8 @@ static void flist_free(struct flist *l) {
     pi_free(l->tab);
 }
 
-/* hf://org/name[@rev]: every file of the repository. */
-static int hf_list(const char *src, const struct pi_hf_ref *r, struct flist *l) {
-    char *names;
-    size_t n;
-    FORWARD_IF(pi_hf_list(src, r, &names, &n));
-    int rc = 0;
-    const char *q = names;
-    char erev[768] = ""; /* refs/pr/1 -> refs%2Fpr%2F1: a '/' would end the revision */
-    pi_url_encode(erev, sizeof erev, r->rev, 0);
-    for (size_t i = 0; rc == 0 && i < n; i++, q += strlen(q) + 1) {
-        char fu[4096];
-        snprintf(fu, sizeof fu, "hf://%s%s@%s/%s", strcmp(r->kind, "datasets") ? "" : "datasets/", r->repo, erev, q);
-        rc = flist_add(l, fu, q);
-    }
-    pi_free(names);
-    return rc;
-}
+/* A prefix's listing into the file list. */
+static int list_add(void *arg, const struct pi_list_entry *e) { return flist_add(arg, e->uri, e->rel); }
 
 /* The shard names of a downloaded *.index.json (weight_map values). */
 static int index_shards(const char *path, const char *src_uri, struct flist *l, const char *rel_dir) {
@@ -1093,43 +978,26 @@ static int index_shards(const char *path, const char *src_uri, struct flist *l, 
         pi_free(buf);
         return pi_err(-EIO, "%s: cannot read the index", path);
     }
-    struct pi_json j;
-    pi_json_init(&j, buf, (size_t)k, 0);
-    const char *key, *v;
-    size_t kl, vl;
-    int rc = pi_json_enter(&j, PI_JSON_OBJECT);
+    /* the one index parser (load/index.c), as opening the model reads it */
+    struct pi_index ix;
+    pi_index_init(&ix);
+    int rc = pi_index_parse((const uint8_t *)buf, (size_t)k, &ix);
+    if (rc < 0) pi_err_prefix(path);
     size_t dl = strcspn(src_uri, "?#"); /* the shards sit next to the index: its path without a query */
     while (dl > 0 && src_uri[dl - 1] != '/') dl--;
-    while (rc >= 0 && (rc = pi_json_next(&j, &key, &kl)) > 0) {
-        if (kl == 10 && !memcmp(key, "weight_map", 10)) {
-            rc = pi_json_enter(&j, PI_JSON_OBJECT);
-            while (rc >= 0 && (rc = pi_json_next(&j, &key, &kl)) > 0) {
-                rc = pi_json_string(&j, &v, &vl);
-                if (rc < 0) break;
-                char u[4096], rel[2048];
-                if (vl == 0 || memchr(v, '/', vl)) {
-                    rc = pi_err(PAGEIN_E_BAD_INDEX, "%s: shard name '%.*s' is not a plain file name", path, (int)vl, v);
-                    break;
-                }
-                snprintf(u, sizeof u, "%.*s%.*s", (int)dl, src_uri, (int)vl, v);
-                if (snprintf(rel, sizeof rel, "%s%.*s", rel_dir, (int)vl, v) >= (int)sizeof rel) {
-                    rc = pi_err(PAGEIN_E_LIMIT, "%s: shard name too long", path);
-                    break;
-                }
-                rc = flist_add(l, u, rel);
-            }
-        } else {
-            rc = pi_json_skip(&j);
+    for (size_t i = 0; rc >= 0 && i < ix.nshards; i++) {
+        const char *v = ix.shards[i];
+        char u[4096], rel[2048];
+        snprintf(u, sizeof u, "%.*s%s", (int)dl, src_uri, v);
+        if (snprintf(rel, sizeof rel, "%s%s", rel_dir, v) >= (int)sizeof rel) {
+            rc = pi_err(PAGEIN_E_LIMIT, "%s: shard name too long", path);
+            break;
         }
+        rc = flist_add(l, u, rel);
     }
-    pi_json_free(&j);
+    pi_index_free(&ix);
     pi_free(buf);
     return rc < 0 ? rc : 0;
-}
-
-static int ends_with(const char *s, const char *suf) {
-    size_t a = strlen(s), b = strlen(suf);
-    return a >= b && strcmp(s + a - b, suf) == 0;
 }
 
 static int is_dir(const char *p) {
@@ -1137,65 +1005,58 @@ static int is_dir(const char *p) {
     return stat(p, &sb) == 0 && S_ISDIR(sb.st_mode);
 }
 
+/* The name pull gives one object: the source's (the Hub: the path in the
+ * repository), else the last path segment without a query or fragment
+ * (?download=true). */
+static void object_name(const struct pi_source_ops *ops, const char *uri, char *out, size_t cap) {
+    out[0] = 0;
+    if (ops->object_name && ops->object_name(uri, out, cap) == 0) return;
+    pi_err_clear();
+    size_t pl = strcspn(uri, "?#"), b = pl;
+    while (b > 0 && uri[b - 1] != '/') b--;
+    snprintf(out, cap, "%.*s", (int)PI_MIN(pl - b, cap - 1), uri + b);
+}
+
 int pagein_pull(const char *src, const char *dest, const pagein_pull_opts *o, pagein_pull_stats *st) {
-    if (!src || !pi_remote_match(src))
-        return pi_err(PAGEIN_E_INVALID, "%s: not a remote URL (http://, https://, s3://, gs://, hf://)", src ? src : "(null)");
+    if (!src || !pi_source_is_remote(src)) {
+        const char *sch = pi_source_schemes();
+        if (!*sch)
+            return pi_err(PAGEIN_E_UNSUPPORTED, "%s: pagein was built without libcurl: no remote sources",
+                          src ? src : "");
+        return pi_err(PAGEIN_E_INVALID, "%s: not a remote URL (%s)", src ? src : "(null)", sch);
+    }
     if (o && o->size && o->size < sizeof(size_t)) return pi_err(PAGEIN_E_INVALID, "pagein_pull: bad opts->size");
     pagein_pull_stats local;
     if (!st) st = &local;
     memset(st, 0, sizeof *st);
-    double t0 = now_s();
+    double t0 = pi_now_s();
     struct flist l = {0};
     struct mfs ms = {0};
-    struct pi_hf_ref hr = {0};
-    int is_hf = strncasecmp(src, "hf://", 5) == 0, rc = 0;
+    const struct pi_source_ops *ops = pi_source_find(src);
+    int rc = 0;
     const char *stage = o ? o->stage_dir : NULL;
-    int hf_cache = is_hf && !dest && !stage;
+    /* no destination: where the source's cache layout puts it (the Hub's), else here */
+    int cache = ops->cache_place && !dest && !stage;
     /* an index pulled with its shards is installed after them (pend_*) */
     char pend_final[4096] = "", pend_path[4300] = "", rsrc[4096];
-    struct hf_pend hpend;
-    int hf_pending = 0;
-    if (is_hf) {
-        rc = pi_hf_parse(src, &hr);
-        if (rc < 0) goto out;
-    } else if (strncasecmp(src, "http", 4) == 0 && !src[strcspn(src, "?#")] && ends_with(src, "/")) {
-        /* http(s)://host/dir/: the model in it, as plan and open_model take it */
-        rc = pi_remote_model_uri(src, rsrc, sizeof rsrc);
-        if (rc < 0) goto out;
-        src = rsrc;
-    }
+    struct place_pend cpend;
+    int cache_pending = 0;
     /* the files */
     int listed = 0; /* from a listing (a repository, a prefix), not one URL */
-    if (is_hf && !hr.path[0]) {
+    if (pi_source_is_prefix(src) && ops->list) {
         listed = 1;
-        rc = hf_list(src, &hr, &l);
-    } else if (!is_hf && (strncasecmp(src, "s3://", 5) == 0 || strncasecmp(src, "gs://", 5) == 0) && ends_with(src, "/")) {
-        char *keys;
-        size_t nk;
-        listed = 1;
-        rc = pi_s3_list(src, &keys, &nk);
-        const char *k = keys;
-        size_t sl = strlen(src);
-        for (size_t i = 0; rc == 0 && i < nk; i++, k += strlen(k) + 1) {
-            if (ends_with(k, "/")) continue; /* "directory" markers */
-            if (strncmp(k, src, sl) != 0) continue; /* a key outside the prefix (a listing that lies) */
-            rc = flist_add(&l, k, k + sl);
-        }
-        if (rc == 0 && nk == 0) rc = pi_err(PAGEIN_E_NOT_FOUND, "%s: no objects under this prefix", src);
-        if (rc == 0) pi_free(keys);
-    } else if (is_hf && ends_with(hr.path, "/")) {
-        rc = pi_err(PAGEIN_E_INVALID, "%s: a folder of a repository: pull the repository (hf://ORG/NAME) or a file", src);
+        rc = ops->list(src, list_add, &l);
+        if (rc == 0 && l.n == 0) rc = pi_err(PAGEIN_E_NOT_FOUND, "%s: no objects under this prefix", src);
     } else {
-        /* the file's name: the last path segment, without a query or
-         * fragment (?download=true) */
-        char base[1024] = "";
-        if (is_hf) {
-            snprintf(base, sizeof base, "%s", hr.path);
-        } else {
-            size_t pl = strcspn(src, "?#"), b = pl;
-            while (b > 0 && src[b - 1] != '/') b--;
-            snprintf(base, sizeof base, "%.*s", (int)PI_MIN(pl - b, sizeof base - 1), src + b);
+        if (pi_source_is_prefix(src)) {
+            /* a folder its source cannot list (http(s)://host/dir/): the
+             * model in it, as plan and open_model take it */
+            rc = pi_remote_model_uri(src, rsrc, sizeof rsrc);
+            if (rc < 0) goto out;
+            src = rsrc;
         }
+        char base[1024];
+        object_name(ops, src, base, sizeof base);
         if (!*base) rc = pi_err(PAGEIN_E_INVALID, "%s: names no file", src);
         else rc = flist_add(&l, src, base);
     }
@@ -1207,7 +1068,7 @@ int pagein_pull(const char *src, const char *dest, const pagein_pull_opts *o, pa
     if (listed) {
         size_t n0 = l.n;
         for (size_t i = 0; rc >= 0 && i < n0; i++) {
-            if (!ends_with(l.rel[i], ".pagein-manifest")) continue;
+            if (!pi_ends_with(l.rel[i], ".pagein-manifest")) continue;
             const char *sl = strrchr(l.rel[i], '/');
             char rd[2048];
             snprintf(rd, sizeof rd, "%.*s", sl ? (int)(sl - l.rel[i]) + 1 : 0, l.rel[i]);
@@ -1231,34 +1092,35 @@ int pagein_pull(const char *src, const char *dest, const pagein_pull_opts *o, pa
     }
     if (rc < 0) goto out;
     rc = 0;
-    int single = l.n == 1 && !ends_with(l.uri[0], ".index.json");
+    int single = l.n == 1 && !pi_ends_with(l.uri[0], ".index.json");
     /* DEST: a file for one file (unless it is a directory), else a directory */
     const char *dir = stage ? stage : dest ? dest : ".";
-    int dest_is_file = dest && !stage && single && !ends_with(dest, "/") && !is_dir(dest);
+    int dest_is_file = dest && !stage && single && !pi_ends_with(dest, "/") && !is_dir(dest);
     for (size_t i = 0; i < l.n; i++) {
         struct pi_source *s;
-        rc = pi_remote_open(&s, l.uri[i], 0);
+        rc = pi_source_open(&s, l.uri[i], 0);
         if (rc < 0) goto out;
-        char final[4096], part[4200];
+        char final[4096], part[4200], placed[4096] = "";
         struct mcheck mc;
         const struct mcheck *mcp = mfs_find(&ms, l.rel[i], &mc) ? &mc : NULL;
-        int defer = i == 0 && !listed && ends_with(l.rel[0], ".index.json");
-        if (hf_cache) {
-            struct pi_hf_ref fr;
-            rc = pi_hf_parse(l.uri[i], &fr);
+        int defer = i == 0 && !listed && pi_ends_with(l.rel[0], ".index.json");
+        if (cache) {
+            struct pi_cache_place *cp = pi_malloc(sizeof *cp);
+            rc = cp ? s->ops->cache_place(s, o ? o->cache_dir : NULL, cp) : pi_err(-ENOMEM, "out of memory");
+            if (rc == 0) rc = pull_cached(s, cp, o, st, mcp, defer ? &cpend : NULL);
             if (rc == 0) {
-                rc = pull_hf_file(s, &fr, fr.path, o, st, st->path, sizeof st->path, mcp, defer ? &hpend : NULL);
-                pi_hf_ref_free(&fr);
-                hf_pending = defer && rc == 0;
+                cache_pending = defer;
+                snprintf(placed, sizeof placed, "%s", cp->blob);
+                /* one file: its link (the snapshot's path); else the folder */
+                int k = snprintf(st->path, sizeof st->path, "%s", single && cp->link[0] ? cp->link : cp->dir);
+                if (k < 0 || (size_t)k >= sizeof st->path) rc = pi_err(PAGEIN_E_LIMIT, "%s: path too long", s->name);
             }
-            if (rc == 0 && single) {
-                size_t pl = strlen(st->path);
-                snprintf(st->path + pl, sizeof st->path - pl, "/%s", l.rel[i]);
-            }
+            pi_free(cp);
         } else {
             if (dest_is_file) snprintf(final, sizeof final, "%s", dest);
-            else snprintf(final, sizeof final, "%s%s%s", dir, ends_with(dir, "/") ? "" : "/", l.rel[i]);
+            else snprintf(final, sizeof final, "%s%s%s", dir, pi_ends_with(dir, "/") ? "" : "/", l.rel[i]);
             snprintf(part, sizeof part, "%s.pagein-part", final);
+            snprintf(placed, sizeof placed, "%s", final);
             char how[48];
             if (up_to_date(s, final, mcp, how, sizeof how)) {
                 st->cached += s->size; /* pulled before, unchanged on both sides */
@@ -1266,7 +1128,10 @@ int pagein_pull(const char *src, const char *dest, const pagein_pull_opts *o, pa
                 /* the index goes into place once its shards are in */
                 snprintf(pend_path, sizeof pend_path, "%s.pagein-index", final);
                 rc = download(s, pend_path, part, o, st, mcp);
-                if (rc == 0) snprintf(pend_final, sizeof pend_final, "%s", final);
+                if (rc == 0) {
+                    snprintf(pend_final, sizeof pend_final, "%s", final);
+                    snprintf(placed, sizeof placed, "%s", pend_path);
+                }
             } else {
                 rc = download(s, final, part, o, st, mcp);
             }
@@ -1276,39 +1141,26 @@ int pagein_pull(const char *src, const char *dest, const pagein_pull_opts *o, pa
             }
         }
         uint64_t rq, rt;
-        pi_http_counters(s, &rq, &rt);
+        pi_source_counters(s, &rq, &rt);
         st->requests += rq;
         st->retries += rt;
         st->bytes += s->size;
         st->files++;
-        pi_remote_close(s);
+        pi_source_close(s);
         if (rc < 0) goto out;
-        /* a sharded index brings its shards (listed after it) */
-        if (ends_with(l.rel[i], ".index.json") && !(is_hf && !hr.path[0])) {
-            char idx[4096], reldir[2048];
-            int il = hf_pending        ? snprintf(idx, sizeof idx, "%s", hpend.blob)
-                     : hf_cache        ? snprintf(idx, sizeof idx, "%s/%s", st->path, l.rel[i])
-                     : pend_final[0] ? snprintf(idx, sizeof idx, "%s", pend_path)
-                                     : snprintf(idx, sizeof idx, "%s", final);
-            if (il >= (int)sizeof idx) {
-                rc = pi_err(PAGEIN_E_LIMIT, "%s: path too long", l.uri[i]);
-                goto out;
-            }
+        /* a sharded index brings its shards (listed after it; those a
+         * listing already holds are not added twice) */
+        if (pi_ends_with(l.rel[i], ".index.json")) {
+            char reldir[2048];
             snprintf(reldir, sizeof reldir, "%.*s",
                      strrchr(l.rel[i], '/') ? (int)(strrchr(l.rel[i], '/') - l.rel[i]) + 1 : 0, l.rel[i]);
-            rc = index_shards(idx, l.uri[i], &l, reldir);
+            rc = index_shards(placed, l.uri[i], &l, reldir);
             if (rc < 0) goto out;
-            if (hf_cache) {
-                /* st->path was the snapshot dir + index; keep the dir */
-                char *sl = strrchr(st->path, '/');
-                if (sl && single) *sl = 0;
-            } else if (!dest_is_file) {
-                snprintf(st->path, sizeof st->path, "%s", dir);
-            }
+            if (!cache && !dest_is_file) snprintf(st->path, sizeof st->path, "%s", dir);
         }
     }
     /* every shard is in: now the index */
-    if (rc == 0 && hf_pending) rc = hf_link(src, hpend.link, hpend.target);
+    if (rc == 0 && cache_pending) rc = place_link(src, cpend.link, cpend.target);
     if (rc == 0 && pend_final[0]) {
         if (rename(pend_path, pend_final) != 0) {
             int e = errno;
@@ -1320,11 +1172,9 @@ int pagein_pull(const char *src, const char *dest, const pagein_pull_opts *o, pa
     }
 out:
     if (pend_final[0]) unlink(pend_path); /* a failed pull installs no index without its shards */
-    st->seconds = now_s() - t0;
-    pi_hf_ref_free(&hr);
+    st->seconds = pi_now_s() - t0;
     flist_free(&l);
     mfs_free(&ms);
     return rc;
 }
 
-#endif /* PAGEIN_HAVE_CURL */

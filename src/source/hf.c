@@ -28,10 +28,6 @@
 #include <stdlib.h>
 #include <strings.h>
 
-static const char *env(const char *n) {
-    const char *v = getenv(n);
-    return v && *v ? v : NULL;
-}
 
 void pi_hf_ref_free(struct pi_hf_ref *r) {
     if (!r) return;
@@ -126,17 +122,17 @@ int pi_hf_parse(const char *uri, struct pi_hf_ref *r) {
 
 /* The token, or "" (read into out). */
 static void hf_token(char *out, size_t cap) {
-    const char *t = env("HF_TOKEN");
-    if (!t) t = env("HUGGING_FACE_HUB_TOKEN");
+    const char *t = pi_env("HF_TOKEN");
+    if (!t) t = pi_env("HUGGING_FACE_HUB_TOKEN");
     out[0] = 0;
     if (t) {
         snprintf(out, cap, "%s", t);
         return;
     }
     char path[1024];
-    if (env("HF_TOKEN_PATH")) snprintf(path, sizeof path, "%s", env("HF_TOKEN_PATH"));
-    else if (env("HF_HOME")) snprintf(path, sizeof path, "%s/token", env("HF_HOME"));
-    else snprintf(path, sizeof path, "%s/.cache/huggingface/token", env("HOME") ? env("HOME") : "");
+    if (pi_env("HF_TOKEN_PATH")) snprintf(path, sizeof path, "%s", pi_env("HF_TOKEN_PATH"));
+    else if (pi_env("HF_HOME")) snprintf(path, sizeof path, "%s/token", pi_env("HF_HOME"));
+    else snprintf(path, sizeof path, "%s/.cache/huggingface/token", pi_env("HOME") ? pi_env("HOME") : "");
     FILE *f = fopen(path, "re");
     if (!f) return;
     if (fgets(out, (int)cap, f)) out[strcspn(out, "\r\n \t")] = 0;
@@ -148,7 +144,7 @@ static int hf_match(const char *uri) { return strncasecmp(uri, "hf://", 5) == 0;
 
 /* The resolve URL of (ref, path) into url. */
 static void resolve_url(const struct pi_hf_ref *r, const char *path, char *url, size_t cap) {
-    const char *ep = env("HF_ENDPOINT") ? env("HF_ENDPOINT") : "https://huggingface.co";
+    const char *ep = pi_env("HF_ENDPOINT") ? pi_env("HF_ENDPOINT") : "https://huggingface.co";
     size_t el = strlen(ep);
     while (el && ep[el - 1] == '/') el--;
     snprintf(url, cap, "%.*s/%s%s/resolve/", (int)el, ep, strcmp(r->kind, "datasets") == 0 ? "datasets/" : "",
@@ -203,11 +199,11 @@ int pi_hf_list(const char *src, const struct pi_hf_ref *r, char **names, size_t 
     size_t olen = 0, ocap = 0;
     *names = NULL;
     *count = 0;
-    const char *ep = env("HF_ENDPOINT") ? env("HF_ENDPOINT") : "https://huggingface.co";
+    const char *ep = pi_env("HF_ENDPOINT") ? pi_env("HF_ENDPOINT") : "https://huggingface.co";
     char url[4096], auth[1200], tok[1024] = "";
     snprintf(url, sizeof url, "%s/api/%s/%s/revision/", ep, r->kind, r->repo);
     pi_url_encode(url, sizeof url, r->rev, 0); /* refs/pr/1 -> refs%2Fpr%2F1, as huggingface_hub asks */
-    const char *t = env("HF_TOKEN") ? env("HF_TOKEN") : env("HUGGING_FACE_HUB_TOKEN");
+    const char *t = pi_env("HF_TOKEN") ? pi_env("HF_TOKEN") : pi_env("HUGGING_FACE_HUB_TOKEN");
     if (t) snprintf(tok, sizeof tok, "%s", t);
     struct pi_http_cfg cfg;
     memset(&cfg, 0, sizeof cfg);
@@ -281,13 +277,166 @@ int pi_hf_list(const char *src, const struct pi_hf_ref *r, char **names, size_t 
     return 0;
 }
 
+/* A prefix: the repository (no path) or a folder of it (path ends '/'). */
+static int hf_is_prefix(const char *uri) {
+    struct pi_hf_ref r;
+    if (pi_hf_parse(uri, &r) < 0) {
+        pi_err_clear();
+        return 0;
+    }
+    int pre = !r.path[0] || r.path[strlen(r.path) - 1] == '/';
+    pi_hf_ref_free(&r);
+    return pre;
+}
+
+/* The list op: the files of the repository under the URI's path, each as
+ * hf://[datasets/]ORG/NAME@REV/PATH (the revision always, percent-encoded:
+ * refs/pr/1 -> refs%2Fpr%2F1, a '/' would end it), named relative to the
+ * path. The Hub's listing states neither sizes nor ids. */
+static int hf_list(const char *uri, pi_list_fn fn, void *arg) {
+    struct pi_hf_ref r;
+    FORWARD_IF(pi_hf_parse(uri, &r));
+    char *names = NULL;
+    size_t n = 0;
+    int rc = pi_hf_list(uri, &r, &names, &n);
+    char erev[768] = "";
+    pi_url_encode(erev, sizeof erev, r.rev, 0);
+    size_t pl = strlen(r.path);
+    struct pi_buf u = {0};
+    const char *q = names;
+    for (size_t i = 0; rc == 0 && i < n; i++, q += strlen(q) + 1) {
+        size_t l = strlen(q);
+        if (l <= pl || strncmp(q, r.path, pl) != 0) continue;
+        u.n = 0;
+        pi_buf_str(&u, "hf://");
+        if (!strcmp(r.kind, "datasets")) pi_buf_str(&u, "datasets/");
+        pi_buf_str(&u, r.repo);
+        pi_buf_str(&u, "@");
+        pi_buf_str(&u, erev);
+        pi_buf_str(&u, "/");
+        pi_buf_put(&u, q, l + 1);
+        if (u.oom) {
+            rc = pi_err(-ENOMEM, "%s: out of memory listing", uri);
+            break;
+        }
+        struct pi_list_entry e = {u.p, q + pl, PI_SIZE_UNKNOWN, ""};
+        rc = fn(arg, &e);
+    }
+    pi_buf_free(&u);
+    pi_free(names);
+    pi_hf_ref_free(&r);
+    return rc;
+}
+
+static int hf_checksum(struct pi_source *s, struct pi_checksum *c) { return pi_http_checksum(s, c, 0); }
+
+/* A file keeps its path in the repository (sub/x.gguf). */
+static int hf_object_name(const char *uri, char *out, size_t cap) {
+    struct pi_hf_ref r;
+    FORWARD_IF(pi_hf_parse(uri, &r));
+    snprintf(out, cap, "%s", r.path);
+    pi_hf_ref_free(&r);
+    return 0;
+}
+
+/* ---- the Hugging Face cache layout (pull without a destination) ---------- */
+static void hf_cache_root(const char *cache_dir, char *out, size_t cap) {
+    if (cache_dir) snprintf(out, cap, "%s", cache_dir);
+    else if (pi_env("HF_HUB_CACHE")) snprintf(out, cap, "%s", pi_env("HF_HUB_CACHE"));
+    else if (pi_env("HUGGINGFACE_HUB_CACHE")) snprintf(out, cap, "%s", pi_env("HUGGINGFACE_HUB_CACHE"));
+    else if (pi_env("HF_HOME")) snprintf(out, cap, "%s/hub", pi_env("HF_HOME"));
+    else if (pi_env("XDG_CACHE_HOME")) snprintf(out, cap, "%s/huggingface/hub", pi_env("XDG_CACHE_HOME"));
+    else snprintf(out, cap, "%s/.cache/huggingface/hub", pi_env("HOME") ? pi_env("HOME") : ".");
+}
+
+/* repo folder: models--org--name */
+static void hf_repo_dir(const char *root, const struct pi_hf_ref *r, char *out, size_t cap) {
+    int n = snprintf(out, cap, "%s/%s--", root, r->kind);
+    for (const char *p = r->repo; *p && n + 3 < (int)cap; p++) {
+        if (*p == '/') n += snprintf(out + n, cap - (size_t)n, "--");
+        else out[n++] = *p, out[n] = 0;
+    }
+}
+
+static int is_commit_hash(const char *s) {
+    size_t n = strlen(s);
+    if (n != 40 && n != 64) return 0;
+    for (size_t i = 0; i < n; i++)
+        if (!((s[i] >= '0' && s[i] <= '9') || (s[i] >= 'a' && s[i] <= 'f'))) return 0;
+    return 1;
+}
+
+/* Where huggingface_hub keeps the file: ROOT/models--ORG--NAME/blobs/HASH,
+ * snapshots/COMMIT/PATH -> ../../blobs/HASH, refs/REVISION = COMMIT (when
+ * the revision is not the commit), so transformers and huggingface_hub
+ * find it. */
+static int hf_cache_place(struct pi_source *s, const char *cache_dir, struct pi_cache_place *p) {
+    struct pi_hf_ref r;
+    FORWARD_IF(pi_hf_parse(s->name, &r));
+    char root[2048], repo[3072], commit[100], hash[200];
+    int rc = 0;
+    memset(p, 0, sizeof *p);
+    hf_cache_root(cache_dir, root, sizeof root);
+    hf_repo_dir(root, &r, repo, sizeof repo);
+    /* blob name: the LFS sha256, else the ETag (the git blob id), unquoted,
+     * as the Hub itself (never a redirect target) states them; 40 or 64
+     * hex digits, or it names nothing on disk */
+    const char *id = pi_http_linked_etag(s)[0] ? pi_http_linked_etag(s) : pi_http_origin_etag(s);
+    /* the snapshot folder: X-Repo-Commit, a commit hash (40 or 64 hex
+     * digits: it becomes a path); huggingface_hub files a revision (main,
+     * refs/pr/1) under the commit the Hub states and refs/REVISION, so
+     * without one only a revision that is itself a commit names a snapshot */
+    const char *said = pi_http_repo_commit(s);
+    if (!pi_hex_tag(id, 64, hash) && !pi_hex_tag(id, 40, hash)) {
+        if (!id[0])
+            rc = pi_err(PAGEIN_E_REMOTE, "%s: the server states no ETag: cannot name the blob in the Hugging Face cache",
+                        s->name);
+        else
+            rc = pi_err(PAGEIN_E_REMOTE, "%s: the Hub's ETag '%.100s' is not a hash (40 or 64 hex digits): cannot name "
+                        "the blob in the Hugging Face cache", s->name, id);
+    } else if (said[0] && !pi_hex_tag(said, 40, commit) && !pi_hex_tag(said, 64, commit)) {
+        rc = pi_err(PAGEIN_E_REMOTE, "%s: X-Repo-Commit '%.100s' is not a commit hash (40 or 64 hex digits): refused "
+                    "(it would name a folder of the cache)", s->name, said);
+    } else if (!said[0] && !is_commit_hash(r.rev)) {
+        rc = pi_err(PAGEIN_E_REMOTE, "%s: the server states no X-Repo-Commit and revision '%s' is not a commit hash: "
+                    "cannot place it under snapshots/COMMIT/ in the Hugging Face cache", s->name, r.rev);
+    }
+    if (rc == 0) {
+        if (!said[0]) snprintf(commit, sizeof commit, "%s", r.rev);
+        snprintf(p->blob, sizeof p->blob, "%s/blobs/%s", repo, hash);
+        snprintf(p->link, sizeof p->link, "%s/snapshots/%s/%s", repo, commit, r.path);
+        snprintf(p->dir, sizeof p->dir, "%s/snapshots/%s", repo, commit);
+        /* ../../blobs/HASH plus one ../ per directory inside the snapshot */
+        int n = snprintf(p->target, sizeof p->target, "../../");
+        for (const char *c = r.path; *c; c++)
+            if (*c == '/') n += snprintf(p->target + n, sizeof p->target - (size_t)n, "../");
+        snprintf(p->target + n, sizeof p->target - (size_t)n, "blobs/%s", hash);
+        if (strcmp(commit, r.rev) != 0) {
+            snprintf(p->ref, sizeof p->ref, "%s/refs/%s", repo, r.rev);
+            snprintf(p->ref_text, sizeof p->ref_text, "%s", commit);
+        }
+    }
+    pi_hf_ref_free(&r);
+    return rc;
+}
+
 const struct pi_source_ops pi_source_hf = {
     .name = "hf",
+    .schemes = "hf://",
+    .remote = 1,
     .match = hf_match,
     .open = hf_open,
     .readv = pi_http_readv,
     .read = pi_http_read,
     .close = pi_http_close,
+    .is_prefix = hf_is_prefix,
+    .list = hf_list,
+    .object_name = hf_object_name,
+    .checksum = hf_checksum,
+    .cache_place = hf_cache_place,
+    .counters = pi_http_counters,
+    .ranges_ignored = pi_http_no_ranges,
+    .stream = pi_http_stream,
 };
 
 #endif /* PAGEIN_HAVE_CURL */

@@ -144,7 +144,7 @@ struct xfer {
     /* issue 27 */
     unsigned gen;       /* o->url_gen when this attempt started */
     int reresolved;     /* X_RANGE: this request already re-resolved its URL */
-    pi_http_sink_fn sink; /* X_STREAM: where the body goes */
+    pi_source_sink_fn sink; /* X_STREAM: where the body goes */
     void *sink_ctx;
 };
 
@@ -153,20 +153,6 @@ static pthread_once_t curl_once = PTHREAD_ONCE_INIT;
 static CURLcode curl_init_rc;
 static void curl_init(void) { curl_init_rc = curl_global_init(CURL_GLOBAL_DEFAULT); }
 
-static double now_s(void) {
-    struct timespec ts;
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    return (double)ts.tv_sec + ts.tv_nsec * 1e-9;
-}
-
-static long env_long(const char *name, long def, long lo, long hi) {
-    const char *v = getenv(name);
-    if (!v || !*v) return def;
-    char *end;
-    long x = strtol(v, &end, 10);
-    if (*end || x < lo || x > hi) return def;
-    return x;
-}
 
 static const char *reason(long st) {
     switch (st) {
@@ -564,7 +550,7 @@ static int xfer_start(struct http_obj *o, CURLM *m, struct xfer *x) {
     }
     /* the deadline: PAGEIN_HTTP_TIMEOUT plus the asked bytes at the
      * minimum rate, for all attempts and redirects of the request */
-    double now = now_s();
+    double now = pi_now_s();
     if (x->deadline == 0) {
         uint64_t want = x->mode == X_RANGE ? x->req->len : x->mode == X_PROBE ? x->bmax : x->mode == X_STREAM ? o->size : PI_MIN(x->bmax, 4u << 20);
         x->deadline = now + (double)o->timeout_s + (double)want / (double)o->min_rate;
@@ -687,7 +673,7 @@ static int xfer_finish(struct http_obj *o, struct xfer *x, CURLcode res) {
     char rq[2600], sum[300];
     req_desc(o, x, rq, sizeof rq);
     /* no retry starts past the request's deadline */
-    int retry_left = x->attempt < o->retries && now_s() < x->deadline;
+    int retry_left = x->attempt < o->retries && pi_now_s() < x->deadline;
     if (x->fail) {
         /* our own checks stopped the transfer: not transient */
         return pi_err(x->fail, "%s: %s", rq, x->failmsg);
@@ -698,7 +684,7 @@ static int xfer_finish(struct http_obj *o, struct xfer *x, CURLcode res) {
          * average, is not retried: it would only hold the caller longer (a
          * dribble of 2 bytes/s); a stall (nothing came) may be a dead
          * connection and is */
-        double took = now_s() - x->t_attempt;
+        double took = pi_now_s() - x->t_attempt;
         int slow = res == CURLE_OPERATION_TIMEDOUT && x->abytes > 0 && took > 0 &&
                    (double)x->abytes / took < (double)o->min_rate;
         if (transient_curl(res) && retry_left && !slow) return 1;
@@ -881,7 +867,7 @@ static int readv_lane(struct http_obj *o, struct lane *ln, struct vshare *sh, un
                 if (d) rc = d, stop = 1;
             } else if (v == 1) {
                 atomic_fetch_add(&o->retried, 1);
-                x->retry_at = now_s() + backoff_s(o, x->attempt);
+                x->retry_at = pi_now_s() + backoff_s(o, x->attempt);
                 x->attempt++;
                 x->state = 2;
             } else if (v == 3) {
@@ -899,11 +885,11 @@ static int readv_lane(struct http_obj *o, struct lane *ln, struct vshare *sh, un
                     x->url = NULL;
                     x->third = 0;
                     x->redirects = 0;
-                    x->retry_at = now_s();
+                    x->retry_at = pi_now_s();
                     x->state = 2;
                 }
             } else if (v == 2) {
-                x->retry_at = now_s(); /* a redirect: its target at once */
+                x->retry_at = pi_now_s(); /* a redirect: its target at once */
                 x->state = 2;
             } else {
                 x->req->rc = v;
@@ -922,7 +908,7 @@ static int readv_lane(struct http_obj *o, struct lane *ln, struct vshare *sh, un
             }
             break;
         }
-        double t = now_s();
+        double t = pi_now_s();
         long wait_ms = 100;
         for (unsigned i = 0; i < depth; i++) {
             struct xfer *x = &slots[i];
@@ -1162,11 +1148,11 @@ static int obj_new(struct http_obj **out, const struct pi_http_cfg *cfg, const c
         obj_free(o);
         return pi_err(-ENOMEM, "%s: out of memory", name);
     }
-    o->conns = (unsigned)env_long("PAGEIN_HTTP_CONNECTIONS", 16, 1, 256);
-    o->retries = (int)env_long("PAGEIN_HTTP_RETRIES", 4, 0, 100);
-    o->backoff_ms = env_long("PAGEIN_HTTP_BACKOFF_MS", 200, 0, 60000);
-    o->timeout_s = env_long("PAGEIN_HTTP_TIMEOUT", 30, 1, 3600);
-    o->min_rate = env_long("PAGEIN_HTTP_MIN_RATE", 1024, 1, 1L << 30);
+    o->conns = (unsigned)pi_env_long("PAGEIN_HTTP_CONNECTIONS", 16, 1, 256);
+    o->retries = (int)pi_env_long("PAGEIN_HTTP_RETRIES", 4, 0, 100);
+    o->backoff_ms = pi_env_long("PAGEIN_HTTP_BACKOFF_MS", 200, 0, 60000);
+    o->timeout_s = pi_env_long("PAGEIN_HTTP_TIMEOUT", 30, 1, 3600);
+    o->min_rate = pi_env_long("PAGEIN_HTTP_MIN_RATE", 1024, 1, 1L << 30);
     o->connect_timeout_s = PI_MIN(o->timeout_s, 10);
     url_origin(o->orig_url, o->origin, sizeof o->origin);
     url_userinfo(o);
@@ -1239,9 +1225,9 @@ int pi_http_open_cfg(struct pi_source *s, const struct pi_http_cfg *cfg, uint32_
     x->mode = X_PROBE;
     x->body = (char *)buf;
     x->bmax = pre;
-    double t0 = now_s();
+    double t0 = pi_now_s();
     int rc = single(o, x);
-    double t1 = now_s();
+    double t1 = pi_now_s();
     if (rc == 0) {
         if (x->status == 206 && x->have_cr) {
             o->size = x->cr_total;
@@ -1366,7 +1352,7 @@ int pi_http_readv(struct pi_source *s, struct pi_read_req *reqs, size_t n, unsig
     if (depth == 0) depth = o->conns;
     if (depth > 256) depth = 256;
     if (depth > n) depth = (unsigned)n;
-    unsigned nt = (unsigned)env_long("PAGEIN_HTTP_THREADS", 4, 1, 64);
+    unsigned nt = (unsigned)pi_env_long("PAGEIN_HTTP_THREADS", 4, 1, 64);
     if (nt > (depth + 3) / 4) nt = (depth + 3) / 4;
     if (nt < 1) nt = 1;
     struct vshare sh = {.reqs = reqs, .n = n};
@@ -1477,7 +1463,7 @@ const char *pi_http_repo_commit(const struct pi_source *s) {
 const char *pi_http_url(const struct pi_source *s) { return s && s->impl ? ((struct http_obj *)s->impl)->url : ""; }
 int pi_http_no_ranges(const struct pi_source *s) { return s && s->impl ? ((struct http_obj *)s->impl)->no_ranges : 0; }
 
-int pi_http_stream(struct pi_source *s, pi_http_sink_fn sink, void *ctx) {
+int pi_http_stream(struct pi_source *s, pi_source_sink_fn sink, void *ctx) {
     struct http_obj *o = s->impl;
     fork_check(o);
     struct xfer *x = pi_calloc(1, sizeof *x);
@@ -1548,23 +1534,70 @@ static int http_open(struct pi_source *s, const char *uri, uint32_t flags) {
     return pi_http_open_cfg(s, &cfg, flags);
 }
 
+static int hexval(int c) {
+    if (c >= '0' && c <= '9') return c - '0';
+    if (c >= 'a' && c <= 'f') return c - 'a' + 10;
+    if (c >= 'A' && c <= 'F') return c - 'A' + 10;
+    return -1;
+}
+
+int pi_hex_tag(const char *s, size_t n, char *out) {
+    if (strncmp(s, "W/", 2) == 0) s += 2;
+    if (*s == '"') s++;
+    size_t l = strcspn(s, "\"");
+    if (l != n || (s[l] && s[l + 1])) return 0;
+    for (size_t i = 0; i < n; i++) {
+        if (hexval(s[i]) < 0) return 0;
+        out[i] = (char)(s[i] >= 'A' && s[i] <= 'F' ? s[i] - 'A' + 'a' : s[i]);
+    }
+    out[n] = 0;
+    return 1;
+}
+
+int pi_http_checksum(struct pi_source *s, struct pi_checksum *c, int md5_etag) {
+    if (pi_hex_tag(pi_http_linked_etag(s), 64, c->hex)) {
+        snprintf(c->algo, sizeof c->algo, "sha256");
+        return 1;
+    }
+    if (md5_etag && pi_hex_tag(pi_http_origin_etag(s), 32, c->hex)) {
+        snprintf(c->algo, sizeof c->algo, "md5");
+        return 1;
+    }
+    c->hex[0] = 0;
+    return 0;
+}
+
+/* A folder: the path ends with '/' and there is no query or fragment. */
+int pi_http_is_prefix(const char *uri) {
+    size_t n = strlen(uri);
+    return n && uri[n - 1] == '/' && !uri[strcspn(uri, "?#")];
+}
+
+static int http_checksum(struct pi_source *s, struct pi_checksum *c) { return pi_http_checksum(s, c, 0); }
+
 const struct pi_source_ops pi_source_http = {
     .name = "http",
+    .schemes = "http://, https://",
+    .remote = 1,
     .match = http_match,
     .open = http_open,
     .readv = pi_http_readv,
     .read = pi_http_read,
     .close = pi_http_close,
+    .is_prefix = pi_http_is_prefix,
+    .list = NULL, /* HTTP has no listing: callers try the usual names */
+    .object_name = NULL,
+    .checksum = http_checksum,
+    .cache_place = NULL,
+    .counters = pi_http_counters,
+    .ranges_ignored = pi_http_no_ranges,
+    .stream = pi_http_stream,
 };
 
-int pi_remote_match(const char *uri) {
-    return pi_source_http.match(uri) || pi_source_s3.match(uri) || pi_source_hf.match(uri);
-}
-
 int pi_remote_open(struct pi_source **out, const char *uri, uint32_t flags) {
-    if (!pi_remote_match(uri))
-        return pi_err(PAGEIN_E_INVALID, "%s: not a remote URL (http://, https://, s3://, gs://, hf://)", uri);
-    return pi_source_open(out, uri, flags); /* the registry puts the remote sources first */
+    if (!pi_source_is_remote(uri))
+        return pi_err(PAGEIN_E_INVALID, "%s: not a remote URL (%s)", uri, pi_source_schemes());
+    return pi_source_open(out, uri, flags);
 }
 
 void pi_remote_close(struct pi_source *s) { pi_source_close(s); }

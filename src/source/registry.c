@@ -1,31 +1,85 @@
 /* registry.c - the table of sources and the calls every reader uses.
  * Adding a source: its file under src/source/ and one line in pi_sources[]
- * (before "file", which takes every path without a known scheme). */
+ * (before "file", which takes every path without a known scheme). Callers
+ * above the sources ask these functions, never a scheme. */
 #include "source.h"
 #include "remote.h"
 
 #include <stdatomic.h>
 #include <stdio.h>
 
+extern const struct pi_source_ops pi_source_test_null __attribute__((weak, visibility("hidden")));
+
+/* Tried in order; NULL rows (an absent weak row) are skipped. */
 const struct pi_source_ops *const pi_sources[] = {
 #ifdef PAGEIN_HAVE_CURL
     &pi_source_http, /* http://, https:// */
     &pi_source_s3,   /* s3://, gs:// */
     &pi_source_hf,   /* hf:// */
 #endif
+    &pi_source_test_null, /* null:// (tests/test_seams_source.c; NULL outside the unit-test runner) */
     &pi_source_file,
-    NULL,
 };
+const size_t pi_nsources = PI_ARRAY_LEN(pi_sources);
 
-static const struct pi_source_ops *find(const char *uri) {
-    for (size_t i = 0; pi_sources[i]; i++)
-        if (pi_sources[i]->match(uri)) return pi_sources[i];
+const struct pi_source_ops *pi_source_find(const char *uri) {
+    for (size_t i = 0; uri && i < pi_nsources; i++)
+        if (pi_sources[i] && pi_sources[i]->match(uri)) return pi_sources[i];
     return NULL;
 }
 
 int pi_source_is_remote(const char *uri) {
-    const struct pi_source_ops *o = uri ? find(uri) : NULL;
-    return o && o != &pi_source_file;
+    const struct pi_source_ops *o = pi_source_find(uri);
+    return o && o->remote;
+}
+
+const char *pi_source_schemes(void) {
+    static char buf[256];
+    static _Atomic int done;
+    if (atomic_load(&done)) return buf;
+    char b[256] = "";
+    for (size_t i = 0; i < pi_nsources; i++) {
+        const struct pi_source_ops *o = pi_sources[i];
+        if (!o || !o->remote || !o->schemes) continue;
+        size_t l = strlen(b);
+        snprintf(b + l, sizeof b - l, "%s%s", l ? ", " : "", o->schemes);
+    }
+    memcpy(buf, b, sizeof buf); /* the same bytes from any thread */
+    atomic_store(&done, 1);
+    return buf;
+}
+
+int pi_source_is_prefix(const char *uri) {
+    const struct pi_source_ops *o = pi_source_find(uri);
+    return o && o->is_prefix && o->is_prefix(uri);
+}
+
+int pi_source_list(const char *uri, pi_list_fn fn, void *arg) {
+    if (!uri || !fn) return pi_err(PAGEIN_E_INVALID, "pi_source_list: NULL argument");
+    const struct pi_source_ops *o = pi_source_find(uri);
+    if (!o || !o->list)
+        return pi_err(PAGEIN_E_UNSUPPORTED, "%s: the %s source cannot list a folder", uri, o ? o->name : "(none)");
+    return o->list(uri, fn, arg);
+}
+
+int pi_source_checksum(struct pi_source *s, struct pi_checksum *c) {
+    memset(c, 0, sizeof *c);
+    return s && s->ops->checksum ? s->ops->checksum(s, c) : 0;
+}
+
+void pi_source_counters(const struct pi_source *s, uint64_t *requests, uint64_t *retries) {
+    if (requests) *requests = 0;
+    if (retries) *retries = 0;
+    if (s && s->ops->counters) s->ops->counters(s, requests, retries);
+}
+
+int pi_source_ranges_ignored(const struct pi_source *s) {
+    return s && s->ops->ranges_ignored ? s->ops->ranges_ignored(s) : 0;
+}
+
+int pi_source_stream(struct pi_source *s, pi_source_sink_fn sink, void *ctx) {
+    if (!s->ops->stream) return pi_err(PAGEIN_E_UNSUPPORTED, "%s: the %s source has no whole-object stream", s->name, s->ops->name);
+    return s->ops->stream(s, sink, ctx);
 }
 
 static int open_preset(struct pi_source **out, const char *uri, uint32_t flags, uint64_t size, const char *identity);
@@ -44,7 +98,7 @@ int pi_source_open_known(struct pi_source **out, const char *uri, uint32_t flags
 
 static int open_preset(struct pi_source **out, const char *uri, uint32_t flags, uint64_t size, const char *identity) {
     if (!out || !uri) return pi_err(PAGEIN_E_INVALID, "pi_source_open: NULL argument");
-    const struct pi_source_ops *o = find(uri);
+    const struct pi_source_ops *o = pi_source_find(uri);
     if (!o) return pi_err(PAGEIN_E_UNSUPPORTED, "%s: no source handles this URL (built without libcurl?)", uri);
     struct pi_source *s = pi_calloc(1, sizeof *s);
     if (!s) return pi_err(-ENOMEM, "%s: out of memory", uri);

@@ -63,8 +63,16 @@ int pi_http_no_ranges(const struct pi_source *s);
  * or a negative code (its detail set) to stop. The response is checked as
  * a range's is (status 200, the size and ETag seen at open, no byte more);
  * a transient failure starts over from byte 0 (PAGEIN_HTTP_RETRIES). */
-typedef int (*pi_http_sink_fn)(void *ctx, const void *p, size_t n, uint64_t off);
-int pi_http_stream(struct pi_source *s, pi_http_sink_fn sink, void *ctx);
+int pi_http_stream(struct pi_source *s, pi_source_sink_fn sink, void *ctx);
+/* The checksum op of the remote sources: the Hub's X-Linked-Etag (LFS
+ * sha256), else when md5_etag (S3, GCS) the origin's ETag when it is 32
+ * hex digits (a single-part upload's MD5). */
+int pi_http_checksum(struct pi_source *s, struct pi_checksum *c, int md5_etag);
+/* is_prefix of http(s) URLs: the path ends with '/', no query. */
+int pi_http_is_prefix(const char *uri);
+/* s (quotes and W/ stripped) is exactly n hex digits: copies it
+ * lower-case into out (n + 1 bytes) and returns 1; else 0. */
+int pi_hex_tag(const char *s, size_t n, char *out);
 
 /* One GET of a whole small resource (an index, a listing) with the same
  * configuration, into a malloc'd NUL-terminated buffer of at most max
@@ -73,10 +81,9 @@ int pi_http_stream(struct pi_source *s, pi_http_sink_fn sink, void *ctx);
  * retries). */
 int pi_http_fetch(const struct pi_http_cfg *cfg, char **body, size_t *len, size_t max, long *status);
 
-/* The remote sources' lookup used before they sit in the registry and by
- * pull: opens uri with http, s3 or hf (whichever matches). */
+/* pi_source_open of a URL a remote source takes (the tests' lookup);
+ * PAGEIN_E_INVALID for a local path. */
 int pi_remote_open(struct pi_source **out, const char *uri, uint32_t flags);
-int pi_remote_match(const char *uri);
 void pi_remote_close(struct pi_source *s); /* NULL ok; for pi_remote_open's sources */
 /* Appends s percent-encoded (RFC 3986 unreserved kept; '/' kept when
  * keep_slash) to the NUL-terminated out of cap bytes. */
@@ -104,6 +111,10 @@ void pi_s3_stat_free(struct pi_s3_stat *v, size_t n);
 int pi_s3_stat_page(const char *body, size_t blen, const char *base, struct pi_s3_stat **v, size_t *n, size_t *cap,
                     char *tok, size_t tokcap, int *more);
 /* ---- end issue 28 ---- */
+/* One ListObjectsV2 page (body: len bytes, NUL-terminated) through the
+ * list op's rules for prefix uri: fn per object under it. The parser
+ * alone, for fuzz/fuzz_s3_list.c. */
+int pi_s3_listing_parse(const char *uri, const char *body, size_t len, pi_list_fn fn, void *arg);
 /* hf://org/name[@rev][/path] split into parts (malloc'd strings, free with
  * pi_free); path may be "". kind is "models" or "datasets". */
 struct pi_hf_ref {

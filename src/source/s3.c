@@ -42,10 +42,6 @@ struct s3conf {
     char cred_from[2400]; /* where the credentials came from, for messages */
 };
 
-static const char *env(const char *n) {
-    const char *v = getenv(n);
-    return v && *v ? v : NULL;
-}
 
 /* Looks key up in section of an INI file (the AWS shared files). */
 static int ini_get(const char *path, const char *section, const char *key, char *out, size_t cap) {
@@ -90,8 +86,8 @@ static int ini_get(const char *path, const char *section, const char *key, char 
 }
 
 static void aws_files(char *creds, char *config, size_t cap) {
-    const char *home = env("HOME");
-    const char *c = env("AWS_SHARED_CREDENTIALS_FILE"), *g = env("AWS_CONFIG_FILE");
+    const char *home = pi_env("HOME");
+    const char *c = pi_env("AWS_SHARED_CREDENTIALS_FILE"), *g = pi_env("AWS_CONFIG_FILE");
     if (c) snprintf(creds, cap, "%s", c);
     else snprintf(creds, cap, "%s/.aws/credentials", home ? home : "");
     if (g) snprintf(config, cap, "%s", g);
@@ -102,8 +98,8 @@ static void aws_files(char *creds, char *config, size_t cap) {
 static int profile_get(const char *key, char *out, size_t cap, int creds_too) {
     char creds[1024], config[1024], sect[300];
     aws_files(creds, config, sizeof creds);
-    const char *prof = env("AWS_PROFILE");
-    if (!prof) prof = env("AWS_DEFAULT_PROFILE");
+    const char *prof = pi_env("AWS_PROFILE");
+    if (!prof) prof = pi_env("AWS_DEFAULT_PROFILE");
     if (!prof) prof = "default";
     if (creds_too && ini_get(creds, prof, key, out, cap)) return 1;
     if (strcmp(prof, "default") == 0 && ini_get(config, "default", key, out, cap)) return 1;
@@ -129,23 +125,23 @@ static int parse_uri(const char *uri, struct s3conf *c) {
 static void load_conf(struct s3conf *c) {
     const char *v;
     /* credentials */
-    const char *id = c->gs ? env("GS_ACCESS_KEY_ID") : NULL, *sec = c->gs ? env("GS_SECRET_ACCESS_KEY") : NULL;
+    const char *id = c->gs ? pi_env("GS_ACCESS_KEY_ID") : NULL, *sec = c->gs ? pi_env("GS_SECRET_ACCESS_KEY") : NULL;
     if (!id || !sec) {
-        id = env("AWS_ACCESS_KEY_ID");
-        sec = env("AWS_SECRET_ACCESS_KEY");
+        id = pi_env("AWS_ACCESS_KEY_ID");
+        sec = pi_env("AWS_SECRET_ACCESS_KEY");
     }
     if (id && sec) {
         snprintf(c->key_id, sizeof c->key_id, "%s", id);
         snprintf(c->secret, sizeof c->secret, "%s", sec);
-        if ((v = env("AWS_SESSION_TOKEN"))) snprintf(c->token, sizeof c->token, "%s", v);
+        if ((v = pi_env("AWS_SESSION_TOKEN"))) snprintf(c->token, sizeof c->token, "%s", v);
         snprintf(c->cred_from, sizeof c->cred_from, "key %s from %s", c->key_id,
-                 c->gs && env("GS_ACCESS_KEY_ID") ? "GS_ACCESS_KEY_ID" : "AWS_ACCESS_KEY_ID");
+                 c->gs && pi_env("GS_ACCESS_KEY_ID") ? "GS_ACCESS_KEY_ID" : "AWS_ACCESS_KEY_ID");
     } else if (profile_get("aws_access_key_id", c->key_id, sizeof c->key_id, 1) &&
                profile_get("aws_secret_access_key", c->secret, sizeof c->secret, 1)) {
         profile_get("aws_session_token", c->token, sizeof c->token, 1);
         char creds[1024], config[1024];
         aws_files(creds, config, sizeof creds);
-        const char *prof = env("AWS_PROFILE") ? env("AWS_PROFILE") : env("AWS_DEFAULT_PROFILE");
+        const char *prof = pi_env("AWS_PROFILE") ? pi_env("AWS_PROFILE") : pi_env("AWS_DEFAULT_PROFILE");
         snprintf(c->cred_from, sizeof c->cred_from, "key %s of profile '%s' (%s, %s)", c->key_id,
                  prof ? prof : "default", creds, config);
     } else {
@@ -153,15 +149,15 @@ static void load_conf(struct s3conf *c) {
         snprintf(c->cred_from, sizeof c->cred_from, "anonymous: no AWS_ACCESS_KEY_ID, no profile key");
     }
     /* region */
-    if ((v = env("AWS_REGION")) || (v = env("AWS_DEFAULT_REGION"))) snprintf(c->region, sizeof c->region, "%s", v);
+    if ((v = pi_env("AWS_REGION")) || (v = pi_env("AWS_DEFAULT_REGION"))) snprintf(c->region, sizeof c->region, "%s", v);
     else if (!profile_get("region", c->region, sizeof c->region, 0))
         snprintf(c->region, sizeof c->region, "%s", c->gs ? "auto" : "us-east-1");
-    if (c->gs && !env("AWS_REGION") && !env("AWS_DEFAULT_REGION")) snprintf(c->region, sizeof c->region, "auto");
+    if (c->gs && !pi_env("AWS_REGION") && !pi_env("AWS_DEFAULT_REGION")) snprintf(c->region, sizeof c->region, "auto");
     /* endpoint */
     if (c->gs) {
         snprintf(c->endpoint, sizeof c->endpoint, "%s",
-                 env("GS_ENDPOINT_URL") ? env("GS_ENDPOINT_URL") : "https://storage.googleapis.com");
-    } else if ((v = env("AWS_ENDPOINT_URL_S3")) || (v = env("AWS_ENDPOINT_URL"))) {
+                 pi_env("GS_ENDPOINT_URL") ? pi_env("GS_ENDPOINT_URL") : "https://storage.googleapis.com");
+    } else if ((v = pi_env("AWS_ENDPOINT_URL_S3")) || (v = pi_env("AWS_ENDPOINT_URL"))) {
         snprintf(c->endpoint, sizeof c->endpoint, "%s", v);
     } else {
         profile_get("endpoint_url", c->endpoint, sizeof c->endpoint, 0);
@@ -169,7 +165,7 @@ static void load_conf(struct s3conf *c) {
     size_t el = strlen(c->endpoint);
     while (el && c->endpoint[el - 1] == '/') c->endpoint[--el] = 0;
     /* CA bundle */
-    if ((v = env("AWS_CA_BUNDLE"))) snprintf(c->ca, sizeof c->ca, "%s", v);
+    if ((v = pi_env("AWS_CA_BUNDLE"))) snprintf(c->ca, sizeof c->ca, "%s", v);
     else profile_get("ca_bundle", c->ca, sizeof c->ca, 0);
 }
 
@@ -250,15 +246,6 @@ out:
     return rc;
 }
 
-const struct pi_source_ops pi_source_s3 = {
-    .name = "s3",
-    .match = s3_match,
-    .open = s3_open,
-    .readv = pi_http_readv,
-    .read = pi_http_read,
-    .close = pi_http_close,
-};
-
 /* ---- ListObjectsV2 --------------------------------------------------------------- */
 /* Decodes the five XML entities of s[0,n) into out. */
 static size_t xml_text(const char *s, size_t n, char *out) {
@@ -285,14 +272,69 @@ static size_t xml_text(const char *s, size_t n, char *out) {
     return o;
 }
 
-int pi_s3_list(const char *uri, char **list, size_t *count) {
-    *list = NULL;
-    *count = 0;
+/* The text of the first <tag>...</tag> in [p, end), decoded into out
+ * (cap bytes); 0 when absent or too long. */
+static int xml_field(const char *p, const char *end, const char *tag, char *out, size_t cap) {
+    char open[32], close[32];
+    snprintf(open, sizeof open, "<%s>", tag);
+    snprintf(close, sizeof close, "</%s>", tag);
+    const char *a = memmem(p, (size_t)(end - p), open, strlen(open));
+    if (!a) return 0;
+    a += strlen(open);
+    const char *b = memmem(a, (size_t)(end - a), close, strlen(close));
+    if (!b || (size_t)(b - a) >= cap) return 0;
+    xml_text(a, (size_t)(b - a), out);
+    return 1;
+}
+
+/* One listed key: decoded key (keylen bytes), its size (PI_SIZE_UNKNOWN
+ * when the listing does not say) and ETag ("" likewise). */
+typedef int (*key_fn)(void *arg, const struct s3conf *c, const char *key, uint64_t size, const char *etag);
+
+/* One page of a ListObjectsV2 answer (body: blen bytes, NUL-terminated):
+ * fn per <Key> with the Size and ETag of its <Contents>; *more and the
+ * continuation token (tokcap bytes, "" none). Linear in blen: every search
+ * stays within the current object's part of the page. */
+static int parse_page(const struct s3conf *c, const char *body, size_t blen, key_fn fn, void *arg, char *tok,
+                      size_t tokcap, int *more) {
+    char *key = NULL;
+    size_t kcap = 0;
+    int rc = 0;
+    const char *p = body, *bend = body + strnlen(body, blen);
+    while (rc == 0 && (p = strstr(p, "<Key>"))) {
+        p += 5;
+        const char *e = strstr(p, "</Key>");
+        if (!e) break;
+        if ((rc = pi_grow((void **)&key, &kcap, (size_t)(e - p) + 1, 1)) < 0) break;
+        xml_text(p, (size_t)(e - p), key);
+        /* this object's Size and ETag: up to its </Contents>, never past the next key */
+        const char *nk = strstr(e, "<Key>"), *lim = nk ? nk : bend;
+        const char *ce = memmem(e, (size_t)(lim - e), "</Contents>", 11);
+        if (!ce) ce = lim;
+        char sz[32], etag[160] = "";
+        uint64_t size = PI_SIZE_UNKNOWN;
+        if (xml_field(e, ce, "Size", sz, sizeof sz) && sz[0] >= '0' && sz[0] <= '9') size = strtoull(sz, NULL, 10);
+        if (!xml_field(e, ce, "ETag", etag, sizeof etag)) etag[0] = 0;
+        rc = fn(arg, c, key, size, etag);
+        p = e;
+    }
+    pi_free(key);
+    tok[0] = 0;
+    const char *t = strstr(body, "<NextContinuationToken>");
+    *more = strstr(body, "<IsTruncated>true</IsTruncated>") != NULL;
+    if (*more && t) {
+        t += 23;
+        const char *e = strstr(t, "</NextContinuationToken>");
+        if (e && (size_t)(e - t) < tokcap) xml_text(t, (size_t)(e - t), tok);
+    }
+    return rc;
+}
+
+/* Every key of ListObjectsV2 under uri's key prefix, all pages. */
+static int s3_walk(const char *uri, key_fn fn, void *arg) {
     struct s3conf *c = pi_calloc(1, sizeof *c);
     struct s3req *q = pi_calloc(1, sizeof *q);
     char *url = pi_malloc(16384), *tok = pi_calloc(1, 2048);
-    char *out = NULL;
-    size_t olen = 0, ocap = 0;
     int rc;
     if (!c || !q || !url || !tok) {
         rc = pi_err(-ENOMEM, "%s: out of memory", uri);
@@ -301,7 +343,6 @@ int pi_s3_list(const char *uri, char **list, size_t *count) {
     rc = parse_uri(uri, c);
     if (rc < 0) goto done;
     load_conf(c);
-    const char *scheme = c->gs ? "gs" : "s3";
     for (int page = 0; page < 10000; page++) {
         url[0] = 0;
         object_url(c, "", url, 16384);
@@ -326,44 +367,12 @@ int pi_s3_list(const char *uri, char **list, size_t *count) {
             pi_free(body);
             goto done;
         }
-        const char *p = body;
-        while ((p = strstr(p, "<Key>"))) {
-            p += 5;
-            const char *e = strstr(p, "</Key>");
-            if (!e) break;
-            size_t need = olen + 5 + strlen(c->bucket) + 1 + (size_t)(e - p) + 2;
-            if (need > ocap) {
-                size_t nc = PI_MAX(need, ocap * 2 + 256);
-                char *t = pi_realloc(out, nc);
-                if (!t) {
-                    pi_free(body);
-                    rc = pi_err(-ENOMEM, "%s: out of memory", uri);
-                    goto done;
-                }
-                out = t;
-                ocap = nc;
-            }
-            olen += (size_t)sprintf(out + olen, "%s://%s/", scheme, c->bucket);
-            olen += xml_text(p, (size_t)(e - p), out + olen) + 1;
-            (*count)++;
-            p = e;
-        }
-        tok[0] = 0;
-        const char *t = strstr(body, "<NextContinuationToken>");
-        int more = strstr(body, "<IsTruncated>true</IsTruncated>") != NULL;
-        if (more && t) {
-            t += 23;
-            const char *e = strstr(t, "</NextContinuationToken>");
-            if (e && (size_t)(e - t) < 2000) xml_text(t, (size_t)(e - t), tok);
-        }
+        int more = 0;
+        rc = parse_page(c, body, blen, fn, arg, tok, 2048, &more);
         pi_free(body);
-        if (!more || !tok[0]) break;
+        if (rc != 0 || !more || !tok[0]) break;
     }
-    *list = out;
-    out = NULL;
 done:
-    pi_free(out);
-    if (rc < 0) *count = 0;
     if (c) pi_free(c->key);
     pi_free(c);
     pi_free(q);
@@ -439,4 +448,121 @@ done:
     return rc;
 }
 
+struct nul_list {
+    struct pi_buf b;
+    size_t n;
+};
+
+static int add_nul(void *arg, const struct s3conf *c, const char *key, uint64_t size, const char *etag) {
+    (void)size, (void)etag;
+    struct nul_list *l = arg;
+    const char *scheme = c->gs ? "gs" : "s3";
+    pi_buf_put(&l->b, scheme, strlen(scheme));
+    pi_buf_put(&l->b, "://", 3);
+    pi_buf_put(&l->b, c->bucket, strlen(c->bucket));
+    pi_buf_put(&l->b, "/", 1);
+    pi_buf_put(&l->b, key, strlen(key) + 1);
+    l->n++;
+    return l->b.oom ? pi_err(-ENOMEM, "out of memory listing") : 0;
+}
+
+int pi_s3_list(const char *uri, char **list, size_t *count) {
+    struct nul_list l;
+    memset(&l, 0, sizeof l);
+    int rc = s3_walk(uri, add_nul, &l);
+    if (rc < 0) {
+        pi_free(l.b.p);
+        *list = NULL;
+        *count = 0;
+        return rc;
+    }
+    *list = l.b.p;
+    *count = l.n;
+    return 0;
+}
+
+/* The list op: the objects under the prefix, named relative to it; the
+ * "directory" markers (keys ending in '/') and keys outside the prefix (a
+ * listing that lies) left out. */
+struct op_list {
+    pi_list_fn fn;
+    void *arg;
+    const char *uri;
+    struct pi_buf u;
+};
+
+static int list_key(void *arg, const struct s3conf *c, const char *key, uint64_t size, const char *etag) {
+    struct op_list *l = arg;
+    size_t pl = strlen(c->key), kl = strlen(key);
+    if (kl <= pl || strncmp(key, c->key, pl) != 0 || key[kl - 1] == '/') return 0;
+    l->u.n = 0;
+    const char *scheme = c->gs ? "gs" : "s3";
+    pi_buf_put(&l->u, scheme, strlen(scheme));
+    pi_buf_put(&l->u, "://", 3);
+    pi_buf_put(&l->u, c->bucket, strlen(c->bucket));
+    pi_buf_put(&l->u, "/", 1);
+    pi_buf_put(&l->u, key, kl + 1);
+    if (l->u.oom) return pi_err(-ENOMEM, "%s: out of memory listing", l->uri);
+    struct pi_list_entry e = {l->u.p, key + pl, size, etag};
+    return l->fn(l->arg, &e);
+}
+
+static int s3_list(const char *uri, pi_list_fn fn, void *arg) {
+    struct op_list l;
+    memset(&l, 0, sizeof l);
+    l.fn = fn;
+    l.arg = arg;
+    l.uri = uri;
+    int rc = s3_walk(uri, list_key, &l);
+    pi_free(l.u.p);
+    return rc;
+}
+
+int pi_s3_listing_parse(const char *uri, const char *body, size_t len, pi_list_fn fn, void *arg) {
+    struct s3conf c;
+    FORWARD_IF(parse_uri(uri, &c));
+    struct op_list l;
+    memset(&l, 0, sizeof l);
+    l.fn = fn;
+    l.arg = arg;
+    l.uri = uri;
+    char tok[2048];
+    int more = 0;
+    int rc = parse_page(&c, body, len, list_key, &l, tok, sizeof tok, &more);
+    pi_free(l.u.p);
+    pi_free(c.key);
+    return rc;
+}
+
+static int s3_is_prefix(const char *uri) {
+    size_t n = strlen(uri);
+    return n && uri[n - 1] == '/';
+}
+
+static int s3_checksum(struct pi_source *s, struct pi_checksum *c) { return pi_http_checksum(s, c, 1); }
+
+const struct pi_source_ops pi_source_s3 = {
+    .name = "s3",
+    .schemes = "s3://, gs://",
+    .remote = 1,
+    .match = s3_match,
+    .open = s3_open,
+    .readv = pi_http_readv,
+    .read = pi_http_read,
+    .close = pi_http_close,
+    .is_prefix = s3_is_prefix,
+    .list = s3_list,
+    .object_name = NULL,
+    .checksum = s3_checksum,
+    .cache_place = NULL,
+    .counters = pi_http_counters,
+    .ranges_ignored = pi_http_no_ranges,
+    .stream = pi_http_stream,
+};
+
+#else
+int pi_s3_listing_parse(const char *uri, const char *body, size_t len, pi_list_fn fn, void *arg) {
+    (void)body, (void)len, (void)fn, (void)arg;
+    return pi_err(PAGEIN_E_UNSUPPORTED, "%s: pagein was built without libcurl: no s3 source", uri);
+}
 #endif /* PAGEIN_HAVE_CURL */

@@ -12,7 +12,12 @@
  * Adding a source = one file under src/source/ defining a
  * `const struct pi_source_ops pi_source_NAME` + one line in the table of
  * src/source/registry.c. Optional sources (libcurl) sit behind their
- * PAGEIN_HAVE_* macro in that table.
+ * PAGEIN_HAVE_* macro in that table. Everything above the sources asks the
+ * table, never a scheme: is this a URL (.remote), is it a folder
+ * (is_prefix), what is in it (list), what does the server say the bytes
+ * hash to (checksum), where does pull put it without a destination
+ * (cache_place). tests/test_seams_source.c is such a row (null://, bytes
+ * from memory), added by one weak line.
  *
  * Thread safety: after open, read and readv may be called from any number
  * of threads at once on the same source (local files use pread; remote
@@ -66,6 +71,42 @@ typedef int (*pi_read_done_fn)(void *arg, struct pi_read_req *r);
 
 struct pi_source;
 
+/* One object of a prefix listing (pi_source_ops.list). Strings are
+ * borrowed for the call. */
+struct pi_list_entry {
+    const char *uri;      /* the object's full URI, as open takes it */
+    const char *rel;      /* its name relative to the listed prefix ("sub/a.safetensors") */
+    uint64_t size;        /* bytes, PI_SIZE_UNKNOWN when the listing does not say */
+    const char *identity; /* ETag or content id as listed, "" when unknown */
+};
+#define PI_SIZE_UNKNOWN UINT64_MAX
+/* Called per listed object; a non-zero return stops the listing and is returned. */
+typedef int (*pi_list_fn)(void *arg, const struct pi_list_entry *e);
+
+/* A first-party content checksum of an opened object: what the server
+ * itself states (the Hub's LFS sha256, a single-part S3/GCS object's MD5
+ * ETag), never a redirect target's word. */
+struct pi_checksum {
+    char algo[16]; /* "sha256", "md5" */
+    char hex[129]; /* lower-case hex digits */
+};
+
+/* Where a pulled object goes when the caller names no destination: a
+ * source-defined cache layout (the Hub's: blobs/HASH, a snapshot link to
+ * it, refs/REVISION). Filled by pi_source_ops.cache_place. */
+struct pi_cache_place {
+    char blob[4096];       /* the file the bytes go to (content-addressed) */
+    char link[4300];       /* a symbolic link to make, "" none */
+    char target[4300];     /* ... pointing here (relative to link) */
+    char dir[4096];        /* the folder to report (the snapshot) */
+    char ref[4096];        /* a small file to write, "" none */
+    char ref_text[128];    /* ... holding this */
+};
+
+/* Sink of a whole-object stream (pi_source_ops.stream): the body in order
+ * (off = bytes before p); 0, or a negative code (detail set) to stop. */
+typedef int (*pi_source_sink_fn)(void *ctx, const void *p, size_t n, uint64_t off);
+
 struct pi_source_ops {
     const char *name; /* "file", "http", "s3", "hf", ... */
     /* 1 if this source handles uri (a path, or scheme://...). The table in
@@ -89,6 +130,37 @@ struct pi_source_ops {
     /* One blocking read of exactly len bytes (retries short reads/EINTR). */
     int (*read)(struct pi_source *s, void *buf, uint64_t len, uint64_t off);
     void (*close)(struct pi_source *s);
+
+    /* The rest is optional (0 / NULL: the source has none of it). */
+    /* 1: names are URLs of a remote service (pagein_is_url, pull, the
+     * metadata cache, remote folders); 0: local paths. */
+    int remote;
+    /* The schemes it takes, for messages ("s3://, gs://"); NULL for local paths. */
+    const char *schemes;
+    /* 1 when uri names a prefix (a folder: s3://b/p/, hf://org/name,
+     * http://host/dir/) rather than one object. */
+    int (*is_prefix)(const char *uri);
+    /* Lists every object under prefix uri (deeper folders included), in
+     * the service's order, calling fn per object; stops at fn's first
+     * non-zero return and returns it. NULL: the source cannot list (plain
+     * HTTP); callers then try the usual names. */
+    int (*list)(const char *uri, pi_list_fn fn, void *arg);
+    /* The name pull gives one object under a destination folder: 0 with
+     * out filled (the Hub: the path in the repository). NULL: the last
+     * path segment without a query. */
+    int (*object_name)(const char *uri, char *out, size_t cap);
+    /* The object's first-party checksum: 1 with *c filled, 0 none. */
+    int (*checksum)(struct pi_source *s, struct pi_checksum *c);
+    /* Where pull puts s without a destination (cache_dir: the caller's
+     * override, may be NULL): 0 with *p filled, < 0 with a detail. NULL:
+     * the current directory, as named. */
+    int (*cache_place)(struct pi_source *s, const char *cache_dir, struct pi_cache_place *p);
+    /* Requests made and retried since open. */
+    void (*counters)(const struct pi_source *s, uint64_t *requests, uint64_t *retries);
+    /* 1 when only a whole-object read works (a server that ignored Range);
+     * then stream reads it, in order. */
+    int (*ranges_ignored)(const struct pi_source *s);
+    int (*stream)(struct pi_source *s, pi_source_sink_fn sink, void *ctx);
 };
 
 struct pi_source {
@@ -138,11 +210,31 @@ int pi_source_read(struct pi_source *s, void *buf, uint64_t len, uint64_t off);
 /* Many reads in flight; see pi_source_ops.readv. */
 int pi_source_readv(struct pi_source *s, struct pi_read_req *reqs, size_t n, unsigned depth,
                     pi_read_done_fn done, void *arg);
-/* 1 if uri names a remote source (has a scheme some registered non-file
- * source matches), else 0. */
+/* The source whose match() takes uri (the first in the table), or NULL. */
+const struct pi_source_ops *pi_source_find(const char *uri);
+/* 1 if uri names a remote source (a registered source with .remote
+ * matches it), else 0. */
 int pi_source_is_remote(const char *uri);
-/* The registered sources, NULL-terminated (registry.c). */
+/* The registered remote schemes for messages ("http://, https://, s3://,
+ * gs://, hf://"; "" in a build without remote sources). */
+const char *pi_source_schemes(void);
+/* 1 when uri names a prefix of its source (ops.is_prefix). */
+int pi_source_is_prefix(const char *uri);
+/* Lists prefix uri through its source (ops.list): PAGEIN_E_UNSUPPORTED
+ * when the source cannot list, naming it. */
+int pi_source_list(const char *uri, pi_list_fn fn, void *arg);
+/* ops.checksum: 1 with *c, 0 when the source states none. */
+int pi_source_checksum(struct pi_source *s, struct pi_checksum *c);
+/* ops.counters; 0 and 0 for sources that do not count. */
+void pi_source_counters(const struct pi_source *s, uint64_t *requests, uint64_t *retries);
+/* ops.ranges_ignored; 0 for sources without it. */
+int pi_source_ranges_ignored(const struct pi_source *s);
+/* ops.stream: the whole object in order (PAGEIN_E_UNSUPPORTED without it). */
+int pi_source_stream(struct pi_source *s, pi_source_sink_fn sink, void *ctx);
+/* The registered sources, pi_nsources rows, a row NULL when its weak
+ * reference is absent (registry.c). */
 extern const struct pi_source_ops *const pi_sources[];
+extern const size_t pi_nsources;
 
 /* The local-file source (source/file.c). */
 extern const struct pi_source_ops pi_source_file;

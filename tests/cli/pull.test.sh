@@ -113,6 +113,14 @@ expect_contains "sha256"
 [ -z "$(ls "$TMP/hub/models--org--bad/blobs" 2>/dev/null)" ] || fail "a mismatching blob was kept: $(ls "$TMP/hub/models--org--bad/blobs")"
 expect_exit 2 "$PAGEIN" pull --no-sync hf://org/tiny/none.bin
 expect_contains "HTTP 404"
+# a folder of a repository (listed through the source table): into the cache
+# under its path in the repository, and into a folder relative to it
+expect_exit 0 "$PAGEIN" pull --no-sync --cache-dir "$TMP/hub2" hf://org/tiny/sub/
+cmp "$TMP/hub2/models--org--tiny/snapshots/$HF_COMMIT/sub/tiny.gguf" "$D/www/hf/org/tiny/sub/tiny.gguf" \
+  || fail "hf folder pull into the cache"
+[ ! -e "$TMP/hub2/models--org--tiny/snapshots/$HF_COMMIT/model.safetensors" ] || fail "a file outside the folder was pulled"
+expect_exit 0 "$PAGEIN" pull --no-sync hf://org/tiny/sub/ "$TMP/hfsub/"
+cmp "$TMP/hfsub/tiny.gguf" "$D/www/hf/org/tiny/sub/tiny.gguf" || fail "hf folder pull into a folder"
 unset HF_HUB_CACHE HF_TOKEN
 
 # ---- S3: an object (MD5 ETag), a sharded index, a prefix staged ----------------------------
