@@ -21,11 +21,8 @@ if [ "${1:-}" = "--list" ]; then LIST=${2:-$MAX}; fi
 # file:function allowed to be longer, each with its reason:
 # pk_load: the pickle opcode loop, one case per opcode of the protocol (a
 #   switch that reads as a table; splitting it scatters the machine's state).
-# download: pull's one-file download, to be split by the rework of
-#   src/ops/pull.c under way in issue 23 (remove this line with it).
 EXCEPT="
 src/format/pickle.c:pk_load
-src/ops/pull.c:download
 "
 
 files=$(ls src/*.c src/*/*.c cli/*.c python/src/*.c bench/*.c 2>/dev/null)

@@ -576,45 +576,105 @@ static uint64_t check_resumed(int fd, int sfd, uint8_t *marks, uint64_t nchunks,
 
 /* Downloads the opened source s to final (through part + state); checks
  * it against mc (may be NULL) too. */
+/* The chunk size of a download: opts.chunk_bytes, else about 8 MiB cut
+ * evenly over the connections, or the size an earlier run of the same
+ * object began with (its state file spath). */
+static uint64_t pick_chunk(const struct pi_source *s, const pagein_pull_opts *o, unsigned conns, const char *spath) {
+    if (o && o->chunk_bytes) return o->chunk_bytes;
+    uint64_t chunk;
+    /* about 8 MiB, cut so that every connection gets the same number of
+     * chunks (no last round with one chunk in flight): 258 MiB over 16
+     * connections is 32 chunks of 8.06 MiB, not 33 of 8 MiB. The cut
+     * makes a chunk at most 1.5 x the target, so targets of at most
+     * 128 MiB for all connections keep their buffers within 192 MiB
+     * (more than 16 connections get smaller chunks); at least 1 MiB a
+     * chunk: a small object gets one chunk per connection. */
+    uint64_t target = 8u << 20;
+    if (target * conns > (128u << 20)) target = (128u << 20) / conns; /* memory: conns x chunk */
+    uint64_t k = (s->size + (uint64_t)conns * target / 2) / ((uint64_t)conns * target);
+    uint64_t n = (k ? k : 1) * conns;
+    chunk = (s->size + n - 1) / n;
+    chunk = (chunk + 65535) & ~(uint64_t)65535;
+    if (chunk < (1u << 20)) chunk = 1u << 20;
+    /* a download begun with another chunk size (another -c) resumes
+     * with that size rather than starting over, if its buffers stay
+     * within twice this run's */
+    int ofd = open(spath, O_RDONLY | O_CLOEXEC | O_NOFOLLOW);
+    if (ofd >= 0) {
+        char old[STATE_HDR + 1];
+        unsigned long long osz = 0, och = 0;
+        ssize_t k2 = pread(ofd, old, STATE_HDR, 0);
+        close(ofd);
+        if (k2 == STATE_HDR) {
+            old[STATE_HDR] = 0;
+            if (sscanf(old, "pagein-pull 1\nsize %llu\nchunk %llu\n", &osz, &och) == 2 && osz == s->size &&
+                och >= 4096 && och <= 2 * chunk && och * conns <= (384ull << 20))
+                chunk = och;
+        }
+    }
+    return chunk;
+}
+
+/* The end of a download: the part file checked (server hash, manifest),
+ * synced, marked as the object and renamed to final; a corrupt one is
+ * removed with its state, so the next run starts over. */
+static int install_part(struct pi_source *s, int fd, const char *final, const char *part, const char *spath,
+                        const pagein_pull_opts *o, pagein_pull_stats *st, const struct mcheck *mc) {
+    int rc;
+    char how[48];
+    rc = verify(s, fd, s->size, s->name, how, sizeof how);
+    if (rc == 0 && mc) {
+        rc = check_manifest(fd, s->size, s->name, mc);
+        if (rc >= 0) {
+            /* the manifest's check, with the server's hash when there was one */
+            const char *alone = rc == 1 ? "size (manifest; no libxxhash)" : "manifest";
+            if (!strncmp(how, "size+etag", 9)) snprintf(how, sizeof how, "%s", alone);
+            else snprintf(how + strlen(how), sizeof how - strlen(how), "+%s", rc == 1 ? "manifest size" : "manifest");
+            rc = 0;
+        }
+    }
+    if (rc == PAGEIN_E_HASH_MISMATCH) {
+        /* a corrupt download is not resumed: start over next time */
+        unlink(part);
+        unlink(spath);
+        return rc;
+    }
+    if (rc < 0) return rc; /* could not check (memory, a read error): part and state stay */
+    if (st) note_verified(st, how);
+    if (!(o && (o->flags & PAGEIN_PULL_NO_SYNC)) && fsync(fd) != 0) {
+        rc = pi_err(-errno, "%s: fsync %s: %s", s->name, part, strerror(errno));
+        return rc;
+    }
+    {
+        /* the part path must still be the file verified (the lock keeps
+         * other pulls away, not an rm or mv) */
+        struct stat a, b;
+        if (fstat(fd, &a) != 0 || lstat(part, &b) != 0 || a.st_dev != b.st_dev || a.st_ino != b.st_ino) {
+            rc = pi_err(PAGEIN_E_CHANGED, "%s: %s was removed or replaced during the download: not installed",
+                        s->name, part);
+            return rc;
+        }
+        /* marks the file as this object: pulling again skips it (up_to_date) */
+        char mark[600];
+        pull_mark(s, &a, mark, sizeof mark);
+        if (s->identity[0]) (void)fsetxattr(fd, PULL_XATTR, mark, strlen(mark), 0); /* best effort */
+    }
+    if (rename(part, final) != 0) {
+        rc = pi_err(-errno, "%s: cannot rename %s to %s: %s", s->name, part, final, strerror(errno));
+        return rc;
+    }
+    unlink(spath);
+    if (!(o && (o->flags & PAGEIN_PULL_NO_SYNC))) fsync_dir_of(final);
+    return 0;
+}
+
 static int download(struct pi_source *s, const char *final, const char *part, const pagein_pull_opts *o,
                     pagein_pull_stats *st, const struct mcheck *mc) {
     unsigned conns = o && o->connections ? o->connections : (pi_source_facts(s)->depth ? pi_source_facts(s)->depth : 16);
     if (conns > 64) conns = 64;
     char spath[4200];
     snprintf(spath, sizeof spath, "%s.pagein-state", part);
-    uint64_t chunk = o && o->chunk_bytes ? o->chunk_bytes : 0;
-    if (!chunk) {
-        /* about 8 MiB, cut so that every connection gets the same number of
-         * chunks (no last round with one chunk in flight): 258 MiB over 16
-         * connections is 32 chunks of 8.06 MiB, not 33 of 8 MiB. The cut
-         * makes a chunk at most 1.5 x the target, so targets of at most
-         * 128 MiB for all connections keep their buffers within 192 MiB
-         * (more than 16 connections get smaller chunks); at least 1 MiB a
-         * chunk: a small object gets one chunk per connection. */
-        uint64_t target = 8u << 20;
-        if (target * conns > (128u << 20)) target = (128u << 20) / conns; /* memory: conns x chunk */
-        uint64_t k = (s->size + (uint64_t)conns * target / 2) / ((uint64_t)conns * target);
-        uint64_t n = (k ? k : 1) * conns;
-        chunk = (s->size + n - 1) / n;
-        chunk = (chunk + 65535) & ~(uint64_t)65535;
-        if (chunk < (1u << 20)) chunk = 1u << 20;
-        /* a download begun with another chunk size (another -c) resumes
-         * with that size rather than starting over, if its buffers stay
-         * within twice this run's */
-        int ofd = open(spath, O_RDONLY | O_CLOEXEC | O_NOFOLLOW);
-        if (ofd >= 0) {
-            char old[STATE_HDR + 1];
-            unsigned long long osz = 0, och = 0;
-            ssize_t k2 = pread(ofd, old, STATE_HDR, 0);
-            close(ofd);
-            if (k2 == STATE_HDR) {
-                old[STATE_HDR] = 0;
-                if (sscanf(old, "pagein-pull 1\nsize %llu\nchunk %llu\n", &osz, &och) == 2 && osz == s->size &&
-                    och >= 4096 && och <= 2 * chunk && och * conns <= (384ull << 20))
-                    chunk = och;
-            }
-        }
-    }
+    uint64_t chunk = pick_chunk(s, o, conns, spath);
     /* a server that ignores Range (200 with the whole object to the open's
      * range): one plain stream, one "chunk" */
     int stream = pi_source_ranges_ignored(s);
@@ -736,50 +796,7 @@ static int download(struct pi_source *s, const char *final, const char *part, co
     for (unsigned b = 0; b < j.nbufs; b++) pi_free(j.bufs[b]);
     pthread_mutex_destroy(&j.plock);
     if (rc < 0) goto out; /* part and state stay for the next run */
-    char how[48];
-    rc = verify(s, fd, s->size, s->name, how, sizeof how);
-    if (rc == 0 && mc) {
-        rc = check_manifest(fd, s->size, s->name, mc);
-        if (rc >= 0) {
-            /* the manifest's check, with the server's hash when there was one */
-            const char *alone = rc == 1 ? "size (manifest; no libxxhash)" : "manifest";
-            if (!strncmp(how, "size+etag", 9)) snprintf(how, sizeof how, "%s", alone);
-            else snprintf(how + strlen(how), sizeof how - strlen(how), "+%s", rc == 1 ? "manifest size" : "manifest");
-            rc = 0;
-        }
-    }
-    if (rc == PAGEIN_E_HASH_MISMATCH) {
-        /* a corrupt download is not resumed: start over next time */
-        unlink(part);
-        unlink(spath);
-        goto out;
-    }
-    if (rc < 0) goto out; /* could not check (memory, a read error): part and state stay */
-    if (st) note_verified(st, how);
-    if (!(o && (o->flags & PAGEIN_PULL_NO_SYNC)) && fsync(fd) != 0) {
-        rc = pi_err(-errno, "%s: fsync %s: %s", s->name, part, strerror(errno));
-        goto out;
-    }
-    {
-        /* the part path must still be the file verified (the lock keeps
-         * other pulls away, not an rm or mv) */
-        struct stat a, b;
-        if (fstat(fd, &a) != 0 || lstat(part, &b) != 0 || a.st_dev != b.st_dev || a.st_ino != b.st_ino) {
-            rc = pi_err(PAGEIN_E_CHANGED, "%s: %s was removed or replaced during the download: not installed",
-                        s->name, part);
-            goto out;
-        }
-        /* marks the file as this object: pulling again skips it (up_to_date) */
-        char mark[600];
-        pull_mark(s, &a, mark, sizeof mark);
-        if (s->identity[0]) (void)fsetxattr(fd, PULL_XATTR, mark, strlen(mark), 0); /* best effort */
-    }
-    if (rename(part, final) != 0) {
-        rc = pi_err(-errno, "%s: cannot rename %s to %s: %s", s->name, part, final, strerror(errno));
-        goto out;
-    }
-    unlink(spath);
-    if (!(o && (o->flags & PAGEIN_PULL_NO_SYNC))) fsync_dir_of(final);
+    rc = install_part(s, fd, final, part, spath, o, st, mc);
 out:
     if (fd >= 0) close(fd);
     if (sfd >= 0) close(sfd);
