@@ -356,7 +356,7 @@ struct fetch_job {
     pagein_pipe *p;
     struct pi_span *sp;
     size_t n;
-    struct pi_engine_opts eo;
+    struct pi_engine_opts eo; /* eo.cancel: shared, set by the first to fail */
     uint64_t requests;
     int rc;
     char detail[1024];
@@ -368,7 +368,10 @@ static void *fetch_job_main(void *arg) {
     memset(&es, 0, sizeof es);
     j->rc = pi_engine_run(j->p->srcs, j->p->d->nfiles, j->sp, j->n, &j->eo, &es);
     j->requests = es.requests;
-    if (j->rc < 0) snprintf(j->detail, sizeof j->detail, "%s", pagein_last_error_detail());
+    if (j->rc < 0) {
+        snprintf(j->detail, sizeof j->detail, "%s", pagein_last_error_detail());
+        atomic_store(j->eo.cancel, 1); /* the other sources stop at their next request */
+    }
     return NULL;
 }
 
@@ -386,6 +389,8 @@ static int fetch_sources(pagein_pipe *p, struct pi_span *sp, size_t n, const str
     pthread_t *tid = pi_calloc(nj, sizeof *tid);
     unsigned char *on = pi_calloc(nj, 1);
     int rc = 0;
+    _Atomic int cancel;
+    atomic_init(&cancel, 0);
     if (!jb || !tid || !on) {
         rc = pi_err(-ENOMEM, "pipe: out of memory");
         goto out;
@@ -394,6 +399,7 @@ static int fetch_sources(pagein_pipe *p, struct pi_span *sp, size_t n, const str
         size_t a = i;
         while (i < n && sp[i].src == sp[a].src) i++;
         jb[k] = (struct fetch_job){.p = p, .sp = sp + a, .n = i - a, .eo = *eo};
+        jb[k].eo.cancel = &cancel;
     }
     for (size_t k = 1; k < nj; k++) /* the first runs on this thread; one that cannot start, after it */
         on[k] = pthread_create(&tid[k], NULL, fetch_job_main, &jb[k]) == 0;
@@ -404,10 +410,14 @@ static int fetch_sources(pagein_pipe *p, struct pi_span *sp, size_t n, const str
         else
             fetch_job_main(&jb[k]);
     }
+    /* the first failure in source order that is not another's cancellation */
+    size_t bad = nj;
     for (size_t k = 0; k < nj; k++) {
         *requests += jb[k].requests;
-        if (jb[k].rc < 0 && rc == 0) rc = pi_err(jb[k].rc, "%s", jb[k].detail);
+        if (jb[k].rc < 0 && (bad == nj || (jb[bad].rc == PAGEIN_E_CANCELLED && jb[k].rc != PAGEIN_E_CANCELLED)))
+            bad = k;
     }
+    if (bad < nj) rc = pi_err(jb[bad].rc, "%s", jb[bad].detail);
 out:
     pi_free(jb);
     pi_free(tid);
