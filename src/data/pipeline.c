@@ -351,6 +351,80 @@ static int ensure_mem(struct unit *u, uint64_t need) {
     return 0;
 }
 
+/* One source's spans of a unit, read on a thread of their own (fetch). */
+struct fetch_job {
+    pagein_pipe *p;
+    struct pi_span *sp;
+    size_t n;
+    struct pi_engine_opts eo; /* eo.cancel: shared, set by the first to fail */
+    uint64_t requests;
+    int rc;
+    char detail[1024];
+};
+
+static void *fetch_job_main(void *arg) {
+    struct fetch_job *j = arg;
+    struct pi_engine_stats es;
+    memset(&es, 0, sizeof es);
+    j->rc = pi_engine_run(j->p->srcs, j->p->d->nfiles, j->sp, j->n, &j->eo, &es);
+    j->requests = es.requests;
+    if (j->rc < 0) {
+        snprintf(j->detail, sizeof j->detail, "%s", pagein_last_error_detail());
+        atomic_store(j->eo.cancel, 1); /* the other sources stop at their next request */
+    }
+    return NULL;
+}
+
+/* Remote spans of several sources (a block unit's groups come from several
+ * shards): the engine reads a plan source after source (one readv each), so
+ * a unit of four shards would wait four round trips with a quarter of its
+ * requests in flight; each source's spans run on a thread of their own
+ * instead, all of the unit's requests in flight at once (each source has
+ * its own connection pool). sp is sorted by source. */
+static int fetch_sources(pagein_pipe *p, struct pi_span *sp, size_t n, const struct pi_engine_opts *eo,
+                         uint64_t *requests) {
+    size_t nj = 0;
+    for (size_t i = 0; i < n; i++) nj += !i || sp[i].src != sp[i - 1].src;
+    struct fetch_job *jb = pi_calloc(nj, sizeof *jb);
+    pthread_t *tid = pi_calloc(nj, sizeof *tid);
+    unsigned char *on = pi_calloc(nj, 1);
+    int rc = 0;
+    _Atomic int cancel;
+    atomic_init(&cancel, 0);
+    if (!jb || !tid || !on) {
+        rc = pi_err(-ENOMEM, "pipe: out of memory");
+        goto out;
+    }
+    for (size_t i = 0, k = 0; i < n; k++) {
+        size_t a = i;
+        while (i < n && sp[i].src == sp[a].src) i++;
+        jb[k] = (struct fetch_job){.p = p, .sp = sp + a, .n = i - a, .eo = *eo};
+        jb[k].eo.cancel = &cancel;
+    }
+    for (size_t k = 1; k < nj; k++) /* the first runs on this thread; one that cannot start, after it */
+        on[k] = pthread_create(&tid[k], NULL, fetch_job_main, &jb[k]) == 0;
+    fetch_job_main(&jb[0]);
+    for (size_t k = 1; k < nj; k++) {
+        if (on[k])
+            pthread_join(tid[k], NULL);
+        else
+            fetch_job_main(&jb[k]);
+    }
+    /* the first failure in source order that is not another's cancellation */
+    size_t bad = nj;
+    for (size_t k = 0; k < nj; k++) {
+        *requests += jb[k].requests;
+        if (jb[k].rc < 0 && (bad == nj || (jb[bad].rc == PAGEIN_E_CANCELLED && jb[k].rc != PAGEIN_E_CANCELLED)))
+            bad = k;
+    }
+    if (bad < nj) rc = pi_err(jb[bad].rc, "%s", jb[bad].detail);
+out:
+    pi_free(jb);
+    pi_free(tid);
+    pi_free(on);
+    return rc;
+}
+
 static int fetch(pagein_pipe *p, struct pi_span *sp, size_t n, uint64_t *requests) {
     if (!n) return 0;
     /* large requests, several in flight: 1 MiB x 8 on local disks (a group
@@ -368,6 +442,10 @@ static int fetch(pagein_pipe *p, struct pi_span *sp, size_t n, uint64_t *request
         req = PI_MAX((uint64_t)1 << 20, PI_MIN((uint64_t)8 << 20, pi_align_up(total / 16, 1u << 20)));
         /* single samples (global order): latency-bound, many in flight */
         if (!p->o.queue_depth) depth = total / n < ((uint64_t)1 << 20) ? 64 : 16;
+        if (sp[n - 1].src != sp[0].src) {
+            struct pi_engine_opts eo = {.deliver = PI_DELIVER_BUFFERS, .request_bytes = req, .depth = depth, .max_gap = 0};
+            return fetch_sources(p, sp, n, &eo, requests);
+        }
     }
     struct pi_engine_opts eo = {.deliver = PI_DELIVER_BUFFERS, .request_bytes = req, .depth = depth, .max_gap = 0};
     struct pi_engine_stats es;

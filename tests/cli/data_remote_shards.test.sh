@@ -1,0 +1,50 @@
+# data_remote_shards.test.sh - a block-shuffled epoch over four Parquet shards
+# on nginx (tests/remote/servers.sh): block units take their row groups from
+# several shards, whose spans the pipeline reads on one thread a source, all
+# at once; the epoch must give every row exactly once, in the same order and
+# with the same bytes as the same shards read locally, for several seeds and
+# for each rank of two. A shard whose reads start failing mid-epoch (a
+# presigned URL that expires after two requests: tools/httpfault.py) fails
+# the epoch with an error naming it, while the other shards' reads of the
+# same unit are in flight.
+. "$REPO/tests/cli/lib.sh"
+set -u
+
+out=$("$PAGEIN" pull http://127.0.0.1:1/x.bin "$TMP/x" 2>&1)
+if echo "$out" | grep -q "built without libcurl"; then echo "pagein built without libcurl"; exit 77; fi
+FX=$REPO/${BUILD:-build}/parquet-fixtures
+why=$(bash "$REPO/tests/data/parquet/gen.sh" "$FX" 2>&1) || { rc=$?; echo "$why"; [ $rc -eq 77 ] && exit 77; exit 1; }
+
+D=$TMP/srv
+mkdir -p "$D/www/pq" "$TMP/loc"
+for i in 0 1 2 3; do
+  cp "$FX/small_groups.parquet" "$D/www/pq/s$i.parquet"
+  cp "$FX/small_groups.parquet" "$TMP/loc/s$i.parquet"
+done
+start_servers "$D" nginx fault
+export CURL_CA_BUNDLE=$CA PAGEIN_HTTP_RETRIES=0 HOME=$TMP PAGEIN_META_CACHE=0
+loc=() rem=()
+for i in 0 1 2 3; do loc+=(--dataset "$TMP/loc/s$i.parquet"); rem+=(--dataset "$HTTP/files/pq/s$i.parquet"); done
+
+for seed in 1 7; do
+  for rank in "0 1" "0 2" "1 2"; do
+    set -- $rank
+    a=(--columns tok,s --order block --window 4 --seed $seed --rank $1 --world $2 --format jsonl)
+    "$PAGEIN" read-samples "${loc[@]}" "${a[@]}" > "$TMP/l.jsonl" || fail "local epoch seed $seed rank $rank"
+    "$PAGEIN" read-samples "${rem[@]}" "${a[@]}" > "$TMP/r.jsonl" 2> "$TMP/r.err" || fail "remote epoch seed $seed rank $rank: $(cat "$TMP/r.err")"
+    [ -s "$TMP/l.jsonl" ] || fail "local epoch seed $seed rank $rank: no samples"
+    cmp -s "$TMP/l.jsonl" "$TMP/r.jsonl" || fail "remote epoch seed $seed rank $rank differs from the local one"
+  done
+  # every row exactly once (12,000 rows in four shards)
+  "$PAGEIN" read-samples "${rem[@]}" --columns tok,s --order block --window 4 --seed $seed --check > "$TMP/c.txt" 2>&1 \
+    || fail "remote --check seed $seed: $(cat "$TMP/c.txt")"
+  grep -q "^12000 samples" "$TMP/c.txt" || fail "remote --check seed $seed: $(cat "$TMP/c.txt")"
+done
+
+# a shard that fails after its open: the error names it, no hang, no partial success
+flt=(--dataset "$FAULT/ok/pq/s0.parquet" --dataset "$FAULT/ok/pq/s1.parquet" --dataset "$FAULT/presign/2/pq/s2.parquet"
+     --dataset "$FAULT/ok/pq/s3.parquet")
+timeout 120 "$PAGEIN" read-samples "${flt[@]}" --columns tok,s --order block --window 4 --check > "$TMP/f.txt" 2>&1
+rc=$?
+[ $rc -ne 0 ] && [ $rc -ne 124 ] || fail "a shard failing mid-epoch: exit $rc: $(cat "$TMP/f.txt")"
+grep -q "reading failed after .*presign/2/pq/s2.parquet.*403" "$TMP/f.txt" || fail "the error does not name the failing shard: $(cat "$TMP/f.txt")"
