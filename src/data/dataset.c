@@ -38,18 +38,8 @@ void pagein_dataset_close(pagein_dataset *d) {
 /* Shards are collected first and opened together: each open of a remote
  * shard costs a few round trips (the source, the head and tail the rows
  * detect by, the footer or index), so hundreds of shards are opened at
- * once, at the depth a model's files open at (src/load/model.c's
- * open_depth): 32 in flight, 64 for remote shards (an open is a request of
- * its own connection), PAGEIN_OPEN_DEPTH=N (1..256) overriding both. */
-#define DS_OPEN_DEPTH 32u
-#define DS_OPEN_DEPTH_REMOTE 64u
-
-static unsigned ds_open_depth(const char *first) {
-    const char *e = getenv("PAGEIN_OPEN_DEPTH");
-    long v = e && *e ? strtol(e, NULL, 10) : 0;
-    if (v >= 1 && v <= 256) return (unsigned)v;
-    return pi_source_is_remote(first) ? DS_OPEN_DEPTH_REMOTE : DS_OPEN_DEPTH;
-}
+ * once, at the depth a model's files open at (pi_source_open_depth: 32 in
+ * flight, 64 for remote shards, PAGEIN_OPEN_DEPTH=N overriding both). */
 struct pending {
     const struct pi_dsformat *fmt;
     char *uri;
@@ -123,7 +113,7 @@ static int ds_open_pending(struct ds_build *b) {
     pagein_dataset *d = b->d;
     int rc = 0;
     if (b->n > 1)
-        rc = pi_parallel((unsigned)PI_MIN(b->n, (size_t)ds_open_depth(b->p[0].uri)), b->n, open_one, b);
+        rc = pi_parallel((unsigned)PI_MIN(b->n, (size_t)pi_source_open_depth(b->p[0].uri)), b->n, open_one, b);
     else if (b->n == 1)
         open_one(b, 0);
     for (size_t i = 0; rc == 0 && i < b->n; i++)

@@ -6,14 +6,13 @@
  * filesystem each open and fstat is a round trip, so 1,000 files one
  * after another cost 1,000 of them before any residency is known. They
  * are opened as a model's shards are (load/model.c add_files): up to
- * OPEN_DEPTH at once on the pool, PAGEIN_OPEN_DEPTH=N (1..256) to
- * override (1: one after another, as before).
+ * pi_source_open_depth at once on the pool (32; PAGEIN_OPEN_DEPTH=N to
+ * override, 1: one after another, as before).
  */
 #include "../internal.h"
+#include "../source/source.h"
 
 #include <stdlib.h>
-
-#define OPEN_DEPTH 32u
 
 struct many {
     pagein_cache_file **out;
@@ -31,9 +30,7 @@ static int one(void *ctx, size_t i) {
 size_t pagein_cache_open_many(pagein_cache_file **out, const char *const *paths, size_t n, int *rcs) {
     pi_err_clear();
     if (!out || !paths || !rcs) return n;
-    const char *e = getenv("PAGEIN_OPEN_DEPTH");
-    long d = e && *e ? strtol(e, NULL, 10) : 0;
-    unsigned depth = d >= 1 && d <= 256 ? (unsigned)d : OPEN_DEPTH;
+    unsigned depth = pi_source_open_depth(n ? paths[0] : NULL);
     struct many m = {out, paths, rcs};
     if (n) pi_parallel(n < depth ? (unsigned)n : depth, n, one, &m);
     size_t failed = 0;

@@ -182,25 +182,11 @@ static int resolve(const char *path, struct target *t) {
 /* Opening N files (shards of an index, a split GGUF set) costs N round
  * trips of header reads on storage where a request waits (a network
  * filesystem, FUSE, a remote object store) when they go one after another.
- * They are opened at once instead: up to OPEN_DEPTH opens in flight on the
- * pool, each parsing its header as soon as its own bytes arrive; the files
- * keep the order of paths[]. One file is opened on the calling thread. */
-#define OPEN_DEPTH 32u
-/* Remote objects: each open is one request of its own connection (a
- * round trip that costs no local CPU or disk), so twice as many: 1,011
- * shards at 20 ms a response opened in 0.51 s at 64 vs 1.12 s at 32
- * (bench/open_many.sh HTTP=1; 128 and 256 gave 0.41-0.50 s here, bound by
- * the test server's CPU). */
-#define OPEN_DEPTH_REMOTE 64u
-
-/* PAGEIN_OPEN_DEPTH=N (1..256) overrides it: 1 opens one after another, as
- * before (bench/open_many.sh compares the two). */
-static unsigned open_depth(const char *first) {
-    long v = pi_env_long("PAGEIN_OPEN_DEPTH", 0, 1, 256);
-    if (v) return (unsigned)v;
-    return pi_source_is_remote(first) ? OPEN_DEPTH_REMOTE : OPEN_DEPTH;
-}
-
+ * They are opened at once instead: up to pi_source_open_depth opens in
+ * flight on the pool (one rule for models, datasets and the cache
+ * commands), each parsing its header as soon as its own bytes arrive; the
+ * files keep the order of paths[]. One file is opened on the calling
+ * thread. */
 struct open_job {
     const char *const *paths;
     pagein_file **out;
@@ -217,7 +203,7 @@ static int open_item(void *ctx, size_t i) {
 
 /* The metadata cache's entries of remote files are checked one request
  * each (a 1-byte conditional range: ETag and size), which leaves one round
- * of requests per OPEN_DEPTH_REMOTE files: 1,000 shards at 20 ms took
+ * of requests per 64 files: 1,000 shards at 20 ms took
  * 0.42-0.46 s warm. Where one request can check them all, it does
  * (pi_meta_vouch_dir: an S3/GCS listing of the folder, or a Hub commit
  * that pins the bytes), and the vouched files open with no request. Only
@@ -256,7 +242,7 @@ static int add_files_v(pagein_model *m, const char *const *paths, size_t n, cons
     pagein_file **out = m->files + m->nfiles;
     memset(out, 0, n * sizeof *out);
     struct open_job j = {paths, out, m->opts.open_flags, v};
-    unsigned depth = open_depth(paths[0]);
+    unsigned depth = pi_source_open_depth(paths[0]);
     int rc = pi_parallel(n < depth ? (unsigned)n : depth, n, open_item, &j);
     if (rc < 0) {
         for (size_t i = 0; i < n; i++) pagein_close(out[i]);

@@ -33,6 +33,12 @@ int pi_source_is_remote(const char *uri) {
     return o && o->remote;
 }
 
+unsigned pi_source_open_depth(const char *first) {
+    long v = pi_env_long("PAGEIN_OPEN_DEPTH", 0, 1, 256);
+    if (v) return (unsigned)v;
+    return first && pi_source_is_remote(first) ? 64u : 32u;
+}
+
 const char *pi_source_schemes(void) {
     static char buf[256];
     static _Atomic int done;
