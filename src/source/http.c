@@ -62,7 +62,7 @@ struct http_obj {
     char *url;      /* where requests go (the probe's effective URL) */
     char *orig_url; /* as configured */
     char origin[300];  /* scheme://host:port of orig_url: the only one credentials go to */
-    int first_party;   /* url has that origin (reached without leaving it) */
+    _Atomic int first_party;   /* url has that origin (reached without leaving it) */
     struct curl_slist *hdrs;       /* configured headers */
     struct curl_slist *hdrs_match; /* + If-Match: ETag */
     struct curl_slist *match_only; /* If-Match alone: for another origin */
@@ -96,7 +96,7 @@ struct http_obj {
      * until obj_free (a message may still be formatting one) */
     _Atomic int pid;
     pthread_mutex_t fork_lock, resolve_lock;
-    int redirected;
+    _Atomic int redirected; /* written by reresolve under resolve_lock, read by every lane */
     _Atomic unsigned url_gen;
     char **retired;
     size_t nretired;
