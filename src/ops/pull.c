@@ -1034,6 +1034,55 @@ static void object_name(const struct pi_source_ops *ops, const char *uri, char *
     snprintf(out, cap, "%.*s", (int)PI_MIN(pl - b, cap - 1), uri + b);
 }
 
+/* A pull of many files (a listed prefix or repository, an index's shards)
+ * opens their sources ahead of the downloads, a window of
+ * pi_source_open_depth at once: each open is a round trip (the probe) that
+ * one after another cost 1,000 x the latency before the first byte moved.
+ * A file's failure is kept and reported when its turn comes, as it was. */
+struct ahead_slot {
+    struct pi_source *s;
+    int rc;
+    char err[1024];
+};
+struct ahead {
+    const struct flist *l;
+    size_t base, n; /* the window: l->uri[base .. base + n) */
+    struct ahead_slot *w;
+};
+
+static int ahead_open(void *ctx, size_t k) {
+    struct ahead *a = ctx;
+    struct ahead_slot *sl = &a->w[k];
+    sl->s = NULL;
+    sl->rc = pi_source_open(&sl->s, a->l->uri[a->base + k], 0);
+    if (sl->rc < 0) snprintf(sl->err, sizeof sl->err, "%s", pagein_last_error_detail());
+    return 0;
+}
+
+static void ahead_close(struct ahead *a, size_t from) {
+    for (size_t k = from; k < a->n; k++)
+        if (a->w[k].s) pi_source_close(a->w[k].s), a->w[k].s = NULL;
+    a->n = 0;
+}
+
+/* The source of file i: from the window, opening the next window when i
+ * is past it (a list that grew since, with an index's shards, is seen). */
+static int ahead_take(struct ahead *a, size_t i, struct pi_source **out) {
+    if (!(i >= a->base && i < a->base + a->n)) {
+        ahead_close(a, 0);
+        size_t left = a->l->n - i;
+        unsigned depth = pi_source_open_depth(a->l->uri[i]);
+        a->base = i;
+        a->n = left < depth ? left : depth;
+        if (a->n > 1) pi_parallel((unsigned)a->n, a->n, ahead_open, a);
+        else ahead_open(a, 0);
+    }
+    struct ahead_slot *sl = &a->w[i - a->base];
+    *out = sl->s;
+    sl->s = NULL;
+    return sl->rc < 0 ? pi_err(sl->rc, "%s", sl->err) : 0;
+}
+
 int pagein_pull(const char *src, const char *dest, const pagein_pull_opts *o, pagein_pull_stats *st) {
     if (!src || !pi_source_is_remote(src)) {
         const char *sch = pi_source_schemes();
@@ -1049,6 +1098,7 @@ int pagein_pull(const char *src, const char *dest, const pagein_pull_opts *o, pa
     double t0 = pi_now_s();
     struct flist l = {0};
     struct mfs ms = {0};
+    struct ahead ah = {0};
     const struct pi_source_ops *ops = pi_source_find(src);
     int rc = 0;
     const char *stage = o ? o->stage_dir : NULL;
@@ -1113,9 +1163,15 @@ int pagein_pull(const char *src, const char *dest, const pagein_pull_opts *o, pa
     /* DEST: a file for one file (unless it is a directory), else a directory */
     const char *dir = stage ? stage : dest ? dest : ".";
     int dest_is_file = dest && !stage && single && !pi_ends_with(dest, "/") && !is_dir(dest);
+    ah.l = &l;
+    ah.w = pi_calloc(256, sizeof *ah.w); /* pi_source_open_depth's largest window */
+    if (!ah.w) {
+        rc = pi_err(-ENOMEM, "out of memory");
+        goto out;
+    }
     for (size_t i = 0; i < l.n; i++) {
         struct pi_source *s;
-        rc = pi_source_open(&s, l.uri[i], 0);
+        rc = ahead_take(&ah, i, &s);
         if (rc < 0) goto out;
         char final[4096], part[4200], placed[4096] = "";
         struct mcheck mc;
@@ -1190,6 +1246,8 @@ int pagein_pull(const char *src, const char *dest, const pagein_pull_opts *o, pa
 out:
     if (pend_final[0]) unlink(pend_path); /* a failed pull installs no index without its shards */
     st->seconds = pi_now_s() - t0;
+    if (ah.w) ahead_close(&ah, 0);
+    pi_free(ah.w);
     flist_free(&l);
     mfs_free(&ms);
     return rc;
