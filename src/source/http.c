@@ -1164,6 +1164,24 @@ static int obj_new(struct http_obj **out, const struct pi_http_cfg *cfg, const c
     return 0;
 }
 
+/* The headers a read sends once the ETag is known: the configured ones
+ * plus If-Match (hdrs_match), and If-Match alone for another origin
+ * (match_only; NULL: no If-Match there, the ETag check remains). */
+static void set_if_match(struct http_obj *o) {
+    char h[200];
+    snprintf(h, sizeof h, "If-Match: %s", o->etag);
+    struct curl_slist *l = NULL;
+    for (struct curl_slist *i = o->hdrs; i; i = i->next) {
+        struct curl_slist *t = curl_slist_append(l, i->data);
+        if (!t) break;
+        l = t;
+    }
+    struct curl_slist *t = curl_slist_append(l, h);
+    if (t) o->hdrs_match = t;
+    else curl_slist_free_all(l);
+    o->match_only = curl_slist_append(NULL, h);
+}
+
 /* issue 28 (meta28): an open without a request (PI_OPEN_KNOWN, source.h):
  * the caller checked size and identity for many objects at once and has
  * the header. s->identity is the object's ETag (object stores: reads send
@@ -1185,20 +1203,7 @@ static int open_known(struct pi_source *s, const struct pi_http_cfg *cfg) {
     atomic_store(&o->locate, hub); /* the Hub redirects every file to its CDN */
     if (hub) snprintf(o->linked_etag, sizeof o->linked_etag, "%s", s->identity);
     else snprintf(o->etag, sizeof o->etag, "%s", s->identity);
-    if (o->etag[0] && strncmp(o->etag, "W/", 2) != 0) {
-        char h[200];
-        snprintf(h, sizeof h, "If-Match: %s", o->etag);
-        struct curl_slist *l = NULL;
-        for (struct curl_slist *i = o->hdrs; i; i = i->next) {
-            struct curl_slist *t = curl_slist_append(l, i->data);
-            if (!t) break;
-            l = t;
-        }
-        struct curl_slist *t = curl_slist_append(l, h);
-        if (t) o->hdrs_match = t;
-        else curl_slist_free_all(l);
-        o->match_only = curl_slist_append(NULL, h);
-    }
+    if (o->etag[0] && strncmp(o->etag, "W/", 2) != 0) set_if_match(o);
     s->impl = o;
     s->fd = -1;
     s->facts.storage = PI_STORAGE_REMOTE;
@@ -1262,20 +1267,7 @@ int pi_http_open_cfg(struct pi_source *s, const struct pi_http_cfg *cfg, uint32_
     snprintf(o->fp_etag, sizeof o->fp_etag, "%s", x->fp_etag);
     o->prefix = buf;
     o->prefix_len = x->blen;
-    if (o->etag[0] && strncmp(o->etag, "W/", 2) != 0) {
-        char h[200];
-        snprintf(h, sizeof h, "If-Match: %s", o->etag);
-        struct curl_slist *l = NULL;
-        for (struct curl_slist *i = o->hdrs; i; i = i->next) {
-            struct curl_slist *t = curl_slist_append(l, i->data);
-            if (!t) break;
-            l = t;
-        }
-        struct curl_slist *t = curl_slist_append(l, h);
-        if (t) o->hdrs_match = t;
-        else curl_slist_free_all(l);
-        o->match_only = curl_slist_append(NULL, h); /* NULL: no If-Match there, the ETag check remains */
-    }
+    if (o->etag[0] && strncmp(o->etag, "W/", 2) != 0) set_if_match(o);
     pi_free(x);
     s->impl = o;
     s->size = o->size;
