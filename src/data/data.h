@@ -61,6 +61,8 @@ struct pi_rplan {
 int pi_ranges_plan(const pagein_range *r, size_t n, size_t nfds, const uint64_t *sizes, uint64_t max_gap,
                    uint64_t max_block, int no_merge, struct pi_rplan *plan);
 void pi_rplan_free(struct pi_rplan *plan);
+/* A plan's counts for n requests into *st (NULL: nothing). */
+void pi_rplan_stats(const struct pi_rplan *plan, size_t n, pagein_ranges_stats *st);
 
 /* Open descriptors as range-engine sources (src/engine/engine.h), built
  * once and used for every batch. readv: reads go through the local-file

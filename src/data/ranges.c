@@ -27,6 +27,15 @@ static int rkey_cmp(const void *a, const void *b) {
     return x->idx < y->idx ? -1 : x->idx > y->idx;
 }
 
+void pi_rplan_stats(const struct pi_rplan *plan, size_t n, pagein_ranges_stats *st) {
+    if (!st) return;
+    st->requests = n;
+    st->reads = plan->nblocks;
+    st->bytes_requested = plan->bytes_requested;
+    st->bytes_read = plan->bytes_read;
+    st->bytes_wasted = plan->bytes_wasted;
+}
+
 void pi_rplan_free(struct pi_rplan *plan) {
     pi_free(plan->order);
     pi_free(plan->blocks);
@@ -232,13 +241,7 @@ int pagein_read_ranges(const int *fds, size_t nfds, const pagein_range *reqs, si
     rc = pi_fdsrcs_init(&f, fds, nfds, sizes, NULL, opts && (opts->flags & PAGEIN_RANGES_URING));
     if (rc == 0) rc = pi_ranges_exec(&f, reqs, &plan, qd, NULL, NULL);
     pi_fdsrcs_free(&f);
-    if (st) {
-        st->requests = n;
-        st->reads = plan.nblocks;
-        st->bytes_requested = plan.bytes_requested;
-        st->bytes_read = plan.bytes_read;
-        st->bytes_wasted = plan.bytes_wasted;
-    }
+    pi_rplan_stats(&plan, n, st);
     pi_rplan_free(&plan);
 done:
     pi_free(sizes);

@@ -71,13 +71,7 @@ int pagein_source_read_ranges(pagein_source *const *srcs, size_t nsrcs, const pa
     f.srcs = ps;
     f.n = nsrcs;
     rc = pi_ranges_exec(&f, reqs, &plan, qd, NULL, NULL);
-    if (st) {
-        st->requests = n;
-        st->reads = plan.nblocks;
-        st->bytes_requested = plan.bytes_requested;
-        st->bytes_read = plan.bytes_read;
-        st->bytes_wasted = plan.bytes_wasted;
-    }
+    pi_rplan_stats(&plan, n, st);
     pi_rplan_free(&plan);
 done:
     pi_free(sizes);
