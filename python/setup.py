@@ -59,7 +59,9 @@ setup(
         "pagein._pagein",
         sources=["src/module.c"],  # the whole list comes from make (BuildWithLibrary)
         include_dirs=[os.path.join(REPO, "include")],
-        define_macros=[("_GNU_SOURCE", None)],
+        # PAGEIN_EXPERIMENTAL: the module uses the header's experimental
+        # section, as every make build does (mk/api.mk)
+        define_macros=[("_GNU_SOURCE", None), ("PAGEIN_EXPERIMENTAL", None)],
         extra_compile_args=shlex.split(os.environ.get("PAGEIN_CFLAGS", "-std=c11 -O2")),
     )],
     cmdclass={"build_ext": BuildWithLibrary},

@@ -247,9 +247,10 @@ TEST(meta_cache_vouch_rule) {
         "<Contents><Key>m/a&amp;1.safetensors</Key><Size>10</Size><ETag>&quot;e1&quot;</ETag></Contents>"
         "<Contents><Key>m/nosize</Key><ETag>&quot;e3&quot;</ETag></Contents>"
         "<Contents><Key>m/neg</Key><Size>-5</Size><ETag>&quot;e4&quot;</ETag></Contents>"
+        "<Contents><Key>other/x</Key><Size>5</Size><ETag>&quot;e5&quot;</ETag></Contents>"
         "<NextContinuationToken>t&amp;2</NextContinuationToken></ListBucketResult>";
-    CHECK_EQ(pi_s3_stat_page(page, sizeof page - 1, "s3://bkt/", &v, &n, &cap, tok, sizeof tok, &more), 0);
-    CHECK_EQ(n, 2); /* the records without a size, or with a bad one, are skipped */
+    CHECK_EQ(pi_s3_stat_page(page, sizeof page - 1, "s3://bkt/", "m/", &v, &n, &cap, tok, sizeof tok, &more), 0);
+    CHECK_EQ(n, 2); /* the records without a size, with a bad one, or outside the prefix are skipped */
     CHECK(more);
     CHECK(!strcmp(tok, "t&2"));
     CHECK(n == 2 && !strcmp(v[1].uri, "s3://bkt/m/a&1.safetensors") && v[1].size == 10 && !strcmp(v[1].etag, "\"e1\""));

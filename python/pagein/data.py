@@ -201,7 +201,8 @@ def _use_pipeline(paths, kwargs):
     """True when Dataset(...) should be a ShardDataset (samples as dicts of
     fields): a format of the table other than records, Megatron and plain
     line files, columns=, an output format= ("numpy"/"torch"), or a source
-    that is a directory, a glob, a brace pattern or a URL."""
+    that is a directory, a glob, a brace pattern or a URL a remote source
+    reads (pagein_is_url: the source table's word, not a scheme list)."""
     if kwargs.get("pipeline") or kwargs.get("columns") is not None:
         return True
     fmt = kwargs.get("format")
@@ -214,7 +215,7 @@ def _use_pipeline(paths, kwargs):
     except TypeError:
         return False
     for p in paths:
-        if "://" in p or any(c in p for c in "*?[{") or p.endswith(_PIPE_SUFFIXES) or _os.path.isdir(p):
+        if _pagein.is_url(p) or any(c in p for c in "*?[{") or p.endswith(_PIPE_SUFFIXES) or _os.path.isdir(p):
             return True
     return False
 

@@ -6,7 +6,7 @@
  * any mix of local files and remote objects in one engine run; listing
  * forwards to the remote sources' resolvers that pull uses. */
 #include "data.h"
-#include "../source/remote.h"
+#include "../source/source.h"
 
 #include <inttypes.h>
 #include <stdio.h>
@@ -79,12 +79,6 @@ done:
     return rc;
 }
 
-#ifndef PAGEIN_HAVE_CURL
-int pagein_source_list(const char *uri, pagein_list_fn fn, void *arg) {
-    (void)fn, (void)arg;
-    return pi_err(PAGEIN_E_UNSUPPORTED, "%s: pagein was built without libcurl: no remote sources", uri ? uri : "");
-}
-#else
 /* 1 when a listed name has a ".." path component after its
  * scheme and bucket/org: a listing is the server's word, and callers
  * (pagein.fsspec's get, through fsspec's other_paths) turn names into
@@ -103,73 +97,42 @@ static int unsafe_name(const char *name) {
     return 0;
 }
 
-/* Calls fn for each of the count NUL-separated names in list, each put
- * after prefix; stops at fn's first non-zero return. A name with a ".."
- * component fails the listing (PAGEIN_E_INVALID). */
-static int each_name(const char *uri, const char *prefix, const char *list, size_t count, pagein_list_fn fn,
-                     void *arg) {
-    size_t plen = strlen(prefix), cap = 0;
-    char *buf = NULL;
-    int rc = 0;
-    const char *p = list;
-    for (size_t i = 0; i < count && rc == 0; i++) {
-        size_t len = strlen(p);
-        if (plen + len + 1 > cap) {
-            char *nb = pi_realloc(buf, plen + len + 1);
-            if (!nb) {
-                rc = pi_err(-ENOMEM, "%s: out of memory listing", uri);
-                break;
-            }
-            buf = nb;
-            cap = plen + len + 1;
-        }
-        memcpy(buf, prefix, plen);
-        memcpy(buf + plen, p, len + 1);
-        if (unsafe_name(buf)) {
-            rc = pi_err(PAGEIN_E_INVALID, "%s: unsafe name '%.300s' in the listing (a '..' component)", uri, p);
-            break;
-        }
-        rc = fn(arg, buf);
-        p += len + 1;
-    }
-    pi_free(buf);
-    return rc;
+/* pagein_source_list through the source table's list op: each entry
+ * named as the caller's URI followed by its name relative to it (so the
+ * names start with the URI that was listed: the revision of an hf:// URI
+ * only where the caller named one). */
+struct pub_list {
+    const char *uri;
+    pagein_list_fn fn;
+    void *arg;
+    struct pi_buf b;
+};
+
+static int pub_entry(void *arg, const struct pi_list_entry *e) {
+    struct pub_list *l = arg;
+    size_t ul = strlen(l->uri), el = strlen(e->uri), rl = strlen(e->rel);
+    /* the source's own prefix ends in '/' where the caller's does not ("s3://b", "hf://o/n") */
+    int sep = el > rl && e->uri[el - rl - 1] == '/' && ul && l->uri[ul - 1] != '/';
+    l->b.n = 0;
+    pi_buf_put(&l->b, l->uri, ul);
+    if (sep) pi_buf_put(&l->b, "/", 1);
+    pi_buf_put(&l->b, e->rel, rl + 1);
+    if (l->b.oom) return pi_err(-ENOMEM, "%s: out of memory listing", l->uri);
+    if (unsafe_name(l->b.p))
+        return pi_err(PAGEIN_E_INVALID, "%s: unsafe name '%.300s' in the listing (a '..' component)", l->uri, e->rel);
+    return l->fn(l->arg, l->b.p);
 }
 
 int pagein_source_list(const char *uri, pagein_list_fn fn, void *arg) {
     pi_err_clear();
     RETURN_IF(!uri || !fn, PAGEIN_E_INVALID, "pagein_source_list: NULL argument");
-    char *list = NULL;
-    size_t count = 0;
-    int rc;
-    if (strncasecmp(uri, "s3://", 5) == 0 || strncasecmp(uri, "gs://", 5) == 0) {
-        /* full URIs already */
-        FORWARD_IF(pi_s3_list(uri, &list, &count));
-        rc = each_name(uri, "", list, count, fn, arg);
-    } else if (strncasecmp(uri, "hf://", 5) == 0) {
-        struct pi_hf_ref r;
-        FORWARD_IF(pi_hf_parse(uri, &r));
-        rc = pi_hf_list(uri, &r, &list, &count);
-        if (rc == 0) {
-            size_t cap = strlen(r.kind) + strlen(r.repo) + strlen(r.rev) + 32;
-            char *prefix = pi_malloc(cap);
-            if (!prefix) {
-                rc = pi_err(-ENOMEM, "%s: out of memory", uri);
-            } else {
-                /* the revision only where the caller named one, so that the
-                 * names start with the URI that was listed */
-                int named = strchr(uri + 5, '@') != NULL;
-                snprintf(prefix, cap, "hf://%s%s%s%s/", strcmp(r.kind, "datasets") == 0 ? "datasets/" : "", r.repo,
-                         named ? "@" : "", named ? r.rev : "");
-                rc = each_name(uri, prefix, list, count, fn, arg);
-                pi_free(prefix);
-            }
-        }
-        pi_hf_ref_free(&r);
-    } else {
-        return pi_err(PAGEIN_E_UNSUPPORTED, "%s: listing needs s3://, gs:// or hf:// (HTTP has no listing)", uri);
+    if (!pi_source_is_remote(uri)) {
+        const char *schemes = pi_source_schemes();
+        return pi_err(PAGEIN_E_UNSUPPORTED, "%s: not a remote prefix (remote sources in this build: %s)", uri,
+                      schemes[0] ? schemes : "none, built without libcurl");
     }
-    pi_free(list);
+    struct pub_list l = {.uri = uri, .fn = fn, .arg = arg};
+    int rc = pi_source_list(uri, pub_entry, &l);
+    pi_buf_free(&l.b);
     return rc;
 }
-#endif

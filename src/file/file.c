@@ -301,13 +301,8 @@ int pagein_open(pagein_file **out, const char *path, const pagein_open_opts *opt
     if (!out || !path) return pi_err(PAGEIN_E_INVALID, "pagein_open: NULL argument");
     struct pi_source *src;
     struct pi_meta me;
-    memset(&me, 0, sizeof me);
-    char *key = NULL;
-    int have = 0;
-    if (pi_source_is_remote(path) && pi_meta_enabled()) {
-        key = pi_meta_remote_key(path);
-        have = key && pi_meta_get(key, &me);
-    }
+    char *key;
+    int have = pi_meta_lookup(path, &key, &me);
     int rc = pi_source_open(&src, path, (opts ? opts->flags : 0) | (have ? PI_OPEN_PROBE_ONLY : 0));
     if (rc == 0) rc = open_source(out, src, opts, have ? &me : NULL, key);
     if (rc == 0 && have) pi_meta_touch(key); /* checked now (or written again) */
@@ -327,9 +322,8 @@ int pi_file_open_vouched(pagein_file **out, const char *path, const pagein_open_
     pi_err_clear();
     if (!out) return pi_err(PAGEIN_E_INVALID, "pagein_open: NULL argument");
     struct pi_meta me;
-    memset(&me, 0, sizeof me);
-    char *key = pi_meta_remote_key(path);
-    int have = key && pi_meta_get(key, &me), rc, trusted = 0;
+    char *key;
+    int have = pi_meta_lookup(path, &key, &me), rc, trusted = 0;
     int known = have && pi_meta_usable(v, path, &me, &trusted);
     uint32_t flags = opts ? opts->flags : 0;
     struct pi_source *src;

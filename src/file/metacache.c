@@ -65,26 +65,15 @@ static uint64_t hash64(const void *p, size_t n, uint64_t seed) {
 #define HEAD_LEN 40u
 #define DEFAULT_MAX (256ull << 20)
 
-static const char *env(const char *k) {
-    const char *v = getenv(k);
-    return v && *v ? v : NULL;
-}
-
 int pi_meta_enabled(void) {
-    const char *e = env("PAGEIN_META_CACHE");
+    const char *e = pi_env("PAGEIN_META_CACHE");
     if (e && (!strcmp(e, "0") || !strcmp(e, "off") || !strcmp(e, "no"))) return 0;
-    return env("PAGEIN_META_CACHE_DIR") || env("XDG_CACHE_HOME") || env("HOME");
+    return pi_env("PAGEIN_META_CACHE_DIR") || pi_env("XDG_CACHE_HOME") || pi_env("HOME");
 }
 
 static uint64_t cache_max(void) {
-    const char *e = env("PAGEIN_META_CACHE_MAX");
-    if (!e) return DEFAULT_MAX;
-    char *end;
-    unsigned long long v = strtoull(e, &end, 10);
-    if (*end == 'K' || *end == 'k') v <<= 10;
-    else if (*end == 'M' || *end == 'm') v <<= 20;
-    else if (*end == 'G' || *end == 'g') v <<= 30;
-    return v ? (uint64_t)v : DEFAULT_MAX;
+    uint64_t v = pi_env_size("PAGEIN_META_CACHE_MAX", DEFAULT_MAX);
+    return v ? v : DEFAULT_MAX;
 }
 
 /* mkdir that accepts an existing directory. */
@@ -92,11 +81,11 @@ static int mkdir_one(const char *p) { return mkdir(p, 0700) == 0 || errno == EEX
 
 /* The cache directory's path from the environment into p: 0, or -1. */
 static int dir_path(char *p, size_t cap) {
-    const char *d = env("PAGEIN_META_CACHE_DIR");
+    const char *d = pi_env("PAGEIN_META_CACHE_DIR");
     int k;
     if (d) k = snprintf(p, cap, "%s", d);
-    else if (env("XDG_CACHE_HOME")) k = snprintf(p, cap, "%s/pagein/meta", env("XDG_CACHE_HOME"));
-    else if (env("HOME")) k = snprintf(p, cap, "%s/.cache/pagein/meta", env("HOME"));
+    else if (pi_env("XDG_CACHE_HOME")) k = snprintf(p, cap, "%s/pagein/meta", pi_env("XDG_CACHE_HOME"));
+    else if (pi_env("HOME")) k = snprintf(p, cap, "%s/.cache/pagein/meta", pi_env("HOME"));
     else return -1;
     return k > 0 && (size_t)k < cap ? 0 : -1;
 }
@@ -448,6 +437,16 @@ static int stat_cmp(const void *a, const void *b) {
  * cheaper than listing it all. */
 #define VOUCH_MAX_PAGES 8
 
+
+int pi_meta_lookup(const char *path, char **key, struct pi_meta *m) {
+    memset(m, 0, sizeof *m);
+    *key = NULL;
+    if (!path || !pi_source_is_remote(path) || !pi_meta_enabled()) return 0;
+    *key = pi_meta_remote_key(path);
+    if (*key && pi_meta_get(*key, m)) return 1;
+    memset(m, 0, sizeof *m); /* a miss holds nothing to free */
+    return 0;
+}
 /* 1 if s is a full commit hash (40 hex digits): a Hub revision that names
  * immutable bytes, unlike a branch or a tag. */
 static int is_commit(const char *s) {
@@ -460,11 +459,10 @@ static int is_commit(const char *s) {
 void pi_meta_vouch_dir(const char *dir_uri, struct pi_meta_vouch *v) {
     memset(v, 0, sizeof *v);
 #ifdef PAGEIN_HAVE_CURL
-    const char *off = env("PAGEIN_META_VOUCH"); /* 0: each entry its own request (bench/open_many.sh compares) */
+    const char *off = pi_env("PAGEIN_META_VOUCH"); /* 0: each entry its own request (bench/open_many.sh compares) */
     if (!dir_uri || !pi_meta_enabled() || (off && !strcmp(off, "0"))) return;
-    const char *tr = env("PAGEIN_META_TRUST_SECONDS");
-    long long ts = tr ? strtoll(tr, NULL, 10) : 0;
-    if (ts > 0 && ts <= 365ll * 86400) v->trust_ns = ts * 1000000000ll; /* opt-in; used only where no check covers a file */
+    long long ts = pi_env_long("PAGEIN_META_TRUST_SECONDS", 0, 1, 365l * 86400);
+    if (ts > 0) v->trust_ns = ts * 1000000000ll; /* opt-in; used only where no check covers a file */
     if (!strncasecmp(dir_uri, "hf://", 5)) {
         struct pi_hf_ref r;
         if (pi_hf_parse(dir_uri, &r) == 0) v->pinned = is_commit(r.rev);

@@ -34,6 +34,11 @@ int pi_meta_dev_is_remote(dev_t dev);
  * when there is none or it is unusable (corrupt, truncated, foreign,
  * a symlink: such an entry is removed). Never fails otherwise. */
 int pi_meta_get(const char *key, struct pi_meta *m);
+/* The one lookup before opening path: for a remote URL with the cache on,
+ * *key (malloc'd; NULL otherwise or when out of memory) and 1 with *m
+ * filled (as pi_meta_get) when the cache holds an entry; else 0 with *m
+ * zeroed. Free m->hdr and *key with pi_free in either case. */
+int pi_meta_lookup(const char *path, char **key, struct pi_meta *m);
 /* The entry under key was checked against its source just now (or used
  * after such a check): its mtime, the LRU clock and the age that
  * PAGEIN_META_TRUST_SECONDS reads, becomes now. A use that only trusted the

@@ -51,13 +51,8 @@ static char *dir_of(const char *path) {
  * object's ETag and size, and the bytes come from the entry. */
 static int read_small(const char *path, uint8_t **out, size_t *len, const struct pi_meta_vouch *v) {
     struct pi_meta me;
-    memset(&me, 0, sizeof me);
-    char *key = NULL;
-    int have = 0;
-    if (pi_source_is_remote(path) && pi_meta_enabled()) {
-        key = pi_meta_remote_key(path);
-        have = key && pi_meta_get(key, &me);
-    }
+    char *key;
+    int have = pi_meta_lookup(path, &key, &me);
     struct pi_source *src;
     int trusted = 0; /* a listing or a pinned commit (or the opt-in trust): no request */
     int rc = have && pi_meta_usable(v, path, &me, &trusted) ? pi_source_open_known(&src, path, 0, me.size, me.identity)
@@ -211,13 +206,12 @@ static int open_item(void *ctx, size_t i) {
  * pay for the listing and use none of it. */
 static void vouch_for(const char *first, struct pi_meta_vouch *v) {
     memset(v, 0, sizeof *v);
-    if (!pi_source_is_remote(first) || !pi_meta_enabled()) return;
-    char *key = pi_meta_remote_key(first);
+    char *key;
     struct pi_meta me;
-    int have = key && pi_meta_get(key, &me);
+    int have = pi_meta_lookup(first, &key, &me);
     pi_free(key);
-    if (!have) return;
     pi_free(me.hdr);
+    if (!have) return;
     char *dir = dir_of(first);
     if (dir) pi_meta_vouch_dir(dir, v);
     pi_free(dir);

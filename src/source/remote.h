@@ -105,16 +105,43 @@ struct pi_s3_stat {
 };
 int pi_s3_list_stat(const char *uri, int max_pages, struct pi_s3_stat **out, size_t *n);
 void pi_s3_stat_free(struct pi_s3_stat *v, size_t n);
-/* One ListObjectsV2 page (s3_listing.c): its records appended to *v (*n
- * of *cap), base + key as each uri; the continuation token into tok
- * (tokcap bytes) and *more. 0 or -ENOMEM. */
-int pi_s3_stat_page(const char *body, size_t blen, const char *base, struct pi_s3_stat **v, size_t *n, size_t *cap,
-                    char *tok, size_t tokcap, int *more);
 /* ---- end issue 28 ---- */
-/* One ListObjectsV2 page (body: len bytes, NUL-terminated) through the
- * list op's rules for prefix uri: fn per object under it. The parser
- * alone, for fuzz/fuzz_s3_list.c. */
+/* ---- the one ListObjectsV2 page reader (s3_listing.c) ---- */
+/* One listed object: its decoded key (under the prefix), its size
+ * (PI_SIZE_UNKNOWN when the page does not say) and ETag ("" likewise). */
+typedef int (*pi_s3_key_fn)(void *arg, const char *key, uint64_t size, const char *etag);
+/* One page (body: blen bytes): fn per <Contents> whose key starts with
+ * prefix (others left out), the continuation token into tok (tokcap
+ * bytes, "" none) and *more. 0, or fn's or pi_grow's error. */
+int pi_s3_page(const char *body, size_t blen, const char *prefix, pi_s3_key_fn fn, void *arg, char *tok, size_t tokcap,
+               int *more);
+/* s3://bucket/prefix (or gs://): "s3://bucket/" into base (cap bytes) and
+ * the key prefix returned (a pointer into uri); NULL when not such a URI. */
+const char *pi_s3_split(const char *uri, char *base, size_t cap);
+/* The list op's rule (arg: struct pi_s3_lister): each object under the
+ * prefix as a pi_list_entry; the prefix itself and keys ending in '/' left out. */
+struct pi_s3_lister {
+    pi_list_fn fn;
+    void *arg;
+    const char *uri, *base, *prefix;
+    struct pi_buf u;
+};
+int pi_s3_list_key(void *arg, const char *key, uint64_t size, const char *etag);
+/* The metadata cache's rule (arg: struct pi_s3_stats): each key with a
+ * size and an ETag appended as base + key. */
+struct pi_s3_stats {
+    const char *base;
+    struct pi_s3_stat *v;
+    size_t n, cap;
+};
+int pi_s3_stat_add(void *arg, const char *key, uint64_t size, const char *etag);
+/* One page into *v (*n of *cap) through pi_s3_stat_add. */
+int pi_s3_stat_page(const char *body, size_t blen, const char *base, const char *prefix, struct pi_s3_stat **v,
+                    size_t *n, size_t *cap, char *tok, size_t tokcap, int *more);
+/* One page through the list op's rule for prefix uri: fn per object under
+ * it. For fuzz/fuzz_s3_list.c. */
 int pi_s3_listing_parse(const char *uri, const char *body, size_t len, pi_list_fn fn, void *arg);
+/* ---- end ListObjectsV2 page reader ---- */
 /* hf://org/name[@rev][/path] split into parts (malloc'd strings, free with
  * pi_free); path may be "". kind is "models" or "datasets". */
 struct pi_hf_ref {

@@ -246,92 +246,10 @@ out:
     return rc;
 }
 
-/* ---- ListObjectsV2 --------------------------------------------------------------- */
-/* Decodes the five XML entities of s[0,n) into out. */
-static size_t xml_text(const char *s, size_t n, char *out) {
-    size_t o = 0;
-    for (size_t i = 0; i < n;) {
-        if (s[i] == '&') {
-            static const struct { const char *e; char c; } ents[] = {
-                {"&amp;", '&'}, {"&lt;", '<'}, {"&gt;", '>'}, {"&quot;", '"'}, {"&apos;", '\''}};
-            int hit = 0;
-            for (size_t k = 0; k < PI_ARRAY_LEN(ents); k++) {
-                size_t l = strlen(ents[k].e);
-                if (i + l <= n && memcmp(s + i, ents[k].e, l) == 0) {
-                    out[o++] = ents[k].c;
-                    i += l;
-                    hit = 1;
-                    break;
-                }
-            }
-            if (hit) continue;
-        }
-        out[o++] = s[i++];
-    }
-    out[o] = 0;
-    return o;
-}
-
-/* The text of the first <tag>...</tag> in [p, end), decoded into out
- * (cap bytes); 0 when absent or too long. */
-static int xml_field(const char *p, const char *end, const char *tag, char *out, size_t cap) {
-    char open[32], close[32];
-    snprintf(open, sizeof open, "<%s>", tag);
-    snprintf(close, sizeof close, "</%s>", tag);
-    const char *a = memmem(p, (size_t)(end - p), open, strlen(open));
-    if (!a) return 0;
-    a += strlen(open);
-    const char *b = memmem(a, (size_t)(end - a), close, strlen(close));
-    if (!b || (size_t)(b - a) >= cap) return 0;
-    xml_text(a, (size_t)(b - a), out);
-    return 1;
-}
-
-/* One listed key: decoded key (keylen bytes), its size (PI_SIZE_UNKNOWN
- * when the listing does not say) and ETag ("" likewise). */
-typedef int (*key_fn)(void *arg, const struct s3conf *c, const char *key, uint64_t size, const char *etag);
-
-/* One page of a ListObjectsV2 answer (body: blen bytes, NUL-terminated):
- * fn per <Key> with the Size and ETag of its <Contents>; *more and the
- * continuation token (tokcap bytes, "" none). Linear in blen: every search
- * stays within the current object's part of the page. */
-static int parse_page(const struct s3conf *c, const char *body, size_t blen, key_fn fn, void *arg, char *tok,
-                      size_t tokcap, int *more) {
-    char *key = NULL;
-    size_t kcap = 0;
-    int rc = 0;
-    const char *p = body, *bend = body + strnlen(body, blen);
-    while (rc == 0 && (p = strstr(p, "<Key>"))) {
-        p += 5;
-        const char *e = strstr(p, "</Key>");
-        if (!e) break;
-        if ((rc = pi_grow((void **)&key, &kcap, (size_t)(e - p) + 1, 1)) < 0) break;
-        xml_text(p, (size_t)(e - p), key);
-        /* this object's Size and ETag: up to its </Contents>, never past the next key */
-        const char *nk = strstr(e, "<Key>"), *lim = nk ? nk : bend;
-        const char *ce = memmem(e, (size_t)(lim - e), "</Contents>", 11);
-        if (!ce) ce = lim;
-        char sz[32], etag[160] = "";
-        uint64_t size = PI_SIZE_UNKNOWN;
-        if (xml_field(e, ce, "Size", sz, sizeof sz) && sz[0] >= '0' && sz[0] <= '9') size = strtoull(sz, NULL, 10);
-        if (!xml_field(e, ce, "ETag", etag, sizeof etag)) etag[0] = 0;
-        rc = fn(arg, c, key, size, etag);
-        p = e;
-    }
-    pi_free(key);
-    tok[0] = 0;
-    const char *t = strstr(body, "<NextContinuationToken>");
-    *more = strstr(body, "<IsTruncated>true</IsTruncated>") != NULL;
-    if (*more && t) {
-        t += 23;
-        const char *e = strstr(t, "</NextContinuationToken>");
-        if (e && (size_t)(e - t) < tokcap) xml_text(t, (size_t)(e - t), tok);
-    }
-    return rc;
-}
-
-/* Every key of ListObjectsV2 under uri's key prefix, all pages. */
-static int s3_walk(const char *uri, key_fn fn, void *arg) {
+/* ---- ListObjectsV2 (the page reader: s3_listing.c) --------------------------------- */
+/* Every key under uri's key prefix through fn, up to max_pages pages;
+ * delim: direct children only (delimiter '/'). */
+static int s3_walk(const char *uri, int delim, int max_pages, pi_s3_key_fn fn, void *arg) {
     struct s3conf *c = pi_calloc(1, sizeof *c);
     struct s3req *q = pi_calloc(1, sizeof *q);
     char *url = pi_malloc(16384), *tok = pi_calloc(1, 2048);
@@ -343,11 +261,11 @@ static int s3_walk(const char *uri, key_fn fn, void *arg) {
     rc = parse_uri(uri, c);
     if (rc < 0) goto done;
     load_conf(c);
-    for (int page = 0; page < 10000; page++) {
+    for (int page = 0; page < max_pages; page++) {
         url[0] = 0;
         object_url(c, "", url, 16384);
         size_t ul = strlen(url);
-        snprintf(url + ul, 16384 - ul, "?list-type=2&prefix=");
+        snprintf(url + ul, 16384 - ul, "%s", delim ? "?delimiter=%2F&list-type=2&prefix=" : "?list-type=2&prefix=");
         pi_url_encode(url, 16384, c->key, 0);
         if (tok[0]) {
             ul = strlen(url);
@@ -368,7 +286,7 @@ static int s3_walk(const char *uri, key_fn fn, void *arg) {
             goto done;
         }
         int more = 0;
-        rc = parse_page(c, body, blen, fn, arg, tok, 2048, &more);
+        rc = pi_s3_page(body, blen, c->key, fn, arg, tok, 2048, &more);
         pi_free(body);
         if (rc != 0 || !more || !tok[0]) break;
     }
@@ -381,99 +299,51 @@ done:
     return rc;
 }
 
-/* ---- ListObjectsV2 with sizes and ETags (the metadata cache) ------------------ */
 /* One listing request per 1,000 keys gives every key's size and ETag:
  * what the metadata cache checks its entries against (file/metacache.c,
- * pi_meta_vouch), instead of one request per object. Separate from
- * pi_s3_list, which pull and the resolvers use for names only. */
+ * pi_meta_vouch), instead of one request per object. */
 int pi_s3_list_stat(const char *uri, int max_pages, struct pi_s3_stat **out, size_t *count) {
     *out = NULL;
     *count = 0;
-    struct s3conf *c = pi_calloc(1, sizeof *c);
-    struct s3req *q = pi_calloc(1, sizeof *q);
-    char *url = pi_malloc(16384), *tok = pi_calloc(1, 2048);
-    struct pi_s3_stat *v = NULL;
-    size_t n = 0, cap = 0;
-    int rc;
-    if (!c || !q || !url || !tok) {
-        rc = pi_err(-ENOMEM, "%s: out of memory", uri);
-        goto done;
-    }
-    rc = parse_uri(uri, c);
-    if (rc < 0) goto done;
-    load_conf(c);
     char base[600];
-    snprintf(base, sizeof base, "%s://%s/", c->gs ? "gs" : "s3", c->bucket);
-    for (int page = 0; page < max_pages; page++) {
-        url[0] = 0;
-        object_url(c, "", url, 16384);
-        size_t ul = strlen(url);
-        snprintf(url + ul, 16384 - ul, "?delimiter=%%2F&list-type=2&prefix="); /* direct children only */
-        pi_url_encode(url, 16384, c->key, 0);
-        if (tok[0]) {
-            ul = strlen(url);
-            snprintf(url + ul, 16384 - ul, "&continuation-token=");
-            pi_url_encode(url, 16384, tok, 0);
-        }
-        struct pi_http_cfg cfg;
-        fill_cfg(c, q, &cfg);
-        cfg.url = url;
-        char *body;
-        size_t blen;
-        long st = 0;
-        rc = pi_http_fetch(&cfg, &body, &blen, 64u << 20, &st);
-        if (rc < 0) goto done;
-        if (st != 200) {
-            rc = pi_err(PAGEIN_E_REMOTE, "%s: GET %s (ListObjectsV2): HTTP %ld: %.300s", uri, url, st, body);
-            pi_free(body);
-            goto done;
-        }
-        int more = 0;
-        rc = pi_s3_stat_page(body, blen, base, &v, &n, &cap, tok, 2048, &more);
-        pi_free(body);
-        if (rc < 0) goto done;
-        if (!more || !tok[0]) break;
+    if (!pi_s3_split(uri, base, sizeof base)) return pi_err(PAGEIN_E_INVALID, "%s: expected s3://BUCKET/PREFIX", uri);
+    struct pi_s3_stats st = {.base = base};
+    int rc = s3_walk(uri, 1, max_pages, pi_s3_stat_add, &st);
+    if (rc < 0) {
+        pi_s3_stat_free(st.v, st.n);
+        return rc;
     }
-    *out = v;
-    *count = n;
-    v = NULL;
-    n = 0;
-done:
-    pi_s3_stat_free(v, n);
-    if (c) pi_free(c->key);
-    pi_free(c);
-    pi_free(q);
-    pi_free(url);
-    pi_free(tok);
-    return rc;
+    *out = st.v;
+    *count = st.n;
+    return 0;
 }
 
 struct nul_list {
+    const char *base;
     struct pi_buf b;
     size_t n;
 };
 
-static int add_nul(void *arg, const struct s3conf *c, const char *key, uint64_t size, const char *etag) {
+static int add_nul(void *arg, const char *key, uint64_t size, const char *etag) {
     (void)size, (void)etag;
     struct nul_list *l = arg;
-    const char *scheme = c->gs ? "gs" : "s3";
-    pi_buf_put(&l->b, scheme, strlen(scheme));
-    pi_buf_put(&l->b, "://", 3);
-    pi_buf_put(&l->b, c->bucket, strlen(c->bucket));
-    pi_buf_put(&l->b, "/", 1);
+    pi_buf_put(&l->b, l->base, strlen(l->base));
     pi_buf_put(&l->b, key, strlen(key) + 1);
     l->n++;
     return l->b.oom ? pi_err(-ENOMEM, "out of memory listing") : 0;
 }
 
 int pi_s3_list(const char *uri, char **list, size_t *count) {
+    *list = NULL;
+    *count = 0;
+    char base[600];
+    if (!pi_s3_split(uri, base, sizeof base)) return pi_err(PAGEIN_E_INVALID, "%s: expected s3://BUCKET/PREFIX", uri);
     struct nul_list l;
     memset(&l, 0, sizeof l);
-    int rc = s3_walk(uri, add_nul, &l);
+    l.base = base;
+    int rc = s3_walk(uri, 0, 10000, add_nul, &l);
     if (rc < 0) {
         pi_free(l.b.p);
-        *list = NULL;
-        *count = 0;
         return rc;
     }
     *list = l.b.p;
@@ -481,56 +351,15 @@ int pi_s3_list(const char *uri, char **list, size_t *count) {
     return 0;
 }
 
-/* The list op: the objects under the prefix, named relative to it; the
- * "directory" markers (keys ending in '/') and keys outside the prefix (a
- * listing that lies) left out. */
-struct op_list {
-    pi_list_fn fn;
-    void *arg;
-    const char *uri;
-    struct pi_buf u;
-};
-
-static int list_key(void *arg, const struct s3conf *c, const char *key, uint64_t size, const char *etag) {
-    struct op_list *l = arg;
-    size_t pl = strlen(c->key), kl = strlen(key);
-    if (kl <= pl || strncmp(key, c->key, pl) != 0 || key[kl - 1] == '/') return 0;
-    l->u.n = 0;
-    const char *scheme = c->gs ? "gs" : "s3";
-    pi_buf_put(&l->u, scheme, strlen(scheme));
-    pi_buf_put(&l->u, "://", 3);
-    pi_buf_put(&l->u, c->bucket, strlen(c->bucket));
-    pi_buf_put(&l->u, "/", 1);
-    pi_buf_put(&l->u, key, kl + 1);
-    if (l->u.oom) return pi_err(-ENOMEM, "%s: out of memory listing", l->uri);
-    struct pi_list_entry e = {l->u.p, key + pl, size, etag};
-    return l->fn(l->arg, &e);
-}
-
+/* The list op: the objects under the prefix, named relative to it
+ * (s3_listing.c pi_s3_list_key). */
 static int s3_list(const char *uri, pi_list_fn fn, void *arg) {
-    struct op_list l;
-    memset(&l, 0, sizeof l);
-    l.fn = fn;
-    l.arg = arg;
-    l.uri = uri;
-    int rc = s3_walk(uri, list_key, &l);
+    char base[600];
+    const char *prefix = pi_s3_split(uri, base, sizeof base);
+    if (!prefix) return pi_err(PAGEIN_E_INVALID, "%s: expected s3://BUCKET/PREFIX", uri);
+    struct pi_s3_lister l = {.fn = fn, .arg = arg, .uri = uri, .base = base, .prefix = prefix};
+    int rc = s3_walk(uri, 0, 10000, pi_s3_list_key, &l);
     pi_free(l.u.p);
-    return rc;
-}
-
-int pi_s3_listing_parse(const char *uri, const char *body, size_t len, pi_list_fn fn, void *arg) {
-    struct s3conf c;
-    FORWARD_IF(parse_uri(uri, &c));
-    struct op_list l;
-    memset(&l, 0, sizeof l);
-    l.fn = fn;
-    l.arg = arg;
-    l.uri = uri;
-    char tok[2048];
-    int more = 0;
-    int rc = parse_page(&c, body, len, list_key, &l, tok, sizeof tok, &more);
-    pi_free(l.u.p);
-    pi_free(c.key);
     return rc;
 }
 
@@ -560,9 +389,4 @@ const struct pi_source_ops pi_source_s3 = {
     .stream = pi_http_stream,
 };
 
-#else
-int pi_s3_listing_parse(const char *uri, const char *body, size_t len, pi_list_fn fn, void *arg) {
-    (void)body, (void)len, (void)fn, (void)arg;
-    return pi_err(PAGEIN_E_UNSUPPORTED, "%s: pagein was built without libcurl: no s3 source", uri);
-}
 #endif /* PAGEIN_HAVE_CURL */

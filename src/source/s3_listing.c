@@ -1,13 +1,17 @@
-/* s3_listing.c - one page of an S3 ListObjectsV2 answer read into
- * (key, size, ETag) records: what the metadata cache checks its entries
- * against (file/metacache.c, pi_meta_vouch_dir; s3.c pi_s3_list_stat does
- * the requests). Apart from s3.c and outside its libcurl guard, so that
- * fuzz/fuzz_s3list.c drives it in every build. Untrusted input: the
- * server's XML, read by tag, bounded by the body's length. */
+/* s3_listing.c - the one reader of an S3 ListObjectsV2 page (the server's
+ * XML: untrusted), and the two record shapes built on it: the list op's
+ * entries (pi_s3_list_key: URI, name relative to the prefix, size, ETag)
+ * and the metadata cache's (key, size, ETag) records (pi_s3_stat_add;
+ * file/metacache.c checks its entries against them). s3.c does the
+ * requests (s3_walk). Apart from s3.c and outside its libcurl guard, so
+ * that fuzz/fuzz_s3_list.c drives it in every build. Bounded by the body's
+ * length (NUL bytes inside it included), linear in it, and keys outside
+ * the listed prefix (a listing that lies) are left out. */
 #include "remote.h"
 
 #include <stdio.h>
 #include <stdlib.h>
+#include <strings.h>
 
 /* Decodes the five XML entities of s[0, n) into out (n + 1 bytes). */
 static size_t ent_decode(const char *s, size_t n, char *out) {
@@ -19,7 +23,7 @@ static size_t ent_decode(const char *s, size_t n, char *out) {
     for (size_t i = 0; i < n;) {
         int hit = 0;
         if (s[i] == '&')
-            for (size_t k = 0; k < sizeof ents / sizeof ents[0] && !hit; k++) {
+            for (size_t k = 0; k < PI_ARRAY_LEN(ents) && !hit; k++) {
                 size_t l = strlen(ents[k].e);
                 if (i + l <= n && memcmp(s + i, ents[k].e, l) == 0) {
                     out[o++] = ents[k].c;
@@ -33,54 +37,52 @@ static size_t ent_decode(const char *s, size_t n, char *out) {
     return o;
 }
 
-/* The text of the first <tag>...</tag> inside [p, end), decoded into out
- * (cap bytes): 1, else 0. */
-static int xml_field(const char *p, const char *end, const char *tag, char *out, size_t cap) {
+/* The raw text [*a, *b) of the first <tag>...</tag> inside [p, end): 1, else 0. */
+static int xml_span(const char *p, const char *end, const char *tag, const char **a, const char **b) {
     char open[32], close[32];
     snprintf(open, sizeof open, "<%s>", tag);
     snprintf(close, sizeof close, "</%s>", tag);
-    const char *a = memmem(p, (size_t)(end - p), open, strlen(open));
-    if (!a) return 0;
-    a += strlen(open);
-    const char *b = memmem(a, (size_t)(end - a), close, strlen(close));
-    if (!b || (size_t)(b - a) >= cap) return 0; /* decoding only shrinks */
-    ent_decode(a, (size_t)(b - a), out);
+    const char *s = memmem(p, (size_t)(end - p), open, strlen(open));
+    if (!s) return 0;
+    s += strlen(open);
+    const char *e = memmem(s, (size_t)(end - s), close, strlen(close));
+    if (!e) return 0;
+    *a = s;
+    *b = e;
     return 1;
 }
 
-/* One ListObjectsV2 page: each <Contents> with a Key, a decimal Size and
- * an ETag appended to *v (base + key as its uri; others skipped), the next
- * continuation token into tok (tokcap bytes, "" if none) and whether the
- * listing goes on. 0, or -ENOMEM. The parser fuzz/fuzz_s3list.c drives:
- * the body is the server's, untrusted. */
-int pi_s3_stat_page(const char *body, size_t blen, const char *base, struct pi_s3_stat **v, size_t *n, size_t *cap,
-                    char *tok, size_t tokcap, int *more) {
+/* The decoded text of <tag> inside [p, end) into out (cap bytes): 1, else
+ * 0 (absent, too long, or holding a NUL byte). */
+static int xml_field(const char *p, const char *end, const char *tag, char *out, size_t cap) {
+    const char *a, *b;
+    if (!xml_span(p, end, tag, &a, &b) || (size_t)(b - a) >= cap) return 0; /* decoding only shrinks */
+    return ent_decode(a, (size_t)(b - a), out) == strlen(out);
+}
+
+int pi_s3_page(const char *body, size_t blen, const char *prefix, pi_s3_key_fn fn, void *arg, char *tok, size_t tokcap,
+               int *more) {
     const char *p = body, *bend = body + blen;
-    size_t bl = strlen(base);
+    size_t pl = strlen(prefix), kcap = 0;
+    char *key = NULL;
     int rc = 0;
-    char *key = pi_malloc(4096);
-    if (!key) return pi_err(-ENOMEM, "ListObjectsV2: out of memory");
-    while (p < bend && (p = memmem(p, (size_t)(bend - p), "<Contents>", 10))) {
+    while (rc == 0 && p < bend && (p = memmem(p, (size_t)(bend - p), "<Contents>", 10))) {
         const char *e = memmem(p, (size_t)(bend - p), "</Contents>", 11);
         if (!e) break;
-        char sz[32], *end;
-        struct pi_s3_stat s;
-        memset(&s, 0, sizeof s);
-        if (xml_field(p, e, "Key", key, 4096) && xml_field(p, e, "Size", sz, sizeof sz) &&
-            xml_field(p, e, "ETag", s.etag, sizeof s.etag) && sz[0] >= '0' && sz[0] <= '9') {
-            errno = 0;
-            s.size = strtoull(sz, &end, 10);
-            if (!*end && errno == 0) {
-                if ((rc = pi_grow((void **)v, cap, *n + 1, sizeof **v)) < 0) break;
-                size_t kl = strlen(key);
-                s.uri = pi_malloc(bl + kl + 1);
-                if (!s.uri) {
-                    rc = pi_err(-ENOMEM, "ListObjectsV2: out of memory");
-                    break;
+        const char *ka, *kb;
+        if (xml_span(p, e, "Key", &ka, &kb)) {
+            if ((rc = pi_grow((void **)&key, &kcap, (size_t)(kb - ka) + 1, 1)) < 0) break;
+            size_t kl = ent_decode(ka, (size_t)(kb - ka), key);
+            if (kl == strlen(key) && strncmp(key, prefix, pl) == 0) {
+                char sz[32], etag[sizeof ((struct pi_s3_stat *)0)->etag], *end;
+                uint64_t size = PI_SIZE_UNKNOWN;
+                if (xml_field(p, e, "Size", sz, sizeof sz) && sz[0] >= '0' && sz[0] <= '9') {
+                    errno = 0;
+                    unsigned long long v = strtoull(sz, &end, 10);
+                    if (!*end && errno == 0) size = v;
                 }
-                memcpy(s.uri, base, bl);
-                memcpy(s.uri + bl, key, kl + 1);
-                (*v)[(*n)++] = s;
+                if (!xml_field(p, e, "ETag", etag, sizeof etag)) etag[0] = 0;
+                rc = fn(arg, key, size, etag);
             }
         }
         p = e + 11;
@@ -88,12 +90,70 @@ int pi_s3_stat_page(const char *body, size_t blen, const char *base, struct pi_s
     pi_free(key);
     tok[0] = 0;
     *more = memmem(body, blen, "<IsTruncated>true</IsTruncated>", 31) != NULL;
-    const char *t = memmem(body, blen, "<NextContinuationToken>", 23);
-    if (*more && t) {
-        t += 23;
-        const char *e = memmem(t, (size_t)(bend - t), "</NextContinuationToken>", 24);
-        if (e && (size_t)(e - t) < tokcap) ent_decode(t, (size_t)(e - t), tok);
-    }
+    const char *ta, *tb;
+    if (*more && xml_span(body, bend, "NextContinuationToken", &ta, &tb) && (size_t)(tb - ta) < tokcap)
+        ent_decode(ta, (size_t)(tb - ta), tok);
+    return rc;
+}
+
+const char *pi_s3_split(const char *uri, char *base, size_t cap) {
+    if (strncasecmp(uri, "s3://", 5) != 0 && strncasecmp(uri, "gs://", 5) != 0) return NULL;
+    size_t bl = strcspn(uri + 5, "/");
+    if (bl == 0 || 5 + bl + 2 > cap) return NULL;
+    snprintf(base, cap, "%s://%.*s/", strncasecmp(uri, "gs://", 5) == 0 ? "gs" : "s3", (int)bl, uri + 5);
+    return uri[5 + bl] == '/' ? uri + 5 + bl + 1 : uri + 5 + bl;
+}
+
+/* ---- the list op's entries -------------------------------------------------------- */
+int pi_s3_list_key(void *arg, const char *key, uint64_t size, const char *etag) {
+    struct pi_s3_lister *l = arg;
+    size_t pl = strlen(l->prefix), kl = strlen(key);
+    /* the prefix itself and "directory" markers (keys ending in '/') are not objects */
+    if (kl <= pl || key[kl - 1] == '/') return 0;
+    l->u.n = 0;
+    pi_buf_put(&l->u, l->base, strlen(l->base));
+    pi_buf_put(&l->u, key, kl + 1);
+    if (l->u.oom) return pi_err(-ENOMEM, "%s: out of memory listing", l->uri);
+    struct pi_list_entry ent = {l->u.p, key + pl, size, etag};
+    return l->fn(l->arg, &ent);
+}
+
+int pi_s3_listing_parse(const char *uri, const char *body, size_t len, pi_list_fn fn, void *arg) {
+    char base[600], tok[2048];
+    const char *prefix = pi_s3_split(uri, base, sizeof base);
+    if (!prefix) return pi_err(PAGEIN_E_INVALID, "%s: expected s3://BUCKET/PREFIX or gs://BUCKET/PREFIX", uri);
+    struct pi_s3_lister l = {.fn = fn, .arg = arg, .uri = uri, .base = base, .prefix = prefix};
+    int more = 0;
+    int rc = pi_s3_page(body, len, prefix, pi_s3_list_key, &l, tok, sizeof tok, &more);
+    pi_free(l.u.p);
+    return rc;
+}
+
+/* ---- the metadata cache's records --------------------------------------------------- */
+int pi_s3_stat_add(void *arg, const char *key, uint64_t size, const char *etag) {
+    struct pi_s3_stats *st = arg;
+    if (size == PI_SIZE_UNKNOWN || !etag[0]) return 0; /* nothing to vouch with */
+    FORWARD_IF(pi_grow((void **)&st->v, &st->cap, st->n + 1, sizeof *st->v));
+    struct pi_s3_stat s;
+    memset(&s, 0, sizeof s);
+    size_t bl = strlen(st->base), kl = strlen(key);
+    s.uri = pi_malloc(bl + kl + 1);
+    if (!s.uri) return pi_err(-ENOMEM, "ListObjectsV2: out of memory");
+    memcpy(s.uri, st->base, bl);
+    memcpy(s.uri + bl, key, kl + 1);
+    s.size = size;
+    snprintf(s.etag, sizeof s.etag, "%s", etag);
+    st->v[st->n++] = s;
+    return 0;
+}
+
+int pi_s3_stat_page(const char *body, size_t blen, const char *base, const char *prefix, struct pi_s3_stat **v,
+                    size_t *n, size_t *cap, char *tok, size_t tokcap, int *more) {
+    struct pi_s3_stats st = {.base = base, .v = *v, .n = *n, .cap = *cap};
+    int rc = pi_s3_page(body, blen, prefix, pi_s3_stat_add, &st, tok, tokcap, more);
+    *v = st.v;
+    *n = st.n;
+    *cap = st.cap;
     return rc;
 }
 

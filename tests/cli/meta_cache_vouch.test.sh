@@ -36,7 +36,7 @@ IDX=s3://bkt/m/model.safetensors.index.json
 shard() { printf 'model-%05d-of-%05d.safetensors' "$1" $N; }
 upload() { # FILE KEY: into bucket bkt
   local code
-  code=$(curl -s -o /dev/null -w '%{http_code}' --aws-sigv4 "aws:amz:us-east-1:s3" -u S3RVER:S3RVER \
+  code=$(curl -s --max-time 30 -o /dev/null -w '%{http_code}' --aws-sigv4 "aws:amz:us-east-1:s3" -u S3RVER:S3RVER \
     -H 'x-amz-content-sha256: UNSIGNED-PAYLOAD' -T "$1" "$S3/bkt/$2")
   [ "$code" = 200 ] || fail "upload of $2: HTTP $code"
 }

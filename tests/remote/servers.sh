@@ -216,7 +216,7 @@ if [[ " $want " == *" s3 "* ]]; then
   # upload DIR/s3/* into bucket bkt (signed with s3rver's built-in key)
   while IFS= read -r f; do
     key=${f#"$DIR/s3/"}
-    code=$(curl -s -o /dev/null -w '%{http_code}' --aws-sigv4 "aws:amz:us-east-1:s3" -u S3RVER:S3RVER \
+    code=$(curl -s --max-time 30 -o /dev/null -w '%{http_code}' --aws-sigv4 "aws:amz:us-east-1:s3" -u S3RVER:S3RVER \
       -H 'x-amz-content-sha256: UNSIGNED-PAYLOAD' -T "$f" "http://127.0.0.1:$S3P/bkt/$key")
     [ "$code" = 200 ] || { echo "s3rver: upload of $key failed (HTTP $code)"; exit 1; }
   done < <(find -L "$DIR/s3" -type f | sort)
@@ -231,7 +231,7 @@ if [[ " $want " == *" s3 "* ]]; then
     wait_port "$S3SP" || { echo "s3rver (TLS) did not start: $(tail -3 "$DIR/logs/s3rver-tls.log")"; exit 1; }
     f=$(find -L "$DIR/s3" -type f | sort | head -1)
     if [ -n "$f" ]; then
-      code=$(curl -s -o /dev/null -w '%{http_code}' --cacert "$DIR/ca.pem" --aws-sigv4 "aws:amz:us-east-1:s3" \
+      code=$(curl -s --max-time 30 -o /dev/null -w '%{http_code}' --cacert "$DIR/ca.pem" --aws-sigv4 "aws:amz:us-east-1:s3" \
         -u S3RVER:S3RVER -H 'x-amz-content-sha256: UNSIGNED-PAYLOAD' -T "$f" "https://127.0.0.1:$S3SP/bkt/${f#"$DIR/s3/"}")
       [ "$code" = 200 ] || { echo "s3rver (TLS): upload failed (HTTP $code)"; exit 1; }
     fi
