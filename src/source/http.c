@@ -1052,7 +1052,10 @@ static int reresolve(struct http_obj *o, unsigned gen) {
                 rc = pi_err(PAGEIN_E_CHANGED, "%s: the object changed: asked again for its location, it is %llu bytes, "
                             "ETag %s (was %llu, %s at open)", o->orig_url, (unsigned long long)size, x->etag,
                             (unsigned long long)o->size, o->etag);
-            if (rc == 0) atomic_fetch_add(&o->url_gen, 1); /* the others waiting here just retry */
+            if (rc == 0) {
+                atomic_store(&o->locate, 0); /* located (open_known): before the generation moves */
+                atomic_fetch_add(&o->url_gen, 1); /* the others waiting here just retry */
+            }
             if (rc == 0) rc = 1;
         }
         pi_free(x);
@@ -1292,8 +1295,13 @@ int pi_http_open_cfg(struct pi_source *s, const struct pi_http_cfg *cfg, uint32_
  * following redirects, the size and X-Linked-Etag checked against the
  * ones known), and later reads go straight to the target. 0 or < 0. */
 static int known_locate(struct http_obj *o) {
+    /* the generation first: a read that sees the URL another read just
+     * located also sees locate cleared (reresolve clears it before it
+     * moves the generation), so the object is located once, not once per
+     * concurrent first read */
+    unsigned gen = atomic_load(&o->url_gen);
     if (!atomic_load(&o->locate)) return 0;
-    int rc = reresolve(o, atomic_load(&o->url_gen));
+    int rc = reresolve(o, gen);
     if (rc >= 0) atomic_store(&o->locate, 0);
     return rc < 0 ? rc : 0;
 }
