@@ -10,7 +10,7 @@
 . "$REPO/tests/cli/lib.sh"
 set -u
 
-out=$("$PAGEIN" pull http://127.0.0.1:1/x.bin "$TMP/x" 2>&1)
+out=$(PAGEIN_HTTP_RETRIES=0 "$PAGEIN" pull http://127.0.0.1:1/x.bin "$TMP/x" 2>&1)
 if echo "$out" | grep -q "built without libcurl"; then echo "pagein built without libcurl"; exit 77; fi
 FX=$REPO/${BUILD:-build}/parquet-fixtures
 why=$(bash "$REPO/tests/data/parquet/gen.sh" "$FX" 2>&1) || { rc=$?; echo "$why"; [ $rc -eq 77 ] && exit 77; exit 1; }

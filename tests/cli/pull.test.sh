@@ -7,7 +7,7 @@
 set -u
 
 expect_exit 0 "$PAGEIN" pull --help
-out=$("$PAGEIN" pull http://127.0.0.1:1/x.bin "$TMP/x" 2>&1)
+out=$(PAGEIN_HTTP_RETRIES=0 "$PAGEIN" pull http://127.0.0.1:1/x.bin "$TMP/x" 2>&1)
 if echo "$out" | grep -q "built without libcurl"; then echo "pagein built without libcurl"; exit 77; fi
 expect_contains "resume"
 expect_exit 2 "$PAGEIN" pull
