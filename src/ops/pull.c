@@ -1071,7 +1071,9 @@ static int ahead_take(struct ahead *a, size_t i, struct pi_source **out) {
     if (!(i >= a->base && i < a->base + a->n)) {
         ahead_close(a, 0);
         size_t left = a->l->n - i;
-        unsigned depth = pi_source_open_depth(a->l->uri[i]);
+        /* the first file alone: a pull that fails on it (a bad prefix, a
+         * refusing server) stops after one request, as before */
+        unsigned depth = i == 0 ? 1 : pi_source_open_depth(a->l->uri[i]);
         a->base = i;
         a->n = left < depth ? left : depth;
         if (a->n > 1) pi_parallel((unsigned)a->n, a->n, ahead_open, a);
