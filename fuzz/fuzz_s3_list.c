@@ -34,7 +34,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
     body[size] = 0;
     (void)pi_s3_listing_parse(PREFIX, body, size, check, NULL);
 
-    struct pi_s3_stat *v = NULL;
+    struct pi_stat_entry *v = NULL;
     size_t n = 0, cap = 0;
     char tok[64];
     int more = 0;
@@ -45,7 +45,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
         if (strncmp(v[i].uri, BASE, strlen(BASE)) != 0 || strlen(v[i].uri) > strlen(BASE) + size) __builtin_trap();
         if (!memchr(v[i].etag, 0, sizeof v[i].etag) || !v[i].etag[0] || v[i].size == PI_SIZE_UNKNOWN) __builtin_trap();
     }
-    pi_s3_stat_free(v, n);
+    pi_stat_entries_free(v, n);
     free(body);
     return 0;
 }

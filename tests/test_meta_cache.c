@@ -10,6 +10,7 @@
  * meta_cache.test.sh covers the hook in file.c against real servers. */
 #include "test.h"
 #include "../src/file/metacache.h"
+#include "../src/source/remote.h"
 
 #include <fcntl.h>
 #include <stdlib.h>
@@ -237,7 +238,7 @@ TEST(meta_cache_size_bound) {
  * used without a request of its own (pi_meta_usable) and the listing page
  * it reads (pi_s3_stat_page). */
 TEST(meta_cache_vouch_rule) {
-    struct pi_s3_stat *v = NULL;
+    struct pi_stat_entry *v = NULL;
     size_t n = 0, cap = 0;
     char tok[64];
     int more = 0;
@@ -256,7 +257,7 @@ TEST(meta_cache_vouch_rule) {
     CHECK(n == 2 && !strcmp(v[1].uri, "s3://bkt/m/a&1.safetensors") && v[1].size == 10 && !strcmp(v[1].etag, "\"e1\""));
     /* vouched: the listing's size and ETag must both match the entry */
     struct pi_meta_vouch vo = {0};
-    struct pi_s3_stat sorted[2];
+    struct pi_stat_entry sorted[2];
     if (n == 2) {
         sorted[0] = v[1];
         sorted[1] = v[0];
@@ -312,6 +313,6 @@ TEST(meta_cache_vouch_rule) {
     pi_meta_vouch_free(&h);
 #endif
     done();
-    pi_s3_stat_free(v, n);
+    pi_stat_entries_free(v, n);
     return PASS;
 }

@@ -429,7 +429,7 @@ int pi_meta_dev_is_remote(dev_t dev) {
 /* ---- checking many entries with one request (issue 28) ------------------ */
 
 static int stat_cmp(const void *a, const void *b) {
-    return strcmp(((const struct pi_s3_stat *)a)->uri, ((const struct pi_s3_stat *)b)->uri);
+    return strcmp(((const struct pi_stat_entry *)a)->uri, ((const struct pi_stat_entry *)b)->uri);
 }
 
 /* A listing costs one request per page of 1,000 keys: past this many, a
@@ -447,49 +447,28 @@ int pi_meta_lookup(const char *path, char **key, struct pi_meta *m) {
     memset(m, 0, sizeof *m); /* a miss holds nothing to free */
     return 0;
 }
-/* 1 if s is a full commit hash (40 hex digits): a Hub revision that names
- * immutable bytes, unlike a branch or a tag. */
-static int is_commit(const char *s) {
-    size_t n = 0;
-    for (; s[n]; n++)
-        if (!((s[n] >= '0' && s[n] <= '9') || (s[n] >= 'a' && s[n] <= 'f'))) return 0;
-    return n == 40;
-}
-
 void pi_meta_vouch_dir(const char *dir_uri, struct pi_meta_vouch *v) {
     memset(v, 0, sizeof *v);
-#ifdef PAGEIN_HAVE_CURL
     const char *off = pi_env("PAGEIN_META_VOUCH"); /* 0: each entry its own request (bench/open_many.sh compares) */
-    if (!dir_uri || !pi_meta_enabled() || (off && !strcmp(off, "0"))) return;
+    if (!dir_uri || !pi_meta_enabled() || (off && !strcmp(off, "0")) || !pi_source_is_remote(dir_uri)) return;
     long long ts = pi_env_long("PAGEIN_META_TRUST_SECONDS", 0, 1, 365l * 86400);
     if (ts > 0) v->trust_ns = ts * 1000000000ll; /* opt-in; used only where no check covers a file */
-    if (!strncasecmp(dir_uri, "hf://", 5)) {
-        struct pi_hf_ref r;
-        if (pi_hf_parse(dir_uri, &r) == 0) v->pinned = is_commit(r.rev);
-        else pi_err_clear();
-        pi_hf_ref_free(&r);
+    /* bytes that cannot change (the Hub at a commit): no check at all */
+    if (pi_source_pinned(dir_uri)) {
+        v->pinned = 1;
         return;
     }
-    if (strncasecmp(dir_uri, "s3://", 5) != 0 && strncasecmp(dir_uri, "gs://", 5) != 0) return;
-    size_t n = strlen(dir_uri);
-    char *pre = pi_malloc(n + 2);
-    if (!pre) return;
-    memcpy(pre, dir_uri, n + 1);
-    if (n && pre[n - 1] != '/') memcpy(pre + n, "/", 2); /* the folder's keys, not its siblings' */
-    struct pi_s3_stat *s = NULL;
+    /* a source that lists sizes and ETags (S3, GCS): one listing */
+    struct pi_stat_entry *s = NULL;
     size_t k = 0;
-    if (pi_s3_list_stat(pre, VOUCH_MAX_PAGES, &s, &k) == 0) {
+    if (pi_source_stat_dir(dir_uri, VOUCH_MAX_PAGES, &s, &k) == 0) {
         qsort(s, k, sizeof *s, stat_cmp);
         v->v = s;
         v->n = k;
         v->requests = (unsigned)(k / 1000 + 1);
     } else {
-        pi_err_clear(); /* refused (no s3:ListBucket) or failed: each object is checked by itself */
+        pi_err_clear(); /* none, refused (no s3:ListBucket) or failed: each object is checked by itself */
     }
-    pi_free(pre);
-#else
-    (void)dir_uri;
-#endif
 }
 
 int pi_meta_vouched(const struct pi_meta_vouch *v, const char *uri, uint64_t *size, const char **identity) {
@@ -532,8 +511,6 @@ int pi_meta_usable(const struct pi_meta_vouch *v, const char *uri, const struct 
 
 void pi_meta_vouch_free(struct pi_meta_vouch *v) {
     if (!v) return;
-#ifdef PAGEIN_HAVE_CURL
-    pi_s3_stat_free(v->v, v->n);
-#endif
+    pi_stat_entries_free(v->v, v->n);
     memset(v, 0, sizeof *v);
 }

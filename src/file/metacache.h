@@ -6,7 +6,7 @@
 #define PAGEIN_FILE_METACACHE_H
 
 #include "../internal.h"
-#include "../source/remote.h"
+#include "../source/source.h"
 
 /* One entry as read back: the identity and size it was stored for, the
  * format, and the header bytes (malloc'd; the caller owns hdr). */
@@ -68,7 +68,7 @@ void pi_meta_put(const char *key, const char *identity, uint64_t size, pagein_fo
 struct pi_meta_vouch {
     int pinned;
     int64_t trust_ns; /* PAGEIN_META_TRUST_SECONDS (opt-in): entries checked this recently need no check */
-    struct pi_s3_stat *v; /* sorted by uri */
+    struct pi_stat_entry *v; /* sorted by uri */
     size_t n;
     unsigned requests; /* what the check cost */
 };

@@ -420,6 +420,16 @@ static int hf_cache_place(struct pi_source *s, const char *cache_dir, struct pi_
     return rc;
 }
 
+/* A revision that is a commit hash names bytes that cannot change. */
+static int hf_pinned(const char *uri) {
+    struct pi_hf_ref r;
+    int pinned = 0;
+    if (pi_hf_parse(uri, &r) == 0) pinned = is_commit_hash(r.rev);
+    else pi_err_clear();
+    pi_hf_ref_free(&r);
+    return pinned;
+}
+
 const struct pi_source_ops pi_source_hf = {
     .name = "hf",
     .schemes = "hf://",
@@ -437,6 +447,7 @@ const struct pi_source_ops pi_source_hf = {
     .counters = pi_http_counters,
     .ranges_ignored = pi_http_no_ranges,
     .stream = pi_http_stream,
+    .pinned = hf_pinned,
 };
 
 #endif /* PAGEIN_HAVE_CURL */

@@ -39,6 +39,24 @@ unsigned pi_source_open_depth(const char *first) {
     return first && pi_source_is_remote(first) ? 64u : 32u;
 }
 
+int pi_source_stat_dir(const char *uri, int max_pages, struct pi_stat_entry **out, size_t *n) {
+    *out = NULL;
+    *n = 0;
+    const struct pi_source_ops *o = uri ? pi_source_find(uri) : NULL;
+    if (!o || !o->stat_dir) return pi_err(PAGEIN_E_UNSUPPORTED, "%s: its source cannot list sizes and ETags", uri ? uri : "");
+    return o->stat_dir(uri, max_pages, out, n);
+}
+
+void pi_stat_entries_free(struct pi_stat_entry *v, size_t n) {
+    for (size_t i = 0; v && i < n; i++) pi_free(v[i].uri);
+    pi_free(v);
+}
+
+int pi_source_pinned(const char *uri) {
+    const struct pi_source_ops *o = uri ? pi_source_find(uri) : NULL;
+    return o && o->pinned ? o->pinned(uri) : 0;
+}
+
 const char *pi_source_schemes(void) {
     static char buf[256];
     static _Atomic int done;

@@ -97,14 +97,8 @@ int pi_s3_list(const char *uri, char **list, size_t *n);
 /* ---- issue 28 (meta28): listing with sizes and ETags ---- */
 /* s3://bucket/prefix : every key directly under prefix (delimiter '/')
  * with its size and ETag (as GET sends it, quotes included), up to
- * max_pages pages (ListObjectsV2: one request per 1,000 keys). *out (malloc'd, free with pi_s3_stat_free), *n. */
-struct pi_s3_stat {
-    char *uri; /* "s3://bucket/key" (or gs://) */
-    uint64_t size;
-    char etag[160];
-};
-int pi_s3_list_stat(const char *uri, int max_pages, struct pi_s3_stat **out, size_t *n);
-void pi_s3_stat_free(struct pi_s3_stat *v, size_t n);
+ * max_pages pages (ListObjectsV2: one request per 1,000 keys). *out (malloc'd, free with pi_stat_entries_free), *n. */
+int pi_s3_list_stat(const char *uri, int max_pages, struct pi_stat_entry **out, size_t *n);
 /* ---- end issue 28 ---- */
 /* ---- the one ListObjectsV2 page reader (s3_listing.c) ---- */
 /* One listed object: its decoded key (under the prefix), its size
@@ -131,12 +125,12 @@ int pi_s3_list_key(void *arg, const char *key, uint64_t size, const char *etag);
  * size and an ETag appended as base + key. */
 struct pi_s3_stats {
     const char *base;
-    struct pi_s3_stat *v;
+    struct pi_stat_entry *v;
     size_t n, cap;
 };
 int pi_s3_stat_add(void *arg, const char *key, uint64_t size, const char *etag);
 /* One page into *v (*n of *cap) through pi_s3_stat_add. */
-int pi_s3_stat_page(const char *body, size_t blen, const char *base, const char *prefix, struct pi_s3_stat **v,
+int pi_s3_stat_page(const char *body, size_t blen, const char *base, const char *prefix, struct pi_stat_entry **v,
                     size_t *n, size_t *cap, char *tok, size_t tokcap, int *more);
 /* One page through the list op's rule for prefix uri: fn per object under
  * it. For fuzz/fuzz_s3_list.c. */

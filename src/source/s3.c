@@ -302,7 +302,7 @@ done:
 /* One listing request per 1,000 keys gives every key's size and ETag:
  * what the metadata cache checks its entries against (file/metacache.c,
  * pi_meta_vouch), instead of one request per object. */
-int pi_s3_list_stat(const char *uri, int max_pages, struct pi_s3_stat **out, size_t *count) {
+int pi_s3_list_stat(const char *uri, int max_pages, struct pi_stat_entry **out, size_t *count) {
     *out = NULL;
     *count = 0;
     char base[600];
@@ -310,7 +310,7 @@ int pi_s3_list_stat(const char *uri, int max_pages, struct pi_s3_stat **out, siz
     struct pi_s3_stats st = {.base = base};
     int rc = s3_walk(uri, 1, max_pages, pi_s3_stat_add, &st);
     if (rc < 0) {
-        pi_s3_stat_free(st.v, st.n);
+        pi_stat_entries_free(st.v, st.n);
         return rc;
     }
     *out = st.v;
@@ -370,6 +370,19 @@ static int s3_is_prefix(const char *uri) {
 
 static int s3_checksum(struct pi_source *s, struct pi_checksum *c) { return pi_http_checksum(s, c, 1); }
 
+/* The folder's direct children (delimiter '/'), the folder being uri with
+ * a '/' added: its keys, not its siblings'. */
+static int s3_stat_dir(const char *uri, int max_pages, struct pi_stat_entry **out, size_t *n) {
+    size_t l = strlen(uri);
+    char *pre = pi_malloc(l + 2);
+    if (!pre) return pi_err(-ENOMEM, "%s: out of memory", uri);
+    memcpy(pre, uri, l + 1);
+    if (l && pre[l - 1] != '/') memcpy(pre + l, "/", 2);
+    int rc = pi_s3_list_stat(pre, max_pages, out, n);
+    pi_free(pre);
+    return rc;
+}
+
 const struct pi_source_ops pi_source_s3 = {
     .name = "s3",
     .schemes = "s3://, gs://",
@@ -387,6 +400,7 @@ const struct pi_source_ops pi_source_s3 = {
     .counters = pi_http_counters,
     .ranges_ignored = pi_http_no_ranges,
     .stream = pi_http_stream,
+    .stat_dir = s3_stat_dir,
 };
 
 #endif /* PAGEIN_HAVE_CURL */

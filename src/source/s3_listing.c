@@ -74,7 +74,7 @@ int pi_s3_page(const char *body, size_t blen, const char *prefix, pi_s3_key_fn f
             if ((rc = pi_grow((void **)&key, &kcap, (size_t)(kb - ka) + 1, 1)) < 0) break;
             size_t kl = ent_decode(ka, (size_t)(kb - ka), key);
             if (kl == strlen(key) && strncmp(key, prefix, pl) == 0) {
-                char sz[32], etag[sizeof ((struct pi_s3_stat *)0)->etag], *end;
+                char sz[32], etag[sizeof ((struct pi_stat_entry *)0)->etag], *end;
                 uint64_t size = PI_SIZE_UNKNOWN;
                 if (xml_field(p, e, "Size", sz, sizeof sz) && sz[0] >= '0' && sz[0] <= '9') {
                     errno = 0;
@@ -134,7 +134,7 @@ int pi_s3_stat_add(void *arg, const char *key, uint64_t size, const char *etag) 
     struct pi_s3_stats *st = arg;
     if (size == PI_SIZE_UNKNOWN || !etag[0]) return 0; /* nothing to vouch with */
     FORWARD_IF(pi_grow((void **)&st->v, &st->cap, st->n + 1, sizeof *st->v));
-    struct pi_s3_stat s;
+    struct pi_stat_entry s;
     memset(&s, 0, sizeof s);
     size_t bl = strlen(st->base), kl = strlen(key);
     s.uri = pi_malloc(bl + kl + 1);
@@ -147,7 +147,7 @@ int pi_s3_stat_add(void *arg, const char *key, uint64_t size, const char *etag) 
     return 0;
 }
 
-int pi_s3_stat_page(const char *body, size_t blen, const char *base, const char *prefix, struct pi_s3_stat **v,
+int pi_s3_stat_page(const char *body, size_t blen, const char *base, const char *prefix, struct pi_stat_entry **v,
                     size_t *n, size_t *cap, char *tok, size_t tokcap, int *more) {
     struct pi_s3_stats st = {.base = base, .v = *v, .n = *n, .cap = *cap};
     int rc = pi_s3_page(body, blen, prefix, pi_s3_stat_add, &st, tok, tokcap, more);
@@ -157,7 +157,3 @@ int pi_s3_stat_page(const char *body, size_t blen, const char *base, const char 
     return rc;
 }
 
-void pi_s3_stat_free(struct pi_s3_stat *v, size_t n) {
-    for (size_t i = 0; v && i < n; i++) pi_free(v[i].uri);
-    pi_free(v);
-}

@@ -107,6 +107,13 @@ struct pi_cache_place {
  * (off = bytes before p); 0, or a negative code (detail set) to stop. */
 typedef int (*pi_source_sink_fn)(void *ctx, const void *p, size_t n, uint64_t off);
 
+/* One object of a folder with what the server states of it (stat_dir). */
+struct pi_stat_entry {
+    char *uri; /* the object's full URI ("s3://bucket/key") */
+    uint64_t size;
+    char etag[160]; /* as GET sends it, quotes included */
+};
+
 struct pi_source_ops {
     const char *name; /* "file", "http", "s3", "hf", ... */
     /* 1 if this source handles uri (a path, or scheme://...). The table in
@@ -161,6 +168,14 @@ struct pi_source_ops {
      * then stream reads it, in order. */
     int (*ranges_ignored)(const struct pi_source *s);
     int (*stream)(struct pi_source *s, pi_source_sink_fn sink, void *ctx);
+    /* Optional (the metadata cache's one check for many entries): the
+     * folder's direct children with their sizes and ETags in at most
+     * max_pages requests; *out malloc'd, freed with pi_stat_entries_free.
+     * < 0 when the listing is refused or fails. */
+    int (*stat_dir)(const char *uri, int max_pages, struct pi_stat_entry **out, size_t *n);
+    /* Optional: 1 when uri names bytes that cannot change (a Hub revision
+     * that is a commit hash), so what is cached of it needs no check. */
+    int (*pinned)(const char *uri);
 };
 
 struct pi_source {
@@ -222,6 +237,12 @@ int pi_source_is_remote(const char *uri);
  * 64 against 1.12 s at 32, bench/open_many.sh HTTP=1); PAGEIN_OPEN_DEPTH=N
  * (1..256) overrides both (1: one after another). */
 unsigned pi_source_open_depth(const char *first);
+/* stat_dir of the source that takes uri: PAGEIN_E_UNSUPPORTED when it has
+ * none. */
+int pi_source_stat_dir(const char *uri, int max_pages, struct pi_stat_entry **out, size_t *n);
+void pi_stat_entries_free(struct pi_stat_entry *v, size_t n);
+/* pinned of the source that takes uri; 0 when it has none. */
+int pi_source_pinned(const char *uri);
 /* The registered remote schemes for messages ("http://, https://, s3://,
  * gs://, hf://"; "" in a build without remote sources). */
 const char *pi_source_schemes(void);
