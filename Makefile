@@ -167,9 +167,15 @@ unit-test: all $(TESTRUN)
 	$(TESTRUN)
 
 # The quick loop: the unit tests alone (each in its own process with a
-# time-out, tests/run.c), no sanitizers, no CLI or Python suites.
+# time-out, tests/run.c), no sanitizers, no CLI or Python suites; two
+# runners at once, each on half the tests (PAGEIN_TEST_SHARD: many tests
+# wait on their servers), each runner's lines printed when it is done.
+CHECK_SHARD = PAGEIN_TEST_SHARD=$(1)/2 $(TESTRUN) >$(BUILD)/check.$(1).log 2>&1
 check: all $(TESTRUN)
-	$(TESTRUN)
+	@$(call CHECK_SHARD,0) & p0=$$!; $(call CHECK_SHARD,1) & p1=$$!; \
+	wait $$p0; r0=$$?; wait $$p1; r1=$$?; \
+	cat $(BUILD)/check.0.log $(BUILD)/check.1.log; \
+	[ $$r0 -eq 0 ] && [ $$r1 -eq 0 ] || { echo "make check: unit tests failed (see FAIL above)"; exit 1; }
 	PAGEIN=$(TOOL) BUILD=$(BUILD) bash tests/cli/run.sh runner layers
 
 # The same unit tests and the fuzz corpora under ASan+UBSan (gcc or clang).

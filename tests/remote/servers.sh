@@ -205,7 +205,9 @@ if [[ " $want " == *" s3 "* ]]; then
   if [ ! -f "$S3JS" ]; then
     command -v npm >/dev/null || { echo "npm is not installed (Debian package npm)"; exit 77; }
     mkdir -p "$REPO/build/npm"
-    timeout 300 npm install --prefix "$REPO/build/npm" --no-audit --no-fund s3rver@3.7.1 > "$DIR/logs/npm.log" 2>&1 \
+    # one npm at a time in build/npm (make check runs two test runners)
+    flock -w 600 "$REPO/build/npm/.install.lock" sh -c '[ -f "$1/node_modules/s3rver/bin/s3rver.js" ] ||
+      timeout 300 npm install --prefix "$1" --no-audit --no-fund s3rver@3.7.1' _ "$REPO/build/npm" > "$DIR/logs/npm.log" 2>&1 \
       || { echo "npm could not install s3rver (offline?): $(tail -1 "$DIR/logs/npm.log")"; exit 77; }
   fi
   S3P=$(free_port)

@@ -14,18 +14,25 @@ NPM=${ARROW_NPM:-$REPO/build/npm}
 if [ ! -f "$NPM/node_modules/apache-arrow/package.json" ]; then
   command -v npm >/dev/null || { echo "npm is not installed (Debian npm)"; exit 77; }
   mkdir -p "$NPM"
-  timeout 300 npm install --prefix "$NPM" --no-audit --no-fund apache-arrow@$ARROW_VERSION > "$NPM/apache-arrow.log" 2>&1 \
+  # one npm at a time in build/npm (make check runs two test runners)
+  flock -w 600 "$NPM/.install.lock" sh -c '[ -f "$1/node_modules/apache-arrow/package.json" ] ||
+    timeout 300 npm install --prefix "$1" --no-audit --no-fund "apache-arrow@$2" > "$1/apache-arrow.log" 2>&1' _ "$NPM" "$ARROW_VERSION" \
     || { echo "npm could not install apache-arrow (offline?): $(tail -1 "$NPM/apache-arrow.log")"; exit 77; }
 fi
 # up to date: written by this gen.mjs and this script (OUT/done is the last
 # thing written, so a half-written folder is never taken)
 HERE=$REPO/tests/data/arrow
-[ -f "$OUT/done" ] && [ "$OUT/done" -nt "$HERE/gen.mjs" ] && [ "$OUT/done" -nt "$HERE/fixtures.sh" ] && exit 0
+fresh() { [ -f "$OUT/done" ] && [ "$OUT/done" -nt "$HERE/gen.mjs" ] && [ "$OUT/done" -nt "$HERE/fixtures.sh" ]; }
+fresh && exit 0
 TMPOUT=$OUT.tmp.$$
 rm -rf "$TMPOUT" && mkdir -p "$TMPOUT" || exit 1
 ARROW_NPM=$NPM timeout 120 node "$HERE/gen.mjs" "$TMPOUT" > "$TMPOUT/gen.log" 2>&1 \
   || { echo "gen.mjs failed: $(tail -3 "$TMPOUT/gen.log")"; rm -rf "$TMPOUT"; exit 1; }
 touch "$TMPOUT/done"
-rm -rf "$OUT" && mv -T "$TMPOUT" "$OUT" 2>/dev/null || rm -rf "$TMPOUT"
+# into place; a fresh folder another runner put there first is kept (a
+# test may be reading it), a stale one replaced
+if ! mv -T "$TMPOUT" "$OUT" 2>/dev/null; then
+  if fresh; then rm -rf "$TMPOUT"; else rm -rf "$OUT" && mv -T "$TMPOUT" "$OUT" 2>/dev/null || rm -rf "$TMPOUT"; fi
+fi
 [ -f "$OUT/done" ] || { echo "could not install the fixtures into $OUT"; exit 1; }
 exit 0

@@ -13,10 +13,18 @@ NM=$REPO/build/npm/node_modules
 if [ ! -d "$NM/parquet-wasm" ] || [ ! -d "$NM/apache-arrow" ]; then
   command -v npm >/dev/null || { echo "npm is not installed (Debian package npm)"; exit 77; }
   mkdir -p "$REPO/build/npm"
-  timeout 300 npm install --prefix "$REPO/build/npm" --no-audit --no-fund parquet-wasm@0.8.0 apache-arrow@21.2.0 \
-    > "$REPO/build/npm/parquet-npm.log" 2>&1 \
+  # one npm at a time in build/npm (make check runs two test runners)
+  flock -w 600 "$REPO/build/npm/.install.lock" sh -c '{ [ -d "$1/node_modules/parquet-wasm" ] && [ -d "$1/node_modules/apache-arrow" ]; } ||
+    timeout 300 npm install --prefix "$1" --no-audit --no-fund parquet-wasm@0.8.0 apache-arrow@21.2.0 > "$1/parquet-npm.log" 2>&1' _ "$REPO/build/npm" \
     || { echo "npm could not install parquet-wasm/apache-arrow (offline?): $(tail -1 "$REPO/build/npm/parquet-npm.log")"; exit 77; }
 fi
-rm -rf "$OUT.tmp" && mkdir -p "$OUT.tmp" || exit 1
-NODE_PATH=$NM timeout 300 node "$HERE/gen.mjs" "$OUT.tmp" "${ROWS:-3000}" >/dev/null || { echo "gen.mjs failed"; exit 1; }
-rm -rf "$OUT" && mv "$OUT.tmp" "$OUT"
+T=$OUT.tmp.$$
+rm -rf "$T" && mkdir -p "$T" || exit 1
+NODE_PATH=$NM timeout 300 node "$HERE/gen.mjs" "$T" "${ROWS:-3000}" >/dev/null || { echo "gen.mjs failed"; rm -rf "$T"; exit 1; }
+# into place; a fresh folder another runner put there first is kept (a test
+# may be reading it), a stale one replaced
+if ! mv -T "$T" "$OUT" 2>/dev/null; then
+  if [ -f "$OUT/files.txt" ] && [ "$OUT/files.txt" -nt "$HERE/gen.mjs" ]; then rm -rf "$T"
+  else rm -rf "$OUT" && mv -T "$T" "$OUT" 2>/dev/null || rm -rf "$T"; fi
+fi
+[ -f "$OUT/files.txt" ] || { echo "could not install the fixtures into $OUT"; exit 1; }
