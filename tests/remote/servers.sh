@@ -202,9 +202,11 @@ fi
 if [[ " $want " == *" s3 "* ]]; then
   command -v node >/dev/null || { echo "node is not installed (Debian package nodejs)"; exit 77; }
   S3JS=$REPO/build/npm/node_modules/s3rver/bin/s3rver.js
-  if [ ! -f "$S3JS" ]; then
+  mkdir -p "$REPO/build/npm" || exit 1
+  # looked at under the lock: another runner's npm may be writing the
+  # package (its bin/s3rver.js there before its dependencies)
+  if ! flock -w 600 "$REPO/build/npm/.install.lock" test -f "$S3JS"; then
     command -v npm >/dev/null || { echo "npm is not installed (Debian package npm)"; exit 77; }
-    mkdir -p "$REPO/build/npm"
     # one npm at a time in build/npm (make check runs two test runners)
     flock -w 600 "$REPO/build/npm/.install.lock" sh -c '[ -f "$1/node_modules/s3rver/bin/s3rver.js" ] ||
       timeout 300 npm install --prefix "$1" --no-audit --no-fund s3rver@3.7.1' _ "$REPO/build/npm" > "$DIR/logs/npm.log" 2>&1 \

@@ -11,9 +11,11 @@ ARROW_VERSION=21.2.0
 command -v node >/dev/null || { echo "node is not installed (Debian nodejs)"; exit 77; }
 for p in lz4 zstd; do command -v $p >/dev/null || { echo "$p is not installed (Debian $p)"; exit 77; }; done
 NPM=${ARROW_NPM:-$REPO/build/npm}
-if [ ! -f "$NPM/node_modules/apache-arrow/package.json" ]; then
+mkdir -p "$NPM" || exit 1
+# looked at under the lock: another runner's npm may be writing the package
+# (its package.json there before the rest of it)
+if ! flock -w 600 "$NPM/.install.lock" test -f "$NPM/node_modules/apache-arrow/package.json"; then
   command -v npm >/dev/null || { echo "npm is not installed (Debian npm)"; exit 77; }
-  mkdir -p "$NPM"
   # one npm at a time in build/npm (make check runs two test runners)
   flock -w 600 "$NPM/.install.lock" sh -c '[ -f "$1/node_modules/apache-arrow/package.json" ] ||
     timeout 300 npm install --prefix "$1" --no-audit --no-fund "apache-arrow@$2" > "$1/apache-arrow.log" 2>&1' _ "$NPM" "$ARROW_VERSION" \

@@ -10,9 +10,11 @@ HERE=$REPO/tests/data/parquet
 [ -f "$OUT/files.txt" ] && [ "$OUT/files.txt" -nt "$HERE/gen.mjs" ] && exit 0
 command -v node >/dev/null || { echo "node is not installed (Debian package nodejs)"; exit 77; }
 NM=$REPO/build/npm/node_modules
-if [ ! -d "$NM/parquet-wasm" ] || [ ! -d "$NM/apache-arrow" ]; then
+mkdir -p "$REPO/build/npm" || exit 1
+# looked at under the lock: another runner's npm may be writing the packages
+# (their folders there before the rest of them)
+if ! flock -w 600 "$REPO/build/npm/.install.lock" sh -c '[ -d "$1/parquet-wasm" ] && [ -d "$1/apache-arrow" ]' _ "$NM"; then
   command -v npm >/dev/null || { echo "npm is not installed (Debian package npm)"; exit 77; }
-  mkdir -p "$REPO/build/npm"
   # one npm at a time in build/npm (make check runs two test runners)
   flock -w 600 "$REPO/build/npm/.install.lock" sh -c '{ [ -d "$1/node_modules/parquet-wasm" ] && [ -d "$1/node_modules/apache-arrow" ]; } ||
     timeout 300 npm install --prefix "$1" --no-audit --no-fund parquet-wasm@0.8.0 apache-arrow@21.2.0 > "$1/parquet-npm.log" 2>&1' _ "$REPO/build/npm" \
