@@ -92,7 +92,7 @@ struct http_obj {
     _Atomic uint64_t requests, retried;
     /* issue 27: the process that made the handles above (fork_check), and
      * the URL's re-resolution after a redirect target refused (reresolve):
-     * url_gen counts the changes of url, replaced URLs are kept in retired
+     * url_gen moves by 2 with each change of url (odd during one), replaced URLs are kept in retired
      * until obj_free (a message may still be formatting one) */
     _Atomic int pid;
     pthread_mutex_t fork_lock, resolve_lock;
@@ -508,8 +508,19 @@ static int xfer_start(struct http_obj *o, CURLM *m, struct xfer *x) {
     x->curlerr[0] = 0;
     x->enough = 0;
     /* the target: a redirect's (x->url, x->third), else o->url, which is
-     * another origin when the probe was redirected away from it */
-    if (!x->url) x->third = !o->first_party;
+     * another origin when the probe was redirected away from it; o->url and
+     * o->first_party read as one pair (single() changes them with url_gen
+     * odd), so an old URL never goes with a newer URL's credentials */
+    const char *target = x->url;
+    while (!target) {
+        unsigned g = atomic_load(&o->url_gen);
+        const char *u = url_now(o);
+        int fp = atomic_load(&o->first_party);
+        if (!(g & 1) && atomic_load(&o->url_gen) == g) {
+            target = u;
+            x->third = !fp;
+        }
+    }
     int third = x->third;
     if (x->mode == X_RANGE) {
         x->start = x->req->off + x->got;
@@ -559,7 +570,7 @@ static int xfer_start(struct http_obj *o, CURLM *m, struct xfer *x) {
     x->t_attempt = now;
     x->abytes = 0;
     curl_easy_setopt(e, CURLOPT_TIMEOUT_MS, left > 0.001 ? (long)(left * 1000) + 1 : 1L);
-    curl_easy_setopt(e, CURLOPT_URL, x->url ? x->url : url_now(o));
+    curl_easy_setopt(e, CURLOPT_URL, target);
     curl_easy_setopt(e, CURLOPT_WRITEDATA, x);
     curl_easy_setopt(e, CURLOPT_HEADERDATA, x);
     curl_easy_setopt(e, CURLOPT_PRIVATE, x);
@@ -1006,6 +1017,10 @@ static int single(struct http_obj *o, struct xfer *x) {
         if (r) {
             o->retired = r;
             o->retired[o->nretired++] = (char *)url_now(o);
+            /* url_gen odd while url and first_party change together:
+             * xfer_start reads them as a pair (credentials go with the
+             * configured origin only, never with an old URL's flag) */
+            atomic_fetch_add(&o->url_gen, 1);
             o->first_party = !x->third;
             o->redirected = strcmp(x->url, o->orig_url) != 0;
             __atomic_store_n(&o->url, x->url, __ATOMIC_RELEASE);
@@ -1054,7 +1069,7 @@ static int reresolve(struct http_obj *o, unsigned gen) {
                             (unsigned long long)o->size, o->etag);
             if (rc == 0) {
                 atomic_store(&o->locate, 0); /* located (open_known): before the generation moves */
-                atomic_fetch_add(&o->url_gen, 1); /* the others waiting here just retry */
+                atomic_fetch_add(&o->url_gen, 2); /* the others waiting here just retry (even: see single) */
             }
             if (rc == 0) rc = 1;
         }
