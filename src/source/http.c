@@ -512,13 +512,14 @@ static int xfer_start(struct http_obj *o, CURLM *m, struct xfer *x) {
      * o->first_party read as one pair (single() changes them with url_gen
      * odd), so an old URL never goes with a newer URL's credentials */
     const char *target = x->url;
-    while (!target) {
+    for (int paired = x->url != NULL; !paired;) {
         unsigned g = atomic_load(&o->url_gen);
         const char *u = url_now(o);
         int fp = atomic_load(&o->first_party);
         if (!(g & 1) && atomic_load(&o->url_gen) == g) {
             target = u;
             x->third = !fp;
+            paired = 1;
         }
     }
     int third = x->third;
