@@ -96,7 +96,7 @@ static int null_list(const char *uri, pi_list_fn fn, void *arg) {
     int rc = 0;
     for (size_t i = 0; rc == 0 && i < nobjs; i++) {
         if (strncmp(objs[i].uri, uri, pl) != 0 || !objs[i].uri[pl]) continue;
-        struct pi_list_entry e = {objs[i].uri, objs[i].uri + pl, objs[i].len, ""};
+        struct pi_list_entry e = {.uri = objs[i].uri, .rel = objs[i].uri + pl, .size = objs[i].len, .identity = ""};
         rc = fn(arg, &e);
     }
     return rc;
