@@ -397,3 +397,45 @@ TEST(seam_source_pull_file_checked) {
 #endif
     return PASS;
 }
+
+/* ---- a dataset over null:// ----------------------------------------------- */
+/* The dataset layer lists a prefix and a glob through the source table
+ * (pi_source_list_opt): no scheme of null:// is known to it. A null://
+ * prefix names its direct children (deep_prefix 0), as an S3 folder. */
+static int put_dataset(void) {
+    store_reset();
+    if (!store_put("null://ds/a.jsonl", "{\"t\":1}\n{\"t\":2}\n", 16)) return -1;
+    if (!store_put("null://ds/b.jsonl", "{\"t\":3}\n{\"t\":4}\n{\"t\":5}\n", 24)) return -1;
+    if (!store_put("null://ds/sub/c.jsonl", "x\ny\nz\nw\n", 8)) return -1;
+    if (!store_put("null://ds/README.md", "# a dataset\n", 12)) return -1;
+    return 0;
+}
+
+TEST(seam_source_dataset_prefix_and_glob) {
+    CHECK_OK(put_dataset());
+    static const struct {
+        const char *spec;
+        size_t files;
+        uint64_t samples;
+    } cases[] = {{"null://ds/", 2, 5}, {"null://ds", 0, 0}, {"null://ds/*.jsonl", 2, 5}, {"null://ds/*/*.jsonl", 1, 4},
+                 {"null://ds/sub/", 1, 4}};
+    for (size_t i = 0; i < PI_ARRAY_LEN(cases); i++) {
+        pagein_dataset *d = NULL;
+        int rc = pagein_dataset_open(&d, cases[i].spec, NULL);
+        if (!cases[i].files) { /* no '/': an object name, and there is no such object */
+            CHECK(rc < 0);
+            continue;
+        }
+        CHECK_OK(rc);
+        if (!d) return FAIL;
+        CHECK_EQ(pagein_dataset_file_count(d), cases[i].files);
+        CHECK_EQ(pagein_dataset_count(d), cases[i].samples);
+        CHECK_STR(pagein_dataset_format(d, 0), "lines");
+        CHECK(!strncmp(pagein_dataset_path(d, 0), "null://ds/", 10));
+        pagein_dataset_close(d);
+    }
+    pagein_dataset *d = NULL;
+    CHECK_EQ(pagein_dataset_open(&d, "null://none/", NULL), PAGEIN_E_NOT_FOUND);
+    CHECK(d == NULL);
+    return PASS;
+}
