@@ -113,17 +113,21 @@ struct pub_list {
 static int pub_entry(void *arg, const struct pi_list_entry *e) {
     struct pub_list *l = arg;
     size_t ul = strlen(l->uri), el = strlen(e->uri), rl = strlen(e->rel);
-    /* the source's own prefix ends in '/' where the caller's does not */
-    int sep = el > rl && e->uri[el - rl - 1] == '/' && ul && l->uri[ul - 1] != '/';
+    /* rel without a leading '/' (a prefix named without its '/': "/a.bin"),
+     * the '/' put back between the caller's URI and it */
+    const char *rel = e->rel;
+    int lead = rel[0] == '/';
+    rel += lead, rl -= (size_t)lead;
+    int sep = (lead || (el > rl && e->uri[el - rl - 1] == '/')) && ul && l->uri[ul - 1] != '/';
     l->b.n = 0;
     pi_buf_put(&l->b, l->uri, ul);
     if (sep) pi_buf_put(&l->b, "/", 1);
-    pi_buf_put(&l->b, e->rel, rl + 1);
+    pi_buf_put(&l->b, rel, rl + 1);
     if (l->b.oom) return pi_err(-ENOMEM, "%s: out of memory listing", l->uri);
     if (unsafe_name(l->b.p))
         return pi_err(PAGEIN_E_INVALID, "%s: unsafe name '%.300s' in the listing (a '..' component)", l->uri, e->rel);
     if (!l->efn) return l->fn(l->arg, l->b.p);
-    pagein_list_entry pe = {l->b.p, e->rel, e->size == PI_SIZE_UNKNOWN ? PAGEIN_SIZE_UNKNOWN : e->size,
+    pagein_list_entry pe = {l->b.p, rel, e->size == PI_SIZE_UNKNOWN ? PAGEIN_SIZE_UNKNOWN : e->size,
                             e->identity ? e->identity : "", e->mtime};
     return l->efn(l->arg, &pe);
 }

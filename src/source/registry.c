@@ -94,7 +94,8 @@ struct list_opt {
 
 static int list_opt_entry(void *arg, const struct pi_list_entry *e) {
     struct list_opt *l = arg;
-    if (l->direct && strchr(e->rel, '/')) return 0; /* in a subfolder */
+    /* in a subfolder (a prefix without its '/' names its objects "/a.bin") */
+    if (l->direct && strchr(e->rel + (e->rel[0] == '/'), '/')) return 0;
     return l->fn(l->arg, e);
 }
 
