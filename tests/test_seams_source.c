@@ -31,6 +31,7 @@ static struct nobj {
 } objs[NULL_MAX];
 static size_t nobjs;
 static int null_reads; /* range reads served */
+static int null_opens; /* objects opened */
 
 static void store_reset(void) {
     for (size_t i = 0; i < nobjs; i++) free(objs[i].data);
@@ -69,6 +70,7 @@ static int null_open(struct pi_source *s, const char *uri, uint32_t flags) {
     struct nobj *o = store_get(uri);
     if (!o) return pi_err(PAGEIN_E_NOT_FOUND, "%s: no such object", uri);
     s->impl = o;
+    __atomic_fetch_add(&null_opens, 1, __ATOMIC_RELAXED);
     s->size = o->len;
     uint64_t h = 1469598103934665603ull; /* the identity: an FNV-1a of the bytes, as an ETag would be */
     for (size_t i = 0; i < o->len; i++) h = (h ^ o->data[i]) * 1099511628211ull;
@@ -437,5 +439,43 @@ TEST(seam_source_dataset_prefix_and_glob) {
     pagein_dataset *d = NULL;
     CHECK_EQ(pagein_dataset_open(&d, "null://none/", NULL), PAGEIN_E_NOT_FOUND);
     CHECK(d == NULL);
+    return PASS;
+}
+
+/* ---- fsspec's find(detail=True) over null:// ------------------------------ */
+/* pagein.fsspec's ls/find(detail=True) are one pagein_source_list_entries
+ * call (python/pagein/fsspec.py _entries): every object's size and
+ * identity come from the listing, and no object is opened or read. The
+ * Python module cannot see this test-only row, so the call it makes is
+ * made here. */
+struct found {
+    size_t n, bytes;
+    int bad;
+};
+
+static int found_add(void *arg, const pagein_list_entry *e) {
+    struct found *f = arg;
+    const struct nobj *o = store_get(e->uri);
+    if (!o || e->size != o->len || strcmp(e->uri + strlen("null://ds/"), e->rel) != 0) f->bad++;
+    f->n++;
+    f->bytes += (size_t)e->size;
+    return 0;
+}
+
+TEST(seam_source_fsspec_find_from_listing) {
+    CHECK_OK(put_dataset());
+    null_opens = null_reads = 0;
+    struct found f = {0};
+    CHECK_OK(pagein_source_list_entries("null://ds/", 0, found_add, &f)); /* find: everything under it */
+    CHECK_EQ(f.n, 4);
+    CHECK_EQ(f.bytes, 16 + 24 + 8 + 12);
+    CHECK_EQ(f.bad, 0);
+    memset(&f, 0, sizeof f);
+    CHECK_OK(pagein_source_list_entries("null://ds", PAGEIN_LIST_DIRECT, found_add, &f)); /* ls: the children */
+    CHECK_EQ(f.n, 3);
+    CHECK_EQ(f.bad, 0);
+    CHECK_EQ(null_opens, 0);
+    CHECK_EQ(null_reads, 0);
+    CHECK_EQ(pagein_source_list_entries("null://ds/", 0x80, found_add, &f), PAGEIN_E_INVALID);
     return PASS;
 }
