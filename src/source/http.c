@@ -58,11 +58,35 @@ struct lane {
     struct lane *next;
 };
 
+/* Where an object's requests go. Changed by a probe that was redirected
+ * (single) and by a re-resolution (reresolve), read by every attempt of
+ * every lane: all under loc_lock, read as one snapshot (loc_get) once per
+ * attempt, so a URL never goes with another URL's first-party flag (the
+ * credentials). URLs replaced are kept (retired) until the object is
+ * freed: a snapshot's pointer stays valid for the attempt and its
+ * messages. */
+struct http_loc {
+    pthread_mutex_t lock;
+    char *url;       /* where requests go (the probe's effective URL) */
+    int first_party; /* url has the configured origin (reached without leaving it) */
+    int redirected;  /* url is not the configured one (a redirect's target) */
+    int locate;      /* opened with no request (open_known): the first read asks where redirects lead */
+    unsigned gen;    /* moves with each change of url and each re-resolution */
+    char **retired;
+    size_t nretired;
+};
+
+/* One attempt's view of the location. */
+struct loc_snap {
+    const char *url;
+    int first_party, redirected;
+    unsigned gen;
+};
+
 struct http_obj {
-    char *url;      /* where requests go (the probe's effective URL) */
+    struct http_loc loc;
     char *orig_url; /* as configured */
     char origin[300];  /* scheme://host:port of orig_url: the only one credentials go to */
-    _Atomic int first_party;   /* url has that origin (reached without leaving it) */
     struct curl_slist *hdrs;       /* configured headers */
     struct curl_slist *hdrs_match; /* + If-Match: ETag */
     struct curl_slist *match_only; /* If-Match alone: for another origin */
@@ -90,17 +114,10 @@ struct http_obj {
     CURL *idle[MAX_IDLE_HANDLES];
     unsigned nidle;
     _Atomic uint64_t requests, retried;
-    /* issue 27: the process that made the handles above (fork_check), and
-     * the URL's re-resolution after a redirect target refused (reresolve):
-     * url_gen moves by 2 with each change of url (odd during one), replaced URLs are kept in retired
-     * until obj_free (a message may still be formatting one) */
+    /* the process that made the handles above (fork_check); one
+     * re-resolution of the location at a time (reresolve) */
     _Atomic int pid;
     pthread_mutex_t fork_lock, resolve_lock;
-    _Atomic int redirected; /* written by reresolve under resolve_lock, read by every lane */
-    _Atomic unsigned url_gen;
-    char **retired;
-    size_t nretired;
-    _Atomic int locate; /* issue 28: opened with no request (open_known); the first read asks where redirects lead */
 };
 
 enum xmode { X_RANGE, X_PROBE, X_FETCH, X_STREAM };
@@ -124,8 +141,9 @@ struct xfer {
     char etag[160], linked_etag[160], commit[96];
     char fp_etag[160]; /* ETag of the last first-party response */
     uint64_t linked_size;
-    /* where this request goes: o->url, or a redirect's target */
-    char *url;     /* malloc'd redirect target, NULL = o->url */
+    /* where this request goes: the object's location, or a redirect's target */
+    char *url;     /* malloc'd redirect target, NULL = at (the location's URL) */
+    const char *at; /* the location's URL as this attempt's snapshot saw it */
     int third;     /* the target is not the configured origin (or a redirect left it): no credentials */
     int redirects;
     double deadline; /* wall clock (now_s) by which the request, retries included, ends; 0 = not set */
@@ -142,7 +160,7 @@ struct xfer {
     double retry_at;
     int state; /* 0 idle, 1 running, 2 waiting for a retry */
     /* issue 27 */
-    unsigned gen;       /* o->url_gen when this attempt started */
+    unsigned gen;       /* the location's generation when this attempt started */
     int reresolved;     /* X_RANGE: this request already re-resolved its URL */
     pi_source_sink_fn sink; /* X_STREAM: where the body goes */
     void *sink_ctx;
@@ -190,7 +208,41 @@ static size_t on_body(char *p, size_t sz, size_t nm, void *u);
 
 /* Where requests go now (reresolve may replace it on another thread; a
  * replaced string stays allocated until obj_free). */
-static const char *url_now(const struct http_obj *o) { return __atomic_load_n(&o->url, __ATOMIC_ACQUIRE); }
+/* The location as one snapshot: URL, first-party flag and generation. */
+static void loc_get(struct http_obj *o, struct loc_snap *sn) {
+    pthread_mutex_lock(&o->loc.lock);
+    sn->url = o->loc.url;
+    sn->first_party = o->loc.first_party;
+    sn->redirected = o->loc.redirected;
+    sn->gen = o->loc.gen;
+    pthread_mutex_unlock(&o->loc.lock);
+}
+
+/* A probe's redirects led to url (malloc'd): later requests go there,
+ * with credentials only when first_party (still the configured origin).
+ * The old URL is retired, not freed (a snapshot may hold it). 1 when url
+ * was taken, 0 when out of memory (the location stays). */
+static int loc_set(struct http_obj *o, char *url, int first_party) {
+    pthread_mutex_lock(&o->loc.lock);
+    char **r = pi_realloc(o->loc.retired, (o->loc.nretired + 1) * sizeof *r);
+    if (r) {
+        o->loc.retired = r;
+        o->loc.retired[o->loc.nretired++] = o->loc.url;
+        o->loc.url = url;
+        o->loc.first_party = first_party;
+        o->loc.redirected = strcmp(url, o->orig_url) != 0;
+        o->loc.gen++;
+    }
+    pthread_mutex_unlock(&o->loc.lock);
+    return r != NULL;
+}
+
+/* The location's URL (for messages; valid until the object is freed). */
+static const char *loc_url(struct http_obj *o) {
+    struct loc_snap sn;
+    loc_get(o, &sn);
+    return sn.url;
+}
 
 static CURLSH *share_new(struct http_obj *o) {
     CURLSH *sh = curl_share_init();
@@ -495,8 +547,14 @@ static int transient_status(long st) { return st == 408 || st == 429 || (st >= 5
 /* Configures x->e for the next attempt of x and adds it to the lane. */
 static int xfer_start(struct http_obj *o, CURLM *m, struct xfer *x) {
     if (!x->e) x->e = handle_get(o);
-    if (!x->e) return pi_err(-ENOMEM, "%s: cannot create a libcurl handle", o->url);
-    x->gen = atomic_load(&o->url_gen);
+    if (!x->e) return pi_err(-ENOMEM, "%s: cannot create a libcurl handle", o->name);
+    /* the location, once for this attempt: the URL and its first-party
+     * flag as one pair, so an old URL never goes with a newer URL's
+     * credentials */
+    struct loc_snap sn;
+    loc_get(o, &sn);
+    x->gen = sn.gen;
+    x->at = sn.url;
     CURL *e = x->e;
     x->status = 0;
     x->have_cr = x->cr_unsat = x->have_clen = 0;
@@ -507,20 +565,12 @@ static int xfer_start(struct http_obj *o, CURLM *m, struct xfer *x) {
     x->failmsg[0] = 0;
     x->curlerr[0] = 0;
     x->enough = 0;
-    /* the target: a redirect's (x->url, x->third), else o->url, which is
-     * another origin when the probe was redirected away from it; o->url and
-     * o->first_party read as one pair (single() changes them with url_gen
-     * odd), so an old URL never goes with a newer URL's credentials */
+    /* the target: a redirect's (x->url, x->third), else the location's
+     * URL, which is another origin when the probe was redirected away */
     const char *target = x->url;
-    for (int paired = x->url != NULL; !paired;) {
-        unsigned g = atomic_load(&o->url_gen);
-        const char *u = url_now(o);
-        int fp = atomic_load(&o->first_party);
-        if (!(g & 1) && atomic_load(&o->url_gen) == g) {
-            target = u;
-            x->third = !fp;
-            paired = 1;
-        }
+    if (!target) {
+        target = sn.url;
+        x->third = !sn.first_party;
     }
     int third = x->third;
     if (x->mode == X_RANGE) {
@@ -577,7 +627,7 @@ static int xfer_start(struct http_obj *o, CURLM *m, struct xfer *x) {
     curl_easy_setopt(e, CURLOPT_PRIVATE, x);
     curl_easy_setopt(e, CURLOPT_ERRORBUFFER, x->curlerr);
     atomic_fetch_add(&o->requests, 1);
-    if (curl_multi_add_handle(m, e) != CURLM_OK) return pi_err(PAGEIN_E_REMOTE, "%s: curl_multi_add_handle failed", o->url);
+    if (curl_multi_add_handle(m, e) != CURLM_OK) return pi_err(PAGEIN_E_REMOTE, "%s: curl_multi_add_handle failed", target);
     x->state = 1;
     return 0;
 }
@@ -585,9 +635,10 @@ static int xfer_start(struct http_obj *o, CURLM *m, struct xfer *x) {
 /* The request as a message prefix: "GET URL (Range: bytes=A-B)". */
 static void req_desc(const struct http_obj *o, const struct xfer *x, char *buf, size_t cap) {
     char to[1100] = "";
+    const char *at = x->at ? x->at : o->orig_url;
     if (x->url) snprintf(to, sizeof to, ", redirected to %s", x->url);
-    if (x->range[0]) snprintf(buf, cap, "GET %s%s (Range: bytes=%s)", url_now(o), to, x->range);
-    else snprintf(buf, cap, "GET %s%s", url_now(o), to);
+    if (x->range[0]) snprintf(buf, cap, "GET %s%s (Range: bytes=%s)", at, to, x->range);
+    else snprintf(buf, cap, "GET %s%s", at, to);
 }
 
 /* What an S3/GCS error body says: "<Code>: <Message>", else the body's
@@ -660,7 +711,7 @@ static int follow(struct http_obj *o, struct xfer *x, const char *rq) {
     curl_easy_getinfo(x->e, CURLINFO_REDIRECT_URL, &loc);
     if (!loc || !*loc) return pi_err(PAGEIN_E_REMOTE, "%s: HTTP %ld without a Location", rq, x->status);
     if (x->redirects >= 10) return pi_err(PAGEIN_E_REMOTE, "%s: more than 10 redirects", rq);
-    const char *cur = x->url ? x->url : o->url;
+    const char *cur = x->url ? x->url : x->at;
     int https = strncasecmp(cur, "https://", 8) == 0;
     if (strncasecmp(loc, "https://", 8) != 0 && strncasecmp(loc, "http://", 7) != 0)
         return pi_err(PAGEIN_E_REMOTE, "%s: HTTP %ld redirects to %.300s: only http:// and https:// are followed", rq,
@@ -742,8 +793,11 @@ static int xfer_finish(struct http_obj *o, struct xfer *x, CURLcode res) {
     if (transient_status(st) && retry_left) return 1;
     /* a redirect's target that refuses (an expired presigned URL): the
      * configured URL is asked again for a fresh target, once per request */
-    if ((st == 401 || st == 403) && (x->mode == X_RANGE || x->mode == X_STREAM) && !x->reresolved && o->redirected)
-        return 3;
+    if ((st == 401 || st == 403) && (x->mode == X_RANGE || x->mode == X_STREAM) && !x->reresolved) {
+        struct loc_snap sn;
+        loc_get(o, &sn);
+        if (sn.redirected) return 3;
+    }
     if (st == 412)
         return pi_err(PAGEIN_E_CHANGED, "%s: HTTP 412 Precondition Failed: the object changed since open (If-Match %s)",
                       rq, o->etag);
@@ -784,7 +838,7 @@ static int readv_lane(struct http_obj *o, struct lane *ln, struct vshare *sh, un
     struct xfer *slots = pi_calloc(depth, sizeof *slots);
     if (!slots) {
         atomic_store(&sh->stop, 1);
-        return pi_err(-ENOMEM, "%s: out of memory", o->url);
+        return pi_err(-ENOMEM, "%s: out of memory", o->name);
     }
     int rc = 0, stop = 0, more = 1;
     for (;;) {
@@ -826,7 +880,7 @@ static int readv_lane(struct http_obj *o, struct lane *ln, struct vshare *sh, un
                     r->rc = rc = pi_err(PAGEIN_E_REMOTE,
                                         "GET %s (Range: bytes=%llu-%llu): the server ignored Range (it answered 200 "
                                         "with the whole object at open)",
-                                        o->url, (unsigned long long)r->off, (unsigned long long)(end - 1));
+                                        loc_url(o), (unsigned long long)r->off, (unsigned long long)(end - 1));
                     stop = 1;
                     break;
                 }
@@ -836,7 +890,7 @@ static int readv_lane(struct http_obj *o, struct lane *ln, struct vshare *sh, un
                 x->got = 0;
                 x->attempt = 0;
                 x->reresolved = 0;
-                pi_free(x->url); /* a new request starts at o->url */
+                pi_free(x->url); /* a new request starts at the location */
                 x->url = NULL;
                 x->third = 0;
                 x->redirects = 0;
@@ -893,7 +947,7 @@ static int readv_lane(struct http_obj *o, struct lane *ln, struct vshare *sh, un
                     if (!rc) rc = r2;
                     stop = 1;
                 } else {
-                    pi_free(x->url); /* again from the fresh o->url */
+                    pi_free(x->url); /* again from the fresh location */
                     x->url = NULL;
                     x->third = 0;
                     x->redirects = 0;
@@ -953,7 +1007,7 @@ static int readv_lane(struct http_obj *o, struct lane *ln, struct vshare *sh, un
 /* One X_PROBE or X_FETCH transfer with retries on a lane. */
 static int single(struct http_obj *o, struct xfer *x) {
     struct lane *ln = lane_get(o);
-    if (!ln) return pi_err(-ENOMEM, "%s: cannot create a libcurl multi handle", o->url);
+    if (!ln) return pi_err(-ENOMEM, "%s: cannot create a libcurl multi handle", o->name);
     int rc;
     x->o = o;
     x->deadline = 0;
@@ -988,9 +1042,9 @@ static int single(struct http_obj *o, struct xfer *x) {
             atomic_fetch_add(&o->retried, 1);
             if (rc > 0) rc = 0;
             if (rc == 0) ln = lane_get(o);
-            if (rc == 0 && !ln) rc = pi_err(-ENOMEM, "%s: cannot create a libcurl multi handle", o->url);
+            if (rc == 0 && !ln) rc = pi_err(-ENOMEM, "%s: cannot create a libcurl multi handle", o->name);
             if (rc < 0) return rc;
-            pi_free(x->url); /* again from the fresh o->url */
+            pi_free(x->url); /* again from the fresh location */
             x->url = NULL;
             x->third = 0;
             x->redirects = 0;
@@ -1014,20 +1068,7 @@ static int single(struct http_obj *o, struct xfer *x) {
          * only if that is still the configured origin; the old string stays
          * valid (another thread may be using it: reresolve runs during
          * reads) until obj_free */
-        char **r = pi_realloc(o->retired, (o->nretired + 1) * sizeof *r);
-        if (r) {
-            o->retired = r;
-            o->retired[o->nretired++] = (char *)url_now(o);
-            /* url_gen odd while url and first_party change together:
-             * xfer_start reads them as a pair (credentials go with the
-             * configured origin only, never with an old URL's flag) */
-            atomic_fetch_add(&o->url_gen, 1);
-            o->first_party = !x->third;
-            o->redirected = strcmp(x->url, o->orig_url) != 0;
-            __atomic_store_n(&o->url, x->url, __ATOMIC_RELEASE);
-            atomic_fetch_add(&o->url_gen, 1);
-            x->url = NULL;
-        }
+        if (loc_set(o, x->url, !x->third)) x->url = NULL; /* taken */
     }
     pi_free(x->url);
     x->url = NULL;
@@ -1048,7 +1089,9 @@ static int single(struct http_obj *o, struct xfer *x) {
 static int reresolve(struct http_obj *o, unsigned gen) {
     pthread_mutex_lock(&o->resolve_lock);
     int rc = 0;
-    if (atomic_load(&o->url_gen) == gen) {
+    struct loc_snap sn;
+    loc_get(o, &sn);
+    if (sn.gen == gen) {
         struct xfer *x = pi_calloc(1, sizeof *x);
         char *b = pi_malloc(1);
         if (!x || !b) {
@@ -1068,9 +1111,11 @@ static int reresolve(struct http_obj *o, unsigned gen) {
                 rc = pi_err(PAGEIN_E_CHANGED, "%s: the object changed: asked again for its location, it is %llu bytes, "
                             "ETag %s (was %llu, %s at open)", o->orig_url, (unsigned long long)size, x->etag,
                             (unsigned long long)o->size, o->etag);
-            if (rc == 0) {
-                atomic_store(&o->locate, 0); /* located (open_known): before the generation moves */
-                atomic_fetch_add(&o->url_gen, 2); /* the others waiting here just retry (even: see single) */
+            if (rc == 0) { /* located (open_known); the others waiting here just retry */
+                pthread_mutex_lock(&o->loc.lock);
+                o->loc.locate = 0;
+                o->loc.gen++;
+                pthread_mutex_unlock(&o->loc.lock);
             }
             if (rc == 0) rc = 1;
         }
@@ -1098,12 +1143,13 @@ static void obj_free(struct http_obj *o) {
     pthread_mutex_destroy(&o->grow_lock);
     pthread_mutex_destroy(&o->fork_lock);
     pthread_mutex_destroy(&o->resolve_lock);
-    for (size_t i = 0; i < o->nretired; i++) pi_free(o->retired[i]);
-    pi_free(o->retired);
+    for (size_t i = 0; i < o->loc.nretired; i++) pi_free(o->loc.retired[i]);
+    pi_free(o->loc.retired);
+    pthread_mutex_destroy(&o->loc.lock);
     curl_slist_free_all(o->hdrs);
     curl_slist_free_all(o->hdrs_match);
     curl_slist_free_all(o->match_only);
-    pi_free(o->url);
+    pi_free(o->loc.url);
     pi_free(o->orig_url);
     pi_free(o->sigv4);
     pi_free(o->userpwd);
@@ -1144,9 +1190,10 @@ static int obj_new(struct http_obj **out, const struct pi_http_cfg *cfg, const c
     pthread_mutex_init(&o->grow_lock, NULL);
     pthread_mutex_init(&o->fork_lock, NULL);
     pthread_mutex_init(&o->resolve_lock, NULL);
+    pthread_mutex_init(&o->loc.lock, NULL);
     atomic_store(&o->pid, (int)getpid());
     o->name = name;
-    o->url = dupz(cfg->url);
+    o->loc.url = dupz(cfg->url);
     o->orig_url = dupz(cfg->url);
     const char *ca = cfg->cainfo;
     if (!ca || !*ca) ca = getenv("CURL_CA_BUNDLE");
@@ -1156,7 +1203,7 @@ static int obj_new(struct http_obj **out, const struct pi_http_cfg *cfg, const c
         o->sigv4 = dupz(cfg->sigv4);
         o->userpwd = dupz(cfg->userpwd ? cfg->userpwd : ":");
     }
-    int bad = !o->url || !o->orig_url || (ca && *ca && !o->cainfo) || (cfg->sigv4 && (!o->sigv4 || !o->userpwd));
+    int bad = !o->loc.url || !o->orig_url || (ca && *ca && !o->cainfo) || (cfg->sigv4 && (!o->sigv4 || !o->userpwd));
     for (int i = 0; !bad && i < 8 && cfg->headers[i]; i++) {
         struct curl_slist *l = curl_slist_append(o->hdrs, cfg->headers[i]);
         if (!l) bad = 1;
@@ -1175,7 +1222,7 @@ static int obj_new(struct http_obj **out, const struct pi_http_cfg *cfg, const c
     o->connect_timeout_s = PI_MIN(o->timeout_s, 10);
     url_origin(o->orig_url, o->origin, sizeof o->origin);
     url_userinfo(o);
-    o->first_party = 1;
+    o->loc.first_party = 1;
     warn_plain_http(o, cfg);
     const char *hv = getenv("PAGEIN_HTTP_VERSION");
     o->http_version = (hv && strcmp(hv, "1.1") == 0) ? CURL_HTTP_VERSION_1_1 : CURL_HTTP_VERSION_2TLS;
@@ -1219,7 +1266,7 @@ static int open_known(struct pi_source *s, const struct pi_http_cfg *cfg) {
         return pi_err(-ENOMEM, "%s: out of memory", s->name);
     }
     o->size = s->size;
-    atomic_store(&o->locate, hub); /* the Hub redirects every file to its CDN */
+    o->loc.locate = hub; /* the Hub redirects every file to its CDN */
     if (hub) snprintf(o->linked_etag, sizeof o->linked_etag, "%s", s->identity);
     else snprintf(o->etag, sizeof o->etag, "%s", s->identity);
     if (o->etag[0] && strncmp(o->etag, "W/", 2) != 0) set_if_match(o);
@@ -1259,20 +1306,20 @@ int pi_http_open_cfg(struct pi_source *s, const struct pi_http_cfg *cfg, uint32_
             o->size = x->cr_total;
             x->blen = 0;
             if (o->size != 0)
-                rc = pi_err(PAGEIN_E_REMOTE, "GET %s (Range: bytes=%s): HTTP 416 for a %llu-byte object", o->url,
+                rc = pi_err(PAGEIN_E_REMOTE, "GET %s (Range: bytes=%s): HTTP 416 for a %llu-byte object", loc_url(o),
                             x->range, (unsigned long long)o->size);
         } else if (x->status == 200 && x->have_clen) {
             o->size = x->clen;
             if (x->blen < o->size) o->no_ranges = 1;
             else if (x->blen > o->size)
-                rc = pi_err(PAGEIN_E_REMOTE, "GET %s: body longer than its Content-Length", o->url);
+                rc = pi_err(PAGEIN_E_REMOTE, "GET %s: body longer than its Content-Length", loc_url(o));
         } else {
             rc = pi_err(PAGEIN_E_REMOTE, "GET %s (Range: bytes=%s): HTTP %ld without a usable Content-Range or "
-                        "Content-Length", o->url, x->range, x->status);
+                        "Content-Length", loc_url(o), x->range, x->status);
         }
     }
     if (rc == 0 && x->blen > o->size)
-        rc = pi_err(PAGEIN_E_REMOTE, "GET %s (Range: bytes=%s): %zu bytes for a %llu-byte object", o->url, x->range,
+        rc = pi_err(PAGEIN_E_REMOTE, "GET %s (Range: bytes=%s): %zu bytes for a %llu-byte object", loc_url(o), x->range,
                     x->blen, (unsigned long long)o->size);
     if (rc < 0) {
         pi_free(x);
@@ -1311,14 +1358,16 @@ int pi_http_open_cfg(struct pi_source *s, const struct pi_http_cfg *cfg, uint32_
  * following redirects, the size and X-Linked-Etag checked against the
  * ones known), and later reads go straight to the target. 0 or < 0. */
 static int known_locate(struct http_obj *o) {
-    /* the generation first: a read that sees the URL another read just
-     * located also sees locate cleared (reresolve clears it before it
-     * moves the generation), so the object is located once, not once per
+    /* the generation and the flag in one snapshot: a read that sees the
+     * URL another read just located also sees locate cleared (reresolve
+     * changes both at once), so the object is located once, not once per
      * concurrent first read */
-    unsigned gen = atomic_load(&o->url_gen);
-    if (!atomic_load(&o->locate)) return 0;
+    pthread_mutex_lock(&o->loc.lock);
+    unsigned gen = o->loc.gen;
+    int locate = o->loc.locate;
+    pthread_mutex_unlock(&o->loc.lock);
+    if (!locate) return 0;
     int rc = reresolve(o, gen);
-    if (rc >= 0) atomic_store(&o->locate, 0);
     return rc < 0 ? rc : 0;
 }
 
@@ -1336,7 +1385,7 @@ static void vlane_run(struct vlane *v) {
     struct lane *ln = lane_get(v->o);
     if (!ln) {
         atomic_store(&v->sh->stop, 1);
-        v->rc = pi_err(-ENOMEM, "%s: cannot create a libcurl multi handle", v->o->url);
+        v->rc = pi_err(-ENOMEM, "%s: cannot create a libcurl multi handle", v->o->name);
     } else {
         v->rc = readv_lane(v->o, ln, v->sh, v->depth, v->done, v->arg);
         lane_put(v->o, ln);
@@ -1452,7 +1501,7 @@ int pi_http_read(struct pi_source *s, void *buf, uint64_t len, uint64_t off) {
     }
     size_t n = (size_t)((len + chunk - 1) / chunk);
     struct pi_read_req *r = pi_calloc(n, sizeof *r);
-    if (!r) return pi_err(-ENOMEM, "%s: out of memory", o->url);
+    if (!r) return pi_err(-ENOMEM, "%s: out of memory", o->name);
     for (size_t i = 0; i < n; i++) {
         r[i].buf = (uint8_t *)buf + i * chunk;
         r[i].off = off + i * chunk;
@@ -1476,7 +1525,7 @@ const char *pi_http_linked_etag(const struct pi_source *s) {
 const char *pi_http_repo_commit(const struct pi_source *s) {
     return s && s->impl ? ((struct http_obj *)s->impl)->commit : "";
 }
-const char *pi_http_url(const struct pi_source *s) { return s && s->impl ? ((struct http_obj *)s->impl)->url : ""; }
+const char *pi_http_url(const struct pi_source *s) { return s && s->impl ? loc_url(s->impl) : ""; }
 int pi_http_no_ranges(const struct pi_source *s) { return s && s->impl ? ((struct http_obj *)s->impl)->no_ranges : 0; }
 
 int pi_http_stream(struct pi_source *s, pi_source_sink_fn sink, void *ctx) {
