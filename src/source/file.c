@@ -120,6 +120,8 @@ static void file_close(struct pi_source *s) {
 
 static const char *local_path(const char *uri) { return strncmp(uri, "file://", 7) == 0 ? uri + 7 : uri; }
 
+const char *pi_source_local_path(const char *uri) { return local_path(uri); }
+
 /* A prefix: a directory. */
 static int file_is_prefix(const char *uri) {
     struct stat st;

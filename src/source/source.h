@@ -302,6 +302,9 @@ extern const size_t pi_nsources;
 
 /* The local-file source (source/file.c). */
 extern const struct pi_source_ops pi_source_file;
+/* The local path a name of the file source stands for ("file:///x" ->
+ * "/x"; a plain path as it is). */
+const char *pi_source_local_path(const char *uri);
 /* Wraps an already-open local descriptor (no ownership of fd is taken
  * unless own_fd). For readers that open files themselves. */
 int pi_source_from_fd(struct pi_source **out, int fd, const char *name, int own_fd);
