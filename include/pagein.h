@@ -2045,6 +2045,24 @@ PAGEIN_API int pagein_source_read_ranges(pagein_source *const *srcs, size_t nsrc
  * without libcurl. */
 typedef int (*pagein_list_fn)(void *arg, const char *uri);
 PAGEIN_API int pagein_source_list(const char *uri, pagein_list_fn fn, void *arg);
+/* One object of a detailed listing (pagein_source_list_entries); strings
+ * borrowed for the call. */
+typedef struct pagein_list_entry {
+    const char *uri;      /* the object's URI, named as pagein_source_list names it */
+    const char *rel;      /* its name relative to the listed prefix ("sub/a.bin") */
+    uint64_t size;        /* bytes as listed; PAGEIN_SIZE_UNKNOWN when the listing does not say */
+    const char *identity; /* ETag (quotes included), version or content id (the Hub: LFS sha256 or git
+                             blob id) as listed; "" when the listing does not say */
+    int64_t mtime;        /* last modified, seconds since the epoch, as listed; 0 unknown */
+} pagein_list_entry;
+#define PAGEIN_SIZE_UNKNOWN UINT64_MAX
+#define PAGEIN_LIST_DIRECT 1u /* only the prefix's direct children (rel without a '/') */
+typedef int (*pagein_list_entry_fn)(void *arg, const pagein_list_entry *e);
+/* pagein_source_list with what the listing states of each object (one
+ * listing, no request per object: S3/GCS's ListObjectsV2 gives size and
+ * ETag, the Hub's listing size and LFS sha256). flags: 0 or
+ * PAGEIN_LIST_DIRECT. Errors as pagein_source_list. */
+PAGEIN_API int pagein_source_list_entries(const char *uri, unsigned flags, pagein_list_entry_fn fn, void *arg);
 /* ---- end of byte sources by path or URL -------------------------------- */
 
 /* ------------------------------------------------------------------------ */

@@ -529,7 +529,7 @@ TEST(engine_probe_latency) {
 
 static int file_src(struct pi_source *s, const char *path, uint64_t size) {
     memset(s, 0, sizeof *s);
-    static const struct pi_source_ops ops = {.name = "file-test", .readv = pi_file_readv};
+    static const struct pi_source_ops ops = {.name = "file-test", .readv = pi_file_readv, .readv_view = pi_file_readv_view};
     s->ops = &ops;
     s->name = (char *)path;
     s->size = size;

@@ -25,7 +25,7 @@ static uint8_t pat(uint64_t o) { return (uint8_t)(o * 131 + (o >> 11) * 7 + 3); 
 static int open_src(struct pi_source *s, const char *path, const uint8_t *data) {
     if (pt_write_file(path, data, SZ) != 0) return -1;
     memset(s, 0, sizeof *s);
-    static const struct pi_source_ops ops = {.name = "file-test", .readv = pi_file_readv};
+    static const struct pi_source_ops ops = {.name = "file-test", .readv = pi_file_readv, .readv_view = pi_file_readv_view};
     s->ops = &ops;
     s->name = (char *)path;
     s->size = SZ;

@@ -315,6 +315,34 @@ class PageinFileSystem(AbstractFileSystem):
                 return []
             raise
 
+    def _entries(self, url):
+        """{object URL: info dict} under a remote prefix from one listing:
+        the size and identity as listed (None where the listing does not
+        state a size: info() opens that object); {} for http."""
+        if url.startswith(("http://", "https://")):
+            return {}
+        try:
+            got = _pagein.source_list_entries(url)
+        except _p.Error as e:
+            if "NoSuchBucket" in str(e) or "404" in str(e):
+                return {}
+            raise
+        out = {}
+        for name, size, ident, mtime in got:
+            d = {"name": name, "size": size, "type": "file"}
+            if ident:
+                d["identity"] = ident
+            if mtime is not None:
+                d["mtime"] = mtime
+            out[name] = d
+        return out
+
+    def _listed_info(self, name, listed):
+        """A listed object's info: the listing's word when it states a size
+        (no request), else one open."""
+        d = listed.get(name)
+        return d if d is not None and d["size"] is not None else self.info(name)
+
     def _prefix_of(self, url):
         """The listing prefix of a directory-like URL (hf: the repo root)."""
         return url.rstrip("/") + "/"
@@ -358,7 +386,8 @@ class PageinFileSystem(AbstractFileSystem):
                             continue
             return out if detail else [o["name"] for o in out]
         prefix = self._prefix_of(url)
-        names = self._listing(prefix)
+        listed = self._entries(prefix)
+        names = list(listed)
         if not names:
             info = self.info(url)
             return [info] if detail else [info["name"]]
@@ -374,16 +403,18 @@ class PageinFileSystem(AbstractFileSystem):
             if sep:
                 out.append({"name": name, "size": 0, "type": "directory"})
             else:
-                out.append(self.info(name) if detail else {"name": name})
+                out.append(self._listed_info(name, listed) if detail else {"name": name})
         return out if detail else [o["name"] for o in out]
 
     def find(self, path, maxdepth=None, withdirs=False, detail=False, **kwargs):
-        """Every file under path (one listing for s3/gs/hf; os.walk locally)."""
+        """Every file under path (one listing for s3/gs/hf, sizes as listed;
+        os.walk locally)."""
         url = self._url(path)
         if not _is_remote(url) or url.startswith(("http://", "https://")) or maxdepth is not None or withdirs:
             return super().find(path, maxdepth=maxdepth, withdirs=withdirs, detail=detail, **kwargs)
         prefix = self._prefix_of(url)
-        names = sorted(n for n in self._listing(prefix) if n.startswith(prefix))
+        listed = self._entries(prefix)
+        names = sorted(n for n in listed if n.startswith(prefix))
         if not names:
             try:
                 info = self.info(url)
@@ -391,7 +422,7 @@ class PageinFileSystem(AbstractFileSystem):
                 return {} if detail else []
             return {url: info} if detail else [url]
         if detail:
-            return {n: self.info(n) for n in names}
+            return {n: self._listed_info(n, listed) for n in names}
         return names
 
     def ukey(self, path):

@@ -233,6 +233,46 @@ static PyObject *py_source_list(PyObject *self, PyObject *arg) {
     return out;
 }
 
+static int entry_append(void *arg, const pagein_list_entry *e) {
+    PyObject *size = e->size == PAGEIN_SIZE_UNKNOWN ? (Py_INCREF(Py_None), Py_None) : PyLong_FromUnsignedLongLong(e->size);
+    PyObject *mtime = e->mtime ? PyLong_FromLongLong(e->mtime) : (Py_INCREF(Py_None), Py_None);
+    PyObject *u = str_from(e->uri, strlen(e->uri)), *id = str_from(e->identity, strlen(e->identity));
+    PyObject *t = size && mtime && u && id ? PyTuple_Pack(4, u, size, id, mtime) : NULL;
+    Py_XDECREF(size);
+    Py_XDECREF(mtime);
+    Py_XDECREF(u);
+    Py_XDECREF(id);
+    int rc = t ? PyList_Append((PyObject *)arg, t) : -1;
+    Py_XDECREF(t);
+    return rc < 0 ? -1 : 0;
+}
+
+/* _pagein.source_list_entries(uri, direct=False) -> [(uri, size or None,
+ * identity, mtime or None)]: one listing with what it states of each
+ * object (pagein.fsspec's ls(detail=True) and find(detail=True) open
+ * nothing). With the GIL held: the callback builds the list. */
+static PyObject *py_source_list_entries(PyObject *self, PyObject *args, PyObject *kw) {
+    static char *kwl[] = {"uri", "direct", NULL};
+    PyObject *uri;
+    int direct = 0;
+    if (!PyArg_ParseTupleAndKeywords(args, kw, "U|p", kwl, &uri, &direct)) return NULL;
+    PyObject *pb = fs_bytes(uri);
+    if (!pb) return NULL;
+    PyObject *out = PyList_New(0);
+    if (!out) {
+        Py_DECREF(pb);
+        return NULL;
+    }
+    int rc = pagein_source_list_entries(PyBytes_AS_STRING(pb), direct ? PAGEIN_LIST_DIRECT : 0, entry_append, out);
+    Py_DECREF(pb);
+    if (rc != 0) {
+        Py_DECREF(out);
+        if (PyErr_Occurred()) return NULL;
+        return raise_rc(rc, uri);
+    }
+    return out;
+}
+
 PyMethodDef pyp_remote_functions[] = {
     {"pull", PYFN(py_pull), METH_VARARGS | METH_KEYWORDS,
      "pull(src, dest=None, connections=0, chunk=0, stage=None, cache_dir=None, sync=True) -> stats dict"},
@@ -245,5 +285,7 @@ PyMethodDef pyp_remote_functions[] = {
      "source_read_ranges(sources, files, offsets, lengths, queue_depth=0, max_gap=0, max_block=0, no_merge=False, "
      "writable=False) -> ([bytes or bytearray], stats)"},
     {"source_list", py_source_list, METH_O, "source_list(uri) -> [uri] under an s3://, gs:// or hf:// prefix"},
+    {"source_list_entries", PYFN(py_source_list_entries), METH_VARARGS | METH_KEYWORDS,
+     "source_list_entries(uri, direct=False) -> [(uri, size or None, identity, mtime or None)] under a remote prefix"},
     {NULL, NULL, 0, NULL},
 };

@@ -338,6 +338,13 @@ def test_s3_listing_and_reads(s3, monkeypatch, tmp_path):
     assert fs.find("s3://bkt/dir") == ["s3://bkt/dir/a.bin", "s3://bkt/dir/sub/b.json"]
     ls = {e["name"]: (e["type"], e["size"]) for e in fs.ls("s3://bkt/dir")}
     assert ls == {"s3://bkt/dir/a.bin": ("file", 2048), "s3://bkt/dir/sub": ("directory", 0)}
+    # ls(detail=True) and find(detail=True) take sizes and ETags from the one listing: no object is opened
+    with monkeypatch.context() as m:
+        m.setattr(fs, "info", lambda *a, **k: pytest.fail("info() called: an object opened for its size"))
+        found = fs.find("s3://bkt/dir", detail=True)
+        assert {n: e["size"] for n, e in found.items()} == {"s3://bkt/dir/a.bin": 2048, "s3://bkt/dir/sub/b.json": 8}
+        assert all(e["identity"].startswith('"') for e in found.values())
+        assert [e["size"] for e in fs.ls("s3://bkt/dir") if e["type"] == "file"] == [2048]
     assert fs.info("s3://bkt/dir")["type"] == "directory"
     assert fs.info("s3://bkt/top.bin")["size"] == 1000
     assert fs.glob("s3://bkt/dir/*.bin") == ["s3://bkt/dir/a.bin"]

@@ -17,9 +17,7 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
-#ifdef PAGEIN_HAVE_CURL
-#include "../source/remote.h"
-#endif
+#include "../source/source.h"
 
 /* ---- the dataset object -------------------------------------------------- */
 
@@ -437,71 +435,59 @@ static int add_dir(struct ds_build *b, const struct pi_dsformat *fmt, const char
     return rc;
 }
 
-/* A remote prefix (s3://b/p/, gs://, hf://datasets/org/name[/dir/]) or a
- * remote glob (hf://datasets/org/name/data/ followed by a pattern): the listing, an
- * index file in it first, else every name a row claims (or the glob
- * matches), sorted. 1 when uri is not a listing. */
+/* A listing of a remote prefix, each object named as the listed prefix
+ * (the caller's spelling) followed by its name relative to it. */
+struct rlist {
+    const char *dir;     /* the listed prefix as the caller wrote it, '/' added */
+    const char *pattern; /* a glob over names relative to dir, or NULL */
+    struct names nm;
+    struct pi_buf u;
+};
+
+static int rlist_add(void *arg, const struct pi_list_entry *e) {
+    struct rlist *l = arg;
+    if (l->pattern && fnmatch(l->pattern, e->rel, FNM_PATHNAME) != 0) return 0;
+    l->u.n = 0;
+    pi_buf_str(&l->u, l->dir);
+    pi_buf_put(&l->u, e->rel, strlen(e->rel) + 1);
+    if (l->u.oom) return pi_err(-ENOMEM, "%s: out of memory listing", l->dir);
+    return names_add(&l->nm, l->u.p, l->u.n - 1);
+}
+
+/* A remote prefix (a URI its source calls a prefix: s3://b/p/,
+ * hf://datasets/org/name[/dir/], null://p/, ...) or a remote glob (a
+ * prefix followed by a pattern: hf://datasets/org/name/data/ *.parquet):
+ * the source's listing (pi_source_list_opt: what a prefix of that source
+ * names, the Hub's subfolders included, an S3 folder's direct children),
+ * an index file in it first, else every name a row claims (or the glob
+ * matches), sorted. 1 when uri is not a listing. No scheme is known here. */
 static int add_remote_listing(struct ds_build *b, const struct pi_dsformat *fmt, const char *uri,
                               const struct pi_dsopen *a) {
-#ifdef PAGEIN_HAVE_CURL
     size_t ul = strlen(uri);
-    int glob = strpbrk(uri, "*?[") != NULL, slash = ul && uri[ul - 1] == '/';
-    int s3 = !strncmp(uri, "s3://", 5) || !strncmp(uri, "gs://", 5), hf = !strncmp(uri, "hf://", 5);
-    char *list = NULL, *base = NULL;
-    size_t n = 0;
-    int rc = 0;
-    const char *pattern = NULL;
-    if (s3 && (slash || glob)) {
-        /* list the directory part; the glob (if any) filters full URIs */
-        const char *cut = glob ? strpbrk(uri, "*?[") : uri + ul;
+    const char *g = strpbrk(uri, "*?[");
+    if (!g && !pi_source_is_prefix(uri)) return 1;
+    /* the folder listed: up to the glob's segment, or the prefix itself */
+    const char *cut = g ? g : uri + ul;
+    if (g)
         while (cut > uri && cut[-1] != '/') cut--;
-        base = pi_strndup(uri, (size_t)(cut - uri));
-        if (!base) return pi_err(-ENOMEM, "out of memory");
-        rc = pi_s3_list(base, &list, &n);
-        pattern = glob ? uri : NULL;
-    } else if (hf) {
-        struct pi_hf_ref r;
-        memset(&r, 0, sizeof r);
-        if ((rc = pi_hf_parse(uri, &r)) < 0) return rc;
-        size_t pl = strlen(r.path);
-        if (!(pl == 0 || r.path[pl - 1] == '/' || strpbrk(r.path, "*?["))) {
-            pi_hf_ref_free(&r);
-            return 1;
-        }
-        char *names = NULL;
-        size_t nn = 0;
-        rc = pi_hf_list(uri, &r, &names, &nn);
-        /* full URIs: the given prefix without its path, then each name */
-        size_t keep = ul - pl;
-        struct pi_buf lb = {0};
-        for (size_t i = 0, off = 0; rc == 0 && i < nn; i++) {
-            const char *nm = names + off;
-            off += strlen(nm) + 1;
-            int take = glob ? fnmatch(r.path, nm, FNM_PATHNAME) == 0 : !strncmp(nm, r.path, pl);
-            if (!take) continue;
-            pi_buf_put(&lb, uri, keep);
-            if (keep && uri[keep - 1] != '/') pi_buf_put(&lb, "/", 1);
-            pi_buf_put(&lb, nm, strlen(nm) + 1);
-            n++;
-        }
-        if (lb.oom) rc = pi_err(-ENOMEM, "out of memory");
-        list = lb.p;
-        base = pi_strndup(uri, keep);
-        pi_free(names);
-        pi_hf_ref_free(&r);
-        pattern = NULL;
-    } else {
-        return 1;
-    }
+    struct rlist l;
+    memset(&l, 0, sizeof l);
+    l.pattern = g ? cut : NULL;
+    size_t dl = (size_t)(cut - uri);
+    char *dir = pi_malloc(dl + 2);
+    if (!dir) return pi_err(-ENOMEM, "out of memory");
+    memcpy(dir, uri, dl);
+    if (dl && dir[dl - 1] != '/') dir[dl++] = '/';
+    dir[dl] = 0;
+    l.dir = dir;
+    /* a glob matches names of its own depth; a prefix takes what its source's prefix names */
+    int rc = pi_source_list_opt(dir, g ? 0 : PI_LIST_AS_PREFIX, rlist_add, &l);
     struct names nm = {0};
     const char *idx = NULL;
-    for (size_t i = 0, off = 0; rc == 0 && i < n; i++) {
-        const char *u = list + off;
-        off += strlen(u) + 1;
-        if (pattern && fnmatch(pattern, u, FNM_PATHNAME) != 0) continue;
-        if (!pattern && s3 && strchr(u + strlen(base), '/')) continue; /* deeper than the prefix */
+    for (size_t i = 0; rc == 0 && i < l.nm.n; i++) {
+        const char *u = l.nm.v[i];
         if (index_row(u, fmt)) {
-            if (!idx) idx = u;
+            if (!idx || strcmp(u, idx) < 0) idx = u;
             continue;
         }
         const struct pi_dsformat *f = by_suffix(u);
@@ -510,22 +496,19 @@ static int add_remote_listing(struct ds_build *b, const struct pi_dsformat *fmt,
     }
     if (rc == 0 && idx) {
         const char *sl = strrchr(idx, '/');
-        char *dir = pi_strndup(idx, sl ? (size_t)(sl - idx) : 0);
-        rc = dir ? add_index(b, index_row(idx, fmt), dir, idx, a) : pi_err(-ENOMEM, "out of memory");
-        pi_free(dir);
+        char *idir = pi_strndup(idx, sl ? (size_t)(sl - idx) : 0);
+        rc = idir ? add_index(b, index_row(idx, fmt), idir, idx, a) : pi_err(-ENOMEM, "out of memory");
+        pi_free(idir);
     } else if (rc == 0) {
         if (nm.n == 0) rc = pi_err(PAGEIN_E_NOT_FOUND, "%s: no dataset shards under this prefix", uri);
         qsort(nm.v, nm.n, sizeof *nm.v, str_cmp);
         for (size_t i = 0; i < nm.n && rc == 0; i++) rc = add_one(b, fmt, nm.v[i], a);
     }
     names_free(&nm);
-    pi_free(list);
-    pi_free(base);
+    names_free(&l.nm);
+    pi_buf_free(&l.u);
+    pi_free(dir);
     return rc;
-#else
-    (void)b, (void)fmt, (void)uri, (void)a;
-    return 1;
-#endif
 }
 
 static int add_one(struct ds_build *b, const struct pi_dsformat *fmt, const char *uri, const struct pi_dsopen *a) {

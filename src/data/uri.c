@@ -4,7 +4,8 @@
  * pi_source; pagein_source_read_ranges is pagein_read_ranges' plan (sort,
  * drop contained requests, merge neighbours) run on the range engine over
  * any mix of local files and remote objects in one engine run; listing
- * forwards to the remote sources' resolvers that pull uses. */
+ * goes through the source table's list op (sizes and identities as the
+ * listing states them). */
 #include "data.h"
 #include "../source/source.h"
 
@@ -104,6 +105,7 @@ static int unsafe_name(const char *name) {
 struct pub_list {
     const char *uri;
     pagein_list_fn fn;
+    pagein_list_entry_fn efn;
     void *arg;
     struct pi_buf b;
 };
@@ -111,28 +113,46 @@ struct pub_list {
 static int pub_entry(void *arg, const struct pi_list_entry *e) {
     struct pub_list *l = arg;
     size_t ul = strlen(l->uri), el = strlen(e->uri), rl = strlen(e->rel);
-    /* the source's own prefix ends in '/' where the caller's does not ("s3://b", "hf://o/n") */
-    int sep = el > rl && e->uri[el - rl - 1] == '/' && ul && l->uri[ul - 1] != '/';
+    /* rel without a leading '/' (a prefix named without its '/': "/a.bin"),
+     * the '/' put back between the caller's URI and it */
+    const char *rel = e->rel;
+    int lead = rel[0] == '/';
+    rel += lead, rl -= (size_t)lead;
+    int sep = (lead || (el > rl && e->uri[el - rl - 1] == '/')) && ul && l->uri[ul - 1] != '/';
     l->b.n = 0;
     pi_buf_put(&l->b, l->uri, ul);
     if (sep) pi_buf_put(&l->b, "/", 1);
-    pi_buf_put(&l->b, e->rel, rl + 1);
+    pi_buf_put(&l->b, rel, rl + 1);
     if (l->b.oom) return pi_err(-ENOMEM, "%s: out of memory listing", l->uri);
     if (unsafe_name(l->b.p))
         return pi_err(PAGEIN_E_INVALID, "%s: unsafe name '%.300s' in the listing (a '..' component)", l->uri, e->rel);
-    return l->fn(l->arg, l->b.p);
+    if (!l->efn) return l->fn(l->arg, l->b.p);
+    pagein_list_entry pe = {l->b.p, rel, e->size == PI_SIZE_UNKNOWN ? PAGEIN_SIZE_UNKNOWN : e->size,
+                            e->identity ? e->identity : "", e->mtime};
+    return l->efn(l->arg, &pe);
 }
 
-int pagein_source_list(const char *uri, pagein_list_fn fn, void *arg) {
+static int pub_list(const char *uri, unsigned flags, struct pub_list *l) {
     pi_err_clear();
-    RETURN_IF(!uri || !fn, PAGEIN_E_INVALID, "pagein_source_list: NULL argument");
+    RETURN_IF(!uri || (!l->fn && !l->efn), PAGEIN_E_INVALID, "pagein_source_list: NULL argument");
+    RETURN_IF(flags & ~PAGEIN_LIST_DIRECT, PAGEIN_E_INVALID, "%s: unknown listing flags 0x%x", uri, flags);
     if (!pi_source_is_remote(uri)) {
         const char *schemes = pi_source_schemes();
         return pi_err(PAGEIN_E_UNSUPPORTED, "%s: not a remote prefix (remote sources in this build: %s)", uri,
                       schemes[0] ? schemes : "none, built without libcurl");
     }
-    struct pub_list l = {.uri = uri, .fn = fn, .arg = arg};
-    int rc = pi_source_list(uri, pub_entry, &l);
-    pi_buf_free(&l.b);
+    l->uri = uri;
+    int rc = pi_source_list_opt(uri, flags & PAGEIN_LIST_DIRECT ? PI_LIST_DIRECT : 0, pub_entry, l);
+    pi_buf_free(&l->b);
     return rc;
+}
+
+int pagein_source_list(const char *uri, pagein_list_fn fn, void *arg) {
+    struct pub_list l = {.fn = fn, .arg = arg};
+    return pub_list(uri, 0, &l);
+}
+
+int pagein_source_list_entries(const char *uri, unsigned flags, pagein_list_entry_fn fn, void *arg) {
+    struct pub_list l = {.efn = fn, .arg = arg};
+    return pub_list(uri, flags, &l);
 }

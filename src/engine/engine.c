@@ -31,8 +31,6 @@
  */
 #include "engine.h"
 
-#include "../source/file_readv.h"
-
 #include <inttypes.h>
 #include <pthread.h>
 #include <stdio.h>
@@ -446,9 +444,10 @@ static int run_batch(struct erunner *x) {
         x->t_batch = now_ns();
         pi_err_clear();
         int rc;
-        if (s->ops->readv == pi_file_readv) { /* the local readv reports its submit side */
+        if (s->ops->readv_view) { /* a readv that reports its submit side (local files) */
             struct pi_readv_view v;
-            rc = pi_file_readv_view(s, rq + a, k - a, x->depth, batch_done, &b, &v);
+            memset(&v, 0, sizeof v);
+            rc = s->ops->readv_view(s, rq + a, k - a, x->depth, batch_done, &b, &v);
             x->view = 1;
             x->sub_area_s += v.mean_inflight * v.seconds;
             if (v.max_inflight > x->sub_max) x->sub_max = v.max_inflight;

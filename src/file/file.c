@@ -157,7 +157,7 @@ static int parse_remote(pagein_file *f, uint32_t flags, pagein_format fmt, struc
  * filesystem is a network or FUSE one and the cache is on: 1, else 0. */
 static int netfs_key(const pagein_file *f, const struct stat *st, char *key, size_t cap, char id[160]) {
     if (f->len == 0 || !pi_meta_dev_is_remote(st->st_dev) || !pi_meta_enabled()) return 0;
-    const char *p = strncmp(f->path, "file://", 7) == 0 ? f->path + 7 : f->path;
+    const char *p = pi_source_local_path(f->path);
     char cwd[4096] = "";
     if (p[0] != '/' && !getcwd(cwd, sizeof cwd)) return 0;
     int k = snprintf(key, cap, "file %s%s%s", cwd, cwd[0] ? "/" : "", p);

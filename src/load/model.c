@@ -8,7 +8,6 @@
  * then applies the strategy (populate.c, pager.c, auto.c).
  */
 #include "load.h"
-#include "../source/remote.h"
 #include "../format/format.h"
 #include "../file/metacache.h"
 

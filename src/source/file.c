@@ -120,6 +120,8 @@ static void file_close(struct pi_source *s) {
 
 static const char *local_path(const char *uri) { return strncmp(uri, "file://", 7) == 0 ? uri + 7 : uri; }
 
+const char *pi_source_local_path(const char *uri) { return local_path(uri); }
+
 /* A prefix: a directory. */
 static int file_is_prefix(const char *uri) {
     struct stat st;
@@ -153,7 +155,7 @@ static int walk(struct pi_buf *b, size_t base, int depth, pi_list_fn fn, void *a
             char id[96];
             snprintf(id, sizeof id, "%ju:%ju:%jd:%jd.%09ld", (uintmax_t)st.st_dev, (uintmax_t)st.st_ino,
                      (intmax_t)st.st_size, (intmax_t)st.st_mtim.tv_sec, (long)st.st_mtim.tv_nsec); /* as open's */
-            struct pi_list_entry le = {b->p, b->p + base, (uint64_t)st.st_size, id};
+            struct pi_list_entry le = {b->p, b->p + base, (uint64_t)st.st_size, id, (int64_t)st.st_mtim.tv_sec};
             rc = fn(arg, &le);
         }
     }
@@ -193,6 +195,7 @@ const struct pi_source_ops pi_source_file = {
     .counters = NULL,
     .ranges_ignored = NULL,
     .stream = NULL,
+    .readv_view = pi_file_readv_view, /* the same readv, reporting its submit side to the range engine */
 };
 
 static char borrowed_marker;

@@ -16,22 +16,6 @@ int pi_file_readv(struct pi_source *s, struct pi_read_req *reqs, size_t n, unsig
 int pi_file_readv_threads(struct pi_source *s, struct pi_read_req *reqs, size_t n, unsigned depth,
                           pi_read_done_fn done, void *arg);
 
-/* The submit side of one pi_file_readv_view (issue 29): what the ring (or
- * the threads) had submitted and not yet seen complete, time-weighted over
- * the call (mean) and at most; the seconds the issuing thread spent inside
- * io_uring_submit (issuing that blocks: the kernel faulting the
- * destination pages in, a filesystem that reads at issue) against the
- * call's wall time; and whether the ring moved issuing to the kernel's
- * workers (IOSQE_ASYNC) because issuing blocked, from which request. */
-struct pi_readv_view {
-    int ring;                 /* 1 io_uring, 0 threads */
-    double mean_inflight;     /* submitted, not completed; time-weighted */
-    uint64_t max_inflight;
-    double issue_seconds, seconds;
-    int async;                /* 1: issued by io-wq workers from request async_from on */
-    size_t async_from;
-};
-
 /* pi_file_readv, also filling *view (may be NULL). PAGEIN_URING_ASYNC=1
  * issues every request through the kernel's workers, =0 never (default:
  * switch when issuing takes more than half the time, see file_readv.c). */

@@ -193,16 +193,79 @@ int pi_hf_file_url(const struct pi_hf_ref *r, const char *path, char *url, size_
     return 0;
 }
 
-/* The Hub's file listing (GET HF_ENDPOINT/api/models/REPO/revision/REV). */
-int pi_hf_list(const char *src, const struct pi_hf_ref *r, char **names, size_t *count) {
-    char *out = NULL;
-    size_t olen = 0, ocap = 0;
-    *names = NULL;
-    *count = 0;
+/* The files of the Hub's listing: per file its path in the repository and
+ * its id (the LFS sha256, else the git blob id; "" when not stated), NUL
+ * after each, in b; its size in size[] (PI_SIZE_UNKNOWN when not stated). */
+struct hf_files {
+    struct pi_buf b;
+    uint64_t *size;
+    size_t n, cap;
+};
+
+static void hf_files_free(struct hf_files *f) {
+    pi_buf_free(&f->b);
+    pi_free(f->size);
+    memset(f, 0, sizeof *f);
+}
+
+/* v (vl bytes, not NUL-terminated) into out lower-case when it is hex
+ * digits only and fits; else out stays "". */
+static void hex_id(const char *v, size_t vl, char *out, size_t cap) {
+    if (vl == 0 || vl >= cap) return;
+    for (size_t i = 0; i < vl; i++)
+        if (!isxdigit((unsigned char)v[i])) return;
+    for (size_t i = 0; i < vl; i++) out[i] = (char)tolower((unsigned char)v[i]);
+    out[vl] = 0;
+}
+
+/* One entry of "siblings": {"rfilename", "size", "blobId", "lfs": {"sha256"}}. */
+static int hf_sibling(struct pi_json *j, struct hf_files *f) {
+    const char *key, *v, *name = NULL;
+    size_t kl, vl, nl = 0;
+    char blob[96] = "", sha[96] = "";
+    uint64_t size = PI_SIZE_UNKNOWN;
+    int rc = pi_json_enter(j, PI_JSON_OBJECT);
+    while (rc >= 0 && (rc = pi_json_next(j, &key, &kl)) > 0) {
+        if (kl == 9 && !memcmp(key, "rfilename", 9)) {
+            rc = pi_json_string(j, &v, &vl);
+            if (rc >= 0 && vl > 0 && !memchr(v, 0, vl)) name = v, nl = vl;
+        } else if (kl == 4 && !memcmp(key, "size", 4) && pi_json_peek(j) == PI_JSON_NUMBER) {
+            rc = pi_json_u64(j, &size);
+        } else if (kl == 6 && !memcmp(key, "blobId", 6) && pi_json_peek(j) == PI_JSON_STRING) {
+            if ((rc = pi_json_string(j, &v, &vl)) >= 0) hex_id(v, vl, blob, sizeof blob);
+        } else if (kl == 3 && !memcmp(key, "lfs", 3) && pi_json_peek(j) == PI_JSON_OBJECT) {
+            rc = pi_json_enter(j, PI_JSON_OBJECT);
+            while (rc >= 0 && (rc = pi_json_next(j, &key, &kl)) > 0) {
+                if (kl == 6 && !memcmp(key, "sha256", 6) && pi_json_peek(j) == PI_JSON_STRING) {
+                    if ((rc = pi_json_string(j, &v, &vl)) >= 0) hex_id(v, vl, sha, sizeof sha);
+                } else {
+                    rc = pi_json_skip(j);
+                }
+            }
+        } else {
+            rc = pi_json_skip(j);
+        }
+    }
+    if (rc < 0 || !name) return rc;
+    if (pi_grow((void **)&f->size, &f->cap, f->n + 1, sizeof *f->size) < 0) return -ENOMEM;
+    f->size[f->n++] = size;
+    pi_buf_put(&f->b, name, nl);
+    pi_buf_put(&f->b, "", 1);
+    pi_buf_put(&f->b, sha[0] ? sha : blob, strlen(sha[0] ? sha : blob) + 1);
+    return f->b.oom ? -ENOMEM : 0;
+}
+
+/* The Hub's file listing (GET HF_ENDPOINT/api/models/REPO/revision/REV,
+ * blobs=true: with sizes and ids) into *f. src names the request in
+ * messages. */
+static int hf_list_files(const char *src, const struct pi_hf_ref *r, struct hf_files *f) {
+    memset(f, 0, sizeof *f);
     const char *ep = pi_env("HF_ENDPOINT") ? pi_env("HF_ENDPOINT") : "https://huggingface.co";
     char url[4096], auth[1200], tok[1024] = "";
     snprintf(url, sizeof url, "%s/api/%s/%s/revision/", ep, r->kind, r->repo);
     pi_url_encode(url, sizeof url, r->rev, 0); /* refs/pr/1 -> refs%2Fpr%2F1, as huggingface_hub asks */
+    size_t ul = strlen(url);
+    snprintf(url + ul, sizeof url - ul, "?blobs=true");
     const char *t = pi_env("HF_TOKEN") ? pi_env("HF_TOKEN") : pi_env("HUGGING_FACE_HUB_TOKEN");
     if (t) snprintf(tok, sizeof tok, "%s", t);
     struct pi_http_cfg cfg;
@@ -216,7 +279,6 @@ int pi_hf_list(const char *src, const struct pi_hf_ref *r, char **names, size_t 
     size_t len;
     long status = 0;
     FORWARD_IF(pi_http_fetch(&cfg, &body, &len, 64u << 20, &status));
-    (void)olen;
     int rc = 0;
     if (status != 200) {
         rc = pi_err(PAGEIN_E_REMOTE, "%s: GET %s (repository listing): HTTP %ld", src, url, status);
@@ -225,56 +287,28 @@ int pi_hf_list(const char *src, const struct pi_hf_ref *r, char **names, size_t 
     }
     struct pi_json j;
     pi_json_init(&j, body, len, 0);
-    const char *key, *v;
-    size_t kl, vl;
+    const char *key;
+    size_t kl;
     rc = pi_json_enter(&j, PI_JSON_OBJECT);
     while (rc >= 0 && (rc = pi_json_next(&j, &key, &kl)) > 0) {
         if (kl == 8 && !memcmp(key, "siblings", 8)) {
             rc = pi_json_enter(&j, PI_JSON_ARRAY);
-            while (rc >= 0 && (rc = pi_json_next(&j, NULL, NULL)) > 0) {
-                rc = pi_json_enter(&j, PI_JSON_OBJECT);
-                while (rc >= 0 && (rc = pi_json_next(&j, &key, &kl)) > 0) {
-                    if (kl == 9 && !memcmp(key, "rfilename", 9)) {
-                        rc = pi_json_string(&j, &v, &vl);
-                        if (rc >= 0 && vl > 0 && !memchr(v, 0, vl)) {
-                            if (olen + vl + 1 > ocap) {
-                                size_t nc = PI_MAX(olen + vl + 1, ocap * 2 + 256);
-                                char *grown = pi_realloc(out, nc);
-                                if (!grown) {
-                                    rc = pi_err(-ENOMEM, "%s: out of memory", src);
-                                    break;
-                                }
-                                out = grown;
-                                ocap = nc;
-                            }
-                            memcpy(out + olen, v, vl);
-                            olen += vl;
-                            out[olen++] = 0;
-                            (*count)++;
-                        }
-                    } else {
-                        rc = pi_json_skip(&j);
-                    }
-                }
-            }
+            while (rc >= 0 && (rc = pi_json_next(&j, NULL, NULL)) > 0) rc = hf_sibling(&j, f);
         } else {
             rc = pi_json_skip(&j);
         }
     }
-    if (rc < 0 && rc != -ENOMEM && rc != PAGEIN_E_INVALID) {
+    if (rc == -ENOMEM) {
+        rc = pi_err(-ENOMEM, "%s: out of memory", src);
+    } else if (rc < 0 && rc != PAGEIN_E_INVALID) {
         char d[300];
         snprintf(d, sizeof d, "%s", pagein_last_error_detail());
         rc = pi_err(PAGEIN_E_REMOTE, "%s: GET %s: the listing is not the Hub's JSON: %s", src, url, d);
     }
     pi_json_free(&j);
     pi_free(body);
-    if (rc < 0) {
-        pi_free(out);
-        *count = 0;
-        return rc;
-    }
-    *names = out;
-    return 0;
+    if (rc < 0) hf_files_free(f);
+    return rc < 0 ? rc : 0;
 }
 
 /* A prefix: the repository (no path) or a folder of it (path ends '/'). */
@@ -296,17 +330,18 @@ static int hf_is_prefix(const char *uri) {
 static int hf_list(const char *uri, pi_list_fn fn, void *arg) {
     struct pi_hf_ref r;
     FORWARD_IF(pi_hf_parse(uri, &r));
-    char *names = NULL;
-    size_t n = 0;
-    int rc = pi_hf_list(uri, &r, &names, &n);
+    struct hf_files f;
+    int rc = hf_list_files(uri, &r, &f);
     char erev[768] = "";
     pi_url_encode(erev, sizeof erev, r.rev, 0);
     size_t pl = strlen(r.path);
     struct pi_buf u = {0};
-    const char *q = names;
-    for (size_t i = 0; rc == 0 && i < n; i++, q += strlen(q) + 1) {
+    const char *q = f.b.p;
+    for (size_t i = 0; rc == 0 && i < f.n; i++) {
         size_t l = strlen(q);
-        if (l <= pl || strncmp(q, r.path, pl) != 0) continue;
+        const char *id = q + l + 1, *name = q;
+        q = id + strlen(id) + 1;
+        if (l <= pl || strncmp(name, r.path, pl) != 0) continue;
         u.n = 0;
         pi_buf_str(&u, "hf://");
         if (!strcmp(r.kind, "datasets")) pi_buf_str(&u, "datasets/");
@@ -314,16 +349,16 @@ static int hf_list(const char *uri, pi_list_fn fn, void *arg) {
         pi_buf_str(&u, "@");
         pi_buf_str(&u, erev);
         pi_buf_str(&u, "/");
-        pi_buf_put(&u, q, l + 1);
+        pi_buf_put(&u, name, l + 1);
         if (u.oom) {
             rc = pi_err(-ENOMEM, "%s: out of memory listing", uri);
             break;
         }
-        struct pi_list_entry e = {u.p, q + pl, PI_SIZE_UNKNOWN, ""};
+        struct pi_list_entry e = {.uri = u.p, .rel = name + pl, .size = f.size[i], .identity = id};
         rc = fn(arg, &e);
     }
     pi_buf_free(&u);
-    pi_free(names);
+    hf_files_free(&f);
     pi_hf_ref_free(&r);
     return rc;
 }
@@ -441,6 +476,7 @@ const struct pi_source_ops pi_source_hf = {
     .close = pi_http_close,
     .is_prefix = hf_is_prefix,
     .list = hf_list,
+    .deep_prefix = 1, /* a dataset's shards sit in data/... of the repository */
     .object_name = hf_object_name,
     .checksum = hf_checksum,
     .cache_place = hf_cache_place,

@@ -86,6 +86,28 @@ int pi_source_list(const char *uri, pi_list_fn fn, void *arg) {
     return o->list(uri, fn, arg);
 }
 
+struct list_opt {
+    unsigned direct;
+    pi_list_fn fn;
+    void *arg;
+};
+
+static int list_opt_entry(void *arg, const struct pi_list_entry *e) {
+    struct list_opt *l = arg;
+    /* in a subfolder (a prefix without its '/' names its objects "/a.bin") */
+    if (l->direct && strchr(e->rel + (e->rel[0] == '/'), '/')) return 0;
+    return l->fn(l->arg, e);
+}
+
+int pi_source_list_opt(const char *uri, unsigned flags, pi_list_fn fn, void *arg) {
+    if (!uri || !fn) return pi_err(PAGEIN_E_INVALID, "pi_source_list: NULL argument");
+    const struct pi_source_ops *o = pi_source_find(uri);
+    unsigned direct = (flags & PI_LIST_DIRECT) || ((flags & PI_LIST_AS_PREFIX) && o && !o->deep_prefix);
+    if (!direct) return pi_source_list(uri, fn, arg);
+    struct list_opt l = {1, fn, arg};
+    return pi_source_list(uri, list_opt_entry, &l);
+}
+
 int pi_source_checksum(struct pi_source *s, struct pi_checksum *c) {
     memset(c, 0, sizeof *c);
     return s && s->ops->checksum ? s->ops->checksum(s, c) : 0;

@@ -90,10 +90,6 @@ void pi_remote_close(struct pi_source *s); /* NULL ok; for pi_remote_open's sour
 void pi_url_encode(char *out, size_t cap, const char *s, int keep_slash);
 
 /* Resolvers used by pull for prefixes (s3.c, hf.c). */
-/* s3://bucket/prefix/ : keys under prefix (ListObjectsV2, all pages),
- * each as a full "s3://bucket/key" URI, NUL-separated in *list (malloc'd),
- * count in *n. */
-int pi_s3_list(const char *uri, char **list, size_t *n);
 /* ---- issue 28 (meta28): listing with sizes and ETags ---- */
 /* s3://bucket/prefix : every key directly under prefix (delimiter '/')
  * with its size and ETag (as GET sends it, quotes included), up to
@@ -143,9 +139,6 @@ struct pi_hf_ref {
 };
 int pi_hf_parse(const char *uri, struct pi_hf_ref *r);
 void pi_hf_ref_free(struct pi_hf_ref *r);
-/* The repository's file names (the Hub's listing API), NUL-separated in
- * *names (malloc'd), count in *n. src names the request in messages. */
-int pi_hf_list(const char *src, const struct pi_hf_ref *r, char **names, size_t *n);
 /* The resolve URL of another file of the same repository. */
 int pi_hf_file_url(const struct pi_hf_ref *r, const char *path, char *url, size_t cap);
 

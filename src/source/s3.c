@@ -318,39 +318,6 @@ int pi_s3_list_stat(const char *uri, int max_pages, struct pi_stat_entry **out, 
     return 0;
 }
 
-struct nul_list {
-    const char *base;
-    struct pi_buf b;
-    size_t n;
-};
-
-static int add_nul(void *arg, const char *key, uint64_t size, const char *etag) {
-    (void)size, (void)etag;
-    struct nul_list *l = arg;
-    pi_buf_put(&l->b, l->base, strlen(l->base));
-    pi_buf_put(&l->b, key, strlen(key) + 1);
-    l->n++;
-    return l->b.oom ? pi_err(-ENOMEM, "out of memory listing") : 0;
-}
-
-int pi_s3_list(const char *uri, char **list, size_t *count) {
-    *list = NULL;
-    *count = 0;
-    char base[600];
-    if (!pi_s3_split(uri, base, sizeof base)) return pi_err(PAGEIN_E_INVALID, "%s: expected s3://BUCKET/PREFIX", uri);
-    struct nul_list l;
-    memset(&l, 0, sizeof l);
-    l.base = base;
-    int rc = s3_walk(uri, 0, 10000, add_nul, &l);
-    if (rc < 0) {
-        pi_free(l.b.p);
-        return rc;
-    }
-    *list = l.b.p;
-    *count = l.n;
-    return 0;
-}
-
 /* The list op: the objects under the prefix, named relative to it
  * (s3_listing.c pi_s3_list_key). */
 static int s3_list(const char *uri, pi_list_fn fn, void *arg) {

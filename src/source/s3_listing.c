@@ -114,7 +114,7 @@ int pi_s3_list_key(void *arg, const char *key, uint64_t size, const char *etag) 
     pi_buf_put(&l->u, l->base, strlen(l->base));
     pi_buf_put(&l->u, key, kl + 1);
     if (l->u.oom) return pi_err(-ENOMEM, "%s: out of memory listing", l->uri);
-    struct pi_list_entry ent = {l->u.p, key + pl, size, etag};
+    struct pi_list_entry ent = {.uri = l->u.p, .rel = key + pl, .size = size, .identity = etag};
     return l->fn(l->arg, &ent);
 }
 

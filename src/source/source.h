@@ -77,7 +77,8 @@ struct pi_list_entry {
     const char *uri;      /* the object's full URI, as open takes it */
     const char *rel;      /* its name relative to the listed prefix ("sub/a.safetensors") */
     uint64_t size;        /* bytes, PI_SIZE_UNKNOWN when the listing does not say */
-    const char *identity; /* ETag or content id as listed, "" when unknown */
+    const char *identity; /* ETag, version or content id as listed, "" when unknown */
+    int64_t mtime;        /* last modified, seconds since the epoch as listed; 0 unknown */
 };
 #define PI_SIZE_UNKNOWN UINT64_MAX
 /* Called per listed object; a non-zero return stops the listing and is returned. */
@@ -112,6 +113,22 @@ struct pi_stat_entry {
     char *uri; /* the object's full URI ("s3://bucket/key") */
     uint64_t size;
     char etag[160]; /* as GET sends it, quotes included */
+};
+
+/* The submit side of one readv_view (the local file's pi_file_readv_view): what the ring (or
+ * the threads) had submitted and not yet seen complete, time-weighted over
+ * the call (mean) and at most; the seconds the issuing thread spent inside
+ * io_uring_submit (issuing that blocks: the kernel faulting the
+ * destination pages in, a filesystem that reads at issue) against the
+ * call's wall time; and whether the ring moved issuing to the kernel's
+ * workers (IOSQE_ASYNC) because issuing blocked, from which request. */
+struct pi_readv_view {
+    int ring;                 /* 1 io_uring, 0 threads */
+    double mean_inflight;     /* submitted, not completed; time-weighted */
+    uint64_t max_inflight;
+    double issue_seconds, seconds;
+    int async;                /* 1: issued by io-wq workers from request async_from on */
+    size_t async_from;
 };
 
 struct pi_source_ops {
@@ -152,6 +169,12 @@ struct pi_source_ops {
      * non-zero return and returns it. NULL: the source cannot list (plain
      * HTTP); callers then try the usual names. */
     int (*list)(const char *uri, pi_list_fn fn, void *arg);
+    /* 1: a prefix of this source names everything under it, subfolders
+     * included (a Hub repository: a dataset keeps its shards in data/...,
+     * so a dataset prefix takes them all); 0: its direct children, as a
+     * folder's (S3, GCS, null://). Read through pi_source_list_opt's
+     * PI_LIST_AS_PREFIX. */
+    int deep_prefix;
     /* The name pull gives one object under a destination folder: 0 with
      * out filled (the Hub: the path in the repository). NULL: the last
      * path segment without a query. */
@@ -176,6 +199,12 @@ struct pi_source_ops {
     /* Optional: 1 when uri names bytes that cannot change (a Hub revision
      * that is a commit hash), so what is cached of it needs no check. */
     int (*pinned)(const char *uri);
+    /* Optional: readv that also reports its submit side (how many were in
+     * flight, how long the submits took: the local file's io_uring or
+     * threads) into *v; the range engine's counters use it where a source
+     * has it, plain readv elsewhere. */
+    int (*readv_view)(struct pi_source *s, struct pi_read_req *reqs, size_t n, unsigned depth,
+                      pi_read_done_fn done, void *arg, struct pi_readv_view *v);
 };
 
 struct pi_source {
@@ -251,6 +280,13 @@ int pi_source_is_prefix(const char *uri);
 /* Lists prefix uri through its source (ops.list): PAGEIN_E_UNSUPPORTED
  * when the source cannot list, naming it. */
 int pi_source_list(const char *uri, pi_list_fn fn, void *arg);
+/* pi_source_list with options: PI_LIST_DIRECT keeps the prefix's direct
+ * children only (names without a '/'); PI_LIST_AS_PREFIX keeps what a
+ * prefix of that source names (its row's deep_prefix: everything for the
+ * Hub, the direct children elsewhere). */
+#define PI_LIST_DIRECT 1u
+#define PI_LIST_AS_PREFIX 2u
+int pi_source_list_opt(const char *uri, unsigned flags, pi_list_fn fn, void *arg);
 /* ops.checksum: 1 with *c, 0 when the source states none. */
 int pi_source_checksum(struct pi_source *s, struct pi_checksum *c);
 /* ops.counters; 0 and 0 for sources that do not count. */
@@ -266,6 +302,9 @@ extern const size_t pi_nsources;
 
 /* The local-file source (source/file.c). */
 extern const struct pi_source_ops pi_source_file;
+/* The local path a name of the file source stands for ("file:///x" ->
+ * "/x"; a plain path as it is). */
+const char *pi_source_local_path(const char *uri);
 /* Wraps an already-open local descriptor (no ownership of fd is taken
  * unless own_fd). For readers that open files themselves. */
 int pi_source_from_fd(struct pi_source **out, int fd, const char *name, int own_fd);

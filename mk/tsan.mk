@@ -1,0 +1,20 @@
+# mk/tsan.mk - `make tsan`: ThreadSanitizer over the unit tests where
+# threads meet (the HTTP lanes and the location of remote objects, the
+# pager, the range engine, the training-data pipeline, the metadata
+# cache), built with -fsanitize=thread into build-tsan/ (gcc or clang).
+# A subset, so that `make test` (which runs it) stays short: each test in
+# its own process with the runner's time-out; a report fails the test.
+# tests/tsan.supp holds only reports shown to be benign, each with why.
+TSAN_BUILD := build-tsan
+TSAN_TESTS ?= remote_readv_lanes remote_presigned_expiry remote_prefetch_walk \
+  load_prefetch_order load_prefetch_gate_close load_prefetch_budget pager_ahead_extreme \
+  engine_random_plans engine_cancel engine_stream_ring_bounded \
+  dataformats_exactly_once dataformats_resume_other_world \
+  meta_cache_concurrent_writers meta_cache_roundtrip
+TEST_EXTRA += tsan
+.PHONY: tsan
+tsan:
+	$(MAKE) -j$(JOBS) BUILD=$(TSAN_BUILD) SANITIZE=thread $(TSAN_BUILD)/tests/run
+	TSAN_OPTIONS="halt_on_error=1 exitcode=66 second_deadlock_stack=1 suppressions=$(abspath tests/tsan.supp)" \
+	  $(TSAN_BUILD)/tests/run $(TSAN_TESTS)
+CLEAN_EXTRA += $(TSAN_BUILD)
