@@ -167,16 +167,23 @@ unit-test: all $(TESTRUN)
 	$(TESTRUN)
 
 # The quick loop: the unit tests alone (each in its own process with a
-# time-out, tests/run.c), no sanitizers, no CLI or Python suites; two
-# runners at once, each on half the tests (PAGEIN_TEST_SHARD: many tests
-# wait on their servers), each runner's lines printed when it is done.
-CHECK_SHARD = PAGEIN_TEST_SHARD=$(1)/2 $(TESTRUN) >$(BUILD)/check.$(1).log 2>&1
+# time-out of CHECK_TIMEOUT seconds, tests/run.c), no sanitizers, no CLI or
+# Python suites; two runners at once, each on half the tests
+# (PAGEIN_TEST_SHARD: many tests wait on their servers), each runner's lines
+# printed when it is done, then one closing line over both (every SKIP
+# counted) and the time the whole check took.
+CHECK_TIMEOUT ?= 60
+CHECK_SHARD = PAGEIN_TEST_TIMEOUT=$(CHECK_TIMEOUT) PAGEIN_TEST_SHARD=$(1)/2 $(TESTRUN) >$(BUILD)/check.$(1).log 2>&1
 check: all $(TESTRUN)
-	@$(call CHECK_SHARD,0) & p0=$$!; $(call CHECK_SHARD,1) & p1=$$!; \
+	@start=$$(date +%s); \
+	$(call CHECK_SHARD,0) & p0=$$!; $(call CHECK_SHARD,1) & p1=$$!; \
 	wait $$p0; r0=$$?; wait $$p1; r1=$$?; \
 	cat $(BUILD)/check.0.log $(BUILD)/check.1.log; \
-	[ $$r0 -eq 0 ] && [ $$r1 -eq 0 ] || { echo "make check: unit tests failed (see FAIL above)"; exit 1; }
-	PAGEIN=$(TOOL) BUILD=$(BUILD) bash tests/cli/run.sh runner layers
+	tail -qn1 $(BUILD)/check.0.log $(BUILD)/check.1.log | awk '{ p += $$1; f += $$3; s += $$5 } \
+	  END { printf "make check: unit tests: %d passed, %d failed, %d skipped\n", p, f, s }'; \
+	[ $$r0 -eq 0 ] && [ $$r1 -eq 0 ] || { echo "make check: unit tests failed (see FAIL above)"; exit 1; }; \
+	PAGEIN=$(TOOL) BUILD=$(BUILD) bash tests/cli/run.sh runner layers || exit 1; \
+	echo "make check: passed in $$(( $$(date +%s) - start )) s"
 
 # The same unit tests and the fuzz corpora under ASan+UBSan (gcc or clang).
 san-test:

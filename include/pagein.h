@@ -1109,6 +1109,14 @@ PAGEIN_API int pagein_pipe_order(pagein_dataset *d, const pagein_pipe_opts *opts
  * tests and tools. PAGEIN_E_LIMIT when cap is too small. */
 PAGEIN_API int pagein_pipe_ids(pagein_dataset *d, const pagein_pipe_opts *opts, uint64_t *ids, uint64_t cap,
                                uint64_t *n);
+/* The epoch sequence over n samples held in groups of group_samples
+ * consecutive ids (the last one shorter): what pagein_pipe_order gives for a
+ * dataset with such groups (opts: order, seed, epoch, window). The orders'
+ * one implementation, for bindings and tools without a dataset. */
+PAGEIN_API int pagein_order_groups(uint64_t n, uint64_t group_samples, const pagein_pipe_opts *opts, uint64_t *ids);
+/* The partition: this (rank, worker)'s part of m remaining positions (opts:
+ * rank, world_size, worker, num_workers, batch) is [*off, *off + *cnt). */
+PAGEIN_API int pagein_pipe_part(uint64_t m, const pagein_pipe_opts *opts, uint64_t *off, uint64_t *cnt);
 PAGEIN_API const char *pagein_order_name(pagein_order o);   /* "none", "block", "global" */
 PAGEIN_API int pagein_order_from_name(const char *name);     /* -1 if unknown */
 

@@ -26,14 +26,15 @@ declare -A ALLOWED=(
   [gpu]="io source format file engine load"
 )
 
-# norm DIR/REL: the path with "." and ".." folded, in bash alone (one
-# realpath per include cost a process each: 30 s on a loaded machine)
+# norm DIR/REL: sets NORM to the path with "." and ".." folded, in bash
+# alone and without a subshell (one realpath, or one $(...), per include
+# cost a process each: 30 s on a loaded machine)
 norm() {
   local IFS=/ part out=()
   for part in $1; do
     case "$part" in ""|.) ;; ..) [ ${#out[@]} -gt 0 ] && unset 'out[${#out[@]}-1]' ;; *) out+=("$part") ;; esac
   done
-  echo "${out[*]}"
+  NORM="${out[*]}"
 }
 # every project include of the tree, one awk: FILE LINE HEADER
 includes() {
@@ -43,7 +44,7 @@ includes() {
 bad=0
 for f in src/*.h src/*/*.c src/*/*.h; do
   [ -e "$f" ] || continue
-  dir=$(dirname "$f"); layer=${dir#src}; layer=${layer#/}; [ -z "$layer" ] && layer=core
+  dir=${f%/*}; layer=${dir#src}; layer=${layer#/}; [ -z "$layer" ] && layer=core
   if [ -z "${ALLOWED[$layer]+x}" ]; then
     echo "layers: $f: folder src/$layer is not in the layer table (scripts/layers.sh, docs/ARCHITECTURE.md)"
     bad=1
@@ -53,7 +54,7 @@ while read -r f line inc; do
   dir=${f%/*}; layer=${dir#src}; layer=${layer#/}; [ -z "$layer" ] && layer=core
   [ -n "${ALLOWED[$layer]+x}" ] || continue
   case "$inc" in pagein.h) continue ;; esac
-  target=$(norm "$dir/$inc")
+  norm "$dir/$inc"; target=$NORM
   case "$target" in
     src/internal.h|src/core/*) to=core ;;
     src/*/*) to=${target#src/}; to=${to%%/*} ;;

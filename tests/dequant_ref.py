@@ -6,8 +6,10 @@ code with pagein: each type is written from the block layouts of
 (which byte, which bits, which scale), then float32 arithmetic in ggml's
 order (scale * quant, then - min or + min).
 
-  dequant_ref.py blocks TYPE IN OUT   IN holds whole blocks (or elements) of
+  dequant_ref.py blocks TYPE IN OUT [TYPE IN OUT]...
+                                      IN holds whole blocks (or elements) of
                                       TYPE; writes OUT.f32, OUT.f16, OUT.bf16
+                                      (many triples: one numpy start)
   dequant_ref.py gguf FILE OUTDIR     every tensor of FILE with a type known
                                       here: OUTDIR/<i>.f32 (i = tensor
                                       index in the file); prints one line
@@ -213,12 +215,14 @@ def to_bf16(y):
 
 
 def main(argv):
-    if len(argv) == 5 and argv[1] == "blocks":
-        y = dequant(argv[2], open(argv[3], "rb").read())
-        y.astype("<f4").tofile(argv[4] + ".f32")
-        with np.errstate(all="ignore"):
-            y.astype("<f2").tofile(argv[4] + ".f16")
-        to_bf16(y).astype("<u2").tofile(argv[4] + ".bf16")
+    if len(argv) >= 5 and (len(argv) - 2) % 3 == 0 and argv[1] == "blocks":
+        for k in range(2, len(argv), 3):
+            ty, inp, out = argv[k:k + 3]
+            y = dequant(ty, open(inp, "rb").read())
+            y.astype("<f4").tofile(out + ".f32")
+            with np.errstate(all="ignore"):
+                y.astype("<f2").tofile(out + ".f16")
+            to_bf16(y).astype("<u2").tofile(out + ".bf16")
         return 0
     if len(argv) == 4 and argv[1] == "gguf":
         info = gguf_ref.read(argv[2])

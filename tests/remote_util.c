@@ -1,7 +1,11 @@
 /*
- * remote_util.c - starts the remote tests' servers once per test run
- * (tests/remote/servers.sh: nginx HTTP+HTTPS and the fault server; s3rver
- * when a test first asks for an S3 key) and stops them at exit. White-box helper for tests/test_remote*.c.
+ * remote_util.c - starts the remote tests' servers (tests/remote/servers.sh:
+ * nginx HTTP+HTTPS and the fault server; s3rver when a test first asks for
+ * an S3 key) and stops them at exit. The runner starts them once for all
+ * the remote_* tests it runs (pt_register_shared), in its own process: the
+ * tests, each in a child, inherit them; a test run alone, or with
+ * PAGEIN_TEST_SHARED=0, starts its own. White-box helper for
+ * tests/test_remote*.c.
  */
 #include "remote_util.h"
 
@@ -13,11 +17,12 @@ static char dir[256];
 static int state; /* 0 not tried, 1 up, -1 unavailable */
 static char why[600];
 static char envbuf[4096];
+static pid_t owner; /* the process that started them stops them */
 
 static void read_env(void);
 
 static void stop_servers(void) {
-    if (!dir[0]) return;
+    if (!dir[0] || getpid() != owner) return; /* a test inheriting shared servers leaves them */
     char cmd[700];
     snprintf(cmd, sizeof cmd, "bash tests/remote/servers.sh stop '%s' >/dev/null 2>&1; rm -rf '%s'", dir, dir);
     if (system(cmd) != 0) fprintf(stderr, "remote tests: stopping the servers in %s failed\n", dir);
@@ -49,6 +54,7 @@ int rt_servers(const char **reason) {
         } else if (populate() < 0) {
             snprintf(why, sizeof why, "could not copy the test files into %s", dir);
         } else {
+            owner = getpid();
             atexit(stop_servers);
             char cmd[700], out[512] = "";
             /* s3rver (two node processes and an upload of every file) is
@@ -84,10 +90,10 @@ static void read_env(void) {
 
 /* Starts s3rver beside the running servers, once; its failure is printed
  * and the S3 keys stay unset (the tests that need them skip). */
+static int s3_tried;
 static void start_s3(void) {
-    static int tried;
-    if (tried || state != 1) return;
-    tried = 1;
+    if (s3_tried || state != 1) return;
+    s3_tried = 1;
     char cmd[700], out[512] = "";
     snprintf(cmd, sizeof cmd, "APPEND=1 bash tests/remote/servers.sh start '%s' %d s3 2>&1", dir, (int)getpid());
     FILE *p = popen(cmd, "r");
@@ -126,3 +132,12 @@ const char *rt_url(const char *key, const char *path) {
 }
 
 const char *rt_dir(void) { return dir; }
+
+/* The runner's shared start: the servers and s3rver, before the first
+ * remote_* test (the s3rver a test started itself would stop with it, and
+ * its watcher would take the shared servers along). */
+static void share_start(void) {
+    if (rt_servers(NULL)) start_s3();
+}
+
+__attribute__((constructor)) static void register_shared(void) { pt_register_shared("remote_", share_start); }

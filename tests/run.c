@@ -33,6 +33,19 @@ void pt_register(const char *name, pt_fn fn) {
     ntests++;
 }
 
+static struct {
+    const char *prefix;
+    void (*start)(void);
+} shared[8];
+static size_t nshared;
+
+void pt_register_shared(const char *prefix, void (*start)(void)) {
+    if (nshared == sizeof shared / sizeof shared[0]) abort();
+    shared[nshared].prefix = prefix;
+    shared[nshared].start = start;
+    nshared++;
+}
+
 static int cmp(const void *a, const void *b) {
     return strcmp(((const struct entry *)a)->name, ((const struct entry *)b)->name);
 }
@@ -142,7 +155,9 @@ static double mono_s(void) {
 static int run_inline(size_t i) {
     pt_failed = 0;
     int rc = tests[i].fn();
-    if (rc == SKIP) return SKIP;
+    /* a test that skips a part after a failed check has failed: a skip
+     * never hides a failure */
+    if (rc == SKIP) return pt_failed ? FAIL : SKIP;
     return rc != PASS || pt_failed ? FAIL : PASS;
 }
 
@@ -251,6 +266,31 @@ static int in_shard(size_t i) {
     return i % n == k;
 }
 
+/* Is test i among those this run will run (named, in the shard, not
+ * excluded)? */
+static int selected(size_t i, int argc, char **argv) {
+    if (argc > 1) {
+        int want = 0;
+        for (int a = 1; a < argc; a++)
+            if (strcmp(argv[a], tests[i].name) == 0) want = 1;
+        if (!want) return 0;
+    }
+    return in_shard(i) && !excluded(tests[i].name);
+}
+
+/* Starts each shared fixture that a selected test will use, here, once. */
+static void start_shared(int argc, char **argv) {
+    const char *e = getenv("PAGEIN_TEST_SHARED");
+    if (e && strcmp(e, "0") == 0) return;
+    for (size_t k = 0; k < nshared; k++)
+        for (size_t i = 0; i < ntests; i++)
+            if (strncmp(tests[i].name, shared[k].prefix, strlen(shared[k].prefix)) == 0 && selected(i, argc, argv)) {
+                fflush(stdout);
+                shared[k].start();
+                break;
+            }
+}
+
 int main(int argc, char **argv) {
     setvbuf(stdout, NULL, _IOLBF, 0);
     qsort(tests, ntests, sizeof *tests, cmp);
@@ -259,6 +299,7 @@ int main(int argc, char **argv) {
     const char *ts = getenv("PAGEIN_TEST_TIMEOUT");
     double limit = ts && atof(ts) > 0 ? atof(ts) : 300.0;
     pt_seed(); /* once, here: every forked test inherits the same seed */
+    if (!nofork) start_shared(argc, argv);
     int passed = 0, failed = 0, skipped = 0, matched = 0;
     for (size_t i = 0; i < ntests; i++) {
         if (argc > 1) {

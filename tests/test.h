@@ -85,6 +85,13 @@ extern int pt_failed;
         return SKIP;                                                            \
     } while (0)
 
+/* A fixture shared by the tests whose names start with prefix (servers that
+ * take seconds to start): the runner calls start() once, in its own
+ * process, before the first such test it will run, so that every test
+ * process inherits it; it is stopped when the runner exits. Register from a
+ * constructor. PAGEIN_TEST_SHARED=0 leaves it to each test. */
+void pt_register_shared(const char *prefix, void (*start)(void));
+
 /* Path of a file under the shared real test data (static buffer per call
  * ring of 8); pt_have_testdata() is 0 when the folder is missing. */
 const char *pt_testdata(const char *rel);

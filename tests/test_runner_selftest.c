@@ -39,6 +39,11 @@ static int selftest_fail(void) {
 static int selftest_skip(void) {
     SKIP_BECAUSE("skips on purpose");
 }
+static int selftest_fail_then_skip(void) {
+    /* a skip after a failed check is a failure: a skip hides nothing */
+    CHECK_EQ(1, 2);
+    SKIP_BECAUSE("skips after a failure");
+}
 static int selftest_env_a(void) {
     /* process-wide state set by one test is gone in the next */
     setenv("PAGEIN_RUNNER_LEAK", "1", 1);
@@ -58,6 +63,7 @@ __attribute__((constructor)) static void register_selftests(void) {
     pt_register("runner_selftest_env_a", selftest_env_a);
     pt_register("runner_selftest_env_b", selftest_env_b);
     pt_register("runner_selftest_fail", selftest_fail);
+    pt_register("runner_selftest_fail_then_skip", selftest_fail_then_skip);
     pt_register("runner_selftest_hang", selftest_hang);
     pt_register("runner_selftest_pass", selftest_pass);
     pt_register("runner_selftest_skip", selftest_skip);

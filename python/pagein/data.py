@@ -66,77 +66,39 @@ _SHUFFLES = ("global", "block", "none")
 # orders: the library's
 # ---------------------------------------------------------------------------
 
-def _perm(n, es):
-    return _np.frombuffer(_pagein.permutation(int(n), es), dtype=_np.uint64)
-
-
 def epoch_order(n, shuffle, seed, epoch, block_samples=1, window_blocks=8):
-    """The sequence of sample ids of epoch `epoch` over n samples, as the
-    library's pipeline computes it (src/data/pipeline.c): "global" is
-    pagein_permutation(n, pagein_epoch_seed(seed, epoch)); "none" id order;
-    "block" takes groups of `block_samples` consecutive ids (the last one
-    shorter) in the order pagein_permutation(G, es), and permutes the samples
-    of window w (`window_blocks` consecutive groups of that order) by
-    pagein_permutation(n_w, pagein_epoch_seed(es, w + 1)). That is
-    ``Dataset.order()`` of a dataset whose groups are runs of block_samples
-    ids, e.g. one record file with group_bytes = block_samples x
-    record_size and window = window_blocks; a dataset's own groups (4 MiB
+    """The sequence of sample ids of epoch `epoch` over n samples, from the
+    library's one implementation of the orders (src/data/order.c, through
+    pagein_order_groups): "global" is pagein_permutation(n,
+    pagein_epoch_seed(seed, epoch)); "none" id order; "block" takes groups of
+    `block_samples` consecutive ids (the last one shorter) in a seeded order
+    and permutes the samples of each window of `window_blocks` groups. That
+    is ``Dataset.order()`` of a dataset whose groups are runs of
+    block_samples ids, e.g. one record file with group_bytes = block_samples
+    x record_size and window = window_blocks; a dataset's own groups (4 MiB
     by default, never across shards) are what its order() uses."""
     if shuffle not in _SHUFFLES:
         raise ValueError("shuffle must be one of %s, not %r" % (", ".join(_SHUFFLES), shuffle))
-    n = int(n)
+    n, bs, wb = int(n), int(block_samples), int(window_blocks)
     if n < 0:
         raise ValueError("epoch_order: n %d < 0" % n)
-    if shuffle == "none" or n == 0:
-        return _np.arange(n, dtype=_np.uint64)
-    es = _pagein.epoch_seed(int(seed) & (2**64 - 1), int(epoch))
-    if shuffle == "global":
-        return _perm(n, es)
-    bs, wb = int(block_samples), int(window_blocks)
-    if bs < 1 or wb < 1:
+    if shuffle == "block" and (bs < 1 or wb < 1):
         raise ValueError("epoch_order: block_samples %d and window_blocks %d must be >= 1" % (bs, wb))
-    G = (n + bs - 1) // bs
-    gperm = _perm(G, es)
-    # every group's ids in group order, the short last group's tail dropped
-    seq = (gperm[:, None] * _np.uint64(bs) + _np.arange(bs, dtype=_np.uint64)[None, :]).ravel()
-    seq = seq[seq < _np.uint64(n)]
-    out = _np.empty(n, dtype=_np.uint64)
-    pos = 0
-    for w, g0 in enumerate(range(0, G, wb)):
-        cnt = sum(min(n, (int(g) + 1) * bs) - int(g) * bs for g in gperm[g0:g0 + wb].tolist())
-        ids = seq[pos:pos + cnt]
-        out[pos:pos + cnt] = ids[_perm(cnt, _pagein.epoch_seed(es, w + 1)).astype(_np.intp)]
-        pos += cnt
-    return out
-
-
-def _worker_part(L, B, w, nw):
-    """(offset, count) of worker w's part of a rank slice of L samples:
-    batches of B dealt round-robin, the part being its batches' count
-    (pipeline.c worker_part)."""
-    nb, off, cnt = (L + B - 1) // B, 0, 0
-    for v in range(w + 1):
-        k = (nb - v + nw - 1) // nw if nb > v else 0
-        s = k * B
-        if k and (nb - 1) % nw == v:
-            s -= nb * B - L  # it owns the last, partial batch
-        if v < w:
-            off += s
-        else:
-            cnt = s
-    return off, cnt
+    ids = _pagein.order_groups(n, max(bs, 1), order=shuffle, seed=int(seed) & (2**64 - 1), epoch=int(epoch),
+                               window=max(wb, 1))
+    return _np.frombuffer(ids, dtype=_np.uint64)
 
 
 def partition(order, start, rank, world_size, worker=0, num_workers=1, chunk=1):
     """The ids of `order[start:]` that one (rank, worker) yields, in order,
-    by the pipeline's partition: rank r of W takes the contiguous slice
-    [r M / W, (r + 1) M / W) of the M remaining positions; within it,
-    batches of `chunk` (the DataLoader's batch size) are dealt round-robin
-    to the num_workers workers, worker w's part being the contiguous run of
-    its batches' count. With order = Dataset.order() and start = 0 this is
-    ``Dataset(..., rank=, world_size=, batch_size=chunk).ids(worker,
-    num_workers)``; with start = s, the same after a resume state that
-    consumed the first s positions of the order."""
+    by the library's partition (pagein_pipe_part): rank r of W takes the
+    contiguous slice [r M / W, (r + 1) M / W) of the M remaining positions;
+    within it, batches of `chunk` (the DataLoader's batch size) are dealt
+    round-robin to the num_workers workers, worker w's part being the
+    contiguous run of its batches' count. With order = Dataset.order() and
+    start = 0 this is ``Dataset(..., rank=, world_size=, batch_size=chunk)
+    .ids(worker, num_workers)``; with start = s, the same after a resume
+    state that consumed the first s positions of the order."""
     order = _np.asarray(order)
     M0, start = len(order), int(start)
     rank, world_size, worker, num_workers = int(rank), int(world_size), int(worker), int(num_workers)
@@ -146,11 +108,9 @@ def partition(order, start, rank, world_size, worker=0, num_workers=1, chunk=1):
         raise ValueError("partition: rank %d of world size %d" % (rank, world_size))
     if num_workers < 1 or not 0 <= worker < num_workers:
         raise ValueError("partition: worker %d of %d" % (worker, num_workers))
-    chunk = max(1, int(chunk))
-    M = M0 - start
-    rs, re = M * rank // world_size, M * (rank + 1) // world_size
-    off, cnt = _worker_part(re - rs, chunk, worker, num_workers)
-    return order[start + rs + off:start + rs + off + cnt]
+    off, cnt = _pagein.pipe_part(M0 - start, rank=rank, world_size=world_size, worker=worker,
+                                 num_workers=num_workers, batch=max(1, int(chunk)))
+    return order[start + off:start + off + cnt]
 
 
 def _dist_rank_world():

@@ -663,6 +663,36 @@ static PyObject *py_pipe_order(PyObject *self, PyObject *args, PyObject *kw) {
     return b;
 }
 
+/* _pagein.order_groups(n, group_samples, **opts) -> bytearray of n u64:
+ * pagein_order_groups (the orders' one implementation) */
+static PyObject *py_order_groups(PyObject *self, PyObject *args, PyObject *kw) {
+    unsigned long long n, per;
+    if (!PyArg_ParseTuple(args, "KK:order_groups", &n, &per)) return NULL;
+    pagein_pipe_opts o;
+    if (dsp_opts(kw, &o) < 0) return NULL;
+    if (n > (uint64_t)PY_SSIZE_T_MAX / 8) return PyErr_NoMemory();
+    PyObject *b = PyByteArray_FromStringAndSize(NULL, (Py_ssize_t)(n * 8));
+    if (!b) return NULL;
+    int rc = pagein_order_groups(n, per, &o, (uint64_t *)PyByteArray_AS_STRING(b));
+    if (rc < 0) {
+        Py_DECREF(b);
+        return raise_rc(rc, NULL);
+    }
+    return b;
+}
+
+/* _pagein.pipe_part(m, **opts) -> (offset, count): pagein_pipe_part */
+static PyObject *py_pipe_part(PyObject *self, PyObject *args, PyObject *kw) {
+    unsigned long long m;
+    if (!PyArg_ParseTuple(args, "K:pipe_part", &m)) return NULL;
+    pagein_pipe_opts o;
+    if (dsp_opts(kw, &o) < 0) return NULL;
+    uint64_t off, cnt;
+    int rc = pagein_pipe_part(m, &o, &off, &cnt);
+    if (rc < 0) return raise_rc(rc, NULL);
+    return Py_BuildValue("KK", (unsigned long long)off, (unsigned long long)cnt);
+}
+
 PyMethodDef pyp_data_functions[] = {
     {"dataset_open_records", py_dataset_open_records, METH_VARARGS, "dataset_open_records(paths, record_size) -> dataset"},
     {"dataset_open_megatron", py_dataset_open_megatron, METH_VARARGS, "dataset_open_megatron(prefix) -> dataset"},
@@ -686,6 +716,10 @@ PyMethodDef pyp_data_functions[] = {
      "pipe_state(dataset, samples_seen, **opts) -> resume state (str)"},
     {"pipe_ids", PYFN(py_pipe_ids), METH_VARARGS | METH_KEYWORDS,
      "pipe_ids(dataset, **opts) -> bytearray: this rank and worker's ids (u64) in order, without reading"},
+    {"order_groups", PYFN(py_order_groups), METH_VARARGS | METH_KEYWORDS,
+     "order_groups(n, group_samples, **opts) -> bytearray: the epoch sequence over groups of group_samples ids"},
+    {"pipe_part", PYFN(py_pipe_part), METH_VARARGS | METH_KEYWORDS,
+     "pipe_part(m, **opts) -> (offset, count): this rank and worker's part of m remaining positions"},
     {"pipe_order", PYFN(py_pipe_order), METH_VARARGS | METH_KEYWORDS,
      "pipe_order(dataset, **opts) -> bytearray: the epoch's whole sequence of ids (u64)"},
     {NULL, NULL, 0, NULL},

@@ -1,181 +1,24 @@
 /* pipeline.c - the one pipeline over the dataset-format table: the epoch's
- * sequence (none, block, global), its partition over (rank, world size,
- * worker, workers), resume states that load onto any world size, and the
+ * sequence and its partition (order.c), resume states that load onto any
+ * world size, and the
  * reading: units (a window of groups, or a batch of samples) fetched with
  * coalesced requests on the range engine and decoded by a background
  * thread one unit ahead of the consumer. */
 #include "data.h"
 #include "dsformat.h"
+#include "order.h"
 #include "../engine/engine.h"
 
 #include <inttypes.h>
 #include <stdio.h>
 #include <stdlib.h>
 
-struct iv {
-    uint64_t a, b; /* [a, b) of epoch positions */
-};
-
-/* ---- the epoch's sequence ---------------------------------------------------
- * none: id order. global: pagein_permutation(N, es). block: the groups in
- * the order pagein_permutation(G, es); windows of `window` consecutive
- * groups in that order; a window's samples (its groups in window order,
- * each ascending) permuted by pagein_permutation(n_w, epoch_seed(es, w+1)). */
-
-struct seq {
-    int order;
-    uint64_t n, G, W, nwin, es;
-    uint64_t *perm;   /* global: N ids */
-    uint64_t *gperm;  /* block: G groups */
-    uint64_t *wstart; /* block/none: nwin + 1 epoch positions */
-};
-
-static void seq_free(struct seq *q) {
-    pi_free(q->perm);
-    pi_free(q->gperm);
-    pi_free(q->wstart);
-    memset(q, 0, sizeof *q);
-}
-
-static uint64_t group_count(const pagein_dataset *d, uint64_t gg, uint64_t *first) {
-    size_t s = pi_ds_shard_of_group(d, gg);
-    struct pi_dsgroupinfo gi = {0, 0, 0};
-    pi_ds_group(d->shards[s], gg - d->gfirst[s], &gi);
-    if (first) *first = d->files[s].first + gi.first;
-    return gi.count;
-}
-
-static int seq_make(struct seq *q, pagein_dataset *d, int order, uint64_t seed, uint64_t epoch, uint64_t window) {
-    memset(q, 0, sizeof *q);
-    q->order = order;
-    q->n = d->nsamples;
-    q->G = d->ngroups;
-    q->es = pagein_epoch_seed(seed, epoch);
-    if (order == PAGEIN_ORDER_GLOBAL) {
-        q->perm = pi_malloc((q->n ? q->n : 1) * sizeof *q->perm);
-        if (!q->perm) return pi_err(-ENOMEM, "pipe: out of memory for the order of %" PRIu64 " samples", q->n);
-        pagein_permutation(q->perm, q->n, q->es);
-        return 0;
-    }
-    q->W = window; /* none: windows of groups in order, read as units; the sequence is id order */
-    q->nwin = (q->G + q->W - 1) / q->W;
-    q->gperm = pi_malloc((q->G ? q->G : 1) * sizeof *q->gperm);
-    q->wstart = pi_malloc((q->nwin + 1) * sizeof *q->wstart);
-    if (!q->gperm || !q->wstart) return pi_err(-ENOMEM, "pipe: out of memory for %" PRIu64 " groups", q->G);
-    if (order == PAGEIN_ORDER_NONE)
-        for (uint64_t g = 0; g < q->G; g++) q->gperm[g] = g;
-    else
-        pagein_permutation(q->gperm, q->G, q->es);
-    uint64_t pos = 0;
-    for (uint64_t w = 0; w < q->nwin; w++) {
-        q->wstart[w] = pos;
-        for (uint64_t k = w * q->W; k < PI_MIN(q->G, (w + 1) * q->W); k++) pos += group_count(d, q->gperm[k], NULL);
-    }
-    q->wstart[q->nwin] = pos;
-    if (pos != q->n) return pi_err(PAGEIN_E_INVALID, "pipe: groups hold %" PRIu64 " samples, dataset %" PRIu64, pos, q->n);
-    return 0;
-}
-
-/* Window of epoch position p (block/none). */
-static uint64_t seq_window(const struct seq *q, uint64_t p) {
-    uint64_t lo = 0, hi = q->nwin;
-    while (hi - lo > 1) {
-        uint64_t mid = lo + (hi - lo) / 2;
-        if (q->wstart[mid] <= p)
-            lo = mid;
-        else
-            hi = mid;
-    }
-    return lo;
-}
-
-/* A window's samples in sequence order: ids[0 .. n) (pi_malloc'd). */
-static int window_ids(const struct seq *q, pagein_dataset *d, uint64_t w, uint64_t **out, uint64_t *nout) {
-    uint64_t n = q->wstart[w + 1] - q->wstart[w];
-    uint64_t *L = pi_malloc((n ? n : 1) * sizeof *L), *ids = pi_malloc((n ? n : 1) * sizeof *ids);
-    if (!L || !ids) {
-        pi_free(L);
-        pi_free(ids);
-        return pi_err(-ENOMEM, "pipe: out of memory for a window of %" PRIu64 " samples", n);
-    }
-    uint64_t k = 0;
-    for (uint64_t j = w * q->W; j < PI_MIN(q->G, (w + 1) * q->W); j++) {
-        uint64_t first, c = group_count(d, q->gperm[j], &first);
-        for (uint64_t i = 0; i < c; i++) L[k++] = first + i;
-    }
-    if (q->order == PAGEIN_ORDER_NONE) {
-        memcpy(ids, L, n * sizeof *ids);
-    } else {
-        pagein_permutation(ids, n, pagein_epoch_seed(q->es, w + 1));
-        for (uint64_t i = 0; i < n; i++) ids[i] = L[ids[i]];
-    }
-    pi_free(L);
-    *out = ids;
-    *nout = n;
-    return 0;
-}
-
-/* ---- partition ------------------------------------------------------------
- * The remaining positions (intervals, ascending, total M) form a space
- * [0, M); rank r takes [r M / W, (r+1) M / W); within it, batches of B
- * are dealt round-robin to the workers, worker w's part being the
- * contiguous run of its batches' count. */
-
-static uint64_t mul_div(uint64_t a, uint64_t b, uint64_t c) { return (uint64_t)(((unsigned __int128)a * b) / c); }
-
-/* Samples of a rank slice of length L that worker w of nw gets, and the
- * offset of its part. */
-static void worker_part(uint64_t L, uint64_t B, uint32_t w, uint32_t nw, uint64_t *off, uint64_t *cnt) {
-    uint64_t nb = (L + B - 1) / B, o = 0, c = 0;
-    for (uint32_t v = 0; v <= w; v++) {
-        uint64_t k = nb > v ? (nb - v + nw - 1) / nw : 0; /* batches v, v+nw, ... < nb */
-        uint64_t s = k * B;
-        if (k && (nb - 1) % nw == v) s -= nb * B - L; /* it owns the last, partial batch */
-        if (v < w) o += s;
-        else c = s;
-    }
-    *off = o;
-    *cnt = c;
-}
-
-/* Samples of worker w's part consumed when the rank's loop saw s samples
- * (batches come round-robin from the workers). */
-static uint64_t worker_consumed(uint64_t L, uint64_t B, uint32_t w, uint32_t nw, uint64_t s) {
-    if (s >= L) s = L;
-    uint64_t full = s / B, part = s % B, nb = (L + B - 1) / B;
-    uint64_t k = full > w ? (full - w + nw - 1) / nw : 0, c = k * B;
-    if (k && full == nb && (nb - 1) % nw == w) c -= nb * B - L;
-    if (part && full % nw == w) c += part;
-    return c;
-}
-
-/* Maps the remaining-space range [x, y) to epoch-position intervals. */
-static int map_range(const struct iv *rem, size_t nrem, uint64_t x, uint64_t y, struct iv **out, size_t *n,
-                     size_t *cap) {
-    uint64_t base = 0;
-    for (size_t i = 0; i < nrem && x < y; i++) {
-        uint64_t len = rem[i].b - rem[i].a;
-        if (x < base + len) {
-            uint64_t a = rem[i].a + (x - base), b = rem[i].a + (PI_MIN(y, base + len) - base);
-            if (*n && (*out)[*n - 1].b == a)
-                (*out)[*n - 1].b = b;
-            else {
-                FORWARD_IF(pi_grow((void **)out, cap, *n + 1, sizeof **out));
-                (*out)[(*n)++] = (struct iv){a, b};
-            }
-            x = base + len < y ? base + len : y;
-        }
-        base += len;
-    }
-    return 0;
-}
-
 /* ---- states ------------------------------------------------------------------ */
 
 struct pstate {
     int order;
     uint64_t seed, epoch, n, G, window;
-    struct iv *rem;
+    struct pi_iv *rem;
     size_t nrem;
 };
 
@@ -213,7 +56,7 @@ static int state_parse(const char *s, struct pstate *st) {
                 RETURN_IF(end == p || b <= a || (st->nrem && a < st->rem[st->nrem - 1].b), PAGEIN_E_INVALID,
                           "pipe state: bad interval %" PRIu64 "-%" PRIu64, a, b);
                 if (pi_grow((void **)&st->rem, &cap, st->nrem + 1, sizeof *st->rem) < 0) return -ENOMEM;
-                st->rem[st->nrem++] = (struct iv){a, b};
+                st->rem[st->nrem++] = (struct pi_iv){a, b};
                 p = end;
                 if (*p == ',') p++;
             }
@@ -268,8 +111,8 @@ struct pagein_pipe {
     pagein_dataset *d;
     pagein_pipe_opts o;
     uint64_t epoch;
-    struct seq q;
-    struct iv *mine; /* this consumer's epoch positions */
+    struct pi_seq q;
+    struct pi_iv *mine; /* this consumer's epoch positions */
     size_t nmine, minecap;
     uint64_t mylen;
     /* the unit plan: unit k covers positions [ustart[k], ustart[k+1]) of
@@ -511,8 +354,8 @@ static int unit_ids(const pagein_pipe *p, size_t k, uint64_t *ids) {
         for (uint64_t i = 0; i < n; i++) ids[i] = p->q.perm[mine_at(p, a + i)];
         return 0;
     }
-    uint64_t pos0 = mine_at(p, a), w = seq_window(&p->q, pos0), *wids, nw;
-    FORWARD_IF(window_ids(&p->q, p->d, w, &wids, &nw));
+    uint64_t pos0 = mine_at(p, a), w = pi_seq_window(&p->q, pos0), *wids, nw;
+    FORWARD_IF(pi_seq_window_ids(&p->q, w, &wids, &nw));
     for (uint64_t i = 0; i < n; i++) ids[i] = wids[mine_at(p, a + i) - p->q.wstart[w]];
     pi_free(wids);
     return 0;
@@ -723,15 +566,15 @@ static uint64_t global_read_batch(const pagein_dataset *d, const pagein_pipe_opt
     return PI_MAX((uint64_t)256, PI_MIN((uint64_t)1 << 20, per_group * o->window));
 }
 
-static int plan(pagein_pipe *p, const struct iv *rem, size_t nrem) {
+static int plan(pagein_pipe *p, const struct pi_iv *rem, size_t nrem) {
     pagein_pipe_opts *o = &p->o;
     uint64_t M = 0;
     for (size_t i = 0; i < nrem; i++) M += rem[i].b - rem[i].a;
-    uint64_t rs = mul_div(M, o->rank, o->world_size), re = mul_div(M, o->rank + 1, o->world_size);
+    uint64_t rs = pi_mul_div(M, o->rank, o->world_size), re = pi_mul_div(M, o->rank + 1, o->world_size);
     uint64_t off, cnt;
-    worker_part(re - rs, o->batch, o->worker, o->num_workers, &off, &cnt);
+    pi_part_worker(re - rs, o->batch, o->worker, o->num_workers, &off, &cnt);
     p->nmine = 0;
-    FORWARD_IF(map_range(rem, nrem, rs + off, rs + off + cnt, &p->mine, &p->nmine, &p->minecap));
+    FORWARD_IF(pi_part_map(rem, nrem, rs + off, rs + off + cnt, &p->mine, &p->nmine, &p->minecap));
     p->mylen = cnt;
     /* units: global, read_batch positions each; block/none, one per window touched */
     p->nunits = 0;
@@ -750,7 +593,7 @@ static int plan(pagein_pipe *p, const struct iv *rem, size_t nrem) {
     for (size_t i = 0; i < p->nmine; i++) {
         uint64_t a = p->mine[i].a, b = p->mine[i].b;
         while (a < b) {
-            uint64_t w = seq_window(&p->q, a), e = PI_MIN(b, p->q.wstart[w + 1]);
+            uint64_t w = pi_seq_window(&p->q, a), e = PI_MIN(b, p->q.wstart[w + 1]);
             if (w == last_w) {
                 p->ustart[p->nunits] += e - a;
             } else {
@@ -765,14 +608,14 @@ static int plan(pagein_pipe *p, const struct iv *rem, size_t nrem) {
     return 0;
 }
 
-static int start(pagein_pipe *p, const struct iv *rem, size_t nrem) {
+static int start(pagein_pipe *p, const struct pi_iv *rem, size_t nrem) {
     stop_loader(p);
     for (int k = 0; k < 2; k++) {
         unit_clear(p, &p->slot[k]);
         p->sstate[k] = U_FREE;
     }
-    seq_free(&p->q);
-    FORWARD_IF(seq_make(&p->q, p->d, p->o.order, p->o.seed, p->epoch, p->o.window));
+    pi_seq_free(&p->q);
+    FORWARD_IF(pi_seq_make(&p->q, p->d, p->o.order, p->o.seed, p->epoch, p->o.window));
     FORWARD_IF(plan(p, rem, nrem));
     p->load_next = 0;
     p->cur_unit = 0;
@@ -784,26 +627,8 @@ static int start(pagein_pipe *p, const struct iv *rem, size_t nrem) {
     return 0;
 }
 
-static int norm_opts(pagein_pipe_opts *o, const pagein_pipe_opts *in) {
-    *o = (pagein_pipe_opts)PAGEIN_PIPE_OPTS_INIT;
-    if (in) {
-        RETURN_IF(in->size < sizeof(size_t), PAGEIN_E_INVALID, "pipe: options size %zu", in->size);
-        memcpy(o, in, PI_MIN(in->size, sizeof *o));
-        o->size = sizeof *o;
-    }
-    RETURN_IF((unsigned)o->order > PAGEIN_ORDER_GLOBAL, PAGEIN_E_INVALID, "pipe: unknown order %d", (int)o->order);
-    if (!o->world_size) o->world_size = 1;
-    if (!o->num_workers) o->num_workers = 1;
-    if (!o->batch) o->batch = 1;
-    if (!o->window) o->window = 8;
-    RETURN_IF(o->rank >= o->world_size, PAGEIN_E_INVALID, "pipe: rank %u of world size %u", o->rank, o->world_size);
-    RETURN_IF(o->worker >= o->num_workers, PAGEIN_E_INVALID, "pipe: worker %u of %u", o->worker, o->num_workers);
-    RETURN_IF(o->queue_depth > 256, PAGEIN_E_LIMIT, "pipe: queue depth %u (at most 256)", o->queue_depth);
-    return 0;
-}
-
 /* The remaining intervals a state (or a fresh epoch) gives. */
-static int initial_rem(pagein_dataset *d, pagein_pipe_opts *o, struct iv **rem, size_t *nrem, uint64_t *epoch) {
+static int initial_rem(pagein_dataset *d, pagein_pipe_opts *o, struct pi_iv **rem, size_t *nrem, uint64_t *epoch) {
     *rem = NULL;
     *nrem = 0;
     *epoch = o->epoch;
@@ -811,7 +636,7 @@ static int initial_rem(pagein_dataset *d, pagein_pipe_opts *o, struct iv **rem, 
         if (!d->nsamples) return 0;
         *rem = pi_malloc(sizeof **rem);
         if (!*rem) return pi_err(-ENOMEM, "pipe: out of memory");
-        (*rem)[0] = (struct iv){0, d->nsamples};
+        (*rem)[0] = (struct pi_iv){0, d->nsamples};
         *nrem = 1;
         return 0;
     }
@@ -848,9 +673,9 @@ int pagein_pipe_open(pagein_pipe **out, pagein_dataset *d, const pagein_pipe_opt
     p->cur_slot = -1;
     pthread_mutex_init(&p->mu, NULL);
     pthread_cond_init(&p->cv, NULL);
-    struct iv *rem = NULL;
+    struct pi_iv *rem = NULL;
     size_t nrem = 0;
-    int rc = norm_opts(&p->o, opts);
+    int rc = pi_pipe_opts_norm(&p->o, opts);
     if (rc == 0) rc = initial_rem(d, &p->o, &rem, &nrem, &p->epoch);
     if (rc == 0) {
         p->srcs = pi_malloc((d->nfiles ? d->nfiles : 1) * sizeof *p->srcs);
@@ -874,7 +699,7 @@ void pagein_pipe_close(pagein_pipe *p) {
     if (!p) return;
     stop_loader(p);
     for (int k = 0; k < 2; k++) unit_free(p, &p->slot[k]);
-    seq_free(&p->q);
+    pi_seq_free(&p->q);
     pi_free(p->mine);
     pi_free(p->ustart);
     pi_free(p->srcs);
@@ -886,7 +711,7 @@ void pagein_pipe_close(pagein_pipe *p) {
 int pagein_pipe_set_epoch(pagein_pipe *p, uint64_t epoch) {
     RETURN_IF(!p, PAGEIN_E_INVALID, "pipe: NULL argument");
     p->epoch = epoch;
-    struct iv all = {0, p->d->nsamples};
+    struct pi_iv all = {0, p->d->nsamples};
     return start(p, &all, p->d->nsamples ? 1 : 0);
 }
 
@@ -988,8 +813,8 @@ int pagein_pipe_state(pagein_dataset *d, const pagein_pipe_opts *opts, uint64_t 
     pi_err_clear();
     RETURN_IF(!d, PAGEIN_E_INVALID, "pipe: NULL dataset");
     pagein_pipe_opts o;
-    FORWARD_IF(norm_opts(&o, opts));
-    struct iv *rem = NULL, *out = NULL;
+    FORWARD_IF(pi_pipe_opts_norm(&o, opts));
+    struct pi_iv *rem = NULL, *out = NULL;
     size_t nrem = 0, nout = 0, ocap = 0;
     uint64_t epoch;
     FORWARD_IF(initial_rem(d, &o, &rem, &nrem, &epoch));
@@ -997,11 +822,11 @@ int pagein_pipe_state(pagein_dataset *d, const pagein_pipe_opts *opts, uint64_t 
     for (size_t i = 0; i < nrem; i++) M += rem[i].b - rem[i].a;
     int rc = 0;
     for (uint32_t r = 0; r < o.world_size && rc == 0; r++) {
-        uint64_t rs = mul_div(M, r, o.world_size), re = mul_div(M, r + 1, o.world_size), L = re - rs;
+        uint64_t rs = pi_mul_div(M, r, o.world_size), re = pi_mul_div(M, r + 1, o.world_size), L = re - rs;
         for (uint32_t w = 0; w < o.num_workers && rc == 0; w++) {
-            uint64_t off, cnt, c = worker_consumed(L, o.batch, w, o.num_workers, seen);
-            worker_part(L, o.batch, w, o.num_workers, &off, &cnt);
-            if (c < cnt) rc = map_range(rem, nrem, rs + off + c, rs + off + cnt, &out, &nout, &ocap);
+            uint64_t off, cnt, c = pi_part_consumed(L, o.batch, w, o.num_workers, seen);
+            pi_part_worker(L, o.batch, w, o.num_workers, &off, &cnt);
+            if (c < cnt) rc = pi_part_map(rem, nrem, rs + off + c, rs + off + cnt, &out, &nout, &ocap);
         }
     }
     pi_free(rem);
@@ -1038,22 +863,11 @@ int pagein_pipe_order(pagein_dataset *d, const pagein_pipe_opts *opts, uint64_t 
     RETURN_IF(!d || (!ids && n), PAGEIN_E_INVALID, "pipe: NULL argument");
     RETURN_IF(n != d->nsamples, PAGEIN_E_INVALID, "pipe: order of %" PRIu64 " ids for %" PRIu64 " samples", n, d->nsamples);
     pagein_pipe_opts o;
-    FORWARD_IF(norm_opts(&o, opts));
-    struct seq q;
-    int rc = seq_make(&q, d, o.order, o.seed, o.epoch, o.window);
-    if (rc == 0) {
-        if (o.order == PAGEIN_ORDER_GLOBAL)
-            memcpy(ids, q.perm, n * sizeof *ids);
-        else
-            for (uint64_t w = 0; w < q.nwin && rc == 0; w++) {
-                uint64_t *wids, nw;
-                if ((rc = window_ids(&q, d, w, &wids, &nw)) == 0) {
-                    memcpy(ids + q.wstart[w], wids, nw * sizeof *ids);
-                    pi_free(wids);
-                }
-            }
-    }
-    seq_free(&q);
+    FORWARD_IF(pi_pipe_opts_norm(&o, opts));
+    struct pi_seq q;
+    int rc = pi_seq_make(&q, d, o.order, o.seed, o.epoch, o.window);
+    if (rc == 0) rc = pi_seq_flatten(&q, ids);
+    pi_seq_free(&q);
     return rc;
 }
 
@@ -1063,18 +877,18 @@ int pagein_pipe_ids(pagein_dataset *d, const pagein_pipe_opts *opts, uint64_t *i
     pagein_pipe *p = pi_calloc(1, sizeof *p);
     if (!p) return pi_err(-ENOMEM, "pipe: out of memory");
     p->d = d;
-    struct iv *rem = NULL;
+    struct pi_iv *rem = NULL;
     size_t nrem = 0;
-    int rc = norm_opts(&p->o, opts);
+    int rc = pi_pipe_opts_norm(&p->o, opts);
     if (rc == 0) rc = initial_rem(d, &p->o, &rem, &nrem, &p->epoch);
-    if (rc == 0) rc = seq_make(&p->q, d, p->o.order, p->o.seed, p->epoch, p->o.window);
+    if (rc == 0) rc = pi_seq_make(&p->q, d, p->o.order, p->o.seed, p->epoch, p->o.window);
     if (rc == 0) rc = plan(p, rem, nrem);
     if (rc == 0) *n = p->mylen;
     for (size_t k = 0; rc == 0 && k < p->nunits && p->ustart[k + 1] <= cap; k++) rc = unit_ids(p, k, ids + p->ustart[k]);
     if (rc == 0 && cap && cap < p->mylen)
         rc = pi_err(PAGEIN_E_LIMIT, "pipe: %" PRIu64 " ids, room for %" PRIu64, p->mylen, cap);
     pi_free(rem);
-    seq_free(&p->q);
+    pi_seq_free(&p->q);
     pi_free(p->mine);
     pi_free(p->ustart);
     pi_free(p);

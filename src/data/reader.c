@@ -1,9 +1,10 @@
 /* reader.c - sample readers: global (full permutation, pread at a queue
  * depth), ranges (the same order, each batch merged by ranges.c), block
  * (shuffled large blocks read sequentially by a background thread, samples
- * drawn at random from a bounded buffer of blocks) and mmap (the baseline);
- * seeded orders and the shuffle-quality figure. */
+ * drawn at random from a bounded buffer of blocks) and mmap (the baseline).
+ * The permutation and epoch seeds they use are order.c's. */
 #include "data.h"
+#include "order.h"
 #include "../engine/engine.h"
 
 #include <fcntl.h>
@@ -14,65 +15,6 @@
 #include <sys/mman.h>
 #include <sys/stat.h>
 #include <unistd.h>
-
-/* ---- orders ------------------------------------------------------------- */
-
-uint64_t pagein_epoch_seed(uint64_t seed, uint64_t epoch) {
-    uint64_t s = seed ^ (0x632be59bd9b4e019ull * (epoch + 1));
-    return pi_splitmix64(&s);
-}
-
-void pagein_permutation(uint64_t *ids, uint64_t n, uint64_t seed) {
-    uint64_t s = seed;
-    for (uint64_t i = 0; i < n; i++) ids[i] = i;
-    for (uint64_t i = n; i > 1; i--) {
-        uint64_t j = pi_rand_below(&s, i);
-        uint64_t t = ids[i - 1];
-        ids[i - 1] = ids[j];
-        ids[j] = t;
-    }
-}
-
-static int i64_cmp(const void *a, const void *b) {
-    int64_t x = *(const int64_t *)a, y = *(const int64_t *)b;
-    return (x > y) - (x < y);
-}
-
-int pagein_order_entropy(const uint64_t *ids, size_t n, double *bits) {
-    if (!ids || !bits) return pi_err(PAGEIN_E_INVALID, "pagein_order_entropy: NULL argument");
-    if (n < 2) return pi_err(PAGEIN_E_INVALID, "pagein_order_entropy: %zu ids have no gap", n);
-    size_t m = n - 1;
-    int64_t *g = pi_malloc(m * sizeof *g);
-    if (!g) return pi_err(-ENOMEM, "out of memory for %zu gaps", m);
-    for (size_t i = 0; i < m; i++) g[i] = (int64_t)(ids[i + 1] - ids[i]);
-    qsort(g, m, sizeof *g, i64_cmp);
-    double h = 0;
-    for (size_t i = 0; i < m;) {
-        size_t j = i;
-        while (j < m && g[j] == g[i]) j++;
-        double p = (double)(j - i) / (double)m;
-        h -= p * log2(p);
-        i = j;
-    }
-    pi_free(g);
-    *bits = h;
-    return 0;
-}
-
-int pagein_shuffle_quality(const uint64_t *ids, size_t n, double *q) {
-    if (!ids || !q) return pi_err(PAGEIN_E_INVALID, "pagein_shuffle_quality: NULL argument");
-    if (n < 3) return pi_err(PAGEIN_E_INVALID, "pagein_shuffle_quality: needs at least 3 ids, got %zu", n);
-    uint64_t *ref = pi_malloc(n * sizeof *ref);
-    if (!ref) return pi_err(-ENOMEM, "out of memory for %zu ids", n);
-    pagein_permutation(ref, n, 0x5eed5eed5eedull);
-    double href = 0, h = 0;
-    int rc = pagein_order_entropy(ref, n, &href);
-    pi_free(ref);
-    if (rc == 0) rc = pagein_order_entropy(ids, n, &h);
-    if (rc < 0) return rc;
-    *q = href > 0 ? h / href : 0.0;
-    return 0;
-}
 
 /* ---- the reader object -------------------------------------------------- */
 

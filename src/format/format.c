@@ -1,94 +1,21 @@
-/* format.c - the format table and content detection. */
+/* format.c - the format table and content detection. Each row and its
+ * detector live with the format's parser (safetensors.c, gguf.c, torch.c);
+ * a new format is its file and one line in pi_formats[]. */
 #include "format.h"
 
 #include <stdio.h>
-
-static int st_detect(const uint8_t *buf, size_t len, uint64_t size) {
-    /* u64 header length N with 8 + N inside the file, then the JSON object
-     * (the crate accepts leading whitespace before '{'). */
-    if (len < 9) return 0;
-    uint64_t n = 0;
-    for (int i = 7; i >= 0; i--) n = (n << 8) | buf[i];
-    if (n < 2 || n > size - 8) return 0;
-    for (size_t i = 8; i < len && i < 8 + n; i++) {
-        if (buf[i] == '{') return 1;
-        if (buf[i] != ' ' && buf[i] != '\t' && buf[i] != '\n' && buf[i] != '\r') return 0;
-    }
-    return 0;
-}
-
-static uint64_t st_header_size(const uint8_t *buf, size_t avail, uint64_t size) {
-    if (avail < 8) return 0;
-    uint64_t n = 0;
-    for (int i = 7; i >= 0; i--) n = (n << 8) | buf[i];
-    return n <= size - 8 ? 8 + n : 0; /* a bad length: the parser says so */
-}
-
-static int gguf_detect(const uint8_t *buf, size_t len, uint64_t size) {
-    PI_UNUSED(size);
-    return len >= 4 && memcmp(buf, "GGUF", 4) == 0;
-}
-
-static int torch_detect(const uint8_t *buf, size_t len, uint64_t size) {
-    PI_UNUSED(size);
-    if (len >= 4 && memcmp(buf, "PK\x03\x04", 4) == 0) return 1;
-    /* torch.save's legacy (pre-1.6) format: a pickled magic number first
-     * (PROTO 2, LONG1 of 10 bytes); torch.c refuses it with advice. */
-    return len >= 4 && memcmp(buf, "\x80\x02\x8a\x0a", 4) == 0;
-}
-
-static const char *const st_suffixes[] = {".safetensors", NULL};
-static const char *const gguf_suffixes[] = {".gguf", NULL};
-static const char *const torch_suffixes[] = {".pt", ".pth", ".bin", ".ckpt", NULL};
-
-static const struct pi_format fmt_gguf = {
-    .id = PAGEIN_FORMAT_GGUF,
-    .name = "gguf",
-    .detect = gguf_detect,
-    .parse = pi_gguf_parse,
-    .header_size = NULL, /* known only by parsing */
-    .suffixes = gguf_suffixes,
-    .first_read = 0,
-    .whole_file = 0,
-    .header_read = PI_HEADER_GROW,
-    .dir_rank = 20,
-    .split_paths = pi_gguf_split_paths,
-    .split_check = pi_gguf_split_check,
-    .plural = "GGUF files",
-};
-static const struct pi_format fmt_torch = {
-    .id = PAGEIN_FORMAT_TORCH,
-    .name = "torch",
-    .detect = torch_detect,
-    .parse = pi_torch_parse,
-    .header_size = NULL,
-    .suffixes = torch_suffixes,
-    .first_read = 0,
-    .whole_file = 1, /* the zip directory is at the end */
-    .header_read = PI_HEADER_AROUND,
-    .dir_rank = 30,
-    .plural = "PyTorch checkpoints",
-};
-static const struct pi_format fmt_st = {
-    .id = PAGEIN_FORMAT_SAFETENSORS,
-    .name = "safetensors",
-    .detect = st_detect,
-    .parse = pi_safetensors_parse,
-    .header_size = st_header_size,
-    .suffixes = st_suffixes,
-    .first_read = 64u << 10,
-    .whole_file = 0,
-    .header_read = PI_HEADER_EXTENT,
-    .dir_rank = 10,
-    .plural = "safetensors files",
-};
 
 /* A row compiled into the unit-test runner only (tests/test_seams_format.c):
  * a new format is one file and one line; absent (NULL) everywhere else. */
 extern const struct pi_format pi_format_test_fake __attribute__((weak, visibility("hidden")));
 
 /* Detection order; NULL rows (an absent weak row) are skipped. */
-const struct pi_format *const pi_formats[] = {&fmt_gguf, &fmt_torch, &fmt_st, &pi_format_test_fake};
+const struct pi_format *const pi_formats[] = {
+    &pi_format_gguf,
+    &pi_format_torch,
+    &pi_format_safetensors,
+    &pi_format_test_fake,
+};
 const size_t pi_formats_n = PI_ARRAY_LEN(pi_formats);
 
 const struct pi_format *pi_format_get(pagein_format id) {

@@ -1,7 +1,7 @@
 /* format.h - the format table: one row per file format (name, detection,
  * parser, file-name suffixes, directory rank, how its header is read).
- * Adding a format = its parser file under src/format/ and one line in
- * pi_formats[] (format.c), plus its PAGEIN_FORMAT_* id in pagein.h; every
+ * Adding a format = its file under src/format/ (the parser, its detector and
+ * its const struct pi_format row) and one line in pi_formats[] (format.c), plus its PAGEIN_FORMAT_* id in pagein.h; every
  * other layer (file/ header reads, load/ directory and prefix scans, the
  * CLI's cache commands and plan) asks the table. tests/test_seams_format.c
  * is such a row, compiled into the unit-test runner only. */
@@ -59,6 +59,8 @@ struct pi_format {
     const char *plural; /* "safetensors files", for "holds 3 safetensors files; name one" */
 };
 
+/* The rows, each defined beside its parser (with its detector). */
+extern const struct pi_format pi_format_safetensors, pi_format_gguf, pi_format_torch;
 /* The table, in detection order: pi_formats_n rows, a row may be NULL (an
  * absent weak test row): skip it. */
 extern const struct pi_format *const pi_formats[];

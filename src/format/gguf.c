@@ -438,3 +438,28 @@ int pi_gguf_parse(const uint8_t *buf, size_t avail, uint64_t size, uint32_t flag
     }
     return 0;
 }
+
+/* ---- the format table's row ------------------------------------------------ */
+
+static int gguf_detect(const uint8_t *buf, size_t len, uint64_t size) {
+    PI_UNUSED(size);
+    return len >= 4 && memcmp(buf, "GGUF", 4) == 0;
+}
+
+static const char *const gguf_suffixes[] = {".gguf", NULL};
+
+const struct pi_format pi_format_gguf = {
+    .id = PAGEIN_FORMAT_GGUF,
+    .name = "gguf",
+    .detect = gguf_detect,
+    .parse = pi_gguf_parse,
+    .header_size = NULL, /* known only by parsing */
+    .suffixes = gguf_suffixes,
+    .first_read = 0,
+    .whole_file = 0,
+    .header_read = PI_HEADER_GROW,
+    .dir_rank = 20,
+    .split_paths = pi_gguf_split_paths,
+    .split_check = pi_gguf_split_check,
+    .plural = "GGUF files",
+};

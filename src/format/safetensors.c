@@ -427,3 +427,42 @@ out:
     st_parse_free(&p);
     return rc;
 }
+
+/* ---- the format table's row ------------------------------------------------ */
+
+static int st_detect(const uint8_t *buf, size_t len, uint64_t size) {
+    /* u64 header length N with 8 + N inside the file, then the JSON object
+     * (the crate accepts leading whitespace before '{'). */
+    if (len < 9) return 0;
+    uint64_t n = 0;
+    for (int i = 7; i >= 0; i--) n = (n << 8) | buf[i];
+    if (n < 2 || n > size - 8) return 0;
+    for (size_t i = 8; i < len && i < 8 + n; i++) {
+        if (buf[i] == '{') return 1;
+        if (buf[i] != ' ' && buf[i] != '\t' && buf[i] != '\n' && buf[i] != '\r') return 0;
+    }
+    return 0;
+}
+
+static uint64_t st_header_size(const uint8_t *buf, size_t avail, uint64_t size) {
+    if (avail < 8) return 0;
+    uint64_t n = 0;
+    for (int i = 7; i >= 0; i--) n = (n << 8) | buf[i];
+    return n <= size - 8 ? 8 + n : 0; /* a bad length: the parser says so */
+}
+
+static const char *const st_suffixes[] = {".safetensors", NULL};
+
+const struct pi_format pi_format_safetensors = {
+    .id = PAGEIN_FORMAT_SAFETENSORS,
+    .name = "safetensors",
+    .detect = st_detect,
+    .parse = pi_safetensors_parse,
+    .header_size = st_header_size,
+    .suffixes = st_suffixes,
+    .first_read = 64u << 10,
+    .whole_file = 0,
+    .header_read = PI_HEADER_EXTENT,
+    .dir_rank = 10,
+    .plural = "safetensors files",
+};

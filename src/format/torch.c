@@ -714,3 +714,29 @@ static int tensor_read(const pagein_file *f, const pagein_tensor *t, void *dst, 
     }
     return 0;
 }
+
+/* ---- the format table's row ------------------------------------------------ */
+
+static int torch_detect(const uint8_t *buf, size_t len, uint64_t size) {
+    PI_UNUSED(size);
+    if (len >= 4 && memcmp(buf, "PK\x03\x04", 4) == 0) return 1;
+    /* torch.save's legacy (pre-1.6) format: a pickled magic number first
+     * (PROTO 2, LONG1 of 10 bytes); torch.c refuses it with advice. */
+    return len >= 4 && memcmp(buf, "\x80\x02\x8a\x0a", 4) == 0;
+}
+
+static const char *const torch_suffixes[] = {".pt", ".pth", ".bin", ".ckpt", NULL};
+
+const struct pi_format pi_format_torch = {
+    .id = PAGEIN_FORMAT_TORCH,
+    .name = "torch",
+    .detect = torch_detect,
+    .parse = pi_torch_parse,
+    .header_size = NULL,
+    .suffixes = torch_suffixes,
+    .first_read = 0,
+    .whole_file = 1, /* the zip directory is at the end */
+    .header_read = PI_HEADER_AROUND,
+    .dir_rank = 30,
+    .plural = "PyTorch checkpoints",
+};

@@ -105,7 +105,7 @@ for pf in fresh.pid stale.pid; do
   [ $pf = stale.pid ] && echo 12345 > stale.pid
   OUT_TXT=$($T "$PAGEIN" lock -d -w -P $pf text.txt 2>&1); rc=$?
   if [ $rc -ne 0 ] && echo "$OUT_TXT" | grep -qi "memlock"; then
-    echo "lock refused by RLIMIT_MEMLOCK; skipping the working-pidfile part"; break
+    skip_part "working pidfile: lock refused by RLIMIT_MEMLOCK"; break
   fi
   [ $rc -eq 0 ] || fail "lock -P $pf exited $rc: $OUT_TXT"
   pid=$(cat $pf)

@@ -98,9 +98,9 @@ expect_exit 0 "$PAGEIN" convert -q A.safetensors new/deeper/model.safetensors --
 
 # ---- a 5 MB tmpfs ------------------------------------------------------------------
 if [ "$(id -u)" != 0 ]; then
-  echo "tmpfs part skipped: mounting a tmpfs needs root"
+  skip_part "tmpfs: mounting a tmpfs needs root"
 elif ! mkdir mnt || ! mount -t tmpfs -o size=5m tmpfs mnt 2>/dev/null; then
-  echo "tmpfs part skipped: mount -t tmpfs failed (no CAP_SYS_ADMIN here)"
+  skip_part "tmpfs: mount -t tmpfs failed (no CAP_SYS_ADMIN here)"
 else
   trap 'umount mnt 2>/dev/null' EXIT
   mkst big.safetensors t0:400000:1 t1:400000:1 t2:400000:1 t3:400000:1 t4:400000:1   # 8 MB

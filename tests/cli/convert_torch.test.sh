@@ -79,6 +79,6 @@ if [ "$(id -u)" = 0 ] && mkdir mnt && mount -t tmpfs -o size=5m tmpfs mnt 2>/dev
   [ -z "$(ls -A mnt)" ] || fail "refused bomb left files on the tmpfs: $(ls -A mnt)"
   umount mnt; trap - EXIT
 else
-  echo "tmpfs part skipped: mounting a tmpfs needs root"
+  skip_part "tmpfs: mounting a 5 MB tmpfs needs root (or mount -t tmpfs failed)"
 fi
 exit 0

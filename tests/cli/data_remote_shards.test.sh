@@ -12,8 +12,7 @@ set -u
 
 out=$(PAGEIN_HTTP_RETRIES=0 "$PAGEIN" pull http://127.0.0.1:1/x.bin "$TMP/x" 2>&1)
 if echo "$out" | grep -q "built without libcurl"; then echo "pagein built without libcurl"; exit 77; fi
-FX=$REPO/${BUILD:-build}/parquet-fixtures
-why=$(bash "$REPO/tests/data/parquet/gen.sh" "$FX" 2>&1) || { rc=$?; echo "$why"; [ $rc -eq 77 ] && exit 77; exit 1; }
+FX=$REPO/tests/data/parquet/fixtures # committed (tests/data/regen.sh)
 
 D=$TMP/srv
 mkdir -p "$D/www/pq" "$TMP/loc"
@@ -35,16 +34,25 @@ for seed in 1 7; do
     [ -s "$TMP/l.jsonl" ] || fail "local epoch seed $seed rank $rank: no samples"
     cmp -s "$TMP/l.jsonl" "$TMP/r.jsonl" || fail "remote epoch seed $seed rank $rank differs from the local one"
   done
-  # every row exactly once (12,000 rows in four shards)
+  # every row exactly once (4,000 rows in four shards)
   "$PAGEIN" read-samples "${rem[@]}" --columns tok,s --order block --window 4 --seed $seed --check > "$TMP/c.txt" 2>&1 \
     || fail "remote --check seed $seed: $(cat "$TMP/c.txt")"
-  grep -q "^12000 samples" "$TMP/c.txt" || fail "remote --check seed $seed: $(cat "$TMP/c.txt")"
+  grep -q "^4000 samples" "$TMP/c.txt" || fail "remote --check seed $seed: $(cat "$TMP/c.txt")"
 done
 
-# a shard that fails after its open: the error names it, no hang, no partial success
-flt=(--dataset "$FAULT/ok/pq/s0.parquet" --dataset "$FAULT/ok/pq/s1.parquet" --dataset "$FAULT/presign/2/pq/s2.parquet"
-     --dataset "$FAULT/ok/pq/s3.parquet")
-timeout 120 "$PAGEIN" read-samples "${flt[@]}" --columns tok,s --order block --window 4 --check > "$TMP/f.txt" 2>&1
-rc=$?
-[ $rc -ne 0 ] && [ $rc -ne 124 ] || fail "a shard failing mid-epoch: exit $rc: $(cat "$TMP/f.txt")"
-grep -q "reading failed after .*presign/2/pq/s2.parquet.*403" "$TMP/f.txt" || fail "the error does not name the failing shard: $(cat "$TMP/f.txt")"
+# a shard that fails after its open: the error names it, no hang, no partial
+# success. It needs a shard of 3,000 rows with token lists of up to 40 (the
+# committed files are fetched in so few requests that one re-resolution of
+# the expired URL carries them): written by tests/data/parquet/gen.sh where
+# npm is, else this part is skipped (said and counted).
+if why=$(ROWS=3000 TOK_MAX=40 bash "$REPO/tests/data/parquet/gen.sh" "$TMP/big" 2>&1); then
+  cp "$TMP/big/small_groups.parquet" "$D/www/pq/big.parquet"
+  flt=(--dataset "$FAULT/ok/pq/s0.parquet" --dataset "$FAULT/ok/pq/s1.parquet" --dataset "$FAULT/presign/2/pq/big.parquet"
+       --dataset "$FAULT/ok/pq/s3.parquet")
+  timeout 120 "$PAGEIN" read-samples "${flt[@]}" --columns tok,s --order block --window 4 --check > "$TMP/f.txt" 2>&1
+  rc=$?
+  [ $rc -ne 0 ] && [ $rc -ne 124 ] || fail "a shard failing mid-epoch: exit $rc: $(cat "$TMP/f.txt")"
+  grep -q "reading failed after .*presign/2/pq/big.parquet.*403" "$TMP/f.txt" || fail "the error does not name the failing shard: $(cat "$TMP/f.txt")"
+else
+  skip_part "a shard failing mid-epoch (no 3,000-row shard: $why)"
+fi

@@ -7,8 +7,7 @@
 # first samples are the same whatever the open depth. Nothing is timed.
 set -u
 . "$REPO/tests/cli/lib.sh"
-FX=$REPO/${BUILD:-build}/parquet-fixtures
-why=$(bash "$REPO/tests/data/parquet/gen.sh" "$FX" 2>&1) || { rc=$?; echo "$why"; [ $rc -eq 77 ] && exit 77; exit 1; }
+FX=$REPO/tests/data/parquet/fixtures # committed (tests/data/regen.sh)
 bash "$REPO/tools/slowfs.sh" check >/dev/null || { echo "slowfs: $(bash "$REPO/tools/slowfs.sh" check)"; exit 77; }
 export PAGEIN_META_CACHE=0
 mkdir -p "$TMP/src"

@@ -1,6 +1,8 @@
 #!/usr/bin/env bash
 # scripts/layers.sh passes on the tree, and fails, naming the file, line and
-# edge, when an include goes up a layer or a consumer reaches into src/.
+# edge, when an include goes up a layer or a consumer reaches into src/; its
+# second half (nm over the built objects) fails, naming the object, the edge
+# and the symbol, on a call that goes up a layer with no include to show it.
 set -u
 . "$REPO/tests/cli/lib.sh"
 expect_exit 0 bash "$REPO/scripts/layers.sh"
@@ -15,4 +17,29 @@ BUILD=$TMP/none expect_exit 1 bash "$TMP/t/scripts/layers.sh"
 expect_contains 'cli/main.c:[0-9]*: a consumer includes ../src/internal.h'
 cp "$REPO/cli/main.c" "$TMP/t/cli/main.c"
 BUILD=$TMP/none expect_exit 0 bash "$TMP/t/scripts/layers.sh"
+
+# the symbol half, in a tree of its own (two planted files: quick): a
+# source object calling a function that load/ defines (declared locally, so
+# the include check cannot see it), and load/ calling down into source/,
+# which is allowed
+CC=${CC:-cc}
+command -v "$CC" > /dev/null && command -v nm > /dev/null || { echo "no $CC or nm to build the planted objects"; exit 77; }
+N=$TMP/n
+mkdir -p "$N/src/source" "$N/src/load" "$N/b/obj/src/source" "$N/b/obj/src/load"
+cp -r "$REPO/scripts" "$N/"
+plant() { # plant LAYER NAME CODE: the source and its object
+  printf '%b' "$3" > "$N/src/$1/$2.c" && "$CC" -c -o "$N/b/obj/src/$1/$2.o" "$N/src/$1/$2.c" || fail "cc $1/$2.c"
+}
+plant source planted 'int pi_planted_up(int);\nint pi_planted_down(int x) { return x + 1; }\nint pi_planted_caller(int x) { return pi_planted_up(x); }\n'
+plant load planted 'int pi_planted_down(int);\nint pi_planted_up(int x) { return pi_planted_down(x) * 2; }\n'
+BUILD=$N/b expect_exit 1 bash "$N/scripts/layers.sh"
+expect_contains 'source/planted.o: source -> load is not a downward call (pi_planted_up)'
+echo "$OUT_TXT" | grep -q 'load/planted.o' && fail "a downward call was reported: $OUT_TXT"
+# the call removed: the same objects pass
+plant source planted 'int pi_planted_down(int x) { return x + 1; }\n'
+BUILD=$N/b expect_exit 0 bash "$N/scripts/layers.sh"
+# an object whose source is gone (moved or deleted) is not read
+plant source gone 'int pi_planted_up(int);\nint pi_planted_caller(int x) { return pi_planted_up(x); }\n'
+rm "$N/src/source/gone.c"
+BUILD=$N/b expect_exit 0 bash "$N/scripts/layers.sh"
 echo "layers: ok"

@@ -6,6 +6,9 @@ expect_exit() {
   OUT_TXT=$("$@" 2>&1); local got=$?
   [ "$got" -eq "$want" ] || fail "'$*' exited $got, expected $want; output: $OUT_TXT"
 }
+# skip_part REASON: a part of this script cannot run here; said as "SKIP
+# (part): REASON" and counted in run.sh's closing line (the script goes on)
+skip_part() { echo "SKIP (part): $*"; echo "$*" >> "$TMP/.skipped-parts"; }
 expect_contains() { echo "$OUT_TXT" | grep -q -- "$1" || fail "output lacks '$1': $OUT_TXT"; }
 PY=/usr/bin/python3
 

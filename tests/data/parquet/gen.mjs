@@ -8,7 +8,7 @@
 // bits, booleans true/false, strings and binaries as hex of their bytes,
 // lists as arrays, null as null; a struct's members are columns "st.a".
 //
-// usage: NODE_PATH=build/npm/node_modules node gen.mjs OUTDIR [ROWS]
+// usage: [TOK_MAX=8] NODE_PATH=build/npm/node_modules node gen.mjs OUTDIR [ROWS]
 import { createRequire } from 'module';
 import { writeFileSync, mkdirSync } from 'fs';
 const require = createRequire(import.meta.url);
@@ -16,7 +16,9 @@ const arrow = require('apache-arrow');
 const pw = require('parquet-wasm/node');
 
 const out = process.argv[2];
-const ROWS = Number(process.argv[3] || 3000);
+const ROWS = Number(process.argv[3] || 1000);
+// token lists of 0..TOK_MAX ids (short by default: the files are committed)
+const TOK_MAX = Number(process.env.TOK_MAX || 8);
 mkdirSync(out, { recursive: true });
 
 let seed = 12345;
@@ -41,7 +43,7 @@ for (let r = 0; r < ROWS; r++) {
   cols.tags.push(Array.from({ length: rint(0, 3) }, () => vocab[rint(0, vocab.length - 1)]));
   cols.st.push(r % 6 === 0 ? null : { a: r % 4 === 1 ? null : r * 3, b: vocab[r % vocab.length] });
   cols.ts.push(BigInt(1700000000000 + r * 1000));
-  cols.tok.push(Array.from({ length: rint(0, 40) }, () => rint(0, 50000))); // token ids: never null
+  cols.tok.push(Array.from({ length: rint(0, TOK_MAX) }, () => rint(0, 50000))); // token ids: never null
 }
 
 const T = arrow;

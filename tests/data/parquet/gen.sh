@@ -22,7 +22,7 @@ if ! flock -w 600 "$REPO/build/npm/.install.lock" sh -c '[ -d "$1/parquet-wasm" 
 fi
 T=$OUT.tmp.$$
 rm -rf "$T" && mkdir -p "$T" || exit 1
-NODE_PATH=$NM timeout 300 node "$HERE/gen.mjs" "$T" "${ROWS:-3000}" >/dev/null || { echo "gen.mjs failed"; rm -rf "$T"; exit 1; }
+NODE_PATH=$NM timeout 300 node "$HERE/gen.mjs" "$T" "${ROWS:-1000}" >/dev/null || { echo "gen.mjs failed"; rm -rf "$T"; exit 1; }
 # into place; a fresh folder another runner put there first is kept (a test
 # may be reading it), a stale one replaced
 if ! mv -T "$T" "$OUT" 2>/dev/null; then
