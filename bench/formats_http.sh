@@ -18,6 +18,8 @@ export RATE=${RATE:-100m} DELAY_MS=${DELAY_MS:-20}
 FORMATS=${FORMATS:-records webdataset mds lines}
 D=$(mktemp -d /var/tmp/pagein-fhttp-XXXXXX)
 trap 'bash "$REPO/tests/remote/servers.sh" stop "$D" >/dev/null 2>&1; rm -rf "$D"' EXIT
+# caches of this run stay in its temp folder, never the user's ~/.cache
+export PAGEIN_META_CACHE_DIR=${PAGEIN_META_CACHE_DIR:-$D/meta-cache} HF_HOME=${HF_HOME:-$D/hf-home} XDG_CACHE_HOME=$D/xdg-cache
 "$PAGEIN" bench shuffle --formats --write-only --dir "$D/www" --size "$SIZE" > /dev/null || exit 2
 out=$(bash "$REPO/tests/remote/servers.sh" start "$D" $$ nginx delay 2>&1) || { echo "formats_http: servers: $out" >&2; exit 2; }
 . "$D/env"

@@ -46,6 +46,9 @@ PY=/usr/bin/python3
 D=$(mktemp -d /tmp/pagein-bench-remote-XXXXXX)
 trap 'bash "$REPO/tests/remote/servers.sh" stop "$D" >/dev/null 2>&1; rm -rf "$D"' EXIT
 mkdir -p "$D/www"
+# caches of this run stay in its temp folder, never the user's ~/.cache
+# (the metadata cache of remote headers; the Hub cache should pull use it)
+export PAGEIN_META_CACHE_DIR=${PAGEIN_META_CACHE_DIR:-$D/meta-cache} HF_HOME=${HF_HOME:-$D/hf-home} XDG_CACHE_HOME=$D/xdg-cache
 bytes=$($PY -c "import sys; s=sys.argv[1]; m={'K':1<<10,'M':1<<20,'G':1<<30}; print(int(s[:-1])*m[s[-1]] if s[-1] in m else int(s))" "$SIZE")
 chunk=$($PY -c "import sys; s=sys.argv[1]; m={'K':1<<10,'M':1<<20,'G':1<<30}; print(int(s[:-1])*m[s[-1]] if s[-1] in m else int(s))" "$CHUNK")
 # a real safetensors model (so that it can also be loaded, not only pulled)

@@ -314,14 +314,17 @@ static int parse_args(struct opts *o, int argc, char **argv) {
             }
         } else if (IS("--tensors")) {
             if (o->mode == CACHE_RESIDENT) {
-                /* the value is optional here: `--tensors REGEX PATH` takes
-                 * the word as REGEX, as warm/evict/lock do, unless it names
-                 * a path that exists or nothing follows it */
+                /* the value is optional here: `--tensors REGEX` takes the
+                 * word as REGEX, as warm/evict/lock do, unless it names a
+                 * path that exists, or it is the last word and no path was
+                 * given before it (`resident M --tensors REGEX` narrows) */
                 struct stat st_;
                 o->list_tensors = 1;
                 const char *eq = strchr(a, '=');
                 if (eq) re = eq + 1;
-                else if (i + 2 < argc && argv[i + 1][0] != '-' && lstat(argv[i + 1], &st_) != 0) re = argv[++i];
+                else if (i + 1 < argc && (i + 2 < argc || o->npaths > 0) && argv[i + 1][0] != '-' &&
+                         lstat(argv[i + 1], &st_) != 0)
+                    re = argv[++i];
             } else {
                 NEED_VAL();
                 re = val;

@@ -9,6 +9,7 @@
 #include <math.h>
 #include <stdlib.h>
 #include <string.h>
+#include <dirent.h>
 #include <sys/stat.h>
 
 #define MAX_HOOKS 8
@@ -269,8 +270,33 @@ static void print_text(const char *path, const pagein_file *f, int table, FILE *
                 s.span_rows, s.span_rows == 1 ? "" : "s", s.span_rows == 1 ? "" : "s");
 }
 
+/* 1 if the directory holds a model file (safetensors, GGUF, a sharded
+ * checkpoint's index, a torch checkpoint): inspect points at `pagein plan`
+ * instead of reading it as a folder of training-data shards. */
+static int holds_model(const char *dir) {
+    static const char *const sfx[] = {".safetensors", ".gguf", ".index.json", ".pt", ".pth", ".ckpt"};
+    DIR *dp = opendir(dir);
+    if (!dp) return 0;
+    int yes = 0;
+    for (struct dirent *e; !yes && (e = readdir(dp)) != NULL;) {
+        size_t n = strlen(e->d_name);
+        for (size_t i = 0; i < sizeof sfx / sizeof sfx[0]; i++) {
+            size_t k = strlen(sfx[i]);
+            if (n > k && !strcmp(e->d_name + n - k, sfx[i])) yes = 1;
+        }
+    }
+    closedir(dp);
+    return yes;
+}
+
+/* why without a leading "PATH: ". */
+static const char *cli_strip_path(const char *why, const char *path) {
+    size_t n = strlen(path);
+    return !strncmp(why, path, n) && why[n] == ':' && why[n + 1] == ' ' ? why + n + 2 : why;
+}
+
 static void usage(FILE *out) {
-    fputs("usage: pagein inspect FILE [--json] [--summary] [--lenient] [--full]\n"
+    fputs("usage: pagein inspect FILE|DIR [--json] [--summary] [--lenient] [--full[=all]]\n"
           "\n"
           "Prints the header of a model file (safetensors, and every other format pagein\n"
           "opens): format, tensor count, parameter count, bytes by dtype, data start, how\n"
@@ -279,13 +305,19 @@ static void usage(FILE *out) {
           "A Parquet file (.parquet, or PAR1 at both ends) prints its footer instead: schema\n"
           "(columns, types, list/scalar, annotations), row groups, codecs, encodings, sizes\n"
           "and page indexes (--json: pagein_parquet_describe in pagein.h).\n"
+          "Training data (a shard of Arrow, WebDataset tar, MDS, JSONL/text incl. .gz/.zst,\n"
+          "Megatron .idx/.bin, or a folder of shards as a whole, such as a datasets\n"
+          "save_to_disk folder) prints its formats, samples, groups, schema, codecs, each\n"
+          "shard and the index cost: what opening it reads, timed (pagein_dataset_describe).\n"
           "\n"
           "  --json      the same as one JSON object (stable contract: docs/CLI.md)\n"
           "  --summary   leave out the tensor table (text output only)\n"
           "  --lenient   accept trailing bytes after the data (PAGEIN_OPEN_LENIENT)\n"
-          "  --full      show long metadata arrays (GGUF vocabularies) in full; without it\n"
-          "              text shows the first 8 elements and JSON the first 64, followed\n"
-          "              by a {\"...truncated\": {\"count\": N, \"shown\": K}} marker object\n"
+          "  --full      show long metadata arrays (GGUF vocabularies) to their first 1024\n"
+          "              elements (without it: text 8, JSON 64), then a \"... N more\" note or\n"
+          "              a {\"...truncated\": {\"count\": N, \"shown\": K}} marker object;\n"
+          "              a dataset: list every shard (without it: the first 64)\n"
+          "  --full=all  every element of every array, however long\n"
           "\n"
           "Exit status: 0 ok, 1 the file is invalid, 2 usage or I/O error.\n",
           out);
@@ -303,6 +335,8 @@ static int inspect_main(int argc, char **argv) {
             json = 1;
         } else if (strcmp(argv[i], "--full") == 0) {
             inspect_full = 1;
+        } else if (strcmp(argv[i], "--full=all") == 0) {
+            inspect_full = 2;
         } else if (strcmp(argv[i], "--summary") == 0) {
             table = 0;
         } else if (strcmp(argv[i], "--lenient") == 0) {
@@ -331,6 +365,10 @@ static int inspect_main(int argc, char **argv) {
         cli_error("inspect", 0, "%s: %s", path, strerror(errno));
         return EXIT_USAGE;
     }
+    if (!pagein_is_url(path) && S_ISDIR(st.st_mode) && !holds_model(path)) {
+        int drc = inspect_dataset(path, json, inspect_full != 0, 1);
+        if (drc >= 0) return drc;
+    }
     if (!pagein_is_url(path) && S_ISDIR(st.st_mode)) {
         cli_error("inspect", 0,
                   "%s is a directory; inspect reads one file: `pagein plan %s` shows the model it holds (files, "
@@ -356,6 +394,17 @@ static int inspect_main(int argc, char **argv) {
     if (inspect_is_parquet(path)) return inspect_parquet(path, json);
     pagein_file *f = NULL;
     int rc = pagein_open(&f, path, &o);
+    if (rc == PAGEIN_E_NOT_MODEL) {
+        /* training data: a shard of any dataset format (Arrow, tar, MDS,
+         * JSONL, Megatron, ...); when it is none either, the model's error */
+        char why[1024];
+        snprintf(why, sizeof why, "%s", pagein_last_error_detail() ? pagein_last_error_detail() : "");
+        int drc = inspect_dataset(path, json, inspect_full != 0, 1);
+        if (drc >= 0) return drc;
+        cli_error("inspect", 0, "%s: %s: %s (nor a training-data shard of a format pagein reads: %s)", path,
+                  pagein_strerror(rc), cli_strip_path(why, path), cli_detail(path));
+        return EXIT_INVALID;
+    }
     if (rc < 0) {
         cli_error("inspect", rc, "%s", path);
         /* -errno and network failures are I/O, not an invalid file */

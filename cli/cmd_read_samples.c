@@ -59,9 +59,13 @@ static void usage(FILE *out) {
             "  --columns A,B       read only these fields\n"
             "  --state TEXT        resume from a state printed by --state-after\n"
             "  --state-after N     print the state after every rank consumed N samples, and exit\n"
+            "  --limit N           stop after N samples\n"
+            "  --format F          how samples are written (default raw): raw (the bytes of each\n"
+            "                      sample's fields back to back, in field order), framed (a\n"
+            "                      16-byte header, u64 LE id and u64 LE length, then those\n"
+            "                      bytes) or jsonl (one line per sample: {\"id\": N, \"fields\":\n"
+            "                      {NAME: {\"type\", \"shape\", \"base64\"}}}, null fields: null)\n"
             "  --ids / --json      ids one per line / one JSON object with ids and counters\n"
-            "  --format jsonl      one line per sample: {\"id\": N, \"fields\": {NAME: {\"type\",\n"
-            "                      \"shape\", \"base64\"}}} (null fields: null)\n"
             "  --check             read everything, print only the counts\n"
             "\n"
             "Exit status: 0 ok, 1 invalid dataset, 2 usage or I/O error.\n");
@@ -112,11 +116,50 @@ static void put_json_str(const char *s) {
     putchar('"');
 }
 
+enum out_format { OUT_RAW, OUT_FRAMED, OUT_JSONL };
+
+/* One item of the pipeline in the chosen framing (raw and framed: the
+ * bytes of its non-null fields back to back, in field order); 0 or -EIO. */
+static int put_item(enum out_format fmt, const pagein_item *it) {
+    uint64_t len = 0;
+    for (size_t k = 0; k < it->nfields; k++)
+        if (!it->fields[k].null) len += it->fields[k].nbytes;
+    if (fmt == OUT_FRAMED) {
+        unsigned char h[16];
+        for (int i = 0; i < 8; i++) h[i] = (unsigned char)(it->id >> (8 * i)), h[8 + i] = (unsigned char)(len >> (8 * i));
+        if (fwrite(h, 1, sizeof h, stdout) != sizeof h) return -EIO;
+    }
+    if (fmt != OUT_JSONL) {
+        for (size_t k = 0; k < it->nfields; k++) {
+            const pagein_field *f = &it->fields[k];
+            if (!f->null && f->nbytes && fwrite(f->data, 1, (size_t)f->nbytes, stdout) != f->nbytes) return -EIO;
+        }
+        return 0;
+    }
+    printf("{\"id\": %" PRIu64 ", \"fields\": {", it->id);
+    for (size_t k = 0; k < it->nfields; k++) {
+        const pagein_field *f = &it->fields[k];
+        printf("%s", k ? ", " : "");
+        put_json_str(f->name);
+        if (f->null) {
+            printf(": null");
+            continue;
+        }
+        printf(": {\"type\": \"%s\", \"shape\": [", field_type_name(f));
+        for (unsigned j = 0; j < f->ndim; j++) printf("%s%" PRIu64, j ? ", " : "", f->shape[j]);
+        printf("], \"base64\": \"");
+        put_b64(f->data, f->nbytes);
+        printf("\"}");
+    }
+    return fputs("}}\n", stdout) < 0 ? -EIO : 0;
+}
+
 static int pipe_main(int argc, char **argv) {
     pagein_dataset_opts dop = PAGEIN_DATASET_OPTS_INIT;
     pagein_pipe_opts po = PAGEIN_PIPE_OPTS_INIT;
     uint64_t limit = UINT64_MAX, state_after = UINT64_MAX;
-    int ids_only = 0, json = 0, check = 0, jsonl = 0, status = EXIT_USAGE;
+    int ids_only = 0, json = 0, check = 0, have_format = 0, status = EXIT_USAGE;
+    enum out_format fmt = OUT_RAW;
     char *spec = NULL, *cols = NULL;
     const char **colv = NULL;
     size_t specn = 0, ncols = 0;
@@ -146,7 +189,11 @@ static int pipe_main(int argc, char **argv) {
             int k = pagein_order_from_name(v);
             bad = k < 0;
             po.order = (pagein_order)(k < 0 ? 0 : k);
-        } else if (!strcmp(a, "--format")) bad = strcmp(v, "jsonl") != 0, jsonl = 1;
+        } else if (!strcmp(a, "--format")) {
+            have_format = 1;
+            fmt = !strcmp(v, "framed") ? OUT_FRAMED : !strcmp(v, "jsonl") ? OUT_JSONL : OUT_RAW;
+            bad = fmt == OUT_RAW && strcmp(v, "raw") != 0;
+        }
         else if (!strcmp(a, "--columns")) cols = (char *)v;
         else if (!strcmp(a, "--state")) po.state = v;
         else {
@@ -179,6 +226,14 @@ static int pipe_main(int argc, char **argv) {
         dop.columns = colv;
         dop.ncolumns = ncols;
     }
+    if (have_format && (ids_only || json || check)) {
+        cli_error("read-samples", 0, "--format frames sample bytes; --ids, --json and --check print ids or counts instead");
+        goto out;
+    }
+    if (!ids_only && !json && !check && state_after == UINT64_MAX && fmt != OUT_JSONL && isatty(1)) {
+        cli_error("read-samples", 0, "stdout is a terminal: redirect the sample bytes, or use --ids, --check or --format jsonl");
+        goto out;
+    }
     pagein_dataset *d = NULL;
     int rc = pagein_dataset_open(&d, spec, &dop);
     if (rc < 0) {
@@ -195,7 +250,6 @@ static int pipe_main(int argc, char **argv) {
         pagein_dataset_close(d);
         goto out;
     }
-    if (!ids_only && !json && !check && !jsonl) ids_only = 1;
     pagein_pipe *p = NULL;
     if ((rc = pagein_pipe_open(&p, d, &po)) < 0) {
         cli_error("read-samples", rc, "cannot start the pipeline");
@@ -214,24 +268,7 @@ static int pipe_main(int argc, char **argv) {
         fields += it.nfields;
         if (json) printf("%s%" PRIu64, got ? ", " : "", it.id);
         else if (ids_only) printf("%" PRIu64 "\n", it.id);
-        else if (jsonl) {
-            printf("{\"id\": %" PRIu64 ", \"fields\": {", it.id);
-            for (size_t k = 0; k < it.nfields; k++) {
-                const pagein_field *f = &it.fields[k];
-                printf("%s", k ? ", " : "");
-                put_json_str(f->name);
-                if (f->null) {
-                    printf(": null");
-                    continue;
-                }
-                printf(": {\"type\": \"%s\", \"shape\": [", field_type_name(f));
-                for (unsigned j = 0; j < f->ndim; j++) printf("%s%" PRIu64, j ? ", " : "", f->shape[j]);
-                printf("], \"base64\": \"");
-                put_b64(f->data, f->nbytes);
-                printf("\"}");
-            }
-            printf("}}\n");
-        }
+        else if (!check && (rc = put_item(fmt, &it)) < 0) break;
         got++;
     }
     if (rc < 0) {
@@ -264,8 +301,6 @@ out:
     free(colv);
     return status;
 }
-
-enum out_format { OUT_RAW, OUT_FRAMED, OUT_JSONL };
 
 static void put_u64le(unsigned char *p, uint64_t v) {
     for (int i = 0; i < 8; i++) p[i] = (unsigned char)(v >> (8 * i));

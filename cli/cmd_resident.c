@@ -95,6 +95,31 @@ static int model_rows(const char *path, int many, struct heat_rows *h, pagein_mo
     return 0;
 }
 
+/* The tensor names of a numbered layer without the layer's prefix
+ * ("model.layers.3.self_attn.q_proj.weight" -> "self_attn.q_proj.weight"),
+ * from the layer row with the most tensors: the heat map's column headers.
+ * Fills lab[] (pointers into the names) and returns how many. */
+static size_t column_labels(const struct heat_rows *h, const char **lab, size_t cap) {
+    size_t best = SIZE_MAX;
+    for (size_t r = 0; r < h->n; r++) {
+        const char *k = strrchr(h->label[r], ':');
+        k = k ? k + 1 : h->label[r];
+        if (*k < '0' || *k > '9') continue; /* embed, head */
+        if (best == SIZE_MAX || h->ncells[r] > h->ncells[best]) best = r;
+    }
+    if (best == SIZE_MAX) return 0;
+    const char *num = strrchr(h->label[best], ':');
+    num = num ? num + 1 : h->label[best];
+    char pat[32];
+    snprintf(pat, sizeof pat, ".%.20s.", num);
+    size_t n = h->ncells[best] < cap ? h->ncells[best] : cap;
+    for (size_t i = 0; i < n; i++) {
+        const char *name = h->names[best][i], *p = name ? strstr(name, pat) : NULL;
+        lab[i] = p ? p + strlen(pat) : name;
+    }
+    return n;
+}
+
 static int draw_svg(const char *svg, int argc, char **argv) {
     struct heat_rows h = {0};
     pagein_model *ms[64];
@@ -121,8 +146,12 @@ static int draw_svg(const char *svg, int argc, char **argv) {
         const char *b = first ? strrchr(first, '/') : NULL;
         snprintf(title, sizeof title, "pagein resident: %.200s%s, page-cache residency per layer and tensor",
                  first ? (b ? b + 1 : first) : "", nm > 1 ? " and more" : "");
-        struct svg_heat sh = {.title = title, .row_key_prefix = "layer",
-                              .note = "one row per layer, one cell per tensor in layer order; right: the layer's resident bytes",
+        static const char *cols[512];
+        size_t ncols = column_labels(&h, cols, sizeof cols / sizeof cols[0]);
+        struct svg_heat sh = {.title = title, .row_key_prefix = "layer", .col_label = cols, .ncol_labels = ncols,
+                              .row_title = "layer",
+                              .note = "one row per layer (embed, 0..L-1, head), one cell per tensor in layer order, "
+                                      "named above; right: the layer's resident bytes",
                               .nrows = h.n, .row_label = (const char *const *)h.label,
                               .row_key = (const char *const *)h.key, .cells = (const double *const *)h.cells,
                               .ncells = h.ncells, .cell_names = (const char *const *const *)h.names,

@@ -37,8 +37,9 @@ void inspect_register_hook(const struct inspect_hook *h);
  * \t, \r, \0, \xNN) and a backslash doubled. Returns the columns used; out NULL only counts. */
 size_t inspect_escaped(FILE *out, const char *s, size_t n);
 
-/* Set by cmd_inspect.c before any hook runs: --full was given (hooks show
- * long values, e.g. GGUF arrays, in full), and whether the current output
+/* Set by cmd_inspect.c before any hook runs: 0, 1 for --full (hooks show
+ * long values, e.g. GGUF arrays, to 1024 elements), 2 for --full=all (in
+ * full), and whether the current output
  * is the text form (1) or JSON (0): meta_json is used for both. */
 extern int inspect_full;
 extern int inspect_text;
@@ -47,6 +48,11 @@ extern int inspect_text;
  * them to pagein_parquet_describe(). */
 int inspect_is_parquet(const char *path);
 int inspect_parquet(const char *path, int json);
+/* Training data (cli/inspect_dataset.c): a shard of any dataset format or a
+ * folder of shards, through pagein_dataset_open and
+ * pagein_dataset_describe. all: every shard listed. quiet_fail: return -1
+ * without a message when it is no dataset either. Else the exit status. */
+int inspect_dataset(const char *path, int json, int all, int quiet_fail);
 
 #define INSPECT_HOOK(id, fmt_, name_, summary_, json_, tensor_json_, meta_json_)                \
     static const struct inspect_hook inspect_hook_##id = {fmt_, name_, summary_, json_,       \

@@ -2,7 +2,7 @@
  * cli/inspect.h: version, alignment and byte order in the summary and the
  * JSON, the raw ggml type and ne of each tensor, and metadata arrays as
  * typed JSON arrays (long ones cut to their first elements and marked with a
- * {"...truncated": {...}} object unless --full). Uses only <pagein.h>. */
+ * {"...truncated": {...}} object; --full shows 1024, --full=all every one). Uses only <pagein.h>. */
 #include "inspect.h"
 
 #include <inttypes.h>
@@ -11,6 +11,7 @@
 
 #define TEXT_SHOWN 8  /* array elements shown in text output without --full */
 #define JSON_SHOWN 64 /* ... and in JSON */
+#define FULL_SHOWN 1024 /* with --full (--full=all: every element) */
 
 static void gguf_summary(const pagein_file *f, FILE *out) {
     pagein_file_info in;
@@ -50,8 +51,8 @@ static void text_str(FILE *out, const char *s, size_t n) {
 
 static void render_array(const pagein_file *f, const pagein_meta *m, FILE *out, int depth) {
     uint64_t shown = m->count;
-    if (!inspect_full) {
-        uint64_t lim = inspect_text ? TEXT_SHOWN : JSON_SHOWN;
+    if (inspect_full < 2) {
+        uint64_t lim = inspect_full ? FULL_SHOWN : inspect_text ? TEXT_SHOWN : JSON_SHOWN;
         if (shown > lim) shown = lim;
     }
     if (inspect_text) fprintf(out, "%s[%" PRIu64 "] ", pagein_meta_type_name(m->elem_type), m->count);

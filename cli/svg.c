@@ -182,6 +182,37 @@ static double y_axis(struct svg *s, double x0, double x1, double y0, double y1, 
     return max;
 }
 
+/* A log10 y axis over [lo, hi] (decades; 2 and 5 between them when few):
+ * returns log10 of the axis bottom and sets *lmax to log10 of its top. */
+static double y_axis_log(struct svg *s, double x0, double x1, double y0, double y1, double lo, double hi,
+                         const char *unit, double *lmax) {
+    double a = floor(log10(lo)), b = ceil(log10(hi));
+    if (log10(lo) - a < 0.3) a -= 1; /* the smallest bar stays visible */
+    if (b <= a) b = a + 1;
+    *lmax = b;
+    for (double d = a; d <= b + 1e-9; d++) {
+        for (int m = 1; m <= 5; m += (m == 1 ? 1 : 3)) {
+            double lv = d + log10((double)m);
+            if (lv > b + 1e-9 || (m > 1 && b - a > 4)) continue;
+            double y = y1 - (y1 - y0) * (lv - a) / (b - a);
+            svg_line(s, x0, y, x1, y, d == a && m == 1 ? "#444444" : m == 1 ? "#cccccc" : "#eeeeee", 1, 0);
+            char t[32];
+            double v = pow(10, lv);
+            if (v >= 1e6) snprintf(t, sizeof t, "%gM", v / 1e6);
+            else if (v >= 1e3) snprintf(t, sizeof t, "%gk", v / 1e3);
+            else snprintf(t, sizeof t, "%g", v);
+            svg_text(s, x0 - 6, y + 4, "end", m == 1 ? 11 : 9, "tick", NULL, "%s", t);
+        }
+    }
+    if (unit) {
+        fprintf(s->f, "<text x=\"%.1f\" y=\"%.1f\" text-anchor=\"middle\" font-size=\"12\" fill=\"#222222\" "
+                      "transform=\"rotate(-90 %.1f %.1f)\">", x0 - 48, (y0 + y1) / 2, x0 - 48, (y0 + y1) / 2);
+        esc(s->f, unit);
+        fputs(" (log scale)</text>\n", s->f);
+    }
+    return a;
+}
+
 static void legend(struct svg *s, double x, double y, const char *const *names, size_t n) {
     for (size_t k = 0; k < n; k++) {
         svg_rect(s, x, y - 10, 12, 12, svg_color(k), NULL);
@@ -203,10 +234,16 @@ int svg_bar_chart(const char *path, const struct svg_bars *b) {
     struct svg *s = svg_begin(path, W, H, b->title);
     if (!s) return -errno;
     double x0 = 80, x1 = x0 + plot_w, y0 = 60, y1 = 300;
-    double top = b->ref > 0 ? b->ref : 0;
-    for (size_t i = 0; i < b->ncat * b->nser; i++)
+    double top = b->ref > 0 ? b->ref : 0, low = b->ref > 0 ? b->ref : INFINITY;
+    for (size_t i = 0; i < b->ncat * b->nser; i++) {
         if (b->v[i] > top) top = b->v[i];
-    double max = y_axis(s, x0, x1, y0, y1, top * 1.08, b->unit);
+        if (b->v[i] > 0 && b->v[i] < low) low = b->v[i];
+    }
+    int lg = b->log_y && top > 0 && isfinite(low);
+    double lmin = 0, lmax = 1, max = lg ? 1 : y_axis(s, x0, x1, y0, y1, top * 1.08, b->unit);
+    if (lg) lmin = y_axis_log(s, x0, x1, y0, y1, low, top, b->unit, &lmax);
+    /* a value's height above the axis: linear, or log10 from the axis bottom */
+#define BAR_H(v_) (lg ? ((v_) > 0 ? (y1 - y0) * (log10(v_) - lmin) / (lmax - lmin) : 0) : (y1 - y0) * (v_) / max)
     double slot = (plot_w - gap) / (double)(b->ncat ? b->ncat : 1);
     for (size_t c = 0; c < b->ncat; c++) {
         double cx = x0 + gap / 2 + slot * (double)c + slot / 2, left = cx - (double)b->nser * bw / 2;
@@ -219,7 +256,7 @@ int svg_bar_chart(const char *path, const struct svg_bars *b) {
                 continue;
             }
             snprintf(num, sizeof num, b->fmt, v);
-            double h = (y1 - y0) * v / max;
+            double h = BAR_H(v);
             snprintf(tip, sizeof tip, "%s %s: %s %s", b->cat[c], b->ser[k], num, b->unit ? b->unit : "");
             svg_rect(s, bx + 1, y1 - h, bw - 2, h, svg_color(k), tip);
             svg_text(s, bx + bw / 2, y1 - h - 4, "middle", 10, "value", key, "%s", num);
@@ -227,7 +264,7 @@ int svg_bar_chart(const char *path, const struct svg_bars *b) {
         svg_text(s, cx, y1 + 16, "middle", 12, "category", NULL, "%s", b->cat[c]);
     }
     if (b->ref > 0) {
-        double y = y1 - (y1 - y0) * b->ref / max;
+        double y = y1 - BAR_H(b->ref);
         svg_line(s, x0, y, x1, y, "#c0392b", 2, 1);
         char num[48];
         snprintf(num, sizeof num, b->fmt, b->ref);
@@ -236,6 +273,7 @@ int svg_bar_chart(const char *path, const struct svg_bars *b) {
     }
     if (b->nser > 1 || b->ser[0][0]) legend(s, x0, y1 + 44, b->ser, b->nser);
     if (b->note) svg_text(s, x0, y1 + 68, "start", 11, "note", NULL, "%s", b->note);
+#undef BAR_H
     return svg_end(s);
 }
 
@@ -324,11 +362,29 @@ int svg_heat_map(const char *path, const struct svg_heat *h) {
     double cw = 600.0 / (double)maxc, rh = h->nrows > 60 ? 8 : 14; /* cells 3-28 px wide */
     if (cw > 28) cw = 28;
     if (cw < 3) cw = 3;
-    double x0 = 90, y0 = 50;
-    int W = (int)(x0 + cw * (double)maxc + 90), H = (int)(y0 + rh * (double)h->nrows + 70 + (h->note ? 18 : 0));
+    double x0 = 90, y0 = 50, longest = 0;
+    size_t ncl = h->col_label ? (h->ncol_labels < maxc ? h->ncol_labels : maxc) : 0;
+    for (size_t i = 0; i < ncl; i++)
+        if (h->col_label[i] && (double)strlen(h->col_label[i]) > longest) longest = (double)strlen(h->col_label[i]);
+    if (longest > 40) longest = 40;
+    y0 += ncl ? longest * 5.2 * 0.87 + 8 : 0; /* the headers, 10 px text at -60 degrees */
+    int W = (int)(x0 + cw * (double)maxc + 90 + (ncl ? longest * 2.6 : 0)),
+        H = (int)(y0 + rh * (double)h->nrows + 70 + (h->note ? 18 : 0));
     if (W < 480) W = 480;
+    if (h->note && W < (int)(x0 + 6.2 * (double)strlen(h->note))) W = (int)(x0 + 6.2 * (double)strlen(h->note));
     struct svg *s = svg_begin(path, W, H, h->title);
     if (!s) return -errno;
+    for (size_t i = 0; i < ncl; i++) {
+        if (!h->col_label[i]) continue;
+        double cx = x0 + cw * (double)i + cw / 2, cy = y0 - 6;
+        char t[48];
+        snprintf(t, sizeof t, "%.40s", h->col_label[i]);
+        fprintf(s->f, "<text x=\"%.1f\" y=\"%.1f\" font-size=\"%d\" fill=\"#222222\" class=\"collabel\" "
+                      "transform=\"rotate(-60 %.1f %.1f)\">", cx, cy, cw >= 10 ? 10 : 7, cx, cy);
+        esc(s->f, t);
+        fputs("</text>\n", s->f);
+    }
+    if (h->row_title) svg_text(s, x0 - 6, y0 - 6, "end", 11, "rowtitle", NULL, "%s", h->row_title);
     for (size_t r = 0; r < h->nrows; r++) {
         double y = y0 + rh * (double)r;
         svg_text(s, x0 - 6, y + rh - 3, "end", rh >= 12 ? 11 : 7, "row", NULL, "%s", h->row_label[r]);

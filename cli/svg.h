@@ -43,6 +43,7 @@ struct svg_bars {
     double ref;
     const char *ref_label, *ref_key;
     const char *note; /* a line under the chart, or NULL */
+    int log_y;        /* 1: a log10 y axis (decades), for values spanning orders of magnitude */
 };
 int svg_bar_chart(const char *path, const struct svg_bars *b);
 
@@ -76,6 +77,11 @@ struct svg_heat {
     const size_t *ncells;
     const char *const *const *cell_names;
     const double *row_value;
+    /* optional column headers (the tensor names of a layer without its
+     * prefix), drawn rotated above the cells; ncol_labels may be 0 */
+    const char *const *col_label;
+    size_t ncol_labels;
+    const char *row_title; /* above the row labels ("layer"), or NULL */
 };
 int svg_heat_map(const char *path, const struct svg_heat *h);
 

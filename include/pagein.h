@@ -997,6 +997,25 @@ PAGEIN_API int pagein_dataset_open(pagein_dataset **d, const char *spec, const p
 PAGEIN_API const char *pagein_dataset_format(const pagein_dataset *d, size_t i);
 /* Groups (units of block reads) over all shards. */
 PAGEIN_API uint64_t pagein_dataset_group_count(const pagein_dataset *d);
+/* Describes a dataset opened by pagein_dataset_open (`pagein inspect` on a
+ * shard or a folder of shards; nothing is read): formats, shards, samples,
+ * groups (fewest/most samples and bytes), the fields of the first shard
+ * with samples (name, type, shape with -1/null/'*' where it varies,
+ * nullable) and whether every shard has the same, each shard's codec and
+ * what open() reads to index each format. Text for people, or with
+ * PAGEIN_DESCRIBE_JSON one JSON object and a newline:
+ *   {"formats", "shards", "samples", "groups", "bytes", "addressable",
+ *    "group_samples": {"min", "max"}, "group_bytes": {"min", "max", "total"},
+ *    "schema_consistent", "schema": [{"name", "type", "shape", "nullable"}],
+ *    "index": {FORMAT: what open reads}, "files": [{"path", "format",
+ *    "bytes", "samples", "groups", "codec" (null: per column chunk)}]}
+ * The first 64 shards are listed, then a {"...truncated": {"count",
+ * "shown"}} object, unless PAGEIN_DESCRIBE_ALL. *out is malloc'd (free()).
+ * Returns 0, PAGEIN_E_INVALID, PAGEIN_E_UNSUPPORTED (a dataset opened by
+ * pagein_dataset_open_records/_megatron), -ENOMEM. */
+#define PAGEIN_DESCRIBE_JSON 1u
+#define PAGEIN_DESCRIBE_ALL 2u
+PAGEIN_API int pagein_dataset_describe(const pagein_dataset *d, unsigned flags, char **out);
 
 /* Field value types (pagein_field.type). */
 enum { PAGEIN_FIELD_NULL = 0, PAGEIN_FIELD_BOOL, PAGEIN_FIELD_INT, PAGEIN_FIELD_UINT, PAGEIN_FIELD_FLOAT,

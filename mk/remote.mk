@@ -26,9 +26,11 @@ TEST_EXTRA += bench-remote-smoke
 bench-remote-smoke: all
 	@if [ "$(HAVE_CURL)" != yes ]; then echo "SKIP bench/remote.sh: built without libcurl"; \
 	elif ! command -v nginx >/dev/null && [ ! -x /usr/sbin/nginx ]; then echo "SKIP bench/remote.sh: nginx is not installed"; \
-	else mkdir -p $(BUILD)/remote-smoke && \
-	  QUICK=1 PAGEIN=$(abspath $(TOOL)) bash bench/remote.sh --json > $(BUILD)/remote-smoke/out.json 2>&1 \
+	else rm -rf $(BUILD)/remote-smoke && mkdir -p $(BUILD)/remote-smoke/home && \
+	  HOME=$(abspath $(BUILD))/remote-smoke/home QUICK=1 PAGEIN=$(abspath $(TOOL)) bash bench/remote.sh --json > $(BUILD)/remote-smoke/out.json 2>&1 \
 	    || { cat $(BUILD)/remote-smoke/out.json; exit 1; }; \
+	  left=$$(cd $(BUILD)/remote-smoke/home && find . -mindepth 1 | head); \
+	  [ -z "$$left" ] || { echo "bench/remote.sh wrote into HOME: $$left"; exit 1; }; \
 	  grep -q '"pull": [0-9]' $(BUILD)/remote-smoke/out.json || { echo "bench/remote.sh: pull did not run:"; cat $(BUILD)/remote-smoke/out.json; exit 1; }; \
 	  echo "ok   bench/remote.sh (QUICK=1, 16 MiB)"; \
 	fi

@@ -49,6 +49,27 @@ from ._pagein import Error, FileError, FileNotFoundError, FormatError, NotFoundE
 SafetensorError = Error
 
 
+def _os_error_str(self):
+    """safetensors' wording, "No such file or directory: PATH", for
+    pagein.FileNotFoundError (errno and filename stay set, as on any
+    OSError; only the "[Errno 2] " prefix and the quotes go)."""
+    if self.strerror and self.filename is not None:
+        return "%s: %s" % (self.strerror, _os.fsdecode(self.filename) if isinstance(self.filename, bytes)
+                           else self.filename)
+    return OSError.__str__(self)
+
+
+FileNotFoundError.__str__ = _os_error_str
+
+
+def _with_note(exc, note):
+    """exc with a hint as a PEP 678 note: shown under the traceback, not
+    part of str(exc), whose words stay safetensors' own."""
+    if hasattr(exc, "add_note"):
+        exc.add_note(note)
+    return exc
+
+
 class SliceError(Error, IndexError):
     """get_slice(name)[index] with an index outside the tensor (a
     pagein.Error, so also SafetensorError, and an IndexError); the message
@@ -216,9 +237,11 @@ def _basic_index(index):
     out = []
     for it in items:
         if isinstance(it, list):
-            raise _IndexTypeError("Non empty lists are not implemented (get_slice takes basic indexes: int, slice, "
-                                  "Ellipsis, None; index the tensor from get_tensor() for advanced indexing)"
-                                  if it else "Empty lists are only supported as the whole index (s[[]])")
+            if it:
+                raise _with_note(_IndexTypeError("Non empty lists are not implemented"),
+                                 "get_slice takes basic indexes: int, slice, Ellipsis, None; index the tensor "
+                                 "from get_tensor() for advanced indexing")
+            raise _IndexTypeError("Empty lists are only supported as the whole index (s[[]])")
         if it is Ellipsis or it is None:
             out.append(it)
         elif isinstance(it, slice):

@@ -513,6 +513,15 @@ static void arrow_index_free(struct pi_dsindex *ix) { (void)ix; }
 static const char *const arrow_suffixes[] = {".arrow", ".arrows", NULL};
 static const char *const arrow_index_names[] = {"state.json", NULL};
 
+/* The codec of a shard's compressed batches ("none" when none is): for
+ * pagein_dataset_describe (ds_describe.c). */
+const char *pi_ds_arrow_codec(const struct pi_dsshard *sh);
+const char *pi_ds_arrow_codec(const struct pi_dsshard *sh) {
+    const struct ashard *A = sh->impl;
+    int c = A ? A->a.compressed : 0;
+    return c == 1 ? "lz4_frame" : c == 2 ? "zstd" : "none";
+}
+
 const struct pi_dsformat pi_dsformat_arrow = {
     .name = "arrow",
     .suffixes = arrow_suffixes,

@@ -38,12 +38,19 @@ for a, b in zip(ref["tensors"], d["tensors"]):
     assert a["type"] == b["ggml_type"] and a["nbytes"] == b["nbytes"] and b["shape"] == a["ne"][::-1]
 PY
 done
-# --full: no truncation
-"$PAGEIN" inspect --json --full "$G/ggml-vocab-llama-spm.gguf" | $PY -c '
+# --full=all: no truncation; --full: the first 1024 and a marker
+"$PAGEIN" inspect --json --full=all "$G/ggml-vocab-llama-spm.gguf" | $PY -c '
 import json, sys
 d = json.load(sys.stdin)
 assert len(d["metadata"]["tokenizer.ggml.tokens"]) == 32000
-assert d["metadata"]["tokenizer.ggml.tokens"][1] == "<s>"' || fail "--full"
+assert d["metadata"]["tokenizer.ggml.tokens"][1] == "<s>"' || fail "--full=all"
+"$PAGEIN" inspect --json --full "$G/ggml-vocab-llama-spm.gguf" | $PY -c '
+import json, sys
+t = json.load(sys.stdin)["metadata"]["tokenizer.ggml.tokens"]
+assert len(t) == 1025 and t[1] == "<s>" and t[-1] == {"...truncated": {"count": 32000, "shown": 1024}}, t[-1]' || fail "--full"
+n=$("$PAGEIN" inspect --full "$G/ggml-vocab-llama-spm.gguf" | wc -c)
+[ "$n" -lt 100000 ] || fail "inspect --full printed $n bytes: long arrays not summarised"
+"$PAGEIN" inspect --full "$G/ggml-vocab-llama-spm.gguf" | grep -q "30976 more" || fail "--full text: no '... N more'"
 expect_exit 0 "$PAGEIN" inspect --summary "$G/ggml-vocab-llama-spm.gguf"
 expect_contains 'tokenizer.ggml.tokens = string\[32000\] \["<unk>", "<s>"'
 expect_contains "31992 more"

@@ -75,6 +75,19 @@ grep -q 'data-key="read/warm"' warm.svg || fail "no warm bar in warm.svg"
 "$PAGEIN" bench shuffle --dir "$TMP/d" --size 2M --block-size 256K --json --svg shuffle.svg > shuffle.json \
   || fail "bench shuffle --svg"
 check_svg shuffle.svg shuffle.json shuffle
+# a log axis: every bar's height is a + b log10(value), one line for all
+$PY - shuffle.svg <<'PY' || fail "shuffle.svg: the bars are not on a log axis"
+import math, re, sys
+s = open(sys.argv[1]).read()
+assert "(log scale)" in s, "no log-scale axis title"
+bars = [(float(h), float(v)) for h, v in re.findall(r'height="([0-9.]+)" fill="#[0-9a-f]+"><title>[^<]*: ([0-9.]+) samples/s', s)]
+assert len(bars) >= 3, bars
+(h0, v0), (h1, v1) = min(bars, key=lambda b: b[1]), max(bars, key=lambda b: b[1])
+if v1 > v0 * 1.01:
+    k = (h1 - h0) / (math.log10(v1) - math.log10(v0))
+    for h, v in bars:
+        assert abs(h0 + k * (math.log10(v) - math.log10(v0)) - h) < 0.6, (h, v, bars)
+PY
 
 "$PAGEIN" bench share "$M" --workers 2 --json --svg share.svg > share.json || fail "bench share --svg"
 check_svg share.svg share.json share
@@ -91,6 +104,21 @@ sync "$M"  # freshly written pages are dirty: written back first, or evict canno
 "$PAGEIN" evict "$M" --layers 2-3 -q || fail "evict"
 "$PAGEIN" resident "$M" --json --svg res.svg > res.json || fail "resident --svg"
 check_svg res.svg res.json resident
+# labels: a "layer" heading over the row labels and the columns headed by
+# layer 0's tensor names without "model.layers.0." (as resident --tensors lists them)
+"$PAGEIN" resident "$M" --json --tensors 'layers\.0\.' > t0.json || fail "resident --tensors"
+$PY - res.svg t0.json <<'PY' || fail "res.svg: tensor and layer labels"
+import json, sys, xml.etree.ElementTree as ET
+ns = "{http://www.w3.org/2000/svg}"
+texts = list(ET.parse(sys.argv[1]).getroot().iter(ns + "text"))
+cols = [t.text for t in texts if t.get("class") == "collabel"]
+names = [t["name"] for t in json.load(open(sys.argv[2]))["tensors"]]
+want = [n.split("model.layers.0.", 1)[1] for n in names]
+assert sorted(cols) == sorted(want) and len(cols) == len(want), (cols, want)
+rows = [t.text for t in texts if t.get("class") == "row"]
+assert rows[0] == "embed" and rows[-1] == "head" and "0" in rows and "3" in rows, rows
+assert any(t.get("class") == "rowtitle" and t.text == "layer" for t in texts)
+PY
 $PY - res.json <<'PY' || fail "resident: layers 0-1 should be resident, 2 not"
 import json, sys
 d = {l["layer"]: l for l in json.load(open(sys.argv[1]))["layers"]}

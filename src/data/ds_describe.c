@@ -1,0 +1,273 @@
+/* ds_describe.c - pagein_dataset_describe(): an open dataset of any row of
+ * the dataset-format table as text or JSON (`pagein inspect` on a shard or
+ * a folder of shards): formats, shards, samples, groups, schema, codecs and
+ * what open() reads to index each format. Reads nothing: everything comes
+ * from the shards' open state (the groups' facts are pure, dsformat.h). */
+#include <inttypes.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "data.h"
+#include "dsformat.h"
+#include "../core/json.h"
+
+/* ds_arrow.c: the codec of an Arrow shard's compressed batches. */
+const char *pi_ds_arrow_codec(const struct pi_dsshard *sh);
+
+#define DESCRIBE_FILES 64 /* shards listed one by one unless PAGEIN_DESCRIBE_ALL */
+
+static void bprintf(struct pi_buf *b, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
+static void bprintf(struct pi_buf *b, const char *fmt, ...) {
+    char tmp[1024];
+    va_list ap;
+    va_start(ap, fmt);
+    int n = vsnprintf(tmp, sizeof tmp, fmt, ap);
+    va_end(ap);
+    if (n > 0) pi_buf_put(b, tmp, (size_t)PI_MIN((size_t)n, sizeof tmp - 1));
+}
+
+/* A JSON string: valid UTF-8 quoted; other bytes as \u00XX. */
+static void jstr(struct pi_buf *b, const char *s) {
+    size_t n = s ? strlen(s) : 0;
+    if (!s) {
+        pi_buf_str(b, "null");
+        return;
+    }
+    if (pi_utf8_valid((const uint8_t *)s, n, NULL)) {
+        char *room = pi_buf_room(b, pi_json_quoted_len(s, n));
+        if (room) b->n = (size_t)(pi_json_quote(room, s, n) - b->p);
+        return;
+    }
+    pi_buf_put(b, "\"", 1);
+    for (size_t i = 0; i < n; i++) {
+        unsigned char c = (unsigned char)s[i];
+        if (c < 0x20 || c >= 0x80 || c == '"' || c == '\\')
+            bprintf(b, "\\u%04x", c);
+        else
+            pi_buf_put(b, &s[i], 1);
+    }
+    pi_buf_put(b, "\"", 1);
+}
+
+static int ends_with(const char *s, const char *suffix) {
+    size_t n = strlen(s), k = strlen(suffix);
+    return n >= k && !strcmp(s + n - k, suffix);
+}
+
+/* The codec of a shard's bytes: "none", "gzip", "zstd", "lz4_frame", or
+ * NULL where it varies per column chunk (Parquet: inspect the file). */
+static const char *shard_codec(const struct pi_dsshard *sh) {
+    const char *f = sh->fmt->name, *n = sh->name ? sh->name : "";
+    if (!strcmp(f, "lines")) return ends_with(n, ".gz") ? "gzip" : ends_with(n, ".zst") ? "zstd" : "none";
+    if (!strcmp(f, "mds")) return ends_with(n, ".zstd") ? "zstd" : "none";
+    if (!strcmp(f, "arrow")) return pi_ds_arrow_codec(sh);
+    if (!strcmp(f, "parquet")) return NULL;
+    return "none";
+}
+
+/* What open() reads to index a shard of format f (docs/CLI.md, inspect). */
+static const char *index_cost(const char *f) {
+    static const char *const t[][2] = {
+        {"records", "nothing: the record size and the file size give every sample"},
+        {"megatron", "PREFIX.idx, read whole and validated (12 bytes a sequence, 8 a document)"},
+        {"lines", "one sequential pass over the file (.gz/.zst: decompressed once) for the line offsets, "
+                  "kept in a cache file beside it or in the cache dir when it is written"},
+        {"webdataset", "one pass over the tar member headers, kept in a cache file beside the shard or in the "
+                       "cache dir when it is written"},
+        {"mds", "the folder's index.json (each shard's sample count and sizes), then each shard's offset table"},
+        {"arrow", "the footer (file) or the message headers (stream), never the record batch bodies"},
+        {"parquet", "the footer: the last 64 KiB in one read (one more when the footer is larger)"},
+    };
+    for (size_t i = 0; i < PI_ARRAY_LEN(t); i++)
+        if (!strcmp(f, t[i][0])) return t[i][1];
+    return "the format's own index";
+}
+
+static uint64_t shard_group_count(const pagein_dataset *d, size_t i) {
+    return d->gfirst ? d->gfirst[i + 1] - d->gfirst[i] : d->shards[i]->ngroups;
+}
+
+struct gstats {
+    uint64_t min_n, max_n, min_b, max_b, bytes;
+};
+
+/* Facts of every group of a shard (pure): fewest and most samples and bytes. */
+static void shard_groups(const struct pi_dsshard *sh, uint64_t ngroups, struct gstats *g) {
+    for (uint64_t k = 0; k < ngroups; k++) {
+        struct pi_dsgroupinfo gi;
+        if (pi_ds_group(sh, k, &gi) < 0) break;
+        if (gi.count < g->min_n) g->min_n = gi.count;
+        if (gi.count > g->max_n) g->max_n = gi.count;
+        if (gi.bytes < g->min_b) g->min_b = gi.bytes;
+        if (gi.bytes > g->max_b) g->max_b = gi.bytes;
+        g->bytes += gi.bytes;
+    }
+}
+
+/* 1 if two shards have the same fields (name, type, width, dimensions). */
+static int same_schema(const struct pi_dsshard *a, const struct pi_dsshard *b) {
+    if (a->ncols != b->ncols) return 0;
+    for (size_t i = 0; i < a->ncols; i++) {
+        const struct pi_dscol *x = &a->cols[i], *y = &b->cols[i];
+        if (strcmp(x->name, y->name) || x->type != y->type || x->width != y->width || x->ndim != y->ndim) return 0;
+    }
+    return 1;
+}
+
+static void shape_text(struct pi_buf *b, const struct pi_dscol *c, int json) {
+    pi_buf_str(b, "[");
+    for (unsigned k = 0; k < c->ndim && k < PI_DS_MAX_DIMS; k++) {
+        if (c->shape[k] < 0) bprintf(b, "%s%s", k ? ", " : "", json ? "null" : "*");
+        else bprintf(b, "%s%lld", k ? ", " : "", (long long)c->shape[k]);
+    }
+    pi_buf_str(b, "]");
+}
+
+struct dsum {
+    const struct pi_dsshard *schema; /* the first shard with samples (else the first) */
+    int consistent;
+    struct gstats g;
+    uint64_t bytes;
+    char formats[256], codecs[256]; /* distinct names, ", "-separated */
+};
+
+static void add_name(char *list, size_t cap, const char *name) {
+    size_t n = strlen(name), l = strlen(list);
+    for (const char *p = list; (p = strstr(p, name)) != NULL; p += n)
+        if ((p == list || p[-1] == ' ') && (p[n] == 0 || p[n] == ',')) return;
+    if (l + n + 3 < cap) snprintf(list + l, cap - l, "%s%s", l ? ", " : "", name);
+}
+
+static void summarise(const pagein_dataset *d, struct dsum *s) {
+    memset(s, 0, sizeof *s);
+    s->consistent = 1;
+    s->g.min_n = s->g.min_b = UINT64_MAX;
+    for (size_t i = 0; i < d->nfiles; i++) {
+        const struct pi_dsshard *sh = d->shards[i];
+        if (!s->schema || (!s->schema->nsamples && sh->nsamples)) s->schema = sh;
+        s->bytes += d->files[i].size;
+        add_name(s->formats, sizeof s->formats, sh->fmt->name);
+        const char *c = shard_codec(sh);
+        add_name(s->codecs, sizeof s->codecs, c ? c : "per column chunk");
+        shard_groups(sh, shard_group_count(d, i), &s->g);
+    }
+    for (size_t i = 0; i < d->nfiles; i++)
+        if (d->shards[i]->nsamples && s->schema && !same_schema(s->schema, d->shards[i])) s->consistent = 0;
+    if (s->g.min_n == UINT64_MAX) s->g.min_n = s->g.min_b = 0;
+}
+
+static void describe_json(struct pi_buf *b, const pagein_dataset *d, const struct dsum *s, int all) {
+    bprintf(b, "{\"formats\": [");
+    char tmp[256];
+    snprintf(tmp, sizeof tmp, "%s", s->formats);
+    int k = 0;
+    for (char *t = strtok(tmp, ", "); t; t = strtok(NULL, ", ")) {
+        bprintf(b, "%s", k++ ? ", " : "");
+        jstr(b, t);
+    }
+    bprintf(b, "], \"shards\": %zu, \"samples\": %" PRIu64 ", \"groups\": %" PRIu64 ", \"bytes\": %" PRIu64
+               ", \"addressable\": %s",
+            d->nfiles, d->nsamples, d->ngroups, s->bytes, d->addressable ? "true" : "false");
+    bprintf(b, ", \"group_samples\": {\"min\": %" PRIu64 ", \"max\": %" PRIu64 "}, \"group_bytes\": {\"min\": %" PRIu64
+               ", \"max\": %" PRIu64 ", \"total\": %" PRIu64 "}",
+            s->g.min_n, s->g.max_n, s->g.min_b, s->g.max_b, s->g.bytes);
+    bprintf(b, ", \"schema_consistent\": %s, \"schema\": [", s->consistent ? "true" : "false");
+    for (size_t i = 0; s->schema && i < s->schema->ncols; i++) {
+        const struct pi_dscol *c = &s->schema->cols[i];
+        bprintf(b, "%s{\"name\": ", i ? ", " : "");
+        jstr(b, c->name);
+        bprintf(b, ", \"type\": \"%s\", \"shape\": ", pi_dstype_name((enum pi_dstype)c->type, c->width));
+        shape_text(b, c, 1);
+        bprintf(b, ", \"nullable\": %s}", c->nullable ? "true" : "false");
+    }
+    bprintf(b, "], \"index\": {");
+    k = 0;
+    snprintf(tmp, sizeof tmp, "%s", s->formats);
+    for (char *t = strtok(tmp, ", "); t; t = strtok(NULL, ", ")) {
+        bprintf(b, "%s", k++ ? ", " : "");
+        jstr(b, t);
+        pi_buf_str(b, ": ");
+        jstr(b, index_cost(t));
+    }
+    bprintf(b, "}, \"files\": [");
+    size_t shown = all || d->nfiles <= DESCRIBE_FILES ? d->nfiles : DESCRIBE_FILES;
+    for (size_t i = 0; i < shown; i++) {
+        const struct pi_dsshard *sh = d->shards[i];
+        bprintf(b, "%s{\"path\": ", i ? ", " : "");
+        jstr(b, d->files[i].path);
+        bprintf(b, ", \"format\": \"%s\", \"bytes\": %" PRIu64 ", \"samples\": %" PRIu64 ", \"groups\": %" PRIu64
+                   ", \"codec\": ",
+                sh->fmt->name, d->files[i].size, sh->nsamples, shard_group_count(d, i));
+        jstr(b, shard_codec(sh));
+        pi_buf_str(b, "}");
+    }
+    if (shown < d->nfiles)
+        bprintf(b, "%s{\"...truncated\": {\"count\": %zu, \"shown\": %zu}}", shown ? ", " : "", d->nfiles, shown);
+    pi_buf_str(b, "]}\n");
+}
+
+static void describe_text(struct pi_buf *b, const pagein_dataset *d, const struct dsum *s, int all) {
+    char h[64];
+    double mib = (double)s->bytes / 1048576.0;
+    snprintf(h, sizeof h, "%.2f MiB", mib);
+    bprintf(b, "format:    %s (%zu shard%s, %s)\n", s->formats, d->nfiles, d->nfiles == 1 ? "" : "s", h);
+    bprintf(b, "samples:   %" PRIu64 "%s\n", d->nsamples,
+            d->addressable ? " (each a byte range: the global order reads single samples)" : "");
+    bprintf(b, "groups:    %" PRIu64 " (units of block reads: %" PRIu64 "-%" PRIu64 " samples, %" PRIu64 "-%" PRIu64
+               " bytes each)\n",
+            d->ngroups, s->g.min_n, s->g.max_n, s->g.min_b, s->g.max_b);
+    bprintf(b, "codecs:    %s\n", s->codecs[0] ? s->codecs : "none");
+    char tmp[256];
+    snprintf(tmp, sizeof tmp, "%s", s->formats);
+    for (char *t = strtok(tmp, ", "); t; t = strtok(NULL, ", ")) bprintf(b, "index:     %s: %s\n", t, index_cost(t));
+    size_t nc = s->schema ? s->schema->ncols : 0;
+    bprintf(b, "\nschema: %zu field%s%s\n", nc, nc == 1 ? "" : "s",
+            s->consistent ? "" : " (of the first shard with samples; other shards differ)");
+    if (nc) bprintf(b, "  %-32s %-8s %-12s %s\n", "NAME", "TYPE", "SHAPE", "NULLABLE");
+    for (size_t i = 0; i < nc; i++) {
+        const struct pi_dscol *c = &s->schema->cols[i];
+        struct pi_buf sb = {0};
+        shape_text(&sb, c, 0);
+        bprintf(b, "  %-32s %-8s %-12s %s\n", c->name, pi_dstype_name((enum pi_dstype)c->type, c->width),
+                sb.p ? sb.p : "[]", c->nullable ? "yes" : "no");
+        pi_buf_free(&sb);
+    }
+    size_t shown = all || d->nfiles <= DESCRIBE_FILES ? d->nfiles : DESCRIBE_FILES;
+    bprintf(b, "\n%-12s %10s %10s %8s %-10s %s\n", "FORMAT", "BYTES", "SAMPLES", "GROUPS", "CODEC", "SHARD");
+    for (size_t i = 0; i < shown; i++) {
+        const struct pi_dsshard *sh = d->shards[i];
+        const char *c = shard_codec(sh);
+        bprintf(b, "%-12s %10" PRIu64 " %10" PRIu64 " %8" PRIu64 " %-10s %s\n", sh->fmt->name, d->files[i].size,
+                sh->nsamples, shard_group_count(d, i), c ? c : "(columns)", d->files[i].path);
+    }
+    if (shown < d->nfiles) bprintf(b, "... %zu more shards (inspect --full lists every one)\n", d->nfiles - shown);
+}
+
+int pagein_dataset_describe(const pagein_dataset *d, unsigned flags, char **out) {
+    RETURN_IF(!d || !out, PAGEIN_E_INVALID, "pagein_dataset_describe: NULL argument");
+    RETURN_IF(d->kind != PI_DS_TABLE || !d->shards, PAGEIN_E_UNSUPPORTED,
+              "pagein_dataset_describe: a dataset opened with pagein_dataset_open describes itself; this one was "
+              "opened by records or megatron directly");
+    struct dsum s;
+    summarise(d, &s);
+    struct pi_buf b = {0};
+    if (flags & PAGEIN_DESCRIBE_JSON)
+        describe_json(&b, d, &s, (flags & PAGEIN_DESCRIBE_ALL) != 0);
+    else
+        describe_text(&b, d, &s, (flags & PAGEIN_DESCRIBE_ALL) != 0);
+    if (b.oom || !b.p) {
+        pi_buf_free(&b);
+        return pi_err(-ENOMEM, "out of memory");
+    }
+    char *r = malloc(b.n + 1); /* the caller frees it with free() */
+    if (!r) {
+        pi_buf_free(&b);
+        return pi_err(-ENOMEM, "out of memory");
+    }
+    memcpy(r, b.p, b.n + 1);
+    pi_buf_free(&b);
+    *out = r;
+    return 0;
+}
