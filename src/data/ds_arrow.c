@@ -161,6 +161,18 @@ static void ashard_free(struct pi_dsshard *sh, struct ashard *A) {
     pi_free(A);
 }
 
+/* Every batch's rows against the bytes of its message (metadata and body:
+ * a batch of Null columns has no body), and their sum (dscount.c). */
+static int arrow_counts(const struct pi_dsshard *sh, const struct pi_arrow *a) {
+    uint64_t sum = 0;
+    for (size_t i = 0; i < a->nbatches; i++) {
+        const struct pi_arrow_batch_ref *r = &a->batches[i];
+        FORWARD_IF(pi_ds_count_check(sh, i, r->rows, r->meta_len + r->body_len, "its record batch message"));
+        FORWARD_IF(pi_ds_count_add(sh, i, &sum, r->rows));
+    }
+    return 0;
+}
+
 static int arrow_open(struct pi_dsshard *sh, const struct pi_dsopen *o) {
     struct ashard *A = pi_calloc(1, sizeof *A);
     if (!A) return pi_err(-ENOMEM, "%s: out of memory", sh->name);
@@ -168,6 +180,7 @@ static int arrow_open(struct pi_dsshard *sh, const struct pi_dsopen *o) {
     rc_.blk = pi_malloc(rc_.cap);
     int rc = rc_.blk ? pi_arrow_open(&A->a, sh->name, sh->src->size, rd, &rc_) : -ENOMEM;
     pi_free(rc_.blk);
+    if (rc >= 0) rc = arrow_counts(sh, &A->a);
     if (rc < 0) goto fail;
     A->a.max_batch_bytes = PI_DS_MAX_DECODE;
     /* the selected top-level columns (a name may be a column or a flattened field "a.b") */

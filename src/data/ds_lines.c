@@ -3,8 +3,9 @@
  * pagein.data's line datasets always did), one field "text" (binary: the
  * line's bytes, not validated as UTF-8). Plain files are indexed at open
  * by one sequential pass (8 + 8 bytes a line) and read by samples; .gz
- * and .zst files are decompressed once at open to build the same index
- * and read as one group, decompressed whole again when it is read
+ * and .zst files are streamed through the codec once at open to build
+ * the same index (at most PI_DS_ROWS_PER_BYTE lines a compressed byte:
+ * dscount.c) and read as one group, decompressed whole when it is read
  * (sequential only: memory is the decompressed file). */
 #include "dsformat.h"
 
@@ -88,6 +89,38 @@ static int inflate_all(const struct pi_dsshard *sh, int z, const uint8_t *in, si
                        size_t *olen) {
     return z == Z_GZIP ? pi_ds_gunzip_all(in, n, max, out, olen, sh->name)
                        : pi_ds_unzstd_all(in, n, max, out, olen, sh->name);
+}
+
+/* The index pass of a compressed file: the text streamed through the
+ * codec's buffer (never held whole at open), and the lines counted against
+ * the compressed bytes as they come: at most PI_DS_ROWS_PER_BYTE lines a
+ * compressed byte (dscount.c), so the index (16 bytes a line) stays within
+ * 128 bytes per input byte, however far the text expands. */
+struct zscan {
+    struct pi_dsshard *sh;
+    struct lines *L;
+    uint64_t base, carry, most, size;
+};
+
+static int zscan_piece(void *ctx, const uint8_t *p, size_t len) {
+    struct zscan *z = ctx;
+    FORWARD_IF(scan(z->sh, z->L, p, len, z->base, &z->carry, 0));
+    z->base += len;
+    if (z->L->n > z->most) return pi_ds_count_check(z->sh, 0, z->L->n, z->size, "compressed lines");
+    return 0;
+}
+
+static int index_compressed(struct pi_dsshard *sh, struct lines *L, const uint8_t *in, uint64_t size) {
+    struct zscan z = {sh, L, 0, 0, size * PI_DS_ROWS_PER_BYTE, size};
+    uint64_t total = 0;
+    int rc = L->z == Z_GZIP ? pi_ds_gunzip_each(in, (size_t)size, PI_DS_MAX_DECODE, zscan_piece, &z, &total, sh->name)
+                            : pi_ds_unzstd_each(in, (size_t)size, PI_DS_MAX_DECODE, zscan_piece, &z, &total, sh->name);
+    FORWARD_IF(rc);
+    static const uint8_t none[1];
+    FORWARD_IF(scan(sh, L, none, 0, total, &z.carry, 1)); /* the last line, without a newline */
+    FORWARD_IF(pi_ds_count_check(sh, 0, L->n, size, "compressed lines"));
+    L->text_bytes = total;
+    return 0;
 }
 
 /* The cached line index: u32 z, u64 text bytes, u64 lines, then per line
@@ -192,14 +225,7 @@ static int lines_open(struct pi_dsshard *sh, const struct pi_dsopen *a) {
             goto fail;
         }
         if ((rc = pi_source_read(sh->src, buf, size, 0)) < 0) goto fail;
-        uint8_t *text = NULL;
-        size_t tl = 0;
-        if ((rc = inflate_all(sh, L->z, buf, (size_t)size, PI_DS_MAX_DECODE, &text, &tl)) < 0) goto fail;
-        uint64_t carry = 0;
-        rc = scan(sh, L, text, tl, 0, &carry, 1);
-        pi_free(text);
-        if (rc < 0) goto fail;
-        L->text_bytes = tl;
+        if ((rc = index_compressed(sh, L, buf, size)) < 0) goto fail;
         sh->ngroups = L->n ? 1 : 0;
     }
     if (cpath && !cached) cache_store(sh, L, cpath);

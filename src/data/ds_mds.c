@@ -284,6 +284,35 @@ static int select_cols(const struct pi_dsshard *sh, struct mds *M, const struct 
     return 0;
 }
 
+/* The header of a compressed shard, gathered from the streamed pieces:
+ * the count, then the offsets, then up to the first sample (the config). */
+struct zhead {
+    uint8_t *b;
+    uint64_t len, cap, need, raw, most; /* most: samples the compressed bytes may claim */
+};
+
+static uint64_t zhead_need(const struct zhead *h) {
+    if (h->len < 4) return 4;
+    uint64_t hl = 4 + 4 * ((uint64_t)rd32(h->b) + 1);
+    if (h->len < hl) return hl;
+    return PI_MAX(hl, (uint64_t)rd32(h->b + 4)); /* through the config, to the first sample */
+}
+
+static int zhead_piece(void *ctx, const uint8_t *p, size_t len) {
+    struct zhead *h = ctx;
+    uint64_t take = PI_MIN((uint64_t)len, h->raw - h->len);
+    if (h->len + take > h->cap) {
+        size_t c = (size_t)h->cap;
+        FORWARD_IF(pi_grow((void **)&h->b, &c, (size_t)(h->len + take), 1));
+        h->cap = c;
+    }
+    memcpy(h->b + h->len, p, (size_t)take);
+    h->len += take;
+    h->need = zhead_need(h);
+    if (h->len >= 4 && rd32(h->b) > h->most) return 1; /* refused by the caller before the offsets are kept */
+    return h->len >= h->need || h->need > h->raw ? 1 : 0; /* enough, or parse_head names what is wrong */
+}
+
 static int mds_open(struct pi_dsshard *sh, const struct pi_dsopen *a) {
     const struct mds_meta *meta = a->meta;
     struct mds *M = pi_calloc(1, sizeof *M);
@@ -339,11 +368,16 @@ static int mds_open(struct pi_dsshard *sh, const struct pi_dsopen *a) {
                            "declares %" PRIu64 " raw bytes, more than %" PRIu64 " zstd bytes can hold", raw, size);
             goto fail;
         }
-        uint8_t *r = pi_malloc(raw ? raw : 1);
-        if (!r) { rc = pi_err(-ENOMEM, "%s: out of memory for %" PRIu64 " bytes", sh->name, raw); goto fail; }
-        rc = pi_ds_zstd(buf, (size_t)size, r, (size_t)raw, sh->name);
-        if (rc == 0) rc = parse_head(sh, M, r, raw, raw);
-        pi_free(r);
+        /* only the header is decompressed at open (streamed: the raw shard
+         * is allocated by decode, one group at a time), and its sample
+         * count is held to the compressed bytes (dscount.c) */
+        struct zhead h = {.raw = raw, .most = size * PI_DS_ROWS_PER_BYTE};
+        uint64_t got = 0;
+        rc = pi_ds_unzstd_each(buf, (size_t)size, raw, zhead_piece, &h, &got, sh->name);
+        if (rc == 0 && h.len >= 4) rc = pi_ds_count_check(sh, 0, rd32(h.b), size, "zstd-compressed shard");
+        if (rc == 0 && h.len < h.need && h.need <= raw) rc = PAGEIN_E_TRUNCATED;
+        if (rc == 0) rc = parse_head(sh, M, h.b, h.len, raw);
+        pi_free(h.b);
         if (rc == PAGEIN_E_TRUNCATED) rc = pi_ds_err(sh, PAGEIN_E_FORMAT, UINT64_MAX, UINT64_MAX, NULL, "truncated header");
         if (rc < 0) goto fail;
         M->raw_bytes = raw;

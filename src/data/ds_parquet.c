@@ -267,6 +267,19 @@ static int load_page_index(struct pi_dsshard *sh, struct pq_shard *p, const uint
     return 0;
 }
 
+/* Every row group's rows against the bytes of its column chunks (all
+ * columns, selected or not), and their sum (dscount.c). */
+static int pq_counts(const struct pi_dsshard *sh, const struct pi_pq_file *f) {
+    uint64_t sum = 0;
+    for (size_t g = 0; g < f->ngroups; g++) {
+        uint64_t bytes = 0, rows = (uint64_t)f->groups[g].num_rows;
+        for (size_t c = 0; c < f->nleaves; c++) bytes += f->groups[g].chunks[c].len; /* each inside the file */
+        FORWARD_IF(pi_ds_count_check(sh, g, rows, bytes, "column chunks"));
+        FORWARD_IF(pi_ds_count_add(sh, g, &sum, rows));
+    }
+    return 0;
+}
+
 static int pq_open(struct pi_dsshard *sh, const struct pi_dsopen *a) {
     uint64_t size = sh->src->size;
     struct pq_shard *p = pi_calloc(1, sizeof *p);
@@ -284,6 +297,7 @@ static int pq_open(struct pi_dsshard *sh, const struct pi_dsopen *a) {
         rc = tail ? pi_source_read(sh->src, tail, tl, size - tl) : pi_err(-ENOMEM, "out of memory");
     }
     if (rc >= 0) rc = pi_pq_open(&p->f, tail, (size_t)tl, size, sh->name);
+    if (rc >= 0) rc = pq_counts(sh, p->f);
     if (rc >= 0) rc = select_cols(sh, p, a);
     if (rc >= 0) rc = load_page_index(sh, p, tail, tl);
     pi_free(tail);

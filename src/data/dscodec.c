@@ -83,7 +83,9 @@ int pi_ds_unzstd_all(const uint8_t *in, size_t n, uint64_t max, uint8_t **out, s
             rc = pi_err(PAGEIN_E_LIMIT, "%s: decompresses past %" PRIu64 " bytes", what, max);
             break;
         }
-        if (ib.pos == ib.size && ob.pos < ob.size) break; /* all input consumed, output not full: done */
+        /* all input consumed and the last frame ended (0: flushed whole,
+         * even when it filled the buffer exactly), or nothing more comes */
+        if (ib.pos == ib.size && (last == 0 || ob.pos < ob.size)) break;
         if (ob.pos == 0 && ib.pos == ib.size) break;
     }
     ZSTD_freeDCtx(z);
@@ -92,6 +94,103 @@ int pi_ds_unzstd_all(const uint8_t *in, size_t n, uint64_t max, uint8_t **out, s
 #else
     (void)in, (void)n, (void)max, (void)out, (void)outlen;
     return pi_err(PAGEIN_E_UNSUPPORTED, "%s: zstd-compressed, and pagein was built without libzstd", what);
+#endif
+}
+
+int pi_ds_unzstd_each(const uint8_t *in, size_t n, uint64_t max, pi_ds_piece_fn fn, void *ctx, uint64_t *total,
+                      const char *what) {
+#ifdef PAGEIN_HAVE_ZSTD
+    ZSTD_DCtx *z = ZSTD_createDCtx();
+    size_t cap = ZSTD_DStreamOutSize();
+    uint8_t *buf = z ? pi_malloc(cap) : NULL;
+    if (!buf) {
+        ZSTD_freeDCtx(z);
+        return pi_err(-ENOMEM, "%s: out of memory for a zstd context", what);
+    }
+    ZSTD_inBuffer ib = {in, n, 0};
+    uint64_t len = 0;
+    size_t last = 1;
+    int rc = 0;
+    while (rc == 0) {
+        ZSTD_outBuffer ob = {buf, cap, 0};
+        last = ZSTD_decompressStream(z, &ob, &ib);
+        if (ZSTD_isError(last)) {
+            rc = pi_err(PAGEIN_E_FORMAT, "%s: zstd: %s (after %" PRIu64 " bytes out)", what, ZSTD_getErrorName(last), len);
+            break;
+        }
+        len += ob.pos;
+        if (len > max) {
+            rc = pi_err(PAGEIN_E_LIMIT, "%s: decompresses past %" PRIu64 " bytes", what, max);
+            break;
+        }
+        if (ob.pos && (rc = fn(ctx, buf, ob.pos)) != 0) break;
+        if (ib.pos == ib.size && (last == 0 || ob.pos < ob.size)) break;
+    }
+    ZSTD_freeDCtx(z);
+    pi_free(buf);
+    if (rc == 0 && last != 0) rc = pi_err(PAGEIN_E_FORMAT, "%s: zstd stream truncated after %" PRIu64 " bytes out", what, len);
+    *total = len;
+    return rc < 0 ? rc : 0;
+#else
+    (void)in, (void)n, (void)max, (void)fn, (void)ctx, (void)total;
+    return pi_err(PAGEIN_E_UNSUPPORTED, "%s: zstd-compressed, and pagein was built without libzstd", what);
+#endif
+}
+
+int pi_ds_gunzip_each(const uint8_t *in, size_t n, uint64_t max, pi_ds_piece_fn fn, void *ctx, uint64_t *total,
+                      const char *what) {
+#ifdef PAGEIN_HAVE_ZLIB
+    z_stream z;
+    memset(&z, 0, sizeof z);
+    if (inflateInit2(&z, 15 + 32) != Z_OK) return pi_err(-ENOMEM, "%s: inflateInit failed", what);
+    const size_t cap = 1u << 18;
+    uint8_t *buf = pi_malloc(cap);
+    if (!buf) {
+        inflateEnd(&z);
+        return pi_err(-ENOMEM, "%s: out of memory", what);
+    }
+    uint64_t len = 0;
+    int rc = 0, zr = Z_OK;
+    size_t left = n;
+    const uint8_t *ip = in;
+    while (rc == 0) {
+        uInt inchunk = left > (1u << 30) ? (1u << 30) : (uInt)left;
+        z.next_in = (Bytef *)ip;
+        z.avail_in = inchunk;
+        z.next_out = buf;
+        z.avail_out = (uInt)cap;
+        zr = inflate(&z, Z_NO_FLUSH);
+        size_t used = inchunk - z.avail_in, got = cap - z.avail_out;
+        ip += used;
+        left -= used;
+        len += got;
+        if (len > max) {
+            rc = pi_err(PAGEIN_E_LIMIT, "%s: decompresses past %" PRIu64 " bytes", what, max);
+            break;
+        }
+        if (got && (rc = fn(ctx, buf, got)) != 0) break;
+        if (zr == Z_STREAM_END) {
+            if (left == 0) break;
+            if (inflateReset(&z) != Z_OK) rc = pi_err(PAGEIN_E_FORMAT, "%s: inflateReset failed", what);
+            continue;
+        }
+        if (zr == Z_BUF_ERROR && left == 0 && got == 0) {
+            rc = pi_err(PAGEIN_E_FORMAT, "%s: gzip stream truncated after %" PRIu64 " bytes out", what, len);
+            break;
+        }
+        if (zr != Z_OK && zr != Z_BUF_ERROR) {
+            rc = pi_err(PAGEIN_E_FORMAT, "%s: gzip: %s (after %" PRIu64 " bytes out)", what,
+                        z.msg ? z.msg : "inflate error", len);
+            break;
+        }
+    }
+    inflateEnd(&z);
+    pi_free(buf);
+    *total = len;
+    return rc < 0 ? rc : 0;
+#else
+    (void)in, (void)n, (void)max, (void)fn, (void)ctx, (void)total;
+    return pi_err(PAGEIN_E_UNSUPPORTED, "%s: gzip-compressed, and pagein was built without zlib", what);
 #endif
 }
 

@@ -92,6 +92,7 @@
 #define PI_DS_MAX_COLS 4096u              /* columns of one shard (after flattening) */
 #define PI_DS_MAX_DECODE (2ull << 30)     /* bytes one group may decode into */
 #define PI_DS_MAX_NAME 4096u              /* bytes of a column name or tar member name */
+#define PI_DS_ROWS_PER_BYTE 8u            /* rows a byte of a group's data may claim (dscount.c) */
 
 /* ---- values -------------------------------------------------------------- */
 
@@ -295,6 +296,15 @@ const struct pi_dsformat *pi_dsformat_by_name(const char *name); /* NULL if unkn
 int pi_ds_err(const struct pi_dsshard *sh, int code, uint64_t group, uint64_t sample, const char *field,
               const char *fmt, ...) __attribute__((format(printf, 6, 7)));
 
+/* Count checks (dscount.c), called where a row validates its groups at
+ * open: count rows claimed by `bytes` bytes of `what` (a group's column
+ * chunks, a batch's message) is at most PI_DS_ROWS_PER_BYTE a byte
+ * (PAGEIN_E_FORMAT naming the group otherwise); *sum += count unless it
+ * overflows. */
+int pi_ds_count_check(const struct pi_dsshard *sh, uint64_t group, uint64_t count, uint64_t bytes,
+                      const char *what);
+int pi_ds_count_add(const struct pi_dsshard *sh, uint64_t group, uint64_t *sum, uint64_t count);
+
 /* The end of a row's open(): the shard's implementation, its columns
  * (borrowed from impl: they live as long as it) and its sample count. */
 void pi_ds_shard_set(struct pi_dsshard *sh, void *impl, struct pi_dscol *cols, size_t ncols, uint64_t nsamples);
@@ -352,5 +362,14 @@ int64_t pi_ds_zstd_size(const uint8_t *in, size_t n);
  * of at most max bytes (PAGEIN_E_LIMIT past it): *out pi_malloc'd. */
 int pi_ds_gunzip_all(const uint8_t *in, size_t n, uint64_t max, uint8_t **out, size_t *outlen, const char *what);
 int pi_ds_unzstd_all(const uint8_t *in, size_t n, uint64_t max, uint8_t **out, size_t *outlen, const char *what);
+/* The same, streamed: each decompressed piece goes to fn (in a buffer of
+ * the codec's own, at most 256 KiB; fn returns 0 to go on, 1 to stop
+ * early, < 0 an error passed back); *total gets the bytes produced. The
+ * memory is the codec's, whatever the output size. */
+typedef int (*pi_ds_piece_fn)(void *ctx, const uint8_t *p, size_t len);
+int pi_ds_unzstd_each(const uint8_t *in, size_t n, uint64_t max, pi_ds_piece_fn fn, void *ctx, uint64_t *total,
+                      const char *what);
+int pi_ds_gunzip_each(const uint8_t *in, size_t n, uint64_t max, pi_ds_piece_fn fn, void *ctx, uint64_t *total,
+                      const char *what);
 
 #endif

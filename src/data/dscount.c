@@ -1,0 +1,31 @@
+/* dscount.c - how many samples the bytes behind a count can hold. A
+ * shard's sample count becomes per-sample memory (the global order's
+ * permutation, a block window's ids: 8 to 16 bytes a sample) before a
+ * single sample is decoded, so a count read from a footer or a batch
+ * header is trusted only as far as the bytes that would carry its rows:
+ * a row of a column needs at least one bit (a value bit, a validity bit or
+ * a level), so a row group or record batch claims at most
+ * PI_DS_ROWS_PER_BYTE rows per byte of its data. A group whose columns
+ * all need no bytes (Arrow's Null type, a Parquet file with no columns)
+ * is bounded by the same ratio over the bytes of its own metadata. The
+ * rows' sum is checked for overflow. docs/SAFETY.md states the bound. */
+#include "dsformat.h"
+
+#include <inttypes.h>
+
+int pi_ds_count_check(const struct pi_dsshard *sh, uint64_t group, uint64_t count, uint64_t bytes,
+                      const char *what) {
+    uint64_t most = bytes > UINT64_MAX / PI_DS_ROWS_PER_BYTE ? UINT64_MAX : bytes * PI_DS_ROWS_PER_BYTE;
+    if (count <= most) return 0;
+    return pi_ds_err(sh, PAGEIN_E_FORMAT, group, UINT64_MAX, NULL,
+                     "claims %" PRIu64 " rows in %" PRIu64 " bytes of %s (at most %u rows a byte: a row needs a bit)",
+                     count, bytes, what, PI_DS_ROWS_PER_BYTE);
+}
+
+int pi_ds_count_add(const struct pi_dsshard *sh, uint64_t group, uint64_t *sum, uint64_t count) {
+    if (count > UINT64_MAX - *sum)
+        return pi_ds_err(sh, PAGEIN_E_FORMAT, group, UINT64_MAX, NULL,
+                         "the groups' rows overflow (%" PRIu64 " after %" PRIu64 ")", count, *sum);
+    *sum += count;
+    return 0;
+}
