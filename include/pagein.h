@@ -1017,27 +1017,64 @@ PAGEIN_API uint64_t pagein_dataset_group_count(const pagein_dataset *d);
 #define PAGEIN_DESCRIBE_ALL 2u
 PAGEIN_API int pagein_dataset_describe(const pagein_dataset *d, unsigned flags, char **out);
 
-/* Field value types (pagein_field.type). */
+/* Field value types (pagein_field.type): the one set of element types of
+ * every dataset format, from this header down (the formats' own code uses
+ * these values). */
 enum { PAGEIN_FIELD_NULL = 0, PAGEIN_FIELD_BOOL, PAGEIN_FIELD_INT, PAGEIN_FIELD_UINT, PAGEIN_FIELD_FLOAT,
-       PAGEIN_FIELD_UTF8, PAGEIN_FIELD_BINARY };
+       PAGEIN_FIELD_UTF8, PAGEIN_FIELD_BINARY,
+       PAGEIN_FIELD_LIST,    /* nchild elements: fields[child .. child + nchild) */
+       PAGEIN_FIELD_STRUCT,  /* nchild members, each named */
+       PAGEIN_FIELD_MAP };   /* nchild entries, each a STRUCT of two members: key, value */
+
+/* Logical annotations (pagein_field.logical) over the physical value:
+ *  DECIMAL    INT (width 4 or 8) or BINARY (big-endian two's complement):
+ *             the unscaled integer; value = unscaled x 10^-scale (precision digits)
+ *  TIMESTAMP  INT width 8: units (unit) since 1970-01-01; utc 1 when
+ *             adjusted to UTC (an instant), 0 a local wall-clock time
+ *  DATE       INT width 4: days since 1970-01-01 (unit DAY), or width 8:
+ *             milliseconds (unit MS; Arrow's Date64)
+ *  TIME       INT width 4 or 8: units since midnight
+ *  INT96      BINARY of 12 bytes: nanoseconds of the day (8, little-endian)
+ *             then the Julian day (4): Impala/Spark timestamps
+ *  DURATION   INT width 8: a span of units
+ *  UUID, JSON, ENUM, BSON: the physical value (BINARY of 16, UTF8, UTF8, BINARY)
+ *             with the annotation kept */
+enum { PAGEIN_LOGICAL_NONE = 0, PAGEIN_LOGICAL_DECIMAL, PAGEIN_LOGICAL_TIMESTAMP, PAGEIN_LOGICAL_DATE,
+       PAGEIN_LOGICAL_TIME, PAGEIN_LOGICAL_INT96, PAGEIN_LOGICAL_DURATION, PAGEIN_LOGICAL_UUID,
+       PAGEIN_LOGICAL_JSON, PAGEIN_LOGICAL_ENUM, PAGEIN_LOGICAL_BSON };
+/* Units (pagein_field.unit) of TIMESTAMP, DATE, TIME, DURATION. */
+enum { PAGEIN_UNIT_NONE = 0, PAGEIN_UNIT_DAY, PAGEIN_UNIT_S, PAGEIN_UNIT_MS, PAGEIN_UNIT_US, PAGEIN_UNIT_NS };
 
 /* One field of a sample: a scalar (ndim 0, width bytes), a string/blob
- * (UTF8/BINARY, nbytes), or an array of width-byte elements with shape.
+ * (UTF8/BINARY, nbytes), an array of width-byte elements with shape (a
+ * list of numbers read without a copy), or a nested value (LIST, STRUCT,
+ * MAP) whose children are the fields child .. child + nchild - 1 of the
+ * same array (pagein_item.fields): the item's first nfields entries are
+ * its top-level fields, their descendants follow. A child's name is its
+ * member name (STRUCT), or the list's element name. null 1: no value at
+ * this level (a null list is not an empty one: that is nchild 0).
  * Little-endian, possibly unaligned. Borrowed: valid until the next call
  * of pagein_pipe_next / set_epoch / close on the pipe that gave it. */
 typedef struct pagein_field {
     const char *name;
-    uint32_t col;
+    uint32_t col;          /* the top-level field (column) it belongs to */
     uint8_t type, width, ndim, null;
     uint64_t shape[8];
     const void *data;
     uint64_t nbytes;
+    uint32_t child, nchild; /* LIST, STRUCT, MAP: the children (see above) */
+    uint8_t logical;       /* PAGEIN_LOGICAL_* */
+    uint8_t unit;          /* PAGEIN_UNIT_* */
+    uint8_t utc;           /* TIMESTAMP: adjusted to UTC */
+    uint8_t precision;     /* DECIMAL: digits */
+    int32_t scale;         /* DECIMAL: digits after the point */
 } pagein_field;
 
 typedef struct pagein_item {
     uint64_t id;                /* sample id in the dataset */
-    size_t nfields;
+    size_t nfields;             /* top-level fields: fields[0 .. nfields) */
     const pagein_field *fields; /* borrowed, as the fields' data */
+    size_t nnodes;              /* all entries of fields (nested values' children included) */
 } pagein_item;
 
 typedef enum pagein_order {

@@ -540,8 +540,8 @@ class ShardDataset(_Base):
     # -- iteration -------------------------------------------------------------
     def _value(self, f):
         name, typ, width, shape, data = f
-        if data is None:
-            return None
+        if data is None or typ == -1:  # -1: a nested or annotated value, built by the binding
+            return data
         if typ == 5:
             return data.decode("utf-8", "surrogateescape")
         if typ == 6:

@@ -505,8 +505,204 @@ static PyObject *py_pipe_open(PyObject *self, PyObject *args, PyObject *kw) {
 
 static struct dsp_pipe *dsp_pipe_of(PyObject *cap) { return PyCapsule_GetPointer(cap, DSP_PIPE_CAPSULE); }
 
-/* One field as (name, type, width, shape or None, bytes or None). */
-static PyObject *dsp_field(const pagein_field *f) {
+/* ---- values built here: nested values and annotated scalars ---------------
+ * A LIST is a list, a STRUCT a dict of its members, a MAP a list of (key,
+ * value) tuples (keys may repeat and need not be hashable); DECIMAL a
+ * decimal.Decimal (exact), TIMESTAMP/DATE/INT96 a numpy.datetime64 in the
+ * field's unit, TIME/DURATION a numpy.timedelta64; inside nested values
+ * numbers are Python ints, floats and bools. */
+static PyObject *dsp_decimal_cls, *dsp_dt64, *dsp_td64;
+
+static int dsp_lazy_imports(void) {
+    if (dsp_decimal_cls) return 0;
+    PyObject *dm = PyImport_ImportModule("decimal"), *np = dm ? PyImport_ImportModule("numpy") : NULL;
+    if (!np) {
+        Py_XDECREF(dm);
+        return -1;
+    }
+    dsp_decimal_cls = PyObject_GetAttrString(dm, "Decimal");
+    dsp_dt64 = PyObject_GetAttrString(np, "datetime64");
+    dsp_td64 = PyObject_GetAttrString(np, "timedelta64");
+    Py_DECREF(dm);
+    Py_DECREF(np);
+    return dsp_decimal_cls && dsp_dt64 && dsp_td64 ? 0 : -1;
+}
+
+static const char *dsp_unit(unsigned u) {
+    static const char *n[] = {"generic", "D", "s", "ms", "us", "ns"};
+    return u < 6 ? n[u] : "generic";
+}
+
+/* A little-endian integer of width w (1, 2, 4, 8). */
+static int64_t dsp_le_int(const uint8_t *p, unsigned w, int is_signed, uint64_t *u) {
+    uint64_t x = 0;
+    for (unsigned i = 0; i < w; i++) x |= (uint64_t)p[i] << (8 * i);
+    *u = x;
+    if (is_signed && w < 8 && (x >> (8 * w - 1)) & 1) x |= ~0ull << (8 * w);
+    return (int64_t)x;
+}
+
+static PyObject *dsp_number(const pagein_field *f) {
+    const uint8_t *p = f->data;
+    uint64_t u;
+    switch (f->type) {
+    case PAGEIN_FIELD_BOOL: return PyBool_FromLong(p[0] != 0);
+    case PAGEIN_FIELD_INT:
+        if (f->width > 8) break;
+        return PyLong_FromLongLong(dsp_le_int(p, f->width, 1, &u));
+    case PAGEIN_FIELD_UINT:
+        if (f->width > 8) break;
+        dsp_le_int(p, f->width, 0, &u);
+        return PyLong_FromUnsignedLongLong(u);
+    case PAGEIN_FIELD_FLOAT:
+        if (f->width == 2) return PyFloat_FromDouble(PyFloat_Unpack2((const char *)p, 1));
+        if (f->width == 4) {
+            float x;
+            memcpy(&x, p, 4);
+            return PyFloat_FromDouble(x);
+        }
+        if (f->width == 8) {
+            double x;
+            memcpy(&x, p, 8);
+            return PyFloat_FromDouble(x);
+        }
+        break;
+    }
+    return PyBytes_FromStringAndSize((const char *)p, (Py_ssize_t)f->nbytes);
+}
+
+static PyObject *dsp_annotated(const pagein_field *f) {
+    const uint8_t *p = f->data;
+    uint64_t u;
+    if (dsp_lazy_imports() < 0) return NULL;
+    switch (f->logical) {
+    case PAGEIN_LOGICAL_DECIMAL: {
+        PyObject *unscaled;
+        if (f->type == PAGEIN_FIELD_BINARY)
+            unscaled = f->nbytes ? _PyLong_FromByteArray(p, (size_t)f->nbytes, 0, 1) : PyLong_FromLong(0);
+        else
+            unscaled = PyLong_FromLongLong(dsp_le_int(p, f->width <= 8 ? f->width : 8, 1, &u));
+        if (!unscaled) return NULL;
+        PyObject *txt = PyUnicode_FromFormat("%SE%d", unscaled, -(int)f->scale);
+        Py_DECREF(unscaled);
+        if (!txt) return NULL;
+        PyObject *r = PyObject_CallOneArg(dsp_decimal_cls, txt);
+        Py_DECREF(txt);
+        return r;
+    }
+    case PAGEIN_LOGICAL_INT96: {
+        if (f->nbytes != 12) break;
+        int64_t nanos = dsp_le_int(p, 8, 1, &u);
+        int64_t jday = dsp_le_int(p + 8, 4, 1, &u);
+        /* Julian day 2440588 is 1970-01-01 */
+        int64_t ns = (jday - 2440588) * 86400LL * 1000000000LL + nanos;
+        return PyObject_CallFunction(dsp_dt64, "Ls", (long long)ns, "ns");
+    }
+    case PAGEIN_LOGICAL_TIMESTAMP:
+    case PAGEIN_LOGICAL_DATE:
+    case PAGEIN_LOGICAL_TIME:
+    case PAGEIN_LOGICAL_DURATION: {
+        if (f->type != PAGEIN_FIELD_INT && f->type != PAGEIN_FIELD_UINT) break;
+        int64_t v = dsp_le_int(p, f->width <= 8 ? f->width : 8, f->type == PAGEIN_FIELD_INT, &u);
+        PyObject *fn = f->logical == PAGEIN_LOGICAL_TIME || f->logical == PAGEIN_LOGICAL_DURATION ? dsp_td64 : dsp_dt64;
+        return PyObject_CallFunction(fn, "Ls", (long long)v, dsp_unit(f->unit));
+    }
+    }
+    if (f->type == PAGEIN_FIELD_UTF8) return PyUnicode_DecodeUTF8(f->data, (Py_ssize_t)f->nbytes, "surrogateescape");
+    if (f->type == PAGEIN_FIELD_BINARY) return PyBytes_FromStringAndSize(f->data, (Py_ssize_t)f->nbytes);
+    return dsp_number(f);
+}
+
+static PyObject *dsp_value(const pagein_item *it, const pagein_field *f, int depth);
+
+/* An array field (ndim >= 1) inside a nested value: nested lists of numbers. */
+static PyObject *dsp_array(const pagein_field *f, unsigned d, const uint8_t **p) {
+    PyObject *l = PyList_New(0);
+    if (!l) return NULL;
+    for (uint64_t i = 0; i < f->shape[d]; i++) {
+        PyObject *v;
+        if (d + 1 < f->ndim) {
+            v = dsp_array(f, d + 1, p);
+        } else {
+            pagein_field e = *f;
+            e.ndim = 0;
+            e.data = *p;
+            e.nbytes = f->width;
+            *p += f->width;
+            v = e.logical ? dsp_annotated(&e) : dsp_number(&e);
+        }
+        if (!v || PyList_Append(l, v) < 0) {
+            Py_XDECREF(v);
+            Py_DECREF(l);
+            return NULL;
+        }
+        Py_DECREF(v);
+    }
+    return l;
+}
+
+static PyObject *dsp_value(const pagein_item *it, const pagein_field *f, int depth) {
+    if (f->null || f->type == PAGEIN_FIELD_NULL) Py_RETURN_NONE;
+    if (depth > 64) return PyErr_Format(PyExc_ValueError, "pagein: a value nested deeper than 64 levels");
+    if (f->type == PAGEIN_FIELD_LIST || f->type == PAGEIN_FIELD_STRUCT || f->type == PAGEIN_FIELD_MAP) {
+        if ((uint64_t)f->child + f->nchild > it->nnodes)
+            return PyErr_Format(PyExc_ValueError, "pagein: field %s has children past the item", f->name);
+        const pagein_field *k = it->fields + f->child;
+        if (f->type == PAGEIN_FIELD_STRUCT) {
+            PyObject *d = PyDict_New();
+            for (uint32_t i = 0; d && i < f->nchild; i++) {
+                PyObject *v = dsp_value(it, &k[i], depth + 1);
+                if (!v || PyDict_SetItemString(d, k[i].name ? k[i].name : "", v) < 0) {
+                    Py_XDECREF(v);
+                    Py_DECREF(d);
+                    return NULL;
+                }
+                Py_DECREF(v);
+            }
+            return d;
+        }
+        PyObject *l = PyList_New(f->nchild);
+        for (uint32_t i = 0; l && i < f->nchild; i++) {
+            PyObject *v;
+            if (f->type == PAGEIN_FIELD_MAP && k[i].type == PAGEIN_FIELD_STRUCT && !k[i].null && k[i].nchild >= 1 &&
+                (uint64_t)k[i].child + k[i].nchild <= it->nnodes) {
+                const pagein_field *kv = it->fields + k[i].child;
+                PyObject *key = dsp_value(it, &kv[0], depth + 2);
+                PyObject *val = key && k[i].nchild >= 2 ? dsp_value(it, &kv[1], depth + 2) : (Py_XINCREF(Py_None), key ? Py_None : NULL);
+                v = key && val ? PyTuple_Pack(2, key, val) : NULL;
+                Py_XDECREF(key);
+                Py_XDECREF(val);
+            } else {
+                v = dsp_value(it, &k[i], depth + 1);
+            }
+            if (!v) {
+                Py_DECREF(l);
+                return NULL;
+            }
+            PyList_SET_ITEM(l, i, v);
+        }
+        return l;
+    }
+    if (f->ndim) {
+        const uint8_t *p = f->data;
+        return dsp_array(f, 0, &p);
+    }
+    if (f->logical) return dsp_annotated(f);
+    if (f->type == PAGEIN_FIELD_UTF8) return PyUnicode_DecodeUTF8(f->data, (Py_ssize_t)f->nbytes, "surrogateescape");
+    if (f->type == PAGEIN_FIELD_BINARY) return PyBytes_FromStringAndSize(f->data, (Py_ssize_t)f->nbytes);
+    return dsp_number(f);
+}
+
+/* One field as (name, type, width, shape or None, bytes or None); a nested
+ * value, an annotated scalar or the NULL type as (name, -1, 0, None, value)
+ * with the value built above. */
+static PyObject *dsp_field(const pagein_item *it, const pagein_field *f) {
+    if (f->type == PAGEIN_FIELD_LIST || f->type == PAGEIN_FIELD_STRUCT || f->type == PAGEIN_FIELD_MAP ||
+        f->type == PAGEIN_FIELD_NULL || (f->logical && !f->ndim && f->logical != PAGEIN_LOGICAL_JSON &&
+                                         f->logical != PAGEIN_LOGICAL_ENUM)) {
+        PyObject *v = dsp_value(it, f, 0);
+        return v ? Py_BuildValue("(siiON)", f->name, -1, 0, Py_None, v) : NULL;
+    }
     PyObject *shape = Py_None, *data = Py_None;
     Py_INCREF(Py_None);
     Py_INCREF(Py_None);
@@ -553,7 +749,7 @@ static PyObject *py_pipe_next(PyObject *self, PyObject *args) {
         PyObject *fl = PyList_New((Py_ssize_t)it.nfields);
         if (!fl) goto fail;
         for (size_t j = 0; j < it.nfields; j++) {
-            PyObject *f = dsp_field(&it.fields[j]);
+            PyObject *f = dsp_field(&it, &it.fields[j]);
             if (!f) {
                 Py_DECREF(fl);
                 goto fail;

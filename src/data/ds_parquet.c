@@ -1,12 +1,13 @@
 /* ds_parquet.c - the Parquet row of the dataset-format table (dsformat.h):
- * groups are row groups, a group's ranges are the selected columns' column
+ * groups are row groups, a group's ranges are the selected leaves' column
  * chunks, decode turns each chunk into a column (parquet_page.c) and
- * fields() hands out row i of each: scalars (numbers, bool as one byte,
- * strings as utf8, binaries, INT96/FIXED_LEN_BYTE_ARRAY as binary) and
- * lists of numbers as 1-d arrays. Struct members are fields "a.b". What the
- * table cannot represent (lists of strings, maps, nested lists, DECIMAL,
- * a null inside a list) is refused naming the column.
- * docs/FORMAT-PARQUET.md. */
+ * fields() hands out row i of each top-level field: scalars (numbers, bool
+ * as one byte, strings as utf8, binaries, with their logical annotation:
+ * decimals, timestamps, dates, times, INT96, UUID, ...), lists of numbers
+ * as 1-d arrays read in place (a row whose list holds a null comes as a
+ * LIST value instead), and every other shape (lists of strings, structs,
+ * lists of structs, lists of lists, maps) as a nested value assembled from
+ * the levels (parquet_nest.c). docs/FORMAT-PARQUET.md. */
 #include "dsformat.h"
 #include "parquet.h"
 
@@ -113,7 +114,10 @@ static void pool_use(int delta) {
 struct pq_shard {
     struct pi_pq_file *f;
     size_t nsel;
-    int *leaf;       /* nsel leaf indexes, in column order */
+    int *leaf;       /* nsel leaf indexes, in leaf order */
+    int *kof;        /* per leaf of the file: its index in leaf[], or -1 */
+    size_t nfld;
+    int *fld;        /* nfld top-level nodes: the fields, in schema order */
     uint64_t *first; /* ngroups + 1 row prefix sums */
     /* the page index of the selected chunks (group g, column k at
      * g * nsel + k), when every one has an OffsetIndex: parts */
@@ -126,6 +130,7 @@ struct pq_group {
     struct pi_pq_column *cols;
     uint64_t *origin; /* per column: the group-local row its column starts at (a part's pages) */
     uint64_t first;   /* the group-local row of the group's (or part's) sample 0 */
+    uint64_t *cur;    /* the assembly's cursors: row, slot, value, end (4 x n) */
 };
 
 static int pq_detect(const char *name, const uint8_t *head, size_t nhead, const uint8_t *tail, size_t ntail,
@@ -144,60 +149,101 @@ static void pq_free_impl(struct pq_shard *p) {
     pi_free(p->nlocs);
     pi_pq_close(p->f);
     pi_free(p->leaf);
+    pi_free(p->kof);
+    pi_free(p->fld);
     pi_free(p->first);
     pi_free(p);
 }
 
-/* The table's type of a leaf, or an error naming why it cannot be one. */
-static int leaf_col(const struct pi_dsshard *sh, const struct pi_pq_file *f, int li, struct pi_dscol *c) {
-    const struct pi_pq_leaf *L = &f->leaves[li];
-    int conv = f->schema[L->schema].converted;
+/* 1 when a top-level list of leaf L's values is handed out in place, as a
+ * 1-d array of numbers */
+static int flat_list(const struct pi_pq_leaf *L) {
+    return L->kind == PI_PQ_LIST && L->fwidth && L->type != PI_PQ_INT96 && L->type != PI_PQ_FIXED && !L->logical &&
+           L->ftype != PAGEIN_FIELD_NULL;
+}
+
+/* The table's description of top-level field node x, or an error naming
+ * why one of its (selected) leaves cannot be read. */
+static int field_col(const struct pi_dsshard *sh, const struct pq_shard *p, int x, struct pi_dscol *c) {
+    const struct pi_pq_file *f = p->f;
+    const struct pi_pq_node *T = &f->nodes[x];
     memset(c, 0, sizeof *c);
-    c->name = L->field;
-    c->nullable = L->max_def > 0;
-    if (L->unsupported)
-        return pi_ds_err(sh, PAGEIN_E_UNSUPPORTED, UINT64_MAX, UINT64_MAX, L->field, "%s is not supported",
-                         L->unsupported);
-    switch (L->type) {
-    case PI_PQ_BOOLEAN: c->type = PI_DT_BOOL; c->width = 1; break;
-    case PI_PQ_INT32: c->type = conv >= 11 && conv <= 13 ? PI_DT_UINT : PI_DT_INT; c->width = 4; break;
-    case PI_PQ_INT64: c->type = conv == 14 ? PI_DT_UINT : PI_DT_INT; c->width = 8; break;
-    case PI_PQ_FLOAT: c->type = PI_DT_FLOAT; c->width = 4; break;
-    case PI_PQ_DOUBLE: c->type = PI_DT_FLOAT; c->width = 8; break;
-    case PI_PQ_BYTE_ARRAY: c->type = L->is_string ? PI_DT_UTF8 : PI_DT_BINARY; break;
-    default: c->type = PI_DT_BINARY; break; /* INT96, FIXED_LEN_BYTE_ARRAY: the bytes as stored */
+    c->name = T->name;
+    c->nullable = T->dnull > 0 || T->kind != PI_PQ_N_LEAF;
+    for (int l = T->leaf0; l < T->leaf1; l++)
+        if (p->kof[l] >= 0 && f->leaves[l].unsupported)
+            return pi_ds_err(sh, PAGEIN_E_UNSUPPORTED, UINT64_MAX, UINT64_MAX, f->leaves[l].path, "%s is not supported",
+                             f->leaves[l].unsupported);
+    const struct pi_pq_leaf *L = &f->leaves[T->leaf0];
+    if (T->kind == PI_PQ_N_LEAF || flat_list(L)) {
+        c->type = L->ftype;
+        c->width = L->fwidth;
+        c->logical = L->logical;
+        c->unit = L->unit;
+        c->utc = L->utc;
+        c->precision = L->precision;
+        c->scale = L->scale;
+        if (T->kind != PI_PQ_N_LEAF) {
+            c->ndim = 1;
+            c->shape[0] = -1;
+        }
+        return 0;
     }
-    if (L->kind == PI_PQ_LIST) {
-        if (!c->width || L->type == PI_PQ_INT96)
-            return pi_ds_err(sh, PAGEIN_E_UNSUPPORTED, UINT64_MAX, UINT64_MAX, L->field,
-                             "a list of %s is not supported (lists of numbers and booleans are)",
-                             pi_pq_type_name(L->type));
-        c->ndim = 1;
-        c->shape[0] = -1;
-    }
+    c->type = T->kind == PI_PQ_N_STRUCT ? PI_DT_STRUCT : T->kind == PI_PQ_N_MAP ? PI_DT_MAP : PI_DT_LIST;
     return 0;
 }
 
+/* The "short" path of a leaf: the top-level field and struct members'
+ * names, without the list and map wrappers ("messages.content" for
+ * messages.list.element.content). Written into buf (cap bytes). */
+static void short_path(const struct pi_pq_file *f, int x, int leaf, char *buf, size_t cap, size_t *len, int named) {
+    const struct pi_pq_node *N = &f->nodes[x];
+    if (named) {
+        size_t l = strlen(N->name);
+        if (*len && *len + 1 < cap) buf[(*len)++] = '.';
+        if (*len + l < cap) memcpy(buf + *len, N->name, l), *len += l;
+        buf[*len < cap ? *len : cap - 1] = 0;
+    }
+    for (int j = 0; j < N->nkids; j++) {
+        int k = f->kids[N->kid0 + j];
+        if (leaf >= f->nodes[k].leaf0 && leaf < f->nodes[k].leaf1) {
+            short_path(f, k, leaf, buf, cap, len, N->kind == PI_PQ_N_STRUCT);
+            return;
+        }
+    }
+}
+
+static int path_hit(const char *have, const char *want, size_t wl) {
+    return !strcmp(have, want) || (!strncmp(have, want, wl) && have[wl] == '.');
+}
+
+/* columns=: a top-level field, or a nested field by its full path
+ * (messages.list.element.content) or its short one (messages.content): the
+ * leaves under it are read; the fields handed out are the top-level ones
+ * holding a selected leaf, with only the selected members. */
 static int select_cols(struct pi_dsshard *sh, struct pq_shard *p, const struct pi_dsopen *a) {
     const struct pi_pq_file *f = p->f;
-    p->leaf = pi_calloc(f->nleaves ? f->nleaves : 1, sizeof *p->leaf);
-    if (!p->leaf) return pi_err(-ENOMEM, "out of memory");
-    if (!a || !a->columns) {
-        for (size_t i = 0; i < f->nleaves; i++) p->leaf[p->nsel++] = (int)i;
-        return 0;
+    size_t nl = f->nleaves ? f->nleaves : 1;
+    p->leaf = pi_calloc(nl, sizeof *p->leaf);
+    p->kof = pi_calloc(nl, sizeof *p->kof);
+    p->fld = pi_calloc(f->nfields ? f->nfields : 1, sizeof *p->fld);
+    uint8_t *taken = pi_calloc(nl, 1);
+    if (!p->leaf || !p->kof || !p->fld || !taken) {
+        pi_free(taken);
+        return pi_err(-ENOMEM, "out of memory");
     }
-    uint8_t *taken = pi_calloc(f->nleaves ? f->nleaves : 1, 1); /* a leaf named twice is read once */
-    if (!taken) return pi_err(-ENOMEM, "out of memory");
-    for (size_t k = 0; k < a->ncolumns; k++) {
+    for (size_t k = 0; a && a->columns && k < a->ncolumns; k++) {
         const char *want = a->columns[k];
         size_t wl = strlen(want);
         int hit = 0;
         for (size_t i = 0; i < f->nleaves; i++) {
-            const char *fld = f->leaves[i].field;
-            /* the field itself, or every member of a struct named by its prefix */
-            if (strcmp(fld, want) && !(strncmp(fld, want, wl) == 0 && fld[wl] == '.')) continue;
+            const struct pi_pq_leaf *L = &f->leaves[i];
+            char sp[512];
+            size_t sl = 0;
+            sp[0] = 0;
+            short_path(f, L->top, (int)i, sp, sizeof sp, &sl, 1);
+            if (!path_hit(L->field, want, wl) && !path_hit(L->path, want, wl) && !path_hit(sp, want, wl)) continue;
             hit = 1;
-            if (!taken[i]) p->leaf[p->nsel++] = (int)i;
             taken[i] = 1;
         }
         if (!hit) {
@@ -205,7 +251,22 @@ static int select_cols(struct pi_dsshard *sh, struct pq_shard *p, const struct p
             return pi_ds_err(sh, PAGEIN_E_NOT_FOUND, UINT64_MAX, UINT64_MAX, want, "no such column in the file");
         }
     }
+    for (size_t i = 0; i < f->nleaves; i++) {
+        p->kof[i] = -1;
+        if (!a || !a->columns || taken[i]) {
+            p->kof[i] = (int)p->nsel;
+            p->leaf[p->nsel++] = (int)i;
+        }
+    }
     pi_free(taken);
+    for (size_t j = 0; j < f->nfields; j++) {
+        const struct pi_pq_node *T = &f->nodes[f->fields[j]];
+        for (int l = T->leaf0; l < T->leaf1; l++)
+            if (p->kof[l] >= 0) {
+                p->fld[p->nfld++] = f->fields[j];
+                break;
+            }
+    }
     return 0;
 }
 
@@ -305,14 +366,14 @@ static int pq_open(struct pi_dsshard *sh, const struct pi_dsopen *a) {
         rc = pi_ds_err(sh, PAGEIN_E_LIMIT, UINT64_MAX, UINT64_MAX, NULL, "%zu columns, over the limit of %u", p->nsel,
                        PI_DS_MAX_COLS);
     if (rc >= 0) {
-        sh->cols = pi_calloc(p->nsel ? p->nsel : 1, sizeof *sh->cols);
+        sh->cols = pi_calloc(p->nfld ? p->nfld : 1, sizeof *sh->cols);
         p->first = pi_calloc(p->f->ngroups + 1, sizeof *p->first);
         if (!sh->cols || !p->first) rc = pi_err(-ENOMEM, "out of memory");
     }
-    for (size_t k = 0; rc >= 0 && k < p->nsel; k++) rc = leaf_col(sh, p->f, p->leaf[k], &sh->cols[k]);
+    for (size_t k = 0; rc >= 0 && k < p->nfld; k++) rc = field_col(sh, p, p->fld[k], &sh->cols[k]);
     if (rc >= 0) {
         for (size_t g = 0; g < p->f->ngroups; g++) p->first[g + 1] = p->first[g] + (uint64_t)p->f->groups[g].num_rows;
-        sh->ncols = p->nsel;
+        sh->ncols = p->nfld;
         sh->nsamples = p->first[p->f->ngroups];
         sh->ngroups = p->f->ngroups;
         sh->impl = p;
@@ -359,6 +420,7 @@ static void pq_group_free(const struct pi_dsshard *sh, struct pi_dsgroup *grp) {
     for (size_t k = 0; k < q->n; k++) pool_put_col(&q->cols[k]);
     pi_free(q->cols);
     pi_free(q->origin);
+    pi_free(q->cur);
     pi_free(q);
     grp->impl = NULL;
 }
@@ -427,8 +489,9 @@ static int pq_decode(const struct pi_dsshard *sh, struct pi_dsgroup *grp) {
     if (!q) return pi_err(-ENOMEM, "out of memory");
     q->cols = pi_calloc(p->nsel ? p->nsel : 1, sizeof *q->cols);
     q->origin = pi_calloc(p->nsel ? p->nsel : 1, sizeof *q->origin);
+    q->cur = pi_calloc(4 * (p->nsel ? p->nsel : 1), sizeof *q->cur);
     grp->impl = q;
-    if (!q->cols || !q->origin) {
+    if (!q->cols || !q->origin || !q->cur) {
         pq_group_free(sh, grp);
         return pi_err(-ENOMEM, "out of memory");
     }
@@ -457,61 +520,108 @@ static int pq_decode(const struct pi_dsshard *sh, struct pi_dsgroup *grp) {
                                          &q->cols[k], &scr);
         }
         if (rc < 0) break; /* the detail names the file, row group, column and page */
-        const struct pi_pq_column *c = &q->cols[k];
-        /* a null inside a list has no place in a 1-d array: refused, not read as 0 */
-        if (c->kind == PI_PQ_LIST && c->null_elems)
-            for (uint64_t r = 0; r < c->nrows && rc == 0; r++) {
-                uint64_t b, e;
-                if (!pi_pq_row(c, r, &b, &e)) continue;
-                for (uint64_t i = b; i < e; i++)
-                    if (!c->elem_valid[i]) {
-                        rc = pi_ds_err(sh, PAGEIN_E_UNSUPPORTED, g, p->first[g] + q->origin[k] + r, L->field,
-                                       "a null element inside a list is not supported");
-                        break;
-                    }
-            }
     }
     pool_put_scr(&scr);
     if (rc < 0) pq_group_free(sh, grp);
     return rc;
 }
 
+/* Row ri of a top-level list column (the LIST kind) into out[at]: an
+ * array of numbers in place, or a LIST value whose elements go to out[*n
+ * ...] (strings, or a null element in this row). */
+static void list_field(const struct pi_pq_file *f, const struct pi_pq_column *c, int x, uint64_t ri,
+                       pagein_field *out, size_t cap, pagein_field *o, size_t *n) {
+    const struct pi_pq_node *T = &f->nodes[x];
+    const struct pi_pq_leaf *L = &f->leaves[T->leaf0];
+    uint64_t b, e;
+    if (!pi_pq_row(c, ri, &b, &e)) {
+        o->null = 1;
+        o->type = flat_list(L) ? L->ftype : PI_DT_LIST;
+        o->width = flat_list(L) ? L->fwidth : 0;
+        o->ndim = flat_list(L);
+        return;
+    }
+    int flat = flat_list(L);
+    if (flat && c->null_elems)
+        for (uint64_t i = b; i < e && flat; i++) flat = c->elem_valid[i];
+    if (flat) {
+        o->type = L->ftype;
+        o->width = L->fwidth;
+        o->ndim = 1;
+        o->shape[0] = e - b;
+        o->data = c->values + b * c->width;
+        o->nbytes = (e - b) * c->width;
+        return;
+    }
+    o->type = PI_DT_LIST;
+    o->child = (uint32_t)*n;
+    o->nchild = (uint32_t)(e - b);
+    const char *en = f->nodes[f->kids[T->kid0]].name;
+    for (uint64_t i = b; i < e; i++, (*n)++) {
+        if (*n >= cap) continue;
+        pagein_field *y = &out[*n];
+        memset(y, 0, sizeof *y);
+        y->name = en;
+        y->col = o->col;
+        pi_pq_leaf_value(L, c, i, y);
+        if (!c->elem_valid[i]) {
+            y->null = 1;
+            y->data = NULL;
+            y->nbytes = 0;
+        }
+    }
+}
+
 static int pq_fields(const struct pi_dsshard *sh, const struct pi_dsgroup *grp, uint64_t i, struct pi_dsfield *f,
                      size_t cap) {
     const struct pq_shard *p = sh->impl;
     const struct pq_group *q = grp->impl;
+    const struct pi_pq_file *F = p->f;
     if (!q || q->n != p->nsel || i >= grp->info.count)
         return pi_ds_err(sh, PAGEIN_E_INVALID, grp->g, i, NULL, "no such sample in the decoded row group");
-    for (size_t k = 0; k < p->nsel && k < cap; k++) {
-        const struct pi_pq_column *c = &q->cols[k];
-        const struct pi_dscol *col = &sh->cols[k];
-        struct pi_dsfield *x = &f[k];
-        memset(x, 0, sizeof *x);
-        x->name = col->name;
-        x->col = (uint32_t)k;
-        x->type = col->type;
-        x->width = col->width;
-        x->ndim = col->ndim;
-        uint64_t b, e, ri = q->first + i - q->origin[k]; /* the row in this column's decoded pages */
-        if (ri >= c->nrows)
-            return pi_ds_err(sh, PAGEIN_E_INVALID, grp->g, i, col->name, "row past the decoded pages");
-        if (!pi_pq_row(c, ri, &b, &e)) {
-            x->null = 1;
+    uint64_t *row = q->cur, *cur = q->cur + p->nsel;
+    for (size_t k = 0; k < p->nsel; k++) {
+        row[k] = q->first + i - q->origin[k]; /* the row in this column's decoded pages */
+        if (row[k] >= q->cols[k].nrows)
+            return pi_ds_err(sh, PAGEIN_E_INVALID, grp->g, i, F->leaves[p->leaf[k]].path, "row past the decoded pages");
+    }
+    size_t n = p->nfld; /* nested values' children go after the top-level fields */
+    for (size_t j = 0; j < p->nfld; j++) {
+        int x = p->fld[j];
+        const struct pi_pq_node *T = &F->nodes[x];
+        const struct pi_pq_leaf *L = &F->leaves[T->leaf0];
+        pagein_field tmp, *o = j < cap ? &f[j] : &tmp;
+        memset(o, 0, sizeof *o);
+        o->name = T->name;
+        o->col = (uint32_t)j;
+        if (L->kind == PI_PQ_NESTED) {
+            struct pi_pq_asm a = {.f = F, .kof = p->kof, .cols = q->cols, .row = row, .slot = cur,
+                                  .val = cur + p->nsel, .end = cur + 2 * p->nsel, .out = f, .cap = cap, .n = n,
+                                  .col = (uint32_t)j};
+            int rc = pi_pq_assemble(&a, x, j);
+            if (rc < 0) {
+                char why[512];
+                snprintf(why, sizeof why, "%s", pagein_last_error_detail());
+                return pi_ds_err(sh, rc, grp->g, i, T->name, "%s", why);
+            }
+            n = a.n;
             continue;
         }
-        if (c->kind == PI_PQ_LIST) {
-            x->shape[0] = e - b;
-            x->data = c->values + b * c->width;
-            x->nbytes = (e - b) * c->width;
-        } else if (c->width) {
-            x->data = c->values + ri * c->width;
-            x->nbytes = c->width;
-        } else {
-            x->data = c->bytes + c->voff[ri];
-            x->nbytes = c->voff[ri + 1] - c->voff[ri];
+        int k = p->kof[T->leaf0];
+        const struct pi_pq_column *c = &q->cols[k];
+        if (L->kind == PI_PQ_LIST) {
+            list_field(F, c, x, row[k], f, cap, o, &n);
+            continue;
+        }
+        pi_pq_leaf_value(L, c, row[k], o);
+        if (!c->row_valid[row[k]]) {
+            o->null = 1;
+            o->data = NULL;
+            o->nbytes = 0;
         }
     }
-    return (int)p->nsel;
+    if (n > INT32_MAX) return pi_ds_err(sh, PAGEIN_E_LIMIT, grp->g, i, NULL, "%zu fields", n);
+    return (int)n;
 }
 
 static const char *const pq_suffixes[] = {".parquet", NULL};

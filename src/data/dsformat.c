@@ -32,7 +32,7 @@ const struct pi_dsformat *pi_dsformat_by_name(const char *name) {
     return NULL;
 }
 
-const char *pi_dstype_name(enum pi_dstype t, unsigned w) {
+const char *pi_dstype_name(int t, unsigned w) {
     switch (t) {
     case PI_DT_NULL: return "null";
     case PI_DT_BOOL: return "bool";
@@ -41,6 +41,9 @@ const char *pi_dstype_name(enum pi_dstype t, unsigned w) {
     case PI_DT_FLOAT: return w == 2 ? "float16" : w == 4 ? "float32" : w == 8 ? "float64" : "float?";
     case PI_DT_UTF8: return "utf8";
     case PI_DT_BINARY: return "binary";
+    case PI_DT_LIST: return "list";
+    case PI_DT_STRUCT: return "struct";
+    case PI_DT_MAP: return "map";
     }
     return "unknown";
 }

@@ -91,47 +91,45 @@
 #define PI_DS_MAX_DIMS 8                  /* array dimensions of one field */
 #define PI_DS_MAX_COLS 4096u              /* columns of one shard (after flattening) */
 #define PI_DS_MAX_DECODE (2ull << 30)     /* bytes one group may decode into */
+#define PI_DS_MAX_FIELDS (1u << 24)       /* fields of one sample, nested values' children included */
 #define PI_DS_MAX_NAME 4096u              /* bytes of a column name or tar member name */
 #define PI_DS_ROWS_PER_BYTE 8u            /* rows a byte of a group's data may claim (dscount.c) */
 
 /* ---- values -------------------------------------------------------------- */
 
-/* Element type of a column / field. */
-enum pi_dstype {
-    PI_DT_NULL = 0, /* no value (a column that is null everywhere, Arrow's null type) */
-    PI_DT_BOOL,     /* width 1: 0 or 1 */
-    PI_DT_INT,      /* signed, width 1, 2, 4 or 8 */
-    PI_DT_UINT,     /* unsigned, width 1, 2, 4 or 8 */
-    PI_DT_FLOAT,    /* IEEE, width 2 (half), 4 or 8 */
-    PI_DT_UTF8,     /* text (not NUL-terminated); width 0; ndim 0 */
-    PI_DT_BINARY,   /* bytes; width 0; ndim 0 */
-};
-const char *pi_dstype_name(enum pi_dstype t, unsigned width); /* "int32", "float16", "utf8", ... (static) */
+/* Element types of a column / field: the public PAGEIN_FIELD_* values
+ * (pagein.h), under the names the rows use. */
+#define PI_DT_NULL PAGEIN_FIELD_NULL     /* no value (a column null everywhere, Arrow's null type) */
+#define PI_DT_BOOL PAGEIN_FIELD_BOOL     /* width 1: 0 or 1 */
+#define PI_DT_INT PAGEIN_FIELD_INT       /* signed, width 1, 2, 4 or 8 */
+#define PI_DT_UINT PAGEIN_FIELD_UINT     /* unsigned, width 1, 2, 4 or 8 */
+#define PI_DT_FLOAT PAGEIN_FIELD_FLOAT   /* IEEE, width 2 (half), 4 or 8 */
+#define PI_DT_UTF8 PAGEIN_FIELD_UTF8     /* text (not NUL-terminated); width 0; ndim 0 */
+#define PI_DT_BINARY PAGEIN_FIELD_BINARY /* bytes; width 0 (or the fixed size); ndim 0 */
+#define PI_DT_LIST PAGEIN_FIELD_LIST     /* nested values: children in the same field array */
+#define PI_DT_STRUCT PAGEIN_FIELD_STRUCT
+#define PI_DT_MAP PAGEIN_FIELD_MAP
+enum pi_dstype { PI_DT_LAST_ = PAGEIN_FIELD_MAP };
+const char *pi_dstype_name(int t, unsigned width); /* "int32", "float16", "utf8", ... (static) */
 
 /* One column of a shard's schema (the selected ones only when the shard
- * was opened with columns=). */
+ * was opened with columns=): a top-level field. */
 struct pi_dscol {
     const char *name; /* NUL-terminated; owned by the shard */
-    uint8_t type;     /* enum pi_dstype of the elements */
+    uint8_t type;     /* PI_DT_* of the elements (LIST/STRUCT/MAP: a nested value) */
     uint8_t width;    /* bytes per element (0 for UTF8, BINARY, NULL) */
     uint8_t ndim;     /* 0 scalar (or one string/blob); >= 1 list/array */
     uint8_t nullable; /* 1 if some sample may have no value */
     int64_t shape[PI_DS_MAX_DIMS]; /* ndim entries: a fixed extent, or -1 varies per sample */
+    uint8_t logical, unit, utc, precision; /* as pagein_field's */
+    int32_t scale;
 };
 
-/* One field of one sample, as handed out by fields() / sample(). */
-struct pi_dsfield {
-    const char *name; /* the column's name (owned by the shard) */
-    uint32_t col;     /* index into sh->cols */
-    uint8_t type;     /* enum pi_dstype */
-    uint8_t width;
-    uint8_t ndim;     /* 0: data is one value (width bytes) or one string/blob
-                         (nbytes); >= 1: prod(shape) elements of width bytes */
-    uint8_t null;     /* 1: no value in this sample (data NULL, nbytes 0) */
-    uint64_t shape[PI_DS_MAX_DIMS];
-    const void *data; /* valid until group_free() (see the contract above) */
-    uint64_t nbytes;  /* bytes at data: width x prod(shape), or the string's length */
-};
+/* One field of one sample, as handed out by fields() / sample(): the
+ * public struct itself (pagein.h), so the pipeline hands the rows' fields
+ * out as they are. A nested value's children follow the top-level fields
+ * in the same array (a row's fields() returns the count of all entries). */
+#define pi_dsfield pagein_field
 
 /* ---- shards ---------------------------------------------------------------- */
 

@@ -162,10 +162,49 @@ static int rd_structs(struct mp *m, int ft, const char *field, void **arr, size_
     return 0;
 }
 
-/* LogicalType: a union; its field id is what we keep. */
-static int logical_field(struct mp *m, int16_t id, int ft, void *arg) {
-    if (ft == PI_TT_STRUCT && id > 0) *(int *)arg = id;
+/* LogicalType: a union; its field id is what we keep, with the parameters
+ * of TIME/TIMESTAMP (isAdjustedToUTC, unit), INTEGER (bitWidth, isSigned)
+ * and DECIMAL (scale, precision). */
+static int unit_field(struct mp *m, int16_t id, int ft, void *arg) {
+    if (ft == PI_TT_STRUCT && id >= 1 && id <= 3) *(int *)arg = id;
     return 1;
+}
+
+static int lt_param(struct mp *m, int16_t id, int ft, void *arg) {
+    struct pi_pq_schema *e = arg;
+    int b;
+    switch (e->logical * 16 + id) {
+    case PI_PQ_LT_DECIMAL * 16 + 1: return rd_i32(m, ft, "DecimalType.scale", &e->scale);
+    case PI_PQ_LT_DECIMAL * 16 + 2: return rd_i32(m, ft, "DecimalType.precision", &e->precision);
+    case PI_PQ_LT_TIME * 16 + 1:
+    case PI_PQ_LT_TIMESTAMP * 16 + 1:
+    case PI_PQ_LT_INTEGER * 16 + 2:
+        if (ft != PI_TT_TRUE && ft != PI_TT_FALSE) return 1;
+        FORWARD_IF(pi_thrift_bool(&m->t, ft, 0, &b));
+        if (id == 1)
+            e->lt_utc = b;
+        else
+            e->lt_signed = b;
+        return 0;
+    case PI_PQ_LT_TIME * 16 + 2:
+    case PI_PQ_LT_TIMESTAMP * 16 + 2:
+        if (ft != PI_TT_STRUCT) return 1;
+        return rd_struct(m, "TimeUnit", unit_field, &e->lt_unit);
+    case PI_PQ_LT_INTEGER * 16 + 1: {
+        int32_t v;
+        FORWARD_IF(rd_i32(m, ft, "IntType.bitWidth", &v));
+        e->lt_bits = v;
+        return 0;
+    }
+    default: return 1;
+    }
+}
+
+static int logical_field(struct mp *m, int16_t id, int ft, void *arg) {
+    struct pi_pq_schema *e = arg;
+    if (ft != PI_TT_STRUCT || id <= 0) return 1;
+    e->logical = id;
+    return rd_struct(m, "LogicalType", lt_param, e);
 }
 
 struct schema_rd {
@@ -201,7 +240,7 @@ static int schema_field(struct mp *m, int16_t id, int ft, void *arg) {
     case 8: return rd_i32(m, ft, "precision", &e->precision);
     case 10:
         FORWARD_IF(need_type(m, ft, PI_TT_STRUCT, "logicalType"));
-        FORWARD_IF(rd_struct(m, "LogicalType", logical_field, &e->logical));
+        FORWARD_IF(rd_struct(m, "LogicalType", logical_field, e));
         return 0;
     default: return 1;
     }
@@ -346,10 +385,6 @@ static int is_string_el(const struct pi_pq_schema *e) {
             e->logical == PI_PQ_LT_STRING || e->logical == PI_PQ_LT_ENUM || e->logical == PI_PQ_LT_JSON);
 }
 
-static int is_map_el(const struct pi_pq_schema *e) {
-    return e->converted == PI_PQ_CT_MAP || e->converted == PI_PQ_CT_MAP_KEY_VALUE || e->logical == PI_PQ_LT_MAP;
-}
-
 static char *join_path(const struct pi_pq_schema *s, const int *chain, int from, int to) {
     size_t n = 1;
     for (int i = from; i <= to; i++) n += strlen(s[chain[i]].name) + 1;
@@ -365,21 +400,73 @@ static char *join_path(const struct pi_pq_schema *s, const int *chain, int from,
     return p;
 }
 
+/* The value type of a leaf as a field (pagein.h): physical type and its
+ * annotations (ConvertedType, or the LogicalType that supersedes it). */
+static void leaf_type(struct pi_pq_leaf *L, const struct pi_pq_schema *e) {
+    int conv = e->converted, lt = e->logical;
+    uint8_t t = PAGEIN_FIELD_BINARY, w = 0, lg = 0, unit = 0;
+    int dec = conv == PI_PQ_CT_DECIMAL || lt == PI_PQ_LT_DECIMAL;
+    switch (e->type) {
+    case PI_PQ_BOOLEAN: t = PAGEIN_FIELD_BOOL, w = 1; break;
+    case PI_PQ_INT32:
+    case PI_PQ_INT64:
+        w = e->type == PI_PQ_INT32 ? 4 : 8;
+        t = (conv >= PI_PQ_CT_UINT_8 && conv <= PI_PQ_CT_UINT_64) || (lt == PI_PQ_LT_INTEGER && !e->lt_signed)
+                ? PAGEIN_FIELD_UINT
+                : PAGEIN_FIELD_INT;
+        if (dec) {
+            lg = PAGEIN_LOGICAL_DECIMAL;
+        } else if (conv == PI_PQ_CT_DATE || lt == PI_PQ_LT_DATE) {
+            lg = PAGEIN_LOGICAL_DATE, unit = PAGEIN_UNIT_DAY;
+        } else if (lt == PI_PQ_LT_TIME || lt == PI_PQ_LT_TIMESTAMP) {
+            lg = lt == PI_PQ_LT_TIME ? PAGEIN_LOGICAL_TIME : PAGEIN_LOGICAL_TIMESTAMP;
+            unit = e->lt_unit == 1 ? PAGEIN_UNIT_MS : e->lt_unit == 2 ? PAGEIN_UNIT_US : e->lt_unit == 3 ? PAGEIN_UNIT_NS : 0;
+            L->utc = (uint8_t)e->lt_utc;
+        } else if (conv >= PI_PQ_CT_TIME_MILLIS && conv <= PI_PQ_CT_TIMESTAMP_MICROS) {
+            /* the converted types are the UTC-adjusted forms */
+            lg = conv <= PI_PQ_CT_TIME_MICROS ? PAGEIN_LOGICAL_TIME : PAGEIN_LOGICAL_TIMESTAMP;
+            unit = conv == PI_PQ_CT_TIME_MILLIS || conv == PI_PQ_CT_TIMESTAMP_MILLIS ? PAGEIN_UNIT_MS : PAGEIN_UNIT_US;
+            L->utc = 1;
+        }
+        break;
+    case PI_PQ_INT96: lg = PAGEIN_LOGICAL_INT96; break;
+    case PI_PQ_FLOAT: t = PAGEIN_FIELD_FLOAT, w = 4; break;
+    case PI_PQ_DOUBLE: t = PAGEIN_FIELD_FLOAT, w = 8; break;
+    case PI_PQ_BYTE_ARRAY:
+        if (L->is_string) t = PAGEIN_FIELD_UTF8;
+        if (conv == PI_PQ_CT_ENUM || lt == PI_PQ_LT_ENUM) lg = PAGEIN_LOGICAL_ENUM;
+        if (conv == PI_PQ_CT_JSON || lt == PI_PQ_LT_JSON) lg = PAGEIN_LOGICAL_JSON;
+        if (conv == PI_PQ_CT_BSON || lt == PI_PQ_LT_BSON) lg = PAGEIN_LOGICAL_BSON;
+        if (dec) t = PAGEIN_FIELD_BINARY, lg = PAGEIN_LOGICAL_DECIMAL;
+        break;
+    default: /* FIXED_LEN_BYTE_ARRAY */
+        if (lt == PI_PQ_LT_FLOAT16 && e->type_length == 2) t = PAGEIN_FIELD_FLOAT, w = 2;
+        if (lt == PI_PQ_LT_UUID) lg = PAGEIN_LOGICAL_UUID;
+        if (dec) lg = PAGEIN_LOGICAL_DECIMAL;
+        break;
+    }
+    if (lt == PI_PQ_LT_UNKNOWN) t = PAGEIN_FIELD_NULL, w = 0, lg = 0;
+    if (lg == PAGEIN_LOGICAL_DECIMAL) {
+        L->precision = (uint8_t)(e->precision > 0 && e->precision < 256 ? e->precision : 0);
+        L->scale = e->scale;
+    }
+    L->ftype = t;
+    L->fwidth = w;
+    L->logical = lg;
+    L->unit = unit;
+}
+
 /* Classifies one leaf, given its chain of schema indexes from the root's
- * child (chain[0]) to the leaf (chain[depth - 1]). */
+ * child (chain[0]) to the leaf (chain[depth - 1]): its levels, path, value
+ * type. Its kind and field come from the record shape (parquet_nest.c). */
 static int classify(struct pi_pq_file *f, struct pi_pq_leaf *L, const int *chain, int depth) {
     const struct pi_pq_schema *s = f->schema;
     const struct pi_pq_schema *leaf = &s[chain[depth - 1]];
-    int def = 0, rep = 0, rpos = -1;
+    int def = 0, rep = 0;
     for (int i = 0; i < depth; i++) {
         const struct pi_pq_schema *e = &s[chain[i]];
-        if (e->rep == PI_PQ_OPTIONAL) def++;
-        if (e->rep == PI_PQ_REPEATED) {
-            def++;
-            rep++;
-            if (rpos < 0) rpos = i;
-        }
-        if (is_map_el(e)) L->unsupported = "a map";
+        def += e->rep == PI_PQ_OPTIONAL || e->rep == PI_PQ_REPEATED;
+        rep += e->rep == PI_PQ_REPEATED;
     }
     L->max_def = def;
     L->max_rep = rep;
@@ -388,41 +475,23 @@ static int classify(struct pi_pq_file *f, struct pi_pq_leaf *L, const int *chain
     L->is_string = is_string_el(leaf);
     L->kind = PI_PQ_SCALAR;
     L->list_def = -1;
+    if (leaf->converted == PI_PQ_CT_INTERVAL)
+        L->unsupported = "INTERVAL";
+    else if (leaf->logical == PI_PQ_LT_VARIANT)
+        L->unsupported = "VARIANT";
+    else if (leaf->logical == PI_PQ_LT_GEOMETRY || leaf->logical == PI_PQ_LT_GEOGRAPHY)
+        L->unsupported = "a geospatial type";
+    leaf_type(L, leaf);
+    /* the leaf's field path: up to its first list (the LIST-annotated
+     * group, else the repeated node), or the whole path */
     int field_end = depth - 1;
-    if (rep > 1 && !L->unsupported) L->unsupported = "a list nested in a list";
-    if (rep == 1 && !L->unsupported) {
-        const struct pi_pq_schema *r = &s[chain[rpos]];
-        L->kind = PI_PQ_LIST;
-        /* the definition level of an empty list: that of the repeated node's parent */
-        int d = 0;
-        for (int i = 0; i < rpos; i++) d += s[chain[i]].rep != PI_PQ_REQUIRED;
-        L->list_def = d;
-        if (rpos < depth - 1) {
-            /* a repeated group: one child, the leaf (three-level LIST, or the
-             * legacy two-level group forms); anything more is a list of structs */
-            if (r->num_children != 1 || rpos != depth - 2) L->unsupported = "a list of structs";
+    for (int i = 0; i < depth; i++)
+        if (s[chain[i]].rep == PI_PQ_REPEATED) {
+            field_end = i > 0 && (s[chain[i - 1]].converted == PI_PQ_CT_LIST || s[chain[i - 1]].logical == PI_PQ_LT_LIST)
+                            ? i - 1
+                            : i;
+            break;
         }
-        /* the row's field is the LIST-annotated parent when there is one,
-         * else the repeated node itself */
-        int lp = rpos - 1;
-        if (lp >= 0 && (s[chain[lp]].converted == PI_PQ_CT_LIST || s[chain[lp]].logical == PI_PQ_LT_LIST))
-            field_end = lp;
-        else
-            field_end = rpos;
-        if (field_end == lp && lp >= 0 && s[chain[lp]].rep == PI_PQ_REPEATED) L->unsupported = "a repeated list";
-    }
-    if (!L->unsupported) {
-        if (leaf->converted == PI_PQ_CT_DECIMAL || leaf->logical == PI_PQ_LT_DECIMAL)
-            L->unsupported = "DECIMAL";
-        else if (leaf->converted == PI_PQ_CT_INTERVAL)
-            L->unsupported = "INTERVAL";
-        else if (leaf->converted == PI_PQ_CT_BSON)
-            L->unsupported = "BSON";
-        else if (leaf->logical == PI_PQ_LT_UNKNOWN)
-            L->unsupported = "the NULL type";
-        else if (leaf->logical == PI_PQ_LT_VARIANT)
-            L->unsupported = "VARIANT";
-    }
     L->path = join_path(s, chain, 0, depth - 1);
     L->field = join_path(s, chain, 0, field_end);
     if (!L->path || !L->field) return pi_err(-ENOMEM, "out of memory");
@@ -471,7 +540,7 @@ static int build_leaves(struct pi_pq_file *f) {
     if (pos != f->nschema)
         return pi_err(PI_PQ_EFORMAT, "schema: %zu elements after the root's tree", f->nschema - pos);
     f->nleaves = n;
-    return 0;
+    return pi_pq_build_nodes(f);
 }
 
 /* ---- open ------------------------------------------------------------------ */
@@ -605,6 +674,9 @@ void pi_pq_close(struct pi_pq_file *f) {
         pi_free(f->kv[i].val);
     }
     pi_free(f->kv);
+    pi_free(f->nodes);
+    pi_free(f->kids);
+    pi_free(f->fields);
     pi_free(f->created_by);
     pi_free(f->name);
     pi_free(f);

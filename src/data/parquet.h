@@ -38,6 +38,7 @@
 #define PI_PQ_MAX_PAGE (512u << 20)        /* a page's uncompressed size */
 #define PI_PQ_MAX_PAGE_VALUES (1u << 26)   /* values (levels) in one page */
 #define PI_PQ_MAX_CHUNK_VALUES (1ull << 34) /* values in a column chunk */
+#define PI_PQ_MAX_NODES (1u << 24)         /* fields of one row's assembled value */
 
 enum {
     PI_PQ_BOOLEAN = 0,
@@ -74,10 +75,14 @@ enum {
 enum { PI_PQ_DATA_PAGE = 0, PI_PQ_INDEX_PAGE = 1, PI_PQ_DICTIONARY_PAGE = 2, PI_PQ_DATA_PAGE_V2 = 3 };
 /* ConvertedType values used here */
 enum { PI_PQ_CT_UTF8 = 0, PI_PQ_CT_MAP = 1, PI_PQ_CT_MAP_KEY_VALUE = 2, PI_PQ_CT_LIST = 3, PI_PQ_CT_ENUM = 4,
-       PI_PQ_CT_DECIMAL = 5, PI_PQ_CT_JSON = 19, PI_PQ_CT_BSON = 20, PI_PQ_CT_INTERVAL = 21 };
+       PI_PQ_CT_DECIMAL = 5, PI_PQ_CT_DATE = 6, PI_PQ_CT_TIME_MILLIS = 7, PI_PQ_CT_TIME_MICROS = 8,
+       PI_PQ_CT_TIMESTAMP_MILLIS = 9, PI_PQ_CT_TIMESTAMP_MICROS = 10, PI_PQ_CT_UINT_8 = 11, PI_PQ_CT_UINT_64 = 14,
+       PI_PQ_CT_JSON = 19, PI_PQ_CT_BSON = 20, PI_PQ_CT_INTERVAL = 21 };
 /* LogicalType union field ids used here */
 enum { PI_PQ_LT_STRING = 1, PI_PQ_LT_MAP = 2, PI_PQ_LT_LIST = 3, PI_PQ_LT_ENUM = 4, PI_PQ_LT_DECIMAL = 5,
-       PI_PQ_LT_UNKNOWN = 11, PI_PQ_LT_JSON = 12, PI_PQ_LT_VARIANT = 16 };
+       PI_PQ_LT_DATE = 6, PI_PQ_LT_TIME = 7, PI_PQ_LT_TIMESTAMP = 8, PI_PQ_LT_INTEGER = 10, PI_PQ_LT_UNKNOWN = 11,
+       PI_PQ_LT_JSON = 12, PI_PQ_LT_BSON = 13, PI_PQ_LT_UUID = 14, PI_PQ_LT_FLOAT16 = 15, PI_PQ_LT_VARIANT = 16,
+       PI_PQ_LT_GEOMETRY = 17, PI_PQ_LT_GEOGRAPHY = 18 };
 
 const char *pi_pq_type_name(int type);
 const char *pi_pq_codec_name(int codec);
@@ -92,14 +97,23 @@ struct pi_pq_schema {
     int converted;      /* ConvertedType or -1 */
     int logical;        /* LogicalType union field id, or 0 */
     int32_t scale, precision;
+    /* the LogicalType's parameters: TIME/TIMESTAMP unit (1 ms, 2 us, 3 ns)
+     * and isAdjustedToUTC; INTEGER bit width and signedness; DECIMAL's
+     * scale and precision go to the fields above */
+    int lt_unit, lt_utc, lt_bits, lt_signed;
     int parent;         /* index of the parent element, -1 for the root */
 };
 
-enum { PI_PQ_SCALAR = 0, PI_PQ_LIST = 1 };
+enum { PI_PQ_SCALAR = 0, PI_PQ_LIST = 1, PI_PQ_NESTED = 2 };
 
-/* A leaf column. A scalar may sit in structs (optional/required groups);
- * a list is one repeated level: the standard three-level LIST, the legacy
- * two-level forms, or a bare repeated primitive. */
+/* A leaf column. Its kind says how its chunk is decoded: SCALAR, a
+ * top-level primitive (values with validity); LIST, the only leaf of a
+ * top-level list of primitives (one repeated level: the standard
+ * three-level LIST, the legacy two-level forms, or a bare repeated
+ * primitive; values with list offsets, the zero-copy path of lists of
+ * numbers); NESTED, a leaf of any other shape (structs, lists of structs,
+ * lists of lists, maps): its definition and repetition levels are kept and
+ * the record is assembled from them (parquet_nest.c). */
 struct pi_pq_leaf {
     char *path;        /* dotted path of the leaf (path_in_schema joined) */
     char *field;       /* the row's field: the path up to the list node (lists) or the leaf */
@@ -111,6 +125,29 @@ struct pi_pq_leaf {
     int max_def, max_rep;
     int list_def;      /* lists: the definition level of an empty list */
     const char *unsupported; /* why this column cannot be decoded, or NULL */
+    int top;           /* the node of its top-level field (pi_pq_file.nodes) */
+    /* the value as a field (pagein.h): PAGEIN_FIELD_* type and width,
+     * logical annotation, unit, UTC flag, decimal precision and scale */
+    uint8_t ftype, fwidth, logical, unit, utc, precision;
+    int32_t scale;
+};
+
+/* The record shape, from the schema by LogicalTypes.md's rules (nested
+ * types and their backward-compatibility forms): a tree of nodes over the
+ * leaves. A node is present (not null) where a slot's definition level is
+ * >= dnull; a LIST or MAP has elements where it is >= drep, and an element
+ * after the first of one list starts at a slot whose repetition level is
+ * rep. */
+enum { PI_PQ_N_LEAF = 0, PI_PQ_N_STRUCT = 1, PI_PQ_N_LIST = 2, PI_PQ_N_MAP = 3 };
+struct pi_pq_node {
+    int kind;
+    const char *name;   /* the schema element's name (borrowed) */
+    int schema;         /* its schema element */
+    int nullable;
+    int dnull, drep, rep;
+    int leaf;           /* LEAF: its leaf */
+    int leaf0, leaf1;   /* the leaves under it: [leaf0, leaf1) */
+    int kid0, nkids;    /* children: kids[kid0 .. kid0 + nkids) (LIST, MAP: one) */
 };
 
 struct pi_pq_chunk {
@@ -143,7 +180,38 @@ struct pi_pq_file {
     struct pi_pq_kv {
         char *key, *val;
     } *kv; /* nkv of them */
+    /* the record shape: nodes, their children, the top-level fields */
+    size_t nnodes, nfields;
+    struct pi_pq_node *nodes;
+    int *kids;
+    int *fields; /* nfields node indexes (the root's children) */
 };
+
+/* ---- the record shape and its assembly (parquet_nest.c) ------------------
+ * pi_pq_build_nodes: the node tree of a file whose leaves are classified
+ * (called by pi_pq_open); sets each leaf's kind, top and list_def. */
+int pi_pq_build_nodes(struct pi_pq_file *f);
+/* One row's value of a top-level field, from the decoded columns of (some
+ * of) its leaves: kof[leaf] is the leaf's column in cols (-1: not read;
+ * a struct member none of whose leaves was read is left out), row[k] the
+ * row in column k's decoded pages. The value goes to out[at] (when at <
+ * cap), its descendants to out[n ...] (n counted on past cap: the caller
+ * asks again with room for n). slot/val/end are scratch of one entry a
+ * column. col is stored in every field written. 0, or PI_PQ_EFORMAT when
+ * the leaves' levels disagree. */
+struct pi_pq_asm {
+    const struct pi_pq_file *f;
+    const int *kof;
+    const struct pi_pq_column *cols;
+    const uint64_t *row;
+    uint64_t *slot, *val, *end;
+    struct pagein_field *out;
+    size_t cap, n;
+    uint32_t col;
+};
+int pi_pq_assemble(struct pi_pq_asm *a, int top, size_t at);
+/* A leaf's value (its decoded column c, element i) into one field. */
+void pi_pq_leaf_value(const struct pi_pq_leaf *L, const struct pi_pq_column *c, uint64_t i, struct pagein_field *x);
 
 /* The tail: the last len bytes of a file of file_size bytes. Sets *need to
  * the tail bytes the footer needs (footer + 8); 0, or PI_PQ_EFORMAT when
@@ -175,11 +243,19 @@ struct pi_pq_column {
     uint8_t *bytes;
     uint64_t nbytes;
     uint64_t null_elems;  /* lists: null elements inside non-null lists */
+    /* NESTED: the levels of every slot (a value, a null or an empty list
+     * at some level), the slot and the dense value where each row starts
+     * (nrows + 1 of each); values and voff/bytes then hold only the
+     * non-null leaf values, nelems of them */
+    uint8_t *ldef, *lrep;
+    uint64_t nslots;
+    uint64_t *rowslot, *rowval;
+    size_t cap_ldef, cap_lrep, cap_rowslot, cap_rowval;
     /* capacities (internal) */
     size_t cap_rows, cap_off, cap_elems, cap_vals, cap_voff, cap_bytes;
 };
 
-/* Per-row access: 1 when row r is not null, and its element range. */
+/* Per-row access (SCALAR and LIST): 1 when row r is not null, and its element range. */
 static inline int pi_pq_row(const struct pi_pq_column *c, uint64_t r, uint64_t *b, uint64_t *e) {
     if (c->kind == PI_PQ_LIST) {
         *b = c->offsets[r];

@@ -472,6 +472,67 @@ static int levels_v1(const uint8_t **p, const uint8_t *end, int enc, const char 
     return 0;
 }
 
+/* A NESTED column's row index exists even with no rows. */
+static int nested_init(struct pi_pq_column *c) {
+    FORWARD_IF(pi_grow((void **)&c->rowslot, &c->cap_rowslot, 2, sizeof *c->rowslot));
+    FORWARD_IF(pi_grow((void **)&c->rowval, &c->cap_rowval, 2, sizeof *c->rowval));
+    c->rowslot[0] = c->rowval[0] = 0;
+    return 0;
+}
+
+/* A NESTED leaf's data page of n slots: its levels kept as they are (one
+ * byte each), the row starts recorded, the non-null values decoded dense. */
+static int assemble_nested(struct dec *d, size_t n, int enc, const uint8_t *vp, size_t vlen, int64_t *rows_left,
+                           int first, const struct lvls *rl, const struct lvls *dl) {
+    struct pi_pq_column *c = d->c;
+    const struct pi_pq_leaf *L = d->L;
+    uint32_t maxd = (uint32_t)L->max_def;
+    struct pi_pq_lvlstat ds = {255, 0, 0}, rs = {255, 0, 0};
+    uint64_t s0 = c->nslots;
+    /* both level arrays always filled (a pooled column may hold another
+     * column's levels): zeros where the leaf has no such levels */
+    FORWARD_IF(pi_grow((void **)&c->ldef, &c->cap_ldef, (size_t)(s0 + n) + 1, 1));
+    FORWARD_IF(pi_grow((void **)&c->lrep, &c->cap_lrep, (size_t)(s0 + n) + 1, 1));
+    if (L->max_def) {
+        FORWARD_IF(pi_pq_rle_decode8(dl->p, dl->len, bitwidth(L->max_def), c->ldef + s0, n, &ds));
+        if (n && ds.max > maxd) return FERR("definition level %u over the maximum %u", ds.max, maxd);
+    } else {
+        memset(c->ldef + s0, 0, n);
+    }
+    if (L->max_rep) {
+        FORWARD_IF(pi_pq_rle_decode8(rl->p, rl->len, bitwidth(L->max_rep), c->lrep + s0, n, &rs));
+        if (n && rs.max > (uint32_t)L->max_rep) return FERR("repetition level %u over the maximum %d", rs.max, L->max_rep);
+        if (n && first && c->lrep[s0] != 0) return FERR("the chunk's first value continues a row");
+    } else {
+        memset(c->lrep + s0, 0, n);
+    }
+    size_t newrows = L->max_rep ? rs.zeros : n;
+    if (*rows_left >= 0 && (int64_t)newrows > *rows_left)
+        return FERR("pages hold more rows than the row group's %lld", (long long)(*rows_left + (int64_t)c->nrows));
+    FORWARD_IF(pi_grow((void **)&c->rowslot, &c->cap_rowslot, (size_t)(c->nrows + newrows) + 2, sizeof *c->rowslot));
+    FORWARD_IF(pi_grow((void **)&c->rowval, &c->cap_rowval, (size_t)(c->nrows + newrows) + 2, sizeof *c->rowval));
+    const uint8_t *def = c->ldef + s0, *rep = c->lrep + s0;
+    uint64_t nn = 0, r = c->nrows, e0 = c->nelems;
+    for (size_t i = 0; i < n; i++) {
+        if (rep[i] == 0) {
+            c->rowslot[r] = s0 + i;
+            c->rowval[r++] = e0 + nn;
+        }
+        nn += def[i] == maxd;
+    }
+    c->nrows = r;
+    c->nslots = s0 + n;
+    c->rowslot[r] = c->nslots;
+    c->rowval[r] = e0 + nn;
+    if (*rows_left >= 0) *rows_left -= (int64_t)newrows;
+    FORWARD_IF(reserve(d, 0, (size_t)nn));
+    if (!d->width) c->voff[e0] = c->nbytes;
+    FORWARD_IF(decode_values(d, enc, vp, vlen, (size_t)nn, e0));
+    c->nelems = e0 + nn;
+    c->rowval[r] = c->nelems;
+    return 0;
+}
+
 /* One data page of n values, its levels in rl/dl: assembles rows and
  * elements, then decodes the nn non-null values. A list page whose
  * definition levels are all the maximum (no null or empty list, no null
@@ -481,6 +542,7 @@ static int assemble(struct dec *d, size_t n, int enc, const uint8_t *vp, size_t 
                     const struct lvls *rl, const struct lvls *dl) {
     struct pi_pq_column *c = d->c;
     const struct pi_pq_leaf *L = d->L;
+    if (L->kind == PI_PQ_NESTED) return assemble_nested(d, n, enc, vp, vlen, rows_left, first, rl, dl);
     uint32_t maxd = (uint32_t)L->max_def, maxr = (uint32_t)L->max_rep;
     int bwd = bitwidth(L->max_def), bwr = bitwidth(L->max_rep);
     struct pi_pq_lvlstat ds = {255, 0, 0}, rs = {255, 0, 0};
@@ -600,7 +662,8 @@ uint64_t pi_pq_scratch_held(const struct pi_pq_scratch *s) {
 
 uint64_t pi_pq_column_held(const struct pi_pq_column *c) {
     return (uint64_t)(c->row_valid != c->elem_valid ? c->cap_rows : 0) + (uint64_t)c->cap_off * sizeof *c->offsets +
-           c->cap_elems + c->cap_vals + (uint64_t)c->cap_voff * sizeof *c->voff + c->cap_bytes;
+           c->cap_elems + c->cap_vals + (uint64_t)c->cap_voff * sizeof *c->voff + c->cap_bytes + c->cap_ldef +
+           c->cap_lrep + ((uint64_t)c->cap_rowslot + c->cap_rowval) * sizeof(uint64_t);
 }
 
 void pi_pq_column_free(struct pi_pq_column *c) {
@@ -611,6 +674,10 @@ void pi_pq_column_free(struct pi_pq_column *c) {
     pi_free(c->values);
     pi_free(c->voff);
     pi_free(c->bytes);
+    pi_free(c->ldef);
+    pi_free(c->lrep);
+    pi_free(c->rowslot);
+    pi_free(c->rowval);
     memset(c, 0, sizeof *c);
 }
 
@@ -683,14 +750,16 @@ static int page_loop(struct dec *d, const uint8_t *buf, size_t len, int64_t num_
             if (L->max_rep) FORWARD_IF(levels_v1(&p, end, h.rep_enc, "repetition", &rl));
             if (L->max_def) FORWARD_IF(levels_v1(&p, end, h.def_enc, "definition", &dl));
         } else {
-            if (!L->max_rep && h.rep_len) return FERR("v2 page has repetition levels for a column without any");
+            /* a column without repetition (or definition) levels may still
+             * carry an encoded run of zeros for them (parquet-rs writes
+             * one for rle_boolean_encoding.parquet): skipped */
             rl = (struct lvls){p, (size_t)h.rep_len};
             p += h.rep_len;
             dl = (struct lvls){p, (size_t)h.def_len};
             p += h.def_len;
         }
         FORWARD_IF(assemble(d, n, h.enc, p, (size_t)(end - p), &rows_left, values == 0, &rl, &dl));
-        if (h.type == PI_PQ_DATA_PAGE_V2 && h.nnulls >= 0 && L->max_def && !L->max_rep) {
+        if (h.type == PI_PQ_DATA_PAGE_V2 && h.nnulls >= 0 && L->max_def && L->kind == PI_PQ_SCALAR) {
             /* cheap consistency check: v2 says how many nulls it holds */
             size_t nulls = 0;
             for (size_t i = 0; i < n; i++) nulls += d->s->def[i] != (uint8_t)L->max_def;
@@ -714,7 +783,7 @@ static void col_reset(struct pi_pq_column *c, const struct pi_pq_leaf *L, uint32
     c->type = L->type;
     c->kind = L->kind;
     c->width = width;
-    c->nrows = c->nelems = c->nbytes = c->null_elems = 0;
+    c->nrows = c->nelems = c->nbytes = c->null_elems = c->nslots = 0;
 }
 
 /* A scalar's row validity is its element validity. */
@@ -729,8 +798,10 @@ static int check_leaf(const struct pi_pq_leaf *L, const char *ctx) {
     if (L->unsupported)
         return pi_err(PAGEIN_E_UNSUPPORTED, "%s: column %s is %s, which is not supported", ctx, L->path ? L->path : "?",
                       L->unsupported);
-    if (L->type < 0 || L->type > 7 || L->max_rep > 1 || L->max_def < 0 || L->max_def > PI_PQ_MAX_DEPTH ||
-        (L->kind == PI_PQ_LIST) != (L->max_rep == 1) || (L->kind == PI_PQ_LIST && (L->list_def < 0 || L->list_def >= L->max_def)))
+    if (L->type < 0 || L->type > 7 || L->max_rep < 0 || L->max_rep > PI_PQ_MAX_DEPTH || L->max_def < 0 ||
+        L->max_def > PI_PQ_MAX_DEPTH || L->max_rep > L->max_def || L->kind < PI_PQ_SCALAR || L->kind > PI_PQ_NESTED ||
+        (L->kind == PI_PQ_SCALAR && L->max_rep) || (L->kind == PI_PQ_LIST) != (L->kind != PI_PQ_NESTED && L->max_rep == 1) ||
+        (L->kind == PI_PQ_LIST && (L->list_def < 0 || L->list_def >= L->max_def)))
         return pi_err(PAGEIN_E_INVALID, "%s: inconsistent column description", ctx);
     if (L->type == PI_PQ_FIXED && (L->type_length <= 0 || L->type_length > (1 << 24)))
         return pi_err(PAGEIN_E_INVALID, "%s: FIXED_LEN_BYTE_ARRAY of length %d", ctx, (int)L->type_length);
@@ -775,6 +846,7 @@ int pi_pq_decode_pages_into(const struct pi_pq_leaf *L, int codec, int64_t num_v
     int rc = reserve(&d, (size_t)rhint, (size_t)hint);
     if (rc == 0 && !d.width) out->voff[0] = 0;
     if (rc == 0 && L->kind == PI_PQ_LIST) out->offsets[0] = 0;
+    if (rc == 0 && L->kind == PI_PQ_NESTED) rc = nested_init(out);
     if (rc == 0) rc = page_loop(&d, buf, len, num_values, num_rows, &page_no, &page_off);
     pi_pq_scratch_free(&local);
     if (rc < 0) return page_err(rc, ctx, NULL, page_no, page_off);
@@ -841,6 +913,7 @@ int pi_pq_decode_page_run_into(const struct pi_pq_file *f, size_t rg, size_t col
     int rc = reserve(&d, (size_t)PI_MIN((uint64_t)rows, 8 * (uint64_t)pages_len + 64), 0);
     if (rc == 0 && !d.width) out->voff[0] = 0;
     if (rc == 0 && L->kind == PI_PQ_LIST) out->offsets[0] = 0;
+    if (rc == 0 && L->kind == PI_PQ_NESTED) rc = nested_init(out);
     /* the dictionary page (if any), then the data pages: exactly `rows` rows */
     if (rc == 0 && dict_len) rc = page_loop(&d, dict, dict_len, -1, -1, &page_no, &page_off);
     if (rc == 0 && out->nrows) rc = pi_err(PI_PQ_EFORMAT, "the bytes before the first data page hold data pages");

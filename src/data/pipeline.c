@@ -136,13 +136,11 @@ struct pagein_pipe {
     pagein_pipe_stats st; /* the loader's counters, under mu */
     uint64_t samples;     /* the consumer's */
     uint64_t held;
-    pagein_field fields[PI_DS_MAX_COLS > 256 ? 256 : PI_DS_MAX_COLS];
+    pagein_field *fields; /* the consumer's item: top-level fields, then nested values' children */
+    size_t fields_cap;
     struct pi_source **srcs;
 };
 
-_Static_assert(sizeof(pagein_field) == sizeof(struct pi_dsfield), "pagein_field mirrors pi_dsfield");
-_Static_assert(offsetof(pagein_field, data) == offsetof(struct pi_dsfield, data), "pagein_field mirrors pi_dsfield");
-_Static_assert(offsetof(pagein_field, shape) == offsetof(struct pi_dsfield, shape), "pagein_field mirrors pi_dsfield");
 
 static void unit_clear(pagein_pipe *p, struct unit *u) {
     for (size_t i = 0; i < u->ng; i++) {
@@ -703,6 +701,7 @@ void pagein_pipe_close(pagein_pipe *p) {
     pi_free(p->mine);
     pi_free(p->ustart);
     pi_free(p->srcs);
+    pi_free(p->fields);
     pthread_mutex_destroy(&p->mu);
     pthread_cond_destroy(&p->cv);
     pi_free(p);
@@ -724,6 +723,46 @@ void pagein_pipe_get_stats(const pagein_pipe *p, pagein_pipe_stats *st) {
     *st = p->st;
     pthread_mutex_unlock(&w->mu);
     st->samples = p->samples; /* written by the consumer: read it from the consumer's thread */
+}
+
+/* The fields of sample id (item i of unit u) into p->fields, grown while a
+ * row asks for more room (nested values): their count, or < 0. */
+static int item_fields(pagein_pipe *p, const struct unit *u, uint64_t i, uint64_t id, size_t *ntop) {
+    for (;;) {
+        if (!p->fields) {
+            p->fields = pi_calloc(256, sizeof *p->fields);
+            if (!p->fields) return pi_err(-ENOMEM, "pipe: out of memory for fields");
+            p->fields_cap = 256;
+        }
+        size_t cap = p->fields_cap;
+        int nf;
+        if (u->s && p->q.order == PAGEIN_ORDER_GLOBAL && p->d->addressable) {
+            const struct usample *us = &u->s[i];
+            const struct pi_dsshard *sh = p->d->shards[us->shard];
+            nf = sh->fmt->sample(sh, us->local, us->p, us->len, p->fields, cap);
+            *ntop = sh->ncols;
+        } else {
+            size_t lo = 0, hi = u->ng;
+            while (hi - lo > 1) {
+                size_t mid = lo + (hi - lo) / 2;
+                if (u->g[mid].first <= id)
+                    lo = mid;
+                else
+                    hi = mid;
+            }
+            const struct ugroup *ug = &u->g[lo];
+            nf = pi_ds_fields(p->d->shards[ug->shard], &ug->grp, id - ug->first, p->fields, cap);
+            *ntop = p->d->shards[ug->shard]->ncols;
+        }
+        if (nf < 0 || (size_t)nf <= cap) return nf;
+        if ((size_t)nf > PI_DS_MAX_FIELDS)
+            return pi_err(PAGEIN_E_LIMIT, "pipe: sample %" PRIu64 " has %d fields and values (at most %u)", id, nf,
+                          PI_DS_MAX_FIELDS);
+        pagein_field *g = pi_realloc(p->fields, (size_t)nf * sizeof *g);
+        if (!g) return pi_err(-ENOMEM, "pipe: out of memory for %d fields", nf);
+        p->fields = g;
+        p->fields_cap = (size_t)nf;
+    }
 }
 
 int pagein_pipe_next(pagein_pipe *p, pagein_item *it) {
@@ -762,29 +801,12 @@ int pagein_pipe_next(pagein_pipe *p, pagein_item *it) {
             continue;
         }
         uint64_t i = p->cur_pos++, id = u->ids[i];
-        struct pi_dsfield *f = (struct pi_dsfield *)p->fields;
-        size_t cap = PI_ARRAY_LEN(p->fields);
-        int nf;
-        if (u->s && p->q.order == PAGEIN_ORDER_GLOBAL && p->d->addressable) {
-            const struct usample *us = &u->s[i];
-            const struct pi_dsshard *sh = p->d->shards[us->shard];
-            nf = sh->fmt->sample(sh, us->local, us->p, us->len, f, cap);
-        } else {
-            size_t lo = 0, hi = u->ng;
-            while (hi - lo > 1) {
-                size_t mid = lo + (hi - lo) / 2;
-                if (u->g[mid].first <= id)
-                    lo = mid;
-                else
-                    hi = mid;
-            }
-            const struct ugroup *ug = &u->g[lo];
-            nf = pi_ds_fields(p->d->shards[ug->shard], &ug->grp, id - ug->first, f, cap);
-        }
+        size_t ntop = 0;
+        int nf = item_fields(p, u, i, id, &ntop);
         if (nf < 0) return nf;
-        if ((size_t)nf > cap) return pi_err(PAGEIN_E_LIMIT, "pipe: sample %" PRIu64 " has %d fields (at most %zu)", id, nf, cap);
         it->id = id;
-        it->nfields = (size_t)nf;
+        it->nnodes = (size_t)nf;
+        it->nfields = PI_MIN(ntop, (size_t)nf); /* the top-level fields; their children follow */
         it->fields = p->fields;
         p->samples++;
         return 1;
