@@ -11,28 +11,28 @@
 
 /* ---- the allowlist ------------------------------------------------------- */
 
-#define ST(n, d) {"torch." n "Storage", PKG_STORAGE, PAGEIN_DTYPE_##d}, {"torch.cuda." n "Storage", PKG_STORAGE, PAGEIN_DTYPE_##d}
-#define TT(n) {"torch." n "Tensor", PKG_TENSOR_CLASS, 0}, {"torch.cuda." n "Tensor", PKG_TENSOR_CLASS, 0}
-#define SP(n) {"torch.sparse." n "Tensor", PKG_TENSOR_CLASS, 0}, {"torch.cuda.sparse." n "Tensor", PKG_TENSOR_CLASS, 0}
+#define ST(n, d) {"torch." n "Storage", PKG_STORAGE, PAGEIN_DTYPE_##d, PK_SCOPE_TORCH, 0}, {"torch.cuda." n "Storage", PKG_STORAGE, PAGEIN_DTYPE_##d, PK_SCOPE_TORCH, 0}
+#define TT(n) {"torch." n "Tensor", PKG_TENSOR_CLASS, 0, PK_SCOPE_TORCH, 0}, {"torch.cuda." n "Tensor", PKG_TENSOR_CLASS, 0, PK_SCOPE_TORCH, 0}
+#define SP(n) {"torch.sparse." n "Tensor", PKG_TENSOR_CLASS, 0, PK_SCOPE_TORCH, 0}, {"torch.cuda.sparse." n "Tensor", PKG_TENSOR_CLASS, 0, PK_SCOPE_TORCH, 0}
 
 /* torch 1.13's _get_allowed_globals(), entry for entry (printed from
  * Debian's python3-torch; tests/torch_gen.py re-checks the list). */
 const struct pk_global pk_globals[] = {
-    {"collections.OrderedDict", PKG_ORDEREDDICT, 0},
-    {"torch.nn.parameter.Parameter", PKG_PARAMETER, 0},
-    {"torch.serialization._get_layout", PKG_GET_LAYOUT, 0},
-    {"torch.Size", PKG_SIZE, 0},
-    {"torch.Tensor", PKG_TENSOR_CLASS, 0},
-    {"torch.complex32", PKG_DTYPE, 0},
-    {"torch.complex64", PKG_DTYPE, PAGEIN_DTYPE_C64},
-    {"torch.complex128", PKG_DTYPE, 0},
-    {"torch.float16", PKG_DTYPE, PAGEIN_DTYPE_F16},
-    {"torch.float32", PKG_DTYPE, PAGEIN_DTYPE_F32},
-    {"torch.float64", PKG_DTYPE, PAGEIN_DTYPE_F64},
-    {"torch.int8", PKG_DTYPE, PAGEIN_DTYPE_I8},
-    {"torch.int16", PKG_DTYPE, PAGEIN_DTYPE_I16},
-    {"torch.int32", PKG_DTYPE, PAGEIN_DTYPE_I32},
-    {"torch.int64", PKG_DTYPE, PAGEIN_DTYPE_I64},
+    {"collections.OrderedDict", PKG_ORDEREDDICT, 0, PK_SCOPE_TORCH, 0},
+    {"torch.nn.parameter.Parameter", PKG_PARAMETER, 0, PK_SCOPE_TORCH, 0},
+    {"torch.serialization._get_layout", PKG_GET_LAYOUT, 0, PK_SCOPE_TORCH, 0},
+    {"torch.Size", PKG_SIZE, 0, PK_SCOPE_TORCH, 0},
+    {"torch.Tensor", PKG_TENSOR_CLASS, 0, PK_SCOPE_TORCH, 0},
+    {"torch.complex32", PKG_DTYPE, 0, PK_SCOPE_TORCH, 0},
+    {"torch.complex64", PKG_DTYPE, PAGEIN_DTYPE_C64, PK_SCOPE_TORCH, 0},
+    {"torch.complex128", PKG_DTYPE, 0, PK_SCOPE_TORCH, 0},
+    {"torch.float16", PKG_DTYPE, PAGEIN_DTYPE_F16, PK_SCOPE_TORCH, 0},
+    {"torch.float32", PKG_DTYPE, PAGEIN_DTYPE_F32, PK_SCOPE_TORCH, 0},
+    {"torch.float64", PKG_DTYPE, PAGEIN_DTYPE_F64, PK_SCOPE_TORCH, 0},
+    {"torch.int8", PKG_DTYPE, PAGEIN_DTYPE_I8, PK_SCOPE_TORCH, 0},
+    {"torch.int16", PKG_DTYPE, PAGEIN_DTYPE_I16, PK_SCOPE_TORCH, 0},
+    {"torch.int32", PKG_DTYPE, PAGEIN_DTYPE_I32, PK_SCOPE_TORCH, 0},
+    {"torch.int64", PKG_DTYPE, PAGEIN_DTYPE_I64, PK_SCOPE_TORCH, 0},
     TT("Double"), TT("Float"), TT("BFloat16"), TT("Long"), TT("Int"), TT("Short"), TT("Char"),
     TT("Byte"), TT("Bool"), TT("Half"),
     SP("Double"), SP("Float"), SP("BFloat16"), SP("Long"), SP("Int"), SP("Short"), SP("Char"),
@@ -42,19 +42,53 @@ const struct pk_global pk_globals[] = {
     ST("ComplexFloat", C64),
     /* allowed by torch, but pagein has no element type for them */
     ST("ComplexDouble", INVALID),
-    {"torch.QUInt8Storage", PKG_STORAGE, 0},
-    {"torch.QInt8Storage", PKG_STORAGE, 0},
-    {"torch.QInt32Storage", PKG_STORAGE, 0},
-    {"torch.QUInt4x2Storage", PKG_STORAGE, 0},
-    {"torch.QUInt2x4Storage", PKG_STORAGE, 0},
-    {"torch.storage.TypedStorage", PKG_TYPED_STORAGE, 0},
-    {"torch.storage.UntypedStorage", PKG_UNTYPED_STORAGE, PAGEIN_DTYPE_U8},
-    {"torch._utils._rebuild_parameter", PKG_REBUILD_PARAMETER, 0},
-    {"torch._utils._rebuild_tensor", PKG_REBUILD_TENSOR, 0},
-    {"torch._utils._rebuild_tensor_v2", PKG_REBUILD_TENSOR_V2, 0},
-    {"torch._utils._rebuild_sparse_tensor", PKG_REBUILD_OTHER, 0},
-    {"torch._utils._rebuild_meta_tensor_no_storage", PKG_REBUILD_OTHER, 0},
-    {"torch._utils._rebuild_sparse_csr_tensor", PKG_REBUILD_OTHER, 0},
+    {"torch.QUInt8Storage", PKG_STORAGE, 0, PK_SCOPE_TORCH, 0},
+    {"torch.QInt8Storage", PKG_STORAGE, 0, PK_SCOPE_TORCH, 0},
+    {"torch.QInt32Storage", PKG_STORAGE, 0, PK_SCOPE_TORCH, 0},
+    {"torch.QUInt4x2Storage", PKG_STORAGE, 0, PK_SCOPE_TORCH, 0},
+    {"torch.QUInt2x4Storage", PKG_STORAGE, 0, PK_SCOPE_TORCH, 0},
+    {"torch.storage.TypedStorage", PKG_TYPED_STORAGE, 0, PK_SCOPE_TORCH, 0},
+    {"torch.storage.UntypedStorage", PKG_UNTYPED_STORAGE, PAGEIN_DTYPE_U8, PK_SCOPE_TORCH, 0},
+    {"torch._utils._rebuild_parameter", PKG_REBUILD_PARAMETER, 0, PK_SCOPE_TORCH, 0},
+    {"torch._utils._rebuild_tensor", PKG_REBUILD_TENSOR, 0, PK_SCOPE_TORCH, 0},
+    {"torch._utils._rebuild_tensor_v2", PKG_REBUILD_TENSOR_V2, 0, PK_SCOPE_TORCH, 0},
+    {"torch._utils._rebuild_sparse_tensor", PKG_REBUILD_OTHER, 0, PK_SCOPE_TORCH, 0},
+    {"torch._utils._rebuild_meta_tensor_no_storage", PKG_REBUILD_OTHER, 0, PK_SCOPE_TORCH, 0},
+    {"torch._utils._rebuild_sparse_csr_tensor", PKG_REBUILD_OTHER, 0, PK_SCOPE_TORCH, 0},
+
+    /* A DCP checkpoint's .metadata (pk_state.dcp; docs/FORMAT-DCP.md): the
+     * dataclasses of torch 1.13 (torch.distributed._shard.checkpoint) and
+     * torch 2.x (torch.distributed.checkpoint), the memory-format enums,
+     * the dtypes torch's weights_only list above lacks, getattr only as an
+     * enum member lookup, and pathlib paths (kept as strings). */
+#define DC(m, n, c) {m "." n, PKG_DCP_CLASS, 0, PK_SCOPE_DCP, c}
+#define DCP_CLASSES(m)                                                                                   \
+    DC(m ".metadata", "Metadata", PKC_METADATA), DC(m ".metadata", "TensorStorageMetadata", PKC_TENSOR_SM), \
+        DC(m ".metadata", "BytesStorageMetadata", PKC_BYTES_SM),                                         \
+        DC(m ".metadata", "ChunkStorageMetadata", PKC_CHUNK_SM), DC(m ".metadata", "MetadataIndex", PKC_INDEX), \
+        DC(m ".filesystem", "_StorageInfo", PKC_STORAGE_INFO)
+    DCP_CLASSES("torch.distributed._shard.checkpoint"),
+    DCP_CLASSES("torch.distributed.checkpoint"),
+    DC("torch.distributed.checkpoint.metadata", "TensorProperties", PKC_PROPERTIES),
+    DC("torch.distributed.checkpoint.metadata", "StorageMeta", PKC_STORAGE_META),
+    DC("torch.distributed._shard.sharded_tensor.metadata", "TensorProperties", PKC_PROPERTIES),
+    {"torch.distributed._shard.sharded_tensor.metadata.MEM_FORMAT_ENCODING", PKG_DCP_ENUM, 0, PK_SCOPE_DCP, 0},
+    {"torch.distributed.checkpoint.metadata._MEM_FORMAT_ENCODING", PKG_DCP_ENUM, 0, PK_SCOPE_DCP, 0},
+    {"builtins.getattr", PKG_GETATTR, 0, PK_SCOPE_DCP, 0},
+    {"pathlib.PosixPath", PKG_PATH, 0, PK_SCOPE_DCP, 0},
+    {"pathlib.PurePosixPath", PKG_PATH, 0, PK_SCOPE_DCP, 0},
+    {"pathlib.WindowsPath", PKG_PATH, 0, PK_SCOPE_DCP, 0},
+    {"pathlib.PureWindowsPath", PKG_PATH, 0, PK_SCOPE_DCP, 0},
+    {"torch.bfloat16", PKG_DTYPE, PAGEIN_DTYPE_BF16, PK_SCOPE_DCP, 0},
+    {"torch.bool", PKG_DTYPE, PAGEIN_DTYPE_BOOL, PK_SCOPE_DCP, 0},
+    {"torch.uint8", PKG_DTYPE, PAGEIN_DTYPE_U8, PK_SCOPE_DCP, 0},
+    {"torch.half", PKG_DTYPE, PAGEIN_DTYPE_F16, PK_SCOPE_DCP, 0},
+    {"torch.float", PKG_DTYPE, PAGEIN_DTYPE_F32, PK_SCOPE_DCP, 0},
+    {"torch.double", PKG_DTYPE, PAGEIN_DTYPE_F64, PK_SCOPE_DCP, 0},
+    {"torch.long", PKG_DTYPE, PAGEIN_DTYPE_I64, PK_SCOPE_DCP, 0},
+    {"torch.int", PKG_DTYPE, PAGEIN_DTYPE_I32, PK_SCOPE_DCP, 0},
+#undef DCP_CLASSES
+#undef DC
 };
 const size_t pk_nglobals = PI_ARRAY_LEN(pk_globals);
 
@@ -82,7 +116,9 @@ static int new_obj(struct pk_state *st, enum pk_kind k, uint32_t *id) {
     return 0;
 }
 
-static bool has_items(uint8_t k) { return k == PK_TUPLE || k == PK_LIST || k == PK_DICT || k == PK_SET; }
+static bool has_items(uint8_t k) {
+    return k == PK_TUPLE || k == PK_LIST || k == PK_DICT || k == PK_SET || k == PK_INSTANCE;
+}
 
 static int add_item(struct pk_state *st, uint32_t obj, uint32_t item) {
     struct pk_obj *o = &st->o[obj];
@@ -269,7 +305,7 @@ static int make_seq(struct pk_parser *p, enum pk_kind k, size_t start, uint32_t 
 
 static const char *kind_name(uint8_t k) {
     static const char *const n[] = {"None", "bool", "int", "int", "float", "str", "bytes", "tuple",
-                                    "list", "dict", "set", "global", "storage", "tensor"};
+                                    "list", "dict", "set", "global", "storage", "tensor", "instance"};
     return k < PI_ARRAY_LEN(n) ? n[k] : "?";
 }
 
@@ -348,6 +384,149 @@ static int make_parameter(struct pk_parser *p, const struct pk_obj *args, uint32
     return 0;
 }
 
+/* ---- the DCP metadata mode ------------------------------------------------- */
+
+static int push_global(struct pk_parser *p, const uint8_t *mod, size_t ml, const uint8_t *name, size_t nl);
+
+/* An instance record: items[0] the class global, items[1] (optional) the
+ * state or the enum member's value/name. */
+static int make_instance(struct pk_state *st, uint32_t cls, uint32_t state, bool with_state, uint32_t *out) {
+    FORWARD_IF(new_obj(st, PK_INSTANCE, out));
+    FORWARD_IF(add_item(st, *out, cls));
+    if (with_state) FORWARD_IF(add_item(st, *out, state));
+    return 0;
+}
+
+/* The calls a DCP .metadata makes, interpreted (nothing is called):
+ * _get_layout('torch.strided') is the string, MEM_FORMAT_ENCODING(0) and
+ * getattr(MEM_FORMAT_ENCODING, 'TORCH_CONTIGUOUS_FORMAT') are enum members,
+ * PosixPath(*parts) keeps its parts. Anything else is refused. */
+static int reduce_dcp(struct pk_parser *p, uint32_t fn_id, uint32_t args_id, uint32_t *res) {
+    struct pk_state *st = p->st;
+    const struct pk_global *g = &pk_globals[st->o[fn_id].u.gid];
+    const struct pk_obj *args = &st->o[args_id];
+    uint32_t a0 = args->n ? args->u.items[0] : 0;
+    switch (g->kind) {
+    case PKG_GET_LAYOUT:
+        RETURN_IF(args->n != 1 || st->o[a0].kind != PK_STR, PAGEIN_E_BAD_PICKLE,
+                  "pickle: _get_layout called without a layout name");
+        *res = a0;
+        return 0;
+    case PKG_DCP_ENUM:
+        RETURN_IF(args->n != 1 || st->o[a0].kind != PK_INT, PAGEIN_E_BAD_PICKLE, "pickle: %s called without an int",
+                  g->name);
+        return make_instance(st, fn_id, a0, true, res);
+    case PKG_GETATTR: {
+        RETURN_IF(args->n != 2, PAGEIN_E_UNSAFE, "pickle: getattr with %u arguments", args->n);
+        const struct pk_obj *on = &st->o[a0], *nm = &st->o[args->u.items[1]];
+        RETURN_IF(on->kind != PK_GLOBAL || pk_globals[on->u.gid].kind != PKG_DCP_ENUM || nm->kind != PK_STR ||
+                      nm->u.s.len > 64,
+                  PAGEIN_E_UNSAFE, "pickle: getattr at offset %zu on a %s; only a memory-format enum member may be looked up",
+                  p->pos - 1, on->kind == PK_GLOBAL ? pk_globals[on->u.gid].name : kind_name(on->kind));
+        return make_instance(st, a0, args->u.items[1], true, res);
+    }
+    case PKG_PATH:
+        for (uint32_t i = 0; i < args->n; i++)
+            RETURN_IF(st->o[args->u.items[i]].kind != PK_STR, PAGEIN_E_BAD_PICKLE, "pickle: %s of a %s", g->name,
+                      kind_name(st->o[args->u.items[i]].kind));
+        return make_instance(st, fn_id, args_id, true, res);
+    default:
+        return pi_err(PAGEIN_E_UNSAFE, "pickle: REDUCE at offset %zu calls %s, which a DCP .metadata never calls",
+                      p->pos - 1, g->name);
+    }
+}
+
+/* NEWOBJ (cls, args): only the DCP dataclasses, which pickle.dump writes as
+ * cls.__new__(cls) followed by BUILD with their fields. */
+static int newobj_dcp(struct pk_parser *p, uint32_t cls, uint32_t args, uint32_t *out) {
+    struct pk_state *st = p->st;
+    RETURN_IF(st->o[cls].kind != PK_GLOBAL || pk_globals[st->o[cls].u.gid].kind != PKG_DCP_CLASS, PAGEIN_E_UNSAFE,
+              "pickle: NEWOBJ at offset %zu instantiates %s; only the DCP metadata classes are allowed", p->pos - 1,
+              st->o[cls].kind == PK_GLOBAL ? pk_globals[st->o[cls].u.gid].name : kind_name(st->o[cls].kind));
+    RETURN_IF(st->o[args].kind != PK_TUPLE || st->o[args].n != 0, PAGEIN_E_BAD_PICKLE,
+              "pickle: NEWOBJ of %s with arguments", pk_globals[st->o[cls].u.gid].name);
+    return make_instance(st, cls, 0, false, out);
+}
+
+/* BUILD on an instance: its state (a dict of fields, or the tuple that
+ * TensorProperties.__getstate__ returns), once. */
+static int build_dcp(struct pk_parser *p, uint32_t obj, uint32_t state) {
+    struct pk_state *st = p->st;
+    RETURN_IF(st->o[obj].kind != PK_INSTANCE, PAGEIN_E_UNSAFE,
+              "pickle: BUILD at offset %zu on a %s; only DCP metadata objects may be built", p->pos - 1,
+              kind_name(st->o[obj].kind));
+    RETURN_IF(st->o[obj].n != 1, PAGEIN_E_BAD_PICKLE, "pickle: BUILD at offset %zu on an object that has its state",
+              p->pos - 1);
+    uint8_t k = st->o[state].kind;
+    RETURN_IF(k != PK_DICT && k != PK_TUPLE, PAGEIN_E_BAD_PICKLE, "pickle: BUILD at offset %zu with a %s state",
+              p->pos - 1, kind_name(k));
+    return add_item(st, obj, state);
+}
+
+static int read_le(struct pk_parser *p, uint8_t op, size_t n, uint64_t *v) {
+    FORWARD_IF(need(p, n, op));
+    *v = 0;
+    for (size_t i = 0; i < n; i++) *v |= (uint64_t)p->buf[p->pos + i] << (8 * i);
+    p->pos += n;
+    return 0;
+}
+
+/* The opcodes of pickle protocols 3 and 4 that a DCP .metadata uses and
+ * torch's data.pkl never does. *handled = 0: not one of them. */
+static int op_dcp(struct pk_parser *p, uint8_t op, bool *handled) {
+    struct pk_state *st = p->st;
+    uint64_t n = 0;
+    uint32_t a, b;
+    size_t start = 0;
+    *handled = true;
+    switch (op) {
+    case 0x95: /* FRAME: an 8-byte frame length; the frame's opcodes follow inline */
+        return read_le(p, op, 8, &n);
+    case 0x94: /* MEMOIZE: memo[len(memo)] = top */
+        FORWARD_IF(top(p, op, &a));
+        RETURN_IF(p->mused >= UINT32_MAX, PAGEIN_E_LIMIT, "pickle: memo full");
+        return memo_put(p, (uint32_t)p->mused, a);
+    case 0x93: { /* STACK_GLOBAL */
+        FORWARD_IF(pop(p, op, &b));
+        FORWARD_IF(pop(p, op, &a));
+        const struct pk_obj *m = &st->o[a], *nm = &st->o[b];
+        RETURN_IF(m->kind != PK_STR || nm->kind != PK_STR, PAGEIN_E_BAD_PICKLE,
+                  "pickle: STACK_GLOBAL at offset %zu on a %s and a %s", p->pos - 1, kind_name(m->kind),
+                  kind_name(nm->kind));
+        return push_global(p, m->u.s.p, m->u.s.len, nm->u.s.p, nm->u.s.len);
+    }
+    case 0x8c: case 0x8d: case 'C': case 'B': case 0x8e: { /* SHORT_BINUNICODE, BINUNICODE8, *BINBYTES* */
+        size_t w = op == 0x8c || op == 'C' ? 1 : op == 'B' ? 4 : 8;
+        FORWARD_IF(read_le(p, op, w, &n));
+        RETURN_IF(n > p->len - p->pos, PAGEIN_E_TRUNCATED,
+                  "pickle: %s at offset %zu needs %llu bytes, %zu left (truncated pickle)", op == 0x8c ? "SHORT_BINUNICODE" : "string",
+                  p->pos - 1 - w, (unsigned long long)n, p->len - p->pos);
+        bool text = op == 0x8c || op == 0x8d;
+        RETURN_IF(text && !utf8_valid(p->buf + p->pos, (size_t)n, true), PAGEIN_E_BAD_UTF8,
+                  "pickle: string at offset %zu is not UTF-8", p->pos - 1 - w);
+        FORWARD_IF(push_str(p, text ? PK_STR : PK_BYTES, p->buf + p->pos, (size_t)n));
+        p->pos += (size_t)n;
+        return 0;
+    }
+    case 0x90: /* ADDITEMS */
+        FORWARD_IF(pop_mark(p, op, &start));
+        RETURN_IF(start == 0 || start == mark_base(p) || st->o[p->stack[start - 1]].kind != PK_SET, PAGEIN_E_BAD_PICKLE,
+                  "pickle: ADDITEMS at offset %zu without a set", p->pos - 1);
+        for (size_t i = start; i < p->sn; i++) FORWARD_IF(add_item(st, p->stack[start - 1], p->stack[i]));
+        p->sn = start;
+        return 0;
+    case '0': /* POP */
+        return pop(p, op, &a);
+    case '1': /* POP_MARK */
+        FORWARD_IF(pop_mark(p, op, &start));
+        p->sn = start;
+        return 0;
+    default:
+        *handled = false;
+        return 0;
+    }
+}
+
 static int op_reduce(struct pk_parser *p, uint8_t op) {
     struct pk_state *st = p->st;
     uint32_t args_id, fn_id;
@@ -362,6 +541,11 @@ static int op_reduce(struct pk_parser *p, uint8_t op) {
     RETURN_IF(args->kind != PK_TUPLE, PAGEIN_E_BAD_PICKLE, "pickle: %s called with a %s, expected an argument tuple", g->name,
               kind_name(args->kind));
     uint32_t res;
+    if (st->dcp && g->kind != PKG_ORDEREDDICT && g->kind != PKG_SIZE) {
+        FORWARD_IF(reduce_dcp(p, fn_id, args_id, &res));
+        p->stack[p->sn - 1] = res;
+        return 0;
+    }
     switch (g->kind) {
     case PKG_ORDEREDDICT: {
         uint32_t nargs = args->n, src_id = nargs ? args->u.items[0] : 0;
@@ -415,6 +599,36 @@ static int op_reduce(struct pk_parser *p, uint8_t op) {
     return 0;
 }
 
+/* In the DCP mode, the torch entries a .metadata also names. */
+static bool dcp_takes(const struct pk_global *g) {
+    return g->scope == PK_SCOPE_DCP ||
+           (g->scope == PK_SCOPE_TORCH && (g->kind == PKG_ORDEREDDICT || g->kind == PKG_SIZE || g->kind == PKG_DTYPE ||
+                                           g->kind == PKG_GET_LAYOUT));
+}
+
+/* Pushes the allowlisted global module.name, or refuses it by name. */
+static int push_global(struct pk_parser *p, const uint8_t *mod, size_t ml, const uint8_t *name, size_t nl) {
+    for (size_t i = 0; i < pk_nglobals; i++) {
+        const char *g = pk_globals[i].name;
+        if (p->st->dcp ? !dcp_takes(&pk_globals[i]) : pk_globals[i].scope != PK_SCOPE_TORCH) continue;
+        size_t gl = strlen(g);
+        if (gl != ml + 1 + nl || memcmp(g, mod, ml) != 0 || g[ml] != '.' || memcmp(g + ml + 1, name, nl) != 0) continue;
+        uint32_t id;
+        FORWARD_IF(push_new(p, PK_GLOBAL, &id));
+        p->st->o[id].u.gid = (uint32_t)i;
+        return 0;
+    }
+    if (p->st->dcp)
+        return pi_err(PAGEIN_E_UNSAFE,
+                      "pickle: refusing global '%.*s.%.*s' (offset %zu): not one of the DCP metadata classes "
+                      "pagein allows (docs/FORMAT-DCP.md); loading it with pickle could run arbitrary code",
+                      (int)PI_MIN(ml, 200), (const char *)mod, (int)PI_MIN(nl, 200), (const char *)name, p->pos);
+    return pi_err(PAGEIN_E_UNSAFE,
+                  "pickle: refusing global '%.*s.%.*s' (offset %zu): not in torch.load(weights_only=True)'s "
+                  "allowlist; a checkpoint that needs it can run arbitrary code when loaded with pickle",
+                  (int)PI_MIN(ml, 200), (const char *)mod, (int)PI_MIN(nl, 200), (const char *)name, p->pos);
+}
+
 static int op_global(struct pk_parser *p, uint8_t op) {
     const uint8_t *mod, *name;
     size_t ml, nl;
@@ -424,24 +638,13 @@ static int op_global(struct pk_parser *p, uint8_t op) {
      * up in the allowlist. */
     RETURN_IF(!utf8_valid(mod, ml, false) || !utf8_valid(name, nl, false), PAGEIN_E_BAD_PICKLE,
               "pickle: GLOBAL at offset %zu is not UTF-8", p->pos);
-    for (size_t i = 0; i < pk_nglobals; i++) {
-        const char *g = pk_globals[i].name;
-        size_t gl = strlen(g);
-        if (gl != ml + 1 + nl || memcmp(g, mod, ml) != 0 || g[ml] != '.' || memcmp(g + ml + 1, name, nl) != 0) continue;
-        uint32_t id;
-        FORWARD_IF(push_new(p, PK_GLOBAL, &id));
-        p->st->o[id].u.gid = (uint32_t)i;
-        return 0;
-    }
-    return pi_err(PAGEIN_E_UNSAFE,
-                  "pickle: refusing global '%.*s.%.*s' (offset %zu): not in torch.load(weights_only=True)'s "
-                  "allowlist; a checkpoint that needs it can run arbitrary code when loaded with pickle",
-                  (int)PI_MIN(ml, 200), (const char *)mod, (int)PI_MIN(nl, 200), (const char *)name, p->pos);
+    return push_global(p, mod, ml, name, nl);
 }
 
 static int op_persid(struct pk_parser *p, uint8_t op) {
     struct pk_state *st = p->st;
     uint32_t pid;
+    RETURN_IF(st->dcp, PAGEIN_E_UNSAFE, "pickle: persistent id at offset %zu in a DCP .metadata", p->pos - 1);
     FORWARD_IF(pop(p, op, &pid));
     const struct pk_obj *t = &st->o[pid];
     RETURN_IF(t->kind != PK_TUPLE, PAGEIN_E_BAD_PICKLE, "pickle: persistent id is a %s, expected a tuple", kind_name(t->kind));
@@ -564,6 +767,10 @@ int pk_load(const uint8_t *buf, size_t len, struct pk_state *st) {
         case 'c': rc = op_global(&p, op); break;
         case 0x81: /* NEWOBJ: only torch.nn.Parameter */
             if ((rc = pop(&p, op, &a)) < 0 || (rc = pop(&p, op, &b)) < 0) goto out;
+            if (st->dcp) {
+                if ((rc = newobj_dcp(&p, b, a, &c)) == 0) rc = push(&p, c);
+                break;
+            }
             if (st->o[b].kind != PK_GLOBAL || pk_globals[st->o[b].u.gid].kind != PKG_PARAMETER) {
                 rc = pi_err(PAGEIN_E_UNSAFE, "pickle: NEWOBJ at offset %zu instantiates %s; only torch.nn.Parameter is allowed",
                             p.pos - 1, st->o[b].kind == PK_GLOBAL ? pk_globals[st->o[b].u.gid].name : kind_name(st->o[b].kind));
@@ -579,6 +786,10 @@ int pk_load(const uint8_t *buf, size_t len, struct pk_state *st) {
         case 'R': rc = op_reduce(&p, op); break;
         case 'b': /* BUILD: state on Tensor / Parameter / OrderedDict only */
             if ((rc = pop(&p, op, &a)) < 0 || (rc = top(&p, op, &b)) < 0) goto out;
+            if (st->dcp) {
+                rc = build_dcp(&p, b, a);
+                break;
+            }
             if (st->o[b].kind == PK_DICT && st->o[b].odict) break; /* __dict__ update, e.g. _metadata */
             if (st->o[b].kind == PK_TENSOR && st->t[st->o[b].u.ref].param) break; /* Parameter.__setstate__ */
             if (st->o[b].kind == PK_TENSOR) {
@@ -761,6 +972,8 @@ int pk_load(const uint8_t *buf, size_t len, struct pk_state *st) {
             break;
         }
         default: {
+            bool handled = false;
+            if (st->dcp && ((rc = op_dcp(&p, op, &handled)) < 0 || handled)) break;
             const char *n = refused_name(op);
             if (n)
                 rc = pi_err(PAGEIN_E_UNSUPPORTED,

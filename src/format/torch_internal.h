@@ -54,7 +54,12 @@ enum pk_kind {
     PK_SET,
     PK_GLOBAL, /* an allowlisted global: u.gid indexes pk_globals[] */
     PK_STORAGE,/* u.ref indexes st->storages */
-    PK_TENSOR  /* u.ref indexes st->tensors */
+    PK_TENSOR, /* u.ref indexes st->tensors */
+    /* DCP metadata mode only: an instance of an allowlisted class (NEWOBJ
+     * of a DCP dataclass, an enum member, a path): items[0] is the class
+     * (a PK_GLOBAL), items[1] its state once BUILD gave one, or the enum
+     * member's value / name */
+    PK_INSTANCE
 };
 
 struct pk_obj {
@@ -88,13 +93,38 @@ enum pk_gkind {
     PKG_REBUILD_TENSOR,
     PKG_REBUILD_TENSOR_V2,
     PKG_REBUILD_PARAMETER,
-    PKG_REBUILD_OTHER /* sparse, sparse CSR, meta: allowed by torch, not by pagein */
+    PKG_REBUILD_OTHER, /* sparse, sparse CSR, meta: allowed by torch, not by pagein */
+    /* DCP metadata mode only (scope PK_SCOPE_DCP): */
+    PKG_DCP_CLASS,  /* a DCP dataclass, instantiated by NEWOBJ, state by BUILD; pk_global.cls says which */
+    PKG_DCP_ENUM,   /* the memory-format enum: Enum(value) or getattr(Enum, name) */
+    PKG_GETATTR,    /* builtins.getattr, only as getattr(<allowlisted enum>, <str>) */
+    PKG_PATH        /* pathlib paths (StorageMeta.checkpoint_id): kept as the argument tuple */
 };
+
+/* Which DCP dataclass a PKG_DCP_CLASS global is (torch 1.13 and 2.x). */
+enum pk_dcp_cls {
+    PKC_NONE = 0,
+    PKC_METADATA,
+    PKC_TENSOR_SM,     /* TensorStorageMetadata */
+    PKC_BYTES_SM,      /* BytesStorageMetadata */
+    PKC_CHUNK_SM,      /* ChunkStorageMetadata */
+    PKC_PROPERTIES,    /* TensorProperties */
+    PKC_INDEX,         /* MetadataIndex */
+    PKC_STORAGE_INFO,  /* filesystem._StorageInfo */
+    PKC_STORAGE_META   /* StorageMeta (2.x) */
+};
+
+/* pk_global.scope: which unpickler accepts the global. */
+#define PK_SCOPE_TORCH 0 /* torch.load(weights_only=True)'s allowlist (data.pkl) */
+#define PK_SCOPE_DCP 1   /* a DCP checkpoint's .metadata only */
 
 struct pk_global {
     const char *name;      /* "module.name" exactly as torch 1.13's allowlist spells it */
     enum pk_gkind kind;
-    pagein_dtype dtype;    /* for storages */
+    pagein_dtype dtype;    /* for storages; DCP: dtypes */
+    uint8_t scope;         /* PK_SCOPE_*; the DCP mode also takes the torch entries of
+                            * collections.OrderedDict, torch.Size, dtypes and _get_layout */
+    uint8_t cls;           /* enum pk_dcp_cls for PKG_DCP_CLASS */
 };
 extern const struct pk_global pk_globals[];
 extern const size_t pk_nglobals;
@@ -127,6 +157,13 @@ struct pk_state {
     struct pi_arena arena; /* sizes and strides */
     uint32_t root;
     int proto;
+    /* Set by the caller before pk_load: 1 runs the DCP metadata mode
+     * (pickle protocol 2-4 as Python's pickle.dump writes a DCP .metadata:
+     * FRAME, MEMOIZE, STACK_GLOBAL, SHORT_BINUNICODE, BINBYTES, NEWOBJ and
+     * BUILD of the DCP dataclasses; the allowlist is the PK_SCOPE_DCP
+     * entries plus OrderedDict, torch.Size, dtypes and layouts; no
+     * persistent ids, no tensors). 0: torch.load(weights_only=True). */
+    int dcp;
 };
 
 /* Limits (documented in docs/FORMAT-TORCH.md). */
