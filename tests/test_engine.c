@@ -36,6 +36,9 @@ static int m_read(struct pi_source *s, void *buf, uint64_t len, uint64_t off) {
     int k = atomic_fetch_add(&m->reads, 1) + 1;
     if (m->cancel_after && k >= atomic_load(m->cancel_after)) atomic_store(m->cancel_flag, 1);
     if (m->delay_us) usleep(m->delay_us);
+    /* reads past the failing one take longer, so that a loaded machine's
+     * engine sees the failure before it could have issued the whole plan */
+    if (m->fail_rc && m->delay_us && off > m->fail_off) usleep(20 * m->delay_us);
     if (m->lat_ns) {
         struct timespec ts = {0, (long)m->lat_ns};
         nanosleep(&ts, NULL);
