@@ -501,7 +501,7 @@ static int add_remote_listing(struct ds_build *b, const struct pi_dsformat *fmt,
         pi_free(idir);
     } else if (rc == 0) {
         if (nm.n == 0) rc = pi_err(PAGEIN_E_NOT_FOUND, "%s: no dataset shards under this prefix", uri);
-        qsort(nm.v, nm.n, sizeof *nm.v, str_cmp);
+        else qsort(nm.v, nm.n, sizeof *nm.v, str_cmp);
         for (size_t i = 0; i < nm.n && rc == 0; i++) rc = add_one(b, fmt, nm.v[i], a);
     }
     names_free(&nm);
