@@ -4,7 +4,7 @@
  * pi_source; pagein_source_read_ranges is pagein_read_ranges' plan (sort,
  * drop contained requests, merge neighbours) run on the range engine over
  * any mix of local files and remote objects in one engine run; listing
- * forwards to the remote sources' resolvers that pull uses. */
+ * goes through the source registry (pi_source_list), as pull's does. */
 #include "data.h"
 #include "../source/source.h"
 

@@ -89,7 +89,10 @@ void pi_remote_close(struct pi_source *s); /* NULL ok; for pi_remote_open's sour
  * keep_slash) to the NUL-terminated out of cap bytes. */
 void pi_url_encode(char *out, size_t cap, const char *s, int keep_slash);
 
-/* Resolvers used by pull for prefixes (s3.c, hf.c). */
+/* Prefix listings without sizes (s3.c, hf.c): their one caller outside
+ * src/source is the training-data layer (data/dataset.c's remote dataset
+ * prefixes); pull and models list a prefix through its source row's list
+ * (the registry). */
 /* s3://bucket/prefix/ : keys under prefix (ListObjectsV2, all pages),
  * each as a full "s3://bucket/key" URI, NUL-separated in *list (malloc'd),
  * count in *n. */
