@@ -738,3 +738,56 @@ TEST(data_block_quality) {
     free(v);
     return PASS;
 }
+
+/* pagein_order_groups is the pipeline's sequence for a dataset whose groups
+ * are runs of group_samples ids (one record file read in groups of k
+ * records), for every order, seed and window; pagein_pipe_part is the
+ * partition pagein_pipe_ids hands each (rank, worker). */
+TEST(data_order_groups_and_part) {
+    const char *p = pt_tmppath("uniform.rec");
+    CHECK_EQ(make_records(p, 0, 1000, REC), 0);
+    static const uint64_t ks[] = {1, 7, 64, 1000};
+    uint64_t *a = malloc(1000 * 8), *b = malloc(1000 * 8);
+    for (size_t t = 0; t < PI_ARRAY_LEN(ks); t++) {
+        pagein_dataset_opts dop = PAGEIN_DATASET_OPTS_INIT;
+        dop.format = "records", dop.record_bytes = REC, dop.group_bytes = ks[t] * REC;
+        pagein_dataset *d = NULL;
+        CHECK_OK(pagein_dataset_open(&d, p, &dop));
+        if (!d) continue;
+        CHECK_EQ(pagein_dataset_group_count(d), (1000 + ks[t] - 1) / ks[t]);
+        for (int order = PAGEIN_ORDER_NONE; order <= PAGEIN_ORDER_GLOBAL; order++)
+            for (uint32_t window = 1; window <= 9; window += 4) {
+                pagein_pipe_opts po = PAGEIN_PIPE_OPTS_INIT;
+                po.order = (pagein_order)order, po.seed = 3 + t, po.epoch = window, po.window = window;
+                CHECK_OK(pagein_pipe_order(d, &po, a, 1000));
+                CHECK_OK(pagein_order_groups(1000, ks[t], &po, b));
+                if (memcmp(a, b, 1000 * 8)) printf("    k %" PRIu64 ", order %d, window %u differ\n", ks[t], order, window);
+                CHECK(memcmp(a, b, 1000 * 8) == 0);
+            }
+        /* the partition: rank slices, then batches dealt to workers */
+        pagein_pipe_opts po = PAGEIN_PIPE_OPTS_INIT;
+        po.order = PAGEIN_ORDER_GLOBAL, po.seed = 11, po.batch = 5;
+        CHECK_OK(pagein_pipe_order(d, &po, a, 1000));
+        uint64_t total = 0;
+        for (uint32_t r = 0; r < 3; r++)
+            for (uint32_t w = 0; w < 2; w++) {
+                po.rank = r, po.world_size = 3, po.worker = w, po.num_workers = 2;
+                uint64_t off, cnt, n = 0;
+                CHECK_OK(pagein_pipe_part(1000, &po, &off, &cnt));
+                CHECK_OK(pagein_pipe_ids(d, &po, b, 1000, &n));
+                CHECK_EQ(n, cnt);
+                CHECK(off + cnt <= 1000 && memcmp(a + off, b, cnt * 8) == 0);
+                total += cnt;
+            }
+        CHECK_EQ(total, 1000);
+        pagein_dataset_close(d);
+    }
+    uint64_t off, cnt;
+    pagein_pipe_opts bad = PAGEIN_PIPE_OPTS_INIT;
+    bad.rank = 2, bad.world_size = 2;
+    CHECK_EQ(pagein_pipe_part(10, &bad, &off, &cnt), PAGEIN_E_INVALID);
+    CHECK_EQ(pagein_order_groups(10, 0, NULL, a), PAGEIN_E_INVALID);
+    free(a);
+    free(b);
+    return PASS;
+}
