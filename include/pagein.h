@@ -1245,7 +1245,11 @@ PAGEIN_API int pagein_read_ranges(const int *fds, size_t nfds, const pagein_rang
  * and the kernel grants a ring), else 0. Thread-safe. */
 PAGEIN_API int pagein_ranges_uring_available(void);
 
-/* ---- sample readers ---------------------------------------------------- */
+/* ---- sample readers ----------------------------------------------------
+ * The first training-data API, kept for its callers and run on the one
+ * pipeline (pagein_pipe_*; docs/TRAINING-DATA.md "Readers"): its orders are
+ * the pipe's, its sample the first field of the pipe's item. New code: use
+ * pagein_pipe_open. */
 
 typedef struct pagein_reader pagein_reader;
 
@@ -1267,14 +1271,12 @@ typedef struct pagein_reader_opts {
     uint32_t flags;           /* PAGEIN_READER_* */
     unsigned queue_depth;     /* global/ranges: reads in flight; 0 = 32 */
     unsigned batch;           /* global/ranges: samples read per batch; 0 = 256 */
-    uint64_t block_bytes;     /* block: target block size; 0 = 16 MiB */
-    unsigned buffer_blocks;   /* block: blocks held in memory; 0 = 8 (min 1): the
-                                 draw window is buffer_blocks - 1 blocks, one more
-                                 is loaded meanwhile */
-    uint64_t max_gap;         /* ranges: as pagein_ranges_opts; 0 = default */
-    uint64_t max_block;       /* ranges: as pagein_ranges_opts; 0 = default */
-    unsigned block_threads;   /* block: each block is read as chunks of at least
-                                 512 KiB by this many threads at once; 0 = 4 */
+    uint64_t block_bytes;     /* no longer read: the dataset's groups are the blocks */
+    unsigned buffer_blocks;   /* block: the pipe's window is buffer_blocks - 1
+                                 groups (min 1); 0 = 8 */
+    uint64_t max_gap;         /* no longer read (the range engine coalesces) */
+    uint64_t max_block;       /* no longer read */
+    unsigned block_threads;   /* no longer read */
 } pagein_reader_opts;
 
 #define PAGEIN_READER_OPTS_INIT { sizeof(pagein_reader_opts), PAGEIN_READER_GLOBAL, 0, 0, 0, 0, 0, 0, 0, 0, 0 }
@@ -1296,21 +1298,17 @@ typedef struct pagein_reader_stats {
     uint64_t samples;          /* samples handed out */
     uint64_t epochs_started;
     pagein_ranges_stats io;    /* explicit reads (all zero for MMAP) */
-    uint64_t memory_bound;     /* bytes of sample buffers the reader may hold
-                                  at most (block: buffer_blocks x largest
-                                  block; global/ranges: batch buffers; mmap: 0) */
-    uint64_t memory_peak;      /* most sample-buffer bytes ever allocated */
-    uint64_t blocks;           /* block: blocks per epoch */
+    uint64_t memory_bound;     /* bytes the pipe may hold: two units (mmap: 0) */
+    uint64_t memory_peak;      /* most bytes the pipe held */
+    uint64_t blocks;           /* the dataset's groups */
 } pagein_reader_stats;
 
 /*
- * Opens a reader over d (which must outlive it) and starts epoch 0.
- * Allocates its buffers up front (so memory_bound holds from the start);
- * BLOCK starts one background loader thread, owned by the reader and joined
- * by pagein_reader_close. MMAP maps every file read-only. Sets *r only on
- * success. Errors: PAGEIN_E_INVALID (bad kind, empty dataset), PAGEIN_E_LIMIT
- * (more than 2^32 samples in one block), -ENOMEM, -errno (mmap, thread).
- * BLOCK also owns block_threads - 1 reading threads, joined on close.
+ * Opens a reader over d (which must outlive it) and starts epoch 0: a pipe
+ * (pagein_pipe_open, whose loader thread is joined by pagein_reader_close),
+ * or for MMAP a read-only mapping of every file. Sets *r only on success.
+ * Errors: PAGEIN_E_INVALID (bad kind, empty dataset), the pipe's errors,
+ * -ENOMEM, -errno (mmap).
  */
 PAGEIN_API int pagein_reader_open(pagein_reader **r, pagein_dataset *d, const pagein_reader_opts *opts);
 

@@ -140,6 +140,8 @@ struct pi_buf {
 char *pi_buf_room(struct pi_buf *b, size_t k);
 void pi_buf_put(struct pi_buf *b, const void *s, size_t k);
 static inline void pi_buf_str(struct pi_buf *b, const char *s) { pi_buf_put(b, s, strlen(s)); }
+/* printf onto the buffer (any length: formatted in place). */
+void pi_buf_printf(struct pi_buf *b, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
 void pi_buf_free(struct pi_buf *b);
 
 /* ---- arena: many small allocations freed together (util.c) ------------- */

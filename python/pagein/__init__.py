@@ -546,7 +546,8 @@ def _f32_to_bf16(a):
     return r
 
 
-# Float types converted here when the library lacks pagein_tensor_dequantize.
+# Float types converted here, not by pagein_tensor_dequantize, when the
+# tensor is a strided torch view (its bytes are not row-major).
 _FLOAT_SRC = {"F32", "F16", "F64", "BF16"}
 
 

@@ -272,6 +272,25 @@ void pi_buf_put(struct pi_buf *b, const void *s, size_t k) {
     b->p[b->n] = 0;
 }
 
+void pi_buf_printf(struct pi_buf *b, const char *fmt, ...) {
+    char tmp[256];
+    va_list ap;
+    va_start(ap, fmt);
+    int n = vsnprintf(tmp, sizeof tmp, fmt, ap);
+    va_end(ap);
+    if (n <= 0) return;
+    if ((size_t)n < sizeof tmp) {
+        pi_buf_put(b, tmp, (size_t)n);
+        return;
+    }
+    char *room = pi_buf_room(b, (size_t)n); /* longer: formatted again into the buffer (room keeps a NUL's byte) */
+    if (!room) return;
+    va_start(ap, fmt);
+    vsnprintf(room, (size_t)n + 1, fmt, ap);
+    va_end(ap);
+    b->n += (size_t)n;
+}
+
 void pi_buf_free(struct pi_buf *b) {
     pi_free(b->p);
     memset(b, 0, sizeof *b);

@@ -4,6 +4,7 @@
  * pagein_megatron_validate, a buffer parser that does no I/O. Sample i is
  * sequence i: one field "tokens", an array of the index's dtype. */
 #include "dsformat.h"
+#include "../core/endian.h"
 
 #include <inttypes.h>
 
@@ -16,12 +17,6 @@
 #define MEGA_MAGIC "MMIDIDX\0\0"
 #define MEGA_HDR 34u
 
-static uint64_t le64(const uint8_t *p) {
-    uint64_t v = 0;
-    for (int i = 7; i >= 0; i--) v = v << 8 | p[i];
-    return v;
-}
-static uint32_t le32(const uint8_t *p) { return (uint32_t)p[0] | (uint32_t)p[1] << 8 | (uint32_t)p[2] << 16 | (uint32_t)p[3] << 24; }
 
 static uint32_t mega_elem_bytes(uint8_t code) {
     switch (code) {
@@ -39,12 +34,12 @@ int pagein_megatron_validate(const void *idxv, size_t len, uint64_t bin_size, pa
     RETURN_IF(len < 9, PAGEIN_E_TRUNCATED, "megatron index: %zu bytes, shorter than the 9-byte magic", len);
     RETURN_IF(memcmp(b, MEGA_MAGIC, 9) != 0, PAGEIN_E_BAD_MAGIC, "megatron index: magic is not MMIDIDX\\0\\0");
     RETURN_IF(len < MEGA_HDR, PAGEIN_E_TRUNCATED, "megatron index: %zu bytes, header needs %u", len, MEGA_HDR);
-    uint64_t version = le64(b + 9);
+    uint64_t version = pi_le64(b + 9);
     RETURN_IF(version != 1, PAGEIN_E_BAD_VERSION, "megatron index: version %" PRIu64 ", expected 1", version);
     uint8_t code = b[17];
     uint32_t eb = mega_elem_bytes(code);
     RETURN_IF(!eb, PAGEIN_E_BAD_DTYPE, "megatron index: unknown dtype code %u", code);
-    uint64_t S = le64(b + 18), D = le64(b + 26);
+    uint64_t S = pi_le64(b + 18), D = pi_le64(b + 26);
     /* expected = 34 + 12 S + 8 D, computed without overflow */
     uint64_t t1, t2, need;
     RETURN_IF(pi_mul_overflow(S, 12, &t1) || pi_mul_overflow(D, 8, &t2) || pi_add_overflow(t1, t2, &need) ||
@@ -65,8 +60,8 @@ int pagein_megatron_validate(const void *idxv, size_t len, uint64_t bin_size, pa
     const uint8_t *lens = b + MEGA_HDR, *ptrs = lens + 4 * S, *docs = ptrs + 8 * S;
     uint64_t tokens = 0;
     for (uint64_t i = 0; i < S; i++) {
-        int32_t l = (int32_t)le32(lens + 4 * i);
-        int64_t p = (int64_t)le64(ptrs + 8 * i);
+        int32_t l = (int32_t)pi_le32(lens + 4 * i);
+        int64_t p = (int64_t)pi_le64(ptrs + 8 * i);
         RETURN_IF(l < 0, PAGEIN_E_BAD_DATASET, "megatron index: sequence %" PRIu64 " has negative length %d", i, l);
         RETURN_IF(p < 0, PAGEIN_E_BAD_DATASET, "megatron index: sequence %" PRIu64 " has negative pointer %" PRId64, i,
                   p);
@@ -81,7 +76,7 @@ int pagein_megatron_validate(const void *idxv, size_t len, uint64_t bin_size, pa
     }
     uint64_t prev = 0;
     for (uint64_t i = 0; i < D; i++) {
-        int64_t v = (int64_t)le64(docs + 8 * i);
+        int64_t v = (int64_t)pi_le64(docs + 8 * i);
         RETURN_IF(i == 0 && v != 0, PAGEIN_E_BAD_DATASET, "megatron index: document index starts at %" PRId64 ", not 0",
                   v);
         RETURN_IF(v < 0 || (uint64_t)v < prev || (uint64_t)v > S, PAGEIN_E_BAD_DATASET,
@@ -186,8 +181,8 @@ static void mega_close(struct pi_dsshard *sh) {
 static int mega_locate(const struct pi_dsshard *sh, uint64_t i, uint64_t *off, uint64_t *len) {
     const struct mega *m = sh->impl;
     const uint8_t *lens = m->idx + MEGA_HDR, *ptrs = lens + 4 * m->S;
-    *off = le64(ptrs + 8 * i);
-    *len = (uint64_t)le32(lens + 4 * i) * m->eb;
+    *off = pi_le64(ptrs + 8 * i);
+    *len = (uint64_t)pi_le32(lens + 4 * i) * m->eb;
     return 0;
 }
 

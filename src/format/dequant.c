@@ -19,6 +19,7 @@
 #endif
 
 #include "../internal.h"
+#include "../core/endian.h"
 #include "dequant.h"
 
 /* ---- scalar conversions ------------------------------------------------------ */
@@ -102,11 +103,10 @@ static void blk_q4_1(const uint8_t *b, float *y) { /* d, m, qs[16] */
     }
 }
 
-static inline uint32_t le32(const uint8_t *p) { return (uint32_t)p[0] | (uint32_t)p[1] << 8 | (uint32_t)p[2] << 16 | (uint32_t)p[3] << 24; }
 
 static void blk_q5_0(const uint8_t *b, float *y) { /* d, qh u32, qs[16] */
     const float d = h16(b);
-    const uint32_t qh = le32(b + 2);
+    const uint32_t qh = pi_le32(b + 2);
     const uint8_t *qs = b + 6;
     for (int j = 0; j < 16; j++) {
         const int x0 = (int)((qs[j] & 0x0F) | ((qh >> j) & 1) << 4) - 16;
@@ -118,7 +118,7 @@ static void blk_q5_0(const uint8_t *b, float *y) { /* d, qh u32, qs[16] */
 
 static void blk_q5_1(const uint8_t *b, float *y) { /* d, m, qh u32, qs[16] */
     const float d = h16(b), m = h16(b + 2);
-    const uint32_t qh = le32(b + 4);
+    const uint32_t qh = pi_le32(b + 4);
     const uint8_t *qs = b + 8;
     for (int j = 0; j < 16; j++) {
         const int x0 = (int)((qs[j] & 0x0F) | ((qh >> j) & 1) << 4);
@@ -230,7 +230,7 @@ static void blk_q6_k(const uint8_t *b, float *y) { /* ql[128], qh[64], scales[16
 }
 
 static void blk_q8_k(const uint8_t *b, float *y) { /* d f32, qs[256] int8, bsums[16] (unused) */
-    uint32_t u = le32(b);
+    uint32_t u = pi_le32(b);
     float d;
     memcpy(&d, &u, 4);
     for (int j = 0; j < 256; j++) y[j] = d * (float)(int8_t)b[4 + j];

@@ -311,15 +311,6 @@ int pi_manifest_parse(const uint8_t *buf, size_t len, struct pi_manifest *m) {
 
 #define sb_put pi_buf_put
 
-static void sb_printf(struct pi_buf *b, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
-static void sb_printf(struct pi_buf *b, const char *fmt, ...) {
-    char tmp[128];
-    va_list ap;
-    va_start(ap, fmt);
-    int n = vsnprintf(tmp, sizeof tmp, fmt, ap);
-    va_end(ap);
-    if (n > 0) sb_put(b, tmp, (size_t)PI_MIN((size_t)n, sizeof tmp - 1));
-}
 
 static void sb_hash(struct pi_buf *b, const uint8_t h[16]) {
     static const char hx[] = "0123456789abcdef";
@@ -346,10 +337,10 @@ static void sb_name(struct pi_buf *b, const char *s, size_t n) {
 
 int pi_manifest_format(const struct pi_manifest *m, char **out, size_t *len) {
     struct pi_buf b = {0};
-    sb_printf(&b, "pagein-manifest 1\nhash xxh3-128\n");
+    pi_buf_printf(&b, "pagein-manifest 1\nhash xxh3-128\n");
     for (size_t i = 0; i < m->nfiles; i++) {
         const struct pi_manifest_file *f = &m->files[i];
-        sb_printf(&b, "file %zu %llu %llu ", i, (unsigned long long)f->size, (unsigned long long)f->header_bytes);
+        pi_buf_printf(&b, "file %zu %llu %llu ", i, (unsigned long long)f->size, (unsigned long long)f->header_bytes);
         sb_hash(&b, f->header_hash);
         sb_put(&b, " ", 1);
         sb_name(&b, f->name, f->name_len);
@@ -357,13 +348,13 @@ int pi_manifest_format(const struct pi_manifest *m, char **out, size_t *len) {
     }
     for (size_t i = 0; i < m->n; i++) {
         const struct pi_manifest_tensor *t = &m->t[i];
-        sb_printf(&b, "tensor %u %llu %llu ", t->file, (unsigned long long)t->offset, (unsigned long long)t->nbytes);
+        pi_buf_printf(&b, "tensor %u %llu %llu ", t->file, (unsigned long long)t->offset, (unsigned long long)t->nbytes);
         sb_hash(&b, t->hash);
         sb_put(&b, " ", 1);
         sb_name(&b, t->name, t->name_len);
         sb_put(&b, "\n", 1);
     }
-    sb_printf(&b, "end %zu %zu\n", m->nfiles, m->n);
+    pi_buf_printf(&b, "end %zu %zu\n", m->nfiles, m->n);
     if (b.oom) {
         pi_free(b.p);
         return -ENOMEM;

@@ -17,6 +17,7 @@
  * absolute offsets. Memory is proportional to the header: one record per
  * tensor (the count of '{' bounds it, so the array is allocated once). */
 #include "format.h"
+#include "../core/endian.h"
 
 #include <stdlib.h>
 
@@ -306,8 +307,7 @@ int pi_safetensors_parse(const uint8_t *buf, size_t avail, uint64_t size, uint32
     /* 1-3: the length prefix */
     RETURN_IF(len < 8, PAGEIN_E_HEADER_TOO_SMALL, "file is %llu bytes, expected at least 8", (unsigned long long)len);
     RETURN_IF(avail < 8, PAGEIN_E_TRUNCATED, "header prefix: %zu of 8 bytes available", avail);
-    uint64_t n = 0;
-    for (int i = 7; i >= 0; i--) n = (n << 8) | buf[i];
+    uint64_t n = pi_le64(buf);
     RETURN_IF(n > ST_MAX_HEADER, PAGEIN_E_HEADER_TOO_LARGE, "header length %llu exceeds the limit of %llu",
               (unsigned long long)n, ST_MAX_HEADER);
     RETURN_IF(n > len - 8, PAGEIN_E_HEADER_LENGTH, "header length %llu needs %llu bytes, file has %llu",
@@ -434,8 +434,7 @@ static int st_detect(const uint8_t *buf, size_t len, uint64_t size) {
     /* u64 header length N with 8 + N inside the file, then the JSON object
      * (the crate accepts leading whitespace before '{'). */
     if (len < 9) return 0;
-    uint64_t n = 0;
-    for (int i = 7; i >= 0; i--) n = (n << 8) | buf[i];
+    uint64_t n = pi_le64(buf);
     if (n < 2 || n > size - 8) return 0;
     for (size_t i = 8; i < len && i < 8 + n; i++) {
         if (buf[i] == '{') return 1;
@@ -446,8 +445,7 @@ static int st_detect(const uint8_t *buf, size_t len, uint64_t size) {
 
 static uint64_t st_header_size(const uint8_t *buf, size_t avail, uint64_t size) {
     if (avail < 8) return 0;
-    uint64_t n = 0;
-    for (int i = 7; i >= 0; i--) n = (n << 8) | buf[i];
+    uint64_t n = pi_le64(buf);
     return n <= size - 8 ? 8 + n : 0; /* a bad length: the parser says so */
 }
 

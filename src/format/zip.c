@@ -7,14 +7,10 @@
  * name and extra lengths is the one a conforming reader derives. CRCs are
  * not verified: that would read every byte, and zero-copy is the point. */
 #include "torch_internal.h"
+#include "../core/endian.h"
 
 #include <stdlib.h>
 
-static uint16_t rd16(const uint8_t *p) { return (uint16_t)(p[0] | p[1] << 8); }
-static uint32_t rd32(const uint8_t *p) {
-    return (uint32_t)p[0] | (uint32_t)p[1] << 8 | (uint32_t)p[2] << 16 | (uint32_t)p[3] << 24;
-}
-static uint64_t rd64(const uint8_t *p) { return (uint64_t)rd32(p) | (uint64_t)rd32(p + 4) << 32; }
 
 #define EOCD_LEN 22
 #define Z64_LOC_LEN 20
@@ -50,7 +46,7 @@ static int find_eocd(const uint8_t *buf, size_t len, size_t *pos) {
     size_t lo = len > EOCD_LEN + 0xFFFF ? len - EOCD_LEN - 0xFFFF : 0;
     for (size_t p = len - EOCD_LEN + 1; p-- > lo;) {
         if (memcmp(buf + p, "PK\x05\x06", 4) != 0) continue;
-        if (p + EOCD_LEN + rd16(buf + p + 20) != len) continue;
+        if (p + EOCD_LEN + pi_le16(buf + p + 20) != len) continue;
         *pos = p;
         return 0;
     }
@@ -66,21 +62,21 @@ static int zip64_extra(const uint8_t *x, size_t xlen, uint64_t *usize, uint64_t 
                        bool need_u, bool need_c, bool need_o) {
     size_t p = 0;
     while (p + 4 <= xlen) {
-        uint16_t id = rd16(x + p), n = rd16(x + p + 2);
+        uint16_t id = pi_le16(x + p), n = pi_le16(x + p + 2);
         RETURN_IF(p + 4 + n > xlen, PAGEIN_E_BAD_ZIP, "zip: extra field runs past its header");
         if (id == 0x0001) {
             size_t q = p + 4, end = p + 4 + n;
             if (need_u) {
                 RETURN_IF(q + 8 > end, PAGEIN_E_BAD_ZIP, "zip: zip64 extra field lacks the size");
-                *usize = rd64(x + q), q += 8;
+                *usize = pi_le64(x + q), q += 8;
             }
             if (need_c) {
                 RETURN_IF(q + 8 > end, PAGEIN_E_BAD_ZIP, "zip: zip64 extra field lacks the compressed size");
-                *csize = rd64(x + q), q += 8;
+                *csize = pi_le64(x + q), q += 8;
             }
             if (need_o) {
                 RETURN_IF(q + 8 > end, PAGEIN_E_BAD_ZIP, "zip: zip64 extra field lacks the header offset");
-                *lho = rd64(x + q);
+                *lho = pi_le64(x + q);
             }
             return 0;
         }
@@ -95,21 +91,21 @@ int pi_zip_parse(const uint8_t *buf, size_t len, struct pi_zip *z) {
     size_t eo = 0;
     FORWARD_IF(find_eocd(buf, len, &eo));
     const uint8_t *e = buf + eo;
-    RETURN_IF(rd16(e + 4) != 0 || rd16(e + 6) != 0, PAGEIN_E_UNSUPPORTED, "zip: multi-disk archives are not supported");
-    uint64_t count = rd16(e + 10), cd_size = rd32(e + 12), cd_off = rd32(e + 16);
+    RETURN_IF(pi_le16(e + 4) != 0 || pi_le16(e + 6) != 0, PAGEIN_E_UNSUPPORTED, "zip: multi-disk archives are not supported");
+    uint64_t count = pi_le16(e + 10), cd_size = pi_le32(e + 12), cd_off = pi_le32(e + 16);
     /* zip64: a locator right before the EOCD points at the zip64 EOCD. torch
      * writes one always; plain zips need it only when a field overflows. */
     if (eo >= Z64_LOC_LEN && memcmp(buf + eo - Z64_LOC_LEN, "PK\x06\x07", 4) == 0) {
         const uint8_t *l = buf + eo - Z64_LOC_LEN;
-        uint64_t zo = rd64(l + 8);
+        uint64_t zo = pi_le64(l + 8);
         RETURN_IF(zo > eo - Z64_LOC_LEN || eo - Z64_LOC_LEN - zo < Z64_EOCD_LEN, PAGEIN_E_BAD_ZIP,
                   "zip: zip64 end-of-central-directory offset %llu out of range", (unsigned long long)zo);
         const uint8_t *r = buf + zo;
         RETURN_IF(memcmp(r, "PK\x06\x06", 4) != 0, PAGEIN_E_BAD_ZIP,
                   "zip: no zip64 end-of-central-directory record at offset %llu", (unsigned long long)zo);
-        count = rd64(r + 32);
-        cd_size = rd64(r + 40);
-        cd_off = rd64(r + 48);
+        count = pi_le64(r + 32);
+        cd_size = pi_le64(r + 40);
+        cd_off = pi_le64(r + 48);
         z->zip64 = 1;
     } else {
         RETURN_IF(count == 0xFFFF || cd_size == 0xFFFFFFFFu || cd_off == 0xFFFFFFFFu, PAGEIN_E_BAD_ZIP,
@@ -134,11 +130,11 @@ int pi_zip_parse(const uint8_t *buf, size_t len, struct pi_zip *z) {
         }
         const uint8_t *h = buf + p;
         struct pi_zip_entry *en = &z->e[i];
-        en->flags = rd16(h + 8);
-        en->method = rd16(h + 10);
-        en->crc = rd32(h + 16);
-        uint64_t csize = rd32(h + 20), usize = rd32(h + 24), lho = rd32(h + 42);
-        uint32_t nlen = rd16(h + 28), xlen = rd16(h + 30), clen = rd16(h + 32);
+        en->flags = pi_le16(h + 8);
+        en->method = pi_le16(h + 10);
+        en->crc = pi_le32(h + 16);
+        uint64_t csize = pi_le32(h + 20), usize = pi_le32(h + 24), lho = pi_le32(h + 42);
+        uint32_t nlen = pi_le16(h + 28), xlen = pi_le16(h + 30), clen = pi_le16(h + 32);
         if (cd_end - p - CDH_LEN < (uint64_t)nlen + xlen + clen) {
             rc = pi_err(PAGEIN_E_BAD_ZIP, "zip: central directory entry %llu runs past the directory", (unsigned long long)i);
             goto fail;
@@ -158,8 +154,8 @@ int pi_zip_parse(const uint8_t *buf, size_t len, struct pi_zip *z) {
             goto fail;
         }
         const uint8_t *l = buf + lho;
-        uint64_t data = lho + LFH_LEN + rd16(l + 26) + (uint64_t)rd16(l + 28);
-        if (rd16(l + 26) != nlen || data > cd_off || memcmp(l + LFH_LEN, en->name, nlen) != 0) {
+        uint64_t data = lho + LFH_LEN + pi_le16(l + 26) + (uint64_t)pi_le16(l + 28);
+        if (pi_le16(l + 26) != nlen || data > cd_off || memcmp(l + LFH_LEN, en->name, nlen) != 0) {
             rc = pi_err(PAGEIN_E_BAD_ZIP, "zip: entry '%.*s': local header at %llu disagrees with the central directory",
                         (int)PI_MIN(nlen, 200), en->name, (unsigned long long)lho);
             goto fail;

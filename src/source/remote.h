@@ -89,7 +89,8 @@ void pi_remote_close(struct pi_source *s); /* NULL ok; for pi_remote_open's sour
  * keep_slash) to the NUL-terminated out of cap bytes. */
 void pi_url_encode(char *out, size_t cap, const char *s, int keep_slash);
 
-/* Resolvers used by pull for prefixes (s3.c, hf.c). */
+/* The metadata cache's one-request check of an S3/GCS folder (file/metacache.c,
+ * through the row's stat_dir op). */
 /* ---- issue 28 (meta28): listing with sizes and ETags ---- */
 /* s3://bucket/prefix : every key directly under prefix (delimiter '/')
  * with its size and ETag (as GET sends it, quotes included), up to

@@ -1,0 +1,15 @@
+/* endian.h - little-endian loads of unaligned bytes, the one copy that the
+ * parsers of untrusted bytes share (zip, safetensors, dequant, Megatron,
+ * ...): byte by byte, so any alignment and any host order. */
+#ifndef PAGEIN_CORE_ENDIAN_H
+#define PAGEIN_CORE_ENDIAN_H
+
+#include <stdint.h>
+
+static inline uint16_t pi_le16(const uint8_t *p) { return (uint16_t)(p[0] | p[1] << 8); }
+static inline uint32_t pi_le32(const uint8_t *p) {
+    return (uint32_t)p[0] | (uint32_t)p[1] << 8 | (uint32_t)p[2] << 16 | (uint32_t)p[3] << 24;
+}
+static inline uint64_t pi_le64(const uint8_t *p) { return (uint64_t)pi_le32(p) | (uint64_t)pi_le32(p + 4) << 32; }
+
+#endif
