@@ -433,7 +433,7 @@ TEST(remote_http_errors) {
 #ifdef PAGEIN_HAVE_CURL
 /* Counts a listing's entries (the s3 test's ListObjectsV2). */
 struct s3_seen {
-    size_t n, sized, tagged;
+    size_t n, sized, tagged, timed;
     int found;
 };
 static int s3_seen_add(void *arg, const struct pi_list_entry *e) {
@@ -441,6 +441,7 @@ static int s3_seen_add(void *arg, const struct pi_list_entry *e) {
     sn->n++;
     sn->sized += e->size != PI_SIZE_UNKNOWN && e->size > 0;
     sn->tagged += e->identity[0] != 0;
+    sn->timed += e->mtime > 1500000000; /* LastModified: after 2017 */
     if (!strcmp(e->uri, "s3://bkt/real/gguf/llama-2-tiny-random.gguf") && !strcmp(e->rel, "llama-2-tiny-random.gguf"))
         sn->found = 1;
     return 0;
@@ -564,6 +565,7 @@ TEST(remote_s3) {
     CHECK(sn.found);
     CHECK(sn.sized == sn.n);
     CHECK(sn.tagged == sn.n);
+    CHECK(sn.timed == sn.n);
     env_restore(&e);
 #endif
     return PASS;

@@ -292,6 +292,12 @@ def test_hf_listing_and_reads(nginx, monkeypatch):
     assert fs.ls("hf://org/tiny", detail=False) == ["hf://org/tiny/config.json", "hf://org/tiny/model.safetensors",
                                                     "hf://org/tiny/sub"]
     assert fs.find("hf://org/tiny/sub") == ["hf://org/tiny/sub/t.txt"]
+    # the Hub's listing states sizes (blobs=true): find(detail=True) opens no file
+    with monkeypatch.context() as m:
+        m.setattr(fs, "info", lambda *a, **k: pytest.fail("info() called: a file opened for its size"))
+        found = fs.find("hf://org/tiny", detail=True)
+        assert found["hf://org/tiny/config.json"]["size"] == len('{"layers": 2}')
+        assert all(e["size"] > 0 for e in found.values())
     assert fs.info("hf://org/tiny/sub")["type"] == "directory"
     assert json.loads(fs.cat_file("hf://org/tiny/config.json")) == {"layers": 2}
     assert fs.find("hf://org/tiny@main/sub") == ["hf://org/tiny@main/sub/t.txt"]
@@ -344,6 +350,7 @@ def test_s3_listing_and_reads(s3, monkeypatch, tmp_path):
         found = fs.find("s3://bkt/dir", detail=True)
         assert {n: e["size"] for n, e in found.items()} == {"s3://bkt/dir/a.bin": 2048, "s3://bkt/dir/sub/b.json": 8}
         assert all(e["identity"].startswith('"') for e in found.values())
+        assert all(e["mtime"] > 1500000000 for e in found.values())  # ListObjectsV2's LastModified
         assert [e["size"] for e in fs.ls("s3://bkt/dir") if e["type"] == "file"] == [2048]
     assert fs.info("s3://bkt/dir")["type"] == "directory"
     assert fs.info("s3://bkt/top.bin")["size"] == 1000

@@ -183,6 +183,11 @@ int pi_hx_known_locate(struct http_obj *o) {
     pthread_mutex_unlock(&o->loc.lock);
     if (!locate) return 0;
     int rc = pi_hx_reresolve(o, gen);
+    if (rc >= 0) { /* located, by this read or by another since the snapshot */
+        pthread_mutex_lock(&o->loc.lock);
+        o->loc.locate = 0;
+        pthread_mutex_unlock(&o->loc.lock);
+    }
     return rc < 0 ? rc : 0;
 }
 

@@ -99,8 +99,9 @@ int pi_s3_list_stat(const char *uri, int max_pages, struct pi_stat_entry **out, 
 /* ---- end issue 28 ---- */
 /* ---- the one ListObjectsV2 page reader (s3_listing.c) ---- */
 /* One listed object: its decoded key (under the prefix), its size
- * (PI_SIZE_UNKNOWN when the page does not say) and ETag ("" likewise). */
-typedef int (*pi_s3_key_fn)(void *arg, const char *key, uint64_t size, const char *etag);
+ * (PI_SIZE_UNKNOWN when the page does not say), ETag ("" likewise) and
+ * LastModified in seconds since the epoch (0 likewise). */
+typedef int (*pi_s3_key_fn)(void *arg, const char *key, uint64_t size, const char *etag, int64_t mtime);
 /* One page (body: blen bytes): fn per <Contents> whose key starts with
  * prefix (others left out), the continuation token into tok (tokcap
  * bytes, "" none) and *more. 0, or fn's or pi_grow's error. */
@@ -117,7 +118,7 @@ struct pi_s3_lister {
     const char *uri, *base, *prefix;
     struct pi_buf u;
 };
-int pi_s3_list_key(void *arg, const char *key, uint64_t size, const char *etag);
+int pi_s3_list_key(void *arg, const char *key, uint64_t size, const char *etag, int64_t mtime);
 /* The metadata cache's rule (arg: struct pi_s3_stats): each key with a
  * size and an ETag appended as base + key. */
 struct pi_s3_stats {
@@ -125,7 +126,7 @@ struct pi_s3_stats {
     struct pi_stat_entry *v;
     size_t n, cap;
 };
-int pi_s3_stat_add(void *arg, const char *key, uint64_t size, const char *etag);
+int pi_s3_stat_add(void *arg, const char *key, uint64_t size, const char *etag, int64_t mtime);
 /* One page into *v (*n of *cap) through pi_s3_stat_add. */
 int pi_s3_stat_page(const char *body, size_t blen, const char *base, const char *prefix, struct pi_stat_entry **v,
                     size_t *n, size_t *cap, char *tok, size_t tokcap, int *more);

@@ -1,6 +1,7 @@
 /* s3_listing.c - the one reader of an S3 ListObjectsV2 page (the server's
  * XML: untrusted), and the two record shapes built on it: the list op's
- * entries (pi_s3_list_key: URI, name relative to the prefix, size, ETag)
+ * entries (pi_s3_list_key: URI, name relative to the prefix, size, ETag,
+ * LastModified)
  * and the metadata cache's (key, size, ETag) records (pi_s3_stat_add;
  * file/metacache.c checks its entries against them). s3.c does the
  * requests (s3_walk). Apart from s3.c and outside its libcurl guard, so
@@ -12,6 +13,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <strings.h>
+#include <time.h>
 
 /* Decodes the five XML entities of s[0, n) into out (n + 1 bytes). */
 static size_t ent_decode(const char *s, size_t n, char *out) {
@@ -60,6 +62,19 @@ static int xml_field(const char *p, const char *end, const char *tag, char *out,
     return ent_decode(a, (size_t)(b - a), out) == strlen(out);
 }
 
+/* An ISO 8601 UTC time as ListObjectsV2 states it ("2009-10-12T17:50:30.000Z")
+ * in seconds since the epoch; 0 when it is not one. */
+static int64_t iso_time(const char *t) {
+    int y, mo, d, h, mi, se, n = 0;
+    if (sscanf(t, "%4d-%2d-%2dT%2d:%2d:%2d%n", &y, &mo, &d, &h, &mi, &se, &n) != 6 || n != 19) return 0;
+    if (y < 1970 || y > 9999 || mo < 1 || mo > 12 || d < 1 || d > 31 || h > 23 || mi > 59 || se > 60 || h < 0 ||
+        mi < 0 || se < 0)
+        return 0;
+    struct tm tm = {.tm_year = y - 1900, .tm_mon = mo - 1, .tm_mday = d, .tm_hour = h, .tm_min = mi, .tm_sec = se};
+    time_t v = timegm(&tm);
+    return v > 0 ? (int64_t)v : 0;
+}
+
 int pi_s3_page(const char *body, size_t blen, const char *prefix, pi_s3_key_fn fn, void *arg, char *tok, size_t tokcap,
                int *more) {
     const char *p = body, *bend = body + blen;
@@ -82,7 +97,9 @@ int pi_s3_page(const char *body, size_t blen, const char *prefix, pi_s3_key_fn f
                     if (!*end && errno == 0) size = v;
                 }
                 if (!xml_field(p, e, "ETag", etag, sizeof etag)) etag[0] = 0;
-                rc = fn(arg, key, size, etag);
+                char lm[40];
+                int64_t mtime = xml_field(p, e, "LastModified", lm, sizeof lm) ? iso_time(lm) : 0;
+                rc = fn(arg, key, size, etag, mtime);
             }
         }
         p = e + 11;
@@ -105,7 +122,7 @@ const char *pi_s3_split(const char *uri, char *base, size_t cap) {
 }
 
 /* ---- the list op's entries -------------------------------------------------------- */
-int pi_s3_list_key(void *arg, const char *key, uint64_t size, const char *etag) {
+int pi_s3_list_key(void *arg, const char *key, uint64_t size, const char *etag, int64_t mtime) {
     struct pi_s3_lister *l = arg;
     size_t pl = strlen(l->prefix), kl = strlen(key);
     /* the prefix itself and "directory" markers (keys ending in '/') are not objects */
@@ -114,7 +131,7 @@ int pi_s3_list_key(void *arg, const char *key, uint64_t size, const char *etag) 
     pi_buf_put(&l->u, l->base, strlen(l->base));
     pi_buf_put(&l->u, key, kl + 1);
     if (l->u.oom) return pi_err(-ENOMEM, "%s: out of memory listing", l->uri);
-    struct pi_list_entry ent = {.uri = l->u.p, .rel = key + pl, .size = size, .identity = etag};
+    struct pi_list_entry ent = {.uri = l->u.p, .rel = key + pl, .size = size, .identity = etag, .mtime = mtime};
     return l->fn(l->arg, &ent);
 }
 
@@ -130,7 +147,8 @@ int pi_s3_listing_parse(const char *uri, const char *body, size_t len, pi_list_f
 }
 
 /* ---- the metadata cache's records --------------------------------------------------- */
-int pi_s3_stat_add(void *arg, const char *key, uint64_t size, const char *etag) {
+int pi_s3_stat_add(void *arg, const char *key, uint64_t size, const char *etag, int64_t mtime) {
+    (void)mtime;
     struct pi_s3_stats *st = arg;
     if (size == PI_SIZE_UNKNOWN || !etag[0]) return 0; /* nothing to vouch with */
     FORWARD_IF(pi_grow((void **)&st->v, &st->cap, st->n + 1, sizeof *st->v));

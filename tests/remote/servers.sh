@@ -130,7 +130,8 @@ if [[ " $want " == *" nginx "* || " $want " == *" delay "* ]]; then
     for repo in "$DIR"/www/hf/*/*; do
       [ -d "$repo" ] || continue
       rn=${repo#"$DIR/www/hf/"}
-      sib=$(cd "$repo" && find . -type f | sort | sed 's|^\./||; s|.*|{"rfilename":"&"}|' | paste -sd, -)
+      # with each file's size, as the Hub answers ?blobs=true (pagein asks so)
+      sib=$(cd "$repo" && find . -type f -printf '%P\t%s\n' | sort | awk -F'\t' '{printf "{\"rfilename\":\"%s\",\"size\":%s}\n", $1, $2}' | paste -sd, -)
       # served from a file: nginx refuses a `return` text of a repo of 1,000 files
       mkdir -p "$DIR/hfapi/$rn"
       printf '{"id":"%s","sha":"%s","siblings":[%s]}' "$rn" "$HF_COMMIT" "$sib" > "$DIR/hfapi/$rn/listing.json"
