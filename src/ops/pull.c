@@ -861,6 +861,47 @@ static int place_link(const char *name, const char *link, const char *target) {
     return 0;
 }
 
+/* A blob the server names by no hash (a static mirror's ETag): the bytes at
+ * p->blob are renamed to the blob named by their sha256, as the Hub names
+ * an LFS blob, and p's blob and target follow. */
+static int name_blob_by_content(struct pi_source *s, struct pi_cache_place *p) {
+#ifndef PAGEIN_HAVE_LIBCRYPTO
+    return pi_err(PAGEIN_E_UNSUPPORTED, "%s: the server states no hash to name the blob in the Hugging Face cache, "
+                  "and this build has no libcrypto to hash the bytes", s->name);
+#else
+    int fd = open(p->blob, O_RDONLY | O_CLOEXEC | O_NOFOLLOW);
+    if (fd < 0) return pi_err(-errno, "%s: cannot open %s", s->name, p->blob);
+    EVP_MD_CTX *ctx = EVP_MD_CTX_new();
+    uint8_t *buf = pi_malloc(4u << 20);
+    int rc = ctx && buf ? 0 : pi_err(-ENOMEM, "out of memory");
+    if (rc == 0) EVP_DigestInit_ex(ctx, EVP_sha256(), NULL);
+    for (ssize_t k; rc == 0 && (k = read(fd, buf, 4u << 20)) != 0;) {
+        if (k < 0 && errno == EINTR) continue;
+        if (k < 0) rc = pi_err(-errno, "%s: reading %s back to hash it", s->name, p->blob);
+        else EVP_DigestUpdate(ctx, buf, (size_t)k);
+    }
+    close(fd);
+    unsigned char md[EVP_MAX_MD_SIZE];
+    unsigned int mdlen = 0;
+    char hex[2 * EVP_MAX_MD_SIZE + 1] = "", named[sizeof p->blob];
+    if (rc == 0) EVP_DigestFinal_ex(ctx, md, &mdlen);
+    for (unsigned i = 0; i < mdlen; i++) snprintf(hex + 2 * i, 3, "%02x", md[i]);
+    pi_free(buf);
+    if (ctx) EVP_MD_CTX_free(ctx);
+    if (rc < 0) return rc;
+    char *slash = strrchr(p->blob, '/'), *tslash = strrchr(p->target, '/');
+    if (!slash || !tslash) return pi_err(PAGEIN_E_INVALID, "%s: bad cache place %s", s->name, p->blob);
+    size_t dl = (size_t)(slash + 1 - p->blob), hl = strlen(hex);
+    if (dl + hl >= sizeof named) return pi_err(PAGEIN_E_INVALID, "%s: cache path too long", s->name);
+    memcpy(named, p->blob, dl);
+    memcpy(named + dl, hex, hl + 1);
+    if (rename(p->blob, named) != 0) return pi_err(-errno, "%s: cannot rename %s to %s", s->name, p->blob, named);
+    memcpy(p->blob, named, dl + hl + 1);
+    snprintf(tslash + 1, sizeof p->target - (size_t)(tslash + 1 - p->target), "%s", hex);
+    return 0;
+#endif
+}
+
 /* An index's link, made only once its shards are in. */
 struct place_pend {
     char link[4300], target[4300], blob[4096];
@@ -868,13 +909,25 @@ struct place_pend {
 
 /* The install of one opened file where its source's cache layout puts it
  * (p: from cache_place; pend: do not link yet, say what to link). */
-static int pull_cached(struct pi_source *s, const struct pi_cache_place *p, const pagein_pull_opts *o,
+static int pull_cached(struct pi_source *s, struct pi_cache_place *p, const pagein_pull_opts *o,
                        pagein_pull_stats *st, const struct mcheck *mc, struct place_pend *pend) {
     char part[4200];
     snprintf(part, sizeof part, "%s.incomplete", p->blob);
     struct stat sb;
     int rc = 0;
     int cached = lstat(p->blob, &sb) == 0 && S_ISREG(sb.st_mode) && (uint64_t)sb.st_size == s->size;
+    if (p->name_by_content) {
+        /* named by its bytes: in the cache when the snapshot's link leads to
+         * a blob of this size (the commit folder pins the bytes) */
+        char real[PATH_MAX];
+        cached = p->link[0] && stat(p->link, &sb) == 0 && S_ISREG(sb.st_mode) && (uint64_t)sb.st_size == s->size &&
+                 realpath(p->link, real) != NULL;
+        if (cached) {
+            const char *b = strrchr(real, '/'), *t = strrchr(p->target, '/');
+            if (b && t) snprintf((char *)t + 1, sizeof p->target - (size_t)(t + 1 - p->target), "%s", b + 1);
+            if (strlen(real) < sizeof p->blob) memcpy(p->blob, real, strlen(real) + 1);
+        }
+    }
     if (cached && mc) {
         /* a manifest lists it: a blob already in the cache is checked like
          * a download (another tool, or the disk, may have changed it); one
@@ -894,6 +947,7 @@ static int pull_cached(struct pi_source *s, const struct pi_cache_place *p, cons
         if (st) st->cached += s->size;
     } else {
         rc = download(s, p->blob, part, o, st, mc);
+        if (rc == 0 && p->name_by_content) rc = name_blob_by_content(s, p);
     }
     if (rc < 0) return rc;
     if (p->link[0]) {

@@ -423,13 +423,12 @@ static int hf_cache_place(struct pi_source *s, const char *cache_dir, struct pi_
      * without one only a revision that is itself a commit names a snapshot */
     const char *said = pi_http_repo_commit(s);
     if (!pi_hex_tag(id, 64, hash) && !pi_hex_tag(id, 40, hash)) {
-        if (!id[0])
-            rc = pi_err(PAGEIN_E_REMOTE, "%s: the server states no ETag: cannot name the blob in the Hugging Face cache",
-                        s->name);
-        else
-            rc = pi_err(PAGEIN_E_REMOTE, "%s: the Hub's ETag '%.100s' is not a hash (40 or 64 hex digits): cannot name "
-                        "the blob in the Hugging Face cache", s->name, id);
-    } else if (said[0] && !pi_hex_tag(said, 40, commit) && !pi_hex_tag(said, 64, commit)) {
+        /* a static mirror (nginx: ETag "mtime-size"): the puller names the
+         * blob by the sha256 of the bytes, as the Hub names an LFS blob */
+        p->name_by_content = 1;
+        snprintf(hash, sizeof hash, ".pagein-unnamed-%016llx", (unsigned long long)pi_hash_bytes(s->name, strlen(s->name)));
+    }
+    if (said[0] && !pi_hex_tag(said, 40, commit) && !pi_hex_tag(said, 64, commit)) {
         rc = pi_err(PAGEIN_E_REMOTE, "%s: X-Repo-Commit '%.100s' is not a commit hash (40 or 64 hex digits): refused "
                     "(it would name a folder of the cache)", s->name, said);
     } else if (!said[0] && !is_commit_hash(r.rev)) {

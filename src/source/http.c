@@ -240,7 +240,10 @@ int pi_http_open_cfg(struct pi_source *s, const struct pi_http_cfg *cfg, uint32_
                 rc = pi_err(PAGEIN_E_REMOTE, "GET %s: body longer than its Content-Length", pi_hx_loc_url(o));
         } else {
             rc = pi_err(PAGEIN_E_REMOTE, "GET %s (Range: bytes=%s): HTTP %ld without a usable Content-Range or "
-                        "Content-Length", pi_hx_loc_url(o), x->range, x->status);
+                        "Content-Length%s", pi_hx_loc_url(o), x->range, x->status, x->status != 200 ? "" :
+                        ": a generated page such as a folder listing, not a file? Plain HTTP cannot list folders: name "
+                        "a file or a *.safetensors.index.json, or give plan/pull/open_model the folder ending in '/' "
+                        "(they try the usual file names); s3:// and hf:// list prefixes (docs/REMOTE.md)");
         }
     }
     if (rc == 0 && x->blen > o->size)

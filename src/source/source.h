@@ -102,6 +102,9 @@ struct pi_cache_place {
     char dir[4096];        /* the folder to report (the snapshot) */
     char ref[4096];        /* a small file to write, "" none */
     char ref_text[128];    /* ... holding this */
+    int name_by_content;   /* 1: the server states no hash to name the blob (a static mirror's ETag):
+                              blob is a temporary name in the blobs folder, and the puller names the
+                              blob by the sha256 of the bytes (an LFS blob's name), fixing target */
 };
 
 /* Sink of a whole-object stream (pi_source_ops.stream): the body in order
