@@ -578,8 +578,10 @@ static PyObject *dsp_annotated(const pagein_field *f) {
     switch (f->logical) {
     case PAGEIN_LOGICAL_DECIMAL: {
         PyObject *unscaled;
-        if (f->type == PAGEIN_FIELD_BINARY)
+        if (f->type == PAGEIN_FIELD_BINARY) /* Parquet: big-endian */
             unscaled = f->nbytes ? _PyLong_FromByteArray(p, (size_t)f->nbytes, 0, 1) : PyLong_FromLong(0);
+        else if (f->width > 8) /* Arrow's Decimal128: little-endian */
+            unscaled = _PyLong_FromByteArray(p, f->width, 1, 1);
         else
             unscaled = PyLong_FromLongLong(dsp_le_int(p, f->width <= 8 ? f->width : 8, 1, &u));
         if (!unscaled) return NULL;

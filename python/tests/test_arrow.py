@@ -71,11 +71,14 @@ def test_same_order_as_cli(fx):
         assert py == [int(x) for x in cli], shuffle
 
 
-def test_columns_and_refusal(fx):
+def test_columns_and_nested(fx):
     ds = os.path.join(fx, "ds")
     rows = list(pdata.Dataset(ds, shuffle="none", columns=["input_ids"]))
     assert len(rows) == 35 and all(list(r) == ["input_ids"] for r in rows)
     assert rows[7]["input_ids"].tolist() == [700, 701]
-    with pytest.raises(Exception) as e:
-        list(pdata.Dataset(os.path.join(fx, "types.file.arrow")))
-    assert "lstr" in str(e.value)
+    # a list of strings is a list of str, a struct a dict
+    rows = list(pdata.Dataset(os.path.join(fx, "types.file.arrow"), shuffle="none", columns=["lstr", "st"]))
+    assert len(rows) == 169
+    assert all(r["lstr"] is None or all(isinstance(x, (str, type(None))) for x in r["lstr"]) for r in rows)
+    assert all(r["st"] is None or set(r["st"]) == {"a", "b", "c"} for r in rows)
+    assert [r["st"] is None for r in rows[:10]] == [i % 5 == 4 for i in range(10)]

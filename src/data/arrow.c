@@ -50,6 +50,8 @@ const char *pi_arrow_kind_name(int kind, int bits, int is_signed) {
     case PI_ARROW_LARGE_LIST: return "LargeList";
     case PI_ARROW_FIXED_LIST: return "FixedSizeList";
     case PI_ARROW_STRUCT: return "Struct";
+    case PI_ARROW_FIXED_BINARY: return "FixedSizeBinary";
+    case PI_ARROW_MAP: return "Map";
     }
     return "?";
 }
@@ -138,6 +140,56 @@ static int parse_field(struct sch_parse *sp, const struct pi_fbt *ft, const char
         need_children = 1;
         break;
     }
+    case 7: { /* Decimal: precision, scale, bitWidth (128 unless said) */
+        int32_t pr = 0, sc = 0, bw = 128;
+        if (has_type) {
+            FORWARD_IF(pi_fb_i32(&type, 0, 0, &pr));
+            FORWARD_IF(pi_fb_i32(&type, 1, 0, &sc));
+            FORWARD_IF(pi_fb_i32(&type, 2, 128, &bw));
+        }
+        if ((bw != 32 && bw != 64 && bw != 128 && bw != 256) || pr < 0 || pr > 255)
+            return pi_err(PI_ARROW_E_FORMAT, "field '%s': Decimal(%d, %d) of %d bits", path, (int)pr, (int)sc, (int)bw);
+        f->kind = PI_ARROW_INT, f->bits = (uint8_t)(bw == 256 ? 0 : bw), f->is_signed = 1;
+        if (bw == 256) return pi_err(PAGEIN_E_UNSUPPORTED, "column '%s': Decimal256 is not supported", path);
+        f->logical = PAGEIN_LOGICAL_DECIMAL, f->precision = (uint8_t)pr, f->scale = sc;
+        break;
+    }
+    case 8: { /* Date: DAY (int32) or MILLISECOND (int64, the default) */
+        int16_t u = 1;
+        if (has_type) FORWARD_IF(pi_fb_i16(&type, 0, 1, &u));
+        if (u != 0 && u != 1) return pi_err(PI_ARROW_E_FORMAT, "field '%s': Date unit %d", path, u);
+        f->kind = PI_ARROW_INT, f->bits = u ? 64 : 32, f->is_signed = 1;
+        f->logical = PAGEIN_LOGICAL_DATE, f->unit = u ? PAGEIN_UNIT_MS : PAGEIN_UNIT_DAY;
+        break;
+    }
+    case 9:    /* Time: unit (MILLISECOND), bitWidth (32) */
+    case 10:   /* Timestamp: unit (SECOND), timezone */
+    case 18: { /* Duration: unit (MILLISECOND) */
+        int16_t u = tt == 10 ? 0 : 1;
+        int32_t bw = tt == 9 ? 32 : 64;
+        if (has_type) {
+            FORWARD_IF(pi_fb_i16(&type, 0, u, &u));
+            if (tt == 9) FORWARD_IF(pi_fb_i32(&type, 1, 32, &bw));
+            const char *tz;
+            uint32_t tzl;
+            if (tt == 10 && pi_fb_string(&type, 1, &tz, &tzl) == 1 && tzl) f->utc = 1;
+        }
+        if (u < 0 || u > 3 || (bw != 32 && bw != 64))
+            return pi_err(PI_ARROW_E_FORMAT, "field '%s': %s unit %d, %d bits", path, tn, u, (int)bw);
+        f->kind = PI_ARROW_INT, f->bits = (uint8_t)bw, f->is_signed = 1;
+        f->logical = tt == 9 ? PAGEIN_LOGICAL_TIME : tt == 10 ? PAGEIN_LOGICAL_TIMESTAMP : PAGEIN_LOGICAL_DURATION;
+        f->unit = (uint8_t)(PAGEIN_UNIT_S + u);
+        break;
+    }
+    case 15: {
+        int32_t bw = 0;
+        if (has_type) FORWARD_IF(pi_fb_i32(&type, 0, 0, &bw));
+        if (bw < 0) return pi_err(PI_ARROW_E_FORMAT, "field '%s': FixedSizeBinary of %d bytes", path, (int)bw);
+        f->kind = PI_ARROW_FIXED_BINARY;
+        f->byte_width = bw;
+        break;
+    }
+    case 17: f->kind = PI_ARROW_MAP; need_children = 1; break;
     case 19: f->kind = PI_ARROW_LARGE_BINARY; break;
     case 20: f->kind = PI_ARROW_LARGE_UTF8; break;
     case 21: f->kind = PI_ARROW_LARGE_LIST; need_children = 1; break;
@@ -145,7 +197,7 @@ static int parse_field(struct sch_parse *sp, const struct pi_fbt *ft, const char
     default:
         return pi_err(PAGEIN_E_UNSUPPORTED, "column '%s': type %s is not supported", path, tn);
     }
-    static const uint8_t nbufs[] = {0, 0, 2, 2, 2, 3, 3, 3, 3, 2, 2, 1, 1};
+    static const uint8_t nbufs[] = {0, 0, 2, 2, 2, 3, 3, 3, 3, 2, 2, 1, 1, 2, 2};
     f->nbufs = nbufs[f->kind];
     s->nbufs += f->nbufs;
     uint32_t first_buf = f->buf;
@@ -730,9 +782,15 @@ static int decode_col_inner(struct dec *d, const struct pi_arrow_field *f, uint6
     case PI_ARROW_BOOL:
         need_bytes = bits_bytes;
         goto values;
+    case PI_ARROW_FIXED_BINARY:
+        if (pi_mul_overflow(c->length, (uint64_t)f->byte_width, &need_bytes))
+            return pi_err(PI_ARROW_E_FORMAT, "%llu values of %d bytes overflow", (unsigned long long)c->length,
+                          (int)f->byte_width);
+        goto values;
     case PI_ARROW_INT:
     case PI_ARROW_FLOAT:
-        need_bytes = c->length * (f->bits / 8); /* length < 2^63, bits / 8 <= 8: no overflow */
+        if (pi_mul_overflow(c->length, (uint64_t)(f->bits / 8), &need_bytes))
+            return pi_err(PI_ARROW_E_FORMAT, "%llu values overflow", (unsigned long long)c->length);
     values:
         if (bl[1] < need_bytes)
             return pi_err(PI_ARROW_E_FORMAT, "values buffer of %llu bytes for %llu %s values", (unsigned long long)bl[1],
@@ -746,7 +804,9 @@ static int decode_col_inner(struct dec *d, const struct pi_arrow_field *f, uint6
     case PI_ARROW_LARGE_BINARY:
     case PI_ARROW_LIST:
     case PI_ARROW_LARGE_LIST:
-        w = (f->kind == PI_ARROW_UTF8 || f->kind == PI_ARROW_BINARY || f->kind == PI_ARROW_LIST) ? 4 : 8;
+    case PI_ARROW_MAP:
+        w = (f->kind == PI_ARROW_UTF8 || f->kind == PI_ARROW_BINARY || f->kind == PI_ARROW_LIST ||
+             f->kind == PI_ARROW_MAP) ? 4 : 8;
         if (c->length == 0 && bl[1] == 0) { /* writers may leave out the single offset of an empty column */
             c->offsets = empty_buf;
         } else {
@@ -755,7 +815,7 @@ static int decode_col_inner(struct dec *d, const struct pi_arrow_field *f, uint6
                               (unsigned long long)c->length);
             c->offsets = bp[1];
         }
-        if (f->kind == PI_ARROW_LIST || f->kind == PI_ARROW_LARGE_LIST) {
+        if (f->kind == PI_ARROW_LIST || f->kind == PI_ARROW_LARGE_LIST || f->kind == PI_ARROW_MAP) {
             /* the child's length bounds the offsets: read its node first */
             int64_t clen = pi_fb_ld64(d->nodes + 16ull * f->children[0].node);
             if (clen < 0) clen = 0;
@@ -980,8 +1040,13 @@ int pi_arrow_get(const struct pi_arrow_col *c, uint64_t row, struct pi_arrow_val
         }
         break;
     }
+    case PI_ARROW_FIXED_BINARY:
+        v->p = c->values + row * (uint64_t)f->byte_width;
+        v->n = (uint64_t)f->byte_width;
+        return 0;
     case PI_ARROW_UTF8:
     case PI_ARROW_BINARY:
+    case PI_ARROW_MAP:
     case PI_ARROW_LIST: {
         int32_t o[2];
         memcpy(o, c->offsets + 4 * row, 8);
@@ -1005,7 +1070,8 @@ int pi_arrow_get(const struct pi_arrow_col *c, uint64_t row, struct pi_arrow_val
     }
     return 0;
 var:
-    if (f->kind == PI_ARROW_LIST || f->kind == PI_ARROW_LARGE_LIST || f->kind == PI_ARROW_FIXED_LIST) {
+    if (f->kind == PI_ARROW_LIST || f->kind == PI_ARROW_LARGE_LIST || f->kind == PI_ARROW_FIXED_LIST ||
+        f->kind == PI_ARROW_MAP) {
         v->child = &c->children[0];
         const struct pi_arrow_field *cf = v->child->f;
         if (cf->kind == PI_ARROW_INT || cf->kind == PI_ARROW_FLOAT) v->p = v->child->values + v->first * (cf->bits / 8);

@@ -52,6 +52,8 @@ enum pi_arrow_kind {
     PI_ARROW_LARGE_LIST,   /* int64 offsets, one child */
     PI_ARROW_FIXED_LIST,   /* list_size, one child */
     PI_ARROW_STRUCT,
+    PI_ARROW_FIXED_BINARY, /* byte_width bytes a value */
+    PI_ARROW_MAP,          /* int32 offsets, one Struct child (key, value) */
 };
 /* "Int32", "LargeList", ... */
 const char *pi_arrow_kind_name(int kind, int bits, int is_signed);
@@ -68,6 +70,12 @@ struct pi_arrow_field {
     uint32_t buf;         /* its first buffer in the pre-order buffer list */
     uint32_t nbufs;       /* its own buffers */
     uint32_t tree_bufs;   /* its and its descendants' buffers: [buf, buf + tree_bufs) */
+    /* Decimal, Date, Time, Timestamp, Duration are INT of bits 32..256
+     * with an annotation (pagein.h's PAGEIN_LOGICAL_* and PAGEIN_UNIT_*;
+     * utc: a Timestamp with a time zone) */
+    uint8_t logical, unit, utc, precision;
+    int32_t scale;
+    int32_t byte_width;   /* FIXED_BINARY */
 };
 
 struct pi_arrow_schema {

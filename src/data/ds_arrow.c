@@ -9,13 +9,15 @@
  * one range per run of adjacent column spans. decode() checks and inflates
  * those columns (arrow.c); fields() hands out pointers into them.
  *
- * Columns map onto fields: a struct is flattened into "a.b"; scalars are
- * one value; a list of numbers is ndim 1 (shape -1); FixedSizeList nests
- * into fixed dimensions, under at most one variable-length list (shape
- * [-1, n, m]). Booleans are unpacked to one byte each in decode. Lists of
- * strings, lists of lists and lists of structs are refused at open
- * (PAGEIN_E_UNSUPPORTED naming the column and its type); a null element
- * inside a non-null list is refused when that sample is read. */
+ * Columns map onto fields: scalars are one value; a list of numbers is
+ * ndim 1 (shape -1); FixedSizeList nests into fixed dimensions, under at
+ * most one variable-length list (shape [-1, n, m]), handed out in place
+ * (booleans unpacked to one byte each in decode). Every other column (a
+ * struct, a map, lists of strings, lists of lists, lists of structs,
+ * decimals, dates, times, timestamps, durations, fixed-size binaries) is
+ * one nested or annotated value built from the columns at fields() time
+ * (tree_value), the same shapes as the Parquet row's; so is a row of an
+ * in-place list that holds a null element. */
 #include "arrow.h"
 #include "dsformat.h"
 
@@ -29,6 +31,7 @@ struct afield {
     uint32_t nfixed;        /* FixedSizeList levels below (or at) the leaf */
     uint64_t inner;         /* elements per outer element (product of the fixed sizes) */
     uint8_t kind;           /* element kind (arrow) */
+    int tree;               /* 1: the column is built as a nested value (tree_value) */
 };
 
 struct ashard {
@@ -96,9 +99,53 @@ static int unsupported(struct pi_dsshard *sh, const struct pi_arrow_field *top, 
 }
 
 /* Adds the fields of column f (path so far in pth/depth) to the shard. */
+/* 1 when column f is handed out in place: a scalar number, boolean, string
+ * or binary, or (Large)List / FixedSizeList nests of numbers. */
+static int in_place(const struct pi_arrow_field *f) {
+    const struct pi_arrow_field *e = f;
+    int list = 0;
+    if (e->kind == PI_ARROW_LIST || e->kind == PI_ARROW_LARGE_LIST) e = &e->children[0], list = 1;
+    while (e->kind == PI_ARROW_FIXED_LIST) e = &e->children[0], list = 1;
+    if (e->logical || (e->kind == PI_ARROW_INT && e->bits > 64)) return 0;
+    switch (e->kind) {
+    case PI_ARROW_BOOL:
+    case PI_ARROW_INT:
+    case PI_ARROW_FLOAT: return 1;
+    case PI_ARROW_NULL:
+    case PI_ARROW_UTF8:
+    case PI_ARROW_BINARY:
+    case PI_ARROW_LARGE_UTF8:
+    case PI_ARROW_LARGE_BINARY: return !list;
+    }
+    return 0;
+}
+
 static int add_fields(struct pi_dsshard *sh, struct ashard *A, uint32_t top, const struct pi_arrow_field *f,
                       uint32_t *pth, uint32_t depth, size_t *cap) {
     const struct pi_arrow_field *topf = &A->a.schema.fields[top];
+    if (depth == 0 && !in_place(f)) { /* one nested or annotated value */
+        if (sh->ncols >= PI_DS_MAX_COLS)
+            return pi_ds_err(sh, PAGEIN_E_LIMIT, UINT64_MAX, UINT64_MAX, NULL, "more than %u fields", PI_DS_MAX_COLS);
+        if (pi_grow((void **)&sh->cols, cap, sh->ncols + 1, sizeof *sh->cols) < 0 ||
+            pi_grow((void **)&A->f, &A->fcap, sh->ncols + 1, sizeof *A->f) < 0)
+            return pi_err(-ENOMEM, "%s: out of memory", sh->name);
+        struct pi_dscol *c = &sh->cols[sh->ncols];
+        struct afield *af = &A->f[sh->ncols];
+        memset(c, 0, sizeof *c);
+        memset(af, 0, sizeof *af);
+        c->name = f->path;
+        c->nullable = 1;
+        c->type = f->kind == PI_ARROW_STRUCT ? PI_DT_STRUCT : f->kind == PI_ARROW_MAP ? PI_DT_MAP
+                  : (f->kind == PI_ARROW_LIST || f->kind == PI_ARROW_LARGE_LIST || f->kind == PI_ARROW_FIXED_LIST)
+                      ? PI_DT_LIST
+                      : f->kind == PI_ARROW_INT ? PI_DT_INT : PI_DT_BINARY;
+        c->logical = f->logical, c->unit = f->unit, c->utc = f->utc, c->precision = f->precision, c->scale = f->scale;
+        af->top = top;
+        af->tree = 1;
+        af->kind = f->kind;
+        sh->ncols++;
+        return 0;
+    }
     if (f->kind == PI_ARROW_STRUCT) {
         if (depth >= PI_ARROW_MAX_DEPTH) return unsupported(sh, topf, f, "nested too deep");
         for (uint32_t i = 0; i < f->nchildren; i++) {
@@ -226,7 +273,7 @@ static int arrow_open(struct pi_dsshard *sh, const struct pi_dsopen *o) {
         if (rc == 0 && want[i] == 2) { /* keep only the named fields of this struct */
             size_t w = before;
             for (size_t j = before; j < sh->ncols; j++) {
-                int keep = 0;
+                int keep = A->f[j].tree; /* a struct is one value: all of it */
                 for (size_t k = 0; k < o->ncolumns; k++)
                     if (only[k] && strcmp(only[k], sh->cols[j].name) == 0) keep = 1;
                 if (keep) sh->cols[w] = sh->cols[j], A->f[w] = A->f[j], w++;
@@ -239,7 +286,10 @@ static int arrow_open(struct pi_dsshard *sh, const struct pi_dsopen *o) {
     for (size_t k = 0; rc == 0 && o->columns && k < o->ncolumns; k++) {
         if (!only[k]) continue;
         size_t j;
-        for (j = 0; j < sh->ncols && strcmp(sh->cols[j].name, only[k]) != 0; j++) {}
+        for (j = 0; j < sh->ncols && strcmp(sh->cols[j].name, only[k]) != 0; j++) {
+            size_t l = strlen(sh->cols[j].name);
+            if (A->f[j].tree && !strncmp(only[k], sh->cols[j].name, l) && only[k][l] == '.') break;
+        }
         if (j == sh->ncols) rc = pi_ds_err(sh, PAGEIN_E_NOT_FOUND, UINT64_MAX, UINT64_MAX, only[k], "no such column");
     }
     pi_free(want);
@@ -387,6 +437,8 @@ static int arrow_decode(const struct pi_dsshard *sh, struct pi_dsgroup *grp) {
             goto done;
         }
         G->chain[k][0] = c;
+        G->leaf[k] = c;
+        if (af->tree) continue; /* built from the columns at fields() time */
         for (uint32_t d = 0; d < af->depth; d++) G->chain[k][d + 1] = c = &c->children[af->path[d]];
         G->leaf[k] = c;
         if (af->var) c = &c->children[0];
@@ -418,15 +470,70 @@ done:
     return 0;
 }
 
+/* The value of column c at row into out[at] (when at < cap), its children
+ * at out[*n ...] (counted past cap). */
+static void tree_value(const struct pi_arrow_col *c, uint64_t row, const char *name, uint32_t col, pagein_field *out,
+                       size_t cap, size_t at, size_t *n, int depth) {
+    static const uint8_t bools[2] = {0, 1};
+    const struct pi_arrow_field *f = c->f;
+    pagein_field x;
+    memset(&x, 0, sizeof x);
+    x.name = name;
+    x.col = col;
+    x.logical = f->logical, x.unit = f->unit, x.utc = f->utc, x.precision = f->precision, x.scale = f->scale;
+    struct pi_arrow_val v;
+    int null = pi_arrow_get(c, row, &v) < 0 || v.null || depth > PI_ARROW_MAX_DEPTH + 2;
+    switch (f->kind) {
+    case PI_ARROW_NULL: x.type = PI_DT_NULL, null = 1; break;
+    case PI_ARROW_BOOL: x.type = PI_DT_BOOL, x.width = 1, x.data = &bools[v.i & 1], x.nbytes = 1; break;
+    case PI_ARROW_INT:
+        x.type = f->is_signed ? PI_DT_INT : PI_DT_UINT, x.width = f->bits / 8;
+        x.data = c->values + row * x.width, x.nbytes = x.width;
+        break;
+    case PI_ARROW_FLOAT:
+        x.type = PI_DT_FLOAT, x.width = f->bits / 8, x.data = c->values + row * x.width, x.nbytes = x.width;
+        break;
+    case PI_ARROW_UTF8:
+    case PI_ARROW_LARGE_UTF8: x.type = PI_DT_UTF8, x.data = v.n ? v.p : (const void *)"", x.nbytes = v.n; break;
+    case PI_ARROW_BINARY:
+    case PI_ARROW_LARGE_BINARY:
+    case PI_ARROW_FIXED_BINARY: x.type = PI_DT_BINARY, x.data = v.n ? v.p : (const void *)"", x.nbytes = v.n; break;
+    case PI_ARROW_STRUCT:
+        x.type = PI_DT_STRUCT;
+        if (null) break;
+        x.child = (uint32_t)*n, x.nchild = f->nchildren;
+        *n += f->nchildren;
+        for (uint32_t k = 0; k < f->nchildren; k++)
+            tree_value(&c->children[k], row, f->children[k].name, col, out, cap, x.child + k, n, depth + 1);
+        break;
+    default: /* lists and maps */
+        x.type = f->kind == PI_ARROW_MAP ? PI_DT_MAP : PI_DT_LIST;
+        if (null || !v.child) break;
+        x.child = (uint32_t)*n, x.nchild = (uint32_t)v.n;
+        *n += v.n;
+        for (uint64_t k = 0; k < v.n; k++)
+            tree_value(v.child, v.first + k, v.child->f->name, col, out, cap, x.child + k, n, depth + 1);
+        break;
+    }
+    if (null) x.null = 1, x.data = NULL, x.nbytes = 0, x.nchild = 0;
+    if (at < cap) out[at] = x;
+}
+
 static int arrow_fields(const struct pi_dsshard *sh, const struct pi_dsgroup *grp, uint64_t i, struct pi_dsfield *f,
                         size_t cap) {
     const struct ashard *A = sh->impl;
     const struct agroup *G = grp->impl;
     if (i >= G->b.rows) return pi_ds_err(sh, PAGEIN_E_RANGE, grp->g, i, NULL, "sample of %llu", (unsigned long long)G->b.rows);
-    for (size_t k = 0; k < sh->ncols && k < cap; k++) {
+    size_t n = sh->ncols; /* nested values' children go after the top-level fields */
+    for (size_t k = 0; k < sh->ncols; k++) {
         const struct afield *af = &A->f[k];
         const struct pi_dscol *c = &sh->cols[k];
-        struct pi_dsfield *o = &f[k];
+        pagein_field tmp, *o = k < cap ? &f[k] : &tmp;
+        if (af->tree) {
+        tree:
+            tree_value(G->leaf[k], i, c->name, (uint32_t)k, f, cap, k, &n, 0);
+            continue;
+        }
         memset(o, 0, sizeof *o);
         o->name = c->name;
         o->col = (uint32_t)k;
@@ -472,10 +579,7 @@ static int arrow_fields(const struct pi_dsshard *sh, const struct pi_dsgroup *gr
             for (uint32_t lv = 0;; lv++) {
                 if (check && cc->validity)
                     for (uint64_t j = 0; j < count; j++)
-                        if (pi_arrow_is_null(cc, first + j))
-                            return pi_ds_err(sh, PAGEIN_E_UNSUPPORTED, grp->g, i, c->name,
-                                             "null element inside a list (level %u, element %llu)", lv,
-                                             (unsigned long long)j);
+                        if (pi_arrow_is_null(cc, first + j)) goto tree; /* this row as a nested value */
                 if (lv == af->nfixed) break;
                 check = 1;
                 first *= (uint64_t)cc->f->list_size;
@@ -490,7 +594,8 @@ static int arrow_fields(const struct pi_dsshard *sh, const struct pi_dsgroup *gr
         o->data = e->f->kind == PI_ARROW_BOOL ? G->bools[k] + first : e->values + first * c->width;
         o->nbytes = count * c->width;
     }
-    return (int)sh->ncols;
+    if (n > INT32_MAX) return pi_ds_err(sh, PAGEIN_E_LIMIT, grp->g, i, NULL, "%zu fields", n);
+    return (int)n;
 }
 
 static void arrow_group_free(const struct pi_dsshard *sh, struct pi_dsgroup *grp) {

@@ -71,6 +71,10 @@ static int mk_list(struct nb *b, size_t si, int d, int r, int depth) {
     const struct pi_pq_file *f = b->f;
     const struct pi_pq_schema *e = &f->schema[si], *ce = &f->schema[si + 1];
     int kind = is_list_el(e) ? PI_PQ_N_LIST : PI_PQ_N_MAP;
+    /* a map whose entries have a key and no value: a list of the keys (as
+     * the Rust and C++ readers have it) */
+    int keys_only = kind == PI_PQ_N_MAP && ce->type < 0 && ce->num_children == 1;
+    if (keys_only) kind = PI_PQ_N_LIST;
     int x = new_node(b, kind, (int)si, d);
     if (x < 0) return x;
     b->f->nodes[x].drep = d + 1;
@@ -78,8 +82,8 @@ static int mk_list(struct nb *b, size_t si, int d, int r, int depth) {
     FORWARD_IF(kids_of(b, x, 1));
     size_t c = si + 1, len = strlen(e->name);
     int el;
-    if (kind == PI_PQ_N_MAP || ce->type >= 0 || ce->num_children != 1 || !strcmp(ce->name, "array") ||
-        (!strncmp(ce->name, e->name, len) && !strcmp(ce->name + len, "_tuple")))
+    if (!keys_only && (kind == PI_PQ_N_MAP || ce->type >= 0 || ce->num_children != 1 || !strcmp(ce->name, "array") ||
+                       (!strncmp(ce->name, e->name, len) && !strcmp(ce->name + len, "_tuple"))))
         /* the repeated node is the element: a primitive, a struct of its
          * fields (legacy two-level lists) or a list itself, a map's
          * key_value entry */
