@@ -122,6 +122,23 @@ int pi_free_page_reporting(void) {
     return k;
 }
 
+/* A local model whose files are less than 10% in the page cache: read
+ * with O_DIRECT, so that the only fresh memory a cold load takes is the
+ * destination (buffered, the page cache takes as much again first, and on
+ * a VM whose host took free memory back every fresh page is expensive:
+ * docs/BENCHMARKS.md, "Fresh memory"). A warm model stays buffered (a copy
+ * out of the page cache). PAGEIN_READ_DIRECT=0|1 overrides. */
+static int mostly_cold(const pagein_model *m) {
+    uint64_t all = 0, res = 0;
+    for (size_t i = 0; i < m->nfiles; i++) {
+        pagein_residency r;
+        if (!m->files[i]->base || pagein_file_residency(m->files[i], 0, m->files[i]->len, &r) < 0) return 0;
+        all += r.bytes;
+        res += r.resident_bytes;
+    }
+    return all >= (64u << 20) && res * 10 < all;
+}
+
 /* The page size of READ's and PREFETCH's buffers: measured (core/mem.h)
  * unless PAGEIN_READ_HUGEPAGE forces it or the HUGEPAGE hint asks. */
 enum pi_mem_pages pi_read_pages(const pagein_model *m) {
@@ -199,6 +216,7 @@ int pi_model_read_all(pagein_model *m) {
         pi_engine_choose(s0, &o, 1, &r0, &d0, w0, sizeof w0);
         direct = pi_source_facts(s0)->measured && pi_source_facts(s0)->latency_ns >= PI_AUTO_RTT_NS &&
                  (pi_source_facts(s0)->storage == PI_STORAGE_FUSE || pi_source_facts(s0)->storage == PI_STORAGE_NETFS);
+        if (!direct && pi_source_facts(s0)->storage == PI_STORAGE_LOCAL) direct = mostly_cold(m);
     }
     if (direct) {
         rc = read_direct(m, &o, &m->io_stats);
