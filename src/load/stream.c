@@ -21,10 +21,9 @@
  * With a budget the buffers are MADV_NOHUGEPAGE, so that what is resident
  * is what was read (a 2 MiB folio would bring in neighbouring groups'
  * zeros and could not be partly dropped without a split); without one
- * 4 KiB pages too unless huge pages are asked for (PAGEIN_HINT_HUGEPAGE,
- * PAGEIN_READ_HUGEPAGE=1). Each group's destinations are populated ahead
- * of its reads on the memory policy's threads (core/mem.h), so the copies
- * into them never take page faults.
+ * huge pages, as READ's (core/mem.h; PAGEIN_READ_HUGEPAGE=0 forces 4 KiB).
+ * With PAGEIN_MEM_THREADS=N each group's destinations are populated ahead
+ * of its reads on the memory policy's threads.
  *
  * Request size: each group is one engine run; its requests are cut so the
  * group fills the engine's depth (a 24 MiB group at depth 16 is read as
@@ -66,7 +65,7 @@ int pi_stream_init(pagein_model *m) {
             return pi_err(-errno, "%s: cannot reserve %zu bytes of address space: %s (vm.overcommit_memory=2 counts "
                                   "it all; use strategy read on a model that fits, or allow overcommit)",
                           f->path, cap, strerror(errno));
-        madvise(b, cap, !m->opts.budget_bytes && pi_read_pages(m) == PI_MEM_PAGES_HUGE ? MADV_HUGEPAGE : MADV_NOHUGEPAGE);
+        madvise(b, cap, !m->opts.budget_bytes && pi_read_pages(m) != PI_MEM_PAGES_SMALL ? MADV_HUGEPAGE : MADV_NOHUGEPAGE);
         m->rbuf[i] = b;
         m->rlen[i] = cap;
     }
