@@ -23,7 +23,10 @@
 #           one field, the line), warm, through the same pipeline: the CLI
 #           (the pipeline alone) and Python's ShardDataset (rows handed to
 #           Python: numpy arrays and str from Parquet; JSONL lines parsed
-#           with json.loads into the same)
+#           with json.loads into the same), and DuckDB (npm @duckdb/node-api,
+#           bench/parquet_duckdb.mjs) aggregating every value of the same
+#           columns of the same Parquet files on 1 thread and on all
+#           (skipped, saying why, without npm)
 # Usage: bench/parquet_epoch.sh [--json]   (env: SHARDS=4 ROWS=10000
 #        GROUP_ROWS=1000 DELAY_US=1000 RA_KB=128 RATE=100m DELAY_MS=20 CONNS=16
 #        RUNS=3 PARTS="slowfs http jsonl global" GLOBAL_LIMIT=640
@@ -139,6 +142,9 @@ if [[ " $PARTS " = *" jsonl "* ]]; then
   cat "$W/src/"tokens-* > /dev/null  # warm
   have_py=0
   [ -f "$REPO/build/python/pagein/__init__.py" ] && have_py=1
+  have_duck=0
+  if why=$(bash "$REPO/bench/duckdb_npm.sh"); then have_duck=1; else echo "parquet_epoch.sh: DuckDB skipped: $why" >&2; fi
+  dfiles=$(for f in $PQ; do printf '%s,' "$W/src/$f"; done)
   for r in $(seq 1 "$RUNS"); do
     for kind in parquet jsonl; do
       [ $kind = parquet ] && s=$pspec || s=$jspec
@@ -171,6 +177,12 @@ PY
         results+=("python $kind $r ${t%% *}")
       fi
     done
+    if [ $have_duck = 1 ]; then  # one timed query per thread count and run (after one untimed)
+      dj=$(NODE_PATH=$REPO/build/npm/node_modules node "$REPO/bench/parquet_duckdb.mjs" "${dfiles%,}" 1 1,0 text input_ids) &&
+        for t in 1 all; do
+          results+=("duckdb threads-$t $r $($PY -c 'import json,sys; print("%.6f" % json.loads(sys.argv[1])["threads"][sys.argv[2]]["median"])' "$dj" $t)")
+        done
+    fi
   done
 fi
 
@@ -201,7 +213,11 @@ if ("slowfs", "sequential") in med:
 if ("http", "pull") in med:
     for m in ("none", "block"):
         if ("http", m) in med: ratios["http %s vs pull" % m] = med[("http", "pull")] / med[("http", m)]
-rps = {"%s %s" % k: rows / v for k, v in med.items() if k[0] in ("cli", "python")}
+rps = {"%s %s" % k: rows / v for k, v in med.items() if k[0] in ("cli", "python", "duckdb")}
+if ("cli", "parquet") in med:
+    for t in ("1", "all"):
+        if ("duckdb", "threads-" + t) in med:
+            ratios["cli parquet vs duckdb %s thread%s" % (t, "" if t == "1" else "s")] = med[("duckdb", "threads-" + t)] / med[("cli", "parquet")]
 out["ratios"], out["rows_per_second"] = ratios, rps
 if gcost:
     n, units, parts, reqs, b = map(int, gcost.split())

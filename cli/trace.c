@@ -107,6 +107,12 @@ void trace_from_engine(const pagein_io_stats *st, struct trace *t) {
     t->submit_max_inflight = (double)st->submit_max_inflight;
     t->issue_s = st->issue_seconds;
     t->issue_async = st->issue_async;
+    t->mem_view = 1;
+    t->mem_fault_s = st->mem_fault_seconds;
+    t->mem_wait_s = st->mem_wait_seconds;
+    t->mem_populated = (double)st->mem_bytes_populated;
+    t->mem_huge = (double)st->mem_bytes_huge;
+    t->mem_reused = (double)st->mem_bytes_reused;
 }
 
 void trace_keep_engine(struct trace *t, const struct trace *eng) {
@@ -117,6 +123,12 @@ void trace_keep_engine(struct trace *t, const struct trace *eng) {
     t->submit_max_inflight = eng->submit_max_inflight;
     t->issue_s = eng->issue_s;
     t->issue_async = eng->issue_async;
+    t->mem_view = eng->mem_view;
+    t->mem_fault_s = eng->mem_fault_s;
+    t->mem_wait_s = eng->mem_wait_s;
+    t->mem_populated = eng->mem_populated;
+    t->mem_huge = eng->mem_huge;
+    t->mem_reused = eng->mem_reused;
 }
 
 void trace_json(FILE *o, const struct trace *t) {
@@ -150,5 +162,10 @@ void trace_json(FILE *o, const struct trace *t) {
                 ", \"submitted_mean_inflight\": %.2f, \"submitted_max_inflight\": %.0f, \"issue_s\": %.4f, "
                 "\"issue_async\": %s",
                 t->submit_mean_inflight, t->submit_max_inflight, t->issue_s, t->issue_async ? "true" : "false");
+    if (t->mem_view) /* the destination's pages: populated ahead (and how long), waited for, reused */
+        fprintf(o,
+                ", \"memory\": {\"populate_s\": %.4f, \"wait_s\": %.4f, \"bytes_populated\": %.0f, "
+                "\"bytes_huge\": %.0f, \"bytes_reused\": %.0f}",
+                t->mem_fault_s, t->mem_wait_s, t->mem_populated, t->mem_huge, t->mem_reused);
     fprintf(o, "}");
 }

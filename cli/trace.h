@@ -31,6 +31,9 @@ struct trace {
     int submit_view;
     double submit_mean_inflight, submit_max_inflight, issue_s;
     int issue_async;
+    /* the memory the data went into (engine: pagein_io_stats.mem_*) */
+    int mem_view;
+    double mem_fault_s, mem_wait_s, mem_populated, mem_huge, mem_reused;
 };
 
 /* The .slowfs-stats file of the slowfs mount holding path, or "" (not on slowfs). */

@@ -2179,6 +2179,15 @@ typedef struct pagein_io_stats {
     double issue_seconds;
     int issue_async;
     /* ---- end of addition (issue 29) ---- */
+    /* ---- addition: the memory the data went into ---------------------
+     * Fresh pages are populated ahead of the reads on their own threads
+     * (seconds summed over those threads), the reads wait for them where
+     * they catch up; bytes populated (of which as huge pages) and bytes
+     * that went into memory reused from an earlier model (docs/LOADING.md,
+     * "Memory"). */
+    double mem_fault_seconds;
+    double mem_wait_seconds;
+    uint64_t mem_bytes_populated, mem_bytes_huge, mem_bytes_reused;
 } pagein_io_stats;
 
 /* 0 and *st for a model whose data the range engine read (READ, or AUTO

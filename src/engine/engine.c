@@ -31,11 +31,18 @@
  */
 #include "engine.h"
 
+#include "../core/mem.h"
+
 #include <inttypes.h>
 #include <pthread.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <time.h>
+
+/* BUFFERS with a fill (pi_engine_opts.fill): each batch handed to the
+ * local readv is at least this many bytes of populated destinations, and
+ * then as many more as are populated already. */
+#define FILL_WINDOW (8ull << 20)
 
 static uint64_t now_ns(void) {
     struct timespec t;
@@ -275,6 +282,11 @@ static void *worker(void *arg) {
             }
             buf = scratch;
         }
+        if (x->o->fill && x->o->deliver == PI_DELIVER_BUFFERS)
+            for (size_t j = q->p0; j < q->p1; j++) {
+                const struct pi_engine_piece *pj = &x->p->piece[j];
+                pi_mem_fill_wait(x->o->fill, (uint8_t *)x->spans[pj->span].dst + pj->span_off, pj->len);
+            }
         uint64_t t = now_ns();
         pi_err_clear();
         int rc = s->ops->read(s, buf, q->len, q->off);
@@ -429,11 +441,17 @@ static int run_batch(struct erunner *x) {
     while (k < x->p->nreq && x->rc == 0) {
         uint32_t src = x->p->req[k].src;
         size_t a = k;
+        uint64_t wbytes = 0;
         while (k < x->p->nreq && x->p->req[k].src == src) {
             const struct pi_engine_req *q = &x->p->req[k];
             const struct pi_engine_piece *pc = &x->p->piece[q->p0];
-            rq[k] = (struct pi_read_req){(uint8_t *)x->spans[pc->span].dst + pc->span_off, q->off, q->len, 0,
-                                         (void *)(uintptr_t)k};
+            uint8_t *dst = (uint8_t *)x->spans[pc->span].dst + pc->span_off;
+            if (x->o->fill) { /* a window of destinations already populated, at least FILL_WINDOW bytes */
+                if (k == a || wbytes < FILL_WINDOW) pi_mem_fill_wait(x->o->fill, dst, q->len);
+                else if (!pi_mem_fill_ready(x->o->fill, dst, q->len)) break;
+            }
+            rq[k] = (struct pi_read_req){dst, q->off, q->len, 0, (void *)(uintptr_t)k};
+            wbytes += q->len;
             k++;
         }
         struct bctx b = {x, a};

@@ -66,6 +66,13 @@ struct pi_engine_opts {
      * cache. Used by the worker path (BUFFERS, PAGECACHE); STREAM starts
      * its own threads. */
     struct pi_crew *crew;
+    /* Addition: BUFFERS destinations being populated ahead (core/mem.h,
+     * pi_mem_fill_start; NULL: none). A request is issued only once its
+     * destination's pages are populated, so the reads never take the
+     * slow page faults themselves; the batch path hands the local readv
+     * windows of populated destinations (at least 8 MiB, then whatever
+     * is ready). */
+    struct pi_mem_fill *fill;
 };
 
 #define PI_ENGINE_HIST 16 /* request-size histogram: bucket i = [4 KiB << i, 4 KiB << (i+1)) */

@@ -5,6 +5,7 @@
 #define PAGEIN_LOAD_H
 
 #include "../internal.h"
+#include "../core/mem.h"
 #include "../source/source.h"
 #include "../engine/engine.h"
 #include "../format/format.h"
@@ -108,6 +109,8 @@ struct pagein_model {
     struct pi_table tab;       /* merged table; tensor.file = index into files */
     uint8_t **rbuf;            /* READ: per-file anonymous copy (NULL otherwise) */
     size_t *rlen;              /* bytes mapped for rbuf[i] */
+    int rbuf_keep;             /* rbuf from pi_mem_get: given back with pi_mem_put (reuse) */
+    struct pi_mem_stats mem;   /* what the memory policy did for rbuf (core/mem.h) */
     pagein_model_opts opts;
     pagein_strategy strategy;
     char why[256];
@@ -180,12 +183,13 @@ void pi_model_release_group(pagein_model *m, int32_t g);
  * reads, so the fallback to buffered reads is exercised everywhere. */
 extern _Atomic int pi_test_direct_read_fails;
 /* Whether this is a VM whose virtio-balloon reports free pages to its host
- * (read.c: READ's buffers then get 4 KiB pages); pi_test_virtio_dir stands
- * in for /sys/bus/virtio/devices in tests. */
+ * (a fact for reports; the page size is measured, core/mem.h);
+ * pi_test_virtio_dir stands in for /sys/bus/virtio/devices in tests. */
 int pi_free_page_reporting(void);
-/* Whether anonymous model buffers (READ, PREFETCH without a budget) ask
- * for huge pages: PAGEIN_READ_HUGEPAGE, the HUGEPAGE hint, the balloon. */
-int pi_read_buffers_huge(const pagein_model *m);
+/* The page size of anonymous model buffers (READ, PREFETCH): forced by
+ * PAGEIN_READ_HUGEPAGE=0|1, huge with the HUGEPAGE hint, else measured by
+ * the memory policy (core/mem.h). */
+enum pi_mem_pages pi_read_pages(const pagein_model *m);
 extern const char *pi_test_virtio_dir;
 /* READ strategy: reads every file into anonymous memory. */
 int pi_model_read_all(pagein_model *m);

@@ -568,7 +568,8 @@ void pagein_model_close(pagein_model *m) {
     if (!m) return;
     pi_pager_stop(m);
     for (size_t i = 0; i < m->nfiles; i++) {
-        if (m->rbuf && m->rbuf[i]) munmap(m->rbuf[i], m->rlen[i]);
+        if (m->rbuf && m->rbuf[i] && m->rbuf_keep) pi_mem_put(m->rbuf[i], m->rlen[i]);
+        else if (m->rbuf && m->rbuf[i]) munmap(m->rbuf[i], m->rlen[i]);
         pagein_close(m->files[i]);
     }
     pi_free(m->rbuf);

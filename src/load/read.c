@@ -122,14 +122,29 @@ int pi_free_page_reporting(void) {
     return k;
 }
 
-/* PAGEIN_READ_HUGEPAGE=0|1 forces 4 KiB or huge pages; else the HUGEPAGE
- * hint asks for them, and without it they are used unless the VM reports
- * free pages to its host. For READ's buffers and PREFETCH's without a
- * budget (stream.c). */
-int pi_read_buffers_huge(const pagein_model *m) {
+/* A local model whose files are less than 10% in the page cache: read
+ * with O_DIRECT, so that the only fresh memory a cold load takes is the
+ * destination (buffered, the page cache takes as much again first, and on
+ * a VM whose host took free memory back every fresh page is expensive:
+ * docs/BENCHMARKS.md, "Fresh memory"). A warm model stays buffered (a copy
+ * out of the page cache). PAGEIN_READ_DIRECT=0|1 overrides. */
+static int mostly_cold(const pagein_model *m) {
+    uint64_t all = 0, res = 0;
+    for (size_t i = 0; i < m->nfiles; i++) {
+        pagein_residency r;
+        if (!m->files[i]->base || pagein_file_residency(m->files[i], 0, m->files[i]->len, &r) < 0) return 0;
+        all += r.bytes;
+        res += r.resident_bytes;
+    }
+    return all >= (64u << 20) && res * 10 < all;
+}
+
+/* The page size of READ's and PREFETCH's buffers: measured (core/mem.h)
+ * unless PAGEIN_READ_HUGEPAGE forces it or the HUGEPAGE hint asks. */
+enum pi_mem_pages pi_read_pages(const pagein_model *m) {
     const char *hp = getenv("PAGEIN_READ_HUGEPAGE");
-    if (hp && (*hp == '0' || *hp == '1')) return *hp == '1';
-    return (m->opts.hints & PAGEIN_HINT_HUGEPAGE) || !pi_free_page_reporting();
+    if (hp && (*hp == '0' || *hp == '1')) return *hp == '1' ? PI_MEM_PAGES_HUGE : PI_MEM_PAGES_SMALL;
+    return (m->opts.hints & PAGEIN_HINT_HUGEPAGE) ? PI_MEM_PAGES_HUGE : PI_MEM_PAGES_MEASURE;
 }
 
 int pi_model_read_all(pagein_model *m) {
@@ -145,18 +160,28 @@ int pi_model_read_all(pagein_model *m) {
     }
     int rc = 0;
     size_t n = 0;
+    struct pi_mem_fill *fill = NULL;
+    void **fresh = pi_calloc(m->nfiles, sizeof *fresh);
+    size_t *fresh_len = pi_calloc(m->nfiles, sizeof *fresh_len);
+    if (!fresh || !fresh_len) {
+        rc = pi_err(-ENOMEM, "out of memory");
+        goto out;
+    }
+    m->rbuf_keep = 1;
     for (size_t i = 0; i < m->nfiles; i++) {
         pagein_file *f = m->files[i];
-        size_t len = f->len;
-        size_t cap = (size_t)pi_align_up(len ? len : 1, 2u << 20);
-        void *b = mmap(NULL, cap, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
-        if (b == MAP_FAILED) {
-            rc = pi_err(-errno, "%s: cannot allocate %zu bytes: %s", f->path, cap, strerror(errno));
+        size_t len = f->len, cap = 0;
+        int reused = 0;
+        void *b = pi_mem_get(len, &cap, 0, &reused);
+        if (!b) {
+            rc = pi_err(-errno, "%s: cannot allocate %zu bytes: %s", f->path, (size_t)pi_align_up(len ? len : 1, 2u << 20),
+                        strerror(errno));
             goto out;
         }
-        madvise(b, cap, pi_read_buffers_huge(m) ? MADV_HUGEPAGE : MADV_NOHUGEPAGE);
         m->rbuf[i] = b;
         m->rlen[i] = cap;
+        if (reused) m->mem.reused += len;
+        else fresh[i] = b, fresh_len[i] = len;
         srcs[i] = f->src;
         if (!f->src) {
             rc = pi_err(PAGEIN_E_UNSUPPORTED, "%s: no source to read from", f->path);
@@ -164,11 +189,15 @@ int pi_model_read_all(pagein_model *m) {
         }
         if (len) sp[n++] = (struct pi_span){(uint32_t)i, 0, len, b};
     }
+    /* fresh pages populated ahead of the reads, off the I/O path (core/mem.h) */
+    fill = pi_mem_fill_start(fresh, fresh_len, m->nfiles, 0, pi_read_pages(m));
+    for (size_t i = 0; i < m->nfiles && !fill; i++) pi_mem_advise(fresh[i], fresh_len[i], pi_read_pages(m));
     struct pi_engine_opts o = {.deliver = PI_DELIVER_BUFFERS,
                                .request_bytes = m->opts.chunk_bytes ? pi_align_up(m->opts.chunk_bytes, 4096) : 0,
                                .depth = m->threads_given,
                                .max_gap = 0,
-                               .cancel = &m->cancel};
+                               .cancel = &m->cancel,
+                               .fill = fill};
     rc = -EINVAL;
     int direct = (m->opts.hints & PAGEIN_HINT_DIRECT) != 0;
     const char *env = getenv("PAGEIN_READ_DIRECT");
@@ -187,6 +216,7 @@ int pi_model_read_all(pagein_model *m) {
         pi_engine_choose(s0, &o, 1, &r0, &d0, w0, sizeof w0);
         direct = pi_source_facts(s0)->measured && pi_source_facts(s0)->latency_ns >= PI_AUTO_RTT_NS &&
                  (pi_source_facts(s0)->storage == PI_STORAGE_FUSE || pi_source_facts(s0)->storage == PI_STORAGE_NETFS);
+        if (!direct && pi_source_facts(s0)->storage == PI_STORAGE_LOCAL) direct = mostly_cold(m);
     }
     if (direct) {
         rc = read_direct(m, &o, &m->io_stats);
@@ -246,6 +276,9 @@ int pi_model_read_all(pagein_model *m) {
         t->data = m->rbuf[t->file] + t->offset;
     }
 out:
+    pi_mem_fill_end(fill, &m->mem);
+    pi_free(fresh);
+    pi_free(fresh_len);
     pi_free(srcs);
     pi_free(sp);
     return rc;
@@ -311,5 +344,10 @@ int pagein_model_io_stats(const pagein_model *m, pagein_io_stats *st) {
     st->submit_max_inflight = e->submit_max_inflight;
     st->issue_seconds = e->issue_seconds;
     st->issue_async = e->issue_async;
+    st->mem_fault_seconds = m->mem.fault_s;
+    st->mem_wait_seconds = m->mem.wait_s;
+    st->mem_bytes_populated = m->mem.populated;
+    st->mem_bytes_huge = m->mem.huge;
+    st->mem_bytes_reused = m->mem.reused;
     return 0;
 }

@@ -21,8 +21,9 @@
  * With a budget the buffers are MADV_NOHUGEPAGE, so that what is resident
  * is what was read (a 2 MiB folio would bring in neighbouring groups'
  * zeros and could not be partly dropped without a split); without one
- * huge pages where READ would use them (pi_read_buffers_huge: not in a VM
- * whose balloon reports free pages, PAGEIN_READ_HUGEPAGE forces).
+ * huge pages, as READ's (core/mem.h; PAGEIN_READ_HUGEPAGE=0 forces 4 KiB).
+ * With PAGEIN_MEM_THREADS=N each group's destinations are populated ahead
+ * of its reads on the memory policy's threads.
  *
  * Request size: each group is one engine run; its requests are cut so the
  * group fills the engine's depth (a 24 MiB group at depth 16 is read as
@@ -58,12 +59,13 @@ int pi_stream_init(pagein_model *m) {
         /* MAP_NORESERVE: a model larger than memory (what a budget is for;
          * auto picks this then) must get its address range; only what the
          * budget lets in is ever touched */
-        void *b = mmap(NULL, cap, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE, -1, 0);
-        if (b == MAP_FAILED)
+        int reused;
+        void *b = pi_mem_get(f->len, &cap, 1, &reused);
+        if (!b)
             return pi_err(-errno, "%s: cannot reserve %zu bytes of address space: %s (vm.overcommit_memory=2 counts "
                                   "it all; use strategy read on a model that fits, or allow overcommit)",
                           f->path, cap, strerror(errno));
-        madvise(b, cap, !m->opts.budget_bytes && pi_read_buffers_huge(m) ? MADV_HUGEPAGE : MADV_NOHUGEPAGE);
+        madvise(b, cap, !m->opts.budget_bytes && pi_read_pages(m) != PI_MEM_PAGES_SMALL ? MADV_HUGEPAGE : MADV_NOHUGEPAGE);
         m->rbuf[i] = b;
         m->rlen[i] = cap;
     }
@@ -125,7 +127,20 @@ int pi_stream_read(pagein_model *m, struct pi_range *r, size_t n) {
         o.request_bytes = want < rb ? want : rb;
         if (o.request_bytes < (1u << 20)) o.request_bytes = 1u << 20;
     }
+    /* the group's destinations populated ahead of the reads (core/mem.h):
+     * a remote read's copy into a fresh page would take the page fault */
+    void **dp = pi_malloc(k * sizeof *dp);
+    size_t *dl = pi_malloc(k * sizeof *dl);
+    struct pi_mem_fill *fill = NULL;
+    if (dp && dl) {
+        for (size_t i = 0; i < k; i++) dp[i] = sp[i].dst, dl[i] = sp[i].len;
+        fill = pi_mem_fill_start(dp, dl, k, 0, PI_MEM_PAGES_ASIS);
+    }
+    o.fill = fill;
     rc = pi_engine_run(srcs, m->nfiles, sp, k, &o, NULL);
+    pi_mem_fill_end(fill, &m->mem);
+    pi_free(dp);
+    pi_free(dl);
 out:
     pi_free(srcs);
     pi_free(sp);

@@ -1,0 +1,202 @@
+/*
+ * test_mem.c - the memory policy (src/core/mem.c): reuse of given-back
+ * blocks, populating ahead without changing a byte, waiting for a range,
+ * the page-size advice, and READ's counters in the access trace.
+ */
+#include "test.h"
+#include "../src/internal.h"
+#include "../src/core/mem.h"
+
+#include <stdio.h>
+#include <stdlib.h>
+#include <sys/mman.h>
+#include <unistd.h>
+
+/* Resident pages of [p, p + len) (mincore). */
+static size_t resident(const void *p, size_t len) {
+    size_t n = (len + 4095) / 4096, r = 0;
+    unsigned char *v = malloc(n);
+    if (!v || mincore((void *)p, len, v) != 0) {
+        free(v);
+        return 0;
+    }
+    for (size_t i = 0; i < n; i++) r += v[i] & 1;
+    free(v);
+    return r;
+}
+
+TEST(mem_reuse_first) {
+    setenv("PAGEIN_MEM_KEEP", "64M", 1);
+    pi_mem_trim();
+    size_t cap = 0, cap2 = 0;
+    int re = -1;
+    uint8_t *p = pi_mem_get(5u << 20, &cap, 0, &re);
+    CHECK(p != NULL);
+    if (!p) return PASS;
+    CHECK_EQ(cap, 6u << 20); /* 2 MiB multiple */
+    CHECK_EQ(re, 0);
+    memset(p, 7, cap);
+    pi_mem_put(p, cap);
+    CHECK_EQ(pi_mem_kept(), 6u << 20);
+    uint8_t *q = pi_mem_get(6u << 20, &cap2, 0, &re); /* fits: handed back, still resident */
+    CHECK(q == p);
+    CHECK_EQ(re, 1);
+    CHECK_EQ(cap2, cap);
+    CHECK_EQ(pi_mem_kept(), 0);
+    CHECK_EQ(resident(q, cap2), cap2 / 4096);
+    pi_mem_put(q, cap2);
+    uint8_t *big = pi_mem_get(16u << 20, &cap2, 0, &re); /* larger than any kept block: fresh */
+    CHECK_EQ(re, 0);
+    pi_mem_put(big, cap2);
+    uint8_t *nr = pi_mem_get(2u << 20, &cap2, 1, &re); /* noreserve: never from the list */
+    CHECK_EQ(re, 0);
+    munmap(nr, cap2);
+    setenv("PAGEIN_MEM_KEEP", "0", 1); /* nothing kept */
+    pi_mem_trim();
+    p = pi_mem_get(2u << 20, &cap, 0, &re);
+    pi_mem_put(p, cap);
+    CHECK_EQ(pi_mem_kept(), 0);
+    unsetenv("PAGEIN_MEM_KEEP");
+    return PASS;
+}
+
+TEST(mem_fill_populates_without_changing_bytes) {
+    size_t cap[3];
+    int re;
+    size_t len[3] = {9u << 20, 3u << 20, 1};
+    void *p[3];
+    for (int i = 0; i < 3; i++) {
+        p[i] = pi_mem_get(len[i], &cap[i], 1, &re);
+        CHECK(p[i] != NULL);
+        if (!p[i]) return PASS;
+    }
+    /* bytes written before the fill stay */
+    for (size_t i = 0; i < (1u << 20); i += 4096) ((uint8_t *)p[0])[i] = (uint8_t)(i >> 12);
+    struct pi_mem_fill *f = pi_mem_fill_start(p, len, 3, 2, PI_MEM_PAGES_MEASURE);
+    CHECK(f != NULL);
+    pi_mem_fill_wait(f, (uint8_t *)p[0] + (8u << 20), 1u << 20); /* the last chunk of region 0 */
+    CHECK(pi_mem_fill_ready(f, p[0], len[0]));
+    CHECK(pi_mem_fill_ready(f, &re, sizeof re)); /* outside every region */
+    pi_mem_fill_wait(f, &re, sizeof re);
+    pi_mem_fill_wait(f, p[2], 1);
+    struct pi_mem_stats st = {0};
+    pi_mem_fill_end(f, &st);
+    CHECK_EQ(resident(p[0], len[0]), len[0] / 4096);
+    CHECK_EQ(resident(p[1], len[1]), len[1] / 4096);
+    CHECK_EQ(st.populated, len[0] + len[1] + 4096);
+    CHECK(st.huge <= st.populated);
+    CHECK(st.fault_s >= 0 && st.wait_s >= 0);
+    int same = 1;
+    for (size_t i = 0; i < (1u << 20); i += 4096) same &= ((uint8_t *)p[0])[i] == (uint8_t)(i >> 12);
+    CHECK(same);
+    for (int i = 0; i < 3; i++) munmap(p[i], cap[i]);
+    pi_mem_fill_end(NULL, &st);                       /* NULL: nothing */
+    CHECK(pi_mem_fill_start(p, len, 0, 1, PI_MEM_PAGES_SMALL) == NULL); /* no regions */
+    return PASS;
+}
+
+/* "hg", "nh" or "" for the VMA holding a. */
+static void vma_flag(const void *a, char *out, size_t cap) {
+    snprintf(out, cap, "?");
+    FILE *f = fopen("/proc/self/smaps", "re");
+    if (!f) return;
+    char line[512];
+    int in = 0;
+    while (fgets(line, sizeof line, f)) {
+        unsigned long lo, hi;
+        if (sscanf(line, "%lx-%lx ", &lo, &hi) == 2) {
+            in = (uintptr_t)a >= lo && (uintptr_t)a < hi;
+            continue;
+        }
+        if (in && strncmp(line, "VmFlags:", 8) == 0) {
+            snprintf(out, cap, "%s", strstr(line, " hg") ? "hg" : strstr(line, " nh") ? "nh" : "");
+            break;
+        }
+    }
+    fclose(f);
+}
+
+TEST(mem_page_size_forced_and_measured) {
+    size_t cap, len = 8u << 20;
+    int re;
+    char fl[8];
+    unsetenv("PAGEIN_READ_HUGEPAGE");
+    void *p = pi_mem_get(len, &cap, 1, &re);
+    CHECK(p != NULL);
+    if (!p) return PASS;
+    pi_mem_populate(p, len, PI_MEM_PAGES_SMALL, NULL);
+    vma_flag(p, fl, sizeof fl);
+    CHECK_STR(fl, "nh");
+    munmap(p, cap);
+    setenv("PAGEIN_READ_HUGEPAGE", "1", 1); /* forces a measured block */
+    p = pi_mem_get(len, &cap, 1, &re);
+    struct pi_mem_stats st = {0};
+    pi_mem_populate(p, len, PI_MEM_PAGES_MEASURE, &st);
+    vma_flag(p, fl, sizeof fl);
+    CHECK_STR(fl, "hg");
+    CHECK_EQ(st.huge, len);
+    munmap(p, cap);
+    unsetenv("PAGEIN_READ_HUGEPAGE");
+    pi_mem_forget_rates();
+    p = pi_mem_get(len, &cap, 1, &re); /* measured: huge pages first */
+    memset(&st, 0, sizeof st);
+    pi_mem_populate(p, len, PI_MEM_PAGES_MEASURE, &st);
+    vma_flag(p, fl, sizeof fl);
+    CHECK_STR(fl, "hg");
+    CHECK(st.huge >= (4u << 20));
+    printf("    note: huge pages populated at %.2f GB/s here (%llu of %zu bytes as huge pages)\n",
+           st.fault_s > 0 ? st.populated / st.fault_s / 1e9 : 0.0, (unsigned long long)st.huge, len);
+    munmap(p, cap);
+    return PASS;
+}
+
+TEST(mem_read_counters_in_trace) {
+    enum { NB = 5 << 20 };
+    uint8_t *d = malloc(NB);
+    CHECK(d != NULL);
+    if (!d) return PASS;
+    for (size_t i = 0; i < NB; i++) d[i] = (uint8_t)(i * 31 + 7);
+    uint64_t shape[1] = {NB};
+    pagein_write_tensor w = {"w", PAGEIN_DTYPE_U8, 1, shape, d, NULL, NULL};
+    const char *path = pt_tmppath("mem.safetensors");
+    CHECK_OK(pagein_safetensors_write(path, &w, 1, NULL));
+    setenv("PAGEIN_MEM_KEEP", "64M", 1);
+    setenv("PAGEIN_MEM_THREADS", "1", 1); /* populating ahead, off by default */
+    pi_mem_trim();
+    pagein_model_opts o = PAGEIN_MODEL_OPTS_INIT;
+    o.strategy = PAGEIN_STRATEGY_READ;
+    for (int round = 0; round < 2; round++) {
+        pagein_model *m = NULL;
+        CHECK_OK(pagein_model_open(&m, path, &o));
+        if (!m) break;
+        const pagein_tensor *t = pagein_model_tensor_get(m, "w");
+        CHECK(t && memcmp(t->data, d, NB) == 0);
+        pagein_io_stats s;
+        CHECK_OK(pagein_model_io_stats(m, &s));
+        if (round == 0) { /* fresh memory, populated ahead */
+            CHECK(s.mem_bytes_populated >= NB);
+            CHECK_EQ(s.mem_bytes_reused, 0);
+        } else { /* the first model's buffer again */
+            CHECK_EQ(s.mem_bytes_populated, 0);
+            CHECK(s.mem_bytes_reused >= NB);
+        }
+        pagein_model_close(m);
+    }
+    pagein_model *m = NULL; /* default: no fill, nothing populated ahead, the bytes still right */
+    unsetenv("PAGEIN_MEM_THREADS");
+    pi_mem_trim();
+    CHECK_OK(pagein_model_open(&m, path, &o));
+    if (m) {
+        const pagein_tensor *t = pagein_model_tensor_get(m, "w");
+        CHECK(t && memcmp(t->data, d, NB) == 0);
+        pagein_io_stats s;
+        CHECK_OK(pagein_model_io_stats(m, &s));
+        CHECK_EQ(s.mem_bytes_populated, 0);
+        pagein_model_close(m);
+    }
+    pi_mem_trim();
+    unsetenv("PAGEIN_MEM_KEEP");
+    unlink(path);
+    free(d);
+    return PASS;
+}
