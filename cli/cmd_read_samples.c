@@ -57,7 +57,7 @@ static void usage(FILE *out) {
             "  --group-size SIZE   bytes per group of addressable shards (default 4M)\n"
             "  --cache-dir DIR     where indexes of read-only or remote shards are cached (tar)\n"
             "  --columns A,B       read only these fields\n"
-            "  --state TEXT        resume from a state printed by --state-after\n"
+            "  --state TEXT        resume from a state printed by --state-after (@FILE: read from FILE)\n"
             "  --state-after N     print the state after every rank consumed N samples, and exit\n"
             "  --ids / --json      ids one per line / one JSON object with ids and counters\n"
             "  --format jsonl      one line per sample: {\"id\": N, \"fields\": {NAME: {\"type\",\n"
@@ -112,12 +112,39 @@ static void put_json_str(const char *s) {
     putchar('"');
 }
 
+/* --state @FILE: the state read whole from FILE (a long state does not fit
+ * one command-line argument), the trailing newline dropped; NULL on error. */
+static char *read_state(const char *path, char *old) {
+    free(old);
+    FILE *f = fopen(path, "rb");
+    if (!f) return NULL;
+    char *t = NULL;
+    size_t n = 0, cap = 0, k;
+    char chunk[65536];
+    while ((k = fread(chunk, 1, sizeof chunk, f)) > 0) {
+        char *nt = n + k + 1 > cap ? realloc(t, cap = 2 * (n + k + 1)) : t;
+        if (!nt) {
+            free(t);
+            fclose(f);
+            return NULL;
+        }
+        t = nt;
+        memcpy(t + n, chunk, k);
+        n += k;
+    }
+    fclose(f);
+    if (!t) t = calloc(1, 1);
+    while (t && n && (t[n - 1] == '\n' || t[n - 1] == '\r')) n--;
+    if (t) t[n] = 0;
+    return t;
+}
+
 static int pipe_main(int argc, char **argv) {
     pagein_dataset_opts dop = PAGEIN_DATASET_OPTS_INIT;
     pagein_pipe_opts po = PAGEIN_PIPE_OPTS_INIT;
     uint64_t limit = UINT64_MAX, state_after = UINT64_MAX;
     int ids_only = 0, json = 0, check = 0, jsonl = 0, status = EXIT_USAGE;
-    char *spec = NULL, *cols = NULL;
+    char *spec = NULL, *cols = NULL, *state_text = NULL;
     const char **colv = NULL;
     size_t specn = 0, ncols = 0;
     for (int i = 1; i < argc; i++) {
@@ -148,6 +175,7 @@ static int pipe_main(int argc, char **argv) {
             po.order = (pagein_order)(k < 0 ? 0 : k);
         } else if (!strcmp(a, "--format")) bad = strcmp(v, "jsonl") != 0, jsonl = 1;
         else if (!strcmp(a, "--columns")) cols = (char *)v;
+        else if (!strcmp(a, "--state") && v[0] == '@') bad = !(po.state = state_text = read_state(v + 1, state_text));
         else if (!strcmp(a, "--state")) po.state = v;
         else {
             uint64_t x = strtoull(v, &end, 0);
@@ -187,10 +215,14 @@ static int pipe_main(int argc, char **argv) {
         goto out;
     }
     if (state_after != UINT64_MAX) {
-        char buf[65536];
-        rc = pagein_pipe_state(d, &po, state_after, buf, sizeof buf);
+        /* the whole state, however long: asked for its length first */
+        char *buf = NULL;
+        rc = pagein_pipe_state(d, &po, state_after, NULL, 0);
+        if (rc >= 0 && !(buf = malloc((size_t)rc + 1))) rc = -ENOMEM;
+        if (rc >= 0) rc = pagein_pipe_state(d, &po, state_after, buf, (size_t)rc + 1);
         if (rc < 0) cli_error("read-samples", rc, "cannot compute the state");
         else printf("%s\n", buf);
+        free(buf);
         status = rc < 0 ? exit_for(rc) : EXIT_OK;
         pagein_dataset_close(d);
         goto out;
@@ -262,6 +294,7 @@ static int pipe_main(int argc, char **argv) {
 out:
     free(spec);
     free(colv);
+    free(state_text);
     return status;
 }
 
