@@ -374,7 +374,8 @@ struct pagein_pipe {
     pagein_pipe_stats st; /* the loader's counters, under mu */
     uint64_t samples;     /* the consumer's */
     uint64_t held;
-    pagein_field fields[PI_DS_MAX_COLS > 256 ? 256 : PI_DS_MAX_COLS];
+    pagein_field *fields; /* room for the widest shard's columns (limited at open) */
+    size_t nfieldcap;
     struct pi_source **srcs;
 };
 
@@ -950,6 +951,11 @@ int pagein_pipe_open(pagein_pipe **out, pagein_dataset *d, const pagein_pipe_opt
         if (!p->srcs) rc = pi_err(-ENOMEM, "pipe: out of memory");
         for (size_t i = 0; rc == 0 && i < d->nfiles; i++) p->srcs[i] = d->shards[i]->src;
     }
+    /* one field limit, the one at open (PI_DS_MAX_COLS): a sample has as
+     * many fields as its shard has columns */
+    for (size_t i = 0; rc == 0 && i < d->nfiles; i++) p->nfieldcap = PI_MAX(p->nfieldcap, d->shards[i]->ncols);
+    if (rc == 0 && !(p->fields = pi_calloc(p->nfieldcap ? p->nfieldcap : 1, sizeof *p->fields)))
+        rc = pi_err(-ENOMEM, "pipe: out of memory for %zu fields", p->nfieldcap);
     if (rc == 0) rc = start(p, rem, nrem);
     pi_free(rem);
     p->o.state = NULL; /* not kept: the caller's string */
@@ -971,6 +977,7 @@ void pagein_pipe_close(pagein_pipe *p) {
     pi_free(p->mine);
     pi_free(p->minepre);
     pi_free(p->ustart);
+    pi_free(p->fields);
     pi_free(p->srcs);
     pthread_mutex_destroy(&p->mu);
     pthread_cond_destroy(&p->cv);
@@ -1032,7 +1039,7 @@ int pagein_pipe_next(pagein_pipe *p, pagein_item *it) {
         }
         uint64_t i = p->cur_pos++, id = u->ids[i];
         struct pi_dsfield *f = (struct pi_dsfield *)p->fields;
-        size_t cap = PI_ARRAY_LEN(p->fields);
+        size_t cap = p->nfieldcap;
         int nf;
         if (u->s && p->q.order == PAGEIN_ORDER_GLOBAL && p->d->addressable) {
             const struct usample *us = &u->s[i];
