@@ -152,3 +152,41 @@ TEST(untrusted_resume_many_intervals_linear) {
     pagein_dataset_close(d);
     return PASS;
 }
+
+/* The metadata cache key names the origin a URL resolves to: an entry
+ * written while HF_ENDPOINT (or AWS_ENDPOINT_URL) named a mirror is not
+ * the honest endpoint's entry. */
+char *pi_meta_remote_key(const char *url);
+TEST(untrusted_meta_key_has_origin) {
+    static const struct {
+        const char *url, *var, *a, *b;
+    } c[] = {
+        {"hf://org/model/model.safetensors", "HF_ENDPOINT", "http://127.0.0.1:9/mirror", "https://huggingface.co"},
+        {"s3://bucket/model.safetensors", "AWS_ENDPOINT_URL", "http://127.0.0.1:9", "http://127.0.0.1:10"},
+        {"gs://bucket/model.safetensors", "GS_ENDPOINT_URL", "http://127.0.0.1:9", "http://127.0.0.1:10"},
+    };
+    for (size_t i = 0; i < PI_ARRAY_LEN(c); i++) {
+        const char *old = getenv(c[i].var);
+        char *keep = old ? strdup(old) : NULL;
+        setenv(c[i].var, c[i].a, 1);
+        char *ka = pi_meta_remote_key(c[i].url);
+        setenv(c[i].var, c[i].b, 1);
+        char *kb = pi_meta_remote_key(c[i].url);
+        unsetenv(c[i].var);
+        char *kn = pi_meta_remote_key(c[i].url);
+        CHECK(ka && kb && kn);
+        if (ka && kb) {
+            CHECK(strcmp(ka, kb) != 0);
+            CHECK(strstr(ka, c[i].a) != NULL);
+        }
+        if (i == 0 && kb && kn) CHECK_STR(kb, kn); /* the default endpoint is the Hub */
+        pi_free(ka), pi_free(kb), pi_free(kn);
+        if (keep) setenv(c[i].var, keep, 1);
+        free(keep);
+    }
+    /* http(s) URLs name their origin: the key is the redacted URL alone */
+    char *k = pi_meta_remote_key("https://u:secret@127.0.0.1:9/m.safetensors");
+    CHECK(k && !strstr(k, "secret") && !strstr(k, "origin="));
+    pi_free(k);
+    return PASS;
+}
