@@ -39,3 +39,11 @@ echo "$OUT_TXT" | grep -q "cannot open" && fail "mds_bomb: refused at open: $OUT
 expect_exit 0 "$PAGEIN" read-samples --dataset "$REPO/tests/data/hostile/wide.parquet" --check
 expect_contains "^3 samples, 771 fields"
 echo "hostile_data: wide ok"
+# sparse tar members (Python's tarfile writes the pax form; the GNU one is
+# a member's header with type S): refused by name, never dropped silently
+# (GNU) or read as their raw map (pax)
+for f in hostile-gnu-sparse.tar hostile-pax-sparse.tar; do
+  run_limited 1 "$C/tar/$f"
+  expect_contains "sparse member 'b.txt' at offset 1024"
+done
+echo "hostile_data: sparse ok"
