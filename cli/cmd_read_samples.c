@@ -57,7 +57,7 @@ static void usage(FILE *out) {
             "  --group-size SIZE   bytes per group of addressable shards (default 4M)\n"
             "  --cache-dir DIR     where indexes of read-only or remote shards are cached (tar)\n"
             "  --columns A,B       read only these fields\n"
-            "  --state TEXT        resume from a state printed by --state-after\n"
+            "  --state TEXT        resume from a state printed by --state-after (@FILE: read from FILE)\n"
             "  --state-after N     print the state after every rank consumed N samples, and exit\n"
             "  --limit N           stop after N samples\n"
             "  --format F          how samples are written (default raw): raw (the bytes of each\n"
@@ -154,13 +154,40 @@ static int put_item(enum out_format fmt, const pagein_item *it) {
     return fputs("}}\n", stdout) < 0 ? -EIO : 0;
 }
 
+/* --state @FILE: the state read whole from FILE (a long state does not fit
+ * one command-line argument), the trailing newline dropped; NULL on error. */
+static char *read_state(const char *path, char *old) {
+    free(old);
+    FILE *f = fopen(path, "rb");
+    if (!f) return NULL;
+    char *t = NULL;
+    size_t n = 0, cap = 0, k;
+    char chunk[65536];
+    while ((k = fread(chunk, 1, sizeof chunk, f)) > 0) {
+        char *nt = n + k + 1 > cap ? realloc(t, cap = 2 * (n + k + 1)) : t;
+        if (!nt) {
+            free(t);
+            fclose(f);
+            return NULL;
+        }
+        t = nt;
+        memcpy(t + n, chunk, k);
+        n += k;
+    }
+    fclose(f);
+    if (!t) t = calloc(1, 1);
+    while (t && n && (t[n - 1] == '\n' || t[n - 1] == '\r')) n--;
+    if (t) t[n] = 0;
+    return t;
+}
+
 static int pipe_main(int argc, char **argv) {
     pagein_dataset_opts dop = PAGEIN_DATASET_OPTS_INIT;
     pagein_pipe_opts po = PAGEIN_PIPE_OPTS_INIT;
     uint64_t limit = UINT64_MAX, state_after = UINT64_MAX;
     int ids_only = 0, json = 0, check = 0, have_format = 0, status = EXIT_USAGE;
     enum out_format fmt = OUT_RAW;
-    char *spec = NULL, *cols = NULL;
+    char *spec = NULL, *cols = NULL, *state_text = NULL;
     const char **colv = NULL;
     size_t specn = 0, ncols = 0;
     for (int i = 1; i < argc; i++) {
@@ -195,6 +222,7 @@ static int pipe_main(int argc, char **argv) {
             bad = fmt == OUT_RAW && strcmp(v, "raw") != 0;
         }
         else if (!strcmp(a, "--columns")) cols = (char *)v;
+        else if (!strcmp(a, "--state") && v[0] == '@') bad = !(po.state = state_text = read_state(v + 1, state_text));
         else if (!strcmp(a, "--state")) po.state = v;
         else {
             uint64_t x = strtoull(v, &end, 0);
@@ -242,10 +270,14 @@ static int pipe_main(int argc, char **argv) {
         goto out;
     }
     if (state_after != UINT64_MAX) {
-        char buf[65536];
-        rc = pagein_pipe_state(d, &po, state_after, buf, sizeof buf);
+        /* the whole state, however long: asked for its length first */
+        char *buf = NULL;
+        rc = pagein_pipe_state(d, &po, state_after, NULL, 0);
+        if (rc >= 0 && !(buf = malloc((size_t)rc + 1))) rc = -ENOMEM;
+        if (rc >= 0) rc = pagein_pipe_state(d, &po, state_after, buf, (size_t)rc + 1);
         if (rc < 0) cli_error("read-samples", rc, "cannot compute the state");
         else printf("%s\n", buf);
+        free(buf);
         status = rc < 0 ? exit_for(rc) : EXIT_OK;
         pagein_dataset_close(d);
         goto out;
@@ -299,6 +331,7 @@ static int pipe_main(int argc, char **argv) {
 out:
     free(spec);
     free(colv);
+    free(state_text);
     return status;
 }
 

@@ -231,7 +231,7 @@ class ShardDataset(_Base):
 
     def __init__(self, source, record_size=None, shuffle="block", seed=0, rank=None, world_size=None,
                  return_ids=False, *, format=None, data_format=None, columns=None, batch_size=None,
-                 loader_batch_size=1, window=8, read_batch=0, queue_depth=0, group_bytes=0,
+                 loader_batch_size=None, window=8, read_batch=0, queue_depth=0, group_bytes=0,
                  cache_dir=None, framework=None, pipeline=True, num_workers=None, copy=True,
                  block_bytes=None, window_blocks=None, max_gap=None, read_batch_bytes=None, max_line_bytes=None):
         if shuffle not in _SHUFFLES:
@@ -283,8 +283,8 @@ class ShardDataset(_Base):
             raise ValueError("rank %r outside world size %r" % (rank, world_size))
         self.return_ids = bool(return_ids)
         self.batch_size = None if batch_size is None else max(1, int(batch_size))
-        self._loader_batch_given = loader_batch_size != 1
-        self.loader_batch_size = max(1, int(loader_batch_size))
+        self._loader_batch_given = loader_batch_size is not None
+        self.loader_batch_size = max(1, int(loader_batch_size or 1))
         self.window, self.read_batch, self.queue_depth = int(window), int(read_batch), int(queue_depth)
         self.num_workers = num_workers
         self._shared = None  # epoch and resume state seen by persistent workers (see _sync)
@@ -452,6 +452,15 @@ class ShardDataset(_Base):
             raise ValueError("state_dict: this dataset was iterated by DataLoader workers, whose progress this "
                              "process cannot see: iterate it with pagein.data.DataLoader (a torch DataLoader that "
                              "counts what it hands out) or pass samples_seen=")
+        nw_in = num_workers if num_workers is not None else (self.num_workers or ran or 1)
+        if (samples_seen is not None and ran and not self._counted and int(nw_in) > 1 and self.batch_size is None
+                and not self._loader_batch_given):
+            # torch's DataLoader deals a rank's samples to its workers in its
+            # own batches, whose size this dataset was not told: a state
+            # computed for batches of 1 repeats some samples and loses others
+            raise ValueError("state_dict: DataLoader workers took this dataset's samples in the DataLoader's "
+                             "batches, whose size it was not given: give the dataset the DataLoader's batch_size "
+                             "(Dataset(batch_size=), ShardDataset(loader_batch_size=)), or use pagein.data.DataLoader")
         seen = self._yielded if samples_seen is None else int(samples_seen)
         if seen < 0:
             raise ValueError("samples_seen must be >= 0")

@@ -482,6 +482,11 @@ class PageinFile(AbstractBufferedFile):
         super().__init__(fs, self._url, mode=mode, block_size=block_size or "default", cache_type=cache_type,
                          cache_options=cache_options, size=size, **kwargs)
 
+    def __repr__(self):
+        # fsspec's repr shows the path, which here is the URL as given:
+        # user:password@ and token query values are redacted
+        return "<File-like object %s, %s>" % (type(self.fs).__name__, _redact(self.path))
+
     def _fetch_range(self, start, end):
         start, end = max(0, start), min(end, self.size)
         if end <= start:

@@ -365,3 +365,14 @@ def test_s3_listing_and_reads(s3, monkeypatch, tmp_path):
             assert json.load(f) == {"b": 1}
     finally:
         pfs.unregister()
+
+
+def test_file_repr_hides_url_passwords():
+    # repr() of an open file showed the URL with its user:password@
+    from pagein.fsspec import PageinFile
+    f = PageinFile.__new__(PageinFile)
+    f.fs = object()
+    f.path = "https://alice:s3cret@127.0.0.1:9/d/x.bin?X-Amz-Signature=abcdef"
+    r = repr(f)
+    assert "s3cret" not in r and "abcdef" not in r, r
+    assert "127.0.0.1:9/d/x.bin" in r, r

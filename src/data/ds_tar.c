@@ -117,6 +117,13 @@ static int pax_parse(const uint8_t *p, uint64_t n, const uint8_t **path, uint64_
     return 0;
 }
 
+/* 1 if a pax header's records hold a GNU.sparse.* key (sparse formats
+ * 0.x and 1.0: the member's data is a map and the pieces). */
+static int pax_sparse(const uint8_t *p, uint64_t n) {
+    static const char k[] = " GNU.sparse.";
+    return n >= sizeof k - 1 && memmem(p, (size_t)n, k, sizeof k - 1) != NULL;
+}
+
 /* One member as the walker sees it. */
 struct member {
     uint64_t hdr;       /* offset of its first header (extension headers included) */
@@ -191,6 +198,16 @@ static int next_member(const struct pi_dsshard *sh, fetch_fn get, void *ctx, uin
                 if (pax_parse(d, sz, &pp, &pl, &psize, &has_psize) < 0)
                     return pi_ds_err(sh, PAGEIN_E_FORMAT, UINT64_MAX, UINT64_MAX, NULL,
                                      "malformed pax header at offset %" PRIu64, at);
+                if (pax_sparse(d, sz)) { /* its data would be a map and pieces, not the file */
+                    static const char nk[] = " GNU.sparse.name=";
+                    const uint8_t *nm = memmem(d, (size_t)sz, nk, sizeof nk - 1), *ne = NULL;
+                    if (nm) nm += sizeof nk - 1, ne = memchr(nm, '\n', (size_t)(d + sz - nm));
+                    if (!ne) nm = pp, ne = pp ? pp + pl : NULL;
+                    return pi_ds_err(sh, PAGEIN_E_UNSUPPORTED, UINT64_MAX, UINT64_MAX, NULL,
+                                     "pax sparse member '%.*s' at offset %" PRIu64 " (GNU.sparse.*): not read",
+                                     nm ? (int)PI_MIN((uint64_t)(ne - nm), (uint64_t)256) : 0, nm ? (const char *)nm : "",
+                                     at);
+                }
                 if (pp) {
                     if (pl > PI_DS_MAX_NAME)
                         return pi_ds_err(sh, PAGEIN_E_LIMIT, UINT64_MAX, UINT64_MAX, NULL,
@@ -203,6 +220,10 @@ static int next_member(const struct pi_dsshard *sh, fetch_fn get, void *ctx, uin
             *pos = end;
             continue;
         }
+        if (type == 'S')
+            return pi_ds_err(sh, PAGEIN_E_UNSUPPORTED, UINT64_MAX, UINT64_MAX, NULL,
+                             "GNU sparse member '%.*s' at offset %" PRIu64 ": not read",
+                             (int)strnlen((const char *)h, 100), (const char *)h, at);
         *pos = end;
         m->hdr = first;
         m->data = data;

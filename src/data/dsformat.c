@@ -373,7 +373,31 @@ int pi_ds_walk(const struct pi_dsshard *sh) {
 }
 
 /* ---- cached indexes ---------------------------------------------------------
- * File: magic (8), u32 identity length, identity, u64 source size, payload. */
+ * File: magic (8), u32 identity length, identity, u64 source size, u64
+ * probe, payload. The identity of a local file is (device, inode, size,
+ * mtime), which an in-place rewrite with its mtime restored keeps: the probe
+ * adds the file's ctime (which no user can set back) and a hash of 16
+ * pieces of 4 KiB spread over the shard (its first and last bytes among
+ * them), read at every open that uses the cache (64 KiB: an index is
+ * cached for shards of 1 MiB and more). */
+static uint64_t cache_probe(const struct pi_dsshard *sh) {
+    uint64_t h = 0xcbf29ce484222325ull, size = sh->src->size;
+    struct stat st;
+    if (sh->src->fd >= 0 && fstat(sh->src->fd, &st) == 0) {
+        int64_t c[2] = {(int64_t)st.st_ctim.tv_sec, (int64_t)st.st_ctim.tv_nsec};
+        const uint8_t *b = (const uint8_t *)c;
+        for (size_t i = 0; i < sizeof c; i++) h = (h ^ b[i]) * 0x100000001b3ull;
+    }
+    uint8_t piece[4096];
+    const uint64_t np = 16, pl = PI_MIN((uint64_t)sizeof piece, size);
+    for (uint64_t k = 0; k < np && pl; k++) {
+        uint64_t off = (size - pl) / (np - 1) * k;
+        if (k == np - 1) off = size - pl;
+        if (pi_source_read(sh->src, piece, pl, off) < 0) return h ^ 1; /* no match: rebuilt */
+        for (uint64_t i = 0; i < pl; i++) h = (h ^ piece[i]) * 0x100000001b3ull;
+    }
+    return h;
+}
 
 char *pi_ds_cache_path(const struct pi_dsshard *sh, const struct pi_dsopen *a, const char *tag) {
     if (a->flags & PI_DSOPEN_NO_CACHE) return NULL;
@@ -406,7 +430,7 @@ int pi_ds_cache_read(const struct pi_dsshard *sh, const char *path, const char m
     if (fd < 0) return 0;
     struct stat st;
     const char *id = sh->src->identity;
-    size_t il = strlen(id), head = 8 + 4 + il + 8;
+    size_t il = strlen(id), head = 8 + 4 + il + 8 + 8;
     uint8_t *b = NULL;
     int rc = 0;
     /* Trusted only when it is ours or the shard owner's and nobody else can
@@ -421,9 +445,11 @@ int pi_ds_cache_read(const struct pi_dsshard *sh, const char *path, const char m
         if (!(b = pi_malloc((size_t)st.st_size))) rc = pi_err(-ENOMEM, "%s: out of memory", path);
         else if (pi_pread_full(fd, b, (uint64_t)st.st_size, 0) == 0) {
             uint32_t l = (uint32_t)b[8] | (uint32_t)b[9] << 8 | (uint32_t)b[10] << 16 | (uint32_t)b[11] << 24;
-            uint64_t sz = 0;
+            uint64_t sz = 0, pr = 0;
             for (int i = 7; i >= 0; i--) sz = sz << 8 | b[12 + il + (size_t)i];
-            if (!memcmp(b, magic, 8) && l == il && !memcmp(b + 12, id, il) && sz == sh->src->size) {
+            for (int i = 7; i >= 0; i--) pr = pr << 8 | b[20 + il + (size_t)i];
+            if (!memcmp(b, magic, 8) && l == il && !memcmp(b + 12, id, il) && sz == sh->src->size &&
+                pr == cache_probe(sh)) {
                 memmove(b, b + head, (size_t)st.st_size - head);
                 *buf = b;
                 *len = (size_t)st.st_size - head;
@@ -460,12 +486,13 @@ void pi_ds_cache_write(const struct pi_dsshard *sh, const char *path, const char
     uint8_t h[12 + 8];
     memcpy(h, magic, 8);
     for (int i = 0; i < 4; i++) h[8 + i] = (uint8_t)(il >> (8 * i));
-    uint8_t sz[8];
-    for (int i = 0; i < 8; i++) sz[i] = (uint8_t)(sh->src->size >> (8 * i));
+    uint8_t sz[16];
+    uint64_t pr = cache_probe(sh);
+    for (int i = 0; i < 8; i++) sz[i] = (uint8_t)(sh->src->size >> (8 * i)), sz[8 + i] = (uint8_t)(pr >> (8 * i));
     struct {
         const void *p;
         size_t n;
-    } parts[4] = {{h, 12}, {id, il}, {sz, 8}, {payload, len}};
+    } parts[4] = {{h, 12}, {id, il}, {sz, 16}, {payload, len}};
     int good = 1;
     for (int k = 0; k < 4 && good; k++) {
         size_t off = 0;

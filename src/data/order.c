@@ -201,23 +201,28 @@ uint64_t pi_part_consumed(uint64_t L, uint64_t B, uint32_t w, uint32_t nw, uint6
     return c;
 }
 
-/* Maps the remaining-space range [x, y) to epoch-position intervals. */
+/* Maps the remaining-space range [x, y) to epoch-position intervals. cur
+ * (NULL: from the start) carries the interval and its base position between
+ * calls with ascending x, so mapping every (rank, worker) part of a state
+ * is one pass over the intervals, not one per part. */
 int pi_part_map(const struct pi_iv *rem, size_t nrem, uint64_t x, uint64_t y, struct pi_iv **out, size_t *n,
-                     size_t *cap) {
-    uint64_t base = 0;
-    for (size_t i = 0; i < nrem && x < y; i++) {
-        uint64_t len = rem[i].b - rem[i].a;
-        if (x < base + len) {
-            uint64_t a = rem[i].a + (x - base), b = rem[i].a + (PI_MIN(y, base + len) - base);
+                size_t *cap, struct pi_part_cur *cur) {
+    struct pi_part_cur c0 = {0, 0}, *c = cur ? cur : &c0;
+    if (x < c->base) *c = c0;
+    for (; c->i < nrem && x < y; c->i++) {
+        uint64_t len = rem[c->i].b - rem[c->i].a;
+        if (x < c->base + len) {
+            uint64_t a = rem[c->i].a + (x - c->base), b = rem[c->i].a + (PI_MIN(y, c->base + len) - c->base);
             if (*n && (*out)[*n - 1].b == a)
                 (*out)[*n - 1].b = b;
             else {
                 FORWARD_IF(pi_grow((void **)out, cap, *n + 1, sizeof **out));
                 (*out)[(*n)++] = (struct pi_iv){a, b};
             }
-            x = base + len < y ? base + len : y;
+            if (c->base + len > y) break; /* the next part may start inside this interval */
+            x = c->base + len;
         }
-        base += len;
+        c->base += len;
     }
     return 0;
 }

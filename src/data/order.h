@@ -49,9 +49,16 @@ uint64_t pi_mul_div(uint64_t a, uint64_t b, uint64_t c);
 void pi_part_worker(uint64_t L, uint64_t B, uint32_t w, uint32_t nw, uint64_t *off, uint64_t *cnt);
 /* Samples of worker w's part consumed when the rank's loop saw s samples. */
 uint64_t pi_part_consumed(uint64_t L, uint64_t B, uint32_t w, uint32_t nw, uint64_t s);
+/* Where a walk of pi_part_map over rem stands: interval i, whose first
+ * remaining-space position is base. */
+struct pi_part_cur {
+    size_t i;
+    uint64_t base;
+};
 /* Maps the remaining-space range [x, y) to epoch-position intervals,
- * appended to *out (n used, cap allocated). */
+ * appended to *out (n used, cap allocated). cur (NULL: from the start)
+ * carries the walk between calls with ascending x (linear over all parts). */
 int pi_part_map(const struct pi_iv *rem, size_t nrem, uint64_t x, uint64_t y, struct pi_iv **out, size_t *n,
-                size_t *cap);
+                size_t *cap, struct pi_part_cur *cur);
 
 #endif

@@ -18,62 +18,133 @@
 struct pstate {
     int order;
     uint64_t seed, epoch, n, G, window;
+    uint64_t data, sum; /* the dataset's fingerprint; the remaining text's hash */
     struct pi_iv *rem;
     size_t nrem;
 };
 
+/* FNV-1a 64, continued from h. */
+static uint64_t fnv(uint64_t h, const void *p, size_t n) {
+    const uint8_t *b = p;
+    for (size_t i = 0; i < n; i++) h = (h ^ b[i]) * 0x100000001b3ull;
+    return h;
+}
+#define FNV0 0xcbf29ce484222325ull
+
+/* The dataset a state belongs to: each shard's base name, size and
+ * sample count, in order (a state saved on [A, B] is refused on [B, A]). */
+static uint64_t data_fingerprint(const pagein_dataset *d) {
+    uint64_t h = FNV0;
+    for (size_t i = 0; i < d->nfiles; i++) {
+        const char *nm = d->files[i].path ? d->files[i].path : "";
+        const char *sl = strrchr(nm, '/');
+        nm = sl ? sl + 1 : nm;
+        uint64_t v[2] = {d->files[i].size, d->files[i].count};
+        h = fnv(h, nm, strlen(nm) + 1);
+        h = fnv(h, v, sizeof v);
+    }
+    return h;
+}
+
+/* Each key once; a state that does not parse whole (cut, edited) is
+ * refused: sum= is the hash of the remaining= text. */
+static const char *const state_keys[] = {"order", "remaining", "seed", "epoch", "n", "groups", "window", "data", "sum"};
+
+static int state_key(const char *p, size_t kl) {
+    for (size_t k = 0; k < PI_ARRAY_LEN(state_keys); k++)
+        if (strlen(state_keys[k]) == kl && !memcmp(p, state_keys[k], kl)) return (int)k;
+    return -1;
+}
+
 static int state_parse(const char *s, struct pstate *st) {
     memset(st, 0, sizeof *st);
-    RETURN_IF(strncmp(s, "pagein-pipe/1 ", 14) != 0, PAGEIN_E_INVALID, "pipe state: not a pagein-pipe/1 state");
-    const char *p = s + 14;
-    size_t cap = 0;
-    int have = 0;
-    while (*p) {
+    RETURN_IF(strncmp(s, "pagein-pipe/", 12) == 0 && strncmp(s, "pagein-pipe/2 ", 14) != 0, PAGEIN_E_INVALID,
+              "pipe state: %.14s is an older state without its dataset and check (save it again)", s);
+    RETURN_IF(strncmp(s, "pagein-pipe/2 ", 14) != 0, PAGEIN_E_INVALID, "pipe state: not a pagein-pipe/2 state");
+    const char *p = s + 14, *rtext = NULL;
+    size_t cap = 0, rlen = 0;
+    unsigned have = 0;
+    int rc = 0;
+    while (*p && rc == 0) {
         while (*p == ' ') p++;
         if (!*p) break;
         const char *eq = strchr(p, '=');
-        RETURN_IF(!eq, PAGEIN_E_INVALID, "pipe state: bad item at '%.20s'", p);
-        size_t kl = (size_t)(eq - p);
+        size_t kl = eq ? (size_t)(eq - p) : 0;
+        int k = eq ? state_key(p, kl) : -1;
+        if (k < 0) {
+            rc = pi_err(PAGEIN_E_INVALID, "pipe state: unknown or bad item at '%.20s'", p);
+            break;
+        }
+        if (have & (1u << k)) {
+            rc = pi_err(PAGEIN_E_INVALID, "pipe state: '%s=' given twice", state_keys[k]);
+            break;
+        }
+        have |= 1u << k;
         const char *v = eq + 1;
         char *end;
-        if (kl == 5 && !memcmp(p, "order", 5)) {
+        if (k == 0) { /* order */
             size_t vl = strcspn(v, " ");
             char nm[16];
             snprintf(nm, sizeof nm, "%.*s", (int)PI_MIN(vl, (size_t)15), v);
             st->order = pagein_order_from_name(nm);
-            RETURN_IF(st->order < 0, PAGEIN_E_INVALID, "pipe state: order '%s'", nm);
+            if (st->order < 0 || vl > 15) rc = pi_err(PAGEIN_E_INVALID, "pipe state: order '%s'", nm);
             p = v + vl;
-            have |= 1;
             continue;
         }
-        if (kl == 9 && !memcmp(p, "remaining", 9)) {
+        if (k == 1) { /* remaining */
+            rtext = v;
+            rlen = strcspn(v, " ");
             p = v;
-            while (*p && *p != ' ') {
+            while (rc == 0 && *p && *p != ' ') {
                 uint64_t a = strtoull(p, &end, 10);
-                RETURN_IF(end == p || *end != '-', PAGEIN_E_INVALID, "pipe state: bad interval");
+                if (end == p || *end != '-') {
+                    rc = pi_err(PAGEIN_E_INVALID, "pipe state: bad interval");
+                    break;
+                }
                 p = end + 1;
                 uint64_t b = strtoull(p, &end, 10);
-                RETURN_IF(end == p || b <= a || (st->nrem && a < st->rem[st->nrem - 1].b), PAGEIN_E_INVALID,
-                          "pipe state: bad interval %" PRIu64 "-%" PRIu64, a, b);
-                if (pi_grow((void **)&st->rem, &cap, st->nrem + 1, sizeof *st->rem) < 0) return -ENOMEM;
-                st->rem[st->nrem++] = (struct pi_iv){a, b};
+                if (end == p || b <= a || (st->nrem && a < st->rem[st->nrem - 1].b)) {
+                    rc = pi_err(PAGEIN_E_INVALID, "pipe state: bad interval %" PRIu64 "-%" PRIu64, a, b);
+                    break;
+                }
+                if (st->nrem && a == st->rem[st->nrem - 1].b) {
+                    st->rem[st->nrem - 1].b = b; /* adjacent: one interval */
+                } else {
+                    if (pi_grow((void **)&st->rem, &cap, st->nrem + 1, sizeof *st->rem) < 0) {
+                        rc = -ENOMEM;
+                        break;
+                    }
+                    st->rem[st->nrem++] = (struct pi_iv){a, b};
+                }
                 p = end;
                 if (*p == ',') p++;
             }
-            have |= 2;
             continue;
         }
-        uint64_t x = strtoull(v, &end, 10);
-        RETURN_IF(end == v, PAGEIN_E_INVALID, "pipe state: bad number for '%.*s'", (int)kl, p);
-        if (kl == 4 && !memcmp(p, "seed", 4)) st->seed = x;
-        else if (kl == 5 && !memcmp(p, "epoch", 5)) st->epoch = x;
-        else if (kl == 1 && !memcmp(p, "n", 1)) st->n = x;
-        else if (kl == 6 && !memcmp(p, "groups", 6)) st->G = x;
-        else if (kl == 6 && !memcmp(p, "window", 6)) st->window = x;
+        uint64_t x = k >= 7 ? strtoull(v, &end, 16) : strtoull(v, &end, 10);
+        if (end == v || (*end && *end != ' ')) {
+            rc = pi_err(PAGEIN_E_INVALID, "pipe state: bad number for '%s'", state_keys[k]);
+            break;
+        }
+        if (k == 2) st->seed = x;
+        else if (k == 3) st->epoch = x;
+        else if (k == 4) st->n = x;
+        else if (k == 5) st->G = x;
+        else if (k == 6) st->window = x;
+        else if (k == 7) st->data = x;
+        else st->sum = x;
         p = end;
     }
-    RETURN_IF(have != 3, PAGEIN_E_INVALID, "pipe state: order or remaining missing");
-    return 0;
+    if (rc == 0 && have != (1u << PI_ARRAY_LEN(state_keys)) - 1)
+        rc = pi_err(PAGEIN_E_INVALID, "pipe state: incomplete (an item is missing: cut short?)");
+    if (rc == 0 && fnv(FNV0, rtext, rlen) != st->sum)
+        rc = pi_err(PAGEIN_E_INVALID, "pipe state: its check does not match its remaining positions (cut or edited)");
+    if (rc < 0) {
+        pi_free(st->rem);
+        st->rem = NULL;
+        st->nrem = 0;
+    }
+    return rc;
 }
 
 /* ---- units ------------------------------------------------------------------ */
@@ -114,6 +185,7 @@ struct pagein_pipe {
     struct pi_seq q;
     struct pi_iv *mine; /* this consumer's epoch positions */
     size_t nmine, minecap;
+    uint64_t *minepre; /* nmine + 1: positions before each interval of mine */
     uint64_t mylen;
     /* the unit plan: unit k covers positions [ustart[k], ustart[k+1]) of
      * the consumer's list (as indexes into the flattened mine) */
@@ -136,7 +208,8 @@ struct pagein_pipe {
     pagein_pipe_stats st; /* the loader's counters, under mu */
     uint64_t samples;     /* the consumer's */
     uint64_t held;
-    pagein_field *fields; /* the consumer's item: top-level fields, then nested values' children */
+    pagein_field *fields; /* the consumer's item: top-level fields, then nested values' children;
+                           * room for the widest shard's columns from open (its limit), grown for nested values */
     size_t fields_cap;
     struct pi_source **srcs;
 };
@@ -163,12 +236,16 @@ static void unit_free(pagein_pipe *p, struct unit *u) {
 
 /* Position index k of the consumer's list -> epoch position. */
 static uint64_t mine_at(const pagein_pipe *p, uint64_t k) {
-    for (size_t i = 0; i < p->nmine; i++) {
-        uint64_t len = p->mine[i].b - p->mine[i].a;
-        if (k < len) return p->mine[i].a + k;
-        k -= len;
+    if (!p->nmine || k >= p->minepre[p->nmine]) return UINT64_MAX;
+    size_t lo = 0, hi = p->nmine; /* minepre[lo] <= k < minepre[hi] */
+    while (hi - lo > 1) {
+        size_t mid = lo + (hi - lo) / 2;
+        if (p->minepre[mid] <= k)
+            lo = mid;
+        else
+            hi = mid;
     }
-    return UINT64_MAX;
+    return p->mine[lo].a + (k - p->minepre[lo]);
 }
 
 static int ug_cmp(const void *a, const void *b) {
@@ -572,8 +649,14 @@ static int plan(pagein_pipe *p, const struct pi_iv *rem, size_t nrem) {
     uint64_t off, cnt;
     pi_part_worker(re - rs, o->batch, o->worker, o->num_workers, &off, &cnt);
     p->nmine = 0;
-    FORWARD_IF(pi_part_map(rem, nrem, rs + off, rs + off + cnt, &p->mine, &p->nmine, &p->minecap));
+    FORWARD_IF(pi_part_map(rem, nrem, rs + off, rs + off + cnt, &p->mine, &p->nmine, &p->minecap, NULL));
     p->mylen = cnt;
+    /* prefix sums of mine: mine_at is a binary search, not a walk */
+    pi_free(p->minepre);
+    p->minepre = pi_malloc((p->nmine + 1) * sizeof *p->minepre);
+    if (!p->minepre) return pi_err(-ENOMEM, "pipe: out of memory for %zu intervals", p->nmine);
+    p->minepre[0] = 0;
+    for (size_t i = 0; i < p->nmine; i++) p->minepre[i + 1] = p->minepre[i] + (p->mine[i].b - p->mine[i].a);
     /* units: global, read_batch positions each; block/none, one per window touched */
     p->nunits = 0;
     FORWARD_IF(pi_grow((void **)&p->ustart, &p->ucap, 1, sizeof *p->ustart));
@@ -642,6 +725,8 @@ static int initial_rem(pagein_dataset *d, pagein_pipe_opts *o, struct pi_iv **re
     int rc = state_parse(o->state, &st);
     if (rc == 0 && st.n != d->nsamples)
         rc = pi_err(PAGEIN_E_INVALID, "pipe state: for %" PRIu64 " samples, the dataset has %" PRIu64, st.n, d->nsamples);
+    if (rc == 0 && st.data != data_fingerprint(d))
+        rc = pi_err(PAGEIN_E_INVALID, "pipe state: saved on another dataset (its shards, their order, sizes or counts differ)");
     if (rc == 0 && st.order != (int)o->order)
         rc = pi_err(PAGEIN_E_INVALID, "pipe state: order %s, the pipe's %s", pagein_order_name((pagein_order)st.order),
                     pagein_order_name(o->order));
@@ -680,6 +765,12 @@ int pagein_pipe_open(pagein_pipe **out, pagein_dataset *d, const pagein_pipe_opt
         if (!p->srcs) rc = pi_err(-ENOMEM, "pipe: out of memory");
         for (size_t i = 0; rc == 0 && i < d->nfiles; i++) p->srcs[i] = d->shards[i]->src;
     }
+    /* one field limit, the one at open (PI_DS_MAX_COLS): a sample has as
+     * many fields as its shard has columns */
+    for (size_t i = 0; rc == 0 && i < d->nfiles; i++) p->fields_cap = PI_MAX(p->fields_cap, d->shards[i]->ncols);
+    if (rc == 0 && p->fields_cap < 256) p->fields_cap = 256;
+    if (rc == 0 && !(p->fields = pi_calloc(p->fields_cap, sizeof *p->fields)))
+        rc = pi_err(-ENOMEM, "pipe: out of memory for %zu fields", p->fields_cap);
     if (rc == 0) rc = start(p, rem, nrem);
     pi_free(rem);
     p->o.state = NULL; /* not kept: the caller's string */
@@ -699,6 +790,7 @@ void pagein_pipe_close(pagein_pipe *p) {
     for (int k = 0; k < 2; k++) unit_free(p, &p->slot[k]);
     pi_seq_free(&p->q);
     pi_free(p->mine);
+    pi_free(p->minepre);
     pi_free(p->ustart);
     pi_free(p->srcs);
     pi_free(p->fields);
@@ -843,12 +935,13 @@ int pagein_pipe_state(pagein_dataset *d, const pagein_pipe_opts *opts, uint64_t 
     uint64_t M = 0;
     for (size_t i = 0; i < nrem; i++) M += rem[i].b - rem[i].a;
     int rc = 0;
+    struct pi_part_cur cur = {0, 0};
     for (uint32_t r = 0; r < o.world_size && rc == 0; r++) {
         uint64_t rs = pi_mul_div(M, r, o.world_size), re = pi_mul_div(M, r + 1, o.world_size), L = re - rs;
         for (uint32_t w = 0; w < o.num_workers && rc == 0; w++) {
             uint64_t off, cnt, c = pi_part_consumed(L, o.batch, w, o.num_workers, seen);
             pi_part_worker(L, o.batch, w, o.num_workers, &off, &cnt);
-            if (c < cnt) rc = pi_part_map(rem, nrem, rs + off + c, rs + off + cnt, &out, &nout, &ocap);
+            if (c < cnt) rc = pi_part_map(rem, nrem, rs + off + c, rs + off + cnt, &out, &nout, &ocap, &cur);
         }
     }
     pi_free(rem);
@@ -856,15 +949,21 @@ int pagein_pipe_state(pagein_dataset *d, const pagein_pipe_opts *opts, uint64_t 
         pi_free(out);
         return rc;
     }
-    struct pi_buf b = {0};
-    char tmp[160];
-    snprintf(tmp, sizeof tmp, "pagein-pipe/1 order=%s seed=%" PRIu64 " epoch=%" PRIu64 " n=%" PRIu64 " groups=%" PRIu64
-             " window=%u remaining=", pagein_order_name(o.order), o.seed, epoch, d->nsamples, d->ngroups, o.window);
-    pi_buf_str(&b, tmp);
+    struct pi_buf r = {0}, b = {0};
+    char tmp[256];
     for (size_t i = 0; i < nout; i++) {
         snprintf(tmp, sizeof tmp, "%s%" PRIu64 "-%" PRIu64, i ? "," : "", out[i].a, out[i].b);
-        pi_buf_str(&b, tmp);
+        pi_buf_str(&r, tmp);
     }
+    snprintf(tmp, sizeof tmp,
+             "pagein-pipe/2 order=%s seed=%" PRIu64 " epoch=%" PRIu64 " n=%" PRIu64 " groups=%" PRIu64
+             " window=%u data=%016" PRIx64 " sum=%016" PRIx64 " remaining=",
+             pagein_order_name(o.order), o.seed, epoch, d->nsamples, d->ngroups, o.window, data_fingerprint(d),
+             fnv(FNV0, r.p, r.n));
+    pi_buf_str(&b, tmp);
+    if (r.n) pi_buf_put(&b, r.p, r.n);
+    b.oom |= r.oom;
+    pi_buf_free(&r);
     pi_free(out);
     if (b.oom) {
         pi_buf_free(&b);
@@ -912,6 +1011,7 @@ int pagein_pipe_ids(pagein_dataset *d, const pagein_pipe_opts *opts, uint64_t *i
     pi_free(rem);
     pi_seq_free(&p->q);
     pi_free(p->mine);
+    pi_free(p->minepre);
     pi_free(p->ustart);
     pi_free(p);
     return rc;

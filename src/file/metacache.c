@@ -372,11 +372,36 @@ void pi_meta_put(const char *key, const char *identity, uint64_t size, pagein_fo
     }
 }
 
+/* Where a URL's bytes come from besides its own text: hf:// goes to
+ * HF_ENDPOINT, s3:// to AWS_ENDPOINT_URL(_S3) or the profile's endpoint,
+ * gs:// to GS_ENDPOINT_URL (the settings src/source/hf.c and s3.c read).
+ * An entry written while a mirror answered is never served for another
+ * endpoint: a mirror that claimed the Hub's sha256 for a header of its own
+ * stayed cached, and the honest endpoint then got the mirror's tensors.
+ * http(s) URLs name their origin themselves. */
+static void origin_of(const char *url, char *out, size_t cap) {
+    const char *v;
+    out[0] = 0;
+    if (!strncmp(url, "hf://", 5)) {
+        snprintf(out, cap, " origin=%s", (v = pi_env("HF_ENDPOINT")) ? v : "https://huggingface.co");
+    } else if (!strncmp(url, "s3://", 5)) {
+        const char *ep = (v = pi_env("AWS_ENDPOINT_URL_S3")) ? v : pi_env("AWS_ENDPOINT_URL");
+        const char *pr = pi_env("AWS_PROFILE"), *cf = pi_env("AWS_CONFIG_FILE");
+        snprintf(out, cap, " origin=%s profile=%s config=%s", ep ? ep : "-", pr ? pr : "-", cf ? cf : "-");
+    } else if (!strncmp(url, "gs://", 5)) {
+        snprintf(out, cap, " origin=%s", (v = pi_env("GS_ENDPOINT_URL")) ? v : "https://storage.googleapis.com");
+    }
+}
+
 char *pi_meta_remote_key(const char *url) {
-    char *k = pi_malloc(8300);
+    char *k = pi_malloc(8300 + 3 * 4096);
     if (!k) return NULL;
     memcpy(k, "url ", 4);
     pi_url_redact(url, k + 4, 8300 - 4);
+    char o[3 * 4096 + 32];
+    origin_of(url, o, sizeof o);
+    size_t kl = strlen(k), ol = strlen(o);
+    if (ol && kl + ol < 8300 + 3 * 4096) memcpy(k + kl, o, ol + 1);
     return k;
 }
 

@@ -20,7 +20,10 @@ struct pi_meta {
 };
 
 /* The key of a remote object: "url " + the URL with credentials and
- * signatures redacted (malloc'd; NULL when out of memory). */
+ * signatures redacted, then the origin the URL resolves to when its text
+ * does not name it (" origin=" HF_ENDPOINT for hf://, the S3 endpoint and
+ * profile for s3://, GS_ENDPOINT_URL for gs://) (malloc'd; NULL when out of
+ * memory). */
 char *pi_meta_remote_key(const char *url);
 /* 1 if a source identity may validate an entry: a strong ETag or a hash
  * (not empty, not a weak W/ ETag). */

@@ -6,7 +6,8 @@
 # .jsonl.zst of 128 Mi lines, an MDS shard of 2^24 samples in 6 KB, are
 # refused at open naming the file and the group; a 44 KB .mds.zstd of 1 GiB
 # reads or fails cleanly (its 1 GiB is one group), never at open; a
-# .jsonl.zst of exactly 64 KiB reads. The files are the committed fuzz seeds
+# .jsonl.zst of exactly 64 KiB reads; a valid Parquet file of 257 columns
+# (parquet-wasm) reads. The files are the committed fuzz seeds
 # (tests/data/hostile/gen.py, gen_arrow.mjs).
 set -u
 . "$REPO/tests/cli/lib.sh"
@@ -32,4 +33,17 @@ run_limited 0 "$C/lines/hostile-64k.jsonl.zst"
 expect_contains "^64 samples"
 run_limited any "$REPO/tests/data/hostile/mds_bomb"
 echo "$OUT_TXT" | grep -q "cannot open" && fail "mds_bomb: refused at open: $OUT_TXT"
-echo "hostile_data: ok"
+
+# more than 256 fields: one limit, the one at open (a valid 257-column file
+# from parquet-wasm opened, then failed on its first sample)
+expect_exit 0 "$PAGEIN" read-samples --dataset "$REPO/tests/data/hostile/wide.parquet" --check
+expect_contains "^3 samples, 771 fields"
+echo "hostile_data: wide ok"
+# sparse tar members (Python's tarfile writes the pax form; the GNU one is
+# a member's header with type S): refused by name, never dropped silently
+# (GNU) or read as their raw map (pax)
+for f in hostile-gnu-sparse.tar hostile-pax-sparse.tar; do
+  run_limited 1 "$C/tar/$f"
+  expect_contains "sparse member 'b.txt' at offset 1024"
+done
+echo "hostile_data: sparse ok"

@@ -2,6 +2,7 @@
 // gen.py), written by npm apache-arrow (resolved from build/npm, as
 // tests/data/arrow/gen.mjs does; tests/data/arrow/fixtures.sh installs it):
 //   arrow_null.arrow      a valid IPC file: one Null column of 2^28 rows (no buffers)
+//   wide.parquet          257 int32 columns of 3 rows (npm parquet-wasm)
 //   arrow_len.stream.arrow  a stream of 3 batches of 128 int32 rows, the last
 //                         batch's length field set to 2^30 (one byte changed)
 import { createRequire } from 'node:module';
@@ -32,3 +33,16 @@ const at = s.indexOf(want, start);
 if (start < 0 || at < 0 || at >= end) throw new Error('no batch length found');
 s[at] = 0; s[at + 3] = 0x40;
 writeFileSync(join(out, 'arrow_len.stream.arrow'), s);
+
+// wide.parquet: 257 int32 columns of 3 rows, by npm parquet-wasm (when it
+// is installed beside apache-arrow: tests/data/parquet/gen.sh): more fields
+// than the pipeline's old fixed 256 and fewer than the limit at open
+let pw = null;
+try { pw = require('parquet-wasm/node'); } catch (e) { console.log('parquet-wasm missing: wide.parquet not written'); }
+if (pw) {
+  const cols = {};
+  for (let c = 0; c < 257; c++) cols['c' + c] = A.makeVector(Int32Array.from([c, 1000 + c, 2000 + c]));
+  const ipc = A.tableToIPC(new A.Table(cols), 'stream');
+  const bytes = pw.writeParquet(pw.Table.fromIPCStream(ipc), new pw.WriterPropertiesBuilder().build());
+  writeFileSync(join(out, 'wide.parquet'), bytes);
+}
