@@ -55,4 +55,7 @@ int inspect_parquet(const char *path, int json);
         inspect_register_hook(&inspect_hook_##id);                                            \
     }
 
+/* inspect_dcp.c: a torch Distributed Checkpoint directory. */
+int inspect_dcp(const char *path, int json);
+
 #endif

@@ -6,6 +6,7 @@
  * consolidation into one safetensors file (docs/FORMAT-DCP.md). */
 #include "../format/dcp.h"
 #include "../source/source.h"
+#include "../io/io.h"
 
 #include <stdio.h>
 #include <stdlib.h>
@@ -233,6 +234,25 @@ static void copy_box(const struct pi_dcp_item *it, const struct pi_dcp_chunk *c,
     }
 }
 
+struct chunk_job {
+    pagein_dcp *d;
+    const struct pi_dcp_item *it;
+    const struct pi_dcp_chunk *c;
+    const uint8_t *p;
+    const uint64_t *start, *count;
+    void *dst;
+    int returned;
+};
+
+static int chunk_copy(void *ctx) {
+    struct chunk_job *j = ctx;
+    struct pi_dcp_blob b;
+    int rc = pi_dcp_blob_parse(j->p, (size_t)j->c->nbytes, &j->d->m, j->it, j->c, j->d->meta_path, &b);
+    if (rc == 0) copy_box(j->it, j->c, &b, j->p + b.data_off, j->start, j->count, j->dst);
+    j->returned = 1;
+    return rc;
+}
+
 int pagein_dcp_read_slice(pagein_dcp *d, size_t i, const uint64_t *start, const uint64_t *count, void *dst, size_t len) {
     pi_err_clear();
     if (!d || i >= d->m.n || !dst) return pi_err(PAGEIN_E_INVALID, "pagein_dcp_read_slice: bad argument");
@@ -257,9 +277,21 @@ int pagein_dcp_read_slice(pagein_dcp *d, size_t i, const uint64_t *start, const 
         const uint8_t *p;
         uint8_t *tmp;
         FORWARD_IF(blob_bytes(d, c, &p, &tmp));
-        struct pi_dcp_blob b;
-        int rc = pi_dcp_blob_parse(p, (size_t)c->nbytes, &d->m, it, c, d->meta_path, &b);
-        if (rc == 0) copy_box(it, c, &b, p + b.data_off, start, count, dst);
+        struct chunk_job cj = {d, it, c, p, start, count, dst, 0};
+        int rc;
+        if (tmp) {
+            rc = chunk_copy(&cj);
+        } else {
+            /* a file truncated under the mapping raises SIGBUS in the parse
+             * or the copy: both run under the truncation guard, and the
+             * allocation journal frees what an abandoned parse made
+             * (docs/SAFETY.md), as file/file.c does for headers */
+            struct dfile *f = &d->f[c->file];
+            struct pi_journal jn;
+            pi_journal_begin(&jn);
+            rc = pi_guard_call(f->map, f->len, f->src->name, 0, f->src->fd, chunk_copy, &cj);
+            pi_journal_end(&jn, !cj.returned);
+        }
         pi_free(tmp);
         FORWARD_IF(rc);
     }
@@ -276,9 +308,11 @@ int pagein_dcp_read(pagein_dcp *d, size_t i, void *dst, size_t len) {
         const uint8_t *p;
         uint8_t *tmp;
         FORWARD_IF(blob_bytes(d, c, &p, &tmp));
-        memcpy(dst, p, (size_t)c->nbytes);
+        int rc = 0;
+        if (tmp) memcpy(dst, p, (size_t)c->nbytes);
+        else rc = pi_guard_copy(dst, p, (size_t)c->nbytes, d->f[c->file].src->name, c->at, d->f[c->file].src->fd);
         pi_free(tmp);
-        return 0;
+        return rc;
     }
     uint64_t zero[PI_DCP_MAX_NDIM] = {0};
     return pagein_dcp_read_slice(d, i, zero, it->size, dst, len);
