@@ -276,6 +276,33 @@ static void summary(FILE *o, const struct opts *op, const pagein_file *f, const 
     free(g);
 }
 
+/* A torch Distributed Checkpoint directory (a `.metadata` beside
+ * `__RANK_N.distcp` files): consolidated into one safetensors file by the
+ * library (src/ops/dcp.c); the casting and sharding options are not
+ * offered for it yet. */
+static int convert_dcp(const struct opts *op) {
+    size_t ol = strlen(op->out);
+    if (op->dtype || op->deq || op->shard || op->dry || !strcmp(op->out, "-") || (ol >= 5 && !strcmp(op->out + ol - 5, ".gguf"))) {
+        fprintf(stderr, "pagein convert: %s is a torch Distributed Checkpoint: it converts to one .safetensors file "
+                        "(--dtype, --dequantize, --max-shard-size, --dry-run and GGUF output are not supported for it yet)\n",
+                op->in);
+        return EXIT_USAGE;
+    }
+    pagein_dcp_convert_stats st;
+    double t0 = cli_now();
+    int rc = make_parent(op->out);
+    if (rc == 0) rc = pagein_dcp_convert_safetensors(op->in, op->out, &st);
+    if (rc < 0) {
+        cli_error("convert", rc, "cannot convert %s to %s", op->in, op->out);
+        return rc > -4096 ? EXIT_USAGE : EXIT_INVALID;
+    }
+    if (!op->quiet)
+        printf("converted %s -> %s: %llu tensors, %llu bytes, %llu non-tensor items skipped, %.2f s\n", op->in, op->out,
+               (unsigned long long)st.tensors, (unsigned long long)st.tensor_bytes, (unsigned long long)st.skipped_items,
+               cli_now() - t0);
+    return EXIT_OK;
+}
+
 static int convert_main(int argc, char **argv) {
     struct opts op = {0};
     for (int i = 1; i < argc; i++) {
@@ -339,6 +366,7 @@ static int convert_main(int argc, char **argv) {
         return EXIT_USAGE;
     }
     if (!op.out) op.out = "-";
+    if (pagein_is_dcp_dir(op.in)) return convert_dcp(&op);
     pagein_file *f = NULL;
     int rc = pagein_open(&f, op.in, NULL);
     if (rc < 0) {

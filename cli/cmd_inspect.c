@@ -365,6 +365,7 @@ static int inspect_main(int argc, char **argv) {
         cli_error("inspect", 0, "%s: %s", path, strerror(errno));
         return EXIT_USAGE;
     }
+    if (!pagein_is_url(path) && S_ISDIR(st.st_mode) && pagein_is_dcp_dir(path)) return inspect_dcp(path, json);
     if (!pagein_is_url(path) && S_ISDIR(st.st_mode) && !holds_model(path)) {
         int drc = inspect_dataset(path, json, inspect_full != 0, 1);
         if (drc >= 0) return drc;
@@ -389,6 +390,14 @@ static int inspect_main(int argc, char **argv) {
                   "layers, `pagein inspect SHARD` one shard; load it with pagein_model_open() (Python: "
                   "pagein.open_model)",
                   path, path);
+        return EXIT_USAGE;
+    }
+    if (plen >= 7 && strcmp(path + plen - 7, ".distcp") == 0) {
+        cli_error("inspect", 0,
+                  "%s is one rank's file of a torch Distributed Checkpoint (several torch.save blobs, named by the "
+                  "directory's .metadata): `pagein inspect DIR` lists the checkpoint, `pagein convert DIR "
+                  "model.safetensors` consolidates it",
+                  path);
         return EXIT_USAGE;
     }
     if (inspect_is_parquet(path)) return inspect_parquet(path, json);

@@ -61,4 +61,7 @@ int inspect_dataset(const char *path, int json, int all, int quiet_fail);
         inspect_register_hook(&inspect_hook_##id);                                            \
     }
 
+/* inspect_dcp.c: a torch Distributed Checkpoint directory. */
+int inspect_dcp(const char *path, int json);
+
 #endif

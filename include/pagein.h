@@ -2047,6 +2047,60 @@ typedef struct pagein_pull_stats {
 
 PAGEIN_API int pagein_pull(const char *src, const char *dest, const pagein_pull_opts *opts, pagein_pull_stats *stats);
 #endif /* PAGEIN_EXPERIMENTAL: pull */
+
+#ifdef PAGEIN_EXPERIMENTAL /* torch Distributed Checkpoints (see Stability above) */
+/*
+ * A torch Distributed Checkpoint (DCP) directory: `.metadata` (a pickle,
+ * read by the restricted unpickler's DCP allowlist, nothing run) and the
+ * `__RANK_N.distcp` files. Items are tensors, assembled from their chunks
+ * in any dimension, or non-tensor items (their stored bytes: a torch.save
+ * blob). dir may be a local directory or a source URL prefix (files are
+ * then read blob by blob). docs/FORMAT-DCP.md lists the checks and
+ * refusals; errors name the .metadata path and the key.
+ */
+typedef struct pagein_dcp pagein_dcp;
+
+typedef struct pagein_dcp_item_info {
+    const char *name;      /* the state-dict key (borrowed from d) */
+    int is_bytes;          /* a non-tensor item */
+    pagein_dtype dtype;    /* U8 for non-tensor items */
+    uint32_t ndim;
+    const uint64_t *shape; /* ndim, outermost first (borrowed) */
+    uint64_t nbytes;       /* row-major tensor bytes, or the item's stored bytes */
+    uint32_t nchunks;      /* chunks the tensor is stored in */
+} pagein_dcp_item_info;
+
+typedef struct pagein_dcp_convert_stats {
+    uint64_t tensors;       /* written */
+    uint64_t tensor_bytes;
+    uint64_t skipped_items; /* non-tensor items (safetensors holds tensors only) */
+} pagein_dcp_convert_stats;
+
+/* 1 if path is a local directory holding a `.metadata` file. */
+PAGEIN_API int pagein_is_dcp_dir(const char *path);
+PAGEIN_API int pagein_dcp_open(pagein_dcp **out, const char *dir);
+PAGEIN_API void pagein_dcp_close(pagein_dcp *d);
+PAGEIN_API size_t pagein_dcp_item_count(const pagein_dcp *d);
+PAGEIN_API int pagein_dcp_item(const pagein_dcp *d, size_t i, pagein_dcp_item_info *info);
+/* Chunks of item i (*n), and chunk j's place: ndim, offsets and sizes in
+ * the tensor (borrowed from d). */
+PAGEIN_API int pagein_dcp_chunk_count(const pagein_dcp *d, size_t i, uint32_t *n);
+PAGEIN_API int pagein_dcp_chunk(const pagein_dcp *d, size_t i, uint32_t j, uint32_t *ndim, const uint64_t **offsets,
+                                const uint64_t **sizes);
+/* Index of the item named name, or PAGEIN_E_NOT_FOUND. */
+PAGEIN_API int pagein_dcp_find(const pagein_dcp *d, const char *name);
+/* The whole item into dst (len >= its nbytes): a tensor row-major, a
+ * non-tensor item as its bytes. */
+PAGEIN_API int pagein_dcp_read(pagein_dcp *d, size_t i, void *dst, size_t len);
+/* The box [start, start + count) of tensor i, row-major, into dst; reads
+ * only the chunks the box overlaps. */
+PAGEIN_API int pagein_dcp_read_slice(pagein_dcp *d, size_t i, const uint64_t *start, const uint64_t *count,
+                                     void *dst, size_t len);
+/* Consolidates the checkpoint into one safetensors file at out, written
+ * atomically (pagein_safetensors_write); one tensor is held in memory at a
+ * time. Non-tensor items are skipped (counted in stats, which may be NULL). */
+PAGEIN_API int pagein_dcp_convert_safetensors(const char *dir, const char *out, pagein_dcp_convert_stats *stats);
+#endif /* PAGEIN_EXPERIMENTAL: torch Distributed Checkpoints */
 /* 1 if this build has the remote sources (libcurl), else 0. */
 PAGEIN_API int pagein_remote_available(void);
 /* 1 if path is a URL one of this build's remote sources takes (the

@@ -37,7 +37,7 @@ python: $(PY_EXT) $(PY_COPIES)
 # Optional parts add theirs (mk/gpu.mk: python/src/gpu.c and PY_DEFS
 # -DPAGEIN_PY_GPU).
 PY_SRCS += python/src/module.c python/src/model.c python/src/cache.c python/src/writers.c \
-           python/src/remote.c python/src/data.c python/src/dist.c
+           python/src/remote.c python/src/data.c python/src/dist.c python/src/dcp.c
 PY_OBJS = $(patsubst python/src/%.c,$(BUILD)/obj/python/%.o,$(PY_SRCS))
 
 ifneq ($(HAVE_PYDEV),)

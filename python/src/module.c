@@ -242,7 +242,7 @@ PyMODINIT_FUNC PyInit__pagein(void) {
     if (pyp_model_add_types(m) < 0) goto fail;
     if (PyModule_AddFunctions(m, pyp_model_functions) < 0 || PyModule_AddFunctions(m, pyp_writer_functions) < 0 ||
         PyModule_AddFunctions(m, pyp_remote_functions) < 0 || PyModule_AddFunctions(m, pyp_data_functions) < 0 ||
-        PyModule_AddFunctions(m, pyp_dist_functions) < 0)
+        PyModule_AddFunctions(m, pyp_dist_functions) < 0 || PyModule_AddFunctions(m, pyp_dcp_functions) < 0)
         goto fail;
 #ifdef PAGEIN_PY_GPU
     if (pyp_gpu_add(m) < 0) goto fail;

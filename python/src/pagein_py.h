@@ -125,6 +125,7 @@ extern PyMethodDef pyp_writer_functions[]; /* writers.c */
 extern PyMethodDef pyp_remote_functions[]; /* remote.c */
 extern PyMethodDef pyp_data_functions[];   /* data.c */
 extern PyMethodDef pyp_dist_functions[];   /* dist.c */
+extern PyMethodDef pyp_dcp_functions[];    /* dcp.c */
 #ifdef PAGEIN_PY_GPU
 /* gpu.c: adds the GPU functions, GpuLoad's type and DEVICE_HOST. */
 int pyp_gpu_add(PyObject *m);

@@ -1,0 +1,185 @@
+/*
+ * dcp.c - torch Distributed Checkpoints (pagein_dcp_*) for pagein.dcp:
+ * the items of a checkpoint directory, tensors assembled from their chunks
+ * and boxes of them read into caller buffers (numpy / torch memory), and
+ * non-tensor items as bytes.
+ */
+#include "pagein_py.h"
+
+#include <string.h>
+
+#define CAPSULE "pagein.dcp"
+
+static void dcp_capsule_free(PyObject *cap) {
+    pagein_dcp *d = PyCapsule_GetPointer(cap, CAPSULE);
+    if (d) pagein_dcp_close(d);
+}
+
+static pagein_dcp *dcp_of(PyObject *cap) { return PyCapsule_GetPointer(cap, CAPSULE); }
+
+/* _pagein.dcp_open(path) -> capsule */
+static PyObject *py_dcp_open(PyObject *self, PyObject *path) {
+    PyObject *b = fs_bytes(path);
+    if (!b) return NULL;
+    pagein_dcp *d = NULL;
+    int rc;
+    Py_BEGIN_ALLOW_THREADS
+    rc = pagein_dcp_open(&d, PyBytes_AS_STRING(b));
+    Py_END_ALLOW_THREADS
+    Py_DECREF(b);
+    if (rc < 0) return raise_rc(rc, path);
+    PyObject *cap = PyCapsule_New(d, CAPSULE, dcp_capsule_free);
+    if (!cap) pagein_dcp_close(d);
+    return cap;
+}
+
+/* _pagein.dcp_items(cap) -> [(name, is_bytes, dtype, shape, nbytes, nchunks)] */
+static PyObject *py_dcp_items(PyObject *self, PyObject *cap) {
+    pagein_dcp *d = dcp_of(cap);
+    if (!d) return NULL;
+    size_t n = pagein_dcp_item_count(d);
+    PyObject *l = PyList_New((Py_ssize_t)n);
+    for (size_t i = 0; l && i < n; i++) {
+        pagein_dcp_item_info in;
+        int rc = pagein_dcp_item(d, i, &in);
+        if (rc < 0) {
+            Py_CLEAR(l);
+            return raise_rc(rc, NULL);
+        }
+        PyObject *shape = PyTuple_New(in.ndim);
+        for (uint32_t k = 0; shape && k < in.ndim; k++)
+            PyTuple_SET_ITEM(shape, k, PyLong_FromUnsignedLongLong(in.shape[k]));
+        PyObject *name = str_from(in.name, strlen(in.name));
+        PyObject *t = shape && name ? Py_BuildValue("(OisOKI)", name, in.is_bytes, pagein_dtype_get(in.dtype)->name, shape,
+                                                    (unsigned long long)in.nbytes, in.nchunks)
+                                    : NULL;
+        Py_XDECREF(shape);
+        Py_XDECREF(name);
+        if (!t) {
+            Py_CLEAR(l);
+            break;
+        }
+        PyList_SET_ITEM(l, (Py_ssize_t)i, t);
+    }
+    return l;
+}
+
+static int dims_from(PyObject *o, uint64_t *out, Py_ssize_t max, Py_ssize_t *n) {
+    PyObject *s = PySequence_Fast(o, "dcp_read_into: start and count must be sequences");
+    if (!s) return -1;
+    *n = PySequence_Fast_GET_SIZE(s);
+    if (*n > max) {
+        Py_DECREF(s);
+        PyErr_SetString(PyExc_ValueError, "dcp_read_into: too many dimensions");
+        return -1;
+    }
+    for (Py_ssize_t k = 0; k < *n; k++) {
+        out[k] = PyLong_AsUnsignedLongLong(PySequence_Fast_GET_ITEM(s, k));
+        if (PyErr_Occurred()) {
+            Py_DECREF(s);
+            return -1;
+        }
+    }
+    Py_DECREF(s);
+    return 0;
+}
+
+/* _pagein.dcp_read_into(cap, index, buffer, start=None, count=None): the
+ * whole item (or the box) into a writable buffer. */
+static PyObject *py_dcp_read_into(PyObject *self, PyObject *args) {
+    PyObject *cap, *so = Py_None, *co = Py_None;
+    Py_ssize_t i;
+    Py_buffer buf;
+    if (!PyArg_ParseTuple(args, "Onw*|OO:dcp_read_into", &cap, &i, &buf, &so, &co)) return NULL;
+    pagein_dcp *d = dcp_of(cap);
+    if (!d || i < 0) {
+        PyBuffer_Release(&buf);
+        return d ? raise_rc(PAGEIN_E_INVALID, NULL) : NULL;
+    }
+    uint64_t start[64], count[64];
+    Py_ssize_t ns = 0, nc = 0;
+    int box = so != Py_None;
+    if (box && (dims_from(so, start, 64, &ns) < 0 || dims_from(co, count, 64, &nc) < 0)) {
+        PyBuffer_Release(&buf);
+        return NULL;
+    }
+    int rc;
+    Py_BEGIN_ALLOW_THREADS
+    rc = box ? pagein_dcp_read_slice(d, (size_t)i, start, count, buf.buf, (size_t)buf.len)
+             : pagein_dcp_read(d, (size_t)i, buf.buf, (size_t)buf.len);
+    Py_END_ALLOW_THREADS
+    PyBuffer_Release(&buf);
+    if (rc < 0) return raise_rc(rc, NULL);
+    Py_RETURN_NONE;
+}
+
+/* _pagein.dcp_convert(dir, out) -> (tensors, bytes, skipped) */
+static PyObject *py_dcp_convert(PyObject *self, PyObject *args) {
+    PyObject *dir, *out;
+    if (!PyArg_ParseTuple(args, "OO:dcp_convert", &dir, &out)) return NULL;
+    PyObject *a = fs_bytes(dir), *b = a ? fs_bytes(out) : NULL;
+    if (!a || !b) {
+        Py_XDECREF(a);
+        return NULL;
+    }
+    pagein_dcp_convert_stats st;
+    int rc;
+    Py_BEGIN_ALLOW_THREADS
+    rc = pagein_dcp_convert_safetensors(PyBytes_AS_STRING(a), PyBytes_AS_STRING(b), &st);
+    Py_END_ALLOW_THREADS
+    Py_DECREF(a);
+    Py_DECREF(b);
+    if (rc < 0) return raise_rc(rc, dir);
+    return Py_BuildValue("(KKK)", (unsigned long long)st.tensors, (unsigned long long)st.tensor_bytes,
+                         (unsigned long long)st.skipped_items);
+}
+
+/* _pagein.dcp_chunks(cap, index) -> [(offsets, sizes)] of a tensor item */
+static PyObject *py_dcp_chunks(PyObject *self, PyObject *args) {
+    PyObject *cap;
+    Py_ssize_t i;
+    if (!PyArg_ParseTuple(args, "On:dcp_chunks", &cap, &i)) return NULL;
+    pagein_dcp *d = dcp_of(cap);
+    if (!d) return NULL;
+    uint32_t nc = 0;
+    int rc = i < 0 ? PAGEIN_E_INVALID : pagein_dcp_chunk_count(d, (size_t)i, &nc);
+    if (rc < 0) return raise_rc(rc, NULL);
+    PyObject *l = PyList_New(nc);
+    for (uint32_t j = 0; l && j < nc; j++) {
+        const uint64_t *off, *len;
+        uint32_t nd;
+        pagein_dcp_chunk(d, (size_t)i, j, &nd, &off, &len);
+        PyObject *a = PyTuple_New(nd), *b = PyTuple_New(nd);
+        for (uint32_t k = 0; a && b && k < nd; k++) {
+            PyTuple_SET_ITEM(a, k, PyLong_FromUnsignedLongLong(off[k]));
+            PyTuple_SET_ITEM(b, k, PyLong_FromUnsignedLongLong(len[k]));
+        }
+        PyObject *t = a && b ? PyTuple_Pack(2, a, b) : NULL;
+        Py_XDECREF(a);
+        Py_XDECREF(b);
+        if (!t) {
+            Py_CLEAR(l);
+            break;
+        }
+        PyList_SET_ITEM(l, j, t);
+    }
+    return l;
+}
+
+static PyObject *py_is_dcp_dir(PyObject *self, PyObject *path) {
+    PyObject *b = fs_bytes(path);
+    if (!b) return NULL;
+    int r = pagein_is_dcp_dir(PyBytes_AS_STRING(b));
+    Py_DECREF(b);
+    return PyBool_FromLong(r);
+}
+
+PyMethodDef pyp_dcp_functions[] = {
+    {"dcp_open", py_dcp_open, METH_O, "dcp_open(path) -> handle of a torch Distributed Checkpoint directory"},
+    {"dcp_items", py_dcp_items, METH_O, "dcp_items(h) -> [(name, is_bytes, dtype, shape, nbytes, nchunks)]"},
+    {"dcp_read_into", py_dcp_read_into, METH_VARARGS, "dcp_read_into(h, i, buffer, start=None, count=None)"},
+    {"dcp_convert", py_dcp_convert, METH_VARARGS, "dcp_convert(dir, out) -> (tensors, bytes, skipped)"},
+    {"dcp_chunks", py_dcp_chunks, METH_VARARGS, "dcp_chunks(h, i) -> [(offsets, sizes)]"},
+    {"is_dcp_dir", py_is_dcp_dir, METH_O, "is_dcp_dir(path) -> bool"},
+    {NULL, NULL, 0, NULL},
+};

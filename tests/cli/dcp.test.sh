@@ -1,0 +1,27 @@
+# dcp.test.sh - torch Distributed Checkpoints on the command line (the
+# committed fixtures of tests/data/dcp, written by torch's own DCP writer):
+# inspect lists the items, convert consolidates into one safetensors file
+# whose tensors verify and list, a rank's .distcp file gets advice, and an
+# unsafe .metadata is refused without running anything.
+. "$REPO/tests/cli/lib.sh"
+FX="$REPO/tests/data/dcp"
+
+expect_exit 0 "$PAGEIN" inspect "$FX/rank4"
+expect_contains "torch Distributed Checkpoint"
+expect_contains "rows.weight"
+expect_contains "9 tensors (561 bytes), 2 non-tensor items"
+
+expect_exit 0 "$PAGEIN" convert "$FX/rank4" "$TMP/out/model.safetensors"
+expect_contains "9 tensors, 561 bytes, 2 non-tensor items skipped"
+expect_exit 0 "$PAGEIN" inspect "$TMP/out/model.safetensors"
+expect_contains "cols.weight"
+expect_exit 0 "$PAGEIN" verify "$TMP/out/model.safetensors"
+
+expect_exit 2 "$PAGEIN" inspect "$FX/rank4/__0_0.distcp"
+expect_contains "one rank's file of a torch Distributed Checkpoint"
+
+mkdir -p "$TMP/evil" && cp "$FX/bad/evil.metadata" "$TMP/evil/.metadata"
+(cd "$TMP" && "$PAGEIN" convert evil evil.safetensors) >"$TMP/evil.out" 2>&1 && fail "evil metadata converted"
+grep -q "refusing global" "$TMP/evil.out" || fail "no refusal: $(cat "$TMP/evil.out")"
+[ ! -e "$TMP/PWNED_BY_DCP_METADATA" ] && [ ! -e "$TMP/evil.safetensors" ] || fail "something ran or was written"
+echo "dcp: inspect, convert, verify, refusals"
