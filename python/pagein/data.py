@@ -42,6 +42,7 @@ Sample lifetime: every sample is a copy, never overwritten later.
 import multiprocessing as _mp
 import multiprocessing.context as _mpctx
 import numbers as _numbers
+import json as _json
 import os as _os
 import warnings as _warnings
 
@@ -175,9 +176,45 @@ def _use_pipeline(paths, kwargs):
     except TypeError:
         return False
     for p in paths:
+        if _is_line_file(p) and not _pagein.is_url(p):
+            continue  # one family, one sample shape: .jsonl.zst is a line file like .jsonl
         if _pagein.is_url(p) or any(c in p for c in "*?[{") or p.endswith(_PIPE_SUFFIXES) or _os.path.isdir(p):
             return True
     return False
+
+
+_LINE_SUFFIXES = (".jsonl", ".txt", ".json", ".ndjson")
+
+
+def _is_line_file(p):
+    """A JSONL or text file, plain or .gz/.zst compressed (the lines row)."""
+    for z in (".gz", ".zst"):
+        if p.endswith(z):
+            p = p[:-len(z)]
+            break
+    return p.endswith(_LINE_SUFFIXES)
+
+
+def _refuse_json_array(p):
+    """A .json file holding one JSON array, or one value over several lines,
+    is not JSON Lines: read line by line it would give fragments. Refused by
+    name (FormatError)."""
+    if not p.endswith(".json") or not _os.path.isfile(p):
+        return
+    with open(p, "rb") as f:
+        first = f.readline(1 << 20).strip()
+    if first[:1] == b"[":
+        kind = "array"
+    elif first[:1] == b"{":
+        try:
+            _json.loads(first)
+            return
+        except ValueError:
+            kind = "document over several lines"
+    else:
+        return
+    raise FormatError("%s: a JSON %s, not JSON Lines (one JSON value per line): read it with json.load, or "
+                      "write one record per line (.jsonl)" % (p, kind))
 
 
 def _rest_count(state, n):
@@ -559,7 +596,9 @@ class ShardDataset(_Base):
         if dt is None:
             return data
         a = _np.frombuffer(data, dtype=dt)
-        a = a.reshape(shape) if shape is not None else a[0]
+        # writable memory of its own (torch.as_tensor and default_collate
+        # warn on read-only arrays); scalars are numpy scalars
+        a = a.reshape(shape).copy() if shape is not None else a[0]
         if self.torch:
             a = _to_torch(_np.array(a))
         return a
@@ -640,7 +679,7 @@ def _plain_source(paths, record_size, fmt):
         p0 = paths[0]
         if record_size is not None:
             fmt = "records"
-        elif p0.endswith((".jsonl", ".txt", ".json", ".ndjson")):
+        elif _is_line_file(p0):
             fmt = "lines"
         elif p0.endswith(".idx") or _os.path.exists((p0[:-4] if p0.endswith(".bin") else p0) + ".idx"):
             fmt = "megatron"
@@ -663,6 +702,8 @@ def _plain_source(paths, record_size, fmt):
         prefix = p[:-4] if p.endswith((".idx", ".bin")) else p
         return [prefix + ".bin"], "megatron"
     if fmt == "lines":
+        for p in paths:
+            _refuse_json_array(p)
         return paths, "lines"
     raise ValueError("Dataset: unknown format %r (records, megatron, lines)" % fmt)
 
