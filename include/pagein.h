@@ -995,6 +995,14 @@ typedef struct pagein_dataset_opts {
 PAGEIN_API int pagein_dataset_open(pagein_dataset **d, const char *spec, const pagein_dataset_opts *opts);
 /* The row name of shard i ("webdataset", ...); NULL if out of range. */
 PAGEIN_API const char *pagein_dataset_format(const pagein_dataset *d, size_t i);
+/* The dataset format of one file (a path or URL) as pagein_dataset_open
+ * detects it, from the table's rows: their head/tail bytes first, then the
+ * name (a Feather v2 file or an Arrow stream under any name, a Parquet
+ * file by its PAR1 magic). Writes the row's name ("parquet", "arrow", ...)
+ * into name (cap bytes, NUL-terminated) and returns 2 when the content
+ * proves it, 1 when only the name suggests it, 0 when no row claims the
+ * file, or < 0 (-errno, ...) when it cannot be opened. */
+PAGEIN_API int pagein_dataset_detect(const char *uri, char *name, size_t cap);
 /* Groups (units of block reads) over all shards. */
 PAGEIN_API uint64_t pagein_dataset_group_count(const pagein_dataset *d);
 /* Describes a dataset opened by pagein_dataset_open (`pagein inspect` on a

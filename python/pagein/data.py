@@ -180,6 +180,15 @@ def _use_pipeline(paths, kwargs):
             continue  # one family, one sample shape: .jsonl.zst is a line file like .jsonl
         if _pagein.is_url(p) or any(c in p for c in "*?[{") or p.endswith(_PIPE_SUFFIXES) or _os.path.isdir(p):
             return True
+        # any other file: the C table's detection by content (an Arrow
+        # stream named .stream, a Feather v2 file, Parquet under any name)
+        if _os.path.isfile(p):
+            try:
+                name, score = _pagein.dataset_detect(p)
+            except Exception:
+                continue
+            if score == 2 and name not in _PLAIN_FORMATS:
+                return True
     return False
 
 

@@ -90,6 +90,20 @@ static PyObject *py_dataset_open_megatron(PyObject *self, PyObject *args) {
 }
 
 /* _pagein.dataset_info(cap) -> (count, [(path, size), ...]) */
+/* _pagein.dataset_detect(path) -> (row name or None, score): the C table's detection */
+static PyObject *py_dataset_detect(PyObject *self, PyObject *arg) {
+    const char *uri = PyUnicode_AsUTF8(arg);
+    if (!uri) return NULL;
+    char name[64];
+    int rc;
+    Py_BEGIN_ALLOW_THREADS
+    rc = pagein_dataset_detect(uri, name, sizeof name);
+    Py_END_ALLOW_THREADS
+    if (rc < 0) return raise_rc(rc, arg);
+    if (rc == 0) return Py_BuildValue("(Oi)", Py_None, 0);
+    return Py_BuildValue("(si)", name, rc);
+}
+
 static PyObject *py_dataset_info(PyObject *self, PyObject *cap) {
     pagein_dataset *d = dataset_of(cap);
     if (!d) return NULL;
@@ -906,6 +920,7 @@ PyMethodDef pyp_data_functions[] = {
      "ds_open(spec, format=None, record_size=0, columns=None, group_bytes=0, cache_dir=None) -> dataset"},
     {"ds_shards", py_ds_shards, METH_O, "ds_shards(dataset) -> ([(path, format, size)], samples, groups)"},
     {"pipe_open", PYFN(py_pipe_open), METH_VARARGS | METH_KEYWORDS, "pipe_open(dataset, **opts) -> pipe"},
+    {"dataset_detect", py_dataset_detect, METH_O, "dataset_detect(path) -> (format name or None, 2 content / 1 name)"},
     {"pipe_next", py_pipe_next, METH_VARARGS, "pipe_next(pipe, n) -> [(id, [(name, type, width, shape, bytes)])]"},
     {"pipe_length", py_pipe_length, METH_O, "pipe_length(pipe) -> samples this consumer yields this epoch"},
     {"pipe_set_epoch", py_pipe_set_epoch, METH_VARARGS, "pipe_set_epoch(pipe, epoch)"},

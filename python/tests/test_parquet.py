@@ -91,3 +91,14 @@ def test_refusals(fx):
     with pytest.raises(Exception) as e:
         list(pd.Dataset(os.path.join(d, "small_groups.parquet"), columns=["nope"]))
     assert "nope" in str(e.value)
+
+
+def test_detected_by_content(fx, tmp_path):
+    # no suffix to go by: the C table's detection reads the PAR1 magic
+    d, _ = fx
+    p = tmp_path / "shard.data"
+    p.write_bytes(open(os.path.join(d, "small_groups.parquet"), "rb").read())
+    import pagein._pagein as _p
+    assert _p.dataset_detect(str(p)) == ("parquet", 2)
+    ds = pd.Dataset(str(p), columns=["i32"])
+    assert isinstance(ds, pd.ShardDataset) and len(ds) == 3000

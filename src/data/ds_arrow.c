@@ -604,13 +604,16 @@ static void arrow_group_free(const struct pi_dsshard *sh, struct pi_dsgroup *grp
 }
 
 /* ---- detection and save_to_disk directories ------------------------------ */
+/* Names an Arrow IPC file or stream goes by (Feather v2 is the file format). */
+static const char *const arrow_suffixes[] = {".arrow", ".arrows", ".feather", ".ipc", ".stream", NULL};
+
 static int arrow_detect(const char *name, const uint8_t *h, size_t nh, const uint8_t *t, size_t nt, uint64_t size) {
     if (nh >= 6 && memcmp(h, "ARROW1", 6) == 0) return (nt >= 6 && memcmp(t + nt - 6, "ARROW1", 6) == 0) ? 2 : 1;
     if (nh >= 8 && pi_fb_ld32(h) == 0xFFFFFFFFu && pi_fb_ld32(h + 4) > 0 && pi_fb_ld32(h + 4) <= PI_ARROW_MAX_META &&
         pi_fb_ld32(h + 4) <= size)
         return 2;
-    size_t l = name ? strlen(name) : 0;
-    if ((l > 6 && strcmp(name + l - 6, ".arrow") == 0) || (l > 7 && strcmp(name + l - 7, ".arrows") == 0)) return 1;
+    for (size_t k = 0; name && arrow_suffixes[k]; k++)
+        if (pi_ends_with(name, arrow_suffixes[k])) return 1;
     return 0;
 }
 
@@ -628,7 +631,6 @@ static int arrow_index(const char *dir, const uint8_t *buf, size_t len, struct p
 
 static void arrow_index_free(struct pi_dsindex *ix) { (void)ix; }
 
-static const char *const arrow_suffixes[] = {".arrow", ".arrows", NULL};
 static const char *const arrow_index_names[] = {"state.json", NULL};
 
 /* The codec of a shard's compressed batches ("none" when none is): for

@@ -273,6 +273,19 @@ int pi_ds_open_memory(struct pi_dsshard **out, const struct pi_dsformat *fmt, co
 }
 
 /* Reads head/tail bytes of src and asks every row; best score wins. */
+int pagein_dataset_detect(const char *uri, char *name, size_t cap) {
+    pi_err_clear();
+    RETURN_IF(!uri || (!name && cap), PAGEIN_E_INVALID, "dataset_detect: NULL argument");
+    struct pi_source *src = NULL;
+    FORWARD_IF(pi_source_open(&src, uri, 0));
+    int score = 0;
+    const struct pi_dsformat *f = pi_ds_detect(src, uri, &score);
+    pi_source_close(src);
+    if (!f) score = 0;
+    if (cap) snprintf(name, cap, "%s", f ? f->name : "");
+    return score;
+}
+
 const struct pi_dsformat *pi_ds_detect(struct pi_source *src, const char *name, int *score) {
     uint32_t hb = 0, tb = 0;
     for (size_t i = 0; pi_dsformats[i]; i++) {
