@@ -13,10 +13,11 @@ DataLoader workers, epochs and resume are computed in C, so the same seed
 gives the same order from C, ``pagein read-samples --dataset`` and Python.
 
 ``Dataset(paths, record_size=...)`` (fixed-size records), a Megatron-LM
-``.bin``/``.idx`` pair and JSONL/text files (``format="lines"``) yield plain
+``.bin``/``.idx`` pair and JSONL/text files, plain or ``.gz``/``.zst``
+compressed (``format="lines"``), yield plain
 samples: numpy arrays (torch tensors with ``framework="pt"``) of the bytes or
 tokens, ``bytes`` for a line. Every other source (WebDataset tars, MDS,
-Arrow, Parquet, ``.gz``/``.zst`` lines, a directory, a glob, a URL) gives a
+Arrow, Parquet, a directory, a glob, a URL) gives a
 ``ShardDataset`` whose samples are dicts of field to value.
 
 Order: ``"global"`` is a seeded permutation of all samples, ``"block"``
