@@ -3,6 +3,7 @@
 // tests/data/arrow/gen.mjs does; tests/data/arrow/fixtures.sh installs it):
 //   arrow_null.arrow      a valid IPC file: one Null column of 2^28 rows (no buffers)
 //   wide.parquet          257 int32 columns of 3 rows (npm parquet-wasm)
+//   tiny_groups.parquet   1,000 int32 rows in row groups of 2 (parquet-wasm)
 //   arrow_len.stream.arrow  a stream of 3 batches of 128 int32 rows, the last
 //                         batch's length field set to 2^30 (one byte changed)
 import { createRequire } from 'node:module';
@@ -45,4 +46,12 @@ if (pw) {
   const ipc = A.tableToIPC(new A.Table(cols), 'stream');
   const bytes = pw.writeParquet(pw.Table.fromIPCStream(ipc), new pw.WriterPropertiesBuilder().build());
   writeFileSync(join(out, 'wide.parquet'), bytes);
+}
+
+// tiny_groups.parquet: 1,000 int32 rows in row groups of 2 (parquet-wasm):
+// the block order's units are many tiny spans
+if (pw) {
+  const t = new A.Table({ x: A.makeVector(Int32Array.from({ length: 1000 }, (_, i) => i)) });
+  const props = new pw.WriterPropertiesBuilder().setMaxRowGroupSize(2).build();
+  writeFileSync(join(out, 'tiny_groups.parquet'), pw.writeParquet(pw.Table.fromIPCStream(A.tableToIPC(t, 'stream')), props));
 }
