@@ -63,10 +63,15 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
             if (pi_pq_decode_chunk(f, g, c, data + off, (size_t)len, &col) == 0) {
                 /* the invariants per-row access relies on */
                 uint64_t b, e;
-                for (uint64_t r = 0; r < col.nrows; r++) {
+                for (uint64_t r = 0; r < col.nrows && col.kind != PI_PQ_NESTED; r++) {
                     pi_pq_row(&col, r, &b, &e);
                     if (b > e || e > col.nelems) __builtin_trap();
                 }
+                /* a NESTED column: rows start at increasing slots and values */
+                for (uint64_t r = 0; r < col.nrows && col.kind == PI_PQ_NESTED; r++)
+                    if (col.rowslot[r] >= col.rowslot[r + 1] || col.rowval[r] > col.rowval[r + 1] ||
+                        col.rowslot[r + 1] > col.nslots || col.rowval[r + 1] > col.nelems)
+                        __builtin_trap();
                 if (!col.width && col.voff[col.nelems] != col.nbytes) __builtin_trap();
                 if (col.nrows != (uint64_t)f->groups[g].num_rows) __builtin_trap();
                 pi_pq_column_free(&col);

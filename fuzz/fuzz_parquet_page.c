@@ -32,8 +32,13 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
     struct pi_pq_scratch sc;
     memset(&c, 0, sizeof c);
     memset(&sc, 0, sizeof sc);
-    for (int pass = 0; pass < 2; pass++) {
-        if (pass == 1) {
+    for (int pass = 0; pass < 3; pass++) {
+        if (pass == 2) { /* the same pages as a NESTED leaf: levels kept, rows by repetition level 0 */
+            L.kind = PI_PQ_NESTED;
+            L.max_rep = data[3] & 3;
+            if (L.max_rep > L.max_def) L.max_rep = L.max_def;
+            L.list_def = -1;
+        } else if (pass == 1) {
             if (L.kind == PI_PQ_LIST) {
                 L.kind = PI_PQ_SCALAR;
                 L.max_rep = 0;
@@ -47,10 +52,14 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
         }
         if (pi_pq_decode_pages_into(&L, codec, nvalues, -1, data + 8, size - 8, "fuzz", &c, &sc) == 0) {
             uint64_t b, e;
-            for (uint64_t r = 0; r < c.nrows; r++) {
+            for (uint64_t r = 0; r < c.nrows && c.kind != PI_PQ_NESTED; r++) {
                 pi_pq_row(&c, r, &b, &e);
                 if (b > e || e > c.nelems) __builtin_trap();
             }
+            for (uint64_t r = 0; r < c.nrows && c.kind == PI_PQ_NESTED; r++)
+                if (c.rowslot[r] >= c.rowslot[r + 1] || c.rowval[r] > c.rowval[r + 1] || c.rowslot[r + 1] > c.nslots ||
+                    c.rowval[r + 1] > c.nelems)
+                    __builtin_trap();
             if (!c.width && c.voff[c.nelems] != c.nbytes) __builtin_trap();
             if (c.kind == PI_PQ_SCALAR && c.row_valid != c.elem_valid) __builtin_trap();
         }
