@@ -64,7 +64,9 @@ static void usage(FILE *out) {
             "                      sample's fields back to back, in field order), framed (a\n"
             "                      16-byte header, u64 LE id and u64 LE length, then those\n"
             "                      bytes) or jsonl (one line per sample: {\"id\": N, \"fields\":\n"
-            "                      {NAME: {\"type\", \"shape\", \"base64\"}}}, null fields: null)\n"
+            "                      {NAME: {\"type\", \"shape\", \"base64\"}}}, null fields: null;\n"
+            "                      nested values as {\"type\": \"list\"|\"struct\"|\"map\", \"items\"|\n"
+            "                      \"fields\"|\"entries\": ...})\n"
             "  --ids / --json      ids one per line / one JSON object with ids and counters\n"
             "  --check             read everything, print only the counts\n"
             "\n"
@@ -86,6 +88,9 @@ static const char *field_type_name(const pagein_field *f) {
     case PAGEIN_FIELD_FLOAT: return floats[k];
     case PAGEIN_FIELD_UTF8: return "utf8";
     case PAGEIN_FIELD_BINARY: return "binary";
+    case PAGEIN_FIELD_LIST: return "list";
+    case PAGEIN_FIELD_STRUCT: return "struct";
+    case PAGEIN_FIELD_MAP: return "map";
     default: return "null";
     }
 }
@@ -118,38 +123,84 @@ static void put_json_str(const char *s) {
 
 enum out_format { OUT_RAW, OUT_FRAMED, OUT_JSONL };
 
+/* Nested values (LIST, STRUCT, MAP) hold their children at fields[child ..
+ * child + nchild) of the item's array; a well-formed item never nests
+ * deeper than its node count, and the walk is bounded by that too. */
+static const pagein_field *child_of(const pagein_item *it, const pagein_field *f, uint32_t k) {
+    uint64_t i = (uint64_t)f->child + k;
+    return i < it->nnodes ? &it->fields[i] : NULL;
+}
+
+static int is_nested(const pagein_field *f) {
+    return f->type == PAGEIN_FIELD_LIST || f->type == PAGEIN_FIELD_STRUCT || f->type == PAGEIN_FIELD_MAP;
+}
+
+/* The bytes of f's leaves, in order (raw and framed): their length when
+ * out is NULL, else written. */
+static uint64_t put_leaves(const pagein_item *it, const pagein_field *f, FILE *out, int depth, int *err) {
+    if (!f || f->null || depth > 64) return 0;
+    if (!is_nested(f)) {
+        if (out && f->nbytes && fwrite(f->data, 1, (size_t)f->nbytes, out) != f->nbytes) *err = 1;
+        return f->nbytes;
+    }
+    uint64_t n = 0;
+    for (uint32_t k = 0; k < f->nchild; k++) n += put_leaves(it, child_of(it, f, k), out, depth + 1, err);
+    return n;
+}
+
+/* One value as JSON: null, a leaf {"type", "shape", "base64"}, a list
+ * {"type": "list", "items": [...]}, a struct {"type": "struct", "fields":
+ * {...}} or a map {"type": "map", "entries": [{key, value structs}]}. */
+static void put_json_value(const pagein_item *it, const pagein_field *f, int depth) {
+    if (!f || f->null || depth > 64) {
+        printf("null");
+        return;
+    }
+    if (!is_nested(f)) {
+        printf("{\"type\": \"%s\", \"shape\": [", field_type_name(f));
+        for (unsigned j = 0; j < f->ndim; j++) printf("%s%" PRIu64, j ? ", " : "", f->shape[j]);
+        printf("], \"base64\": \"");
+        put_b64(f->data, f->nbytes);
+        printf("\"}");
+        return;
+    }
+    int st = f->type == PAGEIN_FIELD_STRUCT;
+    printf("{\"type\": \"%s\", \"%s\": %c", st ? "struct" : f->type == PAGEIN_FIELD_MAP ? "map" : "list",
+           st ? "fields" : f->type == PAGEIN_FIELD_MAP ? "entries" : "items", st ? '{' : '[');
+    for (uint32_t k = 0; k < f->nchild; k++) {
+        const pagein_field *c = child_of(it, f, k);
+        printf("%s", k ? ", " : "");
+        if (st) {
+            put_json_str(c && c->name ? c->name : "");
+            printf(": ");
+        }
+        put_json_value(it, c, depth + 1);
+    }
+    printf("%c}", st ? '}' : ']');
+}
+
 /* One item of the pipeline in the chosen framing (raw and framed: the
- * bytes of its non-null fields back to back, in field order); 0 or -EIO. */
+ * bytes of its non-null fields back to back, in field order, a nested
+ * value's leaves in order); 0 or -EIO. */
 static int put_item(enum out_format fmt, const pagein_item *it) {
-    uint64_t len = 0;
-    for (size_t k = 0; k < it->nfields; k++)
-        if (!it->fields[k].null) len += it->fields[k].nbytes;
+    int err = 0;
     if (fmt == OUT_FRAMED) {
+        uint64_t len = 0;
+        for (size_t k = 0; k < it->nfields; k++) len += put_leaves(it, &it->fields[k], NULL, 0, &err);
         unsigned char h[16];
         for (int i = 0; i < 8; i++) h[i] = (unsigned char)(it->id >> (8 * i)), h[8 + i] = (unsigned char)(len >> (8 * i));
         if (fwrite(h, 1, sizeof h, stdout) != sizeof h) return -EIO;
     }
     if (fmt != OUT_JSONL) {
-        for (size_t k = 0; k < it->nfields; k++) {
-            const pagein_field *f = &it->fields[k];
-            if (!f->null && f->nbytes && fwrite(f->data, 1, (size_t)f->nbytes, stdout) != f->nbytes) return -EIO;
-        }
-        return 0;
+        for (size_t k = 0; k < it->nfields; k++) put_leaves(it, &it->fields[k], stdout, 0, &err);
+        return err ? -EIO : 0;
     }
     printf("{\"id\": %" PRIu64 ", \"fields\": {", it->id);
     for (size_t k = 0; k < it->nfields; k++) {
-        const pagein_field *f = &it->fields[k];
         printf("%s", k ? ", " : "");
-        put_json_str(f->name);
-        if (f->null) {
-            printf(": null");
-            continue;
-        }
-        printf(": {\"type\": \"%s\", \"shape\": [", field_type_name(f));
-        for (unsigned j = 0; j < f->ndim; j++) printf("%s%" PRIu64, j ? ", " : "", f->shape[j]);
-        printf("], \"base64\": \"");
-        put_b64(f->data, f->nbytes);
-        printf("\"}");
+        put_json_str(it->fields[k].name);
+        printf(": ");
+        put_json_value(it, &it->fields[k], 0);
     }
     return fputs("}}\n", stdout) < 0 ? -EIO : 0;
 }
