@@ -101,4 +101,4 @@ def test_detected_by_content(fx, tmp_path):
     import pagein._pagein as _p
     assert _p.dataset_detect(str(p)) == ("parquet", 2)
     ds = pd.Dataset(str(p), columns=["i32"])
-    assert isinstance(ds, pd.ShardDataset) and len(ds) == 3000
+    assert isinstance(ds, pd.ShardDataset) and len(ds) == 1000
