@@ -1,5 +1,5 @@
 /* bench_torch_open.c - is opening a torch checkpoint from disk linear in the
- * size of its pickle? (issue 19, item 9)
+ * size of its pickle?
  *
  * Generates two torch-style zips (stored, archive/data.pkl + archive/version)
  * whose pickle is a list of N one-element tuples (N = --small, default

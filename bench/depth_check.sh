@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# depth_check.sh - issue 29's benchmark check: N cold runs of `read` and of
+# depth_check.sh - the queue-depth check: N cold runs of `read` and of
 # `populate` on slowfs (1 ms a request, 128 KiB readahead), interleaved,
 # one `pagein bench load --cache cold --runs 1` each. Per pair: seconds to
 # every tensor usable, requests in flight as slowfs saw them (mean, max),

@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# bench/parquet_epoch.sh - issue 25's epoch targets on Parquet shards of
+# bench/parquet_epoch.sh - the epoch targets on Parquet shards of
 # tokenized text (bench/parquet_gen.mjs: npm parquet-wasm, SNAPPY, `input_ids:
 # list<int32>` of 64-1024 token ids and `text: utf8` of about 400 bytes a row,
 # row groups of GROUP_ROWS rows), whole epochs through the one pipeline

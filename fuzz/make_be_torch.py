@@ -8,7 +8,7 @@ file back with it: every element must be the byte-swapped original. With
 PAGEIN=path/to/pagein it also checks that `pagein convert` of the
 big-endian file gives the same safetensors bytes as of the little-endian
 original. Produced fuzz/corpus/torch/be.pt and its copy in
-fuzz/corpus/open_file (issue 19: the big-endian path had no corpus entry).
+fuzz/corpus/open_file (the big-endian path had no corpus entry).
 Needs python3-torch."""
 import io
 import sys

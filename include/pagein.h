@@ -349,7 +349,7 @@ typedef enum pagein_format {
  * every *_name function: never NULL). Static string. Thread-safe. */
 PAGEIN_API const char *pagein_format_name(pagein_format f);
 
-/* ---- format table look-ups (issue 23: the CLI's cache commands ask the
+/* ---- format table look-ups (the CLI's cache commands ask the
  * table instead of keeping their own rules) ---------------------------- */
 /* The format whose file-name suffix name carries (.safetensors, .gguf,
  * .pt/.pth/.bin/.ckpt: the format table's suffixes), or
@@ -962,7 +962,7 @@ PAGEIN_API const char *pagein_dataset_path(const pagein_dataset *d, size_t i);
 PAGEIN_API int pagein_dataset_fd(const pagein_dataset *d, size_t i);
 PAGEIN_API uint64_t pagein_dataset_file_size(const pagein_dataset *d, size_t i);
 
-/* ==== BEGIN dataset formats and the one pipeline (issue 24; src/data/dsformat.h,
+/* ==== BEGIN dataset formats and the one pipeline (src/data/dsformat.h,
  * src/data/pipeline.c, docs/TRAINING-DATA.md) ==== */
 
 /*
@@ -1495,7 +1495,7 @@ PAGEIN_API int pagein_file_unlock(const pagein_file *f, uint64_t off, uint64_t l
 typedef struct pagein_cache_file pagein_cache_file;
 PAGEIN_API int pagein_cache_open(pagein_cache_file **c, const char *path);
 PAGEIN_API void pagein_cache_close(pagein_cache_file *c);
-/* ---- issue 28 (meta28): many plain files at once ---- */
+/* ---- many plain files at once ---- */
 /*
  * pagein_cache_open of paths[0, n) with up to 32 opens in flight
  * (PAGEIN_OPEN_DEPTH=N overrides, 1..256): on network and FUSE
@@ -1517,7 +1517,7 @@ PAGEIN_API size_t pagein_cache_open_many(pagein_cache_file **out, const char *co
  */
 PAGEIN_API int pagein_cache_warm_many(const pagein_cache_file *const *cs, size_t n, uint64_t off, uint64_t len,
                                       unsigned threads);
-/* ---- end issue 28 ---- */
+/* ---- end ---- */
 /* Size of the file at open. */
 PAGEIN_API uint64_t pagein_cache_size(const pagein_cache_file *c);
 /* Same contracts as the pagein_file_* functions above. */
@@ -2029,7 +2029,7 @@ typedef struct pagein_pull_opts {
     uint32_t flags;          /* PAGEIN_PULL_* */
     pagein_pull_progress_fn progress; /* may be NULL */
     void *ctx;
-    /* ---- issue 27: read only when size covers it -------------------------- */
+    /* ---- read only when size covers it -------------------------- */
     /* NULL, or told (with ctx and the file's URL) what a user should know and
      * the pull still does, one line without a newline: a server that ignores
      * Range is read as one plain stream, not resumable. */
@@ -2116,7 +2116,7 @@ PAGEIN_API int pagein_remote_available(void);
  * libcurl), else 0: such a path names no local file, so callers skip their
  * stat() checks for it. */
 PAGEIN_API int pagein_is_url(const char *path);
-/* --- issue 27: secrets in output --- */
+/* --- secrets in output --- */
 /* text (a URL, or any text holding URLs) with the URLs' secrets replaced,
  * written into out (cap bytes, always NUL-terminated when cap > 0,
  * truncated to fit; out may be text itself): each URL's userinfo
@@ -2127,7 +2127,7 @@ PAGEIN_API int pagein_is_url(const char *path);
  * detail the library sets is already redacted; callers use this for the
  * URLs they print themselves. Thread-safe. */
 PAGEIN_API char *pagein_url_redact(const char *text, char *out, size_t cap);
-/* --- end issue 27 --- */
+/* --- end --- */
 
 #ifdef PAGEIN_EXPERIMENTAL /* byte sources, storage facts and the range engine's counters, GPU staging,
                               distributed plans (see Stability above) */
@@ -2229,7 +2229,7 @@ typedef struct pagein_io_stats {
     uint64_t size_hist[PAGEIN_IO_HIST];
     double seconds;
     char why[160];
-    /* ---- addition (issue 29): the submit side --------------------------
+    /* ---- the submit side --------------------------
      * Requests handed to the kernel and not yet completed (the local
      * readv's io_uring ring or threads), time-weighted mean and most;
      * the seconds the issuing thread spent blocked in submission; 1 if the
@@ -2240,7 +2240,7 @@ typedef struct pagein_io_stats {
     uint64_t submit_max_inflight;
     double issue_seconds;
     int issue_async;
-    /* ---- end of addition (issue 29) ---- */
+    /* ---- end of the submit side ---- */
     /* ---- addition: the memory the data went into ---------------------
      * Fresh pages are populated ahead of the reads on their own threads
      * (seconds summed over those threads), the reads wait for them where

@@ -30,7 +30,7 @@ if [ -x "$BENCH_DIR/bench_parse" ]; then
   "$BENCH_DIR/bench_parse" --iters 20 --file "$DEMO_MODEL"
 fi
 
-# ---- load engine (issue 4): every strategy cold and warm, with verdicts ----
+# ---- load engine: every strategy cold and warm, with verdicts ----
 echo "== pagein plan"
 "$PAGEIN" plan "$DEMO_MODEL"
 echo "== pagein bench load (cold = evicted with posix_fadvise(DONTNEED) before each run; median of ${DEMO_RUNS:-3})"

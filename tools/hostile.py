@@ -1,6 +1,6 @@
 #!/usr/bin/env python3
 """hostile.py - an HTTP server that attacks its client, for the remote-source
-security tests (issue 27; docs/SAFETY.md "Remote sources";
+security tests (docs/SAFETY.md "Remote sources";
 tests/cli/hostile.test.sh, tests/test_hostile.c, python/tests/test_hostile.py).
 
     python3 tools/hostile.py ROOT STATEDIR OWNER_PID [CERT KEY]

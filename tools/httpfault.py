@@ -18,7 +18,7 @@ Serves ROOT on 127.0.0.1:PORT with Range support and a stable ETag under
     /status/CODE    answers CODE with a small body
     /presign/N/NAME 302 to /signed/N/NAME?sig=K, a fresh K each time: a
                     presigned URL that serves N requests, then answers 403
-                    AccessDenied "Request has expired" (issue 27)
+                    AccessDenied "Request has expired"
 
 Every request is counted; GET /stats returns "path count" lines.
 """

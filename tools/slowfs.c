@@ -27,7 +27,7 @@
  * is copied once, by the kernel, into the reader's memory, as a network
  * filesystem's client copies a reply out of its socket buffers. Otherwise
  * each read is a pread into libfuse's buffer and a writev of it: two
- * copies, on the CPUs the client shares (issue 29: 0.70 s of slowfs's CPU
+ * copies, on the CPUs the client shares (0.70 s of slowfs's CPU
  * for 1.3 GB against 0.45 s spliced, on 2 CPUs). The stats line `splice`
  * says which. A request counts as in flight (busy_ns, the latencies) from
  * its arrival through the delay and, without splice, the pread; the copy

@@ -72,7 +72,7 @@ def _scheme(proto):
 
 def _redact(path):
     """path as messages may show it: a URL's user:pass@ and signature or
-    token query values redacted (issue 27: no secret in an exception)."""
+    token query values redacted (no secret in an exception)."""
     return _pagein.url_redact(path) if isinstance(path, str) else path
 
 

@@ -31,7 +31,7 @@ static bool should_fail(void) {
  * deletion by backward shift, so no tombstones) kept at most half full.
  * Every operation is O(1) expected whatever order blocks are freed in: a
  * list searched on each free made a parse that frees oldest-first
- * (pk_free) quadratic in the number of blocks (issue 19: 800,000 pickle
+ * (pk_free) quadratic in the number of blocks (800,000 pickle
  * tuples took 68 s to open from disk). */
 static _Thread_local struct pi_journal *journal;
 static _Thread_local uint64_t probes; /* slots looked at, for tests */

@@ -84,7 +84,7 @@ done:
  * scheme and bucket/org: a listing is the server's word, and callers
  * (pagein.fsspec's get, through fsspec's other_paths) turn names into
  * local paths by replacing the listed prefix, so "p/../../x" would land
- * outside the destination. pull refuses the same names (issue 27). */
+ * outside the destination. pull refuses the same names. */
 static int unsafe_name(const char *name) {
     const char *p = strstr(name, "://");
     p = p ? p + 3 : name;

@@ -87,7 +87,7 @@ struct pi_engine_stats {
     uint64_t lat_p50_ns, lat_p95_ns, lat_p99_ns;
     uint64_t size_hist[PI_ENGINE_HIST];
     double seconds;
-    /* The submit side (issue 29): requests handed to the kernel (the local
+    /* The submit side: requests handed to the kernel (the local
      * readv's ring or threads, the workers' reads) and not yet completed,
      * time-weighted over the run and at most; the seconds the issuing
      * thread spent blocked inside submission; 1 if the ring moved issuing

@@ -1,5 +1,5 @@
 /* cache_many.c - pagein_cache_open_many (include/pagein.h): the page-cache
- * tools' plain files opened at once (issue 28).
+ * tools' plain files opened at once.
  *
  * `pagein resident|warm|evict|lock DIR` over a folder that is not a model
  * walks it and opens every file (open, fstat, mmap). On a network or FUSE

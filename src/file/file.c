@@ -311,7 +311,7 @@ int pagein_open(pagein_file **out, const char *path, const pagein_open_opts *opt
     return rc;
 }
 
-/* issue 28 (meta28): see metacache.h. The entry's identity and size must
+/* See metacache.h. The entry's identity and size must
  * be what the check listed (or the URL pinned), and the header still
  * parses from the entry as at any cache hit (parse_remote); otherwise this
  * is pagein_open. */

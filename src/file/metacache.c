@@ -451,7 +451,7 @@ int pi_meta_dev_is_remote(dev_t dev) {
     return remote;
 }
 
-/* ---- checking many entries with one request (issue 28) ------------------ */
+/* ---- checking many entries with one request ------------------ */
 
 static int stat_cmp(const void *a, const void *b) {
     return strcmp(((const struct pi_stat_entry *)a)->uri, ((const struct pi_stat_entry *)b)->uri);

@@ -61,7 +61,7 @@ uint64_t pi_meta_sum(const void *p, size_t n);
 void pi_meta_put(const char *key, const char *identity, uint64_t size, pagein_format format, const uint8_t *hdr,
                  size_t len);
 
-/* ---- checking many entries with one request (issue 28) ----------------- */
+/* ---- checking many entries with one request ----------------- */
 /* What one check said about the objects of a folder: their sizes and
  * identities from a listing (s3://, gs://: ListObjectsV2 carries every
  * key's ETag and size, one request per 1,000 keys), or that every object

@@ -216,7 +216,7 @@ static void *pager_main(void *arg) {
         uint64_t gen = p->gen;
         int32_t cur = atomic_load(&p->cursor);
         /* in 64 bits: cursor + ahead overflowed int32 for ahead >= 2^31,
-         * went negative and nothing was ever loaded (issue 19) */
+         * went negative and nothing was ever loaded */
         int64_t hi64 = (int64_t)cur + (int64_t)p->ahead;
         int32_t hi = hi64 > p->ng - 1 ? p->ng - 1 : (int32_t)hi64;
         size_t nb = 0;

@@ -96,7 +96,7 @@ static int first_line(const char *path, char *buf, size_t len) {
  * 2 s after it is freed, and the first write to such a block faults the
  * host's memory back in. A huge page is always such a block; 4 KiB pages
  * come from smaller free blocks first, which are never reported. Measured
- * on a 2-CPU VM (issue 29): faulting in 1.3 GB took 9 s as huge pages
+ * on a 2-CPU VM: faulting in 1.3 GB took 9 s as huge pages
  * after an idle pause against 0.8-1.6 s as 4 KiB pages, and `read` of a
  * 1.3 GB model on slowfs 5.9-10.5 s against 0.7-1.0 s. Then READ's buffers
  * get 4 KiB pages. Read once per process. */

@@ -457,7 +457,7 @@ static void note_verified(pagein_pull_stats *st, const char *how) {
     memcpy(st->verified + vl, how, hl + 1);
 }
 
-/* opts->note when the caller's struct has it (issue 27). */
+/* opts->note when the caller's struct has it. */
 static void note(const pagein_pull_opts *o, const char *file, const char *msg) {
     if (o && o->size >= offsetof(pagein_pull_opts, note) + sizeof o->note && o->note) o->note(o->ctx, file, msg);
 }

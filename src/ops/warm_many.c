@@ -1,4 +1,4 @@
-/* warm_many.c - pagein_cache_warm_many (include/pagein.h, issue 28): many
+/* warm_many.c - pagein_cache_warm_many (include/pagein.h): many
  * plain files warmed as one plan of the range engine. In ops/ beside
  * warm.c: calls go downward, ops -> engine -> source. */
 #include "../engine/engine.h"

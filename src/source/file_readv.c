@@ -17,8 +17,8 @@
  * Issuing can block: an O_DIRECT read on FUSE pins its destination pages
  * at issue, and pinning faults fresh anonymous memory in (zeroing it, and
  * in a virtual machine whose free memory the host took back, faulting the
- * host's page in too: measured 0.45-0.55 GB/s for huge pages on one CPU,
- * issue 29). io_uring issues inline, on the one submitting thread, so a
+ * host's page in too: measured 0.45-0.55 GB/s for huge pages on one CPU).
+ * io_uring issues inline, on the one submitting thread, so a
  * blocking issue serialises the requests: the ring counts `depth`
  * submitted while the filesystem sees one at a time. The loop measures the
  * time spent inside io_uring_submit; when it is more than half the time

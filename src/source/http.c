@@ -173,7 +173,7 @@ static void set_if_match(struct http_obj *o) {
     o->match_only = curl_slist_append(NULL, h);
 }
 
-/* issue 28 (meta28): an open without a request (PI_OPEN_KNOWN, source.h):
+/* an open without a request (PI_OPEN_KNOWN, source.h):
  * the caller checked size and identity for many objects at once and has
  * the header. s->identity is the object's ETag (object stores: reads send
  * If-Match with it and compare each response's ETag), except for the Hub,

@@ -125,7 +125,7 @@ struct xfer {
     int attempt;
     double retry_at;
     int state; /* 0 idle, 1 running, 2 waiting for a retry */
-    /* issue 27 */
+    /* re-resolution of a refused redirect */
     unsigned gen;       /* the location's generation when this attempt started */
     int reresolved;     /* X_RANGE: this request already re-resolved its URL */
     pi_source_sink_fn sink; /* X_STREAM: where the body goes */

@@ -166,7 +166,7 @@ int pi_hx_reresolve(struct http_obj *o, unsigned gen) {
 }
 
 
-/* issue 28 (meta28): a source opened with no request (open_known) whose
+/* a source opened with no request (open_known) whose
  * origin redirects (the Hub) would send every read to the origin and
  * follow the redirect again; the first read instead asks once, as a
  * redirect target that expired is asked again (reresolve: 1 byte,

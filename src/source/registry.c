@@ -134,7 +134,7 @@ int pi_source_open(struct pi_source **out, const char *uri, uint32_t flags) {
     return open_preset(out, uri, flags & ~PI_OPEN_KNOWN, 0, NULL);
 }
 
-/* issue 28 (meta28): see source.h. Only remote sources honour the flag;
+/* See source.h. Only remote sources honour the flag;
  * a local file is opened (and checked) as usual. */
 int pi_source_open_known(struct pi_source **out, const char *uri, uint32_t flags, uint64_t size,
                          const char *identity) {

@@ -232,7 +232,7 @@ struct pi_source_facts *pi_source_facts(struct pi_source *s);
  * size and identity for the check, none of the header. */
 #define PI_OPEN_PROBE_ONLY 0x40000000u
 
-/* ---- issue 28 (meta28): opens that cost no request ---- */
+/* ---- opens that cost no request ---- */
 /* Internal open flag: the caller already knows the object's size and
  * identity from a check that covered many objects at once (a listing with
  * ETags, a pinned Hub commit: file/metacache.c, pi_meta_vouch) and has its
@@ -244,7 +244,7 @@ struct pi_source_facts *pi_source_facts(struct pi_source *s);
 /* pi_source_open with PI_OPEN_KNOWN: size and identity preset. */
 int pi_source_open_known(struct pi_source **out, const char *uri, uint32_t flags, uint64_t size,
                          const char *identity);
-/* ---- end issue 28 ---- */
+/* ---- end ---- */
 
 /* Opens a path or URL with the first source whose match() accepts it.
  * Refuses anything that is not a regular file (or a block device) BEFORE
