@@ -400,6 +400,14 @@ static void build_chunk(struct hcol *c, int enc, int nvalues, const uint8_t *rep
     c->codec = codec;
 }
 
+/* Writer quirks build_file reproduces (bits): 1 FileMetaData.num_rows 0;
+ * 2 data_page_offset 0 and the first page's offset in dictionary_page_offset
+ * (as parquet-cpp 17 wrote parquet-testing's column_chunk_key_value_metadata);
+ * 4 data_page_offset 0; 8 dictionary_page_offset past the file's data (with 4:
+ * the only page offset);
+ * 16 FileMetaData.num_rows one more than the row groups hold. */
+static int bf_quirk;
+
 /* A file: PAR1, the chunks, the FileMetaData (schema given as a callback),
  * its length, PAR1. */
 static size_t build_file(uint8_t *out, struct hcol *cols, int ncols, int64_t rows, void (*schema)(struct tw *)) {
@@ -416,7 +424,7 @@ static size_t build_file(uint8_t *out, struct hcol *cols, int ncols, int64_t row
     tw_begin(&m);
     tw_i32(&m, 1, 1);
     schema(&m);
-    tw_i64(&m, 3, rows);
+    tw_i64(&m, 3, bf_quirk & 1 ? 0 : bf_quirk & 16 ? rows + 1 : rows);
     tw_list(&m, 4, PI_TT_STRUCT, 1);
     tw_begin(&m); /* RowGroup */
     tw_list(&m, 1, PI_TT_STRUCT, (unsigned)ncols);
@@ -438,7 +446,8 @@ static size_t build_file(uint8_t *out, struct hcol *cols, int ncols, int64_t row
         tw_i64(&m, 5, cols[i].nvalues);
         tw_i64(&m, 6, (int64_t)cols[i].page.n);
         tw_i64(&m, 7, (int64_t)cols[i].page.n);
-        tw_i64(&m, 9, offs[i]);
+        tw_i64(&m, 9, bf_quirk & 6 ? 0 : offs[i]);
+        if (bf_quirk & 10) tw_i64(&m, 11, bf_quirk & 8 ? 1 << 20 : offs[i]);
         tw_end(&m);
         tw_end(&m);
     }
@@ -666,6 +675,48 @@ TEST(parquet_malformed_files) {
     CHECK_OK(pi_pq_tail_need(file + n - 16, 16, n, "x", &need));
     CHECK(need > 16 && need < n);
     CHECK_EQ(pi_pq_open(&f, file + n - 16, 16, n, "x"), PAGEIN_E_TRUNCATED);
+    return PASS;
+}
+
+/* Footers from writer quirks the spec leaves room for are read (a file-level
+ * num_rows left 0; a chunk whose data_page_offset is 0 but whose
+ * dictionary_page_offset holds its first page); the same footers past those
+ * limits are still refused. */
+TEST(parquet_footer_writer_quirks) {
+    static uint8_t file[16384];
+    struct pi_pq_file *f = NULL;
+    const int ok[] = {1, 2, 3};
+    for (size_t q = 0; q < sizeof ok / sizeof *ok; q++) {
+        bf_quirk = ok[q];
+        size_t n = legacy_file(file, PI_PQ_UNCOMPRESSED);
+        bf_quirk = 0;
+        f = NULL;
+        int rc = pi_pq_open(&f, file, n, n, "quirk.parquet");
+        CHECK_OK(rc);
+        if (rc < 0) continue;
+        CHECK_EQ(f->num_rows, 3);
+        CHECK_EQ(f->groups[0].num_rows, 3);
+        uint64_t off, len;
+        CHECK_OK(pi_pq_chunk_range(f, 0, 0, &off, &len));
+        CHECK_EQ(off, 4);
+        for (size_t c = 0; c < f->nleaves; c++) {
+            struct pi_pq_column col;
+            CHECK_OK(decode_col(f, file, c, &col));
+            CHECK_EQ(col.nrows, 3);
+            if (c == 2) CHECK(!strcmp(list_text(&col, 2), "[6,7]"));
+            pi_pq_column_free(&col);
+        }
+        pi_pq_close(f);
+    }
+    const int bad[] = {4, 12, 16};
+    const char *why[] = {"outside the data of the file", "outside the data of the file", "FileMetaData.num_rows says 4"};
+    for (size_t q = 0; q < sizeof bad / sizeof *bad; q++) {
+        bf_quirk = bad[q];
+        size_t n = legacy_file(file, PI_PQ_UNCOMPRESSED);
+        bf_quirk = 0;
+        CHECK_EQ(pi_pq_open(&f, file, n, n, "quirk.parquet"), PI_PQ_EFORMAT);
+        CHECK(strstr(pagein_last_error_detail(), why[q]) != NULL);
+    }
     return PASS;
 }
 

@@ -599,8 +599,14 @@ static int check_chunks(struct pi_pq_file *f) {
                 CERR("chunk type %s, the schema says %s", pi_pq_type_name(C->type), pi_pq_type_name(L->type));
             if (C->num_values < 0 || (uint64_t)C->num_values > PI_PQ_MAX_CHUNK_VALUES)
                 CERR("num_values %lld out of range", (long long)C->num_values);
+            /* the chunk starts at its first page: the lower of the two page
+             * offsets that can hold one (a page cannot start inside the
+             * leading magic; some writers leave data_page_offset 0 and put
+             * the first page's offset in dictionary_page_offset, as in
+             * parquet-testing's column_chunk_key_value_metadata.parquet) */
             int64_t start = C->data_page_offset;
-            if (C->dictionary_page_offset > 0 && C->dictionary_page_offset < start) start = C->dictionary_page_offset;
+            if (C->dictionary_page_offset >= 4 && (start < 4 || C->dictionary_page_offset < start))
+                start = C->dictionary_page_offset;
             if (start < 4 || C->total_compressed < 0 || (uint64_t)start > f->meta_off ||
                 (uint64_t)C->total_compressed > f->meta_off - (uint64_t)start)
                 CERR("chunk [%lld, +%lld) is outside the data of the file (4 .. %llu)", (long long)start,
@@ -618,6 +624,12 @@ static int check_chunks(struct pi_pq_file *f) {
 #undef CERR
         }
     }
+    /* FileMetaData.num_rows only sums the row groups' counts, each of
+     * which is checked against its pages when decoded and bounded by its
+     * bytes when a dataset opens; some writers leave it 0 (parquet-testing's
+     * repeated_no_annotation.parquet): the row groups' sum is used then.
+     * Any other disagreement is refused. */
+    if (f->num_rows == 0 && rows > 0 && rows <= (uint64_t)INT64_MAX) f->num_rows = (int64_t)rows;
     if (f->num_rows >= 0 && rows != (uint64_t)f->num_rows)
         return pi_err(PI_PQ_EFORMAT, "row groups hold %llu rows, FileMetaData.num_rows says %lld",
                       (unsigned long long)rows, (long long)f->num_rows);
