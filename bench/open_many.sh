@@ -84,7 +84,8 @@ fi
 # is one process: the first open (the index + every shard's header: cold)
 # and the median of --iters more, with the metadata cache off
 # (PAGEIN_META_CACHE=0) and on (an empty cache dir at the start: the first
-# open fills it, the later ones use it: one 1-byte request per shard).
+# open fills it, the later ones use it: one request per shard of at most
+# 64 KiB, its first bytes compared with the entry).
 # Requests are counted in nginx's access log, the largest number in flight
 # from its timing log (each request's end and duration).
 # S3: s3rver (no pacing: it is a local node process; what the metadata

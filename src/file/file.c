@@ -106,8 +106,9 @@ static int parse_unmapped(pagein_file *f, uint32_t flags, pagein_format fmt, siz
 
 /* ---- the metadata cache (metacache.c) ----------------------------------
  * Remote objects: keyed by the URL (credentials and signatures redacted),
- * checked by the object's identity (ETag) and size, which the source's open
- * learns with a 1-byte request when an entry exists (PI_OPEN_PROBE_ONLY).
+ * checked by the object's identity (ETag), size and first bytes, which the
+ * source's open learns with one short request when an entry exists
+ * (PI_OPEN_PROBE_ONLY).
  * Files on network and FUSE filesystems: keyed by the absolute path,
  * checked by inode, size and mtime (the device number of such a mount
  * changes when it is mounted again). Local disks are never cached. */
@@ -140,11 +141,14 @@ static int parse_cached(pagein_file *f, uint32_t flags, pagein_format fmt, struc
 }
 
 /* An unmapped (remote) file: from the entry m when it matches the source's
- * identity and size, else through the source, then stored. 0 or < 0. */
+ * identity, size and first bytes, else through the source, then stored
+ * (replacing the entry). 0 or < 0. */
 static int parse_remote(pagein_file *f, uint32_t flags, pagein_format fmt, struct pi_meta *m, const char *key) {
     struct pi_source *src = f->src;
     int ok = key && pi_meta_identity_ok(src->identity);
-    if (m && ok && m->size == src->size && !strcmp(m->identity, src->identity) && parse_cached(f, flags, fmt, m) == 0)
+    if (m && ok && m->size == src->size && !strcmp(m->identity, src->identity) &&
+        (!m->check_bytes || pi_meta_bytes_match(src, m->hdr, m->len)) &&
+        parse_cached(f, flags, fmt, m) == 0)
         return 0;
     size_t used = 0;
     FORWARD_IF(parse_unmapped(f, flags, fmt, &used));
@@ -303,6 +307,7 @@ int pagein_open(pagein_file **out, const char *path, const pagein_open_opts *opt
     struct pi_meta me;
     char *key;
     int have = pi_meta_lookup(path, &key, &me);
+    me.check_bytes = have;
     int rc = pi_source_open(&src, path, (opts ? opts->flags : 0) | (have ? PI_OPEN_PROBE_ONLY : 0));
     if (rc == 0) rc = open_source(out, src, opts, have ? &me : NULL, key);
     if (rc == 0 && have) pi_meta_touch(key); /* checked now (or written again) */
@@ -329,6 +334,7 @@ int pi_file_open_vouched(pagein_file **out, const char *path, const pagein_open_
     struct pi_source *src;
     if (known) rc = pi_source_open_known(&src, path, flags, me.size, me.identity);
     else rc = pi_source_open(&src, path, flags | (have ? PI_OPEN_PROBE_ONLY : 0));
+    me.check_bytes = have && !known;
     if (rc == 0) rc = open_source(out, src, opts, have ? &me : NULL, key);
     if (rc == 0 && have && !trusted) pi_meta_touch(key); /* checked now (or written again) */
     pi_free(me.hdr);

@@ -405,6 +405,17 @@ char *pi_meta_remote_key(const char *url) {
     return k;
 }
 
+int pi_meta_bytes_match(struct pi_source *src, const uint8_t *hdr, size_t len) {
+    size_t n = len < PI_PROBE_CHECK_BYTES ? len : PI_PROBE_CHECK_BYTES;
+    if (n > src->size) return 0;
+    if (n == 0) return 1;
+    uint8_t *b = pi_malloc(n);
+    int same = b && pi_source_read(src, b, n, 0) == 0 && memcmp(b, hdr, n) == 0;
+    pi_free(b);
+    pi_err_clear();
+    return same;
+}
+
 int pi_meta_identity_ok(const char *id) { return id[0] && strncmp(id, "W/", 2) != 0; }
 
 /* ---- which local files are worth it ------------------------------------- */

@@ -17,6 +17,8 @@ struct pi_meta {
     uint8_t *hdr;
     size_t len;
     int64_t checked_ns; /* when the entry was last checked against its source (its mtime) */
+    int check_bytes;    /* set by the opener: the source was opened with PI_OPEN_PROBE_ONLY, so its first
+                           PI_PROBE_CHECK_BYTES are at hand and the entry's header is compared with them */
 };
 
 /* The key of a remote object: "url " + the URL with credentials and
@@ -28,6 +30,16 @@ char *pi_meta_remote_key(const char *url);
 /* 1 if a source identity may validate an entry: a strong ETag or a hash
  * (not empty, not a weak W/ ETag). */
 int pi_meta_identity_ok(const char *id);
+/* Content identity, not only a claimed one: 1 if an entry's header bytes
+ * hdr[0, len) equal the source's own over their first PI_PROBE_CHECK_BYTES.
+ * For a source opened with PI_OPEN_PROBE_ONLY, whose open fetched those
+ * bytes in its one request: the compare costs no request. A mirror or an
+ * origin that sent the right ETag or sha256 with other header bytes (two
+ * tensors swapped) then costs a fresh read of the header, which replaces
+ * the entry, instead of the entry's tensors being handed out. Opens with
+ * no request (a listing's ETags, a pinned commit) are not compared: their
+ * identity is the origin's own answer for many objects at once. */
+int pi_meta_bytes_match(struct pi_source *src, const uint8_t *hdr, size_t len);
 /* 0 when PAGEIN_META_CACHE=0 or no cache directory can be named. */
 int pi_meta_enabled(void);
 /* 1 if the local file on device dev is on a network or FUSE filesystem

@@ -46,16 +46,18 @@ static char *dir_of(const char *path) {
 
 /* A small file (an index) read whole through its source: local path or URL.
  * A remote index goes through the metadata cache like a header
- * (file/metacache.c): with an entry, the open fetches 1 byte to check the
- * object's ETag and size, and the bytes come from the entry. */
+ * (file/metacache.c): with an entry, the open fetches the first bytes to
+ * check the object's ETag, size and content (pi_meta_bytes_match), and the
+ * bytes come from the entry. */
 static int read_small(const char *path, uint8_t **out, size_t *len, const struct pi_meta_vouch *v) {
     struct pi_meta me;
     char *key;
     int have = pi_meta_lookup(path, &key, &me);
     struct pi_source *src;
     int trusted = 0; /* a listing or a pinned commit (or the opt-in trust): no request */
-    int rc = have && pi_meta_usable(v, path, &me, &trusted) ? pi_source_open_known(&src, path, 0, me.size, me.identity)
-                                                             : pi_source_open(&src, path, have ? PI_OPEN_PROBE_ONLY : 0);
+    int trusted_or_listed = have && pi_meta_usable(v, path, &me, &trusted); /* else the probe's bytes are compared */
+    int rc = trusted_or_listed ? pi_source_open_known(&src, path, 0, me.size, me.identity)
+                               : pi_source_open(&src, path, have ? PI_OPEN_PROBE_ONLY : 0);
     if (rc < 0) {
         pi_free(me.hdr);
         pi_free(key);
@@ -68,7 +70,8 @@ static int read_small(const char *path, uint8_t **out, size_t *len, const struct
         goto out;
     }
     int ok = key && pi_meta_identity_ok(src->identity);
-    if (have && ok && me.size == src->size && me.len == src->size && !strcmp(me.identity, src->identity)) {
+    if (have && ok && me.size == src->size && me.len == src->size && !strcmp(me.identity, src->identity) &&
+        (trusted_or_listed || pi_meta_bytes_match(src, me.hdr, me.len))) {
         buf = pi_realloc(me.hdr, (size_t)src->size + 1);
         if (buf) {
             me.hdr = NULL;

@@ -210,7 +210,7 @@ int pi_http_open_cfg(struct pi_source *s, const struct pi_http_cfg *cfg, uint32_
     struct http_obj *o;
     FORWARD_IF(obj_new(&o, cfg, s->name));
     struct xfer *x = pi_calloc(1, sizeof *x);
-    size_t pre = flags & PI_OPEN_PROBE_ONLY ? 1 : PI_HTTP_PREFIX; /* 1: the caller has the header */
+    size_t pre = flags & PI_OPEN_PROBE_ONLY ? PI_PROBE_CHECK_BYTES : PI_HTTP_PREFIX; /* the caller compares its header */
     uint8_t *buf = pi_malloc(pre);
     if (!x || !buf) {
         pi_free(x);

@@ -228,9 +228,14 @@ struct pi_source_facts *pi_source_facts(struct pi_source *s);
 
 /* Internal open flag (beside the public PAGEIN_OPEN_*): the caller has the
  * object's header already (the metadata cache, file/metacache.c), so a
- * remote source fetches 1 byte at open instead of its usual prefix: the
- * size and identity for the check, none of the header. */
+ * remote source fetches a short prefix at open instead of its usual one:
+ * the size and identity for the check, and the bytes below. */
 #define PI_OPEN_PROBE_ONLY 0x40000000u
+/* What that open fetches (and keeps, so reads within it cost no request):
+ * the first PI_PROBE_CHECK_BYTES of the object, in the one request it
+ * makes anyway, so the caller can compare the header bytes its entry holds
+ * with the source's own (a claimed ETag or sha256 is not content). */
+#define PI_PROBE_CHECK_BYTES (64u << 10)
 
 /* ---- opens that cost no request ---- */
 /* Internal open flag: the caller already knows the object's size and
