@@ -536,3 +536,25 @@ char *pi_json_quote(char *d, const char *s, size_t n) {
     *d++ = '"';
     return d;
 }
+
+void pi_json_buf_str(struct pi_buf *b, const char *s) {
+    size_t n = s ? strlen(s) : 0;
+    if (!s) {
+        pi_buf_str(b, "null");
+        return;
+    }
+    if (pi_utf8_valid((const uint8_t *)s, n, NULL)) {
+        char *room = pi_buf_room(b, pi_json_quoted_len(s, n));
+        if (room) b->n = (size_t)(pi_json_quote(room, s, n) - b->p);
+        return;
+    }
+    pi_buf_put(b, "\"", 1);
+    for (size_t i = 0; i < n; i++) {
+        unsigned char c = (unsigned char)s[i];
+        if (c < 0x20 || c >= 0x80 || c == '"' || c == '\\')
+            pi_buf_printf(b, "\\u%04x", c);
+        else
+            pi_buf_put(b, &s[i], 1);
+    }
+    pi_buf_put(b, "\"", 1);
+}

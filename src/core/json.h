@@ -101,6 +101,9 @@ bool pi_utf8_valid(const uint8_t *s, size_t n, size_t *bad);
  * else verbatim) to dst, which must have room for pi_json_quoted_len(s, n). */
 size_t pi_json_quoted_len(const char *s, size_t n);
 char *pi_json_quote(char *dst, const char *s, size_t n);
+/* Appends s to b as a JSON string ("null" for NULL): valid UTF-8 quoted,
+ * otherwise each byte outside printable ASCII as \u00XX. */
+void pi_json_buf_str(struct pi_buf *b, const char *s);
 /* ==== end JSON ============================================================ */
 
 #endif

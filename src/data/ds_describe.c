@@ -4,7 +4,6 @@
  * what open() reads to index each format. Reads nothing: everything comes
  * from the shards' open state (the groups' facts are pure, dsformat.h). */
 #include <inttypes.h>
-#include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -18,38 +17,7 @@ const char *pi_ds_arrow_codec(const struct pi_dsshard *sh);
 
 #define DESCRIBE_FILES 64 /* shards listed one by one unless PAGEIN_DESCRIBE_ALL */
 
-static void bprintf(struct pi_buf *b, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
-static void bprintf(struct pi_buf *b, const char *fmt, ...) {
-    char tmp[1024];
-    va_list ap;
-    va_start(ap, fmt);
-    int n = vsnprintf(tmp, sizeof tmp, fmt, ap);
-    va_end(ap);
-    if (n > 0) pi_buf_put(b, tmp, (size_t)PI_MIN((size_t)n, sizeof tmp - 1));
-}
 
-/* A JSON string: valid UTF-8 quoted; other bytes as \u00XX. */
-static void jstr(struct pi_buf *b, const char *s) {
-    size_t n = s ? strlen(s) : 0;
-    if (!s) {
-        pi_buf_str(b, "null");
-        return;
-    }
-    if (pi_utf8_valid((const uint8_t *)s, n, NULL)) {
-        char *room = pi_buf_room(b, pi_json_quoted_len(s, n));
-        if (room) b->n = (size_t)(pi_json_quote(room, s, n) - b->p);
-        return;
-    }
-    pi_buf_put(b, "\"", 1);
-    for (size_t i = 0; i < n; i++) {
-        unsigned char c = (unsigned char)s[i];
-        if (c < 0x20 || c >= 0x80 || c == '"' || c == '\\')
-            bprintf(b, "\\u%04x", c);
-        else
-            pi_buf_put(b, &s[i], 1);
-    }
-    pi_buf_put(b, "\"", 1);
-}
 
 static int ends_with(const char *s, const char *suffix) {
     size_t n = strlen(s), k = strlen(suffix);
@@ -119,8 +87,8 @@ static int same_schema(const struct pi_dsshard *a, const struct pi_dsshard *b) {
 static void shape_text(struct pi_buf *b, const struct pi_dscol *c, int json) {
     pi_buf_str(b, "[");
     for (unsigned k = 0; k < c->ndim && k < PI_DS_MAX_DIMS; k++) {
-        if (c->shape[k] < 0) bprintf(b, "%s%s", k ? ", " : "", json ? "null" : "*");
-        else bprintf(b, "%s%lld", k ? ", " : "", (long long)c->shape[k]);
+        if (c->shape[k] < 0) pi_buf_printf(b, "%s%s", k ? ", " : "", json ? "null" : "*");
+        else pi_buf_printf(b, "%s%lld", k ? ", " : "", (long long)c->shape[k]);
     }
     pi_buf_str(b, "]");
 }
@@ -159,52 +127,52 @@ static void summarise(const pagein_dataset *d, struct dsum *s) {
 }
 
 static void describe_json(struct pi_buf *b, const pagein_dataset *d, const struct dsum *s, int all) {
-    bprintf(b, "{\"formats\": [");
+    pi_buf_printf(b, "{\"formats\": [");
     char tmp[256];
     snprintf(tmp, sizeof tmp, "%s", s->formats);
     int k = 0;
     for (char *t = strtok(tmp, ", "); t; t = strtok(NULL, ", ")) {
-        bprintf(b, "%s", k++ ? ", " : "");
-        jstr(b, t);
+        pi_buf_printf(b, "%s", k++ ? ", " : "");
+        pi_json_buf_str(b, t);
     }
-    bprintf(b, "], \"shards\": %zu, \"samples\": %" PRIu64 ", \"groups\": %" PRIu64 ", \"bytes\": %" PRIu64
+    pi_buf_printf(b, "], \"shards\": %zu, \"samples\": %" PRIu64 ", \"groups\": %" PRIu64 ", \"bytes\": %" PRIu64
                ", \"addressable\": %s",
             d->nfiles, d->nsamples, d->ngroups, s->bytes, d->addressable ? "true" : "false");
-    bprintf(b, ", \"group_samples\": {\"min\": %" PRIu64 ", \"max\": %" PRIu64 "}, \"group_bytes\": {\"min\": %" PRIu64
+    pi_buf_printf(b, ", \"group_samples\": {\"min\": %" PRIu64 ", \"max\": %" PRIu64 "}, \"group_bytes\": {\"min\": %" PRIu64
                ", \"max\": %" PRIu64 ", \"total\": %" PRIu64 "}",
             s->g.min_n, s->g.max_n, s->g.min_b, s->g.max_b, s->g.bytes);
-    bprintf(b, ", \"schema_consistent\": %s, \"schema\": [", s->consistent ? "true" : "false");
+    pi_buf_printf(b, ", \"schema_consistent\": %s, \"schema\": [", s->consistent ? "true" : "false");
     for (size_t i = 0; s->schema && i < s->schema->ncols; i++) {
         const struct pi_dscol *c = &s->schema->cols[i];
-        bprintf(b, "%s{\"name\": ", i ? ", " : "");
-        jstr(b, c->name);
-        bprintf(b, ", \"type\": \"%s\", \"shape\": ", pi_dstype_name((enum pi_dstype)c->type, c->width));
+        pi_buf_printf(b, "%s{\"name\": ", i ? ", " : "");
+        pi_json_buf_str(b, c->name);
+        pi_buf_printf(b, ", \"type\": \"%s\", \"shape\": ", pi_dstype_name((enum pi_dstype)c->type, c->width));
         shape_text(b, c, 1);
-        bprintf(b, ", \"nullable\": %s}", c->nullable ? "true" : "false");
+        pi_buf_printf(b, ", \"nullable\": %s}", c->nullable ? "true" : "false");
     }
-    bprintf(b, "], \"index\": {");
+    pi_buf_printf(b, "], \"index\": {");
     k = 0;
     snprintf(tmp, sizeof tmp, "%s", s->formats);
     for (char *t = strtok(tmp, ", "); t; t = strtok(NULL, ", ")) {
-        bprintf(b, "%s", k++ ? ", " : "");
-        jstr(b, t);
+        pi_buf_printf(b, "%s", k++ ? ", " : "");
+        pi_json_buf_str(b, t);
         pi_buf_str(b, ": ");
-        jstr(b, index_cost(t));
+        pi_json_buf_str(b, index_cost(t));
     }
-    bprintf(b, "}, \"files\": [");
+    pi_buf_printf(b, "}, \"files\": [");
     size_t shown = all || d->nfiles <= DESCRIBE_FILES ? d->nfiles : DESCRIBE_FILES;
     for (size_t i = 0; i < shown; i++) {
         const struct pi_dsshard *sh = d->shards[i];
-        bprintf(b, "%s{\"path\": ", i ? ", " : "");
-        jstr(b, d->files[i].path);
-        bprintf(b, ", \"format\": \"%s\", \"bytes\": %" PRIu64 ", \"samples\": %" PRIu64 ", \"groups\": %" PRIu64
+        pi_buf_printf(b, "%s{\"path\": ", i ? ", " : "");
+        pi_json_buf_str(b, d->files[i].path);
+        pi_buf_printf(b, ", \"format\": \"%s\", \"bytes\": %" PRIu64 ", \"samples\": %" PRIu64 ", \"groups\": %" PRIu64
                    ", \"codec\": ",
                 sh->fmt->name, d->files[i].size, sh->nsamples, shard_group_count(d, i));
-        jstr(b, shard_codec(sh));
+        pi_json_buf_str(b, shard_codec(sh));
         pi_buf_str(b, "}");
     }
     if (shown < d->nfiles)
-        bprintf(b, "%s{\"...truncated\": {\"count\": %zu, \"shown\": %zu}}", shown ? ", " : "", d->nfiles, shown);
+        pi_buf_printf(b, "%s{\"...truncated\": {\"count\": %zu, \"shown\": %zu}}", shown ? ", " : "", d->nfiles, shown);
     pi_buf_str(b, "]}\n");
 }
 
@@ -212,37 +180,37 @@ static void describe_text(struct pi_buf *b, const pagein_dataset *d, const struc
     char h[64];
     double mib = (double)s->bytes / 1048576.0;
     snprintf(h, sizeof h, "%.2f MiB", mib);
-    bprintf(b, "format:    %s (%zu shard%s, %s)\n", s->formats, d->nfiles, d->nfiles == 1 ? "" : "s", h);
-    bprintf(b, "samples:   %" PRIu64 "%s\n", d->nsamples,
+    pi_buf_printf(b, "format:    %s (%zu shard%s, %s)\n", s->formats, d->nfiles, d->nfiles == 1 ? "" : "s", h);
+    pi_buf_printf(b, "samples:   %" PRIu64 "%s\n", d->nsamples,
             d->addressable ? " (each a byte range: the global order reads single samples)" : "");
-    bprintf(b, "groups:    %" PRIu64 " (units of block reads: %" PRIu64 "-%" PRIu64 " samples, %" PRIu64 "-%" PRIu64
+    pi_buf_printf(b, "groups:    %" PRIu64 " (units of block reads: %" PRIu64 "-%" PRIu64 " samples, %" PRIu64 "-%" PRIu64
                " bytes each)\n",
             d->ngroups, s->g.min_n, s->g.max_n, s->g.min_b, s->g.max_b);
-    bprintf(b, "codecs:    %s\n", s->codecs[0] ? s->codecs : "none");
+    pi_buf_printf(b, "codecs:    %s\n", s->codecs[0] ? s->codecs : "none");
     char tmp[256];
     snprintf(tmp, sizeof tmp, "%s", s->formats);
-    for (char *t = strtok(tmp, ", "); t; t = strtok(NULL, ", ")) bprintf(b, "index:     %s: %s\n", t, index_cost(t));
+    for (char *t = strtok(tmp, ", "); t; t = strtok(NULL, ", ")) pi_buf_printf(b, "index:     %s: %s\n", t, index_cost(t));
     size_t nc = s->schema ? s->schema->ncols : 0;
-    bprintf(b, "\nschema: %zu field%s%s\n", nc, nc == 1 ? "" : "s",
+    pi_buf_printf(b, "\nschema: %zu field%s%s\n", nc, nc == 1 ? "" : "s",
             s->consistent ? "" : " (of the first shard with samples; other shards differ)");
-    if (nc) bprintf(b, "  %-32s %-8s %-12s %s\n", "NAME", "TYPE", "SHAPE", "NULLABLE");
+    if (nc) pi_buf_printf(b, "  %-32s %-8s %-12s %s\n", "NAME", "TYPE", "SHAPE", "NULLABLE");
     for (size_t i = 0; i < nc; i++) {
         const struct pi_dscol *c = &s->schema->cols[i];
         struct pi_buf sb = {0};
         shape_text(&sb, c, 0);
-        bprintf(b, "  %-32s %-8s %-12s %s\n", c->name, pi_dstype_name((enum pi_dstype)c->type, c->width),
+        pi_buf_printf(b, "  %-32s %-8s %-12s %s\n", c->name, pi_dstype_name((enum pi_dstype)c->type, c->width),
                 sb.p ? sb.p : "[]", c->nullable ? "yes" : "no");
         pi_buf_free(&sb);
     }
     size_t shown = all || d->nfiles <= DESCRIBE_FILES ? d->nfiles : DESCRIBE_FILES;
-    bprintf(b, "\n%-12s %10s %10s %8s %-10s %s\n", "FORMAT", "BYTES", "SAMPLES", "GROUPS", "CODEC", "SHARD");
+    pi_buf_printf(b, "\n%-12s %10s %10s %8s %-10s %s\n", "FORMAT", "BYTES", "SAMPLES", "GROUPS", "CODEC", "SHARD");
     for (size_t i = 0; i < shown; i++) {
         const struct pi_dsshard *sh = d->shards[i];
         const char *c = shard_codec(sh);
-        bprintf(b, "%-12s %10" PRIu64 " %10" PRIu64 " %8" PRIu64 " %-10s %s\n", sh->fmt->name, d->files[i].size,
+        pi_buf_printf(b, "%-12s %10" PRIu64 " %10" PRIu64 " %8" PRIu64 " %-10s %s\n", sh->fmt->name, d->files[i].size,
                 sh->nsamples, shard_group_count(d, i), c ? c : "(columns)", d->files[i].path);
     }
-    if (shown < d->nfiles) bprintf(b, "... %zu more shards (inspect --full lists every one)\n", d->nfiles - shown);
+    if (shown < d->nfiles) pi_buf_printf(b, "... %zu more shards (inspect --full lists every one)\n", d->nfiles - shown);
 }
 
 int pagein_dataset_describe(const pagein_dataset *d, unsigned flags, char **out) {

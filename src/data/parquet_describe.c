@@ -2,7 +2,6 @@
  * as text or JSON (`pagein inspect data.parquet`). Reads the tail through
  * the source seam (local paths and URLs alike): one read of the last
  * 64 KiB, a second when the footer is larger. docs/FORMAT-PARQUET.md. */
-#include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -10,41 +9,11 @@
 #include "../format/format.h"
 #include "../source/source.h"
 #include "parquet.h"
+#include "../core/json.h"
 
 #define TAIL (64u << 10)
 
-static void bprintf(struct pi_buf *b, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
-static void bprintf(struct pi_buf *b, const char *fmt, ...) {
-    char tmp[512];
-    va_list ap;
-    va_start(ap, fmt);
-    int n = vsnprintf(tmp, sizeof tmp, fmt, ap);
-    va_end(ap);
-    if (n > 0) pi_buf_put(b, tmp, (size_t)PI_MIN((size_t)n, sizeof tmp - 1));
-}
 
-/* A JSON string: valid UTF-8 quoted as serde_json does; other bytes as \u00XX. */
-static void jstr(struct pi_buf *b, const char *s) {
-    size_t n = s ? strlen(s) : 0;
-    if (!s) {
-        pi_buf_str(b, "null");
-        return;
-    }
-    if (pi_utf8_valid((const uint8_t *)s, n, NULL)) {
-        char *room = pi_buf_room(b, pi_json_quoted_len(s, n));
-        if (room) b->n = (size_t)(pi_json_quote(room, s, n) - b->p);
-        return;
-    }
-    pi_buf_put(b, "\"", 1);
-    for (size_t i = 0; i < n; i++) {
-        unsigned char c = (unsigned char)s[i];
-        if (c < 0x20 || c >= 0x80 || c == '"' || c == '\\')
-            bprintf(b, "\\u%04x", c);
-        else
-            pi_buf_put(b, &s[i], 1);
-    }
-    pi_buf_put(b, "\"", 1);
-}
 
 static const char *rep_name(int r) {
     return r == PI_PQ_REQUIRED ? "required" : r == PI_PQ_OPTIONAL ? "optional" : r == PI_PQ_REPEATED ? "repeated" : "";
@@ -64,45 +33,45 @@ static const char *logical_name(const struct pi_pq_schema *e) {
 
 static void describe_json(struct pi_buf *b, const struct pi_pq_file *f) {
     pi_buf_str(b, "{\"file\":");
-    jstr(b, f->name);
-    bprintf(b, ",\"size\":%llu,\"version\":%d,\"num_rows\":%lld,\"footer_bytes\":%llu,\"created_by\":",
+    pi_json_buf_str(b, f->name);
+    pi_buf_printf(b, ",\"size\":%llu,\"version\":%d,\"num_rows\":%lld,\"footer_bytes\":%llu,\"created_by\":",
             (unsigned long long)f->file_size, (int)f->version, (long long)f->num_rows,
             (unsigned long long)f->meta_len);
-    jstr(b, f->created_by);
+    pi_json_buf_str(b, f->created_by);
     pi_buf_str(b, ",\"columns\":[");
     for (size_t i = 0; i < f->nleaves; i++) {
         const struct pi_pq_leaf *L = &f->leaves[i];
         const struct pi_pq_schema *e = &f->schema[L->schema];
         pi_buf_str(b, i ? ",{\"path\":" : "{\"path\":");
-        jstr(b, L->path);
+        pi_json_buf_str(b, L->path);
         pi_buf_str(b, ",\"field\":");
-        jstr(b, L->field);
-        bprintf(b, ",\"type\":\"%s\"", pi_pq_type_name(L->type));
-        if (L->type == PI_PQ_FIXED) bprintf(b, ",\"type_length\":%d", (int)L->type_length);
-        bprintf(b, ",\"repetition\":\"%s\",\"kind\":\"%s\",\"max_def\":%d,\"max_rep\":%d,\"logical\":", rep_name(e->rep),
+        pi_json_buf_str(b, L->field);
+        pi_buf_printf(b, ",\"type\":\"%s\"", pi_pq_type_name(L->type));
+        if (L->type == PI_PQ_FIXED) pi_buf_printf(b, ",\"type_length\":%d", (int)L->type_length);
+        pi_buf_printf(b, ",\"repetition\":\"%s\",\"kind\":\"%s\",\"max_def\":%d,\"max_rep\":%d,\"logical\":", rep_name(e->rep),
                 L->kind == PI_PQ_LIST ? "list" : "scalar", L->max_def, L->max_rep);
-        jstr(b, logical_name(e));
+        pi_json_buf_str(b, logical_name(e));
         pi_buf_str(b, ",\"unsupported\":");
-        jstr(b, L->unsupported);
+        pi_json_buf_str(b, L->unsupported);
         pi_buf_str(b, "}");
     }
     pi_buf_str(b, "],\"row_groups\":[");
     for (size_t g = 0; g < f->ngroups; g++) {
         const struct pi_pq_group *G = &f->groups[g];
-        bprintf(b, "%s{\"num_rows\":%lld,\"total_byte_size\":%lld,\"chunks\":[", g ? "," : "", (long long)G->num_rows,
+        pi_buf_printf(b, "%s{\"num_rows\":%lld,\"total_byte_size\":%lld,\"chunks\":[", g ? "," : "", (long long)G->num_rows,
                 (long long)G->total_byte_size);
         for (size_t c = 0; c < f->nleaves; c++) {
             const struct pi_pq_chunk *C = &G->chunks[c];
-            bprintf(b, "%s{\"column\":%zu,\"codec\":\"%s\",\"encodings\":[", c ? "," : "", c, pi_pq_codec_name(C->codec));
+            pi_buf_printf(b, "%s{\"column\":%zu,\"codec\":\"%s\",\"encodings\":[", c ? "," : "", c, pi_pq_codec_name(C->codec));
             for (unsigned k = 0; k < C->nencodings; k++)
-                bprintf(b, "%s\"%s\"", k ? "," : "", pi_pq_encoding_name(C->encodings[k]));
-            bprintf(b, "],\"num_values\":%lld,\"offset\":%llu,\"compressed\":%llu,\"uncompressed\":%lld", (long long)C->num_values,
+                pi_buf_printf(b, "%s\"%s\"", k ? "," : "", pi_pq_encoding_name(C->encodings[k]));
+            pi_buf_printf(b, "],\"num_values\":%lld,\"offset\":%llu,\"compressed\":%llu,\"uncompressed\":%lld", (long long)C->num_values,
                     (unsigned long long)C->off, (unsigned long long)C->len, (long long)C->total_uncompressed);
-            bprintf(b, ",\"dictionary\":%s", C->dictionary_page_offset > 0 ? "true" : "false");
+            pi_buf_printf(b, ",\"dictionary\":%s", C->dictionary_page_offset > 0 ? "true" : "false");
             if (C->offset_index_offset >= 0)
-                bprintf(b, ",\"offset_index\":[%lld,%d]", (long long)C->offset_index_offset, (int)C->offset_index_length);
+                pi_buf_printf(b, ",\"offset_index\":[%lld,%d]", (long long)C->offset_index_offset, (int)C->offset_index_length);
             if (C->column_index_offset >= 0)
-                bprintf(b, ",\"column_index\":[%lld,%d]", (long long)C->column_index_offset, (int)C->column_index_length);
+                pi_buf_printf(b, ",\"column_index\":[%lld,%d]", (long long)C->column_index_offset, (int)C->column_index_length);
             pi_buf_str(b, "}");
         }
         pi_buf_str(b, "]}");
@@ -110,20 +79,20 @@ static void describe_json(struct pi_buf *b, const struct pi_pq_file *f) {
     pi_buf_str(b, "],\"key_value\":{");
     for (size_t i = 0; i < f->nkv; i++) {
         if (i) pi_buf_str(b, ",");
-        jstr(b, f->kv[i].key);
+        pi_json_buf_str(b, f->kv[i].key);
         pi_buf_str(b, ":");
-        jstr(b, f->kv[i].val);
+        pi_json_buf_str(b, f->kv[i].val);
     }
     pi_buf_str(b, "}}\n");
 }
 
 static void describe_text(struct pi_buf *b, const struct pi_pq_file *f) {
-    bprintf(b, "file:        %s\nformat:      parquet (version %d), %llu bytes, footer %llu bytes\n", f->name,
+    pi_buf_printf(b, "file:        %s\nformat:      parquet (version %d), %llu bytes, footer %llu bytes\n", f->name,
             (int)f->version, (unsigned long long)f->file_size, (unsigned long long)f->meta_len);
-    if (f->created_by) bprintf(b, "created by:  %.200s\n", f->created_by);
-    bprintf(b, "rows:        %lld in %zu row groups\ncolumns:     %zu\n\n", (long long)f->num_rows, f->ngroups,
+    if (f->created_by) pi_buf_printf(b, "created by:  %.200s\n", f->created_by);
+    pi_buf_printf(b, "rows:        %lld in %zu row groups\ncolumns:     %zu\n\n", (long long)f->num_rows, f->ngroups,
             f->nleaves);
-    bprintf(b, "%-32s %-24s %-9s %-6s %s\n", "column", "type", "rep", "kind", "annotation");
+    pi_buf_printf(b, "%-32s %-24s %-9s %-6s %s\n", "column", "type", "rep", "kind", "annotation");
     for (size_t i = 0; i < f->nleaves; i++) {
         const struct pi_pq_leaf *L = &f->leaves[i];
         const struct pi_pq_schema *e = &f->schema[L->schema];
@@ -133,13 +102,13 @@ static void describe_text(struct pi_buf *b, const struct pi_pq_file *f) {
             snprintf(ty, sizeof ty, "FIXED_LEN_BYTE_ARRAY(%d)", (int)L->type_length);
         else
             snprintf(ty, sizeof ty, "%s", pi_pq_type_name(L->type));
-        bprintf(b, "%-32.200s %-24s %-9s %-6s %s%s%s\n", L->path, ty, rep_name(e->rep),
+        pi_buf_printf(b, "%-32.200s %-24s %-9s %-6s %s%s%s\n", L->path, ty, rep_name(e->rep),
                 L->kind == PI_PQ_LIST ? "list" : "scalar", lg ? lg : "", L->unsupported ? "  unsupported: " : "",
                 L->unsupported ? L->unsupported : "");
     }
     /* per column, over all row groups: codecs, encodings, sizes */
     pi_buf_str(b, "\n");
-    bprintf(b, "%-32s %-14s %14s %14s  %s\n", "column chunks", "codec", "compressed", "uncompressed", "encodings");
+    pi_buf_printf(b, "%-32s %-14s %14s %14s  %s\n", "column chunks", "codec", "compressed", "uncompressed", "encodings");
     for (size_t c = 0; c < f->nleaves; c++) {
         uint64_t comp = 0, unc = 0;
         unsigned codecs = 0, encs = 0;
@@ -160,7 +129,7 @@ static void describe_text(struct pi_buf *b, const struct pi_pq_file *f) {
         n = 0;
         for (int k = 0; k < 11 && n < sizeof es; k++)
             if (encs >> k & 1) n += (size_t)snprintf(es + n, sizeof es - n, "%s%s", n ? "," : "", pi_pq_encoding_name(k));
-        bprintf(b, "%-32.200s %-14s %14llu %14llu  %s%s\n", f->leaves[c].path, cs, (unsigned long long)comp,
+        pi_buf_printf(b, "%-32.200s %-14s %14llu %14llu  %s%s\n", f->leaves[c].path, cs, (unsigned long long)comp,
                 (unsigned long long)unc, es, oi ? " (page index)" : "");
     }
     if (f->ngroups) {
@@ -169,15 +138,15 @@ static void describe_text(struct pi_buf *b, const struct pi_pq_file *f) {
         for (size_t g = 0; g < shown; g++) {
             uint64_t comp = 0;
             for (size_t c = 0; c < f->nleaves; c++) comp += f->groups[g].chunks[c].len;
-            bprintf(b, "  %-6zu %10lld rows %14llu bytes\n", g, (long long)f->groups[g].num_rows, (unsigned long long)comp);
+            pi_buf_printf(b, "  %-6zu %10lld rows %14llu bytes\n", g, (long long)f->groups[g].num_rows, (unsigned long long)comp);
         }
-        if (shown < f->ngroups) bprintf(b, "  ... %zu more (--json lists all)\n", f->ngroups - shown);
+        if (shown < f->ngroups) pi_buf_printf(b, "  ... %zu more (--json lists all)\n", f->ngroups - shown);
     }
     if (f->nkv) {
         pi_buf_str(b, "\nkey-value metadata:\n");
         for (size_t i = 0; i < f->nkv; i++) {
             size_t vl = f->kv[i].val ? strlen(f->kv[i].val) : 0;
-            bprintf(b, "  %.100s: %zu bytes\n", f->kv[i].key, vl);
+            pi_buf_printf(b, "  %.100s: %zu bytes\n", f->kv[i].key, vl);
         }
     }
 }
