@@ -173,8 +173,9 @@ test:
 	if [ -n "$$left" ]; then echo "make test: a suite wrote into HOME ($(TEST_HOME)):"; echo "$$left"; exit 1; fi; \
 	echo "make test: all suites passed in $$(( $$(date +%s) - start )) s; nothing written into HOME"
 
-unit-test: all $(TESTRUN)
-	$(TESTRUN)
+# In make test: the unit tests as make check runs them (two runners, each on
+# half the tests, CHECK_TIMEOUT per test).
+unit-test: check
 
 # The quick loop: the unit tests alone (each in its own process with a
 # time-out of CHECK_TIMEOUT seconds, tests/run.c), no sanitizers, no CLI or
@@ -195,11 +196,17 @@ check: all $(TESTRUN)
 	PAGEIN=$(TOOL) BUILD=$(BUILD) bash tests/cli/run.sh runner layers || exit 1; \
 	echo "make check: passed in $$(( $$(date +%s) - start )) s"
 
-# The same unit tests and the fuzz corpora under ASan+UBSan (gcc or clang).
+# The same unit tests and the fuzz corpora under ASan+UBSan (gcc or clang),
+# two runners at once as in check, each on half the tests.
+SAN_SHARD = ASAN_OPTIONS=detect_leaks=1 UBSAN_OPTIONS=print_stacktrace=1 PAGEIN_TEST_SHARD=$(1)/2 \
+  $(SAN_BUILD)/tests/run >$(SAN_BUILD)/san.$(1).log 2>&1
 san-test:
 	$(MAKE) -j$(JOBS) BUILD=$(SAN_BUILD) SANITIZE=$(SAN) $(SAN_BUILD)/tests/run \
 	  $(FUZZ_TARGETS:%=$(SAN_BUILD)/fuzz/replay_%)
-	ASAN_OPTIONS=detect_leaks=1 UBSAN_OPTIONS=print_stacktrace=1 $(SAN_BUILD)/tests/run
+	@$(call SAN_SHARD,0) & p0=$$!; $(call SAN_SHARD,1) & p1=$$!; \
+	wait $$p0; r0=$$?; wait $$p1; r1=$$?; \
+	cat $(SAN_BUILD)/san.0.log $(SAN_BUILD)/san.1.log; \
+	[ $$r0 -eq 0 ] && [ $$r1 -eq 0 ] || { echo "san-test: unit tests failed under $(SAN) (see FAIL above)"; exit 1; }
 	$(MAKE) BUILD=$(SAN_BUILD) SANITIZE=$(SAN) fuzz-replay
 
 fuzz-replay: $(FUZZ_TARGETS:%=$(BUILD)/fuzz/replay_%)
@@ -207,8 +214,10 @@ fuzz-replay: $(FUZZ_TARGETS:%=$(BUILD)/fuzz/replay_%)
 	  ./$(BUILD)/fuzz/replay_$$t fuzz/corpus/$$t $$(cat fuzz/seeds_$$t.txt 2>/dev/null) || exit 1; \
 	done
 
+# The CLI scripts, JOBS at a time (most wait on servers, files or child
+# processes); a script marked "# cli: serial" runs alone (tests/cli/run.sh).
 cli-test: all
-	PAGEIN=$(TOOL) BUILD=$(BUILD) bash tests/cli/run.sh
+	PAGEIN=$(TOOL) BUILD=$(BUILD) PAGEIN_CLI_JOBS=$(JOBS) bash tests/cli/run.sh
 
 deps:
 	@bash scripts/deps.sh test

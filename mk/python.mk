@@ -57,7 +57,12 @@ $(PY_PKG)/%.py: python/pagein/%.py
 	@mkdir -p $(dir $@)
 	cp $< $@
 
-# pytest, from the repository root so tests find tests/data/real.
+# pytest, from the repository root so tests find tests/data/real; two
+# pytest processes at once, each on every other test file (many tests wait
+# on servers, child processes or torch.distributed ranks), each one's
+# output printed when both are done.
+PYTEST = PYTHONPATH=$(abspath $(BUILD)/python) PYTHONDONTWRITEBYTECODE=1 PAGEIN_BUILD=$(abspath $(BUILD)) \
+  $(PY) -m pytest -q -p no:cacheprovider
 python-test:
 	@if [ -z "$(HAVE_PYDEV)" ]; then \
 	  echo "python-test: SKIP: python3-dev is not installed (Python.h missing for $(PY))"; exit 0; fi; \
@@ -65,9 +70,14 @@ python-test:
 	  echo "python-test: SKIP: numpy is not importable by $(PY) (install python3-numpy)"; exit 0; fi; \
 	if ! $(PY) -c 'import pytest' 2>/dev/null; then \
 	  echo "python-test: SKIP: pytest is not importable by $(PY) (install python3-pytest)"; exit 0; fi; \
-	$(MAKE) --no-print-directory python && \
-	PYTHONPATH=$(abspath $(BUILD)/python) PYTHONDONTWRITEBYTECODE=1 PAGEIN_BUILD=$(abspath $(BUILD)) \
-	  $(PY) -m pytest -q -p no:cacheprovider python/tests
+	$(MAKE) --no-print-directory python || exit 1; \
+	a= b= i=0; for f in python/tests/test_*.py; do \
+	  if [ $$((i % 2)) = 0 ]; then a="$$a $$f"; else b="$$b $$f"; fi; i=$$((i + 1)); done; \
+	$(PYTEST) $$a > $(BUILD)/pytest.0.log 2>&1 & p0=$$!; \
+	$(PYTEST) $$b > $(BUILD)/pytest.1.log 2>&1 & p1=$$!; \
+	wait $$p0; r0=$$?; wait $$p1; r1=$$?; \
+	cat $(BUILD)/pytest.0.log $(BUILD)/pytest.1.log; \
+	[ $$r0 -eq 0 ] && [ $$r1 -eq 0 ] || { echo "python-test: failed (pytest exit $$r0 and $$r1)"; exit 1; }
 
 # The interpreter's own site directory under PREFIX (Debian:
 # /usr/local/lib/python3.X/dist-packages), else the posix_prefix scheme's.

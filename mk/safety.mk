@@ -21,7 +21,9 @@ VALGRIND_FLAGS := -q --error-exitcode=99 --leak-check=full --errors-for-leak-kin
 # The training-data format suites (fixture files from npm writers, every
 # truncation and bit flip of them) take minutes under memcheck; san-test runs
 # them under ASan+UBSan with leak checking, and fuzz-replay their corpora.
-VALGRIND_EXCLUDE := arrow_,parquet_,dataformats_
+# data_block_memory_bound reads nine whole epochs (three minutes under
+# memcheck, one second plain); san-test runs it with leak checking.
+VALGRIND_EXCLUDE := arrow_,parquet_,dataformats_,data_block_memory_bound
 TEST_EXTRA += valgrind-test
 .PHONY: valgrind-test
 VG_SHARD = PAGEIN_UNDER_VALGRIND=1 PAGEIN_NO_URING=1 PAGEIN_TEST_EXCLUDE=$(VALGRIND_EXCLUDE) PAGEIN_TEST_SHARD=$(1)/2 \

@@ -1,3 +1,4 @@
+# cli: serial
 # hostile.test.sh - pull, inspect and plan against a hostile server
 # (tools/hostile.py on 127.0.0.1 = the configured host "A", 127.0.0.2 =
 # another host "B", and TLS on 127.0.0.1 with a private CA), issue 27 and

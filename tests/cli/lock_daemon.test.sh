@@ -1,3 +1,4 @@
+# cli: serial
 # The README's `pagein lock DIR --layers 0 --daemon --pidfile F` (no --wait):
 # the holder survives its parent (it used to die of SIGPIPE sending its
 # ready byte to a closed pipe, leaving a stale pidfile), the pidfile exists

@@ -1,4 +1,5 @@
 #!/usr/bin/env bash
+# cli: serial
 # pipe_state.test.sh - resume states are never cut and never taken for
 # another dataset (docs/TRAINING-DATA.md "Resume"): a state of 1004 ranks x
 # 8 workers (8,000+ intervals, 150 KB; --state-after cut it at 64 KiB and the

@@ -1,3 +1,4 @@
+# cli: serial
 # pull_reliability.test.sh - `pagein pull` under the conditions of issue 27
 # items 7, 10, 11 and 12, against real servers on 127.0.0.1 (nginx, the
 # fault server, Python's own http.server, an S3 listing server), stopped at

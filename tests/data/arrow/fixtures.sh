@@ -28,8 +28,9 @@ fresh() { [ -f "$OUT/done" ] && [ "$OUT/done" -nt "$HERE/gen.mjs" ] && [ "$OUT/d
 fresh && exit 0
 TMPOUT=$OUT.tmp.$$
 rm -rf "$TMPOUT" && mkdir -p "$TMPOUT" || exit 1
-ARROW_NPM=$NPM timeout 120 node "$HERE/gen.mjs" "$TMPOUT" > "$TMPOUT/gen.log" 2>&1 \
-  || { echo "gen.mjs failed: $(tail -3 "$TMPOUT/gen.log")"; rm -rf "$TMPOUT"; exit 1; }
+ARROW_NPM=$NPM timeout 300 node "$HERE/gen.mjs" "$TMPOUT" > "$TMPOUT/gen.log" 2>&1
+rc=$?
+[ $rc = 0 ] || { echo "gen.mjs failed (exit $rc$([ $rc = 124 ] && echo ': timed out after 300 s')): $(tail -3 "$TMPOUT/gen.log")"; rm -rf "$TMPOUT"; exit 1; }
 touch "$TMPOUT/done"
 # into place; a fresh folder another runner put there first is kept (a
 # test may be reading it), a stale one replaced
