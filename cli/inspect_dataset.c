@@ -23,48 +23,16 @@ static int64_t rchar(void) {
     return v;
 }
 
-/* A Megatron dataset is named by PREFIX: its .idx or .bin names it too. */
-static char *dataset_spec(const char *path) {
-    size_t n = strlen(path);
-    if (n > 4 && (!strcmp(path + n - 4, ".idx") || !strcmp(path + n - 4, ".bin"))) {
-        char *s = strdup(path);
-        if (!s) return NULL;
-        FILE *f = fopen(path, "rb");
-        char magic[9] = {0};
-        int mega = 0;
-        if (f) {
-            if (!strcmp(path + n - 4, ".idx")) mega = fread(magic, 1, 9, f) == 9 && !memcmp(magic, "MMIDIDX\0\0", 9);
-            fclose(f);
-        }
-        if (!mega && !strcmp(path + n - 4, ".bin")) {
-            memcpy(s + n - 4, ".idx", 4);
-            f = fopen(s, "rb");
-            if (f) {
-                mega = fread(magic, 1, 9, f) == 9 && !memcmp(magic, "MMIDIDX\0\0", 9);
-                fclose(f);
-            }
-        }
-        if (mega) memcpy(s + n - 4, ".idx", 4);
-        else memcpy(s, path, n);
-        return s;
-    }
-    return strdup(path);
-}
-
 int inspect_dataset(const char *path, int json, int all, int quiet_fail) {
     pagein_dataset_opts o = PAGEIN_DATASET_OPTS_INIT;
     pagein_dataset *d = NULL;
-    char *spec = dataset_spec(path);
-    if (!spec) {
-        cli_error("inspect", -12, "out of memory");
-        return EXIT_USAGE;
-    }
+    /* a Megatron pair is named by its .idx, its .bin or its prefix: the
+     * dataset-format table's companion files resolve it */
     int64_t r0 = rchar();
     double t0 = cli_now();
-    int rc = pagein_dataset_open(&d, spec, &o);
+    int rc = pagein_dataset_open(&d, path, &o);
     double secs = cli_now() - t0;
     int64_t r1 = rchar();
-    free(spec);
     if (rc < 0) {
         if (quiet_fail) return -1;
         cli_error("inspect", rc, "%s", path);

@@ -1003,6 +1003,27 @@ PAGEIN_API const char *pagein_dataset_format(const pagein_dataset *d, size_t i);
  * proves it, 1 when only the name suggests it, 0 when no row claims the
  * file, or < 0 (-errno, ...) when it cannot be opened. */
 PAGEIN_API int pagein_dataset_detect(const char *uri, char *name, size_t cap);
+/* The dataset format a name says before any byte is read, as
+ * pagein_dataset_open resolves names: a row's companion files (Megatron:
+ * PREFIX.idx, or PREFIX / PREFIX.bin beside a PREFIX.idx, looked for on
+ * local names only), else the rows' name rules (".jsonl", ".tar", ...).
+ * Writes the row's name into row (cap bytes, NUL-terminated; "" for
+ * none) and returns 1 when a row claims the name, 0 when none does. */
+PAGEIN_API int pagein_dataset_detect_name(const char *name, char *row, size_t cap);
+/* The dataset-format table, for tools and bindings that list its rows
+ * without hard-coding them: the number of rows, and row i's facts (lists
+ * NULL-terminated, owned by the library, valid for ever). */
+typedef struct pagein_dataset_format_info {
+    const char *name;                /* "webdataset", ... (what pagein_dataset_format says) */
+    const char *const *aliases;      /* other names pagein_dataset_opts.format takes ("tar", "wds") */
+    const char *const *suffixes;     /* file names a directory scan picks up (".tar", ".tar.gz") */
+    const char *const *index_names;  /* files describing a whole directory ("index.json") */
+    int content;                     /* 1: detected by its bytes (magic, footer), not only by name */
+    int companion;                   /* 1: named through companion files (Megatron .idx/.bin) */
+} pagein_dataset_format_info;
+PAGEIN_API size_t pagein_dataset_format_count(void);
+/* 0, or PAGEIN_E_RANGE when i >= pagein_dataset_format_count(). */
+PAGEIN_API int pagein_dataset_format_get(size_t i, pagein_dataset_format_info *info);
 /* Groups (units of block reads) over all shards. */
 PAGEIN_API uint64_t pagein_dataset_group_count(const pagein_dataset *d);
 /* Describes a dataset opened by pagein_dataset_open (`pagein inspect` on a
@@ -1164,6 +1185,19 @@ PAGEIN_API void pagein_pipe_close(pagein_pipe *p);
  */
 PAGEIN_API int pagein_pipe_state(pagein_dataset *d, const pagein_pipe_opts *opts, uint64_t samples_seen, char *buf,
                                  size_t cap);
+/* What a state from pagein_pipe_state says, parsed and checked as
+ * pagein_pipe_open parses it (not against a dataset: pagein_pipe_state
+ * with opts->state does that): for bindings and tools, which keep no
+ * parser of their own. PAGEIN_E_INVALID naming what is wrong. */
+typedef struct pagein_pipe_state_info {
+    pagein_order order;
+    uint64_t seed, epoch;
+    uint64_t samples;    /* the dataset's samples */
+    uint64_t groups;     /* the dataset's groups */
+    uint32_t window;
+    uint64_t remaining;  /* epoch positions not yet consumed */
+} pagein_pipe_state_info;
+PAGEIN_API int pagein_pipe_state_parse(const char *state, pagein_pipe_state_info *info);
 /* The whole epoch sequence (world size 1, no resume) into ids[0..n-1],
  * n = pagein_dataset_count(d). For tests and tools. */
 PAGEIN_API int pagein_pipe_order(pagein_dataset *d, const pagein_pipe_opts *opts, uint64_t *ids, uint64_t n);

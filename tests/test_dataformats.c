@@ -159,6 +159,12 @@ TEST(dataformats_resume_other_world) {
             o.rank = 0, o.worker = 0;
             int len = pagein_pipe_state(d, &o, steps, state, sizeof state);
             CHECK(len > 0 && (size_t)len < sizeof state);
+            /* what the state says, from the library's parser (bindings keep none) */
+            pagein_pipe_state_info si;
+            CHECK_OK(pagein_pipe_state_parse(state, &si));
+            CHECK(si.order == (pagein_order)order && si.seed == 5 && si.epoch == 3 && si.samples == n &&
+                  si.window == 3 && si.groups == pagein_dataset_group_count(d));
+            CHECK_EQ(si.remaining, n - consumed);
             /* onto 3 ranks, no workers */
             pagein_pipe_opts o2 = PAGEIN_PIPE_OPTS_INIT;
             o2.order = (pagein_order)order, o2.seed = 5, o2.window = 3, o2.world_size = 3, o2.state = state;
@@ -713,5 +719,76 @@ TEST(dataformats_index_cache_owner) {
         if (round == 1) CHECK_EQ(chmod(c, 0666), 0);         /* writable by anyone */
     }
     unlink(c);
+    return PASS;
+}
+
+static int has(const char *const *v, const char *s) {
+    for (; v && *v; v++)
+        if (!strcmp(*v, s)) return 1;
+    return 0;
+}
+
+/* The table describes itself (the listing bindings and the CLI read):
+ * aliases, suffixes, index files, content detection and companion files;
+ * an alias opens its row; a Megatron pair is named by its .idx, its prefix
+ * or its .bin, and a glob over the pair names it once. */
+TEST(dataformats_rows_describe_themselves) {
+    size_t n = pagein_dataset_format_count();
+    CHECK(n >= 7);
+    unsigned seen = 0;
+    for (size_t i = 0; i < n; i++) {
+        pagein_dataset_format_info in;
+        CHECK_OK(pagein_dataset_format_get(i, &in));
+        CHECK(in.name && in.aliases && in.suffixes && in.index_names);
+        int ok = 1;
+        if (!strcmp(in.name, "lines"))
+            seen |= 1, ok = has(in.aliases, "jsonl") && has(in.aliases, "ndjson") && has(in.suffixes, ".jsonl.zst") &&
+                            !in.content && !in.companion;
+        if (!strcmp(in.name, "megatron")) seen |= 2, ok = in.companion && in.content && has(in.suffixes, ".idx");
+        if (!strcmp(in.name, "webdataset")) seen |= 4, ok = has(in.aliases, "wds") && has(in.aliases, "tar");
+        if (!strcmp(in.name, "mds")) seen |= 8, ok = has(in.index_names, "index.json");
+        if (!strcmp(in.name, "arrow")) seen |= 16, ok = has(in.aliases, "feather") && in.content;
+        if (!ok) printf("    row %s\n", in.name);
+        CHECK(ok);
+    }
+    CHECK_EQ(seen, 31u);
+    pagein_dataset_format_info in;
+    CHECK_EQ(pagein_dataset_format_get(n, &in), PAGEIN_E_RANGE);
+    char row[32];
+    CHECK_EQ(pagein_dataset_detect_name("a/b.jsonl.zst", row, sizeof row), 1);
+    CHECK_STR(row, "lines");
+    CHECK_EQ(pagein_dataset_detect_name("a/b.unknown", row, sizeof row), 0);
+    CHECK_STR(row, "");
+    CHECK_EQ(pagein_dataset_detect_name("a/b.idx", row, sizeof row), 1);
+    CHECK_STR(row, "megatron");
+    if (!fixtures()) SKIP_BECAUSE("/usr/bin/python3 cannot write the fixtures");
+    const char *names[] = {"mega/m.idx", "mega/m", "mega/m.bin", "mega/m*", "mega/m.[bi][id]*"};
+    for (size_t k = 0; k < sizeof names / sizeof *names; k++) {
+        if (k < 3) {
+            CHECK_EQ(pagein_dataset_detect_name(fx(names[k]), row, sizeof row), 1);
+            CHECK_STR(row, "megatron");
+        }
+        for (int forced = 0; forced < 2; forced++) {
+            pagein_dataset_opts o = PAGEIN_DATASET_OPTS_INIT;
+            o.format = forced ? "megatron" : NULL;
+            pagein_dataset *d = open_ds(fx(names[k]), &o);
+            if (!d) continue;
+            CHECK_EQ(pagein_dataset_file_count(d), 1); /* the pair once */
+            CHECK_EQ(pagein_dataset_count(d), 50);
+            CHECK_STR(pagein_dataset_format(d, 0), "megatron");
+            const char *path = pagein_dataset_path(d, 0);
+            CHECK(path && strlen(path) > 10 && !strcmp(path + strlen(path) - 10, "mega/m.bin"));
+            pagein_dataset_close(d);
+        }
+    }
+    /* aliases are the rows' */
+    const char *alias[][2] = {{"ndjson", "lines/a.jsonl"}, {"json-lines", "lines/a.jsonl"}, {"wds", "wds"}};
+    for (size_t k = 0; k < sizeof alias / sizeof *alias; k++) {
+        pagein_dataset_opts o = PAGEIN_DATASET_OPTS_INIT;
+        o.format = alias[k][0];
+        pagein_dataset *d = open_ds(fx(alias[k][1]), &o);
+        if (d) CHECK_STR(pagein_dataset_format(d, 0), k < 2 ? "lines" : "webdataset");
+        pagein_dataset_close(d);
+    }
     return PASS;
 }

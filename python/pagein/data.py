@@ -52,7 +52,7 @@ import numpy as _np
 from . import _pagein
 from ._pagein import Error, FormatError
 
-__all__ = ["Dataset", "DataLoader", "ShardDataset", "epoch_order", "partition"]
+__all__ = ["Dataset", "DataLoader", "ShardDataset", "epoch_order", "partition", "formats"]
 
 try:  # torch is optional: a plain iterable without it
     import torch as _torch
@@ -154,9 +154,29 @@ def _to_torch(a):
 # the dataset-format table through the one C pipeline (docs/TRAINING-DATA.md)
 # ---------------------------------------------------------------------------
 
-_PIPE_SUFFIXES = (".tar", ".tar.gz", ".tgz", ".mds", ".mds.zstd", ".gz", ".zst", ".arrow", ".parquet")
 _OUTPUT_FORMATS = ("numpy", "np", "torch", "pt")
-_PLAIN_FORMATS = ("records", "megatron", "lines", "jsonl", "text")
+# The rows whose samples Dataset yields plain (one array, or bytes for a
+# line); every other row gives a ShardDataset. Their names, aliases and
+# suffixes are the table's (formats()).
+_PLAIN_ROWS = ("records", "megatron", "lines")
+
+
+def formats():
+    """The library's dataset-format table, in detection order: one dict per
+    row with its name, aliases (other names format= takes), suffixes (the
+    file names a directory scan picks up), index_names (files describing a
+    whole directory), content (True: recognised by its bytes, not only its
+    name) and companion (True: named through companion files, as a
+    Megatron .bin/.idx pair)."""
+    return _pagein.dataset_formats()
+
+
+def _row_name(fmt):
+    """The row a format name or alias names (the table's), or None."""
+    for row in _pagein.dataset_formats():
+        if fmt == row["name"] or fmt in row["aliases"]:
+            return row["name"]
+    return None
 
 
 def _use_pipeline(paths, kwargs):
@@ -168,7 +188,7 @@ def _use_pipeline(paths, kwargs):
     if kwargs.get("pipeline") or kwargs.get("columns") is not None:
         return True
     fmt = kwargs.get("format")
-    if fmt is not None and fmt not in _PLAIN_FORMATS:
+    if fmt is not None and _row_name(fmt) not in _PLAIN_ROWS:
         return True
     if isinstance(paths, (str, _os.PathLike)):
         paths = [paths]
@@ -177,9 +197,11 @@ def _use_pipeline(paths, kwargs):
     except TypeError:
         return False
     for p in paths:
-        if _is_line_file(p) and not _pagein.is_url(p):
+        url = _pagein.is_url(p)
+        row = None if url else _pagein.dataset_detect_name(p)  # the table's name rules and companions
+        if row == "lines":
             continue  # one family, one sample shape: .jsonl.zst is a line file like .jsonl
-        if _pagein.is_url(p) or any(c in p for c in "*?[{") or p.endswith(_PIPE_SUFFIXES) or _os.path.isdir(p):
+        if url or any(c in p for c in "*?[{") or _os.path.isdir(p) or row not in (None,) + _PLAIN_ROWS:
             return True
         # any other file: the C table's detection by content (an Arrow
         # stream named .stream, a Feather v2 file, Parquet under any name)
@@ -188,21 +210,9 @@ def _use_pipeline(paths, kwargs):
                 name, score = _pagein.dataset_detect(p)
             except Exception:
                 continue
-            if score == 2 and name not in _PLAIN_FORMATS:
+            if score == 2 and name not in _PLAIN_ROWS:
                 return True
     return False
-
-
-_LINE_SUFFIXES = (".jsonl", ".txt", ".json", ".ndjson")
-
-
-def _is_line_file(p):
-    """A JSONL or text file, plain or .gz/.zst compressed (the lines row)."""
-    for z in (".gz", ".zst"):
-        if p.endswith(z):
-            p = p[:-len(z)]
-            break
-    return p.endswith(_LINE_SUFFIXES)
 
 
 def _refuse_json_array(p):
@@ -225,18 +235,6 @@ def _refuse_json_array(p):
         return
     raise FormatError("%s: a JSON %s, not JSON Lines (one JSON value per line): read it with json.load, or "
                       "write one record per line (.jsonl)" % (p, kind))
-
-
-def _rest_count(state, n):
-    """Samples a pipe state leaves in its epoch (n for no state)."""
-    if not state:
-        return n
-    rem = state.split("remaining=", 1)[1].split(" ", 1)[0]
-    total = 0
-    for part in filter(None, rem.split(",")):
-        a, b = part.split("-")
-        total += int(b) - int(a)
-    return total
 
 
 _FIELD_DTYPES = {(2, 1): "i1", (2, 2): "<i2", (2, 4): "<i4", (2, 8): "<i8", (3, 1): "u1", (3, 2): "<u2",
@@ -442,9 +440,11 @@ class ShardDataset(_Base):
         return o
 
     def _samples_len(self):
+        """Samples this rank yields this epoch: its part of what the resume
+        state leaves (the library's parser and partition)."""
         r, w = self.rank_world()
-        m = _rest_count(self._state, self._count)
-        return (r + 1) * m // w - r * m // w
+        m = _pagein.pipe_state_parse(self._state)["remaining"] if self._state else self._count
+        return _pagein.pipe_part(m, rank=r, world_size=w)[1]
 
     def __len__(self):
         """Samples (or batches, with batch_size) this rank yields this epoch (all its workers)."""
@@ -549,8 +549,12 @@ class ShardDataset(_Base):
             raise ValueError("Dataset state has seed %r shuffle %r, this dataset seed %r shuffle %r"
                              % (seed, state["shuffle"], self.seed, self.shuffle))
         pipe = state["pipe"]
-        if " epoch=%d " % epoch not in pipe:
-            raise ValueError("Dataset state: epoch %d is not the pipe state's" % epoch)
+        try:
+            said = _pagein.pipe_state_parse(pipe)["epoch"]
+        except Error as e:
+            raise ValueError("Dataset state: pipe: %s" % e) from None
+        if said != epoch:
+            raise ValueError("Dataset state: epoch %d is not the pipe state's (%d)" % (epoch, said))
         o = self._opts()
         o["state"] = pipe
         try:  # the library checks the pipe state against this dataset now, not at the next epoch
@@ -687,20 +691,14 @@ def _plain_source(paths, record_size, fmt):
         raise ValueError("Dataset: no paths given")
     if fmt is None:
         p0 = paths[0]
-        if record_size is not None:
-            fmt = "records"
-        elif _is_line_file(p0):
-            fmt = "lines"
-        elif p0.endswith(".idx") or _os.path.exists((p0[:-4] if p0.endswith(".bin") else p0) + ".idx"):
-            fmt = "megatron"
-        elif p0.endswith(".bin"):
-            raise ValueError("Dataset(%r): give record_size= for fixed-size record files (no %s beside it, "
-                             "so it is not a Megatron .bin/.idx pair)" % (p0, _os.path.basename(p0[:-4]) + ".idx"))
-        else:
-            raise ValueError("Dataset(%r): give record_size= for record files, or format= "
-                             "('records', 'megatron', 'lines')" % p0)
-    if fmt in ("jsonl", "text"):
-        fmt = "lines"
+        # the table's name rules and companion files (a Megatron dataset is
+        # named by its .idx, or by its prefix or .bin beside the .idx)
+        fmt = "records" if record_size is not None else _pagein.dataset_detect_name(p0)
+        if fmt not in _PLAIN_ROWS:
+            raise ValueError("Dataset(%r): give record_size= for fixed-size record files, or format= "
+                             "('records', 'megatron', 'lines'): no dataset format claims this name%s"
+                             % (p0, " (no Megatron .idx beside it)" if fmt is None else " as plain samples"))
+    fmt = _row_name(fmt) or fmt
     if fmt == "records":
         if record_size is None:
             raise ValueError("Dataset: format 'records' needs record_size=")
@@ -708,9 +706,7 @@ def _plain_source(paths, record_size, fmt):
     if fmt == "megatron":
         if len(paths) != 1:
             raise ValueError("Dataset: a Megatron dataset is one .bin/.idx pair (got %d paths)" % len(paths))
-        p = paths[0]
-        prefix = p[:-4] if p.endswith((".idx", ".bin")) else p
-        return [prefix + ".bin"], "megatron"
+        return paths, "megatron"  # the library opens the pair (the row's companion files)
     if fmt == "lines":
         for p in paths:
             _refuse_json_array(p)

@@ -905,7 +905,75 @@ static PyObject *py_pipe_part(PyObject *self, PyObject *args, PyObject *kw) {
     return Py_BuildValue("KK", (unsigned long long)off, (unsigned long long)cnt);
 }
 
+/* _pagein.pipe_state_parse(state) -> dict: what a pipe state says
+ * (pagein_pipe_state_parse; Python keeps no parser of the text) */
+static PyObject *py_pipe_state_parse(PyObject *self, PyObject *arg) {
+    const char *st = PyUnicode_AsUTF8(arg);
+    if (!st) return NULL;
+    pagein_pipe_state_info in;
+    int rc = pagein_pipe_state_parse(st, &in);
+    if (rc < 0) return raise_rc(rc, NULL);
+    return Py_BuildValue("{sssKsKsKsKsIsK}", "order", pagein_order_name(in.order), "seed",
+                         (unsigned long long)in.seed, "epoch", (unsigned long long)in.epoch, "samples",
+                         (unsigned long long)in.samples, "groups", (unsigned long long)in.groups, "window",
+                         (unsigned)in.window, "remaining", (unsigned long long)in.remaining);
+}
+
+static PyObject *str_tuple(const char *const *v) {
+    Py_ssize_t n = 0;
+    while (v && v[n]) n++;
+    PyObject *t = PyTuple_New(n);
+    for (Py_ssize_t i = 0; t && i < n; i++) {
+        PyObject *x = PyUnicode_FromString(v[i]);
+        if (!x) {
+            Py_CLEAR(t);
+            break;
+        }
+        PyTuple_SET_ITEM(t, i, x);
+    }
+    return t;
+}
+
+/* _pagein.dataset_formats() -> [dict]: the dataset-format table's rows
+ * (pagein_dataset_format_get): name, aliases, suffixes, index_names,
+ * content, companion */
+static PyObject *py_dataset_formats(PyObject *self, PyObject *noargs) {
+    size_t n = pagein_dataset_format_count();
+    PyObject *out = PyList_New(0);
+    for (size_t i = 0; out && i < n; i++) {
+        pagein_dataset_format_info in;
+        int rc = pagein_dataset_format_get(i, &in);
+        if (rc < 0) {
+            Py_DECREF(out);
+            return raise_rc(rc, NULL);
+        }
+        PyObject *row = Py_BuildValue("{sssNsNsNsOsO}", "name", in.name, "aliases", str_tuple(in.aliases), "suffixes",
+                                      str_tuple(in.suffixes), "index_names", str_tuple(in.index_names), "content",
+                                      in.content ? Py_True : Py_False, "companion",
+                                      in.companion ? Py_True : Py_False);
+        if (!row || PyList_Append(out, row) < 0) Py_CLEAR(out);
+        Py_XDECREF(row);
+    }
+    return out;
+}
+
+/* _pagein.dataset_detect_name(name) -> row name or None, from the name
+ * alone (companion files beside a local name looked for) */
+static PyObject *py_dataset_detect_name(PyObject *self, PyObject *arg) {
+    const char *nm = PyUnicode_AsUTF8(arg);
+    if (!nm) return NULL;
+    char row[64];
+    int rc = pagein_dataset_detect_name(nm, row, sizeof row);
+    if (rc < 0) return raise_rc(rc, arg);
+    if (rc == 0) Py_RETURN_NONE;
+    return PyUnicode_FromString(row);
+}
+
 PyMethodDef pyp_data_functions[] = {
+    {"pipe_state_parse", py_pipe_state_parse, METH_O, "pipe_state_parse(state) -> dict: what a pipe state says"},
+    {"dataset_formats", py_dataset_formats, METH_NOARGS, "dataset_formats() -> [dict]: the dataset-format table"},
+    {"dataset_detect_name", py_dataset_detect_name, METH_O,
+     "dataset_detect_name(name) -> the row a name says (companions, then names), or None"},
     {"dataset_open_records", py_dataset_open_records, METH_VARARGS, "dataset_open_records(paths, record_size) -> dataset"},
     {"dataset_open_megatron", py_dataset_open_megatron, METH_VARARGS, "dataset_open_megatron(prefix) -> dataset"},
     {"dataset_info", py_dataset_info, METH_O, "dataset_info(dataset) -> (count, [(path, size)])"},

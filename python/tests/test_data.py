@@ -279,7 +279,7 @@ def test_state_at_the_end_of_an_epoch(records):
         ds = pd.Dataset(paths, record_size=REC, seed=1, rank=r, world_size=4)
         assert len(list(ds)) == len(ds)
         states.append(ds.state_dict())
-    assert all(s["pipe"].endswith("remaining=") for s in states)
+    assert all(_pagein.pipe_state_parse(s["pipe"])["remaining"] == 0 for s in states)
     ds = pd.Dataset(paths, record_size=REC, seed=1, rank=0, world_size=2)
     ds.load_state_dict(states[3])
     assert list(ds) == [] and len(ds) == 0
@@ -436,6 +436,47 @@ def test_jsonl_lines(tmp_path, monkeypatch):
             assert isinstance(line, bytes) and json.loads(line) == rows[i]
             seen.append(i)
     assert sorted(seen) == list(range(60))
+
+
+def test_formats_are_the_tables(tmp_path, rng):
+    """pagein.data.formats() lists the library's dataset-format rows (names,
+    aliases, suffixes, index files, content detection, companion files);
+    Python keeps no list of its own: format= aliases, line-file names and
+    the Megatron pair all resolve through the table."""
+    rows = {r["name"]: r for r in pd.formats()}
+    assert {"records", "megatron", "lines", "webdataset", "mds", "arrow", "parquet"} <= set(rows)
+    assert {"jsonl", "text", "ndjson"} <= set(rows["lines"]["aliases"]) and ".jsonl.zst" in rows["lines"]["suffixes"]
+    assert {"tar", "wds"} <= set(rows["webdataset"]["aliases"]) and "index.json" in rows["mds"]["index_names"]
+    assert rows["megatron"]["companion"] and rows["megatron"]["content"] and not rows["lines"]["content"]
+    assert _pagein.dataset_detect_name("x/y.ndjson.gz") == "lines" and _pagein.dataset_detect_name("x/y.q") is None
+    p = tmp_path / "a.jsonl"
+    p.write_text("".join('{"i": %d}\n' % i for i in range(9)))
+    for fmt in ("ndjson", "json-lines", "jsonl", "lines"):  # aliases from the table, plain samples
+        ds = pd.Dataset(str(p), format=fmt)
+        assert type(ds) is pd.Dataset and ds.num_samples == 9 and ds.formats == ["lines"]
+    prefix = str(tmp_path / "m")
+    write_megatron(prefix, [rng.integers(0, 9, size=3) for _ in range(5)])
+    for name in (prefix, prefix + ".bin", prefix + ".idx"):
+        assert _pagein.dataset_detect_name(name) == "megatron"
+        ds = pd.Dataset(name)
+        assert ds.files == [(prefix + ".bin", 5 * 3 * 4)]  # the library paired it
+
+
+def test_state_is_read_by_the_library(records):
+    """What a resume state says comes from the library's parser
+    (pagein_pipe_state_parse), which len() and load_state_dict use."""
+    paths, whole = records
+    ds = pd.Dataset(paths, record_size=REC, seed=3, rank=1, world_size=3)
+    n = ds.num_samples
+    st = ds.state_dict(samples_seen=4)
+    info = _pagein.pipe_state_parse(st["pipe"])
+    assert info["order"] == "global" and info["seed"] == 3 and info["epoch"] == 0 and info["samples"] == n
+    assert info["remaining"] == n - 3 * 4
+    ds2 = pd.Dataset(paths, record_size=REC, seed=3, rank=0, world_size=2)
+    ds2.load_state_dict(st)
+    assert len(ds2) == (n - 12) // 2 == len(ds2.ids())
+    with pytest.raises(pagein.Error, match="pipe state"):
+        _pagein.pipe_state_parse(st["pipe"].replace("epoch=0", "epoch=x"))
 
 
 @needs_torch

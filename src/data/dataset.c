@@ -340,17 +340,6 @@ static char *join(const char *dir, const char *name) {
     return p;
 }
 
-/* Shard URIs of a Megatron name: PREFIX.idx or PREFIX -> PREFIX.bin. */
-static char *megatron_bin(const char *uri) {
-    size_t n = strlen(uri);
-    if (ends_with(uri, ".idx") || ends_with(uri, ".bin")) n -= 4;
-    char *p = pi_malloc(n + 5);
-    if (!p) return NULL;
-    memcpy(p, uri, n);
-    memcpy(p + n, ".bin", 5);
-    return p;
-}
-
 static int add_one(struct ds_build *b, const struct pi_dsformat *fmt, const char *uri, const struct pi_dsopen *a);
 
 /* The shards an index file lists (MDS index.json), local or remote: read
@@ -526,27 +515,63 @@ static int add_one(struct ds_build *b, const struct pi_dsformat *fmt, const char
         int rc = add_remote_listing(b, fmt, uri, a);
         if (rc <= 0) return rc;
     }
+    /* a row's companion files (Megatron: the .idx names it, the .bin is its shard) */
     const struct pi_dsformat *f = fmt;
-    if (!f) {
-        /* Megatron: the .idx names it; the .bin (or the prefix) is its data */
-        char *idx = NULL;
-        if (ends_with(uri, ".idx")) f = &pi_dsformat_megatron;
-        else if (!pi_source_is_remote(uri) && (idx = pi_malloc(strlen(uri) + 5))) {
-            size_t n = strlen(uri) - (ends_with(uri, ".bin") ? 4 : 0);
-            memcpy(idx, uri, n);
-            memcpy(idx + n, ".idx", 5);
-            if (access(idx, R_OK) == 0) f = &pi_dsformat_megatron;
+    char *shard = NULL;
+    int c = pi_ds_companion(fmt, uri, !pi_source_is_remote(uri), &f, &shard);
+    if (c < 0) return c;
+    int rc = ds_add(b, f, shard ? shard : uri, a);
+    pi_free(shard);
+    return rc;
+}
+
+/* A glob over a dataset named through companion files names it once:
+ * the shards its matches name by themselves (Megatron: PREFIX.idx ->
+ * PREFIX.bin), and whether match p is another name of one of them (the
+ * PREFIX.bin beside a listed PREFIX.idx), which is then left out. */
+struct gnamed {
+    const struct pi_dsformat *row;
+    char *shard;
+};
+
+static int glob_named(const struct pi_dsformat *fmt, const glob_t *g, struct gnamed **out, size_t *n) {
+    size_t cap = 0;
+    *out = NULL;
+    *n = 0;
+    for (size_t k = 0; k < g->gl_pathc; k++) {
+        const struct pi_dsformat *row = NULL;
+        char *shard = NULL;
+        int c = pi_ds_companion(fmt, g->gl_pathv[k], 0, &row, &shard);
+        if (c == 2 && pi_grow((void **)out, &cap, *n + 1, sizeof **out) == 0) {
+            (*out)[(*n)++] = (struct gnamed){row, shard};
+            continue;
         }
-        pi_free(idx);
+        pi_free(shard);
+        if (c < 0 || c == 2) return c < 0 ? c : pi_err(-ENOMEM, "out of memory");
     }
-    if (f == &pi_dsformat_megatron) {
-        char *bin = megatron_bin(uri);
-        if (!bin) return pi_err(-ENOMEM, "out of memory");
-        int rc = ds_add(b, f, bin, a);
-        pi_free(bin);
-        return rc;
+    return 0;
+}
+
+static int glob_named_elsewhere(const struct gnamed *nv, size_t n, const char *p) {
+    const struct pi_dsformat *row = NULL, *r;
+    char *mine = NULL;
+    int c = 0, skip = 0;
+    for (size_t i = 0; i < n && !skip; i++) {
+        if (nv[i].row != row) {
+            pi_free(mine);
+            mine = NULL;
+            row = nv[i].row;
+            c = pi_ds_companion(row, p, 0, &r, &mine);
+        }
+        skip = c == 1 && mine && !strcmp(mine, nv[i].shard); /* 2: p names itself */
     }
-    return ds_add(b, f, uri, a);
+    pi_free(mine);
+    return skip;
+}
+
+static void glob_named_free(struct gnamed *nv, size_t n) {
+    for (size_t i = 0; i < n; i++) pi_free(nv[i].shard);
+    pi_free(nv);
 }
 
 /* One entry of a spec: braces, then a local glob, then the name itself. */
@@ -562,18 +587,12 @@ static int add_spec(struct ds_build *b, const struct pi_dsformat *fmt, const cha
             int gr = glob(s, 0, NULL, &g);
             if (gr == GLOB_NOMATCH) rc = pi_err(PAGEIN_E_NOT_FOUND, "%s: no file matches", s);
             else if (gr != 0) rc = pi_err(-EIO, "%s: glob failed", s);
-            for (size_t k = 0; gr == 0 && k < g.gl_pathc && rc == 0; k++) {
-                const char *p = g.gl_pathv[k];
-                /* a glob over a Megatron pair names each dataset once */
-                if (ends_with(p, ".bin") && !fmt) {
-                    char idx[4096];
-                    snprintf(idx, sizeof idx, "%.*s.idx", (int)strlen(p) - 4, p);
-                    int listed = 0;
-                    for (size_t q = 0; q < g.gl_pathc; q++) listed |= strcmp(g.gl_pathv[q], idx) == 0;
-                    if (listed) continue;
-                }
-                rc = add_one(b, fmt, p, a);
-            }
+            struct gnamed *nv = NULL;
+            size_t nn = 0;
+            if (gr == 0 && rc == 0) rc = glob_named(fmt, &g, &nv, &nn);
+            for (size_t k = 0; gr == 0 && k < g.gl_pathc && rc == 0; k++)
+                if (!glob_named_elsewhere(nv, nn, g.gl_pathv[k])) rc = add_one(b, fmt, g.gl_pathv[k], a);
+            glob_named_free(nv, nn);
             if (gr == 0) globfree(&g);
         } else {
             rc = add_one(b, fmt, s, a);
@@ -594,8 +613,6 @@ int pagein_dataset_open(pagein_dataset **out, const char *spec, const pagein_dat
     const struct pi_dsformat *fmt = NULL;
     if (o.format && *o.format) {
         fmt = pi_dsformat_by_name(o.format);
-        if (!fmt && (!strcmp(o.format, "jsonl") || !strcmp(o.format, "text"))) fmt = &pi_dsformat_lines;
-        if (!fmt && (!strcmp(o.format, "tar") || !strcmp(o.format, "wds"))) fmt = &pi_dsformat_webdataset;
         if (!fmt) {
             char known[256] = "";
             for (size_t i = 0; pi_dsformats[i]; i++)

@@ -632,6 +632,7 @@ static int arrow_index(const char *dir, const uint8_t *buf, size_t len, struct p
 static void arrow_index_free(struct pi_dsindex *ix) { (void)ix; }
 
 static const char *const arrow_index_names[] = {"state.json", NULL};
+static const char *const arrow_aliases[] = {"feather", "ipc", NULL};
 
 /* The codec of a shard's compressed batches ("none" when none is): for
  * pagein_dataset_describe (ds_describe.c). */
@@ -644,6 +645,7 @@ const char *pi_ds_arrow_codec(const struct pi_dsshard *sh) {
 
 const struct pi_dsformat pi_dsformat_arrow = {
     .name = "arrow",
+    .aliases = arrow_aliases,
     .suffixes = arrow_suffixes,
     .head_bytes = 8,
     .tail_bytes = 6,

@@ -306,8 +306,11 @@ static void lines_group_free(const struct pi_dsshard *sh, struct pi_dsgroup *grp
 static const char *const lines_suffixes[] = {".jsonl", ".txt", ".ndjson", ".jsonl.gz", ".jsonl.zst", ".txt.gz",
                                              ".txt.zst", ".ndjson.gz", ".ndjson.zst", NULL};
 
+static const char *const lines_aliases[] = {"jsonl", "text", "ndjson", "json-lines", NULL};
+
 const struct pi_dsformat pi_dsformat_lines = {
     .name = "lines",
+    .aliases = lines_aliases,
     .suffixes = lines_suffixes,
     .detect = lines_detect,
     .open = lines_open,

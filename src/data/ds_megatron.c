@@ -205,9 +205,27 @@ static int mega_detect(const char *name, const uint8_t *h, size_t nh, const uint
 
 static const char *const mega_suffixes[] = {".idx", NULL};
 
+/* PREFIX.idx names the dataset; PREFIX and PREFIX.bin name it when
+ * PREFIX.idx is beside them. The shard is PREFIX.bin (open() reads the
+ * .idx beside it). */
+static int mega_companion(const char *name, int (*exists)(const char *uri), char **shard) {
+    size_t n = strlen(name);
+    int idx = pi_ends_with(name, ".idx"), bin = pi_ends_with(name, ".bin");
+    size_t pl = n - (idx || bin ? 4 : 0);
+    char *s = pi_malloc(pl + 5);
+    if (!s) return pi_err(-ENOMEM, "%s: out of memory", name);
+    memcpy(s, name, pl);
+    memcpy(s + pl, ".idx", 5);
+    int claim = idx ? 2 : exists && exists(s) ? 1 : 0;
+    memcpy(s + pl, ".bin", 5);
+    *shard = s;
+    return claim;
+}
+
 const struct pi_dsformat pi_dsformat_megatron = {
     .name = "megatron",
     .suffixes = mega_suffixes,
+    .companion = mega_companion,
     .head_bytes = 9,
     .detect = mega_detect,
     .open = mega_open,

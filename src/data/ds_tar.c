@@ -659,9 +659,11 @@ static int tar_detect(const char *name, const uint8_t *h, size_t nh, const uint8
 }
 
 static const char *const tar_suffixes[] = {".tar", ".tar.gz", ".tgz", NULL};
+static const char *const tar_aliases[] = {"tar", "wds", NULL};
 
 const struct pi_dsformat pi_dsformat_webdataset = {
     .name = "webdataset",
+    .aliases = tar_aliases,
     .suffixes = tar_suffixes,
     .head_bytes = 512,
     .detect = tar_detect,

@@ -27,9 +27,82 @@ const struct pi_dsformat *const pi_dsformats[] = {
 
 const struct pi_dsformat *pi_dsformat_by_name(const char *name) {
     if (!name) return NULL;
-    for (size_t i = 0; pi_dsformats[i]; i++)
+    for (size_t i = 0; pi_dsformats[i]; i++) {
         if (strcmp(pi_dsformats[i]->name, name) == 0) return pi_dsformats[i];
+        for (const char *const *a = pi_dsformats[i]->aliases; a && *a; a++)
+            if (strcmp(*a, name) == 0) return pi_dsformats[i];
+    }
     return NULL;
+}
+
+static int local_exists(const char *path) { return access(path, R_OK) == 0; }
+
+int pi_ds_companion(const struct pi_dsformat *fmt, const char *name, int local, const struct pi_dsformat **row,
+                    char **shard) {
+    *shard = NULL;
+    for (size_t i = 0; pi_dsformats[i]; i++) {
+        const struct pi_dsformat *f = pi_dsformats[i];
+        if ((fmt && f != fmt) || !f->companion) continue;
+        char *s = NULL;
+        int c = f->companion(name, local ? local_exists : NULL, &s);
+        if (c < 0) return c;
+        if (c > 0 || fmt) {
+            *row = f;
+            *shard = s;
+            return fmt ? PI_MAX(c, 1) : c;
+        }
+        pi_free(s);
+    }
+    return 0;
+}
+
+int pi_ds_detect_name(const char *name, int local, const struct pi_dsformat **row) {
+    char *shard = NULL;
+    int best = pi_ds_companion(NULL, name, local, row, &shard);
+    pi_free(shard);
+    if (best != 0) return best;
+    for (size_t i = 0; pi_dsformats[i]; i++) {
+        const struct pi_dsformat *f = pi_dsformats[i];
+        int sc = f->detect ? f->detect(name, NULL, 0, NULL, 0, 0) : 0;
+        if (sc > best) best = sc, *row = f;
+    }
+    return best;
+}
+
+/* ---- the table for tools and bindings (pagein.h) ----------------------------- */
+
+size_t pagein_dataset_format_count(void) {
+    size_t n = 0;
+    while (pi_dsformats[n]) n++;
+    return n;
+}
+
+int pagein_dataset_format_get(size_t i, pagein_dataset_format_info *info) {
+    pi_err_clear();
+    RETURN_IF(!info, PAGEIN_E_INVALID, "dataset_format_get: NULL argument");
+    RETURN_IF(i >= pagein_dataset_format_count(), PAGEIN_E_RANGE, "dataset_format_get: row %zu of %zu", i,
+              pagein_dataset_format_count());
+    static const char *const none[] = {NULL};
+    const struct pi_dsformat *f = pi_dsformats[i];
+    *info = (pagein_dataset_format_info){
+        .name = f->name,
+        .aliases = f->aliases ? f->aliases : none,
+        .suffixes = f->suffixes ? f->suffixes : none,
+        .index_names = f->index_names ? f->index_names : none,
+        .content = f->head_bytes || f->tail_bytes,
+        .companion = f->companion != NULL,
+    };
+    return 0;
+}
+
+int pagein_dataset_detect_name(const char *name, char *row, size_t cap) {
+    pi_err_clear();
+    RETURN_IF(!name || (!row && cap), PAGEIN_E_INVALID, "dataset_detect_name: NULL argument");
+    const struct pi_dsformat *f = NULL;
+    int sc = pi_ds_detect_name(name, !pi_source_is_remote(name), &f);
+    if (sc < 0) return sc;
+    if (cap) snprintf(row, cap, "%s", sc > 0 && f ? f->name : "");
+    return sc > 0;
 }
 
 const char *pi_dstype_name(int t, unsigned w) {

@@ -208,6 +208,7 @@ int pi_dsindex_add(struct pi_dsindex *ix, const char *name, size_t len, const vo
 
 struct pi_dsformat {
     const char *name;               /* "records", "megatron", "lines", "webdataset", "mds", "arrow", "parquet" */
+    const char *const *aliases;     /* other format names users give for it ("jsonl", "wds"); NULL-terminated */
     const char *const *suffixes;    /* file names a directory scan picks up (".tar", ".arrow"); NULL-terminated */
     uint32_t head_bytes;            /* bytes detect() wants from the start of the file ... */
     uint32_t tail_bytes;            /* ... and from its end (Parquet "PAR1", an Arrow file's footer) */
@@ -223,6 +224,16 @@ struct pi_dsformat {
     const char *const *index_names;
     int (*index)(const char *dir, const uint8_t *buf, size_t len, struct pi_dsindex *ix);
     void (*index_free)(struct pi_dsindex *ix);
+
+    /* Optional: companion files. A dataset of this row named through a
+     * file that is not its shard (Megatron: PREFIX.idx, PREFIX or
+     * PREFIX.bin all name the shard PREFIX.bin, whose index open() reads
+     * beside it). Sets *shard (pi_malloc'd) to the shard the name opens as
+     * this row, and returns 2 when the name alone says this row (PREFIX.idx),
+     * 1 when exists() finds the companion that says it (exists NULL: not
+     * asked, as for remote names), 0 when neither (*shard still set: the
+     * shard when the format is forced), < 0 on error. No other I/O. */
+    int (*companion)(const char *name, int (*exists)(const char *uri), char **shard);
 
     /* Opens one shard: reads its footer/index through sh->src (once),
      * validates it against sh->src->size, applies a->columns (an unknown
@@ -284,7 +295,19 @@ extern const struct pi_dsformat *const pi_dsformats[];
 extern const struct pi_dsformat pi_dsformat_records, pi_dsformat_megatron, pi_dsformat_lines,
     pi_dsformat_webdataset, pi_dsformat_mds;
 extern const struct pi_dsformat pi_dsformat_parquet;
-const struct pi_dsformat *pi_dsformat_by_name(const char *name); /* NULL if unknown */
+/* The row called name or one of its aliases; NULL if unknown. */
+const struct pi_dsformat *pi_dsformat_by_name(const char *name);
+/* The row whose companion files claim name (only fmt when fmt is not
+ * NULL; local: companions may be looked for beside it): its claim (2, 1,
+ * as the companion hook; with fmt given, fmt's shard whatever the claim),
+ * *row and *shard (pi_malloc'd) set when it returns > 0 or when fmt
+ * forced it; 0 and *shard NULL when no row claims it; < 0 on error. */
+int pi_ds_companion(const struct pi_dsformat *fmt, const char *name, int local, const struct pi_dsformat **row,
+                    char **shard);
+/* The row a name says before any byte is read: companion files (local:
+ * looked for beside it), else the rows' detect() given the name alone.
+ * Its score (2, 1) and *row; 0 when none. */
+int pi_ds_detect_name(const char *name, int local, const struct pi_dsformat **row);
 
 /* Errors: sets the detail "SHARD: group G, sample S, field 'F': MESSAGE"
  * (parts that are UINT64_MAX / NULL left out) and returns code. Use

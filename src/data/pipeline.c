@@ -989,6 +989,20 @@ int pagein_pipe_state(pagein_dataset *d, const pagein_pipe_opts *opts, uint64_t 
     return n > INT32_MAX ? pi_err(PAGEIN_E_LIMIT, "pipe: state too long") : (int)n;
 }
 
+int pagein_pipe_state_parse(const char *state, pagein_pipe_state_info *info) {
+    pi_err_clear();
+    RETURN_IF(!state || !info, PAGEIN_E_INVALID, "pipe state: NULL argument");
+    struct pstate st;
+    FORWARD_IF(state_parse(state, &st));
+    uint64_t rest = 0, end = st.nrem ? st.rem[st.nrem - 1].b : 0;
+    for (size_t i = 0; i < st.nrem; i++) rest += st.rem[i].b - st.rem[i].a;
+    pi_free(st.rem);
+    RETURN_IF(end > st.n, PAGEIN_E_INVALID, "pipe state: positions past its %" PRIu64 " samples", st.n);
+    RETURN_IF(st.window > UINT32_MAX, PAGEIN_E_INVALID, "pipe state: window %" PRIu64, st.window);
+    *info = (pagein_pipe_state_info){(pagein_order)st.order, st.seed, st.epoch, st.n, st.G, (uint32_t)st.window, rest};
+    return 0;
+}
+
 int pagein_pipe_order(pagein_dataset *d, const pagein_pipe_opts *opts, uint64_t *ids, uint64_t n) {
     pi_err_clear();
     RETURN_IF(!d || (!ids && n), PAGEIN_E_INVALID, "pipe: NULL argument");
