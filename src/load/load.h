@@ -113,6 +113,7 @@ struct pagein_model {
     struct pi_mem_stats mem;   /* what the memory policy did for rbuf (core/mem.h) */
     pagein_model_opts opts;
     pagein_strategy strategy;
+    const struct pi_strategy *st; /* strategy's row (decided: never auto), set once by open; NULL before */
     char why[256];
     int32_t nlayers;
     /* layer groups: group g = layer + 1, g in [0, nlayers + 1] */
@@ -141,6 +142,8 @@ struct pagein_model {
  * run on opts.threads threads). Guarded: truncation gives
  * PAGEIN_E_TRUNCATED naming the file and offset. */
 int pi_model_populate(pagein_model *m, struct pi_range *r, size_t n);
+/* Every file of a mapped model paged in (POPULATE's start). */
+int pi_model_populate_all(pagein_model *m);
 /* Same with an explicit method (the pager always uses READAHEAD on a
  * MADV_RANDOM mapping, which pages in exactly the ranges asked for). */
 int pi_model_populate_with(pagein_model *m, struct pi_range *r, size_t n, enum pi_pop_method method);
@@ -228,11 +231,10 @@ struct pi_strategy {
     const char *summary;
 };
 const struct pi_strategy *pi_strategy_get(pagein_strategy s); /* NULL if unknown */
-/* The row of a model's strategy (m->strategy, decided: never auto). */
-static inline uint32_t pi_strategy_flags(pagein_strategy s) {
-    const struct pi_strategy *x = pi_strategy_get(s);
-    return x ? x->flags : 0;
-}
+/* The flags of a model's strategy: its row (m->st, which open sets once the
+ * strategy is decided) read as data, so the files below the table never
+ * call back into it (0 before the strategy is decided). */
+static inline uint32_t pi_model_flags(const pagein_model *m) { return m->st ? m->st->flags : 0; }
 
 /* ---- prefetch through sources (stream.c) -------------------------------- */
 /* Gives every file an anonymous buffer (rbuf) and points the tensors into

@@ -547,7 +547,7 @@ int pagein_layer_wait(pagein_model *m, int32_t layer) {
     RETURN_IF(layer < -1 || layer > m->nlayers, PAGEIN_E_RANGE, "layer %d outside [-1, %d]", layer, m->nlayers);
     int32_t g = layer + 1;
     if (m->pager) return pi_pager_wait(m, g);
-    if (pi_strategy_flags(m->strategy) & PI_ST_RESIDENT) return 0;
+    if (pi_model_flags(m) & PI_ST_RESIDENT) return 0;
     /* lazy: page the layer in now, in parallel */
     return load_group(m, g);
 }
@@ -558,7 +558,7 @@ int pagein_tensor_wait(pagein_model *m, const pagein_tensor *t) {
     RETURN_IF(x < a || x >= a + m->tab.n * sizeof *t || (x - a) % sizeof *t, PAGEIN_E_INVALID,
               "pagein_tensor_wait: tensor %.*s is not from this model", (int)PI_MIN(t->name_len, 200), t->name);
     if (m->pager) return pi_pager_wait_tensor(m, m->tgroup[t - m->tab.t], t);
-    if (pi_strategy_flags(m->strategy) & PI_ST_RESIDENT) return 0;
+    if (pi_model_flags(m) & PI_ST_RESIDENT) return 0;
     return pagein_model_load_tensors(m, &t, 1);
 }
 
@@ -569,7 +569,7 @@ int pagein_model_tensor_data(pagein_model *m, const pagein_tensor *t, const void
     RETURN_IF(x < a || x >= a + m->tab.n * sizeof *t || (x - a) % sizeof *t, PAGEIN_E_INVALID,
               "pagein_model_tensor_data: tensor %.*s is not from this model", (int)PI_MIN(t->name_len, 200), t->name);
     /* a header-only model (lazy over remote files) has no bytes to point at */
-    if (t->nbytes && !t->data && (pi_strategy_flags(m->strategy) & PI_ST_HEADERS_ONLY) && !m->files[t->file]->mapped)
+    if (t->nbytes && !t->data && (pi_model_flags(m) & PI_ST_HEADERS_ONLY) && !m->files[t->file]->mapped)
         return pi_model_no_data(m, t->file, t->offset);
     FORWARD_IF(pi_pager_ensure_tensor(m, t));
     *data = t->data;
@@ -581,6 +581,6 @@ int pagein_layer_done(pagein_model *m, int32_t layer) {
     RETURN_IF(layer < -1 || layer > m->nlayers, PAGEIN_E_RANGE, "layer %d outside [-1, %d]", layer, m->nlayers);
     int32_t g = layer + 1;
     if (m->pager) return pi_pager_done(m, g);
-    if (m->opts.budget_bytes && !(pi_strategy_flags(m->strategy) & PI_ST_PRIVATE)) pi_model_release_group(m, g);
+    if (m->opts.budget_bytes && !(pi_model_flags(m) & PI_ST_PRIVATE)) pi_model_release_group(m, g);
     return 0;
 }

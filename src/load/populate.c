@@ -203,6 +203,15 @@ int pi_model_populate(pagein_model *m, struct pi_range *r, size_t n) {
     return pi_model_populate_with(m, r, n, m->pop_method);
 }
 
+int pi_model_populate_all(pagein_model *m) {
+    struct pi_range *r = pi_malloc((m->nfiles ? m->nfiles : 1) * sizeof *r);
+    if (!r) return pi_err(-ENOMEM, "out of memory");
+    for (size_t i = 0; i < m->nfiles; i++) r[i] = (struct pi_range){(uint32_t)i, 0, m->files[i]->len};
+    int rc = pi_model_populate(m, r, m->nfiles);
+    pi_free(r);
+    return rc;
+}
+
 int pi_model_populate_with(pagein_model *m, struct pi_range *r, size_t n, enum pi_pop_method method) {
     return pi_model_populate_group(m, r, n, method, NULL, 0);
 }
@@ -224,7 +233,7 @@ int pi_model_no_data(const pagein_model *m, uint32_t file, uint64_t off) {
 
 int pi_model_populate_group(pagein_model *m, struct pi_range *r, size_t n, enum pi_pop_method method,
                             _Atomic int32_t *cursor, int32_t group) {
-    uint32_t fl = pi_strategy_flags(m->strategy);
+    uint32_t fl = pi_model_flags(m);
     if (fl & PI_ST_PRIVATE) return 0; /* already in anonymous memory */
     /* a header-only model (lazy, remote): nothing to page in, and saying
      * "resident" would hand the caller NULL data pointers */
@@ -398,7 +407,7 @@ size_t pi_model_group_ranges(const pagein_model *m, int32_t g, struct pi_range *
 }
 
 void pi_model_release_group(pagein_model *m, int32_t g) {
-    if (pi_strategy_flags(m->strategy) & PI_ST_PRIVATE) return;
+    if (pi_model_flags(m) & PI_ST_PRIVATE) return;
     if (m->streamed) {
         pi_stream_release_group(m, g);
         return;
@@ -424,7 +433,7 @@ void pi_model_release_group(pagein_model *m, int32_t g) {
 
 int pagein_model_load_tensors(pagein_model *m, const pagein_tensor *const *t, size_t n) {
     if (!m) return pi_err(PAGEIN_E_INVALID, "pagein_model_load_tensors: NULL model");
-    if (pi_strategy_flags(m->strategy) & PI_ST_PRIVATE) return 0;
+    if (pi_model_flags(m) & PI_ST_PRIVATE) return 0;
     if (m->streamed) { /* memory filled by reads: read what is not there yet, in one engine run */
         size_t cnt = t ? n : m->tab.n;
         const pagein_tensor **v = pi_malloc((cnt ? cnt : 1) * sizeof *v);

@@ -325,7 +325,7 @@ int pagein_model_io_stats(const pagein_model *m, pagein_io_stats *st) {
     RETURN_IF(!m->has_io_stats && m->streamed, PAGEIN_E_UNSUPPORTED,
               "prefetch reads a model without a mapping layer by layer, one engine run each: no whole-model trace");
     RETURN_IF(!m->has_io_stats, PAGEIN_E_UNSUPPORTED, "%s pages in through the mapping: no engine trace",
-              pagein_strategy_name(m->strategy));
+              m->st ? m->st->name : "unknown");
     const struct pi_engine_stats *e = &m->io_stats;
     st->requests = e->requests;
     st->bytes = e->bytes;
