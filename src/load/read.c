@@ -139,14 +139,6 @@ static int mostly_cold(const pagein_model *m) {
     return all >= (64u << 20) && res * 10 < all;
 }
 
-/* The page size of READ's and PREFETCH's buffers: measured (core/mem.h)
- * unless PAGEIN_READ_HUGEPAGE forces it or the HUGEPAGE hint asks. */
-enum pi_mem_pages pi_read_pages(const pagein_model *m) {
-    const char *hp = getenv("PAGEIN_READ_HUGEPAGE");
-    if (hp && (*hp == '0' || *hp == '1')) return *hp == '1' ? PI_MEM_PAGES_HUGE : PI_MEM_PAGES_SMALL;
-    return (m->opts.hints & PAGEIN_HINT_HUGEPAGE) ? PI_MEM_PAGES_HUGE : PI_MEM_PAGES_MEASURE;
-}
-
 int pi_model_read_all(pagein_model *m) {
     m->rbuf = pi_calloc(m->nfiles, sizeof *m->rbuf);
     m->rlen = pi_calloc(m->nfiles, sizeof *m->rlen);
