@@ -1,6 +1,13 @@
-/* load.h - private declarations of the load engine (src/load/, src/io/
- * strategy helpers). White-box tests include it; nothing outside the library
- * depends on it. */
+/* load.h - private declarations of the load engine (src/load/). White-box
+ * tests include it; nothing outside the library depends on it.
+ *
+ * The files call down only (scripts/layers.sh fails on a circle):
+ *   model.c -> strategy.c (the table) -> pager.c (prefetch), read.c (read),
+ *              populate.c (populate)
+ *   model.c -> access.c (waits, data pointers, load_tensors) -> pager.c
+ *   pager.c -> the fill rows: populate.c (mapping), stream.c (buffers)
+ *   populate.c, stream.c -> range.c (ranges, pi_fill_group, errors)
+ *   auto.c, index.c, resolve.c: leaves that model.c and read.c call. */
 #ifndef PAGEIN_LOAD_H
 #define PAGEIN_LOAD_H
 
@@ -113,6 +120,7 @@ struct pagein_model {
     struct pi_mem_stats mem;   /* what the memory policy did for rbuf (core/mem.h) */
     pagein_model_opts opts;
     pagein_strategy strategy;
+    const struct pi_strategy *st; /* strategy's row (decided: never auto), set once by open; NULL before */
     char why[256];
     int32_t nlayers;
     /* layer groups: group g = layer + 1, g in [0, nlayers + 1] */
@@ -130,9 +138,8 @@ struct pagein_model {
     unsigned threads_given;    /* opts.threads as the caller gave it (0 = default) */
     struct pi_engine_probe_result probe; /* auto's probe of files[0] (probed set) */
     int probed;
-    /* PREFETCH over files without a mapping (remote sources): rbuf holds
-     * every file, tensor data points into it, and the pager reads each
-     * group's ranges through the range engine (stream.c) */
+    /* tensor data lives in rbuf, filled by reads as asked (the buffers'
+     * fill row under PREFETCH over files without a mapping: stream.c) */
     int streamed;
     _Atomic unsigned stream_share; /* streamed: groups the pager reads at once (their runs split the depth) */
 };
@@ -141,6 +148,8 @@ struct pagein_model {
  * run on opts.threads threads). Guarded: truncation gives
  * PAGEIN_E_TRUNCATED naming the file and offset. */
 int pi_model_populate(pagein_model *m, struct pi_range *r, size_t n);
+/* Every file of a mapped model paged in (POPULATE's start). */
+int pi_model_populate_all(pagein_model *m);
 /* Same with an explicit method (the pager always uses READAHEAD on a
  * MADV_RANDOM mapping, which pages in exactly the ranges asked for). */
 int pi_model_populate_with(pagein_model *m, struct pi_range *r, size_t n, enum pi_pop_method method);
@@ -228,13 +237,45 @@ struct pi_strategy {
     const char *summary;
 };
 const struct pi_strategy *pi_strategy_get(pagein_strategy s); /* NULL if unknown */
-/* The row of a model's strategy (m->strategy, decided: never auto). */
-static inline uint32_t pi_strategy_flags(pagein_strategy s) {
-    const struct pi_strategy *x = pi_strategy_get(s);
-    return x ? x->flags : 0;
-}
+/* The flags of a model's strategy: its row (m->st, which open sets once the
+ * strategy is decided) read as data, so the files below the table never
+ * call back into it (0 before the strategy is decided). */
+static inline uint32_t pi_model_flags(const pagein_model *m) { return m->st ? m->st->flags : 0; }
 
-/* ---- prefetch through sources (stream.c) -------------------------------- */
+/* ---- fill rows: how ranges come into memory (range.c) ------------------ */
+/* One kind of memory a strategy pages a model's ranges into. The prefetch
+ * pager (pager.c) and the lazy waits (access.c) run over a row and never
+ * ask which it is; a row calls only the primitives below it. budget is the
+ * pager's (0: none, or not the pager). */
+struct pi_fill {
+    const char *name;
+    /* once, before the pager's first pass */
+    int (*prepare)(pagein_model *m, uint64_t budget);
+    /* makes n ranges resident on this thread (r may be reordered) */
+    int (*load)(pagein_model *m, struct pi_range *r, size_t n, uint64_t budget);
+    /* a window's groups in one pass, reporting through h as
+     * pi_model_populate_groups does (h->done once per group); < 0 only
+     * when nothing started (then no callback ran) */
+    int (*pass)(pagein_model *m, const int32_t *groups, size_t ng, uint64_t budget, _Atomic int32_t *cursor,
+                const struct pi_group_hooks *h);
+    /* gives a group's memory back (pagein_layer_done with a budget) */
+    void (*release)(pagein_model *m, int32_t g);
+    /* the memory is the model's own, filled by reads: bytes not read yet
+     * read as zeros, so every accessor makes them valid first (the files'
+     * ensure hook), and its sources' connections do not survive fork() */
+    int buffers;
+};
+/* the file's mapping, paged in by the pool (populate.c) */
+extern const struct pi_fill pi_fill_mapping;
+/* anonymous buffers read through the range engine: files without a
+ * mapping, remote sources (stream.c) */
+extern const struct pi_fill pi_fill_buffers;
+/* Loads group g's ranges through fill on this thread. */
+int pi_fill_group(const struct pi_fill *fill, pagein_model *m, int32_t g, uint64_t budget);
+/* qsort order of ranges: by (file, offset). */
+int pi_range_cmp(const void *a, const void *b);
+
+/* ---- anonymous buffers read through the sources (stream.c) -------------- */
 /* Gives every file an anonymous buffer (rbuf) and points the tensors into
  * it; nothing is read yet. Sets m->streamed. */
 int pi_stream_init(pagein_model *m);

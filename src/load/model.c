@@ -438,7 +438,7 @@ static void apply_hints(pagein_model *m) {
          * the prefetch pipeline's first output went from 44-70 ms to 24 ms
          * and populate from 0.27-0.30 s to 0.25-0.28 s (docs/BENCHMARKS.md,
          * load). The budgeted pager keeps its exact small-folio mode. */
-        uint32_t fl = pi_strategy_flags(m->strategy);
+        uint32_t fl = pi_model_flags(m);
         int blocks = (fl & PI_ST_BLOCKS) || ((fl & PI_ST_BLOCKS_UNBUDGETED) && !m->opts.budget_bytes);
         if (blocks && !(h & (PAGEIN_HINT_SEQUENTIAL | PAGEIN_HINT_RANDOM))) madvise(b, f->len, MADV_HUGEPAGE);
     }
@@ -539,7 +539,7 @@ int pagein_model_open(pagein_model **out, const char *path, const pagein_model_o
         snprintf(m->why, sizeof m->why, "%s was asked for", pagein_strategy_name(m->strategy));
     }
 
-    const struct pi_strategy *st = pi_strategy_get(m->strategy);
+    const struct pi_strategy *st = m->st = pi_strategy_get(m->strategy);
     /* LAZY over unmapped (remote) files opens the tensor table from the
      * headers alone and fetches no data: records carry no data pointer,
      * pagein_tensor_copy reads through the source, and the calls that

@@ -29,12 +29,16 @@
  * and pages of the data sections that nobody maps are dropped after every
  * group (trim()). Exact mode is slower on this machine (small folios).
  *
- * Files without a mapping (remote sources): the same cursor, window,
- * budget and states, but a group is loaded by reading its tensor ranges
- * through the range engine into anonymous memory (stream.c), one group at a
- * time in cursor order; a group the cursor passed before its read started
- * is skipped (a read in progress finishes). Releasing drops the pages of
- * the group's tensors; a later wait reads them again.
+ * One machine for both kinds of memory: the pager runs over a fill row
+ * (load.h, struct pi_fill) chosen once at start and never asks which it is:
+ * pi_fill_mapping (populate.c) pages the mapping in as above;
+ * pi_fill_buffers (stream.c), for files without a mapping (remote sources),
+ * reads each group's tensor ranges through the range engine into
+ * anonymous memory, up to 4 groups of the window at once; a group the
+ * cursor passed before its read started is skipped (a read in progress
+ * finishes). Releasing drops the pages of the group's tensors; a later
+ * wait reads them again. The public calls over the pager (waits, done,
+ * data pointers) are in access.c, above it.
  *
  * fork(): only the forking thread survives in the child, so the pager
  * thread is gone and mu/cv may be held by a thread that no longer exists.
@@ -76,6 +80,7 @@ struct pi_pager {
     unsigned ahead;
     uint64_t budget, resident;
     char errmsg[512];
+    const struct pi_fill *fill; /* how groups come into memory: the mapping, or buffers read through the sources */
     uint64_t *gbytes;
     /* per group while loading: everything before (wm_file, wm_end) in
      * (file, offset) order is resident (tensor waits) */
@@ -91,28 +96,6 @@ struct pi_pager {
      * one the pager thread had seen when it last found nothing to load */
     uint64_t gen, idle_gen;
 };
-
-static void trim(pagein_model *m) {
-    uint64_t ps = (uint64_t)sysconf(_SC_PAGESIZE);
-    for (size_t i = 0; i < m->nfiles; i++) {
-        pagein_file *f = m->files[i];
-        uint64_t a = pi_align_up(f->tab.data_start, ps);
-        if (f->mapped && a < f->len) posix_fadvise(f->fd, (off_t)a, (off_t)(f->len - a), POSIX_FADV_DONTNEED);
-    }
-}
-
-/* Loads group g on the calling thread (waits behind the cursor, lazy, the
- * streamed pager). */
-static int load_group(pagein_model *m, int32_t g) {
-    size_t n = m->lstart[g + 1] - m->lstart[g];
-    struct pi_range *r = pi_malloc((n ? n : 1) * sizeof *r);
-    if (!r) return pi_err(-ENOMEM, "out of memory");
-    size_t k = pi_model_group_ranges(m, g, r);
-    enum pi_pop_method meth = m->pager && m->pager->budget ? PI_POP_READAHEAD : m->pop_method;
-    int rc = m->streamed ? pi_stream_read(m, r, k) : pi_model_populate_with(m, r, k, meth);
-    pi_free(r);
-    return rc;
-}
 
 static void finish(struct pi_pager *p, int32_t g, int rc) {
     pthread_mutex_lock(&p->mu);
@@ -184,25 +167,6 @@ static void consumer_wait(struct pi_pager *p) {
     p->waiting--;
 }
 
-/* Streamed models: one item per group of a pass, on its own thread, so the
- * groups of the window are read concurrently (each group's requests fill
- * the engine's depth; up to 4 groups are read at once, lowest first). A group
- * the cursor passed before its read started is given back unread. */
-struct stream_pass {
-    pagein_model *m;
-    const int32_t *batch;
-};
-
-static int stream_item(void *ctx, size_t i) {
-    struct stream_pass *sp = ctx;
-    pagein_model *m = sp->m;
-    int32_t g = sp->batch[i];
-    int rc = PAGEIN_E_CANCELLED;
-    if (!atomic_load(&m->cancel) && g >= atomic_load(&m->pager->cursor)) rc = load_group(m, g);
-    finish(m->pager, g, rc);
-    return 0;
-}
-
 /* Takes every missing group of the window [cursor, cursor + ahead] that the
  * budget allows (the cursor group always) and pages them in one parallel
  * pass, chunks in group order, so the device queue stays deep across group
@@ -245,25 +209,25 @@ static void *pager_main(void *arg) {
         }
         p->resident += add;
         pthread_mutex_unlock(&p->mu);
-        if (m->streamed) {
-            /* the window's groups at once, each one engine run announced
-             * as it completes, lowest first (stream_item) */
-            struct stream_pass sp = {m, batch};
-            atomic_store(&m->stream_share, nb < 4 ? (unsigned)nb : 4);
-            pi_parallel(nb < 4 ? (unsigned)nb : 4, nb, stream_item, &sp);
-            atomic_store(&m->stream_share, 1);
-            pthread_mutex_lock(&p->mu);
-            continue;
-        }
         const struct pi_group_hooks h = {m, gate_enter, gate_leave, group_progress, group_done};
-        int rc = pi_model_populate_groups(m, batch, nb, p->budget ? PI_POP_READAHEAD : m->pop_method, &p->cursor, &h);
+        int rc = p->fill->pass(m, batch, nb, p->budget, &p->cursor, &h);
         if (rc < 0)
             for (size_t i = 0; i < nb; i++) finish(p, batch[i], rc);
-        if (p->budget && !m->streamed) trim(m);
         pthread_mutex_lock(&p->mu);
     }
     pthread_mutex_unlock(&p->mu);
     return NULL;
+}
+
+/* The files' ensure hook (pagein_tensor_copy) while the model's memory is
+ * the buffers' (filled by reads): the model's own records are made valid
+ * first; a file's own table has no data pointer and is read through the
+ * source. */
+static int ensure_hook(void *ctx, const pagein_tensor *t) {
+    pagein_model *m = ctx;
+    uintptr_t a = (uintptr_t)m->tab.t, x = (uintptr_t)t;
+    if (x < a || x >= a + m->tab.n * sizeof *t || (x - a) % sizeof *t) return 0;
+    return pi_pager_ensure_tensor(m, t);
 }
 
 int pi_pager_start(pagein_model *m) {
@@ -307,28 +271,19 @@ int pi_pager_start(pagein_model *m) {
     }
     unsigned nt = m->pager_threads ? m->pager_threads : m->opts.threads;
     p->ahead_limit = nt > 1 ? nt - 1 : 1;
-    /* a file without a mapping (remote): every group is read through the
-     * sources into anonymous memory (stream.c) */
+    /* the one choice between the two kinds of memory: a file without a
+     * mapping (remote) has every group read through the sources into
+     * anonymous buffers (stream.c), else the mapping is paged in
+     * (populate.c) */
     int unmapped = 0;
     for (size_t i = 0; i < m->nfiles; i++) unmapped |= !m->files[i]->mapped && m->files[i]->len;
-    if (unmapped) {
-        int rc = pi_stream_init(m);
-        if (rc < 0) return rc; /* the pager is freed by close */
+    p->fill = unmapped ? &pi_fill_buffers : &pi_fill_mapping;
+    int rc = p->fill->prepare(m, p->budget);
+    if (rc < 0) return rc; /* the pager is freed by close */
+    for (size_t i = 0; i < m->nfiles && p->fill->buffers; i++) {
+        m->files[i]->ensure = ensure_hook;
+        m->files[i]->ensure_ctx = m;
     }
-    for (size_t i = 0; i < m->nfiles && !m->streamed; i++) {
-        pagein_file *f = m->files[i];
-        if (!f->mapped || !f->len) continue;
-        if (p->budget && !(m->opts.hints & PAGEIN_HINT_SEQUENTIAL)) {
-            madvise((void *)f->base, f->len, MADV_RANDOM);
-            posix_fadvise(f->fd, 0, 0, POSIX_FADV_RANDOM);
-        }
-        if (p->budget) {
-            uint64_t ps = (uint64_t)sysconf(_SC_PAGESIZE);
-            uint64_t a = pi_align_up(f->tab.data_start, ps);
-            if (a < f->len) madvise((void *)(f->base + a), f->len - a, MADV_DONTNEED);
-        }
-    }
-    if (p->budget && !m->streamed) trim(m);
     int e = pthread_create(&p->tid, NULL, pager_main, m);
     if (e) return pi_err(-e, "cannot start the prefetch thread: %s", strerror(e));
     p->started = 1;
@@ -363,7 +318,7 @@ static int after_fork(pagein_model *m, int restart) {
             p->resident -= p->gbytes[g];
         }
     int rc = 0;
-    if (restart && !p->stop && m->streamed) {
+    if (restart && !p->stop && p->fill->buffers) {
         rc = p->fork_err = pi_err(PAGEIN_E_FORKED, "%s: a model read through a remote source cannot load layers in a "
                                   "child of fork() (its connections belong to the parent); open it in the child",
                                   m->files[0]->path);
@@ -433,15 +388,14 @@ static int wait_for(pagein_model *m, int32_t g, const pagein_tensor *t) {
             /* behind the cursor: page just this tensor in on this thread */
             pthread_mutex_unlock(&p->mu);
             struct pi_range r = {t->file, t->offset, t->nbytes};
-            if (m->streamed) return pi_stream_read(m, &r, 1);
-            return pi_model_populate_with(m, &r, 1, p->budget ? PI_POP_READAHEAD : m->pop_method);
+            return p->fill->load(m, &r, 1, p->budget);
         }
         /* behind the cursor, or the released last group: load it on this
          * thread */
         p->state[g] = G_LOADING;
         p->resident += p->gbytes[g];
         pthread_mutex_unlock(&p->mu);
-        finish(p, g, load_group(m, g));
+        finish(p, g, pi_fill_group(p->fill, m, g, p->budget));
         pthread_mutex_lock(&p->mu);
     }
     pthread_mutex_unlock(&p->mu);
@@ -456,7 +410,7 @@ int pi_pager_ensure_tensor(pagein_model *m, const pagein_tensor *t) { return pi_
 
 int pi_pager_ensure_tensors(pagein_model *m, const pagein_tensor *const *t, size_t n) {
     struct pi_pager *p = m->pager;
-    if (!p || !m->streamed || !n) return 0;
+    if (!p || !p->fill->buffers || !n) return 0;
     FORWARD_IF(after_fork(m, 1));
     struct pi_range one, *r = n == 1 ? &one : pi_malloc(n * sizeof *r);
     if (!r) return pi_err(-ENOMEM, "out of memory for %zu tensors", n);
@@ -474,7 +428,7 @@ int pi_pager_ensure_tensors(pagein_model *m, const pagein_tensor *const *t, size
     /* not read (ahead of the window, released, failed): these tensors, in
      * one engine run on this thread, without moving the cursor or counting
      * them */
-    int rc = k ? pi_stream_read(m, r, k) : 0;
+    int rc = k ? p->fill->load(m, r, k, p->budget) : 0;
     if (r != &one) pi_free(r);
     return rc;
 }
@@ -525,62 +479,17 @@ int pi_pager_done(pagein_model *m, int32_t g) {
      * give back: release it too (MADV_DONTNEED on dropped pages is
      * harmless), only the counted bytes leave the count */
     int counted = p->state[g] == G_RESIDENT;
-    int release = p->budget && (counted || (m->streamed && p->state[g] != G_LOADING && p->state[g] != G_RELEASING));
+    int release = p->budget && (counted || (p->fill->buffers && p->state[g] != G_LOADING && p->state[g] != G_RELEASING));
     if (release) p->state[g] = G_RELEASING; /* bytes still counted until released */
     pthread_cond_broadcast(&p->cv);
     pthread_mutex_unlock(&p->mu);
     if (release) {
-        pi_model_release_group(m, g);
+        p->fill->release(m, g);
         pthread_mutex_lock(&p->mu);
         p->state[g] = G_RELEASED;
         if (counted) p->resident -= p->gbytes[g];
         pthread_cond_broadcast(&p->cv);
         pthread_mutex_unlock(&p->mu);
     }
-    return 0;
-}
-
-/* ---- public cursor ------------------------------------------------------ */
-
-int pagein_layer_wait(pagein_model *m, int32_t layer) {
-    if (!m) return pi_err(PAGEIN_E_INVALID, "pagein_layer_wait: NULL model");
-    RETURN_IF(layer < -1 || layer > m->nlayers, PAGEIN_E_RANGE, "layer %d outside [-1, %d]", layer, m->nlayers);
-    int32_t g = layer + 1;
-    if (m->pager) return pi_pager_wait(m, g);
-    if (pi_strategy_flags(m->strategy) & PI_ST_RESIDENT) return 0;
-    /* lazy: page the layer in now, in parallel */
-    return load_group(m, g);
-}
-
-int pagein_tensor_wait(pagein_model *m, const pagein_tensor *t) {
-    if (!m || !t) return pi_err(PAGEIN_E_INVALID, "pagein_tensor_wait: NULL argument");
-    uintptr_t a = (uintptr_t)m->tab.t, x = (uintptr_t)t;
-    RETURN_IF(x < a || x >= a + m->tab.n * sizeof *t || (x - a) % sizeof *t, PAGEIN_E_INVALID,
-              "pagein_tensor_wait: tensor %.*s is not from this model", (int)PI_MIN(t->name_len, 200), t->name);
-    if (m->pager) return pi_pager_wait_tensor(m, m->tgroup[t - m->tab.t], t);
-    if (pi_strategy_flags(m->strategy) & PI_ST_RESIDENT) return 0;
-    return pagein_model_load_tensors(m, &t, 1);
-}
-
-int pagein_model_tensor_data(pagein_model *m, const pagein_tensor *t, const void **data) {
-    if (data) *data = NULL;
-    if (!m || !t || !data) return pi_err(PAGEIN_E_INVALID, "pagein_model_tensor_data: NULL argument");
-    uintptr_t a = (uintptr_t)m->tab.t, x = (uintptr_t)t;
-    RETURN_IF(x < a || x >= a + m->tab.n * sizeof *t || (x - a) % sizeof *t, PAGEIN_E_INVALID,
-              "pagein_model_tensor_data: tensor %.*s is not from this model", (int)PI_MIN(t->name_len, 200), t->name);
-    /* a header-only model (lazy over remote files) has no bytes to point at */
-    if (t->nbytes && !t->data && (pi_strategy_flags(m->strategy) & PI_ST_HEADERS_ONLY) && !m->files[t->file]->mapped)
-        return pi_model_no_data(m, t->file, t->offset);
-    FORWARD_IF(pi_pager_ensure_tensor(m, t));
-    *data = t->data;
-    return 0;
-}
-
-int pagein_layer_done(pagein_model *m, int32_t layer) {
-    if (!m) return pi_err(PAGEIN_E_INVALID, "pagein_layer_done: NULL model");
-    RETURN_IF(layer < -1 || layer > m->nlayers, PAGEIN_E_RANGE, "layer %d outside [-1, %d]", layer, m->nlayers);
-    int32_t g = layer + 1;
-    if (m->pager) return pi_pager_done(m, g);
-    if (m->opts.budget_bytes && !(pi_strategy_flags(m->strategy) & PI_ST_PRIVATE)) pi_model_release_group(m, g);
     return 0;
 }

@@ -19,7 +19,10 @@
  *
  * Nothing here ever touches a mapped page directly, so no path can SIGBUS.
  *
- * The READ strategy (pi_model_read_all) is in read.c, on the range engine.
+ * The mapping's fill row (pi_fill_mapping, at the end) is what the prefetch
+ * pager and the lazy waits page a mapped model in with; this file calls
+ * only range.c below it. The READ strategy (pi_model_read_all) is in
+ * read.c, on the range engine.
  */
 #include "load.h"
 
@@ -140,12 +143,6 @@ static int pop_item(void *ctx, size_t i) {
     return 0;
 }
 
-static int cmp_range(const void *a, const void *b) {
-    const struct pi_range *x = a, *y = b;
-    if (x->file != y->file) return x->file < y->file ? -1 : 1;
-    return x->off < y->off ? -1 : x->off > y->off;
-}
-
 /* Sorts, merges (touching or within one page) and cuts into chunks. With
  * m given, ranges are first widened to whole 2 MiB blocks of the file
  * (clamped to its size) and chunks cut at file offsets that are multiples
@@ -165,7 +162,7 @@ static int make_chunks(struct pi_range *r, size_t n, uint64_t chunk, struct pi_r
             r[i].off = a;
             r[i].len = e > a ? e - a : 0;
         }
-    qsort(r, n, sizeof *r, cmp_range);
+    qsort(r, n, sizeof *r, pi_range_cmp);
     size_t k = 0;
     for (size_t i = 0; i < n; i++) {
         if (!r[i].len) continue;
@@ -203,28 +200,22 @@ int pi_model_populate(pagein_model *m, struct pi_range *r, size_t n) {
     return pi_model_populate_with(m, r, n, m->pop_method);
 }
 
+int pi_model_populate_all(pagein_model *m) {
+    struct pi_range *r = pi_malloc((m->nfiles ? m->nfiles : 1) * sizeof *r);
+    if (!r) return pi_err(-ENOMEM, "out of memory");
+    for (size_t i = 0; i < m->nfiles; i++) r[i] = (struct pi_range){(uint32_t)i, 0, m->files[i]->len};
+    int rc = pi_model_populate(m, r, m->nfiles);
+    pi_free(r);
+    return rc;
+}
+
 int pi_model_populate_with(pagein_model *m, struct pi_range *r, size_t n, enum pi_pop_method method) {
     return pi_model_populate_group(m, r, n, method, NULL, 0);
 }
 
-int pi_model_no_data(const pagein_model *m, uint32_t file, uint64_t off) {
-    const pagein_file *f = file < m->nfiles ? m->files[file] : NULL;
-    const pagein_tensor *t = NULL;
-    for (size_t i = 0; f && i < m->tab.n && !t; i++) /* the tensor at (file, off): an error path, a scan is fine */
-        if (m->tab.t[i].file == file && off >= m->tab.t[i].offset && off - m->tab.t[i].offset < m->tab.t[i].nbytes)
-            t = &m->tab.t[i];
-    char what[300] = "";
-    if (t) snprintf(what, sizeof what, "tensor '%.*s' of ", (int)PI_MIN(t->name_len, 200), t->name);
-    return pi_err(PAGEIN_E_UNSUPPORTED,
-                  "%s%s: opened header-only (strategy lazy on a source that cannot be mapped): tensor data is not "
-                  "in memory and has no pointer; read it with pagein_tensor_copy, or open the model with strategy "
-                  "read, prefetch or auto",
-                  what, f ? f->path : "?");
-}
-
 int pi_model_populate_group(pagein_model *m, struct pi_range *r, size_t n, enum pi_pop_method method,
                             _Atomic int32_t *cursor, int32_t group) {
-    uint32_t fl = pi_strategy_flags(m->strategy);
+    uint32_t fl = pi_model_flags(m);
     if (fl & PI_ST_PRIVATE) return 0; /* already in anonymous memory */
     /* a header-only model (lazy, remote): nothing to page in, and saying
      * "resident" would hand the caller NULL data pointers */
@@ -385,24 +376,8 @@ out:
     return rc;
 }
 
-size_t pi_model_group_ranges(const pagein_model *m, int32_t g, struct pi_range *r) {
-    size_t k = 0;
-    for (size_t i = m->lstart[g]; i < m->lstart[g + 1]; i++) {
-        const pagein_tensor *t = m->lt[i];
-        r[k].file = t->file;
-        r[k].off = t->offset;
-        r[k].len = t->nbytes;
-        k++;
-    }
-    return k;
-}
-
 void pi_model_release_group(pagein_model *m, int32_t g) {
-    if (pi_strategy_flags(m->strategy) & PI_ST_PRIVATE) return;
-    if (m->streamed) {
-        pi_stream_release_group(m, g);
-        return;
-    }
+    if (pi_model_flags(m) & PI_ST_PRIVATE) return;
     uint64_t ps = page_size();
     for (size_t i = m->lstart[g]; i < m->lstart[g + 1]; i++) {
         const pagein_tensor *t = m->lt[i];
@@ -420,50 +395,59 @@ void pi_model_release_group(pagein_model *m, int32_t g) {
     }
 }
 
-/* ---- load_tensors / load_layers ----------------------------------------- */
+/* ---- the mapping's fill row (the pager, lazy waits) -------------------- */
 
-int pagein_model_load_tensors(pagein_model *m, const pagein_tensor *const *t, size_t n) {
-    if (!m) return pi_err(PAGEIN_E_INVALID, "pagein_model_load_tensors: NULL model");
-    if (pi_strategy_flags(m->strategy) & PI_ST_PRIVATE) return 0;
-    if (m->streamed) { /* memory filled by reads: read what is not there yet, in one engine run */
-        size_t cnt = t ? n : m->tab.n;
-        const pagein_tensor **v = pi_malloc((cnt ? cnt : 1) * sizeof *v);
-        if (!v) return pi_err(-ENOMEM, "out of memory");
-        for (size_t i = 0; i < cnt; i++) {
-            const pagein_tensor *x = t ? t[i] : &m->tab.t[i];
-            if (!x || x->file >= m->nfiles || x != pi_table_find(&m->tab, x->name, x->name_len)) {
-                pi_free(v);
-                return pi_err(PAGEIN_E_INVALID, "load_tensors: tensor %zu is not from this model", i);
-            }
-            v[i] = x;
-        }
-        int rc = pi_pager_ensure_tensors(m, v, cnt);
-        pi_free(v);
-        return rc;
+/* With a budget, pages of the data sections that nobody maps are dropped
+ * (after every pass of the pager: residency stays exact). */
+static void trim(pagein_model *m) {
+    uint64_t ps = page_size();
+    for (size_t i = 0; i < m->nfiles; i++) {
+        pagein_file *f = m->files[i];
+        uint64_t a = pi_align_up(f->tab.data_start, ps);
+        if (f->mapped && a < f->len) posix_fadvise(f->fd, (off_t)a, (off_t)(f->len - a), POSIX_FADV_DONTNEED);
     }
-    size_t cnt = t ? n : m->nfiles;
-    struct pi_range *r = pi_malloc((cnt ? cnt : 1) * sizeof *r);
-    if (!r) return pi_err(-ENOMEM, "out of memory");
-    for (size_t i = 0; i < cnt; i++) {
-        if (t) {
-            if (!t[i] || t[i]->file >= m->nfiles || t[i] != pi_table_find(&m->tab, t[i]->name, t[i]->name_len)) {
-                pi_free(r);
-                return pi_err(PAGEIN_E_INVALID, "load_tensors: tensor %zu is not from this model", i);
-            }
-            r[i] = (struct pi_range){t[i]->file, t[i]->offset, t[i]->nbytes};
-        } else {
-            r[i] = (struct pi_range){(uint32_t)i, 0, m->files[i]->len};
+}
+
+/* With a budget residency must be exact: MADV_RANDOM (no read-around on
+ * faults, no async readahead) unless the caller asked for sequential
+ * access, and the data sections start out dropped. */
+static int map_prepare(pagein_model *m, uint64_t budget) {
+    if (!budget) return 0;
+    for (size_t i = 0; i < m->nfiles; i++) {
+        pagein_file *f = m->files[i];
+        if (!f->mapped || !f->len) continue;
+        if (!(m->opts.hints & PAGEIN_HINT_SEQUENTIAL)) {
+            madvise((void *)f->base, f->len, MADV_RANDOM);
+            posix_fadvise(f->fd, 0, 0, POSIX_FADV_RANDOM);
         }
+        uint64_t a = pi_align_up(f->tab.data_start, page_size());
+        if (a < f->len) madvise((void *)(f->base + a), f->len - a, MADV_DONTNEED);
     }
-    int rc = pi_model_populate(m, r, cnt);
-    pi_free(r);
+    trim(m);
+    return 0;
+}
+
+/* With a budget, exactly the ranges asked for (readahead() +
+ * MADV_POPULATE_READ on the MADV_RANDOM mapping); else the model's method. */
+static enum pi_pop_method map_method(const pagein_model *m, uint64_t budget) {
+    return budget ? PI_POP_READAHEAD : m->pop_method;
+}
+
+static int map_load(pagein_model *m, struct pi_range *r, size_t n, uint64_t budget) {
+    return pi_model_populate_with(m, r, n, map_method(m, budget));
+}
+
+static int map_pass(pagein_model *m, const int32_t *groups, size_t ng, uint64_t budget, _Atomic int32_t *cursor,
+                    const struct pi_group_hooks *h) {
+    int rc = pi_model_populate_groups(m, groups, ng, map_method(m, budget), cursor, h);
+    if (budget) trim(m);
     return rc;
 }
 
-int pagein_model_load_layers(pagein_model *m, int32_t first, int32_t last) {
-    if (!m) return pi_err(PAGEIN_E_INVALID, "pagein_model_load_layers: NULL model");
-    RETURN_IF(first < -1 || last > m->nlayers || first > last, PAGEIN_E_RANGE,
-              "load_layers: [%d, %d] outside [-1, %d]", first, last, m->nlayers);
-    size_t a = m->lstart[first + 1], b = m->lstart[last + 2];
-    return pagein_model_load_tensors(m, m->lt + a, b - a);
-}
+const struct pi_fill pi_fill_mapping = {
+    .name = "mapping",
+    .prepare = map_prepare,
+    .load = map_load,
+    .pass = map_pass,
+    .release = pi_model_release_group,
+};

@@ -139,14 +139,6 @@ static int mostly_cold(const pagein_model *m) {
     return all >= (64u << 20) && res * 10 < all;
 }
 
-/* The page size of READ's and PREFETCH's buffers: measured (core/mem.h)
- * unless PAGEIN_READ_HUGEPAGE forces it or the HUGEPAGE hint asks. */
-enum pi_mem_pages pi_read_pages(const pagein_model *m) {
-    const char *hp = getenv("PAGEIN_READ_HUGEPAGE");
-    if (hp && (*hp == '0' || *hp == '1')) return *hp == '1' ? PI_MEM_PAGES_HUGE : PI_MEM_PAGES_SMALL;
-    return (m->opts.hints & PAGEIN_HINT_HUGEPAGE) ? PI_MEM_PAGES_HUGE : PI_MEM_PAGES_MEASURE;
-}
-
 int pi_model_read_all(pagein_model *m) {
     m->rbuf = pi_calloc(m->nfiles, sizeof *m->rbuf);
     m->rlen = pi_calloc(m->nfiles, sizeof *m->rlen);
@@ -325,7 +317,7 @@ int pagein_model_io_stats(const pagein_model *m, pagein_io_stats *st) {
     RETURN_IF(!m->has_io_stats && m->streamed, PAGEIN_E_UNSUPPORTED,
               "prefetch reads a model without a mapping layer by layer, one engine run each: no whole-model trace");
     RETURN_IF(!m->has_io_stats, PAGEIN_E_UNSUPPORTED, "%s pages in through the mapping: no engine trace",
-              pagein_strategy_name(m->strategy));
+              m->st ? m->st->name : "unknown");
     const struct pi_engine_stats *e = &m->io_stats;
     st->requests = e->requests;
     st->bytes = e->bytes;

@@ -7,14 +7,12 @@
  * pagein_strategy_name/_from_name and pagein_strategy_count. */
 #include "load.h"
 
-static int start_populate(pagein_model *m) { return pagein_model_load_tensors(m, NULL, 0); }
-
 static const struct pi_strategy st_auto = {
     .name = "auto", .summary = "measure the storage and pick one of the others"};
 static const struct pi_strategy st_lazy = {
     .name = "lazy", .needs_map = 1, .flags = PI_ST_HEADERS_ONLY, .summary = "map only: pages arrive on first touch"};
 static const struct pi_strategy st_populate = {
-    .name = "populate", .start = start_populate, .needs_map = 1, .flags = PI_ST_RESIDENT | PI_ST_BLOCKS,
+    .name = "populate", .start = pi_model_populate_all, .needs_map = 1, .flags = PI_ST_RESIDENT | PI_ST_BLOCKS,
     .summary = "map and page everything in, in parallel"};
 /* mapped files: the pager pages the mapping in; files without one
  * (remote): it reads each layer through the sources into anonymous memory

@@ -1,5 +1,7 @@
-/* stream.c - PREFETCH over files that have no mapping (remote sources):
- * layers read through the range engine into anonymous memory.
+/* stream.c - anonymous model buffers read through the range engine: the
+ * buffers' fill row (pi_fill_buffers, at the end), which the prefetch pager
+ * runs over files that have no mapping (remote sources), and the page size
+ * of READ's and PREFETCH's buffers. Calls only range.c below it.
  *
  * The memory is READ's (read.c): one anonymous mapping per file, rounded to
  * 2 MiB, tensor data pointing into it; but nothing is read at open. The
@@ -39,13 +41,12 @@
 #include <sys/mman.h>
 #include <unistd.h>
 
-static int ensure_hook(void *ctx, const pagein_tensor *t) {
-    pagein_model *m = ctx;
-    uintptr_t a = (uintptr_t)m->tab.t, x = (uintptr_t)t;
-    /* only the model's own records point into rbuf; a file's own table has
-     * no data pointer and is read through the source by pagein_tensor_copy */
-    if (x < a || x >= a + m->tab.n * sizeof *t || (x - a) % sizeof *t) return 0;
-    return pi_pager_ensure_tensor(m, t);
+/* The page size of READ's and PREFETCH's buffers: measured (core/mem.h)
+ * unless PAGEIN_READ_HUGEPAGE forces it or the HUGEPAGE hint asks. */
+enum pi_mem_pages pi_read_pages(const pagein_model *m) {
+    const char *hp = getenv("PAGEIN_READ_HUGEPAGE");
+    if (hp && (*hp == '0' || *hp == '1')) return *hp == '1' ? PI_MEM_PAGES_HUGE : PI_MEM_PAGES_SMALL;
+    return (m->opts.hints & PAGEIN_HINT_HUGEPAGE) ? PI_MEM_PAGES_HUGE : PI_MEM_PAGES_MEASURE;
 }
 
 int pi_stream_init(pagein_model *m) {
@@ -73,22 +74,12 @@ int pi_stream_init(pagein_model *m) {
         pagein_tensor *t = &m->tab.t[k];
         t->data = m->rbuf[t->file] + t->offset;
     }
-    for (size_t i = 0; i < m->nfiles; i++) {
-        m->files[i]->ensure = ensure_hook;
-        m->files[i]->ensure_ctx = m;
-    }
     m->streamed = 1;
     return 0;
 }
 
-static int cmp_range(const void *a, const void *b) {
-    const struct pi_range *x = a, *y = b;
-    if (x->file != y->file) return x->file < y->file ? -1 : 1;
-    return x->off < y->off ? -1 : x->off > y->off;
-}
-
 int pi_stream_read(pagein_model *m, struct pi_range *r, size_t n) {
-    qsort(r, n, sizeof *r, cmp_range);
+    qsort(r, n, sizeof *r, pi_range_cmp);
     struct pi_source **srcs = pi_calloc(m->nfiles, sizeof *srcs);
     struct pi_span *sp = pi_malloc((n ? n : 1) * sizeof *sp);
     int rc = 0;
@@ -158,3 +149,58 @@ void pi_stream_release_group(pagein_model *m, int32_t g) {
         if (e > a) madvise(m->rbuf[t->file] + a, e - a, MADV_DONTNEED);
     }
 }
+
+/* ---- the buffers' fill row (the pager) ---------------------------------- */
+
+static int buf_prepare(pagein_model *m, uint64_t budget) {
+    (void)budget;
+    return pi_stream_init(m);
+}
+
+static int buf_load(pagein_model *m, struct pi_range *r, size_t n, uint64_t budget) {
+    (void)budget;
+    return pi_stream_read(m, r, n);
+}
+
+/* One item per group of a pass, on its own thread, so the groups of the
+ * window are read concurrently (each group's requests fill the engine's
+ * depth; up to 4 groups are read at once, lowest first, and their runs
+ * split the depth: stream_share). A group the cursor passed before its
+ * read started is given back unread. */
+struct buf_pass {
+    pagein_model *m;
+    const int32_t *groups;
+    _Atomic int32_t *cursor;
+    const struct pi_group_hooks *h;
+};
+
+static int buf_item(void *ctx, size_t i) {
+    struct buf_pass *bp = ctx;
+    pagein_model *m = bp->m;
+    int32_t g = bp->groups[i];
+    int rc = PAGEIN_E_CANCELLED;
+    if (!atomic_load(&m->cancel) && (!bp->cursor || g >= atomic_load(bp->cursor)))
+        rc = pi_fill_group(&pi_fill_buffers, m, g, 0);
+    bp->h->done(bp->h->arg, g, rc);
+    return 0;
+}
+
+static int buf_pass(pagein_model *m, const int32_t *groups, size_t ng, uint64_t budget, _Atomic int32_t *cursor,
+                    const struct pi_group_hooks *h) {
+    (void)budget;
+    struct buf_pass bp = {m, groups, cursor, h};
+    unsigned share = ng < 4 ? (unsigned)ng : 4;
+    atomic_store(&m->stream_share, share);
+    pi_parallel(share, ng, buf_item, &bp);
+    atomic_store(&m->stream_share, 1);
+    return 0;
+}
+
+const struct pi_fill pi_fill_buffers = {
+    .name = "buffers",
+    .prepare = buf_prepare,
+    .load = buf_load,
+    .pass = buf_pass,
+    .release = pi_stream_release_group,
+    .buffers = 1,
+};
