@@ -3,6 +3,7 @@
  * built over locate()+sample() for rows whose samples are byte extents,
  * and the walk every fuzz target runs. */
 #include "dsformat.h"
+#include "../core/endian.h"
 
 #include <fcntl.h>
 #include <inttypes.h>
@@ -457,10 +458,8 @@ int pi_ds_cache_read(const struct pi_dsshard *sh, const char *path, const char m
     if (il && owner_ok && S_ISREG(st.st_mode) && (uint64_t)st.st_size >= head && (uint64_t)st.st_size <= (8ull << 30)) {
         if (!(b = pi_malloc((size_t)st.st_size))) rc = pi_err(-ENOMEM, "%s: out of memory", path);
         else if (pi_pread_full(fd, b, (uint64_t)st.st_size, 0) == 0) {
-            uint32_t l = (uint32_t)b[8] | (uint32_t)b[9] << 8 | (uint32_t)b[10] << 16 | (uint32_t)b[11] << 24;
-            uint64_t sz = 0, pr = 0;
-            for (int i = 7; i >= 0; i--) sz = sz << 8 | b[12 + il + (size_t)i];
-            for (int i = 7; i >= 0; i--) pr = pr << 8 | b[20 + il + (size_t)i];
+            uint32_t l = pi_le32(b + 8);
+            uint64_t sz = pi_le64(b + 12 + il), pr = pi_le64(b + 20 + il);
             if (!memcmp(b, magic, 8) && l == il && !memcmp(b + 12, id, il) && sz == sh->src->size &&
                 pr == cache_probe(sh)) {
                 memmove(b, b + head, (size_t)st.st_size - head);
@@ -498,10 +497,10 @@ void pi_ds_cache_write(const struct pi_dsshard *sh, const char *path, const char
     }
     uint8_t h[12 + 8];
     memcpy(h, magic, 8);
-    for (int i = 0; i < 4; i++) h[8 + i] = (uint8_t)(il >> (8 * i));
+    pi_st_le32(h + 8, (uint32_t)il);
     uint8_t sz[16];
-    uint64_t pr = cache_probe(sh);
-    for (int i = 0; i < 8; i++) sz[i] = (uint8_t)(sh->src->size >> (8 * i)), sz[8 + i] = (uint8_t)(pr >> (8 * i));
+    pi_st_le64(sz, sh->src->size);
+    pi_st_le64(sz + 8, cache_probe(sh));
     struct {
         const void *p;
         size_t n;
