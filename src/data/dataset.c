@@ -252,15 +252,10 @@ done:
 
 /* ---- the generic open ----------------------------------------------------- */
 
-static int ends_with(const char *s, const char *suf) {
-    size_t a = strlen(s), b = strlen(suf);
-    return a >= b && strcmp(s + a - b, suf) == 0;
-}
-
 static const struct pi_dsformat *by_suffix(const char *name) {
     for (size_t i = 0; pi_dsformats[i]; i++)
         for (const char *const *s = pi_dsformats[i]->suffixes; s && *s; s++)
-            if (ends_with(name, *s)) return pi_dsformats[i];
+            if (pi_ends_with(name, *s)) return pi_dsformats[i];
     return NULL;
 }
 
@@ -329,21 +324,10 @@ static int read_small(const char *uri, uint8_t **buf, size_t *len) {
     return rc;
 }
 
-static char *join(const char *dir, const char *name) {
-    size_t a = strlen(dir), b = strlen(name);
-    int slash = a && dir[a - 1] != '/';
-    char *p = pi_malloc(a + slash + b + 1);
-    if (!p) return NULL;
-    memcpy(p, dir, a);
-    if (slash) p[a] = '/';
-    memcpy(p + a + slash, name, b + 1);
-    return p;
-}
-
 /* Shard URIs of a Megatron name: PREFIX.idx or PREFIX -> PREFIX.bin. */
 static char *megatron_bin(const char *uri) {
     size_t n = strlen(uri);
-    if (ends_with(uri, ".idx") || ends_with(uri, ".bin")) n -= 4;
+    if (pi_ends_with(uri, ".idx") || pi_ends_with(uri, ".bin")) n -= 4;
     char *p = pi_malloc(n + 5);
     if (!p) return NULL;
     memcpy(p, uri, n);
@@ -367,7 +351,7 @@ static int add_index(struct ds_build *b, const struct pi_dsformat *f, const char
     if (rc == 0) rc = f->index(dir, k->buf, len, &k->ix);
     b->nki++; /* kept until the shards are open: their meta points into it */
     for (size_t j = 0; rc == 0 && j < k->ix.n; j++) {
-        char *sp = join(dir, k->ix.names[j]);
+        char *sp = pi_path_join(dir, k->ix.names[j]);
         if (!sp) {
             rc = pi_err(-ENOMEM, "out of memory");
             break;
@@ -400,7 +384,7 @@ static int add_dir(struct ds_build *b, const struct pi_dsformat *fmt, const char
         const struct pi_dsformat *f = pi_dsformats[i];
         if ((fmt && f != fmt) || !f->index) continue;
         for (const char *const *n = f->index_names; n && *n; n++) {
-            char *ip = join(dir, *n);
+            char *ip = pi_path_join(dir, *n);
             if (!ip) return pi_err(-ENOMEM, "out of memory");
             struct stat st;
             int rc = stat(ip, &st) == 0 ? add_index(b, f, dir, ip, a) : 1;
@@ -414,7 +398,7 @@ static int add_dir(struct ds_build *b, const struct pi_dsformat *fmt, const char
     struct dirent *e;
     int rc = 0;
     while ((e = readdir(dh)) && rc == 0) {
-        if (e->d_name[0] == '.' || ends_with(e->d_name, ".pagein-idx")) continue;
+        if (e->d_name[0] == '.' || pi_ends_with(e->d_name, ".pagein-idx")) continue;
         const struct pi_dsformat *f = by_suffix(e->d_name);
         /* a row without suffixes (records) takes every file when named */
         if (fmt && !fmt->suffixes && e->d_type != DT_DIR) f = fmt;
@@ -426,7 +410,7 @@ static int add_dir(struct ds_build *b, const struct pi_dsformat *fmt, const char
         rc = pi_err(PAGEIN_E_NOT_FOUND, "%s: no dataset shards (no index.json, no .tar, .mds, .jsonl, .txt, .idx, ... files)", dir);
     if (rc == 0) qsort(nm.v, nm.n, sizeof *nm.v, str_cmp);
     for (size_t i = 0; i < nm.n && rc == 0; i++) {
-        char *p = join(dir, nm.v[i]);
+        char *p = pi_path_join(dir, nm.v[i]);
         if (!p) rc = pi_err(-ENOMEM, "out of memory");
         else rc = add_one(b, fmt, p, a);
         pi_free(p);
@@ -530,9 +514,9 @@ static int add_one(struct ds_build *b, const struct pi_dsformat *fmt, const char
     if (!f) {
         /* Megatron: the .idx names it; the .bin (or the prefix) is its data */
         char *idx = NULL;
-        if (ends_with(uri, ".idx")) f = &pi_dsformat_megatron;
+        if (pi_ends_with(uri, ".idx")) f = &pi_dsformat_megatron;
         else if (!pi_source_is_remote(uri) && (idx = pi_malloc(strlen(uri) + 5))) {
-            size_t n = strlen(uri) - (ends_with(uri, ".bin") ? 4 : 0);
+            size_t n = strlen(uri) - (pi_ends_with(uri, ".bin") ? 4 : 0);
             memcpy(idx, uri, n);
             memcpy(idx + n, ".idx", 5);
             if (access(idx, R_OK) == 0) f = &pi_dsformat_megatron;
@@ -565,7 +549,7 @@ static int add_spec(struct ds_build *b, const struct pi_dsformat *fmt, const cha
             for (size_t k = 0; gr == 0 && k < g.gl_pathc && rc == 0; k++) {
                 const char *p = g.gl_pathv[k];
                 /* a glob over a Megatron pair names each dataset once */
-                if (ends_with(p, ".bin") && !fmt) {
+                if (pi_ends_with(p, ".bin") && !fmt) {
                     char idx[4096];
                     snprintf(idx, sizeof idx, "%.*s.idx", (int)strlen(p) - 4, p);
                     int listed = 0;
