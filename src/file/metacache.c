@@ -27,6 +27,7 @@
 #include "metacache.h"
 #include "../source/source.h"
 #include "../core/endian.h"
+#include "../io/io.h"
 
 #include <dirent.h>
 #include <fcntl.h>
@@ -256,7 +257,7 @@ static void evict(int dfd, uint64_t max) {
         if (e->d_name[0] == '.' && (!e->d_name[1] || (e->d_name[1] == '.' && !e->d_name[2]))) continue;
         struct stat st;
         if (fstatat(dfd, e->d_name, &st, AT_SYMLINK_NOFOLLOW) != 0 || !S_ISREG(st.st_mode)) continue;
-        if (!strncmp(e->d_name, ".tmp-", 5)) {
+        if (e->d_name[0] == '.' && strstr(e->d_name, ".tmp-")) { /* pi_atomic_put's, or an older ".tmp-PID-N-NAME" */
             if (st.st_mtime < now - 3600) (void)unlinkat(dfd, e->d_name, 0);
             continue;
         }
@@ -285,7 +286,6 @@ static void evict(int dfd, uint64_t max) {
 
 static _Atomic uint64_t written_since_scan = UINT64_MAX / 2; /* the first write looks */
 static _Atomic int scanning;
-static _Atomic unsigned tmp_seq;
 
 void pi_meta_put(const char *key, const char *identity, uint64_t size, pagein_format format, const uint8_t *hdr,
                  size_t len) {
@@ -323,34 +323,10 @@ void pi_meta_put(const char *key, const char *identity, uint64_t size, pagein_fo
 #endif
     uint8_t sum8[8];
     pi_st_le64(sum8, sum);
-    char name[40], tmp[96];
+    char name[40];
     entry_name(key, name);
-    snprintf(tmp, sizeof tmp, ".tmp-%d-%u-%s", (int)getpid(), atomic_fetch_add(&tmp_seq, 1), name);
-    int fd = openat(dfd, tmp, O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0600);
-    if (fd < 0 && errno == ENOENT) dir_gone(dfd);
-    if (fd >= 0) {
-        struct iovec iv[5] = {{head, HEAD_LEN}, {(void *)identity, il}, {(void *)key, kl}, {(void *)hdr, len},
-                              {sum8, 8}};
-        int ok = 1;
-        size_t want = (size_t)total, done = 0;
-        int k = 0;
-        while (ok && done < want) { /* writev until every iovec is out */
-            ssize_t w = writev(fd, iv + k, 5 - k);
-            if (w < 0 && errno == EINTR) continue;
-            if (w <= 0) {
-                ok = 0;
-                break;
-            }
-            done += (size_t)w;
-            while (k < 5 && (size_t)w >= iv[k].iov_len) w -= (ssize_t)iv[k++].iov_len;
-            if (k < 5) {
-                iv[k].iov_base = (uint8_t *)iv[k].iov_base + w;
-                iv[k].iov_len -= (size_t)w;
-            }
-        }
-        if (close(fd) != 0) ok = 0;
-        if (!ok || renameat(dfd, tmp, dfd, name) != 0) (void)unlinkat(dfd, tmp, 0);
-    }
+    struct iovec iv[5] = {{head, HEAD_LEN}, {(void *)identity, il}, {(void *)key, kl}, {(void *)hdr, len}, {sum8, 8}};
+    if (pi_atomic_put(dfd, name, 0600, iv, 5) == -ENOENT) dir_gone(dfd); /* private; a cache: no fsync */
     pi_free(whole);
     if (atomic_fetch_add(&written_since_scan, total) + total >= max / 16) {
         int zero = 0;
