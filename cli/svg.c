@@ -1,6 +1,8 @@
 /* svg.c - see svg.h. */
 #include "svg.h"
 
+#include "pagein.h"
+
 #include <errno.h>
 #include <fcntl.h>
 #include <math.h>
@@ -67,29 +69,7 @@ struct svg *svg_begin(const char *path, int w, int h, const char *title) {
 int svg_end(struct svg *s) {
     fputs("</svg>\n", s->f);
     int rc = fclose(s->f) == 0 ? 0 : -ENOMEM;
-    size_t pl = strlen(s->path);
-    char *tmp = malloc(pl + 16);
-    if (rc == 0 && !tmp) rc = -ENOMEM;
-    if (rc == 0) {
-        snprintf(tmp, pl + 16, "%s.tmp.XXXXXX", s->path);
-        int fd = mkstemp(tmp);
-        if (fd < 0) {
-            rc = -errno;
-        } else {
-            size_t off = 0;
-            while (off < s->len && rc == 0) {
-                ssize_t n = write(fd, s->buf + off, s->len - off);
-                if (n < 0 && errno == EINTR) continue;
-                if (n <= 0) rc = n < 0 ? -errno : -EIO;
-                else off += (size_t)n;
-            }
-            if (fchmod(fd, 0644) != 0 && rc == 0) rc = -errno;
-            if (close(fd) != 0 && rc == 0) rc = -errno;
-            if (rc == 0 && rename(tmp, s->path) != 0) rc = -errno;
-            if (rc != 0) unlink(tmp);
-        }
-    }
-    free(tmp);
+    if (rc == 0) rc = pagein_write_atomic(s->path, s->buf, s->len); /* src/io/atomic.c */
     free(s->buf);
     free(s->path);
     free(s);

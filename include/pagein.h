@@ -2090,6 +2090,16 @@ typedef struct pagein_pull_stats {
 PAGEIN_API int pagein_pull(const char *src, const char *dest, const pagein_pull_opts *opts, pagein_pull_stats *stats);
 #endif /* PAGEIN_EXPERIMENTAL: pull */
 
+#ifdef PAGEIN_EXPERIMENTAL /* atomic files (see Stability above) */
+/*
+ * Writes len bytes of buf to path the way the writers and pagein_install
+ * do (src/io/atomic.c): a temporary file next to path (mode 0666 & ~umask),
+ * fsynced, renamed over path, directory fsynced; on failure path is
+ * untouched and nothing is left. 0, or -errno with a detail naming path.
+ */
+PAGEIN_API int pagein_write_atomic(const char *path, const void *buf, size_t len);
+#endif /* PAGEIN_EXPERIMENTAL: atomic files */
+
 #ifdef PAGEIN_EXPERIMENTAL /* torch Distributed Checkpoints (see Stability above) */
 /*
  * A torch Distributed Checkpoint (DCP) directory: `.metadata` (a pickle,

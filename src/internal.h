@@ -45,8 +45,14 @@ void *pi_calloc(size_t n, size_t size);
 void *pi_realloc(void *p, size_t n);
 void pi_free(void *p);
 char *pi_strndup(const char *s, size_t n);
-/* 1 if s ends with suf (byte comparison). */
+/* 1 if s ends with suf (byte comparison); 0 for a NULL s. */
 int pi_ends_with(const char *s, const char *suf);
+/* The value of hex digit c (either case), or -1. */
+int pi_hexval(int c);
+/* dir/name (malloc'd, NULL without memory), with one slash however many dir
+ * ends with ("d/" + "x" is "d/x"; "/" + "x" is "/x"; "" + "x" is "x").
+ * Paths and URLs alike ("s3://b/p/" + "k" is "s3://b/p/k"). */
+char *pi_path_join(const char *dir, const char *name);
 /* Seconds on the monotonic clock (for durations, rates and deadlines). */
 double pi_now_s(void);
 /* The environment variable name, or NULL when unset or empty. */

@@ -1,6 +1,6 @@
 /* test_core_helpers.c - the core's small helpers (src/internal.h,
  * src/core/endian.h): the growable buffer's printf and the little-endian
- * loads. White-box. */
+ * loads and stores, the path join, hex digits. White-box. */
 #include "test.h"
 
 #include "../src/internal.h"
@@ -23,5 +23,27 @@ TEST(core_buf_printf_and_endian) {
     CHECK_EQ(pi_le16(le + 1), 0x0201);
     CHECK_EQ(pi_le32(le + 1), 0x04030201);
     CHECK(pi_le64(le + 1) == 0x8807060504030201ull);
+    return PASS;
+}
+
+/* pi_st_le32/64 store what pi_le32/64 load; pi_path_join puts one slash
+ * between a folder (or URL prefix) and a name; pi_hexval; pi_ends_with. */
+TEST(core_store_join_hex) {
+    uint8_t b[9] = {0};
+    pi_st_le32(b + 1, 0x04030201u);
+    CHECK(b[1] == 1 && b[4] == 4 && pi_le32(b + 1) == 0x04030201u);
+    pi_st_le64(b + 1, 0x8807060504030201ull);
+    CHECK(b[1] == 1 && b[8] == 0x88 && pi_le64(b + 1) == 0x8807060504030201ull);
+    static const char *const j[][3] = {{"d", "x", "d/x"},       {"d/", "x", "d/x"}, {"d//", "x", "d/x"},
+                                       {"/", "x", "/x"},        {"", "x", "x"},     {"s3://b/p/", "k", "s3://b/p/k"},
+                                       {"hf://o/n", "a/b", "hf://o/n/a/b"}};
+    for (size_t i = 0; i < sizeof j / sizeof j[0]; i++) {
+        char *p = pi_path_join(j[i][0], j[i][1]);
+        CHECK(p && strcmp(p, j[i][2]) == 0);
+        pi_free(p);
+    }
+    CHECK(pi_hexval('0') == 0 && pi_hexval('9') == 9 && pi_hexval('a') == 10 && pi_hexval('F') == 15);
+    CHECK(pi_hexval('g') == -1 && pi_hexval('/') == -1 && pi_hexval(0) == -1);
+    CHECK(pi_ends_with("a.jsonl.gz", ".gz") && !pi_ends_with("gz", ".gz") && !pi_ends_with(NULL, ".gz"));
     return PASS;
 }

@@ -1,6 +1,8 @@
-/* endian.h - little-endian loads of unaligned bytes, the one copy that the
- * parsers of untrusted bytes share (zip, safetensors, dequant, Megatron,
- * ...): byte by byte, so any alignment and any host order. */
+/* endian.h - little-endian loads and stores of unaligned bytes, the one
+ * copy that the parsers of untrusted bytes (zip, safetensors, dequant,
+ * pickle, Megatron, MDS, Parquet, ...) and the writers of the index and
+ * metadata caches share: byte by byte, so any alignment and any host order
+ * (compilers turn each into one load or store). */
 #ifndef PAGEIN_CORE_ENDIAN_H
 #define PAGEIN_CORE_ENDIAN_H
 
@@ -11,5 +13,11 @@ static inline uint32_t pi_le32(const uint8_t *p) {
     return (uint32_t)p[0] | (uint32_t)p[1] << 8 | (uint32_t)p[2] << 16 | (uint32_t)p[3] << 24;
 }
 static inline uint64_t pi_le64(const uint8_t *p) { return (uint64_t)pi_le32(p) | (uint64_t)pi_le32(p + 4) << 32; }
+static inline void pi_st_le32(uint8_t *p, uint32_t v) {
+    for (int i = 0; i < 4; i++) p[i] = (uint8_t)(v >> (8 * i));
+}
+static inline void pi_st_le64(uint8_t *p, uint64_t v) {
+    for (int i = 0; i < 8; i++) p[i] = (uint8_t)(v >> (8 * i));
+}
 
 #endif

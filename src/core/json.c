@@ -133,12 +133,9 @@ int pi_json_enter(struct pi_json *j, int type) {
 static int hex4(const uint8_t *p, uint32_t *out) {
     uint32_t v = 0;
     for (int i = 0; i < 4; i++) {
-        uint8_t c = p[i];
-        v <<= 4;
-        if (c >= '0' && c <= '9') v |= (uint32_t)(c - '0');
-        else if (c >= 'a' && c <= 'f') v |= (uint32_t)(c - 'a' + 10);
-        else if (c >= 'A' && c <= 'F') v |= (uint32_t)(c - 'A' + 10);
-        else return -1;
+        int d = pi_hexval(p[i]);
+        if (d < 0) return -1;
+        v = v << 4 | (uint32_t)d;
     }
     *out = v;
     return 0;
@@ -198,7 +195,7 @@ static int decode_escapes(struct pi_json *j, size_t body, size_t n, const char *
         case 'r': *d++ = '\r'; break;
         case 't': *d++ = '\t'; break;
         case 'u': {
-            uint32_t cp, lo;
+            uint32_t cp = 0, lo = 0;
             hex4(p + i, &cp); /* validated by the scanner */
             i += 4;
             if (cp >= 0xD800 && cp <= 0xDBFF) {

@@ -186,8 +186,28 @@ char *pi_strndup(const char *s, size_t n) {
 }
 
 int pi_ends_with(const char *s, const char *suf) {
+    if (!s) return 0;
     size_t n = strlen(s), m = strlen(suf);
     return n >= m && memcmp(s + n - m, suf, m) == 0;
+}
+
+int pi_hexval(int c) {
+    if (c >= '0' && c <= '9') return c - '0';
+    if (c >= 'a' && c <= 'f') return c - 'a' + 10;
+    if (c >= 'A' && c <= 'F') return c - 'A' + 10;
+    return -1;
+}
+
+char *pi_path_join(const char *dir, const char *name) {
+    size_t a = strlen(dir), b = strlen(name);
+    while (a > 1 && dir[a - 1] == '/') a--;
+    int slash = a > 0 && !(a == 1 && dir[0] == '/');
+    char *p = pi_malloc(a + (size_t)slash + b + 1);
+    if (!p) return NULL;
+    memcpy(p, dir, a);
+    if (slash) p[a] = '/';
+    memcpy(p + a + slash, name, b + 1);
+    return p;
 }
 
 double pi_now_s(void) {

@@ -29,6 +29,7 @@
 #define PAGEIN_ARROW_H
 
 #include "../internal.h"
+#include "../core/endian.h"
 
 /* The error code for malformed Arrow input: the dataset table's. */
 #define PI_ARROW_E_FORMAT PAGEIN_E_FORMAT
@@ -232,15 +233,8 @@ int pi_fb_vector(const struct pi_fbt *t, unsigned slot, uint32_t elem, uint32_t 
 int pi_fb_vec_table(const struct pi_fb *b, uint32_t data, uint32_t i, struct pi_fbt *sub);
 /* String: 1 present (*s, *len; not NUL-terminated), 0 absent. */
 int pi_fb_string(const struct pi_fbt *t, unsigned slot, const char **s, uint32_t *len);
-static inline int64_t pi_fb_ld64(const uint8_t *p) {
-    int64_t v;
-    memcpy(&v, p, 8);
-    return v;
-}
-static inline uint32_t pi_fb_ld32(const uint8_t *p) {
-    uint32_t v;
-    memcpy(&v, p, 4);
-    return v;
-}
+/* flatbuffers and Arrow IPC are little-endian (core/endian.h) */
+static inline int64_t pi_fb_ld64(const uint8_t *p) { return (int64_t)pi_le64(p); }
+static inline uint32_t pi_fb_ld32(const uint8_t *p) { return pi_le32(p); }
 
 #endif

@@ -19,19 +19,12 @@ static int fb_err(const char *what, uint64_t pos) {
     return pi_err(PI_ARROW_E_FORMAT, "flatbuffer: %s at byte %llu", what, (unsigned long long)pos);
 }
 
-static inline uint16_t ld16(const uint8_t *p) {
-    uint16_t v;
-    memcpy(&v, p, 2);
-    return v;
-}
-
 static int table_at(const struct pi_fb *b, uint64_t pos, struct pi_fbt *t) {
     if (pos > b->n || b->n - pos < 4) return fb_err("table out of bounds", pos);
-    int32_t so;
-    memcpy(&so, b->p + pos, 4);
+    int32_t so = (int32_t)pi_le32(b->p + pos);
     int64_t vt = (int64_t)pos - so;
     if (vt < 0 || (uint64_t)vt > b->n || b->n - (uint64_t)vt < 4) return fb_err("vtable out of bounds", pos);
-    uint16_t vtlen = ld16(b->p + vt), tlen = ld16(b->p + vt + 2);
+    uint16_t vtlen = pi_le16(b->p + vt), tlen = pi_le16(b->p + vt + 2);
     if (vtlen < 4 || (vtlen & 1) || (uint64_t)vt + vtlen > b->n) return fb_err("bad vtable size", (uint64_t)vt);
     if (tlen < 4 || pos + tlen > b->n) return fb_err("bad table size", pos);
     t->b = b;
@@ -52,7 +45,7 @@ int pi_fb_root(const struct pi_fb *b, struct pi_fbt *t) {
 static int64_t field(const struct pi_fbt *t, unsigned slot, unsigned size) {
     uint32_t at = 4 + 2 * slot;
     if (at + 2 > t->vtlen) return 0;
-    uint16_t off = ld16(t->b->p + t->vt + at);
+    uint16_t off = pi_le16(t->b->p + t->vt + at);
     if (off == 0) return 0;
     if (off < 4 || (uint32_t)off + size > t->tlen) return fb_err("field outside its table", t->pos);
     return (int64_t)t->pos + off;

@@ -252,15 +252,10 @@ done:
 
 /* ---- the generic open ----------------------------------------------------- */
 
-static int ends_with(const char *s, const char *suf) {
-    size_t a = strlen(s), b = strlen(suf);
-    return a >= b && strcmp(s + a - b, suf) == 0;
-}
-
 static const struct pi_dsformat *by_suffix(const char *name) {
     for (size_t i = 0; pi_dsformats[i]; i++)
         for (const char *const *s = pi_dsformats[i]->suffixes; s && *s; s++)
-            if (ends_with(name, *s)) return pi_dsformats[i];
+            if (pi_ends_with(name, *s)) return pi_dsformats[i];
     return NULL;
 }
 
@@ -329,17 +324,6 @@ static int read_small(const char *uri, uint8_t **buf, size_t *len) {
     return rc;
 }
 
-static char *join(const char *dir, const char *name) {
-    size_t a = strlen(dir), b = strlen(name);
-    int slash = a && dir[a - 1] != '/';
-    char *p = pi_malloc(a + slash + b + 1);
-    if (!p) return NULL;
-    memcpy(p, dir, a);
-    if (slash) p[a] = '/';
-    memcpy(p + a + slash, name, b + 1);
-    return p;
-}
-
 static int add_one(struct ds_build *b, const struct pi_dsformat *fmt, const char *uri, const struct pi_dsopen *a);
 
 /* The shards an index file lists (MDS index.json), local or remote: read
@@ -356,7 +340,7 @@ static int add_index(struct ds_build *b, const struct pi_dsformat *f, const char
     if (rc == 0) rc = f->index(dir, k->buf, len, &k->ix);
     b->nki++; /* kept until the shards are open: their meta points into it */
     for (size_t j = 0; rc == 0 && j < k->ix.n; j++) {
-        char *sp = join(dir, k->ix.names[j]);
+        char *sp = pi_path_join(dir, k->ix.names[j]);
         if (!sp) {
             rc = pi_err(-ENOMEM, "out of memory");
             break;
@@ -389,7 +373,7 @@ static int add_dir(struct ds_build *b, const struct pi_dsformat *fmt, const char
         const struct pi_dsformat *f = pi_dsformats[i];
         if ((fmt && f != fmt) || !f->index) continue;
         for (const char *const *n = f->index_names; n && *n; n++) {
-            char *ip = join(dir, *n);
+            char *ip = pi_path_join(dir, *n);
             if (!ip) return pi_err(-ENOMEM, "out of memory");
             struct stat st;
             int rc = stat(ip, &st) == 0 ? add_index(b, f, dir, ip, a) : 1;
@@ -403,7 +387,7 @@ static int add_dir(struct ds_build *b, const struct pi_dsformat *fmt, const char
     struct dirent *e;
     int rc = 0;
     while ((e = readdir(dh)) && rc == 0) {
-        if (e->d_name[0] == '.' || ends_with(e->d_name, ".pagein-idx")) continue;
+        if (e->d_name[0] == '.' || pi_ends_with(e->d_name, ".pagein-idx")) continue;
         const struct pi_dsformat *f = by_suffix(e->d_name);
         /* a row without suffixes (records) takes every file when named */
         if (fmt && !fmt->suffixes && e->d_type != DT_DIR) f = fmt;
@@ -415,7 +399,7 @@ static int add_dir(struct ds_build *b, const struct pi_dsformat *fmt, const char
         rc = pi_err(PAGEIN_E_NOT_FOUND, "%s: no dataset shards (no index.json, no .tar, .mds, .jsonl, .txt, .idx, ... files)", dir);
     if (rc == 0) qsort(nm.v, nm.n, sizeof *nm.v, str_cmp);
     for (size_t i = 0; i < nm.n && rc == 0; i++) {
-        char *p = join(dir, nm.v[i]);
+        char *p = pi_path_join(dir, nm.v[i]);
         if (!p) rc = pi_err(-ENOMEM, "out of memory");
         else rc = add_one(b, fmt, p, a);
         pi_free(p);

@@ -19,17 +19,12 @@ const char *pi_ds_arrow_codec(const struct pi_dsshard *sh);
 
 
 
-static int ends_with(const char *s, const char *suffix) {
-    size_t n = strlen(s), k = strlen(suffix);
-    return n >= k && !strcmp(s + n - k, suffix);
-}
-
 /* The codec of a shard's bytes: "none", "gzip", "zstd", "lz4_frame", or
  * NULL where it varies per column chunk (Parquet: inspect the file). */
 static const char *shard_codec(const struct pi_dsshard *sh) {
     const char *f = sh->fmt->name, *n = sh->name ? sh->name : "";
-    if (!strcmp(f, "lines")) return ends_with(n, ".gz") ? "gzip" : ends_with(n, ".zst") ? "zstd" : "none";
-    if (!strcmp(f, "mds")) return ends_with(n, ".zstd") ? "zstd" : "none";
+    if (!strcmp(f, "lines")) return pi_ends_with(n, ".gz") ? "gzip" : pi_ends_with(n, ".zst") ? "zstd" : "none";
+    if (!strcmp(f, "mds")) return pi_ends_with(n, ".zstd") ? "zstd" : "none";
     if (!strcmp(f, "arrow")) return pi_ds_arrow_codec(sh);
     if (!strcmp(f, "parquet")) return NULL;
     return "none";

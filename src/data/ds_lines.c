@@ -8,6 +8,7 @@
  * dscount.c) and read as one group, decompressed whole when it is read
  * (sequential only: memory is the decompressed file). */
 #include "dsformat.h"
+#include "../core/endian.h"
 
 #include <inttypes.h>
 
@@ -32,17 +33,12 @@ static int lz_kind(const uint8_t *h, size_t nh) {
     return Z_NONE;
 }
 
-static int ends_with(const char *s, const char *suf) {
-    size_t a = s ? strlen(s) : 0, b = strlen(suf);
-    return a >= b && strcmp(s + a - b, suf) == 0;
-}
-
 static int lines_detect(const char *name, const uint8_t *h, size_t nh, const uint8_t *t, size_t nt, uint64_t size) {
     (void)t, (void)nt, (void)size, (void)h, (void)nh;
     static const char *const sfx[] = {".jsonl", ".txt", ".json", ".jsonl.gz", ".jsonl.zst", ".txt.gz", ".txt.zst",
                                       ".json.gz", ".json.zst", ".ndjson", ".ndjson.gz", ".ndjson.zst"};
     for (size_t i = 0; i < PI_ARRAY_LEN(sfx); i++)
-        if (ends_with(name, sfx[i])) return 1;
+        if (pi_ends_with(name, sfx[i])) return 1;
     return 0;
 }
 
@@ -128,12 +124,6 @@ static int index_compressed(struct pi_dsshard *sh, struct lines *L, const uint8_
  * text. 1 loaded, 0 not usable. */
 #define LIX_MAGIC "PGLNIX01"
 
-static uint64_t ld64(const uint8_t *p) {
-    uint64_t v = 0;
-    for (int i = 7; i >= 0; i--) v = v << 8 | p[i];
-    return v;
-}
-
 static int cache_load(const struct pi_dsshard *sh, struct lines *L, const char *path) {
     uint8_t *b;
     size_t n;
@@ -141,12 +131,12 @@ static int cache_load(const struct pi_dsshard *sh, struct lines *L, const char *
     int ok = 0;
     if (n >= 20) {
         uint32_t z = b[0];
-        uint64_t tb = ld64(b + 4), cnt = ld64(b + 12), span = z ? tb : sh->src->size, prev = 0;
+        uint64_t tb = pi_le64(b + 4), cnt = pi_le64(b + 12), span = z ? tb : sh->src->size, prev = 0;
         if (z <= Z_ZSTD && cnt <= (n - 20) / 16 && cnt * 16 == n - 20 && (L->off = pi_malloc((size_t)(cnt ? cnt : 1) * 8)) &&
             (L->len = pi_malloc((size_t)(cnt ? cnt : 1) * 8))) {
             ok = 1;
             for (uint64_t i = 0; i < cnt && ok; i++) {
-                uint64_t o = ld64(b + 20 + 16 * i), l = ld64(b + 28 + 16 * i);
+                uint64_t o = pi_le64(b + 20 + 16 * i), l = pi_le64(b + 28 + 16 * i);
                 if (o < prev || l == 0 || l > span || o > span - l) ok = 0;
                 L->off[i] = o, L->len[i] = l;
                 prev = o + l;
@@ -169,12 +159,12 @@ static void cache_store(const struct pi_dsshard *sh, const struct lines *L, cons
     if (!b) return;
     memset(b, 0, 20);
     b[0] = (uint8_t)L->z;
-    for (int i = 0; i < 8; i++) b[4 + i] = (uint8_t)(L->text_bytes >> (8 * i)), b[12 + i] = (uint8_t)(L->n >> (8 * i));
-    for (uint64_t k = 0; k < L->n; k++)
-        for (int i = 0; i < 8; i++) {
-            b[20 + 16 * k + (uint64_t)i] = (uint8_t)(L->off[k] >> (8 * i));
-            b[28 + 16 * k + (uint64_t)i] = (uint8_t)(L->len[k] >> (8 * i));
-        }
+    pi_st_le64(b + 4, L->text_bytes);
+    pi_st_le64(b + 12, L->n);
+    for (uint64_t k = 0; k < L->n; k++) {
+        pi_st_le64(b + 20 + 16 * k, L->off[k]);
+        pi_st_le64(b + 28 + 16 * k, L->len[k]);
+    }
     pi_ds_cache_write(sh, path, LIX_MAGIC, b, n);
     pi_free(b);
 }

@@ -16,6 +16,7 @@
  * sample), jpeg/png/pil (their bytes). pkl is refused (PAGEIN_E_UNSAFE):
  * unpickling runs code. */
 #include "dsformat.h"
+#include "../core/endian.h"
 #include "../format/format.h"
 
 #include <inttypes.h>
@@ -53,7 +54,6 @@ struct mds_meta { /* from index.json, per shard */
     int zstd;
 };
 
-static uint32_t rd32(const uint8_t *p) { return (uint32_t)p[0] | (uint32_t)p[1] << 8 | (uint32_t)p[2] << 16 | (uint32_t)p[3] << 24; }
 
 /* ndarray value dtype codes (MDS NDArray encoding) */
 static int nd_code(unsigned code, uint8_t *type, uint8_t *width) {
@@ -231,7 +231,7 @@ static int parse_config(const struct pi_dsshard *sh, struct mds *M, const uint8_
  * available). Fills M->n, offsets, columns. */
 static int parse_head(const struct pi_dsshard *sh, struct mds *M, const uint8_t *b, uint64_t avail, uint64_t total) {
     if (avail < 4) return pi_ds_err(sh, PAGEIN_E_FORMAT, UINT64_MAX, UINT64_MAX, NULL, "shorter than its 4-byte sample count");
-    uint64_t n = rd32(b), hl = 4 + 4 * (n + 1);
+    uint64_t n = pi_le32(b), hl = 4 + 4 * (n + 1);
     if (hl > total)
         return pi_ds_err(sh, PAGEIN_E_FORMAT, UINT64_MAX, UINT64_MAX, NULL,
                          "%" PRIu64 " samples need %" PRIu64 " bytes of offsets, the shard has %" PRIu64, n, hl, total);
@@ -239,7 +239,7 @@ static int parse_head(const struct pi_dsshard *sh, struct mds *M, const uint8_t 
     M->offsets = pi_malloc((size_t)(n + 1) * 4);
     if (!M->offsets) return pi_err(-ENOMEM, "%s: out of memory", sh->name);
     for (uint64_t i = 0; i <= n; i++) {
-        M->offsets[i] = rd32(b + 4 + 4 * i);
+        M->offsets[i] = pi_le32(b + 4 + 4 * i);
         if (M->offsets[i] > total || (i && M->offsets[i] < M->offsets[i - 1]))
             return pi_ds_err(sh, PAGEIN_E_FORMAT, UINT64_MAX, i ? i - 1 : 0, NULL,
                              "offset %" PRIu32 " (previous %" PRIu32 ", shard %" PRIu64 " bytes)", M->offsets[i],
@@ -293,9 +293,9 @@ struct zhead {
 
 static uint64_t zhead_need(const struct zhead *h) {
     if (h->len < 4) return 4;
-    uint64_t hl = 4 + 4 * ((uint64_t)rd32(h->b) + 1);
+    uint64_t hl = 4 + 4 * ((uint64_t)pi_le32(h->b) + 1);
     if (h->len < hl) return hl;
-    return PI_MAX(hl, (uint64_t)rd32(h->b + 4)); /* through the config, to the first sample */
+    return PI_MAX(hl, (uint64_t)pi_le32(h->b + 4)); /* through the config, to the first sample */
 }
 
 static int zhead_piece(void *ctx, const uint8_t *p, size_t len) {
@@ -309,7 +309,7 @@ static int zhead_piece(void *ctx, const uint8_t *p, size_t len) {
     memcpy(h->b + h->len, p, (size_t)take);
     h->len += take;
     h->need = zhead_need(h);
-    if (h->len >= 4 && rd32(h->b) > h->most) return 1; /* refused by the caller before the offsets are kept */
+    if (h->len >= 4 && pi_le32(h->b) > h->most) return 1; /* refused by the caller before the offsets are kept */
     return h->len >= h->need || h->need > h->raw ? 1 : 0; /* enough, or parse_head names what is wrong */
 }
 
@@ -339,7 +339,7 @@ static int mds_open(struct pi_dsshard *sh, const struct pi_dsopen *a) {
             rc = parse_head(sh, M, buf, want, size);
             if (rc != PAGEIN_E_TRUNCATED) break;
             if (want == size) { rc = pi_ds_err(sh, PAGEIN_E_FORMAT, UINT64_MAX, UINT64_MAX, NULL, "truncated header"); break; }
-            uint64_t need = 4 + 4 * ((uint64_t)rd32(buf) + 1);
+            uint64_t need = 4 + 4 * ((uint64_t)pi_le32(buf) + 1);
             if (M->offsets) need = M->offsets[0];
             want = PI_MIN(size, PI_MAX(want * 2, need));
         }
@@ -374,7 +374,7 @@ static int mds_open(struct pi_dsshard *sh, const struct pi_dsopen *a) {
         struct zhead h = {.raw = raw, .most = size * PI_DS_ROWS_PER_BYTE};
         uint64_t got = 0;
         rc = pi_ds_unzstd_each(buf, (size_t)size, raw, zhead_piece, &h, &got, sh->name);
-        if (rc == 0 && h.len >= 4) rc = pi_ds_count_check(sh, 0, rd32(h.b), size, "zstd-compressed shard");
+        if (rc == 0 && h.len >= 4) rc = pi_ds_count_check(sh, 0, pi_le32(h.b), size, "zstd-compressed shard");
         if (rc == 0 && h.len < h.need && h.need <= raw) rc = PAGEIN_E_TRUNCATED;
         if (rc == 0) rc = parse_head(sh, M, h.b, h.len, raw);
         pi_free(h.b);
@@ -415,7 +415,7 @@ static int mds_sample(const struct pi_dsshard *sh, uint64_t id, const uint8_t *p
     /* the columns in order; k walks the selection (which is a subset, in any order) */
     for (size_t i = 0; i < M->nc; i++) {
         const struct mcol *c = &M->c[i];
-        uint64_t sz = c->fixed_size ? c->size : rd32(p + 4 * vi++);
+        uint64_t sz = c->fixed_size ? c->size : pi_le32(p + 4 * vi++);
         if (sz > len - at)
             return pi_ds_err(sh, PAGEIN_E_FORMAT, UINT64_MAX, id, c->name, "%" PRIu64 " bytes at %" PRIu64 ", sample has %" PRIu64, sz, at, len);
         const uint8_t *v = p + at;
@@ -495,7 +495,7 @@ static int mds_decode(const struct pi_dsshard *sh, struct pi_dsgroup *grp) {
     int rc = pi_ds_zstd(grp->bufs[0].p, (size_t)grp->bufs[0].len, G->raw, (size_t)M->raw_bytes, sh->name);
     /* the offsets were validated at open against this image: they must still agree */
     for (uint64_t i = 0; rc == 0 && i <= M->n; i++)
-        if (rd32(G->raw + 4 + 4 * i) != M->offsets[i])
+        if (pi_le32(G->raw + 4 + 4 * i) != M->offsets[i])
             rc = pi_ds_err(sh, PAGEIN_E_CHANGED, grp->g, i, NULL, "offsets differ from those read at open");
     if (rc < 0) {
         pi_free(G->raw);

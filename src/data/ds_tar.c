@@ -12,6 +12,7 @@
  * read by samples; .tar.gz shards are decompressed whole (sequential only:
  * one group, memory the decompressed shard). */
 #include "dsformat.h"
+#include "../core/endian.h"
 
 #include <fcntl.h>
 #include <inttypes.h>
@@ -415,19 +416,14 @@ static int select_cols(struct pi_dsshard *sh, struct tar *T, const struct pi_dso
 
 #define TIX_MAGIC "PGTARIX1"
 
-static uint64_t rd64(const uint8_t *p) {
-    uint64_t v = 0;
-    for (int i = 7; i >= 0; i--) v = v << 8 | p[i];
-    return v;
-}
-static uint32_t rd32(const uint8_t *p) { return (uint32_t)p[0] | (uint32_t)p[1] << 8 | (uint32_t)p[2] << 16 | (uint32_t)p[3] << 24; }
 static void put64(struct pi_buf *b, uint64_t v) {
     uint8_t x[8];
-    for (int i = 0; i < 8; i++) x[i] = (uint8_t)(v >> (8 * i));
+    pi_st_le64(x, v);
     pi_buf_put(b, x, 8);
 }
 static void put32(struct pi_buf *b, uint32_t v) {
-    uint8_t x[4] = {(uint8_t)v, (uint8_t)(v >> 8), (uint8_t)(v >> 16), (uint8_t)(v >> 24)};
+    uint8_t x[4];
+    pi_st_le32(x, v);
     pi_buf_put(b, x, 4);
 }
 
@@ -441,13 +437,13 @@ static int cache_load(const struct pi_dsshard *sh, struct tar *T, const char *pa
     if (pi_ds_cache_read(sh, path, TIX_MAGIC, &b, &len) > 0 && len >= 28 && len <= (1ull << 32)) {
         const uint8_t *p = b, *e = b + len;
         uint32_t l;
-        uint64_t raw = rd64(p), n = rd64(p + 8), kb = rd64(p + 16);
-        uint32_t ne = rd32(p + 24);
+        uint64_t raw = pi_le64(p), n = pi_le64(p + 8), kb = pi_le64(p + 16);
+        uint32_t ne = pi_le32(p + 24);
         p += 28;
         if (ne > PI_DS_MAX_COLS) goto done;
         uint64_t span = raw ? raw : sh->src->size;
         for (uint32_t i = 0; i < ne; i++) {
-            if (e - p < 4 || (l = rd32(p)) > PI_DS_MAX_NAME || (uint64_t)(e - p - 4) < l) goto done;
+            if (e - p < 4 || (l = pi_le32(p)) > PI_DS_MAX_NAME || (uint64_t)(e - p - 4) < l) goto done;
             char *x = pi_strndup((const char *)p + 4, l);
             if (!x || pi_grow((void **)&T->ext, &T->extcap, T->next + 1, sizeof *T->ext) < 0) {
                 pi_free(x);
@@ -462,7 +458,7 @@ static int cache_load(const struct pi_dsshard *sh, struct tar *T, const char *pa
         if (!T->s || !T->keys) goto done;
         uint64_t prev = 0;
         for (uint64_t i = 0; i < n; i++, p += 24) {
-            struct tsample s = {rd64(p), rd64(p + 8), rd32(p + 16), rd32(p + 20)};
+            struct tsample s = {pi_le64(p), pi_le64(p + 8), pi_le32(p + 16), pi_le32(p + 20)};
             if (s.off < prev || s.len > span || s.off > span - s.len || (uint64_t)s.key_off + s.key_len > kb) goto done;
             prev = s.off + s.len;
             T->s[i] = s;

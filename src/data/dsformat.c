@@ -3,11 +3,14 @@
  * built over locate()+sample() for rows whose samples are byte extents,
  * and the walk every fuzz target runs. */
 #include "dsformat.h"
+#include "../core/endian.h"
+#include "../io/io.h"
 
 #include <fcntl.h>
 #include <inttypes.h>
 #include <stdio.h>
 #include <sys/stat.h>
+#include <sys/uio.h>
 #include <unistd.h>
 
 
@@ -530,10 +533,8 @@ int pi_ds_cache_read(const struct pi_dsshard *sh, const char *path, const char m
     if (il && owner_ok && S_ISREG(st.st_mode) && (uint64_t)st.st_size >= head && (uint64_t)st.st_size <= (8ull << 30)) {
         if (!(b = pi_malloc((size_t)st.st_size))) rc = pi_err(-ENOMEM, "%s: out of memory", path);
         else if (pi_pread_full(fd, b, (uint64_t)st.st_size, 0) == 0) {
-            uint32_t l = (uint32_t)b[8] | (uint32_t)b[9] << 8 | (uint32_t)b[10] << 16 | (uint32_t)b[11] << 24;
-            uint64_t sz = 0, pr = 0;
-            for (int i = 7; i >= 0; i--) sz = sz << 8 | b[12 + il + (size_t)i];
-            for (int i = 7; i >= 0; i--) pr = pr << 8 | b[20 + il + (size_t)i];
+            uint32_t l = pi_le32(b + 8);
+            uint64_t sz = pi_le64(b + 12 + il), pr = pi_le64(b + 20 + il);
             if (!memcmp(b, magic, 8) && l == il && !memcmp(b + 12, id, il) && sz == sh->src->size &&
                 pr == cache_probe(sh)) {
                 memmove(b, b + head, (size_t)st.st_size - head);
@@ -552,46 +553,20 @@ int pi_ds_cache_read(const struct pi_dsshard *sh, const char *path, const char m
 void pi_ds_cache_write(const struct pi_dsshard *sh, const char *path, const char magic[8], const void *payload,
                        size_t len) {
     const char *id = sh->src->identity;
-    size_t il = strlen(id), pl = strlen(path);
+    size_t il = strlen(id);
     if (!il) return;
-    char *tmp = pi_malloc(pl + 32);
-    if (!tmp) return;
-    snprintf(tmp, pl + 32, "%s.tmp.%ld", path, (long)getpid());
     /* The index holds the shard's sample keys: no more readable than the
      * shard (a remote one's: the owner only). A new file of our own, never
      * through a link planted at the temporary name (the shard's directory
-     * may be shared). */
+     * may be shared): io/atomic.c's temporary is created O_EXCL. */
     struct stat st;
     mode_t mode = sh->src->fd >= 0 && fstat(sh->src->fd, &st) == 0 ? (st.st_mode & 0644) | 0600 : 0600;
-    unlink(tmp); /* a stale one of an earlier process with this pid */
-    int fd = open(tmp, O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, mode);
-    if (fd < 0) {
-        pi_free(tmp);
-        return;
-    }
-    uint8_t h[12 + 8];
+    uint8_t h[12];
     memcpy(h, magic, 8);
-    for (int i = 0; i < 4; i++) h[8 + i] = (uint8_t)(il >> (8 * i));
+    pi_st_le32(h + 8, (uint32_t)il);
     uint8_t sz[16];
-    uint64_t pr = cache_probe(sh);
-    for (int i = 0; i < 8; i++) sz[i] = (uint8_t)(sh->src->size >> (8 * i)), sz[8 + i] = (uint8_t)(pr >> (8 * i));
-    struct {
-        const void *p;
-        size_t n;
-    } parts[4] = {{h, 12}, {id, il}, {sz, 16}, {payload, len}};
-    int good = 1;
-    for (int k = 0; k < 4 && good; k++) {
-        size_t off = 0;
-        while (off < parts[k].n) {
-            ssize_t w = write(fd, (const uint8_t *)parts[k].p + off, parts[k].n - off);
-            if (w <= 0) {
-                good = 0;
-                break;
-            }
-            off += (size_t)w;
-        }
-    }
-    if (close(fd) != 0) good = 0;
-    if (!good || rename(tmp, path) != 0) unlink(tmp);
-    pi_free(tmp);
+    pi_st_le64(sz, sh->src->size);
+    pi_st_le64(sz + 8, cache_probe(sh));
+    struct iovec parts[4] = {{h, 12}, {(void *)id, il}, {sz, 16}, {(void *)payload, len}};
+    (void)pi_atomic_put(AT_FDCWD, path, mode, parts, 4); /* a cache: no fsync, no error */
 }

@@ -3,6 +3,7 @@
  * columns (LogicalTypes.md's nested encoding). No I/O: the caller hands in
  * the file's tail. docs/FORMAT-PARQUET.md. */
 #include "parquet.h"
+#include "../core/endian.h"
 
 #include <stdio.h>
 #include <string.h>
@@ -27,9 +28,6 @@ const char *pi_pq_encoding_name(int e) {
     return e >= 0 && e < 11 ? n[e] : "unknown encoding";
 }
 
-static uint32_t le32(const uint8_t *p) {
-    return (uint32_t)p[0] | (uint32_t)p[1] << 8 | (uint32_t)p[2] << 16 | (uint32_t)p[3] << 24;
-}
 
 int pi_pq_tail_need(const void *tail, size_t len, uint64_t file_size, const char *name, uint64_t *need) {
     const uint8_t *t = tail;
@@ -42,7 +40,7 @@ int pi_pq_tail_need(const void *tail, size_t len, uint64_t file_size, const char
             return pi_err(PAGEIN_E_UNSUPPORTED, "%s: encrypted Parquet footer (PARE) is not supported", nm);
         return pi_err(PAGEIN_E_BAD_MAGIC, "%s: no PAR1 magic at the end of the file", nm);
     }
-    uint64_t flen = le32(t + len - 8);
+    uint64_t flen = pi_le32(t + len - 8);
     if (flen + 12 > file_size)
         return pi_err(PI_PQ_EFORMAT, "%s: footer of %llu bytes does not fit in a file of %llu bytes", nm,
                       (unsigned long long)flen, (unsigned long long)file_size);

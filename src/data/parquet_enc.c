@@ -4,17 +4,16 @@
  * and DELTA_BYTE_ARRAY). Every read is checked against the buffer; a
  * stream that ends early is PI_PQ_EFORMAT. */
 #include "parquet.h"
+#include "../core/endian.h"
 
 #include <string.h>
 
 /* 8 bytes at p, of which only avail (may be < 8) exist: the rest read as 0 */
 static inline uint64_t load64(const uint8_t *p, size_t avail) {
-    uint64_t w = 0;
-    if (avail >= 8)
-        memcpy(&w, p, 8);
-    else
-        memcpy(&w, p, avail);
-    return w;
+    if (avail >= 8) return pi_le64(p);
+    uint8_t w[8] = {0};
+    memcpy(w, p, avail);
+    return pi_le64(w);
 }
 
 static int varint(const uint8_t **pp, const uint8_t *end, uint64_t *v) {

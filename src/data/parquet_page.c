@@ -3,6 +3,7 @@
  * the value encodings (Encodings.md), assembled into rows (scalars with
  * nulls, one level of lists). docs/FORMAT-PARQUET.md. */
 #include "parquet.h"
+#include "../core/endian.h"
 
 #include <stdio.h>
 #include <string.h>
@@ -170,8 +171,7 @@ static int plain_decode(struct dec *d, const uint8_t *p, size_t len, size_t n, u
         uint64_t *vo = c->voff + e0;
         for (size_t i = 0; i < n; i++) {
             if (end - q < 4) return FERR("PLAIN BYTE_ARRAY value %zu: length past the end of the page", i);
-            uint32_t l;
-            memcpy(&l, q, 4);
+            uint32_t l = pi_le32(q);
             q += 4;
             if (l > (size_t)(end - q)) return FERR("PLAIN BYTE_ARRAY value %zu: %u bytes, %zu left", i, l, (size_t)(end - q));
             q += l;
@@ -181,8 +181,7 @@ static int plain_decode(struct dec *d, const uint8_t *p, size_t len, size_t n, u
         q = p;
         uint64_t o = vo[0];
         for (size_t i = 0; i < n; i++) {
-            uint32_t l;
-            memcpy(&l, q, 4);
+            uint32_t l = pi_le32(q);
             memcpy(c->bytes + o, q + 4, l);
             q += 4 + l;
             o += l;
@@ -325,8 +324,7 @@ static int decode_values(struct dec *d, int enc, const uint8_t *p, size_t len, s
     case PI_PQ_RLE: {
         if (L->type != PI_PQ_BOOLEAN) return pi_err(PAGEIN_E_UNSUPPORTED, "RLE encoding of %s values", pi_pq_type_name(L->type));
         if (len < 4) return FERR("RLE booleans: no length prefix");
-        uint32_t l;
-        memcpy(&l, p, 4);
+        uint32_t l = pi_le32(p);
         if (l > len - 4) return FERR("RLE booleans: %u bytes, %zu left", l, len - 4);
         FORWARD_IF(pi_pq_rle_decode8(p + 4, l, 1, c->values + e0, n, NULL));
         return 0;

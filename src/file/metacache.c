@@ -26,6 +26,8 @@
 #endif
 #include "metacache.h"
 #include "../source/source.h"
+#include "../core/endian.h"
+#include "../io/io.h"
 
 #include <dirent.h>
 #include <fcntl.h>
@@ -152,30 +154,19 @@ static void entry_name(const char *key, char out[40]) {
     snprintf(out, 40, "%016llx%016llx", (unsigned long long)a, (unsigned long long)b);
 }
 
-static uint32_t rd32(const uint8_t *p) {
-    uint32_t v;
-    memcpy(&v, p, 4);
-    return v;
-}
-static uint64_t rd64(const uint8_t *p) {
-    uint64_t v;
-    memcpy(&v, p, 8);
-    return v;
-}
-
 uint64_t pi_meta_sum(const void *p, size_t n) { return hash64(p, n, 0); }
 
 int pi_meta_decode(const uint8_t *b, size_t n, const char *key, struct pi_meta *m) {
     memset(m, 0, sizeof *m);
     if (n < HEAD_LEN + 8 || memcmp(b, MAGIC, 8) != 0) return -1;
-    uint64_t idl = rd32(b + 20), kel = rd32(b + 24), hl = rd64(b + 32);
+    uint64_t idl = pi_le32(b + 20), kel = pi_le32(b + 24), hl = pi_le64(b + 32);
     if (idl >= sizeof m->identity || hl > n || kel > n || HEAD_LEN + idl + kel + hl + 8 != n ||
-        hash64(b, n - 8, 0) != rd64(b + n - 8))
+        hash64(b, n - 8, 0) != pi_le64(b + n - 8))
         return -1;
     size_t kl = strlen(key);
     if (kel != kl || memcmp(b + HEAD_LEN + idl, key, kl) != 0) return 0; /* another key's entry (a hash collision) */
-    m->size = rd64(b + 8);
-    m->format = (pagein_format)rd32(b + 16);
+    m->size = pi_le64(b + 8);
+    m->format = (pagein_format)pi_le32(b + 16);
     memcpy(m->identity, b + HEAD_LEN, (size_t)idl);
     m->identity[idl] = 0;
     m->len = (size_t)hl;
@@ -266,7 +257,7 @@ static void evict(int dfd, uint64_t max) {
         if (e->d_name[0] == '.' && (!e->d_name[1] || (e->d_name[1] == '.' && !e->d_name[2]))) continue;
         struct stat st;
         if (fstatat(dfd, e->d_name, &st, AT_SYMLINK_NOFOLLOW) != 0 || !S_ISREG(st.st_mode)) continue;
-        if (!strncmp(e->d_name, ".tmp-", 5)) {
+        if (e->d_name[0] == '.' && strstr(e->d_name, ".tmp-")) { /* pi_atomic_put's, or an older ".tmp-PID-N-NAME" */
             if (st.st_mtime < now - 3600) (void)unlinkat(dfd, e->d_name, 0);
             continue;
         }
@@ -295,7 +286,6 @@ static void evict(int dfd, uint64_t max) {
 
 static _Atomic uint64_t written_since_scan = UINT64_MAX / 2; /* the first write looks */
 static _Atomic int scanning;
-static _Atomic unsigned tmp_seq;
 
 void pi_meta_put(const char *key, const char *identity, uint64_t size, pagein_format format, const uint8_t *hdr,
                  size_t len) {
@@ -307,14 +297,12 @@ void pi_meta_put(const char *key, const char *identity, uint64_t size, pagein_fo
     if (dfd < 0) return;
     uint8_t head[HEAD_LEN];
     memcpy(head, MAGIC, 8);
-    uint32_t f32 = (uint32_t)format, il32 = (uint32_t)il, kl32 = (uint32_t)kl, z = 0;
-    uint64_t hl = len;
-    memcpy(head + 8, &size, 8);
-    memcpy(head + 16, &f32, 4);
-    memcpy(head + 20, &il32, 4);
-    memcpy(head + 24, &kl32, 4);
-    memcpy(head + 28, &z, 4);
-    memcpy(head + 32, &hl, 8);
+    pi_st_le64(head + 8, size);
+    pi_st_le32(head + 16, (uint32_t)format);
+    pi_st_le32(head + 20, (uint32_t)il);
+    pi_st_le32(head + 24, (uint32_t)kl);
+    pi_st_le32(head + 28, 0);
+    pi_st_le64(head + 32, len);
 #ifdef PAGEIN_HAVE_XXHASH
     XXH3_state_t hs;
     XXH3_64bits_reset_withSeed(&hs, 0);
@@ -333,34 +321,12 @@ void pi_meta_put(const char *key, const char *identity, uint64_t size, pagein_fo
     memcpy(whole + HEAD_LEN + il + kl, hdr, len);
     uint64_t sum = hash64(whole, (size_t)total - 8, 0);
 #endif
-    char name[40], tmp[96];
+    uint8_t sum8[8];
+    pi_st_le64(sum8, sum);
+    char name[40];
     entry_name(key, name);
-    snprintf(tmp, sizeof tmp, ".tmp-%d-%u-%s", (int)getpid(), atomic_fetch_add(&tmp_seq, 1), name);
-    int fd = openat(dfd, tmp, O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0600);
-    if (fd < 0 && errno == ENOENT) dir_gone(dfd);
-    if (fd >= 0) {
-        struct iovec iv[5] = {{head, HEAD_LEN}, {(void *)identity, il}, {(void *)key, kl}, {(void *)hdr, len},
-                              {&sum, 8}};
-        int ok = 1;
-        size_t want = (size_t)total, done = 0;
-        int k = 0;
-        while (ok && done < want) { /* writev until every iovec is out */
-            ssize_t w = writev(fd, iv + k, 5 - k);
-            if (w < 0 && errno == EINTR) continue;
-            if (w <= 0) {
-                ok = 0;
-                break;
-            }
-            done += (size_t)w;
-            while (k < 5 && (size_t)w >= iv[k].iov_len) w -= (ssize_t)iv[k++].iov_len;
-            if (k < 5) {
-                iv[k].iov_base = (uint8_t *)iv[k].iov_base + w;
-                iv[k].iov_len -= (size_t)w;
-            }
-        }
-        if (close(fd) != 0) ok = 0;
-        if (!ok || renameat(dfd, tmp, dfd, name) != 0) (void)unlinkat(dfd, tmp, 0);
-    }
+    struct iovec iv[5] = {{head, HEAD_LEN}, {(void *)identity, il}, {(void *)key, kl}, {(void *)hdr, len}, {sum8, 8}};
+    if (pi_atomic_put(dfd, name, 0600, iv, 5) == -ENOENT) dir_gone(dfd); /* private; a cache: no fsync */
     pi_free(whole);
     if (atomic_fetch_add(&written_since_scan, total) + total >= max / 16) {
         int zero = 0;

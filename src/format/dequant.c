@@ -80,7 +80,7 @@ uint16_t pi_f32_to_bf16(float f) {
 
 /* ---- block decoders: one block in, block_elems floats out --------------------- */
 
-static inline float h16(const uint8_t *p) { return pi_f16_to_f32((uint16_t)(p[0] | p[1] << 8)); }
+static inline float h16(const uint8_t *p) { return pi_f16_to_f32(pi_le16(p)); }
 
 static const int8_t iq4nl_values[16] = {-127, -104, -83, -65, -49, -35, -22, -10, 1, 13, 25, 38, 53, 69, 89, 113};
 

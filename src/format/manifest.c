@@ -141,21 +141,14 @@ static int parse_u64(const struct field *f, uint64_t *out, size_t line, const ch
     return 0;
 }
 
-static int hexval(char c) {
-    if (c >= '0' && c <= '9') return c - '0';
-    if (c >= 'a' && c <= 'f') return c - 'a' + 10;
-    if (c >= 'A' && c <= 'F') return c - 'A' + 10;
-    return -1;
-}
-
 static int parse_hash(const struct field *f, uint8_t out[16], size_t line) {
     if (f->n != 32) return pi_err(PAGEIN_E_BAD_MANIFEST, "manifest line %zu: hash must be 32 hex digits", line);
     for (size_t i = 0; i < 16; i++) {
         char a = f->p[2 * i], b = f->p[2 * i + 1];
         /* lowercase only: one spelling per hash keeps manifests comparable */
-        if ((a >= 'A' && a <= 'F') || (b >= 'A' && b <= 'F') || hexval(a) < 0 || hexval(b) < 0)
+        if ((a >= 'A' && a <= 'F') || (b >= 'A' && b <= 'F') || pi_hexval(a) < 0 || pi_hexval(b) < 0)
             return pi_err(PAGEIN_E_BAD_MANIFEST, "manifest line %zu: hash must be 32 lowercase hex digits", line);
-        out[i] = (uint8_t)(hexval(a) << 4 | hexval(b));
+        out[i] = (uint8_t)(pi_hexval(a) << 4 | pi_hexval(b));
     }
     return 0;
 }
@@ -167,7 +160,7 @@ static int parse_name(struct pi_manifest *m, const struct field *f, const char *
     for (size_t i = 0; i < f->n; i++, n++) {
         unsigned char c = (unsigned char)f->p[i];
         if (c == '%') {
-            if (f->n - i < 3 || hexval(f->p[i + 1]) < 0 || hexval(f->p[i + 2]) < 0)
+            if (f->n - i < 3 || pi_hexval(f->p[i + 1]) < 0 || pi_hexval(f->p[i + 2]) < 0)
                 return pi_err(PAGEIN_E_BAD_MANIFEST, "manifest line %zu: bad %%-escape in a name", line);
             i += 2;
         } else if (c < 0x21 || c == 0x7f) {
@@ -183,7 +176,7 @@ static int parse_name(struct pi_manifest *m, const struct field *f, const char *
     size_t k = 0;
     for (size_t i = 0; i < f->n; i++) {
         if (f->p[i] == '%') {
-            d[k++] = (char)(hexval(f->p[i + 1]) << 4 | hexval(f->p[i + 2]));
+            d[k++] = (char)(pi_hexval(f->p[i + 1]) << 4 | pi_hexval(f->p[i + 2]));
             i += 2;
         } else {
             d[k++] = f->p[i];

@@ -8,6 +8,7 @@
  * refused by name the moment its GLOBAL opcode is read, before anything
  * after it is looked at. Buffer in, no I/O. */
 #include "torch_internal.h"
+#include "../core/endian.h"
 
 /* ---- the allowlist ------------------------------------------------------- */
 
@@ -877,8 +878,7 @@ int pk_load(const uint8_t *buf, size_t len, struct pk_state *st) {
         case 'J':
             if ((rc = need(&p, 4, op)) < 0) goto out;
             {
-                uint32_t v = (uint32_t)buf[p.pos] | (uint32_t)buf[p.pos + 1] << 8 | (uint32_t)buf[p.pos + 2] << 16 |
-                             (uint32_t)buf[p.pos + 3] << 24;
+                uint32_t v = pi_le32(buf + p.pos);
                 p.pos += 4;
                 rc = push_int(&p, (int32_t)v);
             }
@@ -926,8 +926,7 @@ int pk_load(const uint8_t *buf, size_t len, struct pk_state *st) {
         }
         case 'X': { /* BINUNICODE: utf-8, surrogatepass */
             if ((rc = need(&p, 4, op)) < 0) goto out;
-            size_t n = (size_t)buf[p.pos] | (size_t)buf[p.pos + 1] << 8 | (size_t)buf[p.pos + 2] << 16 |
-                       (size_t)buf[p.pos + 3] << 24;
+            size_t n = pi_le32(buf + p.pos);
             p.pos += 4;
             if ((rc = need(&p, n, op)) < 0) goto out;
             if (!utf8_valid(buf + p.pos, n, true)) {
@@ -954,8 +953,7 @@ int pk_load(const uint8_t *buf, size_t len, struct pk_state *st) {
         case 'h': case 'j': { /* BINGET, LONG_BINGET */
             size_t n = op == 'h' ? 1 : 4;
             if ((rc = need(&p, n, op)) < 0) goto out;
-            uint32_t k = buf[p.pos];
-            if (n == 4) k |= (uint32_t)buf[p.pos + 1] << 8 | (uint32_t)buf[p.pos + 2] << 16 | (uint32_t)buf[p.pos + 3] << 24;
+            uint32_t k = n == 4 ? pi_le32(buf + p.pos) : buf[p.pos];
             p.pos += n;
             if ((rc = memo_get(&p, k, &a)) < 0) goto out;
             rc = push(&p, a);
@@ -964,8 +962,7 @@ int pk_load(const uint8_t *buf, size_t len, struct pk_state *st) {
         case 'q': case 'r': { /* BINPUT, LONG_BINPUT */
             size_t n = op == 'q' ? 1 : 4;
             if ((rc = need(&p, n, op)) < 0) goto out;
-            uint32_t k = buf[p.pos];
-            if (n == 4) k |= (uint32_t)buf[p.pos + 1] << 8 | (uint32_t)buf[p.pos + 2] << 16 | (uint32_t)buf[p.pos + 3] << 24;
+            uint32_t k = n == 4 ? pi_le32(buf + p.pos) : buf[p.pos];
             p.pos += n;
             if ((rc = top(&p, op, &a)) < 0) goto out;
             rc = memo_put(&p, k, a);

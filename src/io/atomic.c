@@ -21,6 +21,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <sys/stat.h>
+#include <sys/uio.h>
 #include <time.h>
 #include <unistd.h>
 
@@ -137,10 +138,18 @@ static char *dir_of(const char *path) {
     return pi_strndup(path, (size_t)(slash - path));
 }
 
-int pi_atomic_open(struct pi_atomic_file *a, const char *path) {
+/* pi_temp_register when the name is a path of its own (not under a dfd). */
+static void temp_track(struct pi_atomic_file *a) {
+    if (a->dfd == AT_FDCWD) a->slot1 = pi_temp_register(a->tmp) + 1;
+}
+
+int pi_atomic_open(struct pi_atomic_file *a, const char *path) { return pi_atomic_openat(a, AT_FDCWD, path, 0666); }
+
+int pi_atomic_openat(struct pi_atomic_file *a, int dfd, const char *path, unsigned mode) {
     memset(a, 0, sizeof *a);
     a->fd = -1;
     a->slot1 = 0;
+    a->dfd = dfd;
     if (!path || !*path) return pi_err(PAGEIN_E_INVALID, "atomic write: empty path");
     size_t pl = strlen(path);
     a->path = pi_strndup(path, pl);
@@ -151,9 +160,9 @@ int pi_atomic_open(struct pi_atomic_file *a, const char *path) {
         atomic_free(a);
         return pi_err(-ENOMEM, "%s: out of memory", path);
     }
-    /* mode 0666 & ~umask like any new file (the temp becomes the file) */
+    /* mode & ~umask like any new file (the temp becomes the file) */
     if (want_tmpfile()) {
-        a->fd = open(dir, O_TMPFILE | O_WRONLY | O_CLOEXEC, 0666);
+        a->fd = openat(dfd, dir, O_TMPFILE | O_WRONLY | O_CLOEXEC, (mode_t)mode);
         if (a->fd >= 0) {
             a->unnamed = 1;
             a->tmp[0] = 0;
@@ -169,8 +178,8 @@ int pi_atomic_open(struct pi_atomic_file *a, const char *path) {
         temp_name(a, &r);
         /* registered before it exists: a signal in between unlinks a name
          * that is not there, which is harmless */
-        a->slot1 = pi_temp_register(a->tmp) + 1;
-        a->fd = open(a->tmp, O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0666);
+        temp_track(a);
+        a->fd = openat(dfd, a->tmp, O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, (mode_t)mode);
         if (a->fd >= 0) return 0;
         int e = errno;
         pi_temp_unregister(a->slot1 - 1);
@@ -213,7 +222,7 @@ int pi_atomic_write(struct pi_atomic_file *a, const void *buf, size_t len) {
 void pi_atomic_abort(struct pi_atomic_file *a) {
     if (!a) return;
     if (a->fd >= 0) close(a->fd); /* an unnamed temporary is gone with it */
-    if (a->tmp && a->tmp[0]) unlink(a->tmp);
+    if (a->tmp && a->tmp[0]) unlinkat(a->dfd, a->tmp, 0);
     atomic_free(a);
 }
 
@@ -226,8 +235,8 @@ static int link_unnamed(struct pi_atomic_file *a) {
     int e = EEXIST;
     for (int tries = 0; tries < 100; tries++) {
         temp_name(a, &r);
-        a->slot1 = pi_temp_register(a->tmp) + 1;
-        if (linkat(AT_FDCWD, proc, AT_FDCWD, a->tmp, AT_SYMLINK_FOLLOW) == 0) return 0;
+        temp_track(a);
+        if (linkat(AT_FDCWD, proc, a->dfd, a->tmp, AT_SYMLINK_FOLLOW) == 0) return 0;
         e = errno;
         pi_temp_unregister(a->slot1 - 1);
         a->slot1 = 0;
@@ -267,7 +276,7 @@ int pi_atomic_commit(struct pi_atomic_file *a) {
         goto fail;
     }
     a->fd = -1;
-    if (rename(a->tmp, a->path) < 0) {
+    if (renameat(a->dfd, a->tmp, a->dfd, a->path) < 0) {
         e = errno;
         rc = pi_err(-e, "%s: cannot rename the temporary file into place: %s", a->path, strerror(e));
         goto fail;
@@ -275,7 +284,9 @@ int pi_atomic_commit(struct pi_atomic_file *a) {
     pi_temp_unregister(a->slot1 - 1); /* the name is the target's now */
     a->slot1 = 0;
     /* the rename is durable only once the directory is synced */
-    rc = a->no_sync ? 0 : pi_fsync_dir(dir, a->path);
+    if (a->no_sync) rc = 0;
+    else if (a->dfd == AT_FDCWD) rc = pi_fsync_dir(dir, a->path);
+    else rc = fsync(a->dfd) == 0 || errno == EINVAL || errno == EROFS ? 0 : pi_err(-errno, "%s: fsync of its directory failed", a->path);
     pi_free(dir);
     atomic_free(a);
     return rc;
@@ -283,4 +294,28 @@ fail:
     pi_free(dir);
     pi_atomic_abort(a);
     return rc;
+}
+
+int pi_atomic_put(int dfd, const char *path, unsigned mode, const struct iovec *pieces, int n) {
+    char keep[1024];
+    snprintf(keep, sizeof keep, "%s", pagein_last_error_detail());
+    struct pi_atomic_file a;
+    int rc = pi_atomic_openat(&a, dfd, path, mode);
+    for (int i = 0; rc == 0 && i < n; i++) rc = pi_atomic_write(&a, pieces[i].iov_base, pieces[i].iov_len);
+    if (rc == 0) {
+        a.no_sync = 1;
+        rc = pi_atomic_commit(&a);
+    } else if (a.path) {
+        pi_atomic_abort(&a);
+    }
+    pi_err(0, "%s", keep);
+    return rc;
+}
+
+/* The public face for consumers (the CLI's charts): one buffer, synced. */
+int pagein_write_atomic(const char *path, const void *buf, size_t len) {
+    struct pi_atomic_file a;
+    int rc = pi_atomic_open(&a, path);
+    if (rc == 0 && (rc = pi_atomic_write(&a, buf, len)) < 0) pi_atomic_abort(&a);
+    return rc < 0 ? rc : pi_atomic_commit(&a);
 }

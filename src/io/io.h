@@ -64,7 +64,8 @@ void pi_guard_uninstall(void);
  * rename is atomic), write, fsync it, rename it over the target, fsync the
  * directory so the rename is durable. On any failure the temporary file is
  * unlinked and the target is untouched. Used by the safetensors and GGUF
- * writers, converters and `pagein install`.
+ * writers, converters, `pagein install`, the metadata and index caches
+ * (pi_atomic_put) and consumers (pagein_write_atomic).
  *
  *     struct pi_atomic_file a;
  *     rc = pi_atomic_open(&a, path);            // temp created, mode 0666 & ~umask
@@ -83,8 +84,19 @@ struct pi_atomic_file {
     int unnamed;   /* fd is an O_TMPFILE inode, named only at commit */
     int slot1;     /* pi_temp_register slot of tmp + 1, 0 when none */
     int no_sync;   /* set by the caller after open: commit neither fsyncs the file nor the directory */
+    int dfd;       /* directory the names are relative to (AT_FDCWD for a plain path) */
 };
 int pi_atomic_open(struct pi_atomic_file *a, const char *path);
+/* pi_atomic_open with the new file's mode (before umask; pi_atomic_open is
+ * 0666) and names relative to the directory descriptor dfd (AT_FDCWD: a
+ * plain path). A temporary under a dfd other than AT_FDCWD is not in the
+ * signal-cleanup registry (its name means nothing without the descriptor). */
+int pi_atomic_openat(struct pi_atomic_file *a, int dfd, const char *path, unsigned mode);
+/* A whole small file from n pieces, for the caches: pi_atomic_openat, the
+ * pieces, commit without fsync. 0 or -errno; the thread's error detail is
+ * left as it was either way (a cache that cannot be written is no error). */
+struct iovec;
+int pi_atomic_put(int dfd, const char *path, unsigned mode, const struct iovec *pieces, int n);
 /* Writes all len bytes at the current end (retries short writes and EINTR). */
 int pi_atomic_write(struct pi_atomic_file *a, const void *buf, size_t len);
 /* The loop under it, for any descriptor: all len bytes at fd's position,

@@ -23,20 +23,6 @@
 
 /* ---- path helpers ------------------------------------------------------- */
 
-/* dir/name, with one slash however many dir ends with ("d/" + "x" is
- * "d/x", not "d//x"; "/" + "x" is "/x"). */
-static char *join(const char *dir, const char *name) {
-    size_t a = strlen(dir), b = strlen(name);
-    while (a > 1 && dir[a - 1] == '/') a--;
-    int slash = !(a == 1 && dir[0] == '/');
-    char *p = pi_malloc(a + b + 2);
-    if (!p) return NULL;
-    memcpy(p, dir, a);
-    if (slash) p[a] = '/';
-    memcpy(p + a + slash, name, b + 1);
-    return p;
-}
-
 static char *dir_of(const char *path) {
     const char *s = strrchr(path, '/');
     if (!s) return pi_strndup(".", 1);
@@ -137,7 +123,7 @@ static int resolve_dir(const char *dir, struct target *t) {
         n++;
     }
     if ((rc = pi_model_pick(dir, (const char *const *)names, n, 0, &pick, &index)) < 0) goto out;
-    t->path = join(dir, names[pick]);
+    t->path = pi_path_join(dir, names[pick]);
     if (!t->path) rc = pi_err(-ENOMEM, "out of memory");
     else t->kind = index ? K_INDEX : kind_of(t->path);
 out:
@@ -280,7 +266,7 @@ static int open_index(pagein_model *m, const char *path) {
         goto out;
     }
     for (size_t i = 0; i < ix.nshards; i++) {
-        sps[i] = join(dir, ix.shards[i]);
+        sps[i] = pi_path_join(dir, ix.shards[i]);
         if (!sps[i]) {
             rc = pi_err(-ENOMEM, "out of memory");
             goto out;

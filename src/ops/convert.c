@@ -293,13 +293,6 @@ static char *shard_name(const char *base, uint32_t i, uint32_t n) {
     return p;
 }
 
-static char *join(const char *dir, const char *name) {
-    size_t l = strlen(dir) + strlen(name) + 2;
-    char *p = pi_malloc(l);
-    if (p) snprintf(p, l, "%s/%s", dir, name);
-    return p;
-}
-
 static int write_index(const char *path, char **names, const pagein_write_tensor *w, const uint32_t *shard, size_t n,
                        uint64_t total) {
     struct wm *m = pi_malloc((n ? n : 1) * sizeof *m);
@@ -740,8 +733,8 @@ int pagein_convert_safetensors(const pagein_file *f, const char *out, const page
             snprintf(ob, sizeof ob, ".old-%u", k);
             if (k < nshards) ss.names[k] = shard_name(base, k, nshards);
             else if ((ss.names[k] = pi_malloc(strlen(base) + 12))) snprintf(ss.names[k], strlen(base) + 12, "%s.index.json", base);
-            if (!ss.names[k] || !(ss.tmp[k] = join(ss.tmpdir, ss.names[k])) || !(ss.final[k] = join(ss.dir, ss.names[k])) ||
-                !(ss.old[k] = join(ss.tmpdir, ob))) {
+            if (!ss.names[k] || !(ss.tmp[k] = pi_path_join(ss.tmpdir, ss.names[k])) ||
+                !(ss.final[k] = pi_path_join(ss.dir, ss.names[k])) || !(ss.old[k] = pi_path_join(ss.tmpdir, ob))) {
                 rc = pi_err(-ENOMEM, "out of memory");
                 goto out;
             }

@@ -28,22 +28,11 @@ struct pagein_dcp {
     struct dfile *f;
 };
 
-static char *join(const char *dir, const char *name) {
-    size_t a = strlen(dir), b = strlen(name);
-    while (a > 1 && dir[a - 1] == '/') a--;
-    char *p = pi_malloc(a + b + 2);
-    if (!p) return NULL;
-    memcpy(p, dir, a);
-    p[a] = '/';
-    memcpy(p + a + 1, name, b + 1);
-    return p;
-}
-
 int pagein_is_dcp_dir(const char *path) {
     if (!path) return 0;
     struct stat s;
     if (stat(path, &s) < 0 || !S_ISDIR(s.st_mode)) return 0;
-    char *p = join(path, PI_DCP_META_NAME);
+    char *p = pi_path_join(path, PI_DCP_META_NAME);
     int ok = p && stat(p, &s) == 0 && S_ISREG(s.st_mode);
     pi_free(p);
     return ok;
@@ -86,7 +75,7 @@ static int open_files(pagein_dcp *d) {
     int rc = 0;
     if (!d->f || !sizes) rc = pi_err(-ENOMEM, "out of memory");
     for (size_t i = 0; rc == 0 && i < d->m.nfiles; i++) {
-        char *p = join(d->dir, d->m.files[i]);
+        char *p = pi_path_join(d->dir, d->m.files[i]);
         if (!p) {
             rc = pi_err(-ENOMEM, "out of memory");
             break;
@@ -113,7 +102,7 @@ int pagein_dcp_open(pagein_dcp **out, const char *dir) {
     if (!d) return pi_err(-ENOMEM, "out of memory");
     pi_dcp_meta_init(&d->m);
     int rc = 0;
-    if (!(d->dir = pi_strndup(dir, strlen(dir))) || !(d->meta_path = join(dir, PI_DCP_META_NAME)))
+    if (!(d->dir = pi_strndup(dir, strlen(dir))) || !(d->meta_path = pi_path_join(dir, PI_DCP_META_NAME)))
         rc = pi_err(-ENOMEM, "out of memory");
     if (rc == 0) rc = read_meta(d);
     if (rc == 0) rc = open_files(d);

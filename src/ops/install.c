@@ -103,9 +103,7 @@ int pagein_install(const char *src, const char *dest, const pagein_install_opts 
             goto out;
         }
         const char *b = basename(sc);
-        size_t n = strlen(dest) + strlen(b) + 2;
-        target = pi_malloc(n);
-        if (target) snprintf(target, n, "%s/%s", dest, b);
+        target = pi_path_join(dest, b);
         pi_free(sc);
     } else {
         target = pi_strndup(dest, strlen(dest));

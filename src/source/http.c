@@ -508,20 +508,13 @@ static int http_open(struct pi_source *s, const char *uri, uint32_t flags) {
     return pi_http_open_cfg(s, &cfg, flags);
 }
 
-static int hexval(int c) {
-    if (c >= '0' && c <= '9') return c - '0';
-    if (c >= 'a' && c <= 'f') return c - 'a' + 10;
-    if (c >= 'A' && c <= 'F') return c - 'A' + 10;
-    return -1;
-}
-
 int pi_hex_tag(const char *s, size_t n, char *out) {
     if (strncmp(s, "W/", 2) == 0) s += 2;
     if (*s == '"') s++;
     size_t l = strcspn(s, "\"");
     if (l != n || (s[l] && s[l + 1])) return 0;
     for (size_t i = 0; i < n; i++) {
-        if (hexval(s[i]) < 0) return 0;
+        if (pi_hexval(s[i]) < 0) return 0;
         out[i] = (char)(s[i] >= 'A' && s[i] <= 'F' ? s[i] - 'A' + 'a' : s[i]);
     }
     out[n] = 0;
