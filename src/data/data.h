@@ -34,6 +34,7 @@ struct pagein_dataset {
     uint64_t *gfirst; /* nfiles + 1: global index of each shard's first group */
     uint64_t ngroups;
     int addressable;  /* every non-empty shard takes the sample path (locate) */
+    struct pi_dsopenset *openset; /* the shards' open sources, bounded (dsopenset.h) */
 };
 
 /* Shard and shard-local id of global sample id (< nsamples). */

@@ -6,6 +6,7 @@
  * and detects the format. */
 #include "data.h"
 #include "dsformat.h"
+#include "dsopenset.h"
 
 #include <dirent.h>
 #include <fcntl.h>
@@ -28,6 +29,7 @@ void pagein_dataset_close(pagein_dataset *d) {
         pi_free(d->files[i].path);
     }
     pi_free(d->shards);
+    pi_dsopenset_free(d->openset); /* after every shard's source */
     pi_free(d->files);
     pi_free(d->gfirst);
     pi_free(d);
@@ -110,6 +112,10 @@ static int open_one(void *ctx, size_t i) {
 static int ds_open_pending(struct ds_build *b) {
     pagein_dataset *d = b->d;
     int rc = 0;
+    /* at most a limit of open sources however many shards (dsopenset.h) */
+    if (b->n && !d->openset && !(d->openset = pi_dsopenset_new(b->n, b->p[0].uri)))
+        return pi_err(-ENOMEM, "dataset: out of memory");
+    for (size_t i = 0; i < b->n; i++) b->p[i].a.openset = d->openset;
     if (b->n > 1)
         rc = pi_parallel((unsigned)PI_MIN(b->n, (size_t)pi_source_open_depth(b->p[0].uri)), b->n, open_one, b);
     else if (b->n == 1)
@@ -126,7 +132,7 @@ static int ds_open_pending(struct ds_build *b) {
         struct pi_ds_file *f = &d->files[i];
         f->path = e->uri;
         e->uri = NULL;
-        f->fd = e->sh->src->fd;
+        f->fd = e->sh->src->fd; /* -1 in a bounded set: pagein_dataset_fd opens it */
         f->size = e->sh->src->size;
         f->first = d->nsamples;
         f->count = e->sh->nsamples;
@@ -635,7 +641,13 @@ int pagein_dataset_open(pagein_dataset **out, const char *spec, const pagein_dat
 uint64_t pagein_dataset_count(const pagein_dataset *d) { return d ? d->nsamples : 0; }
 size_t pagein_dataset_file_count(const pagein_dataset *d) { return d ? d->nfiles : 0; }
 const char *pagein_dataset_path(const pagein_dataset *d, size_t i) { return d && i < d->nfiles ? d->files[i].path : NULL; }
-int pagein_dataset_fd(const pagein_dataset *d, size_t i) { return d && i < d->nfiles ? d->files[i].fd : -1; }
+int pagein_dataset_fd(const pagein_dataset *d, size_t i) {
+    if (!d || i >= d->nfiles) return -1;
+    if (d->files[i].fd >= 0 || !d->openset || !pi_dsopenset_bounded(d->openset)) return d->files[i].fd;
+    /* a bounded set closed it, or may: reopened (checked) and kept open for the caller */
+    int fd = pi_dsopenset_fd(d->shards[i]->src);
+    return fd >= 0 ? fd : -1;
+}
 uint64_t pagein_dataset_file_size(const pagein_dataset *d, size_t i) { return d && i < d->nfiles ? d->files[i].size : 0; }
 const char *pagein_dataset_format(const pagein_dataset *d, size_t i) {
     return d && i < d->nfiles ? d->shards[i]->fmt->name : NULL;

@@ -4,6 +4,7 @@
 #include "dsformat.h"
 
 #include <inttypes.h>
+#include <pthread.h>
 
 #ifdef PAGEIN_HAVE_ZSTD
 #include <zstd.h>
@@ -247,4 +248,185 @@ int pi_ds_gunzip_all(const uint8_t *in, size_t n, uint64_t max, uint8_t **out, s
     (void)in, (void)n, (void)max, (void)out, (void)outlen;
     return pi_err(PAGEIN_E_UNSUPPORTED, "%s: gzip-compressed, and pagein was built without zlib", what);
 #endif
+}
+
+/* ---- the cursor: a window of a stream, decompressed from where the last
+ * window ended (in-order reads are linear) or from the start ---- */
+
+struct pi_dszcur {
+    pthread_mutex_t mu;
+    int kind;            /* 1 gzip, 2 zstd */
+    int live;            /* a stream is under way */
+    size_t in_pos;       /* compressed bytes consumed */
+    uint64_t produced;   /* decompressed bytes produced so far */
+    int ended;           /* the last frame/member ended and no input is left */
+    uint8_t *buf;        /* the last piece produced: [produced - blen, produced) */
+    size_t bcap, blen;
+#ifdef PAGEIN_HAVE_ZSTD
+    ZSTD_DCtx *zd;
+#endif
+#ifdef PAGEIN_HAVE_ZLIB
+    z_stream zs;
+    int zs_init;
+#endif
+};
+
+int pi_ds_zcur_new(struct pi_dszcur **out, int kind, const char *what) {
+    struct pi_dszcur *c = pi_calloc(1, sizeof *c);
+    if (!c) return pi_err(-ENOMEM, "%s: out of memory", what);
+    c->kind = kind;
+    c->bcap = 1u << 17;
+    pthread_mutex_init(&c->mu, NULL);
+    *out = c;
+    return 0;
+}
+
+static void zcur_end(struct pi_dszcur *c) {
+#ifdef PAGEIN_HAVE_ZSTD
+    if (c->zd) ZSTD_freeDCtx(c->zd);
+    c->zd = NULL;
+#endif
+#ifdef PAGEIN_HAVE_ZLIB
+    if (c->zs_init) inflateEnd(&c->zs);
+    c->zs_init = 0;
+#endif
+    c->live = 0;
+    c->in_pos = 0;
+    c->produced = 0;
+    c->blen = 0;
+    c->ended = 0;
+}
+
+void pi_ds_zcur_free(struct pi_dszcur *c) {
+    if (!c) return;
+    zcur_end(c);
+    pi_free(c->buf);
+    pthread_mutex_destroy(&c->mu);
+    pi_free(c);
+}
+
+static int zcur_start(struct pi_dszcur *c, const char *what) {
+    zcur_end(c);
+    if (!c->buf && !(c->buf = pi_malloc(c->bcap))) return pi_err(-ENOMEM, "%s: out of memory", what);
+    if (c->kind == 2) {
+#ifdef PAGEIN_HAVE_ZSTD
+        if (!(c->zd = ZSTD_createDCtx())) return pi_err(-ENOMEM, "%s: out of memory for a zstd context", what);
+#else
+        return pi_err(PAGEIN_E_UNSUPPORTED, "%s: zstd-compressed, and pagein was built without libzstd", what);
+#endif
+    } else {
+#ifdef PAGEIN_HAVE_ZLIB
+        memset(&c->zs, 0, sizeof c->zs);
+        if (inflateInit2(&c->zs, 15 + 32) != Z_OK) return pi_err(-ENOMEM, "%s: inflateInit failed", what);
+        c->zs_init = 1;
+#else
+        return pi_err(PAGEIN_E_UNSUPPORTED, "%s: gzip-compressed, and pagein was built without zlib", what);
+#endif
+    }
+    c->live = 1;
+    return 0;
+}
+
+/* The next piece into c->buf (blen bytes; 0 with ended set at the end). */
+static int zcur_step(struct pi_dszcur *c, const uint8_t *in, size_t n, const char *what) {
+    c->blen = 0;
+    if (c->kind == 2) {
+#ifdef PAGEIN_HAVE_ZSTD
+        ZSTD_inBuffer ib = {in, n, c->in_pos};
+        ZSTD_outBuffer ob = {c->buf, c->bcap, 0};
+        size_t r = ZSTD_decompressStream(c->zd, &ob, &ib);
+        if (ZSTD_isError(r))
+            return pi_err(PAGEIN_E_FORMAT, "%s: zstd: %s (after %" PRIu64 " bytes out)", what, ZSTD_getErrorName(r),
+                          c->produced);
+        c->in_pos = ib.pos;
+        c->blen = ob.pos;
+        if (ib.pos == ib.size && ob.pos < ob.size) {
+            if (r != 0) return pi_err(PAGEIN_E_FORMAT, "%s: zstd stream truncated after %" PRIu64 " bytes out", what,
+                                      c->produced + ob.pos);
+            c->ended = 1;
+        }
+#endif
+    } else {
+#ifdef PAGEIN_HAVE_ZLIB
+        size_t left = n - c->in_pos;
+        uInt inchunk = left > (1u << 30) ? (1u << 30) : (uInt)left;
+        c->zs.next_in = (Bytef *)(in + c->in_pos);
+        c->zs.avail_in = inchunk;
+        c->zs.next_out = c->buf;
+        c->zs.avail_out = (uInt)c->bcap;
+        int zr = inflate(&c->zs, Z_NO_FLUSH);
+        c->in_pos += inchunk - c->zs.avail_in;
+        c->blen = c->bcap - c->zs.avail_out;
+        if (zr == Z_STREAM_END) {
+            if (c->in_pos == n) c->ended = 1;
+            else if (inflateReset(&c->zs) != Z_OK) return pi_err(PAGEIN_E_FORMAT, "%s: inflateReset failed", what);
+        } else if (zr == Z_BUF_ERROR && c->in_pos == n && c->blen == 0) {
+            return pi_err(PAGEIN_E_FORMAT, "%s: gzip stream truncated after %" PRIu64 " bytes out", what, c->produced);
+        } else if (zr != Z_OK && zr != Z_BUF_ERROR) {
+            return pi_err(PAGEIN_E_FORMAT, "%s: gzip: %s (after %" PRIu64 " bytes out)", what,
+                          c->zs.msg ? c->zs.msg : "inflate error", c->produced);
+        }
+#endif
+    }
+    c->produced += c->blen;
+    return 0;
+}
+
+int pi_ds_zcur_read(struct pi_dszcur *c, const uint8_t *in, size_t n, uint64_t at, uint8_t *out, uint64_t len,
+                    const char *what) {
+    pthread_mutex_lock(&c->mu);
+    int rc = 0;
+    /* behind the last piece: start over (a stream has no way back) */
+    if (!c->live || at < c->produced - c->blen) rc = zcur_start(c, what);
+    uint64_t end = at + len, done = 0;
+    while (rc == 0) {
+        /* what the current piece holds of [at, end) */
+        uint64_t p0 = c->produced - c->blen, p1 = c->produced;
+        uint64_t a = PI_MAX(p0, at + done), b = PI_MIN(p1, end);
+        if (a < b && a == at + done) {
+            memcpy(out + done, c->buf + (a - p0), (size_t)(b - a));
+            done += b - a;
+        }
+        if (done == len) break;
+        if (c->ended) {
+            rc = pi_err(PAGEIN_E_CHANGED, "%s: decompresses to %" PRIu64 " bytes, %" PRIu64 " wanted at open", what,
+                        c->produced, end);
+            break;
+        }
+        if (c->in_pos > n) {
+            rc = pi_err(PAGEIN_E_CHANGED, "%s: compressed data shorter than at open", what);
+            break;
+        }
+        rc = zcur_step(c, in, n, what);
+    }
+    if (rc < 0) zcur_end(c); /* the next read starts over */
+    pthread_mutex_unlock(&c->mu);
+    return rc;
+}
+
+int pi_ds_zcur_next(struct pi_dszcur *c, const uint8_t *in, size_t n, uint8_t *out, size_t cap, uint64_t *got,
+                    uint64_t *in_pos, const char *what) {
+    pthread_mutex_lock(&c->mu);
+    int rc = c->live ? 0 : zcur_start(c, what);
+    *got = 0;
+    if (rc == 0 && cap < c->bcap) rc = pi_err(PAGEIN_E_INVALID, "%s: a piece of %zu bytes is too small", what, cap);
+    if (rc == 0 && !c->ended) {
+        if ((rc = zcur_step(c, in, n, what)) == 0) {
+            memcpy(out, c->buf, c->blen);
+            *got = c->blen;
+            *in_pos = c->in_pos;
+            /* a step that produced nothing and ended nothing: input is missing */
+            if (!c->blen && !c->ended && c->in_pos == n)
+                rc = pi_err(PAGEIN_E_FORMAT, "%s: stream truncated after %" PRIu64 " bytes out", what, c->produced);
+        }
+    }
+    if (rc < 0) zcur_end(c);
+    pthread_mutex_unlock(&c->mu);
+    return rc;
+}
+
+void pi_ds_zcur_reset(struct pi_dszcur *c) {
+    pthread_mutex_lock(&c->mu);
+    zcur_end(c);
+    pthread_mutex_unlock(&c->mu);
 }

@@ -5,6 +5,7 @@
 #include "dsformat.h"
 #include "../core/endian.h"
 #include "../io/io.h"
+#include "dsopenset.h"
 
 #include <fcntl.h>
 #include <inttypes.h>
@@ -392,7 +393,8 @@ int pi_ds_shard_open(struct pi_dsshard **out, const struct pi_dsformat *fmt, con
                      const struct pi_dsopen *a) {
     struct pi_dsshard *sh = pi_calloc(1, sizeof *sh);
     if (!sh) return pi_err(-ENOMEM, "%s: out of memory", uri);
-    int rc = pi_source_open(&sh->src, uri, 0);
+    struct pi_dsopenset *set = a ? a->openset : NULL;
+    int rc = set ? pi_dsopenset_source(&sh->src, set, uri) : pi_source_open(&sh->src, uri, 0);
     if (rc == 0) {
         sh->name = sh->src->name;
         if (!fmt) {
@@ -402,6 +404,7 @@ int pi_ds_shard_open(struct pi_dsshard **out, const struct pi_dsformat *fmt, con
         }
         sh->fmt = fmt;
         if (rc == 0) rc = shard_finish_open(sh, a);
+        if (set) pi_dsopenset_opened(sh->src); /* a bounded set may close it now */
     }
     if (rc < 0) {
         pi_ds_shard_close(sh);

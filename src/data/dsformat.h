@@ -190,6 +190,7 @@ struct pi_dsopen {
                                     tar runs, lines): about this many bytes a group */
     uint64_t record_bytes;       /* the records row only */
     uint32_t flags;              /* PI_DSOPEN_* */
+    struct pi_dsopenset *openset; /* the dataset's bounded set of open sources (dsopenset.h), or NULL */
 };
 #define PI_DSOPEN_NO_CACHE 0x1u  /* do not read or write cached indexes */
 
@@ -392,5 +393,32 @@ int pi_ds_unzstd_each(const uint8_t *in, size_t n, uint64_t max, pi_ds_piece_fn 
                       const char *what);
 int pi_ds_gunzip_each(const uint8_t *in, size_t n, uint64_t max, pi_ds_piece_fn fn, void *ctx, uint64_t *total,
                       const char *what);
+
+/* A cursor over one compressed stream (kind 1 gzip, 2 zstd; dscodec.c):
+ * pi_ds_zcur_read writes the decompressed bytes [at, at + len) of in[0, n)
+ * (the whole compressed file, the same bytes at every call) into out,
+ * continuing from where the last read stopped when at is not behind it
+ * (reads in order decompress the stream once), else from the start. Its
+ * memory is the codec's window and one 128 KiB piece. Thread-safe (one
+ * read at a time). A stream that ends before at + len is PAGEIN_E_CHANGED. */
+struct pi_dszcur;
+int pi_ds_zcur_new(struct pi_dszcur **out, int kind, const char *what);
+void pi_ds_zcur_free(struct pi_dszcur *c);
+int pi_ds_zcur_read(struct pi_dszcur *c, const uint8_t *in, size_t n, uint64_t at, uint8_t *out, uint64_t len,
+                    const char *what);
+/* The stream in order, one piece (at most 128 KiB; cap at least that) a
+ * call: *got bytes (0 at the end), *in_pos the compressed bytes consumed
+ * by then. pi_ds_zcur_reset frees the codec's state until the next read. */
+int pi_ds_zcur_next(struct pi_dszcur *c, const uint8_t *in, size_t n, uint8_t *out, size_t cap, uint64_t *got,
+                    uint64_t *in_pos, const char *what);
+void pi_ds_zcur_reset(struct pi_dszcur *c);
+/* The most decompressed bytes one group of a compressed shard holds
+ * (PAGEIN_DS_DECODE_BUDGET, default 64 MiB, at least 1 MiB): a shard whose
+ * text is larger is read in groups of at most this. */
+uint64_t pi_ds_decode_budget(void);
+/* Samples a compressed shard may hold whatever its compressed size
+ * (PAGEIN_DS_SAMPLE_ALLOWANCE, default 2^24): a count above both this and
+ * PI_DS_ROWS_PER_BYTE per compressed byte is refused (dscount.c). */
+int pi_ds_zcount_check(const struct pi_dsshard *sh, uint64_t count, uint64_t bytes, const char *what);
 
 #endif

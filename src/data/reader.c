@@ -108,9 +108,10 @@ static int reader_init(pagein_reader *r) {
     r->order = pi_malloc(d->nsamples * sizeof *r->order);
     if (!r->maps || !r->order) return pi_err(-ENOMEM, "reader: out of memory for %" PRIu64 " samples", d->nsamples);
     for (size_t i = 0; i < d->nfiles; i++) {
-        RETURN_IF(d->files[i].fd < 0, PAGEIN_E_UNSUPPORTED, "%s: the mmap reader maps local files only", d->files[i].path);
+        int fd = pagein_dataset_fd(d, i); /* a bounded set's shard: reopened (checked) and kept */
+        RETURN_IF(fd < 0, PAGEIN_E_UNSUPPORTED, "%s: the mmap reader maps local files only", d->files[i].path);
         if (!d->files[i].size) continue;
-        void *p = mmap(NULL, d->files[i].size, PROT_READ, MAP_SHARED, d->files[i].fd, 0);
+        void *p = mmap(NULL, d->files[i].size, PROT_READ, MAP_SHARED, fd, 0);
         if (p == MAP_FAILED) return pi_err(-errno, "%s: mmap: %s", d->files[i].path, strerror(errno));
         r->maps[i] = p;
     }
