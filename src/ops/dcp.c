@@ -24,11 +24,23 @@ struct dfile {
     size_t len;
 };
 
+/* A chunk's blob header, parsed once (the read and slice paths). */
+struct bcache {
+    int ready;
+    int contiguous;
+    uint64_t data_off, span;
+    int64_t *strides; /* ndim (arena) */
+};
+
 struct pagein_dcp {
     char *dir;
     char *meta_path;
     struct pi_dcp_meta m;
     struct dfile *f;
+    struct bcache *bc; /* one per chunk: bc[bbase[item] + chunk] */
+    size_t *bbase;
+    struct pi_arena arena;
+    pthread_mutex_t mu; /* bc and arena */
 };
 
 static char *join(const char *dir, const char *name) {
@@ -77,6 +89,9 @@ void pagein_dcp_close(pagein_dcp *d) {
         pi_source_close(d->f[i].src);
     }
     pi_free(d->f);
+    pi_free(d->bc), pi_free(d->bbase);
+    pi_arena_free(&d->arena);
+    pthread_mutex_destroy(&d->mu);
     pi_dcp_meta_free(&d->m);
     pi_free(d->meta_path);
     pi_free(d->dir);
@@ -133,11 +148,18 @@ int pagein_dcp_open(pagein_dcp **out, const char *dir) {
     pagein_dcp *d = pi_calloc(1, sizeof *d);
     if (!d) return pi_err(-ENOMEM, "out of memory");
     pi_dcp_meta_init(&d->m);
+    pthread_mutex_init(&d->mu, NULL);
     int rc = 0;
     if (!(d->dir = pi_strndup(dir, strlen(dir))) || !(d->meta_path = join(dir, PI_DCP_META_NAME)))
         rc = pi_err(-ENOMEM, "out of memory");
     if (rc == 0) rc = read_meta(d);
     if (rc == 0) rc = open_files(d);
+    if (rc == 0) {
+        size_t nc = 0;
+        if (!(d->bbase = pi_calloc(d->m.n ? d->m.n : 1, sizeof *d->bbase))) rc = pi_err(-ENOMEM, "out of memory");
+        for (size_t i = 0; rc == 0 && i < d->m.n; i++) d->bbase[i] = nc, nc += d->m.items[i].nchunks;
+        if (rc == 0 && !(d->bc = pi_calloc(nc ? nc : 1, sizeof *d->bc))) rc = pi_err(-ENOMEM, "out of memory");
+    }
     if (rc < 0) {
         pagein_dcp_close(d);
         return rc;
@@ -263,15 +285,48 @@ struct chunk_job {
     const uint64_t *start, *count;
     void *dst;
     int returned;
+    int cached; /* b came from the cache: not parsed again */
+    struct pi_dcp_blob b;
 };
 
 static int chunk_copy(void *ctx) {
     struct chunk_job *j = ctx;
-    struct pi_dcp_blob b;
-    int rc = pi_dcp_blob_parse(j->p, (size_t)j->c->nbytes, &j->d->m, j->it, j->c, j->d->meta_path, &b);
-    if (rc == 0) copy_box(j->it, j->c, &b, j->p + b.data_off, j->start, j->count, j->dst);
+    int rc = j->cached ? 0 : pi_dcp_blob_parse(j->p, (size_t)j->c->nbytes, &j->d->m, j->it, j->c, j->d->meta_path, &j->b);
+    if (rc == 0) copy_box(j->it, j->c, &j->b, j->p + j->b.data_off, j->start, j->count, j->dst);
     j->returned = 1;
     return rc;
+}
+
+/* The cached header of item i's chunk k into b (1), or 0. */
+static int cache_get(pagein_dcp *d, size_t i, uint32_t k, struct pi_dcp_blob *b) {
+    const struct pi_dcp_item *it = &d->m.items[i];
+    pthread_mutex_lock(&d->mu);
+    const struct bcache *e = &d->bc[d->bbase[i] + k];
+    int ok = e->ready;
+    if (ok) {
+        memset(b, 0, sizeof *b);
+        b->dtype = it->dtype, b->ndim = it->ndim;
+        for (uint32_t x = 0; x < it->ndim; x++) b->shape[x] = it->chunks[k].len[x], b->strides[x] = e->strides[x];
+        b->data_off = e->data_off, b->span = e->span, b->contiguous = e->contiguous;
+    }
+    pthread_mutex_unlock(&d->mu);
+    return ok;
+}
+
+/* Keeps a parsed header (outside any truncation guard: the arena grows). */
+static void cache_put(pagein_dcp *d, size_t i, uint32_t k, const struct pi_dcp_blob *b) {
+    const struct pi_dcp_item *it = &d->m.items[i];
+    pthread_mutex_lock(&d->mu);
+    struct bcache *e = &d->bc[d->bbase[i] + k];
+    if (!e->ready) {
+        int64_t *st = pi_arena_alloc(&d->arena, (it->ndim ? it->ndim : 1) * sizeof *st);
+        if (st) { /* out of memory: the next read parses again */
+            for (uint32_t x = 0; x < it->ndim; x++) st[x] = b->strides[x];
+            e->strides = st, e->data_off = b->data_off, e->span = b->span, e->contiguous = b->contiguous;
+            e->ready = 1;
+        }
+    }
+    pthread_mutex_unlock(&d->mu);
 }
 
 int pagein_dcp_read_slice(pagein_dcp *d, size_t i, const uint64_t *start, const uint64_t *count, void *dst, size_t len) {
@@ -298,7 +353,8 @@ int pagein_dcp_read_slice(pagein_dcp *d, size_t i, const uint64_t *start, const 
         const uint8_t *p;
         uint8_t *tmp;
         FORWARD_IF(blob_bytes(d, c, &p, &tmp));
-        struct chunk_job cj = {d, it, c, p, start, count, dst, 0};
+        struct chunk_job cj = {d, it, c, p, start, count, dst, 0, 0, {0}};
+        cj.cached = cache_get(d, i, j, &cj.b);
         int rc;
         if (tmp) {
             rc = chunk_copy(&cj);
@@ -315,6 +371,7 @@ int pagein_dcp_read_slice(pagein_dcp *d, size_t i, const uint64_t *start, const 
         }
         pi_free(tmp);
         FORWARD_IF(rc);
+        if (!cj.cached) cache_put(d, i, j, &cj.b);
     }
     return 0;
 }
