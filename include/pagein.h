@@ -2105,6 +2105,11 @@ PAGEIN_API int pagein_dcp_find(const pagein_dcp *d, const char *name);
 /* The whole item into dst (len >= its nbytes): a tensor row-major, a
  * non-tensor item as its bytes. */
 PAGEIN_API int pagein_dcp_read(pagein_dcp *d, size_t i, void *dst, size_t len);
+/* A tensor stored in one row-major chunk of a local (mapped) file: *data
+ * points at its bytes inside the blob, valid until pagein_dcp_close (no
+ * copy). PAGEIN_E_UNSUPPORTED when it is stored in several chunks, as a
+ * strided view, or remotely (read it with pagein_dcp_read). */
+PAGEIN_API int pagein_dcp_view(pagein_dcp *d, size_t i, const void **data);
 /* The box [start, start + count) of tensor i, row-major, into dst; reads
  * only the chunks the box overlaps. */
 PAGEIN_API int pagein_dcp_read_slice(pagein_dcp *d, size_t i, const uint64_t *start, const uint64_t *count,

@@ -183,3 +183,22 @@ TEST(remote_dcp_convert) {
 #endif
     return PASS;
 }
+
+/* A single-chunk row-major tensor is a pointer into its blob; the others
+ * are refused with PAGEIN_E_UNSUPPORTED (read them). */
+TEST(dcp_view_single_chunk) {
+    pagein_dcp *d;
+    CHECK_OK(pagein_dcp_open(&d, FX "rank4"));
+    const void *p = NULL;
+    int i = pagein_dcp_find(d, "layers.0.bias");
+    CHECK(i >= 0);
+    CHECK_OK(pagein_dcp_view(d, (size_t)i, &p));
+    float want[6];
+    CHECK_OK(pagein_dcp_read(d, (size_t)i, want, sizeof want));
+    CHECK(p && memcmp(p, want, sizeof want) == 0);
+    CHECK_EQ(pagein_dcp_view(d, (size_t)pagein_dcp_find(d, "rows.weight"), &p), PAGEIN_E_UNSUPPORTED);
+    CHECK_EQ(pagein_dcp_view(d, (size_t)pagein_dcp_find(d, "transposed"), &p), PAGEIN_E_UNSUPPORTED);
+    CHECK_EQ(pagein_dcp_view(d, (size_t)pagein_dcp_find(d, "step"), &p), PAGEIN_E_BAD_TYPE);
+    pagein_dcp_close(d);
+    return PASS;
+}

@@ -1580,3 +1580,8 @@ def pull(src, dest=None, *, connections=0, chunk=0, stage=None, cache_dir=None, 
 
 
 __all__.append("pull")
+
+# A torch Distributed Checkpoint directory opens with safe_open / open_model (pagein/dcp.py).
+from . import dcp as _dcp  # noqa: E402
+
+_dcp._serve(globals())

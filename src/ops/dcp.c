@@ -292,7 +292,7 @@ struct chunk_job {
 static int chunk_copy(void *ctx) {
     struct chunk_job *j = ctx;
     int rc = j->cached ? 0 : pi_dcp_blob_parse(j->p, (size_t)j->c->nbytes, &j->d->m, j->it, j->c, j->d->meta_path, &j->b);
-    if (rc == 0) copy_box(j->it, j->c, &j->b, j->p + j->b.data_off, j->start, j->count, j->dst);
+    if (rc == 0 && j->dst) copy_box(j->it, j->c, &j->b, j->p + j->b.data_off, j->start, j->count, j->dst);
     j->returned = 1;
     return rc;
 }
@@ -373,6 +373,31 @@ int pagein_dcp_read_slice(pagein_dcp *d, size_t i, const uint64_t *start, const 
         FORWARD_IF(rc);
         if (!cj.cached) cache_put(d, i, j, &cj.b);
     }
+    return 0;
+}
+
+int pagein_dcp_view(pagein_dcp *d, size_t i, const void **data) {
+    pi_err_clear();
+    if (!d || i >= d->m.n || !data) return pi_err(PAGEIN_E_INVALID, "pagein_dcp_view: bad argument");
+    const struct pi_dcp_item *it = &d->m.items[i];
+    RETURN_IF(it->is_bytes, PAGEIN_E_BAD_TYPE, "'%s' is a non-tensor item: read it with pagein_dcp_read", it->name);
+    const struct pi_dcp_chunk *c = &it->chunks[0];
+    struct dfile *f = it->nchunks == 1 ? &d->f[c->file] : NULL;
+    RETURN_IF(!f || !f->map, PAGEIN_E_UNSUPPORTED, "'%s': %s: read it with pagein_dcp_read", it->name,
+              f ? "its file is not mapped (a source URL)" : "stored in several chunks");
+    struct chunk_job cj = {d, it, c, f->map + c->at, NULL, NULL, NULL, 0, 0, {0}};
+    cj.cached = cache_get(d, i, 0, &cj.b);
+    if (!cj.cached) {
+        struct pi_journal jn;
+        pi_journal_begin(&jn);
+        int rc = pi_guard_call(f->map, f->len, f->src->name, 0, f->src->fd, chunk_copy, &cj);
+        pi_journal_end(&jn, !cj.returned);
+        FORWARD_IF(rc);
+        cache_put(d, i, 0, &cj.b);
+    }
+    RETURN_IF(!cj.b.contiguous, PAGEIN_E_UNSUPPORTED, "'%s': stored as a strided view: read it with pagein_dcp_read",
+              it->name);
+    *data = f->map + c->at + cj.b.data_off;
     return 0;
 }
 
