@@ -277,29 +277,36 @@ static void summary(FILE *o, const struct opts *op, const pagein_file *f, const 
 }
 
 /* A torch Distributed Checkpoint directory (a `.metadata` beside
- * `__RANK_N.distcp` files): consolidated into one safetensors file by the
- * library (src/ops/dcp.c); the casting and sharding options are not
- * offered for it yet. */
+ * `__RANK_N.distcp` files), local or a source URL: consolidated by the
+ * library (src/ops/dcp.c) through one run of the range engine into one
+ * safetensors file or, with --max-shard-size, Hugging Face shards and an
+ * index; casting is not offered for it. */
 static int convert_dcp(const struct opts *op) {
     size_t ol = strlen(op->out);
-    if (op->dtype || op->deq || op->shard || op->dry || !strcmp(op->out, "-") || (ol >= 5 && !strcmp(op->out + ol - 5, ".gguf"))) {
-        fprintf(stderr, "pagein convert: %s is a torch Distributed Checkpoint: it converts to one .safetensors file "
-                        "(--dtype, --dequantize, --max-shard-size, --dry-run and GGUF output are not supported for it yet)\n",
+    if (op->dtype || op->deq || op->dry || !strcmp(op->out, "-") || (ol >= 5 && !strcmp(op->out + ol - 5, ".gguf"))) {
+        fprintf(stderr, "pagein convert: %s is a torch Distributed Checkpoint: it converts to safetensors "
+                        "(--dtype, --dequantize, --dry-run and GGUF output are not supported for it yet)\n",
                 op->in);
         return EXIT_USAGE;
     }
+    pagein_convert_opts co = PAGEIN_CONVERT_OPTS_INIT;
+    co.max_shard_bytes = op->shard;
+    co.max_output_bytes = op->max_out;
+    co.align = op->align;
     pagein_dcp_convert_stats st;
     double t0 = cli_now();
     int rc = make_parent(op->out);
-    if (rc == 0) rc = pagein_dcp_convert_safetensors(op->in, op->out, &st);
+    if (rc == 0) rc = pagein_dcp_convert(op->in, op->out, &co, &st);
     if (rc < 0) {
         cli_error("convert", rc, "cannot convert %s to %s", op->in, op->out);
         return rc > -4096 ? EXIT_USAGE : EXIT_INVALID;
     }
     if (!op->quiet)
-        printf("converted %s -> %s: %llu tensors, %llu bytes, %llu non-tensor items skipped, %.2f s\n", op->in, op->out,
-               (unsigned long long)st.tensors, (unsigned long long)st.tensor_bytes, (unsigned long long)st.skipped_items,
-               cli_now() - t0);
+        printf("converted %s -> %s: %llu tensors, %llu bytes, %llu non-tensor items skipped, %u file%s, "
+               "%llu bytes read in %llu requests, %.2f s\n",
+               op->in, op->out, (unsigned long long)st.tensors, (unsigned long long)st.tensor_bytes,
+               (unsigned long long)st.skipped_items, st.shards, st.shards == 1 ? "" : "s",
+               (unsigned long long)st.bytes_read, (unsigned long long)st.requests, cli_now() - t0);
     return EXIT_OK;
 }
 

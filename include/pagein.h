@@ -2126,9 +2126,14 @@ typedef struct pagein_dcp_convert_stats {
     uint64_t tensors;       /* written */
     uint64_t tensor_bytes;
     uint64_t skipped_items; /* non-tensor items (safetensors holds tensors only) */
+    uint32_t shards;        /* files written (1 = no index) */
+    uint64_t spans;         /* chunk blobs in the plan */
+    uint64_t bytes_read;    /* bytes the range engine read */
+    uint64_t requests;      /* the engine's requests */
 } pagein_dcp_convert_stats;
 
-/* 1 if path is a local directory holding a `.metadata` file. */
+/* 1 if path is a local directory holding a `.metadata` file, or a source
+ * URL without a file suffix under which `.metadata` exists (one request). */
 PAGEIN_API int pagein_is_dcp_dir(const char *path);
 PAGEIN_API int pagein_dcp_open(pagein_dcp **out, const char *dir);
 PAGEIN_API void pagein_dcp_close(pagein_dcp *d);
@@ -2144,6 +2149,11 @@ PAGEIN_API int pagein_dcp_find(const pagein_dcp *d, const char *name);
 /* The whole item into dst (len >= its nbytes): a tensor row-major, a
  * non-tensor item as its bytes. */
 PAGEIN_API int pagein_dcp_read(pagein_dcp *d, size_t i, void *dst, size_t len);
+/* A tensor stored in one row-major chunk of a local (mapped) file: *data
+ * points at its bytes inside the blob, valid until pagein_dcp_close (no
+ * copy). PAGEIN_E_UNSUPPORTED when it is stored in several chunks, as a
+ * strided view, or remotely (read it with pagein_dcp_read). */
+PAGEIN_API int pagein_dcp_view(pagein_dcp *d, size_t i, const void **data);
 /* The box [start, start + count) of tensor i, row-major, into dst; reads
  * only the chunks the box overlaps. */
 PAGEIN_API int pagein_dcp_read_slice(pagein_dcp *d, size_t i, const uint64_t *start, const uint64_t *count,
@@ -2152,6 +2162,17 @@ PAGEIN_API int pagein_dcp_read_slice(pagein_dcp *d, size_t i, const uint64_t *st
  * atomically (pagein_safetensors_write); one tensor is held in memory at a
  * time. Non-tensor items are skipped (counted in stats, which may be NULL). */
 PAGEIN_API int pagein_dcp_convert_safetensors(const char *dir, const char *out, pagein_dcp_convert_stats *stats);
+/* The same with options: opts->max_shard_bytes writes Hugging Face shards
+ * ("model-00001-of-00003.safetensors") plus out's ".index.json", all or
+ * nothing, as pagein_convert_safetensors does; align and max_output_bytes
+ * as there; dtype and dequantize are refused (PAGEIN_E_UNSUPPORTED). Every
+ * chunk blob of every tensor goes through one run of the range engine
+ * (coalesced, many requests in flight, double-buffered against the copies),
+ * for local directories and source URLs alike; each blob's header is
+ * parsed once. Memory: the tensor being written, one blob, the engine's
+ * ring. */
+PAGEIN_API int pagein_dcp_convert(const char *dir, const char *out, const pagein_convert_opts *opts,
+                                  pagein_dcp_convert_stats *stats);
 #endif /* PAGEIN_EXPERIMENTAL: torch Distributed Checkpoints */
 /* 1 if this build has the remote sources (libcurl), else 0. */
 PAGEIN_API int pagein_remote_available(void);

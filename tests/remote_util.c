@@ -39,7 +39,11 @@ static int populate(void) {
              "cp $t/safetensors/burn-mnist-f32.safetensors $d/www/hf/org/tiny/model.safetensors;"
              "cp $t/gguf/llama-2-tiny-random.gguf $d/www/hf/org/tiny/sub/tiny.gguf;"
              "printf '{\"architectures\": [\"Tiny\"]}' > $d/www/hf/org/tiny/config.json;"
-             "/usr/bin/python3 tests/remote/make_sharded.py $d/www/sharded 3 1000 && cp -r $d/www/sharded $d/s3/",
+             "/usr/bin/python3 tests/remote/make_sharded.py $d/www/sharded 3 1000 && cp -r $d/www/sharded $d/s3/;"
+             /* a torch Distributed Checkpoint (s3/torch-dcp4 sorts after s3/real,
+              * whose first file the TLS s3rver holds) */
+             "mkdir -p $d/www/hf/org/dcp; for x in $d/www/dcp4 $d/s3/torch-dcp4 $d/www/hf/org/dcp/ckpt; do "
+             "cp -r tests/data/dcp/rank4 $x; done",
              dir, pt_testdata(""));
     return system(cmd) == 0 ? 0 : -1;
 }

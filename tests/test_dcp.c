@@ -250,6 +250,14 @@ TEST(dcp_read_slice) {
     CHECK_OK(pagein_dcp_read(d, (size_t)i, whole, sizeof whole));
     for (int r = 0; r < 3; r++)
         for (int c = 0; c < 3; c++) CHECK_EQ(box[r * 3 + c], whole[(r + 2) * 8 + c + 3]);
+    /* every element again, through the headers parsed by the reads above */
+    for (uint64_t r = 0; r < 6; r++)
+        for (uint64_t c = 0; c < 8; c++) {
+            uint64_t at[2] = {r, c}, one[2] = {1, 1};
+            uint16_t v = 0;
+            CHECK_OK(pagein_dcp_read_slice(d, (size_t)i, at, one, &v, sizeof v));
+            CHECK_EQ(v, whole[r * 8 + c]);
+        }
     uint64_t bad[2] = {5, 7}, two[2] = {2, 2};
     CHECK_EQ(pagein_dcp_read_slice(d, (size_t)i, bad, two, box, sizeof box), PAGEIN_E_RANGE);
     CHECK_EQ(pagein_dcp_find(d, "nosuch"), PAGEIN_E_NOT_FOUND);

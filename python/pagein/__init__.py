@@ -80,3 +80,8 @@ for _o in (SafetensorError, SliceError, DeviceError, dtype_info, safe_open, load
     if getattr(_o, "__module__", "").startswith("pagein."):
         _o.__module__ = "pagein"
 del _o
+
+# A torch Distributed Checkpoint directory opens with safe_open / open_model (pagein/dcp.py).
+from . import dcp as _dcp  # noqa: E402
+
+_dcp._serve(globals())

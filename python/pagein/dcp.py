@@ -19,7 +19,7 @@ import io
 from . import _pagein
 from . import _dcpcompat
 
-__all__ = ["open", "convert", "is_dcp_dir", "Checkpoint", "Reader"]
+__all__ = ["open", "convert", "convert_stats", "is_dcp_dir", "Checkpoint", "Reader", "SafeOpen"]
 
 _TORCH_DTYPES = {
     "F64": "float64", "F32": "float32", "F16": "float16", "BF16": "bfloat16", "I64": "int64", "I32": "int32",
@@ -32,10 +32,19 @@ def is_dcp_dir(path):
     return _pagein.is_dcp_dir(str(path))
 
 
-def convert(path, out):
-    """Consolidates the checkpoint into one safetensors file (atomic).
-    Returns (tensors, tensor_bytes, skipped non-tensor items)."""
-    return _pagein.dcp_convert(str(path), str(out))
+def convert(path, out, max_shard_size=None):
+    """Consolidates the checkpoint (a local directory or a source URL) into
+    one safetensors file, or with max_shard_size (bytes) Hugging Face shards
+    plus OUT's .index.json, all or nothing, through one run of the range
+    engine. Returns (tensors, tensor_bytes, skipped non-tensor items)."""
+    return _pagein.dcp_convert(str(path), str(out), int(max_shard_size or 0))[:3]
+
+
+def convert_stats(path, out, max_shard_size=None):
+    """convert, returning a dict with the engine's figures too (shards,
+    bytes_read, requests)."""
+    r = _pagein.dcp_convert(str(path), str(out), int(max_shard_size or 0))
+    return dict(zip(("tensors", "tensor_bytes", "skipped", "shards", "bytes_read", "requests"), r))
 
 
 class Checkpoint:
@@ -106,8 +115,25 @@ class Checkpoint:
             _pagein.dcp_read_into(self._h, i, buf, tuple(int(s) for s in start), shape)
         return torch.frombuffer(buf, dtype=td).reshape(shape)
 
+    def view(self, name):
+        """A tensor stored in one row-major chunk of a local file: a
+        read-only buffer over its bytes inside the blob (no copy; the
+        checkpoint stays open while it lives), else None."""
+        return _pagein.dcp_view(self._h, self._items[name][0])
+
     def get_tensor(self, name):
-        """The whole tensor (a torch.Tensor), assembled from its chunks."""
+        """The whole tensor (a torch.Tensor): a zero-copy, read-only view
+        into its blob when it is stored in one chunk of a local file, else
+        assembled from its chunks."""
+        i, is_bytes, dtype, shape, nbytes, nchunks = self._items[name]
+        if not is_bytes and nchunks == 1 and nbytes:
+            v = self.view(name)
+            if v is not None:
+                import warnings
+                import torch
+                with warnings.catch_warnings():
+                    warnings.simplefilter("ignore")  # read-only: torch warns that it is not writable
+                    return torch.frombuffer(v, dtype=self._torch_dtype(dtype)).reshape(shape)
         return self._read(name)
 
     def get_slice(self, name, start, count):
@@ -192,3 +218,168 @@ def Reader(path):  # noqa: N802 - a class made on first use (torch's StorageRead
             return fut
 
     return _Reader(path)
+
+
+# ---- safe_open / open_model on a checkpoint directory ------------------------
+
+_NP_DTYPES = {"F64": "float64", "F32": "float32", "F16": "float16", "I64": "int64", "I32": "int32", "I16": "int16",
+              "I8": "int8", "U8": "uint8", "BOOL": "bool", "C64": "complex64"}
+
+
+def _box(index, shape):
+    """(start, count, squeeze) of a basic index (ints, step-1 slices, ...)."""
+    if not isinstance(index, tuple):
+        index = (index,)
+    if any(i is Ellipsis for i in index):
+        k = index.index(Ellipsis)
+        index = index[:k] + (slice(None),) * (len(shape) - len(index) + 1) + index[k + 1:]
+    if len(index) > len(shape):
+        raise IndexError("too many indices: %d for %d dimensions" % (len(index), len(shape)))
+    index = index + (slice(None),) * (len(shape) - len(index))
+    start, count, squeeze = [], [], []
+    for d, (ix, n) in enumerate(zip(index, shape)):
+        if isinstance(ix, slice):
+            a, b, step = ix.indices(n)
+            if step != 1:
+                raise IndexError("dimension %d: only steps of 1 are supported" % d)
+            start.append(a)
+            count.append(max(0, b - a))
+        else:
+            ix = int(ix)
+            if ix < 0:
+                ix += n
+            if not 0 <= ix < n:
+                raise IndexError("index %d out of range for dimension %d of size %d" % (ix, d, n))
+            start.append(ix)
+            count.append(1)
+            squeeze.append(d)
+    return tuple(start), tuple(count), squeeze
+
+
+class _DcpSlice:
+    """safe_open(ckpt).get_slice(name): reads only the chunks a box overlaps."""
+
+    def __init__(self, f, name):
+        self._f, self._name = f, name
+        _, self._dtype, self._shape, _, _ = f._ck.info(name)
+
+    def get_shape(self):
+        return list(self._shape)
+
+    def get_dtype(self):
+        return self._dtype
+
+    def __getitem__(self, index):
+        start, count, squeeze = _box(index, self._shape)
+        t = self._f._ck.get_slice(self._name, start, count)
+        if squeeze:
+            t = t.reshape([c for d, c in enumerate(count) if d not in squeeze])
+        return self._f._out(t, self._dtype)
+
+
+class SafeOpen:
+    """What pagein.safe_open and pagein.open_model return for a torch
+    Distributed Checkpoint directory (or source URL): the safetensors
+    reading API over its tensors (keys, get_tensor, get_slice, metadata),
+    plus the non-tensor items (nontensor_keys, get_bytes). Single-chunk
+    tensors of a local checkpoint are zero-copy views into their blobs."""
+
+    def __init__(self, path, framework="pt", device="cpu"):
+        if str(device) != "cpu":
+            raise ValueError("a torch Distributed Checkpoint is served on the CPU (device=%r)" % (device,))
+        self.path = str(path)
+        self.framework = framework
+        self._ck = Checkpoint(path)
+
+    def __enter__(self):
+        return self
+
+    def __exit__(self, *exc):
+        self.close()
+
+    def close(self):
+        self._ck.close()
+
+    def keys(self):
+        return self._ck.tensor_keys()
+
+    def nontensor_keys(self):
+        return [k for k in self._ck.keys() if self._ck.info(k)[0]]
+
+    def metadata(self):
+        return {"format": "pt"}
+
+    def _out(self, t, dtype):
+        if self.framework in ("pt", "torch", "pytorch"):
+            return t
+        if dtype not in _NP_DTYPES:
+            raise TypeError("%s has no numpy dtype (use framework='pt')" % dtype)
+        return t.numpy()
+
+    def get_tensor(self, name):
+        if name not in self._ck._items or self._ck.info(name)[0]:
+            if name in self._ck._items:
+                raise TypeError("%s is a non-tensor item; use get_bytes" % name)
+            raise KeyError(name)
+        return self._out(self._ck.get_tensor(name), self._ck.info(name)[1])
+
+    def get_slice(self, name):
+        if name not in self._ck._items or self._ck.info(name)[0]:
+            raise KeyError(name)
+        return _DcpSlice(self, name)
+
+    def get_bytes(self, name):
+        return self._ck.get_bytes(name)
+
+    def chunks(self, name):
+        return self._ck.chunks(name)
+
+    def __getitem__(self, name):
+        return self.get_tensor(name)
+
+    def __contains__(self, name):
+        return name in self.keys()
+
+    def __iter__(self):
+        return iter(self.keys())
+
+    def __len__(self):
+        return len(self.keys())
+
+
+def _is_ckpt(path):
+    """A local directory holding a .metadata (no request for a URL: those
+    open with pagein.dcp.open)."""
+    import os
+    try:
+        p = os.fsdecode(os.fspath(path))
+    except TypeError:
+        return False
+    return "://" not in p and os.path.isdir(p) and is_dcp_dir(p)
+
+
+def _serve(ns):
+    """Makes pagein.safe_open and pagein.open_model (in namespace ns) serve
+    a DCP directory with SafeOpen; every other path goes on as before."""
+    cls, open_model = ns["safe_open"], ns["open_model"]
+    orig_new = cls.__new__
+
+    def __new__(c, path=None, *a, **kw):
+        if c is cls and path is not None and _is_ckpt(path):
+            return SafeOpen(path, *a, **kw)
+        return orig_new(c) if orig_new is object.__new__ else orig_new(c, path, *a, **kw)
+
+    cls.__new__ = staticmethod(__new__)
+
+    def open_model_dcp(path, *a, **kw):
+        if _is_ckpt(path):
+            kw.pop("strategy", None)
+            return SafeOpen(path, **{k: v for k, v in kw.items() if k in ("framework", "device")})
+        return open_model(path, *a, **kw)
+
+    open_model_dcp.__doc__ = open_model.__doc__
+    open_model_dcp.__name__ = open_model.__name__
+    open_model_dcp.__qualname__ = getattr(open_model, "__qualname__", open_model.__name__)
+    open_model_dcp.__module__ = open_model.__module__
+    open_model_dcp.__wrapped__ = open_model
+    ns["open_model"] = open_model_dcp

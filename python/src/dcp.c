@@ -113,10 +113,35 @@ static PyObject *py_dcp_read_into(PyObject *self, PyObject *args) {
     Py_RETURN_NONE;
 }
 
-/* _pagein.dcp_convert(dir, out) -> (tensors, bytes, skipped) */
+/* _pagein.dcp_view(h, i) -> a read-only View of a single-chunk tensor's
+ * bytes inside its mapped blob (the handle kept alive), or None when it
+ * must be assembled (several chunks, a strided view, a remote file). */
+static PyObject *py_dcp_view(PyObject *self, PyObject *args) {
+    PyObject *cap;
+    Py_ssize_t i;
+    if (!PyArg_ParseTuple(args, "On:dcp_view", &cap, &i)) return NULL;
+    pagein_dcp *d = dcp_of(cap);
+    if (!d) return NULL;
+    pagein_dcp_item_info in;
+    if (i < 0 || pagein_dcp_item(d, (size_t)i, &in) < 0) return raise_rc(PAGEIN_E_INVALID, NULL);
+    const void *p = NULL;
+    int rc;
+    Py_BEGIN_ALLOW_THREADS
+    rc = pagein_dcp_view(d, (size_t)i, &p);
+    Py_END_ALLOW_THREADS
+    if (rc == PAGEIN_E_UNSUPPORTED) Py_RETURN_NONE;
+    if (rc < 0) return raise_rc(rc, NULL);
+    if (in.nbytes > (uint64_t)PY_SSIZE_T_MAX) return raise_rc(PAGEIN_E_LIMIT, NULL);
+    return pyp_view_over(cap, p, (Py_ssize_t)in.nbytes);
+}
+
+/* _pagein.dcp_convert(dir, out, max_shard_bytes=0) -> (tensors, bytes, skipped, shards, bytes_read, requests) */
 static PyObject *py_dcp_convert(PyObject *self, PyObject *args) {
     PyObject *dir, *out;
-    if (!PyArg_ParseTuple(args, "OO:dcp_convert", &dir, &out)) return NULL;
+    unsigned long long shard = 0;
+    if (!PyArg_ParseTuple(args, "OO|K:dcp_convert", &dir, &out, &shard)) return NULL;
+    pagein_convert_opts co = PAGEIN_CONVERT_OPTS_INIT;
+    co.max_shard_bytes = shard;
     PyObject *a = fs_bytes(dir), *b = a ? fs_bytes(out) : NULL;
     if (!a || !b) {
         Py_XDECREF(a);
@@ -125,13 +150,14 @@ static PyObject *py_dcp_convert(PyObject *self, PyObject *args) {
     pagein_dcp_convert_stats st;
     int rc;
     Py_BEGIN_ALLOW_THREADS
-    rc = pagein_dcp_convert_safetensors(PyBytes_AS_STRING(a), PyBytes_AS_STRING(b), &st);
+    rc = pagein_dcp_convert(PyBytes_AS_STRING(a), PyBytes_AS_STRING(b), &co, &st);
     Py_END_ALLOW_THREADS
     Py_DECREF(a);
     Py_DECREF(b);
     if (rc < 0) return raise_rc(rc, dir);
-    return Py_BuildValue("(KKK)", (unsigned long long)st.tensors, (unsigned long long)st.tensor_bytes,
-                         (unsigned long long)st.skipped_items);
+    return Py_BuildValue("(KKKIKK)", (unsigned long long)st.tensors, (unsigned long long)st.tensor_bytes,
+                         (unsigned long long)st.skipped_items, (unsigned)st.shards, (unsigned long long)st.bytes_read,
+                         (unsigned long long)st.requests);
 }
 
 /* _pagein.dcp_chunks(cap, index) -> [(offsets, sizes)] of a tensor item */
@@ -178,7 +204,9 @@ PyMethodDef pyp_dcp_functions[] = {
     {"dcp_open", py_dcp_open, METH_O, "dcp_open(path) -> handle of a torch Distributed Checkpoint directory"},
     {"dcp_items", py_dcp_items, METH_O, "dcp_items(h) -> [(name, is_bytes, dtype, shape, nbytes, nchunks)]"},
     {"dcp_read_into", py_dcp_read_into, METH_VARARGS, "dcp_read_into(h, i, buffer, start=None, count=None)"},
-    {"dcp_convert", py_dcp_convert, METH_VARARGS, "dcp_convert(dir, out) -> (tensors, bytes, skipped)"},
+    {"dcp_convert", py_dcp_convert, METH_VARARGS,
+     "dcp_convert(dir, out, max_shard_bytes=0) -> (tensors, bytes, skipped, shards, bytes_read, requests)"},
+    {"dcp_view", py_dcp_view, METH_VARARGS, "dcp_view(h, i) -> View of a single-chunk tensor's bytes, or None"},
     {"dcp_chunks", py_dcp_chunks, METH_VARARGS, "dcp_chunks(h, i) -> [(offsets, sizes)]"},
     {"is_dcp_dir", py_is_dcp_dir, METH_O, "is_dcp_dir(path) -> bool"},
     {NULL, NULL, 0, NULL},

@@ -431,6 +431,15 @@ static PyObject *view_new(Source *s, const pagein_tensor *t) {
     return (PyObject *)v;
 }
 
+/* A read-only View of len bytes at ptr that owner keeps alive (dcp.c). */
+PyObject *pyp_view_over(PyObject *owner, const void *ptr, Py_ssize_t len) {
+    View *v = PyObject_New(View, &ViewType);
+    if (!v) return NULL;
+    Py_INCREF(owner);
+    v->owner = owner, v->ptr = ptr, v->len = len, v->exports = 0, v->own = NULL;
+    return (PyObject *)v;
+}
+
 /* buffer(name_or_index) -> View */
 static PyObject *Source_buffer(Source *s, PyObject *key) {
     const pagein_tensor *t;

@@ -107,6 +107,8 @@ int need_model(Source *s);
 /* Resolves a sequence of names to tensor records into *out (PyMem; free
  * with PyMem_Free) and *n. names None gives *out NULL, *n 0 ("all"). */
 int collect(Source *s, PyObject *names, const pagein_tensor ***out, size_t *n);
+/* A read-only View of len bytes at ptr that owner keeps alive. */
+PyObject *pyp_view_over(PyObject *owner, const void *ptr, Py_ssize_t len);
 /* Readies Source and View and adds them to the module. */
 int pyp_model_ready(void);
 int pyp_model_add_types(PyObject *m);

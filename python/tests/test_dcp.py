@@ -96,3 +96,65 @@ def test_v2_metadata_through_reader():
     with pagein.dcp.open(os.path.join(FX, "v2")) as ck:
         assert ck.chunks("cols.weight")[3] == ((0, 9), (4, 1))
         assert ck.info("cols.weight")[1] == "BF16"
+
+
+@pytest.mark.parametrize("name", ["rank4", "rank2"])
+def test_safe_open_and_open_model_serve_dcp(name):
+    import pagein.dcp
+    path = os.path.join(FX, name)
+    ref = torch_load(path)
+    with pagein.safe_open(path, framework="pt") as f:
+        assert isinstance(f, pagein.dcp.SafeOpen)
+        assert set(f.keys()) == set(ref)
+        assert f.nontensor_keys() and f.get_bytes(f.nontensor_keys()[0])[:4] == b"PK\x03\x04"
+        for k, v in ref.items():
+            assert torch.equal(f.get_tensor(k), v), k
+            sl = f.get_slice(k)
+            assert sl.get_shape() == list(v.shape)
+            if v.dim() == 2:
+                assert torch.equal(sl[1:, -1], v[1:, -1]), k
+                assert torch.equal(sl[..., 1:3], v[..., 1:3]), k
+        with pytest.raises(IndexError):
+            f.get_slice("rows.weight")[::2]
+    m = pagein.open_model(path)
+    assert torch.equal(m.get_tensor("rows.weight"), ref["rows.weight"])
+    m.close()
+    with pagein.safe_open(path, framework="np") as f:
+        assert (f.get_tensor("rows.weight") == ref["rows.weight"].numpy()).all()
+    # other paths are untouched: a safetensors file still opens as before
+    st = os.path.join(ROOT, "tests", "data", "real", "safetensors", "burn-mnist-f32.safetensors")
+    if os.path.exists(st):
+        with pagein.safe_open(st, framework="np") as f:
+            assert isinstance(f, pagein.safe_open)
+
+
+def test_single_chunk_tensor_is_a_view_into_its_blob():
+    import pagein.dcp
+    with pagein.dcp.open(os.path.join(FX, "rank4")) as ck:
+        v = ck.view("layers.0.bias")  # one chunk, row-major: no copy
+        assert v is not None
+        t = ck.get_tensor("layers.0.bias")
+        assert t.data_ptr() == v.address
+        assert ck.view("rows.weight") is None  # four chunks: assembled
+        assert ck.view("transposed") is None  # a strided view in its blob: gathered
+        assert torch.equal(ck.get_tensor("transposed"), torch.arange(15.).reshape(3, 5).t())
+
+
+def test_python_convert_shards(tmp_path):
+    import pagein.dcp
+    path = os.path.join(FX, "rank4")
+    out = tmp_path / "model.safetensors"
+    st = pagein.dcp.convert_stats(path, out, max_shard_size=200)
+    assert st["shards"] == 3 and st["tensors"] == 9 and st["requests"] >= 1
+    assert (tmp_path / "model.safetensors.index.json").exists() and not out.exists()
+    ref = torch_load(path)
+    with pagein.safe_open(str(tmp_path / "model-00001-of-00003.safetensors"), framework="pt") as f:
+        first = set(f.keys())
+    assert first and first < set(ref)
+    seen = set()
+    for i in (1, 2, 3):
+        with pagein.safe_open(str(tmp_path / ("model-%05d-of-00003.safetensors" % i)), framework="pt") as f:
+            for k in f.keys():
+                assert torch.equal(f.get_tensor(k), ref[k]), k
+                seen.add(k)
+    assert seen == set(ref)

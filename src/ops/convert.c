@@ -19,6 +19,7 @@
  * only when every one of them is complete, and old files at those names are
  * kept as hard links until the move succeeded, so a failure at any point
  * leaves either the previous model intact or the new one complete. */
+#include "convert.h"
 #include "../io/io.h"
 #include "../format/dequant.h"
 #include "../format/torch_internal.h"
@@ -531,6 +532,107 @@ static void remove_stale(const char *dir, const char *base, char **keep, uint32_
     }
 }
 
+/* Writes w[0..n) to out: one file when nshards is 1, else nshards shards
+ * (tensor i in shard[i], each shard's tensors in order ord) and the index,
+ * all or nothing (the set in a fresh directory next to out, moved into
+ * place index last). total: the tensor bytes, for the index. */
+static int write_set(const char *out, const pagein_write_tensor *w, size_t n, const size_t *ord, const uint32_t *shard,
+                     uint32_t nshards, const pagein_write_opts *wop, uint64_t total) {
+    pagein_write_opts wo = *wop;
+    struct shard_set ss = {0};
+    pagein_write_tensor *sub = NULL;
+    bool made_tmpdir = false;
+    int tmp_slots[64]; /* pagein_temp_cleanup registrations (the registry has 64 slots) */
+    size_t ntmp_slots = 0;
+    int rc = 0;
+    if (!(ss.dir = dir_of(out))) return pi_err(-ENOMEM, "out of memory");
+    if (nshards == 1) {
+        rc = pagein_safetensors_write(out, w, n, &wo);
+        if (rc < 0) {
+            pi_err_prefix(out);
+            goto out;
+        }
+    } else {
+        /* the whole set in a fresh directory next to the output first */
+        const char *base = base_name(out);
+        size_t tl = strlen(ss.dir) + strlen(base) + 32;
+        ss.tmpdir = pi_malloc(tl);
+        ss.n = nshards + 1;
+        ss.names = pi_calloc(ss.n, sizeof *ss.names);
+        ss.tmp = pi_calloc(ss.n, sizeof *ss.tmp);
+        ss.final = pi_calloc(ss.n, sizeof *ss.final);
+        ss.old = pi_calloc(ss.n, sizeof *ss.old);
+        ss.installed = pi_calloc(ss.n, 1);
+        sub = pi_calloc(n ? n : 1, sizeof *sub);
+        if (!ss.tmpdir || !ss.names || !ss.tmp || !ss.final || !ss.old || !ss.installed || !sub) {
+            ss.n = ss.names && ss.tmp && ss.final && ss.old ? ss.n : 0;
+            rc = pi_err(-ENOMEM, "out of memory");
+            goto out;
+        }
+        snprintf(ss.tmpdir, tl, "%s/.%.*s.tmp-XXXXXX", ss.dir, (int)PI_MIN(strlen(base), 200), base);
+        /* the directory is registered for pagein_temp_cleanup before a
+         * signal can see it unregistered */
+        sigset_t block, prev;
+        sigemptyset(&block);
+        sigaddset(&block, SIGINT), sigaddset(&block, SIGTERM), sigaddset(&block, SIGHUP);
+        pthread_sigmask(SIG_BLOCK, &block, &prev);
+        char *made = mkdtemp(ss.tmpdir);
+        if (made) tmp_slots[ntmp_slots++] = pi_temp_register(ss.tmpdir);
+        pthread_sigmask(SIG_SETMASK, &prev, NULL);
+        if (!made) {
+            int e = errno;
+            rc = pi_err(-e, "%s: cannot create a temporary directory next to it: %s", out, strerror(e));
+            goto out;
+        }
+        made_tmpdir = true;
+        /* a signal before the set is in place removes the temporary
+         * directory and what is in it (pagein_temp_cleanup): each file is
+         * registered before it is written, so none can appear unregistered */
+        for (uint32_t k = 0; k < ss.n; k++) {
+            char ob[32];
+            snprintf(ob, sizeof ob, ".old-%u", k);
+            if (k < nshards) ss.names[k] = shard_name(base, k, nshards);
+            else if ((ss.names[k] = pi_malloc(strlen(base) + 12))) snprintf(ss.names[k], strlen(base) + 12, "%s.index.json", base);
+            if (!ss.names[k] || !(ss.tmp[k] = pi_path_join(ss.tmpdir, ss.names[k])) ||
+                !(ss.final[k] = pi_path_join(ss.dir, ss.names[k])) || !(ss.old[k] = pi_path_join(ss.tmpdir, ob))) {
+                rc = pi_err(-ENOMEM, "out of memory");
+                goto out;
+            }
+        }
+        /* each shard: its tensors in state-dict order */
+        for (uint32_t k = 0; k < nshards && rc == 0; k++) {
+            size_t m = 0;
+            for (size_t p = 0; p < n; p++)
+                if (shard[ord[p]] == k) sub[m++] = w[ord[p]];
+            if (ntmp_slots < PI_ARRAY_LEN(tmp_slots)) tmp_slots[ntmp_slots++] = pi_temp_register(ss.tmp[k]);
+            rc = pagein_safetensors_write(ss.tmp[k], sub, m, &wo);
+            if (rc < 0) pi_err_prefix(ss.final[k]);
+        }
+        if (rc == 0 && ntmp_slots < PI_ARRAY_LEN(tmp_slots)) tmp_slots[ntmp_slots++] = pi_temp_register(ss.tmp[nshards]);
+        if (rc == 0) rc = write_index(ss.tmp[nshards], ss.names, w, shard, n, total);
+        if (rc == 0) {
+            /* the moves into place are not interrupted by SIGINT, SIGTERM or
+             * SIGHUP: a signal then arrives once the set is whole (or
+             * restored), never between the shards and the index */
+            pthread_sigmask(SIG_BLOCK, &block, &prev);
+            rc = install_set(&ss);
+            if (rc == 0) remove_stale(ss.dir, base, ss.names, nshards, out);
+            for (size_t i = 0; i < ntmp_slots; i++) pi_temp_unregister(tmp_slots[i]);
+            ntmp_slots = 0;
+            if (made_tmpdir) remove_tmpdir(ss.tmpdir);
+            made_tmpdir = false;
+            pthread_sigmask(SIG_SETMASK, &prev, NULL);
+        }
+        if (rc < 0) goto out;
+    }
+out:
+    if (made_tmpdir) remove_tmpdir(ss.tmpdir);
+    for (size_t i = 0; i < ntmp_slots; i++) pi_temp_unregister(tmp_slots[i]);
+    set_free(&ss);
+    pi_free(sub);
+    return rc;
+}
+
 /* Shards in state-dict order: PyTorch checkpoints in the order of their
  * pickle (model.state_dict()'s key order), other formats in file order. */
 static size_t *write_order(const pagein_file *f) {
@@ -655,13 +757,9 @@ int pagein_convert_safetensors(const pagein_file *f, const char *out, const page
     const char **keys = pi_calloc(nmeta + 1, sizeof *keys), **vals = pi_calloc(nmeta + 1, sizeof *vals);
     char **bufs = pi_calloc(nmeta + 1, sizeof *bufs);
     size_t *ord = NULL;
-    pagein_write_tensor *sub = NULL;
     struct job job = {.o = &o, .page = sysconf(_SC_PAGESIZE)};
-    struct shard_set ss = {0};
+    char *dir = NULL;
     uint32_t nshards = 0;
-    bool made_tmpdir = false;
-    int tmp_slots[64]; /* pagein_temp_cleanup registrations (the registry has 64 slots) */
-    size_t ntmp_slots = 0;
     int rc = 0;
     if (!w || !s || !shard || !keys || !vals || !bufs) {
         rc = pi_err(-ENOMEM, "out of memory");
@@ -679,101 +777,21 @@ int pagein_convert_safetensors(const pagein_file *f, const char *out, const page
     size_t nm = 0;
     if ((rc = st_metadata(f, &o, keys, vals, bufs, &nm)) < 0) goto out;
     wo.meta_keys = keys, wo.meta_values = vals, wo.n_meta = nm;
-    if (!(ss.dir = dir_of(out))) {
+    if (!(dir = dir_of(out))) {
         rc = pi_err(-ENOMEM, "out of memory");
         goto out;
     }
     uint64_t need = st.output_bound + (nshards > 1 ? (uint64_t)nshards * (4096 + 8 * n) + 64 * n : 0);
-    if ((rc = check_space(ss.dir, out, need, o.max_output_bytes)) < 0) goto out;
+    if ((rc = check_space(dir, out, need, o.max_output_bytes)) < 0) goto out;
     st.output_bound = need;
-    if (nshards == 1) {
-        rc = pagein_safetensors_write(out, w, n, &wo);
-        if (rc < 0) {
-            pi_err_prefix(out);
-            goto out;
-        }
-    } else {
-        /* the whole set in a fresh directory next to the output first */
-        const char *base = base_name(out);
-        size_t tl = strlen(ss.dir) + strlen(base) + 32;
-        ss.tmpdir = pi_malloc(tl);
-        ss.n = nshards + 1;
-        ss.names = pi_calloc(ss.n, sizeof *ss.names);
-        ss.tmp = pi_calloc(ss.n, sizeof *ss.tmp);
-        ss.final = pi_calloc(ss.n, sizeof *ss.final);
-        ss.old = pi_calloc(ss.n, sizeof *ss.old);
-        ss.installed = pi_calloc(ss.n, 1);
-        sub = pi_calloc(n ? n : 1, sizeof *sub);
-        if (!ss.tmpdir || !ss.names || !ss.tmp || !ss.final || !ss.old || !ss.installed || !sub) {
-            ss.n = ss.names && ss.tmp && ss.final && ss.old ? ss.n : 0;
-            rc = pi_err(-ENOMEM, "out of memory");
-            goto out;
-        }
-        snprintf(ss.tmpdir, tl, "%s/.%.*s.tmp-XXXXXX", ss.dir, (int)PI_MIN(strlen(base), 200), base);
-        /* the directory is registered for pagein_temp_cleanup before a
-         * signal can see it unregistered */
-        sigset_t block, prev;
-        sigemptyset(&block);
-        sigaddset(&block, SIGINT), sigaddset(&block, SIGTERM), sigaddset(&block, SIGHUP);
-        pthread_sigmask(SIG_BLOCK, &block, &prev);
-        char *made = mkdtemp(ss.tmpdir);
-        if (made) tmp_slots[ntmp_slots++] = pi_temp_register(ss.tmpdir);
-        pthread_sigmask(SIG_SETMASK, &prev, NULL);
-        if (!made) {
-            int e = errno;
-            rc = pi_err(-e, "%s: cannot create a temporary directory next to it: %s", out, strerror(e));
-            goto out;
-        }
-        made_tmpdir = true;
-        /* a signal before the set is in place removes the temporary
-         * directory and what is in it (pagein_temp_cleanup): each file is
-         * registered before it is written, so none can appear unregistered */
-        for (uint32_t k = 0; k < ss.n; k++) {
-            char ob[32];
-            snprintf(ob, sizeof ob, ".old-%u", k);
-            if (k < nshards) ss.names[k] = shard_name(base, k, nshards);
-            else if ((ss.names[k] = pi_malloc(strlen(base) + 12))) snprintf(ss.names[k], strlen(base) + 12, "%s.index.json", base);
-            if (!ss.names[k] || !(ss.tmp[k] = pi_path_join(ss.tmpdir, ss.names[k])) ||
-                !(ss.final[k] = pi_path_join(ss.dir, ss.names[k])) || !(ss.old[k] = pi_path_join(ss.tmpdir, ob))) {
-                rc = pi_err(-ENOMEM, "out of memory");
-                goto out;
-            }
-        }
-        /* each shard: its tensors in state-dict order */
-        for (uint32_t k = 0; k < nshards && rc == 0; k++) {
-            size_t m = 0;
-            for (size_t p = 0; p < n; p++)
-                if (shard[ord[p]] == k) sub[m++] = w[ord[p]];
-            if (ntmp_slots < PI_ARRAY_LEN(tmp_slots)) tmp_slots[ntmp_slots++] = pi_temp_register(ss.tmp[k]);
-            rc = pagein_safetensors_write(ss.tmp[k], sub, m, &wo);
-            if (rc < 0) pi_err_prefix(ss.final[k]);
-        }
-        if (rc == 0 && ntmp_slots < PI_ARRAY_LEN(tmp_slots)) tmp_slots[ntmp_slots++] = pi_temp_register(ss.tmp[nshards]);
-        if (rc == 0) rc = write_index(ss.tmp[nshards], ss.names, w, shard, n, job.total);
-        if (rc == 0) {
-            /* the moves into place are not interrupted by SIGINT, SIGTERM or
-             * SIGHUP: a signal then arrives once the set is whole (or
-             * restored), never between the shards and the index */
-            pthread_sigmask(SIG_BLOCK, &block, &prev);
-            rc = install_set(&ss);
-            if (rc == 0) remove_stale(ss.dir, base, ss.names, nshards, out);
-            for (size_t i = 0; i < ntmp_slots; i++) pi_temp_unregister(tmp_slots[i]);
-            ntmp_slots = 0;
-            if (made_tmpdir) remove_tmpdir(ss.tmpdir);
-            made_tmpdir = false;
-            pthread_sigmask(SIG_SETMASK, &prev, NULL);
-        }
-        if (rc < 0) goto out;
-    }
+    if ((rc = write_set(out, w, n, ord, shard, nshards, &wo, job.total)) < 0) goto out;
     st.shards = nshards;
     if (stats) *stats = st;
 out:
-    if (made_tmpdir) remove_tmpdir(ss.tmpdir);
-    for (size_t i = 0; i < ntmp_slots; i++) pi_temp_unregister(tmp_slots[i]);
-    set_free(&ss);
+    pi_free(dir);
     if (bufs)
         for (size_t i = 0; i <= nmeta; i++) pi_free(bufs[i]);
-    pi_free(bufs), pi_free(ord), pi_free(sub);
+    pi_free(bufs), pi_free(ord);
     pi_free(w), pi_free(s), pi_free(shard), pi_free(keys), pi_free(vals);
     pi_free(job.tmp);
     return rc;
@@ -857,5 +875,21 @@ out:
     pagein_gguf_writer_free(gw);
     pi_free(dir);
     pi_free(w), pi_free(s), pi_free(job.tmp);
+    return rc;
+}
+
+/* ---- for other converters in ops/ (ops/dcp.c) ------------------------------------ */
+
+int pi_convert_write_set(const char *out, const pagein_write_tensor *w, size_t n, const size_t *ord,
+                         const uint32_t *shard, uint32_t nshards, const pagein_write_opts *wo, uint64_t total,
+                         uint64_t bound, uint64_t max_output_bytes) {
+    if (!out || !*out) return pi_err(PAGEIN_E_INVALID, "convert: no output name");
+    FORWARD_IF(check_out_name(out));
+    char *dir = dir_of(out);
+    if (!dir) return pi_err(-ENOMEM, "out of memory");
+    uint64_t need = bound + (nshards > 1 ? (uint64_t)nshards * (4096 + 8 * n) + 64 * n : 0);
+    int rc = check_space(dir, out, need, max_output_bytes);
+    pi_free(dir);
+    if (rc == 0) rc = write_set(out, w, n, ord, shard, nshards, wo, total);
     return rc;
 }

@@ -7,8 +7,11 @@
 #include "../format/dcp.h"
 #include "../source/source.h"
 #include "../io/io.h"
+#include "../engine/engine.h"
+#include "convert.h"
 
 #include <stdio.h>
+#include <pthread.h>
 #include <stdlib.h>
 #include <sys/mman.h>
 #include <sys/stat.h>
@@ -21,18 +24,48 @@ struct dfile {
     size_t len;
 };
 
+/* A chunk's blob header, parsed once (the read and slice paths). */
+struct bcache {
+    int ready;
+    int contiguous;
+    uint64_t data_off, span;
+    int64_t *strides; /* ndim (arena) */
+};
+
 struct pagein_dcp {
     char *dir;
     char *meta_path;
     struct pi_dcp_meta m;
     struct dfile *f;
+    struct bcache *bc; /* one per chunk: bc[bbase[item] + chunk] */
+    size_t *bbase;
+    struct pi_arena arena;
+    pthread_mutex_t mu; /* bc and arena */
 };
+
+/* A source URL names a checkpoint when its last part has no file suffix
+ * and `<url>/.metadata` exists (one request). */
+static int is_dcp_url(const char *path) {
+    size_t l = strlen(path);
+    while (l > 0 && path[l - 1] == '/') l--;
+    const char *last = path + l;
+    while (last > path && last[-1] != '/') last--;
+    if (memchr(last, '.', (size_t)(path + l - last)) || l == 0) return 0;
+    char *p = pi_path_join(path, PI_DCP_META_NAME);
+    struct pi_source *s = NULL;
+    int ok = p && pi_source_open(&s, p, 0) == 0;
+    pi_source_close(s);
+    pi_free(p);
+    pi_err_clear();
+    return ok;
+}
 
 int pagein_is_dcp_dir(const char *path) {
     if (!path) return 0;
+    if (pi_source_is_remote(path)) return is_dcp_url(path);
     struct stat s;
     if (stat(path, &s) < 0 || !S_ISDIR(s.st_mode)) return 0;
-    char *p = pi_path_join(path, PI_DCP_META_NAME);
+    char *p = pi_path_pi_path_join(path, PI_DCP_META_NAME);
     int ok = p && stat(p, &s) == 0 && S_ISREG(s.st_mode);
     pi_free(p);
     return ok;
@@ -45,6 +78,9 @@ void pagein_dcp_close(pagein_dcp *d) {
         pi_source_close(d->f[i].src);
     }
     pi_free(d->f);
+    pi_free(d->bc), pi_free(d->bbase);
+    pi_arena_free(&d->arena);
+    pthread_mutex_destroy(&d->mu);
     pi_dcp_meta_free(&d->m);
     pi_free(d->meta_path);
     pi_free(d->dir);
@@ -101,11 +137,18 @@ int pagein_dcp_open(pagein_dcp **out, const char *dir) {
     pagein_dcp *d = pi_calloc(1, sizeof *d);
     if (!d) return pi_err(-ENOMEM, "out of memory");
     pi_dcp_meta_init(&d->m);
+    pthread_mutex_init(&d->mu, NULL);
     int rc = 0;
     if (!(d->dir = pi_strndup(dir, strlen(dir))) || !(d->meta_path = pi_path_join(dir, PI_DCP_META_NAME)))
         rc = pi_err(-ENOMEM, "out of memory");
     if (rc == 0) rc = read_meta(d);
     if (rc == 0) rc = open_files(d);
+    if (rc == 0) {
+        size_t nc = 0;
+        if (!(d->bbase = pi_calloc(d->m.n ? d->m.n : 1, sizeof *d->bbase))) rc = pi_err(-ENOMEM, "out of memory");
+        for (size_t i = 0; rc == 0 && i < d->m.n; i++) d->bbase[i] = nc, nc += d->m.items[i].nchunks;
+        if (rc == 0 && !(d->bc = pi_calloc(nc ? nc : 1, sizeof *d->bc))) rc = pi_err(-ENOMEM, "out of memory");
+    }
     if (rc < 0) {
         pagein_dcp_close(d);
         return rc;
@@ -231,15 +274,48 @@ struct chunk_job {
     const uint64_t *start, *count;
     void *dst;
     int returned;
+    int cached; /* b came from the cache: not parsed again */
+    struct pi_dcp_blob b;
 };
 
 static int chunk_copy(void *ctx) {
     struct chunk_job *j = ctx;
-    struct pi_dcp_blob b;
-    int rc = pi_dcp_blob_parse(j->p, (size_t)j->c->nbytes, &j->d->m, j->it, j->c, j->d->meta_path, &b);
-    if (rc == 0) copy_box(j->it, j->c, &b, j->p + b.data_off, j->start, j->count, j->dst);
+    int rc = j->cached ? 0 : pi_dcp_blob_parse(j->p, (size_t)j->c->nbytes, &j->d->m, j->it, j->c, j->d->meta_path, &j->b);
+    if (rc == 0 && j->dst) copy_box(j->it, j->c, &j->b, j->p + j->b.data_off, j->start, j->count, j->dst);
     j->returned = 1;
     return rc;
+}
+
+/* The cached header of item i's chunk k into b (1), or 0. */
+static int cache_get(pagein_dcp *d, size_t i, uint32_t k, struct pi_dcp_blob *b) {
+    const struct pi_dcp_item *it = &d->m.items[i];
+    pthread_mutex_lock(&d->mu);
+    const struct bcache *e = &d->bc[d->bbase[i] + k];
+    int ok = e->ready;
+    if (ok) {
+        memset(b, 0, sizeof *b);
+        b->dtype = it->dtype, b->ndim = it->ndim;
+        for (uint32_t x = 0; x < it->ndim; x++) b->shape[x] = it->chunks[k].len[x], b->strides[x] = e->strides[x];
+        b->data_off = e->data_off, b->span = e->span, b->contiguous = e->contiguous;
+    }
+    pthread_mutex_unlock(&d->mu);
+    return ok;
+}
+
+/* Keeps a parsed header (outside any truncation guard: the arena grows). */
+static void cache_put(pagein_dcp *d, size_t i, uint32_t k, const struct pi_dcp_blob *b) {
+    const struct pi_dcp_item *it = &d->m.items[i];
+    pthread_mutex_lock(&d->mu);
+    struct bcache *e = &d->bc[d->bbase[i] + k];
+    if (!e->ready) {
+        int64_t *st = pi_arena_alloc(&d->arena, (it->ndim ? it->ndim : 1) * sizeof *st);
+        if (st) { /* out of memory: the next read parses again */
+            for (uint32_t x = 0; x < it->ndim; x++) st[x] = b->strides[x];
+            e->strides = st, e->data_off = b->data_off, e->span = b->span, e->contiguous = b->contiguous;
+            e->ready = 1;
+        }
+    }
+    pthread_mutex_unlock(&d->mu);
 }
 
 int pagein_dcp_read_slice(pagein_dcp *d, size_t i, const uint64_t *start, const uint64_t *count, void *dst, size_t len) {
@@ -266,7 +342,8 @@ int pagein_dcp_read_slice(pagein_dcp *d, size_t i, const uint64_t *start, const 
         const uint8_t *p;
         uint8_t *tmp;
         FORWARD_IF(blob_bytes(d, c, &p, &tmp));
-        struct chunk_job cj = {d, it, c, p, start, count, dst, 0};
+        struct chunk_job cj = {d, it, c, p, start, count, dst, 0, 0, {0}};
+        cj.cached = cache_get(d, i, j, &cj.b);
         int rc;
         if (tmp) {
             rc = chunk_copy(&cj);
@@ -283,7 +360,33 @@ int pagein_dcp_read_slice(pagein_dcp *d, size_t i, const uint64_t *start, const 
         }
         pi_free(tmp);
         FORWARD_IF(rc);
+        if (!cj.cached) cache_put(d, i, j, &cj.b);
     }
+    return 0;
+}
+
+int pagein_dcp_view(pagein_dcp *d, size_t i, const void **data) {
+    pi_err_clear();
+    if (!d || i >= d->m.n || !data) return pi_err(PAGEIN_E_INVALID, "pagein_dcp_view: bad argument");
+    const struct pi_dcp_item *it = &d->m.items[i];
+    RETURN_IF(it->is_bytes, PAGEIN_E_BAD_TYPE, "'%s' is a non-tensor item: read it with pagein_dcp_read", it->name);
+    const struct pi_dcp_chunk *c = &it->chunks[0];
+    struct dfile *f = it->nchunks == 1 ? &d->f[c->file] : NULL;
+    RETURN_IF(!f || !f->map, PAGEIN_E_UNSUPPORTED, "'%s': %s: read it with pagein_dcp_read", it->name,
+              f ? "its file is not mapped (a source URL)" : "stored in several chunks");
+    struct chunk_job cj = {d, it, c, f->map + c->at, NULL, NULL, NULL, 0, 0, {0}};
+    cj.cached = cache_get(d, i, 0, &cj.b);
+    if (!cj.cached) {
+        struct pi_journal jn;
+        pi_journal_begin(&jn);
+        int rc = pi_guard_call(f->map, f->len, f->src->name, 0, f->src->fd, chunk_copy, &cj);
+        pi_journal_end(&jn, !cj.returned);
+        FORWARD_IF(rc);
+        cache_put(d, i, 0, &cj.b);
+    }
+    RETURN_IF(!cj.b.contiguous, PAGEIN_E_UNSUPPORTED, "'%s': stored as a strided view: read it with pagein_dcp_read",
+              it->name);
+    *data = f->map + c->at + cj.b.data_off;
     return 0;
 }
 
@@ -307,70 +410,330 @@ int pagein_dcp_read(pagein_dcp *d, size_t i, void *dst, size_t len) {
     return pagein_dcp_read_slice(d, i, zero, it->size, dst, len);
 }
 
-/* ---- consolidation into safetensors ------------------------------------ */
+/* ---- consolidation into safetensors, through the range engine ------------
+ *
+ * Every blob of every tensor is one span of one engine run (coalesced,
+ * many requests in flight, a bounded ring of buffers): the engine's
+ * consumer (a thread of ours) parses each blob's header once, copies the
+ * chunk into its tensor's buffer and, when a tensor is whole, hands it to
+ * the writer, which runs on the caller's thread and asks for the bytes in
+ * its own order; the plan is made in that order. While the writer copies
+ * one tensor out, the engine keeps reading into its ring (double
+ * buffering). Memory: the tensor being written, the one blob being
+ * gathered when it spans several requests, and the ring. */
 
-struct cjob {
-    pagein_dcp *d;
+struct cv_t {
+    const struct pi_dcp_item *it;
     size_t item;
-    uint8_t *buf; /* the assembled tensor while the writer asks for its bytes */
     uint64_t nbytes;
+    size_t s0, s1; /* its spans in the plan: [s0, s1) */
 };
 
-/* The writer asks for each tensor's bytes in ascending chunks: the tensor
- * is assembled on the first and freed after the last, so at most one
- * tensor is held at a time. */
-static int cfill(void *ctx, void *dst, uint64_t off, size_t len) {
-    struct cjob *j = ctx;
-    if (!j->buf) {
-        j->buf = pi_malloc(j->nbytes ? (size_t)j->nbytes : 1);
-        RETURN_IF(!j->buf, -ENOMEM, "out of memory for '%s' (%llu bytes)", j->d->m.items[j->item].name,
-                  (unsigned long long)j->nbytes);
-        int rc = pagein_dcp_read(j->d, j->item, j->buf, (size_t)j->nbytes);
-        if (rc < 0) {
-            pi_free(j->buf);
-            j->buf = NULL;
-            return rc;
+struct conv {
+    pagein_dcp *d;
+    struct cv_t *t; /* in the writer's order */
+    size_t nt;
+    size_t *span_t; /* span -> position in t */
+    uint32_t *span_c; /* span -> chunk index */
+    const struct pi_span *spans;
+    /* the engine's consumer */
+    uint8_t *blob; /* a blob gathered over several pieces */
+    uint8_t *tbuf; /* the tensor being assembled */
+    size_t filled; /* spans of the current tensor done */
+    /* the hand-off */
+    pthread_mutex_t mu;
+    pthread_cond_t cv;
+    long ready; /* position in t of the tensor held for the writer, -1 none */
+    uint8_t *ready_buf;
+    const uint8_t *ready_data;
+    int done, prod_rc;
+    char prod_err[1024];
+    _Atomic int cancel;
+    struct pi_engine_stats est;
+};
+
+struct cv_fill {
+    struct conv *c;
+    size_t pos;
+};
+
+/* The writer's order within a file (safetensors_write.c): dtype by the
+ * crate's order descending, then the name bytewise. */
+static int wr_cmp(const void *a, const void *b) {
+    const struct pi_dcp_item *x = ((const struct cv_t *)a)->it, *y = ((const struct cv_t *)b)->it;
+    uint32_t ox = pagein_dtype_get(x->dtype)->st_order, oy = pagein_dtype_get(y->dtype)->st_order;
+    if (ox != oy) return ox > oy ? -1 : 1;
+    return strcmp(x->name, y->name);
+}
+
+/* Hands tensor pos (its bytes at data; buf to free, may be NULL) to the
+ * writer and waits until the writer took it. */
+static int hand_off(struct conv *c, size_t pos, uint8_t *buf, const uint8_t *data) {
+    pthread_mutex_lock(&c->mu);
+    c->ready = (long)pos, c->ready_buf = buf, c->ready_data = data;
+    pthread_cond_broadcast(&c->cv);
+    while (c->ready >= 0 && !c->cancel) pthread_cond_wait(&c->cv, &c->mu);
+    int cancelled = c->ready >= 0;
+    pthread_mutex_unlock(&c->mu);
+    return cancelled ? pi_err(PAGEIN_E_CANCELLED, "the writer stopped") : 0;
+}
+
+/* One whole blob: parsed once, its chunk copied into the tensor; the
+ * tensor handed off after its last blob. blob_owned: p is c->blob. */
+static int cv_blob(struct conv *c, size_t span, const uint8_t *p, int blob_owned) {
+    pagein_dcp *d = c->d;
+    size_t pos = c->span_t[span];
+    const struct cv_t *t = &c->t[pos];
+    const struct pi_dcp_item *it = &d->m.items[t->item];
+    const struct pi_dcp_chunk *ch = &it->chunks[c->span_c[span]];
+    struct pi_dcp_blob b;
+    FORWARD_IF(pi_dcp_blob_parse(p, (size_t)ch->nbytes, &d->m, it, ch, d->meta_path, &b));
+    uint64_t zero[PI_DCP_MAX_NDIM] = {0};
+    if (t->s1 - t->s0 == 1 && b.contiguous && blob_owned && c->filled == 0 && !c->tbuf) {
+        /* one chunk, stored row-major: the blob is the tensor (no copy) */
+        c->blob = NULL;
+        return hand_off(c, pos, (uint8_t *)p, p + b.data_off);
+    }
+    if (!c->tbuf) {
+        c->tbuf = pi_malloc(t->nbytes ? (size_t)t->nbytes : 1);
+        RETURN_IF(!c->tbuf, -ENOMEM, "out of memory for '%s' (%llu bytes)", it->name, (unsigned long long)t->nbytes);
+    }
+    copy_box(it, ch, &b, p + b.data_off, zero, it->size, c->tbuf);
+    if (++c->filled < t->s1 - t->s0) return 0;
+    uint8_t *tb = c->tbuf;
+    c->tbuf = NULL, c->filled = 0;
+    return hand_off(c, pos, tb, tb);
+}
+
+static int cv_consume(void *arg, size_t span, uint64_t off, const void *data, uint64_t len) {
+    struct conv *c = arg;
+    if (c->cancel) return pi_err(PAGEIN_E_CANCELLED, "the writer stopped");
+    uint64_t total = c->spans[span].len;
+    if (off == 0 && len == total && c->t[c->span_t[span]].s1 - c->t[c->span_t[span]].s0 > 1)
+        return cv_blob(c, span, data, 0); /* whole in one piece: parsed in the ring */
+    if (off == 0) {
+        pi_free(c->blob);
+        c->blob = pi_malloc(total ? (size_t)total : 1);
+        RETURN_IF(!c->blob, -ENOMEM, "out of memory for a blob of %llu bytes", (unsigned long long)total);
+    }
+    RETURN_IF(!c->blob, PAGEIN_E_INVALID, "engine: a piece before its span's start");
+    memcpy(c->blob + off, data, (size_t)len);
+    if (off + len < total) return 0;
+    uint8_t *b = c->blob;
+    int rc = cv_blob(c, span, b, 1);
+    if (c->blob == b) { /* not handed off as the tensor */
+        pi_free(c->blob);
+        c->blob = NULL;
+    }
+    return rc;
+}
+
+/* The writer's fill: waits for its tensor, copies, frees it after the last byte. */
+static int cv_fill(void *ctx, void *dst, uint64_t off, size_t len) {
+    struct cv_fill *f = ctx;
+    struct conv *c = f->c;
+    pthread_mutex_lock(&c->mu);
+    while (c->ready != (long)f->pos && !c->done) pthread_cond_wait(&c->cv, &c->mu);
+    int rc = 0;
+    if (c->ready != (long)f->pos) {
+        rc = c->prod_rc < 0 ? pi_err(c->prod_rc, "%s", c->prod_err)
+                            : pi_err(PAGEIN_E_INVALID, "'%s': not produced", c->d->m.items[c->t[f->pos].item].name);
+    } else {
+        memcpy(dst, c->ready_data + off, len);
+        if (off + len >= c->t[f->pos].nbytes) {
+            pi_free(c->ready_buf);
+            c->ready = -1, c->ready_buf = NULL, c->ready_data = NULL;
+            pthread_cond_broadcast(&c->cv);
         }
     }
-    memcpy(dst, j->buf + off, len);
-    if (off + len >= j->nbytes) {
-        pi_free(j->buf);
-        j->buf = NULL;
+    pthread_mutex_unlock(&c->mu);
+    return rc;
+}
+
+struct cv_run {
+    struct conv *c;
+    struct pi_source **srcs;
+    size_t nsrc, nspans;
+};
+
+static void *cv_producer(void *arg) {
+    struct cv_run *r = arg;
+    struct conv *c = r->c;
+    /* no gap bridged: the plan follows the writer's order, not the files', so a
+     * bridge would read blobs that later requests read again (adjacent
+     * blobs still coalesce) */
+    struct pi_engine_opts o = {.deliver = PI_DELIVER_STREAM, .max_gap = 0, .in_order = 1,
+                               .consume = cv_consume, .arg = c, .cancel = &c->cancel};
+    int rc = pi_engine_run(r->srcs, r->nsrc, c->spans, r->nspans, &o, &c->est);
+    pi_free(c->blob), pi_free(c->tbuf);
+    c->blob = c->tbuf = NULL;
+    pthread_mutex_lock(&c->mu);
+    c->done = 1, c->prod_rc = rc;
+    if (rc < 0) snprintf(c->prod_err, sizeof c->prod_err, "%s", pagein_last_error_detail());
+    pthread_cond_broadcast(&c->cv);
+    pthread_mutex_unlock(&c->mu);
+    return NULL;
+}
+
+/* Shards in state-dict order: a new one when the next tensor would
+ * overflow the current one (a bigger tensor gets one of its own). */
+static uint32_t dcp_shards(const struct cv_t *t, size_t nt, uint64_t max, uint32_t *shard) {
+    uint32_t k = 0;
+    uint64_t cur = 0;
+    for (size_t i = 0; i < nt; i++) {
+        if (max && cur && cur + t[i].nbytes > max) k++, cur = 0;
+        shard[i] = k;
+        cur += t[i].nbytes;
     }
+    return k + 1;
+}
+
+struct cv_state {
+    struct cv_t *sd;       /* tensors in state-dict order */
+    struct cv_t *t;        /* in the writer's order */
+    uint32_t *shard;       /* per sd */
+    size_t *ord;
+    pagein_write_tensor *w;
+    struct cv_fill *fills; /* per sd */
+    struct pi_span *spans;
+    size_t *span_t;
+    uint32_t *span_c;
+    struct pi_source **srcs;
+};
+
+static void cv_state_free(struct cv_state *s) {
+    pi_free(s->sd), pi_free(s->t), pi_free(s->shard), pi_free(s->ord), pi_free(s->w), pi_free(s->fills);
+    pi_free(s->spans), pi_free(s->span_t), pi_free(s->span_c), pi_free(s->srcs);
+}
+
+/* The tensors, their shards, the writer's order and the plan. */
+static int cv_prepare(pagein_dcp *d, uint64_t max_shard, struct cv_state *s, size_t *ntp, uint32_t *nshardsp,
+                      size_t *nspansp, uint64_t *total, uint64_t *bound) {
+    size_t n = d->m.n, nt = 0, nchunks = 0;
+    for (size_t i = 0; i < n; i++)
+        if (!d->m.items[i].is_bytes) nt++, nchunks += d->m.items[i].nchunks;
+    size_t a = nt ? nt : 1;
+    s->sd = pi_calloc(a, sizeof *s->sd), s->t = pi_calloc(a, sizeof *s->t), s->shard = pi_calloc(a, sizeof *s->shard);
+    s->ord = pi_calloc(a, sizeof *s->ord), s->w = pi_calloc(a, sizeof *s->w), s->fills = pi_calloc(a, sizeof *s->fills);
+    s->spans = pi_calloc(nchunks ? nchunks : 1, sizeof *s->spans);
+    s->span_t = pi_calloc(nchunks ? nchunks : 1, sizeof *s->span_t);
+    s->span_c = pi_calloc(nchunks ? nchunks : 1, sizeof *s->span_c);
+    s->srcs = pi_calloc(d->m.nfiles ? d->m.nfiles : 1, sizeof *s->srcs);
+    RETURN_IF(!s->sd || !s->t || !s->shard || !s->ord || !s->w || !s->fills || !s->spans || !s->span_t || !s->span_c ||
+                  !s->srcs,
+              -ENOMEM, "out of memory");
+    for (size_t f = 0; f < d->m.nfiles; f++) s->srcs[f] = d->f[f].src;
+    *total = 0, *bound = 4096 + 64;
+    size_t k = 0;
+    for (size_t i = 0; i < n; i++) {
+        const struct pi_dcp_item *it = &d->m.items[i];
+        if (it->is_bytes) continue;
+        const pagein_dtype_info *di = pagein_dtype_get(it->dtype);
+        RETURN_IF(!di || !(di->flags & PAGEIN_DTYPE_F_SAFETENSORS) || di->bits % 8, PAGEIN_E_BAD_DTYPE,
+                  "%s: '%s' has type %s, which safetensors cannot hold", d->meta_path, it->name, di ? di->name : "?");
+        uint64_t nb;
+        FORWARD_IF(pagein_dtype_nbytes(it->dtype, it->nelements, &nb));
+        RETURN_IF(nb > SIZE_MAX / 2, PAGEIN_E_LIMIT, "'%s': %llu bytes", it->name, (unsigned long long)nb);
+        s->sd[k] = (struct cv_t){it, i, nb, 0, 0};
+        s->ord[k] = k;
+        RETURN_IF(pi_add_overflow(*total, nb, total), PAGEIN_E_OVERFLOW, "the output's size overflows 64 bits");
+        *bound += 6 * it->name_len + 96 + 24 * (uint64_t)it->ndim;
+        k++;
+    }
+    RETURN_IF(pi_add_overflow(*bound, *total, bound), PAGEIN_E_OVERFLOW, "the output's size overflows 64 bits");
+    uint32_t nshards = dcp_shards(s->sd, nt, max_shard, s->shard);
+    /* the writer's order: shard by shard, each sorted as the writer sorts */
+    size_t p = 0;
+    for (uint32_t sh = 0; sh < nshards; sh++) {
+        size_t p0 = p;
+        for (size_t i = 0; i < nt; i++)
+            if (s->shard[i] == sh) s->t[p++] = s->sd[i];
+        qsort(s->t + p0, p - p0, sizeof *s->t, wr_cmp);
+    }
+    size_t ns = 0;
+    for (size_t q = 0; q < nt; q++) {
+        const struct pi_dcp_item *it = &d->m.items[s->t[q].item];
+        s->t[q].s0 = ns;
+        for (uint32_t j = 0; j < it->nchunks && s->t[q].nbytes; j++) {
+            const struct pi_dcp_chunk *ch = &it->chunks[j];
+            if (!ch->nelements) continue;
+            s->spans[ns] = (struct pi_span){ch->file, ch->at, ch->nbytes, NULL};
+            s->span_t[ns] = q, s->span_c[ns] = j;
+            ns++;
+        }
+        s->t[q].s1 = ns;
+    }
+    *ntp = nt, *nshardsp = nshards, *nspansp = ns;
     return 0;
 }
 
-int pagein_dcp_convert_safetensors(const char *dir, const char *out, pagein_dcp_convert_stats *stats) {
+int pagein_dcp_convert(const char *dir, const char *out, const pagein_convert_opts *opts,
+                       pagein_dcp_convert_stats *stats) {
     pi_err_clear();
-    if (!dir || !out) return pi_err(PAGEIN_E_INVALID, "pagein_dcp_convert_safetensors: NULL argument");
+    if (!dir || !out) return pi_err(PAGEIN_E_INVALID, "pagein_dcp_convert: NULL argument");
+    pagein_convert_opts o = PAGEIN_CONVERT_OPTS_INIT;
+    if (opts) memcpy(&o, opts, PI_MIN(opts->size ? opts->size : sizeof o, sizeof o));
+    RETURN_IF(o.dtype != PAGEIN_DTYPE_INVALID || o.dequantize != PAGEIN_DTYPE_INVALID, PAGEIN_E_UNSUPPORTED,
+              "%s: casting a torch Distributed Checkpoint is not supported", dir);
     pagein_dcp *d;
     FORWARD_IF(pagein_dcp_open(&d, dir));
-    size_t n = d->m.n, nt = 0;
-    pagein_write_tensor *w = pi_calloc(n ? n : 1, sizeof *w);
-    struct cjob *jobs = pi_calloc(n ? n : 1, sizeof *jobs);
-    int rc = w && jobs ? 0 : pi_err(-ENOMEM, "out of memory");
-    uint64_t bytes = 0, skipped = 0;
-    for (size_t i = 0; rc == 0 && i < n; i++) {
-        const struct pi_dcp_item *it = &d->m.items[i];
-        if (it->is_bytes) {
-            skipped++;
-            continue;
-        }
-        jobs[nt] = (struct cjob){d, i, NULL, item_bytes(it)};
-        w[nt] = (pagein_write_tensor){it->name, it->dtype, it->ndim, it->size, NULL, cfill, &jobs[nt]};
-        bytes += jobs[nt].nbytes;
-        nt++;
+    struct cv_state s = {0};
+    struct conv c = {.d = d, .ready = -1};
+    size_t nt = 0, ns = 0;
+    uint32_t nshards = 1;
+    uint64_t total = 0, bound = 0;
+    int rc = cv_prepare(d, o.max_shard_bytes, &s, &nt, &nshards, &ns, &total, &bound);
+    if (rc < 0) goto out;
+    /* the writer's records in state-dict order, each filled from its position in t */
+    for (size_t q = 0; q < nt; q++) {
+        size_t k = 0;
+        while (s.sd[k].item != s.t[q].item) k++; /* nt^2 / 2 compares at most */
+        const struct pi_dcp_item *it = &d->m.items[s.t[q].item];
+        s.fills[k] = (struct cv_fill){&c, q};
+        s.w[k] = (pagein_write_tensor){it->name, it->dtype, it->ndim, it->size, NULL, cv_fill, &s.fills[k]};
     }
-    if (rc == 0) rc = pagein_safetensors_write(out, w, nt, NULL);
-    for (size_t i = 0; jobs && i < nt; i++) pi_free(jobs[i].buf);
+    c.t = s.t, c.nt = nt, c.spans = s.spans, c.span_t = s.span_t, c.span_c = s.span_c;
+    pthread_mutex_init(&c.mu, NULL);
+    pthread_cond_init(&c.cv, NULL);
+    struct cv_run run = {&c, s.srcs, d->m.nfiles, ns};
+    pthread_t tid;
+    int started = 0;
+    if (ns == 0) c.done = 1;
+    else if (pthread_create(&tid, NULL, cv_producer, &run) != 0) rc = pi_err(-EAGAIN, "cannot start the reader thread");
+    else started = 1;
+    if (rc == 0) {
+        const char *mk[1] = {"format"}, *mv[1] = {"pt"};
+        pagein_write_opts wo = PAGEIN_WRITE_OPTS_INIT;
+        wo.align = o.align, wo.meta_keys = mk, wo.meta_values = mv, wo.n_meta = 1;
+        rc = pi_convert_write_set(out, s.w, nt, s.ord, s.shard, nshards, &wo, total, bound, o.max_output_bytes);
+    }
+    if (started) {
+        pthread_mutex_lock(&c.mu);
+        c.cancel = 1;
+        pthread_cond_broadcast(&c.cv);
+        pthread_mutex_unlock(&c.mu);
+        pthread_join(tid, NULL);
+        pi_free(c.ready_buf);
+        if (rc == 0 && c.prod_rc < 0) rc = pi_err(c.prod_rc, "%s", c.prod_err);
+    }
+    pthread_mutex_destroy(&c.mu);
+    pthread_cond_destroy(&c.cv);
     if (rc == 0 && stats) {
         memset(stats, 0, sizeof *stats);
         stats->tensors = nt;
-        stats->tensor_bytes = bytes;
-        stats->skipped_items = skipped;
+        stats->tensor_bytes = total;
+        stats->skipped_items = d->m.n - nt;
+        stats->shards = nshards;
+        stats->bytes_read = c.est.bytes;
+        stats->requests = c.est.requests;
+        stats->spans = ns;
     }
-    pi_free(w);
-    pi_free(jobs);
+out:
+    cv_state_free(&s);
     pagein_dcp_close(d);
     return rc;
+}
+
+int pagein_dcp_convert_safetensors(const char *dir, const char *out, pagein_dcp_convert_stats *stats) {
+    return pagein_dcp_convert(dir, out, NULL, stats);
 }

@@ -1,7 +1,7 @@
 # dcp.test.sh - torch Distributed Checkpoints on the command line (the
 # committed fixtures of tests/data/dcp, written by torch's own DCP writer):
 # inspect lists the items, convert consolidates into one safetensors file
-# whose tensors verify and list, a rank's .distcp file gets advice, and an
+# or Hugging Face shards whose tensors verify and list, a rank's .distcp file gets advice, and an
 # unsafe .metadata is refused without running anything.
 . "$REPO/tests/cli/lib.sh"
 FX="$REPO/tests/data/dcp"
@@ -17,6 +17,16 @@ expect_exit 0 "$PAGEIN" inspect "$TMP/out/model.safetensors"
 expect_contains "cols.weight"
 expect_exit 0 "$PAGEIN" verify "$TMP/out/model.safetensors"
 
+# Hugging Face shards plus the index, through the same engine run
+expect_exit 0 "$PAGEIN" convert --max-shard-size 200 "$FX/rank4" "$TMP/sh/model.safetensors"
+expect_contains "9 tensors, 561 bytes, 2 non-tensor items skipped, 3 files"
+[ -f "$TMP/sh/model.safetensors.index.json" ] && [ -f "$TMP/sh/model-00003-of-00003.safetensors" ] ||
+  fail "no shard set: $(ls "$TMP/sh")"
+[ ! -e "$TMP/sh/model.safetensors" ] || fail "a single file beside the shards"
+expect_exit 0 "$PAGEIN" verify "$TMP/sh/model.safetensors.index.json"
+expect_exit 0 "$PAGEIN" plan "$TMP/sh/model.safetensors.index.json"
+expect_contains "9 tensors"
+
 expect_exit 2 "$PAGEIN" inspect "$FX/rank4/__0_0.distcp"
 expect_contains "one rank's file of a torch Distributed Checkpoint"
 
@@ -24,4 +34,4 @@ mkdir -p "$TMP/evil" && cp "$FX/bad/evil.metadata" "$TMP/evil/.metadata"
 (cd "$TMP" && "$PAGEIN" convert evil evil.safetensors) >"$TMP/evil.out" 2>&1 && fail "evil metadata converted"
 grep -q "refusing global" "$TMP/evil.out" || fail "no refusal: $(cat "$TMP/evil.out")"
 [ ! -e "$TMP/PWNED_BY_DCP_METADATA" ] && [ ! -e "$TMP/evil.safetensors" ] || fail "something ran or was written"
-echo "dcp: inspect, convert, verify, refusals"
+echo "dcp: inspect, convert (one file and shards), verify, refusals"

@@ -1,0 +1,204 @@
+/* test_dcp_convert.c - consolidating torch Distributed Checkpoints (the
+ * committed fixtures of tests/data/dcp, written by torch's own DCP writer)
+ * through the range engine: one file and Hugging Face shards, every tensor
+ * equal to the one pagein_dcp_read assembles chunk by chunk, one engine
+ * run reading each blob once, and the same bytes from http://, s3:// and
+ * hf:// copies of the checkpoint (the remote tests' servers). */
+#include "remote_util.h"
+
+#include <stdlib.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#define FX "tests/data/dcp/"
+
+static uint64_t dir_bytes(const char *dir) {
+    static const char *files[] = {"__0_0.distcp", "__1_0.distcp", "__2_0.distcp", "__3_0.distcp"};
+    uint64_t n = 0;
+    char p[512];
+    for (size_t i = 0; i < (sizeof files / sizeof *files); i++) {
+        struct stat s;
+        snprintf(p, sizeof p, "%s/%s", dir, files[i]);
+        if (stat(p, &s) == 0) n += (uint64_t)s.st_size;
+    }
+    return n;
+}
+
+/* Every tensor of the checkpoint equals the model at path's tensor of
+ * the same name (path: one safetensors file or an index). */
+static int same_tensors(const char *ckpt, const char *path) {
+    pagein_dcp *d;
+    CHECK_OK(pagein_dcp_open(&d, ckpt));
+    pagein_model *m = NULL;
+    pagein_model_opts o = PAGEIN_MODEL_OPTS_INIT;
+    int rc = pagein_model_open(&m, path, &o);
+    CHECK_OK(rc);
+    size_t nt = 0;
+    for (size_t i = 0; rc == 0 && i < pagein_dcp_item_count(d); i++) {
+        pagein_dcp_item_info in;
+        CHECK_OK(pagein_dcp_item(d, i, &in));
+        if (in.is_bytes) {
+            CHECK(pagein_model_tensor_get(m, in.name) == NULL);
+            continue;
+        }
+        nt++;
+        const pagein_tensor *t = pagein_model_tensor_get(m, in.name);
+        CHECK(t != NULL);
+        if (!t) continue;
+        CHECK_EQ(t->dtype, in.dtype);
+        CHECK_EQ(t->ndim, in.ndim);
+        CHECK_EQ(t->nbytes, in.nbytes);
+        void *want = malloc(in.nbytes + 1);
+        const void *got = NULL;
+        CHECK_OK(pagein_dcp_read(d, i, want, in.nbytes));
+        CHECK_OK(pagein_model_tensor_data(m, t, &got));
+        CHECK(got && memcmp(want, got, in.nbytes) == 0);
+        free(want);
+    }
+    if (m) CHECK_EQ(pagein_model_tensor_count(m), nt);
+    pagein_model_close(m);
+    pagein_dcp_close(d);
+    return PASS;
+}
+
+TEST(dcp_convert_engine) {
+    const char *out = pt_tmppath("dcp4.safetensors");
+    pagein_dcp_convert_stats st;
+    CHECK_OK(pagein_dcp_convert(FX "rank4", out, NULL, &st));
+    CHECK_EQ(st.tensors, 9);
+    CHECK_EQ(st.tensor_bytes, 561);
+    CHECK_EQ(st.skipped_items, 2);
+    CHECK_EQ(st.shards, 1);
+    /* every blob of every tensor read once, in one run: the bytes read are
+     * the tensors' blobs (the files less the non-tensor items) */
+    CHECK(st.spans >= 9);
+    CHECK(st.requests >= 1);
+    CHECK(st.bytes_read > 561 && st.bytes_read <= dir_bytes(FX "rank4"));
+    CHECK_EQ(same_tensors(FX "rank4", out), PASS);
+    /* the old entry point gives the same file */
+    const char *out2 = pt_tmppath("dcp4b.safetensors");
+    CHECK_OK(pagein_dcp_convert_safetensors(FX "rank4", out2, NULL));
+    size_t a, b;
+    void *x = pt_read_file(out, &a), *y = pt_read_file(out2, &b);
+    CHECK(x && y && a == b && memcmp(x, y, a) == 0);
+    free(x), free(y);
+    CHECK_OK(pagein_dcp_convert(FX "rank2", pt_tmppath("dcp2.safetensors"), NULL, &st));
+    CHECK_EQ(same_tensors(FX "rank2", pt_tmppath("dcp2.safetensors")), PASS);
+    CHECK_OK(pagein_dcp_convert(FX "v2", pt_tmppath("v2.safetensors"), NULL, &st));
+    CHECK_EQ(same_tensors(FX "v2", pt_tmppath("v2.safetensors")), PASS);
+    return PASS;
+}
+
+TEST(dcp_convert_shards) {
+    char dir[512];
+    snprintf(dir, sizeof dir, "%s/sh", pt_tmpdir());
+    mkdir(dir, 0777);
+    char out[600], idx[700], first[700];
+    snprintf(out, sizeof out, "%s/model.safetensors", dir);
+    snprintf(idx, sizeof idx, "%s.index.json", out);
+    pagein_convert_opts o = PAGEIN_CONVERT_OPTS_INIT;
+    o.max_shard_bytes = 200;
+    pagein_dcp_convert_stats st;
+    CHECK_OK(pagein_dcp_convert(FX "rank4", out, &o, &st));
+    CHECK(st.shards >= 3);
+    snprintf(first, sizeof first, "%s/model-00001-of-%05u.safetensors", dir, st.shards);
+    CHECK(access(idx, F_OK) == 0);
+    CHECK(access(first, F_OK) == 0);
+    CHECK(access(out, F_OK) != 0); /* no single file beside the set */
+    CHECK_EQ(same_tensors(FX "rank4", idx), PASS);
+    /* a cast is refused, nothing written */
+    o.max_shard_bytes = 0;
+    o.dtype = PAGEIN_DTYPE_F16;
+    CHECK_EQ(pagein_dcp_convert(FX "rank4", pt_tmppath("cast.safetensors"), &o, NULL), PAGEIN_E_UNSUPPORTED);
+    CHECK(access(pt_tmppath("cast.safetensors"), F_OK) != 0);
+    /* a failing blob stops the run and leaves no output */
+    o.dtype = PAGEIN_DTYPE_INVALID;
+    char bad[512];
+    snprintf(bad, sizeof bad, "%s/badblob", pt_tmpdir());
+    mkdir(bad, 0777);
+    static const char *files[] = {".metadata", "__0_0.distcp", "__1_0.distcp", "__2_0.distcp", "__3_0.distcp"};
+    for (size_t i = 0; i < (sizeof files / sizeof *files); i++) {
+        char src[256], dst[700];
+        snprintf(src, sizeof src, FX "rank4/%s", files[i]);
+        snprintf(dst, sizeof dst, "%s/%s", bad, files[i]);
+        size_t n;
+        uint8_t *buf = pt_read_file(src, &n);
+        CHECK(buf != NULL);
+        if (!buf) continue;
+        if (i == 2) memset(buf, 0xEE, n > 64 ? 64 : n); /* rank 1's first blob: no zip */
+        CHECK_EQ(pt_write_file(dst, buf, n), 0);
+        free(buf);
+    }
+    int rc = pagein_dcp_convert(bad, pt_tmppath("bad.safetensors"), NULL, NULL);
+    CHECK(rc < 0);
+    CHECK(strstr(pagein_last_error_detail(), "__1_0.distcp") != NULL);
+    CHECK(access(pt_tmppath("bad.safetensors"), F_OK) != 0);
+    return PASS;
+}
+
+/* The checkpoint over HTTP, S3 and the Hub: the same file as local. */
+TEST(remote_dcp_convert) {
+#ifndef PAGEIN_HAVE_CURL
+    SKIP_BECAUSE("built without libcurl (Debian libcurl4-openssl-dev; mk/remote.mk)");
+#else
+    if (!pt_have_testdata()) SKIP_BECAUSE("no tests/data/real");
+    RT_NEED_SERVERS();
+    const char *local = pt_tmppath("local.safetensors");
+    CHECK_OK(pagein_dcp_convert(FX "rank4", local, NULL, NULL));
+    size_t ln;
+    void *want = pt_read_file(local, &ln);
+    CHECK(want != NULL);
+    setenv("PAGEIN_HTTP_RETRIES", "0", 1);
+    setenv("HF_ENDPOINT", rt_env("HTTP"), 1);
+    setenv("HF_TOKEN", "hf_testtoken", 1);
+    char urls[3][300];
+    snprintf(urls[0], sizeof urls[0], "%s", rt_url("HTTP", "/files/dcp4"));
+    snprintf(urls[1], sizeof urls[1], "hf://org/dcp/ckpt");
+    int n = 2;
+    if (rt_env("S3")) {
+        static const char *vars[] = {"AWS_ACCESS_KEY_ID", "AWS_SECRET_ACCESS_KEY", "AWS_SESSION_TOKEN", "AWS_PROFILE",
+                                     "AWS_DEFAULT_PROFILE", "AWS_REGION", "AWS_DEFAULT_REGION", "AWS_ENDPOINT_URL",
+                                     "AWS_SHARED_CREDENTIALS_FILE", "AWS_CONFIG_FILE", "AWS_CA_BUNDLE"};
+        for (size_t i = 0; i < (sizeof vars / sizeof *vars); i++) unsetenv(vars[i]);
+        setenv("AWS_ENDPOINT_URL_S3", rt_env("S3"), 1);
+        snprintf(urls[n++], sizeof urls[0], "s3://bkt/torch-dcp4");
+    } else {
+        printf("    s3:// not checked: s3rver is not running\n");
+    }
+    for (int i = 0; i < n; i++) {
+        const char *out = pt_tmppath("remote.safetensors");
+        pagein_dcp_convert_stats st;
+        int rc = pagein_dcp_convert(urls[i], out, NULL, &st);
+        if (rc < 0) printf("    %s: %s\n", urls[i], pagein_last_error_detail());
+        CHECK_OK(rc);
+        CHECK_EQ(st.tensors, 9);
+        CHECK(st.requests >= 1 && st.bytes_read <= dir_bytes(FX "rank4"));
+        size_t gn;
+        void *got = pt_read_file(out, &gn);
+        CHECK(got && want && gn == ln && memcmp(got, want, ln) == 0);
+        free(got);
+        unlink(out);
+    }
+    free(want);
+#endif
+    return PASS;
+}
+
+/* A single-chunk row-major tensor is a pointer into its blob; the others
+ * are refused with PAGEIN_E_UNSUPPORTED (read them). */
+TEST(dcp_view_single_chunk) {
+    pagein_dcp *d;
+    CHECK_OK(pagein_dcp_open(&d, FX "rank4"));
+    const void *p = NULL;
+    int i = pagein_dcp_find(d, "layers.0.bias");
+    CHECK(i >= 0);
+    CHECK_OK(pagein_dcp_view(d, (size_t)i, &p));
+    float want[6];
+    CHECK_OK(pagein_dcp_read(d, (size_t)i, want, sizeof want));
+    CHECK(p && memcmp(p, want, sizeof want) == 0);
+    CHECK_EQ(pagein_dcp_view(d, (size_t)pagein_dcp_find(d, "rows.weight"), &p), PAGEIN_E_UNSUPPORTED);
+    CHECK_EQ(pagein_dcp_view(d, (size_t)pagein_dcp_find(d, "transposed"), &p), PAGEIN_E_UNSUPPORTED);
+    CHECK_EQ(pagein_dcp_view(d, (size_t)pagein_dcp_find(d, "step"), &p), PAGEIN_E_BAD_TYPE);
+    pagein_dcp_close(d);
+    return PASS;
+}
