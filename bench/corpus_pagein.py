@@ -16,8 +16,6 @@ def canon(v):
         return None
     if isinstance(v, (bool, np.bool_)):
         return bool(v)
-    if isinstance(v, (int, np.integer)):
-        return str(int(v))
     if isinstance(v, (float, np.floating)):
         f = float(v)
         return "NaN" if f != f else struct.pack("<d", f)[::-1].hex()
@@ -27,14 +25,16 @@ def canon(v):
         return "%s%de%d" % ("-" if sign and n else "", n, exp)
     if isinstance(v, np.datetime64):  # milliseconds since the epoch, floored (days for dates)
         unit = np.datetime_data(v.dtype)[0]
-        n = int(v.astype(np.int64))
+        n = int(v.view(np.int64))
         if unit == "D":
             return str(n)
         return str(n * 1000 if unit == "s" else n // {"ms": 1, "us": 1000, "ns": 1000000}[unit])
-    if isinstance(v, np.timedelta64):  # microseconds
+    if isinstance(v, np.timedelta64):  # microseconds (before np.integer: a timedelta64 is one)
         unit = np.datetime_data(v.dtype)[0]
-        n = int(v.astype(np.int64))
+        n = int(v.view(np.int64))
         return str(n * 1000000 if unit == "s" else n * 1000 if unit == "ms" else n if unit == "us" else n // 1000)
+    if isinstance(v, (int, np.integer)):
+        return str(int(v))
     if isinstance(v, str):
         return v
     if isinstance(v, (bytes, bytearray)):

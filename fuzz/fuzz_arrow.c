@@ -51,6 +51,15 @@ static void touch(const struct pi_arrow_col *c, uint64_t row, int depth) {
             touch(&c->children[i], row, depth + 1);
         }
         break;
+    case PI_ARROW_DICT:
+    case PI_ARROW_UNION: { /* the value an index or a type id names: checked at decode */
+        const struct pi_arrow_col *vc;
+        uint64_t vr;
+        ASSERT(pi_arrow_resolve(c, row, &vc, &vr) == 0);
+        ASSERT(vr < vc->length);
+        if (depth < 64) touch(vc, vr, depth + 1);
+        break;
+    }
     default: sink += v.u;
     }
 }

@@ -398,16 +398,83 @@ TEST(arrow_refuses_wrong_declared_length) {
     return PASS;
 }
 
-TEST(arrow_dictionary_refused) {
+TEST(arrow_dictionary_read) {
     NEED_FIXTURES();
     struct blob b = load(fx("dict.stream.arrow"));
     struct pi_arrow a;
-    CHECK_EQ(pi_arrow_open_mem(&a, "dict.stream.arrow", b.p, b.n), PAGEIN_E_UNSUPPORTED);
-    const char *d = pagein_last_error_detail();
-    CHECK(strstr(d, "dict.stream.arrow") == d);
-    CHECK(strstr(d, "column 'colour'") != NULL);
-    CHECK(strstr(d, "dictionary") != NULL);
-    CHECK(a.name == NULL && a.batches == NULL); /* left empty */
+    CHECK_EQ(pi_arrow_open_mem(&a, "dict.stream.arrow", b.p, b.n), 0);
+    CHECK_EQ(a.schema.ndicts, 1);
+    CHECK_EQ(a.schema.fields[1].kind, PI_ARROW_DICT);
+    const struct pi_arrow_batch_ref *r = &a.batches[0];
+    struct pi_arrow_batch bt;
+    CHECK_EQ(pi_arrow_decode(&a, 0, b.p + r->offset, r->meta_len + r->body_len, NULL, 0, &bt), 0);
+    struct pi_buf o = {0};
+    for (uint64_t i = 0; i < bt.rows; i++) {
+        const struct pi_arrow_col *vc;
+        uint64_t vr;
+        if (pi_arrow_is_null(&bt.cols[1], i)) {
+            put(&o, "null;");
+            continue;
+        }
+        CHECK_EQ(pi_arrow_resolve(&bt.cols[1], i, &vc, &vr), 0);
+        render(&o, vc, vr);
+        put(&o, ";");
+    }
+    CHECK_STR(o.p, "s:726564;s:677265656e;s:726564;null;"); /* red, green, red, null (render: hex) */
+    pi_buf_free(&o);
+    pi_arrow_batch_free(&bt);
+    pi_arrow_close(&a);
+    free(b.p);
+    return PASS;
+}
+
+/* tests/data/nested/types.arrows (apache-arrow): dictionaries grown by
+ * delta batches, Decimal256, unions; an index past its dictionary is
+ * refused naming the dictionary. */
+TEST(arrow_dictionary_deltas_unions) {
+    struct blob b = load("tests/data/nested/types.arrows");
+    CHECK(b.p != NULL); /* committed */
+    struct pi_arrow a;
+    CHECK_EQ(pi_arrow_open_mem(&a, "types.arrows", b.p, b.n), 0);
+    CHECK_EQ(a.schema.ndicts, 2);
+    CHECK_EQ(a.schema.dicts[0].npieces, 4); /* the first batch and three deltas (one empty) */
+    CHECK_EQ(a.schema.dicts[0].length, 7);
+    CHECK_EQ(a.nbatches, 4);
+    CHECK_EQ(a.schema.fields[2].bits, 256);
+    CHECK_EQ(a.schema.fields[5].kind, PI_ARROW_UNION);
+    CHECK_EQ(a.schema.fields[5].union_mode, 1);
+    CHECK_EQ(a.schema.fields[5].type_child[9], 1);
+    struct pi_buf o = {0};
+    for (size_t bi = 0; bi < a.nbatches; bi++) {
+        const struct pi_arrow_batch_ref *r = &a.batches[bi];
+        struct pi_arrow_batch bt;
+        CHECK_EQ(pi_arrow_decode(&a, bi, b.p + r->offset, r->meta_len + r->body_len, NULL, 0, &bt), 0);
+        const struct pi_arrow_col *vc;
+        uint64_t vr;
+        if (!pi_arrow_is_null(&bt.cols[0], bt.rows - 1)) {
+            CHECK_EQ(pi_arrow_resolve(&bt.cols[0], bt.rows - 1, &vc, &vr), 0);
+            render(&o, vc, vr);
+        }
+        CHECK_EQ(pi_arrow_resolve(&bt.cols[5], 0, &vc, &vr), 0);
+        put(&o, "/");
+        render(&o, vc, vr);
+        put(&o, ";");
+        pi_arrow_batch_free(&bt);
+    }
+    /* the same rows as types.arrows.jsonl: tag and du of rows 11, 23, 35, 39 and du of 0, 12, 24, 36 */
+    CHECK_STR(o.p, "s:677265656e/s:7430;s:726564/s:743132;s:726564/s:743234;s:6379616e/s:743336;"); /* green/t0 red/t12 red/t24 cyan/t36 */
+    pi_buf_free(&o);
+    /* an index past the dictionary: the last batch's first tag index set to 99 */
+    const struct pi_arrow_batch_ref *r = &a.batches[3];
+    struct pi_arrow_batch bt;
+    CHECK_EQ(pi_arrow_decode(&a, 3, b.p + r->offset, r->meta_len + r->body_len, NULL, 0, &bt), 0);
+    const uint8_t *idx = bt.cols[0].values;
+    size_t at = (size_t)(idx - b.p);
+    pi_arrow_batch_free(&bt);
+    uint32_t bad = 99;
+    memcpy(b.p + at, &bad, 4);
+    CHECK_EQ(pi_arrow_decode(&a, 3, b.p + r->offset, r->meta_len + r->body_len, NULL, 0, &bt), PI_ARROW_E_FORMAT);
+    CHECK(strstr(pagein_last_error_detail(), "index 99 at 0 outside dictionary 1 of 7 values") != NULL);
     pi_arrow_close(&a);
     free(b.p);
     return PASS;

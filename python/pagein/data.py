@@ -618,7 +618,10 @@ class ShardDataset(_Base):
         return a
 
     def _sample(self, fields):
-        return {f[0]: self._value(f) for f in fields}
+        s = {f[0]: self._value(f) for f in fields}
+        if len(s) != len(fields):
+            _duplicate_names(self.source, [f[0] for f in fields])
+        return s
 
     def _check_line(self, sid, fields):
         for f in fields:
@@ -681,6 +684,18 @@ class ShardDataset(_Base):
 # ---------------------------------------------------------------------------
 # records, Megatron and line files: plain samples over the same pipeline
 # ---------------------------------------------------------------------------
+
+def _duplicate_names(source, names):
+    """A row is a dict keyed by field name: two fields of one name would
+    lose one, so such a file is refused, naming both."""
+    seen = {}
+    for i, n in enumerate(names):
+        if n in seen:
+            raise FormatError("%s: fields %d and %d are both named %r: a sample is a dict keyed by name, so one "
+                              "would be lost; rename one with the writer, or select the others with columns="
+                              % (", ".join(source)[:200], seen[n], i, n))
+        seen[n] = i
+
 
 def _plain_source(paths, record_size, fmt):
     """(spec list, row name) for records, Megatron and line files."""

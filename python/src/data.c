@@ -675,6 +675,17 @@ static PyObject *dsp_value(const pagein_item *it, const pagein_field *f, int dep
                 }
                 Py_DECREF(v);
             }
+            if (d && PyDict_GET_SIZE(d) != (Py_ssize_t)f->nchild) { /* two members of one name: refused, not lost */
+                for (uint32_t i = 0; i < f->nchild; i++)
+                    for (uint32_t j = i + 1; j < f->nchild; j++)
+                        if (strcmp(k[i].name ? k[i].name : "", k[j].name ? k[j].name : "") == 0) {
+                            Py_DECREF(d);
+                            return PyErr_Format(PyExc_ValueError,
+                                                "pagein: struct %s: members %u and %u are both named '%s': a struct is "
+                                                "a dict keyed by name, so one would be lost (rename one with the writer)",
+                                                f->name ? f->name : "", i, j, k[i].name ? k[i].name : "");
+                        }
+            }
             return d;
         }
         PyObject *l = PyList_New(f->nchild);

@@ -52,6 +52,9 @@ const char *pi_arrow_kind_name(int kind, int bits, int is_signed) {
     case PI_ARROW_STRUCT: return "Struct";
     case PI_ARROW_FIXED_BINARY: return "FixedSizeBinary";
     case PI_ARROW_MAP: return "Map";
+    case PI_ARROW_DICT: return "Dictionary";
+    case PI_ARROW_INTERVAL: return "Interval";
+    case PI_ARROW_UNION: return "Union";
     }
     return "?";
 }
@@ -60,48 +63,20 @@ const char *pi_arrow_kind_name(int kind, int bits, int is_signed) {
 struct sch_parse {
     struct pi_arrow_schema *s;
     uint32_t budget; /* fields still allowed: bounds a schema whose vectors share tables */
+    uint32_t *nnodes, *nbufs; /* the numbering in use: the record batches' or a dictionary's */
+    int version;     /* V4 or V5 */
 };
 
 static int parse_field(struct sch_parse *sp, const struct pi_fbt *ft, const char *parent, uint32_t depth,
-                       struct pi_arrow_field *f) {
-    struct pi_arrow_schema *s = sp->s;
-    memset(f, 0, sizeof *f);
-    if (depth > PI_ARROW_MAX_DEPTH)
-        return pi_err(PAGEIN_E_LIMIT, "field '%s': nested deeper than %d levels", parent, PI_ARROW_MAX_DEPTH);
-    if (sp->budget == 0)
-        return pi_err(PAGEIN_E_LIMIT, "more fields than the metadata can hold (or than %d)", PI_ARROW_MAX_FIELDS);
-    sp->budget--;
-    const char *nm = "";
-    uint32_t nl = 0;
-    FORWARD_IF(pi_fb_string(ft, FLD_NAME, &nm, &nl));
-    char *name = pi_arena_strndup(&s->arena, nm, nl);
-    size_t pl = strlen(parent);
-    char *path = pi_arena_alloc(&s->arena, pl + 1 + nl + 1);
-    if (!name || !path) return pi_err(-ENOMEM, "out of memory for the schema");
-    if (pl) {
-        memcpy(path, parent, pl);
-        path[pl++] = '.';
-    }
-    for (uint32_t i = 0; i < nl; i++) path[pl + i] = nm[i] ? nm[i] : '?';
-    path[pl + nl] = 0;
-    f->name = name;
-    f->name_len = nl;
-    f->path = path;
-    f->node = s->nnodes++;
-    f->buf = s->nbufs;
-    uint8_t nullable = 0, tt = 0;
-    FORWARD_IF(pi_fb_u8(ft, FLD_NULLABLE, 0, &nullable));
-    f->nullable = nullable != 0;
-    FORWARD_IF(pi_fb_u8(ft, FLD_TYPE_TYPE, 0, &tt));
-    struct pi_fbt dict, type;
-    int rc = pi_fb_table(ft, FLD_DICTIONARY, &dict);
-    FORWARD_IF(rc);
+                       struct pi_arrow_field *f, int values);
+
+/* The type of field f (type tt, its table type when has_type): kind, widths,
+ * annotations; *need_children: the children it must have (-1 any). */
+static int parse_type(struct sch_parse *sp, uint8_t tt, const struct pi_fbt *ty, int has_type, const char *path,
+                      struct pi_arrow_field *f, int *need_children) {
+    struct pi_fbt type = has_type ? *ty : (struct pi_fbt){0};
     const char *tn = tt < PI_ARRAY_LEN(type_names) ? type_names[tt] : "unknown";
-    if (rc == 1)
-        return pi_err(PAGEIN_E_UNSUPPORTED, "column '%s': dictionary-encoded %s values are not supported", path, tn);
-    int has_type = pi_fb_table(ft, FLD_TYPE, &type);
-    FORWARD_IF(has_type);
-    int need_children = 0; /* -1: any number */
+    *need_children = 0;
     switch (tt) {
     case 1: f->kind = PI_ARROW_NULL; break;
     case 2: {
@@ -114,7 +89,7 @@ static int parse_field(struct sch_parse *sp, const struct pi_fbt *ft, const char
         if (bw != 8 && bw != 16 && bw != 32 && bw != 64)
             return pi_err(PI_ARROW_E_FORMAT, "field '%s': Int of %d bits", path, (int)bw);
         f->kind = PI_ARROW_INT;
-        f->bits = (uint8_t)bw;
+        f->bits = (uint16_t)bw;
         f->is_signed = sg != 0;
         break;
     }
@@ -123,21 +98,21 @@ static int parse_field(struct sch_parse *sp, const struct pi_fbt *ft, const char
         if (has_type) FORWARD_IF(pi_fb_i16(&type, 0, 0, &pr));
         if (pr < 0 || pr > 2) return pi_err(PI_ARROW_E_FORMAT, "field '%s': FloatingPoint precision %d", path, pr);
         f->kind = PI_ARROW_FLOAT;
-        f->bits = (uint8_t)(16 << pr);
+        f->bits = (uint16_t)(16 << pr);
         break;
     }
     case 4: f->kind = PI_ARROW_BINARY; break;
     case 5: f->kind = PI_ARROW_UTF8; break;
     case 6: f->kind = PI_ARROW_BOOL; break;
-    case 12: f->kind = PI_ARROW_LIST; need_children = 1; break;
-    case 13: f->kind = PI_ARROW_STRUCT; need_children = -1; break;
+    case 12: f->kind = PI_ARROW_LIST; *need_children = 1; break;
+    case 13: f->kind = PI_ARROW_STRUCT; *need_children = -1; break;
     case 16: {
         int32_t ls = 0;
         if (has_type) FORWARD_IF(pi_fb_i32(&type, 0, 0, &ls));
         if (ls < 0) return pi_err(PI_ARROW_E_FORMAT, "field '%s': FixedSizeList of size %d", path, (int)ls);
         f->kind = PI_ARROW_FIXED_LIST;
         f->list_size = ls;
-        need_children = 1;
+        *need_children = 1;
         break;
     }
     case 7: { /* Decimal: precision, scale, bitWidth (128 unless said) */
@@ -149,8 +124,7 @@ static int parse_field(struct sch_parse *sp, const struct pi_fbt *ft, const char
         }
         if ((bw != 32 && bw != 64 && bw != 128 && bw != 256) || pr < 0 || pr > 255)
             return pi_err(PI_ARROW_E_FORMAT, "field '%s': Decimal(%d, %d) of %d bits", path, (int)pr, (int)sc, (int)bw);
-        f->kind = PI_ARROW_INT, f->bits = (uint8_t)(bw == 256 ? 0 : bw), f->is_signed = 1;
-        if (bw == 256) return pi_err(PAGEIN_E_UNSUPPORTED, "column '%s': Decimal256 is not supported", path);
+        f->kind = PI_ARROW_INT, f->bits = (uint16_t)bw, f->is_signed = 1;
         f->logical = PAGEIN_LOGICAL_DECIMAL, f->precision = (uint8_t)pr, f->scale = sc;
         break;
     }
@@ -176,9 +150,39 @@ static int parse_field(struct sch_parse *sp, const struct pi_fbt *ft, const char
         }
         if (u < 0 || u > 3 || (bw != 32 && bw != 64))
             return pi_err(PI_ARROW_E_FORMAT, "field '%s': %s unit %d, %d bits", path, tn, u, (int)bw);
-        f->kind = PI_ARROW_INT, f->bits = (uint8_t)bw, f->is_signed = 1;
+        f->kind = PI_ARROW_INT, f->bits = (uint16_t)bw, f->is_signed = 1;
         f->logical = tt == 9 ? PAGEIN_LOGICAL_TIME : tt == 10 ? PAGEIN_LOGICAL_TIMESTAMP : PAGEIN_LOGICAL_DURATION;
         f->unit = (uint8_t)(PAGEIN_UNIT_S + u);
+        break;
+    }
+    case 11: { /* Interval: unit (YEAR_MONTH) */
+        int16_t u = 0;
+        if (has_type) FORWARD_IF(pi_fb_i16(&type, 0, 0, &u));
+        if (u < 0 || u > 2) return pi_err(PI_ARROW_E_FORMAT, "field '%s': Interval unit %d", path, u);
+        f->kind = PI_ARROW_INTERVAL, f->unit = (uint8_t)u, f->byte_width = u == 0 ? 4 : u == 1 ? 8 : 16;
+        break;
+    }
+    case 14: { /* Union: mode (Sparse), typeIds (0, 1, ... unless said) */
+        int16_t mode = 0;
+        if (has_type) FORWARD_IF(pi_fb_i16(&type, 0, 0, &mode));
+        if (mode != 0 && mode != 1) return pi_err(PI_ARROW_E_FORMAT, "field '%s': Union mode %d", path, mode);
+        if (sp->version != V5)
+            return pi_err(PAGEIN_E_UNSUPPORTED, "column '%s': a Union in V4 metadata (Arrow before 1.0) is not supported",
+                          path);
+        f->kind = PI_ARROW_UNION, f->union_mode = (uint8_t)mode;
+        *need_children = -1;
+        f->type_child = pi_arena_alloc(&sp->s->arena, 128);
+        if (!f->type_child) return pi_err(-ENOMEM, "out of memory for the schema");
+        memset(f->type_child, 0xFF, 128);
+        uint32_t data = 0, n = 0;
+        if (has_type) FORWARD_IF(pi_fb_vector(&type, 1, 4, &data, &n));
+        f->byte_width = n ? (int32_t)n : -1; /* -1: ids are the child indexes */
+        for (uint32_t i = 0; i < n; i++) {
+            int32_t id = (int32_t)pi_fb_ld32(type.b->p + data + 4ull * i);
+            if (id < 0 || id > 127 || f->type_child[id] != 0xFF)
+                return pi_err(PI_ARROW_E_FORMAT, "field '%s': Union type id %d (ids are 0..127, each once)", path, (int)id);
+            f->type_child[id] = (uint8_t)i;
+        }
         break;
     }
     case 15: {
@@ -189,23 +193,119 @@ static int parse_field(struct sch_parse *sp, const struct pi_fbt *ft, const char
         f->byte_width = bw;
         break;
     }
-    case 17: f->kind = PI_ARROW_MAP; need_children = 1; break;
+    case 17: f->kind = PI_ARROW_MAP; *need_children = 1; break;
     case 19: f->kind = PI_ARROW_LARGE_BINARY; break;
     case 20: f->kind = PI_ARROW_LARGE_UTF8; break;
-    case 21: f->kind = PI_ARROW_LARGE_LIST; need_children = 1; break;
+    case 21: f->kind = PI_ARROW_LARGE_LIST; *need_children = 1; break;
     case 0: return pi_err(PI_ARROW_E_FORMAT, "field '%s': no type", path);
-    default:
-        return pi_err(PAGEIN_E_UNSUPPORTED, "column '%s': type %s is not supported", path, tn);
+    default: return pi_err(PAGEIN_E_UNSUPPORTED, "column '%s': type %s is not supported", path, tn);
     }
-    static const uint8_t nbufs[] = {0, 0, 2, 2, 2, 3, 3, 3, 3, 2, 2, 1, 1, 2, 2};
-    f->nbufs = nbufs[f->kind];
-    s->nbufs += f->nbufs;
+    return 0;
+}
+
+/* A dictionary-encoded field: its indexes here (one node, two buffers),
+ * its values' field tree numbered within the DictionaryBatch messages
+ * of its id (registered in the schema's dictionaries). */
+static int parse_dict(struct sch_parse *sp, const struct pi_fbt *ft, const struct pi_fbt *enc, const char *parent,
+                      uint32_t depth, struct pi_arrow_field *f) {
+    struct pi_arrow_schema *s = sp->s;
+    int64_t id = 0;
+    FORWARD_IF(pi_fb_i64(enc, 0, 0, &id));
+    struct pi_fbt it;
+    int32_t bw = 32;
+    uint8_t sg = 1;
+    int rc = pi_fb_table(enc, 1, &it);
+    FORWARD_IF(rc);
+    if (rc == 1) {
+        FORWARD_IF(pi_fb_i32(&it, 0, 0, &bw));
+        FORWARD_IF(pi_fb_u8(&it, 1, 0, &sg));
+    }
+    if (bw != 8 && bw != 16 && bw != 32 && bw != 64)
+        return pi_err(PI_ARROW_E_FORMAT, "field '%s': dictionary index of %d bits", f->path, (int)bw);
+    f->kind = PI_ARROW_DICT, f->bits = (uint16_t)bw, f->is_signed = sg != 0, f->dict_id = id;
+    f->nbufs = 2;
+    *sp->nbufs += 2;
+    f->tree_bufs = 2;
+    f->dict_value = pi_arena_alloc(&s->arena, sizeof *f->dict_value);
+    if (!f->dict_value) return pi_err(-ENOMEM, "out of memory for the schema");
+    uint32_t vn = 0, vb = 0, *on = sp->nnodes, *ob = sp->nbufs;
+    sp->nnodes = &vn, sp->nbufs = &vb;
+    rc = parse_field(sp, ft, parent, depth + 1, f->dict_value, 1);
+    sp->nnodes = on, sp->nbufs = ob;
+    FORWARD_IF(rc);
+    for (size_t i = 0; i < s->ndicts; i++) {
+        if (s->dicts[i].id != id) continue;
+        if (s->dicts[i].nnodes != vn || s->dicts[i].nbufs != vb || s->dicts[i].value->kind != f->dict_value->kind)
+            return pi_err(PI_ARROW_E_FORMAT, "field '%s': dictionary %lld is shared by fields of different types",
+                          f->path, (long long)id);
+        return 0;
+    }
+    if (s->ndicts >= 4096) return pi_err(PAGEIN_E_LIMIT, "more than 4096 dictionaries");
+    FORWARD_IF(pi_grow((void **)&s->dicts, &s->dcap, s->ndicts + 1, sizeof *s->dicts));
+    struct pi_arrow_dict *d = &s->dicts[s->ndicts++];
+    memset(d, 0, sizeof *d);
+    d->id = id, d->value = f->dict_value, d->nnodes = vn, d->nbufs = vb;
+    return 0;
+}
+
+/* values: the value tree of a dictionary-encoded field (its encoding read
+ * already). */
+static int parse_field(struct sch_parse *sp, const struct pi_fbt *ft, const char *parent, uint32_t depth,
+                       struct pi_arrow_field *f, int values) {
+    struct pi_arrow_schema *s = sp->s;
+    memset(f, 0, sizeof *f);
+    if (depth > PI_ARROW_MAX_DEPTH)
+        return pi_err(PAGEIN_E_LIMIT, "field '%s': nested deeper than %d levels", parent, PI_ARROW_MAX_DEPTH);
+    if (sp->budget == 0)
+        return pi_err(PAGEIN_E_LIMIT, "more fields than the metadata can hold (or than %d)", PI_ARROW_MAX_FIELDS);
+    sp->budget--;
+    const char *nm = "";
+    uint32_t nl = 0;
+    FORWARD_IF(pi_fb_string(ft, FLD_NAME, &nm, &nl));
+    char *name = pi_arena_strndup(&s->arena, nm, nl);
+    size_t pl = strlen(parent);
+    char *path = pi_arena_alloc(&s->arena, pl + 1 + nl + 1);
+    if (!name || !path) return pi_err(-ENOMEM, "out of memory for the schema");
+    if (pl) {
+        memcpy(path, parent, pl);
+        path[pl++] = '.';
+    }
+    for (uint32_t i = 0; i < nl; i++) path[pl + i] = nm[i] ? nm[i] : '?';
+    path[pl + nl] = 0;
+    f->name = name;
+    f->name_len = nl;
+    f->path = path;
+    f->node = (*sp->nnodes)++;
+    f->buf = *sp->nbufs;
+    uint8_t nullable = 0, tt = 0;
+    FORWARD_IF(pi_fb_u8(ft, FLD_NULLABLE, 0, &nullable));
+    f->nullable = nullable != 0;
+    FORWARD_IF(pi_fb_u8(ft, FLD_TYPE_TYPE, 0, &tt));
+    struct pi_fbt dict, type;
+    int rc = values ? 0 : pi_fb_table(ft, FLD_DICTIONARY, &dict);
+    FORWARD_IF(rc);
+    if (rc == 1) return parse_dict(sp, ft, &dict, parent, depth, f);
+    int has_type = pi_fb_table(ft, FLD_TYPE, &type);
+    FORWARD_IF(has_type);
+    int need_children = 0; /* -1: any number */
+    FORWARD_IF(parse_type(sp, tt, &type, has_type, path, f, &need_children));
+    static const uint8_t nbufs[] = {0, 0, 2, 2, 2, 3, 3, 3, 3, 2, 2, 1, 1, 2, 2, 2, 2, 1};
+    f->nbufs = f->kind == PI_ARROW_UNION ? 1u + f->union_mode : nbufs[f->kind];
+    *sp->nbufs += f->nbufs;
     uint32_t first_buf = f->buf;
     uint32_t cdata = 0, nc = 0;
     FORWARD_IF(pi_fb_vector(ft, FLD_CHILDREN, 4, &cdata, &nc));
     if (need_children >= 0 && nc != (uint32_t)need_children)
         return pi_err(PI_ARROW_E_FORMAT, "field '%s': %s with %u children", path,
                       pi_arrow_kind_name(f->kind, f->bits, f->is_signed), nc);
+    if (f->kind == PI_ARROW_UNION) {
+        if (nc > 127) return pi_err(PAGEIN_E_LIMIT, "field '%s': a Union of %u members", path, nc);
+        if (f->byte_width < 0) /* no typeIds: a member's id is its index */
+            for (uint32_t i = 0; i < nc; i++) f->type_child[i] = (uint8_t)i;
+        else if ((uint32_t)f->byte_width != nc)
+            return pi_err(PI_ARROW_E_FORMAT, "field '%s': %d type ids for %u members", path, (int)f->byte_width, nc);
+        f->byte_width = 0;
+    }
     if (nc > sp->budget)
         return pi_err(PAGEIN_E_LIMIT, "field '%s': more fields than the metadata can hold", path);
     if (nc) {
@@ -215,20 +315,20 @@ static int parse_field(struct sch_parse *sp, const struct pi_fbt *ft, const char
         for (uint32_t i = 0; i < nc; i++) {
             struct pi_fbt ct;
             FORWARD_IF(pi_fb_vec_table(ft->b, cdata, i, &ct));
-            FORWARD_IF(parse_field(sp, &ct, path, depth + 1, &f->children[i]));
+            FORWARD_IF(parse_field(sp, &ct, path, depth + 1, &f->children[i], 0));
         }
     }
-    f->tree_bufs = s->nbufs - first_buf;
+    f->tree_bufs = *sp->nbufs - first_buf;
     return 0;
 }
 
-static int parse_schema(const struct pi_fbt *st, uint32_t meta_len, struct pi_arrow_schema *s) {
+static int parse_schema(const struct pi_fbt *st, uint32_t meta_len, int version, struct pi_arrow_schema *s) {
     int16_t endian = 0;
     FORWARD_IF(pi_fb_i16(st, SCH_ENDIANNESS, 0, &endian));
     if (endian != 0) return pi_err(PAGEIN_E_ENDIAN, "schema: big-endian bodies are not supported");
     uint32_t data = 0, n = 0;
     FORWARD_IF(pi_fb_vector(st, SCH_FIELDS, 4, &data, &n));
-    struct sch_parse sp = {s, PI_MIN(meta_len / 4, (uint32_t)PI_ARROW_MAX_FIELDS)};
+    struct sch_parse sp = {s, PI_MIN(meta_len / 4, (uint32_t)PI_ARROW_MAX_FIELDS), &s->nnodes, &s->nbufs, version};
     if (n > sp.budget) return pi_err(PAGEIN_E_LIMIT, "schema: %u columns", n);
     if (n) {
         s->fields = pi_arena_alloc(&s->arena, (size_t)n * sizeof *s->fields);
@@ -238,7 +338,7 @@ static int parse_schema(const struct pi_fbt *st, uint32_t meta_len, struct pi_ar
     for (uint32_t i = 0; i < n; i++) {
         struct pi_fbt ft;
         FORWARD_IF(pi_fb_vec_table(st->b, data, i, &ft));
-        FORWARD_IF(parse_field(&sp, &ft, "", 0, &s->fields[i]));
+        FORWARD_IF(parse_field(&sp, &ft, "", 0, &s->fields[i], 0));
     }
     return 0;
 }
@@ -246,6 +346,7 @@ static int parse_schema(const struct pi_fbt *st, uint32_t meta_len, struct pi_ar
 /* ---- messages ------------------------------------------------------------ */
 struct msg {
     uint8_t type;
+    int16_t version;
     int64_t body_len;
     struct pi_fbt hdr;
 };
@@ -258,6 +359,7 @@ static int parse_message(const struct pi_fb *fb, struct msg *m) {
     FORWARD_IF(pi_fb_i16(&root, MSG_VERSION, 0, &ver));
     if (ver != V4 && ver != V5)
         return pi_err(PAGEIN_E_BAD_VERSION, "metadata version V%d (Arrow before 0.15/1.0 or unknown): V4 and V5 are read", ver + 1);
+    m->version = ver;
     FORWARD_IF(pi_fb_u8(&root, MSG_HEADER_TYPE, 0, &m->type));
     FORWARD_IF(pi_fb_i64(&root, MSG_BODY_LENGTH, 0, &m->body_len));
     if (m->body_len < 0) return pi_err(PI_ARROW_E_FORMAT, "negative bodyLength %lld", (long long)m->body_len);
@@ -287,7 +389,14 @@ static int parse_prefix(const uint8_t *p, size_t avail, uint32_t *pre, uint32_t 
 
 /* Checks a RecordBatch header against the schema (the cheap, whole-batch
  * facts; decode checks the rest) and returns its rows. */
+static int check_rb(const struct pi_fbt *rb, uint32_t want_nodes, uint32_t want_bufs, int64_t *rows, int *codec);
 static int check_batch_header(const struct pi_arrow *a, const struct pi_fbt *rb, int64_t *rows, int *codec) {
+    return check_rb(rb, a->schema.nnodes, a->schema.nbufs, rows, codec);
+}
+
+/* A RecordBatch table (of a record batch, or a dictionary's) against the
+ * nodes and buffers its fields need. */
+static int check_rb(const struct pi_fbt *rb, uint32_t want_nodes, uint32_t want_bufs, int64_t *rows, int *codec) {
     FORWARD_IF(pi_fb_i64(rb, RB_LENGTH, 0, rows));
     if (*rows < 0) return pi_err(PI_ARROW_E_FORMAT, "negative length %lld", (long long)*rows);
     if (*rows > PI_ARROW_MAX_ROWS) return pi_err(PAGEIN_E_LIMIT, "%lld rows in one batch", (long long)*rows);
@@ -295,10 +404,10 @@ static int check_batch_header(const struct pi_arrow *a, const struct pi_fbt *rb,
     FORWARD_IF(pi_fb_vector(rb, RB_NODES, 16, &d, &nn));
     FORWARD_IF(pi_fb_vector(rb, RB_BUFFERS, 16, &d, &nb));
     FORWARD_IF(pi_fb_vector(rb, RB_VARIADIC, 8, &d, &nv));
-    if (nn != a->schema.nnodes)
-        return pi_err(PI_ARROW_E_FORMAT, "%u field nodes where the schema has %u fields", nn, a->schema.nnodes);
-    if (nb != a->schema.nbufs)
-        return pi_err(PI_ARROW_E_FORMAT, "%u buffers where the schema needs %u", nb, a->schema.nbufs);
+    if (nn != want_nodes)
+        return pi_err(PI_ARROW_E_FORMAT, "%u field nodes where the schema has %u fields", nn, want_nodes);
+    if (nb != want_bufs)
+        return pi_err(PI_ARROW_E_FORMAT, "%u buffers where the schema needs %u", nb, want_bufs);
     if (nv) return pi_err(PI_ARROW_E_FORMAT, "variadic buffer counts without a view column");
     struct pi_fbt comp;
     int rc = pi_fb_table(rb, RB_COMPRESSION, &comp);
@@ -351,6 +460,72 @@ static int read_meta(pi_arrow_read_fn rd, void *ctx, uint64_t off, uint32_t len,
     return rd(ctx, off, *buf, len);
 }
 
+static int load_dict(struct pi_arrow *a, const struct pi_fbt *hdr, uint8_t *owned, const uint8_t *body,
+                     uint64_t body_len);
+
+/* n more bytes of dictionaries held from open. */
+static int dict_budget(struct pi_arrow *a, uint64_t n) {
+    if (n > PI_ARROW_DEFAULT_BATCH_BYTES - a->schema.dict_bytes)
+        return pi_err(PAGEIN_E_LIMIT, "dictionaries of more than %llu bytes", (unsigned long long)PI_ARROW_DEFAULT_BATCH_BYTES);
+    a->schema.dict_bytes += n;
+    return 0;
+}
+
+/* The file's dictionary blocks (footer vector at dd, nd entries of 24
+ * bytes in fb), each read whole and loaded. */
+static int open_file_dicts(struct pi_arrow *a, pi_arrow_read_fn rd, void *ctx, const uint8_t *fb, uint32_t dd,
+                           uint32_t nd, uint64_t foot) {
+    for (uint32_t i = 0; i < nd; i++) {
+        const uint8_t *b = fb + dd + 24ull * i;
+        int64_t off = pi_fb_ld64(b), body = pi_fb_ld64(b + 16);
+        int32_t ml;
+        memcpy(&ml, b + 8, 4);
+        uint64_t end;
+        int rc;
+        if (off < 8 || ml < 8 || body < 0 || (uint64_t)off > foot || (uint64_t)ml > foot - (uint64_t)off ||
+            pi_add_overflow((uint64_t)off + (uint64_t)ml, (uint64_t)body, &end) || end > foot) {
+            rc = pi_err(PI_ARROW_E_FORMAT, "block (offset %lld, metaDataLength %d, bodyLength %lld) outside the data",
+                        (long long)off, (int)ml, (long long)body);
+            goto err;
+        }
+        if ((uint32_t)ml > PI_ARROW_MAX_META + 8) {
+            rc = pi_err(PAGEIN_E_LIMIT, "metadata of %d bytes", (int)ml);
+            goto err;
+        }
+        if ((rc = dict_budget(a, (uint64_t)ml + (uint64_t)body)) < 0) goto err;
+        uint8_t *buf = pi_malloc((size_t)ml + (size_t)body);
+        if (!buf) return pi_err(-ENOMEM, "out of memory for a dictionary of %lld bytes", (long long)body);
+        if ((rc = rd(ctx, (uint64_t)off, buf, (size_t)ml + (size_t)body)) < 0) {
+            pi_free(buf);
+            return rc;
+        }
+        uint32_t pre = 0, mlen = 0;
+        struct msg m;
+        if ((rc = parse_prefix(buf, (uint32_t)ml, &pre, &mlen)) == 0 && (mlen == 0 || mlen > (uint32_t)ml - pre))
+            rc = pi_err(PI_ARROW_E_FORMAT, "metadata of %u bytes in a block of %d", mlen, (int)ml);
+        struct pi_fb mfb = {buf + pre, mlen};
+        if (rc == 0) rc = parse_message(&mfb, &m);
+        if (rc == 0 && m.type != HDR_DICTIONARY)
+            rc = pi_err(PI_ARROW_E_FORMAT, "block holds a %s, not a DictionaryBatch", hdr_name(m.type));
+        if (rc == 0 && m.body_len != body)
+            rc = pi_err(PI_ARROW_E_FORMAT, "bodyLength %lld where the footer says %lld", (long long)m.body_len,
+                        (long long)body);
+        if (rc < 0) {
+            pi_free(buf);
+            goto err;
+        }
+        if ((rc = load_dict(a, &m.hdr, buf, buf + ml, (uint64_t)body)) < 0) goto err;
+        continue;
+    err: {
+        char p[48];
+        snprintf(p, sizeof p, "dictionary block %u", i);
+        pi_err_prefix(p);
+        return rc;
+    }
+    }
+    return 0;
+}
+
 static int open_stream(struct pi_arrow *a, pi_arrow_read_fn rd, void *ctx) {
     uint8_t *mb = NULL;
     size_t mcap = 0, bcap = 0;
@@ -382,7 +557,7 @@ static int open_stream(struct pi_arrow *a, pi_arrow_read_fn rd, void *ctx) {
                 rc = pi_err(PI_ARROW_E_FORMAT, "first message is a %s, not the Schema", hdr_name(m.type));
                 goto at;
             }
-            if ((rc = parse_schema(&m.hdr, ml, &a->schema)) < 0) goto at;
+            if ((rc = parse_schema(&m.hdr, ml, m.version, &a->schema)) < 0) goto at;
             have_schema = 1;
         } else if (m.type == HDR_RECORD_BATCH) {
             int64_t rows;
@@ -396,8 +571,17 @@ static int open_stream(struct pi_arrow *a, pi_arrow_read_fn rd, void *ctx) {
             if (codec >= 0 && !a->compressed) a->compressed = 1 + codec;
             if ((rc = add_batch(a, &bcap, pos, pre + (uint64_t)ml, (uint64_t)m.body_len, rows, &fb)) < 0) goto at;
         } else if (m.type == HDR_DICTIONARY) {
-            rc = pi_err(PAGEIN_E_UNSUPPORTED, "DictionaryBatch: dictionary-encoded columns are not supported");
-            goto at;
+            uint8_t *body = NULL;
+            if ((rc = dict_budget(a, (uint64_t)m.body_len)) < 0) goto at;
+            if (m.body_len && !(body = pi_malloc((size_t)m.body_len))) {
+                rc = pi_err(-ENOMEM, "out of memory for a dictionary of %lld bytes", (long long)m.body_len);
+                goto at;
+            }
+            if (body && (rc = rd(ctx, after, body, (size_t)m.body_len)) < 0) {
+                pi_free(body);
+                break;
+            }
+            if ((rc = load_dict(a, &m.hdr, body, body, (uint64_t)m.body_len)) < 0) goto at;
         } else {
             rc = pi_err(PI_ARROW_E_FORMAT, "unexpected %s message", hdr_name(m.type));
             goto at;
@@ -440,13 +624,12 @@ static int open_file(struct pi_arrow *a, pi_arrow_read_fn rd, void *ctx) {
         rc = pi_err(PI_ARROW_E_FORMAT, "no schema");
         goto foot_err;
     }
-    if ((rc = parse_schema(&st, fl, &a->schema)) < 0) goto foot_err;
+    int16_t fver = V5;
+    if ((rc = pi_fb_i16(&root, 0, V5, &fver)) < 0) goto foot_err;
+    if ((rc = parse_schema(&st, fl, fver, &a->schema)) < 0) goto foot_err;
     uint32_t dd, nd, bd, nb;
     if ((rc = pi_fb_vector(&root, FOOT_DICTIONARIES, 24, &dd, &nd)) < 0) goto foot_err;
-    if (nd) {
-        rc = pi_err(PAGEIN_E_UNSUPPORTED, "%u dictionary batches: dictionary-encoded columns are not supported", nd);
-        goto foot_err;
-    }
+    if (nd && (rc = open_file_dicts(a, rd, ctx, fb_bytes, dd, nd, foot)) < 0) goto done;
     if ((rc = pi_fb_vector(&root, FOOT_BATCHES, 24, &bd, &nb)) < 0) goto foot_err;
     for (uint32_t i = 0; i < nb; i++) {
         /* Block: int64 offset, int32 metaDataLength, 4 padding, int64 bodyLength */
@@ -553,6 +736,16 @@ int pi_arrow_open_mem(struct pi_arrow *a, const char *name, const void *buf, siz
 
 void pi_arrow_close(struct pi_arrow *a) {
     if (!a) return;
+    for (size_t i = 0; i < a->schema.ndicts; i++) {
+        struct pi_arrow_dict *d = &a->schema.dicts[i];
+        for (size_t k = 0; k < d->npieces; k++) {
+            pi_arrow_batch_free(d->pieces[k].b);
+            pi_free(d->pieces[k].b);
+            pi_free(d->pieces[k].bytes);
+        }
+        pi_free(d->pieces);
+    }
+    pi_free(a->schema.dicts);
     pi_arena_free(&a->schema.arena);
     pi_arena_free(&a->meta);
     pi_free(a->batches);
@@ -749,6 +942,74 @@ static int check_offsets(const uint8_t *o, uint64_t len, int w, uint64_t limit, 
 
 static int decode_col(struct dec *d, const struct pi_arrow_field *f, uint64_t need, struct pi_arrow_col *c);
 
+static int64_t load_index(const uint8_t *p, unsigned bits, int is_signed) {
+    switch (bits) {
+    case 8: return is_signed ? (int8_t)p[0] : p[0];
+    case 16: { uint16_t x; memcpy(&x, p, 2); return is_signed ? (int16_t)x : x; }
+    case 32: { uint32_t x; memcpy(&x, p, 4); return is_signed ? (int32_t)x : (int64_t)x; }
+    }
+    int64_t x;
+    memcpy(&x, p, 8);
+    return x; /* a uint64 index past INT64_MAX reads negative: out of range below */
+}
+
+/* A dictionary-encoded column's indexes (values buffer vals, vl bytes):
+ * every non-null one inside its dictionary. */
+static int check_dict(struct dec *d, const struct pi_arrow_field *f, const uint8_t *vals, uint64_t vl,
+                      struct pi_arrow_col *c) {
+    const struct pi_arrow_schema *s = &d->a->schema;
+    const struct pi_arrow_dict *dict = NULL;
+    for (size_t i = 0; i < s->ndicts && !dict; i++)
+        if (s->dicts[i].id == f->dict_id) dict = &s->dicts[i];
+    if (!dict) return pi_err(PI_ARROW_E_FORMAT, "dictionary %lld is not in the schema", (long long)f->dict_id);
+    unsigned w = f->bits / 8;
+    if (vl / w < c->length)
+        return pi_err(PI_ARROW_E_FORMAT, "indexes buffer of %llu bytes for %llu values", (unsigned long long)vl,
+                      (unsigned long long)c->length);
+    for (uint64_t i = 0; i < c->length; i++) {
+        if (c->validity && !((c->validity[i >> 3] >> (i & 7)) & 1)) continue;
+        int64_t k = load_index(vals + i * w, f->bits, f->is_signed);
+        if (k < 0 || (uint64_t)k >= dict->length)
+            return pi_err(PI_ARROW_E_FORMAT, "index %lld at %llu outside dictionary %lld of %llu values", (long long)k,
+                          (unsigned long long)i, (long long)f->dict_id, (unsigned long long)dict->length);
+    }
+    c->dict = dict;
+    return 0;
+}
+
+/* A union (no validity bitmap since V5): type ids, each naming a member;
+ * dense: int32 offsets, each inside its member. */
+static int decode_union(struct dec *d, const struct pi_arrow_field *f, const uint8_t **bp, const uint64_t *bl,
+                        struct pi_arrow_col *c) {
+    if (bl[0] < c->length)
+        return pi_err(PI_ARROW_E_FORMAT, "type ids buffer of %llu bytes for %llu values", (unsigned long long)bl[0],
+                      (unsigned long long)c->length);
+    int dense = f->union_mode == 1;
+    if (dense && bl[1] / 4 < c->length)
+        return pi_err(PI_ARROW_E_FORMAT, "offsets buffer of %llu bytes for %llu values", (unsigned long long)bl[1],
+                      (unsigned long long)c->length);
+    c->types = bp[0];
+    c->offsets = dense ? bp[1] : NULL;
+    if (f->nchildren) {
+        c->children = pi_arena_alloc(&d->b->arena, (size_t)f->nchildren * sizeof *c->children);
+        if (!c->children) return pi_err(-ENOMEM, "out of memory");
+    }
+    for (uint32_t i = 0; i < f->nchildren; i++)
+        FORWARD_IF(decode_col(d, &f->children[i], dense ? 0 : c->length, &c->children[i]));
+    for (uint64_t i = 0; i < c->length; i++) {
+        uint8_t t = c->types[i];
+        if (t > 127 || f->type_child[t] == 0xFF)
+            return pi_err(PI_ARROW_E_FORMAT, "type id %d at %llu names no member", (int)(int8_t)t, (unsigned long long)i);
+        if (!dense) continue;
+        int32_t o;
+        memcpy(&o, c->offsets + 4 * i, 4);
+        if (o < 0 || (uint64_t)o >= c->children[f->type_child[t]].length)
+            return pi_err(PI_ARROW_E_FORMAT, "offset %d at %llu outside member '%s'", (int)o, (unsigned long long)i,
+                          f->children[f->type_child[t]].name);
+    }
+    return 0;
+}
+
 static int decode_col_inner(struct dec *d, const struct pi_arrow_field *f, uint64_t need, struct pi_arrow_col *c) {
     const uint8_t *nd = d->nodes + 16ull * f->node;
     int64_t len = pi_fb_ld64(nd), nulls = pi_fb_ld64(nd + 8);
@@ -765,6 +1026,7 @@ static int decode_col_inner(struct dec *d, const struct pi_arrow_field *f, uint6
     uint64_t bl[3] = {0};
     for (uint32_t k = 0; k < f->nbufs; k++) FORWARD_IF(get_buf(d, f->buf + k, &bp[k], &bl[k]));
     if (f->kind == PI_ARROW_NULL) return 0;
+    if (f->kind == PI_ARROW_UNION) return decode_union(d, f, bp, bl, c);
     /* buffer 0: validity (every supported kind but Null has one) */
     if (c->null_count) {
         if (bl[0] < bits_bytes)
@@ -782,7 +1044,12 @@ static int decode_col_inner(struct dec *d, const struct pi_arrow_field *f, uint6
     case PI_ARROW_BOOL:
         need_bytes = bits_bytes;
         goto values;
+    case PI_ARROW_DICT:
+        FORWARD_IF(check_dict(d, f, bp[1], bl[1], c));
+        need_bytes = c->length * (f->bits / 8);
+        goto values;
     case PI_ARROW_FIXED_BINARY:
+    case PI_ARROW_INTERVAL:
         if (pi_mul_overflow(c->length, (uint64_t)f->byte_width, &need_bytes))
             return pi_err(PI_ARROW_E_FORMAT, "%llu values of %d bytes overflow", (unsigned long long)c->length,
                           (int)f->byte_width);
@@ -858,6 +1125,102 @@ static int decode_col(struct dec *d, const struct pi_arrow_field *f, uint64_t ne
         }
     }
     return rc;
+}
+
+/* A DictionaryBatch (hdr) with its body: decoded whole into a new piece
+ * of its dictionary (a delta, or the first of its id). owned (the bytes
+ * the body lies in) is kept with the piece, or freed on failure. */
+static int load_dict(struct pi_arrow *a, const struct pi_fbt *hdr, uint8_t *owned, const uint8_t *body,
+                     uint64_t body_len) {
+    int64_t id = 0, rows = 0;
+    uint8_t delta = 0;
+    struct pi_fbt rb;
+    struct pi_arrow_dict *dict = NULL;
+    struct pi_arrow_batch *b = NULL;
+    int rc = pi_fb_i64(hdr, 0, 0, &id);
+    if (rc == 0) rc = pi_fb_u8(hdr, 2, 0, &delta);
+    if (rc == 0 && (rc = pi_fb_table(hdr, 1, &rb)) == 0) rc = pi_err(PI_ARROW_E_FORMAT, "DictionaryBatch without data");
+    if (rc < 0) goto fail;
+    for (size_t i = 0; i < a->schema.ndicts && !dict; i++)
+        if (a->schema.dicts[i].id == id) dict = &a->schema.dicts[i];
+    if (!dict) {
+        rc = pi_err(PI_ARROW_E_FORMAT, "DictionaryBatch for id %lld, which no field uses", (long long)id);
+        goto fail;
+    }
+    if (dict->npieces && !delta) {
+        rc = pi_err(PAGEIN_E_UNSUPPORTED, "dictionary %lld (field '%s') replaced after its first batch: only deltas are read",
+                    (long long)id, dict->value->path);
+        goto fail;
+    }
+    struct dec d = {.a = a, .codec = -1, .body_len = body_len};
+    struct pi_arrow_seg seg = {0, body_len, body};
+    d.segs = &seg, d.nsegs = 1;
+    if ((rc = check_rb(&rb, dict->nnodes, dict->nbufs, &rows, &d.codec)) < 0) goto fail;
+    if (!pi_arrow_have_codec(d.codec)) {
+        rc = pi_err(PAGEIN_E_UNSUPPORTED, "compressed dictionary: pagein was built without its codec");
+        goto fail;
+    }
+    uint32_t dn, db, nn, nb;
+    if ((rc = pi_fb_vector(&rb, RB_NODES, 16, &dn, &nn)) < 0 || (rc = pi_fb_vector(&rb, RB_BUFFERS, 16, &db, &nb)) < 0)
+        goto fail;
+    d.nodes = rb.b->p + dn, d.bufs = rb.b->p + db;
+    if ((rc = pi_grow((void **)&dict->pieces, &dict->cap, dict->npieces + 1, sizeof *dict->pieces)) < 0) goto fail;
+    if (!(b = pi_calloc(1, sizeof *b)) || !(b->cols = pi_arena_alloc(&b->arena, sizeof *b->cols))) {
+        rc = pi_err(-ENOMEM, "out of memory for a dictionary");
+        goto fail;
+    }
+    d.b = b;
+    b->ncols = 1, b->rows = (uint64_t)rows;
+    rc = decode_col(&d, dict->value, (uint64_t)rows, &b->cols[0]);
+    dec_free(&d);
+    if (rc == 0 && b->cols[0].length != (uint64_t)rows)
+        rc = pi_err(PI_ARROW_E_FORMAT, "%llu values in a dictionary batch of %lld", (unsigned long long)b->cols[0].length,
+                    (long long)rows);
+    if (rc < 0) goto fail;
+    dict->pieces[dict->npieces++] = (struct pi_arrow_dpiece){b, owned, dict->length};
+    dict->length += (uint64_t)rows;
+    return 0;
+fail:
+    if (b) {
+        pi_arrow_batch_free(b);
+        pi_free(b);
+    }
+    pi_free(owned);
+    char p[64];
+    snprintf(p, sizeof p, "dictionary %lld", (long long)id);
+    pi_err_prefix(p);
+    return rc;
+}
+
+int pi_arrow_resolve(const struct pi_arrow_col *c, uint64_t row, const struct pi_arrow_col **vc, uint64_t *vrow) {
+    const struct pi_arrow_field *f = c->f;
+    if (row >= c->length) return pi_err(PAGEIN_E_RANGE, "row %llu of %llu", (unsigned long long)row, (unsigned long long)c->length);
+    if (f->kind == PI_ARROW_DICT && c->dict) {
+        uint64_t k = (uint64_t)load_index(c->values + row * (f->bits / 8), f->bits, f->is_signed);
+        const struct pi_arrow_dict *dict = c->dict;
+        size_t lo = 0, hi = dict->npieces; /* the last piece starting at or before k */
+        while (hi - lo > 1) {
+            size_t mid = lo + (hi - lo) / 2;
+            if (dict->pieces[mid].start <= k) lo = mid; else hi = mid;
+        }
+        if (k >= dict->length || !dict->npieces) return pi_err(PAGEIN_E_RANGE, "index %llu", (unsigned long long)k);
+        *vc = &dict->pieces[lo].b->cols[0];
+        *vrow = k - dict->pieces[lo].start;
+        return 0;
+    }
+    if (f->kind == PI_ARROW_UNION) {
+        uint8_t t = c->types[row];
+        *vc = &c->children[f->type_child[t & 127]];
+        if (c->offsets) {
+            int32_t o;
+            memcpy(&o, c->offsets + 4 * row, 4);
+            *vrow = (uint64_t)o;
+        } else {
+            *vrow = row;
+        }
+        return 0;
+    }
+    return pi_err(PAGEIN_E_INVALID, "field '%s' is neither a dictionary nor a union", f->path);
 }
 
 /* The stored Message of batch bi: its RecordBatch table. */
@@ -1040,7 +1403,12 @@ int pi_arrow_get(const struct pi_arrow_col *c, uint64_t row, struct pi_arrow_val
         }
         break;
     }
+    case PI_ARROW_DICT:
+        v->i = load_index(c->values + row * (f->bits / 8), f->bits, f->is_signed);
+        v->u = (uint64_t)v->i;
+        break;
     case PI_ARROW_FIXED_BINARY:
+    case PI_ARROW_INTERVAL:
         v->p = c->values + row * (uint64_t)f->byte_width;
         v->n = (uint64_t)f->byte_width;
         return 0;

@@ -17,8 +17,8 @@
  *
  * Errors: PI_ARROW_E_FORMAT (malformed; the detail names the file, the
  * message or batch and the field), PAGEIN_E_UNSUPPORTED (valid Arrow this
- * reader does not read: dictionary-encoded columns, types outside the list
- * below, views, unknown codecs; the detail names the column and type),
+ * reader does not read: a dictionary replaced (not extended by a delta)
+ * mid-stream, types outside the list below, views, unknown codecs; the detail names the column and type),
  * PAGEIN_E_ENDIAN (big-endian bodies), PAGEIN_E_BAD_VERSION (metadata
  * before V4), PAGEIN_E_BAD_MAGIC (not Arrow IPC), PAGEIN_E_LIMIT (a bound
  * below), PAGEIN_E_NOT_FOUND (no such column), -ENOMEM, or what the read
@@ -55,15 +55,21 @@ enum pi_arrow_kind {
     PI_ARROW_STRUCT,
     PI_ARROW_FIXED_BINARY, /* byte_width bytes a value */
     PI_ARROW_MAP,          /* int32 offsets, one Struct child (key, value) */
+    PI_ARROW_DICT,         /* dictionary-encoded: Int indexes (bits, is_signed) into dict_value's dictionary */
+    PI_ARROW_INTERVAL,     /* unit 0 YEAR_MONTH (int32 months), 1 DAY_TIME (int32 days, ms), 2 MONTH_DAY_NANO
+                              (int32 months, days, int64 ns): byte_width 4, 8 or 16 */
+    PI_ARROW_UNION,        /* union_mode 0 sparse (type ids), 1 dense (type ids, int32 offsets) */
 };
 /* "Int32", "LargeList", ... */
 const char *pi_arrow_kind_name(int kind, int bits, int is_signed);
 
+struct pi_arrow_batch;
 struct pi_arrow_field {
     const char *name;     /* NUL-terminated copy (name_len bytes, may hold NUL) */
     uint32_t name_len;
     const char *path;     /* "st.c.item": for messages */
-    uint8_t kind, bits, is_signed, nullable;
+    uint8_t kind, is_signed, nullable, union_mode;
+    uint16_t bits;        /* INT (Decimal: 32..256), FLOAT; DICT: the index's */
     int32_t list_size;    /* FIXED_LIST */
     uint32_t nchildren;
     struct pi_arrow_field *children;
@@ -76,7 +82,27 @@ struct pi_arrow_field {
      * utc: a Timestamp with a time zone) */
     uint8_t logical, unit, utc, precision;
     int32_t scale;
-    int32_t byte_width;   /* FIXED_BINARY */
+    int32_t byte_width;   /* FIXED_BINARY, INTERVAL */
+    int64_t dict_id;      /* DICT: the dictionary's id */
+    struct pi_arrow_field *dict_value; /* DICT: the values' field tree, numbered within the DictionaryBatch */
+    uint8_t *type_child;  /* UNION: 128 entries, the member of each type id (0xFF: none) */
+};
+
+/* One dictionary (DictionaryBatch messages of one id): the pieces, the
+ * first batch and each delta after it, in order; index k is row
+ * k - start of the piece holding it. */
+struct pi_arrow_dpiece {
+    struct pi_arrow_batch *b; /* cols[0]: the values */
+    uint8_t *bytes;           /* the body the batch points into */
+    uint64_t start;
+};
+struct pi_arrow_dict {
+    int64_t id;
+    const struct pi_arrow_field *value;
+    uint32_t nnodes, nbufs;   /* of the value tree */
+    struct pi_arrow_dpiece *pieces;
+    size_t npieces, cap;
+    uint64_t length;          /* values over all pieces */
 };
 
 struct pi_arrow_schema {
@@ -84,6 +110,9 @@ struct pi_arrow_schema {
     struct pi_arrow_field *fields;
     uint32_t nnodes, nbufs; /* all levels, pre-order */
     struct pi_arena arena;
+    struct pi_arrow_dict *dicts; /* one per dictionary id, in the order met */
+    size_t ndicts, dcap;
+    uint64_t dict_bytes;  /* dictionary bodies held (read at open) */
 };
 
 /* One record batch: the message starts at offset (its continuation marker
@@ -135,6 +164,8 @@ struct pi_arrow_col {
     const uint8_t *values;    /* INT/FLOAT data, BOOL bitmap, string and binary bytes */
     uint64_t values_len;
     struct pi_arrow_col *children; /* f->nchildren */
+    const struct pi_arrow_dict *dict; /* DICT: its dictionary (indexes checked against its length) */
+    const uint8_t *types;     /* UNION: one int8 type id a value (each names a member) */
 };
 
 struct pi_arrow_batch {
@@ -194,8 +225,12 @@ struct pi_arrow_val {
 };
 static inline int pi_arrow_is_null(const struct pi_arrow_col *c, uint64_t row) {
     if (c->f->kind == PI_ARROW_NULL) return 1;
+    if (c->f->kind == PI_ARROW_UNION) return 0; /* a union has no validity: its child's value may be null */
     return c->validity && !((c->validity[row >> 3] >> (row & 7)) & 1);
 }
+/* DICT: the dictionary's column and row that row's index names; UNION:
+ * the child column and row of that row's value. 0, or PAGEIN_E_RANGE. */
+int pi_arrow_resolve(const struct pi_arrow_col *c, uint64_t row, const struct pi_arrow_col **vc, uint64_t *vrow);
 /* 0, or PAGEIN_E_RANGE when row >= c->length. */
 int pi_arrow_get(const struct pi_arrow_col *c, uint64_t row, struct pi_arrow_val *v);
 

@@ -135,11 +135,17 @@ static int add_fields(struct pi_dsshard *sh, struct ashard *A, uint32_t top, con
         memset(af, 0, sizeof *af);
         c->name = f->path;
         c->nullable = 1;
-        c->type = f->kind == PI_ARROW_STRUCT ? PI_DT_STRUCT : f->kind == PI_ARROW_MAP ? PI_DT_MAP
-                  : (f->kind == PI_ARROW_LIST || f->kind == PI_ARROW_LARGE_LIST || f->kind == PI_ARROW_FIXED_LIST)
-                      ? PI_DT_LIST
-                      : f->kind == PI_ARROW_INT ? PI_DT_INT : PI_DT_BINARY;
-        c->logical = f->logical, c->unit = f->unit, c->utc = f->utc, c->precision = f->precision, c->scale = f->scale;
+        const struct pi_arrow_field *v = f; /* the values' type: a dictionary's, a union's first member's */
+        for (int k = 0; k < PI_ARROW_MAX_DEPTH && (v->kind == PI_ARROW_DICT || (v->kind == PI_ARROW_UNION && v->nchildren));
+             k++)
+            v = v->kind == PI_ARROW_DICT ? v->dict_value : &v->children[0];
+        if (dstype(v, &c->type, &c->width) < 0)
+            c->type = v->kind == PI_ARROW_STRUCT || v->kind == PI_ARROW_INTERVAL ? PI_DT_STRUCT
+                      : v->kind == PI_ARROW_MAP ? PI_DT_MAP
+                      : (v->kind == PI_ARROW_LIST || v->kind == PI_ARROW_LARGE_LIST || v->kind == PI_ARROW_FIXED_LIST)
+                          ? PI_DT_LIST
+                          : PI_DT_BINARY;
+        c->logical = v->logical, c->unit = v->unit, c->utc = v->utc, c->precision = v->precision, c->scale = v->scale;
         af->top = top;
         af->tree = 1;
         af->kind = f->kind;
@@ -245,6 +251,15 @@ static int arrow_open(struct pi_dsshard *sh, const struct pi_dsopen *o) {
         uint32_t i;
         for (i = 0; i < s->nfields && strcmp(s->fields[i].name, nm) != 0; i++) {}
         if (i < s->nfields) {
+            uint32_t j;
+            for (j = i + 1; j < s->nfields && strcmp(s->fields[j].name, nm) != 0; j++) {}
+            if (j < s->nfields) { /* two columns of one name: which one is meant cannot be said by name */
+                pi_free(want);
+                pi_free(only);
+                rc = pi_ds_err(sh, PAGEIN_E_INVALID, UINT64_MAX, UINT64_MAX, nm,
+                               "names two columns (%u and %u): select by a name that is one column's", i, j);
+                goto fail;
+            }
             want[i] = 1;
             continue;
         }
@@ -470,6 +485,24 @@ done:
     return 0;
 }
 
+/* An Interval value at p (unit 0 YEAR_MONTH, 1 DAY_TIME, 2
+ * MONTH_DAY_NANO) as the STRUCT x of its members, written at out[*n ...]. */
+static void interval_value(unsigned unit, const uint8_t *p, uint32_t col, pagein_field *out, size_t cap,
+                           pagein_field *x, size_t *n) {
+    static const char *const names[3][3] = {{"months"}, {"days", "milliseconds"}, {"months", "days", "nanoseconds"}};
+    static const uint8_t widths[3][3] = {{4}, {4, 4}, {4, 4, 8}};
+    unsigned nm = unit == 0 ? 1 : unit == 1 ? 2 : 3;
+    x->child = (uint32_t)*n, x->nchild = nm;
+    for (unsigned k = 0, off = 0; k < nm; off += widths[unit][k], k++) {
+        pagein_field m;
+        memset(&m, 0, sizeof m);
+        m.name = names[unit][k], m.col = col, m.type = PI_DT_INT, m.width = widths[unit][k];
+        m.data = p + off, m.nbytes = m.width;
+        if (*n + k < cap) out[*n + k] = m;
+    }
+    *n += nm;
+}
+
 /* The value of column c at row into out[at] (when at < cap), its children
  * at out[*n ...] (counted past cap). */
 static void tree_value(const struct pi_arrow_col *c, uint64_t row, const char *name, uint32_t col, pagein_field *out,
@@ -505,6 +538,22 @@ static void tree_value(const struct pi_arrow_col *c, uint64_t row, const char *n
         *n += f->nchildren;
         for (uint32_t k = 0; k < f->nchildren; k++)
             tree_value(&c->children[k], row, f->children[k].name, col, out, cap, x.child + k, n, depth + 1);
+        break;
+    case PI_ARROW_DICT:
+    case PI_ARROW_UNION: { /* the value the index or the type id names */
+        const struct pi_arrow_col *vc;
+        uint64_t vr;
+        if (null || pi_arrow_resolve(c, row, &vc, &vr) < 0) {
+            x.type = PI_DT_NULL, null = 1;
+            break;
+        }
+        tree_value(vc, vr, name, col, out, cap, at, n, depth + 1);
+        return;
+    }
+    case PI_ARROW_INTERVAL: /* a STRUCT of its int members */
+        x.type = PI_DT_STRUCT;
+        if (null) break;
+        interval_value(f->unit, v.p, col, out, cap, &x, n);
         break;
     default: /* lists and maps */
         x.type = f->kind == PI_ARROW_MAP ? PI_DT_MAP : PI_DT_LIST;
