@@ -65,7 +65,7 @@ int pagein_is_dcp_dir(const char *path) {
     if (pi_source_is_remote(path)) return is_dcp_url(path);
     struct stat s;
     if (stat(path, &s) < 0 || !S_ISDIR(s.st_mode)) return 0;
-    char *p = pi_path_pi_path_join(path, PI_DCP_META_NAME);
+    char *p = pi_path_join(path, PI_DCP_META_NAME);
     int ok = p && stat(p, &s) == 0 && S_ISREG(s.st_mode);
     pi_free(p);
     return ok;
