@@ -58,9 +58,9 @@ $(PY_PKG)/%.py: python/pagein/%.py
 	cp $< $@
 
 # pytest, from the repository root so tests find tests/data/real; two
-# pytest processes at once, each on every other test file (many tests wait
-# on servers, child processes or torch.distributed ranks), each one's
-# output printed when both are done.
+# pytest processes at once, each on half the test files by measured time
+# (python/tests/shards.py; many tests wait on servers, child processes or
+# torch.distributed ranks), each one's output printed when both are done.
 PYTEST = PYTHONPATH=$(abspath $(BUILD)/python) PYTHONDONTWRITEBYTECODE=1 PAGEIN_BUILD=$(abspath $(BUILD)) \
   $(PY) -m pytest -q -p no:cacheprovider
 python-test:
@@ -71,8 +71,8 @@ python-test:
 	if ! $(PY) -c 'import pytest' 2>/dev/null; then \
 	  echo "python-test: SKIP: pytest is not importable by $(PY) (install python3-pytest)"; exit 0; fi; \
 	$(MAKE) --no-print-directory python || exit 1; \
-	a= b= i=0; for f in python/tests/test_*.py; do \
-	  if [ $$((i % 2)) = 0 ]; then a="$$a $$f"; else b="$$b $$f"; fi; i=$$((i + 1)); done; \
+	shards=$$($(PY) python/tests/shards.py) || exit 1; \
+	a=$$(echo "$$shards" | sed -n 1p); b=$$(echo "$$shards" | sed -n 2p); \
 	$(PYTEST) $$a > $(BUILD)/pytest.0.log 2>&1 & p0=$$!; \
 	$(PYTEST) $$b > $(BUILD)/pytest.1.log 2>&1 & p1=$$!; \
 	wait $$p0; r0=$$?; wait $$p1; r1=$$?; \
