@@ -70,7 +70,17 @@ static void usage(FILE *out) {
             "  --ids / --json      ids one per line / one JSON object with ids and counters\n"
             "  --check             read everything, print only the counts\n"
             "\n"
-            "Exit status: 0 ok, 1 invalid dataset, 2 usage or I/O error.\n");
+            "The dataset-format table's rows (--data-format takes a name or an alias):\n");
+    for (size_t i = 0; i < pagein_dataset_format_count(); i++) {
+        pagein_dataset_format_info in;
+        if (pagein_dataset_format_get(i, &in) < 0) continue;
+        fprintf(out, "  %-11s", in.name);
+        for (size_t k = 0; in.aliases[k]; k++) fprintf(out, "%s%s", k ? ", " : " also ", in.aliases[k]);
+        for (size_t k = 0; in.suffixes[k]; k++) fprintf(out, "%s%s", k ? " " : (in.aliases[0] ? "; files " : " files "),
+                                                        in.suffixes[k]);
+        fputs(in.aliases[0] || in.suffixes[0] ? "\n" : " never detected: named only\n", out);
+    }
+    fprintf(out, "\nExit status: 0 ok, 1 invalid dataset, 2 usage or I/O error.\n");
 }
 
 static int exit_for(int rc) { return rc <= PAGEIN_E_BASE && rc > PAGEIN_E_LAST ? EXIT_INVALID : EXIT_USAGE; }

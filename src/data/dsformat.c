@@ -16,6 +16,10 @@
 
 
 extern const struct pi_dsformat pi_dsformat_arrow; /* ds_arrow.c */
+/* A row compiled into the unit-test runner only (tests/test_seams_dsformat.c):
+ * a new format is one file and one line; absent (NULL: the table ends there)
+ * everywhere else. */
+extern const struct pi_dsformat pi_dsformat_test_fake __attribute__((weak, visibility("hidden")));
 
 /* Detection order: content signatures first; names decide ties. */
 const struct pi_dsformat *const pi_dsformats[] = {
@@ -26,6 +30,7 @@ const struct pi_dsformat *const pi_dsformats[] = {
     &pi_dsformat_lines,
     &pi_dsformat_records, /* never detected: only by name or pagein_dataset_open_records */
     &pi_dsformat_parquet,
+    &pi_dsformat_test_fake, /* last: when absent it is the table's end */
     NULL,
 };
 
