@@ -12,6 +12,7 @@
 #include <stdlib.h>
 #include <sys/resource.h>
 #include <time.h>
+#include <unistd.h>
 
 #include "../src/data/dsformat.h"
 
@@ -239,6 +240,52 @@ TEST(untrusted_mds_zstd_groups) {
             bad += it.id >= N || seen[it.id]++ || it.fields[0].nbytes != SZ || x[0] != it.id || x[SZ - 1] != it.id;
         }
         CHECK_EQ(got, N);
+        CHECK_EQ(bad, 0);
+        pagein_pipe_close(p);
+    }
+    pagein_dataset_close(d);
+    return pt_failed ? FAIL : PASS;
+}
+
+/* A .tar.gz of 30 samples of 100 KB (Python's tarfile), read in groups of
+ * the 1 MiB budget in every order: each sample once with its own bytes (the
+ * shard was decompressed whole at open and for each read). */
+TEST(untrusted_tar_gz_groups) {
+    if (getenv("PAGEIN_UNDER_VALGRIND")) SKIP_BECAUSE("3 MB decompressed per unit: slow under valgrind");
+    if (access("/usr/bin/python3", X_OK) != 0) SKIP_BECAUSE("/usr/bin/python3 is not installed");
+    setenv("PAGEIN_DS_DECODE_BUDGET", "1048576", 1);
+    const char *path = pt_tmppath("g.tar.gz");
+    char cmd[8192];
+    snprintf(cmd, sizeof cmd,
+             "/usr/bin/python3 -c 'import io, tarfile, sys\n"
+             "with tarfile.open(sys.argv[1], \"w:gz\") as t:\n"
+             "  for i in range(30):\n"
+             "    b = bytes([i]) * 100000; m = tarfile.TarInfo(\"k%%02d.bin\" %% i); m.size = len(b)\n"
+             "    t.addfile(m, io.BytesIO(b))' '%s'",
+             path);
+    CHECK_EQ(system(cmd), 0);
+    pagein_dataset *d = NULL;
+    CHECK_OK(pagein_dataset_open(&d, path, NULL));
+    if (!d) return FAIL;
+    CHECK_EQ(pagein_dataset_count(d), 30);
+    CHECK(pagein_dataset_group_count(d) >= 3);
+    for (int order = 0; order <= PAGEIN_ORDER_GLOBAL; order++) {
+        pagein_pipe_opts o = PAGEIN_PIPE_OPTS_INIT;
+        o.order = (pagein_order)order;
+        o.seed = 4;
+        o.window = 2;
+        pagein_pipe *p = NULL;
+        CHECK_OK(pagein_pipe_open(&p, d, &o));
+        pagein_item it;
+        int rc, seen[30] = {0};
+        uint64_t got = 0, bad = 0;
+        while (p && (rc = pagein_pipe_next(p, &it)) == 1) {
+            got++;
+            const pagein_field *b = it.nfields >= 2 ? &it.fields[1] : NULL;
+            bad += it.id >= 30 || seen[it.id]++ || !b || b->nbytes != 100000 || ((const uint8_t *)b->data)[0] != it.id ||
+                   ((const uint8_t *)b->data)[99999] != it.id;
+        }
+        CHECK_EQ(got, 30);
         CHECK_EQ(bad, 0);
         pagein_pipe_close(p);
     }
