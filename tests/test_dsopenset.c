@@ -74,12 +74,16 @@ static void read_all(pagein_dataset *d, pagein_order order, uint64_t n) {
 
 TEST(dsopenset_many_shards_few_descriptors) {
     /* 1,500 shards under 256 descriptors (the default set: 64 open) */
+    /* under valgrind (which keeps descriptors of its own): 150 shards, 8 open */
+    int vg = getenv("PAGEIN_UNDER_VALGRIND") != NULL;
     struct rlimit rl = {256, 256};
     getrlimit(RLIMIT_NOFILE, &rl);
-    rl.rlim_cur = 256;
-    CHECK_EQ(setrlimit(RLIMIT_NOFILE, &rl), 0);
-    unsetenv("PAGEIN_MAX_OPEN_SHARDS");
-    const int N = 1500;
+    rl.rlim_cur = rl.rlim_max < 256 ? rl.rlim_max : 256;
+    if (!vg) CHECK_EQ(setrlimit(RLIMIT_NOFILE, &rl), 0);
+    if (vg) setenv("PAGEIN_MAX_OPEN_SHARDS", "8", 1);
+    else unsetenv("PAGEIN_MAX_OPEN_SHARDS");
+    const int N = vg ? 150 : 1500;
+    const size_t limit = vg ? 8 : 64;
     const char *dir = pt_tmppath("many");
     CHECK_EQ(make_shards(dir, N), 0);
     struct timespec t0, t1;
@@ -92,8 +96,8 @@ TEST(dsopenset_many_shards_few_descriptors) {
     CHECK_EQ(n, lines_of(N));
     CHECK_EQ(pagein_dataset_file_count(d), (size_t)N);
     CHECK(pi_dsopenset_bounded(d->openset));
-    CHECK_EQ(pi_dsopenset_limit(d->openset), 64);
-    CHECK(count_fds() < 64 + 48);
+    CHECK_EQ(pi_dsopenset_limit(d->openset), limit);
+    CHECK(count_fds() < (int)limit + 48);
     read_all(d, PAGEIN_ORDER_NONE, n);
     read_all(d, PAGEIN_ORDER_GLOBAL, n);
     read_all(d, PAGEIN_ORDER_BLOCK, n);
@@ -102,13 +106,13 @@ TEST(dsopenset_many_shards_few_descriptors) {
     pi_dsopenset_counts(d->openset, &opens, &closes, &most);
     printf("    %d shards: %" PRIu64 " opens, %" PRIu64 " closes, at most %zu open, %d descriptors now\n", N, opens,
            closes, most, count_fds());
-    CHECK(most < 64 + 48); /* the limit, and what readers held at once */
+    CHECK(most < limit + 48); /* the limit, and what readers held at once */
     CHECK(opens > (uint64_t)N);
     pagein_dataset_close(d);
     clock_gettime(CLOCK_MONOTONIC, &t1);
     double s = (double)(t1.tv_sec - t0.tv_sec) + (double)(t1.tv_nsec - t0.tv_nsec) * 1e-9;
     printf("    open and three epochs: %.2f s\n", s);
-    CHECK(s < 10);
+    CHECK(vg || s < 10);
     return pt_failed ? FAIL : PASS;
 }
 

@@ -7,9 +7,12 @@
  * MB. */
 #include "test.h"
 
+#include <inttypes.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <sys/resource.h>
 #include <time.h>
+#include <unistd.h>
 
 #include "../src/data/dsformat.h"
 
@@ -83,21 +86,211 @@ TEST(untrusted_count_rule) {
 
 /* Compressed lines and MDS shards: the index pass streams the text (the
  * 22 KB file expands to 256 MiB) and refuses more lines or samples than the
- * compressed bytes may claim; a zstd text of exactly 64 KiB reads. */
+ * allowance (2^22) and the compressed bytes (8 a byte) may claim; a zstd
+ * text of exactly 64 KiB reads. */
 TEST(untrusted_compressed_indexes) {
     long before = rss_kb();
     uint64_t n = 0;
     int rc = open_file(&pi_dsformat_lines, "fuzz/corpus/lines/hostile-bomb.jsonl.zst", &n, 0);
-    CHECK_EQ(rc, PAGEIN_E_FORMAT);
-    CHECK(strstr(pagein_last_error_detail(), "compressed lines") != NULL);
+    CHECK_EQ(rc, PAGEIN_E_LIMIT);
+    CHECK(strstr(pagein_last_error_detail(), "samples in 22543 bytes of compressed lines") != NULL);
     rc = open_file(&pi_dsformat_mds, "fuzz/corpus/mds/hostile-count.mds.zstd", &n, 0);
-    CHECK_EQ(rc, PAGEIN_E_FORMAT);
-    CHECK(strstr(pagein_last_error_detail(), "claims 16777216 rows") != NULL);
+    CHECK_EQ(rc, PAGEIN_E_LIMIT);
+    CHECK(strstr(pagein_last_error_detail(), "claims 16777216 samples") != NULL);
     CHECK(rss_kb() - before < (64 << 10));
     n = 0;
     CHECK_OK(open_file(&pi_dsformat_lines, "fuzz/corpus/lines/hostile-64k.jsonl.zst", &n, 1));
     CHECK_EQ(n, 64);
     return PASS;
+}
+
+/* Writes n lines (line(i) into a buffer) to path.EXT compressed by tool
+ * ("zstd -q -19" or "gzip -9"); 0 or -1 (tool missing). */
+static int write_compressed(const char *path, const char *tool, uint64_t n, int same) {
+    char cmd[8192];
+    snprintf(cmd, sizeof cmd, "%s -c > '%s'", tool, path);
+    FILE *f = popen(cmd, "w");
+    if (!f) return -1;
+    for (uint64_t i = 0; i < n; i++) {
+        if (same) fputs("{}\n", f);
+        else fprintf(f, "{\"i\":%" PRIu64 "}\n", i);
+    }
+    return pclose(f) == 0 ? 0 : -1;
+}
+
+/* Valid compressed line files that expand far (many short repeated lines:
+ * more than 8 lines a compressed byte) read, in groups of at most the
+ * decode budget, each line once and in place, with memory of the budget
+ * whatever the text; they were refused at open. */
+TEST(untrusted_compressed_lines_budget) {
+    if (getenv("PAGEIN_UNDER_VALGRIND")) SKIP_BECAUSE("300,000 samples: too slow under valgrind (ASan runs it)");
+    if (system("command -v zstd >/dev/null && command -v gzip >/dev/null") != 0)
+        SKIP_BECAUSE("the zstd and gzip tools are not installed");
+    setenv("PAGEIN_DS_DECODE_BUDGET", "1048576", 1);
+    const char *same = pt_tmppath("same.jsonl.zst");
+    CHECK_EQ(write_compressed(same, "zstd -q -19", 100000, 1), 0);
+    pagein_dataset *d = NULL;
+    long before = rss_kb();
+    CHECK_OK(pagein_dataset_open(&d, same, NULL));
+    if (!d) return FAIL;
+    CHECK_EQ(pagein_dataset_count(d), 100000);
+    CHECK(pagein_dataset_group_count(d) >= 2); /* 1 MiB budget: at most 65,536 lines a group */
+    pagein_pipe_opts o = PAGEIN_PIPE_OPTS_INIT;
+    o.order = PAGEIN_ORDER_NONE;
+    pagein_pipe *p = NULL;
+    CHECK_OK(pagein_pipe_open(&p, d, &o));
+    pagein_item it;
+    uint64_t got = 0, bad = 0;
+    int rc;
+    while (p && (rc = pagein_pipe_next(p, &it)) == 1) {
+        bad += it.id != got || it.fields[0].nbytes != 2 || memcmp(it.fields[0].data, "{}", 2) != 0;
+        got++;
+    }
+    CHECK_EQ(got, 100000);
+    CHECK_EQ(bad, 0);
+    pagein_pipe_close(p);
+    printf("    100,000 lines of {} in %ld bytes of zstd: read; %ld KB more RSS\n",
+           (long)pagein_dataset_file_size(d, 0), rss_kb() - before);
+    pagein_dataset_close(d);
+    CHECK(rss_kb() - before < (96 << 10));
+    /* numbered lines, zstd and gzip, in order and shuffled */
+    static const char *const tools[] = {"zstd -q -3", "gzip -6"}, *const names[] = {"num.jsonl.zst", "num.jsonl.gz"};
+    const uint64_t N = 100000;
+    uint8_t *seen = calloc(N, 1);
+    for (int t = 0; t < 2; t++) {
+        const char *path = pt_tmppath(names[t]);
+        CHECK_EQ(write_compressed(path, tools[t], N, 0), 0);
+        d = NULL;
+        CHECK_OK(pagein_dataset_open(&d, path, NULL));
+        if (!d) continue;
+        CHECK_EQ(pagein_dataset_count(d), N);
+        CHECK(pagein_dataset_group_count(d) >= 2);
+        for (int order = 0; order <= PAGEIN_ORDER_GLOBAL; order += PAGEIN_ORDER_GLOBAL) {
+            memset(seen, 0, N);
+            o.order = (pagein_order)order;
+            o.seed = 3;
+            p = NULL;
+            CHECK_OK(pagein_pipe_open(&p, d, &o));
+            got = bad = 0;
+            while (p && (rc = pagein_pipe_next(p, &it)) == 1) {
+                char want[32];
+                int wl = snprintf(want, sizeof want, "{\"i\":%" PRIu64 "}", it.id);
+                bad += it.id >= N || seen[it.id]++ || it.fields[0].nbytes != (uint64_t)wl ||
+                       memcmp(it.fields[0].data, want, (size_t)wl) != 0;
+                got++;
+            }
+            CHECK_EQ(got, N);
+            CHECK_EQ(bad, 0);
+            pagein_pipe_close(p);
+        }
+        pagein_dataset_close(d);
+    }
+    free(seen);
+    return pt_failed ? FAIL : PASS;
+}
+
+/* An .mds.zstd shard of 40 samples of 300 KB (sample i: its size, then
+ * bytes i), read in groups of the 1 MiB budget (3 samples) in every order:
+ * each sample once, its own bytes. */
+TEST(untrusted_mds_zstd_groups) {
+    if (getenv("PAGEIN_UNDER_VALGRIND")) SKIP_BECAUSE("12 MB decompressed three times: slow under valgrind");
+    if (system("command -v zstd >/dev/null") != 0) SKIP_BECAUSE("the zstd tool is not installed");
+    setenv("PAGEIN_DS_DECODE_BUDGET", "1048576", 1);
+    enum { N = 40, SZ = 300000 };
+    const char *cfg = "{\"column_encodings\": [\"bytes\"], \"column_names\": [\"x\"], \"column_sizes\": [null]}";
+    uint32_t base = 4 + 4 * (N + 1) + (uint32_t)strlen(cfg);
+    const char *path = pt_tmppath("g.mds.zstd");
+    char cmd[8192];
+    snprintf(cmd, sizeof cmd, "zstd -q -3 --stream-size=%u -c > '%s'", base + N * (4 + SZ), path);
+    FILE *f = popen(cmd, "w");
+    CHECK(f != NULL);
+    if (!f) return FAIL;
+    uint32_t v = N;
+    fwrite(&v, 4, 1, f);
+    for (uint32_t i = 0; i <= N; i++) v = base + i * (4 + SZ), fwrite(&v, 4, 1, f);
+    fputs(cfg, f);
+    static uint8_t body[SZ];
+    for (uint32_t i = 0; i < N; i++) {
+        v = SZ;
+        fwrite(&v, 4, 1, f);
+        memset(body, (int)i, SZ);
+        fwrite(body, 1, SZ, f);
+    }
+    CHECK_EQ(pclose(f), 0);
+    pagein_dataset *d = NULL;
+    pagein_dataset_opts dop = PAGEIN_DATASET_OPTS_INIT;
+    dop.format = "mds";
+    CHECK_OK(pagein_dataset_open(&d, path, &dop));
+    if (!d) return FAIL;
+    CHECK_EQ(pagein_dataset_count(d), N);
+    CHECK_EQ(pagein_dataset_group_count(d), (N + 2) / 3);
+    for (int order = 0; order <= PAGEIN_ORDER_GLOBAL; order++) {
+        pagein_pipe_opts o = PAGEIN_PIPE_OPTS_INIT;
+        o.order = (pagein_order)order;
+        o.seed = 9;
+        o.window = 2;
+        pagein_pipe *p = NULL;
+        CHECK_OK(pagein_pipe_open(&p, d, &o));
+        pagein_item it;
+        int rc, seen[N] = {0};
+        uint64_t got = 0, bad = 0;
+        while (p && (rc = pagein_pipe_next(p, &it)) == 1) {
+            const uint8_t *x = it.fields[0].data;
+            got++;
+            bad += it.id >= N || seen[it.id]++ || it.fields[0].nbytes != SZ || x[0] != it.id || x[SZ - 1] != it.id;
+        }
+        CHECK_EQ(got, N);
+        CHECK_EQ(bad, 0);
+        pagein_pipe_close(p);
+    }
+    pagein_dataset_close(d);
+    return pt_failed ? FAIL : PASS;
+}
+
+/* A .tar.gz of 30 samples of 100 KB (Python's tarfile), read in groups of
+ * the 1 MiB budget in every order: each sample once with its own bytes (the
+ * shard was decompressed whole at open and for each read). */
+TEST(untrusted_tar_gz_groups) {
+    if (getenv("PAGEIN_UNDER_VALGRIND")) SKIP_BECAUSE("3 MB decompressed per unit: slow under valgrind");
+    if (access("/usr/bin/python3", X_OK) != 0) SKIP_BECAUSE("/usr/bin/python3 is not installed");
+    setenv("PAGEIN_DS_DECODE_BUDGET", "1048576", 1);
+    const char *path = pt_tmppath("g.tar.gz");
+    char cmd[8192];
+    snprintf(cmd, sizeof cmd,
+             "/usr/bin/python3 -c 'import io, tarfile, sys\n"
+             "with tarfile.open(sys.argv[1], \"w:gz\") as t:\n"
+             "  for i in range(30):\n"
+             "    b = bytes([i]) * 100000; m = tarfile.TarInfo(\"k%%02d.bin\" %% i); m.size = len(b)\n"
+             "    t.addfile(m, io.BytesIO(b))' '%s'",
+             path);
+    CHECK_EQ(system(cmd), 0);
+    pagein_dataset *d = NULL;
+    CHECK_OK(pagein_dataset_open(&d, path, NULL));
+    if (!d) return FAIL;
+    CHECK_EQ(pagein_dataset_count(d), 30);
+    CHECK(pagein_dataset_group_count(d) >= 3);
+    for (int order = 0; order <= PAGEIN_ORDER_GLOBAL; order++) {
+        pagein_pipe_opts o = PAGEIN_PIPE_OPTS_INIT;
+        o.order = (pagein_order)order;
+        o.seed = 4;
+        o.window = 2;
+        pagein_pipe *p = NULL;
+        CHECK_OK(pagein_pipe_open(&p, d, &o));
+        pagein_item it;
+        int rc, seen[30] = {0};
+        uint64_t got = 0, bad = 0;
+        while (p && (rc = pagein_pipe_next(p, &it)) == 1) {
+            got++;
+            const pagein_field *b = it.nfields >= 2 ? &it.fields[1] : NULL;
+            bad += it.id >= 30 || seen[it.id]++ || !b || b->nbytes != 100000 || ((const uint8_t *)b->data)[0] != it.id ||
+                   ((const uint8_t *)b->data)[99999] != it.id;
+        }
+        CHECK_EQ(got, 30);
+        CHECK_EQ(bad, 0);
+        pagein_pipe_close(p);
+    }
+    pagein_dataset_close(d);
+    return pt_failed ? FAIL : PASS;
 }
 
 static double now_s(void) {

@@ -35,8 +35,8 @@ static const char *index_cost(const char *f) {
     static const char *const t[][2] = {
         {"records", "nothing: the record size and the file size give every sample"},
         {"megatron", "PREFIX.idx, read whole and validated (12 bytes a sequence, 8 a document)"},
-        {"lines", "one sequential pass over the file (.gz/.zst: decompressed once) for the line offsets, "
-                  "kept in a cache file beside it or in the cache dir when it is written"},
+        {"lines", "one sequential pass over the file for the line offsets, kept in a cache file beside it or in "
+                  "the cache dir when it is written (.gz/.zst: decompressed once into groups of lines, not cached)"},
         {"webdataset", "one pass over the tar member headers, kept in a cache file beside the shard or in the "
                        "cache dir when it is written"},
         {"mds", "the folder's index.json (each shard's sample count and sizes), then each shard's offset table"},

@@ -2,11 +2,14 @@
  * separated, the newline excluded; a '\r' before it is kept, as
  * pagein.data's line datasets always did), one field "text" (binary: the
  * line's bytes, not validated as UTF-8). Plain files are indexed at open
- * by one sequential pass (8 + 8 bytes a line) and read by samples; .gz
- * and .zst files are streamed through the codec once at open to build
- * the same index (at most PI_DS_ROWS_PER_BYTE lines a compressed byte:
- * dscount.c) and read as one group, decompressed whole when it is read
- * (sequential only: memory is the decompressed file). */
+ * by one sequential pass (8 + 8 bytes a line) and read by samples. .gz
+ * and .zst files are streamed through the codec once at open, which keeps
+ * no per-line index: only groups of whole lines, each at most the decode
+ * budget of text (pi_ds_decode_budget: 64 MiB) and budget / 16 lines, 48
+ * bytes a group. A group is read by decompressing the stream up to its
+ * end through the shard's cursor (dscodec.c: in-order groups decompress
+ * the stream once) and holds its text and 8 bytes a line: memory is the
+ * budget, whatever the file expands to. */
 #include "dsformat.h"
 #include "../core/endian.h"
 
@@ -14,17 +17,28 @@
 
 enum { Z_NONE, Z_GZIP, Z_ZSTD };
 
+/* A group of a compressed shard: lines [first, first + count), whose text
+ * is [t0, t1) of the decompressed stream; read from the compressed bytes
+ * [0, cend) (where the index pass had produced t1, and a margin). */
+struct zgrp {
+    uint64_t t0, t1, first, count, cend;
+};
+
 struct lines {
-    uint64_t *off, *len; /* per line; offsets in the (decompressed) text */
+    uint64_t *off, *len; /* plain files: per line; offsets in the text */
     uint64_t n, cap;
     int z;
     uint64_t text_bytes; /* decompressed size (compressed shards) */
+    struct zgrp *g;      /* compressed shards: the groups */
+    size_t ng, gcap;
+    struct pi_dszcur *cur;
     struct pi_dscol col;
 };
 
 struct lgroup {
     uint8_t *text;
     size_t len;
+    uint32_t *start, *llen; /* per line of the group, in text */
 };
 
 static int lz_kind(const uint8_t *h, size_t nh) {
@@ -78,44 +92,92 @@ static void lines_free(struct lines *L) {
     if (!L) return;
     pi_free(L->off);
     pi_free(L->len);
+    pi_free(L->g);
+    pi_ds_zcur_free(L->cur);
     pi_free(L);
 }
 
-static int inflate_all(const struct pi_dsshard *sh, int z, const uint8_t *in, size_t n, uint64_t max, uint8_t **out,
-                       size_t *olen) {
-    return z == Z_GZIP ? pi_ds_gunzip_all(in, n, max, out, olen, sh->name)
-                       : pi_ds_unzstd_all(in, n, max, out, olen, sh->name);
-}
-
 /* The index pass of a compressed file: the text streamed through the
- * codec's buffer (never held whole at open), and the lines counted against
- * the compressed bytes as they come: at most PI_DS_ROWS_PER_BYTE lines a
- * compressed byte (dscount.c), so the index (16 bytes a line) stays within
- * 128 bytes per input byte, however far the text expands. */
+ * codec's buffer (never held whole), its lines counted and cut into
+ * groups of at most `budget` bytes and budget / 16 lines. The count is
+ * held to pi_ds_zcount_check (an allowance, or 8 lines a compressed byte)
+ * as it grows, so a bomb of empty-ish lines stops early. */
 struct zscan {
     struct pi_dsshard *sh;
     struct lines *L;
-    uint64_t base, carry, most, size;
+    uint64_t base, start, budget, size, in_pos;
+    struct zgrp cur; /* the group being filled (count 0: none) */
 };
+
+static int zgroup_close(struct zscan *z) {
+    struct lines *L = z->L;
+    if (!z->cur.count) return 0;
+    FORWARD_IF(pi_grow((void **)&L->g, &L->gcap, L->ng + 1, sizeof *L->g));
+    L->g[L->ng++] = z->cur;
+    z->cur.count = 0;
+    return 0;
+}
+
+/* One line [a, b) of the text (b: its newline, or the end). */
+static int zline(struct zscan *z, uint64_t a, uint64_t b) {
+    struct lines *L = z->L;
+    if (b - a > z->budget)
+        return pi_ds_err(z->sh, PAGEIN_E_LIMIT, UINT64_MAX, L->n, NULL,
+                         "a line of %" PRIu64 " bytes at text offset %" PRIu64
+                         ", more than the decode budget of %" PRIu64 " (PAGEIN_DS_DECODE_BUDGET)",
+                         b - a, a, z->budget);
+    if (z->cur.count && (b - z->cur.t0 > z->budget || z->cur.count >= z->budget / 16)) FORWARD_IF(zgroup_close(z));
+    if (!z->cur.count) z->cur = (struct zgrp){.t0 = a, .first = L->n};
+    z->cur.count++;
+    z->cur.t1 = b;
+    /* produced by now: the compressed bytes consumed so far, and a margin
+     * (the codec reads no further than the block it decodes) */
+    z->cur.cend = PI_MIN(z->size, z->in_pos + (1u << 20));
+    L->n++;
+    if ((L->n & 0xfffff) == 0) return pi_ds_zcount_check(z->sh, L->n, z->size, "compressed lines");
+    return 0;
+}
 
 static int zscan_piece(void *ctx, const uint8_t *p, size_t len) {
     struct zscan *z = ctx;
-    FORWARD_IF(scan(z->sh, z->L, p, len, z->base, &z->carry, 0));
+    const uint8_t *q = p, *e = p + len;
+    while (q < e) {
+        const uint8_t *nl = memchr(q, '\n', (size_t)(e - q));
+        if (!nl) break;
+        uint64_t end = z->base + (uint64_t)(nl - p);
+        if (end > z->start) FORWARD_IF(zline(z, z->start, end));
+        z->start = end + 1;
+        q = nl + 1;
+    }
     z->base += len;
-    if (z->L->n > z->most) return pi_ds_count_check(z->sh, 0, z->L->n, z->size, "compressed lines");
+    if (z->base - z->start > z->budget) /* an unfinished line already past the budget */
+        return zline(z, z->start, z->base);
     return 0;
 }
 
 static int index_compressed(struct pi_dsshard *sh, struct lines *L, const uint8_t *in, uint64_t size) {
-    struct zscan z = {sh, L, 0, 0, size * PI_DS_ROWS_PER_BYTE, size};
-    uint64_t total = 0;
-    int rc = L->z == Z_GZIP ? pi_ds_gunzip_each(in, (size_t)size, PI_DS_MAX_DECODE, zscan_piece, &z, &total, sh->name)
-                            : pi_ds_unzstd_each(in, (size_t)size, PI_DS_MAX_DECODE, zscan_piece, &z, &total, sh->name);
+    struct zscan z = {.sh = sh, .L = L, .budget = pi_ds_decode_budget(), .size = size};
+    FORWARD_IF(pi_ds_zcur_new(&L->cur, L->z == Z_GZIP ? 1 : 2, sh->name));
+    /* the pass runs the cursor itself, piece by piece, so that cend is
+     * what reading a group will need */
+    uint8_t *piece = pi_malloc(1u << 17);
+    if (!piece) return pi_err(-ENOMEM, "%s: out of memory", sh->name);
+    int rc = 0;
+    uint64_t at = 0, got = 0;
+    for (;;) {
+        rc = pi_ds_zcur_next(L->cur, in, (size_t)size, piece, 1u << 17, &got, &z.in_pos, sh->name);
+        if (rc < 0 || got == 0) break;
+        if ((rc = zscan_piece(&z, piece, (size_t)got)) < 0) break;
+        at += got;
+    }
+    pi_free(piece);
+    pi_ds_zcur_reset(L->cur);
     FORWARD_IF(rc);
-    static const uint8_t none[1];
-    FORWARD_IF(scan(sh, L, none, 0, total, &z.carry, 1)); /* the last line, without a newline */
-    FORWARD_IF(pi_ds_count_check(sh, 0, L->n, size, "compressed lines"));
-    L->text_bytes = total;
+    if (at > z.start) FORWARD_IF(zline(&z, z.start, at)); /* the last line, without a newline */
+    FORWARD_IF(zgroup_close(&z));
+    FORWARD_IF(pi_ds_zcount_check(sh, L->n, size, "compressed lines"));
+    L->text_bytes = at;
+    sh->ngroups = L->ng;
     return 0;
 }
 
@@ -132,7 +194,7 @@ static int cache_load(const struct pi_dsshard *sh, struct lines *L, const char *
     if (n >= 20) {
         uint32_t z = b[0];
         uint64_t tb = pi_le64(b + 4), cnt = pi_le64(b + 12), span = z ? tb : sh->src->size, prev = 0;
-        if (z <= Z_ZSTD && cnt <= (n - 20) / 16 && cnt * 16 == n - 20 && (L->off = pi_malloc((size_t)(cnt ? cnt : 1) * 8)) &&
+        if (z == Z_NONE && cnt <= (n - 20) / 16 && cnt * 16 == n - 20 && (L->off = pi_malloc((size_t)(cnt ? cnt : 1) * 8)) &&
             (L->len = pi_malloc((size_t)(cnt ? cnt : 1) * 8))) {
             ok = 1;
             for (uint64_t i = 0; i < cnt && ok; i++) {
@@ -183,12 +245,11 @@ static int lines_open(struct pi_dsshard *sh, const struct pi_dsopen *a) {
     char *cpath = NULL;
     if (size >= 4 && (rc = pi_source_read(sh->src, head, 4, 0)) < 0) goto fail;
     L->z = lz_kind(head, size >= 4 ? 4 : 0);
-    /* small files are indexed faster than a cache is checked */
-    cpath = size >= (1u << 20) ? pi_ds_cache_path(sh, a, "lines") : NULL;
-    int cached = cpath && cache_load(sh, L, cpath) && L->z == lz_kind(head, size >= 4 ? 4 : 0);
-    if (cached) {
-        if (L->z != Z_NONE) sh->ngroups = L->n ? 1 : 0;
-    } else if (L->z == Z_NONE) {
+    /* small files are indexed faster than a cache is checked; a compressed
+     * file's index is its groups, made by the one pass that checks it */
+    cpath = size >= (1u << 20) && L->z == Z_NONE ? pi_ds_cache_path(sh, a, "lines") : NULL;
+    int cached = cpath && cache_load(sh, L, cpath);
+    if (!cached && L->z == Z_NONE) {
         /* one sequential pass in 4 MiB pieces */
         const uint64_t piece = 4u << 20;
         buf = pi_malloc(piece);
@@ -203,7 +264,7 @@ static int lines_open(struct pi_dsshard *sh, const struct pi_dsopen *a) {
             if ((rc = scan(sh, L, buf, n, off, &carry, off + n >= size)) < 0) goto fail;
             if (size == 0) break;
         }
-    } else {
+    } else if (!cached) {
         if (size > PI_DS_MAX_DECODE) {
             rc = pi_ds_err(sh, PAGEIN_E_LIMIT, UINT64_MAX, UINT64_MAX, NULL,
                            "compressed file of %" PRIu64 " bytes (read whole: at most %llu)", size, PI_DS_MAX_DECODE);
@@ -216,7 +277,6 @@ static int lines_open(struct pi_dsshard *sh, const struct pi_dsopen *a) {
         }
         if ((rc = pi_source_read(sh->src, buf, size, 0)) < 0) goto fail;
         if ((rc = index_compressed(sh, L, buf, size)) < 0) goto fail;
-        sh->ngroups = L->n ? 1 : 0;
     }
     if (cpath && !cached) cache_store(sh, L, cpath);
     pi_free(cpath);
@@ -248,29 +308,61 @@ static int lines_sample(const struct pi_dsshard *sh, uint64_t i, const uint8_t *
     return 1;
 }
 
-/* compressed shards: one group, the whole file */
+/* compressed shards: groups of whole lines, read through the cursor */
 static int lines_group(const struct pi_dsshard *sh, uint64_t g, struct pi_dsgroupinfo *gi) {
-    (void)g;
-    *gi = (struct pi_dsgroupinfo){0, sh->nsamples, sh->src->size};
+    const struct lines *L = sh->impl;
+    if (g >= L->ng) return pi_ds_err(sh, PAGEIN_E_RANGE, g, UINT64_MAX, NULL, "no such group");
+    *gi = (struct pi_dsgroupinfo){L->g[g].first, L->g[g].count, L->g[g].cend};
     return 0;
 }
 static int lines_ranges(const struct pi_dsshard *sh, uint64_t g, struct pi_dsrange *r, size_t cap) {
-    (void)g;
-    if (cap >= 1) r[0] = (struct pi_dsrange){0, sh->src->size};
+    const struct lines *L = sh->impl;
+    if (g >= L->ng) return pi_ds_err(sh, PAGEIN_E_RANGE, g, UINT64_MAX, NULL, "no such group");
+    if (cap >= 1) r[0] = (struct pi_dsrange){0, L->g[g].cend};
     return 1;
+}
+static void lgroup_free(struct lgroup *G) {
+    if (!G) return;
+    pi_free(G->text);
+    pi_free(G->start);
+    pi_free(G->llen);
+    pi_free(G);
 }
 static int lines_decode(const struct pi_dsshard *sh, struct pi_dsgroup *grp) {
     const struct lines *L = sh->impl;
-    if (grp->nbufs != 1) return pi_ds_err(sh, PAGEIN_E_INVALID, grp->g, UINT64_MAX, NULL, "decode given %zu buffers", grp->nbufs);
+    if (grp->nbufs != 1 || grp->g >= L->ng)
+        return pi_ds_err(sh, PAGEIN_E_INVALID, grp->g, UINT64_MAX, NULL, "decode given %zu buffers", grp->nbufs);
+    const struct zgrp *zg = &L->g[grp->g];
     struct lgroup *G = pi_calloc(1, sizeof *G);
-    if (!G) return pi_err(-ENOMEM, "%s: out of memory", sh->name);
-    int rc = inflate_all(sh, L->z, grp->bufs[0].p, (size_t)grp->bufs[0].len, L->text_bytes, &G->text, &G->len);
-    if (rc == 0 && G->len != L->text_bytes)
+    uint64_t tl = zg->t1 - zg->t0;
+    if (G) {
+        G->len = (size_t)tl;
+        G->text = pi_malloc(tl ? tl : 1);
+        G->start = pi_malloc(zg->count * sizeof *G->start);
+        G->llen = pi_malloc(zg->count * sizeof *G->llen);
+    }
+    if (!G || !G->text || !G->start || !G->llen) {
+        lgroup_free(G);
+        return pi_err(-ENOMEM, "%s: out of memory for a group of %" PRIu64 " bytes", sh->name, tl);
+    }
+    int rc = pi_ds_zcur_read(L->cur, grp->bufs[0].p, (size_t)grp->bufs[0].len, zg->t0, G->text, tl, sh->name);
+    /* the lines again: the same count, or the file is not what was indexed */
+    uint64_t k = 0, at = 0;
+    while (rc == 0 && at < tl) {
+        const uint8_t *nl = memchr(G->text + at, '\n', (size_t)(tl - at));
+        uint64_t end = nl ? (uint64_t)(nl - G->text) : tl;
+        if (end > at) {
+            if (k == zg->count) break;
+            G->start[k] = (uint32_t)at;
+            G->llen[k++] = (uint32_t)(end - at);
+        }
+        at = end + 1;
+    }
+    if (rc == 0 && k != zg->count)
         rc = pi_ds_err(sh, PAGEIN_E_CHANGED, grp->g, UINT64_MAX, NULL,
-                       "decompresses to %zu bytes, %" PRIu64 " at open", G->len, L->text_bytes);
+                       "holds %" PRIu64 " lines or more, %" PRIu64 " at open", k, zg->count);
     if (rc < 0) {
-        pi_free(G->text);
-        pi_free(G);
+        lgroup_free(G);
         return rc;
     }
     grp->impl = G;
@@ -278,19 +370,16 @@ static int lines_decode(const struct pi_dsshard *sh, struct pi_dsgroup *grp) {
 }
 static int lines_fields(const struct pi_dsshard *sh, const struct pi_dsgroup *grp, uint64_t i, struct pi_dsfield *f,
                         size_t cap) {
-    const struct lines *L = sh->impl;
+    (void)sh;
     const struct lgroup *G = grp->impl;
-    uint64_t id = grp->info.first + i;
     if (cap >= 1)
-        f[0] = (struct pi_dsfield){.name = "text", .type = PI_DT_BINARY, .data = G->text + L->off[id],
-                                   .nbytes = L->len[id]};
+        f[0] = (struct pi_dsfield){.name = "text", .type = PI_DT_BINARY, .data = G->text + G->start[i],
+                                   .nbytes = G->llen[i]};
     return 1;
 }
 static void lines_group_free(const struct pi_dsshard *sh, struct pi_dsgroup *grp) {
     (void)sh;
-    struct lgroup *G = grp->impl;
-    pi_free(G->text);
-    pi_free(G);
+    lgroup_free(grp->impl);
 }
 
 static const char *const lines_suffixes[] = {".jsonl", ".txt", ".ndjson", ".jsonl.gz", ".jsonl.zst", ".txt.gz",

@@ -7,8 +7,10 @@
  * (the same column lists), then the samples; sample i is [offsets[i],
  * offsets[i+1]): one u32 size per variable-size column (in column order),
  * then every column's bytes in column order. `.mds.zstd` shards (zip_data)
- * are one zstd frame of the raw shard: decompressed whole, never past the
- * raw size index.json declares.
+ * are one zstd frame of the raw shard: only the header is decompressed at
+ * open; the samples are read in groups of at most the decode budget
+ * (pi_ds_decode_budget) through the shard's cursor (dscodec.c), never past
+ * the raw size index.json declares.
  *
  * Encodings read: bytes, str, str_int, str_float, str_decimal, json (utf8
  * text), int (int64), int8..int64, uint8..uint64, float16/32/64, ndarray
@@ -47,6 +49,9 @@ struct mds {
     uint64_t n;
     int zstd;
     uint64_t raw_bytes;
+    uint64_t *gfirst;   /* .mds.zstd: ngroups + 1 first samples */
+    uint64_t ng;
+    struct pi_dszcur *cur;
 };
 
 struct mds_meta { /* from index.json, per shard */
@@ -136,7 +141,31 @@ static void mds_free(struct mds *M) {
     pi_free(M->sel);
     pi_free(M->cols);
     pi_free(M->offsets);
+    pi_free(M->gfirst);
+    pi_ds_zcur_free(M->cur);
     pi_free(M);
+}
+
+/* .mds.zstd: groups of consecutive samples of at most the decode budget of raw bytes. */
+static int zgroups(struct pi_dsshard *sh, struct mds *M) {
+    uint64_t budget = pi_ds_decode_budget(), ng = 0;
+    size_t cap = 0;
+    FORWARD_IF(pi_ds_zcur_new(&M->cur, 2, sh->name));
+    for (uint64_t i = 0; i < M->n;) {
+        if ((uint64_t)M->offsets[i + 1] - M->offsets[i] > budget)
+            return pi_ds_err(sh, PAGEIN_E_LIMIT, UINT64_MAX, i, NULL,
+                             "%" PRIu64 " bytes, more than the decode budget of %" PRIu64 " (PAGEIN_DS_DECODE_BUDGET)",
+                             (uint64_t)M->offsets[i + 1] - M->offsets[i], budget);
+        FORWARD_IF(pi_grow((void **)&M->gfirst, &cap, (size_t)ng + 2, sizeof *M->gfirst));
+        M->gfirst[ng++] = i;
+        uint64_t j = i + 1;
+        while (j < M->n && (uint64_t)M->offsets[j + 1] - M->offsets[i] <= budget) j++;
+        i = j;
+    }
+    if (ng) M->gfirst[ng] = M->n;
+    M->ng = ng;
+    sh->ngroups = ng;
+    return 0;
 }
 
 /* The shard's own config JSON: column_names, column_encodings, column_sizes. */
@@ -371,17 +400,21 @@ static int mds_open(struct pi_dsshard *sh, const struct pi_dsopen *a) {
         /* only the header is decompressed at open (streamed: the raw shard
          * is allocated by decode, one group at a time), and its sample
          * count is held to the compressed bytes (dscount.c) */
-        struct zhead h = {.raw = raw, .most = size * PI_DS_ROWS_PER_BYTE};
+        struct zhead h = {.raw = raw, .most = pi_ds_zcount_most(size)};
         uint64_t got = 0;
         rc = pi_ds_unzstd_each(buf, (size_t)size, raw, zhead_piece, &h, &got, sh->name);
-        if (rc == 0 && h.len >= 4) rc = pi_ds_count_check(sh, 0, pi_le32(h.b), size, "zstd-compressed shard");
+        if (rc == 0 && h.len >= 4) rc = pi_ds_zcount_check(sh, pi_le32(h.b), size, "zstd-compressed shard");
         if (rc == 0 && h.len < h.need && h.need <= raw) rc = PAGEIN_E_TRUNCATED;
         if (rc == 0) rc = parse_head(sh, M, h.b, h.len, raw);
         pi_free(h.b);
         if (rc == PAGEIN_E_TRUNCATED) rc = pi_ds_err(sh, PAGEIN_E_FORMAT, UINT64_MAX, UINT64_MAX, NULL, "truncated header");
         if (rc < 0) goto fail;
         M->raw_bytes = raw;
-        sh->ngroups = M->n ? 1 : 0;
+        if (M->offsets[M->n] > raw) {
+            rc = pi_ds_err(sh, PAGEIN_E_FORMAT, UINT64_MAX, UINT64_MAX, NULL, "samples end past the raw shard");
+            goto fail;
+        }
+        if ((rc = zgroups(sh, M)) < 0) goto fail;
     }
     if (meta && meta->samples != M->n) {
         rc = pi_ds_err(sh, PAGEIN_E_FORMAT, UINT64_MAX, UINT64_MAX, NULL, "holds %" PRIu64 " samples, index.json says %" PRIu64,
@@ -469,13 +502,17 @@ static int mds_sample(const struct pi_dsshard *sh, uint64_t id, const uint8_t *p
     return (int)M->ncols;
 }
 
-/* .mds.zstd: one group, decompressed whole */
+/* .mds.zstd: groups read through the cursor, the whole compressed file
+ * fetched for each (the codec's position of a sample is not known
+ * without decompressing up to it) */
 struct mgroup {
-    uint8_t *raw;
+    uint8_t *raw; /* the group's samples: raw bytes [offsets[first], offsets[end]) */
+    uint64_t base;
 };
 static int mds_group(const struct pi_dsshard *sh, uint64_t g, struct pi_dsgroupinfo *gi) {
-    (void)g;
-    *gi = (struct pi_dsgroupinfo){0, sh->nsamples, sh->src->size};
+    const struct mds *M = sh->impl;
+    if (g >= M->ng) return pi_ds_err(sh, PAGEIN_E_RANGE, g, UINT64_MAX, NULL, "no such group");
+    *gi = (struct pi_dsgroupinfo){M->gfirst[g], M->gfirst[g + 1] - M->gfirst[g], sh->src->size};
     return 0;
 }
 static int mds_ranges(const struct pi_dsshard *sh, uint64_t g, struct pi_dsrange *r, size_t cap) {
@@ -485,18 +522,34 @@ static int mds_ranges(const struct pi_dsshard *sh, uint64_t g, struct pi_dsrange
 }
 static int mds_decode(const struct pi_dsshard *sh, struct pi_dsgroup *grp) {
     const struct mds *M = sh->impl;
-    if (grp->nbufs != 1) return pi_ds_err(sh, PAGEIN_E_INVALID, grp->g, UINT64_MAX, NULL, "decode given %zu buffers", grp->nbufs);
+    if (grp->nbufs != 1 || grp->g >= M->ng)
+        return pi_ds_err(sh, PAGEIN_E_INVALID, grp->g, UINT64_MAX, NULL, "decode given %zu buffers", grp->nbufs);
+    uint64_t a = M->gfirst[grp->g], e = M->gfirst[grp->g + 1];
+    uint64_t lo = M->offsets[a], len = (uint64_t)M->offsets[e] - lo;
+    const uint8_t *in = grp->bufs[0].p;
+    size_t n = (size_t)grp->bufs[0].len;
     struct mgroup *G = pi_calloc(1, sizeof *G);
-    if (G) G->raw = pi_malloc(M->raw_bytes ? M->raw_bytes : 1);
+    if (G) G->raw = pi_malloc(len ? len : 1);
     if (!G || !G->raw) {
         pi_free(G);
-        return pi_err(-ENOMEM, "%s: out of memory for %" PRIu64 " bytes", sh->name, M->raw_bytes);
+        return pi_err(-ENOMEM, "%s: out of memory for %" PRIu64 " bytes", sh->name, len);
     }
-    int rc = pi_ds_zstd(grp->bufs[0].p, (size_t)grp->bufs[0].len, G->raw, (size_t)M->raw_bytes, sh->name);
-    /* the offsets were validated at open against this image: they must still agree */
-    for (uint64_t i = 0; rc == 0 && i <= M->n; i++)
-        if (pi_le32(G->raw + 4 + 4 * i) != M->offsets[i])
-            rc = pi_ds_err(sh, PAGEIN_E_CHANGED, grp->g, i, NULL, "offsets differ from those read at open");
+    G->base = lo;
+    int rc = 0;
+    /* a read from the start passes the header: the group's offsets must
+     * still be those read at open (a read continuing in order is past it
+     * and does not go back) */
+    uint64_t ho = 4 + 4 * a, hl = 4 * (e - a + 1), pos = pi_ds_zcur_pos(M->cur);
+    if (pos <= ho || pos > lo) {
+        uint8_t *h = pi_malloc(hl);
+        if (!h) rc = pi_err(-ENOMEM, "%s: out of memory", sh->name);
+        else rc = pi_ds_zcur_read(M->cur, in, n, ho, h, hl, sh->name);
+        for (uint64_t i = a; rc == 0 && i <= e; i++)
+            if (pi_le32(h + 4 * (i - a)) != M->offsets[i])
+                rc = pi_ds_err(sh, PAGEIN_E_CHANGED, grp->g, i, NULL, "offsets differ from those read at open");
+        pi_free(h);
+    }
+    if (rc == 0) rc = pi_ds_zcur_read(M->cur, in, n, lo, G->raw, len, sh->name);
     if (rc < 0) {
         pi_free(G->raw);
         pi_free(G);
@@ -510,7 +563,8 @@ static int mds_fields(const struct pi_dsshard *sh, const struct pi_dsgroup *grp,
     const struct mds *M = sh->impl;
     const struct mgroup *G = grp->impl;
     uint64_t id = grp->info.first + i;
-    return mds_sample(sh, id, G->raw + M->offsets[id], (uint64_t)M->offsets[id + 1] - M->offsets[id], f, cap);
+    return mds_sample(sh, id, G->raw + (M->offsets[id] - G->base), (uint64_t)M->offsets[id + 1] - M->offsets[id], f,
+                      cap);
 }
 static void mds_group_free(const struct pi_dsshard *sh, struct pi_dsgroup *grp) {
     (void)sh;

@@ -9,8 +9,9 @@
  * first header to the end of its last member) and its key. Fields:
  * "__key__" (utf8) and one binary field per extension seen in the shard
  * (null where a sample lacks it). A sample is one extent, so shards are
- * read by samples; .tar.gz shards are decompressed whole (sequential only:
- * one group, memory the decompressed shard). */
+ * read by samples; .tar.gz shards are indexed through the decompressor
+ * (never held whole) and read in groups of samples of at most the decode
+ * budget through the shard's cursor (dscodec.c). */
 #include "dsformat.h"
 #include "../core/endian.h"
 
@@ -38,6 +39,9 @@ struct tar {
     size_t ncols;
     int gz;
     uint64_t raw_bytes; /* .tar.gz: the decompressed size */
+    uint64_t *gfirst;   /* .tar.gz: ngroups + 1 first samples (groups of the decode budget) */
+    uint64_t ng;
+    struct pi_dszcur *cur;
 };
 
 /* ---- header parsing (shared by the index pass and sample()) -------------- */
@@ -365,7 +369,69 @@ static void tar_free(struct tar *T) {
     pi_free(T->ext);
     pi_free(T->ext_col);
     pi_free(T->cols);
+    pi_free(T->gfirst);
+    pi_ds_zcur_free(T->cur);
     pi_free(T);
+}
+
+/* .tar.gz: the decompressed shard read forward through the cursor, a
+ * window of 1 MiB (or what a header asks) at a time, for the index pass. */
+struct zwin {
+    struct pi_dszcur *cur;
+    const uint8_t *z;
+    size_t zn;
+    uint64_t raw;
+    uint8_t *buf;
+    uint64_t off, len, cap;
+    const char *name;
+};
+
+static const uint8_t *zwin_get(void *ctx, uint64_t off, uint64_t len) {
+    struct zwin *w = ctx;
+    if (off >= w->off && off + len <= w->off + w->len) return w->buf + (off - w->off);
+    uint64_t want = PI_MAX(len, (uint64_t)1 << 20);
+    if (off > w->raw || want > w->raw - off) want = off > w->raw ? 0 : w->raw - off;
+    if (want < len) return NULL;
+    if (want > w->cap) {
+        uint8_t *nb = pi_realloc(w->buf, want);
+        if (!nb) {
+            pi_err(-ENOMEM, "%s: out of memory", w->name);
+            return NULL;
+        }
+        w->buf = nb;
+        w->cap = want;
+    }
+    w->len = 0;
+    if (pi_ds_zcur_read(w->cur, w->z, w->zn, off, w->buf, want, w->name) < 0) return NULL;
+    w->off = off;
+    w->len = want;
+    return w->buf;
+}
+
+static int zcount(void *ctx, const uint8_t *p, size_t len) {
+    (void)ctx, (void)p, (void)len;
+    return 0;
+}
+
+/* Groups of consecutive samples of at most the decode budget of raw bytes. */
+static int tgz_groups(struct pi_dsshard *sh, struct tar *T) {
+    uint64_t budget = pi_ds_decode_budget(), ng = 0;
+    size_t cap = 0;
+    for (uint64_t i = 0; i < T->n;) {
+        if (T->s[i].len > budget)
+            return pi_ds_err(sh, PAGEIN_E_LIMIT, UINT64_MAX, i, NULL,
+                             "%" PRIu64 " bytes, more than the decode budget of %" PRIu64 " (PAGEIN_DS_DECODE_BUDGET)",
+                             T->s[i].len, budget);
+        FORWARD_IF(pi_grow((void **)&T->gfirst, &cap, (size_t)ng + 2, sizeof *T->gfirst));
+        T->gfirst[ng++] = i;
+        uint64_t j = i + 1;
+        while (j < T->n && T->s[j].off + T->s[j].len - T->s[i].off <= budget) j++;
+        i = j;
+    }
+    if (ng) T->gfirst[ng] = T->n;
+    T->ng = ng;
+    sh->ngroups = ng;
+    return 0;
 }
 
 static int select_cols(struct pi_dsshard *sh, struct tar *T, const struct pi_dsopen *a) {
@@ -514,7 +580,7 @@ static int tar_open(struct pi_dsshard *sh, const struct pi_dsopen *a) {
     cpath = pi_ds_cache_path(sh, a, "tar");
     int cached = cpath ? cache_load(sh, T, cpath) : 0;
     if (cached) {
-        if (T->gz) sh->ngroups = T->n ? 1 : 0;
+        if (T->gz && ((rc = pi_ds_zcur_new(&T->cur, 1, sh->name)) < 0 || (rc = tgz_groups(sh, T)) < 0)) goto fail;
     } else if (!T->gz) {
         struct srcwin w = {.src = sh->src};
         rc = index_pass(sh, T, win_get, &w, size);
@@ -525,17 +591,22 @@ static int tar_open(struct pi_dsshard *sh, const struct pi_dsopen *a) {
             rc = pi_ds_err(sh, PAGEIN_E_LIMIT, UINT64_MAX, UINT64_MAX, NULL, "compressed shard too large to read whole");
             goto fail;
         }
-        uint8_t *z = pi_malloc(size), *raw = NULL;
-        size_t rl = 0;
+        /* never held whole: counted, then its headers read forward through
+         * the cursor (two decompressions; memory a 1 MiB window) */
+        uint8_t *z = pi_malloc(size ? size : 1);
+        uint64_t rl = 0;
         if (!z) { rc = pi_err(-ENOMEM, "%s: out of memory", sh->name); goto fail; }
         rc = pi_source_read(sh->src, z, size, 0);
-        if (rc == 0) rc = pi_ds_gunzip_all(z, (size_t)size, PI_DS_MAX_DECODE, &raw, &rl, sh->name);
+        if (rc == 0) rc = pi_ds_gunzip_each(z, (size_t)size, UINT64_MAX, zcount, NULL, &rl, sh->name);
+        if (rc == 0) rc = pi_ds_zcur_new(&T->cur, 1, sh->name);
+        struct zwin w = {.cur = T->cur, .z = z, .zn = (size_t)size, .raw = rl, .name = sh->name};
+        if (rc == 0) rc = index_pass(sh, T, zwin_get, &w, rl);
+        pi_free(w.buf);
         pi_free(z);
-        if (rc == 0) rc = index_pass(sh, T, mem_get, raw, rl);
-        pi_free(raw);
+        if (T->cur) pi_ds_zcur_reset(T->cur);
         if (rc < 0) goto fail;
         T->raw_bytes = rl;
-        sh->ngroups = T->n ? 1 : 0;
+        if ((rc = tgz_groups(sh, T)) < 0) goto fail;
     }
     if (cpath && !cached) cache_store(sh, T, cpath);
     pi_free(cpath);
@@ -598,14 +669,17 @@ static int tar_sample(const struct pi_dsshard *sh, uint64_t i, const uint8_t *p,
     return tar_fields_at(sh, i, p, len, f, cap);
 }
 
-/* .tar.gz: one group */
+/* .tar.gz: groups of the decode budget, read through the cursor (the
+ * whole compressed shard fetched for each: a position in a gzip stream
+ * is not known without decompressing up to it) */
 struct tgroup {
-    uint8_t *raw;
-    size_t len;
+    uint8_t *raw; /* raw bytes [base, base + len) */
+    uint64_t base, len;
 };
 static int tar_group(const struct pi_dsshard *sh, uint64_t g, struct pi_dsgroupinfo *gi) {
-    (void)g;
-    *gi = (struct pi_dsgroupinfo){0, sh->nsamples, sh->src->size};
+    const struct tar *T = sh->impl;
+    if (g >= T->ng) return pi_ds_err(sh, PAGEIN_E_RANGE, g, UINT64_MAX, NULL, "no such group");
+    *gi = (struct pi_dsgroupinfo){T->gfirst[g], T->gfirst[g + 1] - T->gfirst[g], sh->src->size};
     return 0;
 }
 static int tar_ranges(const struct pi_dsshard *sh, uint64_t g, struct pi_dsrange *r, size_t cap) {
@@ -615,13 +689,19 @@ static int tar_ranges(const struct pi_dsshard *sh, uint64_t g, struct pi_dsrange
 }
 static int tar_decode(const struct pi_dsshard *sh, struct pi_dsgroup *grp) {
     const struct tar *T = sh->impl;
-    if (grp->nbufs != 1) return pi_ds_err(sh, PAGEIN_E_INVALID, grp->g, UINT64_MAX, NULL, "decode given %zu buffers", grp->nbufs);
+    if (grp->nbufs != 1 || grp->g >= T->ng)
+        return pi_ds_err(sh, PAGEIN_E_INVALID, grp->g, UINT64_MAX, NULL, "decode given %zu buffers", grp->nbufs);
+    uint64_t a = T->gfirst[grp->g], e = T->gfirst[grp->g + 1] - 1;
+    uint64_t lo = T->s[a].off, len = T->s[e].off + T->s[e].len - lo;
     struct tgroup *G = pi_calloc(1, sizeof *G);
-    if (!G) return pi_err(-ENOMEM, "%s: out of memory", sh->name);
-    int rc = pi_ds_gunzip_all(grp->bufs[0].p, (size_t)grp->bufs[0].len, T->raw_bytes, &G->raw, &G->len, sh->name);
-    if (rc == 0 && G->len != T->raw_bytes)
-        rc = pi_ds_err(sh, PAGEIN_E_CHANGED, grp->g, UINT64_MAX, NULL, "decompresses to %zu bytes, %" PRIu64 " at open",
-                       G->len, T->raw_bytes);
+    if (G) G->raw = pi_malloc(len ? len : 1);
+    if (!G || !G->raw) {
+        pi_free(G);
+        return pi_err(-ENOMEM, "%s: out of memory for %" PRIu64 " bytes", sh->name, len);
+    }
+    G->base = lo;
+    G->len = len;
+    int rc = pi_ds_zcur_read(T->cur, grp->bufs[0].p, (size_t)grp->bufs[0].len, lo, G->raw, len, sh->name);
     if (rc < 0) {
         pi_free(G->raw);
         pi_free(G);
@@ -635,7 +715,7 @@ static int tar_gfields(const struct pi_dsshard *sh, const struct pi_dsgroup *grp
     const struct tar *T = sh->impl;
     const struct tgroup *G = grp->impl;
     uint64_t id = grp->info.first + i;
-    return tar_fields_at(sh, id, G->raw + T->s[id].off, T->s[id].len, f, cap);
+    return tar_fields_at(sh, id, G->raw + (T->s[id].off - G->base), T->s[id].len, f, cap);
 }
 static void tar_group_free(const struct pi_dsshard *sh, struct pi_dsgroup *grp) {
     (void)sh;

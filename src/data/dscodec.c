@@ -327,19 +327,22 @@ static int zcur_start(struct pi_dszcur *c, const char *what) {
     return 0;
 }
 
-/* The next piece into c->buf (blen bytes; 0 with ended set at the end). */
-static int zcur_step(struct pi_dszcur *c, const uint8_t *in, size_t n, const char *what) {
+/* The next piece into dst (cap bytes): *got bytes; ended set at the end.
+ * A piece into c->buf is kept (blen) for a read that wants its bytes. */
+static int zcur_step(struct pi_dszcur *c, const uint8_t *in, size_t n, uint8_t *dst, size_t cap, size_t *got,
+                     const char *what) {
     c->blen = 0;
+    *got = 0;
     if (c->kind == 2) {
 #ifdef PAGEIN_HAVE_ZSTD
         ZSTD_inBuffer ib = {in, n, c->in_pos};
-        ZSTD_outBuffer ob = {c->buf, c->bcap, 0};
+        ZSTD_outBuffer ob = {dst, cap, 0};
         size_t r = ZSTD_decompressStream(c->zd, &ob, &ib);
         if (ZSTD_isError(r))
             return pi_err(PAGEIN_E_FORMAT, "%s: zstd: %s (after %" PRIu64 " bytes out)", what, ZSTD_getErrorName(r),
                           c->produced);
         c->in_pos = ib.pos;
-        c->blen = ob.pos;
+        *got = ob.pos;
         if (ib.pos == ib.size && ob.pos < ob.size) {
             if (r != 0) return pi_err(PAGEIN_E_FORMAT, "%s: zstd stream truncated after %" PRIu64 " bytes out", what,
                                       c->produced + ob.pos);
@@ -350,17 +353,18 @@ static int zcur_step(struct pi_dszcur *c, const uint8_t *in, size_t n, const cha
 #ifdef PAGEIN_HAVE_ZLIB
         size_t left = n - c->in_pos;
         uInt inchunk = left > (1u << 30) ? (1u << 30) : (uInt)left;
+        uInt outchunk = cap > (1u << 30) ? (1u << 30) : (uInt)cap;
         c->zs.next_in = (Bytef *)(in + c->in_pos);
         c->zs.avail_in = inchunk;
-        c->zs.next_out = c->buf;
-        c->zs.avail_out = (uInt)c->bcap;
+        c->zs.next_out = dst;
+        c->zs.avail_out = outchunk;
         int zr = inflate(&c->zs, Z_NO_FLUSH);
         c->in_pos += inchunk - c->zs.avail_in;
-        c->blen = c->bcap - c->zs.avail_out;
+        *got = outchunk - c->zs.avail_out;
         if (zr == Z_STREAM_END) {
             if (c->in_pos == n) c->ended = 1;
             else if (inflateReset(&c->zs) != Z_OK) return pi_err(PAGEIN_E_FORMAT, "%s: inflateReset failed", what);
-        } else if (zr == Z_BUF_ERROR && c->in_pos == n && c->blen == 0) {
+        } else if (zr == Z_BUF_ERROR && c->in_pos == n && *got == 0) {
             return pi_err(PAGEIN_E_FORMAT, "%s: gzip stream truncated after %" PRIu64 " bytes out", what, c->produced);
         } else if (zr != Z_OK && zr != Z_BUF_ERROR) {
             return pi_err(PAGEIN_E_FORMAT, "%s: gzip: %s (after %" PRIu64 " bytes out)", what,
@@ -368,7 +372,8 @@ static int zcur_step(struct pi_dszcur *c, const uint8_t *in, size_t n, const cha
         }
 #endif
     }
-    c->produced += c->blen;
+    c->produced += *got;
+    if (dst == c->buf) c->blen = *got;
     return 0;
 }
 
@@ -380,7 +385,7 @@ int pi_ds_zcur_read(struct pi_dszcur *c, const uint8_t *in, size_t n, uint64_t a
     if (!c->live || at < c->produced - c->blen) rc = zcur_start(c, what);
     uint64_t end = at + len, done = 0;
     while (rc == 0) {
-        /* what the current piece holds of [at, end) */
+        /* what the kept piece holds of [at, end) */
         uint64_t p0 = c->produced - c->blen, p1 = c->produced;
         uint64_t a = PI_MAX(p0, at + done), b = PI_MIN(p1, end);
         if (a < b && a == at + done) {
@@ -397,7 +402,16 @@ int pi_ds_zcur_read(struct pi_dszcur *c, const uint8_t *in, size_t n, uint64_t a
             rc = pi_err(PAGEIN_E_CHANGED, "%s: compressed data shorter than at open", what);
             break;
         }
-        rc = zcur_step(c, in, n, what);
+        size_t got = 0;
+        if (at + done == c->produced) { /* straight into place */
+            uint64_t room = len - done;
+            rc = zcur_step(c, in, n, out + done, room > SIZE_MAX ? SIZE_MAX : (size_t)room, &got, what);
+            done += got;
+        } else {
+            rc = zcur_step(c, in, n, c->buf, c->bcap, &got, what);
+        }
+        if (rc == 0 && !got && !c->ended && c->in_pos == n)
+            rc = pi_err(PAGEIN_E_CHANGED, "%s: compressed data shorter than at open", what);
     }
     if (rc < 0) zcur_end(c); /* the next read starts over */
     pthread_mutex_unlock(&c->mu);
@@ -408,18 +422,16 @@ int pi_ds_zcur_next(struct pi_dszcur *c, const uint8_t *in, size_t n, uint8_t *o
                     uint64_t *in_pos, const char *what) {
     pthread_mutex_lock(&c->mu);
     int rc = c->live ? 0 : zcur_start(c, what);
-    *got = 0;
-    if (rc == 0 && cap < c->bcap) rc = pi_err(PAGEIN_E_INVALID, "%s: a piece of %zu bytes is too small", what, cap);
+    size_t g = 0;
     if (rc == 0 && !c->ended) {
-        if ((rc = zcur_step(c, in, n, what)) == 0) {
-            memcpy(out, c->buf, c->blen);
-            *got = c->blen;
+        if ((rc = zcur_step(c, in, n, out, cap, &g, what)) == 0) {
             *in_pos = c->in_pos;
             /* a step that produced nothing and ended nothing: input is missing */
-            if (!c->blen && !c->ended && c->in_pos == n)
+            if (!g && !c->ended && c->in_pos == n)
                 rc = pi_err(PAGEIN_E_FORMAT, "%s: stream truncated after %" PRIu64 " bytes out", what, c->produced);
         }
     }
+    *got = g;
     if (rc < 0) zcur_end(c);
     pthread_mutex_unlock(&c->mu);
     return rc;
@@ -429,4 +441,11 @@ void pi_ds_zcur_reset(struct pi_dszcur *c) {
     pthread_mutex_lock(&c->mu);
     zcur_end(c);
     pthread_mutex_unlock(&c->mu);
+}
+
+uint64_t pi_ds_zcur_pos(struct pi_dszcur *c) {
+    pthread_mutex_lock(&c->mu);
+    uint64_t p = c->live ? c->produced - c->blen : 0;
+    pthread_mutex_unlock(&c->mu);
+    return p;
 }

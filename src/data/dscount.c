@@ -31,7 +31,7 @@ int pi_ds_count_add(const struct pi_dsshard *sh, uint64_t group, uint64_t *sum, 
 }
 
 uint64_t pi_ds_decode_budget(void) {
-    uint64_t b = pi_env_size("PAGEIN_DS_DECODE_BUDGET", 64ull << 20);
+    uint64_t b = pi_env_size("PAGEIN_DS_DECODE_BUDGET", 16ull << 20);
     return b < (1u << 20) ? (1u << 20) : b > PI_DS_MAX_DECODE ? PI_DS_MAX_DECODE : b;
 }
 
@@ -41,12 +41,16 @@ uint64_t pi_ds_decode_budget(void) {
  * bytes a sample for the global permutation), so it is accepted up to
  * the allowance whatever the compressed size, and beyond that as far as
  * the compressed bytes vouch for it. */
-int pi_ds_zcount_check(const struct pi_dsshard *sh, uint64_t count, uint64_t bytes, const char *what) {
-    uint64_t allow = (uint64_t)pi_env_long("PAGEIN_DS_SAMPLE_ALLOWANCE", 1L << 24, 0, 1L << 40);
-    if (count <= allow) return 0;
+uint64_t pi_ds_zcount_most(uint64_t bytes) {
+    uint64_t allow = (uint64_t)pi_env_long("PAGEIN_DS_SAMPLE_ALLOWANCE", 1L << 22, 0, 1L << 40);
     uint64_t most = bytes > UINT64_MAX / PI_DS_ROWS_PER_BYTE ? UINT64_MAX : bytes * PI_DS_ROWS_PER_BYTE;
-    if (count <= most) return 0;
-    return pi_ds_err(sh, PAGEIN_E_LIMIT, 0, UINT64_MAX, NULL,
+    return PI_MAX(allow, most);
+}
+
+int pi_ds_zcount_check(const struct pi_dsshard *sh, uint64_t count, uint64_t bytes, const char *what) {
+    if (count <= pi_ds_zcount_most(bytes)) return 0;
+    uint64_t allow = (uint64_t)pi_env_long("PAGEIN_DS_SAMPLE_ALLOWANCE", 1L << 22, 0, 1L << 40);
+    return pi_ds_err(sh, PAGEIN_E_LIMIT, UINT64_MAX, UINT64_MAX, NULL,
                      "claims %" PRIu64 " samples in %" PRIu64 " bytes of %s (at most %" PRIu64
                      " a shard, PAGEIN_DS_SAMPLE_ALLOWANCE, or %u a compressed byte)",
                      count, bytes, what, allow, PI_DS_ROWS_PER_BYTE);

@@ -406,19 +406,21 @@ int pi_ds_zcur_new(struct pi_dszcur **out, int kind, const char *what);
 void pi_ds_zcur_free(struct pi_dszcur *c);
 int pi_ds_zcur_read(struct pi_dszcur *c, const uint8_t *in, size_t n, uint64_t at, uint8_t *out, uint64_t len,
                     const char *what);
-/* The stream in order, one piece (at most 128 KiB; cap at least that) a
- * call: *got bytes (0 at the end), *in_pos the compressed bytes consumed
- * by then. pi_ds_zcur_reset frees the codec's state until the next read. */
+/* The stream in order, one piece (at most cap bytes) a call: *got bytes
+ * (0 at the end), *in_pos the compressed bytes consumed by then. pi_ds_zcur_reset frees the codec's state until the next read. */
 int pi_ds_zcur_next(struct pi_dszcur *c, const uint8_t *in, size_t n, uint8_t *out, size_t cap, uint64_t *got,
                     uint64_t *in_pos, const char *what);
 void pi_ds_zcur_reset(struct pi_dszcur *c);
 /* The most decompressed bytes one group of a compressed shard holds
- * (PAGEIN_DS_DECODE_BUDGET, default 64 MiB, at least 1 MiB): a shard whose
+ * (PAGEIN_DS_DECODE_BUDGET, default 16 MiB, at least 1 MiB; the pipeline holds two units of `window` groups): a shard whose
  * text is larger is read in groups of at most this. */
 uint64_t pi_ds_decode_budget(void);
 /* Samples a compressed shard may hold whatever its compressed size
- * (PAGEIN_DS_SAMPLE_ALLOWANCE, default 2^24): a count above both this and
+ * (PAGEIN_DS_SAMPLE_ALLOWANCE, default 2^22): a count above both this and
  * PI_DS_ROWS_PER_BYTE per compressed byte is refused (dscount.c). */
 int pi_ds_zcount_check(const struct pi_dsshard *sh, uint64_t count, uint64_t bytes, const char *what);
+uint64_t pi_ds_zcount_most(uint64_t bytes); /* what that check accepts */
+/* The earliest decompressed offset the cursor reads without starting over. */
+uint64_t pi_ds_zcur_pos(struct pi_dszcur *c);
 
 #endif

@@ -15,6 +15,9 @@ data is needed to claim rows); the Arrow files come from npm apache-arrow
                         (1 GiB raw, 40 KB compressed) (index.json + shard.00000.mds.zstd)
   lines_64k.jsonl.zst   a valid file of exactly 64 KiB decompressed
   mds_count.mds.zstd    an MDS shard of 2^24 empty samples in a few KB of zstd
+  mds_count.seed, mds_small_bomb.seed   fuzz_mds seeds (a first byte 0, then the
+                        shard): the former, and 32 samples of 1 MiB in a frame that
+                        states its size (fuzz/corpus/mds/hostile-*.seed)
 
 The CLI test and the unit tests read the committed copies:
 fuzz/corpus/{parquet_footer,arrow,lines,mds}/hostile-* and tests/data/hostile/mds_bomb/.
@@ -216,3 +219,22 @@ def mds_count():
 
 
 zstd_stream("mds_count.mds.zstd", mds_count(), size=hl)
+
+# fuzz seeds (fuzz_mds reads a shard after a first byte that is even): the
+# 2^24-sample shard, and a 32 MiB raw shard (32 samples of 1 MiB, the frame
+# stating its size) that the walk reads in groups of the decode budget
+def mds_small_bomb(n=32, ssz=1 << 20):
+    cfg = json.dumps({"column_encodings": ["bytes"], "column_names": ["x"], "column_sizes": [None]}).encode()
+    base = 4 + 4 * (n + 1) + len(cfg)
+    yield struct.pack("<I", n) + array.array("I", range(base, base + ssz * (n + 1), ssz)).tobytes() + cfg
+    for _ in range(n):
+        yield struct.pack("<I", ssz - 4) + bytes(ssz - 4)
+
+
+small = b"".join(mds_small_bomb())
+zstd_stream("mds_small_bomb.mds.zstd", [small], size=len(small))
+for name in ("mds_count.mds.zstd", "mds_small_bomb.mds.zstd"):
+    with open(os.path.join(OUT, name), "rb") as f:
+        body = f.read()
+    with open(os.path.join(OUT, name.replace(".mds.zstd", ".seed")), "wb") as f:
+        f.write(b"\0" + body)
