@@ -150,3 +150,20 @@ def test_duckdb_written_parquet(name):
     for i, (g, w) in enumerate(zip(got, want)):
         assert g == w, (i, g, w)
 
+
+
+def test_chat_block_shuffle_exactly_once(monkeypatch):
+    """DuckDB's chat.parquet (3 row groups) block-shuffled over 2 ranks x 2
+    DataLoader workers: every row exactly once, each with its own value."""
+    c = canon()
+    path = os.path.join(REPO, "tests", "data", "duckdb", "chat.parquet")
+    want = [json.loads(l) for l in open(path + ".jsonl")]
+    seen = []
+    for rank in range(2):
+        for worker in range(2):
+            ds = pd.Dataset(path, shuffle="block", seed=3, rank=rank, world_size=2, return_ids=True)
+            monkeypatch.setattr(pd, "_worker", lambda w=worker: (w, 2))
+            for i, row in iter(ds):
+                assert {k: c(v) for k, v in row.items()} == want[int(i)], int(i)
+                seen.append(int(i))
+    assert sorted(seen) == list(range(120)) and seen != list(range(120))
