@@ -14,6 +14,7 @@ REPO=$(cd "$(dirname "$0")/.." && pwd)
 KIND=${1:?usage: corpus.sh parquet|arrow DIR...}
 shift
 PY=${PYTHON:-/usr/bin/python3}
+PYPATH=${PAGEIN_PYTHONPATH:-$REPO/build/python} # the built module (a copy keeps a long run apart from rebuilds)
 OUT=$(mktemp -d)
 trap 'rm -rf "$OUT"' EXIT
 eq=0 tot=0
@@ -25,7 +26,7 @@ for d in "$@"; do
       echo "reference error  $f: $(tail -1 "$OUT/ref.err" | cut -c1-150)"; continue
     fi
     tot=$((tot + 1))
-    if ! PYTHONPATH=$REPO/build/python timeout 300 "$PY" "$REPO/bench/corpus_pagein.py" "$KIND" "$p" > "$OUT/got" 2> "$OUT/got.err"; then
+    if ! PYTHONPATH=$PYPATH timeout 300 "$PY" "$REPO/bench/corpus_pagein.py" "$KIND" "$p" > "$OUT/got" 2> "$OUT/got.err"; then
       echo "pagein error     $f: $(tail -1 "$OUT/got.err" | cut -c1-200)"; continue
     fi
     if cmp -s "$OUT/ref" "$OUT/got"; then

@@ -86,6 +86,7 @@ struct pi_arrow_field {
     int64_t dict_id;      /* DICT: the dictionary's id */
     struct pi_arrow_field *dict_value; /* DICT: the values' field tree, numbered within the DictionaryBatch */
     uint8_t *type_child;  /* UNION: 128 entries, the member of each type id (0xFF: none) */
+    uint8_t sel;          /* the reader's columns= marks (ds_arrow.c): 0, 1 on a selected path, 2 selected */
 };
 
 /* One dictionary (DictionaryBatch messages of one id): the pieces, the

@@ -226,6 +226,61 @@ static int arrow_counts(const struct pi_dsshard *sh, const struct pi_arrow *a) {
     return 0;
 }
 
+/* Marks the fields name selects under f (short path sp: the names of
+ * struct members, list and map levels left out): 2 on the field it names
+ * (its short or full path), 1 on the fields above it. 1 if any. */
+static int mark(struct pi_arrow_field *f, const char *sp, const char *name, int depth) {
+    if (!strcmp(sp, name) || !strcmp(f->path, name)) {
+        f->sel = 2;
+        return 1;
+    }
+    if (f->kind == PI_ARROW_DICT || depth > PI_ARROW_MAX_DEPTH) return 0;
+    int hit = 0;
+    for (uint32_t i = 0; i < f->nchildren; i++) {
+        const struct pi_arrow_field *c = &f->children[i];
+        char *csp = f->kind == PI_ARROW_STRUCT ? pi_malloc(strlen(sp) + c->name_len + 2) : NULL;
+        if (csp) sprintf(csp, "%s.%s", sp, c->name);
+        hit |= mark(&f->children[i], csp ? csp : sp, name, depth + 1);
+        pi_free(csp);
+    }
+    if (hit && !f->sel) f->sel = 1;
+    return hit;
+}
+
+/* The short paths of f and the struct members under it, for an error. */
+static void names_of(const struct pi_arrow_field *f, const char *sp, char ***v, size_t *n, size_t *cap, int depth) {
+    if (*n < 4096 && pi_grow((void **)v, cap, *n + 1, sizeof **v) == 0 && ((*v)[*n] = pi_strndup(sp, strlen(sp))))
+        (*n)++;
+    if (f->kind == PI_ARROW_DICT || depth > 8) return;
+    for (uint32_t i = 0; i < f->nchildren; i++) {
+        const struct pi_arrow_field *c = &f->children[i];
+        char *csp = f->kind == PI_ARROW_STRUCT ? pi_malloc(strlen(sp) + c->name_len + 2) : NULL;
+        if (csp) sprintf(csp, "%s.%s", sp, c->name);
+        if (csp || f->kind != PI_ARROW_STRUCT) names_of(c, csp ? csp : sp, v, n, cap, depth + 1);
+        pi_free(csp);
+    }
+}
+
+static int select_name(struct pi_dsshard *sh, struct pi_arrow_schema *s, const char *name) {
+    int first = -1, hit = 0;
+    for (uint32_t i = 0; i < s->nfields; i++) {
+        if (strcmp(s->fields[i].name, name) != 0) continue;
+        if (first >= 0) /* two columns of one name: which one is meant cannot be said by name */
+            return pi_ds_err(sh, PAGEIN_E_INVALID, UINT64_MAX, UINT64_MAX, name,
+                             "names two columns (%d and %u): select by a name that is one column's", first, i);
+        first = (int)i;
+    }
+    for (uint32_t i = 0; i < s->nfields; i++) hit |= mark(&s->fields[i], s->fields[i].name, name, 0);
+    if (hit) return 0;
+    char **v = NULL;
+    size_t n = 0, cap = 0;
+    for (uint32_t i = 0; i < s->nfields; i++) names_of(&s->fields[i], s->fields[i].name, &v, &n, &cap, 0);
+    int rc = pi_ds_col_missing(sh, name, (const char *const *)v, n);
+    for (size_t i = 0; i < n; i++) pi_free(v[i]);
+    pi_free(v);
+    return rc;
+}
+
 static int arrow_open(struct pi_dsshard *sh, const struct pi_dsopen *o) {
     struct ashard *A = pi_calloc(1, sizeof *A);
     if (!A) return pi_err(-ENOMEM, "%s: out of memory", sh->name);
@@ -236,79 +291,19 @@ static int arrow_open(struct pi_dsshard *sh, const struct pi_dsopen *o) {
     if (rc >= 0) rc = arrow_counts(sh, &A->a);
     if (rc < 0) goto fail;
     A->a.max_batch_bytes = PI_DS_MAX_DECODE;
-    /* the selected top-level columns (a name may be a column or a flattened field "a.b") */
-    const struct pi_arrow_schema *s = &A->a.schema;
-    uint8_t *want = pi_calloc(s->nfields ? s->nfields : 1, 1);
-    char **only = o->columns ? pi_calloc(o->ncolumns ? o->ncolumns : 1, sizeof *only) : NULL;
-    if (!want || (o->columns && !only)) {
-        pi_free(want);
-        pi_free(only);
-        rc = pi_err(-ENOMEM, "%s: out of memory", sh->name);
-        goto fail;
-    }
-    for (size_t k = 0; o->columns && k < o->ncolumns; k++) {
-        const char *nm = o->columns[k];
-        uint32_t i;
-        for (i = 0; i < s->nfields && strcmp(s->fields[i].name, nm) != 0; i++) {}
-        if (i < s->nfields) {
-            uint32_t j;
-            for (j = i + 1; j < s->nfields && strcmp(s->fields[j].name, nm) != 0; j++) {}
-            if (j < s->nfields) { /* two columns of one name: which one is meant cannot be said by name */
-                pi_free(want);
-                pi_free(only);
-                rc = pi_ds_err(sh, PAGEIN_E_INVALID, UINT64_MAX, UINT64_MAX, nm,
-                               "names two columns (%u and %u): select by a name that is one column's", i, j);
-                goto fail;
-            }
-            want[i] = 1;
-            continue;
-        }
-        /* "a.b": the top column a, field kept by name below */
-        for (i = 0; i < s->nfields; i++) {
-            size_t l = strlen(s->fields[i].path);
-            if (s->fields[i].kind == PI_ARROW_STRUCT && strncmp(nm, s->fields[i].path, l) == 0 && nm[l] == '.') break;
-        }
-        if (i == s->nfields) {
-            pi_free(want);
-            pi_free(only);
-            rc = pi_ds_err(sh, PAGEIN_E_NOT_FOUND, UINT64_MAX, UINT64_MAX, nm, "no such column");
-            goto fail;
-        }
-        if (!want[i]) want[i] = 2; /* only the fields named */
-        only[k] = (char *)nm;
-    }
+    /* columns=: the one rule (dscolumns.c): a top-level name, or a dotted
+     * path through struct members (or the full path with list levels) */
+    struct pi_arrow_schema *s = &A->a.schema;
+    for (size_t k = 0; rc == 0 && o->columns && k < o->ncolumns; k++) rc = select_name(sh, s, o->columns[k]);
     size_t cap = 0;
     uint32_t pth[PI_ARROW_MAX_DEPTH + 1];
-    A->sel = pi_calloc(s->nfields ? s->nfields : 1, sizeof *A->sel);
-    if (!A->sel) rc = pi_err(-ENOMEM, "%s: out of memory", sh->name);
+    A->sel = rc == 0 ? pi_calloc(s->nfields ? s->nfields : 1, sizeof *A->sel) : NULL;
+    if (rc == 0 && !A->sel) rc = pi_err(-ENOMEM, "%s: out of memory", sh->name);
     for (uint32_t i = 0; rc == 0 && i < s->nfields; i++) {
-        if (o->columns && !want[i]) continue;
-        size_t before = sh->ncols;
+        if (o->columns && !s->fields[i].sel) continue;
         rc = add_fields(sh, A, i, &s->fields[i], pth, 0, &cap);
-        if (rc == 0 && want[i] == 2) { /* keep only the named fields of this struct */
-            size_t w = before;
-            for (size_t j = before; j < sh->ncols; j++) {
-                int keep = A->f[j].tree; /* a struct is one value: all of it */
-                for (size_t k = 0; k < o->ncolumns; k++)
-                    if (only[k] && strcmp(only[k], sh->cols[j].name) == 0) keep = 1;
-                if (keep) sh->cols[w] = sh->cols[j], A->f[w] = A->f[j], w++;
-            }
-            sh->ncols = w;
-        }
         if (rc == 0) A->sel[A->nsel++] = i;
     }
-    /* a flattened name that matched a struct prefix but no field */
-    for (size_t k = 0; rc == 0 && o->columns && k < o->ncolumns; k++) {
-        if (!only[k]) continue;
-        size_t j;
-        for (j = 0; j < sh->ncols && strcmp(sh->cols[j].name, only[k]) != 0; j++) {
-            size_t l = strlen(sh->cols[j].name);
-            if (A->f[j].tree && !strncmp(only[k], sh->cols[j].name, l) && only[k][l] == '.') break;
-        }
-        if (j == sh->ncols) rc = pi_ds_err(sh, PAGEIN_E_NOT_FOUND, UINT64_MAX, UINT64_MAX, only[k], "no such column");
-    }
-    pi_free(want);
-    pi_free(only);
     if (rc < 0) goto fail;
     A->gb = pi_calloc(A->a.nbatches ? A->a.nbatches : 1, sizeof *A->gb);
     if (!A->gb) {
@@ -506,9 +501,10 @@ static void interval_value(unsigned unit, const uint8_t *p, uint32_t col, pagein
 /* The value of column c at row into out[at] (when at < cap), its children
  * at out[*n ...] (counted past cap). */
 static void tree_value(const struct pi_arrow_col *c, uint64_t row, const char *name, uint32_t col, pagein_field *out,
-                       size_t cap, size_t at, size_t *n, int depth) {
+                       size_t cap, size_t at, size_t *n, int depth, int whole) {
     static const uint8_t bools[2] = {0, 1};
     const struct pi_arrow_field *f = c->f;
+    whole |= f->sel != 1; /* columns= named this field, or nothing below it */
     pagein_field x;
     memset(&x, 0, sizeof x);
     x.name = name;
@@ -531,14 +527,18 @@ static void tree_value(const struct pi_arrow_col *c, uint64_t row, const char *n
     case PI_ARROW_BINARY:
     case PI_ARROW_LARGE_BINARY:
     case PI_ARROW_FIXED_BINARY: x.type = PI_DT_BINARY, x.data = v.n ? v.p : (const void *)"", x.nbytes = v.n; break;
-    case PI_ARROW_STRUCT:
+    case PI_ARROW_STRUCT: { /* its members, or those columns= selected */
         x.type = PI_DT_STRUCT;
         if (null) break;
-        x.child = (uint32_t)*n, x.nchild = f->nchildren;
-        *n += f->nchildren;
-        for (uint32_t k = 0; k < f->nchildren; k++)
-            tree_value(&c->children[k], row, f->children[k].name, col, out, cap, x.child + k, n, depth + 1);
+        uint32_t m = 0;
+        for (uint32_t k = 0; k < f->nchildren; k++) m += whole || f->children[k].sel;
+        x.child = (uint32_t)*n, x.nchild = m;
+        *n += m;
+        for (uint32_t k = 0, j = 0; k < f->nchildren; k++)
+            if (whole || f->children[k].sel)
+                tree_value(&c->children[k], row, f->children[k].name, col, out, cap, x.child + j++, n, depth + 1, whole);
         break;
+    }
     case PI_ARROW_DICT:
     case PI_ARROW_UNION: { /* the value the index or the type id names */
         const struct pi_arrow_col *vc;
@@ -547,7 +547,7 @@ static void tree_value(const struct pi_arrow_col *c, uint64_t row, const char *n
             x.type = PI_DT_NULL, null = 1;
             break;
         }
-        tree_value(vc, vr, name, col, out, cap, at, n, depth + 1);
+        tree_value(vc, vr, name, col, out, cap, at, n, depth + 1, 1);
         return;
     }
     case PI_ARROW_INTERVAL: /* a STRUCT of its int members */
@@ -561,7 +561,7 @@ static void tree_value(const struct pi_arrow_col *c, uint64_t row, const char *n
         x.child = (uint32_t)*n, x.nchild = (uint32_t)v.n;
         *n += v.n;
         for (uint64_t k = 0; k < v.n; k++)
-            tree_value(v.child, v.first + k, v.child->f->name, col, out, cap, x.child + k, n, depth + 1);
+            tree_value(v.child, v.first + k, v.child->f->name, col, out, cap, x.child + k, n, depth + 1, whole);
         break;
     }
     if (null) x.null = 1, x.data = NULL, x.nbytes = 0, x.nchild = 0;
@@ -580,7 +580,7 @@ static int arrow_fields(const struct pi_dsshard *sh, const struct pi_dsgroup *gr
         pagein_field tmp, *o = k < cap ? &f[k] : &tmp;
         if (af->tree) {
         tree:
-            tree_value(G->leaf[k], i, c->name, (uint32_t)k, f, cap, k, &n, 0);
+            tree_value(G->leaf[k], i, c->name, (uint32_t)k, f, cap, k, &n, 0, 0);
             continue;
         }
         memset(o, 0, sizeof *o);

@@ -232,10 +232,8 @@ static void cache_store(const struct pi_dsshard *sh, const struct lines *L, cons
 }
 
 static int lines_open(struct pi_dsshard *sh, const struct pi_dsopen *a) {
-    for (size_t i = 0; i < a->ncolumns; i++)
-        if (strcmp(a->columns[i], "text") != 0)
-            return pi_ds_err(sh, PAGEIN_E_NOT_FOUND, UINT64_MAX, UINT64_MAX, a->columns[i],
-                             "no such column (lines have one: text)");
+    static const char *const only[] = {"text"};
+    FORWARD_IF(pi_ds_col_flat(sh, a, only, 1, NULL));
     struct lines *L = pi_calloc(1, sizeof *L);
     if (!L) return pi_err(-ENOMEM, "%s: out of memory", sh->name);
     uint64_t size = sh->src->size;

@@ -287,13 +287,16 @@ static int select_cols(const struct pi_dsshard *sh, struct mds *M, const struct 
     M->sel = pi_malloc((want ? want : 1) * sizeof *M->sel);
     M->cols = pi_calloc(want ? want : 1, sizeof *M->cols);
     if (!M->sel || !M->cols) return pi_err(-ENOMEM, "%s: out of memory", sh->name);
+    if (a->columns) { /* the one columns= rule (dscolumns.c): M->sel[k] = the column columns[k] names */
+        const char **names = pi_calloc(M->nc ? M->nc : 1, sizeof *names);
+        if (!names) return pi_err(-ENOMEM, "%s: out of memory", sh->name);
+        for (size_t i = 0; i < M->nc; i++) names[i] = M->c[i].name;
+        int rc = pi_ds_col_flat(sh, a, names, M->nc, M->sel);
+        pi_free(names);
+        FORWARD_IF(rc);
+    }
     for (size_t k = 0; k < want; k++) {
-        size_t i = k;
-        if (a->columns) {
-            for (i = 0; i < M->nc && strcmp(M->c[i].name, a->columns[k]) != 0; i++) {}
-            if (i == M->nc)
-                return pi_ds_err(sh, PAGEIN_E_NOT_FOUND, UINT64_MAX, UINT64_MAX, a->columns[k], "no such column");
-        }
+        size_t i = a->columns ? (size_t)M->sel[k] : k;
         const struct mcol *c = &M->c[i];
         struct pi_dscol *d = &M->cols[k];
         d->name = c->name;

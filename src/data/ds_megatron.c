@@ -127,10 +127,8 @@ static char *idx_name(const char *uri) {
 }
 
 static int mega_open(struct pi_dsshard *sh, const struct pi_dsopen *a) {
-    for (size_t i = 0; i < a->ncolumns; i++)
-        if (strcmp(a->columns[i], "tokens") != 0)
-            return pi_ds_err(sh, PAGEIN_E_NOT_FOUND, UINT64_MAX, UINT64_MAX, a->columns[i],
-                             "no such column (Megatron samples have one: tokens)");
+    static const char *const only[] = {"tokens"};
+    FORWARD_IF(pi_ds_col_flat(sh, a, only, 1, NULL));
     struct mega *m = pi_calloc(1, sizeof *m);
     char *ip = idx_name(a->uri ? a->uri : sh->name);
     struct pi_source *is = NULL;

@@ -214,7 +214,27 @@ static void short_path(const struct pi_pq_file *f, int x, int leaf, char *buf, s
 }
 
 static int path_hit(const char *have, const char *want, size_t wl) {
-    return !strcmp(have, want) || (!strncmp(have, want, wl) && have[wl] == '.');
+    (void)wl;
+    return pi_ds_col_hit(have, want); /* the one columns= rule (dscolumns.c) */
+}
+
+/* An unknown columns= name: the error lists the leaves' short paths. */
+static int missing(struct pi_dsshard *sh, const struct pi_pq_file *f, const char *want) {
+    char **names = pi_calloc(f->nleaves ? f->nleaves : 1, sizeof *names);
+    if (!names) return pi_err(-ENOMEM, "out of memory");
+    size_t n = 0;
+    for (size_t i = 0; i < f->nleaves; i++) {
+        char sp[512];
+        size_t sl = 0;
+        sp[0] = 0;
+        short_path(f, f->leaves[i].top, (int)i, sp, sizeof sp, &sl, 1);
+        if (!(names[n] = pi_strndup(sp, strlen(sp)))) break;
+        n++;
+    }
+    int rc = pi_ds_col_missing(sh, want, (const char *const *)names, n);
+    for (size_t i = 0; i < n; i++) pi_free(names[i]);
+    pi_free(names);
+    return rc;
 }
 
 /* columns=: a top-level field, or a nested field by its full path
@@ -248,7 +268,7 @@ static int select_cols(struct pi_dsshard *sh, struct pq_shard *p, const struct p
         }
         if (!hit) {
             pi_free(taken);
-            return pi_ds_err(sh, PAGEIN_E_NOT_FOUND, UINT64_MAX, UINT64_MAX, want, "no such column in the file");
+            return missing(sh, f, want);
         }
     }
     for (size_t i = 0; i < f->nleaves; i++) {

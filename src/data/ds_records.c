@@ -16,10 +16,8 @@ static int rec_open(struct pi_dsshard *sh, const struct pi_dsopen *a) {
     if (sh->src->size % a->record_bytes)
         return pi_err(PAGEIN_E_BAD_DATASET, "%s: %" PRIu64 " bytes is not a whole number of %" PRIu64 "-byte records",
                       sh->name, sh->src->size, a->record_bytes);
-    for (size_t i = 0; i < a->ncolumns; i++)
-        if (strcmp(a->columns[i], "data") != 0)
-            return pi_ds_err(sh, PAGEIN_E_NOT_FOUND, UINT64_MAX, UINT64_MAX, a->columns[i],
-                             "no such column (records have one: data)");
+    static const char *const only[] = {"data"};
+    FORWARD_IF(pi_ds_col_flat(sh, a, only, 1, NULL));
     struct rec *r = pi_calloc(1, sizeof *r);
     if (!r) return pi_err(-ENOMEM, "%s: out of memory", sh->name);
     r->rb = a->record_bytes;

@@ -458,9 +458,15 @@ static int select_cols(struct pi_dsshard *sh, struct tar *T, const struct pi_dso
             continue;
         }
         int e = find_ext(T, (const uint8_t *)nm, strlen(nm));
-        if (e < 0)
-            return pi_ds_err(sh, PAGEIN_E_NOT_FOUND, UINT64_MAX, UINT64_MAX, nm,
-                             "no member of the shard has this extension");
+        if (e < 0) { /* the one columns= rule's error (dscolumns.c): the names the shard has */
+            const char **names = pi_calloc(T->next + 1, sizeof *names);
+            if (!names) return pi_err(-ENOMEM, "%s: out of memory", sh->name);
+            names[0] = "__key__";
+            for (size_t i = 0; i < T->next; i++) names[i + 1] = T->ext[i];
+            int rc = pi_ds_col_missing(sh, nm, names, T->next + 1);
+            pi_free(names);
+            return rc;
+        }
         if (T->ext_col[e] >= 0 || T->ncols > T->next) continue; /* named twice */
         T->ext_col[e] = (int)T->ncols;
         T->cols[T->ncols++] = (struct pi_dscol){.name = T->ext[e], .type = PI_DT_BINARY, .nullable = 1};

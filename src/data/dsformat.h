@@ -318,6 +318,17 @@ int pi_ds_detect_name(const char *name, int local, const struct pi_dsformat **ro
 int pi_ds_err(const struct pi_dsshard *sh, int code, uint64_t group, uint64_t sample, const char *field,
               const char *fmt, ...) __attribute__((format(printf, 6, 7)));
 
+/* The columns= rule of every row (dscolumns.c): a top-level name, or a
+ * dotted path through struct members. pi_ds_col_hit: 1 when the member at
+ * path have is selected by want (equal, or under it). pi_ds_col_missing:
+ * PAGEIN_E_NOT_FOUND naming want and listing names. pi_ds_col_flat: a row
+ * of flat columns names[0..n): idx[k] (may be NULL) the column that
+ * a->columns[k] names; unknown and two-column names refused. */
+int pi_ds_col_hit(const char *have, const char *want);
+int pi_ds_col_missing(const struct pi_dsshard *sh, const char *want, const char *const *names, size_t n);
+int pi_ds_col_flat(const struct pi_dsshard *sh, const struct pi_dsopen *a, const char *const *names, size_t n,
+                   int *idx);
+
 /* Count checks (dscount.c), called where a row validates its groups at
  * open: count rows claimed by `bytes` bytes of `what` (a group's column
  * chunks, a batch's message) is at most PI_DS_ROWS_PER_BYTE a byte
