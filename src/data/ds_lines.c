@@ -18,8 +18,11 @@
 enum { Z_NONE, Z_GZIP, Z_ZSTD };
 
 /* A group of a compressed shard: lines [first, first + count), whose text
- * is [t0, t1) of the decompressed stream; read from the compressed bytes
- * [0, cend) (where the index pass had produced t1, and a margin). */
+ * is [t0, t1) of the decompressed stream; the index pass had consumed the
+ * compressed bytes [0, cend) when it produced t1. Reading the group
+ * fetches [the last group's cend, cend); the cursor reads what else it
+ * needs (a read that starts over, a block that runs past cend) from the
+ * source (dscodec.c). */
 struct zgrp {
     uint64_t t0, t1, first, count, cend;
 };
@@ -130,9 +133,8 @@ static int zline(struct zscan *z, uint64_t a, uint64_t b) {
     if (!z->cur.count) z->cur = (struct zgrp){.t0 = a, .first = L->n};
     z->cur.count++;
     z->cur.t1 = b;
-    /* produced by now: the compressed bytes consumed so far, and a margin
-     * (the codec reads no further than the block it decodes) */
-    z->cur.cend = PI_MIN(z->size, z->in_pos + (1u << 20));
+    /* produced by now: the compressed bytes consumed so far */
+    z->cur.cend = PI_MIN(z->size, z->in_pos);
     L->n++;
     if ((L->n & 0xfffff) == 0) return pi_ds_zcount_check(z->sh, L->n, z->size, "compressed lines");
     return 0;
@@ -316,7 +318,10 @@ static int lines_group(const struct pi_dsshard *sh, uint64_t g, struct pi_dsgrou
 static int lines_ranges(const struct pi_dsshard *sh, uint64_t g, struct pi_dsrange *r, size_t cap) {
     const struct lines *L = sh->impl;
     if (g >= L->ng) return pi_ds_err(sh, PAGEIN_E_RANGE, g, UINT64_MAX, NULL, "no such group");
-    if (cap >= 1) r[0] = (struct pi_dsrange){0, L->g[g].cend};
+    /* the group's own compressed bytes: read in order, the cursor goes on
+     * from the last group's (anything else it reads from the source) */
+    uint64_t c0 = g ? PI_MIN(L->g[g - 1].cend, L->g[g].cend) : 0;
+    if (cap >= 1) r[0] = (struct pi_dsrange){c0, L->g[g].cend - c0};
     return 1;
 }
 static void lgroup_free(struct lgroup *G) {
@@ -343,7 +348,9 @@ static int lines_decode(const struct pi_dsshard *sh, struct pi_dsgroup *grp) {
         lgroup_free(G);
         return pi_err(-ENOMEM, "%s: out of memory for a group of %" PRIu64 " bytes", sh->name, tl);
     }
-    int rc = pi_ds_zcur_read(L->cur, grp->bufs[0].p, (size_t)grp->bufs[0].len, zg->t0, G->text, tl, sh->name);
+    uint64_t c0 = grp->g ? PI_MIN(L->g[grp->g - 1].cend, zg->cend) : 0;
+    struct pi_dszin in = {grp->bufs[0].p, c0, (size_t)grp->bufs[0].len, sh->src->size, sh->src};
+    int rc = pi_ds_zcur_read(L->cur, &in, zg->t0, G->text, tl, sh->name);
     /* the lines again: the same count, or the file is not what was indexed */
     uint64_t k = 0, at = 0;
     while (rc == 0 && at < tl) {

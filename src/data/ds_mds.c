@@ -539,6 +539,7 @@ static int mds_decode(const struct pi_dsshard *sh, struct pi_dsgroup *grp) {
     }
     G->base = lo;
     int rc = 0;
+    struct pi_dszin zin = {in, 0, n, n, NULL}; /* the whole compressed shard (mds_ranges) */
     /* a read from the start passes the header: the group's offsets must
      * still be those read at open (a read continuing in order is past it
      * and does not go back) */
@@ -546,13 +547,13 @@ static int mds_decode(const struct pi_dsshard *sh, struct pi_dsgroup *grp) {
     if (pos <= ho || pos > lo) {
         uint8_t *h = pi_malloc(hl);
         if (!h) rc = pi_err(-ENOMEM, "%s: out of memory", sh->name);
-        else rc = pi_ds_zcur_read(M->cur, in, n, ho, h, hl, sh->name);
+        else rc = pi_ds_zcur_read(M->cur, &zin, ho, h, hl, sh->name);
         for (uint64_t i = a; rc == 0 && i <= e; i++)
             if (pi_le32(h + 4 * (i - a)) != M->offsets[i])
                 rc = pi_ds_err(sh, PAGEIN_E_CHANGED, grp->g, i, NULL, "offsets differ from those read at open");
         pi_free(h);
     }
-    if (rc == 0) rc = pi_ds_zcur_read(M->cur, in, n, lo, G->raw, len, sh->name);
+    if (rc == 0) rc = pi_ds_zcur_read(M->cur, &zin, lo, G->raw, len, sh->name);
     if (rc < 0) {
         pi_free(G->raw);
         pi_free(G);

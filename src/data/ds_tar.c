@@ -402,7 +402,8 @@ static const uint8_t *zwin_get(void *ctx, uint64_t off, uint64_t len) {
         w->cap = want;
     }
     w->len = 0;
-    if (pi_ds_zcur_read(w->cur, w->z, w->zn, off, w->buf, want, w->name) < 0) return NULL;
+    struct pi_dszin in = {w->z, 0, w->zn, w->zn, NULL};
+    if (pi_ds_zcur_read(w->cur, &in, off, w->buf, want, w->name) < 0) return NULL;
     w->off = off;
     w->len = want;
     return w->buf;
@@ -707,7 +708,8 @@ static int tar_decode(const struct pi_dsshard *sh, struct pi_dsgroup *grp) {
     }
     G->base = lo;
     G->len = len;
-    int rc = pi_ds_zcur_read(T->cur, grp->bufs[0].p, (size_t)grp->bufs[0].len, lo, G->raw, len, sh->name);
+    struct pi_dszin in = {grp->bufs[0].p, 0, (size_t)grp->bufs[0].len, grp->bufs[0].len, NULL}; /* the whole shard */
+    int rc = pi_ds_zcur_read(T->cur, &in, lo, G->raw, len, sh->name);
     if (rc < 0) {
         pi_free(G->raw);
         pi_free(G);

@@ -257,7 +257,10 @@ struct pi_dszcur {
     pthread_mutex_t mu;
     int kind;            /* 1 gzip, 2 zstd */
     int live;            /* a stream is under way */
-    size_t in_pos;       /* compressed bytes consumed */
+    uint64_t in_pos;     /* compressed bytes consumed */
+    uint8_t *ibuf;       /* compressed bytes read from the source: [ioff, ioff + ilen) */
+    uint64_t ioff;
+    size_t ilen, icap;
     uint64_t produced;   /* decompressed bytes produced so far */
     int ended;           /* the last frame/member ended and no input is left */
     uint8_t *buf;        /* the last piece produced: [produced - blen, produced) */
@@ -276,6 +279,7 @@ int pi_ds_zcur_new(struct pi_dszcur **out, int kind, const char *what) {
     if (!c) return pi_err(-ENOMEM, "%s: out of memory", what);
     c->kind = kind;
     c->bcap = 1u << 17;
+    c->icap = 1u << 20;
     pthread_mutex_init(&c->mu, NULL);
     *out = c;
     return 0;
@@ -301,6 +305,7 @@ void pi_ds_zcur_free(struct pi_dszcur *c) {
     if (!c) return;
     zcur_end(c);
     pi_free(c->buf);
+    pi_free(c->ibuf);
     pthread_mutex_destroy(&c->mu);
     pi_free(c);
 }
@@ -329,21 +334,21 @@ static int zcur_start(struct pi_dszcur *c, const char *what) {
 
 /* The next piece into dst (cap bytes): *got bytes; ended set at the end.
  * A piece into c->buf is kept (blen) for a read that wants its bytes. */
-static int zcur_step(struct pi_dszcur *c, const uint8_t *in, size_t n, uint8_t *dst, size_t cap, size_t *got,
-                     const char *what) {
+static int zcur_step(struct pi_dszcur *c, const uint8_t *p, size_t avail, int at_end, uint8_t *dst, size_t cap,
+                     size_t *got, const char *what) {
     c->blen = 0;
     *got = 0;
     if (c->kind == 2) {
 #ifdef PAGEIN_HAVE_ZSTD
-        ZSTD_inBuffer ib = {in, n, c->in_pos};
+        ZSTD_inBuffer ib = {p, avail, 0};
         ZSTD_outBuffer ob = {dst, cap, 0};
         size_t r = ZSTD_decompressStream(c->zd, &ob, &ib);
         if (ZSTD_isError(r))
             return pi_err(PAGEIN_E_FORMAT, "%s: zstd: %s (after %" PRIu64 " bytes out)", what, ZSTD_getErrorName(r),
                           c->produced);
-        c->in_pos = ib.pos;
+        c->in_pos += ib.pos;
         *got = ob.pos;
-        if (ib.pos == ib.size && ob.pos < ob.size) {
+        if (at_end && ib.pos == ib.size && ob.pos < ob.size) {
             if (r != 0) return pi_err(PAGEIN_E_FORMAT, "%s: zstd stream truncated after %" PRIu64 " bytes out", what,
                                       c->produced + ob.pos);
             c->ended = 1;
@@ -351,20 +356,20 @@ static int zcur_step(struct pi_dszcur *c, const uint8_t *in, size_t n, uint8_t *
 #endif
     } else {
 #ifdef PAGEIN_HAVE_ZLIB
-        size_t left = n - c->in_pos;
-        uInt inchunk = left > (1u << 30) ? (1u << 30) : (uInt)left;
+        uInt inchunk = avail > (1u << 30) ? (1u << 30) : (uInt)avail;
         uInt outchunk = cap > (1u << 30) ? (1u << 30) : (uInt)cap;
-        c->zs.next_in = (Bytef *)(in + c->in_pos);
+        c->zs.next_in = (Bytef *)p;
         c->zs.avail_in = inchunk;
         c->zs.next_out = dst;
         c->zs.avail_out = outchunk;
         int zr = inflate(&c->zs, Z_NO_FLUSH);
         c->in_pos += inchunk - c->zs.avail_in;
         *got = outchunk - c->zs.avail_out;
+        int all = at_end && c->zs.avail_in == 0;
         if (zr == Z_STREAM_END) {
-            if (c->in_pos == n) c->ended = 1;
+            if (all) c->ended = 1;
             else if (inflateReset(&c->zs) != Z_OK) return pi_err(PAGEIN_E_FORMAT, "%s: inflateReset failed", what);
-        } else if (zr == Z_BUF_ERROR && c->in_pos == n && *got == 0) {
+        } else if (zr == Z_BUF_ERROR && all && *got == 0) {
             return pi_err(PAGEIN_E_FORMAT, "%s: gzip stream truncated after %" PRIu64 " bytes out", what, c->produced);
         } else if (zr != Z_OK && zr != Z_BUF_ERROR) {
             return pi_err(PAGEIN_E_FORMAT, "%s: gzip: %s (after %" PRIu64 " bytes out)", what,
@@ -377,7 +382,40 @@ static int zcur_step(struct pi_dszcur *c, const uint8_t *in, size_t n, uint8_t *
     return 0;
 }
 
-int pi_ds_zcur_read(struct pi_dszcur *c, const uint8_t *in, size_t n, uint64_t at, uint8_t *out, uint64_t len,
+/* The compressed bytes at the cursor: from in's window when it holds them,
+ * else read from in->src into the cursor's own buffer (at most 1 MiB, and
+ * not into the window). *at_end: they run to the end of the stream. */
+static int zcur_input(struct pi_dszcur *c, const struct pi_dszin *in, const uint8_t **p, size_t *avail, int *at_end,
+                      const char *what) {
+    uint64_t pos = c->in_pos, wend = in->base + in->n;
+    *at_end = 1;
+    *avail = 0;
+    *p = (const uint8_t *)"";
+    if (pos >= in->total) return 0;
+    if (in->p && pos >= in->base && pos < wend) {
+        *p = in->p + (pos - in->base);
+        *avail = (size_t)(wend - pos);
+        *at_end = wend >= in->total;
+        return 0;
+    }
+    if (!c->ibuf || pos < c->ioff || pos >= c->ioff + c->ilen) {
+        if (!in->src) return pi_err(PAGEIN_E_CHANGED, "%s: compressed data shorter than at open", what);
+        uint64_t end = PI_MIN(in->total, pos + c->icap);
+        if (in->p && pos < in->base) end = PI_MIN(end, in->base);
+        if (!c->ibuf && !(c->ibuf = pi_malloc(c->icap))) return pi_err(-ENOMEM, "%s: out of memory", what);
+        c->ilen = 0;
+        int rc = pi_source_read(in->src, c->ibuf, end - pos, pos);
+        if (rc < 0) return rc;
+        c->ioff = pos;
+        c->ilen = (size_t)(end - pos);
+    }
+    *p = c->ibuf + (pos - c->ioff);
+    *avail = (size_t)(c->ioff + c->ilen - pos);
+    *at_end = c->ioff + c->ilen >= in->total;
+    return 0;
+}
+
+int pi_ds_zcur_read(struct pi_dszcur *c, const struct pi_dszin *in, uint64_t at, uint8_t *out, uint64_t len,
                     const char *what) {
     pthread_mutex_lock(&c->mu);
     int rc = 0;
@@ -398,19 +436,20 @@ int pi_ds_zcur_read(struct pi_dszcur *c, const uint8_t *in, size_t n, uint64_t a
                         c->produced, end);
             break;
         }
-        if (c->in_pos > n) {
-            rc = pi_err(PAGEIN_E_CHANGED, "%s: compressed data shorter than at open", what);
-            break;
-        }
-        size_t got = 0;
+        const uint8_t *ip;
+        size_t avail, got = 0;
+        int at_end;
+        if ((rc = zcur_input(c, in, &ip, &avail, &at_end, what)) < 0) break;
+        uint64_t was = c->in_pos;
         if (at + done == c->produced) { /* straight into place */
             uint64_t room = len - done;
-            rc = zcur_step(c, in, n, out + done, room > SIZE_MAX ? SIZE_MAX : (size_t)room, &got, what);
+            rc = zcur_step(c, ip, avail, at_end, out + done, room > SIZE_MAX ? SIZE_MAX : (size_t)room, &got, what);
             done += got;
         } else {
-            rc = zcur_step(c, in, n, c->buf, c->bcap, &got, what);
+            rc = zcur_step(c, ip, avail, at_end, c->buf, c->bcap, &got, what);
         }
-        if (rc == 0 && !got && !c->ended && c->in_pos == n)
+        /* nothing out, nothing in, not ended: the input has run out */
+        if (rc == 0 && !got && !c->ended && c->in_pos == was)
             rc = pi_err(PAGEIN_E_CHANGED, "%s: compressed data shorter than at open", what);
     }
     if (rc < 0) zcur_end(c); /* the next read starts over */
@@ -424,7 +463,8 @@ int pi_ds_zcur_next(struct pi_dszcur *c, const uint8_t *in, size_t n, uint8_t *o
     int rc = c->live ? 0 : zcur_start(c, what);
     size_t g = 0;
     if (rc == 0 && !c->ended) {
-        if ((rc = zcur_step(c, in, n, out, cap, &g, what)) == 0) {
+        uint64_t pos = PI_MIN(c->in_pos, (uint64_t)n);
+        if ((rc = zcur_step(c, in + pos, n - (size_t)pos, 1, out, cap, &g, what)) == 0) {
             *in_pos = c->in_pos;
             /* a step that produced nothing and ended nothing: input is missing */
             if (!g && !c->ended && c->in_pos == n)

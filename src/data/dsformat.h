@@ -406,16 +406,29 @@ int pi_ds_gunzip_each(const uint8_t *in, size_t n, uint64_t max, pi_ds_piece_fn 
                       const char *what);
 
 /* A cursor over one compressed stream (kind 1 gzip, 2 zstd; dscodec.c):
- * pi_ds_zcur_read writes the decompressed bytes [at, at + len) of in[0, n)
- * (the whole compressed file, the same bytes at every call) into out,
- * continuing from where the last read stopped when at is not behind it
- * (reads in order decompress the stream once), else from the start. Its
- * memory is the codec's window and one 128 KiB piece. Thread-safe (one
- * read at a time). A stream that ends before at + len is PAGEIN_E_CHANGED. */
+ * pi_ds_zcur_read writes the decompressed bytes [at, at + len) of the
+ * stream into out, continuing from where the last read stopped when at is
+ * not behind it (reads in order decompress the stream once), else from the
+ * start. The compressed bytes come from in: its window p = [base, base + n)
+ * of the stream (what the pipeline fetched for the group), and the bytes
+ * outside the window from src, read 1 MiB at a time (a read that starts
+ * over; the few bytes between one group's window and the next), so a
+ * group whose window holds only its own compressed bytes costs reads in
+ * proportion to them when groups are read in order. Its memory is the
+ * codec's window, one 128 KiB piece and one 1 MiB input buffer.
+ * Thread-safe (one read at a time). A stream that ends before at + len is
+ * PAGEIN_E_CHANGED. */
+struct pi_dszin {
+    const uint8_t *p; /* [base, base + n) of the stream, or NULL */
+    uint64_t base;
+    size_t n;
+    uint64_t total;         /* the compressed stream's size */
+    struct pi_source *src;  /* the bytes outside the window; NULL: none */
+};
 struct pi_dszcur;
 int pi_ds_zcur_new(struct pi_dszcur **out, int kind, const char *what);
 void pi_ds_zcur_free(struct pi_dszcur *c);
-int pi_ds_zcur_read(struct pi_dszcur *c, const uint8_t *in, size_t n, uint64_t at, uint8_t *out, uint64_t len,
+int pi_ds_zcur_read(struct pi_dszcur *c, const struct pi_dszin *in, uint64_t at, uint8_t *out, uint64_t len,
                     const char *what);
 /* The stream in order, one piece (at most cap bytes) a call: *got bytes
  * (0 at the end), *in_pos the compressed bytes consumed by then. pi_ds_zcur_reset frees the codec's state until the next read. */
