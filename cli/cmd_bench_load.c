@@ -401,22 +401,9 @@ static struct result in_child(struct bench *b, int what, pagein_strategy s, int 
     memset(&r, 0, sizeof r);
     r.open_s = r.first_s = -1;
     int fds[2];
-    if (pipe(fds) < 0) {
-        snprintf(r.err, sizeof r.err, "pipe: %s", strerror(errno));
-        return r;
-    }
-    fflush(stdout);
-    fflush(stderr);
-    pid_t pid = fork();
-    if (pid < 0) {
-        snprintf(r.err, sizeof r.err, "fork: %s", strerror(errno));
-        close(fds[0]);
-        close(fds[1]);
-        return r;
-    }
+    pid_t pid = cli_child_start(fds, r.err, sizeof r.err);
+    if (pid < 0) return r;
     if (pid == 0) {
-        close(fds[0]);
-        cli_reset_peak_rss();
         struct rusage u0, u1;
         getrusage(RUSAGE_SELF, &u0);
         double io0 = io_read_bytes();

@@ -290,6 +290,27 @@ double cli_status_bytes(const char *key) {
     return v;
 }
 
+int cli_child_start(int fds[2], char *err, size_t errlen) {
+    if (pipe(fds) < 0) {
+        snprintf(err, errlen, "pipe: %s", strerror(errno));
+        return -1;
+    }
+    fflush(stdout);
+    fflush(stderr);
+    pid_t pid = fork();
+    if (pid < 0) {
+        snprintf(err, errlen, "fork: %s", strerror(errno));
+        close(fds[0]);
+        close(fds[1]);
+        return -1;
+    }
+    if (pid == 0) {
+        close(fds[0]);
+        cli_reset_peak_rss();
+    }
+    return (int)pid;
+}
+
 int cli_child_result(int fd, int pid, void *buf, size_t len) {
     size_t got = 0;
     while (got < len) {
