@@ -325,21 +325,7 @@ static double fio_gbps(const struct bench *b) {
         if (b->sizes[i] > b->sizes[big]) big = i;
     uint64_t size = b->sizes[big] & ~((1ull << 20) - 1);
     if (size < (1u << 20) || strchr(b->files[big], '\'')) return -1;
-    char cmd[8192];
-    snprintf(cmd, sizeof cmd,
-             "fio --name=hostlimit --filename='%s' --readonly --rw=read --bs=1M --iodepth=32 --ioengine=libaio "
-             "--direct=1 --size=%llu --output-format=json 2>/dev/null",
-             b->files[big], (unsigned long long)size);
-    FILE *p = popen(cmd, "r");
-    if (!p) return -1;
-    static char out[1 << 16];
-    size_t n = fread(out, 1, sizeof out - 1, p);
-    out[n] = 0;
-    int st = pclose(p);
-    const char *rd = strstr(out, "\"read\"");
-    const char *bw = rd ? strstr(rd, "\"bw_bytes\"") : NULL;
-    if (st != 0 || !bw || !(bw = strchr(bw, ':'))) return -1;
-    double v = atof(bw + 1);
+    double v = cli_fio_read_bps(b->files[big], size, "libaio", "hostlimit");
     return v > 0 ? v / 1e9 : -1;
 }
 
