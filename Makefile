@@ -122,6 +122,15 @@ $(BUILD)/bench/%: bench/%.c $(LIBA)
 	@mkdir -p $(dir $@)
 	$(CC) $(ALL_CFLAGS) -o $@ $< $(LIBA) $(LDLIBS_CORE) $(LIB_LDLIBS) -lm
 
+# bench_shuffle, the program `pagein bench shuffle` runs, shares the tool's
+# helpers (errors, sizes, JSON strings, cleanup on signals, SVG charts,
+# access traces) as a benchmark of the tool's family; the rest of bench/
+# links the library only.
+BENCH_CLI_OBJ := $(addprefix $(BUILD)/obj/cli/,util.o cleanup.o svg.o trace.o)
+$(BUILD)/bench/bench_shuffle: bench/bench_shuffle.c $(BENCH_CLI_OBJ) $(LIBA)
+	@mkdir -p $(dir $@)
+	$(CC) $(ALL_CFLAGS) -Icli -o $@ $< $(BENCH_CLI_OBJ) $(LIBA) $(LDLIBS_CORE) $(LIB_LDLIBS) -lm
+
 # ---- fuzz targets: replay driver (any compiler) and libFuzzer (clang) ------
 $(BUILD)/fuzz/replay_%: fuzz/replay.c fuzz/fuzz_%.c $(LIBA)
 	@mkdir -p $(dir $@)
@@ -233,7 +242,7 @@ demo: all
 	PAGEIN=$(TOOL) DEMO_MODEL=$(DEMO_MODEL) bash scripts/demo.sh
 
 # ---- install ---------------------------------------------------------------
-install: lib $(TOOL)
+install: lib $(TOOL) $(BUILD)/bench/bench_shuffle
 	install -d $(DESTDIR)$(PREFIX)/include $(DESTDIR)$(PREFIX)/lib/pkgconfig $(DESTDIR)$(PREFIX)/bin
 	install -m 644 include/pagein.h $(DESTDIR)$(PREFIX)/include/
 	install -m 644 $(LIBA) $(DESTDIR)$(PREFIX)/lib/
@@ -241,6 +250,8 @@ install: lib $(TOOL)
 	ln -sf libpagein.so.$(VERSION) $(DESTDIR)$(PREFIX)/lib/libpagein.so.0
 	ln -sf libpagein.so.0 $(DESTDIR)$(PREFIX)/lib/libpagein.so
 	install -m 755 $(TOOL) $(DESTDIR)$(PREFIX)/bin/
+	install -d $(DESTDIR)$(PREFIX)/libexec/pagein
+	install -m 755 $(BUILD)/bench/bench_shuffle $(DESTDIR)$(PREFIX)/libexec/pagein/
 	sed -e 's|@PREFIX@|$(PREFIX)|g' -e 's|@VERSION@|$(VERSION)|g' -e 's|@LIBS@|$(strip $(LDLIBS_CORE) $(LIB_LDLIBS))|g' \
 	  pagein.pc.in > $(DESTDIR)$(PREFIX)/lib/pkgconfig/pagein.pc
 

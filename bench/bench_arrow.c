@@ -31,11 +31,7 @@
 
 #include "../src/data/arrow.h"
 
-static double now(void) {
-    struct timespec t;
-    clock_gettime(CLOCK_MONOTONIC, &t);
-    return (double)t.tv_sec + (double)t.tv_nsec * 1e-9;
-}
+#include "bench.h"
 
 static volatile uint64_t sink;
 
@@ -74,7 +70,7 @@ static int usage(void) {
 static int pipe_mode(const char *path, int order, unsigned read_batch, unsigned window, int json) {
     int fd = open(path, O_RDONLY);
     if (fd >= 0) posix_fadvise(fd, 0, 0, POSIX_FADV_DONTNEED), close(fd);
-    double t0 = now();
+    double t0 = bench_now();
     pagein_dataset *d = NULL;
     pagein_pipe *p = NULL;
     pagein_pipe_opts po = PAGEIN_PIPE_OPTS_INIT;
@@ -95,7 +91,7 @@ static int pipe_mode(const char *path, int order, unsigned read_batch, unsigned 
             bytes += it.fields[k].nbytes;
         }
     }
-    double t1 = now();
+    double t1 = bench_now();
     if (rc < 0) {
         fprintf(stderr, "%s\n", pagein_last_error_detail());
         return 1;
@@ -158,13 +154,13 @@ int main(int argc, char **argv) {
         for (size_t b = 0; b < a.nbatches; b++) bytes += a.batches[b].meta_len + a.batches[b].body_len;
         double best_dec = 1e30, best_cpy = 1e30;
         for (long it = 0; it < iters; it++) {
-            double t0 = now();
+            double t0 = bench_now();
             for (size_t b = 0; b < a.nbatches; b++) {
                 const struct pi_arrow_batch_ref *r = &a.batches[b];
                 memcpy(dst + r->offset, buf + r->offset, r->meta_len + r->body_len);
             }
             sink += dst[n / 2];
-            double t1 = now();
+            double t1 = bench_now();
             cells = 0;
             for (size_t b = 0; b < a.nbatches; b++) {
                 const struct pi_arrow_batch_ref *r = &a.batches[b];
@@ -177,7 +173,7 @@ int main(int argc, char **argv) {
                     for (uint64_t row = 0; row < bt.rows; row++) sink += touch(&bt.cols[c], row), cells++;
                 pi_arrow_batch_free(&bt);
             }
-            double t2 = now();
+            double t2 = bench_now();
             if (t1 - t0 < best_cpy) best_cpy = t1 - t0;
             if (t2 - t1 < best_dec) best_dec = t2 - t1;
         }
@@ -202,7 +198,7 @@ int main(int argc, char **argv) {
     }
     if (strcmp(mode, "mmap-random") != 0) return usage();
     posix_fadvise(fd, 0, 0, POSIX_FADV_DONTNEED);
-    double t0 = now();
+    double t0 = bench_now();
     const uint8_t *m = mmap(NULL, n ? n : 1, PROT_READ, MAP_SHARED, fd, 0);
     if (m == MAP_FAILED) {
         perror("mmap");
@@ -213,7 +209,7 @@ int main(int argc, char **argv) {
         fprintf(stderr, "%s\n", pagein_last_error_detail());
         return 1;
     }
-    double t1 = now();
+    double t1 = bench_now();
     struct pi_arrow_batch *bt = calloc(a.nbatches ? a.nbatches : 1, sizeof *bt);
     uint8_t *have = calloc(a.nbatches ? a.nbatches : 1, 1);
     uint64_t s = seed * 0x9e3779b97f4a7c15ull + 1;
@@ -238,7 +234,7 @@ int main(int argc, char **argv) {
         }
         for (uint32_t c = 0; c < bt[lo].ncols; c++) sink += touch(&bt[lo].cols[c], id - r->first_row);
     }
-    double t2 = now();
+    double t2 = bench_now();
     if (json)
         printf("{\"mode\": \"mmap-random\", \"file\": \"%s\", \"rows\": %ld, \"dataset_rows\": %llu, \"open_seconds\": %.6f, "
                "\"seconds\": %.6f, \"rows_per_second\": %.1f}\n",

@@ -20,11 +20,7 @@
 
 #include "pagein.h"
 
-static double now(void) {
-    struct timespec ts;
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    return (double)ts.tv_sec + (double)ts.tv_nsec * 1e-9;
-}
+#include "bench.h"
 
 static int cmpd(const void *a, const void *b) {
     double x = *(const double *)a, y = *(const double *)b;
@@ -111,14 +107,14 @@ int main(int argc, char **argv) {
     const char *s;
     size_t sl;
     for (long i = 0; i < iters; i++) {
-        double t0 = now();
+        double t0 = bench_now();
         rc = pagein_open(&f, path, NULL);
         /* one lookup each so nothing is skipped */
         const pagein_meta *m;
         if (rc == 0 && pagein_meta_get_array(f, "tokenizer.ggml.tokens", &m) == 0)
             pagein_meta_array_str(f, m, m->count - 1, &s, &sl);
         if (rc == 0) pagein_close(f);
-        t[i] = now() - t0;
+        t[i] = bench_now() - t0;
         if (rc) return 1;
     }
     qsort(t, (size_t)iters, sizeof *t, cmpd);

@@ -22,11 +22,7 @@
 #include <snappy-c.h>
 #endif
 
-static double now(void) {
-    struct timespec ts;
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    return (double)ts.tv_sec + (double)ts.tv_nsec * 1e-9;
-}
+#include "bench.h"
 
 static double cpu(void) {
     struct timespec ts;
@@ -108,7 +104,7 @@ int main(int argc, char **argv) {
     struct pi_pq_scratch scr;
     memset(&scr, 0, sizeof scr);
     for (int it = -1; it < iters; it++) {
-        double f0 = now(), fc0 = cpu();
+        double f0 = bench_now(), fc0 = cpu();
         for (size_t g = 0; g < f->ngroups; g++)
             for (int k = 0; k < nsel; k++) {
                 struct pi_pq_column col;
@@ -119,7 +115,7 @@ int main(int argc, char **argv) {
                 }
                 pi_pq_column_free(&col);
             }
-        double t0 = now(), c0 = cpu();
+        double t0 = bench_now(), c0 = cpu();
         for (size_t g = 0; g < f->ngroups; g++)
             for (int k = 0; k < nsel; k++) {
                 const struct pi_pq_chunk *C = &f->groups[g].chunks[sel[k]];
@@ -128,7 +124,7 @@ int main(int argc, char **argv) {
                     return 1;
                 }
             }
-        double t1 = now(), c1 = cpu();
+        double t1 = bench_now(), c1 = cpu();
 #ifdef PAGEIN_HAVE_SNAPPY
         if (snappy_only)
             for (size_t g = 0; g < f->ngroups; g++)
@@ -146,7 +142,7 @@ int main(int argc, char **argv) {
                     }
                 }
 #endif
-        double t2 = now(), c2 = cpu();
+        double t2 = bench_now(), c2 = cpu();
         /* the floor of the output: writing the decoded arrays once (memset of
          * the reused column's values, validity, offsets, strings) */
         for (int k = 0; k < nsel; k++) {
@@ -159,7 +155,7 @@ int main(int argc, char **argv) {
                 memset(c->bytes, 1, (size_t)c->nbytes);
             }
         }
-        double t3 = now(), c3 = cpu();
+        double t3 = bench_now(), c3 = cpu();
         if (it >= 0) {
             tw[it] = t3 - t2;
             twc[it] = c3 - c2;

@@ -33,11 +33,7 @@
 
 #include "pagein.h"
 
-static double now(void) {
-    struct timespec ts;
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    return (double)ts.tv_sec + ts.tv_nsec * 1e-9;
-}
+#include "bench.h"
 
 static double cpu_now(void) {
     struct timespec ts;
@@ -148,14 +144,14 @@ static int parse_loop(const void *map, size_t total, int iters, double *t, doubl
                       double *faults) {
     long flt0 = minflt();
     for (int it = 0; it < iters; it++) {
-        double c0 = cpu_now(), t0 = now();
+        double c0 = cpu_now(), t0 = bench_now();
         pagein_file *f = NULL;
         int rc = pagein_open_memory(&f, map, total, "synthetic", NULL);
         if (rc) {
             fprintf(stderr, "parse failed: %s: %s\n", pagein_strerror(rc), pagein_last_error_detail());
             return 1;
         }
-        t[it] = now() - t0;
+        t[it] = bench_now() - t0;
         c[it] = cpu_now() - c0;
         *found = pagein_tensor_count(f);
         pagein_close(f);
@@ -231,7 +227,7 @@ int main(int argc, char **argv) {
     uint64_t fsize = 0;
     if (file) {
         for (int it = 0; it < iters; it++) {
-            double c0 = cpu_now(), t0 = now();
+            double c0 = cpu_now(), t0 = bench_now();
             pagein_file *f = NULL;
             int rc = pagein_open(&f, file, NULL);
             if (rc) {
@@ -241,7 +237,7 @@ int main(int argc, char **argv) {
             size_t n = pagein_tensor_count(f);
             size_t hits = 0;
             for (size_t i = 0; i < n; i++) hits += pagein_tensor_get(f, pagein_tensor_at(f, i)->name) != NULL;
-            t[it] = now() - t0;
+            t[it] = bench_now() - t0;
             c[it] = cpu_now() - c0;
             if (hits != n) return 1;
             nfile = n;

@@ -23,11 +23,7 @@
 
 #include "pagein.h"
 
-static double now(void) {
-    struct timespec ts;
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    return (double)ts.tv_sec + ts.tv_nsec * 1e-9;
-}
+#include "bench.h"
 
 /* Drops the file's pages from the page cache. Returns 0 if the kernel
  * accepted the advice (pages mapped elsewhere may stay). */
@@ -43,7 +39,7 @@ static volatile uint64_t sink;
 
 /* pagein: open + every byte of every tensor, file order. */
 static int run_pagein(const char *path, double *secs, uint64_t *bytes) {
-    double t0 = now();
+    double t0 = bench_now();
     pagein_file *f = NULL;
     int rc = pagein_open(&f, path, NULL);
     if (rc) {
@@ -66,14 +62,14 @@ static int run_pagein(const char *path, double *secs, uint64_t *bytes) {
     }
     sink = sum;
     pagein_close(f);
-    *secs = now() - t0;
+    *secs = bench_now() - t0;
     *bytes = total;
     return 0;
 }
 
 /* plain read() of the whole file into a 16 MiB buffer, summed the same way. */
 static int run_read(const char *path, double *secs, uint64_t *bytes) {
-    double t0 = now();
+    double t0 = bench_now();
     int fd = open(path, O_RDONLY);
     if (fd < 0) {
         perror(path);
@@ -103,7 +99,7 @@ static int run_read(const char *path, double *secs, uint64_t *bytes) {
     sink = sum;
     close(fd);
     free(buf);
-    *secs = now() - t0;
+    *secs = bench_now() - t0;
     *bytes = total;
     return 0;
 }

@@ -29,11 +29,7 @@
 
 #include "pagein.h"
 
-static double now(void) {
-    struct timespec ts;
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    return (double)ts.tv_sec + ts.tv_nsec * 1e-9;
-}
+#include "bench.h"
 
 static int dcmp(const void *a, const void *b) {
     double x = *(const double *)a, y = *(const double *)b;
@@ -157,14 +153,14 @@ static int run(uint32_t n, int iters, struct result *r) {
     double tf[64], tm[64];
     for (int i = 0; i < iters; i++) {
         pagein_file *f = NULL;
-        double t0 = now();
+        double t0 = bench_now();
         r->rc = pagein_open(&f, path, &o);
         pagein_close(f);
-        tf[i] = now() - t0;
-        t0 = now();
+        tf[i] = bench_now() - t0;
+        t0 = bench_now();
         int rc = pagein_open_memory(&f, z.p, z.n, path, &o);
         pagein_close(f);
-        tm[i] = now() - t0;
+        tm[i] = bench_now() - t0;
         (void)rc;
     }
     unlink(path);

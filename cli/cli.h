@@ -81,6 +81,15 @@ int cli_parse_size(const char *s, uint64_t *out);
 void cli_reset_peak_rss(void);
 double cli_status_bytes(const char *key);
 int cli_child_result(int fd, int pid, void *buf, size_t len);
+/* Forks the measuring child with a result pipe: in the child (0 returned)
+ * fds[1] is the write end and the peak RSS is reset; in the parent the
+ * child's pid (read fds[0] with cli_child_result after closing fds[1]);
+ * -1 with "pipe: ..."/"fork: ..." in err when either fails. */
+int cli_child_start(int fds[2], char *err, size_t errlen);
+/* fio's sequential O_DIRECT read of path's first size bytes (1 MiB blocks
+ * at QD32, ioengine, job name job): bytes per second from its JSON report
+ * (0 when it states none), or -1 when fio fails or path holds a quote. */
+double cli_fio_read_bps(const char *path, uint64_t size, const char *ioengine, const char *job);
 /* 1 if a is an alignment the writers take: a power of two from 8 to 2^30. */
 static inline int cli_valid_align(uint64_t a) { return a >= 8 && a <= (1ull << 30) && (a & (a - 1)) == 0; }
 /* Formats bytes as "1.21 GiB" into buf. */

@@ -1,6 +1,7 @@
 /* cmd_bench.c - `pagein bench` alone, or with an unknown suite. Each suite is
  * its own command registered as "bench-SUITE" (cmd_bench_load.c,
- * cmd_bench_share.c, cmd_bench_shuffle.c); main.c runs `pagein bench SUITE`
+ * cmd_bench_share.c, cmd_bench_shuffle.c: a front for bench/bench_shuffle.c);
+ * main.c runs `pagein bench SUITE`
  * as that command, so suites never edit this file. */
 #include "cli.h"
 

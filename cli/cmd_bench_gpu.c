@@ -117,22 +117,9 @@ static struct result in_child(const struct bench *b, enum what w, int device, ch
     memset(&r, 0, sizeof r);
     r.first_s = r.pinned = r.base_rss = -1;
     int fds[2];
-    if (pipe(fds) < 0) {
-        snprintf(r.err, sizeof r.err, "pipe: %s", strerror(errno));
-        return r;
-    }
-    fflush(stdout);
-    fflush(stderr);
-    pid_t pid = fork();
-    if (pid < 0) {
-        snprintf(r.err, sizeof r.err, "fork: %s", strerror(errno));
-        close(fds[0]);
-        close(fds[1]);
-        return r;
-    }
+    pid_t pid = cli_child_start(fds, r.err, sizeof r.err);
+    if (pid < 0) return r;
     if (pid == 0) {
-        close(fds[0]);
-        cli_reset_peak_rss();
         int rc = 0;
         char name[128] = "";
         if (w == W_PROBE) {
@@ -286,23 +273,12 @@ static struct result run_python(const struct bench *b, const char *mode, int dev
     struct result r;
     memset(&r, 0, sizeof r);
     r.first_s = r.pinned = r.base_rss = -1;
-    int fds[2];
-    if (pipe(fds) < 0) {
-        snprintf(r.err, sizeof r.err, "pipe: %s", strerror(errno));
-        return r;
-    }
     char dev[16];
     snprintf(dev, sizeof dev, "%d", device);
-    fflush(stdout);
-    fflush(stderr);
-    pid_t pid = fork();
-    if (pid < 0) {
-        snprintf(r.err, sizeof r.err, "fork: %s", strerror(errno));
-        close(fds[0]), close(fds[1]);
-        return r;
-    }
+    int fds[2];
+    pid_t pid = cli_child_start(fds, r.err, sizeof r.err);
+    if (pid < 0) return r;
     if (pid == 0) {
-        close(fds[0]);
         dup2(fds[1], 1);
         close(fds[1]);
         execlp(b->python, b->python, "-c", py_script, mode, b->model, dev, (char *)NULL);
@@ -349,21 +325,7 @@ static double fio_gbps(const struct bench *b) {
         if (b->sizes[i] > b->sizes[big]) big = i;
     uint64_t size = b->sizes[big] & ~((1ull << 20) - 1);
     if (size < (1u << 20) || strchr(b->files[big], '\'')) return -1;
-    char cmd[8192];
-    snprintf(cmd, sizeof cmd,
-             "fio --name=hostlimit --filename='%s' --readonly --rw=read --bs=1M --iodepth=32 --ioengine=libaio "
-             "--direct=1 --size=%llu --output-format=json 2>/dev/null",
-             b->files[big], (unsigned long long)size);
-    FILE *p = popen(cmd, "r");
-    if (!p) return -1;
-    static char out[1 << 16];
-    size_t n = fread(out, 1, sizeof out - 1, p);
-    out[n] = 0;
-    int st = pclose(p);
-    const char *rd = strstr(out, "\"read\"");
-    const char *bw = rd ? strstr(rd, "\"bw_bytes\"") : NULL;
-    if (st != 0 || !bw || !(bw = strchr(bw, ':'))) return -1;
-    double v = atof(bw + 1);
+    double v = cli_fio_read_bps(b->files[big], size, "libaio", "hostlimit");
     return v > 0 ? v / 1e9 : -1;
 }
 

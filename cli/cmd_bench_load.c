@@ -401,22 +401,9 @@ static struct result in_child(struct bench *b, int what, pagein_strategy s, int 
     memset(&r, 0, sizeof r);
     r.open_s = r.first_s = -1;
     int fds[2];
-    if (pipe(fds) < 0) {
-        snprintf(r.err, sizeof r.err, "pipe: %s", strerror(errno));
-        return r;
-    }
-    fflush(stdout);
-    fflush(stderr);
-    pid_t pid = fork();
-    if (pid < 0) {
-        snprintf(r.err, sizeof r.err, "fork: %s", strerror(errno));
-        close(fds[0]);
-        close(fds[1]);
-        return r;
-    }
+    pid_t pid = cli_child_start(fds, r.err, sizeof r.err);
+    if (pid < 0) return r;
     if (pid == 0) {
-        close(fds[0]);
-        cli_reset_peak_rss();
         struct rusage u0, u1;
         getrusage(RUSAGE_SELF, &u0);
         double io0 = io_read_bytes();
@@ -504,26 +491,11 @@ static double fio_limit(struct bench *b, int quiet, char *how, size_t hlen) {
     for (size_t i = 1; i < b->nfiles; i++)
         if (b->sizes[i] > b->sizes[big]) big = i;
     uint64_t size = b->sizes[big] & ~((1ull << 20) - 1);
-    if (size < (1u << 20)) return -1;
+    if (size < (1u << 20) || strchr(b->files[big], '\'')) return -1;
     static const char *const engines[] = {"io_uring", "libaio", "psync"};
     for (size_t e = 0; e < 3; e++) {
-        char cmd[8192];
-        snprintf(cmd, sizeof cmd,
-                 "fio --name=devlimit --filename='%s' --readonly --rw=read --bs=1M --iodepth=32 "
-                 "--ioengine=%s --direct=1 --size=%llu --output-format=json 2>/dev/null",
-                 b->files[big], engines[e], (unsigned long long)size);
-        if (strchr(b->files[big], '\'')) return -1;
-        FILE *p = popen(cmd, "r");
-        if (!p) return -1;
-        static char out[1 << 16];
-        size_t n = fread(out, 1, sizeof out - 1, p);
-        out[n] = 0;
-        int st = pclose(p);
-        const char *rd = strstr(out, "\"read\"");
-        const char *bw = rd ? strstr(rd, "\"bw_bytes\"") : NULL;
-        if (st == 0 && bw) {
-            bw = strchr(bw, ':');
-            double v = bw ? atof(bw + 1) : 0;
+        double v = cli_fio_read_bps(b->files[big], size, engines[e], "devlimit");
+        if (v >= 0) {
             const char *base = strrchr(b->files[big], '/');
             snprintf(how, hlen, "fio --ioengine=%s, 1 MiB O_DIRECT reads at QD32 over %llu MiB of %.100s", engines[e],
                      (unsigned long long)(size >> 20), base ? base + 1 : b->files[big]);

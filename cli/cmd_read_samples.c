@@ -120,17 +120,6 @@ static void put_b64(const unsigned char *d, uint64_t n) {
     }
 }
 
-static void put_json_str(const char *s) {
-    putchar('"');
-    for (; *s; s++) {
-        unsigned char c = (unsigned char)*s;
-        if (c == '"' || c == '\\') printf("\\%c", c);
-        else if (c < 0x20) printf("\\u%04x", c);
-        else putchar(c);
-    }
-    putchar('"');
-}
-
 enum out_format { OUT_RAW, OUT_FRAMED, OUT_JSONL };
 
 /* Nested values (LIST, STRUCT, MAP) hold their children at fields[child ..
@@ -181,7 +170,7 @@ static void put_json_value(const pagein_item *it, const pagein_field *f, int dep
         const pagein_field *c = child_of(it, f, k);
         printf("%s", k ? ", " : "");
         if (st) {
-            put_json_str(c && c->name ? c->name : "");
+            cli_json_str(stdout, c && c->name ? c->name : "", c && c->name ? strlen(c->name) : 0);
             printf(": ");
         }
         put_json_value(it, c, depth + 1);
@@ -208,7 +197,7 @@ static int put_item(enum out_format fmt, const pagein_item *it) {
     printf("{\"id\": %" PRIu64 ", \"fields\": {", it->id);
     for (size_t k = 0; k < it->nfields; k++) {
         printf("%s", k ? ", " : "");
-        put_json_str(it->fields[k].name);
+        cli_json_str(stdout, it->fields[k].name, strlen(it->fields[k].name));
         printf(": ");
         put_json_value(it, &it->fields[k], 0);
     }

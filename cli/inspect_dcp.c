@@ -8,18 +8,6 @@
 #include <stdlib.h>
 #include <string.h>
 
-/* s as a JSON string (quotes, backslashes and control bytes escaped). */
-static void json_str(const char *s) {
-    putchar('"');
-    for (; *s; s++) {
-        unsigned char c = (unsigned char)*s;
-        if (c == '"' || c == '\\') printf("\\%c", c);
-        else if (c < 0x20) printf("\\u%04x", c);
-        else putchar(c);
-    }
-    putchar('"');
-}
-
 int inspect_dcp(const char *path, int json) {
     pagein_dcp *d = NULL;
     int rc = pagein_dcp_open(&d, path);
@@ -31,7 +19,7 @@ int inspect_dcp(const char *path, int json) {
     uint64_t bytes = 0;
     if (json) {
         printf("{\"path\":");
-        json_str(path);
+        cli_json_str(stdout, path, strlen(path));
         printf(",\"format\":\"dcp\",\"items\":[");
     }
     else printf("checkpoint:  %s\nformat:      torch Distributed Checkpoint (DCP)\n\n%-32s %-6s %-20s %12s %6s\n", path,
@@ -49,7 +37,7 @@ int inspect_dcp(const char *path, int json) {
         if (!in.is_bytes) nt++, bytes += in.nbytes;
         if (json) {
             printf("%s{\"name\":", i ? "," : "");
-            json_str(in.name);
+            cli_json_str(stdout, in.name, strlen(in.name));
             printf(",\"dtype\":\"%s\",\"shape\":%s,\"bytes\":%" PRIu64 ",\"chunks\":%u}", dt,
                    in.is_bytes ? "null" : shape, in.nbytes, in.nchunks);
         } else

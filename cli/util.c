@@ -290,6 +290,47 @@ double cli_status_bytes(const char *key) {
     return v;
 }
 
+double cli_fio_read_bps(const char *path, uint64_t size, const char *ioengine, const char *job) {
+    if (strchr(path, '\'')) return -1;
+    char cmd[8192];
+    snprintf(cmd, sizeof cmd,
+             "fio --name=%s --filename='%s' --readonly --rw=read --bs=1M --iodepth=32 --ioengine=%s --direct=1 "
+             "--size=%llu --output-format=json 2>/dev/null",
+             job, path, ioengine, (unsigned long long)size);
+    FILE *p = popen(cmd, "r");
+    if (!p) return -1;
+    static char out[1 << 16];
+    size_t n = fread(out, 1, sizeof out - 1, p);
+    out[n] = 0;
+    int st = pclose(p);
+    const char *rd = strstr(out, "\"read\"");
+    const char *bw = rd ? strstr(rd, "\"bw_bytes\"") : NULL;
+    if (st != 0 || !bw) return -1;
+    bw = strchr(bw, ':');
+    return bw ? atof(bw + 1) : 0;
+}
+
+int cli_child_start(int fds[2], char *err, size_t errlen) {
+    if (pipe(fds) < 0) {
+        snprintf(err, errlen, "pipe: %s", strerror(errno));
+        return -1;
+    }
+    fflush(stdout);
+    fflush(stderr);
+    pid_t pid = fork();
+    if (pid < 0) {
+        snprintf(err, errlen, "fork: %s", strerror(errno));
+        close(fds[0]);
+        close(fds[1]);
+        return -1;
+    }
+    if (pid == 0) {
+        close(fds[0]);
+        cli_reset_peak_rss();
+    }
+    return (int)pid;
+}
+
 int cli_child_result(int fd, int pid, void *buf, size_t len) {
     size_t got = 0;
     while (got < len) {

@@ -47,6 +47,10 @@ void pi_free(void *p);
 char *pi_strndup(const char *s, size_t n);
 /* 1 if s ends with suf (byte comparison); 0 for a NULL s. */
 int pi_ends_with(const char *s, const char *suf);
+/* The last i < n with a[i] <= x in the ascending a[0..n) (0 when none or
+ * n == 0): the bisection every "which shard / window / interval holds
+ * position x" asks, over a table of first positions. */
+size_t pi_last_le(const uint64_t *a, size_t n, uint64_t x);
 /* The value of hex digit c (either case), or -1. */
 int pi_hexval(int c);
 /* dir/name (malloc'd, NULL without memory), with one slash however many dir

@@ -1,4 +1,4 @@
-/* test_cache_many.c - many plain files at once (issue 28):
+/* test_cache_many.c - many plain files at once:
  * pagein_cache_open_many opens every path it can, says which failed and
  * keeps the order; pagein_cache_warm_many warms every file's range as one
  * engine run (residency checked with mincore through

@@ -47,3 +47,17 @@ TEST(core_store_join_hex) {
     CHECK(pi_ends_with("a.jsonl.gz", ".gz") && !pi_ends_with("gz", ".gz") && !pi_ends_with(NULL, ".gz"));
     return PASS;
 }
+
+/* pi_last_le: the last first-position <= x, empty runs (equal firsts) skipped to the last. */
+TEST(core_last_le) {
+    static const uint64_t a[] = {0, 10, 10, 25, 40};
+    CHECK_EQ(pi_last_le(a, 5, 0), 0);
+    CHECK_EQ(pi_last_le(a, 5, 9), 0);
+    CHECK_EQ(pi_last_le(a, 5, 10), 2);
+    CHECK_EQ(pi_last_le(a, 5, 24), 2);
+    CHECK_EQ(pi_last_le(a, 5, 25), 3);
+    CHECK_EQ(pi_last_le(a, 5, 1000), 4);
+    CHECK_EQ(pi_last_le(a, 1, 1000), 0);
+    CHECK_EQ(pi_last_le(a, 0, 5), 0);
+    return PASS;
+}

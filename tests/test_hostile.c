@@ -1,5 +1,5 @@
 /*
- * test_hostile.c - remote sources against hostile servers (issue 27; the
+ * test_hostile.c - remote sources against hostile servers (the
  * rules in docs/SAFETY.md, "Remote sources"). White-box: includes
  * src/internal.h and src/source/remote.h. The servers are tools/hostile.py
  * instances on 127.0.0.1 and 127.0.0.2 (another host), started per test and

@@ -2,7 +2,7 @@
  * after it was opened reports the truncation (PAGEIN_E_TRUNCATED naming
  * the file and the offset), not an RLIMIT_MEMLOCK refusal: mlock of pages
  * past the end of the file fails with ENOMEM, which otherwise reads as
- * "over the limit" (issue 19, item 8). The check runs before mlock, so the
+ * "over the limit". The check runs before mlock, so the
  * test means the same under AddressSanitizer (whose mlock is a no-op). */
 #include "test.h"
 

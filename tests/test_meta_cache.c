@@ -234,7 +234,7 @@ TEST(meta_cache_size_bound) {
     return PASS;
 }
 
-/* One check for many entries (issue 28): the rule that lets an entry be
+/* One check for many entries: the rule that lets an entry be
  * used without a request of its own (pi_meta_usable) and the listing page
  * it reads (pi_s3_stat_page). */
 TEST(meta_cache_vouch_rule) {

@@ -1,5 +1,5 @@
 /*
- * test_readv_issue.c - the submit side of the local readv (issue 29): what
+ * test_readv_issue.c - the submit side of the local readv: what
  * the ring or the threads had submitted and not completed, the time the
  * issuing thread spent inside io_uring_submit, and the switch to the
  * kernel's workers (IOSQE_ASYNC) when issuing blocks.

@@ -1,4 +1,4 @@
-/* test_reliability.c - issue 19: the prefetch pager with extreme "layers
+/* test_reliability.c - the prefetch pager with extreme "layers
  * ahead" values, fork() after opening a model with each strategy, and the
  * allocation journal's cost. Hang-prone checks run in a forked child under
  * alarm(), so a regression fails instead of hanging the runner.

@@ -1,5 +1,5 @@
 /*
- * test_remote_reliability.c - issue 27 items 8 and 10 against the real
+ * test_remote_reliability.c - fork safety and re-resolved redirects against the real
  * servers (tests/remote/servers.sh: nginx, tools/httpfault.py):
  *
  *   - a child of fork() made after a remote source kept connections alive

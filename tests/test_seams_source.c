@@ -233,7 +233,7 @@ static int count_entry(void *arg, const struct pi_list_entry *e) {
 
 /* pagein_source_list goes through the table: the test-only row lists
  * through the public call too, each name the listed URI + its own name
- * (issue 23: no scheme switch in data/uri.c). */
+ * (no scheme switch in data/uri.c). */
 static int count_name(void *arg, const char *uri) {
     size_t *n = arg;
     if (strncmp(uri, "null://sharded", 14) != 0 || strstr(uri, "//sharded//") || pi_ends_with(uri, "/")) return -1;

@@ -1,5 +1,5 @@
-"""Hostile arguments and headers (issue 19 items 1 and 10, issue 17 item
-5): integers are range-checked instead of wrapped, headers the library
+"""Hostile arguments and headers:
+integers are range-checked instead of wrapped, headers the library
 accepts but numpy/torch cannot hold raise pagein.Error naming the tensor,
 and a FIFO is refused at once instead of blocking."""
 import json

@@ -1,5 +1,5 @@
-"""get_tensor(name, dtype="float32"|"float16"|"bfloat16") (issue 17 item
-11, Python side): float tensors converted exactly (round to nearest even),
+"""get_tensor(name, dtype="float32"|"float16"|"bfloat16") (the Python
+side): float tensors converted exactly (round to nearest even),
 GGUF block types dequantized by the library's pagein_tensor_dequantize and
 checked against an independent implementation of ggml's Q8_0/Q4_0 blocks
 written here from the published block layouts."""

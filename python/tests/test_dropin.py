@@ -1,5 +1,5 @@
 """pagein.torch and pagein.numpy as drop-ins for safetensors.torch and
-safetensors.numpy, and safe_open's device argument (issue 17 item 10)."""
+safetensors.numpy, and safe_open's device argument."""
 import sys
 import types
 

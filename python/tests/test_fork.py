@@ -1,4 +1,4 @@
-"""fork() after open_model (issue 19 item 2): DataLoader workers and
+"""fork() after open_model: DataLoader workers and
 preloading servers (gunicorn --preload) fork after opening. The child's
 layers() must not hang (the prefetch pager's thread does not survive fork;
 the library restarts it in the child) and must give the same bytes; the

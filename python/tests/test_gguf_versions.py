@@ -1,4 +1,4 @@
-"""GGUF metadata of every version through Python (issue 13 item 6): the
+"""GGUF metadata of every version through Python: the
 extension reads values through the library's accessors, so v1 files
 (32-bit lengths and counts, as llama2.c's converter wrote them) give the
 same values as v2 and v3. Files come from the tests' independent writer

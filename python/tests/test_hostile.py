@@ -1,5 +1,5 @@
 """open_model and pull against a hostile server (tools/hostile.py: 127.0.0.1
-is the configured host, 127.0.0.2 another host), issue 27: HF_TOKEN is sent
+is the configured host, 127.0.0.2 another host): HF_TOKEN is sent
 to the Hub only, never to the host its redirect names, also on the range
 requests after the redirect; secrets never appear in exceptions."""
 import json

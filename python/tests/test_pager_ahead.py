@@ -1,4 +1,4 @@
-"""The prefetch pager with extreme lookahead values (issue 19 item 1): any
+"""The prefetch pager with extreme lookahead values: any
 value the binding accepts (up to 2**32 - 1) must walk the model, not hang
 (cursor + ahead overflowed int32 in the C pager). Each run is in a forked
 child under alarm() so a regression fails instead of hanging. Out-of-range

@@ -212,7 +212,7 @@ def test_open_model_prefetch_remote_gone(servers):
 
 
 def test_fork_after_lazy_open(servers):
-    """issue 27 item 8: a child forked after a lazy remote open (a DataLoader
+    """A child forked after a lazy remote open (a DataLoader
     worker) gets its own connections: the child and the parent read the
     tensors at the same time and both get the right bytes."""
     d, env = servers
@@ -259,7 +259,7 @@ def test_fork_after_lazy_open(servers):
 
 
 def test_pull_norange_warns(servers, tmp_path):
-    """issue 27 item 11: a server that ignores Range (nginx max_ranges 0) is
+    """A server that ignores Range (nginx max_ranges 0) is
     pulled as one plain stream, and pull says so (a UserWarning)."""
     d, env = servers
     src = os.path.join(d, "www", "minicpm3.safetensors")

@@ -1,5 +1,5 @@
-"""get_slice follows numpy's basic indexing for every basic index (issue 17
-item 1): a property test against numpy on random shapes and random indexes
+"""get_slice follows numpy's basic indexing for every basic index:
+a property test against numpy on random shapes and random indexes
 (ints, negative ints, slices with any step, Ellipsis, None), the cases the
 issue names, and a clear TypeError for everything else."""
 import os
@@ -134,7 +134,7 @@ def test_slice_property_against_numpy(tmp_path):
 
 
 def test_slice_issue_cases(tmp_path, rng):
-    """The cases from issue 17: all-integer indexes, 1-D s[1], 0-d s[()]."""
+    """The reported cases: all-integer indexes, 1-D s[1], 0-d s[()]."""
     p = str(tmp_path / "c.safetensors")
     raw = stref.random_tensor(rng, "F32", [6, 20, 3])
     stref.write(p, {"w": ("F32", [6, 20, 3], raw), "v": ("I64", [5], np.arange(5, dtype="<i8").tobytes()),

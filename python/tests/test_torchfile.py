@@ -61,7 +61,7 @@ def test_convert_checkpoint_with_save_file(checkpoint, tmp_path):
     path, ref = checkpoint
     out = str(tmp_path / "ckpt.safetensors")
     # tied and overlapping tensors share storage: refused as safetensors does
-    # (issue 17 item 10: they used to be written twice)
+    # (they used to be written twice)
     with pytest.raises(RuntimeError, match="share memory") as ei:
         pagein.save_file(pagein.load_file(path), out)
     assert "'tied', 'w'" in str(ei.value) and "'base', 't'" in str(ei.value)

@@ -198,6 +198,18 @@ int pi_hexval(int c) {
     return -1;
 }
 
+size_t pi_last_le(const uint64_t *a, size_t n, uint64_t x) {
+    size_t lo = 0, hi = n; /* a[lo] <= x < a[hi] (a[n] read as infinite) */
+    while (hi - lo > 1) {
+        size_t mid = lo + (hi - lo) / 2;
+        if (a[mid] <= x)
+            lo = mid;
+        else
+            hi = mid;
+    }
+    return lo;
+}
+
 char *pi_path_join(const char *dir, const char *name) {
     size_t a = strlen(dir), b = strlen(name);
     while (a > 1 && dir[a - 1] == '/') a--;

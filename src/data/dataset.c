@@ -190,14 +190,7 @@ size_t pi_ds_shard_of(const pagein_dataset *d, uint64_t id) {
 }
 
 size_t pi_ds_shard_of_group(const pagein_dataset *d, uint64_t gg) {
-    size_t lo = 0, hi = d->nfiles;
-    while (hi - lo > 1) {
-        size_t mid = lo + (hi - lo) / 2;
-        if (d->gfirst[mid] <= gg)
-            lo = mid;
-        else
-            hi = mid;
-    }
+    size_t lo = pi_last_le(d->gfirst, d->nfiles, gg);
     while (lo < d->nfiles && gg >= d->gfirst[lo + 1]) lo++;
     return lo;
 }

@@ -129,17 +129,7 @@ int pi_seq_make(struct pi_seq *q, pagein_dataset *d, int order, uint64_t seed, u
 }
 
 /* Window of epoch position p (block/none). */
-uint64_t pi_seq_window(const struct pi_seq *q, uint64_t p) {
-    uint64_t lo = 0, hi = q->nwin;
-    while (hi - lo > 1) {
-        uint64_t mid = lo + (hi - lo) / 2;
-        if (q->wstart[mid] <= p)
-            lo = mid;
-        else
-            hi = mid;
-    }
-    return lo;
-}
+uint64_t pi_seq_window(const struct pi_seq *q, uint64_t p) { return pi_last_le(q->wstart, (size_t)q->nwin, p); }
 
 /* A window's samples in sequence order: ids[0 .. n) (pi_malloc'd). */
 int pi_seq_window_ids(const struct pi_seq *q, uint64_t w, uint64_t **out, uint64_t *nout) {

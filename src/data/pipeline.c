@@ -237,14 +237,7 @@ static void unit_free(pagein_pipe *p, struct unit *u) {
 /* Position index k of the consumer's list -> epoch position. */
 static uint64_t mine_at(const pagein_pipe *p, uint64_t k) {
     if (!p->nmine || k >= p->minepre[p->nmine]) return UINT64_MAX;
-    size_t lo = 0, hi = p->nmine; /* minepre[lo] <= k < minepre[hi] */
-    while (hi - lo > 1) {
-        size_t mid = lo + (hi - lo) / 2;
-        if (p->minepre[mid] <= k)
-            lo = mid;
-        else
-            hi = mid;
-    }
+    size_t lo = pi_last_le(p->minepre, p->nmine, k); /* minepre[lo] <= k < minepre[lo + 1] */
     return p->mine[lo].a + (k - p->minepre[lo]);
 }
 

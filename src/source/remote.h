@@ -89,14 +89,6 @@ void pi_remote_close(struct pi_source *s); /* NULL ok; for pi_remote_open's sour
  * keep_slash) to the NUL-terminated out of cap bytes. */
 void pi_url_encode(char *out, size_t cap, const char *s, int keep_slash);
 
-/* The metadata cache's one-request check of an S3/GCS folder (file/metacache.c,
- * through the row's stat_dir op). */
-/* ---- listing with sizes and ETags ---- */
-/* s3://bucket/prefix : every key directly under prefix (delimiter '/')
- * with its size and ETag (as GET sends it, quotes included), up to
- * max_pages pages (ListObjectsV2: one request per 1,000 keys). *out (malloc'd, free with pi_stat_entries_free), *n. */
-int pi_s3_list_stat(const char *uri, int max_pages, struct pi_stat_entry **out, size_t *n);
-/* ---- end ---- */
 /* ---- the one ListObjectsV2 page reader (s3_listing.c) ---- */
 /* One listed object: its decoded key (under the prefix), its size
  * (PI_SIZE_UNKNOWN when the page does not say), ETag ("" likewise) and

@@ -299,10 +299,13 @@ done:
     return rc;
 }
 
-/* One listing request per 1,000 keys gives every key's size and ETag:
- * what the metadata cache checks its entries against (file/metacache.c,
+/* s3://bucket/prefix : every key directly under prefix (delimiter '/') with
+ * its size and ETag (as GET sends it, quotes included), up to max_pages
+ * pages; *out (malloc'd, free with pi_stat_entries_free), *count. One
+ * listing request per 1,000 keys: what the metadata cache checks its
+ * entries against through the row's stat_dir op (file/metacache.c,
  * pi_meta_vouch), instead of one request per object. */
-int pi_s3_list_stat(const char *uri, int max_pages, struct pi_stat_entry **out, size_t *count) {
+static int s3_list_stat(const char *uri, int max_pages, struct pi_stat_entry **out, size_t *count) {
     *out = NULL;
     *count = 0;
     char base[600];
@@ -345,7 +348,7 @@ static int s3_stat_dir(const char *uri, int max_pages, struct pi_stat_entry **ou
     if (!pre) return pi_err(-ENOMEM, "%s: out of memory", uri);
     memcpy(pre, uri, l + 1);
     if (l && pre[l - 1] != '/') memcpy(pre + l, "/", 2);
-    int rc = pi_s3_list_stat(pre, max_pages, out, n);
+    int rc = s3_list_stat(pre, max_pages, out, n);
     pi_free(pre);
     return rc;
 }

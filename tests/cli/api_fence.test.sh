@@ -1,4 +1,4 @@
-# api_fence.test.sh - include/pagein.h's fence (issue 23): a program that
+# api_fence.test.sh - include/pagein.h's fence: a program that
 # includes pagein.h without PAGEIN_EXPERIMENTAL compiles (-Werror) and runs
 # against the stable core, and does not see the experimental names; with
 # the macro it does.

@@ -9,7 +9,7 @@ T="timeout 20"
 "$PAGEIN" make-sample m.safetensors --layers 8 --hidden 64 --vocab 128 -q || fail "make-sample"
 printf 'hello, plain text\n' > text.txt
 
-# ---- selections that match nothing (issue 17, item 6) ----
+# ---- selections that match nothing ----
 expect_exit 1 $T "$PAGEIN" warm --layers 99 m.safetensors
 expect_contains "layers 99 matched nothing"
 expect_contains "8 layers (0-7)"
@@ -38,7 +38,7 @@ expect_exit 0 $T "$PAGEIN" warm d.zip
 mkdir -p docs && cp text.txt d.zip docs/
 expect_exit 0 $T "$PAGEIN" warm docs
 
-# ---- a model that fails to open is an error (issue 19, item 7) ----
+# ---- a model that fails to open is an error ----
 mkdir -p sh
 "$PAGEIN" convert m.safetensors sh/model.safetensors --max-shard-size 100K -q || fail "convert to shards"
 n=$(ls sh/*.safetensors | wc -l)
@@ -69,12 +69,12 @@ for cmd in warm evict; do
   expect_contains "trunc.safetensors"
   expect_exit 1 $T "$PAGEIN" $cmd trunc.safetensors
 done
-# lock on a truncated file: says so (issue 19, item 8)
+# lock on a truncated file: says so
 expect_exit 1 $T "$PAGEIN" lock -d -w trunc.safetensors
 expect_contains "trunc"
 echo "$OUT_TXT" | grep -qi "memlock" && fail "lock on a truncated file blamed RLIMIT_MEMLOCK: $OUT_TXT"
 
-# ---- FIFOs, sockets, devices: refused at once (issue 17, item 5) ----
+# ---- FIFOs, sockets, devices: refused at once ----
 mkfifo fifo
 for cmd in resident warm evict lock; do
   expect_exit 1 $T "$PAGEIN" $cmd fifo
@@ -86,7 +86,7 @@ expect_contains "character device"
 mkdir -p plain && cp text.txt plain/ && mkfifo plain/pipe
 expect_exit 0 $T "$PAGEIN" warm plain
 
-# ---- lock --pidfile never follows a symlink (issue 19, item 5) ----
+# ---- lock --pidfile never follows a symlink ----
 echo "precious" > victim.txt
 ln -s victim.txt evil.pid
 expect_exit 2 $T "$PAGEIN" lock -d -w -P evil.pid text.txt
@@ -116,7 +116,7 @@ for pf in fresh.pid stale.pid; do
   [ -e $pf ] && fail "$pf left behind"
 done
 
-# ---- errors say the path and errno once (issue 17, item 9) ----
+# ---- errors say the path and errno once ----
 expect_exit 1 $T "$PAGEIN" warm missing.safetensors
 [ "$(echo "$OUT_TXT" | grep -o "missing.safetensors" | wc -l)" = 1 ] || fail "path repeated: $OUT_TXT"
 [ "$(echo "$OUT_TXT" | grep -o "No such file" | wc -l)" = 1 ] || fail "errno repeated: $OUT_TXT"

@@ -1,4 +1,4 @@
-# Issue 27's smaller CLI items: `resident --tensors REGEX` with a space,
+# Smaller CLI points: `resident --tensors REGEX` with a space,
 # help texts that list what works (bench suites; --threads/--chunk only for
 # warm), one size rule in make-sample, convert and -p, and bench load
 # naming the filesystem and explaining its targets.

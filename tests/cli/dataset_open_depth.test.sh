@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # A dataset's shards open at the depth a model's files open at (src/load/
-# model.c's open_depth, issue 28): 32 at once on a filesystem, 64 for remote
+# model.c's open_depth): 32 at once on a filesystem, 64 for remote
 # shards, PAGEIN_OPEN_DEPTH=N overriding both. 48 Parquet shards on slowfs
 # (5 ms a request): the footer reads of more than 16 shards are in flight
 # together (slowfs's own counter; it was at most 16 before), and the epoch's

@@ -1,4 +1,4 @@
-# Issue 29: tools/slowfs serves concurrent requests in parallel (each pays
+# tools/slowfs serves concurrent requests in parallel (each pays
 # the delay at the same time, like the network filesystems it stands for),
 # and `bench load`'s trace of `read` on it carries the submit side (what the
 # engine handed the kernel and had not seen complete, the time spent

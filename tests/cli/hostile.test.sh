@@ -1,7 +1,7 @@
 # cli: serial
 # hostile.test.sh - pull, inspect and plan against a hostile server
 # (tools/hostile.py on 127.0.0.1 = the configured host "A", 127.0.0.2 =
-# another host "B", and TLS on 127.0.0.1 with a private CA), issue 27 and
+# another host "B", and TLS on 127.0.0.1 with a private CA), the rules of
 # docs/SAFETY.md "Remote sources": credentials stay with their origin (also
 # on the range requests after a redirect), no https->http downgrade,
 # X-Repo-Commit and revisions never name paths outside the cache, the Hub's

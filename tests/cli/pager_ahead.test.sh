@@ -1,4 +1,4 @@
-# Issue 19: `bench load --ahead` with 2^31 and UINT_MAX finishes (the
+# `bench load --ahead` with 2^31 and UINT_MAX finishes (the
 # library clamps "layers ahead" to the layer count; it used to hang), and
 # values that do not fit an unsigned int are refused instead of wrapping.
 # bench_torch_open runs once on tiny inputs (never timed here).

@@ -1,8 +1,7 @@
 # cli: serial
-# pull_reliability.test.sh - `pagein pull` under the conditions of issue 27
-# items 7, 10, 11 and 12, against real servers on 127.0.0.1 (nginx, the
-# fault server, Python's own http.server, an S3 listing server), stopped at
-# the end:
+# pull_reliability.test.sh - `pagein pull` under unreliable conditions,
+# against real servers on 127.0.0.1 (nginx, the fault server, Python's own
+# http.server, an S3 listing server), stopped at the end:
 #   - a second pull of a file another pull is writing fails at once, naming
 #     the part file and the other pull; the first installs the right bytes;
 #   - a resumed chunk that changed in the part file is fetched again;
@@ -151,7 +150,7 @@ repo=$TMP/hub/models--org--tiny
 cmp "$repo/snapshots/$HF_COMMIT/config.json" "$D/www/hf/org/tiny/config.json" || fail "config.json differs"
 [ ! -e "$repo/snapshots/refs" ] || fail "a snapshot named after the revision"
 # a server that states no commit: a revision that is not a hash names no snapshot
-# (with the origin checks of issue 27 item 3 the ETag, not a hash here, is
+# (with the origin checks the ETag, not a hash here, is
 # refused first: either way nothing is installed)
 expect_exit 2 env HF_ENDPOINT="$FAULT/ok" "$PAGEIN" pull --no-sync hf://org/tiny@v1/model.safetensors
 echo "$OUT_TXT" | grep -q "X-Repo-Commit\|is not a hash" || fail "no reason given: $OUT_TXT"

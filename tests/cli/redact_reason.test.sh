@@ -1,7 +1,7 @@
 # redact_reason.test.sh - the strategy's reason ("auto: URL is not a local
 # file ...") names a remote model's URL redacted in plan, plan --json and
 # Python's strategy_reason: it quoted user:pass@ and X-Amz-Signature=
-# as given (issue 27 item 6, docs/SAFETY.md "Remote sources").
+# as given (docs/SAFETY.md "Remote sources").
 . "$REPO/tests/cli/lib.sh"
 set -u
 out=$(PAGEIN_HTTP_RETRIES=0 "$PAGEIN" pull http://127.0.0.1:1/x.bin "$TMP/x" 2>&1)

@@ -1,5 +1,5 @@
 # cli: serial
-# Issue 19 item 4: SIGINT/SIGTERM during convert (safetensors and GGUF
+# SIGINT/SIGTERM during convert (safetensors and GGUF
 # output), make-sample and bench shuffle (with --slowfs when it can mount)
 # leave no temporary file, no /var/tmp/pagein-shuffle-* directory, no mount
 # and no slowfs daemon, and the command dies of the signal.

@@ -1,7 +1,6 @@
 #!/usr/bin/env python3
 """listing.py - an S3 ListObjectsV2 endpoint over N generated keys, for the
-test that listing a large prefix is linear (tests/cli/pull_reliability.test.sh,
-issue 27 item 12).
+test that listing a large prefix is linear (tests/cli/pull_reliability.test.sh).
 
     python3 tests/remote/listing.py PORT
 
