@@ -135,6 +135,8 @@ static int open_files(pagein_dcp *d) {
             void *m = mmap(NULL, (size_t)sizes[i], PROT_READ, MAP_SHARED, d->f[i].src->fd, 0);
             if (m == MAP_FAILED) rc = pi_err(-errno, "%s/%s: mmap: %s", d->dir, d->m.files[i], strerror(errno));
             else d->f[i].map = m, d->f[i].len = (size_t)sizes[i];
+            /* reads ask for their bytes (will_need): no read-around */
+            if (m != MAP_FAILED) (void)madvise(m, (size_t)sizes[i], MADV_RANDOM);
         }
     }
     if (rc == 0) rc = pi_dcp_meta_check_files(&d->m, d->meta_path, sizes);
@@ -286,12 +288,61 @@ struct chunk_job {
     void *dst;
     int returned;
     int cached; /* b came from the cache: not parsed again */
+    int mapped; /* p points into a file's mapping */
     struct pi_dcp_blob b;
 };
+
+/* Mapped files: asks the kernel for exactly the bytes of the chunk that
+ * the box [start, start + count) reaches (from its first element to its
+ * last), since the mapping is MADV_RANDOM (a fault reads one page, not the
+ * device's read-around window): a slice reads what it needs, not the
+ * other ranks' rows around it. */
+static void will_need(const struct pi_dcp_item *it, const struct pi_dcp_chunk *c, const struct pi_dcp_blob *b,
+                      const uint8_t *data, const uint64_t *start, const uint64_t *count) {
+    uint64_t first = 0, last = 0, es = pagein_dtype_get(it->dtype)->bits / 8;
+    for (uint32_t k = 0; k < it->ndim; k++) {
+        uint64_t lo = PI_MAX(start[k], c->off[k]), hi = PI_MIN(start[k] + count[k], c->off[k] + c->len[k]);
+        if (lo >= hi) return;
+        first += (lo - c->off[k]) * (uint64_t)b->strides[k];
+        last += (hi - 1 - c->off[k]) * (uint64_t)b->strides[k];
+    }
+    uintptr_t page = 4096, a = (uintptr_t)(data + first * es) & ~(page - 1);
+    uintptr_t e = (uintptr_t)(data + (last + 1) * es);
+    uint32_t nd = it->ndim;
+    uint64_t run = nd ? PI_MIN(start[nd - 1] + count[nd - 1], c->off[nd - 1] + c->len[nd - 1]) -
+                            PI_MAX(start[nd - 1], c->off[nd - 1])
+                      : 1;
+    if (nd < 2 || b->strides[nd - 1] != 1 || (uint64_t)b->strides[nd - 2] * es < 2 * page ||
+        run * es * 2 > (uint64_t)b->strides[nd - 2] * es) {
+        (void)madvise((void *)a, (size_t)(e - a), MADV_WILLNEED);
+        return;
+    }
+    /* rows much longer than the part of them the box needs (a column
+     * slice of row-major rows): each row's part alone, page-rounded */
+    uint64_t lo[PI_DCP_MAX_NDIM], hi[PI_DCP_MAX_NDIM], idx[PI_DCP_MAX_NDIM];
+    for (uint32_t k = 0; k < nd; k++) {
+        lo[k] = PI_MAX(start[k], c->off[k]);
+        hi[k] = PI_MIN(start[k] + count[k], c->off[k] + c->len[k]);
+        idx[k] = lo[k];
+    }
+    for (;;) {
+        uint64_t so = 0;
+        for (uint32_t k = 0; k < nd; k++) so += (idx[k] - c->off[k]) * (uint64_t)b->strides[k];
+        uintptr_t ra = (uintptr_t)(data + so * es) & ~(page - 1), re = (uintptr_t)(data + (so + run) * es);
+        (void)madvise((void *)ra, (size_t)(re - ra), MADV_WILLNEED);
+        uint32_t k = nd - 1;
+        while (k-- > 0) {
+            if (++idx[k] < hi[k]) break;
+            idx[k] = lo[k];
+        }
+        if (k == UINT32_MAX) return;
+    }
+}
 
 static int chunk_copy(void *ctx) {
     struct chunk_job *j = ctx;
     int rc = j->cached ? 0 : pi_dcp_blob_parse(j->p, (size_t)j->c->nbytes, &j->d->m, j->it, j->c, j->d->meta_path, &j->b);
+    if (rc == 0 && j->dst && j->mapped) will_need(j->it, j->c, &j->b, j->p + j->b.data_off, j->start, j->count);
     if (rc == 0 && j->dst) copy_box(j->it, j->c, &j->b, j->p + j->b.data_off, j->start, j->count, j->dst);
     j->returned = 1;
     return rc;
@@ -353,7 +404,7 @@ int pagein_dcp_read_slice(pagein_dcp *d, size_t i, const uint64_t *start, const 
         const uint8_t *p;
         uint8_t *tmp;
         FORWARD_IF(blob_bytes(d, c, &p, &tmp));
-        struct chunk_job cj = {d, it, c, p, start, count, dst, 0, 0, {0}};
+        struct chunk_job cj = {d, it, c, p, start, count, dst, 0, 0, !tmp, {0}};
         cj.cached = cache_get(d, i, j, &cj.b);
         int rc;
         if (tmp) {
@@ -385,7 +436,7 @@ int pagein_dcp_view(pagein_dcp *d, size_t i, const void **data) {
     struct dfile *f = it->nchunks == 1 ? &d->f[c->file] : NULL;
     RETURN_IF(!f || !f->map, PAGEIN_E_UNSUPPORTED, "'%s': %s: read it with pagein_dcp_read", it->name,
               f ? "its file is not mapped (a source URL)" : "stored in several chunks");
-    struct chunk_job cj = {d, it, c, f->map + c->at, NULL, NULL, NULL, 0, 0, {0}};
+    struct chunk_job cj = {d, it, c, f->map + c->at, NULL, NULL, NULL, 0, 0, 1, {0}};
     cj.cached = cache_get(d, i, 0, &cj.b);
     if (!cj.cached) {
         struct pi_journal jn;
