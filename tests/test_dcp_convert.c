@@ -5,6 +5,9 @@
  * run reading each blob once, and the same bytes from http://, s3:// and
  * hf:// copies of the checkpoint (the remote tests' servers). */
 #include "remote_util.h"
+#include "../src/internal.h"
+
+#include <dirent.h>
 
 #include <stdlib.h>
 #include <sys/stat.h>
@@ -200,5 +203,46 @@ TEST(dcp_view_single_chunk) {
     CHECK_EQ(pagein_dcp_view(d, (size_t)pagein_dcp_find(d, "transposed"), &p), PAGEIN_E_UNSUPPORTED);
     CHECK_EQ(pagein_dcp_view(d, (size_t)pagein_dcp_find(d, "step"), &p), PAGEIN_E_BAD_TYPE);
     pagein_dcp_close(d);
+    return PASS;
+}
+
+/* WHITE-BOX (pi_alloc_fail_after): the 1st, 2nd, ... allocation of a
+ * sharded consolidation failing (the reader thread's included; every one
+ * of the first 60, then sparser) returns an
+ * error and leaves the directory as it was: no shard, index or temporary. */
+static int dir_entries(const char *dir) {
+    DIR *d = opendir(dir);
+    int n = 0;
+    struct dirent *e;
+    while (d && (e = readdir(d)))
+        if (strcmp(e->d_name, ".") && strcmp(e->d_name, "..")) n++;
+    if (d) closedir(d);
+    return n;
+}
+
+TEST(dcp_convert_allocfail) {
+    char dir[512], out[600];
+    snprintf(dir, sizeof dir, "%s/dcp_af", pt_tmpdir());
+    mkdir(dir, 0700);
+    snprintf(out, sizeof out, "%s/model.safetensors", dir);
+    pagein_convert_opts o = PAGEIN_CONVERT_OPTS_INIT;
+    o.max_shard_bytes = 200;
+    int k, rc = -1;
+    int tried = 0;
+    /* every one of the first 60, then sparser (a unit test stays under 1 s) */
+    for (k = 0; k < 2000; k += 1 + k / 20, tried++) {
+        pi_alloc_fail_after(k);
+        rc = pagein_dcp_convert(FX "rank4", out, &o, NULL);
+        pi_alloc_fail_after(-1);
+        if (rc == 0) break;
+        if (dir_entries(dir) != 0) {
+            printf("    allocation %d failing left %d entries in %s\n", k, dir_entries(dir), dir);
+            pt_failed = 1;
+            break;
+        }
+    }
+    printf("    %d of the first %d allocations failed in turn\n", tried, k);
+    CHECK_OK(rc);
+    CHECK_EQ(dir_entries(dir), 4); /* 3 shards and the index */
     return PASS;
 }

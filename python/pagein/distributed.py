@@ -432,3 +432,72 @@ def _view(torch, flat, off, nbytes, dtype, shape):
     if off % size:  # misaligned in the file's layout: a private aligned copy
         b = b.clone()
     return b.view(tdt).reshape(tuple(shape))
+
+
+# ---- torch Distributed Checkpoints written by N ranks, loaded on M ----------
+
+def _dcp_split_dim(name, shape, split):
+    if callable(split):
+        return split(name, tuple(shape))
+    if isinstance(split, dict):
+        return split.get(name)
+    if split in ("rows", 0):
+        return 0 if len(shape) >= 2 else None
+    if split in ("cols", -1):
+        return len(shape) - 1 if len(shape) >= 2 else None
+    if split is None:
+        return None
+    raise ValueError("split must be 'rows', 'cols', None, a dict {name: dim} or a callable(name, shape)")
+
+
+def dcp_box(shape, dim, rank, world_size):
+    """(start, count) of rank's part of a tensor of `shape` split along `dim`
+    over world_size ranks as torch.chunk splits it (ceil-sized parts, the
+    last ones shorter or empty); dim None: the whole tensor."""
+    start, count = [0] * len(shape), list(shape)
+    if dim is not None:
+        n = shape[dim]
+        step = -(-n // world_size) if n else 0
+        a = min(n, rank * step)
+        start[dim], count[dim] = a, max(0, min(n, a + step) - a)
+    return tuple(start), tuple(count)
+
+
+def load_dcp(path, rank=None, world_size=None, split="rows", include_bytes=False):
+    """This rank's part of every tensor of a torch Distributed Checkpoint
+    written by any number of ranks (resharding N -> M): tensors of two or
+    more dimensions split along `split` ("rows": dimension 0, "cols": the
+    last, a dict {name: dim or None}, or a callable(name, shape) -> dim or
+    None) over world_size ranks as torch.chunk splits them; others whole.
+    Each rank reads only the saved chunks its part overlaps, and of a local
+    checkpoint only the pages of those chunks its part covers (pagein's
+    mapped reads), never the other ranks' bytes. rank and world_size default
+    to torch.distributed's. Returns {name: tensor} (plus {name: bytes} of
+    the non-tensor items with include_bytes)."""
+    from . import dcp
+    if rank is None or world_size is None:
+        import torch.distributed as dist
+        rank = dist.get_rank() if rank is None else rank
+        world_size = dist.get_world_size() if world_size is None else world_size
+    if not 0 <= rank < world_size:
+        raise ValueError("rank %r outside a world of %r" % (rank, world_size))
+    out = {}
+    with dcp.open(path) as ck:
+        for name in ck.keys():
+            is_bytes, _, shape, _, _ = ck.info(name)
+            if is_bytes:
+                if include_bytes:
+                    out[name] = ck.get_bytes(name)
+                continue
+            dim = _dcp_split_dim(name, shape, split)
+            if dim is not None and dim < 0:
+                dim += len(shape)
+            if dim is None or not shape:
+                out[name] = ck.get_tensor(name).clone()
+                continue
+            start, count = dcp_box(shape, dim, rank, world_size)
+            out[name] = ck.get_slice(name, start, count)
+    return out
+
+
+__all__ += ["load_dcp", "dcp_box"]

@@ -158,3 +158,67 @@ def test_python_convert_shards(tmp_path):
                 assert torch.equal(f.get_tensor(k), ref[k]), k
                 seen.add(k)
     assert seen == set(ref)
+
+
+def _reshard_rank(rank, world, port, path, split, q):
+    import torch.distributed as dist
+    import pagein.distributed
+    dist.init_process_group("gloo", init_method="tcp://127.0.0.1:%d" % port, rank=rank, world_size=world)
+    try:
+        got = pagein.distributed.load_dcp(path, split=split)
+        import io
+        b = io.BytesIO()
+        torch.save(got, b)  # bytes: a tensor sent as shared memory dies with its process
+        q.put((rank, b.getvalue()))
+    finally:
+        dist.destroy_process_group()
+
+
+def _free_port():
+    import socket
+    s = socket.socket()
+    s.bind(("127.0.0.1", 0))
+    p = s.getsockname()[1]
+    s.close()
+    return p
+
+
+def _want(ref, world, rank, split):
+    out = {}
+    for k, v in ref.items():
+        if v.dim() < 2:
+            out[k] = v
+        else:
+            dim = 0 if split == "rows" else v.dim() - 1
+            parts = torch.chunk(v, world, dim=dim)
+            out[k] = parts[rank] if rank < len(parts) else v.narrow(dim, v.shape[dim], 0)
+    return out
+
+
+def test_reshard_4_to_2_on_gloo_ranks():
+    """A checkpoint written by 4 ranks loaded on 2 gloo ranks (spawned):
+    every rank's tensors equal torch's full tensors, chunked."""
+    import torch.multiprocessing as mp
+    path = os.path.join(FX, "rank4")
+    ref = torch_load(path)
+    ctx = mp.get_context("spawn")
+    q = ctx.Queue()
+    mp.spawn(_reshard_rank, args=(2, _free_port(), path, "rows", q), nprocs=2, join=True)
+    import io
+    got = {r: torch.load(io.BytesIO(b)) for r, b in (q.get(timeout=60) for _ in range(2))}
+    for r in range(2):
+        want = _want(ref, 2, r, "rows")
+        assert set(got[r]) == set(want)
+        for k, v in want.items():
+            assert torch.equal(got[r][k], v), (r, k)
+
+
+@pytest.mark.parametrize("world,split", [(8, "rows"), (8, "cols"), (3, "cols"), (4, "rows")])
+def test_reshard_without_a_group(world, split):
+    import pagein.distributed
+    path = os.path.join(FX, "rank4")
+    ref = torch_load(path)
+    for r in range(world):
+        got = pagein.distributed.load_dcp(path, rank=r, world_size=world, split=split)
+        for k, v in _want(ref, world, r, split).items():
+            assert got[k].shape == v.shape and torch.equal(got[k], v), (world, r, k)

@@ -124,6 +124,8 @@ static int open_files(pagein_dcp *d) {
             void *m = mmap(NULL, (size_t)sizes[i], PROT_READ, MAP_SHARED, d->f[i].src->fd, 0);
             if (m == MAP_FAILED) rc = pi_err(-errno, "%s/%s: mmap: %s", d->dir, d->m.files[i], strerror(errno));
             else d->f[i].map = m, d->f[i].len = (size_t)sizes[i];
+            /* reads ask for their bytes (will_need): no read-around */
+            if (m != MAP_FAILED) (void)madvise(m, (size_t)sizes[i], MADV_RANDOM);
         }
     }
     if (rc == 0) rc = pi_dcp_meta_check_files(&d->m, d->meta_path, sizes);
@@ -275,12 +277,61 @@ struct chunk_job {
     void *dst;
     int returned;
     int cached; /* b came from the cache: not parsed again */
+    int mapped; /* p points into a file's mapping */
     struct pi_dcp_blob b;
 };
+
+/* Mapped files: asks the kernel for exactly the bytes of the chunk that
+ * the box [start, start + count) reaches (from its first element to its
+ * last), since the mapping is MADV_RANDOM (a fault reads one page, not the
+ * device's read-around window): a slice reads what it needs, not the
+ * other ranks' rows around it. */
+static void will_need(const struct pi_dcp_item *it, const struct pi_dcp_chunk *c, const struct pi_dcp_blob *b,
+                      const uint8_t *data, const uint64_t *start, const uint64_t *count) {
+    uint64_t first = 0, last = 0, es = pagein_dtype_get(it->dtype)->bits / 8;
+    for (uint32_t k = 0; k < it->ndim; k++) {
+        uint64_t lo = PI_MAX(start[k], c->off[k]), hi = PI_MIN(start[k] + count[k], c->off[k] + c->len[k]);
+        if (lo >= hi) return;
+        first += (lo - c->off[k]) * (uint64_t)b->strides[k];
+        last += (hi - 1 - c->off[k]) * (uint64_t)b->strides[k];
+    }
+    uintptr_t page = 4096, a = (uintptr_t)(data + first * es) & ~(page - 1);
+    uintptr_t e = (uintptr_t)(data + (last + 1) * es);
+    uint32_t nd = it->ndim;
+    uint64_t run = nd ? PI_MIN(start[nd - 1] + count[nd - 1], c->off[nd - 1] + c->len[nd - 1]) -
+                            PI_MAX(start[nd - 1], c->off[nd - 1])
+                      : 1;
+    if (nd < 2 || b->strides[nd - 1] != 1 || (uint64_t)b->strides[nd - 2] * es < 2 * page ||
+        run * es * 2 > (uint64_t)b->strides[nd - 2] * es) {
+        (void)madvise((void *)a, (size_t)(e - a), MADV_WILLNEED);
+        return;
+    }
+    /* rows much longer than the part of them the box needs (a column
+     * slice of row-major rows): each row's part alone, page-rounded */
+    uint64_t lo[PI_DCP_MAX_NDIM], hi[PI_DCP_MAX_NDIM], idx[PI_DCP_MAX_NDIM];
+    for (uint32_t k = 0; k < nd; k++) {
+        lo[k] = PI_MAX(start[k], c->off[k]);
+        hi[k] = PI_MIN(start[k] + count[k], c->off[k] + c->len[k]);
+        idx[k] = lo[k];
+    }
+    for (;;) {
+        uint64_t so = 0;
+        for (uint32_t k = 0; k < nd; k++) so += (idx[k] - c->off[k]) * (uint64_t)b->strides[k];
+        uintptr_t ra = (uintptr_t)(data + so * es) & ~(page - 1), re = (uintptr_t)(data + (so + run) * es);
+        (void)madvise((void *)ra, (size_t)(re - ra), MADV_WILLNEED);
+        uint32_t k = nd - 1;
+        while (k-- > 0) {
+            if (++idx[k] < hi[k]) break;
+            idx[k] = lo[k];
+        }
+        if (k == UINT32_MAX) return;
+    }
+}
 
 static int chunk_copy(void *ctx) {
     struct chunk_job *j = ctx;
     int rc = j->cached ? 0 : pi_dcp_blob_parse(j->p, (size_t)j->c->nbytes, &j->d->m, j->it, j->c, j->d->meta_path, &j->b);
+    if (rc == 0 && j->dst && j->mapped) will_need(j->it, j->c, &j->b, j->p + j->b.data_off, j->start, j->count);
     if (rc == 0 && j->dst) copy_box(j->it, j->c, &j->b, j->p + j->b.data_off, j->start, j->count, j->dst);
     j->returned = 1;
     return rc;
@@ -342,7 +393,7 @@ int pagein_dcp_read_slice(pagein_dcp *d, size_t i, const uint64_t *start, const 
         const uint8_t *p;
         uint8_t *tmp;
         FORWARD_IF(blob_bytes(d, c, &p, &tmp));
-        struct chunk_job cj = {d, it, c, p, start, count, dst, 0, 0, {0}};
+        struct chunk_job cj = {d, it, c, p, start, count, dst, 0, 0, !tmp, {0}};
         cj.cached = cache_get(d, i, j, &cj.b);
         int rc;
         if (tmp) {
@@ -374,7 +425,7 @@ int pagein_dcp_view(pagein_dcp *d, size_t i, const void **data) {
     struct dfile *f = it->nchunks == 1 ? &d->f[c->file] : NULL;
     RETURN_IF(!f || !f->map, PAGEIN_E_UNSUPPORTED, "'%s': %s: read it with pagein_dcp_read", it->name,
               f ? "its file is not mapped (a source URL)" : "stored in several chunks");
-    struct chunk_job cj = {d, it, c, f->map + c->at, NULL, NULL, NULL, 0, 0, {0}};
+    struct chunk_job cj = {d, it, c, f->map + c->at, NULL, NULL, NULL, 0, 0, 1, {0}};
     cj.cached = cache_get(d, i, 0, &cj.b);
     if (!cj.cached) {
         struct pi_journal jn;
@@ -420,7 +471,8 @@ int pagein_dcp_read(pagein_dcp *d, size_t i, void *dst, size_t len) {
  * its own order; the plan is made in that order. While the writer copies
  * one tensor out, the engine keeps reading into its ring (double
  * buffering). Memory: the tensor being written, the one blob being
- * gathered when it spans several requests, and the ring. */
+ * gathered when it spans several requests, one spare buffer (reused, so
+ * that each tensor does not fault in fresh pages), and the ring. */
 
 struct cv_t {
     const struct pi_dcp_item *it;
@@ -445,6 +497,11 @@ struct conv {
     pthread_cond_t cv;
     long ready; /* position in t of the tensor held for the writer, -1 none */
     uint8_t *ready_buf;
+    /* buffers kept for the next tensor or blob (fresh memory costs a page
+     * fault per page): at most two, each with its capacity */
+    uint8_t *pool[2];
+    size_t pool_cap[2];
+    size_t ready_cap, blob_cap, tbuf_cap;
     const uint8_t *ready_data;
     int done, prod_rc;
     char prod_err[1024];
@@ -466,11 +523,44 @@ static int wr_cmp(const void *a, const void *b) {
     return strcmp(x->name, y->name);
 }
 
-/* Hands tensor pos (its bytes at data; buf to free, may be NULL) to the
- * writer and waits until the writer took it. */
-static int hand_off(struct conv *c, size_t pos, uint8_t *buf, const uint8_t *data) {
+/* A buffer of at least need bytes from the pool (the biggest one, grown
+ * when too small), its capacity in *cap; under c->mu or on one thread. */
+static uint8_t *pool_get(struct conv *c, size_t need, size_t *cap) {
+    if (!need) need = 1;
+    int k = c->pool_cap[1] > c->pool_cap[0];
+    uint8_t *b = c->pool[k];
+    size_t have = c->pool_cap[k];
+    c->pool[k] = NULL, c->pool_cap[k] = 0;
+    if (b && have >= need) {
+        *cap = have;
+        return b;
+    }
+    pi_free(b);
+    b = pi_malloc(need);
+    *cap = b ? need : 0;
+    return b;
+}
+
+/* Gives b back to the pool (the smaller one is freed when both are held). */
+static void pool_put(struct conv *c, uint8_t *b, size_t cap) {
+    if (!b) return;
+    int k = c->pool[0] == NULL ? 0 : c->pool[1] == NULL ? 1 : (c->pool_cap[0] < c->pool_cap[1] ? 0 : 1);
+    if (c->pool[k]) {
+        if (c->pool_cap[k] >= cap) {
+            pi_free(b);
+            return;
+        }
+        pi_free(c->pool[k]);
+    }
+    c->pool[k] = b, c->pool_cap[k] = cap;
+}
+
+/* Hands tensor pos (its bytes at data; buf, of capacity cap, goes back to
+ * the pool when written; may be NULL) to the writer and waits until the
+ * writer took it. */
+static int hand_off(struct conv *c, size_t pos, uint8_t *buf, size_t cap, const uint8_t *data) {
     pthread_mutex_lock(&c->mu);
-    c->ready = (long)pos, c->ready_buf = buf, c->ready_data = data;
+    c->ready = (long)pos, c->ready_buf = buf, c->ready_cap = cap, c->ready_data = data;
     pthread_cond_broadcast(&c->cv);
     while (c->ready >= 0 && !c->cancel) pthread_cond_wait(&c->cv, &c->mu);
     int cancelled = c->ready >= 0;
@@ -492,17 +582,19 @@ static int cv_blob(struct conv *c, size_t span, const uint8_t *p, int blob_owned
     if (t->s1 - t->s0 == 1 && b.contiguous && blob_owned && c->filled == 0 && !c->tbuf) {
         /* one chunk, stored row-major: the blob is the tensor (no copy) */
         c->blob = NULL;
-        return hand_off(c, pos, (uint8_t *)p, p + b.data_off);
+        return hand_off(c, pos, (uint8_t *)p, c->blob_cap, p + b.data_off);
     }
     if (!c->tbuf) {
-        c->tbuf = pi_malloc(t->nbytes ? (size_t)t->nbytes : 1);
+        pthread_mutex_lock(&c->mu);
+        c->tbuf = pool_get(c, (size_t)t->nbytes, &c->tbuf_cap);
+        pthread_mutex_unlock(&c->mu);
         RETURN_IF(!c->tbuf, -ENOMEM, "out of memory for '%s' (%llu bytes)", it->name, (unsigned long long)t->nbytes);
     }
     copy_box(it, ch, &b, p + b.data_off, zero, it->size, c->tbuf);
     if (++c->filled < t->s1 - t->s0) return 0;
     uint8_t *tb = c->tbuf;
     c->tbuf = NULL, c->filled = 0;
-    return hand_off(c, pos, tb, tb);
+    return hand_off(c, pos, tb, c->tbuf_cap, tb);
 }
 
 static int cv_consume(void *arg, size_t span, uint64_t off, const void *data, uint64_t len) {
@@ -512,8 +604,10 @@ static int cv_consume(void *arg, size_t span, uint64_t off, const void *data, ui
     if (off == 0 && len == total && c->t[c->span_t[span]].s1 - c->t[c->span_t[span]].s0 > 1)
         return cv_blob(c, span, data, 0); /* whole in one piece: parsed in the ring */
     if (off == 0) {
-        pi_free(c->blob);
-        c->blob = pi_malloc(total ? (size_t)total : 1);
+        pthread_mutex_lock(&c->mu);
+        pool_put(c, c->blob, c->blob_cap);
+        c->blob = pool_get(c, (size_t)total, &c->blob_cap);
+        pthread_mutex_unlock(&c->mu);
         RETURN_IF(!c->blob, -ENOMEM, "out of memory for a blob of %llu bytes", (unsigned long long)total);
     }
     RETURN_IF(!c->blob, PAGEIN_E_INVALID, "engine: a piece before its span's start");
@@ -521,8 +615,10 @@ static int cv_consume(void *arg, size_t span, uint64_t off, const void *data, ui
     if (off + len < total) return 0;
     uint8_t *b = c->blob;
     int rc = cv_blob(c, span, b, 1);
-    if (c->blob == b) { /* not handed off as the tensor */
-        pi_free(c->blob);
+    if (c->blob == b) { /* not handed off as the tensor: kept for the next */
+        pthread_mutex_lock(&c->mu);
+        pool_put(c, c->blob, c->blob_cap);
+        pthread_mutex_unlock(&c->mu);
         c->blob = NULL;
     }
     return rc;
@@ -541,7 +637,7 @@ static int cv_fill(void *ctx, void *dst, uint64_t off, size_t len) {
     } else {
         memcpy(dst, c->ready_data + off, len);
         if (off + len >= c->t[f->pos].nbytes) {
-            pi_free(c->ready_buf);
+            pool_put(c, c->ready_buf, c->ready_cap);
             c->ready = -1, c->ready_buf = NULL, c->ready_data = NULL;
             pthread_cond_broadcast(&c->cv);
         }
@@ -714,6 +810,7 @@ int pagein_dcp_convert(const char *dir, const char *out, const pagein_convert_op
         pthread_mutex_unlock(&c.mu);
         pthread_join(tid, NULL);
         pi_free(c.ready_buf);
+        pi_free(c.pool[0]), pi_free(c.pool[1]);
         if (rc == 0 && c.prod_rc < 0) rc = pi_err(c.prod_rc, "%s", c.prod_err);
     }
     pthread_mutex_destroy(&c.mu);
