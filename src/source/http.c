@@ -6,9 +6,10 @@
  * small fetches, the row. Needs libcurl (PAGEIN_HAVE_CURL, mk/remote.mk).
  * The object layer is three files over one private header (http_int.h):
  * this one; http_xfer.c, the transport (lanes, pools, one checked transfer
- * with retries, a lane's readv); http_loc.c, where requests go (the
- * location, read as one snapshot under a mutex per attempt; redirects; the
- * configured origin, the only one credentials go to; re-resolution).
+ * with retries, a lane's readv, re-resolution of a refused target);
+ * http_loc.c, where requests go (the location, read as one snapshot under
+ * a mutex per attempt; redirects; the configured origin, the only one
+ * credentials go to). Calls go down that list, never back.
  *
  * Transport. A "lane" is a libcurl multi handle with its own connection
  * cache; a readv takes a lane from the source's pool, keeps up to depth
