@@ -562,14 +562,6 @@ const struct pi_source_ops pi_source_http = {
     .stream = pi_http_stream,
 };
 
-int pi_remote_open(struct pi_source **out, const char *uri, uint32_t flags) {
-    if (!pi_source_is_remote(uri))
-        return pi_err(PAGEIN_E_INVALID, "%s: not a remote URL (%s)", uri, pi_source_schemes());
-    return pi_source_open(out, uri, flags);
-}
-
-void pi_remote_close(struct pi_source *s) { pi_source_close(s); }
-
 /* Appends s percent-encoded (RFC 3986 unreserved kept; '/' kept when
  * keep_slash) to out (cap bytes, NUL-terminated). */
 void pi_url_encode(char *out, size_t cap, const char *s, int keep_slash) {
