@@ -74,10 +74,9 @@ done < <(includes src/*.h src/*/*.c src/*/*.h)
 # folder's file graph calls down; a folder named here would be reported,
 # with LAYERS_CIRCLES=1, instead of failing on its first circle).
 CIRCLES_KNOWN=" "
-# Files outside src/source/ that still name a scheme in a string, each with
-# its reason: metacache.c: the origin (endpoint) a cached remote header came
-# from, per scheme; it belongs in the source rows.
-SCHEMES_KNOWN=" src/file/metacache.c "
+# Files outside src/source/ that may name a scheme in a string, each with
+# its reason (none: what a scheme means is the source rows' business).
+SCHEMES_KNOWN=" "
 # Scheme strings: candidate files by a grep, then their lines with the
 # comments blanked (one awk, strings kept) searched for a literal.
 strip_comments() {

@@ -52,6 +52,13 @@ int pi_source_pinned(const char *uri) {
     return o && o->pinned ? o->pinned(uri) : 0;
 }
 
+void pi_source_origin(const char *uri, char *out, size_t cap) {
+    if (!cap) return;
+    out[0] = 0;
+    const struct pi_source_ops *o = uri ? pi_source_find(uri) : NULL;
+    if (o && o->origin) o->origin(uri, out, cap);
+}
+
 const char *pi_source_schemes(void) {
     static char buf[256];
     static _Atomic int done;
