@@ -6,7 +6,8 @@
  * a third reads never give a mixed entry; the size bound evicts the least
  * recently used; PAGEIN_META_CACHE=0 turns it off; the rule by which a
  * listing, a pinned commit or the opt-in trust age stand for the per-file
- * check (meta_cache_vouch_rule). tests/cli/
+ * check (meta_cache_vouch_rule); the remote key's text, its endpoint from the
+ * source row (meta_cache_remote_key). tests/cli/
  * meta_cache.test.sh covers the hook in file.c against real servers. */
 #include "test.h"
 #include "../src/file/metacache.h"
@@ -314,5 +315,40 @@ TEST(meta_cache_vouch_rule) {
 #endif
     done();
     pi_stat_entries_free(v, n);
+    return PASS;
+}
+
+/* The key of a remote header: the redacted URL, then the endpoint its
+ * source row states (ops.origin), in the text entries were written under
+ * before the rows stated it (so they still hit). */
+static void key_is(const char *url, const char *want) {
+    char *k = pi_meta_remote_key(url);
+    CHECK(k != NULL);
+    if (k) CHECK_STR(k, want);
+    free(k);
+}
+
+TEST(meta_cache_remote_key) {
+    const char *vars[] = {"HF_ENDPOINT", "AWS_ENDPOINT_URL_S3", "AWS_ENDPOINT_URL", "AWS_PROFILE", "AWS_CONFIG_FILE",
+                          "GS_ENDPOINT_URL"};
+    for (size_t i = 0; i < sizeof vars / sizeof vars[0]; i++) unsetenv(vars[i]);
+    key_is("https://u:p@h/x?Signature=1", "url https://***@h/x?Signature=REDACTED");
+    key_is("/tmp/a.gguf", "url /tmp/a.gguf");
+#ifdef PAGEIN_HAVE_CURL
+    key_is("hf://org/m/model.safetensors", "url hf://org/m/model.safetensors origin=https://huggingface.co");
+    key_is("s3://b/k.gguf", "url s3://b/k.gguf origin=- profile=- config=-");
+    key_is("gs://b/k", "url gs://b/k origin=https://storage.googleapis.com");
+    setenv("HF_ENDPOINT", "http://mirror", 1);
+    setenv("AWS_ENDPOINT_URL", "http://minio", 1);
+    setenv("AWS_PROFILE", "p", 1);
+    setenv("AWS_CONFIG_FILE", "/c", 1);
+    setenv("GS_ENDPOINT_URL", "http://g", 1);
+    key_is("hf://org/m/f", "url hf://org/m/f origin=http://mirror");
+    key_is("s3://b/k", "url s3://b/k origin=http://minio profile=p config=/c");
+    setenv("AWS_ENDPOINT_URL_S3", "http://s3only", 1);
+    key_is("s3://b/k", "url s3://b/k origin=http://s3only profile=p config=/c");
+    key_is("gs://b/k", "url gs://b/k origin=http://g");
+    for (size_t i = 0; i < sizeof vars / sizeof vars[0]; i++) unsetenv(vars[i]);
+#endif
     return PASS;
 }

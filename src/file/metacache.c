@@ -338,25 +338,20 @@ void pi_meta_put(const char *key, const char *identity, uint64_t size, pagein_fo
     }
 }
 
-/* Where a URL's bytes come from besides its own text: hf:// goes to
- * HF_ENDPOINT, s3:// to AWS_ENDPOINT_URL(_S3) or the profile's endpoint,
- * gs:// to GS_ENDPOINT_URL (the settings src/source/hf.c and s3.c read).
- * An entry written while a mirror answered is never served for another
- * endpoint: a mirror that claimed the Hub's sha256 for a header of its own
- * stayed cached, and the honest endpoint then got the mirror's tensors.
- * http(s) URLs name their origin themselves. */
+/* Where a URL's bytes come from besides its own text, as its source row
+ * states it (ops.origin: the Hub's HF_ENDPOINT, S3's endpoint variables and
+ * profile, GCS's GS_ENDPOINT_URL; http(s) URLs name their origin
+ * themselves). An entry written while a mirror answered is never served
+ * for another endpoint: a mirror that claimed the Hub's sha256 for a header
+ * of its own stayed cached, and the honest endpoint then got the mirror's
+ * tensors. */
 static void origin_of(const char *url, char *out, size_t cap) {
-    const char *v;
+    static const char tag[] = " origin=";
+    const size_t tl = sizeof tag - 1;
     out[0] = 0;
-    if (!strncmp(url, "hf://", 5)) {
-        snprintf(out, cap, " origin=%s", (v = pi_env("HF_ENDPOINT")) ? v : "https://huggingface.co");
-    } else if (!strncmp(url, "s3://", 5)) {
-        const char *ep = (v = pi_env("AWS_ENDPOINT_URL_S3")) ? v : pi_env("AWS_ENDPOINT_URL");
-        const char *pr = pi_env("AWS_PROFILE"), *cf = pi_env("AWS_CONFIG_FILE");
-        snprintf(out, cap, " origin=%s profile=%s config=%s", ep ? ep : "-", pr ? pr : "-", cf ? cf : "-");
-    } else if (!strncmp(url, "gs://", 5)) {
-        snprintf(out, cap, " origin=%s", (v = pi_env("GS_ENDPOINT_URL")) ? v : "https://storage.googleapis.com");
-    }
+    if (cap <= tl + 1) return;
+    pi_source_origin(url, out + tl, cap - tl);
+    if (out[tl]) memcpy(out, tag, tl);
 }
 
 char *pi_meta_remote_key(const char *url) {

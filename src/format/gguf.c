@@ -17,13 +17,6 @@
 
 #include <stdio.h>
 
-static const uint8_t type_size[13] = {1, 1, 2, 2, 4, 4, 4, 1, 0, 0, 8, 8, 8};
-static const char *const type_names[13] = {"u8",  "i8",   "u16",    "i16",   "u32", "i32", "f32",
-                                           "bool", "string", "array", "u64", "i64", "f64"};
-
-uint32_t pi_gguf_type_size(uint32_t type) { return type < 13 ? type_size[type] : 0; }
-const char *pi_gguf_type_name(uint32_t type) { return type < 13 ? type_names[type] : "?"; }
-
 struct rd {
     const uint8_t *buf;
     size_t len, pos;
@@ -113,7 +106,7 @@ static int read_array(struct rd *r, int depth, uint32_t *elem_type, uint64_t *co
         return pi_err(PAGEIN_E_LIMIT, "array at offset %zu has %llu elements, above the 2^30 limit", at,
                       (unsigned long long)*count);
     *raw_off = r->pos;
-    uint32_t es = type_size[*elem_type];
+    uint32_t es = pi_gguf_type_size(*elem_type);
     uint64_t lw = r->v1 ? 4 : 8;
     if (es) {
         FORWARD_IF(need(r, *count * es, "array elements"));
@@ -165,9 +158,10 @@ static int read_array(struct rd *r, int depth, uint32_t *elem_type, uint64_t *co
 
 static int skip_value(struct rd *r, uint32_t type, int depth) {
     if (type >= 13) return pi_err(PAGEIN_E_BAD_TYPE, "invalid value type %u at offset %zu", type, r->pos);
-    if (type_size[type]) {
-        FORWARD_IF(need(r, type_size[type], "value"));
-        r->pos += type_size[type];
+    uint32_t ts = pi_gguf_type_size(type);
+    if (ts) {
+        FORWARD_IF(need(r, ts, "value"));
+        r->pos += ts;
         return 0;
     }
     if (type == PAGEIN_META_STRING) {
@@ -242,11 +236,12 @@ static int parse_kv(struct rd *r, struct pi_table *t, uint64_t i) {
     pagein_meta *m = pi_table_add_meta(t, key, (size_t)klen);
     if (!m) return pi_err(-ENOMEM, "out of memory");
     m->type = (pagein_meta_type)type;
-    if (type_size[type]) {
-        rc = need(r, type_size[type], "value");
+    uint32_t ts = pi_gguf_type_size(type);
+    if (ts) {
+        rc = need(r, ts, "value");
         if (rc < 0) return err_ctx(rc, "metadata key", key, klen);
         decode_scalar(m, r->buf + r->pos, r->be);
-        r->pos += type_size[type];
+        r->pos += ts;
     } else if (type == PAGEIN_META_STRING) {
         const char *s;
         uint64_t n;

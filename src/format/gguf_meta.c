@@ -7,6 +7,14 @@
  * open, so element i is O(1). */
 #include "format.h"
 
+/* The value types' sizes (0: variable) and names: here, below the parser
+ * (gguf.c), which reads them through these two calls. */
+static const uint8_t type_size[13] = {1, 1, 2, 2, 4, 4, 4, 1, 0, 0, 8, 8, 8};
+static const char *const type_names[13] = {"u8",  "i8",   "u16",    "i16",   "u32", "i32", "f32",
+                                           "bool", "string", "array", "u64", "i64", "f64"};
+
+uint32_t pi_gguf_type_size(uint32_t type) { return type < 13 ? type_size[type] : 0; }
+const char *pi_gguf_type_name(uint32_t type) { return type < 13 ? type_names[type] : "?"; }
 
 const char *pagein_meta_type_name(pagein_meta_type t) {
     const char *n = pi_gguf_type_name((uint32_t)t);

@@ -5,6 +5,8 @@
  * Never fails: unknown facts stay 0, -1 or "". */
 #include "source.h"
 
+#include <sched.h>
+#include <stdatomic.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <sys/stat.h>
@@ -169,4 +171,19 @@ void pi_local_facts(int fd, const char *path, struct pi_source_facts *f) {
             if (strcmp(f->fs_type, memory_types[i]) == 0 || f->fs_magic == 0x01021994u /* TMPFS_MAGIC */)
                 f->storage = PI_STORAGE_MEMORY;
     }
+}
+
+/* A source's facts: a local file gathers them here on the first call
+ * (file.c's open marks them to gather), once, whichever thread asks. */
+struct pi_source_facts *pi_source_facts(struct pi_source *s) {
+    int one = 1;
+    if (atomic_load(&s->facts_state) == 0) return &s->facts;
+    if (atomic_compare_exchange_strong(&s->facts_state, &one, 2)) {
+        const char *path = strncmp(s->name, "file://", 7) == 0 ? s->name + 7 : s->name;
+        pi_local_facts(s->fd, path, &s->facts);
+        atomic_store(&s->facts_state, 0);
+    } else {
+        while (atomic_load(&s->facts_state) != 0) sched_yield(); /* another thread is gathering them */
+    }
+    return &s->facts;
 }

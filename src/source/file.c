@@ -14,25 +14,6 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
-int pi_pread_full(int fd, void *buf, uint64_t len, uint64_t off) {
-    uint8_t *p = buf;
-    while (len) {
-        size_t want = len > (1u << 30) ? (1u << 30) : (size_t)len;
-        ssize_t got = pread(fd, p, want, (off_t)off);
-        if (got < 0) {
-            if (errno == EINTR) continue;
-            return pi_err(-errno, "pread of %zu bytes at offset %" PRIu64 ": %s", want, off, strerror(errno));
-        }
-        if (got == 0)
-            return pi_err(PAGEIN_E_TRUNCATED, "end of file at offset %" PRIu64 " with %" PRIu64 " bytes still to read",
-                          off, len);
-        p += got;
-        off += (uint64_t)got;
-        len -= (uint64_t)got;
-    }
-    return 0;
-}
-
 /* "scheme://" with a scheme of letters, digits, '+', '-', '.' (RFC 3986). */
 static int has_scheme(const char *uri) {
     const char *p = uri;
@@ -92,19 +73,6 @@ static int file_open(struct pi_source *s, const char *uri, uint32_t flags) {
     set_identity(s, &st);
     atomic_store(&s->facts_state, 1); /* pi_source_facts() gathers them when asked */
     return 0;
-}
-
-struct pi_source_facts *pi_source_facts(struct pi_source *s) {
-    int one = 1;
-    if (atomic_load(&s->facts_state) == 0) return &s->facts;
-    if (atomic_compare_exchange_strong(&s->facts_state, &one, 2)) {
-        const char *path = strncmp(s->name, "file://", 7) == 0 ? s->name + 7 : s->name;
-        pi_local_facts(s->fd, path, &s->facts);
-        atomic_store(&s->facts_state, 0);
-    } else {
-        while (atomic_load(&s->facts_state) != 0) sched_yield(); /* another thread is gathering them */
-    }
-    return &s->facts;
 }
 
 static int file_read(struct pi_source *s, void *buf, uint64_t len, uint64_t off) {

@@ -36,6 +36,28 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <time.h>
+#include <unistd.h>
+
+/* One blocking read of exactly len bytes at off (short reads and EINTR
+ * resumed): the local source's read and each thread's request here. */
+int pi_pread_full(int fd, void *buf, uint64_t len, uint64_t off) {
+    uint8_t *p = buf;
+    while (len) {
+        size_t want = len > (1u << 30) ? (1u << 30) : (size_t)len;
+        ssize_t got = pread(fd, p, want, (off_t)off);
+        if (got < 0) {
+            if (errno == EINTR) continue;
+            return pi_err(-errno, "pread of %zu bytes at offset %" PRIu64 ": %s", want, off, strerror(errno));
+        }
+        if (got == 0)
+            return pi_err(PAGEIN_E_TRUNCATED, "end of file at offset %" PRIu64 " with %" PRIu64 " bytes still to read",
+                          off, len);
+        p += got;
+        off += (uint64_t)got;
+        len -= (uint64_t)got;
+    }
+    return 0;
+}
 
 _Atomic int pi_test_readv_faults;
 _Atomic int pi_test_readv_issue_delay_us;

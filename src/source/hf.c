@@ -142,6 +142,13 @@ static void hf_token(char *out, size_t cap) {
 
 static int hf_match(const char *uri) { return strncasecmp(uri, "hf://", 5) == 0; }
 
+/* The endpoint behind every hf:// URL (ops.origin: the metadata cache's
+ * key), as the environment names it. */
+static void hf_origin(const char *uri, char *out, size_t cap) {
+    const char *v = pi_env("HF_ENDPOINT");
+    snprintf(out, cap, "%s", v ? v : "https://huggingface.co");
+}
+
 /* The resolve URL of (ref, path) into url. */
 static void resolve_url(const struct pi_hf_ref *r, const char *path, char *url, size_t cap) {
     const char *ep = pi_env("HF_ENDPOINT") ? pi_env("HF_ENDPOINT") : "https://huggingface.co";
@@ -483,6 +490,7 @@ const struct pi_source_ops pi_source_hf = {
     .ranges_ignored = pi_http_no_ranges,
     .stream = pi_http_stream,
     .pinned = hf_pinned,
+    .origin = hf_origin,
 };
 
 #endif /* PAGEIN_HAVE_CURL */

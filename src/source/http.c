@@ -6,9 +6,10 @@
  * small fetches, the row. Needs libcurl (PAGEIN_HAVE_CURL, mk/remote.mk).
  * The object layer is three files over one private header (http_int.h):
  * this one; http_xfer.c, the transport (lanes, pools, one checked transfer
- * with retries, a lane's readv); http_loc.c, where requests go (the
- * location, read as one snapshot under a mutex per attempt; redirects; the
- * configured origin, the only one credentials go to; re-resolution).
+ * with retries, a lane's readv, re-resolution of a refused target);
+ * http_loc.c, where requests go (the location, read as one snapshot under
+ * a mutex per attempt; redirects; the configured origin, the only one
+ * credentials go to). Calls go down that list, never back.
  *
  * Transport. A "lane" is a libcurl multi handle with its own connection
  * cache; a readv takes a lane from the source's pool, keeps up to depth
@@ -560,14 +561,6 @@ const struct pi_source_ops pi_source_http = {
     .ranges_ignored = pi_http_no_ranges,
     .stream = pi_http_stream,
 };
-
-int pi_remote_open(struct pi_source **out, const char *uri, uint32_t flags) {
-    if (!pi_source_is_remote(uri))
-        return pi_err(PAGEIN_E_INVALID, "%s: not a remote URL (%s)", uri, pi_source_schemes());
-    return pi_source_open(out, uri, flags);
-}
-
-void pi_remote_close(struct pi_source *s) { pi_source_close(s); }
 
 /* Appends s percent-encoded (RFC 3986 unreserved kept; '/' kept when
  * keep_slash) to out (cap bytes, NUL-terminated). */

@@ -1,8 +1,10 @@
 /*
  * http_int.h - the HTTP object layer's private header (http.c, the row and
  * the objects; http_xfer.c, the transport: lanes, pools, one transfer and a
- * lane's readv; http_loc.c, the object's location: redirects, the first
- * party, re-resolution). Only these three files include it.
+ * lane's readv and re-resolution, over http_loc.c; http_loc.c, the
+ * object's location: the snapshot, redirects, the first party, a leaf).
+ * Only these three files include it; calls go http.c -> http_xfer.c ->
+ * http_loc.c, never back.
  */
 #ifndef PAGEIN_HTTP_INT_H
 #define PAGEIN_HTTP_INT_H
@@ -158,6 +160,10 @@ int pi_hx_readv_lane(struct http_obj *o, struct lane *ln, struct vshare *sh, uns
 int pi_hx_single(struct http_obj *o, struct xfer *x);
 /* Two ETags that both are stated and differ (W/ and quotes aside). */
 int pi_hx_etag_differs(const char *a, const char *b);
+/* A redirect target refused (401/403): the configured URL asked again. */
+int pi_hx_reresolve(struct http_obj *o, unsigned gen);
+/* An object opened without a request: its first read locates it once. */
+int pi_hx_known_locate(struct http_obj *o);
 
 /* ---- the object's location (http_loc.c) ---- */
 /* The location as one snapshot (under o->loc.lock): once per attempt. */
@@ -172,10 +178,6 @@ void pi_hx_url_origin(const char *url, char *out, size_t cap);
 void pi_hx_url_userinfo(struct http_obj *o);
 /* A 3xx: x's next target, checked; 2 to restart there, < 0 refused. */
 int pi_hx_follow(struct http_obj *o, struct xfer *x, const char *rq);
-/* A redirect target refused (401/403): the configured URL asked again. */
-int pi_hx_reresolve(struct http_obj *o, unsigned gen);
-/* An object opened without a request: its first read locates it once. */
-int pi_hx_known_locate(struct http_obj *o);
 
 #endif /* PAGEIN_HAVE_CURL */
 #endif

@@ -2,7 +2,9 @@
  * http_xfer.c - the HTTP transport (http_int.h): curl's global init, the
  * share object, the pools of handles and lanes (a lane is a multi handle
  * with its own connections), response parsing and checking, one transfer
- * with its retries and deadline, and the readv of one lane.
+ * with its retries and deadline, the readv of one lane, and re-resolution
+ * (a transfer re-resolves, and re-resolving is a transfer: both here, over
+ * http_loc.c's location).
  */
 #include "http_int.h"
 
@@ -820,6 +822,82 @@ int pi_hx_single(struct http_obj *o, struct xfer *x) {
     x->e = NULL;
     pi_hx_lane_put(o, ln);
     return rc;
+}
+
+/* ---- re-resolution ------------------------------------------------------- */
+
+/* A request to the redirect's target got 401/403 (a presigned URL that
+ * expired): asks the configured URL again (one byte, following redirects)
+ * for a fresh target, unless another request already did since this one
+ * started (gen). The object must be the one opened: same size, ETag and
+ * X-Linked-Etag, else PAGEIN_E_CHANGED. 1 when it asked, 0 when another
+ * request had (this one's single re-resolution is then still to come: a
+ * target refreshed by another request may expire again before this one's
+ * retry reaches it), < 0 failed. */
+int pi_hx_reresolve(struct http_obj *o, unsigned gen) {
+    pthread_mutex_lock(&o->resolve_lock);
+    int rc = 0;
+    struct loc_snap sn;
+    pi_hx_loc_get(o, &sn);
+    if (sn.gen == gen) {
+        struct xfer *x = pi_calloc(1, sizeof *x);
+        char *b = pi_malloc(1);
+        if (!x || !b) {
+            rc = pi_err(-ENOMEM, "%s: out of memory", o->orig_url);
+        } else {
+            x->mode = X_PROBE;
+            x->body = b;
+            x->bmax = 1;
+            x->url = pi_strndup(o->orig_url, strlen(o->orig_url)); /* the configured origin: its credentials */
+            rc = x->url ? pi_hx_single(o, x) : pi_err(-ENOMEM, "%s: out of memory", o->orig_url);
+            uint64_t size = x->status == 206 && x->have_cr ? x->cr_total : x->status == 200 && x->have_clen ? x->clen : o->size;
+            if (rc == 0 && x->status != 206 && x->status != 200)
+                rc = pi_err(PAGEIN_E_REMOTE, "GET %s (Range: bytes=0-0): HTTP %ld when asked again for the object's location",
+                            o->orig_url, x->status);
+            else if (rc == 0 && (size != o->size || pi_hx_etag_differs(x->etag, o->etag) ||
+                                 pi_hx_etag_differs(x->linked_etag, o->linked_etag)))
+                rc = pi_err(PAGEIN_E_CHANGED, "%s: the object changed: asked again for its location, it is %llu bytes, "
+                            "ETag %s (was %llu, %s at open)", o->orig_url, (unsigned long long)size, x->etag,
+                            (unsigned long long)o->size, o->etag);
+            if (rc == 0) { /* located (open_known); the others waiting here just retry */
+                pthread_mutex_lock(&o->loc.lock);
+                o->loc.locate = 0;
+                o->loc.gen++;
+                pthread_mutex_unlock(&o->loc.lock);
+            }
+            if (rc == 0) rc = 1;
+        }
+        pi_free(x);
+        pi_free(b);
+    }
+    pthread_mutex_unlock(&o->resolve_lock);
+    return rc;
+}
+
+
+/* a source opened with no request (open_known) whose
+ * origin redirects (the Hub) would send every read to the origin and
+ * follow the redirect again; the first read instead asks once, as a
+ * redirect target that expired is asked again (reresolve: 1 byte,
+ * following redirects, the size and X-Linked-Etag checked against the
+ * ones known), and later reads go straight to the target. 0 or < 0. */
+int pi_hx_known_locate(struct http_obj *o) {
+    /* the generation and the flag in one snapshot: a read that sees the
+     * URL another read just located also sees locate cleared (reresolve
+     * changes both at once), so the object is located once, not once per
+     * concurrent first read */
+    pthread_mutex_lock(&o->loc.lock);
+    unsigned gen = o->loc.gen;
+    int locate = o->loc.locate;
+    pthread_mutex_unlock(&o->loc.lock);
+    if (!locate) return 0;
+    int rc = pi_hx_reresolve(o, gen);
+    if (rc >= 0) { /* located, by this read or by another since the snapshot */
+        pthread_mutex_lock(&o->loc.lock);
+        o->loc.locate = 0;
+        pthread_mutex_unlock(&o->loc.lock);
+    }
+    return rc < 0 ? rc : 0;
 }
 
 #endif /* PAGEIN_HAVE_CURL */

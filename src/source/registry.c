@@ -47,14 +47,16 @@ int pi_source_stat_dir(const char *uri, int max_pages, struct pi_stat_entry **ou
     return o->stat_dir(uri, max_pages, out, n);
 }
 
-void pi_stat_entries_free(struct pi_stat_entry *v, size_t n) {
-    for (size_t i = 0; v && i < n; i++) pi_free(v[i].uri);
-    pi_free(v);
-}
-
 int pi_source_pinned(const char *uri) {
     const struct pi_source_ops *o = uri ? pi_source_find(uri) : NULL;
     return o && o->pinned ? o->pinned(uri) : 0;
+}
+
+void pi_source_origin(const char *uri, char *out, size_t cap) {
+    if (!cap) return;
+    out[0] = 0;
+    const struct pi_source_ops *o = uri ? pi_source_find(uri) : NULL;
+    if (o && o->origin) o->origin(uri, out, cap);
 }
 
 const char *pi_source_schemes(void) {
@@ -225,3 +227,12 @@ int pi_source_readv(struct pi_source *s, struct pi_read_req *reqs, size_t n, uns
         if (reqs[i].rc == PENDING) reqs[i].rc = PAGEIN_E_CANCELLED;
     return rc;
 }
+
+/* A remote URL opened through the table (remote.h). */
+int pi_remote_open(struct pi_source **out, const char *uri, uint32_t flags) {
+    if (!pi_source_is_remote(uri))
+        return pi_err(PAGEIN_E_INVALID, "%s: not a remote URL (%s)", uri, pi_source_schemes());
+    return pi_source_open(out, uri, flags);
+}
+
+void pi_remote_close(struct pi_source *s) { pi_source_close(s); }

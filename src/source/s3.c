@@ -208,6 +208,20 @@ static void fill_cfg(const struct s3conf *c, struct s3req *q, struct pi_http_cfg
 
 static int s3_match(const char *uri) { return strncasecmp(uri, "s3://", 5) == 0 || strncasecmp(uri, "gs://", 5) == 0; }
 
+/* The endpoint behind a URL (ops.origin: the metadata cache's key), as
+ * the environment names it: gs:// GS_ENDPOINT_URL; s3:// the endpoint
+ * variables, and the profile and config file that may name another. */
+static void s3_origin(const char *uri, char *out, size_t cap) {
+    const char *v;
+    if (strncasecmp(uri, "gs://", 5) == 0) {
+        snprintf(out, cap, "%s", (v = pi_env("GS_ENDPOINT_URL")) ? v : "https://storage.googleapis.com");
+        return;
+    }
+    const char *ep = (v = pi_env("AWS_ENDPOINT_URL_S3")) ? v : pi_env("AWS_ENDPOINT_URL");
+    const char *pr = pi_env("AWS_PROFILE"), *cf = pi_env("AWS_CONFIG_FILE");
+    snprintf(out, cap, "%s profile=%s config=%s", ep ? ep : "-", pr ? pr : "-", cf ? cf : "-");
+}
+
 static int s3_open(struct pi_source *s, const char *uri, uint32_t flags) {
     struct s3conf *c = pi_calloc(1, sizeof *c);
     struct s3req *q = pi_calloc(1, sizeof *q);
@@ -371,6 +385,7 @@ const struct pi_source_ops pi_source_s3 = {
     .ranges_ignored = pi_http_no_ranges,
     .stream = pi_http_stream,
     .stat_dir = s3_stat_dir,
+    .origin = s3_origin,
 };
 
 #endif /* PAGEIN_HAVE_CURL */

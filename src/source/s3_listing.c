@@ -165,6 +165,12 @@ int pi_s3_stat_add(void *arg, const char *key, uint64_t size, const char *etag, 
     return 0;
 }
 
+/* Frees what a stat_dir op returned (these records: a listing's). */
+void pi_stat_entries_free(struct pi_stat_entry *v, size_t n) {
+    for (size_t i = 0; v && i < n; i++) pi_free(v[i].uri);
+    pi_free(v);
+}
+
 int pi_s3_stat_page(const char *body, size_t blen, const char *base, const char *prefix, struct pi_stat_entry **v,
                     size_t *n, size_t *cap, char *tok, size_t tokcap, int *more) {
     struct pi_s3_stats st = {.base = base, .v = *v, .n = *n, .cap = *cap};

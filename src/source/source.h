@@ -208,6 +208,12 @@ struct pi_source_ops {
      * has it, plain readv elsewhere. */
     int (*readv_view)(struct pi_source *s, struct pi_read_req *reqs, size_t n, unsigned depth,
                       pi_read_done_fn done, void *arg, struct pi_readv_view *v);
+    /* Optional: where uri's bytes come from besides its own text (an
+     * endpoint, profile or mirror set in the environment), written into
+     * out (cap bytes, "" when nothing); the metadata cache keys on it, so
+     * an entry written while a mirror answered is never served for another
+     * endpoint. NULL: the URL names its origin itself (http, local paths). */
+    void (*origin)(const char *uri, char *out, size_t cap);
 };
 
 struct pi_source {
@@ -280,6 +286,8 @@ int pi_source_stat_dir(const char *uri, int max_pages, struct pi_stat_entry **ou
 void pi_stat_entries_free(struct pi_stat_entry *v, size_t n);
 /* pinned of the source that takes uri; 0 when it has none. */
 int pi_source_pinned(const char *uri);
+/* origin of the source that takes uri into out; "" when it has none. */
+void pi_source_origin(const char *uri, char *out, size_t cap);
 /* The registered remote schemes for messages ("http://, https://, s3://,
  * gs://, hf://"; "" in a build without remote sources). */
 const char *pi_source_schemes(void);
