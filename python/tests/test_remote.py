@@ -37,6 +37,30 @@ def servers():
         shutil.rmtree(d)
 
 
+def settled_lines(log, base):
+    """Lines in nginx's access log once every earlier request is in it:
+    nginx writes a request's line after its response, so a client that has
+    finished may not see it yet. Requests a marker URL and polls (10 s at
+    most) until the marker's line is there (the servers run one nginx
+    worker, which logs in order); the count includes the marker's line."""
+    import time
+    import urllib.error
+    import urllib.request
+    marker = "log-settle-%d-%d" % (os.getpid(), time.monotonic_ns())
+    opener = urllib.request.build_opener(urllib.request.ProxyHandler({}))
+    try:
+        opener.open(base + "/" + marker, timeout=10).read()
+    except urllib.error.HTTPError:
+        pass
+    for _ in range(200):
+        lines = open(log).readlines()
+        for i, line in enumerate(lines):
+            if marker in line:
+                return i + 1
+        time.sleep(0.05)
+    raise AssertionError("nginx never logged the marker %s in %s" % (marker, log))
+
+
 def sha256(path):
     return hashlib.sha256(open(path, "rb").read()).hexdigest()
 
@@ -101,10 +125,10 @@ def test_open_model_lazy_remote(servers, monkeypatch):
     log = os.path.join(d, "logs", "nginx-access.log")
     local = os.path.join(d, "www", "hf", "org", "tiny", "model.safetensors")
     url = env["HTTP"] + "/files/hf/org/tiny/model.safetensors"
-    before = len(open(log).readlines())
+    before = settled_lines(log, env["HTTP"])
     with pagein.open_model(url, strategy="lazy") as m, pagein.open_model(local, strategy="read") as l:
         assert m.strategy == "lazy"
-        assert len(open(log).readlines()) - before == 1  # the header, nothing else
+        assert settled_lines(log, env["HTTP"]) - before == 2  # the header, nothing else (and the marker)
         assert m.keys() == l.keys()
         for n in l.keys():
             assert m.shape(n) == l.shape(n) and m.dtype(n) == l.dtype(n)
