@@ -50,9 +50,18 @@ static void expire_locked(double now) {
     nkeep = k;
 }
 
+/* fork() while another thread holds the list's lock (a DataLoader forking
+ * its workers while a pipeline decodes) must not leave the child's copy
+ * locked: the lock is taken around fork and released on both sides. */
+static void keep_lock(void) { pthread_mutex_lock(&keep_mu); }
+static void keep_unlock(void) { pthread_mutex_unlock(&keep_mu); }
+static pthread_once_t keep_once = PTHREAD_ONCE_INIT;
+static void keep_atfork(void) { pthread_atfork(keep_lock, keep_unlock, keep_unlock); }
+
 void *pi_mem_get(size_t len, size_t *cap, int noreserve, int *reused) {
     size_t c = (size_t)pi_align_up(len ? len : 1, MEM_ALIGN);
     if (reused) *reused = 0;
+    pthread_once(&keep_once, keep_atfork);
     if (!noreserve) {
         pthread_mutex_lock(&keep_mu);
         expire_locked(pi_now_s());
