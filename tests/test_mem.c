@@ -60,6 +60,51 @@ TEST(mem_reuse_first) {
     return PASS;
 }
 
+/* pi_mem_grow: small arrays on the heap, large ones in kept blocks that a
+ * released array hands to the next one (a decoded column's arrays). */
+TEST(mem_grow_reuses_released_arrays) {
+    setenv("PAGEIN_MEM_KEEP", "64M", 1);
+    pi_mem_trim();
+    uint32_t *a = NULL;
+    size_t cap = 0;
+    CHECK_EQ(pi_mem_grow((void **)&a, &cap, 1000, sizeof *a), 0);
+    CHECK(cap >= 1000 && cap * sizeof *a < (1u << 20));
+    for (uint32_t i = 0; i < 1000; i++) a[i] = i * 7;
+    CHECK_EQ(pi_mem_grow((void **)&a, &cap, 700000, sizeof *a), 0); /* 2.8 MB: a block, contents kept */
+    CHECK(cap >= 700000);
+    int same = 1;
+    for (uint32_t i = 0; i < 1000; i++) same &= a[i] == i * 7;
+    CHECK(same);
+    a[699999] = 5;
+    CHECK_EQ(pi_mem_grow((void **)&a, &cap, 100, sizeof *a), 0); /* no shrink */
+    CHECK_EQ(a[699999], 5);
+    void *first = a;
+    size_t firstcap = cap;
+    memset(a, 1, cap * sizeof *a); /* every page written once */
+    pi_mem_release(a, cap, sizeof *a);
+    uint64_t before = pi_mem_grow_reused();
+    uint32_t *b = NULL;
+    size_t bcap = 0;
+    CHECK_EQ(pi_mem_grow((void **)&b, &bcap, 700000, sizeof *b), 0);
+#if !defined(__SANITIZE_ADDRESS__)
+    if (cap * sizeof *a >= (1u << 20)) { /* not an ASan build (arrays stay on the heap there) */
+        CHECK(b == first); /* the released block, resident */
+        CHECK_EQ(bcap, firstcap);
+        CHECK(pi_mem_grow_reused() > before);
+        CHECK_EQ(resident(b, bcap * sizeof *b), bcap * sizeof *b / 4096);
+    }
+#endif
+    pi_mem_release(b, bcap, sizeof *b);
+    uint8_t *c = NULL;
+    size_t ccap = 0;
+    CHECK(pi_mem_grow((void **)&c, &ccap, SIZE_MAX, 8) < 0); /* refused, unchanged */
+    CHECK(c == NULL && ccap == 0);
+    pi_mem_release(NULL, 0, 1);
+    pi_mem_trim();
+    unsetenv("PAGEIN_MEM_KEEP");
+    return PASS;
+}
+
 TEST(mem_fill_populates_without_changing_bytes) {
     size_t cap[3];
     int re;

@@ -15,7 +15,7 @@
 
 #define MEM_ALIGN (2ull << 20)
 #define FILL_CHUNK (4ull << 20)
-#define KEEP_SLOTS 16
+#define KEEP_SLOTS 64 /* decoded columns keep several arrays each */
 #define KEEP_SECONDS 10.0
 
 /* ---- reuse: blocks given back, kept a little while ---------------------- */
@@ -50,9 +50,18 @@ static void expire_locked(double now) {
     nkeep = k;
 }
 
+/* fork() while another thread holds the list's lock (a DataLoader forking
+ * its workers while a pipeline decodes) must not leave the child's copy
+ * locked: the lock is taken around fork and released on both sides. */
+static void keep_lock(void) { pthread_mutex_lock(&keep_mu); }
+static void keep_unlock(void) { pthread_mutex_unlock(&keep_mu); }
+static pthread_once_t keep_once = PTHREAD_ONCE_INIT;
+static void keep_atfork(void) { pthread_atfork(keep_lock, keep_unlock, keep_unlock); }
+
 void *pi_mem_get(size_t len, size_t *cap, int noreserve, int *reused) {
     size_t c = (size_t)pi_align_up(len ? len : 1, MEM_ALIGN);
     if (reused) *reused = 0;
+    pthread_once(&keep_once, keep_atfork);
     if (!noreserve) {
         pthread_mutex_lock(&keep_mu);
         expire_locked(pi_now_s());
@@ -100,6 +109,61 @@ void pi_mem_put(void *p, size_t cap) {
     }
     pthread_mutex_unlock(&keep_mu);
     if (p) munmap(p, cap);
+}
+
+/* ---- growable arrays over the kept blocks ------------------------------ */
+
+#if defined(__SANITIZE_ADDRESS__)
+#define GROW_BIG SIZE_MAX /* under ASan every array stays on the heap, where overruns are caught */
+#elif defined(__has_feature)
+#if __has_feature(address_sanitizer)
+#define GROW_BIG SIZE_MAX
+#endif
+#endif
+#ifndef GROW_BIG
+#define GROW_BIG ((size_t)1 << 20)
+#endif
+
+static _Atomic uint64_t grow_reused;
+
+uint64_t pi_mem_grow_reused(void) { return atomic_load(&grow_reused); }
+
+int pi_mem_grow(void **p, size_t *cap, size_t need, size_t elem) {
+    if (need <= *cap) return 0;
+    if (!elem) elem = 1;
+    size_t nc = *cap ? *cap : 16;
+    while (nc < need) {
+        if (nc > SIZE_MAX / 2) return pi_err(-ENOMEM, "out of memory: %zu elements", need);
+        nc *= 2;
+    }
+    if (nc > SIZE_MAX / elem) return pi_err(-ENOMEM, "out of memory: %zu elements of %zu bytes", nc, elem);
+    size_t old = *cap * elem;
+    if (nc * elem < GROW_BIG) { /* small arrays stay on the heap (old is smaller still) */
+        void *np = pi_realloc(*p, nc * elem);
+        if (!np) return pi_err(-ENOMEM, "out of memory: %zu elements of %zu bytes", nc, elem);
+        *p = np;
+        *cap = nc;
+        return 0;
+    }
+    size_t bc;
+    int reused;
+    void *np = pi_mem_get(nc * elem, &bc, 0, &reused);
+    if (!np) return pi_err(-ENOMEM, "out of memory: %zu elements of %zu bytes", nc, elem);
+    if (reused) atomic_fetch_add(&grow_reused, (uint64_t)bc);
+    if (*p && old) memcpy(np, *p, old);
+    pi_mem_release(*p, *cap, elem);
+    *p = np;
+    *cap = bc / elem; /* bc is a multiple of 2 MiB; release rounds cap * elem back up to it */
+    return 0;
+}
+
+void pi_mem_release(void *p, size_t cap, size_t elem) {
+    if (!p) return;
+    size_t b = cap * (elem ? elem : 1);
+    if (b < GROW_BIG)
+        pi_free(p);
+    else
+        pi_mem_put(p, (size_t)pi_align_up(b, MEM_ALIGN));
 }
 
 void pi_mem_trim(void) {

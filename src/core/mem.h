@@ -72,6 +72,21 @@ void pi_mem_trim(void);
 /* Bytes currently kept for reuse. */
 uint64_t pi_mem_kept(void);
 
+/* Growable arrays (pi_grow's contract: *cap elements of elem bytes, grown
+ * by doubling to at least need, contents kept) whose large sizes come from
+ * the blocks above: an array of 1 MiB or more lives in a pi_mem_get block,
+ * so that an array freed with pi_mem_release goes back to the kept blocks
+ * and the next one of about that size (the next group's decoded column, in
+ * this or another reader) is handed the same, already resident, pages
+ * instead of faulting fresh ones in. Smaller arrays use the heap. An array
+ * must be grown and released only through these two (never realloc/free).
+ * Negative code with a message on failure (the array unchanged). */
+int pi_mem_grow(void **p, size_t *cap, size_t need, size_t elem);
+void pi_mem_release(void *p, size_t cap, size_t elem);
+/* Bytes of blocks handed out again by pi_mem_grow since the process began
+ * (a counter for benchmarks and tests). */
+uint64_t pi_mem_grow_reused(void);
+
 /* ---- populating ahead ------------------------------------------------- */
 struct pi_mem_fill;
 

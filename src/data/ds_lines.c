@@ -160,6 +160,7 @@ static int zscan_piece(void *ctx, const uint8_t *p, size_t len) {
 static int index_compressed(struct pi_dsshard *sh, struct lines *L, const uint8_t *in, uint64_t size) {
     struct zscan z = {.sh = sh, .L = L, .budget = pi_ds_decode_budget(), .size = size};
     FORWARD_IF(pi_ds_zcur_new(&L->cur, L->z == Z_GZIP ? 1 : 2, sh->name));
+    sh->in_order = 1;
     /* the pass runs the cursor itself, piece by piece, so that cend is
      * what reading a group will need */
     uint8_t *piece = pi_malloc(1u << 17);

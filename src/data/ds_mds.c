@@ -151,6 +151,7 @@ static int zgroups(struct pi_dsshard *sh, struct mds *M) {
     uint64_t budget = pi_ds_decode_budget(), ng = 0;
     size_t cap = 0;
     FORWARD_IF(pi_ds_zcur_new(&M->cur, 2, sh->name));
+    sh->in_order = 1;
     for (uint64_t i = 0; i < M->n;) {
         if ((uint64_t)M->offsets[i + 1] - M->offsets[i] > budget)
             return pi_ds_err(sh, PAGEIN_E_LIMIT, UINT64_MAX, i, NULL,

@@ -588,6 +588,7 @@ static int tar_open(struct pi_dsshard *sh, const struct pi_dsopen *a) {
     int cached = cpath ? cache_load(sh, T, cpath) : 0;
     if (cached) {
         if (T->gz && ((rc = pi_ds_zcur_new(&T->cur, 1, sh->name)) < 0 || (rc = tgz_groups(sh, T)) < 0)) goto fail;
+        if (T->gz) sh->in_order = 1;
     } else if (!T->gz) {
         struct srcwin w = {.src = sh->src};
         rc = index_pass(sh, T, win_get, &w, size);

@@ -165,6 +165,9 @@ struct pi_dsshard {
     size_t ncols;
     void *impl;            /* the row's */
     void *gen;             /* the table code's (groups built over locate()); rows leave it alone */
+    int in_order;          /* set by open(): its groups decode through one cursor over a
+                              compressed stream (dscodec.c), fastest in order; the pipeline
+                              decodes them on one thread */
 };
 
 /* A decoded group; owned by the caller (see the contract). */

@@ -4,6 +4,7 @@
  * nulls, one level of lists). docs/FORMAT-PARQUET.md. */
 #include "parquet.h"
 #include "../core/endian.h"
+#include "../core/mem.h"
 
 #include <stdio.h>
 #include <string.h>
@@ -152,7 +153,7 @@ static uint32_t fixed_width(int type, int32_t type_length) {
 static int grow_bytes(struct pi_pq_column *c, uint64_t extra) {
     if (extra > PI_PQ_MAX_PAGE * 4ull || c->nbytes + extra > (1ull << 40))
         return pi_err(PAGEIN_E_LIMIT, "byte-array data of the chunk is over the limit");
-    return pi_grow((void **)&c->bytes, &c->cap_bytes, (size_t)(c->nbytes + extra) + 1, 1); /* + 1: never NULL */
+    return pi_mem_grow((void **)&c->bytes, &c->cap_bytes, (size_t)(c->nbytes + extra) + 1, 1); /* + 1: never NULL */
 }
 
 /* PLAIN values: n dense values at c's element e0 (fixed: values; bytes: voff
@@ -223,9 +224,9 @@ static int decode_dict_page(struct dec *d, const uint8_t *p, size_t len, const s
     d->c = &tmp;
     int rc;
     if (d->width) {
-        rc = pi_grow((void **)&tmp.values, &tmp.cap_vals, (size_t)((n + 1) * d->width), 1); /* + 1: entry 0 readable */
+        rc = pi_mem_grow((void **)&tmp.values, &tmp.cap_vals, (size_t)((n + 1) * d->width), 1); /* + 1: entry 0 readable */
     } else {
-        rc = pi_grow((void **)&tmp.voff, &tmp.cap_voff, (size_t)(n + 1), sizeof *tmp.voff);
+        rc = pi_mem_grow((void **)&tmp.voff, &tmp.cap_voff, (size_t)(n + 1), sizeof *tmp.voff);
         if (rc == 0) tmp.voff[0] = 0;
     }
     size_t used;
@@ -250,19 +251,19 @@ static int decode_dict_page(struct dec *d, const uint8_t *p, size_t len, const s
 static int reserve(struct dec *d, size_t rows, size_t elems) {
     struct pi_pq_column *c = d->c;
     if (c->kind == PI_PQ_LIST) {
-        FORWARD_IF(pi_grow((void **)&c->row_valid, &c->cap_rows, (size_t)c->nrows + rows + 1, 1));
-        FORWARD_IF(pi_grow((void **)&c->offsets, &c->cap_off, (size_t)c->nrows + rows + 1, sizeof *c->offsets));
+        FORWARD_IF(pi_mem_grow((void **)&c->row_valid, &c->cap_rows, (size_t)c->nrows + rows + 1, 1));
+        FORWARD_IF(pi_mem_grow((void **)&c->offsets, &c->cap_off, (size_t)c->nrows + rows + 1, sizeof *c->offsets));
     }
     /* one spare element, so that the arrays exist even for no rows */
-    FORWARD_IF(pi_grow((void **)&c->elem_valid, &c->cap_elems, (size_t)c->nelems + elems + 1, 1));
+    FORWARD_IF(pi_mem_grow((void **)&c->elem_valid, &c->cap_elems, (size_t)c->nelems + elems + 1, 1));
     if (d->width)
-        FORWARD_IF(pi_grow((void **)&c->values, &c->cap_vals, (size_t)(c->nelems + elems + 1) * d->width, 1));
+        FORWARD_IF(pi_mem_grow((void **)&c->values, &c->cap_vals, (size_t)(c->nelems + elems + 1) * d->width, 1));
     else
-        FORWARD_IF(pi_grow((void **)&c->voff, &c->cap_voff, (size_t)c->nelems + elems + 1, sizeof *c->voff));
+        FORWARD_IF(pi_mem_grow((void **)&c->voff, &c->cap_voff, (size_t)c->nelems + elems + 1, sizeof *c->voff));
     return 0;
 }
 
-static int scratch32(uint32_t **p, size_t *cap, size_t n) { return pi_grow((void **)p, cap, n ? n : 1, sizeof **p); }
+static int scratch32(uint32_t **p, size_t *cap, size_t n) { return pi_mem_grow((void **)p, cap, n ? n : 1, sizeof **p); }
 
 /* Decodes the values of one data page (n non-null, dense at element e0). */
 static int decode_values(struct dec *d, int enc, const uint8_t *p, size_t len, size_t n, uint64_t e0) {
@@ -286,7 +287,7 @@ static int decode_values(struct dec *d, int enc, const uint8_t *p, size_t len, s
              * own (the largest is checked after) */
             if (bw >= 1 && bw <= 16 && d->dpad < (1u << bw)) {
                 size_t want = ((size_t)1 << bw) * d->width;
-                FORWARD_IF(pi_grow((void **)&d->s->dvals, &d->s->dvals_cap, want, 1));
+                FORWARD_IF(pi_mem_grow((void **)&d->s->dvals, &d->s->dvals_cap, want, 1));
                 d->dvals = d->s->dvals;
                 size_t from = (size_t)PI_MAX(d->dpad, d->dict_n) * d->width;
                 if (want > from) memset(d->dvals + from, 0, want - from);
@@ -340,7 +341,7 @@ static int decode_values(struct dec *d, int enc, const uint8_t *p, size_t len, s
                           pi_pq_type_name(L->type));
         const uint8_t *q = p, *end = p + len;
         int64_t *pre = NULL, *suf;
-        FORWARD_IF(pi_grow((void **)&d->s->lens, &d->s->lens_cap, 2 * n + 1, sizeof *d->s->lens));
+        FORWARD_IF(pi_mem_grow((void **)&d->s->lens, &d->s->lens_cap, 2 * n + 1, sizeof *d->s->lens));
         if (enc == PI_PQ_DELTA_BYTE_ARRAY) {
             pre = d->s->lens + n;
             FORWARD_IF(pi_pq_delta_decode(q, (size_t)(end - q), 0, pre, n, &used));
@@ -472,8 +473,8 @@ static int levels_v1(const uint8_t **p, const uint8_t *end, int enc, const char 
 
 /* A NESTED column's row index exists even with no rows. */
 static int nested_init(struct pi_pq_column *c) {
-    FORWARD_IF(pi_grow((void **)&c->rowslot, &c->cap_rowslot, 2, sizeof *c->rowslot));
-    FORWARD_IF(pi_grow((void **)&c->rowval, &c->cap_rowval, 2, sizeof *c->rowval));
+    FORWARD_IF(pi_mem_grow((void **)&c->rowslot, &c->cap_rowslot, 2, sizeof *c->rowslot));
+    FORWARD_IF(pi_mem_grow((void **)&c->rowval, &c->cap_rowval, 2, sizeof *c->rowval));
     c->rowslot[0] = c->rowval[0] = 0;
     return 0;
 }
@@ -489,8 +490,8 @@ static int assemble_nested(struct dec *d, size_t n, int enc, const uint8_t *vp, 
     uint64_t s0 = c->nslots;
     /* both level arrays always filled (a pooled column may hold another
      * column's levels): zeros where the leaf has no such levels */
-    FORWARD_IF(pi_grow((void **)&c->ldef, &c->cap_ldef, (size_t)(s0 + n) + 1, 1));
-    FORWARD_IF(pi_grow((void **)&c->lrep, &c->cap_lrep, (size_t)(s0 + n) + 1, 1));
+    FORWARD_IF(pi_mem_grow((void **)&c->ldef, &c->cap_ldef, (size_t)(s0 + n) + 1, 1));
+    FORWARD_IF(pi_mem_grow((void **)&c->lrep, &c->cap_lrep, (size_t)(s0 + n) + 1, 1));
     if (L->max_def) {
         FORWARD_IF(pi_pq_rle_decode8(dl->p, dl->len, bitwidth(L->max_def), c->ldef + s0, n, &ds));
         if (n && ds.max > maxd) return FERR("definition level %u over the maximum %u", ds.max, maxd);
@@ -507,8 +508,8 @@ static int assemble_nested(struct dec *d, size_t n, int enc, const uint8_t *vp, 
     size_t newrows = L->max_rep ? rs.zeros : n;
     if (*rows_left >= 0 && (int64_t)newrows > *rows_left)
         return FERR("pages hold more rows than the row group's %lld", (long long)(*rows_left + (int64_t)c->nrows));
-    FORWARD_IF(pi_grow((void **)&c->rowslot, &c->cap_rowslot, (size_t)(c->nrows + newrows) + 2, sizeof *c->rowslot));
-    FORWARD_IF(pi_grow((void **)&c->rowval, &c->cap_rowval, (size_t)(c->nrows + newrows) + 2, sizeof *c->rowval));
+    FORWARD_IF(pi_mem_grow((void **)&c->rowslot, &c->cap_rowslot, (size_t)(c->nrows + newrows) + 2, sizeof *c->rowslot));
+    FORWARD_IF(pi_mem_grow((void **)&c->rowval, &c->cap_rowval, (size_t)(c->nrows + newrows) + 2, sizeof *c->rowval));
     const uint8_t *def = c->ldef + s0, *rep = c->lrep + s0;
     uint64_t nn = 0, r = c->nrows, e0 = c->nelems;
     for (size_t i = 0; i < n; i++) {
@@ -641,14 +642,15 @@ values:
 
 void pi_pq_scratch_free(struct pi_pq_scratch *s) {
     if (!s) return;
-    pi_free(s->ubuf);
-    pi_free(s->def);
-    pi_free(s->rep);
-    pi_free(s->dvals);
-    pi_free(s->dbytes);
-    pi_free(s->doff);
-    pi_free(s->idx);
-    pi_free(s->lens);
+    /* grown with pi_mem_grow: large arrays go back to the kept blocks */
+    pi_mem_release(s->ubuf, s->ubuf_cap, 1);
+    pi_mem_release(s->def, s->def_cap, 1);
+    pi_mem_release(s->rep, s->rep_cap, 1);
+    pi_mem_release(s->dvals, s->dvals_cap, 1);
+    pi_mem_release(s->dbytes, s->dbytes_cap, 1);
+    pi_mem_release(s->doff, s->doff_cap, sizeof *s->doff);
+    pi_mem_release(s->idx, s->idx_cap, sizeof *s->idx);
+    pi_mem_release(s->lens, s->lens_cap, sizeof *s->lens);
     memset(s, 0, sizeof *s);
 }
 
@@ -666,16 +668,16 @@ uint64_t pi_pq_column_held(const struct pi_pq_column *c) {
 
 void pi_pq_column_free(struct pi_pq_column *c) {
     if (!c) return;
-    if (c->row_valid != c->elem_valid) pi_free(c->row_valid);
-    pi_free(c->elem_valid);
-    pi_free(c->offsets);
-    pi_free(c->values);
-    pi_free(c->voff);
-    pi_free(c->bytes);
-    pi_free(c->ldef);
-    pi_free(c->lrep);
-    pi_free(c->rowslot);
-    pi_free(c->rowval);
+    if (c->row_valid != c->elem_valid) pi_mem_release(c->row_valid, c->cap_rows, 1);
+    pi_mem_release(c->elem_valid, c->cap_elems, 1);
+    pi_mem_release(c->offsets, c->cap_off, sizeof *c->offsets);
+    pi_mem_release(c->values, c->cap_vals, 1);
+    pi_mem_release(c->voff, c->cap_voff, sizeof *c->voff);
+    pi_mem_release(c->bytes, c->cap_bytes, 1);
+    pi_mem_release(c->ldef, c->cap_ldef, 1);
+    pi_mem_release(c->lrep, c->cap_lrep, 1);
+    pi_mem_release(c->rowslot, c->cap_rowslot, sizeof *c->rowslot);
+    pi_mem_release(c->rowval, c->cap_rowval, sizeof *c->rowval);
     memset(c, 0, sizeof *c);
 }
 
@@ -719,7 +721,7 @@ static int page_loop(struct dec *d, const uint8_t *buf, size_t len, int64_t num_
             if (h.csize != h.usize) return FERR("uncompressed page of %d bytes says %d", (int)h.csize, (int)h.usize);
             u = page;
         } else {
-            FORWARD_IF(pi_grow((void **)&d->s->ubuf, &d->s->ubuf_cap, (size_t)h.usize + 1, 1));
+            FORWARD_IF(pi_mem_grow((void **)&d->s->ubuf, &d->s->ubuf_cap, (size_t)h.usize + 1, 1));
             memcpy(d->s->ubuf, page, lvl);
             /* a v2 page of only nulls may carry no compressed bytes at all */
             if (!((size_t)h.csize == lvl && (size_t)h.usize == lvl))
@@ -742,8 +744,8 @@ static int page_loop(struct dec *d, const uint8_t *buf, size_t len, int64_t num_
         size_t n = (size_t)h.nvalues;
         const uint8_t *p = u, *end = u + ulen;
         struct lvls rl = {p, 0}, dl = {p, 0};
-        if (L->max_rep) FORWARD_IF(pi_grow((void **)&d->s->rep, &d->s->rep_cap, n + 1, 1));
-        if (L->max_def) FORWARD_IF(pi_grow((void **)&d->s->def, &d->s->def_cap, n + 1, 1));
+        if (L->max_rep) FORWARD_IF(pi_mem_grow((void **)&d->s->rep, &d->s->rep_cap, n + 1, 1));
+        if (L->max_def) FORWARD_IF(pi_mem_grow((void **)&d->s->def, &d->s->def_cap, n + 1, 1));
         if (h.type == PI_PQ_DATA_PAGE) {
             if (L->max_rep) FORWARD_IF(levels_v1(&p, end, h.rep_enc, "repetition", &rl));
             if (L->max_def) FORWARD_IF(levels_v1(&p, end, h.def_enc, "definition", &dl));
@@ -787,7 +789,7 @@ static void col_reset(struct pi_pq_column *c, const struct pi_pq_leaf *L, uint32
 /* A scalar's row validity is its element validity. */
 static void col_finish(struct pi_pq_column *c) {
     if (c->kind != PI_PQ_SCALAR) return;
-    if (c->row_valid && c->row_valid != c->elem_valid) pi_free(c->row_valid); /* left from a list */
+    if (c->row_valid && c->row_valid != c->elem_valid) pi_mem_release(c->row_valid, c->cap_rows, 1); /* left from a list */
     c->row_valid = c->elem_valid;
     c->cap_rows = 0;
 }

@@ -12,6 +12,7 @@
 #include <inttypes.h>
 #include <stdio.h>
 #include <stdlib.h>
+#include <unistd.h>
 
 /* ---- states ------------------------------------------------------------------ */
 
@@ -439,6 +440,87 @@ static int unit_ids(const pagein_pipe *p, size_t k, uint64_t *ids) {
     return 0;
 }
 
+/* ---- decoding a unit's groups on several threads --------------------------
+ * A format's decode() may run on any number of threads at once on distinct
+ * groups (dsformat.h), so a unit's groups are decoded in parallel: up to
+ * PAGEIN_DECODE_THREADS threads (default: the CPUs, at most 8; 1 decodes on
+ * the loader thread alone, as does a unit of less than 2 MiB fetched and a
+ * unit of groups a compressed stream's cursor decodes in order),
+ * each taking the next group not yet taken. An
+ * error stops the taking; the first failing group's (in unit order) error
+ * is the unit's, and the groups not decoded are left with nothing to free. */
+struct dec_job {
+    const pagein_dataset *d;
+    struct unit *u;
+    atomic_size_t next;
+    atomic_int stop;
+    int *rc; /* per group: 1 not tried, 0 decoded, < 0 failed */
+    char (*msg)[256];
+};
+
+static void *dec_job_main(void *arg) {
+    struct dec_job *J = arg;
+    for (;;) {
+        if (atomic_load(&J->stop)) break;
+        size_t j = atomic_fetch_add(&J->next, 1);
+        if (j >= J->u->ng) break;
+        struct ugroup *ug = &J->u->g[j];
+        int rc = pi_ds_decode(J->d->shards[ug->shard], &ug->grp);
+        if (rc < 0) {
+            snprintf(J->msg[j], sizeof J->msg[j], "%s", pagein_last_error_detail());
+            atomic_store(&J->stop, 1);
+        }
+        J->rc[j] = rc < 0 ? rc : 0;
+    }
+    return NULL;
+}
+
+static unsigned decode_threads(const pagein_dataset *d, const struct unit *u) {
+    size_t ng = u->ng;
+    if (u->bytes < (2u << 20)) return 1; /* a small unit: starting threads would cost more than they save */
+    for (size_t j = 0; j < ng; j++) /* one cursor's groups: out of order they would start it over */
+        if (d->shards[u->g[j].shard]->in_order) return 1;
+    long nc = sysconf(_SC_NPROCESSORS_ONLN);
+    long t = pi_env_long("PAGEIN_DECODE_THREADS", nc > 0 ? (nc < 8 ? nc : 8) : 1, 1, 64);
+    return (unsigned)((size_t)t < ng ? (size_t)t : ng);
+}
+
+static int decode_groups(const pagein_dataset *d, struct unit *u) {
+    unsigned nt = decode_threads(d, u);
+    int *rcs = nt > 1 ? pi_malloc(u->ng * sizeof *rcs) : NULL;
+    char(*msg)[256] = nt > 1 ? pi_malloc(u->ng * sizeof *msg) : NULL;
+    if (!rcs || !msg) { /* one thread (or no memory for more): in order, on this thread */
+        pi_free(rcs);
+        pi_free(msg);
+        for (size_t j = 0; j < u->ng; j++) {
+            int rc = pi_ds_decode(d->shards[u->g[j].shard], &u->g[j].grp);
+            if (rc < 0) { /* not decoded: nothing to free */
+                for (size_t k2 = j; k2 < u->ng; k2++) u->g[k2].grp.impl = NULL;
+                return rc;
+            }
+        }
+        return 0;
+    }
+    struct dec_job J = {.d = d, .u = u, .rc = rcs, .msg = msg};
+    atomic_init(&J.next, 0);
+    atomic_init(&J.stop, 0);
+    for (size_t j = 0; j < u->ng; j++) rcs[j] = 1;
+    pthread_t tid[64];
+    int on[64];
+    for (unsigned k = 1; k < nt; k++) on[k] = pthread_create(&tid[k], NULL, dec_job_main, &J) == 0;
+    dec_job_main(&J); /* this thread takes groups too */
+    for (unsigned k = 1; k < nt; k++)
+        if (on[k]) pthread_join(tid[k], NULL);
+    int rc = 0;
+    for (size_t j = 0; j < u->ng; j++) {
+        if (rcs[j] < 0 && rc == 0) rc = pi_err(rcs[j], "%s", msg[j]);
+        if (rcs[j] != 0) u->g[j].grp.impl = NULL; /* failed or not tried: nothing to free */
+    }
+    pi_free(rcs);
+    pi_free(msg);
+    return rc;
+}
+
 /* Loads unit k into u: its ids, then what they need, fetched and decoded. */
 static int unit_load(pagein_pipe *p, size_t k, struct unit *u, uint64_t *requests) {
     pagein_dataset *d = p->d;
@@ -555,16 +637,7 @@ static int unit_load(pagein_pipe *p, size_t k, struct unit *u, uint64_t *request
     }
     if (rc == 0) rc = fetch_wants(p, u, w, nw, requests);
     pi_free(w);
-    for (size_t j = 0; j < u->ng; j++) {
-        struct ugroup *ug = &u->g[j];
-        if (rc == 0) {
-            rc = pi_ds_decode(d->shards[ug->shard], &ug->grp);
-            if (rc < 0) { /* not decoded: nothing to free */
-                ug->grp.impl = NULL;
-                for (size_t k2 = j + 1; k2 < u->ng; k2++) u->g[k2].grp.impl = NULL;
-            }
-        }
-    }
+    if (rc == 0) rc = decode_groups(d, u);
     return rc;
 }
 
