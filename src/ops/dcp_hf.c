@@ -100,15 +100,16 @@ static const pagein_meta *sharding_meta(const pagein_file *f) {
     return m && m->type == PAGEIN_META_STRING ? m : NULL;
 }
 
-/* 1 if dir's first *.safetensors file carries DCP_SHARDING_INFO. */
+/* 1 if dir's first *.safetensors file carries DCP_SHARDING_INFO, 0 if it
+ * does not, -1 if dir holds no *.safetensors file. */
 static int dir_has_info(const char *dir) {
     char **v = NULL;
     size_t n = 0;
-    int ok = 0;
+    int ok = -1;
     if (list_dir(dir, &v, &n) == 0 && n) {
         char *p = pi_path_join(dir, v[0]);
         pagein_file *f = NULL;
-        if (p && pagein_open(&f, p, NULL) == 0) ok = sharding_meta(f) != NULL;
+        ok = p && pagein_open(&f, p, NULL) == 0 && sharding_meta(f) != NULL;
         pagein_close(f);
         pi_free(p);
     }
@@ -118,13 +119,17 @@ static int dir_has_info(const char *dir) {
 }
 
 /* The directory holding the files: path itself, or path/sharded (where
- * torch's writer puts the ranks' files when it consolidates too). */
+ * torch's writer puts the ranks' files when it consolidates too) when path
+ * holds no safetensors file (a consolidated model beside sharded/ is read
+ * as that model). */
 static char *resolve(const char *path) {
     struct stat st;
     if (!path || pagein_is_url(path) || stat(path, &st) != 0 || !S_ISDIR(st.st_mode)) return NULL;
-    if (dir_has_info(path)) return pi_strndup(path, strlen(path));
+    int top = dir_has_info(path);
+    if (top == 1) return pi_strndup(path, strlen(path));
+    if (top == 0) return NULL;
     char *s = pi_path_join(path, "sharded");
-    if (s && dir_has_info(s)) return s;
+    if (s && dir_has_info(s) == 1) return s;
     pi_free(s);
     return NULL;
 }
