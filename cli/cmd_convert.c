@@ -281,7 +281,7 @@ static void summary(FILE *o, const struct opts *op, const pagein_file *f, const 
  * library (src/ops/dcp.c) through one run of the range engine into one
  * safetensors file or, with --max-shard-size, Hugging Face shards and an
  * index; casting is not offered for it. */
-static int convert_dcp(const struct opts *op) {
+static int convert_dcp(const struct opts *op, int hf) {
     size_t ol = strlen(op->out);
     if (op->dtype || op->deq || op->dry || !strcmp(op->out, "-") || (ol >= 5 && !strcmp(op->out + ol - 5, ".gguf"))) {
         fprintf(stderr, "pagein convert: %s is a torch Distributed Checkpoint: it converts to safetensors "
@@ -296,7 +296,7 @@ static int convert_dcp(const struct opts *op) {
     pagein_dcp_convert_stats st;
     double t0 = cli_now();
     int rc = make_parent(op->out);
-    if (rc == 0) rc = pagein_dcp_convert(op->in, op->out, &co, &st);
+    if (rc == 0) rc = hf ? pagein_dcp_hf_convert(op->in, op->out, &co, &st) : pagein_dcp_convert(op->in, op->out, &co, &st);
     if (rc < 0) {
         cli_error("convert", rc, "cannot convert %s to %s", op->in, op->out);
         return rc > -4096 ? EXIT_USAGE : EXIT_INVALID;
@@ -373,7 +373,8 @@ static int convert_main(int argc, char **argv) {
         return EXIT_USAGE;
     }
     if (!op.out) op.out = "-";
-    if (pagein_is_dcp_dir(op.in)) return convert_dcp(&op);
+    if (pagein_is_dcp_dir(op.in)) return convert_dcp(&op, 0);
+    if (pagein_is_dcp_hf_dir(op.in)) return convert_dcp(&op, 1); /* torch's safetensors flavour */
     pagein_file *f = NULL;
     int rc = pagein_open(&f, op.in, NULL);
     if (rc < 0) {

@@ -63,5 +63,7 @@ int inspect_dataset(const char *path, int json, int all, int quiet_fail);
 
 /* inspect_dcp.c: a torch Distributed Checkpoint directory. */
 int inspect_dcp(const char *path, int json);
+/* inspect_dcp_hf.c: torch's safetensors flavour of DCP (DCP_SHARDING_INFO). */
+int inspect_dcp_hf(const char *path, int json);
 
 #endif

@@ -2174,6 +2174,43 @@ PAGEIN_API int pagein_dcp_convert_safetensors(const char *dir, const char *out, 
 PAGEIN_API int pagein_dcp_convert(const char *dir, const char *out, const pagein_convert_opts *opts,
                                   pagein_dcp_convert_stats *stats);
 #endif /* PAGEIN_EXPERIMENTAL: torch Distributed Checkpoints */
+#ifdef PAGEIN_EXPERIMENTAL /* torch's safetensors flavour of DCP (see Stability above) */
+/*
+ * torch 2.7+'s safetensors flavour of a Distributed Checkpoint: a local
+ * directory (or its "sharded/" subdirectory) of safetensors files, one per
+ * rank, whose "__metadata__" holds DCP_SHARDING_INFO (JSON: each tensor's
+ * "saved_offsets" in the whole tensor). Whole tensors are the union of
+ * their chunks (shape: max(offset + size)); chunks are checked not to
+ * overlap, to cover the tensor and to agree on dtype and ndim; errors name
+ * the tensor and the file. Tensors are listed in name order.
+ */
+typedef struct pagein_dcp_hf pagein_dcp_hf;
+typedef struct pagein_dcp_hf_info {
+    const char *name;      /* borrowed from h */
+    pagein_dtype dtype;
+    uint32_t ndim;
+    const uint64_t *shape; /* the whole tensor's (borrowed) */
+    uint64_t nbytes;
+    uint32_t nchunks;
+} pagein_dcp_hf_info;
+/* 1 if path is a local directory whose (or whose "sharded/" subdirectory's)
+ * first *.safetensors file carries DCP_SHARDING_INFO. */
+PAGEIN_API int pagein_is_dcp_hf_dir(const char *path);
+PAGEIN_API int pagein_dcp_hf_open(pagein_dcp_hf **out, const char *dir);
+PAGEIN_API void pagein_dcp_hf_close(pagein_dcp_hf *h);
+/* The directory the files were found in. */
+PAGEIN_API const char *pagein_dcp_hf_dir(const pagein_dcp_hf *h);
+PAGEIN_API size_t pagein_dcp_hf_count(const pagein_dcp_hf *h);
+PAGEIN_API int pagein_dcp_hf_tensor(const pagein_dcp_hf *h, size_t i, pagein_dcp_hf_info *info);
+/* Whole tensor i, row-major, into dst (len >= its nbytes). */
+PAGEIN_API int pagein_dcp_hf_read(pagein_dcp_hf *h, size_t i, void *dst, size_t len);
+/* Consolidates into one safetensors file, or with opts->max_shard_bytes
+ * Hugging Face shards plus out's ".index.json" (as pagein_dcp_convert);
+ * one tensor assembled in memory at a time (a tensor stored whole is
+ * written from its mapping). stats->bytes_read counts the chunks' bytes. */
+PAGEIN_API int pagein_dcp_hf_convert(const char *dir, const char *out, const pagein_convert_opts *opts,
+                                     pagein_dcp_convert_stats *stats);
+#endif /* PAGEIN_EXPERIMENTAL: torch's safetensors flavour of DCP */
 /* 1 if this build has the remote sources (libcurl), else 0. */
 PAGEIN_API int pagein_remote_available(void);
 /* 1 if path is a URL one of this build's remote sources takes (the
