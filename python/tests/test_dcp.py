@@ -85,10 +85,39 @@ def test_checkpoint_and_reader_equal_torch(name):
     sd = {k: torch.zeros_like(v) for k, v in ref.items()}
     extra = "step" if name == "rank4" else "epoch"
     sd[extra] = None
-    dcp.load_state_dict(sd, storage_reader=pagein.dcp.Reader(path), no_dist=True)
+    reader = pagein.dcp.Reader(path)
+    dcp.load_state_dict(sd, storage_reader=reader, no_dist=True)
     for k, v in ref.items():
         assert torch.equal(sd[k], v), k
     assert sd[extra] == (7 if name == "rank4" else 3)
+    # the whole plan in one run of the range engine, coalesced
+    st = reader.stats
+    assert st["runs"] == 1, st
+    assert st["spans"] >= len(ref) and 1 <= st["requests"] <= st["spans"], st
+    assert st["bytes_needed"] <= st["bytes_read"], st
+
+
+def test_reader_one_run_per_plan_into_views():
+    """A plan of slices into non-contiguous, differently typed and contiguous
+    destinations: one engine run; every destination equals torch's load."""
+    import pagein.dcp
+    path = os.path.join(FX, "rank4")
+    ref = torch_load(path)
+    dcp = _dcpcompat.import_torch_dcp()
+    sd = {}
+    for k, v in ref.items():
+        if v.dim() == 2:
+            sd[k] = torch.zeros(v.shape[1], v.shape[0], dtype=v.dtype).t()  # a transposed (strided) destination
+        else:
+            sd[k] = torch.zeros_like(v)
+    reader = pagein.dcp.Reader(path)
+    dcp.load_state_dict(sd, storage_reader=reader, no_dist=True)
+    for k, v in ref.items():
+        assert torch.equal(sd[k], v), k
+    assert reader.stats["runs"] == 1, reader.stats
+    # a second plan on the same reader: one more run, headers cached
+    dcp.load_state_dict(sd, storage_reader=reader, no_dist=True)
+    assert reader.stats["runs"] == 2, reader.stats
 
 
 def test_v2_metadata_through_reader():
