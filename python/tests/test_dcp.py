@@ -195,6 +195,8 @@ def _reshard_rank(rank, world, port, path, split, q):
     dist.init_process_group("gloo", init_method="tcp://127.0.0.1:%d" % port, rank=rank, world_size=world)
     try:
         got = pagein.distributed.load_dcp(path, split=split)
+        st = pagein.distributed.load_dcp.last_stats
+        got["__stats__"] = torch.tensor([st["runs"], st["bytes_needed"], st["broadcast_bytes"]])
         import io
         b = io.BytesIO()
         torch.save(got, b)  # bytes: a tensor sent as shared memory dies with its process
@@ -235,11 +237,19 @@ def test_reshard_4_to_2_on_gloo_ranks():
     mp.spawn(_reshard_rank, args=(2, _free_port(), path, "rows", q), nprocs=2, join=True)
     import io
     got = {r: torch.load(io.BytesIO(b)) for r, b in (q.get(timeout=60) for _ in range(2))}
+    whole = sum(v.numel() * v.element_size() for v in ref.values() if v.dim() < 2)
+    needed = []
     for r in range(2):
+        runs, need, bcast = got[r].pop("__stats__").tolist()
+        assert runs == 1 and bcast == whole, (r, runs, bcast, whole)
+        needed.append(need)
         want = _want(ref, 2, r, "rows")
         assert set(got[r]) == set(want)
         for k, v in want.items():
             assert torch.equal(got[r][k], v), (r, k)
+    # the whole (unsplit) tensors are read once over both ranks, not twice
+    split_bytes = sum(v.numel() * v.element_size() for v in ref.values() if v.dim() >= 2)
+    assert sum(needed) == split_bytes + whole, (needed, split_bytes, whole)
 
 
 @pytest.mark.parametrize("world,split", [(8, "rows"), (8, "cols"), (3, "cols"), (4, "rows")])

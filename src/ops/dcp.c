@@ -10,6 +10,7 @@
 #include "../engine/engine.h"
 #include "convert.h"
 
+#include <fcntl.h>
 #include <stdio.h>
 #include <pthread.h>
 #include <stdlib.h>
@@ -126,6 +127,9 @@ static int open_files(pagein_dcp *d) {
             else d->f[i].map = m, d->f[i].len = (size_t)sizes[i];
             /* reads ask for their bytes (will_need): no read-around */
             if (m != MAP_FAILED) (void)madvise(m, (size_t)sizes[i], MADV_RANDOM);
+            /* the same for the range engine's reads (pagein_dcp_read_many):
+             * no readahead past the spans asked for */
+            (void)posix_fadvise(d->f[i].src->fd, 0, 0, POSIX_FADV_RANDOM);
         }
     }
     if (rc == 0) rc = pi_dcp_meta_check_files(&d->m, d->meta_path, sizes);
