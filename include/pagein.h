@@ -2173,6 +2173,33 @@ PAGEIN_API int pagein_dcp_convert_safetensors(const char *dir, const char *out, 
  * ring. */
 PAGEIN_API int pagein_dcp_convert(const char *dir, const char *out, const pagein_convert_opts *opts,
                                   pagein_dcp_convert_stats *stats);
+/* One request of a batch read: the box [start, start + count) of tensor
+ * item `item` (start/count: its ndim values; both NULL: the whole tensor),
+ * row-major into dst (len >= the box's bytes), or a non-tensor item's
+ * stored bytes (start/count ignored). */
+typedef struct pagein_dcp_request {
+    size_t item;
+    const uint64_t *start, *count;
+    void *dst;
+    size_t len;
+} pagein_dcp_request;
+
+typedef struct pagein_dcp_read_stats {
+    uint64_t runs;         /* range-engine runs (1, or 0 when nothing was to read) */
+    uint64_t spans;        /* byte ranges planned (one per request and chunk it overlaps) */
+    uint64_t requests;     /* the engine's requests (after coalescing) */
+    uint64_t bytes_read;   /* bytes the engine read */
+    uint64_t bytes_needed; /* bytes of the requests' boxes */
+} pagein_dcp_read_stats;
+
+/* Reads every request in ONE run of the range engine (a torch DCP load
+ * plan: coalesced, many in flight), local or remote alike. A chunk whose
+ * blob header is known (cached from an earlier read, or parsed from a
+ * local file's mapping) is read from the box's first to its last byte
+ * only; else its whole blob is read and its header parsed (and cached).
+ * All or nothing: the first error stops the run. stats may be NULL. */
+PAGEIN_API int pagein_dcp_read_many(pagein_dcp *d, const pagein_dcp_request *reqs, size_t n,
+                                    pagein_dcp_read_stats *stats);
 #endif /* PAGEIN_EXPERIMENTAL: torch Distributed Checkpoints */
 #ifdef PAGEIN_EXPERIMENTAL /* torch's safetensors flavour of DCP (see Stability above) */
 /*

@@ -265,6 +265,70 @@ TEST(dcp_read_slice) {
     return PASS;
 }
 
+/* Many requests (every item whole, a box across chunks, single elements)
+ * in one engine run equal the reads one by one. */
+TEST(dcp_read_many) {
+    pagein_dcp *d, *d2;
+    CHECK_OK(pagein_dcp_open(&d, FX "rank4"));
+    CHECK_OK(pagein_dcp_open(&d2, FX "rank4"));
+    size_t n = pagein_dcp_item_count(d), nr = 0;
+    int bi = pagein_dcp_find(d, "blocks");
+    CHECK(bi >= 0 && n > 0 && n < 64);
+    pagein_dcp_request rq[80];
+    uint8_t *got[80] = {0};
+    uint64_t need = 0;
+    for (size_t i = 0; i < n; i++) {
+        pagein_dcp_item_info in;
+        CHECK_OK(pagein_dcp_item(d, i, &in));
+        got[nr] = calloc(1, in.nbytes + 1);
+        rq[nr] = (pagein_dcp_request){i, NULL, NULL, got[nr], (size_t)in.nbytes};
+        nr++;
+        need += in.nbytes;
+    }
+    uint64_t start[2] = {2, 3}, count[2] = {3, 3}, at[8][2], one[2] = {1, 1};
+    got[nr] = calloc(1, 18);
+    rq[nr] = (pagein_dcp_request){(size_t)bi, start, count, got[nr], 18};
+    nr++;
+    for (int k = 0; k < 8; k++) {
+        at[k][0] = (uint64_t)k % 6, at[k][1] = (uint64_t)(k * 3) % 8;
+        got[nr] = calloc(1, 2);
+        rq[nr] = (pagein_dcp_request){(size_t)bi, at[k], one, got[nr], 2};
+        nr++;
+    }
+    need += 18 + 16;
+    pagein_dcp_read_stats st;
+    CHECK_OK(pagein_dcp_read_many(d, rq, nr, &st));
+    CHECK_EQ(st.runs, 1);
+    CHECK_EQ(st.bytes_needed, need);
+    CHECK(st.spans >= nr && st.requests >= 1 && st.requests < st.spans);
+    for (size_t i = 0; i < n; i++) {
+        uint8_t *want = calloc(1, rq[i].len + 1);
+        CHECK_OK(pagein_dcp_read(d2, i, want, rq[i].len));
+        CHECK(!memcmp(want, got[i], rq[i].len));
+        free(want);
+    }
+    uint16_t whole[48], box[9];
+    CHECK_OK(pagein_dcp_read(d2, (size_t)bi, whole, sizeof whole));
+    memcpy(box, got[n], sizeof box);
+    for (int r = 0; r < 3; r++)
+        for (int c = 0; c < 3; c++) CHECK_EQ(box[r * 3 + c], whole[(r + 2) * 8 + c + 3]);
+    for (int k = 0; k < 8; k++) {
+        uint16_t v;
+        memcpy(&v, got[n + 1 + k], 2);
+        CHECK_EQ(v, whole[at[k][0] * 8 + at[k][1]]);
+    }
+    /* a box outside the tensor: refused before any read */
+    uint64_t bad[2] = {5, 7}, two[2] = {2, 2};
+    rq[0] = (pagein_dcp_request){(size_t)bi, bad, two, box, sizeof box};
+    CHECK_EQ(pagein_dcp_read_many(d, rq, 1, &st), PAGEIN_E_RANGE);
+    CHECK_EQ(st.runs, 0);
+    CHECK_OK(pagein_dcp_read_many(d, NULL, 0, &st));
+    for (size_t k = 0; k < nr; k++) free(got[k]);
+    pagein_dcp_close(d);
+    pagein_dcp_close(d2);
+    return PASS;
+}
+
 /* A blob past its file's end is refused at open, naming key and file. */
 TEST(dcp_open_past_end) {
     const char *dir = pt_tmppath("dcp_past_end");

@@ -187,6 +187,59 @@ TEST(remote_dcp_convert) {
     return PASS;
 }
 
+/* pagein_dcp_read_many over HTTP: first each blob whole (headers parsed
+ * and cached), then only the boxes' bytes; both equal the local reads. */
+TEST(remote_dcp_read_many) {
+#ifndef PAGEIN_HAVE_CURL
+    SKIP_BECAUSE("built without libcurl (Debian libcurl4-openssl-dev; mk/remote.mk)");
+#else
+    if (!pt_have_testdata()) SKIP_BECAUSE("no tests/data/real");
+    RT_NEED_SERVERS();
+    setenv("PAGEIN_HTTP_RETRIES", "0", 1);
+    pagein_dcp *l, *r;
+    CHECK_OK(pagein_dcp_open(&l, FX "rank4"));
+    int rc = pagein_dcp_open(&r, rt_url("HTTP", "/files/dcp4"));
+    if (rc < 0) printf("    %s\n", pagein_last_error_detail());
+    CHECK_OK(rc);
+    if (rc < 0) return FAIL;
+    size_t n = pagein_dcp_item_count(l);
+    CHECK(n > 0 && n < 32 && pagein_dcp_item_count(r) == n);
+    pagein_dcp_request rq[32];
+    uint8_t *got[32] = {0};
+    uint64_t sum = 0;
+    for (size_t i = 0; i < n && i < 32; i++) {
+        pagein_dcp_item_info in;
+        CHECK_OK(pagein_dcp_item(l, i, &in));
+        got[i] = calloc(1, in.nbytes + 1);
+        rq[i] = (pagein_dcp_request){i, NULL, NULL, got[i], (size_t)in.nbytes};
+        sum += in.nbytes;
+    }
+    for (int pass = 0; pass < 2; pass++) {
+        pagein_dcp_read_stats st;
+        for (size_t i = 0; i < n; i++) memset(got[i], 0, rq[i].len);
+        rc = pagein_dcp_read_many(r, rq, n, &st);
+        if (rc < 0) printf("    %s\n", pagein_last_error_detail());
+        CHECK_OK(rc);
+        CHECK_EQ(st.runs, 1);
+        CHECK_EQ(st.bytes_needed, sum);
+        /* pass 0 reads whole blobs; pass 1 only the tensors' bytes (the
+         * bytes items are their blobs) */
+        if (pass == 0) CHECK(st.bytes_read > sum);
+        else CHECK(st.bytes_read >= sum && st.bytes_read < sum + 64 * 1024 * n);
+        for (size_t i = 0; i < n; i++) {
+            uint8_t *want = calloc(1, rq[i].len + 1);
+            CHECK_OK(pagein_dcp_read(l, i, want, rq[i].len));
+            CHECK(!memcmp(want, got[i], rq[i].len));
+            free(want);
+        }
+    }
+    for (size_t i = 0; i < n; i++) free(got[i]);
+    pagein_dcp_close(l);
+    pagein_dcp_close(r);
+#endif
+    return PASS;
+}
+
 /* A single-chunk row-major tensor is a pointer into its blob; the others
  * are refused with PAGEIN_E_UNSUPPORTED (read them). */
 TEST(dcp_view_single_chunk) {

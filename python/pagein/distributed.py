@@ -463,40 +463,99 @@ def dcp_box(shape, dim, rank, world_size):
     return tuple(start), tuple(count)
 
 
-def load_dcp(path, rank=None, world_size=None, split="rows", include_bytes=False):
+def _dcp_group(rank, world_size, share):
+    """torch.distributed when it is initialized and is this (rank, world)."""
+    if share is False or world_size < 2:
+        return None
+    try:
+        import torch.distributed as dist
+        ok = dist.is_available() and dist.is_initialized()
+    except ImportError:
+        ok = False
+    if not ok or dist.get_rank() != rank or dist.get_world_size() != world_size:
+        if share:
+            raise ValueError("share=True needs torch.distributed initialized as rank %r of %r" % (rank, world_size))
+        return None
+    return dist
+
+
+def load_dcp(path, rank=None, world_size=None, split="rows", include_bytes=False, share=None):
     """This rank's part of every tensor of a torch Distributed Checkpoint
     written by any number of ranks (resharding N -> M): tensors of two or
     more dimensions split along `split` ("rows": dimension 0, "cols": the
     last, a dict {name: dim or None}, or a callable(name, shape) -> dim or
     None) over world_size ranks as torch.chunk splits them; others whole.
-    Each rank reads only the saved chunks its part overlaps, and of a local
-    checkpoint only the pages of those chunks its part covers (pagein's
-    mapped reads), never the other ranks' bytes. rank and world_size default
-    to torch.distributed's. Returns {name: tensor} (plus {name: bytes} of
-    the non-tensor items with include_bytes)."""
-    from . import dcp
+    Every part this rank reads goes through one run of the range engine
+    (pagein_dcp_read_many): only the saved chunks its part overlaps, and of
+    those only the bytes (or each row's part) it needs, never the other
+    ranks' bytes. With torch.distributed initialized (share None: when it
+    is; True: required; False: never), the tensors every rank needs whole
+    are read once, each by one rank (balanced by bytes), and broadcast.
+    rank and world_size default to torch.distributed's. Returns {name:
+    tensor} (plus {name: bytes} of the non-tensor items with
+    include_bytes); load_dcp.last_stats holds this rank's figures."""
+    import ctypes
+    import torch
+    from . import _pagein, dcp
     if rank is None or world_size is None:
         import torch.distributed as dist
         rank = dist.get_rank() if rank is None else rank
         world_size = dist.get_world_size() if world_size is None else world_size
     if not 0 <= rank < world_size:
         raise ValueError("rank %r outside a world of %r" % (rank, world_size))
-    out = {}
+    dist = _dcp_group(rank, world_size, share)
+    out, reqs, raw, whole = {}, [], {}, []
     with dcp.open(path) as ck:
         for name in ck.keys():
-            is_bytes, _, shape, _, _ = ck.info(name)
+            i, is_bytes, dtype, shape, nbytes, _ = ck._items[name]
             if is_bytes:
                 if include_bytes:
-                    out[name] = ck.get_bytes(name)
+                    raw[name] = bytearray(nbytes)
+                    reqs.append((i, raw[name], None, None))
                 continue
             dim = _dcp_split_dim(name, shape, split)
             if dim is not None and dim < 0:
                 dim += len(shape)
-            if dim is None or not shape:
-                out[name] = ck.get_tensor(name).clone()
-                continue
+            if not shape:
+                dim = None
             start, count = dcp_box(shape, dim, rank, world_size)
-            out[name] = ck.get_slice(name, start, count)
+            t = torch.empty(count, dtype=ck._torch_dtype(dtype))
+            out[name] = t
+            if dim is None and dist is not None and nbytes:
+                whole.append((name, i, t, nbytes))
+            elif t.numel():
+                reqs.append((i, dcp._tensor_buffer(t), start, count))
+        # the whole tensors: owners by bytes (largest first to the least
+        # loaded rank), each owner's laid out together in one buffer
+        owned, load = {r: [] for r in range(world_size)}, [0] * world_size
+        for w in sorted(whole, key=lambda w: (-w[3], w[0])):
+            r = min(range(world_size), key=lambda x: (load[x], x))
+            owned[r].append(w)
+            load[r] += w[3]
+        flat = torch.empty(sum(load), dtype=torch.uint8)
+        spans, off = [], 0
+        for r in range(world_size):
+            lo = off
+            for name, i, t, nb in owned[r]:
+                if r == rank:
+                    reqs.append((i, (ctypes.c_char * nb).from_address(flat.data_ptr() + off), None, None))
+                off += nb
+            spans.append((lo, off))
+        st = _pagein.dcp_read_many(ck._h, reqs)
+    stats = dict(zip(("runs", "spans", "requests", "bytes_read", "bytes_needed"), st))
+    stats["broadcast_bytes"] = 0
+    for r, (lo, hi) in enumerate(spans):
+        if hi > lo:
+            dist.broadcast(flat[lo:hi], src=r)
+            stats["broadcast_bytes"] += hi - lo
+    off = 0
+    for r in range(world_size):
+        for name, i, t, nb in owned[r]:
+            ctypes.memmove(t.data_ptr(), flat.data_ptr() + off, nb)
+            off += nb
+    load_dcp.last_stats = stats
+    for name, b in raw.items():
+        out[name] = bytes(b)
     return out
 
 

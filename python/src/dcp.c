@@ -113,6 +113,70 @@ static PyObject *py_dcp_read_into(PyObject *self, PyObject *args) {
     Py_RETURN_NONE;
 }
 
+/* _pagein.dcp_read_many(h, [(index, buffer, start or None, count or None)])
+ * -> (runs, spans, requests, bytes_read, bytes_needed): every request in one
+ * run of the range engine (pagein_dcp_read_many). */
+static PyObject *py_dcp_read_many(PyObject *self, PyObject *args) {
+    PyObject *cap, *lo;
+    if (!PyArg_ParseTuple(args, "OO:dcp_read_many", &cap, &lo)) return NULL;
+    pagein_dcp *d = dcp_of(cap);
+    if (!d) return NULL;
+    PyObject *seq = PySequence_Fast(lo, "dcp_read_many: a sequence of (index, buffer, start, count)");
+    if (!seq) return NULL;
+    Py_ssize_t n = PySequence_Fast_GET_SIZE(seq), got = 0;
+    pagein_dcp_request *rq = PyMem_Calloc(n ? (size_t)n : 1, sizeof *rq);
+    Py_buffer *bufs = PyMem_Calloc(n ? (size_t)n : 1, sizeof *bufs);
+    uint64_t *dims = PyMem_Calloc(n ? (size_t)n * 2 * 64 : 1, sizeof *dims);
+    int ok = rq && bufs && dims;
+    if (!ok) PyErr_NoMemory();
+    for (Py_ssize_t k = 0; ok && k < n; k++) {
+        PyObject *so, *co;
+        Py_ssize_t i;
+        PyObject *t = PySequence_Fast_GET_ITEM(seq, k);
+        if (!PyTuple_Check(t) || !PyArg_ParseTuple(t, "nw*OO:dcp_read_many", &i, &bufs[k], &so, &co)) {
+            if (!PyErr_Occurred()) PyErr_SetString(PyExc_TypeError, "dcp_read_many: (index, buffer, start, count)");
+            ok = 0;
+            break;
+        }
+        got = k + 1;
+        pagein_dcp_item_info in;
+        if (i < 0 || pagein_dcp_item(d, (size_t)i, &in) < 0) {
+            raise_rc(PAGEIN_E_INVALID, NULL);
+            ok = 0;
+            break;
+        }
+        rq[k].item = (size_t)i, rq[k].dst = bufs[k].buf, rq[k].len = (size_t)bufs[k].len;
+        if (so == Py_None || in.is_bytes) continue;
+        uint64_t *st = dims + (size_t)k * 128, *ct = st + 64;
+        Py_ssize_t ns = 0, nc = 0;
+        if (dims_from(so, st, 64, &ns) < 0 || dims_from(co, ct, 64, &nc) < 0) {
+            ok = 0;
+            break;
+        }
+        if (ns != (Py_ssize_t)in.ndim || nc != (Py_ssize_t)in.ndim) {
+            PyErr_Format(PyExc_ValueError, "dcp_read_many: '%s' has %u dimensions", in.name, in.ndim);
+            ok = 0;
+            break;
+        }
+        rq[k].start = st, rq[k].count = ct;
+    }
+    pagein_dcp_read_stats st = {0};
+    int rc = 0;
+    if (ok) {
+        Py_BEGIN_ALLOW_THREADS
+        rc = pagein_dcp_read_many(d, rq, (size_t)n, &st);
+        Py_END_ALLOW_THREADS
+    }
+    for (Py_ssize_t k = 0; k < got; k++) PyBuffer_Release(&bufs[k]);
+    PyMem_Free(rq), PyMem_Free(bufs), PyMem_Free(dims);
+    Py_DECREF(seq);
+    if (!ok) return NULL;
+    if (rc < 0) return raise_rc(rc, NULL);
+    return Py_BuildValue("(KKKKK)", (unsigned long long)st.runs, (unsigned long long)st.spans,
+                         (unsigned long long)st.requests, (unsigned long long)st.bytes_read,
+                         (unsigned long long)st.bytes_needed);
+}
+
 /* _pagein.dcp_view(h, i) -> a read-only View of a single-chunk tensor's
  * bytes inside its mapped blob (the handle kept alive), or None when it
  * must be assembled (several chunks, a strided view, a remote file). */
@@ -204,6 +268,8 @@ PyMethodDef pyp_dcp_functions[] = {
     {"dcp_open", py_dcp_open, METH_O, "dcp_open(path) -> handle of a torch Distributed Checkpoint directory"},
     {"dcp_items", py_dcp_items, METH_O, "dcp_items(h) -> [(name, is_bytes, dtype, shape, nbytes, nchunks)]"},
     {"dcp_read_into", py_dcp_read_into, METH_VARARGS, "dcp_read_into(h, i, buffer, start=None, count=None)"},
+    {"dcp_read_many", py_dcp_read_many, METH_VARARGS,
+     "dcp_read_many(h, [(i, buffer, start, count)]) -> (runs, spans, requests, bytes_read, bytes_needed)"},
     {"dcp_convert", py_dcp_convert, METH_VARARGS,
      "dcp_convert(dir, out, max_shard_bytes=0) -> (tensors, bytes, skipped, shards, bytes_read, requests)"},
     {"dcp_view", py_dcp_view, METH_VARARGS, "dcp_view(h, i) -> View of a single-chunk tensor's bytes, or None"},

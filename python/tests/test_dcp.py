@@ -85,10 +85,39 @@ def test_checkpoint_and_reader_equal_torch(name):
     sd = {k: torch.zeros_like(v) for k, v in ref.items()}
     extra = "step" if name == "rank4" else "epoch"
     sd[extra] = None
-    dcp.load_state_dict(sd, storage_reader=pagein.dcp.Reader(path), no_dist=True)
+    reader = pagein.dcp.Reader(path)
+    dcp.load_state_dict(sd, storage_reader=reader, no_dist=True)
     for k, v in ref.items():
         assert torch.equal(sd[k], v), k
     assert sd[extra] == (7 if name == "rank4" else 3)
+    # the whole plan in one run of the range engine, coalesced
+    st = reader.stats
+    assert st["runs"] == 1, st
+    assert st["spans"] >= len(ref) and 1 <= st["requests"] <= st["spans"], st
+    assert st["bytes_needed"] <= st["bytes_read"], st
+
+
+def test_reader_one_run_per_plan_into_views():
+    """A plan of slices into non-contiguous, differently typed and contiguous
+    destinations: one engine run; every destination equals torch's load."""
+    import pagein.dcp
+    path = os.path.join(FX, "rank4")
+    ref = torch_load(path)
+    dcp = _dcpcompat.import_torch_dcp()
+    sd = {}
+    for k, v in ref.items():
+        if v.dim() == 2:
+            sd[k] = torch.zeros(v.shape[1], v.shape[0], dtype=v.dtype).t()  # a transposed (strided) destination
+        else:
+            sd[k] = torch.zeros_like(v)
+    reader = pagein.dcp.Reader(path)
+    dcp.load_state_dict(sd, storage_reader=reader, no_dist=True)
+    for k, v in ref.items():
+        assert torch.equal(sd[k], v), k
+    assert reader.stats["runs"] == 1, reader.stats
+    # a second plan on the same reader: one more run, headers cached
+    dcp.load_state_dict(sd, storage_reader=reader, no_dist=True)
+    assert reader.stats["runs"] == 2, reader.stats
 
 
 def test_v2_metadata_through_reader():
@@ -166,6 +195,8 @@ def _reshard_rank(rank, world, port, path, split, q):
     dist.init_process_group("gloo", init_method="tcp://127.0.0.1:%d" % port, rank=rank, world_size=world)
     try:
         got = pagein.distributed.load_dcp(path, split=split)
+        st = pagein.distributed.load_dcp.last_stats
+        got["__stats__"] = torch.tensor([st["runs"], st["bytes_needed"], st["broadcast_bytes"]])
         import io
         b = io.BytesIO()
         torch.save(got, b)  # bytes: a tensor sent as shared memory dies with its process
@@ -206,11 +237,19 @@ def test_reshard_4_to_2_on_gloo_ranks():
     mp.spawn(_reshard_rank, args=(2, _free_port(), path, "rows", q), nprocs=2, join=True)
     import io
     got = {r: torch.load(io.BytesIO(b)) for r, b in (q.get(timeout=60) for _ in range(2))}
+    whole = sum(v.numel() * v.element_size() for v in ref.values() if v.dim() < 2)
+    needed = []
     for r in range(2):
+        runs, need, bcast = got[r].pop("__stats__").tolist()
+        assert runs == 1 and bcast == whole, (r, runs, bcast, whole)
+        needed.append(need)
         want = _want(ref, 2, r, "rows")
         assert set(got[r]) == set(want)
         for k, v in want.items():
             assert torch.equal(got[r][k], v), (r, k)
+    # the whole (unsplit) tensors are read once over both ranks, not twice
+    split_bytes = sum(v.numel() * v.element_size() for v in ref.values() if v.dim() >= 2)
+    assert sum(needed) == split_bytes + whole, (needed, split_bytes, whole)
 
 
 @pytest.mark.parametrize("world,split", [(8, "rows"), (8, "cols"), (3, "cols"), (4, "rows")])

@@ -10,6 +10,7 @@
 #include "../engine/engine.h"
 #include "convert.h"
 
+#include <fcntl.h>
 #include <stdio.h>
 #include <pthread.h>
 #include <stdlib.h>
@@ -126,6 +127,9 @@ static int open_files(pagein_dcp *d) {
             else d->f[i].map = m, d->f[i].len = (size_t)sizes[i];
             /* reads ask for their bytes (will_need): no read-around */
             if (m != MAP_FAILED) (void)madvise(m, (size_t)sizes[i], MADV_RANDOM);
+            /* the same for the range engine's reads (pagein_dcp_read_many):
+             * no readahead past the spans asked for */
+            (void)posix_fadvise(d->f[i].src->fd, 0, 0, POSIX_FADV_RANDOM);
         }
     }
     if (rc == 0) rc = pi_dcp_meta_check_files(&d->m, d->meta_path, sizes);
@@ -231,7 +235,7 @@ static int blob_bytes(pagein_dcp *d, const struct pi_dcp_chunk *c, const uint8_t
 /* Copies the part of chunk c inside the box [start, start + count) of the
  * tensor into dst (the box, row-major). */
 static void copy_box(const struct pi_dcp_item *it, const struct pi_dcp_chunk *c, const struct pi_dcp_blob *b,
-                     const uint8_t *data, const uint64_t *start, const uint64_t *count, uint8_t *dst) {
+                     const uint8_t *data, uint64_t base, const uint64_t *start, const uint64_t *count, uint8_t *dst) {
     uint32_t nd = it->ndim, es = pagein_dtype_get(it->dtype)->bits / 8;
     if (nd == 0) {
         memcpy(dst, data, es);
@@ -253,6 +257,7 @@ static void copy_box(const struct pi_dcp_item *it, const struct pi_dcp_chunk *c,
             so += (idx[k] - c->off[k]) * (uint64_t)b->strides[k];
             doff += (idx[k] - start[k]) * dstride[k];
         }
+        so -= base; /* data holds the chunk's elements from `base` on */
         if (b->strides[nd - 1] == 1) {
             memcpy(dst + doff * es, data + so * es, run * es);
         } else {
@@ -332,7 +337,7 @@ static int chunk_copy(void *ctx) {
     struct chunk_job *j = ctx;
     int rc = j->cached ? 0 : pi_dcp_blob_parse(j->p, (size_t)j->c->nbytes, &j->d->m, j->it, j->c, j->d->meta_path, &j->b);
     if (rc == 0 && j->dst && j->mapped) will_need(j->it, j->c, &j->b, j->p + j->b.data_off, j->start, j->count);
-    if (rc == 0 && j->dst) copy_box(j->it, j->c, &j->b, j->p + j->b.data_off, j->start, j->count, j->dst);
+    if (rc == 0 && j->dst) copy_box(j->it, j->c, &j->b, j->p + j->b.data_off, 0, j->start, j->count, j->dst);
     j->returned = 1;
     return rc;
 }
@@ -459,6 +464,244 @@ int pagein_dcp_read(pagein_dcp *d, size_t i, void *dst, size_t len) {
     }
     uint64_t zero[PI_DCP_MAX_NDIM] = {0};
     return pagein_dcp_read_slice(d, i, zero, it->size, dst, len);
+}
+
+/* ---- many reads of one plan, one engine run ------------------------------
+ *
+ * Every (request, chunk it overlaps) pair is one span; spans are sorted by
+ * file and offset so that neighbours coalesce, and the engine streams them
+ * (many in flight) to a consumer that copies each span's part of its box
+ * into the caller's buffer. A span larger than one engine request comes in
+ * pieces and is gathered first. */
+
+enum { RM_BYTES, RM_BOX, RM_BLOB, RM_ROW };
+
+struct rm_ent {
+    struct pi_span sp;
+    size_t req;
+    uint32_t chunk;
+    int kind;      /* RM_BYTES: a non-tensor item; RM_BOX: the box's bytes (header cached); RM_BLOB: the whole blob;
+                      RM_ROW: one row of the box, stored contiguously, at dst + base */
+    uint64_t base; /* RM_BOX: the chunk's element at the span's first byte; RM_ROW: the row's byte offset in dst */
+    uint8_t *g;    /* pieces gathered */
+    uint64_t got;
+};
+
+struct rmany {
+    pagein_dcp *d;
+    const pagein_dcp_request *reqs;
+    const uint64_t **st, **ct; /* per request: the box (NULL args made whole) */
+    struct rm_ent *e;
+    size_t ne, cap;
+};
+
+static struct rm_ent *rm_push(struct rmany *r) {
+    if (r->ne == r->cap) {
+        size_t c = r->cap ? r->cap * 2 : 64;
+        struct rm_ent *e = c > SIZE_MAX / sizeof *e ? NULL : pi_realloc(r->e, c * sizeof *e);
+        if (!e) return NULL;
+        r->e = e, r->cap = c;
+    }
+    memset(&r->e[r->ne], 0, sizeof *r->e);
+    return &r->e[r->ne++];
+}
+
+static int rm_copy(struct rmany *r, struct rm_ent *x, const uint8_t *p) {
+    const pagein_dcp_request *q = &r->reqs[x->req];
+    const struct pi_dcp_item *it = &r->d->m.items[q->item];
+    const struct pi_dcp_chunk *c = &it->chunks[x->chunk];
+    struct pi_dcp_blob b;
+    if (x->kind == RM_BLOB) {
+        FORWARD_IF(pi_dcp_blob_parse(p, (size_t)c->nbytes, &r->d->m, it, c, r->d->meta_path, &b));
+        cache_put(r->d, q->item, x->chunk, &b);
+        copy_box(it, c, &b, p + b.data_off, 0, r->st[x->req], r->ct[x->req], q->dst);
+        return 0;
+    }
+    RETURN_IF(!cache_get(r->d, q->item, x->chunk, &b), PAGEIN_E_INVALID, "'%s': chunk %u: header not cached",
+              it->name, x->chunk);
+    copy_box(it, c, &b, p, x->base, r->st[x->req], r->ct[x->req], q->dst);
+    return 0;
+}
+
+static int rm_consume(void *arg, size_t s, uint64_t off, const void *data, uint64_t len) {
+    struct rmany *r = arg;
+    struct rm_ent *x = &r->e[s];
+    uint64_t total = x->sp.len;
+    if (x->kind == RM_BYTES || x->kind == RM_ROW) {
+        memcpy((uint8_t *)r->reqs[x->req].dst + (x->kind == RM_ROW ? x->base : 0) + off, data, (size_t)len);
+        return 0;
+    }
+    const uint8_t *p = data;
+    if (off != 0 || len != total) {
+        if (!x->g && !(x->g = pi_malloc((size_t)total)))
+            return pi_err(-ENOMEM, "out of memory for %llu bytes", (unsigned long long)total);
+        memcpy(x->g + off, data, (size_t)len);
+        if ((x->got += len) < total) return 0;
+        p = x->g;
+    }
+    int rc = rm_copy(r, x, p);
+    pi_free(x->g);
+    x->g = NULL;
+    return rc;
+}
+
+static int rm_cmp(const void *a, const void *b) {
+    const struct pi_span *x = &((const struct rm_ent *)a)->sp, *y = &((const struct rm_ent *)b)->sp;
+    if (x->src != y->src) return x->src < y->src ? -1 : 1;
+    return x->off < y->off ? -1 : x->off > y->off;
+}
+
+/* The spans of chunk j for request k's box: of a chunk whose header is
+ * known (a local file's header parsed here from the mapping), the box's
+ * bytes only: one span per row when the box takes part of each stored
+ * row (a column split), else from its first byte to its last; else the
+ * whole blob. */
+#define RM_MAX_ROWS (1u << 20)
+static int rm_span(struct rmany *r, size_t k, uint32_t j) {
+    pagein_dcp *d = r->d;
+    size_t item = r->reqs[k].item;
+    const uint64_t *start = r->st[k], *count = r->ct[k];
+    const struct pi_dcp_item *it = &d->m.items[item];
+    const struct pi_dcp_chunk *c = &it->chunks[j];
+    struct dfile *f = &d->f[c->file];
+    struct pi_dcp_blob b;
+    int known = cache_get(d, item, j, &b);
+    if (!known && f->map) {
+        struct chunk_job cj = {d, it, c, f->map + c->at, NULL, NULL, NULL, 0, 0, 1, {0}};
+        struct pi_journal jn;
+        pi_journal_begin(&jn);
+        int rc = pi_guard_call(f->map, f->len, f->src->name, 0, f->src->fd, chunk_copy, &cj);
+        pi_journal_end(&jn, !cj.returned);
+        FORWARD_IF(rc);
+        cache_put(d, item, j, &cj.b);
+        known = cache_get(d, item, j, &b);
+    }
+    struct rm_ent *x;
+    if (!known) {
+        RETURN_IF(!(x = rm_push(r)), -ENOMEM, "out of memory for the plan");
+        *x = (struct rm_ent){{c->file, c->at, c->nbytes, NULL}, k, j, RM_BLOB, 0, NULL, 0};
+        return 0;
+    }
+    uint32_t nd = it->ndim;
+    uint64_t first = 0, last = 0, es = pagein_dtype_get(it->dtype)->bits / 8, rows = 1;
+    uint64_t lo[PI_DCP_MAX_NDIM], hi[PI_DCP_MAX_NDIM], idx[PI_DCP_MAX_NDIM], dstride[PI_DCP_MAX_NDIM];
+    for (uint32_t a = 0; a < nd; a++) {
+        lo[a] = PI_MAX(start[a], c->off[a]), hi[a] = PI_MIN(start[a] + count[a], c->off[a] + c->len[a]);
+        idx[a] = lo[a];
+        first += (lo[a] - c->off[a]) * (uint64_t)b.strides[a];
+        last += (hi[a] - 1 - c->off[a]) * (uint64_t)b.strides[a];
+        if (a + 1 < nd) rows *= hi[a] - lo[a];
+    }
+    if (nd < 2 || !b.contiguous || hi[nd - 1] - lo[nd - 1] == c->len[nd - 1] || rows > RM_MAX_ROWS) {
+        RETURN_IF(!(x = rm_push(r)), -ENOMEM, "out of memory for the plan");
+        *x = (struct rm_ent){{c->file, c->at + b.data_off + first * es, (last - first + 1) * es, NULL}, k, j, RM_BOX,
+                             first, NULL, 0};
+        return 0;
+    }
+    dstride[nd - 1] = 1;
+    for (uint32_t a = nd - 1; a-- > 0;) dstride[a] = dstride[a + 1] * count[a + 1];
+    uint64_t run = (hi[nd - 1] - lo[nd - 1]) * es;
+    for (;;) {
+        uint64_t so = 0, doff = 0;
+        for (uint32_t a = 0; a < nd; a++) {
+            so += (idx[a] - c->off[a]) * (uint64_t)b.strides[a];
+            doff += (idx[a] - start[a]) * dstride[a];
+        }
+        RETURN_IF(!(x = rm_push(r)), -ENOMEM, "out of memory for the plan");
+        *x = (struct rm_ent){{c->file, c->at + b.data_off + so * es, run, NULL}, k, j, RM_ROW, doff * es, NULL, 0};
+        uint32_t a = nd - 1;
+        while (a-- > 0) {
+            if (++idx[a] < hi[a]) break;
+            idx[a] = lo[a];
+        }
+        if (a == UINT32_MAX) return 0;
+    }
+}
+
+/* Checks request q; its box's bytes into *need, the spans it makes into *ns. */
+static int rm_check(pagein_dcp *d, const pagein_dcp_request *q, size_t k, const uint64_t **st, const uint64_t **ct,
+                    uint64_t *need) {
+    static const uint64_t zero[PI_DCP_MAX_NDIM];
+    RETURN_IF(q->item >= d->m.n, PAGEIN_E_INVALID, "pagein_dcp_read_many: request %zu: no item %zu", k, q->item);
+    const struct pi_dcp_item *it = &d->m.items[q->item];
+    if (it->is_bytes) {
+        *need = it->chunks[0].nbytes;
+        RETURN_IF(q->len < *need, PAGEIN_E_RANGE, "'%s': %llu bytes, the buffer has %zu", it->name,
+                  (unsigned long long)*need, q->len);
+        RETURN_IF(*need && !q->dst, PAGEIN_E_INVALID, "'%s': no buffer", it->name);
+        return 0;
+    }
+    const uint64_t *start = q->start ? q->start : zero, *count = q->count ? q->count : it->size;
+    RETURN_IF(!q->start != !q->count, PAGEIN_E_INVALID, "'%s': start and count go together", it->name);
+    uint64_t n = 1, es = pagein_dtype_get(it->dtype)->bits / 8;
+    RETURN_IF(!es, PAGEIN_E_BAD_DTYPE, "'%s': sub-byte dtype", it->name);
+    for (uint32_t a = 0; a < it->ndim; a++) {
+        RETURN_IF(start[a] > it->size[a] || count[a] > it->size[a] - start[a], PAGEIN_E_RANGE,
+                  "'%s': slice outside dimension %u (size %llu)", it->name, a, (unsigned long long)it->size[a]);
+        n *= count[a];
+    }
+    *need = n * es;
+    RETURN_IF(q->len < *need, PAGEIN_E_RANGE, "'%s': the slice needs %llu bytes, the buffer has %zu", it->name,
+              (unsigned long long)*need, q->len);
+    RETURN_IF(*need && !q->dst, PAGEIN_E_INVALID, "'%s': no buffer", it->name);
+    *st = start, *ct = count;
+    return 0;
+}
+
+int pagein_dcp_read_many(pagein_dcp *d, const pagein_dcp_request *reqs, size_t n, pagein_dcp_read_stats *stats) {
+    pi_err_clear();
+    if (stats) memset(stats, 0, sizeof *stats);
+    if (!d || (n && !reqs)) return pi_err(PAGEIN_E_INVALID, "pagein_dcp_read_many: NULL argument");
+    struct rmany r = {d, reqs, pi_calloc(n ? n : 1, sizeof *r.st), pi_calloc(n ? n : 1, sizeof *r.ct), NULL, 0, 0};
+    uint64_t need = 0;
+    int rc = !r.st || !r.ct ? pi_err(-ENOMEM, "out of memory") : 0;
+    for (size_t k = 0; rc == 0 && k < n; k++) {
+        uint64_t nb = 0;
+        rc = rm_check(d, &reqs[k], k, &r.st[k], &r.ct[k], &nb);
+        if (rc == 0 && pi_add_overflow(need, nb, &need))
+            rc = pi_err(PAGEIN_E_OVERFLOW, "pagein_dcp_read_many: too many bytes");
+    }
+    for (size_t k = 0; rc == 0 && k < n; k++) {
+        const struct pi_dcp_item *it = &d->m.items[reqs[k].item];
+        if (it->is_bytes) {
+            const struct pi_dcp_chunk *c = &it->chunks[0];
+            struct rm_ent *x = c->nbytes ? rm_push(&r) : NULL;
+            if (c->nbytes && !x) rc = pi_err(-ENOMEM, "out of memory for the plan");
+            else if (x) *x = (struct rm_ent){{c->file, c->at, c->nbytes, NULL}, k, 0, RM_BYTES, 0, NULL, 0};
+            continue;
+        }
+        const uint64_t *start = r.st[k], *count = r.ct[k];
+        for (uint32_t j = 0; rc == 0 && j < it->nchunks; j++) {
+            const struct pi_dcp_chunk *c = &it->chunks[j];
+            bool hit = c->nelements > 0;
+            for (uint32_t a = 0; a < it->ndim && hit; a++)
+                hit = count[a] && c->off[a] < start[a] + count[a] && start[a] < c->off[a] + c->len[a];
+            if (hit) rc = rm_span(&r, k, j);
+        }
+    }
+    size_t s = r.ne;
+    struct pi_span *spans = NULL;
+    struct pi_source **srcs = NULL;
+    if (rc == 0 && (!(spans = pi_calloc(s ? s : 1, sizeof *spans)) ||
+                    !(srcs = pi_calloc(d->m.nfiles ? d->m.nfiles : 1, sizeof *srcs))))
+        rc = pi_err(-ENOMEM, "out of memory for %zu spans", s);
+    struct pi_engine_stats est = {0};
+    if (rc == 0 && s) {
+        qsort(r.e, s, sizeof *r.e, rm_cmp);
+        for (size_t k = 0; k < s; k++) spans[k] = r.e[k].sp;
+        for (size_t f = 0; f < d->m.nfiles; f++) srcs[f] = d->f[f].src;
+        /* gaps up to a page bridged: the zip headers between neighbouring
+         * blobs, not the other ranks' parts of split rows */
+        struct pi_engine_opts o = {.deliver = PI_DELIVER_STREAM, .max_gap = 4096, .consume = rm_consume, .arg = &r};
+        rc = pi_engine_run(srcs, d->m.nfiles, spans, s, &o, &est);
+    }
+    for (size_t k = 0; k < r.ne; k++) pi_free(r.e[k].g);
+    if (rc == 0 && stats) {
+        stats->runs = s > 0, stats->spans = s, stats->requests = est.requests;
+        stats->bytes_read = est.bytes, stats->bytes_needed = need;
+    }
+    pi_free(r.st), pi_free(r.ct), pi_free(r.e), pi_free(spans), pi_free(srcs);
+    return rc;
 }
 
 /* ---- consolidation into safetensors, through the range engine ------------
@@ -590,7 +833,7 @@ static int cv_blob(struct conv *c, size_t span, const uint8_t *p, int blob_owned
         pthread_mutex_unlock(&c->mu);
         RETURN_IF(!c->tbuf, -ENOMEM, "out of memory for '%s' (%llu bytes)", it->name, (unsigned long long)t->nbytes);
     }
-    copy_box(it, ch, &b, p + b.data_off, zero, it->size, c->tbuf);
+    copy_box(it, ch, &b, p + b.data_off, 0, zero, it->size, c->tbuf);
     if (++c->filled < t->s1 - t->s0) return 0;
     uint8_t *tb = c->tbuf;
     c->tbuf = NULL, c->filled = 0;
