@@ -11,6 +11,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <sys/resource.h>
+#include <sys/stat.h>
 #include <time.h>
 #include <unistd.h>
 
@@ -186,6 +187,34 @@ TEST(untrusted_compressed_lines_budget) {
         pagein_dataset_close(d);
     }
     free(seen);
+    return pt_failed ? FAIL : PASS;
+}
+
+/* The sample allowance is the dataset's: shards of highly compressible
+ * text each within it, together past it, are refused naming the shard
+ * where the sum passes it (16 shards of 719 bytes took 4 GB of orders). */
+TEST(untrusted_compressed_allowance_per_dataset) {
+    if (system("command -v zstd >/dev/null") != 0) SKIP_BECAUSE("the zstd tool is not installed");
+    setenv("PAGEIN_DS_SAMPLE_ALLOWANCE", "100000", 1);
+    char dir[4096];
+    snprintf(dir, sizeof dir, "%s", pt_tmppath("zallow"));
+    CHECK_EQ(mkdir(dir, 0755), 0);
+    char p0[4200], p1[4200], pat[4200];
+    snprintf(p0, sizeof p0, "%s/a.jsonl.zst", dir);
+    snprintf(p1, sizeof p1, "%s/b.jsonl.zst", dir);
+    snprintf(pat, sizeof pat, "%s/*.jsonl.zst", dir);
+    CHECK_EQ(write_compressed(p0, "zstd -q -19", 60000, 1), 0);
+    pagein_dataset *d = NULL;
+    CHECK_OK(pagein_dataset_open(&d, pat, NULL)); /* one shard: within the allowance */
+    if (d) CHECK_EQ(pagein_dataset_count(d), 60000);
+    pagein_dataset_close(d);
+    CHECK_EQ(write_compressed(p1, "zstd -q -19", 60000, 1), 0);
+    d = NULL;
+    CHECK_EQ(pagein_dataset_open(&d, pat, NULL), PAGEIN_E_LIMIT);
+    CHECK(d == NULL);
+    CHECK(strstr(pagein_last_error_detail(), "b.jsonl.zst") != NULL);
+    CHECK(strstr(pagein_last_error_detail(), "PAGEIN_DS_SAMPLE_ALLOWANCE") != NULL);
+    unsetenv("PAGEIN_DS_SAMPLE_ALLOWANCE");
     return pt_failed ? FAIL : PASS;
 }
 

@@ -35,6 +35,8 @@ struct pagein_dataset {
     uint64_t ngroups;
     int addressable;  /* every non-empty shard takes the sample path (locate) */
     struct pi_dsopenset *openset; /* the shards' open sources, bounded (dsopenset.h) */
+    uint64_t zexcess; /* samples compressed shards claim beyond PI_DS_ROWS_PER_BYTE per compressed
+                         byte, summed over the shards (at most the allowance: dscount.c) */
 };
 
 /* Shard and shard-local id of global sample id (< nsamples). */

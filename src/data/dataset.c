@@ -141,6 +141,8 @@ static int ds_open_pending(struct ds_build *b) {
         d->nfiles++;
         if (pi_add_overflow(d->nsamples, f->count, &d->nsamples))
             rc = pi_err(PAGEIN_E_OVERFLOW, "dataset: sample count overflows");
+        else if (d->shards[i]->in_order)
+            rc = pi_ds_zcount_total(d->shards[i], &d->zexcess);
     }
     ds_drop_pending(b);
     return rc;

@@ -392,6 +392,11 @@ static const uint8_t *zwin_get(void *ctx, uint64_t off, uint64_t len) {
     uint64_t want = PI_MAX(len, (uint64_t)1 << 20);
     if (off > w->raw || want > w->raw - off) want = off > w->raw ? 0 : w->raw - off;
     if (want < len) return NULL;
+    /* a request starting inside the window keeps its tail and reads on from
+     * the window's end, where the cursor is: asking the cursor for the
+     * tail's bytes again would start the stream over (a header per MiB
+     * straddling the window's end made the index pass quadratic) */
+    uint64_t keep = w->len && off >= w->off && off < w->off + w->len ? w->off + w->len - off : 0;
     if (want > w->cap) {
         uint8_t *nb = pi_realloc(w->buf, want);
         if (!nb) {
@@ -401,9 +406,10 @@ static const uint8_t *zwin_get(void *ctx, uint64_t off, uint64_t len) {
         w->buf = nb;
         w->cap = want;
     }
+    if (keep) memmove(w->buf, w->buf + (off - w->off), (size_t)keep);
     w->len = 0;
     struct pi_dszin in = {w->z, 0, w->zn, w->zn, NULL};
-    if (pi_ds_zcur_read(w->cur, &in, off, w->buf, want, w->name) < 0) return NULL;
+    if (pi_ds_zcur_read(w->cur, &in, off + keep, w->buf + keep, want - keep, w->name) < 0) return NULL;
     w->off = off;
     w->len = want;
     return w->buf;

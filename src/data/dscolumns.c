@@ -24,19 +24,19 @@ int pi_ds_col_hit(const char *have, const char *want) {
 
 int pi_ds_col_missing(const struct pi_dsshard *sh, const char *want, const char *const *names, size_t n) {
     char list[600];
-    size_t len = 0, shown = 0;
+    size_t len = 0, shown = 0, at[sizeof list / 2]; /* a shown name takes 2 bytes or more */
     list[0] = 0;
     for (size_t i = 0; i < n; i++) {
-        int dup = 0; /* rows may list a name once per leaf */
-        for (size_t j = 0; j < i && !dup; j++) dup = strcmp(names[i], names[j]) == 0;
+        int dup = 0; /* rows may list a name once per leaf: compared with the shown ones only (linear in n) */
+        for (size_t j = 0; j < shown && !dup; j++) dup = strcmp(names[i], names[at[j]]) == 0;
         if (dup) continue;
         size_t l = strlen(names[i]);
-        if (len + l + 4 >= sizeof list - 40) {
+        if (len + l + 4 >= sizeof list - 40 || shown == PI_ARRAY_LEN(at)) {
             snprintf(list + len, sizeof list - len, ", ...");
             break;
         }
         len += (size_t)snprintf(list + len, sizeof list - len, "%s%s", shown ? ", " : "", names[i]);
-        shown++;
+        at[shown++] = i;
     }
     return pi_ds_err(sh, PAGEIN_E_NOT_FOUND, UINT64_MAX, UINT64_MAX, want, "no such column (the shard has: %s)",
                      shown ? list : "no columns");

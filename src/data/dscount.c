@@ -55,3 +55,22 @@ int pi_ds_zcount_check(const struct pi_dsshard *sh, uint64_t count, uint64_t byt
                      " a shard, PAGEIN_DS_SAMPLE_ALLOWANCE, or %u a compressed byte)",
                      count, bytes, what, allow, PI_DS_ROWS_PER_BYTE);
 }
+
+/* The allowance is the dataset's, not each shard's: N tiny shards of
+ * highly compressible text would otherwise claim N times it (16 shards of
+ * 719 bytes: 4 GB of orders). What compressed shards claim beyond
+ * PI_DS_ROWS_PER_BYTE a compressed byte is summed into *excess and held
+ * to the allowance. */
+int pi_ds_zcount_total(const struct pi_dsshard *sh, uint64_t *excess) {
+    uint64_t bytes = sh->src ? sh->src->size : 0;
+    uint64_t vouched = bytes > UINT64_MAX / PI_DS_ROWS_PER_BYTE ? UINT64_MAX : bytes * PI_DS_ROWS_PER_BYTE;
+    uint64_t over = sh->nsamples > vouched ? sh->nsamples - vouched : 0;
+    uint64_t allow = (uint64_t)pi_env_long("PAGEIN_DS_SAMPLE_ALLOWANCE", 1L << 22, 0, 1L << 40);
+    if (over && (pi_add_overflow(*excess, over, excess) || *excess > allow))
+        return pi_ds_err(sh, PAGEIN_E_LIMIT, UINT64_MAX, UINT64_MAX, NULL,
+                         "the dataset's compressed shards claim more than %" PRIu64
+                         " samples beyond %u a compressed byte in all (PAGEIN_DS_SAMPLE_ALLOWANCE; this shard: %" PRIu64
+                         " samples in %" PRIu64 " bytes)",
+                         allow, PI_DS_ROWS_PER_BYTE, sh->nsamples, bytes);
+    return 0;
+}

@@ -447,6 +447,10 @@ uint64_t pi_ds_decode_budget(void);
  * PI_DS_ROWS_PER_BYTE per compressed byte is refused (dscount.c). */
 int pi_ds_zcount_check(const struct pi_dsshard *sh, uint64_t count, uint64_t bytes, const char *what);
 uint64_t pi_ds_zcount_most(uint64_t bytes); /* what that check accepts */
+/* The allowance over a dataset: adds what sh (a compressed shard) claims
+ * beyond PI_DS_ROWS_PER_BYTE a compressed byte to *excess; PAGEIN_E_LIMIT
+ * naming sh once the sum passes the allowance. */
+int pi_ds_zcount_total(const struct pi_dsshard *sh, uint64_t *excess);
 /* The earliest decompressed offset the cursor reads without starting over. */
 uint64_t pi_ds_zcur_pos(struct pi_dszcur *c);
 

@@ -111,7 +111,8 @@ static size_t evict_locked(struct pi_dsopenset *s, size_t room, struct pi_source
             unlist(L);
             s->nopen--;
             s->closes++;
-            if (L->self) L->self->fd = -1;
+            /* the stand-in's fd is -1 already (pi_dsopenset_opened): loader
+             * threads read it unlocked (pi_source_facts) */
         }
         L = prev;
     }

@@ -1,4 +1,5 @@
 #!/usr/bin/env bash
+# cli: serial
 # The committed Arrow and Parquet fixtures (tests/data/*/fixtures) are what
 # their writers write: tests/data/regen.sh --check writes them again with
 # npm apache-arrow and parquet-wasm into a temporary folder and compares

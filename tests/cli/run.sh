@@ -48,7 +48,8 @@ run_one() {
   elif [ $rc -eq 0 ]; then msg="ok   cli/$name$took"; kind=pass
   elif [ $rc -eq 77 ]; then msg="SKIP cli/$name: $(echo "$out" | tail -1)"; kind=skip
   else msg="FAIL cli/$name (exit $rc)"$'\n'"$(echo "$out" | tail -30 | sed 's/^/    /')"; kind=fail; fi
-  printf '%s\n' "$msg"
+  # one script's lines at a time (a FAIL's tail is longer than one atomic write)
+  { flock 9; printf '%s\n' "$msg"; } 9>>"$RES/.print"
   echo "$kind $np" > "$RES/$name"
 }
 
