@@ -223,10 +223,11 @@ fuzz-replay: $(FUZZ_TARGETS:%=$(BUILD)/fuzz/replay_%)
 	  ./$(BUILD)/fuzz/replay_$$t fuzz/corpus/$$t $$(cat fuzz/seeds_$$t.txt 2>/dev/null) || exit 1; \
 	done
 
-# The CLI scripts, JOBS at a time (most wait on servers, files or child
-# processes); a script marked "# cli: serial" runs alone (tests/cli/run.sh).
+# The CLI scripts, one more than JOBS at a time (most wait on servers,
+# files or child processes); a script marked "# cli: serial" runs alone
+# (tests/cli/run.sh).
 cli-test: all
-	PAGEIN=$(TOOL) BUILD=$(BUILD) PAGEIN_CLI_JOBS=$(JOBS) bash tests/cli/run.sh
+	PAGEIN=$(TOOL) BUILD=$(BUILD) PAGEIN_CLI_JOBS=$$(( $(JOBS) + 1 )) bash tests/cli/run.sh
 
 deps:
 	@bash scripts/deps.sh test
