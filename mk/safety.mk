@@ -22,8 +22,10 @@ VALGRIND_FLAGS := -q --error-exitcode=99 --leak-check=full --errors-for-leak-kin
 # truncation and bit flip of them) take minutes under memcheck; san-test runs
 # them under ASan+UBSan with leak checking, and fuzz-replay their corpora.
 # data_block_memory_bound reads nine whole epochs (three minutes under
-# memcheck, one second plain); san-test runs it with leak checking.
-VALGRIND_EXCLUDE := arrow_,parquet_,dataformats_,data_block_memory_bound
+# memcheck, one second plain); san-test runs it with leak checking. The
+# remote_ tests (HTTP, TLS and S3 against local servers: mostly waiting,
+# 35 s of memcheck) run under ASan+UBSan and, where threads meet, TSan.
+VALGRIND_EXCLUDE := arrow_,parquet_,dataformats_,data_block_memory_bound,remote_
 TEST_EXTRA += valgrind-test
 .PHONY: valgrind-test
 VG_SHARD = PAGEIN_UNDER_VALGRIND=1 PAGEIN_NO_URING=1 PAGEIN_TEST_EXCLUDE=$(VALGRIND_EXCLUDE) PAGEIN_TEST_SHARD=$(1)/2 \

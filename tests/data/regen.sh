@@ -10,7 +10,7 @@
 # the same bytes.
 #
 # --check: writes into a temporary folder and compares with the committed
-# files instead (tests/cli/fixtures.test.sh); exit 1 naming what differs.
+# files instead (`make fixtures-check`, run by .ci/run); exit 1 naming what differs.
 # Exit 77 with the reason when node, npm, lz4 or zstd cannot be had here.
 set -u
 REPO=$(cd "$(dirname "$0")/../.." && pwd)
