@@ -66,6 +66,9 @@ const char *cli_detail(const char *path);
 
 /* JSON output helpers: a string with escapes (len bytes, may hold NUL). */
 void cli_json_str(FILE *out, const char *s, size_t len);
+/* A tensor's shape as "[d0,d1,...]" into buf (cap bytes, at least 32): the
+ * dimensions that fit, then "]". */
+void cli_shape_str(char *buf, size_t cap, const uint64_t *shape, uint32_t ndim);
 
 /* "1.3G", "512M", "4096", "5GB", "1.5GiB" -> bytes: K/M/G/T and
  * KiB/MiB/GiB/TiB are powers of 1024, KB/MB/GB/TB powers of 1000 (SI, as

@@ -254,11 +254,7 @@ static void print_text(const char *path, const pagein_file *f, int table, FILE *
     for (size_t i = 0; i < pagein_tensor_count(f); i++) {
         const pagein_tensor *t = pagein_tensor_at(f, i);
         char shape[128];
-        size_t k = 0;
-        shape[k++] = '[';
-        for (uint32_t d = 0; d < t->ndim && k < sizeof shape - 24; d++)
-            k += (size_t)snprintf(shape + k, sizeof shape - k, "%s%" PRIu64, d ? "," : "", t->shape[d]);
-        snprintf(shape + k, sizeof shape - k, "]");
+        cli_shape_str(shape, sizeof shape, t->shape, t->ndim);
         size_t nw = inspect_escaped(out, t->name, t->name_len);
         for (size_t p = nw; p < w; p++) fputc(' ', out);
         fprintf(out, " %-11s %-22s %13" PRIu64 "%c %14" PRIu64 " %5d\n", dtype_name(t->dtype), shape, t->nbytes,

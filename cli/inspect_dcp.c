@@ -28,11 +28,7 @@ int inspect_dcp(const char *path, int json) {
         pagein_dcp_item_info in;
         if ((rc = pagein_dcp_item(d, i, &in)) < 0) break;
         char shape[256];
-        size_t k = 0;
-        shape[k++] = '[';
-        for (uint32_t j = 0; j < in.ndim && k < sizeof shape - 24; j++)
-            k += (size_t)snprintf(shape + k, sizeof shape - k, j ? ",%" PRIu64 : "%" PRIu64, in.shape[j]);
-        snprintf(shape + k, sizeof shape - k, "]");
+        cli_shape_str(shape, sizeof shape, in.shape, in.ndim);
         const char *dt = in.is_bytes ? "object" : pagein_dtype_get(in.dtype)->name;
         if (!in.is_bytes) nt++, bytes += in.nbytes;
         if (json) {

@@ -5,6 +5,7 @@
 #include <fcntl.h>
 
 #include <errno.h>
+#include <inttypes.h>
 #include <math.h>
 #include <stdarg.h>
 #include <stdlib.h>
@@ -105,6 +106,14 @@ static size_t utf8_len(const unsigned char *s, size_t n) {
     for (size_t i = 2; i < k; i++)
         if (s[i] < 0x80 || s[i] > 0xBF) return 0;
     return k;
+}
+
+void cli_shape_str(char *buf, size_t cap, const uint64_t *shape, uint32_t ndim) {
+    size_t k = 0;
+    buf[k++] = '[';
+    for (uint32_t d = 0; d < ndim && k < cap - 24; d++)
+        k += (size_t)snprintf(buf + k, cap - k, "%s%" PRIu64, d ? "," : "", shape[d]);
+    snprintf(buf + k, cap - k, "]");
 }
 
 void cli_json_str(FILE *out, const char *s, size_t len) {
