@@ -419,7 +419,9 @@ TEST(untrusted_resume_many_intervals_linear) {
     double dt = now_s() - t0;
     printf("    %" PRIu64 " ids from a state of 200k intervals in %.3f s\n", n, dt);
     CHECK_EQ(n, N / 2);
-    CHECK(dt < 2.0);
+    /* quadratic took 14.4 s plain; linear 0.1 s plain, 0.3 s under ASan at
+     * load 19, 2.5 s under memcheck at load 14 (its bound is looser) */
+    CHECK(dt < (getenv("PAGEIN_UNDER_VALGRIND") ? 30.0 : 2.0));
     /* each once: the complement of the first sample of each rank's pair */
     uint8_t *seen = calloc(N, 1);
     for (uint64_t i = 0; i < n; i++) {
