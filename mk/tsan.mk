@@ -17,7 +17,7 @@ TSAN_TESTS ?= remote_readv_lanes remote_presigned_expiry remote_prefetch_walk \
 TEST_EXTRA += tsan
 .PHONY: tsan
 tsan:
-	$(MAKE) -j$(JOBS) BUILD=$(TSAN_BUILD) SANITIZE=thread $(TSAN_BUILD)/tests/run
+	$(MAKE) -j$(JOBS) BUILD=$(TSAN_BUILD) SANITIZE=thread CFLAGS='$(SAN_CFLAGS)' $(TSAN_BUILD)/tests/run
 	TSAN_OPTIONS="halt_on_error=1 exitcode=66 second_deadlock_stack=1 suppressions=$(abspath tests/tsan.supp)" \
 	  $(TSAN_BUILD)/tests/run $(TSAN_TESTS)
 CLEAN_EXTRA += $(TSAN_BUILD)
