@@ -177,7 +177,11 @@ struct unit {
     uint64_t bytes;
 };
 
-enum { U_FREE, U_LOADING, U_READY, U_FAILED };
+/* A slot: free, being fetched (the loader), fetched and waiting for its
+ * decode or being decoded (the decoder), ready for the consumer, or
+ * failed. The loader and the decoder are two threads, so that the next
+ * unit's bytes arrive while this one decodes. */
+enum { U_FREE, U_LOADING, U_FETCHED, U_DECODING, U_READY, U_FAILED };
 
 struct pagein_pipe {
     pagein_dataset *d;
@@ -202,8 +206,8 @@ struct pagein_pipe {
     size_t cur_unit;    /* unit the consumer reads */
     uint64_t cur_pos;   /* index in the unit's ids */
     int cur_slot;       /* -1 none */
-    pthread_t th;
-    int th_on, quit;
+    pthread_t th, dth; /* the loader (fetches) and the decoder */
+    int th_on, dth_on, quit;
     pthread_mutex_t mu;
     pthread_cond_t cv;
     pagein_pipe_stats st; /* the loader's counters, under mu */
@@ -521,7 +525,8 @@ static int decode_groups(const pagein_dataset *d, struct unit *u) {
     return rc;
 }
 
-/* Loads unit k into u: its ids, then what they need, fetched and decoded. */
+/* Loads unit k into u: its ids, then what they need, fetched (the decoder
+ * decodes the groups: unit_decode). */
 static int unit_load(pagein_pipe *p, size_t k, struct unit *u, uint64_t *requests) {
     pagein_dataset *d = p->d;
     unit_clear(p, u);
@@ -637,12 +642,35 @@ static int unit_load(pagein_pipe *p, size_t k, struct unit *u, uint64_t *request
     }
     if (rc == 0) rc = fetch_wants(p, u, w, nw, requests);
     pi_free(w);
-    if (rc == 0) rc = decode_groups(d, u);
     return rc;
 }
 
+/* Decodes a fetched unit's groups (none for a per-sample unit). */
+static int unit_decode(pagein_pipe *p, struct unit *u) { return u->ng ? decode_groups(p->d, u) : 0; }
+
 /* ---- the loader thread ---------------------------------------------------- */
 
+/* A slot's end: failed with rc (the detail of the error just set), or
+ * ready (mu held). */
+static void slot_done(pagein_pipe *p, int s, int rc) {
+    if (rc < 0) {
+        p->serr[s] = rc;
+        snprintf(p->sdetail[s], sizeof p->sdetail[s], "%s", pagein_last_error_detail());
+        p->sstate[s] = U_FAILED;
+    } else {
+        p->sstate[s] = U_READY;
+        p->st.units++;
+        p->st.groups += p->slot[s].ng;
+        p->st.bytes_read += p->slot[s].bytes;
+        uint64_t held = p->slot[0].memcap + p->slot[1].memcap;
+        if (held > p->st.memory_peak) p->st.memory_peak = held;
+    }
+    pthread_cond_broadcast(&p->cv);
+}
+
+/* The loader: fetches the next unit into a free slot, then hands it to the
+ * decoder and goes on to the next, so that a unit's fetch overlaps the
+ * previous unit's decode. */
 static void *loader_main(void *arg) {
     pagein_pipe *p = arg;
     pthread_mutex_lock(&p->mu);
@@ -667,31 +695,48 @@ static void *loader_main(void *arg) {
         pthread_mutex_lock(&p->mu);
         p->st.requests += req;
         if (rc < 0) {
-            p->serr[s] = rc;
-            snprintf(p->sdetail[s], sizeof p->sdetail[s], "%s", pagein_last_error_detail());
-            p->sstate[s] = U_FAILED;
+            slot_done(p, s, rc);
         } else {
-            p->sstate[s] = U_READY;
-            p->st.units++;
-            p->st.groups += p->slot[s].ng;
-            p->st.bytes_read += p->slot[s].bytes;
-            uint64_t held = p->slot[0].memcap + p->slot[1].memcap;
-            if (held > p->st.memory_peak) p->st.memory_peak = held;
+            p->sstate[s] = U_FETCHED;
+            pthread_cond_broadcast(&p->cv);
         }
-        pthread_cond_broadcast(&p->cv);
+    }
+    pthread_mutex_unlock(&p->mu);
+    return NULL;
+}
+
+/* The decoder: decodes fetched units in unit order (the loader fetches in
+ * that order; a compressed stream's cursor needs it). */
+static void *decoder_main(void *arg) {
+    pagein_pipe *p = arg;
+    pthread_mutex_lock(&p->mu);
+    while (!p->quit) {
+        int s = -1;
+        for (int k = 0; k < 2; k++)
+            if (p->sstate[k] == U_FETCHED && (s < 0 || p->sunit[k] < p->sunit[s])) s = k;
+        if (s < 0) {
+            pthread_cond_wait(&p->cv, &p->mu);
+            continue;
+        }
+        p->sstate[s] = U_DECODING;
+        pthread_mutex_unlock(&p->mu);
+        int rc = unit_decode(p, &p->slot[s]);
+        pthread_mutex_lock(&p->mu);
+        slot_done(p, s, rc);
     }
     pthread_mutex_unlock(&p->mu);
     return NULL;
 }
 
 static void stop_loader(pagein_pipe *p) {
-    if (!p->th_on) return;
+    if (!p->th_on && !p->dth_on) return;
     pthread_mutex_lock(&p->mu);
     p->quit = 1;
     pthread_cond_broadcast(&p->cv);
     pthread_mutex_unlock(&p->mu);
-    pthread_join(p->th, NULL);
-    p->th_on = 0;
+    if (p->th_on) pthread_join(p->th, NULL);
+    if (p->dth_on) pthread_join(p->dth, NULL);
+    p->th_on = p->dth_on = 0;
     p->quit = 0;
 }
 
@@ -778,7 +823,11 @@ static int start(pagein_pipe *p, const struct pi_iv *rem, size_t nrem) {
     p->cur_unit = 0;
     p->cur_pos = 0;
     p->cur_slot = -1;
-    int e = pthread_create(&p->th, NULL, loader_main, p);
+    int e = pthread_create(&p->dth, NULL, decoder_main, p);
+    RETURN_IF(e, -e, "pipe: cannot start the decoder thread: %s", strerror(e));
+    p->dth_on = 1;
+    e = pthread_create(&p->th, NULL, loader_main, p);
+    if (e) stop_loader(p);
     RETURN_IF(e, -e, "pipe: cannot start the loader thread: %s", strerror(e));
     p->th_on = 1;
     return 0;
