@@ -662,8 +662,6 @@ static void slot_done(pagein_pipe *p, int s, int rc) {
         p->st.units++;
         p->st.groups += p->slot[s].ng;
         p->st.bytes_read += p->slot[s].bytes;
-        uint64_t held = p->slot[0].memcap + p->slot[1].memcap;
-        if (held > p->st.memory_peak) p->st.memory_peak = held;
     }
     pthread_cond_broadcast(&p->cv);
 }
@@ -694,6 +692,8 @@ static void *loader_main(void *arg) {
         int rc = unit_load(p, k, &p->slot[s], &req);
         pthread_mutex_lock(&p->mu);
         p->st.requests += req;
+        uint64_t held = p->slot[0].memcap + p->slot[1].memcap; /* only this thread grows them */
+        if (held > p->st.memory_peak) p->st.memory_peak = held;
         if (rc < 0) {
             slot_done(p, s, rc);
         } else {
