@@ -8,6 +8,7 @@
 #include "dsformat.h"
 #include "order.h"
 #include "../engine/engine.h"
+#include "../core/mem.h"
 
 #include <inttypes.h>
 #include <stdio.h>
@@ -173,7 +174,8 @@ struct unit {
     struct usample *s; /* parallel to ids when per-sample */
     size_t scap;
     uint8_t *mem;
-    uint64_t memcap;
+    uint64_t memcap; /* the most bytes a fetch needed */
+    size_t blk;      /* mem is a pi_mem_get block of blk bytes (0: from the heap) */
     uint64_t bytes;
 };
 
@@ -235,7 +237,10 @@ static void unit_free(pagein_pipe *p, struct unit *u) {
     pi_free(u->ids);
     pi_free(u->g);
     pi_free(u->s);
-    pi_free(u->mem);
+    if (u->blk)
+        pi_mem_put(u->mem, u->blk);
+    else
+        pi_free(u->mem);
     memset(u, 0, sizeof *u);
 }
 
@@ -258,11 +263,39 @@ static int ug_ranges(const struct pi_dsshard *sh, const struct ugroup *ug, struc
     return sh->fmt->part(sh, ug->grp.g, ug->grp.info.first - ug->gfirst, &pi, r, cap);
 }
 
+/* Room for a unit's fetched bytes (the old ones are not kept). Large units
+ * take a block of the memory policy (src/core/mem.c): one the process
+ * released before (already resident) or a fresh one with huge pages
+ * (PAGEIN_READ_HUGEPAGE=0: 4 KiB pages), whose first touches cost a fault a
+ * 2 MiB instead of one a 4 KiB on a VM (docs/BENCHMARKS.md, "Fresh
+ * memory"); small ones stay on the heap. */
+#define UNIT_BLOCK_MIN (2ull << 20)
 static int ensure_mem(struct unit *u, uint64_t need) {
     if (need <= u->memcap) return 0;
-    uint8_t *m = pi_realloc(u->mem, need);
+    if (need > (uint64_t)SIZE_MAX / 2) return pi_err(-ENOMEM, "pipe: out of memory for %" PRIu64 " bytes", need);
+    if (need <= u->blk) {
+        u->memcap = need;
+        return 0;
+    }
+    if (need < UNIT_BLOCK_MIN) {
+        uint8_t *m = pi_realloc(u->mem, need);
+        if (!m) return pi_err(-ENOMEM, "pipe: out of memory for %" PRIu64 " bytes", need);
+        u->mem = m;
+        u->memcap = need;
+        return 0;
+    }
+    size_t cap = 0;
+    int reused = 0;
+    uint8_t *m = pi_mem_get((size_t)need, &cap, 0, &reused);
     if (!m) return pi_err(-ENOMEM, "pipe: out of memory for %" PRIu64 " bytes", need);
+    size_t whole = (size_t)need & ~(size_t)(UNIT_BLOCK_MIN - 1); /* the tail past the last whole 2 MiB: 4 KiB pages */
+    if (!reused && whole) pi_mem_advise(m, whole, PI_MEM_PAGES_MEASURE);
+    if (u->blk)
+        pi_mem_put(u->mem, u->blk);
+    else
+        pi_free(u->mem);
     u->mem = m;
+    u->blk = cap;
     u->memcap = need;
     return 0;
 }
