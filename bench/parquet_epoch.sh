@@ -9,7 +9,10 @@
 #           time (page cache dropped): `cat` of every shard (sequential: the
 #           limit of the bytes) against epochs in none and block order
 #           (target: block >= 0.8x sequential); `warm`: the same block epoch
-#           from the local files in the page cache (its CPU side: no waiting)
+#           from the local files in the page cache (its CPU side: no waiting);
+#           `later`: the second block epoch of one process (bench_pipe_epochs,
+#           cold again: what a training run's epochs after its first take,
+#           their memory reused; skipped without the binary)
 #   http    nginx with `bench remote`'s pacing (tests/remote/servers.sh:
 #           DELAY_MS before each first byte, RATE a connection): `pagein pull
 #           -c CONNS` of every shard, one after the other, against epochs over
@@ -44,7 +47,7 @@ W=${WORK:-/var/tmp/pagein-parquet-epoch}
 PY=/usr/bin/python3
 JSON=0
 [ "${1:-}" = --json ] && JSON=1
-if [ "${1:-}" = -h ] || [ "${1:-}" = --help ]; then sed -n '2,32p' "$0" | sed 's/^# \{0,1\}//'; exit 0; fi
+if [ "${1:-}" = -h ] || [ "${1:-}" = --help ]; then sed -n '2,35p' "$0" | sed 's/^# \{0,1\}//'; exit 0; fi
 [ -x "$PAGEIN" ] || { echo "parquet_epoch.sh: $PAGEIN not built (make)"; exit 2; }
 
 # ---- the shards (written once) ----
@@ -84,12 +87,20 @@ if [[ " $PARTS " = *" slowfs "* ]]; then
       || { echo "parquet_epoch.sh: slowfs did not mount"; exit 2; }
     trap 'bash "$REPO/tools/slowfs.sh" umount "$MNT"' EXIT
     spec=$(spec_of "$MNT" $PQ)
+    EPOCHS_BIN=$(dirname "$PAGEIN")/bench/bench_pipe_epochs
+    modes="sequential none block warm"
+    [ -x "$EPOCHS_BIN" ] && modes="$modes later"
     for r in $(seq 1 "$RUNS"); do
-      for mode in sequential none block warm; do
+      for mode in $modes; do
         for f in $PQ; do drop "$W/src/$f" "$MNT/$f"; done
         [ $mode = warm ] && cat "$W/src/"*.parquet > /dev/null
         t0=$(secs)
-        if [ $mode = sequential ]; then
+        if [ $mode = later ]; then  # its own time: epoch 1's (the page cache dropped before it)
+          t=$("$EPOCHS_BIN" "$spec" block 2 $(for f in $PQ; do echo "$W/src/$f" "$MNT/$f"; done) | awk '$2 == 1 {print $4}')
+          [ -n "$t" ] || exit 1
+          results+=("slowfs later $r $t")
+          continue
+        elif [ $mode = sequential ]; then
           for f in $PQ; do cat "$MNT/$f" > /dev/null; done
         elif [ $mode = warm ]; then
           "$PAGEIN" read-samples --dataset "$(spec_of "$W/src" $PQ)" --order block --check > /dev/null || exit 1
@@ -208,7 +219,7 @@ out = {"rows": rows, "shards": int(shards), "group_rows": int(grows), "parquet_b
        "load": load, "runs": {"%s %s" % k: v for k, v in res.items()}, "median_s": {"%s %s" % k: v for k, v in med.items()}}
 ratios = {}
 if ("slowfs", "sequential") in med:
-    for m in ("none", "block", "warm"):
+    for m in ("none", "block", "warm", "later"):
         if ("slowfs", m) in med: ratios["slowfs %s vs sequential" % m] = med[("slowfs", "sequential")] / med[("slowfs", m)]
 if ("http", "pull") in med:
     for m in ("none", "block"):

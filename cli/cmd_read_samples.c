@@ -361,7 +361,7 @@ static int pipe_main(int argc, char **argv) {
     pagein_pipe_stats st;
     pagein_pipe_get_stats(p, &st);
     double q = -1;
-    if (order && got >= 3 && got <= n && pagein_shuffle_quality(order, (size_t)got, &q) < 0) q = -1;
+    if (json && order && got >= 3 && got <= n && pagein_shuffle_quality(order, (size_t)got, &q) < 0) q = -1; /* --json's */
     if (json) {
         printf("], \"samples\": %" PRIu64 ", \"dataset_samples\": %" PRIu64 ", \"quality\": ", got,
                pagein_dataset_count(d));

@@ -149,11 +149,30 @@ static uint32_t fixed_width(int type, int32_t type_length) {
     }
 }
 
+/* pi_mem_grow, and a block it newly mapped (1 MiB or more: the memory
+ * policy's) asked for huge pages (PAGEIN_READ_HUGEPAGE=0: 4 KiB) over the
+ * whole 2 MiB pieces of what was asked for: a decoded column's first
+ * touches then cost a fault a 2 MiB instead of one a 4 KiB, which on a VM
+ * is most of a first decode's time (docs/BENCHMARKS.md, "Fresh memory"),
+ * and the capacity beyond need (doubling) is not zeroed a huge page at a
+ * time unless it is used. */
+static int grow(void **p, size_t *cap, size_t need, size_t elem) {
+    void *old = *p;
+    size_t oldcap = *cap, e = elem ? elem : 1;
+    FORWARD_IF(pi_mem_grow(p, cap, need, elem));
+    if (*p != old && *cap * e >= (1u << 20)) {
+        /* the bytes copied from the old array are touched already */
+        size_t from = (size_t)pi_align_up((uint64_t)oldcap * e, 2u << 20), to = (need * e) & ~(((size_t)2 << 20) - 1);
+        if (from < to) pi_mem_advise((uint8_t *)*p + from, to - from, PI_MEM_PAGES_MEASURE);
+    }
+    return 0;
+}
+
 /* Appends byte-array values: grows bytes for extra bytes, voff for n more. */
 static int grow_bytes(struct pi_pq_column *c, uint64_t extra) {
     if (extra > PI_PQ_MAX_PAGE * 4ull || c->nbytes + extra > (1ull << 40))
         return pi_err(PAGEIN_E_LIMIT, "byte-array data of the chunk is over the limit");
-    return pi_mem_grow((void **)&c->bytes, &c->cap_bytes, (size_t)(c->nbytes + extra) + 1, 1); /* + 1: never NULL */
+    return grow((void **)&c->bytes, &c->cap_bytes, (size_t)(c->nbytes + extra) + 1, 1); /* + 1: never NULL */
 }
 
 /* PLAIN values: n dense values at c's element e0 (fixed: values; bytes: voff
@@ -224,9 +243,9 @@ static int decode_dict_page(struct dec *d, const uint8_t *p, size_t len, const s
     d->c = &tmp;
     int rc;
     if (d->width) {
-        rc = pi_mem_grow((void **)&tmp.values, &tmp.cap_vals, (size_t)((n + 1) * d->width), 1); /* + 1: entry 0 readable */
+        rc = grow((void **)&tmp.values, &tmp.cap_vals, (size_t)((n + 1) * d->width), 1); /* + 1: entry 0 readable */
     } else {
-        rc = pi_mem_grow((void **)&tmp.voff, &tmp.cap_voff, (size_t)(n + 1), sizeof *tmp.voff);
+        rc = grow((void **)&tmp.voff, &tmp.cap_voff, (size_t)(n + 1), sizeof *tmp.voff);
         if (rc == 0) tmp.voff[0] = 0;
     }
     size_t used;
@@ -251,19 +270,19 @@ static int decode_dict_page(struct dec *d, const uint8_t *p, size_t len, const s
 static int reserve(struct dec *d, size_t rows, size_t elems) {
     struct pi_pq_column *c = d->c;
     if (c->kind == PI_PQ_LIST) {
-        FORWARD_IF(pi_mem_grow((void **)&c->row_valid, &c->cap_rows, (size_t)c->nrows + rows + 1, 1));
-        FORWARD_IF(pi_mem_grow((void **)&c->offsets, &c->cap_off, (size_t)c->nrows + rows + 1, sizeof *c->offsets));
+        FORWARD_IF(grow((void **)&c->row_valid, &c->cap_rows, (size_t)c->nrows + rows + 1, 1));
+        FORWARD_IF(grow((void **)&c->offsets, &c->cap_off, (size_t)c->nrows + rows + 1, sizeof *c->offsets));
     }
     /* one spare element, so that the arrays exist even for no rows */
-    FORWARD_IF(pi_mem_grow((void **)&c->elem_valid, &c->cap_elems, (size_t)c->nelems + elems + 1, 1));
+    FORWARD_IF(grow((void **)&c->elem_valid, &c->cap_elems, (size_t)c->nelems + elems + 1, 1));
     if (d->width)
-        FORWARD_IF(pi_mem_grow((void **)&c->values, &c->cap_vals, (size_t)(c->nelems + elems + 1) * d->width, 1));
+        FORWARD_IF(grow((void **)&c->values, &c->cap_vals, (size_t)(c->nelems + elems + 1) * d->width, 1));
     else
-        FORWARD_IF(pi_mem_grow((void **)&c->voff, &c->cap_voff, (size_t)c->nelems + elems + 1, sizeof *c->voff));
+        FORWARD_IF(grow((void **)&c->voff, &c->cap_voff, (size_t)c->nelems + elems + 1, sizeof *c->voff));
     return 0;
 }
 
-static int scratch32(uint32_t **p, size_t *cap, size_t n) { return pi_mem_grow((void **)p, cap, n ? n : 1, sizeof **p); }
+static int scratch32(uint32_t **p, size_t *cap, size_t n) { return grow((void **)p, cap, n ? n : 1, sizeof **p); }
 
 /* Decodes the values of one data page (n non-null, dense at element e0). */
 static int decode_values(struct dec *d, int enc, const uint8_t *p, size_t len, size_t n, uint64_t e0) {
@@ -287,7 +306,7 @@ static int decode_values(struct dec *d, int enc, const uint8_t *p, size_t len, s
              * own (the largest is checked after) */
             if (bw >= 1 && bw <= 16 && d->dpad < (1u << bw)) {
                 size_t want = ((size_t)1 << bw) * d->width;
-                FORWARD_IF(pi_mem_grow((void **)&d->s->dvals, &d->s->dvals_cap, want, 1));
+                FORWARD_IF(grow((void **)&d->s->dvals, &d->s->dvals_cap, want, 1));
                 d->dvals = d->s->dvals;
                 size_t from = (size_t)PI_MAX(d->dpad, d->dict_n) * d->width;
                 if (want > from) memset(d->dvals + from, 0, want - from);
@@ -341,7 +360,7 @@ static int decode_values(struct dec *d, int enc, const uint8_t *p, size_t len, s
                           pi_pq_type_name(L->type));
         const uint8_t *q = p, *end = p + len;
         int64_t *pre = NULL, *suf;
-        FORWARD_IF(pi_mem_grow((void **)&d->s->lens, &d->s->lens_cap, 2 * n + 1, sizeof *d->s->lens));
+        FORWARD_IF(grow((void **)&d->s->lens, &d->s->lens_cap, 2 * n + 1, sizeof *d->s->lens));
         if (enc == PI_PQ_DELTA_BYTE_ARRAY) {
             pre = d->s->lens + n;
             FORWARD_IF(pi_pq_delta_decode(q, (size_t)(end - q), 0, pre, n, &used));
@@ -473,8 +492,8 @@ static int levels_v1(const uint8_t **p, const uint8_t *end, int enc, const char 
 
 /* A NESTED column's row index exists even with no rows. */
 static int nested_init(struct pi_pq_column *c) {
-    FORWARD_IF(pi_mem_grow((void **)&c->rowslot, &c->cap_rowslot, 2, sizeof *c->rowslot));
-    FORWARD_IF(pi_mem_grow((void **)&c->rowval, &c->cap_rowval, 2, sizeof *c->rowval));
+    FORWARD_IF(grow((void **)&c->rowslot, &c->cap_rowslot, 2, sizeof *c->rowslot));
+    FORWARD_IF(grow((void **)&c->rowval, &c->cap_rowval, 2, sizeof *c->rowval));
     c->rowslot[0] = c->rowval[0] = 0;
     return 0;
 }
@@ -490,8 +509,8 @@ static int assemble_nested(struct dec *d, size_t n, int enc, const uint8_t *vp, 
     uint64_t s0 = c->nslots;
     /* both level arrays always filled (a pooled column may hold another
      * column's levels): zeros where the leaf has no such levels */
-    FORWARD_IF(pi_mem_grow((void **)&c->ldef, &c->cap_ldef, (size_t)(s0 + n) + 1, 1));
-    FORWARD_IF(pi_mem_grow((void **)&c->lrep, &c->cap_lrep, (size_t)(s0 + n) + 1, 1));
+    FORWARD_IF(grow((void **)&c->ldef, &c->cap_ldef, (size_t)(s0 + n) + 1, 1));
+    FORWARD_IF(grow((void **)&c->lrep, &c->cap_lrep, (size_t)(s0 + n) + 1, 1));
     if (L->max_def) {
         FORWARD_IF(pi_pq_rle_decode8(dl->p, dl->len, bitwidth(L->max_def), c->ldef + s0, n, &ds));
         if (n && ds.max > maxd) return FERR("definition level %u over the maximum %u", ds.max, maxd);
@@ -508,8 +527,8 @@ static int assemble_nested(struct dec *d, size_t n, int enc, const uint8_t *vp, 
     size_t newrows = L->max_rep ? rs.zeros : n;
     if (*rows_left >= 0 && (int64_t)newrows > *rows_left)
         return FERR("pages hold more rows than the row group's %lld", (long long)(*rows_left + (int64_t)c->nrows));
-    FORWARD_IF(pi_mem_grow((void **)&c->rowslot, &c->cap_rowslot, (size_t)(c->nrows + newrows) + 2, sizeof *c->rowslot));
-    FORWARD_IF(pi_mem_grow((void **)&c->rowval, &c->cap_rowval, (size_t)(c->nrows + newrows) + 2, sizeof *c->rowval));
+    FORWARD_IF(grow((void **)&c->rowslot, &c->cap_rowslot, (size_t)(c->nrows + newrows) + 2, sizeof *c->rowslot));
+    FORWARD_IF(grow((void **)&c->rowval, &c->cap_rowval, (size_t)(c->nrows + newrows) + 2, sizeof *c->rowval));
     const uint8_t *def = c->ldef + s0, *rep = c->lrep + s0;
     uint64_t nn = 0, r = c->nrows, e0 = c->nelems;
     for (size_t i = 0; i < n; i++) {
@@ -721,7 +740,7 @@ static int page_loop(struct dec *d, const uint8_t *buf, size_t len, int64_t num_
             if (h.csize != h.usize) return FERR("uncompressed page of %d bytes says %d", (int)h.csize, (int)h.usize);
             u = page;
         } else {
-            FORWARD_IF(pi_mem_grow((void **)&d->s->ubuf, &d->s->ubuf_cap, (size_t)h.usize + 1, 1));
+            FORWARD_IF(grow((void **)&d->s->ubuf, &d->s->ubuf_cap, (size_t)h.usize + 1, 1));
             memcpy(d->s->ubuf, page, lvl);
             /* a v2 page of only nulls may carry no compressed bytes at all */
             if (!((size_t)h.csize == lvl && (size_t)h.usize == lvl))
@@ -744,8 +763,8 @@ static int page_loop(struct dec *d, const uint8_t *buf, size_t len, int64_t num_
         size_t n = (size_t)h.nvalues;
         const uint8_t *p = u, *end = u + ulen;
         struct lvls rl = {p, 0}, dl = {p, 0};
-        if (L->max_rep) FORWARD_IF(pi_mem_grow((void **)&d->s->rep, &d->s->rep_cap, n + 1, 1));
-        if (L->max_def) FORWARD_IF(pi_mem_grow((void **)&d->s->def, &d->s->def_cap, n + 1, 1));
+        if (L->max_rep) FORWARD_IF(grow((void **)&d->s->rep, &d->s->rep_cap, n + 1, 1));
+        if (L->max_def) FORWARD_IF(grow((void **)&d->s->def, &d->s->def_cap, n + 1, 1));
         if (h.type == PI_PQ_DATA_PAGE) {
             if (L->max_rep) FORWARD_IF(levels_v1(&p, end, h.rep_enc, "repetition", &rl));
             if (L->max_def) FORWARD_IF(levels_v1(&p, end, h.def_enc, "definition", &dl));

@@ -8,6 +8,7 @@
 #include "dsformat.h"
 #include "order.h"
 #include "../engine/engine.h"
+#include "../core/mem.h"
 
 #include <inttypes.h>
 #include <stdio.h>
@@ -173,11 +174,21 @@ struct unit {
     struct usample *s; /* parallel to ids when per-sample */
     size_t scap;
     uint8_t *mem;
-    uint64_t memcap;
+    uint64_t memcap; /* the most bytes a fetch needed */
+    size_t blk;      /* mem is a pi_mem_get block of blk bytes (0: from the heap) */
     uint64_t bytes;
+    /* the fetch's progress, under the pipe's mu: groups [0, nready) have
+     * their bytes; fetched once the loader is done with the unit (frc < 0:
+     * its fetch failed) */
+    size_t nready;
+    int fetched, frc;
 };
 
-enum { U_FREE, U_LOADING, U_READY, U_FAILED };
+/* A slot: free, being fetched (the loader), fetched and waiting for its
+ * decode or being decoded (the decoder), ready for the consumer, or
+ * failed. The loader and the decoder are two threads, so that the next
+ * unit's bytes arrive while this one decodes. */
+enum { U_FREE, U_LOADING, U_FETCHED, U_DECODING, U_READY, U_FAILED };
 
 struct pagein_pipe {
     pagein_dataset *d;
@@ -202,8 +213,8 @@ struct pagein_pipe {
     size_t cur_unit;    /* unit the consumer reads */
     uint64_t cur_pos;   /* index in the unit's ids */
     int cur_slot;       /* -1 none */
-    pthread_t th;
-    int th_on, quit;
+    pthread_t th, dth; /* the loader (fetches) and the decoder */
+    int th_on, dth_on, quit;
     pthread_mutex_t mu;
     pthread_cond_t cv;
     pagein_pipe_stats st; /* the loader's counters, under mu */
@@ -231,7 +242,10 @@ static void unit_free(pagein_pipe *p, struct unit *u) {
     pi_free(u->ids);
     pi_free(u->g);
     pi_free(u->s);
-    pi_free(u->mem);
+    if (u->blk)
+        pi_mem_put(u->mem, u->blk);
+    else
+        pi_free(u->mem);
     memset(u, 0, sizeof *u);
 }
 
@@ -254,11 +268,39 @@ static int ug_ranges(const struct pi_dsshard *sh, const struct ugroup *ug, struc
     return sh->fmt->part(sh, ug->grp.g, ug->grp.info.first - ug->gfirst, &pi, r, cap);
 }
 
+/* Room for a unit's fetched bytes (the old ones are not kept). Large units
+ * take a block of the memory policy (src/core/mem.c): one the process
+ * released before (already resident) or a fresh one with huge pages
+ * (PAGEIN_READ_HUGEPAGE=0: 4 KiB pages), whose first touches cost a fault a
+ * 2 MiB instead of one a 4 KiB on a VM (docs/BENCHMARKS.md, "Fresh
+ * memory"); small ones stay on the heap. */
+#define UNIT_BLOCK_MIN (2ull << 20)
 static int ensure_mem(struct unit *u, uint64_t need) {
     if (need <= u->memcap) return 0;
-    uint8_t *m = pi_realloc(u->mem, need);
+    if (need > (uint64_t)SIZE_MAX / 2) return pi_err(-ENOMEM, "pipe: out of memory for %" PRIu64 " bytes", need);
+    if (need <= u->blk) {
+        u->memcap = need;
+        return 0;
+    }
+    if (need < UNIT_BLOCK_MIN) {
+        uint8_t *m = pi_realloc(u->mem, need);
+        if (!m) return pi_err(-ENOMEM, "pipe: out of memory for %" PRIu64 " bytes", need);
+        u->mem = m;
+        u->memcap = need;
+        return 0;
+    }
+    size_t cap = 0;
+    int reused = 0;
+    uint8_t *m = pi_mem_get((size_t)need, &cap, 0, &reused);
     if (!m) return pi_err(-ENOMEM, "pipe: out of memory for %" PRIu64 " bytes", need);
+    size_t whole = (size_t)need & ~(size_t)(UNIT_BLOCK_MIN - 1); /* the tail past the last whole 2 MiB: 4 KiB pages */
+    if (!reused && whole) pi_mem_advise(m, whole, PI_MEM_PAGES_MEASURE);
+    if (u->blk)
+        pi_mem_put(u->mem, u->blk);
+    else
+        pi_free(u->mem);
     u->mem = m;
+    u->blk = cap;
     u->memcap = need;
     return 0;
 }
@@ -383,21 +425,39 @@ struct want {
     uint32_t src;
     uint64_t off, len;
     const uint8_t **out;
+    uint32_t batch; /* fetched in batch order (groups: their index / per batch) */
 };
 
 static int want_cmp(const void *a, const void *b) {
     const struct want *x = a, *y = b;
+    if (x->batch != y->batch) return x->batch < y->batch ? -1 : 1;
     if (x->src != y->src) return x->src < y->src ? -1 : 1;
     return (x->off > y->off) - (x->off < y->off);
 }
 
-/* Reads every want into u->mem: sorted by (source, offset), neighbours in
- * the file laid out as neighbours in memory and read as one span, so that
- * every request of the engine lands straight in its place. */
-static int fetch_wants(pagein_pipe *p, struct unit *u, struct want *w, size_t n, uint64_t *requests) {
+/* Groups [0, n) of u have their bytes: the decoder may take them. */
+static void publish(pagein_pipe *p, struct unit *u, size_t n) {
+    pthread_mutex_lock(&p->mu);
+    u->nready = n;
+    pthread_cond_broadcast(&p->cv);
+    pthread_mutex_unlock(&p->mu);
+}
+
+/* Reads every want into u->mem: sorted by (batch, source, offset),
+ * neighbours in the file laid out as neighbours in memory and read as one
+ * span, so that every request of the engine lands straight in its place.
+ * Batch after batch: once batch b is read, groups [0, (b + 1) * per) are
+ * published to the decoder (per 0: no groups to publish). */
+static int fetch_wants(pagein_pipe *p, struct unit *u, struct want *w, size_t n, size_t per, uint64_t *requests) {
     qsort(w, n, sizeof *w, want_cmp);
     struct pi_span *sp = pi_malloc((n ? n : 1) * sizeof *sp);
-    if (!sp) return pi_err(-ENOMEM, "pipe: out of memory");
+    uint32_t nb = n ? w[n - 1].batch + 1 : 1;
+    size_t *sb = pi_calloc((size_t)nb + 1, sizeof *sb); /* batch b's spans: [sb[b], sb[b + 1]) */
+    if (!sp || !sb) {
+        pi_free(sp);
+        pi_free(sb);
+        return pi_err(-ENOMEM, "pipe: out of memory");
+    }
     uint64_t at = 0;
     size_t ns = 0;
     for (size_t i = 0; i < n; i++) {
@@ -407,22 +467,28 @@ static int fetch_wants(pagein_pipe *p, struct unit *u, struct want *w, size_t n,
             continue;
         }
         struct pi_span *last = ns ? &sp[ns - 1] : NULL;
-        if (last && last->src == w[i].src && last->off + last->len == w[i].off) {
-            last->len += w[i].len; /* adjacent: no padding between them */
+        if (last && last->src == w[i].src && last->off + last->len == w[i].off && ns > sb[w[i].batch]) {
+            last->len += w[i].len; /* adjacent (and of the same batch): no padding between them */
             at += w[i].len;
         } else {
+            if (!ns || ns == sb[w[i].batch]) sb[w[i].batch] = ns; /* the batch's first span */
             at = pi_align_up(at, 64);
             sp[ns++] = (struct pi_span){w[i].src, w[i].off, w[i].len, (void *)(uintptr_t)at};
             at += w[i].len;
         }
+        for (uint32_t b = w[i].batch + 1; b <= nb; b++) sb[b] = ns;
         *w[i].out = (const uint8_t *)(uintptr_t)(at - w[i].len); /* an offset until the buffer exists */
     }
     int rc = ensure_mem(u, at ? at : 1);
     for (size_t i = 0; i < n; i++) *w[i].out = w[i].len ? u->mem + (uintptr_t)*w[i].out : (const uint8_t *)"";
     for (size_t i = 0; i < ns; i++) sp[i].dst = u->mem + (uintptr_t)sp[i].dst;
-    if (rc == 0) rc = fetch(p, sp, ns, requests);
-    pi_free(sp);
     u->bytes = at;
+    for (uint32_t b = 0; b < nb && rc == 0; b++) {
+        rc = fetch(p, sp + sb[b], sb[b + 1] - sb[b], requests);
+        if (rc == 0 && per && b + 1 < nb) publish(p, u, PI_MIN(u->ng, (size_t)(b + 1) * per));
+    }
+    pi_free(sp);
+    pi_free(sb);
     return rc;
 }
 
@@ -450,6 +516,7 @@ static int unit_ids(const pagein_pipe *p, size_t k, uint64_t *ids) {
  * error stops the taking; the first failing group's (in unit order) error
  * is the unit's, and the groups not decoded are left with nothing to free. */
 struct dec_job {
+    pagein_pipe *p;
     const pagein_dataset *d;
     struct unit *u;
     atomic_size_t next;
@@ -458,12 +525,26 @@ struct dec_job {
     char (*msg)[256];
 };
 
+/* Waits until group j of u has its bytes: 1, or 0 when it never will (the
+ * fetch failed, or the pipe stops). */
+static int wait_ready(pagein_pipe *p, const struct unit *u, size_t j) {
+    pthread_mutex_lock(&p->mu);
+    while (j >= u->nready && !u->fetched && !p->quit) pthread_cond_wait(&p->cv, &p->mu);
+    int ok = j < u->nready;
+    pthread_mutex_unlock(&p->mu);
+    return ok;
+}
+
 static void *dec_job_main(void *arg) {
     struct dec_job *J = arg;
     for (;;) {
         if (atomic_load(&J->stop)) break;
         size_t j = atomic_fetch_add(&J->next, 1);
         if (j >= J->u->ng) break;
+        if (!wait_ready(J->p, J->u, j)) {
+            atomic_store(&J->stop, 1);
+            break;
+        }
         struct ugroup *ug = &J->u->g[j];
         int rc = pi_ds_decode(J->d->shards[ug->shard], &ug->grp);
         if (rc < 0) {
@@ -485,7 +566,11 @@ static unsigned decode_threads(const pagein_dataset *d, const struct unit *u) {
     return (unsigned)((size_t)t < ng ? (size_t)t : ng);
 }
 
-static int decode_groups(const pagein_dataset *d, struct unit *u) {
+/* Decodes u's groups as their bytes arrive; 0, the first failure, or
+ * PAGEIN_E_CANCELLED where bytes never came (the fetch's own error is the
+ * unit's then: the decoder's caller). */
+static int decode_groups(pagein_pipe *p, struct unit *u) {
+    const pagein_dataset *d = p->d;
     unsigned nt = decode_threads(d, u);
     int *rcs = nt > 1 ? pi_malloc(u->ng * sizeof *rcs) : NULL;
     char(*msg)[256] = nt > 1 ? pi_malloc(u->ng * sizeof *msg) : NULL;
@@ -493,7 +578,8 @@ static int decode_groups(const pagein_dataset *d, struct unit *u) {
         pi_free(rcs);
         pi_free(msg);
         for (size_t j = 0; j < u->ng; j++) {
-            int rc = pi_ds_decode(d->shards[u->g[j].shard], &u->g[j].grp);
+            int rc = wait_ready(p, u, j) ? pi_ds_decode(d->shards[u->g[j].shard], &u->g[j].grp)
+                                         : pi_err(PAGEIN_E_CANCELLED, "pipe: the unit's bytes did not arrive");
             if (rc < 0) { /* not decoded: nothing to free */
                 for (size_t k2 = j; k2 < u->ng; k2++) u->g[k2].grp.impl = NULL;
                 return rc;
@@ -501,7 +587,7 @@ static int decode_groups(const pagein_dataset *d, struct unit *u) {
         }
         return 0;
     }
-    struct dec_job J = {.d = d, .u = u, .rc = rcs, .msg = msg};
+    struct dec_job J = {.p = p, .d = d, .u = u, .rc = rcs, .msg = msg};
     atomic_init(&J.next, 0);
     atomic_init(&J.stop, 0);
     for (size_t j = 0; j < u->ng; j++) rcs[j] = 1;
@@ -514,6 +600,7 @@ static int decode_groups(const pagein_dataset *d, struct unit *u) {
     int rc = 0;
     for (size_t j = 0; j < u->ng; j++) {
         if (rcs[j] < 0 && rc == 0) rc = pi_err(rcs[j], "%s", msg[j]);
+        if (rcs[j] == 1 && rc == 0) rc = pi_err(PAGEIN_E_CANCELLED, "pipe: the unit's bytes did not arrive");
         if (rcs[j] != 0) u->g[j].grp.impl = NULL; /* failed or not tried: nothing to free */
     }
     pi_free(rcs);
@@ -521,7 +608,9 @@ static int decode_groups(const pagein_dataset *d, struct unit *u) {
     return rc;
 }
 
-/* Loads unit k into u: its ids, then what they need, fetched and decoded. */
+/* Loads unit k into u: its ids, then what they need, fetched (the decoder
+ * decodes the groups as they arrive: unit_decode). */
+#define FETCH_BATCHES 4
 static int unit_load(pagein_pipe *p, size_t k, struct unit *u, uint64_t *requests) {
     pagein_dataset *d = p->d;
     unit_clear(p, u);
@@ -552,9 +641,9 @@ static int unit_load(pagein_pipe *p, size_t k, struct unit *u, uint64_t *request
             us->local = u->ids[i] - d->files[sh].first;
             uint64_t off = 0;
             rc = d->shards[sh]->fmt->locate(d->shards[sh], us->local, &off, &us->len);
-            w[i] = (struct want){(uint32_t)sh, off, us->len, &us->p};
+            w[i] = (struct want){(uint32_t)sh, off, us->len, &us->p, 0};
         }
-        if (rc == 0) rc = fetch_wants(p, u, w, (size_t)n, requests);
+        if (rc == 0) rc = fetch_wants(p, u, w, (size_t)n, 0, requests);
         pi_free(w);
         return rc;
     }
@@ -598,7 +687,13 @@ static int unit_load(pagein_pipe *p, size_t k, struct unit *u, uint64_t *request
         ug->grp.part = nr > 0;
     }
     qsort(u->g, u->ng, sizeof *u->g, ug_cmp);
-    /* ranges of every group, read together */
+    /* ranges of every group, read in up to FETCH_BATCHES batches of groups
+     * in unit order, so that the first groups decode while the others are
+     * read (one batch: a remote source, whose every batch would wait a
+     * round trip, and the global order's parts) */
+    size_t per = u->ng ? u->ng : 1;
+    if (u->ng && p->q.order != PAGEIN_ORDER_GLOBAL && pi_source_facts(p->srcs[u->g[0].shard])->storage != PI_STORAGE_REMOTE)
+        per = (u->ng + FETCH_BATCHES - 1) / FETCH_BATCHES;
     struct want *w = NULL;
     size_t nw = 0, wcap = 0;
     int rc = 0;
@@ -629,20 +724,42 @@ static int unit_load(pagein_pipe *p, size_t k, struct unit *u, uint64_t *request
             }
             if ((rc = pi_grow((void **)&w, &wcap, nw + 1, sizeof *w)) < 0) break;
             ug->bufs[i].len = r[i].len;
-            w[nw++] = (struct want){(uint32_t)ug->shard, r[i].off, r[i].len, &ug->bufs[i].p};
+            w[nw++] = (struct want){(uint32_t)ug->shard, r[i].off, r[i].len, &ug->bufs[i].p, (uint32_t)(j / per)};
         }
         ug->grp.nbufs = (size_t)nr;
         ug->grp.bufs = ug->bufs;
         if (r != rr) pi_free(r);
     }
-    if (rc == 0) rc = fetch_wants(p, u, w, nw, requests);
+    if (rc == 0) rc = fetch_wants(p, u, w, nw, per, requests);
     pi_free(w);
-    if (rc == 0) rc = decode_groups(d, u);
     return rc;
 }
 
+/* Decodes a fetched unit's groups (none for a per-sample unit). */
+static int unit_decode(pagein_pipe *p, struct unit *u) { return u->ng ? decode_groups(p, u) : 0; }
+
 /* ---- the loader thread ---------------------------------------------------- */
 
+/* A slot's end: failed with rc (detail: the error's, NULL: this thread's
+ * last), or ready (mu held). */
+static void slot_done(pagein_pipe *p, int s, int rc, const char *detail) {
+    if (rc < 0) {
+        p->serr[s] = rc;
+        if (detail != p->sdetail[s])
+            snprintf(p->sdetail[s], sizeof p->sdetail[s], "%s", detail ? detail : pagein_last_error_detail());
+        p->sstate[s] = U_FAILED;
+    } else {
+        p->sstate[s] = U_READY;
+        p->st.units++;
+        p->st.groups += p->slot[s].ng;
+        p->st.bytes_read += p->slot[s].bytes;
+    }
+    pthread_cond_broadcast(&p->cv);
+}
+
+/* The loader: fetches the next unit into a free slot, then hands it to the
+ * decoder and goes on to the next, so that a unit's fetch overlaps the
+ * previous unit's decode. */
 static void *loader_main(void *arg) {
     pagein_pipe *p = arg;
     pthread_mutex_lock(&p->mu);
@@ -661,22 +778,25 @@ static void *loader_main(void *arg) {
         size_t k = p->load_next++;
         p->sstate[s] = U_LOADING;
         p->sunit[s] = k;
+        p->slot[s].nready = 0;
+        p->slot[s].fetched = 0;
+        p->slot[s].frc = 0;
         pthread_mutex_unlock(&p->mu);
         uint64_t req = 0;
         int rc = unit_load(p, k, &p->slot[s], &req);
         pthread_mutex_lock(&p->mu);
         p->st.requests += req;
+        uint64_t held = p->slot[0].memcap + p->slot[1].memcap; /* only this thread grows them */
+        if (held > p->st.memory_peak) p->st.memory_peak = held;
+        struct unit *u = &p->slot[s];
+        u->fetched = 1;
         if (rc < 0) {
-            p->serr[s] = rc;
+            u->frc = rc;
             snprintf(p->sdetail[s], sizeof p->sdetail[s], "%s", pagein_last_error_detail());
-            p->sstate[s] = U_FAILED;
+            if (p->sstate[s] == U_LOADING) slot_done(p, s, rc, p->sdetail[s]); /* else the decoder reports it */
         } else {
-            p->sstate[s] = U_READY;
-            p->st.units++;
-            p->st.groups += p->slot[s].ng;
-            p->st.bytes_read += p->slot[s].bytes;
-            uint64_t held = p->slot[0].memcap + p->slot[1].memcap;
-            if (held > p->st.memory_peak) p->st.memory_peak = held;
+            u->nready = u->ng;
+            if (p->sstate[s] == U_LOADING) p->sstate[s] = U_FETCHED; /* else the decoder took its first groups */
         }
         pthread_cond_broadcast(&p->cv);
     }
@@ -684,14 +804,45 @@ static void *loader_main(void *arg) {
     return NULL;
 }
 
+/* The decoder: decodes fetched units in unit order (the loader fetches in
+ * that order; a compressed stream's cursor needs it). */
+static void *decoder_main(void *arg) {
+    pagein_pipe *p = arg;
+    pthread_mutex_lock(&p->mu);
+    while (!p->quit) {
+        int s = -1; /* the first unit (in unit order) fetched or with its first groups fetched */
+        for (int k = 0; k < 2; k++)
+            if ((p->sstate[k] == U_FETCHED || (p->sstate[k] == U_LOADING && p->slot[k].nready)) &&
+                (s < 0 || p->sunit[k] < p->sunit[s]))
+                s = k;
+        if (s < 0) {
+            pthread_cond_wait(&p->cv, &p->mu);
+            continue;
+        }
+        p->sstate[s] = U_DECODING;
+        pthread_mutex_unlock(&p->mu);
+        struct unit *u = &p->slot[s];
+        int rc = unit_decode(p, u);
+        pthread_mutex_lock(&p->mu);
+        while (!u->fetched && !p->quit) pthread_cond_wait(&p->cv, &p->mu); /* the loader's last word on it */
+        if (u->frc < 0)
+            slot_done(p, s, u->frc, p->sdetail[s]); /* the fetch's error, not the decode it cut short */
+        else
+            slot_done(p, s, rc, NULL);
+    }
+    pthread_mutex_unlock(&p->mu);
+    return NULL;
+}
+
 static void stop_loader(pagein_pipe *p) {
-    if (!p->th_on) return;
+    if (!p->th_on && !p->dth_on) return;
     pthread_mutex_lock(&p->mu);
     p->quit = 1;
     pthread_cond_broadcast(&p->cv);
     pthread_mutex_unlock(&p->mu);
-    pthread_join(p->th, NULL);
-    p->th_on = 0;
+    if (p->th_on) pthread_join(p->th, NULL);
+    if (p->dth_on) pthread_join(p->dth, NULL);
+    p->th_on = p->dth_on = 0;
     p->quit = 0;
 }
 
@@ -778,7 +929,11 @@ static int start(pagein_pipe *p, const struct pi_iv *rem, size_t nrem) {
     p->cur_unit = 0;
     p->cur_pos = 0;
     p->cur_slot = -1;
-    int e = pthread_create(&p->th, NULL, loader_main, p);
+    int e = pthread_create(&p->dth, NULL, decoder_main, p);
+    RETURN_IF(e, -e, "pipe: cannot start the decoder thread: %s", strerror(e));
+    p->dth_on = 1;
+    e = pthread_create(&p->th, NULL, loader_main, p);
+    if (e) stop_loader(p);
     RETURN_IF(e, -e, "pipe: cannot start the loader thread: %s", strerror(e));
     p->th_on = 1;
     return 0;
