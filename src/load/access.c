@@ -9,6 +9,8 @@
  */
 #include "load.h"
 
+#include <stdio.h>
+
 int pagein_layer_wait(pagein_model *m, int32_t layer) {
     if (!m) return pi_err(PAGEIN_E_INVALID, "pagein_layer_wait: NULL model");
     RETURN_IF(layer < -1 || layer > m->nlayers, PAGEIN_E_RANGE, "layer %d outside [-1, %d]", layer, m->nlayers);
@@ -40,7 +42,17 @@ int pagein_model_tensor_data(pagein_model *m, const pagein_tensor *t, const void
     if (t->nbytes && !t->data && (pi_model_flags(m) & PI_ST_HEADERS_ONLY) && !m->files[t->file]->mapped)
         return pi_model_no_data(m, t->file, t->offset);
     FORWARD_IF(pi_pager_ensure_tensor(m, t));
-    FORWARD_IF(pi_assemble(m, &t, 1));
+    if (pi_assemble_pending(m, t) && !m->pager && !(pi_model_flags(m) & PI_ST_RESIDENT)) {
+        int rc = pagein_model_load_tensors(m, &t, 1); /* lazy: its pieces paged in in parallel, then built */
+        if (rc < 0 && !strstr(pagein_last_error_detail(), t->name)) {
+            char pre[300];
+            snprintf(pre, sizeof pre, "tensor '%.*s'", (int)PI_MIN(t->name_len, 200), t->name);
+            pi_err_prefix(pre);
+        }
+        FORWARD_IF(rc);
+    } else {
+        FORWARD_IF(pi_assemble(m, &t, 1));
+    }
     *data = t->data;
     return 0;
 }
@@ -100,7 +112,7 @@ int pagein_model_load_tensors(pagein_model *m, const pagein_tensor *const *t, si
     if (!r) return pi_err(-ENOMEM, "out of memory");
     size_t k = 0;
     for (size_t i = 0; i < cnt; i++) {
-        if (t) k += pi_tensor_ranges(m, t[i], r + k); /* an assembled tensor: its pieces */
+        if (t) k += pi_tensor_load_ranges(m, t[i], r + k); /* an assembled tensor: its pieces (none once built) */
         else r[k++] = (struct pi_range){(uint32_t)i, 0, m->files[i]->len};
     }
     int rc = pi_model_populate(m, r, k);

@@ -39,6 +39,15 @@ size_t pi_tensor_ranges(const pagein_model *m, const pagein_tensor *t, struct pi
     return n;
 }
 
+size_t pi_tensor_load_ranges(const pagein_model *m, const pagein_tensor *t, struct pi_range *r) {
+    if ((t->flags & PAGEIN_TENSOR_ASSEMBLED) && m->abuilt && atomic_load(&m->abuilt[t - m->tab.t])) return 0;
+    return pi_tensor_ranges(m, t, r);
+}
+
+int pi_assemble_pending(const pagein_model *m, const pagein_tensor *t) {
+    return (t->flags & PAGEIN_TENSOR_ASSEMBLED) && m->abuilt && !atomic_load(&m->abuilt[t - m->tab.t]);
+}
+
 size_t pi_group_nranges(const pagein_model *m, int32_t g) {
     size_t k = 0;
     for (size_t i = m->lstart[g]; i < m->lstart[g + 1]; i++) k += pi_tensor_nranges(m, m->lt[i]);

@@ -222,6 +222,12 @@ enum pi_pop_method pi_pop_method_from_env(void);
 size_t pi_tensor_nranges(const pagein_model *m, const pagein_tensor *t);
 size_t pi_tensor_ranges(const pagein_model *m, const pagein_tensor *t, struct pi_range *r);
 size_t pi_group_nranges(const pagein_model *m, int32_t g);
+/* The ranges that loading t still needs: none for an assembled tensor
+ * already built (its pieces' pages were given back: paging them in again
+ * would map them twice), else pi_tensor_ranges. */
+size_t pi_tensor_load_ranges(const pagein_model *m, const pagein_tensor *t, struct pi_range *r);
+/* 1 for an assembled tensor not built yet. */
+int pi_assemble_pending(const pagein_model *m, const pagein_tensor *t);
 /* Gives the assembled tensors their memory and data pointers (after the
  * strategy started: READ points every tensor into its copies first), and
  * builds them all now when the strategy keeps everything resident. */

@@ -27,7 +27,7 @@ int pi_range_cmp(const void *a, const void *b) {
 
 size_t pi_model_group_ranges(const pagein_model *m, int32_t g, struct pi_range *r) {
     size_t k = 0;
-    for (size_t i = m->lstart[g]; i < m->lstart[g + 1]; i++) k += pi_tensor_ranges(m, m->lt[i], r + k);
+    for (size_t i = m->lstart[g]; i < m->lstart[g + 1]; i++) k += pi_tensor_load_ranges(m, m->lt[i], r + k);
     return k;
 }
 
