@@ -202,6 +202,8 @@ def test_model_views_and_assembled_tensors():
         assert bytes(box) == ref["blocks"][2:5, 3:6].contiguous().numpy().tobytes()
         assert (f.get_slice("blocks")[2:5, 3:6] == ref["blocks"][2:5, 3:6].numpy()).all()
         assert (f.get_tensor("transposed") == ref["transposed"].numpy()).all()
+    with pytest.raises(ValueError):  # assembled in host memory: the CPU only
+        pagein.safe_open(path, framework="pt", device="cuda")
 
 
 def test_python_convert_shards(tmp_path):

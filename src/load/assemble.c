@@ -236,11 +236,17 @@ int pi_read_box(pagein_model *m, const pagein_tensor *t, const void *src, const 
     if (!ne) return 0;
     size_t n;
     const struct pi_piece *p = pieces_of(m, t, &n);
-    if (p && !atomic_load(&m->abuilt[t - m->tab.t])) {
-        for (size_t k = 0; k < n; k++) FORWARD_IF(piece_copy(m, t, &p[k], start, count, dst));
-        return 0;
+    if (p) {
+        /* under the build lock: a build gives the pieces' pages back (READ's
+         * copies then read as zeros), so a box is copied either from the
+         * pieces before that or from the built tensor after */
+        pthread_mutex_lock(&m->amu);
+        int built = atomic_load(&m->abuilt[t - m->tab.t]), rc = 0;
+        for (size_t k = 0; k < n && !built && rc == 0; k++) rc = piece_copy(m, t, &p[k], start, count, dst);
+        pthread_mutex_unlock(&m->amu);
+        if (!built) return rc;
+        src = t->data; /* built: the tensor itself */
     }
-    if (p) src = t->data; /* built: the tensor itself (its pieces' pages were given back) */
     /* one row-major piece: the tensor's own bytes */
     int64_t st[PI_DCP_MAX_NDIM_LOAD];
     uint64_t zero[PI_DCP_MAX_NDIM_LOAD] = {0};
