@@ -86,31 +86,44 @@ static int copy_piece(void *arg) {
     }
     dstr[nd - 1] = 1;
     for (uint32_t d = nd - 1; d > 0; d--) dstr[d - 1] = dstr[d] * c->count[d];
-    uint64_t run = hi[nd - 1] - lo[nd - 1];
-    int64_t ist = p->strides[nd - 1];
+    /* trailing dimensions the box takes whole, in the piece and in the
+     * destination, with the piece row-major over them: one run (a chunk
+     * of whole rows is one memcpy) */
+    uint32_t nr = nd;
+    uint64_t inner = 1;
+    while (nr > 1) {
+        uint32_t d = nr - 1;
+        if (lo[d] != c->start[d] || hi[d] != c->start[d] + c->count[d] || lo[d] != p->at[d] ||
+            hi[d] != p->at[d] + p->len[d] || p->strides[d] != (int64_t)inner)
+            break;
+        inner *= p->len[d];
+        nr--;
+    }
+    uint64_t run = hi[nr - 1] - lo[nr - 1], blk = inner * c->es;
+    int64_t ist = p->strides[nr - 1];
     for (;;) {
         int64_t so = 0;
         uint64_t dof = 0;
-        for (uint32_t d = 0; d < nd; d++) {
+        for (uint32_t d = 0; d < nr; d++) {
             so += (int64_t)(idx[d] - p->at[d]) * p->strides[d];
             dof += (idx[d] - c->start[d]) * dstr[d];
         }
         const uint8_t *s = c->src + so * (int64_t)c->es;
         uint8_t *o = c->dst + dof * c->es;
-        if (ist == 1) {
-            memcpy(o, s, run * c->es);
+        if (ist == (int64_t)inner) {
+            memcpy(o, s, run * blk);
         } else {
-            for (uint64_t k = 0; k < run; k++) memcpy(o + k * c->es, s + (int64_t)k * ist * (int64_t)c->es, c->es);
+            for (uint64_t k = 0; k < run; k++) memcpy(o + k * blk, s + (int64_t)k * ist * (int64_t)c->es, blk);
         }
-        /* the next row: the odometer over every dimension but the last */
-        uint32_t d = nd - 1;
+        /* the next run: the odometer over the dimensions before it */
+        uint32_t d = nr - 1;
         while (d > 0) {
             d--;
             if (++idx[d] < hi[d]) break;
             idx[d] = lo[d];
             if (d == 0) return 0;
         }
-        if (nd == 1) return 0;
+        if (nr == 1) return 0;
     }
 }
 
