@@ -258,6 +258,16 @@ PAGEIN_API int pagein_dtype_nbytes(pagein_dtype d, uint64_t nelements, uint64_t 
 #define PAGEIN_TENSOR_NONCONTIGUOUS 0x2u /* strided view (PyTorch checkpoints) */
 #define PAGEIN_TENSOR_VIEW 0x4u          /* shares storage with another tensor */
 #define PAGEIN_TENSOR_UNALIGNED 0x8u     /* data not aligned to its element size */
+/* A model's tensor whose bytes are built from several stored pieces (a
+ * torch Distributed Checkpoint's tensor saved in several chunks, or as a
+ * strided view): data points into the model's own memory, filled when the
+ * tensor is made resident (pagein_tensor_wait, pagein_layer_wait,
+ * pagein_model_tensor_data, pagein_model_load_tensors; at open for populate
+ * and read); offset/nbytes are not a range of its file. */
+#define PAGEIN_TENSOR_ASSEMBLED 0x10u
+/* Not a tensor: a stored object's bytes (a DCP BytesStorageMetadata item:
+ * the torch.save bytes of the object, never unpickled), dtype U8. */
+#define PAGEIN_TENSOR_BYTES 0x20u
 
 /*
  * One tensor, in any format. Records are owned by the file or model they
@@ -341,7 +351,8 @@ typedef enum pagein_format {
     PAGEIN_FORMAT_UNKNOWN = 0,
     PAGEIN_FORMAT_SAFETENSORS = 1,
     PAGEIN_FORMAT_GGUF = 2,
-    PAGEIN_FORMAT_TORCH = 3
+    PAGEIN_FORMAT_TORCH = 3,
+    PAGEIN_FORMAT_DCP = 4 /* a torch Distributed Checkpoint directory (docs/FORMAT-DCP.md) */
 } pagein_format;
 
 /* Name of a format: "safetensors", "gguf", "torch"; "unknown" for
@@ -847,6 +858,20 @@ PAGEIN_API int pagein_tensor_wait(pagein_model *m, const pagein_tensor *t); /* t
  * valid until pagein_model_close, and with a budget as described above.
  * Thread safety: as the cursor calls. */
 PAGEIN_API int pagein_model_tensor_data(pagein_model *m, const pagein_tensor *t, const void **data);
+
+/* Copies the box [start, start + count) of tensor t (t from m; start and
+ * count: t->ndim values each, NULL for a 0-d tensor) into dst (len bytes,
+ * at least the box's elements times the element size), row-major. An
+ * assembled tensor (PAGEIN_TENSOR_ASSEMBLED) is read from the stored
+ * pieces the box overlaps only, whether or not it is resident; any other
+ * tensor from its bytes (made valid first as pagein_model_tensor_data
+ * does). Returns 0, PAGEIN_E_RANGE (the box outside the tensor),
+ * PAGEIN_E_INVALID (NULL, len too small, t not from m, a block-quantized
+ * or byte-swapped dtype, a PAGEIN_TENSOR_BYTES item or a strided view not
+ * assembled), PAGEIN_E_TRUNCATED (a file shrank), or the read's failure.
+ * Thread-safe with the other access calls. */
+PAGEIN_API int pagein_model_read_slice(pagein_model *m, const pagein_tensor *t, const uint64_t *start,
+                                       const uint64_t *count, void *dst, size_t len);
 
 /*
  * What AUTO would choose for m, whatever strategy m was opened with (open

@@ -81,7 +81,7 @@ for _o in (SafetensorError, SliceError, DeviceError, dtype_info, safe_open, load
         _o.__module__ = "pagein"
 del _o
 
-# A torch Distributed Checkpoint directory opens with safe_open / open_model (pagein/dcp.py).
-from . import dcp as _dcp  # noqa: E402
-
-_dcp._serve(globals())
+# pagein.dcp (Checkpoint, Reader, convert) is imported with the package; a
+# torch Distributed Checkpoint directory opens with safe_open / open_model
+# through the library's model-format table (docs/FORMAT-DCP.md).
+from . import dcp as _dcp  # noqa: E402,F401

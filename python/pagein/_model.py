@@ -189,7 +189,7 @@ class Model(_Opened):
                             ahead.submit(_load_quietly, src, order[j])
                 src.layer_wait(layer)
                 try:
-                    yield layer, self._tensors(src.layer_tensors(layer))
+                    yield layer, self._tensors([r for r in src.layer_tensors(layer) if r[_NAME] in self._by_name])
                 finally:
                     src.layer_done(layer)
         finally:

@@ -77,8 +77,32 @@ class _Opened:
 
     def _table(self, src):
         self._src = src
-        self._recs = src.tensors()
+        recs = src.tensors()
+        # a torch Distributed Checkpoint's non-tensor items (stored bytes):
+        # listed apart, read with get_bytes
+        self._items = {r[_NAME]: r for r in recs if r[_FLAGS] & _pagein.TENSOR_BYTES}
+        self._recs = [r for r in recs if not r[_FLAGS] & _pagein.TENSOR_BYTES] if self._items else recs
         self._by_name = {r[_NAME]: r for r in self._recs}
+        if self._gpu is not None and src.files() and src.files()[0].get("format") == "dcp":
+            self._src = None
+            raise ValueError("a torch Distributed Checkpoint is served on the CPU (device=%r): its tensors are "
+                             "assembled in host memory; move them with .to()" % (self._device,))
+
+    def nontensor_keys(self):
+        """Names of the items that are not tensors (a torch Distributed
+        Checkpoint's BytesStorageMetadata items; none for other formats)."""
+        self._source()
+        return list(self._items)
+
+    def get_bytes(self, name):
+        """A non-tensor item's stored bytes (torch.save of the object: never
+        unpickled here; torch.load(io.BytesIO(b)) reads it)."""
+        src = self._source()
+        if name not in self._items:
+            if name in self._by_name:
+                raise TypeError("%s is a tensor; use get_tensor" % name)
+            raise NotFoundError("no item named %r in %s" % (name, src.path))
+        return bytes(src.buffer(name)) if self._items[name][_NBYTES] else b""
 
     # -- lifetime --
     def __enter__(self):
@@ -104,6 +128,8 @@ class _Opened:
         try:
             return self._by_name[name]
         except (KeyError, TypeError):
+            if isinstance(name, str) and name in getattr(self, "_items", ()):
+                raise TypeError("%s is a non-tensor item; use get_bytes" % name) from None
             raise NotFoundError("File does not contain tensor %s (no tensor named %r in %s)"
                                 % (name, name, self._src.path)) from None
 

@@ -8,12 +8,61 @@ from . import _pagein
 from ._pagein import Error, FileNotFoundError
 from ._tensor import (_NAME, _DTYPE, _SHAPE, _OFFSET, _NBYTES, _FLAGS, _NP_TYPES, _np_layout, _representable,
                       _basic_index, _check_bounds, _select, _torch_dtype, _np_to_torch_owned)
+import numpy as _np
 from ._opened import _Opened, _check_openable, _is_url, _fsspec_url, _json_str, _residency, _names
 
 
 # ---------------------------------------------------------------------------
 # safe_open
 # ---------------------------------------------------------------------------
+
+def _box_select(src, rec, index):
+    """tensor[index] for an assembled tensor (a torch Distributed
+    Checkpoint's tensor saved in several chunks): the selection's bounding
+    box is read from the chunks it overlaps only (Source.read_slice,
+    pagein_model_read_slice), then indexed. -> (copy, is_scalar), as
+    _select."""
+    idx = _basic_index(index)
+    _representable(rec)
+    shape = tuple(rec[_SHAPE])
+    _check_bounds(idx, shape)
+    used = sum(1 for it in idx if it is not None and it is not Ellipsis)
+    lo, cnt, rel = [], [], []
+    axis = 0
+    for it in idx:
+        if it is None:
+            rel.append(None)
+            continue
+        if it is Ellipsis:
+            for _ in range(len(shape) - used):
+                lo.append(0), cnt.append(shape[axis]), rel.append(slice(None))
+                axis += 1
+            continue
+        dim = shape[axis]
+        if isinstance(it, slice):
+            r = range(*it.indices(dim))
+            if not len(r):
+                lo.append(0), cnt.append(0), rel.append(slice(0, 0))
+            else:
+                a = min(r[0], r[-1])
+                first = r[0] - a
+                stop = first + r.step * len(r)
+                lo.append(a), cnt.append(abs(r[-1] - r[0]) + 1), rel.append(slice(first, stop if stop >= 0 else None, r.step))
+        else:
+            lo.append(it + dim if it < 0 else it), cnt.append(1), rel.append(0)
+        axis += 1
+    while axis < len(shape):
+        lo.append(0), cnt.append(shape[axis]), rel.append(slice(None))
+        axis += 1
+    npdt, _ = _np_layout(rec[_DTYPE], shape, rec[_NBYTES])
+    n = 1
+    for c in cnt:
+        n *= c
+    data = src.read_slice(rec[_NAME], lo, cnt) if n else bytearray(0)
+    box = _np.frombuffer(data, dtype=npdt).reshape(cnt)
+    is_scalar = Ellipsis not in idx and None not in idx and sum(1 for i in idx if not isinstance(i, slice)) == len(shape)
+    return _np.array(box[tuple(rel) + (Ellipsis,)], copy=True), is_scalar
+
 
 class _Slice:
     """What safe_open.get_slice() returns: shape and dtype without reading
@@ -76,8 +125,12 @@ class _Slice:
             data = _pagein.source_read_ranges([owner._pread], [0], [rec[_OFFSET]], [rec[_NBYTES]])[0][0]
         # Index the zero-copy view, ask the kernel for exactly the pages the
         # selection spans, then copy it: a row range costs its own bytes, not
-        # the tensor's or the mapping's read-around window.
-        part, is_scalar = _select(src, rec, index, data)
+        # the tensor's or the mapping's read-around window. An assembled
+        # tensor (DCP chunks) reads the box from the chunks it overlaps.
+        if rec[_FLAGS] & _pagein.TENSOR_ASSEMBLED:
+            part, is_scalar = _box_select(src, rec, index)
+        else:
+            part, is_scalar = _select(src, rec, index, data)
         if owner._fw == "np":
             return part[()] if is_scalar else part
         tdt, raw = _torch_dtype(rec[_DTYPE])
@@ -179,6 +232,13 @@ class safe_open(_Opened):
             e.code, e.error, e.detail = -2, _pagein.strerror(-2), "%s: No such file or directory" % path
             raise e
         _check_openable(path)
+        if _os.path.isdir(path) and _pagein.is_dcp_dir(path):
+            # a torch Distributed Checkpoint: a model (the format table's DCP
+            # row); one-chunk tensors are views of their blobs, the others
+            # assembled when first asked for; pread reads every file at open
+            self._table(_pagein.open_model(path, strategy="lazy" if backend == "mmap" else "read",
+                                           lenient=lenient, writable=self._fw == "pt"))
+            return
         # torch has no read-only tensors: map copy-on-write for it, so an
         # in-place write lands in a private page instead of faulting.
         self._table(_pagein.open_file(path, lenient=lenient, writable=self._fw == "pt"))

@@ -457,6 +457,47 @@ static PyObject *Source_buffer(Source *s, PyObject *key) {
     return view_new(s, t);
 }
 
+/* read_slice(name, start, count) -> bytearray: the box's elements,
+ * row-major (pagein_model_read_slice: an assembled tensor reads only the
+ * pieces the box overlaps). Models only. */
+static PyObject *Source_read_slice(Source *s, PyObject *args) {
+    PyObject *name, *st, *ct;
+    if (!PyArg_ParseTuple(args, "UOO:read_slice", &name, &st, &ct)) return NULL;
+    if (!s->m) return raise_msg(PyExc_TypeError, "read_slice: a model's tensors only");
+    const pagein_tensor *t = src_find(s, name);
+    if (!t) return NULL;
+    uint64_t start[64], count[64];
+    Py_ssize_t n = PySequence_Size(st);
+    if (n < 0 || n != (Py_ssize_t)t->ndim || n > 64 || PySequence_Size(ct) != n)
+        return raise_msg(PyExc_ValueError, "read_slice: start and count need one value per dimension");
+    uint64_t ne = 1;
+    for (Py_ssize_t d = 0; d < n; d++) {
+        PyObject *a = PySequence_GetItem(st, d), *b = a ? PySequence_GetItem(ct, d) : NULL;
+        start[d] = a ? PyLong_AsUnsignedLongLong(a) : 0;
+        count[d] = b ? PyLong_AsUnsignedLongLong(b) : 0;
+        Py_XDECREF(a);
+        Py_XDECREF(b);
+        if (PyErr_Occurred()) return NULL;
+        if (count[d] && ne > UINT64_MAX / count[d]) return raise_msg(PyExc_OverflowError, "read_slice: box too large");
+        ne *= count[d];
+    }
+    const pagein_dtype_info *di = pagein_dtype_get(t->dtype);
+    uint64_t es = di && di->bits % 8 == 0 ? di->bits / 8 : 0;
+    if (!es || ne > (uint64_t)PY_SSIZE_T_MAX / es) return raise_msg(PyExc_ValueError, "read_slice: no element box");
+    PyObject *out = PyByteArray_FromStringAndSize(NULL, (Py_ssize_t)(ne * es));
+    if (!out) return NULL;
+    int rc;
+    char *dst = PyByteArray_AS_STRING(out);
+    Py_BEGIN_ALLOW_THREADS
+    rc = pagein_model_read_slice(s->m, t, n ? start : NULL, n ? count : NULL, dst, (size_t)(ne * es));
+    Py_END_ALLOW_THREADS
+    if (rc < 0) {
+        Py_DECREF(out);
+        return raise_rc(rc, NULL);
+    }
+    return out;
+}
+
 /* ---- metadata ------------------------------------------------------------ */
 
 /* Metadata values come from the library's accessors (pagein_meta_at and
@@ -826,6 +867,8 @@ static PyMethodDef Source_methods[] = {
     {"tensor", PYFN(Source_tensor), METH_O, "tensor(name) -> one tensor tuple"},
     {"count", PYFN(Source_count), METH_NOARGS, "number of tensors"},
     {"buffer", PYFN(Source_buffer), METH_O, "buffer(name or index) -> read-only View of the tensor's bytes"},
+    {"read_slice", PYFN(Source_read_slice), METH_VARARGS,
+     "read_slice(name, start, count) -> bytearray of the box (an assembled tensor: only the pieces it overlaps)"},
     {"strides", PYFN(Source_strides), METH_O, "strides(name) -> element strides (PyTorch checkpoints) or None"},
     {"metadata", PYFN(Source_metadata), METH_NOARGS, "metadata() -> [(key, value)], values of their native types"},
     {"dequantize", PYFN(Source_dequantize), METH_VARARGS,

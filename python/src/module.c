@@ -257,6 +257,8 @@ PyMODINIT_FUNC PyInit__pagein(void) {
         PyModule_AddIntConstant(m, "TENSOR_SWAPPED", PAGEIN_TENSOR_SWAPPED) < 0 ||
         PyModule_AddIntConstant(m, "TENSOR_UNALIGNED", PAGEIN_TENSOR_UNALIGNED) < 0 ||
         PyModule_AddIntConstant(m, "TENSOR_NONCONTIGUOUS", PAGEIN_TENSOR_NONCONTIGUOUS) < 0 ||
+        PyModule_AddIntConstant(m, "TENSOR_ASSEMBLED", PAGEIN_TENSOR_ASSEMBLED) < 0 ||
+        PyModule_AddIntConstant(m, "TENSOR_BYTES", PAGEIN_TENSOR_BYTES) < 0 ||
         PyModule_AddIntConstant(m, "DTYPE_F_QUANT", PAGEIN_DTYPE_F_QUANT) < 0)
         goto fail;
     return m;

@@ -133,9 +133,12 @@ def test_safe_open_and_open_model_serve_dcp(name):
     path = os.path.join(FX, name)
     ref = torch_load(path)
     with pagein.safe_open(path, framework="pt") as f:
-        assert isinstance(f, pagein.dcp.SafeOpen)
+        # through the library's model-format table (the DCP row), no wrapper class
+        assert type(f) is pagein.safe_open and f.info()["format"] == "dcp"
         assert set(f.keys()) == set(ref)
         assert f.nontensor_keys() and f.get_bytes(f.nontensor_keys()[0])[:4] == b"PK\x03\x04"
+        with pytest.raises(TypeError):
+            f.get_tensor(f.nontensor_keys()[0])
         for k, v in ref.items():
             assert torch.equal(f.get_tensor(k), v), k
             sl = f.get_slice(k)
@@ -143,11 +146,19 @@ def test_safe_open_and_open_model_serve_dcp(name):
             if v.dim() == 2:
                 assert torch.equal(sl[1:, -1], v[1:, -1]), k
                 assert torch.equal(sl[..., 1:3], v[..., 1:3]), k
-        with pytest.raises(IndexError):
-            f.get_slice("rows.weight")[::2]
-    m = pagein.open_model(path)
-    assert torch.equal(m.get_tensor("rows.weight"), ref["rows.weight"])
-    m.close()
+                assert torch.equal(sl[::2, 1], v[::2, 1]), k
+                assert torch.equal(sl[::-2, :1], v.flip(0)[::2, :1]), k
+                assert torch.equal(sl[1, 0], v[1, 0]), k
+    for strategy in ("lazy", "populate", "prefetch", "read", "auto"):
+        m = pagein.open_model(path, strategy, framework="pt")
+        assert type(m) is pagein.Model and set(m.keys()) == set(ref)
+        for k, v in ref.items():
+            assert torch.equal(m.get_tensor(k), v), (strategy, k)
+        seen = {}
+        for _, ts in m.layers():
+            seen.update(ts)
+        assert set(seen) == set(ref) and all(torch.equal(seen[k], v) for k, v in ref.items())
+        m.close()
     with pagein.safe_open(path, framework="np") as f:
         assert (f.get_tensor("rows.weight") == ref["rows.weight"].numpy()).all()
     # other paths are untouched: a safetensors file still opens as before
@@ -167,6 +178,32 @@ def test_single_chunk_tensor_is_a_view_into_its_blob():
         assert ck.view("rows.weight") is None  # four chunks: assembled
         assert ck.view("transposed") is None  # a strided view in its blob: gathered
         assert torch.equal(ck.get_tensor("transposed"), torch.arange(15.).reshape(3, 5).t())
+
+
+def test_model_views_and_assembled_tensors():
+    """Through the model row: a one-chunk tensor is a view into its blob in
+    the file's mapping (same page offset as its file offset), an assembled
+    one is built in the model's memory; a slice of an assembled tensor
+    reads the chunks it overlaps without building the tensor."""
+    import mmap
+    path = os.path.join(FX, "rank4")
+    ref = torch_load(path)
+    with pagein.safe_open(path, framework="np") as f:
+        src = f._source()
+        recs = {r[0]: r for r in src.tensors()}
+        bias = recs["layers.0.bias"]
+        assert not bias[-2] & pagein._pagein.TENSOR_ASSEMBLED
+        assert src.buffer("layers.0.bias").address % mmap.PAGESIZE == bias[3] % mmap.PAGESIZE
+        a = f.get_tensor("layers.0.bias")
+        assert not a.flags.owndata and not a.flags.writeable
+        assert recs["blocks"][-2] & pagein._pagein.TENSOR_ASSEMBLED
+        assert recs["transposed"][-2] & pagein._pagein.TENSOR_ASSEMBLED  # a strided view: copied
+        box = src.read_slice("blocks", (2, 3), (3, 3))
+        assert bytes(box) == ref["blocks"][2:5, 3:6].contiguous().numpy().tobytes()
+        assert (f.get_slice("blocks")[2:5, 3:6] == ref["blocks"][2:5, 3:6].numpy()).all()
+        assert (f.get_tensor("transposed") == ref["transposed"].numpy()).all()
+    with pytest.raises(ValueError):  # assembled in host memory: the CPU only
+        pagein.safe_open(path, framework="pt", device="cuda")
 
 
 def test_python_convert_shards(tmp_path):

@@ -129,9 +129,12 @@ static int plan_build(pagein_dist_plan *p, const pagein_model *m, unsigned rank,
     uint64_t total = 0; /* bytes of the replicated stream */
     for (size_t i = 0; i < nt && rc == 0; i++) {
         const pagein_tensor *t = pagein_model_tensor_at(m, i);
-        if (t->flags & (PAGEIN_TENSOR_NONCONTIGUOUS | PAGEIN_TENSOR_SWAPPED)) {
+        if (t->flags & (PAGEIN_TENSOR_NONCONTIGUOUS | PAGEIN_TENSOR_SWAPPED | PAGEIN_TENSOR_ASSEMBLED)) {
             rc = pi_err(PAGEIN_E_UNSUPPORTED, "tensor '%s': stored %s; a distributed load reads raw bytes", t->name,
-                        (t->flags & PAGEIN_TENSOR_SWAPPED) ? "byte-swapped" : "non-contiguous");
+                        (t->flags & PAGEIN_TENSOR_SWAPPED)     ? "byte-swapped"
+                        : (t->flags & PAGEIN_TENSOR_ASSEMBLED) ? "in several pieces (a DCP checkpoint: "
+                                                                 "pagein.distributed reshards those)"
+                                                               : "non-contiguous");
             break;
         }
         pagein_dist_piece *pc = &p->pieces[i];

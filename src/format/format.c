@@ -13,6 +13,7 @@ extern const struct pi_format pi_format_test_fake __attribute__((weak, visibilit
 const struct pi_format *const pi_formats[] = {
     &pi_format_gguf,
     &pi_format_torch,
+    &pi_format_dcp,
     &pi_format_safetensors,
     &pi_format_test_fake,
 };

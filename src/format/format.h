@@ -16,6 +16,8 @@
  * (initialised by the caller, freed by the caller on error too), and
  * returns PAGEIN_E_TRUNCATED when it needed more than avail bytes (the
  * caller then grows the prefix and calls again). flags: PAGEIN_OPEN_*. */
+struct pi_pieces;
+
 typedef int (*pi_parse_fn)(const uint8_t *buf, size_t avail, uint64_t size, uint32_t flags, struct pi_table *t);
 
 /* How a mapped file's header is read (file/file.c) without dragging
@@ -57,10 +59,48 @@ struct pi_format {
     int (*split_paths)(const char *path, char ***paths, size_t *n);
     int (*split_check)(const pagein_file *const *files, size_t n);
     const char *plural; /* "safetensors files", for "holds 3 safetensors files; name one" */
+    /* Formats whose model is a directory: one metadata file (dir_marker,
+     * e.g. DCP's ".metadata") names the data files the tensors are stored
+     * in (NULL for the formats above). A local directory holding the
+     * marker is this format's model (load/model.c): dir_open parses the
+     * marker's bytes (where: its path, for messages) and gives the data
+     * files' names (plain names in the directory, valid until dir_free);
+     * the data files are then opened as this format (its parse leaves
+     * their tables empty); dir_file is given each data file's bytes
+     * (mapped, under the truncation guard and the allocation journal: an
+     * abandoned call's allocations are freed, so it keeps only what it
+     * writes into memory dir_open made) and checks and parses what it
+     * stores; dir_table fills the model's table (tensor.file: the data
+     * file's index; pi_table_finish done by the caller) and, for tensors
+     * flagged PAGEIN_TENSOR_ASSEMBLED, their pieces. No I/O in any. */
+    const char *dir_marker;
+    int (*dir_open)(const uint8_t *buf, size_t len, const char *where, void **state, const char *const **files,
+                    size_t *nfiles);
+    int (*dir_file)(void *state, uint32_t file, const uint8_t *base, uint64_t size);
+    int (*dir_table)(void *state, struct pi_table *t, struct pi_pieces *p);
+    void (*dir_free)(void *state);
+};
+
+/* An assembled tensor's bytes (PAGEIN_TENSOR_ASSEMBLED): each piece is a
+ * box of the tensor stored at (file, off) with its own element strides
+ * (a DCP chunk: row-major, or a strided view); the loader copies every
+ * piece's elements into place in the tensor's row-major buffer. */
+struct pi_piece {
+    uint32_t file;
+    uint64_t off;             /* file offset of the box's first element */
+    uint64_t span;            /* bytes from off that its strides reach */
+    const uint64_t *at, *len; /* ndim each: where the box lies in the tensor */
+    const int64_t *strides;   /* ndim: element strides of the stored box */
+};
+struct pi_pieces {
+    uint32_t *first;          /* tensors + 1 entries: tensor i's pieces are p[first[i] .. first[i + 1]) */
+    struct pi_piece *p;
+    size_t np;
+    struct pi_arena arena;    /* first, p and the arrays they point at */
 };
 
 /* The rows, each defined beside its parser (with its detector). */
-extern const struct pi_format pi_format_safetensors, pi_format_gguf, pi_format_torch;
+extern const struct pi_format pi_format_safetensors, pi_format_gguf, pi_format_torch, pi_format_dcp;
 /* The table, in detection order: pi_formats_n rows, a row may be NULL (an
  * absent weak test row): skip it. */
 extern const struct pi_format *const pi_formats[];

@@ -142,6 +142,15 @@ struct pagein_model {
      * fill row under PREFETCH over files without a mapping: stream.c) */
     int streamed;
     _Atomic unsigned stream_share; /* streamed: groups the pager reads at once (their runs split the depth) */
+    /* assembled tensors (PAGEIN_TENSOR_ASSEMBLED, assemble.c): their
+     * pieces (from a directory format's dir_table; first NULL: none), the
+     * memory they are built in, and per tensor whether it is built yet */
+    struct pi_pieces pieces;
+    uint8_t *abuf;
+    size_t alen;
+    _Atomic uint8_t *abuilt;
+    pthread_mutex_t amu;
+    int amu_ready;
 };
 
 /* Pages ranges in (file ranges; merged and split into chunk_bytes chunks,
@@ -204,6 +213,38 @@ extern const char *pi_test_virtio_dir;
 int pi_model_read_all(pagein_model *m);
 /* Method from PAGEIN_POPULATE_METHOD (madvise|pread|readahead). */
 enum pi_pop_method pi_pop_method_from_env(void);
+
+/* ---- assembled tensors (assemble.c) ------------------------------------- */
+#define PI_DCP_MAX_NDIM_LOAD 64 /* dimensions of an assembled tensor or a box (format/dcp.h's bound) */
+/* A tensor's byte ranges in its files: its pieces' spans for an assembled
+ * tensor, else (file, offset, nbytes). pi_tensor_nranges says how many
+ * pi_tensor_ranges writes; pi_group_nranges the sum over group g. */
+size_t pi_tensor_nranges(const pagein_model *m, const pagein_tensor *t);
+size_t pi_tensor_ranges(const pagein_model *m, const pagein_tensor *t, struct pi_range *r);
+size_t pi_group_nranges(const pagein_model *m, int32_t g);
+/* The ranges that loading t still needs: none for an assembled tensor
+ * already built (its pieces' pages were given back: paging them in again
+ * would map them twice), else pi_tensor_ranges. */
+size_t pi_tensor_load_ranges(const pagein_model *m, const pagein_tensor *t, struct pi_range *r);
+/* 1 for an assembled tensor not built yet. */
+int pi_assemble_pending(const pagein_model *m, const pagein_tensor *t);
+/* Gives the assembled tensors their memory and data pointers (after the
+ * strategy started: READ points every tensor into its copies first), and
+ * builds them all now when the strategy keeps everything resident. */
+int pi_assemble_start(pagein_model *m);
+/* Builds the assembled tensors among t[0..n) (NULL: all) or of group g
+ * that are not built yet, from their pieces' bytes (the mapping or READ's
+ * copy; a mapping's pages are faulted in under the truncation guard). 0
+ * at once for a model without any. */
+int pi_assemble(pagein_model *m, const pagein_tensor *const *t, size_t n);
+int pi_assemble_group(pagein_model *m, int32_t g);
+/* The box [start, start + count) of t into dst (row-major, len bytes):
+ * an assembled tensor from the pieces it overlaps, any other from src
+ * (its bytes, valid). */
+int pi_read_box(pagein_model *m, const pagein_tensor *t, const void *src, const uint64_t *start,
+                const uint64_t *count, void *dst, size_t len);
+/* Frees what pi_assemble_start made (model close). */
+void pi_assemble_free(pagein_model *m);
 
 /* ---- the strategy table (strategy.c) ------------------------------------ */
 /* A strategy is a row: what runs once the model is open, and what its

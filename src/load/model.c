@@ -10,6 +10,7 @@
 #include "load.h"
 #include "../format/format.h"
 #include "../file/metacache.h"
+#include "../io/io.h"
 
 #include <dirent.h>
 #include <fcntl.h>
@@ -87,12 +88,37 @@ out:
 
 /* ---- what a path names -------------------------------------------------- */
 
-enum kind { K_SINGLE, K_INDEX, K_SPLIT };
+enum kind { K_SINGLE, K_INDEX, K_SPLIT, K_DIRFMT };
 
 struct target {
     enum kind kind;
-    char *path; /* the file to start from (index, single file, any shard of a split set) */
+    char *path; /* the file to start from (index, single file, any shard of a split set; K_DIRFMT: the directory) */
+    const struct pi_format *row; /* K_DIRFMT: the format whose dir_marker the directory holds */
 };
+
+/* The format row whose dir_marker (a DCP checkpoint's .metadata) the local
+ * directory holds, or NULL. */
+static const struct pi_format *dir_format(const char *dir) {
+    for (size_t i = 0; i < pi_formats_n; i++) {
+        const struct pi_format *x = pi_formats[i];
+        if (!x || !x->dir_marker) continue;
+        char *p = pi_path_join(dir, x->dir_marker);
+        struct stat s;
+        int ok = p && stat(p, &s) == 0 && S_ISREG(s.st_mode);
+        pi_free(p);
+        if (ok) return x;
+    }
+    return NULL;
+}
+
+/* path names a row's dir_marker (ckpt/.metadata): that row, else NULL. */
+static const struct pi_format *marker_format(const char *path) {
+    const char *b = strrchr(path, '/');
+    b = b ? b + 1 : path;
+    for (size_t i = 0; i < pi_formats_n; i++)
+        if (pi_formats[i] && pi_formats[i]->dir_marker && !strcmp(b, pi_formats[i]->dir_marker)) return pi_formats[i];
+    return NULL;
+}
 
 /* What kind of start a file path is: an index (.json), a member of a
  * format's split sets (GGUF), else a single file. */
@@ -107,6 +133,11 @@ static enum kind kind_of(const char *path) {
  * split set), as transformers and llama.cpp do when a folder holds
  * several. */
 static int resolve_dir(const char *dir, struct target *t) {
+    if ((t->row = dir_format(dir))) { /* a directory format (DCP): the directory is the model */
+        t->kind = K_DIRFMT;
+        t->path = pi_strndup(dir, strlen(dir));
+        return t->path ? 0 : pi_err(-ENOMEM, "out of memory");
+    }
     DIR *d = opendir(dir);
     if (!d) return pi_err(-errno, "%s: cannot open directory: %s", dir, strerror(errno));
     char **names = NULL;
@@ -153,6 +184,12 @@ static int resolve(const char *path, struct target *t) {
         return pi_err(-errno, "%s: %s", path, strerror(errno));
     } else if (S_ISDIR(s.st_mode)) {
         return resolve_dir(path, t);
+    } else if (marker_format(path)) { /* ckpt/.metadata names its directory */
+        char *dir = dir_of(path);
+        if (!dir) return pi_err(-ENOMEM, "out of memory");
+        int rc = resolve_dir(dir, t);
+        pi_free(dir);
+        return rc;
     }
     t->path = pi_strndup(path, strlen(path));
     if (!t->path) return pi_err(-ENOMEM, "out of memory");
@@ -175,12 +212,14 @@ struct open_job {
     pagein_file **out;
     uint32_t flags;
     const struct pi_meta_vouch *vouch;
+    pagein_format format; /* PAGEIN_FORMAT_UNKNOWN: detect */
 };
 
 static int open_item(void *ctx, size_t i) {
     struct open_job *j = ctx;
     pagein_open_opts o = PAGEIN_OPEN_OPTS_INIT;
     o.flags = j->flags;
+    o.format = j->format;
     return pi_file_open_vouched(&j->out[i], j->paths[i], &o, j->vouch);
 }
 
@@ -205,25 +244,27 @@ static void vouch_for(const char *first, struct pi_meta_vouch *v) {
     pi_free(dir);
 }
 
-static int add_files_v(pagein_model *m, const char *const *paths, size_t n, const struct pi_meta_vouch *v);
+static int add_files_v(pagein_model *m, const char *const *paths, size_t n, const struct pi_meta_vouch *v,
+                       pagein_format format);
 
 static int add_files(pagein_model *m, const char *const *paths, size_t n) {
-    if (n < 2) return add_files_v(m, paths, n, NULL);
+    if (n < 2) return add_files_v(m, paths, n, NULL, PAGEIN_FORMAT_UNKNOWN);
     struct pi_meta_vouch v;
     vouch_for(paths[0], &v);
-    int rc = add_files_v(m, paths, n, &v);
+    int rc = add_files_v(m, paths, n, &v, PAGEIN_FORMAT_UNKNOWN);
     pi_meta_vouch_free(&v);
     return rc;
 }
 
-static int add_files_v(pagein_model *m, const char *const *paths, size_t n, const struct pi_meta_vouch *v) {
+static int add_files_v(pagein_model *m, const char *const *paths, size_t n, const struct pi_meta_vouch *v,
+                       pagein_format format) {
     if (n == 0) return 0;
     pagein_file **nf = pi_realloc(m->files, (m->nfiles + n) * sizeof *nf);
     if (!nf) return pi_err(-ENOMEM, "out of memory");
     m->files = nf;
     pagein_file **out = m->files + m->nfiles;
     memset(out, 0, n * sizeof *out);
-    struct open_job j = {paths, out, m->opts.open_flags, v};
+    struct open_job j = {paths, out, m->opts.open_flags, v, format};
     unsigned depth = pi_source_open_depth(paths[0]);
     int rc = pi_parallel(n < depth ? (unsigned)n : depth, n, open_item, &j);
     if (rc < 0) {
@@ -272,7 +313,7 @@ static int open_index(pagein_model *m, const char *path) {
             goto out;
         }
     }
-    rc = add_files_v(m, (const char *const *)sps, ix.nshards, &v);
+    rc = add_files_v(m, (const char *const *)sps, ix.nshards, &v, PAGEIN_FORMAT_UNKNOWN);
     if (rc < 0) goto out;
     /* every entry must exist in the shard it names */
     for (size_t i = 0; i < ix.n; i++) {
@@ -329,6 +370,68 @@ static int open_split(pagein_model *m, const char *path) {
     pi_free(paths);
     if (rc < 0) return rc;
     return x->split_check ? x->split_check((const pagein_file *const *)m->files, m->nfiles) : 0;
+}
+
+/* A directory format (DCP): the marker's bytes give the data files, which
+ * open as the row's format (no table of their own); the row is given each
+ * one's bytes under the truncation guard and the allocation journal, then
+ * fills the model's table and the assembled tensors' pieces. */
+struct dir_job {
+    const struct pi_format *row;
+    void *state;
+    uint32_t file;
+    const pagein_file *f;
+    int returned;
+};
+
+static int dir_file(void *arg) {
+    struct dir_job *j = arg;
+    int rc = j->row->dir_file(j->state, j->file, j->f->mapped ? j->f->base : NULL, j->f->len);
+    j->returned = 1;
+    return rc;
+}
+
+static int open_dirfmt(pagein_model *m, const char *dir, const struct pi_format *row) {
+    char *mp = pi_path_join(dir, row->dir_marker), **paths = NULL;
+    uint8_t *buf = NULL;
+    size_t len = 0, nf = 0;
+    const char *const *names = NULL;
+    void *state = NULL;
+    int rc = mp ? read_small(mp, &buf, &len, NULL) : pi_err(-ENOMEM, "out of memory");
+    if (rc == 0) rc = row->dir_open(buf, len, mp, &state, &names, &nf);
+    pi_free(buf);
+    if (rc == 0 && !(paths = pi_calloc(nf ? nf : 1, sizeof *paths))) rc = pi_err(-ENOMEM, "out of memory");
+    for (size_t i = 0; rc == 0 && i < nf; i++)
+        if (!(paths[i] = pi_path_join(dir, names[i]))) rc = pi_err(-ENOMEM, "out of memory");
+    if (rc == 0) rc = add_files_v(m, (const char *const *)paths, nf, NULL, row->id);
+    for (uint32_t i = 0; rc == 0 && i < m->nfiles; i++) {
+        const pagein_file *f = m->files[i];
+        struct dir_job j = {row, state, i, f, 0};
+        struct pi_journal jn;
+        pi_journal_begin(&jn);
+        rc = f->mapped ? pi_guard_call(f->base, f->len, f->path, 0, f->fd, dir_file, &j) : dir_file(&j);
+        pi_journal_end(&jn, !j.returned);
+    }
+    if (rc == 0) rc = row->dir_table(state, &m->tab, &m->pieces);
+    if (rc == 0) {
+        m->tab.format = row->id;
+        rc = pi_table_finish(&m->tab, NULL);
+        if (rc < 0) pi_err_prefix(mp);
+    }
+    for (size_t i = 0; rc == 0 && i < m->tab.n; i++) {
+        pagein_tensor *t = &m->tab.t[i];
+        if (t->file >= m->nfiles) { /* the row's bug */
+            rc = pi_err(PAGEIN_E_INVALID, "%s: tensor '%s' in no file", mp, t->name);
+            break;
+        }
+        if (!(t->flags & PAGEIN_TENSOR_ASSEMBLED) && m->files[t->file]->base)
+            t->data = m->files[t->file]->base + t->offset;
+    }
+    if (state) row->dir_free(state);
+    for (size_t i = 0; paths && i < nf; i++) pi_free(paths[i]);
+    pi_free(paths);
+    pi_free(mp);
+    return rc;
 }
 
 /* ---- one table over every file ------------------------------------------ */
@@ -494,7 +597,7 @@ int pagein_model_open(pagein_model **out, const char *path, const pagein_model_o
         long nc = sysconf(_SC_NPROCESSORS_ONLN);
         m->opts.threads = nc < 2 ? 2 : (unsigned)(nc > 32 ? 32 : nc);
     }
-    struct target tg = {K_SINGLE, NULL};
+    struct target tg = {K_SINGLE, NULL, NULL};
     int rc = 0;
     if (!pi_strategy_get(m->opts.strategy)) {
         rc = pi_err(PAGEIN_E_INVALID, "unknown strategy %d", (int)m->opts.strategy);
@@ -505,10 +608,11 @@ int pagein_model_open(pagein_model **out, const char *path, const pagein_model_o
     switch (tg.kind) {
     case K_INDEX: rc = open_index(m, tg.path); break;
     case K_SPLIT: rc = open_split(m, tg.path); break;
+    case K_DIRFMT: rc = open_dirfmt(m, tg.path, tg.row); break;
     default: rc = add_file(m, tg.path); break;
     }
     if (rc < 0) goto fail;
-    rc = merge(m);
+    if (tg.kind != K_DIRFMT) rc = merge(m); /* a directory format's row filled the table */
     if (rc < 0) goto fail;
     rc = build_groups(m);
     if (rc < 0) goto fail;
@@ -537,6 +641,7 @@ int pagein_model_open(pagein_model **out, const char *path, const pagein_model_o
     }
     apply_hints(m);
     if (st->start && (rc = st->start(m)) < 0) goto fail;
+    if ((rc = pi_assemble_start(m)) < 0) goto fail;
     if ((m->opts.hints & PAGEIN_HINT_PRELOAD) && !(st->flags & PI_ST_RESIDENT)) {
         rc = pagein_layer_wait(m, -1);
         if (rc >= 0 && m->nlayers > 0) rc = pagein_layer_wait(m, 0);
@@ -569,6 +674,7 @@ void pagein_model_close(pagein_model *m) {
     pi_free(m->lstart);
     pi_free(m->lbytes);
     pi_free(m->tgroup);
+    pi_assemble_free(m);
     pi_free(m);
 }
 

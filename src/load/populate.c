@@ -324,7 +324,7 @@ int pi_model_populate_groups(pagein_model *m, const int32_t *groups, size_t ng, 
     }
     for (size_t k = 0; k < ng && rc == 0; k++) {
         int32_t g = groups[k];
-        size_t nt = m->lstart[g + 1] - m->lstart[g];
+        size_t nt = pi_group_nranges(m, g);
         struct pi_range *r = pi_malloc((nt ? nt : 1) * sizeof *r), *c = NULL;
         size_t nc = 0;
         if (!r) {
@@ -381,12 +381,15 @@ void pi_model_release_group(pagein_model *m, int32_t g) {
     uint64_t ps = page_size();
     for (size_t i = m->lstart[g]; i < m->lstart[g + 1]; i++) {
         const pagein_tensor *t = m->lt[i];
-        const pagein_file *f = m->files[t->file];
+        struct pi_range r;
+        if (pi_tensor_nranges(m, t) != 1) continue; /* assembled: its pieces' pages stay */
+        pi_tensor_ranges(m, t, &r);
+        const pagein_file *f = m->files[r.file];
         if (!f->mapped) continue;
         /* only whole pages inside the tensor: a page shared with a
          * neighbouring tensor of another layer stays */
-        uint64_t a = pi_align_up(t->offset, ps);
-        uint64_t e = (t->offset + t->nbytes) & ~(ps - 1);
+        uint64_t a = pi_align_up(r.off, ps);
+        uint64_t e = (r.off + r.len) & ~(ps - 1);
         if (e <= a) continue;
         /* Unmap our view (the data stays in the file), then drop the clean,
          * now unmapped pages from the page cache. */

@@ -27,18 +27,12 @@ int pi_range_cmp(const void *a, const void *b) {
 
 size_t pi_model_group_ranges(const pagein_model *m, int32_t g, struct pi_range *r) {
     size_t k = 0;
-    for (size_t i = m->lstart[g]; i < m->lstart[g + 1]; i++) {
-        const pagein_tensor *t = m->lt[i];
-        r[k].file = t->file;
-        r[k].off = t->offset;
-        r[k].len = t->nbytes;
-        k++;
-    }
+    for (size_t i = m->lstart[g]; i < m->lstart[g + 1]; i++) k += pi_tensor_load_ranges(m, m->lt[i], r + k);
     return k;
 }
 
 int pi_fill_group(const struct pi_fill *fill, pagein_model *m, int32_t g, uint64_t budget) {
-    size_t n = m->lstart[g + 1] - m->lstart[g];
+    size_t n = pi_group_nranges(m, g);
     struct pi_range *r = pi_malloc((n ? n : 1) * sizeof *r);
     if (!r) return pi_err(-ENOMEM, "out of memory");
     size_t k = pi_model_group_ranges(m, g, r);

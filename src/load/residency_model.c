@@ -2,7 +2,7 @@
  * tensors and layers, on top of the per-file functions in file/residency.c.
  * Works on the files' mappings whatever the strategy: for `read`, this is
  * the page cache behind the private copy. */
-#include "../internal.h"
+#include "load.h"
 
 #include <stdio.h>
 #include <stdlib.h>
@@ -13,7 +13,20 @@ int pagein_model_tensor_residency(const pagein_model *m, const pagein_tensor *t,
     RETURN_IF(!f, PAGEIN_E_INVALID, "tensor '%s': file index %u out of range", t->name, t->file);
     memset(r, 0, sizeof *r);
     if (t->nbytes == 0) return 0;
-    return pagein_file_residency(f, t->offset, t->nbytes, r);
+    if (!(t->flags & PAGEIN_TENSOR_ASSEMBLED)) return pagein_file_residency(f, t->offset, t->nbytes, r);
+    /* assembled: the page cache behind its pieces */
+    size_t n = pi_tensor_nranges(m, t);
+    struct pi_range *p = pi_malloc((n ? n : 1) * sizeof *p);
+    if (!p) return pi_err(-ENOMEM, "out of memory");
+    n = pi_tensor_ranges(m, t, p);
+    int rc = 0;
+    for (size_t i = 0; i < n && rc == 0; i++) {
+        pagein_residency one;
+        rc = pagein_file_residency(pagein_model_file(m, p[i].file), p[i].off, p[i].len, &one);
+        if (rc == 0) pagein_residency_add(r, &one);
+    }
+    pi_free(p);
+    return rc;
 }
 
 int pagein_model_layer_residency(const pagein_model *m, int32_t layer, pagein_residency *r) {
@@ -60,14 +73,25 @@ static int range_cmp(const void *a, const void *b) {
 static int collect(const pagein_model *m, const pagein_tensor *const *t, size_t n, struct range **out,
                    size_t *nout) {
     if (!t) n = pagein_model_tensor_count(m);
-    struct range *r = pi_malloc((n ? n : 1) * sizeof *r);
-    if (!r) return pi_err(-ENOMEM, "out of memory for %zu ranges", n);
+    size_t nr = 0;
+    for (size_t i = 0; i < n; i++) {
+        const pagein_tensor *x = t ? t[i] : pagein_model_tensor_at(m, i);
+        if (x) nr += pi_tensor_nranges(m, x);
+    }
+    struct range *r = pi_malloc((nr ? nr : 1) * sizeof *r);
+    struct pi_range *one = pi_malloc((nr ? nr : 1) * sizeof *one);
+    if (!r || !one) {
+        pi_free(r), pi_free(one);
+        return pi_err(-ENOMEM, "out of memory for %zu ranges", nr);
+    }
     size_t k = 0;
     for (size_t i = 0; i < n; i++) {
         const pagein_tensor *x = t ? t[i] : pagein_model_tensor_at(m, i);
         if (!x || x->nbytes == 0) continue;
-        r[k++] = (struct range){x->file, x->offset, x->offset + x->nbytes};
+        size_t np = pi_tensor_ranges(m, x, one); /* an assembled tensor: its pieces */
+        for (size_t j = 0; j < np; j++) r[k++] = (struct range){one[j].file, one[j].off, one[j].off + one[j].len};
     }
+    pi_free(one);
     qsort(r, k, sizeof *r, range_cmp);
     size_t w = 0;
     for (size_t i = 0; i < k; i++) {

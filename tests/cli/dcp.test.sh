@@ -1,7 +1,8 @@
 # dcp.test.sh - torch Distributed Checkpoints on the command line (the
 # committed fixtures of tests/data/dcp, written by torch's own DCP writer):
 # inspect lists the items, convert consolidates into one safetensors file
-# or Hugging Face shards whose tensors verify and list, a rank's .distcp file gets advice, and an
+# or Hugging Face shards whose tensors verify and list, the directory is a
+# model for plan/verify/warm/resident/evict, a rank's .distcp file gets advice, and an
 # unsafe .metadata is refused without running anything.
 . "$REPO/tests/cli/lib.sh"
 FX="$REPO/tests/data/dcp"
@@ -27,6 +28,22 @@ expect_exit 0 "$PAGEIN" verify "$TMP/sh/model.safetensors.index.json"
 expect_exit 0 "$PAGEIN" plan "$TMP/sh/model.safetensors.index.json"
 expect_contains "9 tensors"
 
+# the directory is a model (the format table's DCP row): plan, verify,
+# resident, warm, evict take it like a sharded checkpoint
+expect_exit 0 "$PAGEIN" plan "$FX/rank4"
+expect_contains "11 tensors"
+expect_contains "__3_0.distcp"
+expect_exit 0 "$PAGEIN" verify "$FX/rank4" "$FX/v2"
+expect_contains "rank4: OK (11 tensors in 4 files)"
+expect_exit 0 "$PAGEIN" warm "$FX/rank4"
+expect_exit 0 "$PAGEIN" resident "$FX/rank4"
+expect_contains "resident"
+expect_exit 0 "$PAGEIN" evict "$FX/rank4"
+mkdir -p "$TMP/past" && cp "$FX"/rank4/__* "$TMP/past/" && cp "$FX/bad/past_end.metadata" "$TMP/past/.metadata"
+expect_exit 1 "$PAGEIN" verify "$TMP/past"
+expect_contains "'blocks'"
+expect_contains "__3_0.distcp"
+
 expect_exit 2 "$PAGEIN" inspect "$FX/rank4/__0_0.distcp"
 expect_contains "one rank's file of a torch Distributed Checkpoint"
 
@@ -34,4 +51,4 @@ mkdir -p "$TMP/evil" && cp "$FX/bad/evil.metadata" "$TMP/evil/.metadata"
 (cd "$TMP" && "$PAGEIN" convert evil evil.safetensors) >"$TMP/evil.out" 2>&1 && fail "evil metadata converted"
 grep -q "refusing global" "$TMP/evil.out" || fail "no refusal: $(cat "$TMP/evil.out")"
 [ ! -e "$TMP/PWNED_BY_DCP_METADATA" ] && [ ! -e "$TMP/evil.safetensors" ] || fail "something ran or was written"
-echo "dcp: inspect, convert (one file and shards), verify, refusals"
+echo "dcp: inspect, convert (one file and shards), verify, the directory as a model (plan, verify, warm, resident, evict), refusals"

@@ -1,0 +1,245 @@
+/* test_dcp_model.c - a torch Distributed Checkpoint directory opened as a
+ * model (the format table's DCP row, src/format/dcp_model.c; assembled
+ * tensors, src/load/assemble.c) over the checkpoints torch 1.13's own
+ * writer produced (tests/data/dcp/gen.py): every strategy gives every
+ * tensor the bytes pagein_dcp_read assembles (test_dcp.c checks those
+ * against gen.py's values), slices read only the chunks they overlap, and
+ * the malformed variants are refused naming the key and the file. */
+#include "test.h"
+
+#include <stdlib.h>
+#include <unistd.h>
+
+#define FX "tests/data/dcp/"
+
+/* Every item of the model equals pagein_dcp_read's bytes of it. */
+static int check_model(const char *path, const char *dir, pagein_strategy s) {
+    pagein_model_opts o = PAGEIN_MODEL_OPTS_INIT;
+    o.strategy = s;
+    pagein_model *m = NULL;
+    pagein_dcp *d = NULL;
+    int rc = pagein_model_open(&m, path, &o);
+    CHECK_OK(rc);
+    CHECK_OK(pagein_dcp_open(&d, dir));
+    if (rc || !d) {
+        pagein_model_close(m), pagein_dcp_close(d);
+        return FAIL;
+    }
+    CHECK_EQ(pagein_model_tensor_count(m), pagein_dcp_item_count(d));
+    pagein_file_info fi0;
+    pagein_file_get_info(pagein_model_file(m, 0), &fi0);
+    CHECK_EQ(fi0.format, PAGEIN_FORMAT_DCP);
+    /* the layers' way (pagein_layer_wait) for half, the tensors' way for the rest */
+    for (int32_t l = -1; l <= pagein_model_layer_count(m); l += 2) CHECK_OK(pagein_layer_wait(m, l));
+    for (size_t i = 0; i < pagein_dcp_item_count(d); i++) {
+        pagein_dcp_item_info in;
+        CHECK_OK(pagein_dcp_item(d, i, &in));
+        const pagein_tensor *t = pagein_model_tensor_get(m, in.name);
+        CHECK(t != NULL);
+        if (!t) continue;
+        CHECK_EQ(t->nbytes, in.nbytes);
+        CHECK_EQ(!!(t->flags & PAGEIN_TENSOR_BYTES), !!in.is_bytes);
+        CHECK_EQ(!!(t->flags & PAGEIN_TENSOR_ASSEMBLED), !in.is_bytes && (in.nchunks > 1 || !strcmp(in.name, "transposed")));
+        uint8_t *want = malloc(in.nbytes + 1);
+        CHECK_OK(pagein_dcp_read(d, i, want, in.nbytes));
+        const void *got = NULL;
+        if (i % 2) CHECK_OK(pagein_tensor_wait(m, t));
+        CHECK_OK(pagein_model_tensor_data(m, t, &got));
+        if (!got || memcmp(got, want, in.nbytes)) {
+            printf("    %s (%s): '%s' differs\n", dir, pagein_strategy_name(s), in.name);
+            pt_failed = 1;
+        }
+        /* a single row-major chunk: the tensor points into its blob in the mapping */
+        const void *view = NULL;
+        if (!in.is_bytes && pagein_dcp_view(d, i, &view) == 0  && pagein_model_strategy(m, NULL) != PAGEIN_STRATEGY_READ) {
+            const pagein_file *f = pagein_model_file(m, t->file);
+            pagein_file_info fi;
+            pagein_file_get_info(f, &fi);
+            CHECK(got == (const uint8_t *)fi.base + t->offset);
+        }
+        free(want);
+    }
+    CHECK_OK(pagein_model_load_tensors(m, NULL, 0));
+    pagein_dcp_close(d);
+    pagein_model_close(m);
+    return PASS;
+}
+
+TEST(dcp_model_every_strategy) {
+    static const pagein_strategy st[] = {PAGEIN_STRATEGY_LAZY, PAGEIN_STRATEGY_POPULATE, PAGEIN_STRATEGY_PREFETCH,
+                                         PAGEIN_STRATEGY_READ, PAGEIN_STRATEGY_AUTO};
+    for (size_t k = 0; k < sizeof st / sizeof *st; k++) {
+        check_model(FX "rank4", FX "rank4", st[k]);
+        check_model(FX "rank2", FX "rank2", st[k]);
+    }
+    check_model(FX "v2", FX "v2", PAGEIN_STRATEGY_LAZY);
+    check_model(FX "rank4/.metadata", FX "rank4", PAGEIN_STRATEGY_POPULATE); /* the marker names its directory */
+    return PASS;
+}
+
+/* A budgeted prefetch through the layers: each layer's tensors right when
+ * it is waited for, assembled ones included. */
+TEST(dcp_model_prefetch_budget) {
+    pagein_model_opts o = PAGEIN_MODEL_OPTS_INIT;
+    o.strategy = PAGEIN_STRATEGY_PREFETCH;
+    o.budget_bytes = 4096;
+    pagein_model *m;
+    pagein_dcp *d;
+    CHECK_OK(pagein_model_open(&m, FX "rank4", &o));
+    CHECK_OK(pagein_dcp_open(&d, FX "rank4"));
+    for (int32_t l = -1; l <= pagein_model_layer_count(m); l++) {
+        const pagein_tensor *const *ts;
+        size_t n = pagein_model_layer_tensors(m, l, &ts);
+        CHECK_OK(pagein_layer_wait(m, l));
+        for (size_t i = 0; i < n; i++) {
+            int k = pagein_dcp_find(d, ts[i]->name);
+            uint8_t *want = malloc(ts[i]->nbytes + 1);
+            CHECK_OK(pagein_dcp_read(d, (size_t)k, want, ts[i]->nbytes));
+            CHECK(!memcmp(ts[i]->data, want, ts[i]->nbytes));
+            free(want);
+        }
+        CHECK_OK(pagein_layer_done(m, l));
+    }
+    pagein_dcp_close(d);
+    pagein_model_close(m);
+    return PASS;
+}
+
+/* A box across the chunk boundaries of the 2x2-block tensor (read from
+ * the chunks it overlaps: pi_read_box copies piece by piece, skipping the
+ * pieces outside the box) equals the same box of the whole tensor, for
+ * every single element too; a one-chunk and a strided tensor alike. */
+TEST(dcp_model_read_slice) {
+    pagein_model_opts o = PAGEIN_MODEL_OPTS_INIT;
+    o.strategy = PAGEIN_STRATEGY_LAZY;
+    pagein_model *m;
+    CHECK_OK(pagein_model_open(&m, FX "rank4", &o));
+    const pagein_tensor *t = pagein_model_tensor_get(m, "blocks");
+    CHECK(t && (t->flags & PAGEIN_TENSOR_ASSEMBLED));
+    uint64_t start[2] = {2, 3}, count[2] = {3, 3};
+    uint16_t box[9], whole[48];
+    CHECK_OK(pagein_model_read_slice(m, t, start, count, box, sizeof box));
+    const void *p;
+    CHECK_OK(pagein_model_tensor_data(m, t, &p));
+    memcpy(whole, p, sizeof whole);
+    for (int r = 0; r < 3; r++)
+        for (int c = 0; c < 3; c++) CHECK_EQ(box[r * 3 + c], whole[(r + 2) * 8 + c + 3]);
+    /* every single element, and of a plain (one chunk) and a strided tensor */
+    for (uint64_t r = 0; r < 6; r++)
+        for (uint64_t c = 0; c < 8; c++) {
+            uint64_t at[2] = {r, c}, one[2] = {1, 1};
+            uint16_t v = 0;
+            CHECK_OK(pagein_model_read_slice(m, t, at, one, &v, sizeof v));
+            CHECK_EQ(v, whole[r * 8 + c]);
+        }
+    const pagein_tensor *tr = pagein_model_tensor_get(m, "transposed"), *b = pagein_model_tensor_get(m, "layers.0.bias");
+    uint64_t s1[2] = {1, 0}, c1[2] = {2, 3}, s2[1] = {2}, c2[1] = {3};
+    float fb[6];
+    CHECK_OK(pagein_model_read_slice(m, tr, s1, c1, fb, sizeof fb));
+    for (int k = 0; k < 6; k++) CHECK_EQ(fb[k], (float)((k % 3) * 5 + 1 + k / 3)); /* arange(15).reshape(3,5).t() */
+    CHECK_OK(pagein_model_read_slice(m, b, s2, c2, fb, sizeof fb));
+    for (int k = 0; k < 3; k++) CHECK_EQ(fb[k], (float)(k + 2));
+    uint64_t bad[2] = {5, 7}, two[2] = {2, 2};
+    CHECK_EQ(pagein_model_read_slice(m, t, bad, two, box, sizeof box), PAGEIN_E_RANGE);
+    CHECK(strstr(pagein_last_error_detail(), "'blocks'"));
+    CHECK_EQ(pagein_model_read_slice(m, t, start, count, box, 4), PAGEIN_E_INVALID);
+    CHECK_EQ(pagein_model_read_slice(m, pagein_model_tensor_get(m, "step"), s2, c2, box, sizeof box), PAGEIN_E_INVALID);
+    pagein_model_close(m);
+    return PASS;
+}
+
+/* Non-tensor items: listed, their stored bytes (torch.save of the object). */
+TEST(dcp_model_bytes_items) {
+    pagein_model *m;
+    CHECK_OK(pagein_model_open(&m, FX "rank4", NULL));
+    const pagein_tensor *s = pagein_model_tensor_get(m, "step"), *c = pagein_model_tensor_get(m, "config");
+    CHECK(s && c && (s->flags & PAGEIN_TENSOR_BYTES) && s->dtype == PAGEIN_DTYPE_U8 && s->ndim == 1);
+    const void *p;
+    CHECK_OK(pagein_model_tensor_data(m, c, &p));
+    CHECK(!memcmp(p, "PK\x03\x04", 4));
+    pagein_model_close(m);
+    return PASS;
+}
+
+static const char *ckpt_with(const char *name, const char *meta) {
+    const char *dir = pt_tmppath(name);
+    char cmd[1024];
+    snprintf(cmd, sizeof cmd, "rm -rf %s && mkdir -p %s && cp " FX "rank4/__* %s/ && cp %s %s/.metadata", dir, dir,
+             dir, meta, dir);
+    return system(cmd) == 0 ? dir : NULL;
+}
+
+/* Malformed checkpoints are refused at open, naming the key and the file. */
+TEST(dcp_model_refusals) {
+    static const struct {
+        const char *meta;
+        int code;
+        const char *words[2];
+    } cases[] = {
+        {FX "bad/past_end.metadata", PAGEIN_E_BAD_OFFSET, {"'blocks'", "__3_0.distcp"}},
+        {FX "bad/gap.metadata", PAGEIN_E_BAD_OFFSET, {"'rows.weight'", ".metadata"}},
+        {FX "bad/evil.metadata", PAGEIN_E_UNSAFE, {"posix.system", ".metadata"}},
+        {FX "bad/path_dotdot.metadata", PAGEIN_E_BAD_INDEX, {"'rows.weight'", "'..'"}},
+    };
+    for (size_t i = 0; i < sizeof cases / sizeof *cases; i++) {
+        const char *dir = ckpt_with("dcp_model_bad", cases[i].meta);
+        CHECK(dir != NULL);
+        pagein_model *m = NULL;
+        int rc = pagein_model_open(&m, dir, NULL);
+        const char *d = pagein_last_error_detail();
+        if (rc != cases[i].code || !strstr(d, cases[i].words[0]) || !strstr(d, cases[i].words[1])) {
+            printf("    %s: rc %d, detail: %s\n", cases[i].meta, rc, d);
+            pt_failed = 1;
+        }
+        CHECK(m == NULL);
+    }
+    /* a blob that is not what its chunk says (a file's bytes swapped for
+     * another's): the key and the file */
+    const char *dir = ckpt_with("dcp_model_swap", FX "rank4/.metadata");
+    char cmd[1024];
+    snprintf(cmd, sizeof cmd, "cp %s/__0_0.distcp %s/__1_0.distcp", dir, dir);
+    CHECK_EQ(system(cmd), 0);
+    pagein_model *m = NULL;
+    int rc = pagein_model_open(&m, dir, NULL);
+    const char *why = pagein_last_error_detail();
+    if (rc >= 0 || !strstr(why, "__1_0.distcp") || !strstr(why, "'rows.weight'")) {
+        printf("    swapped file: rc %d: %s\n", rc, why);
+        pt_failed = 1;
+    }
+    pagein_model_close(m);
+    /* the .metadata itself is no model file */
+    pagein_file *f = NULL;
+    CHECK_EQ(pagein_open(&f, FX "rank4/.metadata", NULL), PAGEIN_E_NOT_MODEL);
+    CHECK(strstr(pagein_last_error_detail(), "open its directory"));
+    return PASS;
+}
+
+/* A file truncated after open: building a tensor fails naming it (the
+ * truncation guard), never SIGBUS. */
+TEST(dcp_model_truncated_after_open) {
+    const char *dir = ckpt_with("dcp_model_trunc", FX "rank4/.metadata");
+    pagein_model_opts o = PAGEIN_MODEL_OPTS_INIT;
+    o.strategy = PAGEIN_STRATEGY_LAZY;
+    pagein_model *m;
+    CHECK_OK(pagein_model_open(&m, dir, &o));
+    char p[1024];
+    snprintf(p, sizeof p, "%s/__3_0.distcp", dir);
+    CHECK_EQ(truncate(p, 0), 0);
+    const pagein_tensor *t = pagein_model_tensor_get(m, "blocks");
+    /* a slice reads only the chunks it overlaps: the blocks of ranks 0-2
+     * still read, the one in __3_0.distcp (rows 3-5, columns 4-7) fails */
+    uint64_t s0[2] = {0, 0}, c0[2] = {6, 4}, s1[2] = {2, 3}, c1[2] = {3, 3};
+    uint16_t box[24];
+    CHECK_OK(pagein_model_read_slice(m, t, s0, c0, box, sizeof box));
+    CHECK_EQ(box[23], 0x5160); /* gen.py: element k is k % 251: element (5, 3) is 43.0, f16 0x5160 */
+    CHECK_EQ(pagein_model_read_slice(m, t, s1, c1, box, sizeof box), PAGEIN_E_TRUNCATED);
+    const void *d;
+    int rc = pagein_model_tensor_data(m, t, &d);
+    CHECK_EQ(rc, PAGEIN_E_TRUNCATED);
+    if (!strstr(pagein_last_error_detail(), "blocks") || !strstr(pagein_last_error_detail(), "__3_0.distcp")) {
+        printf("    detail: %s\n", pagein_last_error_detail());
+        pt_failed = 1;
+    }
+    pagein_model_close(m);
+    return PASS;
+}
