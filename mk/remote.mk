@@ -19,9 +19,10 @@ $(info mk/remote.mk: libcurl not found (Debian libcurl4-openssl-dev): remote sou
 endif
 MK_DEPS += src/source/remote.h
 
-# `make test` runs bench/remote.sh once, QUICK=1 (16 MiB), so it cannot rot;
-# never timed there (docs/BENCHMARKS.md has the real runs).
-TEST_EXTRA += bench-remote-smoke
+# bench/remote.sh once, QUICK=1 (16 MiB), so that it cannot rot; never
+# timed (docs/BENCHMARKS.md has the real runs). make test runs the same
+# through tests/cli/svg.test.sh (`pagein bench remote --svg`, QUICK=1, with
+# these checks), not as a stage of its own.
 .PHONY: bench-remote-smoke
 bench-remote-smoke: all
 	@if [ "$(HAVE_CURL)" != yes ]; then echo "SKIP bench/remote.sh: built without libcurl"; \

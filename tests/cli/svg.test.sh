@@ -145,11 +145,18 @@ expect_contains "no model"
 [ ! -e "$TMP/notamodel.svg" ] || fail "a figure was left for a directory without models"
 ls "$TMP"/no 2>/dev/null && fail "a partial figure was left"
 
-# bench remote (QUICK, without the cat_ranges part): needs nginx and the
-# remote test servers; pull's throughput over time and every tool's mean
+# bench remote (QUICK: 16 MiB, one run of each tool, cat_ranges of 50
+# ranges): needs nginx and the remote test servers; pull's throughput over
+# time and every tool's mean. This is also make test's run of
+# bench/remote.sh, so that it cannot rot: pull must have run, and nothing
+# is written into HOME (a fresh one here).
 if command -v nginx > /dev/null || [ -x /usr/sbin/nginx ]; then
-  QUICK=1 RANGES=0 PAGEIN_REPO="$REPO" "$PAGEIN" bench remote --json --svg remote.svg > remote.json 2> remote.err \
+  mkdir -p "$TMP/rhome"
+  HOME=$TMP/rhome QUICK=1 PAGEIN_REPO="$REPO" "$PAGEIN" bench remote --json --svg remote.svg > remote.json 2> remote.err \
     || fail "bench remote --svg: $(tail -3 remote.err)"
+  grep -q '"pull": [0-9]' remote.json || fail "bench remote: pull did not run: $(head -c 600 remote.json)"
+  left=$(cd "$TMP/rhome" && find . -mindepth 1 | head -3)
+  [ -z "$left" ] || fail "bench remote wrote into HOME: $left"
   check_svg remote.svg remote.json remote
   grep -q "<polyline" remote.svg || fail "no throughput line in remote.svg"
 else
