@@ -51,6 +51,9 @@ int pi_ends_with(const char *s, const char *suf);
  * n == 0): the bisection every "which shard / window / interval holds
  * position x" asks, over a table of first positions. */
 size_t pi_last_le(const uint64_t *a, size_t n, uint64_t x);
+/* The same over a field of an array of structs: a[i] is the uint64_t at
+ * base + i * stride (pi_last_le_by(&v[0].first, n, sizeof v[0], x)). */
+size_t pi_last_le_by(const void *base, size_t n, size_t stride, uint64_t x);
 /* The value of hex digit c (either case), or -1. */
 int pi_hexval(int c);
 /* dir/name (malloc'd, NULL without memory), with one slash however many dir

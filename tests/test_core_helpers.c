@@ -59,5 +59,16 @@ TEST(core_last_le) {
     CHECK_EQ(pi_last_le(a, 5, 1000), 4);
     CHECK_EQ(pi_last_le(a, 1, 1000), 0);
     CHECK_EQ(pi_last_le(a, 0, 5), 0);
+    /* the same over a field of an array of structs */
+    struct {
+        uint32_t pad;
+        uint64_t first;
+    } v[5];
+    for (int i = 0; i < 5; i++) v[i].pad = 0xffffffffu, v[i].first = a[i];
+    CHECK_EQ(pi_last_le_by(&v[0].first, 5, sizeof v[0], 9), 0);
+    CHECK_EQ(pi_last_le_by(&v[0].first, 5, sizeof v[0], 24), 2);
+    CHECK_EQ(pi_last_le_by(&v[0].first, 5, sizeof v[0], 25), 3);
+    CHECK_EQ(pi_last_le_by(&v[0].first, 5, sizeof v[0], 1000), 4);
+    CHECK_EQ(pi_last_le_by(&v[0].first, 0, sizeof v[0], 5), 0);
     return PASS;
 }

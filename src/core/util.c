@@ -20,17 +20,20 @@ int pi_hexval(int c) {
     return -1;
 }
 
-size_t pi_last_le(const uint64_t *a, size_t n, uint64_t x) {
+size_t pi_last_le_by(const void *base, size_t n, size_t stride, uint64_t x) {
+    const char *b = base;
     size_t lo = 0, hi = n; /* a[lo] <= x < a[hi] (a[n] read as infinite) */
     while (hi - lo > 1) {
         size_t mid = lo + (hi - lo) / 2;
-        if (a[mid] <= x)
+        if (*(const uint64_t *)(const void *)(b + mid * stride) <= x)
             lo = mid;
         else
             hi = mid;
     }
     return lo;
 }
+
+size_t pi_last_le(const uint64_t *a, size_t n, uint64_t x) { return pi_last_le_by(a, n, sizeof *a, x); }
 
 char *pi_path_join(const char *dir, const char *name) {
     size_t a = strlen(dir), b = strlen(name);

@@ -179,14 +179,7 @@ static int ds_done(struct ds_build *b, int rc, pagein_dataset **out) {
 }
 
 size_t pi_ds_shard_of(const pagein_dataset *d, uint64_t id) {
-    size_t lo = 0, hi = d->nfiles;
-    while (hi - lo > 1) {
-        size_t mid = lo + (hi - lo) / 2;
-        if (d->files[mid].first <= id)
-            lo = mid;
-        else
-            hi = mid;
-    }
+    size_t lo = d->nfiles ? pi_last_le_by(&d->files[0].first, d->nfiles, sizeof d->files[0], id) : 0;
     while (lo < d->nfiles && (d->files[lo].count == 0 || id >= d->files[lo].first + d->files[lo].count)) lo++;
     return lo;
 }
