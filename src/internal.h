@@ -54,6 +54,12 @@ size_t pi_last_le(const uint64_t *a, size_t n, uint64_t x);
 /* The same over a field of an array of structs: a[i] is the uint64_t at
  * base + i * stride (pi_last_le_by(&v[0].first, n, sizeof v[0], x)). */
 size_t pi_last_le_by(const void *base, size_t n, size_t stride, uint64_t x);
+/* A caller's options over the defaults in o (n bytes): the public option
+ * structs start with `size_t size`, the bytes the caller's version holds,
+ * so an older caller's struct copies only what it has. NULL in keeps the
+ * defaults; a size below sizeof(size_t) is PAGEIN_E_INVALID ("WHAT:
+ * options size N"). o's size becomes n. */
+int pi_opts_in(void *o, size_t n, const void *in, const char *what);
 /* The value of hex digit c (either case), or -1. */
 int pi_hexval(int c);
 /* dir/name (malloc'd, NULL without memory), with one slash however many dir

@@ -35,6 +35,16 @@ size_t pi_last_le_by(const void *base, size_t n, size_t stride, uint64_t x) {
 
 size_t pi_last_le(const uint64_t *a, size_t n, uint64_t x) { return pi_last_le_by(a, n, sizeof *a, x); }
 
+int pi_opts_in(void *o, size_t n, const void *in, const char *what) {
+    if (!in) return 0;
+    size_t sz;
+    memcpy(&sz, in, sizeof sz);
+    RETURN_IF(sz < sizeof(size_t), PAGEIN_E_INVALID, "%s: options size %zu", what, sz);
+    memcpy(o, in, PI_MIN(sz, n));
+    memcpy(o, &n, sizeof n);
+    return 0;
+}
+
 char *pi_path_join(const char *dir, const char *name) {
     size_t a = strlen(dir), b = strlen(name);
     while (a > 1 && dir[a - 1] == '/') a--;

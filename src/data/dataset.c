@@ -584,10 +584,7 @@ int pagein_dataset_open(pagein_dataset **out, const char *spec, const pagein_dat
     pi_err_clear();
     RETURN_IF(!out || !spec, PAGEIN_E_INVALID, "dataset: NULL argument");
     pagein_dataset_opts o = PAGEIN_DATASET_OPTS_INIT;
-    if (opts) {
-        RETURN_IF(opts->size < sizeof(size_t), PAGEIN_E_INVALID, "dataset: options size %zu", opts->size);
-        memcpy(&o, opts, PI_MIN(opts->size, sizeof o));
-    }
+    FORWARD_IF(pi_opts_in(&o, sizeof o, opts, "dataset"));
     const struct pi_dsformat *fmt = NULL;
     if (o.format && *o.format) {
         fmt = pi_dsformat_by_name(o.format);
