@@ -308,11 +308,7 @@ static int read_small(const char *uri, uint8_t **buf, size_t *len) {
     FORWARD_IF(pi_source_open(&s, uri, 0));
     int rc = 0;
     if (s->size > (64u << 20)) rc = pi_err(PAGEIN_E_LIMIT, "%s: %" PRIu64 " bytes (an index file, at most 64 MiB)", uri, s->size);
-    else if (!(*buf = pi_malloc(s->size + 1))) rc = pi_err(-ENOMEM, "%s: out of memory", uri);
-    else if ((rc = pi_source_read(s, *buf, s->size, 0)) < 0) {
-        pi_free(*buf);
-        *buf = NULL;
-    } else
+    else if ((rc = pi_source_read_all(s, uri, buf)) == 0)
         *len = (size_t)s->size;
     pi_source_close(s);
     return rc;
