@@ -162,6 +162,10 @@ static inline void pi_buf_str(struct pi_buf *b, const char *s) { pi_buf_put(b, s
 /* printf onto the buffer (any length: formatted in place). */
 void pi_buf_printf(struct pi_buf *b, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
 void pi_buf_free(struct pi_buf *b);
+/* Hands b's text to a caller of the public API, who frees it with free()
+ * (malloc'd, not pi_malloc'd); b is freed either way. 0, or -ENOMEM ("out
+ * of memory") when b ran out of memory or the copy cannot be made. */
+int pi_buf_hand_out(struct pi_buf *b, char **out);
 
 /* ---- arena: many small allocations freed together (util.c) ------------- */
 struct pi_arena {

@@ -163,6 +163,15 @@ void pi_buf_free(struct pi_buf *b) {
     memset(b, 0, sizeof *b);
 }
 
+int pi_buf_hand_out(struct pi_buf *b, char **out) {
+    char *r = b->oom || !b->p ? NULL : malloc(b->n + 1);
+    if (r) memcpy(r, b->p, b->n + 1);
+    pi_buf_free(b);
+    if (!r) return pi_err(-ENOMEM, "out of memory");
+    *out = r;
+    return 0;
+}
+
 /* ---- errors ------------------------------------------------------------- */
 
 static _Thread_local char detail[1024];
