@@ -510,9 +510,7 @@ static int mds_sample(const struct pi_dsshard *sh, uint64_t id, const uint8_t *p
  * dsformat.h: the group's samples, raw bytes [offsets[first], offsets[end])) */
 static int mds_group(const struct pi_dsshard *sh, uint64_t g, struct pi_dsgroupinfo *gi) {
     const struct mds *M = sh->impl;
-    if (g >= M->ng) return pi_ds_err(sh, PAGEIN_E_RANGE, g, UINT64_MAX, NULL, "no such group");
-    *gi = (struct pi_dsgroupinfo){M->gfirst[g], M->gfirst[g + 1] - M->gfirst[g], sh->src->size};
-    return 0;
+    return pi_ds_raw_group(sh, M->gfirst, M->ng, g, gi);
 }
 static int mds_decode(const struct pi_dsshard *sh, struct pi_dsgroup *grp) {
     const struct mds *M = sh->impl;

@@ -687,9 +687,7 @@ static int tar_sample(const struct pi_dsshard *sh, uint64_t i, const uint8_t *p,
  * (struct pi_dsraw, dsformat.h) */
 static int tar_group(const struct pi_dsshard *sh, uint64_t g, struct pi_dsgroupinfo *gi) {
     const struct tar *T = sh->impl;
-    if (g >= T->ng) return pi_ds_err(sh, PAGEIN_E_RANGE, g, UINT64_MAX, NULL, "no such group");
-    *gi = (struct pi_dsgroupinfo){T->gfirst[g], T->gfirst[g + 1] - T->gfirst[g], sh->src->size};
-    return 0;
+    return pi_ds_raw_group(sh, T->gfirst, T->ng, g, gi);
 }
 static int tar_decode(const struct pi_dsshard *sh, struct pi_dsgroup *grp) {
     const struct tar *T = sh->impl;

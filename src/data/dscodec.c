@@ -490,6 +490,13 @@ uint64_t pi_ds_zcur_pos(struct pi_dszcur *c) {
     return p;
 }
 
+int pi_ds_raw_group(const struct pi_dsshard *sh, const uint64_t *gfirst, uint64_t ng, uint64_t g,
+                    struct pi_dsgroupinfo *gi) {
+    if (g >= ng) return pi_ds_err(sh, PAGEIN_E_RANGE, g, UINT64_MAX, NULL, "no such group");
+    *gi = (struct pi_dsgroupinfo){gfirst[g], gfirst[g + 1] - gfirst[g], sh->src->size};
+    return 0;
+}
+
 int pi_ds_whole_ranges(const struct pi_dsshard *sh, uint64_t g, struct pi_dsrange *r, size_t cap) {
     (void)g;
     if (cap) r[0] = (struct pi_dsrange){0, sh->src->size};

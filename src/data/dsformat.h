@@ -463,6 +463,9 @@ struct pi_dsraw {
     uint8_t *raw; /* the decompressed bytes [base, base + len) */
     uint64_t base, len;
 };
+/* Group g of such a shard: samples [gfirst[g], gfirst[g + 1]) of ng groups, the whole shard's bytes. */
+int pi_ds_raw_group(const struct pi_dsshard *sh, const uint64_t *gfirst, uint64_t ng, uint64_t g,
+                    struct pi_dsgroupinfo *gi);
 int pi_ds_whole_ranges(const struct pi_dsshard *sh, uint64_t g, struct pi_dsrange *r, size_t cap);
 int pi_ds_raw_read(const struct pi_dsshard *sh, struct pi_dszcur *cur, const struct pi_dszin *in, uint64_t lo,
                    uint64_t len, struct pi_dsgroup *grp);
