@@ -93,6 +93,15 @@ int cli_child_start(int fds[2], char *err, size_t errlen);
  * at QD32, ioengine, job name job): bytes per second from its JSON report
  * (0 when it states none), or -1 when fio fails or path holds a quote. */
 double cli_fio_read_bps(const char *path, uint64_t size, const char *ioengine, const char *job);
+/* What the benchmarks measure fio on: 0 when fio is installed and the
+ * largest of the n files (*big; the first of equals) holds at least 1 MiB
+ * with no quote in its name, *size its size rounded down to whole MiB;
+ * else -1. */
+int cli_fio_target(char *const *files, const uint64_t *sizes, size_t n, size_t *big, uint64_t *size);
+/* Drops each of the n files from the page cache (POSIX_FADV_DONTNEED), or
+ * reads each once into it; a file that does not open is passed over. */
+void cli_files_evict(char *const *files, size_t n);
+void cli_files_warm(char *const *files, size_t n);
 /* 1 if a is an alignment the writers take: a power of two from 8 to 2^30. */
 static inline int cli_valid_align(uint64_t a) { return a >= 8 && a <= (1ull << 30) && (a & (a - 1)) == 0; }
 /* Formats bytes as "1.21 GiB" into buf. */

@@ -50,24 +50,6 @@ struct bench {
     int runs, quiet;
 };
 
-static void evict(const struct bench *b) {
-    for (size_t i = 0; i < b->nfiles; i++) {
-        int fd = open(b->files[i], O_RDONLY);
-        if (fd < 0) continue;
-        posix_fadvise(fd, 0, 0, POSIX_FADV_DONTNEED);
-        close(fd);
-    }
-}
-
-static void warm(const struct bench *b) {
-    static char buf[1 << 20];
-    for (size_t i = 0; i < b->nfiles; i++) {
-        int fd = open(b->files[i], O_RDONLY);
-        if (fd < 0) continue;
-        while (read(fd, buf, sizeof buf) > 0) {}
-        close(fd);
-    }
-}
 
 static double vm_hwm(void) { return cli_status_bytes("VmHWM:"); }
 
@@ -319,12 +301,9 @@ static struct result run_python(const struct bench *b, const char *mode, int dev
 /* ---- fio ------------------------------------------------------------------ */
 
 static double fio_gbps(const struct bench *b) {
-    if (system("command -v fio >/dev/null 2>&1") != 0) return -1;
-    size_t big = 0;
-    for (size_t i = 1; i < b->nfiles; i++)
-        if (b->sizes[i] > b->sizes[big]) big = i;
-    uint64_t size = b->sizes[big] & ~((1ull << 20) - 1);
-    if (size < (1u << 20) || strchr(b->files[big], '\'')) return -1;
+    size_t big;
+    uint64_t size;
+    if (cli_fio_target(b->files, b->sizes, b->nfiles, &big, &size) < 0) return -1;
     double v = cli_fio_read_bps(b->files[big], size, "libaio", "hostlimit");
     return v > 0 ? v / 1e9 : -1;
 }
@@ -573,8 +552,8 @@ static int bench_gpu_main(int argc, char **argv) {
             }
             struct result rs[MAX_RUNS];
             for (int i = 0; i < b.runs; i++) {
-                if (c == 0) evict(&b);
-                else warm(&b);
+                if (c == 0) cli_files_evict(b.files, b.nfiles);
+                else cli_files_warm(b.files, b.nfiles);
                 if (!b.quiet && isatty(2)) fprintf(stderr, "\r%s %s run %d/%d   ", rw->name, rw->cache, i + 1, b.runs);
                 rs[i] = kinds[k].py ? run_python(&b, kinds[k].py, py_dev)
                                     : in_child(&b, W_PAGEIN, kinds[k].gpu_row ? b.device : PAGEIN_DEVICE_HOST,

@@ -101,24 +101,9 @@ static double io_read_bytes(void) {
     return v;
 }
 
-static void evict(struct bench *b) {
-    for (size_t i = 0; i < b->nfiles; i++) {
-        int fd = open(b->files[i], O_RDONLY);
-        if (fd < 0) continue;
-        posix_fadvise(fd, 0, 0, POSIX_FADV_DONTNEED);
-        close(fd);
-    }
-}
+static void evict(struct bench *b) { cli_files_evict(b->files, b->nfiles); }
 
-static void warm(struct bench *b) {
-    static char buf[1 << 20];
-    for (size_t i = 0; i < b->nfiles; i++) {
-        int fd = open(b->files[i], O_RDONLY);
-        if (fd < 0) continue;
-        while (read(fd, buf, sizeof buf) > 0) {}
-        close(fd);
-    }
-}
+static void warm(struct bench *b) { cli_files_warm(b->files, b->nfiles); }
 
 /* ---- touching and computing --------------------------------------------- */
 
@@ -486,12 +471,9 @@ static struct result median(const struct result *rs, int n) {
 /* ---- fio ------------------------------------------------------------------ */
 
 static double fio_limit(struct bench *b, int quiet, char *how, size_t hlen) {
-    if (system("command -v fio >/dev/null 2>&1") != 0) return -1;
-    size_t big = 0;
-    for (size_t i = 1; i < b->nfiles; i++)
-        if (b->sizes[i] > b->sizes[big]) big = i;
-    uint64_t size = b->sizes[big] & ~((1ull << 20) - 1);
-    if (size < (1u << 20) || strchr(b->files[big], '\'')) return -1;
+    size_t big;
+    uint64_t size;
+    if (cli_fio_target(b->files, b->sizes, b->nfiles, &big, &size) < 0) return -1;
     static const char *const engines[] = {"io_uring", "libaio", "psync"};
     for (size_t e = 0; e < 3; e++) {
         double v = cli_fio_read_bps(b->files[big], size, engines[e], "devlimit");

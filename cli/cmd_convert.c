@@ -310,6 +310,15 @@ static int convert_dcp(const struct opts *op, int hf) {
     return EXIT_OK;
 }
 
+/* --dtype's and --dequantize's names: BF16, F16 or F32 (any case; fp16,
+ * fp32), else PAGEIN_DTYPE_INVALID. */
+static pagein_dtype float_dtype(const char *v) {
+    if (!strcasecmp(v, "bf16")) return PAGEIN_DTYPE_BF16;
+    if (!strcasecmp(v, "f16") || !strcasecmp(v, "fp16")) return PAGEIN_DTYPE_F16;
+    if (!strcasecmp(v, "f32") || !strcasecmp(v, "fp32")) return PAGEIN_DTYPE_F32;
+    return PAGEIN_DTYPE_INVALID;
+}
+
 static int convert_main(int argc, char **argv) {
     struct opts op = {0};
     for (int i = 1; i < argc; i++) {
@@ -319,19 +328,13 @@ static int convert_main(int argc, char **argv) {
             return EXIT_OK;
         } else if (!strcmp(a, "--dtype") && i + 1 < argc) {
             const char *v = argv[++i];
-            if (!strcasecmp(v, "bf16")) op.dtype = PAGEIN_DTYPE_BF16;
-            else if (!strcasecmp(v, "f16") || !strcasecmp(v, "fp16")) op.dtype = PAGEIN_DTYPE_F16;
-            else if (!strcasecmp(v, "f32") || !strcasecmp(v, "fp32")) op.dtype = PAGEIN_DTYPE_F32;
-            else {
+            if (!(op.dtype = float_dtype(v))) {
                 cli_error("convert", 0, "--dtype '%s': expected bf16, f16 or f32", v);
                 return EXIT_USAGE;
             }
         } else if (!strcmp(a, "--dequantize") && i + 1 < argc) {
             const char *v = argv[++i];
-            if (!strcasecmp(v, "bf16")) op.deq = PAGEIN_DTYPE_BF16;
-            else if (!strcasecmp(v, "f16") || !strcasecmp(v, "fp16")) op.deq = PAGEIN_DTYPE_F16;
-            else if (!strcasecmp(v, "f32") || !strcasecmp(v, "fp32")) op.deq = PAGEIN_DTYPE_F32;
-            else {
+            if (!(op.deq = float_dtype(v))) {
                 cli_error("convert", 0, "--dequantize '%s': expected f16, bf16 or f32", v);
                 return EXIT_USAGE;
             }

@@ -113,14 +113,22 @@ static void json_meta_value(const pagein_file *f, const pagein_meta *m, FILE *ou
     }
 }
 
+/* What both outputs start from: the path as printed (a URL without its
+ * password or signature, written into shown), the file's info, its summary
+ * and the format's hook. */
+static const struct inspect_hook *prepare(const char **path, char *shown, size_t cap, const pagein_file *f,
+                                          pagein_file_info *info, struct summary *s) {
+    *path = pagein_url_redact(*path, shown, cap);
+    pagein_file_get_info(f, info);
+    summarize(f, s);
+    return hook_for(info->format);
+}
+
 static void print_json(const char *path, const pagein_file *f, FILE *out) {
-    char shown[4096]; /* a URL as printed: no password or signature */
-    path = pagein_url_redact(path, shown, sizeof shown);
+    char shown[4096];
     pagein_file_info info;
-    pagein_file_get_info(f, &info);
     struct summary s;
-    summarize(f, &s);
-    const struct inspect_hook *h = hook_for(info.format);
+    const struct inspect_hook *h = prepare(&path, shown, sizeof shown, f, &info, &s);
     fputs("{\"file\":", out);
     cli_json_str(out, path, strlen(path));
     fprintf(out, ",\"format\":\"%s\",\"file_size\":%" PRIu64 ",\"header_len\":%" PRIu64 ",\"data_start\":%" PRIu64,
@@ -201,14 +209,11 @@ size_t inspect_escaped(FILE *out, const char *s, size_t n) {
 }
 
 static void print_text(const char *path, const pagein_file *f, int table, FILE *out) {
-    char shown[4096]; /* a URL as printed: no password or signature */
-    path = pagein_url_redact(path, shown, sizeof shown);
+    char shown[4096];
     pagein_file_info info;
-    pagein_file_get_info(f, &info);
     struct summary s;
-    summarize(f, &s);
+    const struct inspect_hook *h = prepare(&path, shown, sizeof shown, f, &info, &s);
     char hb[32], hb2[32];
-    const struct inspect_hook *h = hook_for(info.format);
     fprintf(out, "file:        %s\n", path);
     fprintf(out, "format:      %s\n", format_name(info.format));
     fprintf(out, "file size:   %" PRIu64 " bytes (%s)\n", info.file_size, cli_human_bytes(info.file_size, hb, sizeof hb));

@@ -120,27 +120,6 @@ static int sample_plan_make(struct sample_plan *p, uint64_t target_bytes, uint32
 
 /* ---- deterministic contents ---------------------------------------------- */
 
-static uint16_t f32_to_f16(float f) {
-    uint32_t x;
-    memcpy(&x, &f, 4);
-    uint32_t sign = (x >> 16) & 0x8000;
-    int32_t exp = (int32_t)((x >> 23) & 0xff) - 127 + 15;
-    uint32_t mant = x & 0x7fffff;
-    if (((x >> 23) & 0xff) == 0xff) return (uint16_t)(sign | 0x7c00 | (mant ? 0x200 : 0));
-    if (exp >= 31) return (uint16_t)(sign | 0x7c00);
-    if (exp <= 0) {
-        if (exp < -10) return (uint16_t)sign;
-        mant |= 0x800000;
-        uint32_t shift = (uint32_t)(14 - exp);
-        uint32_t half = mant >> shift, rem = mant & ((1u << shift) - 1), mid = 1u << (shift - 1);
-        if (rem > mid || (rem == mid && (half & 1))) half++;
-        return (uint16_t)(sign | half);
-    }
-    uint32_t half = sign | ((uint32_t)exp << 10) | (mant >> 13), rem = mant & 0x1fff;
-    if (rem > 0x1000 || (rem == 0x1000 && (half & 1))) half++;
-    return (uint16_t)half;
-}
-
 struct fill_ctx {
     uint64_t seed;
     uint64_t tensor;
@@ -167,7 +146,7 @@ static int fill(void *vctx, void *dst, uint64_t off, size_t len) {
         if (c->dtype == PAGEIN_DTYPE_F32) {
             memcpy((char *)dst + 4 * i, &v, 4);
         } else {
-            uint16_t b = c->dtype == PAGEIN_DTYPE_BF16 ? make_sample_bf16(v) : f32_to_f16(v);
+            uint16_t b = c->dtype == PAGEIN_DTYPE_BF16 ? make_sample_bf16(v) : make_sample_f16(v, 1);
             memcpy((char *)dst + 2 * i, &b, 2);
         }
     }

@@ -85,6 +85,13 @@ static void usage(FILE *out) {
 
 static int exit_for(int rc) { return rc <= PAGEIN_E_BASE && rc > PAGEIN_E_LAST ? EXIT_INVALID : EXIT_USAGE; }
 
+/* The exit status once got samples were read (rc < 0: the reading failed, said here). */
+static int read_status(int rc, uint64_t got) {
+    if (rc >= 0) return EXIT_OK;
+    cli_error("read-samples", rc, "reading failed after %" PRIu64 " samples", got);
+    return exit_for(rc);
+}
+
 /* ---- --dataset: the one pipeline over the dataset-format table ----------- */
 
 static const char *field_type_name(const pagein_field *f) {
@@ -353,11 +360,7 @@ static int pipe_main(int argc, char **argv) {
         else if (!check && (rc = put_item(fmt, &it)) < 0) break;
         got++;
     }
-    if (rc < 0) {
-        cli_error("read-samples", rc, "reading failed after %" PRIu64 " samples", got);
-        status = exit_for(rc);
-    } else
-        status = EXIT_OK;
+    status = read_status(rc, got);
     pagein_pipe_stats st;
     pagein_pipe_get_stats(p, &st);
     double q = -1;
@@ -559,11 +562,7 @@ static int read_samples_main(int argc, char **argv) {
         }
         got++;
     }
-    if (rc < 0) {
-        cli_error("read-samples", rc, "reading failed after %" PRIu64 " samples", got);
-        status = exit_for(rc);
-    } else
-        status = EXIT_OK;
+    status = read_status(rc, got);
     double q = -1;
     if (order && got >= 3 && pagein_shuffle_quality(order, (size_t)got, &q) < 0) q = -1;
     pagein_reader_stats st;

@@ -93,7 +93,7 @@ static void usage(FILE *out) {
 static int verify_main(int argc, char **argv) {
     pagein_open_opts o = PAGEIN_OPEN_OPTS_INIT;
     int quiet = 0, nfiles = 0, invalid = 0, ioerr = 0;
-    int opts_done = 0;
+    int opts_done = 0, nmodels = 0;
     const char *manifest = NULL; /* the safety area's hook: cmd_hash.c */
     for (int i = 1; i < argc; i++) {
         const char *a = argv[i];
@@ -118,24 +118,13 @@ static int verify_main(int argc, char **argv) {
                 usage(stderr);
                 return EXIT_USAGE;
             }
+        } else {
+            nmodels++;
         }
     }
-    opts_done = 0;
-    if (manifest) {
-        int n = 0;
-        for (int i = 1; i < argc; i++) {
-            const char *a = argv[i];
-            if (!opts_done && a[0] == '-' && a[1]) {
-                if (strcmp(a, "--") == 0) opts_done = 1;
-                if (strcmp(a, "--manifest") == 0) i++;
-                continue;
-            }
-            n++;
-        }
-        if (n != 1) {
-            cli_error("verify", 0, "--manifest checks one MODEL at a time");
-            return EXIT_USAGE;
-        }
+    if (manifest && nmodels != 1) {
+        cli_error("verify", 0, "--manifest checks one MODEL at a time");
+        return EXIT_USAGE;
     }
     opts_done = 0;
     for (int i = 1; i < argc; i++) {

@@ -12,19 +12,6 @@
 #include <stdlib.h>
 #include <string.h>
 
-/* Finite, normal-range values only (|v| <= 1, or 0). */
-static uint16_t to_f16(float f) {
-    uint32_t x;
-    memcpy(&x, &f, 4);
-    uint32_t sign = (x >> 16) & 0x8000;
-    int32_t exp = (int32_t)((x >> 23) & 0xff) - 127 + 15;
-    uint32_t mant = x & 0x7fffff;
-    if (exp <= 0) return (uint16_t)sign; /* tiny values flush to zero */
-    uint32_t h = sign | ((uint32_t)exp << 10) | (mant >> 13), rem = mant & 0x1fff;
-    if (rem > 0x1000 || (rem == 0x1000 && (h & 1))) h++;
-    return (uint16_t)h;
-}
-
 struct gfill {
     uint64_t seed, tensor;
     int norm;
@@ -55,7 +42,7 @@ static int gfill_fn(void *vctx, void *dst, uint64_t off, size_t len) {
                 if (fabsf(v[k]) > amax) amax = fabsf(v[k]);
             }
             float d = amax / 127.0f, id = d ? 1.0f / d : 0.0f;
-            uint16_t dh = to_f16(d);
+            uint16_t dh = make_sample_f16(d, 0);
             memcpy(b, &dh, 2);
             for (int k = 0; k < 32; k++) b[2 + k] = (uint8_t)(int8_t)lrintf(v[k] * id);
             size_t n = (size_t)(34 - in) < len - i ? (size_t)(34 - in) : len - i;
@@ -69,7 +56,7 @@ static int gfill_fn(void *vctx, void *dst, uint64_t off, size_t len) {
             if (c->dtype == PAGEIN_DTYPE_F32) {
                 memcpy(out + 4 * i, &v, 4);
             } else {
-                uint16_t h = c->dtype == PAGEIN_DTYPE_BF16 ? make_sample_bf16(v) : to_f16(v);
+                uint16_t h = c->dtype == PAGEIN_DTYPE_BF16 ? make_sample_bf16(v) : make_sample_f16(v, 0);
                 memcpy(out + 2 * i, &h, 2);
             }
         }

@@ -143,6 +143,14 @@ static void fmt_tick(char *b, size_t n, double v, double step) {
 
 /* The y axis of a plot area [x0, x1] x [y0 (top), y1 (bottom)] for 0..top;
  * returns the axis maximum. */
+/* The y axis's unit, written up its left side (then suffix). */
+static void unit_label(struct svg *s, double x0, double y0, double y1, const char *unit, const char *suffix) {
+    fprintf(s->f, "<text x=\"%.1f\" y=\"%.1f\" text-anchor=\"middle\" font-size=\"12\" fill=\"#222222\" "
+                  "transform=\"rotate(-90 %.1f %.1f)\">", x0 - 48, (y0 + y1) / 2, x0 - 48, (y0 + y1) / 2);
+    esc(s->f, unit);
+    fprintf(s->f, "%s</text>\n", suffix);
+}
+
 static double y_axis(struct svg *s, double x0, double x1, double y0, double y1, double top, const char *unit) {
     double step = nice_step(top, 5), max = step * ceil(top / step);
     if (max <= 0) max = step;
@@ -153,12 +161,7 @@ static double y_axis(struct svg *s, double x0, double x1, double y0, double y1, 
         fmt_tick(t, sizeof t, v, step);
         svg_text(s, x0 - 6, y + 4, "end", 11, "tick", NULL, "%s", t);
     }
-    if (unit) {
-        fprintf(s->f, "<text x=\"%.1f\" y=\"%.1f\" text-anchor=\"middle\" font-size=\"12\" fill=\"#222222\" "
-                      "transform=\"rotate(-90 %.1f %.1f)\">", x0 - 48, (y0 + y1) / 2, x0 - 48, (y0 + y1) / 2);
-        esc(s->f, unit);
-        fputs("</text>\n", s->f);
-    }
+    if (unit) unit_label(s, x0, y0, y1, unit, "");
     return max;
 }
 
@@ -184,12 +187,7 @@ static double y_axis_log(struct svg *s, double x0, double x1, double y0, double 
             svg_text(s, x0 - 6, y + 4, "end", m == 1 ? 11 : 9, "tick", NULL, "%s", t);
         }
     }
-    if (unit) {
-        fprintf(s->f, "<text x=\"%.1f\" y=\"%.1f\" text-anchor=\"middle\" font-size=\"12\" fill=\"#222222\" "
-                      "transform=\"rotate(-90 %.1f %.1f)\">", x0 - 48, (y0 + y1) / 2, x0 - 48, (y0 + y1) / 2);
-        esc(s->f, unit);
-        fputs(" (log scale)</text>\n", s->f);
-    }
+    if (unit) unit_label(s, x0, y0, y1, unit, " (log scale)");
     return a;
 }
 

@@ -319,6 +319,35 @@ double cli_fio_read_bps(const char *path, uint64_t size, const char *ioengine, c
     return bw ? atof(bw + 1) : 0;
 }
 
+int cli_fio_target(char *const *files, const uint64_t *sizes, size_t n, size_t *big, uint64_t *size) {
+    if (!n || system("command -v fio >/dev/null 2>&1") != 0) return -1;
+    size_t b = 0;
+    for (size_t i = 1; i < n; i++)
+        if (sizes[i] > sizes[b]) b = i;
+    *big = b;
+    *size = sizes[b] & ~((1ull << 20) - 1);
+    return *size < (1u << 20) || strchr(files[b], '\'') ? -1 : 0;
+}
+
+void cli_files_evict(char *const *files, size_t n) {
+    for (size_t i = 0; i < n; i++) {
+        int fd = open(files[i], O_RDONLY);
+        if (fd < 0) continue;
+        posix_fadvise(fd, 0, 0, POSIX_FADV_DONTNEED);
+        close(fd);
+    }
+}
+
+void cli_files_warm(char *const *files, size_t n) {
+    static char buf[1 << 20];
+    for (size_t i = 0; i < n; i++) {
+        int fd = open(files[i], O_RDONLY);
+        if (fd < 0) continue;
+        while (read(fd, buf, sizeof buf) > 0) {}
+        close(fd);
+    }
+}
+
 int cli_child_start(int fds[2], char *err, size_t errlen) {
     if (pipe(fds) < 0) {
         snprintf(err, errlen, "pipe: %s", strerror(errno));

@@ -51,6 +51,15 @@ int pi_ends_with(const char *s, const char *suf);
  * n == 0): the bisection every "which shard / window / interval holds
  * position x" asks, over a table of first positions. */
 size_t pi_last_le(const uint64_t *a, size_t n, uint64_t x);
+/* The same over a field of an array of structs: a[i] is the uint64_t at
+ * base + i * stride (pi_last_le_by(&v[0].first, n, sizeof v[0], x)). */
+size_t pi_last_le_by(const void *base, size_t n, size_t stride, uint64_t x);
+/* A caller's options over the defaults in o (n bytes): the public option
+ * structs start with `size_t size`, the bytes the caller's version holds,
+ * so an older caller's struct copies only what it has. NULL in keeps the
+ * defaults; a size below sizeof(size_t) is PAGEIN_E_INVALID ("WHAT:
+ * options size N"). o's size becomes n. */
+int pi_opts_in(void *o, size_t n, const void *in, const char *what);
 /* The value of hex digit c (either case), or -1. */
 int pi_hexval(int c);
 /* dir/name (malloc'd, NULL without memory), with one slash however many dir
@@ -153,6 +162,10 @@ static inline void pi_buf_str(struct pi_buf *b, const char *s) { pi_buf_put(b, s
 /* printf onto the buffer (any length: formatted in place). */
 void pi_buf_printf(struct pi_buf *b, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
 void pi_buf_free(struct pi_buf *b);
+/* Hands b's text to a caller of the public API, who frees it with free()
+ * (malloc'd, not pi_malloc'd); b is freed either way. 0, or -ENOMEM ("out
+ * of memory") when b ran out of memory or the copy cannot be made. */
+int pi_buf_hand_out(struct pi_buf *b, char **out);
 
 /* ---- arena: many small allocations freed together (util.c) ------------- */
 struct pi_arena {

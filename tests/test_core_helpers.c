@@ -59,5 +59,33 @@ TEST(core_last_le) {
     CHECK_EQ(pi_last_le(a, 5, 1000), 4);
     CHECK_EQ(pi_last_le(a, 1, 1000), 0);
     CHECK_EQ(pi_last_le(a, 0, 5), 0);
+    /* the same over a field of an array of structs */
+    struct {
+        uint32_t pad;
+        uint64_t first;
+    } v[5];
+    for (int i = 0; i < 5; i++) v[i].pad = 0xffffffffu, v[i].first = a[i];
+    CHECK_EQ(pi_last_le_by(&v[0].first, 5, sizeof v[0], 9), 0);
+    CHECK_EQ(pi_last_le_by(&v[0].first, 5, sizeof v[0], 24), 2);
+    CHECK_EQ(pi_last_le_by(&v[0].first, 5, sizeof v[0], 25), 3);
+    CHECK_EQ(pi_last_le_by(&v[0].first, 5, sizeof v[0], 1000), 4);
+    CHECK_EQ(pi_last_le_by(&v[0].first, 0, sizeof v[0], 5), 0);
+    return PASS;
+}
+
+/* pi_opts_in: a caller's sized options over the defaults, an older (shorter) struct copied as far as it goes. */
+TEST(core_opts_in) {
+    struct opts {
+        size_t size;
+        int a, b;
+    } o = {sizeof o, 1, 2}, in = {sizeof in, 5, 6};
+    CHECK_EQ(pi_opts_in(&o, sizeof o, NULL, "t"), 0);
+    CHECK(o.size == sizeof o && o.a == 1 && o.b == 2);
+    in.size = offsetof(struct opts, b); /* an older caller: no b */
+    CHECK_EQ(pi_opts_in(&o, sizeof o, &in, "t"), 0);
+    CHECK(o.size == sizeof o && o.a == 5 && o.b == 2);
+    in.size = 3;
+    CHECK_EQ(pi_opts_in(&o, sizeof o, &in, "t"), PAGEIN_E_INVALID);
+    CHECK(strstr(pagein_last_error_detail(), "t: options size 3") != NULL);
     return PASS;
 }

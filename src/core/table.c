@@ -138,6 +138,30 @@ static int lkey_cmp(const void *a, const void *b) {
     return x->idx < y->idx ? -1 : x->idx > y->idx;
 }
 
+/* The two name indexes (tensor names, metadata keys): open addressing over
+ * cap slots (a power of two) holding entry + 1, 0 empty; name() gives
+ * entry i's name. The slot holding s, or the empty slot where it goes. */
+typedef const char *(*name_fn)(const struct pi_table *t, size_t i, size_t *len);
+static const char *tensor_name(const struct pi_table *t, size_t i, size_t *len) {
+    *len = t->t[i].name_len;
+    return t->t[i].name;
+}
+static const char *meta_key(const struct pi_table *t, size_t i, size_t *len) {
+    *len = t->meta[i].key_len;
+    return t->meta[i].key;
+}
+static size_t name_slot(const struct pi_table *t, const uint32_t *hash, size_t cap, name_fn name, const char *s,
+                        size_t len) {
+    size_t k = pi_hash_bytes(s, len) & (cap - 1);
+    while (hash[k]) {
+        size_t ol;
+        const char *o = name(t, hash[k] - 1, &ol);
+        if (ol == len && memcmp(o, s, len) == 0) break;
+        k = (k + 1) & (cap - 1);
+    }
+    return k;
+}
+
 int pi_table_finish(struct pi_table *t, const void *base) {
     /* name index */
     pi_free(t->hash);
@@ -148,13 +172,8 @@ int pi_table_finish(struct pi_table *t, const void *base) {
         pagein_tensor *r = &t->t[i];
         r->index = (uint32_t)i;
         if (base) r->data = (const uint8_t *)base + r->offset;
-        size_t s = pi_hash_bytes(r->name, r->name_len) & (t->hcap - 1);
-        while (t->hash[s]) {
-            const pagein_tensor *o = &t->t[t->hash[s] - 1];
-            if (o->name_len == r->name_len && memcmp(o->name, r->name, r->name_len) == 0)
-                return pi_err(PAGEIN_E_DUPLICATE, "duplicate tensor name '%s'", r->name);
-            s = (s + 1) & (t->hcap - 1);
-        }
+        size_t s = name_slot(t, t->hash, t->hcap, tensor_name, r->name, r->name_len);
+        if (t->hash[s]) return pi_err(PAGEIN_E_DUPLICATE, "duplicate tensor name '%s'", r->name);
         t->hash[s] = (uint32_t)i + 1;
     }
     /* metadata index */
@@ -164,13 +183,8 @@ int pi_table_finish(struct pi_table *t, const void *base) {
     if (!t->mhash) return -ENOMEM;
     for (size_t i = 0; i < t->nmeta; i++) {
         const pagein_meta *m = &t->meta[i];
-        size_t s = pi_hash_bytes(m->key, m->key_len) & (t->mhcap - 1);
-        while (t->mhash[s]) {
-            const pagein_meta *o = &t->meta[t->mhash[s] - 1];
-            if (o->key_len == m->key_len && memcmp(o->key, m->key, m->key_len) == 0)
-                return pi_err(PAGEIN_E_DUPLICATE, "duplicate metadata key '%s'", m->key);
-            s = (s + 1) & (t->mhcap - 1);
-        }
+        size_t s = name_slot(t, t->mhash, t->mhcap, meta_key, m->key, m->key_len);
+        if (t->mhash[s]) return pi_err(PAGEIN_E_DUPLICATE, "duplicate metadata key '%s'", m->key);
         t->mhash[s] = (uint32_t)i + 1;
     }
     /* layers and layer order */
@@ -218,22 +232,12 @@ int pi_table_finish(struct pi_table *t, const void *base) {
 
 const pagein_tensor *pi_table_find(const struct pi_table *t, const char *name, size_t len) {
     if (!t->hcap || !name) return NULL;
-    size_t s = pi_hash_bytes(name, len) & (t->hcap - 1);
-    while (t->hash[s]) {
-        const pagein_tensor *o = &t->t[t->hash[s] - 1];
-        if (o->name_len == len && memcmp(o->name, name, len) == 0) return o;
-        s = (s + 1) & (t->hcap - 1);
-    }
-    return NULL;
+    size_t s = name_slot(t, t->hash, t->hcap, tensor_name, name, len);
+    return t->hash[s] ? &t->t[t->hash[s] - 1] : NULL;
 }
 
 const pagein_meta *pi_table_find_meta(const struct pi_table *t, const char *key, size_t len) {
     if (!t->mhcap || !key) return NULL;
-    size_t s = pi_hash_bytes(key, len) & (t->mhcap - 1);
-    while (t->mhash[s]) {
-        const pagein_meta *o = &t->meta[t->mhash[s] - 1];
-        if (o->key_len == len && memcmp(o->key, key, len) == 0) return o;
-        s = (s + 1) & (t->mhcap - 1);
-    }
-    return NULL;
+    size_t s = name_slot(t, t->mhash, t->mhcap, meta_key, key, len);
+    return t->mhash[s] ? &t->meta[t->mhash[s] - 1] : NULL;
 }

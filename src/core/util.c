@@ -20,16 +20,29 @@ int pi_hexval(int c) {
     return -1;
 }
 
-size_t pi_last_le(const uint64_t *a, size_t n, uint64_t x) {
+size_t pi_last_le_by(const void *base, size_t n, size_t stride, uint64_t x) {
+    const char *b = base;
     size_t lo = 0, hi = n; /* a[lo] <= x < a[hi] (a[n] read as infinite) */
     while (hi - lo > 1) {
         size_t mid = lo + (hi - lo) / 2;
-        if (a[mid] <= x)
+        if (*(const uint64_t *)(const void *)(b + mid * stride) <= x)
             lo = mid;
         else
             hi = mid;
     }
     return lo;
+}
+
+size_t pi_last_le(const uint64_t *a, size_t n, uint64_t x) { return pi_last_le_by(a, n, sizeof *a, x); }
+
+int pi_opts_in(void *o, size_t n, const void *in, const char *what) {
+    if (!in) return 0;
+    size_t sz;
+    memcpy(&sz, in, sizeof sz);
+    RETURN_IF(sz < sizeof(size_t), PAGEIN_E_INVALID, "%s: options size %zu", what, sz);
+    memcpy(o, in, PI_MIN(sz, n));
+    memcpy(o, &n, sizeof n);
+    return 0;
 }
 
 char *pi_path_join(const char *dir, const char *name) {
@@ -148,6 +161,15 @@ void pi_buf_printf(struct pi_buf *b, const char *fmt, ...) {
 void pi_buf_free(struct pi_buf *b) {
     pi_free(b->p);
     memset(b, 0, sizeof *b);
+}
+
+int pi_buf_hand_out(struct pi_buf *b, char **out) {
+    char *r = b->oom || !b->p ? NULL : malloc(b->n + 1);
+    if (r) memcpy(r, b->p, b->n + 1);
+    pi_buf_free(b);
+    if (!r) return pi_err(-ENOMEM, "out of memory");
+    *out = r;
+    return 0;
 }
 
 /* ---- errors ------------------------------------------------------------- */

@@ -471,27 +471,47 @@ static int dict_budget(struct pi_arrow *a, uint64_t n) {
     return 0;
 }
 
+/* One Block of the footer at b (int64 offset, int32 metaDataLength, 4
+ * padding, int64 bodyLength), checked to lie inside the data (foot). */
+static int footer_block(const uint8_t *b, uint64_t foot, int64_t *off, int32_t *ml, int64_t *body) {
+    *off = pi_fb_ld64(b), *body = pi_fb_ld64(b + 16);
+    memcpy(ml, b + 8, 4);
+    uint64_t end;
+    if (*off < 8 || *ml < 8 || *body < 0 || (uint64_t)*off > foot || (uint64_t)*ml > foot - (uint64_t)*off ||
+        pi_add_overflow((uint64_t)*off + (uint64_t)*ml, (uint64_t)*body, &end) || end > foot)
+        return pi_err(PI_ARROW_E_FORMAT, "block (offset %lld, metaDataLength %d, bodyLength %lld) outside the data",
+                      (long long)*off, (int)*ml, (long long)*body);
+    if ((uint32_t)*ml > PI_ARROW_MAX_META + 8) return pi_err(PAGEIN_E_LIMIT, "metadata of %d bytes", (int)*ml);
+    return 0;
+}
+
+/* The message of a footer Block from its ml metadata bytes at p: a
+ * message of type want whose bodyLength is the footer's body; *mfb its
+ * flatbuffer. */
+static int block_message(const uint8_t *p, int32_t ml, int64_t body, uint8_t want, struct pi_fb *mfb, struct msg *m) {
+    uint32_t pre = 0, mlen = 0;
+    FORWARD_IF(parse_prefix(p, (uint32_t)ml, &pre, &mlen));
+    if (mlen == 0 || mlen > (uint32_t)ml - pre)
+        return pi_err(PI_ARROW_E_FORMAT, "metadata of %u bytes in a block of %d", mlen, (int)ml);
+    *mfb = (struct pi_fb){p + pre, mlen};
+    FORWARD_IF(parse_message(mfb, m));
+    if (m->type != want)
+        return pi_err(PI_ARROW_E_FORMAT, "block holds a %s, not a %s", hdr_name(m->type), hdr_name(want));
+    if (m->body_len != body)
+        return pi_err(PI_ARROW_E_FORMAT, "bodyLength %lld where the footer says %lld", (long long)m->body_len,
+                      (long long)body);
+    return 0;
+}
+
 /* The file's dictionary blocks (footer vector at dd, nd entries of 24
  * bytes in fb), each read whole and loaded. */
 static int open_file_dicts(struct pi_arrow *a, pi_arrow_read_fn rd, void *ctx, const uint8_t *fb, uint32_t dd,
                            uint32_t nd, uint64_t foot) {
     for (uint32_t i = 0; i < nd; i++) {
-        const uint8_t *b = fb + dd + 24ull * i;
-        int64_t off = pi_fb_ld64(b), body = pi_fb_ld64(b + 16);
+        int64_t off, body;
         int32_t ml;
-        memcpy(&ml, b + 8, 4);
-        uint64_t end;
         int rc;
-        if (off < 8 || ml < 8 || body < 0 || (uint64_t)off > foot || (uint64_t)ml > foot - (uint64_t)off ||
-            pi_add_overflow((uint64_t)off + (uint64_t)ml, (uint64_t)body, &end) || end > foot) {
-            rc = pi_err(PI_ARROW_E_FORMAT, "block (offset %lld, metaDataLength %d, bodyLength %lld) outside the data",
-                        (long long)off, (int)ml, (long long)body);
-            goto err;
-        }
-        if ((uint32_t)ml > PI_ARROW_MAX_META + 8) {
-            rc = pi_err(PAGEIN_E_LIMIT, "metadata of %d bytes", (int)ml);
-            goto err;
-        }
+        if ((rc = footer_block(fb + dd + 24ull * i, foot, &off, &ml, &body)) < 0) goto err;
         if ((rc = dict_budget(a, (uint64_t)ml + (uint64_t)body)) < 0) goto err;
         uint8_t *buf = pi_malloc((size_t)ml + (size_t)body);
         if (!buf) return pi_err(-ENOMEM, "out of memory for a dictionary of %lld bytes", (long long)body);
@@ -499,18 +519,9 @@ static int open_file_dicts(struct pi_arrow *a, pi_arrow_read_fn rd, void *ctx, c
             pi_free(buf);
             return rc;
         }
-        uint32_t pre = 0, mlen = 0;
+        struct pi_fb mfb;
         struct msg m;
-        if ((rc = parse_prefix(buf, (uint32_t)ml, &pre, &mlen)) == 0 && (mlen == 0 || mlen > (uint32_t)ml - pre))
-            rc = pi_err(PI_ARROW_E_FORMAT, "metadata of %u bytes in a block of %d", mlen, (int)ml);
-        struct pi_fb mfb = {buf + pre, mlen};
-        if (rc == 0) rc = parse_message(&mfb, &m);
-        if (rc == 0 && m.type != HDR_DICTIONARY)
-            rc = pi_err(PI_ARROW_E_FORMAT, "block holds a %s, not a DictionaryBatch", hdr_name(m.type));
-        if (rc == 0 && m.body_len != body)
-            rc = pi_err(PI_ARROW_E_FORMAT, "bodyLength %lld where the footer says %lld", (long long)m.body_len,
-                        (long long)body);
-        if (rc < 0) {
+        if ((rc = block_message(buf, ml, body, HDR_DICTIONARY, &mfb, &m)) < 0) {
             pi_free(buf);
             goto err;
         }
@@ -632,43 +643,15 @@ static int open_file(struct pi_arrow *a, pi_arrow_read_fn rd, void *ctx) {
     if (nd && (rc = open_file_dicts(a, rd, ctx, fb_bytes, dd, nd, foot)) < 0) goto done;
     if ((rc = pi_fb_vector(&root, FOOT_BATCHES, 24, &bd, &nb)) < 0) goto foot_err;
     for (uint32_t i = 0; i < nb; i++) {
-        /* Block: int64 offset, int32 metaDataLength, 4 padding, int64 bodyLength */
-        const uint8_t *b = fb_bytes + bd + 24ull * i;
-        int64_t off = pi_fb_ld64(b), body = pi_fb_ld64(b + 16);
+        int64_t off, body;
         int32_t ml;
-        memcpy(&ml, b + 8, 4);
-        uint64_t end;
-        if (off < 8 || ml < 8 || body < 0 || (uint64_t)off > foot || (uint64_t)ml > foot - (uint64_t)off ||
-            pi_add_overflow((uint64_t)off + (uint64_t)ml, (uint64_t)body, &end) || end > foot) {
-            rc = pi_err(PI_ARROW_E_FORMAT, "block (offset %lld, metaDataLength %d, bodyLength %lld) outside the data",
-                        (long long)off, (int)ml, (long long)body);
-            goto batch_err;
-        }
-        if ((uint32_t)ml > PI_ARROW_MAX_META + 8) {
-            rc = pi_err(PAGEIN_E_LIMIT, "metadata of %d bytes", (int)ml);
-            goto batch_err;
-        }
+        if ((rc = footer_block(fb_bytes + bd + 24ull * i, foot, &off, &ml, &body)) < 0) goto batch_err;
         if ((rc = read_meta(rd, ctx, (uint64_t)off, (uint32_t)ml, &mb, &mcap)) < 0) goto done;
-        uint32_t pre = 0, mlen = 0;
-        if ((rc = parse_prefix(mb, (uint32_t)ml, &pre, &mlen)) < 0) goto batch_err;
-        if (mlen == 0 || mlen > (uint32_t)ml - pre) {
-            rc = pi_err(PI_ARROW_E_FORMAT, "metadata of %u bytes in a block of %d", mlen, (int)ml);
-            goto batch_err;
-        }
-        struct pi_fb mfb = {mb + pre, mlen};
+        struct pi_fb mfb;
         struct msg m;
         int64_t rows;
         int codec;
-        if ((rc = parse_message(&mfb, &m)) < 0) goto batch_err;
-        if (m.type != HDR_RECORD_BATCH) {
-            rc = pi_err(PI_ARROW_E_FORMAT, "block holds a %s, not a RecordBatch", hdr_name(m.type));
-            goto batch_err;
-        }
-        if (m.body_len != body) {
-            rc = pi_err(PI_ARROW_E_FORMAT, "bodyLength %lld where the footer says %lld", (long long)m.body_len,
-                        (long long)body);
-            goto batch_err;
-        }
+        if ((rc = block_message(mb, ml, body, HDR_RECORD_BATCH, &mfb, &m)) < 0) goto batch_err;
         if ((rc = check_batch_header(a, &m.hdr, &rows, &codec)) < 0) goto batch_err;
         if (codec >= 0 && !a->compressed) a->compressed = 1 + codec;
         if ((rc = add_batch(a, &bcap, (uint64_t)off, (uint64_t)ml, (uint64_t)body, rows, &mfb)) < 0) goto done;

@@ -179,14 +179,7 @@ static int ds_done(struct ds_build *b, int rc, pagein_dataset **out) {
 }
 
 size_t pi_ds_shard_of(const pagein_dataset *d, uint64_t id) {
-    size_t lo = 0, hi = d->nfiles;
-    while (hi - lo > 1) {
-        size_t mid = lo + (hi - lo) / 2;
-        if (d->files[mid].first <= id)
-            lo = mid;
-        else
-            hi = mid;
-    }
+    size_t lo = d->nfiles ? pi_last_le_by(&d->files[0].first, d->nfiles, sizeof d->files[0], id) : 0;
     while (lo < d->nfiles && (d->files[lo].count == 0 || id >= d->files[lo].first + d->files[lo].count)) lo++;
     return lo;
 }
@@ -315,11 +308,7 @@ static int read_small(const char *uri, uint8_t **buf, size_t *len) {
     FORWARD_IF(pi_source_open(&s, uri, 0));
     int rc = 0;
     if (s->size > (64u << 20)) rc = pi_err(PAGEIN_E_LIMIT, "%s: %" PRIu64 " bytes (an index file, at most 64 MiB)", uri, s->size);
-    else if (!(*buf = pi_malloc(s->size + 1))) rc = pi_err(-ENOMEM, "%s: out of memory", uri);
-    else if ((rc = pi_source_read(s, *buf, s->size, 0)) < 0) {
-        pi_free(*buf);
-        *buf = NULL;
-    } else
+    else if ((rc = pi_source_read_all(s, uri, buf)) == 0)
         *len = (size_t)s->size;
     pi_source_close(s);
     return rc;
@@ -591,10 +580,7 @@ int pagein_dataset_open(pagein_dataset **out, const char *spec, const pagein_dat
     pi_err_clear();
     RETURN_IF(!out || !spec, PAGEIN_E_INVALID, "dataset: NULL argument");
     pagein_dataset_opts o = PAGEIN_DATASET_OPTS_INIT;
-    if (opts) {
-        RETURN_IF(opts->size < sizeof(size_t), PAGEIN_E_INVALID, "dataset: options size %zu", opts->size);
-        memcpy(&o, opts, PI_MIN(opts->size, sizeof o));
-    }
+    FORWARD_IF(pi_opts_in(&o, sizeof o, opts, "dataset"));
     const struct pi_dsformat *fmt = NULL;
     if (o.format && *o.format) {
         fmt = pi_dsformat_by_name(o.format);

@@ -120,21 +120,33 @@ static int in_place(const struct pi_arrow_field *f) {
     return 0;
 }
 
+/* The next column of the shard (sh->cols and A->f grow together) for
+ * field f of top-level field top: zeroed, named by f's path, nullable;
+ * counted in sh->ncols by the caller once it is complete. */
+static int new_col(struct pi_dsshard *sh, struct ashard *A, uint32_t top, const struct pi_arrow_field *f, size_t *cap,
+                   struct pi_dscol **c, struct afield **af) {
+    if (sh->ncols >= PI_DS_MAX_COLS)
+        return pi_ds_err(sh, PAGEIN_E_LIMIT, UINT64_MAX, UINT64_MAX, NULL, "more than %u fields", PI_DS_MAX_COLS);
+    if (pi_grow((void **)&sh->cols, cap, sh->ncols + 1, sizeof *sh->cols) < 0 ||
+        pi_grow((void **)&A->f, &A->fcap, sh->ncols + 1, sizeof *A->f) < 0)
+        return pi_err(-ENOMEM, "%s: out of memory", sh->name);
+    *c = &sh->cols[sh->ncols];
+    *af = &A->f[sh->ncols];
+    memset(*c, 0, sizeof **c);
+    memset(*af, 0, sizeof **af);
+    (*c)->name = f->path;
+    (*c)->nullable = 1;
+    (*af)->top = top;
+    return 0;
+}
+
 static int add_fields(struct pi_dsshard *sh, struct ashard *A, uint32_t top, const struct pi_arrow_field *f,
                       uint32_t *pth, uint32_t depth, size_t *cap) {
     const struct pi_arrow_field *topf = &A->a.schema.fields[top];
+    struct pi_dscol *c;
+    struct afield *af;
     if (depth == 0 && !in_place(f)) { /* one nested or annotated value */
-        if (sh->ncols >= PI_DS_MAX_COLS)
-            return pi_ds_err(sh, PAGEIN_E_LIMIT, UINT64_MAX, UINT64_MAX, NULL, "more than %u fields", PI_DS_MAX_COLS);
-        if (pi_grow((void **)&sh->cols, cap, sh->ncols + 1, sizeof *sh->cols) < 0 ||
-            pi_grow((void **)&A->f, &A->fcap, sh->ncols + 1, sizeof *A->f) < 0)
-            return pi_err(-ENOMEM, "%s: out of memory", sh->name);
-        struct pi_dscol *c = &sh->cols[sh->ncols];
-        struct afield *af = &A->f[sh->ncols];
-        memset(c, 0, sizeof *c);
-        memset(af, 0, sizeof *af);
-        c->name = f->path;
-        c->nullable = 1;
+        FORWARD_IF(new_col(sh, A, top, f, cap, &c, &af));
         const struct pi_arrow_field *v = f; /* the values' type: a dictionary's, a union's first member's */
         for (int k = 0; k < PI_ARROW_MAX_DEPTH && (v->kind == PI_ARROW_DICT || (v->kind == PI_ARROW_UNION && v->nchildren));
              k++)
@@ -146,7 +158,6 @@ static int add_fields(struct pi_dsshard *sh, struct ashard *A, uint32_t top, con
                           ? PI_DT_LIST
                           : PI_DT_BINARY;
         c->logical = v->logical, c->unit = v->unit, c->utc = v->utc, c->precision = v->precision, c->scale = v->scale;
-        af->top = top;
         af->tree = 1;
         af->kind = f->kind;
         sh->ncols++;
@@ -160,18 +171,7 @@ static int add_fields(struct pi_dsshard *sh, struct ashard *A, uint32_t top, con
         }
         return 0;
     }
-    if (sh->ncols >= PI_DS_MAX_COLS)
-        return pi_ds_err(sh, PAGEIN_E_LIMIT, UINT64_MAX, UINT64_MAX, NULL, "more than %u fields", PI_DS_MAX_COLS);
-    if (pi_grow((void **)&sh->cols, cap, sh->ncols + 1, sizeof *sh->cols) < 0 ||
-        pi_grow((void **)&A->f, &A->fcap, sh->ncols + 1, sizeof *A->f) < 0)
-        return pi_err(-ENOMEM, "%s: out of memory", sh->name);
-    struct pi_dscol *c = &sh->cols[sh->ncols];
-    struct afield *af = &A->f[sh->ncols];
-    memset(c, 0, sizeof *c);
-    memset(af, 0, sizeof *af);
-    c->name = f->path;
-    c->nullable = 1;
-    af->top = top;
+    FORWARD_IF(new_col(sh, A, top, f, cap, &c, &af));
     af->depth = depth;
     if (depth) {
         af->path = pi_arena_alloc(&A->arena, depth * sizeof *af->path);

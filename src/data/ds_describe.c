@@ -220,17 +220,5 @@ int pagein_dataset_describe(const pagein_dataset *d, unsigned flags, char **out)
         describe_json(&b, d, &s, (flags & PAGEIN_DESCRIBE_ALL) != 0);
     else
         describe_text(&b, d, &s, (flags & PAGEIN_DESCRIBE_ALL) != 0);
-    if (b.oom || !b.p) {
-        pi_buf_free(&b);
-        return pi_err(-ENOMEM, "out of memory");
-    }
-    char *r = malloc(b.n + 1); /* the caller frees it with free() */
-    if (!r) {
-        pi_buf_free(&b);
-        return pi_err(-ENOMEM, "out of memory");
-    }
-    memcpy(r, b.p, b.n + 1);
-    pi_buf_free(&b);
-    *out = r;
-    return 0;
+    return pi_buf_hand_out(&b, out);
 }

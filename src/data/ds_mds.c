@@ -506,23 +506,11 @@ static int mds_sample(const struct pi_dsshard *sh, uint64_t id, const uint8_t *p
     return (int)M->ncols;
 }
 
-/* .mds.zstd: groups read through the cursor, the whole compressed file
- * fetched for each (the codec's position of a sample is not known
- * without decompressing up to it) */
-struct mgroup {
-    uint8_t *raw; /* the group's samples: raw bytes [offsets[first], offsets[end]) */
-    uint64_t base;
-};
+/* .mds.zstd: groups read through the cursor (struct pi_dsraw,
+ * dsformat.h: the group's samples, raw bytes [offsets[first], offsets[end])) */
 static int mds_group(const struct pi_dsshard *sh, uint64_t g, struct pi_dsgroupinfo *gi) {
     const struct mds *M = sh->impl;
-    if (g >= M->ng) return pi_ds_err(sh, PAGEIN_E_RANGE, g, UINT64_MAX, NULL, "no such group");
-    *gi = (struct pi_dsgroupinfo){M->gfirst[g], M->gfirst[g + 1] - M->gfirst[g], sh->src->size};
-    return 0;
-}
-static int mds_ranges(const struct pi_dsshard *sh, uint64_t g, struct pi_dsrange *r, size_t cap) {
-    (void)g;
-    if (cap) r[0] = (struct pi_dsrange){0, sh->src->size};
-    return 1;
+    return pi_ds_raw_group(sh, M->gfirst, M->ng, g, gi);
 }
 static int mds_decode(const struct pi_dsshard *sh, struct pi_dsgroup *grp) {
     const struct mds *M = sh->impl;
@@ -532,15 +520,8 @@ static int mds_decode(const struct pi_dsshard *sh, struct pi_dsgroup *grp) {
     uint64_t lo = M->offsets[a], len = (uint64_t)M->offsets[e] - lo;
     const uint8_t *in = grp->bufs[0].p;
     size_t n = (size_t)grp->bufs[0].len;
-    struct mgroup *G = pi_calloc(1, sizeof *G);
-    if (G) G->raw = pi_malloc(len ? len : 1);
-    if (!G || !G->raw) {
-        pi_free(G);
-        return pi_err(-ENOMEM, "%s: out of memory for %" PRIu64 " bytes", sh->name, len);
-    }
-    G->base = lo;
     int rc = 0;
-    struct pi_dszin zin = {in, 0, n, n, NULL}; /* the whole compressed shard (mds_ranges) */
+    struct pi_dszin zin = {in, 0, n, n, NULL}; /* the whole compressed shard (pi_ds_whole_ranges) */
     /* a read from the start passes the header: the group's offsets must
      * still be those read at open (a read continuing in order is past it
      * and does not go back) */
@@ -554,28 +535,16 @@ static int mds_decode(const struct pi_dsshard *sh, struct pi_dsgroup *grp) {
                 rc = pi_ds_err(sh, PAGEIN_E_CHANGED, grp->g, i, NULL, "offsets differ from those read at open");
         pi_free(h);
     }
-    if (rc == 0) rc = pi_ds_zcur_read(M->cur, &zin, lo, G->raw, len, sh->name);
-    if (rc < 0) {
-        pi_free(G->raw);
-        pi_free(G);
-        return rc;
-    }
-    grp->impl = G;
-    return 0;
+    if (rc < 0) return rc;
+    return pi_ds_raw_read(sh, M->cur, &zin, lo, len, grp);
 }
 static int mds_fields(const struct pi_dsshard *sh, const struct pi_dsgroup *grp, uint64_t i, struct pi_dsfield *f,
                       size_t cap) {
     const struct mds *M = sh->impl;
-    const struct mgroup *G = grp->impl;
+    const struct pi_dsraw *G = grp->impl;
     uint64_t id = grp->info.first + i;
     return mds_sample(sh, id, G->raw + (M->offsets[id] - G->base), (uint64_t)M->offsets[id + 1] - M->offsets[id], f,
                       cap);
-}
-static void mds_group_free(const struct pi_dsshard *sh, struct pi_dsgroup *grp) {
-    (void)sh;
-    struct mgroup *G = grp->impl;
-    pi_free(G->raw);
-    pi_free(G);
 }
 
 /* ---- index.json ------------------------------------------------------------ */
@@ -721,10 +690,10 @@ const struct pi_dsformat pi_dsformat_mds = {
     .open = mds_open,
     .close = mds_close,
     .group = mds_group,
-    .ranges = mds_ranges,
+    .ranges = pi_ds_whole_ranges,
     .decode = mds_decode,
     .fields = mds_fields,
-    .group_free = mds_group_free,
+    .group_free = pi_ds_raw_free,
     .locate = mds_locate,
     .sample = mds_sample,
 };

@@ -683,23 +683,11 @@ static int tar_sample(const struct pi_dsshard *sh, uint64_t i, const uint8_t *p,
     return tar_fields_at(sh, i, p, len, f, cap);
 }
 
-/* .tar.gz: groups of the decode budget, read through the cursor (the
- * whole compressed shard fetched for each: a position in a gzip stream
- * is not known without decompressing up to it) */
-struct tgroup {
-    uint8_t *raw; /* raw bytes [base, base + len) */
-    uint64_t base, len;
-};
+/* .tar.gz: groups of the decode budget, read through the cursor
+ * (struct pi_dsraw, dsformat.h) */
 static int tar_group(const struct pi_dsshard *sh, uint64_t g, struct pi_dsgroupinfo *gi) {
     const struct tar *T = sh->impl;
-    if (g >= T->ng) return pi_ds_err(sh, PAGEIN_E_RANGE, g, UINT64_MAX, NULL, "no such group");
-    *gi = (struct pi_dsgroupinfo){T->gfirst[g], T->gfirst[g + 1] - T->gfirst[g], sh->src->size};
-    return 0;
-}
-static int tar_ranges(const struct pi_dsshard *sh, uint64_t g, struct pi_dsrange *r, size_t cap) {
-    (void)g;
-    if (cap) r[0] = (struct pi_dsrange){0, sh->src->size};
-    return 1;
+    return pi_ds_raw_group(sh, T->gfirst, T->ng, g, gi);
 }
 static int tar_decode(const struct pi_dsshard *sh, struct pi_dsgroup *grp) {
     const struct tar *T = sh->impl;
@@ -707,36 +695,15 @@ static int tar_decode(const struct pi_dsshard *sh, struct pi_dsgroup *grp) {
         return pi_ds_err(sh, PAGEIN_E_INVALID, grp->g, UINT64_MAX, NULL, "decode given %zu buffers", grp->nbufs);
     uint64_t a = T->gfirst[grp->g], e = T->gfirst[grp->g + 1] - 1;
     uint64_t lo = T->s[a].off, len = T->s[e].off + T->s[e].len - lo;
-    struct tgroup *G = pi_calloc(1, sizeof *G);
-    if (G) G->raw = pi_malloc(len ? len : 1);
-    if (!G || !G->raw) {
-        pi_free(G);
-        return pi_err(-ENOMEM, "%s: out of memory for %" PRIu64 " bytes", sh->name, len);
-    }
-    G->base = lo;
-    G->len = len;
     struct pi_dszin in = {grp->bufs[0].p, 0, (size_t)grp->bufs[0].len, grp->bufs[0].len, NULL}; /* the whole shard */
-    int rc = pi_ds_zcur_read(T->cur, &in, lo, G->raw, len, sh->name);
-    if (rc < 0) {
-        pi_free(G->raw);
-        pi_free(G);
-        return rc;
-    }
-    grp->impl = G;
-    return 0;
+    return pi_ds_raw_read(sh, T->cur, &in, lo, len, grp);
 }
 static int tar_gfields(const struct pi_dsshard *sh, const struct pi_dsgroup *grp, uint64_t i, struct pi_dsfield *f,
                        size_t cap) {
     const struct tar *T = sh->impl;
-    const struct tgroup *G = grp->impl;
+    const struct pi_dsraw *G = grp->impl;
     uint64_t id = grp->info.first + i;
     return tar_fields_at(sh, id, G->raw + (T->s[id].off - G->base), T->s[id].len, f, cap);
-}
-static void tar_group_free(const struct pi_dsshard *sh, struct pi_dsgroup *grp) {
-    (void)sh;
-    struct tgroup *G = grp->impl;
-    pi_free(G->raw);
-    pi_free(G);
 }
 
 static int tar_detect(const char *name, const uint8_t *h, size_t nh, const uint8_t *t, size_t nt, uint64_t size) {
@@ -761,10 +728,10 @@ const struct pi_dsformat pi_dsformat_webdataset = {
     .open = tar_open,
     .close = tar_close,
     .group = tar_group,
-    .ranges = tar_ranges,
+    .ranges = pi_ds_whole_ranges,
     .decode = tar_decode,
     .fields = tar_gfields,
-    .group_free = tar_group_free,
+    .group_free = pi_ds_raw_free,
     .locate = tar_locate,
     .sample = tar_sample,
 };

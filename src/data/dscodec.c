@@ -489,3 +489,43 @@ uint64_t pi_ds_zcur_pos(struct pi_dszcur *c) {
     pthread_mutex_unlock(&c->mu);
     return p;
 }
+
+int pi_ds_raw_group(const struct pi_dsshard *sh, const uint64_t *gfirst, uint64_t ng, uint64_t g,
+                    struct pi_dsgroupinfo *gi) {
+    if (g >= ng) return pi_ds_err(sh, PAGEIN_E_RANGE, g, UINT64_MAX, NULL, "no such group");
+    *gi = (struct pi_dsgroupinfo){gfirst[g], gfirst[g + 1] - gfirst[g], sh->src->size};
+    return 0;
+}
+
+int pi_ds_whole_ranges(const struct pi_dsshard *sh, uint64_t g, struct pi_dsrange *r, size_t cap) {
+    (void)g;
+    if (cap) r[0] = (struct pi_dsrange){0, sh->src->size};
+    return 1;
+}
+
+int pi_ds_raw_read(const struct pi_dsshard *sh, struct pi_dszcur *cur, const struct pi_dszin *in, uint64_t lo,
+                   uint64_t len, struct pi_dsgroup *grp) {
+    struct pi_dsraw *G = pi_calloc(1, sizeof *G);
+    if (G) G->raw = pi_malloc(len ? len : 1);
+    if (!G || !G->raw) {
+        pi_free(G);
+        return pi_err(-ENOMEM, "%s: out of memory for %" PRIu64 " bytes", sh->name, len);
+    }
+    G->base = lo;
+    G->len = len;
+    int rc = pi_ds_zcur_read(cur, in, lo, G->raw, len, sh->name);
+    if (rc < 0) {
+        pi_free(G->raw);
+        pi_free(G);
+        return rc;
+    }
+    grp->impl = G;
+    return 0;
+}
+
+void pi_ds_raw_free(const struct pi_dsshard *sh, struct pi_dsgroup *grp) {
+    (void)sh;
+    struct pi_dsraw *G = grp->impl;
+    pi_free(G->raw);
+    pi_free(G);
+}

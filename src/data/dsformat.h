@@ -453,5 +453,22 @@ uint64_t pi_ds_zcount_most(uint64_t bytes); /* what that check accepts */
 int pi_ds_zcount_total(const struct pi_dsshard *sh, uint64_t *excess);
 /* The earliest decompressed offset the cursor reads without starting over. */
 uint64_t pi_ds_zcur_pos(struct pi_dszcur *c);
+/* A group of a compressed shard read through the cursor (the tar and MDS
+ * rows; dscodec.c): ranges() is pi_ds_whole_ranges (the whole shard is
+ * fetched for each group: a position in the stream is not known without
+ * decompressing up to it), decode() keeps the group's decompressed bytes
+ * [lo, lo + len) in grp->impl, a struct pi_dsraw (pi_ds_raw_read), and
+ * group_free() is pi_ds_raw_free. */
+struct pi_dsraw {
+    uint8_t *raw; /* the decompressed bytes [base, base + len) */
+    uint64_t base, len;
+};
+/* Group g of such a shard: samples [gfirst[g], gfirst[g + 1]) of ng groups, the whole shard's bytes. */
+int pi_ds_raw_group(const struct pi_dsshard *sh, const uint64_t *gfirst, uint64_t ng, uint64_t g,
+                    struct pi_dsgroupinfo *gi);
+int pi_ds_whole_ranges(const struct pi_dsshard *sh, uint64_t g, struct pi_dsrange *r, size_t cap);
+int pi_ds_raw_read(const struct pi_dsshard *sh, struct pi_dszcur *cur, const struct pi_dszin *in, uint64_t lo,
+                   uint64_t len, struct pi_dsgroup *grp);
+void pi_ds_raw_free(const struct pi_dsshard *sh, struct pi_dsgroup *grp);
 
 #endif

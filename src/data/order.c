@@ -221,11 +221,7 @@ int pi_part_map(const struct pi_iv *rem, size_t nrem, uint64_t x, uint64_t y, st
 
 int pi_pipe_opts_norm(pagein_pipe_opts *o, const pagein_pipe_opts *in) {
     *o = (pagein_pipe_opts)PAGEIN_PIPE_OPTS_INIT;
-    if (in) {
-        RETURN_IF(in->size < sizeof(size_t), PAGEIN_E_INVALID, "pipe: options size %zu", in->size);
-        memcpy(o, in, PI_MIN(in->size, sizeof *o));
-        o->size = sizeof *o;
-    }
+    FORWARD_IF(pi_opts_in(o, sizeof *o, in, "pipe"));
     RETURN_IF((unsigned)o->order > PAGEIN_ORDER_GLOBAL, PAGEIN_E_INVALID, "pipe: unknown order %d", (int)o->order);
     if (!o->world_size) o->world_size = 1;
     if (!o->num_workers) o->num_workers = 1;

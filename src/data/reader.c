@@ -133,11 +133,7 @@ int pagein_reader_open(pagein_reader **out, pagein_dataset *d, const pagein_read
     pi_err_clear();
     RETURN_IF(!out || !d, PAGEIN_E_INVALID, "reader: NULL argument");
     pagein_reader_opts o = PAGEIN_READER_OPTS_INIT;
-    if (opts) {
-        RETURN_IF(opts->size < sizeof(size_t), PAGEIN_E_INVALID, "reader: options size %zu", opts->size);
-        memcpy(&o, opts, PI_MIN(opts->size, sizeof o));
-        o.size = sizeof o;
-    }
+    FORWARD_IF(pi_opts_in(&o, sizeof o, opts, "reader"));
     RETURN_IF((unsigned)o.kind > PAGEIN_READER_MMAP, PAGEIN_E_INVALID, "reader: unknown kind %d", (int)o.kind);
     RETURN_IF(!d->nsamples, PAGEIN_E_INVALID, "reader: the dataset has no samples");
     pagein_reader *r = pi_calloc(1, sizeof *r);

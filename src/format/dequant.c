@@ -24,6 +24,18 @@
 
 /* ---- scalar conversions ------------------------------------------------------ */
 
+/* A float's bits and back (memcpy: no aliasing, no conversion). */
+static float bits_f32(uint32_t u) {
+    float f;
+    memcpy(&f, &u, 4);
+    return f;
+}
+static uint32_t f32_bits(float f) {
+    uint32_t u;
+    memcpy(&u, &f, 4);
+    return u;
+}
+
 float pi_f16_to_f32(uint16_t h) {
     uint32_t s = (uint32_t)(h & 0x8000) << 16, e = (h >> 10) & 0x1F, m = h & 0x3FF, u;
     if (e == 0) {
@@ -39,14 +51,11 @@ float pi_f16_to_f32(uint16_t h) {
     } else {
         u = s | (e + 127 - 15) << 23 | m << 13;
     }
-    float f;
-    memcpy(&f, &u, 4);
-    return f;
+    return bits_f32(u);
 }
 
 uint16_t pi_f32_to_f16(float f) {
-    uint32_t u;
-    memcpy(&u, &f, 4);
+    uint32_t u = f32_bits(f);
     uint32_t s = (u >> 16) & 0x8000, e = (u >> 23) & 0xFF, m = u & 0x7FFFFF;
     if (e == 0xFF) return (uint16_t)(s | 0x7C00 | (m ? 0x200 | (m >> 13) : 0));
     int32_t ne = (int32_t)e - 127 + 15;
@@ -63,16 +72,10 @@ uint16_t pi_f32_to_f16(float f) {
     return (uint16_t)(s | r);
 }
 
-float pi_bf16_to_f32(uint16_t b) {
-    uint32_t u = (uint32_t)b << 16;
-    float f;
-    memcpy(&f, &u, 4);
-    return f;
-}
+float pi_bf16_to_f32(uint16_t b) { return bits_f32((uint32_t)b << 16); }
 
 uint16_t pi_f32_to_bf16(float f) {
-    uint32_t u;
-    memcpy(&u, &f, 4);
+    uint32_t u = f32_bits(f);
     if ((u & 0x7F800000u) == 0x7F800000u && (u & 0x7FFFFF)) return (uint16_t)(u >> 16 | 0x40); /* quiet NaN */
     u += 0x7FFF + ((u >> 16) & 1); /* round to nearest even */
     return (uint16_t)(u >> 16);
@@ -230,9 +233,7 @@ static void blk_q6_k(const uint8_t *b, float *y) { /* ql[128], qh[64], scales[16
 }
 
 static void blk_q8_k(const uint8_t *b, float *y) { /* d f32, qs[256] int8, bsums[16] (unused) */
-    uint32_t u = pi_le32(b);
-    float d;
-    memcpy(&d, &u, 4);
+    float d = bits_f32(pi_le32(b));
     for (int j = 0; j < 256; j++) y[j] = d * (float)(int8_t)b[4 + j];
 }
 

@@ -743,13 +743,20 @@ static int convert_opts(const pagein_convert_opts *opts, pagein_convert_opts *o)
     return 0;
 }
 
+/* What every conversion checks first (fn names it in the message): its
+ * arguments, the output's name, and the options, into o. */
+static int convert_start(const char *fn, const pagein_file *f, const char *out, const pagein_convert_opts *opts,
+                         pagein_convert_opts *o) {
+    pi_err_clear();
+    if (!f || !out || !*out) return pi_err(PAGEIN_E_INVALID, "%s: NULL argument", fn);
+    FORWARD_IF(check_out_name(out));
+    return convert_opts(opts, o);
+}
+
 int pagein_convert_safetensors(const pagein_file *f, const char *out, const pagein_convert_opts *opts,
                                pagein_convert_stats *stats) {
-    pi_err_clear();
-    if (!f || !out || !*out) return pi_err(PAGEIN_E_INVALID, "pagein_convert_safetensors: NULL argument");
-    FORWARD_IF(check_out_name(out));
     pagein_convert_opts o;
-    FORWARD_IF(convert_opts(opts, &o));
+    FORWARD_IF(convert_start("pagein_convert_safetensors", f, out, opts, &o));
     size_t n = f->tab.n, nmeta = f->tab.nmeta;
     pagein_write_tensor *w = pi_calloc(n ? n : 1, sizeof *w);
     struct src *s = pi_calloc(n ? n : 1, sizeof *s);
@@ -799,11 +806,8 @@ out:
 
 int pagein_convert_gguf(const pagein_file *f, const char *out, const pagein_convert_opts *opts,
                         pagein_convert_stats *stats) {
-    pi_err_clear();
-    if (!f || !out || !*out) return pi_err(PAGEIN_E_INVALID, "pagein_convert_gguf: NULL argument");
-    FORWARD_IF(check_out_name(out));
     pagein_convert_opts o;
-    FORWARD_IF(convert_opts(opts, &o));
+    FORWARD_IF(convert_start("pagein_convert_gguf", f, out, opts, &o));
     if (o.max_shard_bytes) return pi_err(PAGEIN_E_UNSUPPORTED, "sharded GGUF output is not supported");
     size_t n = f->tab.n;
     pagein_write_tensor *w = pi_calloc(n ? n : 1, sizeof *w);

@@ -255,11 +255,18 @@ static int write_atomic(const char *path, const char *buf, size_t len) {
     return pi_atomic_commit(&a);
 }
 
+/* What writing and verifying a manifest check first (fn names it in the
+ * message): both paths given; the stats start at zero. */
+static int manifest_start(const char *fn, const char *model_path, const char *manifest_path, pagein_hash_stats *stats) {
+    pi_err_clear();
+    if (!model_path || !manifest_path) return pi_err(PAGEIN_E_INVALID, "%s: NULL path", fn);
+    if (stats) memset(stats, 0, sizeof *stats);
+    return 0;
+}
+
 int pagein_manifest_write(const char *model_path, const char *manifest_path, const pagein_hash_opts *opts,
                           pagein_hash_stats *stats) {
-    pi_err_clear();
-    if (!model_path || !manifest_path) return pi_err(PAGEIN_E_INVALID, "pagein_manifest_write: NULL path");
-    if (stats) memset(stats, 0, sizeof *stats);
+    FORWARD_IF(manifest_start("pagein_manifest_write", model_path, manifest_path, stats));
     struct model_files mf;
     int rc = open_files(model_path, &mf);
     if (rc < 0) return rc;
@@ -317,9 +324,7 @@ static void mismatch(struct verify_state *vs, const char *file, const char *tens
 
 int pagein_manifest_verify(const char *model_path, const char *manifest_path, const pagein_hash_opts *opts,
                            pagein_hash_stats *stats) {
-    pi_err_clear();
-    if (!model_path || !manifest_path) return pi_err(PAGEIN_E_INVALID, "pagein_manifest_verify: NULL path");
-    if (stats) memset(stats, 0, sizeof *stats);
+    FORWARD_IF(manifest_start("pagein_manifest_verify", model_path, manifest_path, stats));
     struct pi_manifest m;
     pi_manifest_init(&m);
     struct model_files mf;

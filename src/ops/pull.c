@@ -327,12 +327,7 @@ static int mfs_fetch(struct mfs *ms, const char *uri, const char *reldir, pagein
         rc = pi_err(PAGEIN_E_LIMIT, "%s: manifest of %llu bytes (limit 64 MiB)", uri, (unsigned long long)s->size);
         goto out;
     }
-    buf = pi_malloc((size_t)s->size + 1);
-    if (!buf) {
-        rc = pi_err(-ENOMEM, "%s: out of memory", uri);
-        goto out;
-    }
-    if ((rc = pi_source_read(s, buf, s->size, 0)) < 0) goto out;
+    if ((rc = pi_source_read_all(s, uri, &buf)) < 0) goto out;
     if (s->size < 15 || memcmp(buf, "pagein-manifest", 15) != 0) {
         /* a server answering every path with a page (200 and HTML) has no
          * manifest there; one that starts like a manifest must parse */

@@ -206,22 +206,36 @@ static int open_known(struct pi_source *s, const struct pi_http_cfg *cfg) {
     return 0;
 }
 
-int pi_http_open_cfg(struct pi_source *s, const struct pi_http_cfg *cfg, uint32_t flags) {
-    if (flags & PI_OPEN_KNOWN) return open_known(s, cfg);
+/* An object for cfg and one transfer of the given mode into a new body
+ * buffer of cap bytes, bmax of which it may fill (name: for the errors).
+ * On failure nothing is left allocated. */
+static int single_new(const struct pi_http_cfg *cfg, const char *name, enum xmode mode, size_t cap, size_t bmax,
+                      struct http_obj **op, struct xfer **xp) {
     struct http_obj *o;
-    FORWARD_IF(obj_new(&o, cfg, s->name));
+    FORWARD_IF(obj_new(&o, cfg, name));
     struct xfer *x = pi_calloc(1, sizeof *x);
-    size_t pre = flags & PI_OPEN_PROBE_ONLY ? PI_PROBE_CHECK_BYTES : PI_HTTP_PREFIX; /* the caller compares its header */
-    uint8_t *buf = pi_malloc(pre);
+    char *buf = pi_malloc(cap);
     if (!x || !buf) {
         pi_free(x);
         pi_free(buf);
         obj_free(o);
-        return pi_err(-ENOMEM, "%s: out of memory", s->name);
+        return pi_err(-ENOMEM, "%s: out of memory", name);
     }
-    x->mode = X_PROBE;
-    x->body = (char *)buf;
-    x->bmax = pre;
+    x->mode = mode;
+    x->body = buf;
+    x->bmax = bmax;
+    *op = o;
+    *xp = x;
+    return 0;
+}
+
+int pi_http_open_cfg(struct pi_source *s, const struct pi_http_cfg *cfg, uint32_t flags) {
+    if (flags & PI_OPEN_KNOWN) return open_known(s, cfg);
+    struct http_obj *o;
+    struct xfer *x;
+    size_t pre = flags & PI_OPEN_PROBE_ONLY ? PI_PROBE_CHECK_BYTES : PI_HTTP_PREFIX; /* the caller compares its header */
+    FORWARD_IF(single_new(cfg, s->name, X_PROBE, pre, pre, &o, &x));
+    uint8_t *buf = (uint8_t *)x->body;
     double t0 = pi_now_s();
     int rc = pi_hx_single(o, x);
     double t1 = pi_now_s();
@@ -464,18 +478,9 @@ int pi_http_fetch(const struct pi_http_cfg *cfg, char **body, size_t *len, size_
     struct http_obj *o;
     *body = NULL;
     *len = 0;
-    FORWARD_IF(obj_new(&o, cfg, cfg->url));
-    struct xfer *x = pi_calloc(1, sizeof *x);
-    char *buf = pi_malloc(max + 1);
-    if (!x || !buf) {
-        pi_free(x);
-        pi_free(buf);
-        obj_free(o);
-        return pi_err(-ENOMEM, "%s: out of memory", cfg->url);
-    }
-    x->mode = X_FETCH;
-    x->body = buf;
-    x->bmax = max;
+    struct xfer *x;
+    FORWARD_IF(single_new(cfg, cfg->url, X_FETCH, max + 1, max, &o, &x));
+    char *buf = x->body;
     int rc = pi_hx_single(o, x);
     if (rc == 0) {
         buf[x->blen] = 0;

@@ -188,6 +188,19 @@ int pi_source_read(struct pi_source *s, void *buf, uint64_t len, uint64_t off) {
     return s->ops->read(s, buf, len, off);
 }
 
+int pi_source_read_all(struct pi_source *s, const char *name, uint8_t **out) {
+    uint8_t *buf = pi_malloc((size_t)s->size + 1);
+    if (!buf) return pi_err(-ENOMEM, "%s: out of memory", name);
+    int rc = pi_source_read(s, buf, s->size, 0);
+    if (rc < 0) {
+        pi_free(buf);
+        return rc;
+    }
+    buf[s->size] = 0;
+    *out = buf;
+    return rc;
+}
+
 /* The generic readv: ops->read on pool threads, depth at a time. */
 struct gen_ctx {
     struct pi_source *s;

@@ -265,6 +265,9 @@ int pi_source_open(struct pi_source **out, const char *uri, uint32_t flags);
 void pi_source_close(struct pi_source *s); /* NULL ok */
 /* One full read. */
 int pi_source_read(struct pi_source *s, void *buf, uint64_t len, uint64_t off);
+/* The whole object (s->size bytes; the caller bounds it) into a new buffer
+ * with a NUL after it, *out (pi_free); name says which in the error. */
+int pi_source_read_all(struct pi_source *s, const char *name, uint8_t **out);
 /* Many reads in flight; see pi_source_ops.readv. */
 int pi_source_readv(struct pi_source *s, struct pi_read_req *reqs, size_t n, unsigned depth,
                     pi_read_done_fn done, void *arg);
