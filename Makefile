@@ -178,7 +178,7 @@ test:
 	rm -rf "$(TEST_HOME)" && mkdir -p "$(TEST_HOME)" || exit 1; \
 	c=$${npm_config_cache:-$$(npm config get cache 2>/dev/null)}; [ -z "$$c" ] || export npm_config_cache="$$c"; \
 	export HOME="$(TEST_HOME)" XDG_CACHE_HOME="$(TEST_HOME)/.cache"; unset PAGEIN_META_CACHE_DIR HF_HOME; \
-	for t in build unit-test san-test cli-test $(TEST_EXTRA); do \
+	for t in build san-test cli-test $(TEST_EXTRA); do \
 	  s=$$(date +%s); \
 	  if [ $$t = build ]; then $(MAKE) -j$(JOBS) all $(TESTRUN) || exit 1; else $(MAKE) $$t || exit 1; fi; \
 	  echo "make test: $$t took $$(( $$(date +%s) - s )) s"; \
@@ -187,8 +187,10 @@ test:
 	if [ -n "$$left" ]; then echo "make test: a suite wrote into HOME ($(TEST_HOME)):"; echo "$$left"; exit 1; fi; \
 	echo "make test: all suites passed in $$(( $$(date +%s) - start )) s; nothing written into HOME"
 
-# In make test: the unit tests as make check runs them (two runners, each on
-# half the tests, CHECK_TIMEOUT per test); cli-test runs check's two scripts.
+# The unit tests as make check runs them (two runners, each on half the
+# tests, CHECK_TIMEOUT per test), without check's two CLI scripts. make test
+# runs each unit test on this build in valgrind-test instead (under memcheck
+# or natively: mk/safety.mk), and all of them under ASan+UBSan in san-test.
 unit-test:
 	@$(MAKE) --no-print-directory check CHECK_UNITS_ONLY=1
 

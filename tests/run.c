@@ -245,14 +245,27 @@ static int run_forked_in(size_t i, double limit, char *why, size_t whylen, const
 /* PAGEIN_TEST_EXCLUDE: comma-separated name prefixes to skip (make's
  * valgrind run leaves out the suites that the ASan+UBSan run already covers
  * and that take minutes under memcheck). */
-static int excluded(const char *name) {
-    const char *e = getenv("PAGEIN_TEST_EXCLUDE");
+static int prefixed(const char *name, const char *e) {
     while (e && *e) {
         const char *c = strchr(e, ',');
         size_t n = c ? (size_t)(c - e) : strlen(e);
         if (n && strncmp(name, e, n) == 0) return 1;
         e = c ? c + 1 : NULL;
     }
+    return 0;
+}
+
+static int excluded(const char *name) { return prefixed(name, getenv("PAGEIN_TEST_EXCLUDE")); }
+
+/* Is test i one the command line (names) and PAGEIN_TEST_ONLY (comma-
+ * separated name prefixes: make's valgrind stage runs the tests it leaves
+ * out of memcheck natively) ask for? The others are not run or counted. */
+static int wanted(size_t i, int argc, char **argv) {
+    const char *only = getenv("PAGEIN_TEST_ONLY");
+    if (only && *only && !prefixed(tests[i].name, only)) return 0;
+    if (argc <= 1) return 1;
+    for (int a = 1; a < argc; a++)
+        if (strcmp(argv[a], tests[i].name) == 0) return 1;
     return 0;
 }
 
@@ -269,13 +282,7 @@ static int in_shard(size_t i) {
 /* Is test i among those this run will run (named, in the shard, not
  * excluded)? */
 static int selected(size_t i, int argc, char **argv) {
-    if (argc > 1) {
-        int want = 0;
-        for (int a = 1; a < argc; a++)
-            if (strcmp(argv[a], tests[i].name) == 0) want = 1;
-        if (!want) return 0;
-    }
-    return in_shard(i) && !excluded(tests[i].name);
+    return wanted(i, argc, argv) && in_shard(i) && !excluded(tests[i].name);
 }
 
 /* Starts each shared fixture that a selected test will use, here, once. */
@@ -302,13 +309,7 @@ int main(int argc, char **argv) {
     if (!nofork) start_shared(argc, argv);
     int passed = 0, failed = 0, skipped = 0, matched = 0;
     for (size_t i = 0; i < ntests; i++) {
-        if (argc > 1) {
-            int want = 0;
-            for (int a = 1; a < argc; a++)
-                if (strcmp(argv[a], tests[i].name) == 0) want = 1;
-            if (!want) continue;
-        }
-        if (!in_shard(i)) continue;
+        if (!wanted(i, argc, argv) || !in_shard(i)) continue;
         matched++;
         if (excluded(tests[i].name)) {
             printf("    skip: excluded by PAGEIN_TEST_EXCLUDE\nSKIP %s\n", tests[i].name);
