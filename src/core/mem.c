@@ -16,7 +16,7 @@
 #define MEM_ALIGN (2ull << 20)
 #define FILL_CHUNK (4ull << 20)
 #define KEEP_SLOTS 64 /* decoded columns keep several arrays each */
-#define KEEP_SECONDS 10.0
+#define KEEP_SECONDS 60.0
 
 /* ---- reuse: blocks given back, kept a little while ---------------------- */
 
@@ -90,6 +90,14 @@ void *pi_mem_get(size_t len, size_t *cap, int noreserve, int *reused) {
 void pi_mem_put(void *p, size_t cap) {
     if (!p) return;
     uint64_t lim = keep_limit();
+    /* Kept pages stay resident (and backed by the host) for the next
+     * pi_mem_get, but the kernel may take them under memory pressure
+     * without writing them anywhere, so a kept block holds nothing the
+     * machine needs. A block reused after that has zero pages where they
+     * were taken (pi_mem_get's contract: stale or zero bytes). Advised
+     * before the block is on the list: once there another thread may take
+     * it and write it. */
+    if (cap <= lim) madvise(p, cap, MADV_FREE);
     pthread_mutex_lock(&keep_mu);
     double now = pi_now_s();
     expire_locked(now);

@@ -15,7 +15,9 @@
  *  1. Reuse first: pi_mem_get hands out a block released by pi_mem_put
  *     (already resident) before it maps a fresh one. A few blocks are kept
  *     per process, bounded (PAGEIN_MEM_KEEP bytes, default 1/16 of RAM,
- *     at most 2 GiB) and dropped after 10 s unused.
+ *     at most 2 GiB) and dropped after 60 s unused; while kept they are
+ *     MADV_FREE (the kernel takes them back under memory pressure without
+ *     writing them out: a reused block may then hold zero pages).
  *  2. Fresh memory can be populated ahead, off the I/O path: a fill
  *     (pi_mem_fill_start) populates the regions in order, 4 MiB at a time,
  *     with MADV_POPULATE_WRITE and a write per 4 KiB on its own threads,
