@@ -68,7 +68,7 @@ out=$(mktemp -d /tmp/pagein-depth-XXXXXX)
 if [ "$local" = 1 ]; then
   target=$model waiting=""
   echo "depth_check: $(stat -c %s "$model") bytes on the local disk ($(stat -f -c %T "$model")), $runs pairs," \
-       "$(nproc) CPUs, kernel $(uname -r), PAGEIN_READ_HUGEPAGE=${PAGEIN_READ_HUGEPAGE:-machine}, pause ${pause} s, first ${pause1} s;" \
+       "$(nproc) CPUs, kernel $(uname -r), PAGEIN_READ_HUGEPAGE=${PAGEIN_READ_HUGEPAGE:-machine}, PAGEIN_READ_HUGETLB=${PAGEIN_READ_HUGETLB:-0}, pause ${pause} s, first ${pause1} s;" \
        "uptime:$(uptime)"
 else
 pmax=$(cat /proc/sys/fs/pipe-max-size)
@@ -84,7 +84,7 @@ waiting=$ctl/$(( $(stat -c %d "$mnt") & 0xff ))/waiting
 [ -r "$waiting" ] || waiting=""
 echo "depth_check: $(stat -c %s "$model") bytes on slowfs ${us} us, readahead ${ra} KiB, $runs pairs," \
      "$(nproc) CPUs, kernel $(uname -r), PAGEIN_URING_ASYNC=${PAGEIN_URING_ASYNC:-auto}," \
-     "PAGEIN_READ_HUGEPAGE=${PAGEIN_READ_HUGEPAGE:-machine}, pause ${pause} s, first ${pause1} s," \
+     "PAGEIN_READ_HUGEPAGE=${PAGEIN_READ_HUGEPAGE:-machine}, PAGEIN_READ_HUGETLB=${PAGEIN_READ_HUGETLB:-0}, pause ${pause} s, first ${pause1} s," \
      "slowfs splice $(sed -n 's/^splice //p' "$mnt/.slowfs-stats")," \
      "FUSE waiting ${waiting:-not readable}; uptime:$(uptime)"
 fi

@@ -22,7 +22,7 @@ import json, sys
 d = json.loads(sys.argv[1])
 assert d["device_limit_how"] == "", d["device_limit_how"]
 m = d["runs"][0]["trace"]["memory"]
-assert set(m) == {"populate_s", "wait_s", "bytes_populated", "bytes_huge", "bytes_reused"}, m
+assert set(m) == {"populate_s", "wait_s", "bytes_populated", "bytes_huge", "bytes_reused", "bytes_pool"}, m
 PY
 j=$("$PAGEIN" bench load "$M" --runs 1 --no-pipeline --no-fio --only read,read1m --cache warm --reload --json -q) \
   || fail "json --reload: $j"
