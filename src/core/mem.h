@@ -35,6 +35,10 @@
  *     again every 16 chunks while the faster stays below 1 GB/s.
  *     PAGEIN_READ_HUGEPAGE=0|1 forces one size.
  *
+ *  4. READ's fresh blocks may come from the hugetlb pool
+ *     (PAGEIN_READ_HUGETLB=1, pi_mem_get_read): pages the administrator
+ *     reserved stay with the guest between processes, still backed.
+ *
  * pi_mem_stats counts what was done (the access trace: pagein_io_stats).
  */
 #ifndef PAGEIN_CORE_MEM_H
