@@ -21,13 +21,14 @@
 # reply (the copy into the reader's memory).
 #
 #   bench/depth_check.sh [--runs 10] [--size 1300M] [--delay-us 1000] [--ra-kb 128]
-#                        [--pause S] [--pause-first S] [--splice] [--local] [--work DIR]
-#                        [--json FILE]
+#                        [--pause S] [--pause-first S] [--populate-first] [--splice] [--local]
+#                        [--work DIR] [--json FILE]
 # --pause S sleeps S seconds before each pair (an idle machine: in a VM
 # whose balloon reports free memory to the host, memory freed by the last
 # run is handed back after about 2 s); --pause-first S sleeps before the
 # first pair only (the first load after an idle machine, then the pairs
-# back to back). --splice raises fs.pipe-max-size to
+# back to back); --populate-first runs each pair's populate before its read
+# (after a pause the first run also pays the device waking up). --splice raises fs.pipe-max-size to
 # 2 MiB while the check runs (root; put back at exit), so that slowfs
 # splices its replies (one copy, see tools/slowfs.c) where this machine
 # would otherwise refuse it a pipe that large. --local runs the same pairs on
@@ -39,7 +40,7 @@ set -u
 here=$(cd "$(dirname "$0")/.." && pwd)
 PAGEIN=${PAGEIN:-$here/build/pagein}
 export SLOWFS=${SLOWFS:-$here/build/slowfs}
-runs=10 size=1300M us=1000 ra=128 work=${WORK:-/var/tmp/pagein-depth} json="" pause=0 pause1=0 splice=0 local=0
+runs=10 size=1300M us=1000 ra=128 work=${WORK:-/var/tmp/pagein-depth} json="" pause=0 pause1=0 splice=0 local=0 order="read populate"
 while [ $# -gt 0 ]; do
   case $1 in
     --runs) runs=$2; shift ;;
@@ -51,8 +52,9 @@ while [ $# -gt 0 ]; do
     --pause-first) pause1=$2; shift ;;
     --splice) splice=1 ;;
     --local) local=1 ;;
+    --populate-first) order="populate read" ;;
     --json) json=$2; shift ;;
-    -h|--help) sed -n 2,37p "$0"; exit 0 ;;
+    -h|--help) sed -n 2,38p "$0"; exit 0 ;;
     *) echo "depth_check.sh: unknown option $1" >&2; exit 2 ;;
   esac
   shift
@@ -113,7 +115,7 @@ busy() { sed -n 's/^busy_ns //p' "$mnt/.slowfs-stats"; }
 for i in $(seq 1 "$runs"); do
   [ "$pause" != 0 ] && sleep "$pause"
   [ "$i" = 1 ] && [ "$pause1" != 0 ] && sleep "$pause1"
-  for s in read populate; do
+  for s in $order; do
     l=$(cut -d' ' -f1 /proc/loadavg)
     sp=""
     if [ -n "$waiting" ]; then
