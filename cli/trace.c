@@ -113,6 +113,7 @@ void trace_from_engine(const pagein_io_stats *st, struct trace *t) {
     t->mem_populated = (double)st->mem_bytes_populated;
     t->mem_huge = (double)st->mem_bytes_huge;
     t->mem_reused = (double)st->mem_bytes_reused;
+    t->mem_pool = (double)st->mem_bytes_pool;
 }
 
 void trace_keep_engine(struct trace *t, const struct trace *eng) {
@@ -165,7 +166,7 @@ void trace_json(FILE *o, const struct trace *t) {
     if (t->mem_view) /* the destination's pages: populated ahead (and how long), waited for, reused */
         fprintf(o,
                 ", \"memory\": {\"populate_s\": %.4f, \"wait_s\": %.4f, \"bytes_populated\": %.0f, "
-                "\"bytes_huge\": %.0f, \"bytes_reused\": %.0f}",
-                t->mem_fault_s, t->mem_wait_s, t->mem_populated, t->mem_huge, t->mem_reused);
+                "\"bytes_huge\": %.0f, \"bytes_reused\": %.0f, \"bytes_pool\": %.0f}",
+                t->mem_fault_s, t->mem_wait_s, t->mem_populated, t->mem_huge, t->mem_reused, t->mem_pool);
     fprintf(o, "}");
 }

@@ -33,7 +33,7 @@ struct trace {
     int issue_async;
     /* the memory the data went into (engine: pagein_io_stats.mem_*) */
     int mem_view;
-    double mem_fault_s, mem_wait_s, mem_populated, mem_huge, mem_reused;
+    double mem_fault_s, mem_wait_s, mem_populated, mem_huge, mem_reused, mem_pool;
 };
 
 /* The .slowfs-stats file of the slowfs mount holding path, or "" (not on slowfs). */

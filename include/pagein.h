@@ -2404,6 +2404,8 @@ typedef struct pagein_io_stats {
     double mem_fault_seconds;
     double mem_wait_seconds;
     uint64_t mem_bytes_populated, mem_bytes_huge, mem_bytes_reused;
+    /* bytes that went into pages of the hugetlb pool (PAGEIN_READ_HUGETLB=1) */
+    uint64_t mem_bytes_pool;
 } pagein_io_stats;
 
 /* 0 and *st for a model whose data the range engine read (READ, or AUTO

@@ -25,6 +25,18 @@ static size_t resident(const void *p, size_t len) {
     return r;
 }
 
+/* LazyFree bytes of the process (MADV_FREE pages not yet taken), -1 if
+ * the kernel does not say. */
+static long long lazyfree(void) {
+    FILE *f = fopen("/proc/self/smaps_rollup", "r");
+    char line[256];
+    long long kb = -1;
+    while (f && fgets(line, sizeof line, f))
+        if (sscanf(line, "LazyFree: %lld kB", &kb) == 1) break;
+    if (f) fclose(f);
+    return kb < 0 ? -1 : kb * 1024;
+}
+
 TEST(mem_reuse_first) {
     setenv("PAGEIN_MEM_KEEP", "64M", 1);
     pi_mem_trim();
@@ -36,8 +48,11 @@ TEST(mem_reuse_first) {
     CHECK_EQ(cap, 6u << 20); /* 2 MiB multiple */
     CHECK_EQ(re, 0);
     memset(p, 7, cap);
+    long long lf0 = lazyfree();
     pi_mem_put(p, cap);
     CHECK_EQ(pi_mem_kept(), 6u << 20);
+    if (lf0 >= 0) /* kept pages are MADV_FREE: the kernel may take them under pressure */
+        CHECK(lazyfree() - lf0 >= (long long)cap / 2);
     uint8_t *q = pi_mem_get(6u << 20, &cap2, 0, &re); /* fits: handed back, still resident */
     CHECK(q == p);
     CHECK_EQ(re, 1);
@@ -241,6 +256,66 @@ TEST(mem_read_counters_in_trace) {
     }
     pi_mem_trim();
     unsetenv("PAGEIN_MEM_KEEP");
+    unlink(path);
+    free(d);
+    return PASS;
+}
+
+/* Free pages of the hugetlb pool of 2 MiB pages (0 if none or not 2 MiB). */
+static long hugetlb_free_2m(void) {
+    FILE *f = fopen("/proc/meminfo", "r");
+    char line[256];
+    long fr = 0, kb = 0;
+    while (f && fgets(line, sizeof line, f)) {
+        sscanf(line, "HugePages_Free: %ld", &fr);
+        sscanf(line, "Hugepagesize: %ld kB", &kb);
+    }
+    if (f) fclose(f);
+    return kb == 2048 ? fr : 0;
+}
+
+/* PAGEIN_READ_HUGETLB=1: READ's fresh buffers from the hugetlb pool when
+ * it has the pages (counted in mem_bytes_pool), ordinary memory otherwise
+ * (an empty pool, the usual case: nothing fails), the bytes right either way. */
+TEST(mem_read_hugetlb_pool) {
+    enum { NB = 3 << 20 };
+    uint8_t *d = malloc(NB);
+    CHECK(d != NULL);
+    if (!d) return PASS;
+    for (size_t i = 0; i < NB; i++) d[i] = (uint8_t)(i * 13 + 1);
+    uint64_t shape[1] = {NB};
+    pagein_write_tensor w = {"w", PAGEIN_DTYPE_U8, 1, shape, d, NULL, NULL};
+    const char *path = pt_tmppath("pool.safetensors");
+    CHECK_OK(pagein_safetensors_write(path, &w, 1, NULL));
+    setenv("PAGEIN_READ_HUGETLB", "1", 1);
+    pi_mem_trim();
+    long before = hugetlb_free_2m();
+    size_t cap = 0;
+    int re = -1, pool = -1;
+    void *b = pi_mem_get_read(5u << 20, &cap, &re, &pool);
+    CHECK(b != NULL);
+    CHECK_EQ(re, 0);
+    CHECK_EQ(cap, 6u << 20);
+    CHECK_EQ(pool, before >= 3 ? 1 : 0);
+    if (b) munmap(b, cap);
+    pagein_model_opts o = PAGEIN_MODEL_OPTS_INIT;
+    o.strategy = PAGEIN_STRATEGY_READ;
+    pagein_model *m = NULL;
+    before = hugetlb_free_2m();
+    CHECK_OK(pagein_model_open(&m, path, &o));
+    if (m) {
+        const pagein_tensor *t = pagein_model_tensor_get(m, "w");
+        CHECK(t && memcmp(t->data, d, NB) == 0);
+        pagein_io_stats s;
+        CHECK_OK(pagein_model_io_stats(m, &s));
+        if (before >= 2) CHECK(s.mem_bytes_pool >= NB);
+        else CHECK_EQ(s.mem_bytes_pool, 0);
+        printf("    note: hugetlb pool: %ld free 2 MiB pages, %llu bytes read into them\n", before,
+               (unsigned long long)s.mem_bytes_pool);
+        pagein_model_close(m);
+    }
+    pi_mem_trim();
+    unsetenv("PAGEIN_READ_HUGETLB");
     unlink(path);
     free(d);
     return PASS;

@@ -16,7 +16,7 @@
 #define MEM_ALIGN (2ull << 20)
 #define FILL_CHUNK (4ull << 20)
 #define KEEP_SLOTS 64 /* decoded columns keep several arrays each */
-#define KEEP_SECONDS 10.0
+#define KEEP_SECONDS 60.0
 
 /* ---- reuse: blocks given back, kept a little while ---------------------- */
 
@@ -58,27 +58,36 @@ static void keep_unlock(void) { pthread_mutex_unlock(&keep_mu); }
 static pthread_once_t keep_once = PTHREAD_ONCE_INIT;
 static void keep_atfork(void) { pthread_atfork(keep_lock, keep_unlock, keep_unlock); }
 
+/* A kept block of c bytes (a 2 MiB multiple) or a little more, taken off
+ * the list; NULL if none fits. */
+static void *take_kept(size_t c, size_t *cap) {
+    pthread_once(&keep_once, keep_atfork);
+    pthread_mutex_lock(&keep_mu);
+    expire_locked(pi_now_s());
+    size_t best = nkeep;
+    for (size_t i = 0; i < nkeep; i++) /* the smallest block that fits, at most 1/4 larger */
+        if (keep[i].cap >= c && keep[i].cap - c <= c / 4 && (best == nkeep || keep[i].cap < keep[best].cap))
+            best = i;
+    void *p = NULL;
+    if (best < nkeep) {
+        p = keep[best].p;
+        *cap = keep[best].cap;
+        kept_bytes -= keep[best].cap;
+        keep[best] = keep[--nkeep];
+    }
+    pthread_mutex_unlock(&keep_mu);
+    return p;
+}
+
 void *pi_mem_get(size_t len, size_t *cap, int noreserve, int *reused) {
     size_t c = (size_t)pi_align_up(len ? len : 1, MEM_ALIGN);
     if (reused) *reused = 0;
-    pthread_once(&keep_once, keep_atfork);
     if (!noreserve) {
-        pthread_mutex_lock(&keep_mu);
-        expire_locked(pi_now_s());
-        size_t best = nkeep;
-        for (size_t i = 0; i < nkeep; i++) /* the smallest block that fits, at most 1/4 larger */
-            if (keep[i].cap >= c && keep[i].cap - c <= c / 4 && (best == nkeep || keep[i].cap < keep[best].cap))
-                best = i;
-        if (best < nkeep) {
-            void *p = keep[best].p;
-            *cap = keep[best].cap;
-            kept_bytes -= keep[best].cap;
-            keep[best] = keep[--nkeep];
-            pthread_mutex_unlock(&keep_mu);
+        void *k = take_kept(c, cap);
+        if (k) {
             if (reused) *reused = 1;
-            return p;
+            return k;
         }
-        pthread_mutex_unlock(&keep_mu);
     }
     void *p = mmap(NULL, c, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS | (noreserve ? MAP_NORESERVE : 0),
                    -1, 0);
@@ -87,9 +96,41 @@ void *pi_mem_get(size_t len, size_t *cap, int noreserve, int *reused) {
     return p;
 }
 
+void *pi_mem_get_read(size_t len, size_t *cap, int *reused, int *pool) {
+    size_t c = (size_t)pi_align_up(len ? len : 1, MEM_ALIGN);
+    *pool = 0;
+    if (reused) *reused = 0;
+    void *p = take_kept(c, cap);
+    if (p) {
+        if (reused) *reused = 1;
+        return p;
+    }
+    const char *e = pi_env("PAGEIN_READ_HUGETLB");
+    if (e && *e == '1') {
+        /* the pool's pages are reserved at mmap (ENOMEM when it lacks
+         * them: no fault can fail later); a huge page size other than 2
+         * MiB refuses this length (EINVAL): either way, ordinary memory */
+        p = mmap(NULL, c, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS | MAP_HUGETLB, -1, 0);
+        if (p != MAP_FAILED) {
+            *cap = c;
+            *pool = 1;
+            return p;
+        }
+    }
+    return pi_mem_get(len, cap, 0, reused);
+}
+
 void pi_mem_put(void *p, size_t cap) {
     if (!p) return;
     uint64_t lim = keep_limit();
+    /* Kept pages stay resident (and backed by the host) for the next
+     * pi_mem_get, but the kernel may take them under memory pressure
+     * without writing them anywhere, so a kept block holds nothing the
+     * machine needs. A block reused after that has zero pages where they
+     * were taken (pi_mem_get's contract: stale or zero bytes). Advised
+     * before the block is on the list: once there another thread may take
+     * it and write it. */
+    if (cap <= lim) madvise(p, cap, MADV_FREE);
     pthread_mutex_lock(&keep_mu);
     double now = pi_now_s();
     expire_locked(now);

@@ -15,7 +15,9 @@
  *  1. Reuse first: pi_mem_get hands out a block released by pi_mem_put
  *     (already resident) before it maps a fresh one. A few blocks are kept
  *     per process, bounded (PAGEIN_MEM_KEEP bytes, default 1/16 of RAM,
- *     at most 2 GiB) and dropped after 10 s unused.
+ *     at most 2 GiB) and dropped after 60 s unused; while kept they are
+ *     MADV_FREE (the kernel takes them back under memory pressure without
+ *     writing them out: a reused block may then hold zero pages).
  *  2. Fresh memory can be populated ahead, off the I/O path: a fill
  *     (pi_mem_fill_start) populates the regions in order, 4 MiB at a time,
  *     with MADV_POPULATE_WRITE and a write per 4 KiB on its own threads,
@@ -33,6 +35,10 @@
  *     again every 16 chunks while the faster stays below 1 GB/s.
  *     PAGEIN_READ_HUGEPAGE=0|1 forces one size.
  *
+ *  4. READ's fresh blocks may come from the hugetlb pool
+ *     (PAGEIN_READ_HUGETLB=1, pi_mem_get_read): pages the administrator
+ *     reserved stay with the guest between processes, still backed.
+ *
  * pi_mem_stats counts what was done (the access trace: pagein_io_stats).
  */
 #ifndef PAGEIN_CORE_MEM_H
@@ -47,6 +53,7 @@ struct pi_mem_stats {
     uint64_t populated; /* bytes populated ahead (fresh pages) */
     uint64_t huge;      /* of which as huge pages */
     uint64_t reused;    /* bytes handed out from blocks released before (already resident) */
+    uint64_t pool;      /* bytes from the hugetlb pool (pi_mem_get_read) */
 };
 
 /* Page-size choice for a block. */
@@ -64,6 +71,17 @@ enum pi_mem_pages {
  * set on failure. noreserve: MAP_NORESERVE and never reused (an address
  * range larger than memory, touched only in part). */
 void *pi_mem_get(size_t len, size_t *cap, int noreserve, int *reused);
+/* pi_mem_get for READ's buffers: a kept block first; then, with
+ * PAGEIN_READ_HUGETLB=1, a block from the hugetlb pool (vm.nr_hugepages,
+ * MAP_HUGETLB; *pool set to 1). Pages in the pool stay with the guest when
+ * no process uses them, so on a VM whose balloon hands free memory back to
+ * the host they are still backed when the next process takes them
+ * (docs/BENCHMARKS.md: 0.93-0.98 s for 1.3 GB read with O_DIRECT into
+ * them, after 20-60 s idle, against 7.0-8.4 s into fresh huge pages; the
+ * pool's first use pays like fresh memory). Opt-in: the pool is the
+ * administrator's, and another program may count on it. Otherwise, or
+ * when the pool lacks the pages, ordinary memory (pi_mem_get). */
+void *pi_mem_get_read(size_t len, size_t *cap, int *reused, int *pool);
 /* Gives a block from pi_mem_get back: kept for reuse (bounded, see above)
  * or unmapped. NULL is ignored. */
 void pi_mem_put(void *p, size_t cap);

@@ -163,8 +163,8 @@ int pi_model_read_all(pagein_model *m) {
     for (size_t i = 0; i < m->nfiles; i++) {
         pagein_file *f = m->files[i];
         size_t len = f->len, cap = 0;
-        int reused = 0;
-        void *b = pi_mem_get(len, &cap, 0, &reused);
+        int reused = 0, pool = 0;
+        void *b = pi_mem_get_read(len, &cap, &reused, &pool);
         if (!b) {
             rc = pi_err(-errno, "%s: cannot allocate %zu bytes: %s", f->path, (size_t)pi_align_up(len ? len : 1, 2u << 20),
                         strerror(errno));
@@ -173,6 +173,7 @@ int pi_model_read_all(pagein_model *m) {
         m->rbuf[i] = b;
         m->rlen[i] = cap;
         if (reused) m->mem.reused += len;
+        else if (pool) m->mem.pool += len; /* backed already, or paid once for the process's life */
         else fresh[i] = b, fresh_len[i] = len;
         srcs[i] = f->src;
         if (!f->src) {
@@ -341,5 +342,6 @@ int pagein_model_io_stats(const pagein_model *m, pagein_io_stats *st) {
     st->mem_bytes_populated = m->mem.populated;
     st->mem_bytes_huge = m->mem.huge;
     st->mem_bytes_reused = m->mem.reused;
+    st->mem_bytes_pool = m->mem.pool;
     return 0;
 }
