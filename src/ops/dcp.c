@@ -232,8 +232,26 @@ static int blob_bytes(pagein_dcp *d, const struct pi_dcp_chunk *c, const uint8_t
     return 0;
 }
 
+/* The innermost dimensions of a box [lo, hi) that one memcpy can take:
+ * dims m..nd-1 merge while each lower one steps exactly the run so far in
+ * the source (sstride, elements) and in the destination (dstride); returns
+ * m and the run's elements in *run. Source rows not stored contiguously
+ * (a strided view) merge nothing. */
+static uint32_t merge_run(uint32_t nd, const uint64_t *lo, const uint64_t *hi, const int64_t *sstride,
+                          const uint64_t *dstride, uint64_t *run) {
+    uint32_t m = nd - 1;
+    *run = hi[m] - lo[m];
+    if (sstride[m] != 1 || dstride[m] != 1) return m;
+    while (m > 0 && (uint64_t)sstride[m - 1] == *run && dstride[m - 1] == *run) {
+        *run *= hi[m - 1] - lo[m - 1];
+        m--;
+    }
+    return m;
+}
+
 /* Copies the part of chunk c inside the box [start, start + count) of the
- * tensor into dst (the box, row-major). */
+ * tensor into dst (the box, row-major): one memcpy per run of rows that
+ * are contiguous in both the blob and dst (merge_run), not per row. */
 static void copy_box(const struct pi_dcp_item *it, const struct pi_dcp_chunk *c, const struct pi_dcp_blob *b,
                      const uint8_t *data, uint64_t base, const uint64_t *start, const uint64_t *count, uint8_t *dst) {
     uint32_t nd = it->ndim, es = pagein_dtype_get(it->dtype)->bits / 8;
@@ -250,7 +268,8 @@ static void copy_box(const struct pi_dcp_item *it, const struct pi_dcp_chunk *c,
     }
     dstride[nd - 1] = 1;
     for (uint32_t k = nd - 1; k-- > 0;) dstride[k] = dstride[k + 1] * count[k + 1];
-    uint64_t run = hi[nd - 1] - lo[nd - 1];
+    uint64_t run;
+    uint32_t m = merge_run(nd, lo, hi, b->strides, dstride, &run);
     for (;;) {
         uint64_t so = 0, doff = 0;
         for (uint32_t k = 0; k < nd; k++) {
@@ -264,7 +283,7 @@ static void copy_box(const struct pi_dcp_item *it, const struct pi_dcp_chunk *c,
             for (uint64_t e = 0; e < run; e++)
                 memcpy(dst + (doff + e) * es, data + (so + e * (uint64_t)b->strides[nd - 1]) * es, es);
         }
-        uint32_t k = nd - 1;
+        uint32_t k = m; /* the odometer over the dims outside the run */
         while (k-- > 0) {
             if (++idx[k] < hi[k]) break;
             idx[k] = lo[k];
@@ -553,9 +572,11 @@ static int rm_cmp(const void *a, const void *b) {
 
 /* The spans of chunk j for request k's box: of a chunk whose header is
  * known (a local file's header parsed here from the mapping), the box's
- * bytes only: one span per row when the box takes part of each stored
- * row (a column split), else from its first byte to its last; else the
- * whole blob. */
+ * bytes only: one span per run of rows contiguous in both the blob and
+ * the destination (merge_run: a row split or whole chunk is one span, a
+ * column split one per row, a box of a 3-D or 4-D chunk one per run of
+ * whole rows), or from its first byte to its last for a strided view or
+ * more than RM_MAX_ROWS runs; else the whole blob. */
 #define RM_MAX_ROWS (1u << 20)
 static int rm_span(struct rmany *r, size_t k, uint32_t j) {
     pagein_dcp *d = r->d;
@@ -590,17 +611,23 @@ static int rm_span(struct rmany *r, size_t k, uint32_t j) {
         idx[a] = lo[a];
         first += (lo[a] - c->off[a]) * (uint64_t)b.strides[a];
         last += (hi[a] - 1 - c->off[a]) * (uint64_t)b.strides[a];
-        if (a + 1 < nd) rows *= hi[a] - lo[a];
     }
-    if (nd < 2 || !b.contiguous || hi[nd - 1] - lo[nd - 1] == c->len[nd - 1] || rows > RM_MAX_ROWS) {
+    uint64_t run = 0;
+    uint32_t m = 0;
+    if (nd > 0) {
+        dstride[nd - 1] = 1;
+        for (uint32_t a = nd - 1; a-- > 0;) dstride[a] = dstride[a + 1] * count[a + 1];
+        m = merge_run(nd, lo, hi, b.strides, dstride, &run);
+        rows = 1;
+        for (uint32_t a = 0; a < m; a++) rows *= hi[a] - lo[a];
+        run *= es;
+    }
+    if (nd == 0 || !b.contiguous || rows > RM_MAX_ROWS) {
         RETURN_IF(!(x = rm_push(r)), -ENOMEM, "out of memory for the plan");
         *x = (struct rm_ent){{c->file, c->at + b.data_off + first * es, (last - first + 1) * es, NULL}, k, j, RM_BOX,
                              first, NULL, 0};
         return 0;
     }
-    dstride[nd - 1] = 1;
-    for (uint32_t a = nd - 1; a-- > 0;) dstride[a] = dstride[a + 1] * count[a + 1];
-    uint64_t run = (hi[nd - 1] - lo[nd - 1]) * es;
     for (;;) {
         uint64_t so = 0, doff = 0;
         for (uint32_t a = 0; a < nd; a++) {
@@ -609,7 +636,7 @@ static int rm_span(struct rmany *r, size_t k, uint32_t j) {
         }
         RETURN_IF(!(x = rm_push(r)), -ENOMEM, "out of memory for the plan");
         *x = (struct rm_ent){{c->file, c->at + b.data_off + so * es, run, NULL}, k, j, RM_ROW, doff * es, NULL, 0};
-        uint32_t a = nd - 1;
+        uint32_t a = m; /* the odometer over the dims outside the run */
         while (a-- > 0) {
             if (++idx[a] < hi[a]) break;
             idx[a] = lo[a];

@@ -1,0 +1,99 @@
+/* test_dcp_read.c - reading boxes of chunks of more than two dimensions
+ * (tests/data/dcp/nd, written by torch 1.13's own DCP writer on 2 gloo
+ * ranks: a 3-D tensor split along dim 1, a 4-D conv weight along dim 0, a
+ * 4-D tensor along dim 2): every box equals the known values, and rows
+ * contiguous in both the blob and the destination are one span, not one
+ * per innermost row. */
+#include "test.h"
+#include "../src/format/dequant.h"
+
+#include <stdlib.h>
+
+#define FX "tests/data/dcp/nd"
+
+/* Element k of a fixture tensor is k % 251 (gen.py). */
+static float elem(pagein_dtype dt, const uint8_t *p, uint64_t i) {
+    if (dt == PAGEIN_DTYPE_F32) {
+        float f;
+        memcpy(&f, p + i * 4, 4);
+        return f;
+    }
+    uint16_t h;
+    memcpy(&h, p + i * 2, 2);
+    return dt == PAGEIN_DTYPE_BF16 ? pi_bf16_to_f32(h) : pi_f16_to_f32(h);
+}
+
+/* The box [start, start + count) of item i read in one run; its values
+ * checked; the spans the plan made into *spans. */
+static int read_box(pagein_dcp *d, size_t i, const uint64_t *start, const uint64_t *count, uint64_t *spans) {
+    pagein_dcp_item_info in;
+    CHECK_OK(pagein_dcp_item(d, i, &in));
+    uint64_t n = 1, es = pagein_dtype_get(in.dtype)->bits / 8;
+    for (uint32_t a = 0; a < in.ndim; a++) n *= count[a];
+    uint8_t *buf = calloc(1, n * es + 1);
+    pagein_dcp_request rq = {i, start, count, buf, (size_t)(n * es)};
+    pagein_dcp_read_stats st;
+    int rc = pagein_dcp_read_many(d, &rq, 1, &st);
+    if (rc < 0) printf("    %s\n", pagein_last_error_detail());
+    CHECK_OK(rc);
+    CHECK_EQ(st.bytes_needed, n * es);
+    *spans = st.spans;
+    uint64_t idx[8] = {0}, bad = 0;
+    for (uint64_t e = 0; e < n; e++) {
+        uint64_t k = 0; /* the element's index in the whole tensor */
+        for (uint32_t a = 0; a < in.ndim; a++) k = k * in.shape[a] + start[a] + idx[a];
+        if (elem(in.dtype, buf, e) != (float)(k % 251)) bad++;
+        for (uint32_t a = in.ndim; a-- > 0;) {
+            if (++idx[a] < count[a]) break;
+            idx[a] = 0;
+        }
+    }
+    CHECK_EQ(bad, 0);
+    free(buf);
+    return PASS;
+}
+
+TEST(dcp_read_nd_boxes) {
+    pagein_dcp *d;
+    CHECK_OK(pagein_dcp_open(&d, FX));
+    int cube = pagein_dcp_find(d, "cube"), conv = pagein_dcp_find(d, "conv.weight");
+    int hyper = pagein_dcp_find(d, "hyper");
+    CHECK(cube >= 0 && conv >= 0 && hyper >= 0);
+    uint64_t sp = 0;
+    /* cube [4, 6, 5] in two [4, 3, 5] chunks: the whole tensor is one run
+     * of 15 elements per chunk and dim-0 index (the destination's rows are
+     * 30 long): 4 x 2 spans, written where they go (no gather buffer) */
+    uint64_t z3[3] = {0}, c3[3] = {4, 6, 5};
+    CHECK(read_box(d, (size_t)cube, z3, c3, &sp) == PASS);
+    CHECK_EQ(sp, 8);
+    /* a box inside one chunk, whole along dims 1-2 of the chunk: one run */
+    uint64_t s3[3] = {1, 3, 0}, k3[3] = {2, 3, 5};
+    CHECK(read_box(d, (size_t)cube, s3, k3, &sp) == PASS);
+    CHECK_EQ(sp, 1);
+    /* part of the innermost dimension: one span per innermost row */
+    uint64_t s3b[3] = {0, 2, 1}, k3b[3] = {4, 2, 3};
+    CHECK(read_box(d, (size_t)cube, s3b, k3b, &sp) == PASS);
+    CHECK_EQ(sp, 8);
+    /* conv.weight [4, 2, 3, 3] by dim 0: each chunk is one span */
+    uint64_t z4[4] = {0}, c4[4] = {4, 2, 3, 3};
+    CHECK(read_box(d, (size_t)conv, z4, c4, &sp) == PASS);
+    CHECK_EQ(sp, 2);
+    /* hyper [2, 3, 4, 6] by dim 2: one run of 2 x 6 per (i, j) and chunk */
+    uint64_t h4[4] = {2, 3, 4, 6};
+    CHECK(read_box(d, (size_t)hyper, z4, h4, &sp) == PASS);
+    CHECK_EQ(sp, 12);
+    /* the same checkpoint assembled whole by pagein_dcp_read (copy_box) */
+    for (int i = 0; i < 3; i++) {
+        int it = i == 0 ? cube : i == 1 ? conv : hyper;
+        pagein_dcp_item_info in;
+        CHECK_OK(pagein_dcp_item(d, (size_t)it, &in));
+        uint8_t *a = malloc(in.nbytes), *b = malloc(in.nbytes);
+        CHECK_OK(pagein_dcp_read(d, (size_t)it, a, in.nbytes));
+        pagein_dcp_request rq = {(size_t)it, NULL, NULL, b, (size_t)in.nbytes};
+        CHECK_OK(pagein_dcp_read_many(d, &rq, 1, NULL));
+        CHECK(memcmp(a, b, in.nbytes) == 0);
+        free(a), free(b);
+    }
+    pagein_dcp_close(d);
+    return PASS;
+}
