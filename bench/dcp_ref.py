@@ -8,6 +8,9 @@
                              classes, then for every storage item one
                              fs.cat_file(url, start, end) after the other,
                              torch.load of each blob, copied into place
+  dcp_ref.py pagein URL|DIR  torch's own load_state_dict driving
+                             pagein.dcp.Reader (one range-engine run per
+                             plan); prints the reader's stats too
 
 Prints the tensor bytes loaded. torch's DCP package is imported through
 pagein._dcpcompat's Python 3.11 workaround (docs/PYTHON.md)."""
@@ -56,6 +59,16 @@ def fsspec_serial(url):
     return n
 
 
+def pagein_reader(where):
+    import pagein.dcp
+    dcp = _dcpcompat.import_torch_dcp()
+    reader = pagein.dcp.Reader(where)
+    sd = full_tensors(reader.read_metadata())
+    dcp.load_state_dict(sd, storage_reader=reader, no_dist=True)
+    print(reader.stats, file=sys.stderr)
+    return sum(t.numel() * t.element_size() for t in sd.values())
+
+
 if __name__ == "__main__":
     mode, where = sys.argv[1], sys.argv[2]
-    print(fs_load(where) if mode == "fs" else fsspec_serial(where))
+    print({"fs": fs_load, "fsspec": fsspec_serial, "pagein": pagein_reader}[mode](where))

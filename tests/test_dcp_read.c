@@ -3,8 +3,9 @@
  * ranks: a 3-D tensor split along dim 1, a 4-D conv weight along dim 0, a
  * 4-D tensor along dim 2): every box equals the known values, and rows
  * contiguous in both the blob and the destination are one span, not one
- * per innermost row. */
-#include "test.h"
+ * per innermost row; over HTTP, a blob that several requests of one run
+ * need before its header is known is read once. */
+#include "remote_util.h"
 #include "../src/format/dequant.h"
 
 #include <stdlib.h>
@@ -95,5 +96,48 @@ TEST(dcp_read_nd_boxes) {
         free(a), free(b);
     }
     pagein_dcp_close(d);
+    return PASS;
+}
+
+/* Over HTTP the first read of a chunk takes its whole blob (its header is
+ * not known yet): two requests that both need the same blob read it once,
+ * as one request for the whole tensor does. */
+TEST(remote_dcp_read_many_once) {
+#ifndef PAGEIN_HAVE_CURL
+    SKIP_BECAUSE("built without libcurl (Debian libcurl4-openssl-dev; mk/remote.mk)");
+#else
+    RT_NEED_SERVERS();
+    setenv("PAGEIN_HTTP_RETRIES", "0", 1);
+    uint64_t whole_read = 0;
+    for (int pass = 0; pass < 2; pass++) {
+        pagein_dcp *r;
+        int rc = pagein_dcp_open(&r, rt_url("HTTP", "/files/dcp4"));
+        if (rc < 0) printf("    %s\n", pagein_last_error_detail());
+        CHECK_OK(rc);
+        if (rc < 0) return FAIL;
+        int it = pagein_dcp_find(r, "rows.weight"); /* [10, 6] f32 in row chunks of 3, 3, 3, 1 */
+        CHECK(it >= 0);
+        float a[2 * 6], b[8 * 6], w[10 * 6];
+        uint64_t s0[2] = {0, 0}, c0[2] = {2, 6}, s1[2] = {2, 0}, c1[2] = {8, 6};
+        pagein_dcp_request rq[2] = {{(size_t)it, s0, c0, a, sizeof a}, {(size_t)it, s1, c1, b, sizeof b}};
+        pagein_dcp_request one = {(size_t)it, NULL, NULL, w, sizeof w};
+        pagein_dcp_read_stats st;
+        /* pass 0: the whole tensor in one request; pass 1: rows [0, 2) and [2, 10), both in chunk 0 */
+        CHECK_OK(pass == 0 ? pagein_dcp_read_many(r, &one, 1, &st) : pagein_dcp_read_many(r, rq, 2, &st));
+        if (pass == 0) {
+            whole_read = st.bytes_read;
+            CHECK_EQ(st.spans, 4);
+        } else {
+            CHECK_EQ(st.bytes_read, whole_read); /* chunk 0's blob once, not twice */
+            CHECK_EQ(st.spans, 4);
+            pagein_dcp *l;
+            CHECK_OK(pagein_dcp_open(&l, "tests/data/dcp/rank4"));
+            CHECK_OK(pagein_dcp_read(l, (size_t)it, w, sizeof w));
+            CHECK(!memcmp(a, w, sizeof a) && !memcmp(b, w + 12, sizeof b));
+            pagein_dcp_close(l);
+        }
+        pagein_dcp_close(r);
+    }
+#endif
     return PASS;
 }
