@@ -60,12 +60,14 @@ def fsspec_serial(url):
 
 
 def pagein_reader(where):
+    import time
     import pagein.dcp
     dcp = _dcpcompat.import_torch_dcp()
+    t0 = time.monotonic()  # imports excluded: the load from opening the checkpoint on
     reader = pagein.dcp.Reader(where)
     sd = full_tensors(reader.read_metadata())
     dcp.load_state_dict(sd, storage_reader=reader, no_dist=True)
-    print(reader.stats, file=sys.stderr)
+    print("load_s=%.3f" % (time.monotonic() - t0), reader.stats, file=sys.stderr)
     return sum(t.numel() * t.element_size() for t in sd.values())
 
 

@@ -5,6 +5,7 @@
  * read only the chunks they overlap, non-tensor items as their bytes, and
  * consolidation into one safetensors file (docs/FORMAT-DCP.md). */
 #include "../format/dcp.h"
+#include "../internal.h"
 #include "../source/source.h"
 #include "../io/io.h"
 #include "../engine/engine.h"
@@ -107,32 +108,38 @@ static int read_meta(pagein_dcp *d) {
     return rc < 0 ? rc : 0;
 }
 
+/* File i opened through its source (local files mapped, MADV_RANDOM). */
+static int open_one(void *ctx, size_t i) {
+    pagein_dcp *d = ctx;
+    char *p = pi_path_join(d->dir, d->m.files[i]);
+    RETURN_IF(!p, -ENOMEM, "out of memory");
+    int rc = pi_source_open(&d->f[i].src, p, 0);
+    pi_free(p);
+    FORWARD_IF(rc);
+    uint64_t size = d->f[i].src->size;
+    if (d->f[i].src->fd >= 0 && size > 0) {
+        void *m = mmap(NULL, (size_t)size, PROT_READ, MAP_SHARED, d->f[i].src->fd, 0);
+        RETURN_IF(m == MAP_FAILED, -errno, "%s/%s: mmap: %s", d->dir, d->m.files[i], strerror(errno));
+        d->f[i].map = m, d->f[i].len = (size_t)size;
+        /* reads ask for their bytes (will_need): no read-around */
+        (void)madvise(m, (size_t)size, MADV_RANDOM);
+        /* the same for the range engine's reads (pagein_dcp_read_many):
+         * no readahead past the spans asked for */
+        (void)posix_fadvise(d->f[i].src->fd, 0, 0, POSIX_FADV_RANDOM);
+    }
+    return 0;
+}
+
+/* Every file opened: remote ones at once (each open is a round trip,
+ * which one after the other would add up before the first byte). */
 static int open_files(pagein_dcp *d) {
     d->f = pi_calloc(d->m.nfiles ? d->m.nfiles : 1, sizeof *d->f);
     uint64_t *sizes = pi_calloc(d->m.nfiles ? d->m.nfiles : 1, sizeof *sizes);
     int rc = 0;
     if (!d->f || !sizes) rc = pi_err(-ENOMEM, "out of memory");
-    for (size_t i = 0; rc == 0 && i < d->m.nfiles; i++) {
-        char *p = pi_path_join(d->dir, d->m.files[i]);
-        if (!p) {
-            rc = pi_err(-ENOMEM, "out of memory");
-            break;
-        }
-        rc = pi_source_open(&d->f[i].src, p, 0);
-        pi_free(p);
-        if (rc < 0) break;
-        sizes[i] = d->f[i].src->size;
-        if (d->f[i].src->fd >= 0 && sizes[i] > 0) {
-            void *m = mmap(NULL, (size_t)sizes[i], PROT_READ, MAP_SHARED, d->f[i].src->fd, 0);
-            if (m == MAP_FAILED) rc = pi_err(-errno, "%s/%s: mmap: %s", d->dir, d->m.files[i], strerror(errno));
-            else d->f[i].map = m, d->f[i].len = (size_t)sizes[i];
-            /* reads ask for their bytes (will_need): no read-around */
-            if (m != MAP_FAILED) (void)madvise(m, (size_t)sizes[i], MADV_RANDOM);
-            /* the same for the range engine's reads (pagein_dcp_read_many):
-             * no readahead past the spans asked for */
-            (void)posix_fadvise(d->f[i].src->fd, 0, 0, POSIX_FADV_RANDOM);
-        }
-    }
+    unsigned nt = pi_source_is_remote(d->dir) ? (unsigned)PI_MIN(d->m.nfiles, 16) : 1;
+    if (rc == 0) rc = pi_parallel(nt ? nt : 1, d->m.nfiles, open_one, d);
+    for (size_t i = 0; rc == 0 && i < d->m.nfiles; i++) sizes[i] = d->f[i].src->size;
     if (rc == 0) rc = pi_dcp_meta_check_files(&d->m, d->meta_path, sizes);
     pi_free(sizes);
     return rc;
@@ -495,6 +502,7 @@ int pagein_dcp_read(pagein_dcp *d, size_t i, void *dst, size_t len) {
  * pieces and is gathered first. */
 
 enum { RM_BYTES, RM_BOX, RM_BLOB, RM_ROW };
+#define RM_POOL 24
 
 struct rm_ent {
     struct pi_span sp;
@@ -515,7 +523,43 @@ struct rmany {
     struct rm_ent *e;
     size_t ne, cap;
     size_t *lead; /* engine span -> its entry in e (followers, dup, right after it) */
+    /* gather buffers kept for the next blob (the consumer is one thread):
+     * fresh memory costs a page fault per page, which on a busy machine
+     * took longer than the network did */
+    uint8_t *free_g[RM_POOL];
+    size_t free_cap[RM_POOL], nfree;
+    size_t *gcap; /* per entry: its g's capacity */
 };
+
+static uint8_t *rm_gbuf(struct rmany *r, size_t need, size_t *cap) {
+    for (size_t k = 0; k < r->nfree; k++)
+        if (r->free_cap[k] >= need) {
+            uint8_t *b = r->free_g[k];
+            *cap = r->free_cap[k];
+            r->free_g[k] = r->free_g[--r->nfree], r->free_cap[k] = r->free_cap[r->nfree];
+            return b;
+        }
+    uint8_t *b = pi_malloc(need ? need : 1);
+    *cap = b ? need : 0;
+    return b;
+}
+
+static void rm_gput(struct rmany *r, uint8_t *b, size_t cap) {
+    if (!b) return;
+    if (r->nfree == RM_POOL) { /* full: the smallest goes */
+        size_t m = 0;
+        for (size_t k = 1; k < r->nfree; k++)
+            if (r->free_cap[k] < r->free_cap[m]) m = k;
+        if (r->free_cap[m] >= cap) {
+            pi_free(b);
+            return;
+        }
+        pi_free(r->free_g[m]);
+        r->free_g[m] = b, r->free_cap[m] = cap;
+        return;
+    }
+    r->free_g[r->nfree] = b, r->free_cap[r->nfree++] = cap;
+}
 
 static struct rm_ent *rm_push(struct rmany *r) {
     if (r->ne == r->cap) {
@@ -557,7 +601,7 @@ static int rm_consume(void *arg, size_t s, uint64_t off, const void *data, uint6
     }
     const uint8_t *p = data;
     if (off != 0 || len != total) {
-        if (!x->g && !(x->g = pi_malloc((size_t)total)))
+        if (!x->g && !(x->g = rm_gbuf(r, (size_t)total, &r->gcap[k])))
             return pi_err(-ENOMEM, "out of memory for %llu bytes", (unsigned long long)total);
         memcpy(x->g + off, data, (size_t)len);
         if ((x->got += len) < total) return 0;
@@ -565,7 +609,7 @@ static int rm_consume(void *arg, size_t s, uint64_t off, const void *data, uint6
     }
     int rc = rm_copy(r, x, p);
     for (size_t j = k + 1; rc == 0 && j < r->ne && r->e[j].dup; j++) rc = rm_copy(r, &r->e[j], p); /* same blob */
-    pi_free(x->g);
+    rm_gput(r, x->g, r->gcap[k]);
     x->g = NULL;
     return rc;
 }
@@ -688,7 +732,7 @@ int pagein_dcp_read_many(pagein_dcp *d, const pagein_dcp_request *reqs, size_t n
     pi_err_clear();
     if (stats) memset(stats, 0, sizeof *stats);
     if (!d || (n && !reqs)) return pi_err(PAGEIN_E_INVALID, "pagein_dcp_read_many: NULL argument");
-    struct rmany r = {d, reqs, pi_calloc(n ? n : 1, sizeof *r.st), pi_calloc(n ? n : 1, sizeof *r.ct), NULL, 0, 0, NULL};
+    struct rmany r = {.d = d, .reqs = reqs, .st = pi_calloc(n ? n : 1, sizeof *r.st), .ct = pi_calloc(n ? n : 1, sizeof *r.ct)};
     uint64_t need = 0;
     int rc = !r.st || !r.ct ? pi_err(-ENOMEM, "out of memory") : 0;
     for (size_t k = 0; rc == 0 && k < n; k++) {
@@ -719,6 +763,7 @@ int pagein_dcp_read_many(pagein_dcp *d, const pagein_dcp_request *reqs, size_t n
     struct pi_span *spans = NULL;
     struct pi_source **srcs = NULL;
     if (rc == 0 && (!(spans = pi_calloc(r.ne ? r.ne : 1, sizeof *spans)) || !(r.lead = pi_calloc(r.ne ? r.ne : 1, sizeof *r.lead)) ||
+                    !(r.gcap = pi_calloc(r.ne ? r.ne : 1, sizeof *r.gcap)) ||
                     !(srcs = pi_calloc(d->m.nfiles ? d->m.nfiles : 1, sizeof *srcs))))
         rc = pi_err(-ENOMEM, "out of memory for %zu spans", r.ne);
     struct pi_engine_stats est = {0};
@@ -747,7 +792,8 @@ int pagein_dcp_read_many(pagein_dcp *d, const pagein_dcp_request *reqs, size_t n
         stats->runs = s > 0, stats->spans = s, stats->requests = est.requests;
         stats->bytes_read = est.bytes, stats->bytes_needed = need;
     }
-    pi_free(r.st), pi_free(r.ct), pi_free(r.e), pi_free(r.lead), pi_free(spans), pi_free(srcs);
+    for (size_t k = 0; k < r.nfree; k++) pi_free(r.free_g[k]);
+    pi_free(r.st), pi_free(r.ct), pi_free(r.e), pi_free(r.lead), pi_free(r.gcap), pi_free(spans), pi_free(srcs);
     return rc;
 }
 
