@@ -179,17 +179,6 @@ static void *cv_producer(void *arg) {
      * chunks still coalesce) */
     struct pi_engine_opts o = {.deliver = PI_DELIVER_STREAM, .max_gap = 0, .in_order = 1,
                                .consume = cv_consume, .arg = c, .cancel = &c->cancel};
-    /* chunks a little larger than one request (a torch.save blob is its
-     * tensor's bytes plus a header: 8 MiB + 1 KiB against 8 MiB requests)
-     * would each cost a second request for a tail of a few KiB, a round
-     * trip of its own on a remote source: requests grow to the largest
-     * chunk when that is at most a quarter more */
-    uint64_t R = 0, mx = 0;
-    unsigned depth = 0;
-    const struct pi_span *sp = c->p->spans;
-    for (size_t i = 0; i < c->p->nspans; i++) mx = PI_MAX(mx, sp[i].len);
-    if (c->p->nspans && sp[0].src < c->p->nsrc) pi_engine_choose(c->p->srcs[sp[0].src], &o, 1, &R, &depth, NULL, 0);
-    if (R && mx > R && mx - R <= R / 4) o.request_bytes = (mx + 4095) & ~(uint64_t)4095, o.depth = depth;
     int rc = pi_engine_run(c->p->srcs, c->p->nsrc, c->p->spans, c->p->nspans, &o, &c->est);
     pi_free(c->blob), pi_free(c->tbuf);
     c->blob = c->tbuf = NULL;
