@@ -11,6 +11,8 @@
   dcp_ref.py pagein URL|DIR  torch's own load_state_dict driving
                              pagein.dcp.Reader (one range-engine run per
                              plan); prints the reader's stats too
+DCP_REF_TOUCH=1: the state dict's tensors are written (zeros) before the
+load, as an initialized model's are; else fresh (torch.empty).
 
 Prints the tensor bytes loaded. torch's DCP package is imported through
 pagein._dcpcompat's Python 3.11 workaround (docs/PYTHON.md)."""
@@ -27,7 +29,9 @@ from pagein import _dcpcompat  # noqa: E402
 
 
 def full_tensors(md):
-    return {k: torch.empty(v.size, dtype=v.properties.dtype) for k, v in md.state_dict_metadata.items()
+    # DCP_REF_TOUCH=1: written once before the load, as the parameters of an initialized model are
+    make = torch.zeros if os.environ.get("DCP_REF_TOUCH") == "1" else torch.empty
+    return {k: make(v.size, dtype=v.properties.dtype) for k, v in md.state_dict_metadata.items()
             if hasattr(v, "chunks")}
 
 

@@ -2200,6 +2200,13 @@ typedef struct pagein_dcp_read_stats {
  * All or nothing: the first error stops the run. stats may be NULL. */
 PAGEIN_API int pagein_dcp_read_many(pagein_dcp *d, const pagein_dcp_request *reqs, size_t n,
                                     pagein_dcp_read_stats *stats);
+/* pagein_dcp_read_many into strided destinations: dst_strides[k] (NULL, or
+ * NULL entries: the box row-major) gives request k's destination strides
+ * in elements, one per dimension (a view of a larger tensor: a column
+ * slice of a row-major [R, C] tensor has strides {C, 1}); its len must
+ * reach the box's last element. Tensor requests only. */
+PAGEIN_API int pagein_dcp_read_many_strided(pagein_dcp *d, const pagein_dcp_request *reqs, size_t n,
+                                            const uint64_t *const *dst_strides, pagein_dcp_read_stats *stats);
 #endif /* PAGEIN_EXPERIMENTAL: torch Distributed Checkpoints */
 #ifdef PAGEIN_EXPERIMENTAL /* torch's safetensors flavour of DCP (see Stability above) */
 /*

@@ -261,7 +261,8 @@ static uint32_t merge_run(uint32_t nd, const uint64_t *lo, const uint64_t *hi, c
  * tensor into dst (the box, row-major): one memcpy per run of rows that
  * are contiguous in both the blob and dst (merge_run), not per row. */
 static void copy_box(const struct pi_dcp_item *it, const struct pi_dcp_chunk *c, const struct pi_dcp_blob *b,
-                     const uint8_t *data, uint64_t base, const uint64_t *start, const uint64_t *count, uint8_t *dst) {
+                     const uint8_t *data, uint64_t base, const uint64_t *start, const uint64_t *count, uint8_t *dst,
+                     const uint64_t *dst_stride) {
     uint32_t nd = it->ndim, es = pagein_dtype_get(it->dtype)->bits / 8;
     if (nd == 0) {
         memcpy(dst, data, es);
@@ -276,6 +277,7 @@ static void copy_box(const struct pi_dcp_item *it, const struct pi_dcp_chunk *c,
     }
     dstride[nd - 1] = 1;
     for (uint32_t k = nd - 1; k-- > 0;) dstride[k] = dstride[k + 1] * count[k + 1];
+    if (dst_stride) memcpy(dstride, dst_stride, nd * sizeof *dstride); /* a strided destination */
     uint64_t run;
     uint32_t m = merge_run(nd, lo, hi, b->strides, dstride, &run);
     for (;;) {
@@ -285,11 +287,11 @@ static void copy_box(const struct pi_dcp_item *it, const struct pi_dcp_chunk *c,
             doff += (idx[k] - start[k]) * dstride[k];
         }
         so -= base; /* data holds the chunk's elements from `base` on */
-        if (b->strides[nd - 1] == 1) {
+        if (b->strides[nd - 1] == 1 && dstride[nd - 1] == 1) {
             memcpy(dst + doff * es, data + so * es, run * es);
         } else {
             for (uint64_t e = 0; e < run; e++)
-                memcpy(dst + (doff + e) * es, data + (so + e * (uint64_t)b->strides[nd - 1]) * es, es);
+                memcpy(dst + (doff + e * dstride[nd - 1]) * es, data + (so + e * (uint64_t)b->strides[nd - 1]) * es, es);
         }
         uint32_t k = m; /* the odometer over the dims outside the run */
         while (k-- > 0) {
@@ -364,7 +366,7 @@ static int chunk_copy(void *ctx) {
     struct chunk_job *j = ctx;
     int rc = j->cached ? 0 : pi_dcp_blob_parse(j->p, (size_t)j->c->nbytes, &j->d->m, j->it, j->c, j->d->meta_path, &j->b);
     if (rc == 0 && j->dst && j->mapped) will_need(j->it, j->c, &j->b, j->p + j->b.data_off, j->start, j->count);
-    if (rc == 0 && j->dst) copy_box(j->it, j->c, &j->b, j->p + j->b.data_off, 0, j->start, j->count, j->dst);
+    if (rc == 0 && j->dst) copy_box(j->it, j->c, &j->b, j->p + j->b.data_off, 0, j->start, j->count, j->dst, NULL);
     j->returned = 1;
     return rc;
 }
@@ -520,6 +522,7 @@ struct rmany {
     pagein_dcp *d;
     const pagein_dcp_request *reqs;
     const uint64_t **st, **ct; /* per request: the box (NULL args made whole) */
+    const uint64_t *const *ds; /* per request: destination strides (NULL: the box row-major) */
     struct rm_ent *e;
     size_t ne, cap;
     size_t *lead; /* engine span -> its entry in e (followers, dup, right after it) */
@@ -580,12 +583,12 @@ static int rm_copy(struct rmany *r, struct rm_ent *x, const uint8_t *p) {
     if (x->kind == RM_BLOB) {
         FORWARD_IF(pi_dcp_blob_parse(p, (size_t)c->nbytes, &r->d->m, it, c, r->d->meta_path, &b));
         cache_put(r->d, q->item, x->chunk, &b);
-        copy_box(it, c, &b, p + b.data_off, 0, r->st[x->req], r->ct[x->req], q->dst);
+        copy_box(it, c, &b, p + b.data_off, 0, r->st[x->req], r->ct[x->req], q->dst, r->ds ? r->ds[x->req] : NULL);
         return 0;
     }
     RETURN_IF(!cache_get(r->d, q->item, x->chunk, &b), PAGEIN_E_INVALID, "'%s': chunk %u: header not cached",
               it->name, x->chunk);
-    copy_box(it, c, &b, p, x->base, r->st[x->req], r->ct[x->req], q->dst);
+    copy_box(it, c, &b, p, x->base, r->st[x->req], r->ct[x->req], q->dst, r->ds ? r->ds[x->req] : NULL);
     return 0;
 }
 
@@ -670,12 +673,13 @@ static int rm_span(struct rmany *r, size_t k, uint32_t j) {
     if (nd > 0) {
         dstride[nd - 1] = 1;
         for (uint32_t a = nd - 1; a-- > 0;) dstride[a] = dstride[a + 1] * count[a + 1];
+        if (r->ds && r->ds[k]) memcpy(dstride, r->ds[k], nd * sizeof *dstride);
         m = merge_run(nd, lo, hi, b.strides, dstride, &run);
         rows = 1;
         for (uint32_t a = 0; a < m; a++) rows *= hi[a] - lo[a];
         run *= es;
     }
-    if (nd == 0 || !b.contiguous || rows > RM_MAX_ROWS) {
+    if (nd == 0 || !b.contiguous || rows > RM_MAX_ROWS || dstride[nd - 1] != 1) {
         RETURN_IF(!(x = rm_push(r)), -ENOMEM, "out of memory for the plan");
         *x = (struct rm_ent){{c->file, c->at + b.data_off + first * es, (last - first + 1) * es, NULL}, k, j, RM_BOX,
                              first, NULL, 0, 0};
@@ -699,8 +703,8 @@ static int rm_span(struct rmany *r, size_t k, uint32_t j) {
 }
 
 /* Checks request q; its box's bytes into *need, the spans it makes into *ns. */
-static int rm_check(pagein_dcp *d, const pagein_dcp_request *q, size_t k, const uint64_t **st, const uint64_t **ct,
-                    uint64_t *need) {
+static int rm_check(pagein_dcp *d, const pagein_dcp_request *q, size_t k, const uint64_t *ds, const uint64_t **st,
+                    const uint64_t **ct, uint64_t *need) {
     static const uint64_t zero[PI_DCP_MAX_NDIM];
     RETURN_IF(q->item >= d->m.n, PAGEIN_E_INVALID, "pagein_dcp_read_many: request %zu: no item %zu", k, q->item);
     const struct pi_dcp_item *it = &d->m.items[q->item];
@@ -721,23 +725,40 @@ static int rm_check(pagein_dcp *d, const pagein_dcp_request *q, size_t k, const 
         n *= count[a];
     }
     *need = n * es;
-    RETURN_IF(q->len < *need, PAGEIN_E_RANGE, "'%s': the slice needs %llu bytes, the buffer has %zu", it->name,
-              (unsigned long long)*need, q->len);
+    uint64_t reach = *need; /* the destination's bytes up to the box's last element */
+    if (ds && n) {
+        uint64_t last = 0;
+        for (uint32_t a = 0; a < it->ndim; a++) {
+            uint64_t t;
+            RETURN_IF(pi_mul_overflow(count[a] - 1, ds[a], &t) || pi_add_overflow(last, t, &last), PAGEIN_E_OVERFLOW,
+                      "'%s': destination strides overflow", it->name);
+        }
+        RETURN_IF(pi_add_overflow(last, 1, &last) || pi_mul_overflow(last, es, &reach), PAGEIN_E_OVERFLOW,
+                  "'%s': destination strides overflow", it->name);
+    }
+    RETURN_IF(q->len < reach, PAGEIN_E_RANGE, "'%s': the slice needs %llu bytes, the buffer has %zu", it->name,
+              (unsigned long long)reach, q->len);
     RETURN_IF(*need && !q->dst, PAGEIN_E_INVALID, "'%s': no buffer", it->name);
     *st = start, *ct = count;
     return 0;
 }
 
 int pagein_dcp_read_many(pagein_dcp *d, const pagein_dcp_request *reqs, size_t n, pagein_dcp_read_stats *stats) {
+    return pagein_dcp_read_many_strided(d, reqs, n, NULL, stats);
+}
+
+int pagein_dcp_read_many_strided(pagein_dcp *d, const pagein_dcp_request *reqs, size_t n,
+                                 const uint64_t *const *ds, pagein_dcp_read_stats *stats) {
     pi_err_clear();
     if (stats) memset(stats, 0, sizeof *stats);
     if (!d || (n && !reqs)) return pi_err(PAGEIN_E_INVALID, "pagein_dcp_read_many: NULL argument");
-    struct rmany r = {.d = d, .reqs = reqs, .st = pi_calloc(n ? n : 1, sizeof *r.st), .ct = pi_calloc(n ? n : 1, sizeof *r.ct)};
+    struct rmany r = {.d = d, .reqs = reqs, .st = pi_calloc(n ? n : 1, sizeof *r.st), .ct = pi_calloc(n ? n : 1, sizeof *r.ct),
+                      .ds = ds};
     uint64_t need = 0;
     int rc = !r.st || !r.ct ? pi_err(-ENOMEM, "out of memory") : 0;
     for (size_t k = 0; rc == 0 && k < n; k++) {
         uint64_t nb = 0;
-        rc = rm_check(d, &reqs[k], k, &r.st[k], &r.ct[k], &nb);
+        rc = rm_check(d, &reqs[k], k, ds ? ds[k] : NULL, &r.st[k], &r.ct[k], &nb);
         if (rc == 0 && pi_add_overflow(need, nb, &need))
             rc = pi_err(PAGEIN_E_OVERFLOW, "pagein_dcp_read_many: too many bytes");
     }
@@ -845,7 +866,7 @@ static int cv_piece(void *arg, struct pi_dcpc *g, size_t span, const uint8_t *p,
     uint8_t *tb = pi_dcpc_tbuf(g);
     if (!tb) return -ENOMEM;
     uint64_t zero[PI_DCP_MAX_NDIM] = {0};
-    copy_box(it, ch, &b, p + b.data_off, 0, zero, it->size, tb);
+    copy_box(it, ch, &b, p + b.data_off, 0, zero, it->size, tb, NULL);
     return 0;
 }
 
