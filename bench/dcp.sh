@@ -8,6 +8,9 @@
 #  HTTP (nginx with `bench remote`'s pacing: DELAY_MS first byte, RATE per
 #  connection; tests/remote/servers.sh nginx delay):
 #    pagein   `pagein convert URL OUT.safetensors`
+#    reader   torch 1.13's own load_state_dict driving pagein.dcp.Reader(URL)
+#             (bench/dcp_ref.py pagein: one range-engine run per plan), into
+#             fresh tensors and into tensors written before (DCP_REF_TOUCH=1)
 #    pull     `pagein pull -c CONNS` of one object holding the same bytes
 #    fsspec   a serial per-item fsspec reader (bench/dcp_ref.py: DCP's
 #             FsspecReader before PyTorch PR #194881)
@@ -18,11 +21,12 @@
 # goes to OUT_DIR (default /dev/shm). RUNS (default 2) interleaved runs;
 # the median is the result. Prints a table and the machine's load.
 #   bench/dcp.sh [--skip-slowfs] [--skip-http]   (env: SIZE_MIB RUNS DELAY_US
-#   DELAY_MS RATE CONNS WORK OUT_DIR PAGEIN)
+#   DELAY_MS RATE CONNS WORK OUT_DIR PAGEIN PYBUILD SKIP_FSSPEC=1)
 # A benchmark, not a test: timings move with the machine's load.
 set -u
 REPO=$(cd "$(dirname "$0")/.." && pwd)
 PAGEIN=${PAGEIN:-$REPO/build/pagein}
+PYBUILD=${PYBUILD:-$REPO/build/python}
 export SLOWFS=${SLOWFS:-$REPO/build/slowfs}
 PY=/usr/bin/python3
 SIZE_MIB=${SIZE_MIB:-512} RUNS=${RUNS:-2} DELAY_US=${DELAY_US:-1000} CONNS=${CONNS:-16}
@@ -104,16 +108,40 @@ if [ $do_http = 1 ]; then
   . "$T/srv/env"
   for r in $(seq 1 "$RUNS"); do
     run h_pagein "$PAGEIN" convert "$DELAY/ck" "$OUT"; rm -f "$OUT"
+    run h_reader_wall env PYTHONPATH="$PYBUILD" $PY "$REPO/bench/dcp_ref.py" pagein "$DELAY/ck"
+    # the load's own seconds (Python and torch imports excluded)
+    v=$(grep -o 'load_s=[0-9.]*' "$T/h_reader_wall.log" | cut -d= -f2); times[h_reader]+="${v:-null} "
+    # the same into tensors written before (an initialized model's parameters: no fresh pages)
+    run h_readert_wall env DCP_REF_TOUCH=1 PYTHONPATH="$PYBUILD" $PY "$REPO/bench/dcp_ref.py" pagein "$DELAY/ck"
+    v=$(grep -o 'load_s=[0-9.]*' "$T/h_readert_wall.log" | cut -d= -f2); times[h_readert]+="${v:-null} "
     run h_pull "$PAGEIN" pull --no-sync -q -c "$CONNS" "$DELAY/all.bin" "$OUT_DIR/pagein-bench-dcp-$$.bin"
     rm -f "$OUT_DIR/pagein-bench-dcp-$$.bin"
-    if $PY -c "import fsspec, aiohttp" 2>/dev/null; then run h_fsspec $PY "$REPO/bench/dcp_ref.py" fsspec "$DELAY/ck"; fi
+    if [ "${SKIP_FSSPEC:-0}" != 1 ] && $PY -c "import fsspec, aiohttp" 2>/dev/null; then run h_fsspec $PY "$REPO/bench/dcp_ref.py" fsspec "$DELAY/ck"; fi
   done
   grep -h "bytes read" "$T/h_pagein.log" | sed 's/^/  pagein: /'
+  grep -h "runs" "$T/h_reader_wall.log" | sed 's/^/  reader: /'
   p=$(median ${times[h_pagein]}) u=$(median ${times[h_pull]}) f=$(median ${times[h_fsspec]:-null})
+  rd=$(median ${times[h_reader]}) rt=$(median ${times[h_readert]})
+  # pairs: each run's ratio to the pull of the same run (the machine's load moves between runs)
+  pr=$($PY -c 'import sys, statistics
+a, b = [x.split() for x in sys.argv[1:3]]
+v = [float(u) / float(p) for p, u in zip(a, b) if "null" not in (p, u)]
+print(" ".join("%.2f" % x for x in v))' "${times[h_pagein]}" "${times[h_pull]}")
+  rr=$($PY -c 'import sys, statistics
+a, b = [x.split() for x in sys.argv[1:3]]
+v = [float(u) / float(p) for p, u in zip(a, b) if "null" not in (p, u)]
+print(" ".join("%.2f" % x for x in v))' "${times[h_reader]}" "${times[h_pull]}")
+  rrt=$($PY -c 'import sys
+a, b = [x.split() for x in sys.argv[1:3]]
+v = [float(u) / float(p) for p, u in zip(a, b) if "null" not in (p, u)]
+print(" ".join("%.2f" % x for x in v))' "${times[h_readert]}" "${times[h_pull]}")
   echo "HTTP (${DELAY_MS} ms first byte, $RATE/s a connection) | seconds (median of $RUNS) | runs"
   echo "  pagein convert       | $p | ${times[h_pagein]}"
+  echo "  torch load via pagein.dcp.Reader (imports excluded) | $rd | ${times[h_reader]}"
+  echo "  the same into tensors written before (DCP_REF_TOUCH=1) | $rt | ${times[h_readert]}"
   echo "  pagein pull (same bytes, one object, -c $CONNS) | $u | ${times[h_pull]}"
   echo "  serial per-item fsspec | $f | ${times[h_fsspec]:-}"
-  echo "  convert rate / pull rate = $(ratio "$u" "$p") (target >= 0.8); fsspec / pagein = $(ratio "$f" "$p") (target >= 2.75)"
+  echo "  convert rate / pull rate = $(ratio "$u" "$p") (target >= 0.8; per run: $pr); fsspec / pagein = $(ratio "$f" "$p") (target >= 2.75)"
+  echo "  Reader load rate / pull rate = $(ratio "$u" "$rd") (per run: $rr); into written tensors $(ratio "$u" "$rt") (per run: $rrt)"
 fi
 echo "load after: $(cut -d' ' -f1-3 /proc/loadavg)"

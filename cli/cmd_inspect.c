@@ -366,8 +366,10 @@ static int inspect_main(int argc, char **argv) {
         cli_error("inspect", 0, "%s: %s", path, strerror(errno));
         return EXIT_USAGE;
     }
-    if (!pagein_is_url(path) && S_ISDIR(st.st_mode) && pagein_is_dcp_dir(path)) return inspect_dcp(path, json);
-    if (!pagein_is_url(path) && S_ISDIR(st.st_mode) && pagein_is_dcp_hf_dir(path)) return inspect_dcp_hf(path, json);
+    /* a checkpoint folder, local or a source URL (whose last part has no suffix) */
+    int folder = pagein_is_url(path) || S_ISDIR(st.st_mode);
+    if (folder && pagein_is_dcp_dir(path)) return inspect_dcp(path, json);
+    if (folder && pagein_is_dcp_hf_dir(path)) return inspect_dcp_hf(path, json);
     if (!pagein_is_url(path) && S_ISDIR(st.st_mode) && !holds_model(path)) {
         int drc = inspect_dataset(path, json, inspect_full != 0, 1);
         if (drc >= 0) return drc;

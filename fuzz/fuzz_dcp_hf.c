@@ -22,7 +22,9 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
             if (pi_dcp_hf_info_find(&in, e->name, e->name_len) != e) __builtin_trap();
             if (e->ndim > PI_DCP_MAX_NDIM || (e->ndim && !e->off)) __builtin_trap();
             if (i > 0 && e[-1].name_len == e->name_len && !memcmp(e[-1].name, e->name, e->name_len)) __builtin_trap();
-            if (i < np) p[i] = (struct pi_dcp_hf_piece){"fuzz.safetensors", PAGEIN_DTYPE_F32, e->ndim, e->off, lens};
+            if (i < np)
+                p[i] = (struct pi_dcp_hf_piece){"fuzz.safetensors", PAGEIN_DTYPE_F32, e->ndim, e->off, lens, e->shape,
+                                                e->shape_ndim};
         }
         uint64_t shape[PI_DCP_MAX_NDIM], ne;
         uint32_t nd;

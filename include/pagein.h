@@ -2220,18 +2220,29 @@ typedef struct pagein_dcp_read_stats {
 /* Reads every request in ONE run of the range engine (a torch DCP load
  * plan: coalesced, many in flight), local or remote alike. A chunk whose
  * blob header is known (cached from an earlier read, or parsed from a
- * local file's mapping) is read from the box's first to its last byte
- * only; else its whole blob is read and its header parsed (and cached).
- * All or nothing: the first error stops the run. stats may be NULL. */
+ * local file's mapping) is read as the box's bytes only (one span per run
+ * of rows contiguous in blob and destination); else its whole blob is
+ * read, once however many requests need it, and its header parsed (and
+ * cached). All or nothing: the first error stops the run. stats may be
+ * NULL. */
 PAGEIN_API int pagein_dcp_read_many(pagein_dcp *d, const pagein_dcp_request *reqs, size_t n,
                                     pagein_dcp_read_stats *stats);
+/* pagein_dcp_read_many into strided destinations: dst_strides[k] (NULL, or
+ * NULL entries: the box row-major) gives request k's destination strides
+ * in elements, one per dimension (a view of a larger tensor: a column
+ * slice of a row-major [R, C] tensor has strides {C, 1}); its len must
+ * reach the box's last element. Tensor requests only. */
+PAGEIN_API int pagein_dcp_read_many_strided(pagein_dcp *d, const pagein_dcp_request *reqs, size_t n,
+                                            const uint64_t *const *dst_strides, pagein_dcp_read_stats *stats);
 #endif /* PAGEIN_EXPERIMENTAL: torch Distributed Checkpoints */
 #ifdef PAGEIN_EXPERIMENTAL /* torch's safetensors flavour of DCP (see Stability above) */
 /*
- * torch 2.7+'s safetensors flavour of a Distributed Checkpoint: a local
- * directory (or its "sharded/" subdirectory) of safetensors files, one per
- * rank, whose "__metadata__" holds DCP_SHARDING_INFO (JSON: each tensor's
- * "saved_offsets" in the whole tensor). Whole tensors are the union of
+ * torch 2.7+'s safetensors flavour of a Distributed Checkpoint: a
+ * directory, local or a source URL (or its "sharded/" subdirectory), of
+ * safetensors files, one per rank, whose "__metadata__" holds
+ * DCP_SHARDING_INFO (JSON: each chunk's "saved_offsets" in the whole
+ * tensor; Hugging Face transformers' chunk layout also names the tensor,
+ * "fqn", and its shape, "shape"). Whole tensors are the union of
  * their chunks (shape: max(offset + size)); chunks are checked not to
  * overlap, to cover the tensor and to agree on dtype and ndim; errors name
  * the tensor and the file. Tensors are listed in name order.
@@ -2245,8 +2256,10 @@ typedef struct pagein_dcp_hf_info {
     uint64_t nbytes;
     uint32_t nchunks;
 } pagein_dcp_hf_info;
-/* 1 if path is a local directory whose (or whose "sharded/" subdirectory's)
- * first *.safetensors file carries DCP_SHARDING_INFO. */
+/* 1 if path is a directory (local, or a source URL whose last part has no
+ * suffix: listed, or torch's shard names probed where the source cannot
+ * list) whose (or whose "sharded/" subdirectory's) first *.safetensors
+ * file carries DCP_SHARDING_INFO. */
 PAGEIN_API int pagein_is_dcp_hf_dir(const char *path);
 PAGEIN_API int pagein_dcp_hf_open(pagein_dcp_hf **out, const char *dir);
 PAGEIN_API void pagein_dcp_hf_close(pagein_dcp_hf *h);
@@ -2257,9 +2270,9 @@ PAGEIN_API int pagein_dcp_hf_tensor(const pagein_dcp_hf *h, size_t i, pagein_dcp
 /* Whole tensor i, row-major, into dst (len >= its nbytes). */
 PAGEIN_API int pagein_dcp_hf_read(pagein_dcp_hf *h, size_t i, void *dst, size_t len);
 /* Consolidates into one safetensors file, or with opts->max_shard_bytes
- * Hugging Face shards plus out's ".index.json" (as pagein_dcp_convert);
- * one tensor assembled in memory at a time (a tensor stored whole is
- * written from its mapping). stats->bytes_read counts the chunks' bytes. */
+ * Hugging Face shards plus out's ".index.json" (as pagein_dcp_convert):
+ * every chunk read once in one range-engine run, one tensor assembled in
+ * memory at a time. stats->bytes_read and ->requests are the engine's. */
 PAGEIN_API int pagein_dcp_hf_convert(const char *dir, const char *out, const pagein_convert_opts *opts,
                                      pagein_dcp_convert_stats *stats);
 #endif /* PAGEIN_EXPERIMENTAL: torch's safetensors flavour of DCP */

@@ -43,7 +43,10 @@ static int populate(void) {
              /* a torch Distributed Checkpoint (s3/torch-dcp4 sorts after s3/real,
               * whose first file the TLS s3rver holds) */
              "mkdir -p $d/www/hf/org/dcp; for x in $d/www/dcp4 $d/s3/torch-dcp4 $d/www/hf/org/dcp/ckpt; do "
-             "cp -r tests/data/dcp/rank4 $x; done",
+             "cp -r tests/data/dcp/rank4 $x; done;"
+             /* and torch's safetensors flavour of one (DCP_SHARDING_INFO) */
+             "for x in $d/www/dcphf $d/s3/torch-dcphf $d/www/hf/org/dcp/hf; do "
+             "cp -r tests/data/dcp/hf/ckpt $x; done",
              dir, pt_testdata(""));
     return system(cmd) == 0 ? 0 : -1;
 }

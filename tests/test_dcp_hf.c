@@ -62,7 +62,7 @@ TEST(dcp_hf_info_parse) {
 TEST(dcp_hf_check) {
     uint64_t o0[2] = {0, 0}, o1[2] = {0, 2}, l[2] = {3, 2}, size[PI_DCP_MAX_NDIM], ne;
     uint32_t nd;
-    struct pi_dcp_hf_piece p[2] = {{"f0", PAGEIN_DTYPE_F32, 2, o0, l}, {"f1", PAGEIN_DTYPE_F32, 2, o1, l}};
+    struct pi_dcp_hf_piece p[2] = {{"f0", PAGEIN_DTYPE_F32, 2, o0, l, NULL, 0}, {"f1", PAGEIN_DTYPE_F32, 2, o1, l, NULL, 0}};
     CHECK_OK(pi_dcp_hf_check("w", p, 2, &nd, size, &ne));
     CHECK_EQ(nd, 2);
     CHECK_EQ(size[0], 3);
@@ -81,7 +81,7 @@ TEST(dcp_hf_check) {
     p[1].dtype = PAGEIN_DTYPE_F32, p[1].ndim = 1;
     CHECK_EQ(pi_dcp_hf_check("w", p, 2, &nd, size, &ne), PAGEIN_E_BAD_TENSOR_INFO);
     /* 0-d: one chunk is the tensor, two overlap */
-    struct pi_dcp_hf_piece s[2] = {{"f0", PAGEIN_DTYPE_F64, 0, o0, l}, {"f1", PAGEIN_DTYPE_F64, 0, o0, l}};
+    struct pi_dcp_hf_piece s[2] = {{"f0", PAGEIN_DTYPE_F64, 0, o0, l, NULL, 0}, {"f1", PAGEIN_DTYPE_F64, 0, o0, l, NULL, 0}};
     CHECK_OK(pi_dcp_hf_check("s", s, 1, &nd, size, &ne));
     CHECK_EQ(ne, 1);
     CHECK_EQ(pi_dcp_hf_check("s", s, 2, &nd, size, &ne), PAGEIN_E_BAD_OFFSET);
@@ -188,5 +188,49 @@ TEST(dcp_hf_malformed) {
         for (int k = 0; k < 2; k++) CHECK(strstr(pagein_last_error_detail(), bad[i].msg[k]) != NULL);
         pagein_dcp_hf_close(h);
     }
+    return PASS;
+}
+
+/* Hugging Face transformers' chunk layout (gen.py's fqn/): storage keys
+ * chunk_N, the tensor named by each entry's "fqn" and its whole shape by
+ * "shape"; several chunks of one tensor in one file. */
+TEST(dcp_hf_fqn) {
+    struct pi_dcp_hf_info in;
+    CHECK_OK(parse("{\"chunk_0\": {\"fqn\": \"w\", \"shape\": [4, 2], \"saved_offsets\": [2, 0]}}", &in));
+    CHECK_EQ(in.n, 1);
+    CHECK(in.e[0].fqn && in.e[0].fqn_len == 1 && in.e[0].fqn[0] == 'w');
+    CHECK(in.e[0].shape && in.e[0].shape_ndim == 2 && in.e[0].shape[0] == 4);
+    pi_dcp_hf_info_free(&in);
+    CHECK_EQ(parse("{\"c\": {\"fqn\": 3, \"saved_offsets\": [0]}}", &in), PAGEIN_E_BAD_TYPE);
+    pi_dcp_hf_info_free(&in);
+    CHECK_EQ(parse("{\"c\": {\"fqn\": \"a\", \"fqn\": \"b\", \"saved_offsets\": [0]}}", &in), PAGEIN_E_DUPLICATE);
+    pi_dcp_hf_info_free(&in);
+    /* a stated whole shape must be the one the chunks make */
+    uint64_t o0[2] = {0, 0}, o1[2] = {2, 0}, l[2] = {2, 2}, good[2] = {4, 2}, bad[2] = {6, 2}, sz[PI_DCP_MAX_NDIM], ne;
+    uint32_t nd;
+    struct pi_dcp_hf_piece p[2] = {{"f0", PAGEIN_DTYPE_F32, 2, o0, l, good, 2}, {"f1", PAGEIN_DTYPE_F32, 2, o1, l, good, 2}};
+    CHECK_OK(pi_dcp_hf_check("w", p, 2, &nd, sz, &ne));
+    CHECK_EQ(ne, 8);
+    p[1].shape = bad;
+    CHECK_EQ(pi_dcp_hf_check("w", p, 2, &nd, sz, &ne), PAGEIN_E_BAD_OFFSET);
+    CHECK(strstr(pagein_last_error_detail(), "'w'") && strstr(pagein_last_error_detail(), "f1"));
+    if (access(FX "fqn", F_OK) != 0) SKIP_BECAUSE("no fixture " FX "fqn (run gen.py)");
+    pagein_dcp_hf *h;
+    CHECK_OK(pagein_dcp_hf_open(&h, FX "fqn"));
+    CHECK_EQ(pagein_dcp_hf_count(h), 4);
+    pagein_dcp_hf_info ti;
+    CHECK_OK(pagein_dcp_hf_tensor(h, 3, &ti));
+    CHECK_STR(ti.name, "rows.weight");
+    CHECK_EQ(ti.nchunks, 4);
+    pagein_dcp_hf_close(h);
+    char out[512];
+    snprintf(out, sizeof out, "%s/hf_fqn.safetensors", pt_tmpdir());
+    pagein_dcp_convert_stats st;
+    CHECK_OK(pagein_dcp_hf_convert(FX "fqn", out, NULL, &st));
+    size_t a, b;
+    uint8_t *x = pt_read_file(out, &a), *y = pt_read_file(FX "expected.safetensors", &b);
+    CHECK(x && y && a == b && !memcmp(x, y, a)); /* the same tensors as the one-chunk-per-file layout */
+    free(x), free(y);
+    unlink(out);
     return PASS;
 }

@@ -168,6 +168,17 @@ def _tensor_buffer(t):
     return (ctypes.c_char * n).from_address(t.data_ptr())
 
 
+def _strided_buffer(t):
+    """A writable buffer from a CPU tensor view's first element to its last
+    (non-negative strides), and its strides in elements; None if the view
+    cannot be written through (negative strides)."""
+    import ctypes
+    if any(s < 0 for s in t.stride()):
+        return None
+    reach = 1 + sum((n - 1) * s for n, s in zip(t.size(), t.stride()))
+    return (ctypes.c_char * (reach * t.element_size())).from_address(t.data_ptr()), tuple(t.stride())
+
+
 def Reader(path):  # noqa: N802 - a class made on first use (torch's StorageReader is its base)
     """A torch DCP StorageReader over pagein: torch's planner decides what
     each rank needs; pagein reads exactly those boxes of the saved chunks."""
@@ -211,9 +222,10 @@ def Reader(path):  # noqa: N802 - a class made on first use (torch's StorageRead
         def read_data(self, plan, planner):
             """Every ReadItem of the plan in one run of pagein's range
             engine (coalesced, many in flight): tensors straight into the
-            destination's memory where it is a contiguous CPU tensor of the
-            item's dtype, else into a temporary then copied; bytes items
-            into a buffer handed to planner.load_bytes."""
+            destination's memory where it is a CPU tensor of the item's
+            dtype, a strided view included (a column slice of a whole
+            tensor), else into a temporary then copied; bytes items into a
+            buffer handed to planner.load_bytes."""
             import torch
             from torch.futures import Future
             reqs, done = [], []
@@ -231,9 +243,13 @@ def Reader(path):  # noqa: N802 - a class made on first use (torch's StorageRead
                 target = planner.resolve_tensor(req).detach()
                 assert tuple(target.size()) == count, "%s: %s vs %s" % (fqn, tuple(target.size()), count)
                 td = self.ck._torch_dtype(dtype)
-                direct = target.device.type == "cpu" and target.dtype == td and target.is_contiguous()
+                direct = target.device.type == "cpu" and target.dtype == td
+                sb = None if not direct or target.is_contiguous() or not target.numel() else _strided_buffer(target)
+                direct = direct and (target.is_contiguous() or sb is not None)
                 dst = target if direct else torch.empty(count, dtype=td)
-                if dst.numel():
+                if sb is not None:
+                    reqs.append((i, sb[0], start, count, sb[1]))
+                elif dst.numel():
                     reqs.append((i, _tensor_buffer(dst), start, count))
                 done.append((req, None, target, None if direct else dst))
             r = _pagein.dcp_read_many(self.ck._h, reqs)

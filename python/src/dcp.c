@@ -113,9 +113,10 @@ static PyObject *py_dcp_read_into(PyObject *self, PyObject *args) {
     Py_RETURN_NONE;
 }
 
-/* _pagein.dcp_read_many(h, [(index, buffer, start or None, count or None)])
- * -> (runs, spans, requests, bytes_read, bytes_needed): every request in one
- * run of the range engine (pagein_dcp_read_many). */
+/* _pagein.dcp_read_many(h, [(index, buffer, start or None, count or None
+ * [, dst_strides or None])]) -> (runs, spans, requests, bytes_read,
+ * bytes_needed): every request in one run of the range engine
+ * (pagein_dcp_read_many_strided; strides in elements, one per dimension). */
 static PyObject *py_dcp_read_many(PyObject *self, PyObject *args) {
     PyObject *cap, *lo;
     if (!PyArg_ParseTuple(args, "OO:dcp_read_many", &cap, &lo)) return NULL;
@@ -126,14 +127,15 @@ static PyObject *py_dcp_read_many(PyObject *self, PyObject *args) {
     Py_ssize_t n = PySequence_Fast_GET_SIZE(seq), got = 0;
     pagein_dcp_request *rq = PyMem_Calloc(n ? (size_t)n : 1, sizeof *rq);
     Py_buffer *bufs = PyMem_Calloc(n ? (size_t)n : 1, sizeof *bufs);
-    uint64_t *dims = PyMem_Calloc(n ? (size_t)n * 2 * 64 : 1, sizeof *dims);
-    int ok = rq && bufs && dims;
+    uint64_t *dims = PyMem_Calloc(n ? (size_t)n * 3 * 64 : 1, sizeof *dims);
+    const uint64_t **ds = PyMem_Calloc(n ? (size_t)n : 1, sizeof *ds);
+    int ok = rq && bufs && dims && ds, strided = 0;
     if (!ok) PyErr_NoMemory();
     for (Py_ssize_t k = 0; ok && k < n; k++) {
-        PyObject *so, *co;
+        PyObject *so, *co, *dso = Py_None;
         Py_ssize_t i;
         PyObject *t = PySequence_Fast_GET_ITEM(seq, k);
-        if (!PyTuple_Check(t) || !PyArg_ParseTuple(t, "nw*OO:dcp_read_many", &i, &bufs[k], &so, &co)) {
+        if (!PyTuple_Check(t) || !PyArg_ParseTuple(t, "nw*OO|O:dcp_read_many", &i, &bufs[k], &so, &co, &dso)) {
             if (!PyErr_Occurred()) PyErr_SetString(PyExc_TypeError, "dcp_read_many: (index, buffer, start, count)");
             ok = 0;
             break;
@@ -147,7 +149,7 @@ static PyObject *py_dcp_read_many(PyObject *self, PyObject *args) {
         }
         rq[k].item = (size_t)i, rq[k].dst = bufs[k].buf, rq[k].len = (size_t)bufs[k].len;
         if (so == Py_None || in.is_bytes) continue;
-        uint64_t *st = dims + (size_t)k * 128, *ct = st + 64;
+        uint64_t *st = dims + (size_t)k * 192, *ct = st + 64, *sd = st + 128;
         Py_ssize_t ns = 0, nc = 0;
         if (dims_from(so, st, 64, &ns) < 0 || dims_from(co, ct, 64, &nc) < 0) {
             ok = 0;
@@ -159,16 +161,29 @@ static PyObject *py_dcp_read_many(PyObject *self, PyObject *args) {
             break;
         }
         rq[k].start = st, rq[k].count = ct;
+        if (dso != Py_None) {
+            Py_ssize_t nd = 0;
+            if (dims_from(dso, sd, 64, &nd) < 0) {
+                ok = 0;
+                break;
+            }
+            if (nd != (Py_ssize_t)in.ndim) {
+                PyErr_Format(PyExc_ValueError, "dcp_read_many: '%s' has %u dimensions", in.name, in.ndim);
+                ok = 0;
+                break;
+            }
+            ds[k] = sd, strided = 1;
+        }
     }
     pagein_dcp_read_stats st = {0};
     int rc = 0;
     if (ok) {
         Py_BEGIN_ALLOW_THREADS
-        rc = pagein_dcp_read_many(d, rq, (size_t)n, &st);
+        rc = pagein_dcp_read_many_strided(d, rq, (size_t)n, strided ? ds : NULL, &st);
         Py_END_ALLOW_THREADS
     }
     for (Py_ssize_t k = 0; k < got; k++) PyBuffer_Release(&bufs[k]);
-    PyMem_Free(rq), PyMem_Free(bufs), PyMem_Free(dims);
+    PyMem_Free(rq), PyMem_Free(bufs), PyMem_Free(dims), PyMem_Free((void *)ds);
     Py_DECREF(seq);
     if (!ok) return NULL;
     if (rc < 0) return raise_rc(rc, NULL);

@@ -12,7 +12,8 @@
 
 void pi_dcp_hf_info_free(struct pi_dcp_hf_info *in) {
     if (!in) return;
-    for (size_t i = 0; i < in->n; i++) pi_free(in->e[i].name), pi_free(in->e[i].off);
+    for (size_t i = 0; i < in->n; i++)
+        pi_free(in->e[i].name), pi_free(in->e[i].off), pi_free(in->e[i].fqn), pi_free(in->e[i].shape);
     pi_free(in->e);
     memset(in, 0, sizeof *in);
 }
@@ -27,37 +28,51 @@ static int entry_cmp(const void *x, const void *y) {
     return name_cmp(a->name, a->name_len, b->name, b->name_len);
 }
 
-/* {"saved_offsets": [u64, ...], ...} into e. */
+/* An array of at most PI_DCP_MAX_NDIM u64 (member what of e) into *v, *n. */
+static int read_dims(struct pi_json *j, const char *file, const struct pi_dcp_hf_entry *e, const char *what,
+                     uint64_t **v, uint32_t *n) {
+    RETURN_IF(*v, PAGEIN_E_DUPLICATE, "%s: DCP_SHARDING_INFO: '%s' has %s twice", file, e->name, what);
+    int rc = pi_json_enter(j, PI_JSON_ARRAY);
+    RETURN_IF(rc < 0, rc, "%s: DCP_SHARDING_INFO: '%s': %s is not an array", file, e->name, what);
+    *v = pi_calloc(PI_DCP_MAX_NDIM, sizeof **v);
+    RETURN_IF(!*v, -ENOMEM, "out of memory");
+    while ((rc = pi_json_next(j, NULL, NULL)) > 0) {
+        RETURN_IF(*n == PI_DCP_MAX_NDIM, PAGEIN_E_LIMIT, "%s: DCP_SHARDING_INFO: '%s': %s has more than %d entries",
+                  file, e->name, what, PI_DCP_MAX_NDIM);
+        rc = pi_json_u64(j, &(*v)[*n]);
+        RETURN_IF(rc < 0, rc, "%s: DCP_SHARDING_INFO: '%s': %s entry %u is not a non-negative integer", file,
+                  e->name, what, *n);
+        (*n)++;
+    }
+    RETURN_IF(rc < 0, rc, "%s: DCP_SHARDING_INFO: '%s': bad %s", file, e->name, what);
+    return 0;
+}
+
+/* {"saved_offsets": [u64, ...], "fqn": "...", "shape": [u64, ...], ...} into e. */
 static int read_entry(struct pi_json *j, const char *file, struct pi_dcp_hf_entry *e) {
     int rc = pi_json_enter(j, PI_JSON_OBJECT);
     RETURN_IF(rc < 0, rc, "%s: DCP_SHARDING_INFO: '%s' is not an object", file, e->name);
     const char *k;
     size_t kl;
-    int have = 0;
     while ((rc = pi_json_next(j, &k, &kl)) > 0) {
         if (kl == 13 && !memcmp(k, "saved_offsets", 13)) {
-            RETURN_IF(have, PAGEIN_E_DUPLICATE, "%s: DCP_SHARDING_INFO: '%s' has saved_offsets twice", file, e->name);
-            have = 1;
-            rc = pi_json_enter(j, PI_JSON_ARRAY);
-            RETURN_IF(rc < 0, rc, "%s: DCP_SHARDING_INFO: '%s': saved_offsets is not an array", file, e->name);
-            e->off = pi_calloc(PI_DCP_MAX_NDIM, sizeof *e->off);
-            RETURN_IF(!e->off, -ENOMEM, "out of memory");
-            while ((rc = pi_json_next(j, NULL, NULL)) > 0) {
-                RETURN_IF(e->ndim == PI_DCP_MAX_NDIM, PAGEIN_E_LIMIT,
-                          "%s: DCP_SHARDING_INFO: '%s' has more than %d saved offsets", file, e->name,
-                          PI_DCP_MAX_NDIM);
-                rc = pi_json_u64(j, &e->off[e->ndim]);
-                RETURN_IF(rc < 0, rc, "%s: DCP_SHARDING_INFO: '%s': saved offset %u is not a non-negative integer",
-                          file, e->name, e->ndim);
-                e->ndim++;
-            }
-            RETURN_IF(rc < 0, rc, "%s: DCP_SHARDING_INFO: '%s': bad saved_offsets", file, e->name);
+            FORWARD_IF(read_dims(j, file, e, "saved_offsets", &e->off, &e->ndim));
+        } else if (kl == 5 && !memcmp(k, "shape", 5)) {
+            FORWARD_IF(read_dims(j, file, e, "shape", &e->shape, &e->shape_ndim));
+        } else if (kl == 3 && !memcmp(k, "fqn", 3)) {
+            const char *v;
+            size_t vl;
+            RETURN_IF(e->fqn, PAGEIN_E_DUPLICATE, "%s: DCP_SHARDING_INFO: '%s' has fqn twice", file, e->name);
+            rc = pi_json_string(j, &v, &vl);
+            RETURN_IF(rc < 0, rc, "%s: DCP_SHARDING_INFO: '%s': fqn is not a string", file, e->name);
+            RETURN_IF(!(e->fqn = pi_strndup(v, vl)), -ENOMEM, "out of memory");
+            e->fqn_len = vl;
         } else if ((rc = pi_json_skip(j)) < 0) {
             return pi_err(rc, "%s: DCP_SHARDING_INFO: '%s': bad member", file, e->name);
         }
     }
     RETURN_IF(rc < 0, rc, "%s: DCP_SHARDING_INFO: '%s': bad object", file, e->name);
-    RETURN_IF(!have, PAGEIN_E_BAD_INDEX, "%s: DCP_SHARDING_INFO: '%s' has no saved_offsets", file, e->name);
+    RETURN_IF(!e->off, PAGEIN_E_BAD_INDEX, "%s: DCP_SHARDING_INFO: '%s' has no saved_offsets", file, e->name);
     return 0;
 }
 
@@ -161,6 +176,16 @@ int pi_dcp_hf_check(const char *name, const struct pi_dcp_hf_piece *p, size_t np
                       "'%s': its chunks in %s and %s overlap", name, p[i].file, p[k].file);
     RETURN_IF(sum < total, PAGEIN_E_BAD_OFFSET, "'%s': its chunks leave a gap of %llu elements (of %llu)", name,
               (unsigned long long)(total - sum), (unsigned long long)total);
+    for (size_t i = 0; i < np; i++) { /* a stated whole shape must be the one the chunks make */
+        if (!p[i].shape) continue;
+        bool same = p[i].shape_ndim == nd;
+        for (uint32_t d = 0; same && d < nd; d++) same = p[i].shape[d] == size[d];
+        RETURN_IF(!same, PAGEIN_E_BAD_OFFSET,
+                  "'%s': DCP_SHARDING_INFO in %s gives a shape of %u dimensions that its chunks do not make "
+                  "(dimension 0: %llu, the chunks reach %llu)",
+                  name, p[i].file, p[i].shape_ndim, (unsigned long long)(p[i].shape_ndim ? p[i].shape[0] : 0),
+                  (unsigned long long)(nd ? size[0] : 0));
+    }
     *ndim = nd, *nelements = total;
     return 0;
 }

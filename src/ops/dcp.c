@@ -5,10 +5,12 @@
  * read only the chunks they overlap, non-tensor items as their bytes, and
  * consolidation into one safetensors file (docs/FORMAT-DCP.md). */
 #include "../format/dcp.h"
+#include "../internal.h"
 #include "../source/source.h"
 #include "../io/io.h"
 #include "../engine/engine.h"
 #include "convert.h"
+#include "dcp_conv.h"
 
 #include <fcntl.h>
 #include <stdio.h>
@@ -106,32 +108,38 @@ static int read_meta(pagein_dcp *d) {
     return rc < 0 ? rc : 0;
 }
 
+/* File i opened through its source (local files mapped, MADV_RANDOM). */
+static int open_one(void *ctx, size_t i) {
+    pagein_dcp *d = ctx;
+    char *p = pi_path_join(d->dir, d->m.files[i]);
+    RETURN_IF(!p, -ENOMEM, "out of memory");
+    int rc = pi_source_open(&d->f[i].src, p, 0);
+    pi_free(p);
+    FORWARD_IF(rc);
+    uint64_t size = d->f[i].src->size;
+    if (d->f[i].src->fd >= 0 && size > 0) {
+        void *m = mmap(NULL, (size_t)size, PROT_READ, MAP_SHARED, d->f[i].src->fd, 0);
+        RETURN_IF(m == MAP_FAILED, -errno, "%s/%s: mmap: %s", d->dir, d->m.files[i], strerror(errno));
+        d->f[i].map = m, d->f[i].len = (size_t)size;
+        /* reads ask for their bytes (will_need): no read-around */
+        (void)madvise(m, (size_t)size, MADV_RANDOM);
+        /* the same for the range engine's reads (pagein_dcp_read_many):
+         * no readahead past the spans asked for */
+        (void)posix_fadvise(d->f[i].src->fd, 0, 0, POSIX_FADV_RANDOM);
+    }
+    return 0;
+}
+
+/* Every file opened: remote ones at once (each open is a round trip,
+ * which one after the other would add up before the first byte). */
 static int open_files(pagein_dcp *d) {
     d->f = pi_calloc(d->m.nfiles ? d->m.nfiles : 1, sizeof *d->f);
     uint64_t *sizes = pi_calloc(d->m.nfiles ? d->m.nfiles : 1, sizeof *sizes);
     int rc = 0;
     if (!d->f || !sizes) rc = pi_err(-ENOMEM, "out of memory");
-    for (size_t i = 0; rc == 0 && i < d->m.nfiles; i++) {
-        char *p = pi_path_join(d->dir, d->m.files[i]);
-        if (!p) {
-            rc = pi_err(-ENOMEM, "out of memory");
-            break;
-        }
-        rc = pi_source_open(&d->f[i].src, p, 0);
-        pi_free(p);
-        if (rc < 0) break;
-        sizes[i] = d->f[i].src->size;
-        if (d->f[i].src->fd >= 0 && sizes[i] > 0) {
-            void *m = mmap(NULL, (size_t)sizes[i], PROT_READ, MAP_SHARED, d->f[i].src->fd, 0);
-            if (m == MAP_FAILED) rc = pi_err(-errno, "%s/%s: mmap: %s", d->dir, d->m.files[i], strerror(errno));
-            else d->f[i].map = m, d->f[i].len = (size_t)sizes[i];
-            /* reads ask for their bytes (will_need): no read-around */
-            if (m != MAP_FAILED) (void)madvise(m, (size_t)sizes[i], MADV_RANDOM);
-            /* the same for the range engine's reads (pagein_dcp_read_many):
-             * no readahead past the spans asked for */
-            (void)posix_fadvise(d->f[i].src->fd, 0, 0, POSIX_FADV_RANDOM);
-        }
-    }
+    unsigned nt = pi_source_is_remote(d->dir) ? (unsigned)PI_MIN(d->m.nfiles, 16) : 1;
+    if (rc == 0) rc = pi_parallel(nt ? nt : 1, d->m.nfiles, open_one, d);
+    for (size_t i = 0; rc == 0 && i < d->m.nfiles; i++) sizes[i] = d->f[i].src->size;
     if (rc == 0) rc = pi_dcp_meta_check_files(&d->m, d->meta_path, sizes);
     pi_free(sizes);
     return rc;
@@ -232,10 +240,29 @@ static int blob_bytes(pagein_dcp *d, const struct pi_dcp_chunk *c, const uint8_t
     return 0;
 }
 
+/* The innermost dimensions of a box [lo, hi) that one memcpy can take:
+ * dims m..nd-1 merge while each lower one steps exactly the run so far in
+ * the source (sstride, elements) and in the destination (dstride); returns
+ * m and the run's elements in *run. Source rows not stored contiguously
+ * (a strided view) merge nothing. */
+static uint32_t merge_run(uint32_t nd, const uint64_t *lo, const uint64_t *hi, const int64_t *sstride,
+                          const uint64_t *dstride, uint64_t *run) {
+    uint32_t m = nd - 1;
+    *run = hi[m] - lo[m];
+    if (sstride[m] != 1 || dstride[m] != 1) return m;
+    while (m > 0 && (uint64_t)sstride[m - 1] == *run && dstride[m - 1] == *run) {
+        *run *= hi[m - 1] - lo[m - 1];
+        m--;
+    }
+    return m;
+}
+
 /* Copies the part of chunk c inside the box [start, start + count) of the
- * tensor into dst (the box, row-major). */
+ * tensor into dst (the box, row-major): one memcpy per run of rows that
+ * are contiguous in both the blob and dst (merge_run), not per row. */
 static void copy_box(const struct pi_dcp_item *it, const struct pi_dcp_chunk *c, const struct pi_dcp_blob *b,
-                     const uint8_t *data, uint64_t base, const uint64_t *start, const uint64_t *count, uint8_t *dst) {
+                     const uint8_t *data, uint64_t base, const uint64_t *start, const uint64_t *count, uint8_t *dst,
+                     const uint64_t *dst_stride) {
     uint32_t nd = it->ndim, es = pagein_dtype_get(it->dtype)->bits / 8;
     if (nd == 0) {
         memcpy(dst, data, es);
@@ -250,7 +277,9 @@ static void copy_box(const struct pi_dcp_item *it, const struct pi_dcp_chunk *c,
     }
     dstride[nd - 1] = 1;
     for (uint32_t k = nd - 1; k-- > 0;) dstride[k] = dstride[k + 1] * count[k + 1];
-    uint64_t run = hi[nd - 1] - lo[nd - 1];
+    if (dst_stride) memcpy(dstride, dst_stride, nd * sizeof *dstride); /* a strided destination */
+    uint64_t run;
+    uint32_t m = merge_run(nd, lo, hi, b->strides, dstride, &run);
     for (;;) {
         uint64_t so = 0, doff = 0;
         for (uint32_t k = 0; k < nd; k++) {
@@ -258,13 +287,13 @@ static void copy_box(const struct pi_dcp_item *it, const struct pi_dcp_chunk *c,
             doff += (idx[k] - start[k]) * dstride[k];
         }
         so -= base; /* data holds the chunk's elements from `base` on */
-        if (b->strides[nd - 1] == 1) {
+        if (b->strides[nd - 1] == 1 && dstride[nd - 1] == 1) {
             memcpy(dst + doff * es, data + so * es, run * es);
         } else {
             for (uint64_t e = 0; e < run; e++)
-                memcpy(dst + (doff + e) * es, data + (so + e * (uint64_t)b->strides[nd - 1]) * es, es);
+                memcpy(dst + (doff + e * dstride[nd - 1]) * es, data + (so + e * (uint64_t)b->strides[nd - 1]) * es, es);
         }
-        uint32_t k = nd - 1;
+        uint32_t k = m; /* the odometer over the dims outside the run */
         while (k-- > 0) {
             if (++idx[k] < hi[k]) break;
             idx[k] = lo[k];
@@ -337,7 +366,7 @@ static int chunk_copy(void *ctx) {
     struct chunk_job *j = ctx;
     int rc = j->cached ? 0 : pi_dcp_blob_parse(j->p, (size_t)j->c->nbytes, &j->d->m, j->it, j->c, j->d->meta_path, &j->b);
     if (rc == 0 && j->dst && j->mapped) will_need(j->it, j->c, &j->b, j->p + j->b.data_off, j->start, j->count);
-    if (rc == 0 && j->dst) copy_box(j->it, j->c, &j->b, j->p + j->b.data_off, 0, j->start, j->count, j->dst);
+    if (rc == 0 && j->dst) copy_box(j->it, j->c, &j->b, j->p + j->b.data_off, 0, j->start, j->count, j->dst, NULL);
     j->returned = 1;
     return rc;
 }
@@ -475,6 +504,7 @@ int pagein_dcp_read(pagein_dcp *d, size_t i, void *dst, size_t len) {
  * pieces and is gathered first. */
 
 enum { RM_BYTES, RM_BOX, RM_BLOB, RM_ROW };
+#define RM_POOL 24
 
 struct rm_ent {
     struct pi_span sp;
@@ -485,15 +515,54 @@ struct rm_ent {
     uint64_t base; /* RM_BOX: the chunk's element at the span's first byte; RM_ROW: the row's byte offset in dst */
     uint8_t *g;    /* pieces gathered */
     uint64_t got;
+    int dup;       /* RM_BLOB or RM_BYTES of a later request for the same blob: copied from its leader's read */
 };
 
 struct rmany {
     pagein_dcp *d;
     const pagein_dcp_request *reqs;
     const uint64_t **st, **ct; /* per request: the box (NULL args made whole) */
+    const uint64_t *const *ds; /* per request: destination strides (NULL: the box row-major) */
     struct rm_ent *e;
     size_t ne, cap;
+    size_t *lead; /* engine span -> its entry in e (followers, dup, right after it) */
+    /* gather buffers kept for the next blob (the consumer is one thread):
+     * fresh memory costs a page fault per page, which on a busy machine
+     * took longer than the network did */
+    uint8_t *free_g[RM_POOL];
+    size_t free_cap[RM_POOL], nfree;
+    size_t *gcap; /* per entry: its g's capacity */
 };
+
+static uint8_t *rm_gbuf(struct rmany *r, size_t need, size_t *cap) {
+    for (size_t k = 0; k < r->nfree; k++)
+        if (r->free_cap[k] >= need) {
+            uint8_t *b = r->free_g[k];
+            *cap = r->free_cap[k];
+            r->free_g[k] = r->free_g[--r->nfree], r->free_cap[k] = r->free_cap[r->nfree];
+            return b;
+        }
+    uint8_t *b = pi_malloc(need ? need : 1);
+    *cap = b ? need : 0;
+    return b;
+}
+
+static void rm_gput(struct rmany *r, uint8_t *b, size_t cap) {
+    if (!b) return;
+    if (r->nfree == RM_POOL) { /* full: the smallest goes */
+        size_t m = 0;
+        for (size_t k = 1; k < r->nfree; k++)
+            if (r->free_cap[k] < r->free_cap[m]) m = k;
+        if (r->free_cap[m] >= cap) {
+            pi_free(b);
+            return;
+        }
+        pi_free(r->free_g[m]);
+        r->free_g[m] = b, r->free_cap[m] = cap;
+        return;
+    }
+    r->free_g[r->nfree] = b, r->free_cap[r->nfree++] = cap;
+}
 
 static struct rm_ent *rm_push(struct rmany *r) {
     if (r->ne == r->cap) {
@@ -514,48 +583,56 @@ static int rm_copy(struct rmany *r, struct rm_ent *x, const uint8_t *p) {
     if (x->kind == RM_BLOB) {
         FORWARD_IF(pi_dcp_blob_parse(p, (size_t)c->nbytes, &r->d->m, it, c, r->d->meta_path, &b));
         cache_put(r->d, q->item, x->chunk, &b);
-        copy_box(it, c, &b, p + b.data_off, 0, r->st[x->req], r->ct[x->req], q->dst);
+        copy_box(it, c, &b, p + b.data_off, 0, r->st[x->req], r->ct[x->req], q->dst, r->ds ? r->ds[x->req] : NULL);
         return 0;
     }
     RETURN_IF(!cache_get(r->d, q->item, x->chunk, &b), PAGEIN_E_INVALID, "'%s': chunk %u: header not cached",
               it->name, x->chunk);
-    copy_box(it, c, &b, p, x->base, r->st[x->req], r->ct[x->req], q->dst);
+    copy_box(it, c, &b, p, x->base, r->st[x->req], r->ct[x->req], q->dst, r->ds ? r->ds[x->req] : NULL);
     return 0;
 }
 
 static int rm_consume(void *arg, size_t s, uint64_t off, const void *data, uint64_t len) {
     struct rmany *r = arg;
-    struct rm_ent *x = &r->e[s];
+    size_t k = r->lead[s];
+    struct rm_ent *x = &r->e[k];
     uint64_t total = x->sp.len;
     if (x->kind == RM_BYTES || x->kind == RM_ROW) {
-        memcpy((uint8_t *)r->reqs[x->req].dst + (x->kind == RM_ROW ? x->base : 0) + off, data, (size_t)len);
+        for (size_t j = k; j < r->ne && (j == k || r->e[j].dup); j++) /* a bytes item asked for twice: read once */
+            memcpy((uint8_t *)r->reqs[r->e[j].req].dst + (x->kind == RM_ROW ? x->base : 0) + off, data, (size_t)len);
         return 0;
     }
     const uint8_t *p = data;
     if (off != 0 || len != total) {
-        if (!x->g && !(x->g = pi_malloc((size_t)total)))
+        if (!x->g && !(x->g = rm_gbuf(r, (size_t)total, &r->gcap[k])))
             return pi_err(-ENOMEM, "out of memory for %llu bytes", (unsigned long long)total);
         memcpy(x->g + off, data, (size_t)len);
         if ((x->got += len) < total) return 0;
         p = x->g;
     }
     int rc = rm_copy(r, x, p);
-    pi_free(x->g);
+    for (size_t j = k + 1; rc == 0 && j < r->ne && r->e[j].dup; j++) rc = rm_copy(r, &r->e[j], p); /* same blob */
+    rm_gput(r, x->g, r->gcap[k]);
     x->g = NULL;
     return rc;
 }
 
 static int rm_cmp(const void *a, const void *b) {
-    const struct pi_span *x = &((const struct rm_ent *)a)->sp, *y = &((const struct rm_ent *)b)->sp;
+    const struct rm_ent *ea = a, *eb = b;
+    const struct pi_span *x = &ea->sp, *y = &eb->sp;
     if (x->src != y->src) return x->src < y->src ? -1 : 1;
-    return x->off < y->off ? -1 : x->off > y->off;
+    if (x->off != y->off) return x->off < y->off ? -1 : 1;
+    if (x->len != y->len) return x->len < y->len ? -1 : 1;
+    return (ea->req > eb->req) - (ea->req < eb->req);
 }
 
 /* The spans of chunk j for request k's box: of a chunk whose header is
  * known (a local file's header parsed here from the mapping), the box's
- * bytes only: one span per row when the box takes part of each stored
- * row (a column split), else from its first byte to its last; else the
- * whole blob. */
+ * bytes only: one span per run of rows contiguous in both the blob and
+ * the destination (merge_run: a row split or whole chunk is one span, a
+ * column split one per row, a box of a 3-D or 4-D chunk one per run of
+ * whole rows), or from its first byte to its last for a strided view or
+ * more than RM_MAX_ROWS runs; else the whole blob. */
 #define RM_MAX_ROWS (1u << 20)
 static int rm_span(struct rmany *r, size_t k, uint32_t j) {
     pagein_dcp *d = r->d;
@@ -579,7 +656,7 @@ static int rm_span(struct rmany *r, size_t k, uint32_t j) {
     struct rm_ent *x;
     if (!known) {
         RETURN_IF(!(x = rm_push(r)), -ENOMEM, "out of memory for the plan");
-        *x = (struct rm_ent){{c->file, c->at, c->nbytes, NULL}, k, j, RM_BLOB, 0, NULL, 0};
+        *x = (struct rm_ent){{c->file, c->at, c->nbytes, NULL}, k, j, RM_BLOB, 0, NULL, 0, 0};
         return 0;
     }
     uint32_t nd = it->ndim;
@@ -590,17 +667,24 @@ static int rm_span(struct rmany *r, size_t k, uint32_t j) {
         idx[a] = lo[a];
         first += (lo[a] - c->off[a]) * (uint64_t)b.strides[a];
         last += (hi[a] - 1 - c->off[a]) * (uint64_t)b.strides[a];
-        if (a + 1 < nd) rows *= hi[a] - lo[a];
     }
-    if (nd < 2 || !b.contiguous || hi[nd - 1] - lo[nd - 1] == c->len[nd - 1] || rows > RM_MAX_ROWS) {
+    uint64_t run = 0;
+    uint32_t m = 0;
+    if (nd > 0) {
+        dstride[nd - 1] = 1;
+        for (uint32_t a = nd - 1; a-- > 0;) dstride[a] = dstride[a + 1] * count[a + 1];
+        if (r->ds && r->ds[k]) memcpy(dstride, r->ds[k], nd * sizeof *dstride);
+        m = merge_run(nd, lo, hi, b.strides, dstride, &run);
+        rows = 1;
+        for (uint32_t a = 0; a < m; a++) rows *= hi[a] - lo[a];
+        run *= es;
+    }
+    if (nd == 0 || !b.contiguous || rows > RM_MAX_ROWS || dstride[nd - 1] != 1) {
         RETURN_IF(!(x = rm_push(r)), -ENOMEM, "out of memory for the plan");
         *x = (struct rm_ent){{c->file, c->at + b.data_off + first * es, (last - first + 1) * es, NULL}, k, j, RM_BOX,
-                             first, NULL, 0};
+                             first, NULL, 0, 0};
         return 0;
     }
-    dstride[nd - 1] = 1;
-    for (uint32_t a = nd - 1; a-- > 0;) dstride[a] = dstride[a + 1] * count[a + 1];
-    uint64_t run = (hi[nd - 1] - lo[nd - 1]) * es;
     for (;;) {
         uint64_t so = 0, doff = 0;
         for (uint32_t a = 0; a < nd; a++) {
@@ -608,8 +692,8 @@ static int rm_span(struct rmany *r, size_t k, uint32_t j) {
             doff += (idx[a] - start[a]) * dstride[a];
         }
         RETURN_IF(!(x = rm_push(r)), -ENOMEM, "out of memory for the plan");
-        *x = (struct rm_ent){{c->file, c->at + b.data_off + so * es, run, NULL}, k, j, RM_ROW, doff * es, NULL, 0};
-        uint32_t a = nd - 1;
+        *x = (struct rm_ent){{c->file, c->at + b.data_off + so * es, run, NULL}, k, j, RM_ROW, doff * es, NULL, 0, 0};
+        uint32_t a = m; /* the odometer over the dims outside the run */
         while (a-- > 0) {
             if (++idx[a] < hi[a]) break;
             idx[a] = lo[a];
@@ -619,8 +703,8 @@ static int rm_span(struct rmany *r, size_t k, uint32_t j) {
 }
 
 /* Checks request q; its box's bytes into *need, the spans it makes into *ns. */
-static int rm_check(pagein_dcp *d, const pagein_dcp_request *q, size_t k, const uint64_t **st, const uint64_t **ct,
-                    uint64_t *need) {
+static int rm_check(pagein_dcp *d, const pagein_dcp_request *q, size_t k, const uint64_t *ds, const uint64_t **st,
+                    const uint64_t **ct, uint64_t *need) {
     static const uint64_t zero[PI_DCP_MAX_NDIM];
     RETURN_IF(q->item >= d->m.n, PAGEIN_E_INVALID, "pagein_dcp_read_many: request %zu: no item %zu", k, q->item);
     const struct pi_dcp_item *it = &d->m.items[q->item];
@@ -641,23 +725,40 @@ static int rm_check(pagein_dcp *d, const pagein_dcp_request *q, size_t k, const 
         n *= count[a];
     }
     *need = n * es;
-    RETURN_IF(q->len < *need, PAGEIN_E_RANGE, "'%s': the slice needs %llu bytes, the buffer has %zu", it->name,
-              (unsigned long long)*need, q->len);
+    uint64_t reach = *need; /* the destination's bytes up to the box's last element */
+    if (ds && n) {
+        uint64_t last = 0;
+        for (uint32_t a = 0; a < it->ndim; a++) {
+            uint64_t t;
+            RETURN_IF(pi_mul_overflow(count[a] - 1, ds[a], &t) || pi_add_overflow(last, t, &last), PAGEIN_E_OVERFLOW,
+                      "'%s': destination strides overflow", it->name);
+        }
+        RETURN_IF(pi_add_overflow(last, 1, &last) || pi_mul_overflow(last, es, &reach), PAGEIN_E_OVERFLOW,
+                  "'%s': destination strides overflow", it->name);
+    }
+    RETURN_IF(q->len < reach, PAGEIN_E_RANGE, "'%s': the slice needs %llu bytes, the buffer has %zu", it->name,
+              (unsigned long long)reach, q->len);
     RETURN_IF(*need && !q->dst, PAGEIN_E_INVALID, "'%s': no buffer", it->name);
     *st = start, *ct = count;
     return 0;
 }
 
 int pagein_dcp_read_many(pagein_dcp *d, const pagein_dcp_request *reqs, size_t n, pagein_dcp_read_stats *stats) {
+    return pagein_dcp_read_many_strided(d, reqs, n, NULL, stats);
+}
+
+int pagein_dcp_read_many_strided(pagein_dcp *d, const pagein_dcp_request *reqs, size_t n,
+                                 const uint64_t *const *ds, pagein_dcp_read_stats *stats) {
     pi_err_clear();
     if (stats) memset(stats, 0, sizeof *stats);
     if (!d || (n && !reqs)) return pi_err(PAGEIN_E_INVALID, "pagein_dcp_read_many: NULL argument");
-    struct rmany r = {d, reqs, pi_calloc(n ? n : 1, sizeof *r.st), pi_calloc(n ? n : 1, sizeof *r.ct), NULL, 0, 0};
+    struct rmany r = {.d = d, .reqs = reqs, .st = pi_calloc(n ? n : 1, sizeof *r.st), .ct = pi_calloc(n ? n : 1, sizeof *r.ct),
+                      .ds = ds};
     uint64_t need = 0;
     int rc = !r.st || !r.ct ? pi_err(-ENOMEM, "out of memory") : 0;
     for (size_t k = 0; rc == 0 && k < n; k++) {
         uint64_t nb = 0;
-        rc = rm_check(d, &reqs[k], k, &r.st[k], &r.ct[k], &nb);
+        rc = rm_check(d, &reqs[k], k, ds ? ds[k] : NULL, &r.st[k], &r.ct[k], &nb);
         if (rc == 0 && pi_add_overflow(need, nb, &need))
             rc = pi_err(PAGEIN_E_OVERFLOW, "pagein_dcp_read_many: too many bytes");
     }
@@ -667,7 +768,7 @@ int pagein_dcp_read_many(pagein_dcp *d, const pagein_dcp_request *reqs, size_t n
             const struct pi_dcp_chunk *c = &it->chunks[0];
             struct rm_ent *x = c->nbytes ? rm_push(&r) : NULL;
             if (c->nbytes && !x) rc = pi_err(-ENOMEM, "out of memory for the plan");
-            else if (x) *x = (struct rm_ent){{c->file, c->at, c->nbytes, NULL}, k, 0, RM_BYTES, 0, NULL, 0};
+            else if (x) *x = (struct rm_ent){{c->file, c->at, c->nbytes, NULL}, k, 0, RM_BYTES, 0, NULL, 0, 0};
             continue;
         }
         const uint64_t *start = r.st[k], *count = r.ct[k];
@@ -679,16 +780,28 @@ int pagein_dcp_read_many(pagein_dcp *d, const pagein_dcp_request *reqs, size_t n
             if (hit) rc = rm_span(&r, k, j);
         }
     }
-    size_t s = r.ne;
+    size_t s = 0;
     struct pi_span *spans = NULL;
     struct pi_source **srcs = NULL;
-    if (rc == 0 && (!(spans = pi_calloc(s ? s : 1, sizeof *spans)) ||
+    if (rc == 0 && (!(spans = pi_calloc(r.ne ? r.ne : 1, sizeof *spans)) || !(r.lead = pi_calloc(r.ne ? r.ne : 1, sizeof *r.lead)) ||
+                    !(r.gcap = pi_calloc(r.ne ? r.ne : 1, sizeof *r.gcap)) ||
                     !(srcs = pi_calloc(d->m.nfiles ? d->m.nfiles : 1, sizeof *srcs))))
-        rc = pi_err(-ENOMEM, "out of memory for %zu spans", s);
+        rc = pi_err(-ENOMEM, "out of memory for %zu spans", r.ne);
     struct pi_engine_stats est = {0};
-    if (rc == 0 && s) {
-        qsort(r.e, s, sizeof *r.e, rm_cmp);
-        for (size_t k = 0; k < s; k++) spans[k] = r.e[k].sp;
+    if (rc == 0 && r.ne) {
+        qsort(r.e, r.ne, sizeof *r.e, rm_cmp);
+        /* a whole blob (a header not known yet) or a bytes item that several
+         * requests need is read once: the later ones follow the first */
+        for (size_t k = 0; k < r.ne; k++) {
+            const struct rm_ent *x = &r.e[k], *pv = k ? &r.e[k - 1] : NULL;
+            if (pv && (x->kind == RM_BLOB || x->kind == RM_BYTES) && pv->kind == x->kind && pv->sp.src == x->sp.src &&
+                pv->sp.off == x->sp.off && pv->sp.len == x->sp.len) {
+                r.e[k].dup = 1;
+                continue;
+            }
+            r.lead[s] = k;
+            spans[s++] = x->sp;
+        }
         for (size_t f = 0; f < d->m.nfiles; f++) srcs[f] = d->f[f].src;
         /* gaps up to a page bridged: the zip headers between neighbouring
          * blobs, not the other ranks' parts of split rows */
@@ -700,22 +813,18 @@ int pagein_dcp_read_many(pagein_dcp *d, const pagein_dcp_request *reqs, size_t n
         stats->runs = s > 0, stats->spans = s, stats->requests = est.requests;
         stats->bytes_read = est.bytes, stats->bytes_needed = need;
     }
-    pi_free(r.st), pi_free(r.ct), pi_free(r.e), pi_free(spans), pi_free(srcs);
+    for (size_t k = 0; k < r.nfree; k++) pi_free(r.free_g[k]);
+    pi_free(r.st), pi_free(r.ct), pi_free(r.e), pi_free(r.lead), pi_free(r.gcap), pi_free(spans), pi_free(srcs);
     return rc;
 }
 
 /* ---- consolidation into safetensors, through the range engine ------------
  *
- * Every blob of every tensor is one span of one engine run (coalesced,
- * many requests in flight, a bounded ring of buffers): the engine's
- * consumer (a thread of ours) parses each blob's header once, copies the
- * chunk into its tensor's buffer and, when a tensor is whole, hands it to
- * the writer, which runs on the caller's thread and asks for the bytes in
- * its own order; the plan is made in that order. While the writer copies
- * one tensor out, the engine keeps reading into its ring (double
- * buffering). Memory: the tensor being written, the one blob being
- * gathered when it spans several requests, one spare buffer (reused, so
- * that each tensor does not fault in fresh pages), and the ring. */
+ * Every blob of every tensor is one span of one engine run (ops/dcp_conv.c:
+ * coalesced, many requests in flight, a bounded ring, double-buffered
+ * against the writer); the piece function below parses each blob's header
+ * once and copies its chunk into the tensor, or hands a tensor stored in
+ * one row-major chunk over as its blob. */
 
 struct cv_t {
     const struct pi_dcp_item *it;
@@ -726,35 +835,9 @@ struct cv_t {
 
 struct conv {
     pagein_dcp *d;
-    struct cv_t *t; /* in the writer's order */
-    size_t nt;
-    size_t *span_t; /* span -> position in t */
-    uint32_t *span_c; /* span -> chunk index */
-    const struct pi_span *spans;
-    /* the engine's consumer */
-    uint8_t *blob; /* a blob gathered over several pieces */
-    uint8_t *tbuf; /* the tensor being assembled */
-    size_t filled; /* spans of the current tensor done */
-    /* the hand-off */
-    pthread_mutex_t mu;
-    pthread_cond_t cv;
-    long ready; /* position in t of the tensor held for the writer, -1 none */
-    uint8_t *ready_buf;
-    /* buffers kept for the next tensor or blob (fresh memory costs a page
-     * fault per page): at most two, each with its capacity */
-    uint8_t *pool[2];
-    size_t pool_cap[2];
-    size_t ready_cap, blob_cap, tbuf_cap;
-    const uint8_t *ready_data;
-    int done, prod_rc;
-    char prod_err[1024];
-    _Atomic int cancel;
-    struct pi_engine_stats est;
-};
-
-struct cv_fill {
-    struct conv *c;
-    size_t pos;
+    const struct cv_t *t; /* in the writer's order */
+    const size_t *span_t;   /* span -> position in t */
+    const uint32_t *span_c; /* span -> chunk index */
 };
 
 /* The writer's order within a file (safetensors_write.c): dtype by the
@@ -766,152 +849,25 @@ static int wr_cmp(const void *a, const void *b) {
     return strcmp(x->name, y->name);
 }
 
-/* A buffer of at least need bytes from the pool (the biggest one, grown
- * when too small), its capacity in *cap; under c->mu or on one thread. */
-static uint8_t *pool_get(struct conv *c, size_t need, size_t *cap) {
-    if (!need) need = 1;
-    int k = c->pool_cap[1] > c->pool_cap[0];
-    uint8_t *b = c->pool[k];
-    size_t have = c->pool_cap[k];
-    c->pool[k] = NULL, c->pool_cap[k] = 0;
-    if (b && have >= need) {
-        *cap = have;
-        return b;
-    }
-    pi_free(b);
-    b = pi_malloc(need);
-    *cap = b ? need : 0;
-    return b;
-}
-
-/* Gives b back to the pool (the smaller one is freed when both are held). */
-static void pool_put(struct conv *c, uint8_t *b, size_t cap) {
-    if (!b) return;
-    int k = c->pool[0] == NULL ? 0 : c->pool[1] == NULL ? 1 : (c->pool_cap[0] < c->pool_cap[1] ? 0 : 1);
-    if (c->pool[k]) {
-        if (c->pool_cap[k] >= cap) {
-            pi_free(b);
-            return;
-        }
-        pi_free(c->pool[k]);
-    }
-    c->pool[k] = b, c->pool_cap[k] = cap;
-}
-
-/* Hands tensor pos (its bytes at data; buf, of capacity cap, goes back to
- * the pool when written; may be NULL) to the writer and waits until the
- * writer took it. */
-static int hand_off(struct conv *c, size_t pos, uint8_t *buf, size_t cap, const uint8_t *data) {
-    pthread_mutex_lock(&c->mu);
-    c->ready = (long)pos, c->ready_buf = buf, c->ready_cap = cap, c->ready_data = data;
-    pthread_cond_broadcast(&c->cv);
-    while (c->ready >= 0 && !c->cancel) pthread_cond_wait(&c->cv, &c->mu);
-    int cancelled = c->ready >= 0;
-    pthread_mutex_unlock(&c->mu);
-    return cancelled ? pi_err(PAGEIN_E_CANCELLED, "the writer stopped") : 0;
-}
-
-/* One whole blob: parsed once, its chunk copied into the tensor; the
- * tensor handed off after its last blob. blob_owned: p is c->blob. */
-static int cv_blob(struct conv *c, size_t span, const uint8_t *p, int blob_owned) {
+/* One whole blob: parsed once, its chunk copied into the tensor (or, when
+ * whole_ok and stored row-major, the blob is the tensor). */
+static int cv_piece(void *arg, struct pi_dcpc *g, size_t span, const uint8_t *p, int whole_ok, const uint8_t **data) {
+    struct conv *c = arg;
     pagein_dcp *d = c->d;
-    size_t pos = c->span_t[span];
-    const struct cv_t *t = &c->t[pos];
+    const struct cv_t *t = &c->t[c->span_t[span]];
     const struct pi_dcp_item *it = &d->m.items[t->item];
     const struct pi_dcp_chunk *ch = &it->chunks[c->span_c[span]];
     struct pi_dcp_blob b;
     FORWARD_IF(pi_dcp_blob_parse(p, (size_t)ch->nbytes, &d->m, it, ch, d->meta_path, &b));
+    if (whole_ok && b.contiguous) {
+        *data = p + b.data_off;
+        return 0;
+    }
+    uint8_t *tb = pi_dcpc_tbuf(g);
+    if (!tb) return -ENOMEM;
     uint64_t zero[PI_DCP_MAX_NDIM] = {0};
-    if (t->s1 - t->s0 == 1 && b.contiguous && blob_owned && c->filled == 0 && !c->tbuf) {
-        /* one chunk, stored row-major: the blob is the tensor (no copy) */
-        c->blob = NULL;
-        return hand_off(c, pos, (uint8_t *)p, c->blob_cap, p + b.data_off);
-    }
-    if (!c->tbuf) {
-        pthread_mutex_lock(&c->mu);
-        c->tbuf = pool_get(c, (size_t)t->nbytes, &c->tbuf_cap);
-        pthread_mutex_unlock(&c->mu);
-        RETURN_IF(!c->tbuf, -ENOMEM, "out of memory for '%s' (%llu bytes)", it->name, (unsigned long long)t->nbytes);
-    }
-    copy_box(it, ch, &b, p + b.data_off, 0, zero, it->size, c->tbuf);
-    if (++c->filled < t->s1 - t->s0) return 0;
-    uint8_t *tb = c->tbuf;
-    c->tbuf = NULL, c->filled = 0;
-    return hand_off(c, pos, tb, c->tbuf_cap, tb);
-}
-
-static int cv_consume(void *arg, size_t span, uint64_t off, const void *data, uint64_t len) {
-    struct conv *c = arg;
-    if (c->cancel) return pi_err(PAGEIN_E_CANCELLED, "the writer stopped");
-    uint64_t total = c->spans[span].len;
-    if (off == 0 && len == total && c->t[c->span_t[span]].s1 - c->t[c->span_t[span]].s0 > 1)
-        return cv_blob(c, span, data, 0); /* whole in one piece: parsed in the ring */
-    if (off == 0) {
-        pthread_mutex_lock(&c->mu);
-        pool_put(c, c->blob, c->blob_cap);
-        c->blob = pool_get(c, (size_t)total, &c->blob_cap);
-        pthread_mutex_unlock(&c->mu);
-        RETURN_IF(!c->blob, -ENOMEM, "out of memory for a blob of %llu bytes", (unsigned long long)total);
-    }
-    RETURN_IF(!c->blob, PAGEIN_E_INVALID, "engine: a piece before its span's start");
-    memcpy(c->blob + off, data, (size_t)len);
-    if (off + len < total) return 0;
-    uint8_t *b = c->blob;
-    int rc = cv_blob(c, span, b, 1);
-    if (c->blob == b) { /* not handed off as the tensor: kept for the next */
-        pthread_mutex_lock(&c->mu);
-        pool_put(c, c->blob, c->blob_cap);
-        pthread_mutex_unlock(&c->mu);
-        c->blob = NULL;
-    }
-    return rc;
-}
-
-/* The writer's fill: waits for its tensor, copies, frees it after the last byte. */
-static int cv_fill(void *ctx, void *dst, uint64_t off, size_t len) {
-    struct cv_fill *f = ctx;
-    struct conv *c = f->c;
-    pthread_mutex_lock(&c->mu);
-    while (c->ready != (long)f->pos && !c->done) pthread_cond_wait(&c->cv, &c->mu);
-    int rc = 0;
-    if (c->ready != (long)f->pos) {
-        rc = c->prod_rc < 0 ? pi_err(c->prod_rc, "%s", c->prod_err)
-                            : pi_err(PAGEIN_E_INVALID, "'%s': not produced", c->d->m.items[c->t[f->pos].item].name);
-    } else {
-        memcpy(dst, c->ready_data + off, len);
-        if (off + len >= c->t[f->pos].nbytes) {
-            pool_put(c, c->ready_buf, c->ready_cap);
-            c->ready = -1, c->ready_buf = NULL, c->ready_data = NULL;
-            pthread_cond_broadcast(&c->cv);
-        }
-    }
-    pthread_mutex_unlock(&c->mu);
-    return rc;
-}
-
-struct cv_run {
-    struct conv *c;
-    struct pi_source **srcs;
-    size_t nsrc, nspans;
-};
-
-static void *cv_producer(void *arg) {
-    struct cv_run *r = arg;
-    struct conv *c = r->c;
-    /* no gap bridged: the plan follows the writer's order, not the files', so a
-     * bridge would read blobs that later requests read again (adjacent
-     * blobs still coalesce) */
-    struct pi_engine_opts o = {.deliver = PI_DELIVER_STREAM, .max_gap = 0, .in_order = 1,
-                               .consume = cv_consume, .arg = c, .cancel = &c->cancel};
-    int rc = pi_engine_run(r->srcs, r->nsrc, c->spans, r->nspans, &o, &c->est);
-    pi_free(c->blob), pi_free(c->tbuf);
-    c->blob = c->tbuf = NULL;
-    pthread_mutex_lock(&c->mu);
-    c->done = 1, c->prod_rc = rc;
-    if (rc < 0) snprintf(c->prod_err, sizeof c->prod_err, "%s", pagein_last_error_detail());
-    pthread_cond_broadcast(&c->cv);
-    pthread_mutex_unlock(&c->mu);
-    return NULL;
+    copy_box(it, ch, &b, p + b.data_off, 0, zero, it->size, tb, NULL);
+    return 0;
 }
 
 /* Shards in state-dict order: a new one when the next tensor would
@@ -933,7 +889,7 @@ struct cv_state {
     uint32_t *shard;       /* per sd */
     size_t *ord;
     pagein_write_tensor *w;
-    struct cv_fill *fills; /* per sd */
+    size_t *pos; /* per sd: its position in t */
     struct pi_span *spans;
     size_t *span_t;
     uint32_t *span_c;
@@ -941,7 +897,7 @@ struct cv_state {
 };
 
 static void cv_state_free(struct cv_state *s) {
-    pi_free(s->sd), pi_free(s->t), pi_free(s->shard), pi_free(s->ord), pi_free(s->w), pi_free(s->fills);
+    pi_free(s->sd), pi_free(s->t), pi_free(s->shard), pi_free(s->ord), pi_free(s->w), pi_free(s->pos);
     pi_free(s->spans), pi_free(s->span_t), pi_free(s->span_c), pi_free(s->srcs);
 }
 
@@ -953,12 +909,12 @@ static int cv_prepare(pagein_dcp *d, uint64_t max_shard, struct cv_state *s, siz
         if (!d->m.items[i].is_bytes) nt++, nchunks += d->m.items[i].nchunks;
     size_t a = nt ? nt : 1;
     s->sd = pi_calloc(a, sizeof *s->sd), s->t = pi_calloc(a, sizeof *s->t), s->shard = pi_calloc(a, sizeof *s->shard);
-    s->ord = pi_calloc(a, sizeof *s->ord), s->w = pi_calloc(a, sizeof *s->w), s->fills = pi_calloc(a, sizeof *s->fills);
+    s->ord = pi_calloc(a, sizeof *s->ord), s->w = pi_calloc(a, sizeof *s->w), s->pos = pi_calloc(a, sizeof *s->pos);
     s->spans = pi_calloc(nchunks ? nchunks : 1, sizeof *s->spans);
     s->span_t = pi_calloc(nchunks ? nchunks : 1, sizeof *s->span_t);
     s->span_c = pi_calloc(nchunks ? nchunks : 1, sizeof *s->span_c);
     s->srcs = pi_calloc(d->m.nfiles ? d->m.nfiles : 1, sizeof *s->srcs);
-    RETURN_IF(!s->sd || !s->t || !s->shard || !s->ord || !s->w || !s->fills || !s->spans || !s->span_t || !s->span_c ||
+    RETURN_IF(!s->sd || !s->t || !s->shard || !s->ord || !s->w || !s->pos || !s->spans || !s->span_t || !s->span_c ||
                   !s->srcs,
               -ENOMEM, "out of memory");
     for (size_t f = 0; f < d->m.nfiles; f++) s->srcs[f] = d->f[f].src;
@@ -1017,58 +973,41 @@ int pagein_dcp_convert(const char *dir, const char *out, const pagein_convert_op
     pagein_dcp *d;
     FORWARD_IF(pagein_dcp_open(&d, dir));
     struct cv_state s = {0};
-    struct conv c = {.d = d, .ready = -1};
     size_t nt = 0, ns = 0;
     uint32_t nshards = 1;
     uint64_t total = 0, bound = 0;
+    struct pi_engine_stats est = {0};
+    struct pi_dcpc_tensor *gt = NULL;
     int rc = cv_prepare(d, o.max_shard_bytes, &s, &nt, &nshards, &ns, &total, &bound);
+    if (rc == 0 && !(gt = pi_calloc(nt ? nt : 1, sizeof *gt))) rc = pi_err(-ENOMEM, "out of memory");
     if (rc < 0) goto out;
     /* the writer's records in state-dict order, each filled from its position in t */
     for (size_t q = 0; q < nt; q++) {
         size_t k = 0;
         while (s.sd[k].item != s.t[q].item) k++; /* nt^2 / 2 compares at most */
         const struct pi_dcp_item *it = &d->m.items[s.t[q].item];
-        s.fills[k] = (struct cv_fill){&c, q};
-        s.w[k] = (pagein_write_tensor){it->name, it->dtype, it->ndim, it->size, NULL, cv_fill, &s.fills[k]};
+        s.pos[k] = q;
+        s.w[k] = (pagein_write_tensor){it->name, it->dtype, it->ndim, it->size, NULL, NULL, NULL};
+        gt[q] = (struct pi_dcpc_tensor){it->name, s.t[q].nbytes, s.t[q].s0, s.t[q].s1};
     }
-    c.t = s.t, c.nt = nt, c.spans = s.spans, c.span_t = s.span_t, c.span_c = s.span_c;
-    pthread_mutex_init(&c.mu, NULL);
-    pthread_cond_init(&c.cv, NULL);
-    struct cv_run run = {&c, s.srcs, d->m.nfiles, ns};
-    pthread_t tid;
-    int started = 0;
-    if (ns == 0) c.done = 1;
-    else if (pthread_create(&tid, NULL, cv_producer, &run) != 0) rc = pi_err(-EAGAIN, "cannot start the reader thread");
-    else started = 1;
-    if (rc == 0) {
-        const char *mk[1] = {"format"}, *mv[1] = {"pt"};
-        pagein_write_opts wo = PAGEIN_WRITE_OPTS_INIT;
-        wo.align = o.align, wo.meta_keys = mk, wo.meta_values = mv, wo.n_meta = 1;
-        rc = pi_convert_write_set(out, s.w, nt, s.ord, s.shard, nshards, &wo, total, bound, o.max_output_bytes);
-    }
-    if (started) {
-        pthread_mutex_lock(&c.mu);
-        c.cancel = 1;
-        pthread_cond_broadcast(&c.cv);
-        pthread_mutex_unlock(&c.mu);
-        pthread_join(tid, NULL);
-        pi_free(c.ready_buf);
-        pi_free(c.pool[0]), pi_free(c.pool[1]);
-        if (rc == 0 && c.prod_rc < 0) rc = pi_err(c.prod_rc, "%s", c.prod_err);
-    }
-    pthread_mutex_destroy(&c.mu);
-    pthread_cond_destroy(&c.cv);
+    struct conv c = {d, s.t, s.span_t, s.span_c};
+    struct pi_dcpc_plan plan = {s.srcs, d->m.nfiles, s.spans, ns, s.span_t, gt, nt, cv_piece, &c};
+    const char *mk[1] = {"format"}, *mv[1] = {"pt"};
+    pagein_write_opts wo = PAGEIN_WRITE_OPTS_INIT;
+    wo.align = o.align, wo.meta_keys = mk, wo.meta_values = mv, wo.n_meta = 1;
+    rc = pi_dcpc_convert(&plan, out, s.w, s.pos, s.ord, s.shard, nshards, &wo, total, bound, o.max_output_bytes, &est);
     if (rc == 0 && stats) {
         memset(stats, 0, sizeof *stats);
         stats->tensors = nt;
         stats->tensor_bytes = total;
         stats->skipped_items = d->m.n - nt;
         stats->shards = nshards;
-        stats->bytes_read = c.est.bytes;
-        stats->requests = c.est.requests;
+        stats->bytes_read = est.bytes;
+        stats->requests = est.requests;
         stats->spans = ns;
     }
 out:
+    pi_free(gt);
     cv_state_free(&s);
     pagein_dcp_close(d);
     return rc;

@@ -5,6 +5,7 @@ save_state_dict + FileSystemWriter), for pagein's tests. Regenerate with
 
     /usr/bin/python3 tests/data/dcp/gen.py tests/data/dcp
     /usr/bin/python3 tests/data/dcp/gen.py --derived tests/data/dcp   (v2/ and bad/ only)
+    /usr/bin/python3 tests/data/dcp/gen.py --nd tests/data/dcp        (nd/ only)
 
 (a few seconds, most of it importing torch and starting gloo ranks). The
 import goes through python/pagein/_dcpcompat.py (docs/PYTHON.md: torch 1.13's
@@ -32,6 +33,9 @@ Checkpoints (directories under OUTDIR):
   rank2/   2 gloo ranks, one file per item (single_file_per_rank=False):
              rows.weight f32 [8, 4] by rows (4,4), cols.weight bf16 [4, 8] by
              columns (4,4), bias f16 [4] replicated, epoch (non-tensor 3)
+  nd/      2 gloo ranks, chunks of more than 2 dimensions: cube f32 [4, 6, 5]
+           split along dim 1 (3,3), conv.weight bf16 [4, 2, 3, 3] along dim 0
+           (2,2), hyper f16 [2, 3, 4, 6] along dim 2 (2,2)
   v2/      rank4's files with its .metadata re-pickled under torch 2.x's
            module names and fields (torch/distributed/checkpoint/metadata.py
            and filesystem.py: Metadata.storage_meta and .version,
@@ -74,20 +78,21 @@ def known(shape, dtype):
 
 
 def sharded(spec_kind, shape, dtype, world, rank, split=None):
-    """A ShardedTensor of the known values: split along dim 0 or 1 into chunks
-    of `split` (ChunkShardingSpec semantics), or 2D blocks."""
+    """A ShardedTensor of the known values: split along dim 0 or 1 ("rows",
+    "cols") or along dimension spec_kind (an int) into chunks of `split`
+    (ChunkShardingSpec semantics), or 2D blocks."""
     from torch.distributed._shard.sharded_tensor import ShardedTensor, Shard
     from torch.distributed._shard.sharding_spec import ShardMetadata
     full = known(shape, dtype)
     mds = []
-    if spec_kind in ("rows", "cols"):
-        dim = 0 if spec_kind == "rows" else 1
+    if spec_kind in ("rows", "cols") or isinstance(spec_kind, int):
+        dim = spec_kind if isinstance(spec_kind, int) else 0 if spec_kind == "rows" else 1
         off = 0
         for r in range(world):
             n = min(split, shape[dim] - off)
             if n <= 0:
                 break
-            offs, sizes = [0, 0], list(shape)
+            offs, sizes = [0] * len(shape), list(shape)
             offs[dim], sizes[dim] = off, n
             mds.append(ShardMetadata(offs, sizes, "rank:%d/cpu" % r))
             off += n
@@ -123,6 +128,13 @@ def run(rank, world, port, out, layout):
             "transposed": torch.arange(15, dtype=torch.float32).reshape(3, 5).t(),
             "step": 7,
             "config": {"lr": 0.5, "name": "tiny"},
+        }
+        writer = dcp.FileSystemWriter(out, single_file_per_rank=True, sync_files=False)
+    elif layout == "nd":
+        sd = {
+            "cube": sharded(1, [4, 6, 5], torch.float32, world, rank, 3),
+            "conv.weight": sharded(0, [4, 2, 3, 3], torch.bfloat16, world, rank, 2),
+            "hyper": sharded(2, [2, 3, 4, 6], torch.float16, world, rank, 2),
         }
         writer = dcp.FileSystemWriter(out, single_file_per_rank=True, sync_files=False)
     else:
@@ -308,7 +320,10 @@ def main():
         write_bad(top)
         write_v2(top)
         return
-    for layout, world in (("rank4", 4), ("rank2", 2)):
+    layouts = (("rank4", 4), ("rank2", 2), ("nd", 2))
+    if "--nd" in sys.argv:  # only nd/ (added later; the others unchanged)
+        layouts = (("nd", 2),)
+    for layout, world in layouts:
         out = os.path.join(top, layout)
         os.makedirs(out, exist_ok=True)
         for f in os.listdir(out):

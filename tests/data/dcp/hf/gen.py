@@ -42,6 +42,13 @@ Element k (row-major, in the whole tensor) of every tensor is
 OUTDIR/expected.safetensors holds the full tensors, reconstructed here in
 plain Python from the same values (not from the shards).
 
+OUTDIR/fqn/: the same tensors in Hugging Face transformers' chunk layout
+(its DCP storage writer that keeps several chunks of a parameter in one
+file, metadata "transformers_dcp_chunk_version": "1"): two files, each
+holding two ranks' chunks under the keys chunk_0, chunk_1, ..., their
+DCP_SHARDING_INFO entries naming the tensor ("fqn") and its whole shape
+("shape") beside "saved_offsets"; it consolidates to expected.safetensors.
+
 Malformed variants, each a copy of ckpt/ with one file changed
 (OUTDIR/bad_*/): overlap (two chunks share rows), gap (a rank's chunk
 missing: rows 4-5 uncovered), dtype (one chunk of cols.weight in F32),
@@ -138,6 +145,25 @@ def rank_files():
     return out
 
 
+def fqn_files():
+    """Two files in transformers' chunk layout: ranks 0-1 and 2-3 each."""
+    out = {}
+    for f in range(2):
+        tensors, info, k = {}, {}, 0
+        for name, (dt, shape, chunks) in TENSORS.items():
+            vals = full_values(shape)
+            for (rk, off, size) in chunks:
+                if rk // 2 != f:
+                    continue
+                key = "chunk_%d" % k
+                k += 1
+                tensors[key] = (dt, size, enc(dt, [vals[i] for i in box(shape, off, size)]))
+                info[key] = {"fqn": name, "shape": shape, "saved_offsets": off}
+        m = {"format": "pt", "transformers_dcp_chunk_version": "1", "DCP_SHARDING_INFO": json.dumps(info)}
+        out[shard_name(f)] = (tensors, m)
+    return out
+
+
 def meta(info):
     return {"DCP_SHARDING_INFO": json.dumps(info), "DCP_VERSION": "1.0", "format": "pt"}
 
@@ -159,6 +185,8 @@ def main():
     full = {n: (dt, shape, enc(dt, full_values(shape))) for n, (dt, shape, _) in TENSORS.items()}
     with open(os.path.join(outdir, "expected.safetensors"), "wb") as f:
         f.write(st_bytes(full, {"format": "pt"}))
+
+    write_dir(os.path.join(outdir, "fqn"), fqn_files())
 
     r0, r1, r2 = shard_name(0), shard_name(1), shard_name(2)
 
