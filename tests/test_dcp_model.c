@@ -243,3 +243,39 @@ TEST(dcp_model_truncated_after_open) {
     pagein_model_close(m);
     return PASS;
 }
+
+/* Each rank's file holds bytes of several tensors though its own table is
+ * empty: the model says which and how many bytes (plan, resident, hash). */
+TEST(dcp_model_file_tensors) {
+    pagein_model_opts o = PAGEIN_MODEL_OPTS_INIT;
+    o.strategy = PAGEIN_STRATEGY_LAZY;
+    pagein_model *m = NULL;
+    CHECK_OK(pagein_model_open(&m, FX "rank4", &o));
+    if (!m) return FAIL;
+    uint64_t b = 0, sum = 0;
+    CHECK_EQ(pagein_model_file_tensors(m, 0, &b), 11);
+    CHECK_EQ(b, 1127);
+    sum += b;
+    for (size_t f = 1; f < 4; f++) {
+        CHECK_EQ(pagein_model_file_tensors(m, f, &b), 3);
+        sum += b;
+    }
+    CHECK_EQ(pagein_model_file_tensors(m, 4, &b), 0);
+    CHECK_EQ(b, 0);
+    /* an assembled tensor's residency is the sum of its parts in each file */
+    const pagein_tensor *t = pagein_model_tensor_get(m, "rows.weight");
+    CHECK(t && (t->flags & PAGEIN_TENSOR_ASSEMBLED));
+    pagein_residency whole, part, acc = {0, 0, 0, 0};
+    CHECK_OK(pagein_model_tensor_residency(m, t, &whole));
+    for (size_t f = 0; f < 4; f++) {
+        CHECK_OK(pagein_model_tensor_file_residency(m, t, f, &part));
+        CHECK(part.bytes > 0);
+        pagein_residency_add(&acc, &part);
+    }
+    CHECK_EQ(acc.bytes, whole.bytes);
+    CHECK_EQ(acc.bytes, t->nbytes);
+    CHECK_OK(pagein_model_tensor_file_residency(m, t, 9, &part));
+    CHECK_EQ(part.bytes, 0);
+    pagein_model_close(m);
+    return PASS;
+}
