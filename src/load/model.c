@@ -66,15 +66,10 @@ static int read_small(const char *path, uint8_t **out, size_t *len, const struct
             goto done;
         }
     }
-    buf = pi_malloc((size_t)src->size + 1);
-    if (!buf) {
-        rc = pi_err(-ENOMEM, "%s: out of memory", path);
-        goto out;
-    }
-    if ((rc = pi_source_read(src, buf, src->size, 0)) < 0) goto out;
+    if ((rc = pi_source_read_all(src, path, &buf)) < 0) goto out;
     if (ok) pi_meta_put(key, src->identity, src->size, PAGEIN_FORMAT_UNKNOWN, buf, (size_t)src->size);
 done:
-    buf[src->size] = 0;
+    buf[src->size] = 0; /* read_all's NUL; the cached header's realloc'd byte */
     *out = buf;
     *len = (size_t)src->size;
     buf = NULL;
