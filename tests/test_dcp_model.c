@@ -6,6 +6,7 @@
  * against gen.py's values), slices read only the chunks they overlap, and
  * the malformed variants are refused naming the key and the file. */
 #include "test.h"
+#include "remote_util.h"
 
 #include <stdlib.h>
 #include <unistd.h>
@@ -320,5 +321,32 @@ TEST(dcp_model_gpu_host_staging) {
             pagein_gpu_load_free(l);
             pagein_model_close(m);
         }
+    return PASS;
+}
+
+/* A checkpoint behind a URL prefix is found (its .metadata, by listing or
+ * by probing the name) and refused as a model with the reason, naming the
+ * file (was "no model file"): its blobs' headers are not read remotely
+ * yet; pagein convert and pagein.dcp read it. */
+TEST(remote_dcp_model_refused) {
+#ifndef PAGEIN_HAVE_CURL
+    SKIP_BECAUSE("built without libcurl (Debian libcurl4-openssl-dev; mk/remote.mk)");
+#else
+    RT_NEED_SERVERS();
+    setenv("PAGEIN_HTTP_RETRIES", "0", 1);
+    const char *urls[] = {rt_url("HTTP", "/files/dcp4/"), rt_url("HTTP", "/files/dcp4/.metadata")};
+    for (size_t i = 0; i < 2; i++) {
+        char u[512];
+        snprintf(u, sizeof u, "%s", urls[i]);
+        pagein_model_opts o = PAGEIN_MODEL_OPTS_INIT;
+        pagein_model *m = NULL;
+        int rc = pagein_model_open(&m, u, &o);
+        CHECK_EQ(rc, PAGEIN_E_UNSUPPORTED);
+        CHECK(strstr(pagein_last_error_detail(), "not opened as a model") != NULL);
+        CHECK(strstr(pagein_last_error_detail(), "__0_0.distcp") != NULL);
+        if (rc != PAGEIN_E_UNSUPPORTED) printf("    %s: %d %s\n", u, rc, pagein_last_error_detail());
+        pagein_model_close(m);
+    }
+#endif
     return PASS;
 }

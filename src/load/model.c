@@ -174,7 +174,13 @@ static int resolve(const char *path, struct target *t) {
         if (rc <= 0) return rc;
     }
     if (pi_source_is_remote(path)) {
-        /* a URL names one object: what it is follows from its name */
+        /* a URL names one object: what it is follows from its name; a
+         * directory format's marker (DCP's .metadata) names its prefix */
+        if ((t->row = marker_format(path))) {
+            t->kind = K_DIRFMT;
+            t->path = dir_of(path);
+            return t->path ? 0 : pi_err(-ENOMEM, "out of memory");
+        }
     } else if (stat(path, &s) < 0) {
         return pi_err(-errno, "%s: %s", path, strerror(errno));
     } else if (S_ISDIR(s.st_mode)) {
