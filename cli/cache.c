@@ -835,7 +835,14 @@ static int take_snap(const struct opts *o, const struct target *t, struct snap *
         if (!s->tensor || !s->file || !s->whole) return -ENOMEM;
         for (size_t i = 0; i < t->nsel && rc == 0; i++) {
             rc = pagein_model_tensor_residency(t->m, t->sel[i], &s->tensor[i]);
-            if (rc == 0 && t->sel[i]->file < s->nfiles) pagein_residency_add(&s->file[t->sel[i]->file], &s->tensor[i]);
+            if (rc == 0 && (t->sel[i]->flags & PAGEIN_TENSOR_ASSEMBLED)) /* pieces in several files */
+                for (size_t f = 0; f < s->nfiles && rc == 0; f++) {
+                    pagein_residency part;
+                    rc = pagein_model_tensor_file_residency(t->m, t->sel[i], f, &part);
+                    if (rc == 0) pagein_residency_add(&s->file[f], &part);
+                }
+            else if (rc == 0 && t->sel[i]->file < s->nfiles)
+                pagein_residency_add(&s->file[t->sel[i]->file], &s->tensor[i]);
             if (rc == 0) pagein_residency_add(&s->total, &s->tensor[i]);
         }
         for (size_t f = 0; f < s->nfiles && rc == 0; f++) {

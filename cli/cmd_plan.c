@@ -114,8 +114,10 @@ static int plan_main(int argc, char **argv) {
             printf("%s{\"path\": ", i ? ", " : "");
             pagein_url_redact(fi.path, fshown, sizeof fshown);
             cli_json_str(stdout, fshown, strlen(fshown));
-            printf(", \"bytes\": %llu, \"tensors\": %zu, \"format\": \"%s\"}", (unsigned long long)fi.file_size,
-                   fi.n_tensors, pagein_format_name(fi.format));
+            uint64_t tb;
+            size_t ft = pagein_model_file_tensors(m, i, &tb); /* a DCP file's own table is empty */
+            printf(", \"bytes\": %llu, \"tensors\": %zu, \"tensor_bytes\": %llu, \"format\": \"%s\"}",
+                   (unsigned long long)fi.file_size, ft, (unsigned long long)tb, pagein_format_name(fi.format));
         }
         /* the leading and trailing groups always; numbered layers only when
          * they hold a tensor (a LoRA of layers 30-31 lists 2, not 32) */
@@ -137,8 +139,9 @@ static int plan_main(int argc, char **argv) {
         for (size_t i = 0; i < nf; i++) {
             pagein_file_info fi;
             pagein_file_get_info(pagein_model_file(m, i), &fi);
+            size_t ft = pagein_model_file_tensors(m, i, NULL); /* a DCP file's own table is empty */
             printf("  file %zu: %s (%s, %zu tensor%s)\n", i, pagein_url_redact(fi.path, fshown, sizeof fshown), cli_human_bytes(fi.file_size, hb, sizeof hb),
-                   fi.n_tensors, fi.n_tensors == 1 ? "" : "s");
+                   ft, ft == 1 ? "" : "s");
         }
         /* the leading group, the first two and the last present layer, the
          * trailing group; empty layers are not listed */

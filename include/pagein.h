@@ -1612,6 +1612,18 @@ PAGEIN_API int pagein_cache_warm(const pagein_cache_file *c, uint64_t off, uint6
  * Return 0 or a negative code; errors as for the pagein_file_* functions.
  */
 PAGEIN_API int pagein_model_tensor_residency(const pagein_model *m, const pagein_tensor *t, pagein_residency *r);
+/* Experimental. A model whose tensors are built from pieces in several
+ * files (a torch Distributed Checkpoint: PAGEIN_TENSOR_ASSEMBLED) has
+ * tensors whose bytes lie in files other than t->file:
+ * pagein_model_tensor_file_residency: residency of the part of t stored in
+ *   file `file` (index as for pagein_model_file; zeros when none is).
+ * pagein_model_file_tensors: how many tensors have bytes stored in file
+ *   `file` (a tensor in pieces counts once in each file holding one), and
+ *   in *bytes (may be NULL) those bytes: what a file "holds" in plan and
+ *   resident. */
+PAGEIN_API int pagein_model_tensor_file_residency(const pagein_model *m, const pagein_tensor *t, size_t file,
+                                                  pagein_residency *r);
+PAGEIN_API size_t pagein_model_file_tensors(const pagein_model *m, size_t file, uint64_t *bytes);
 PAGEIN_API int pagein_model_layer_residency(const pagein_model *m, int32_t layer, pagein_residency *r);
 PAGEIN_API int pagein_model_residency(const pagein_model *m, pagein_residency *r);
 PAGEIN_API int pagein_model_evict_tensors(const pagein_model *m, const pagein_tensor *const *t, size_t n);

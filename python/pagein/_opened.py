@@ -83,10 +83,6 @@ class _Opened:
         self._items = {r[_NAME]: r for r in recs if r[_FLAGS] & _pagein.TENSOR_BYTES}
         self._recs = [r for r in recs if not r[_FLAGS] & _pagein.TENSOR_BYTES] if self._items else recs
         self._by_name = {r[_NAME]: r for r in self._recs}
-        if self._gpu is not None and src.files() and src.files()[0].get("format") == "dcp":
-            self._src = None
-            raise ValueError("a torch Distributed Checkpoint is served on the CPU (device=%r): its tensors are "
-                             "assembled in host memory; move them with .to()" % (self._device,))
 
     def nontensor_keys(self):
         """Names of the items that are not tensors (a torch Distributed

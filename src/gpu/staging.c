@@ -179,6 +179,7 @@ struct gt {
     uint64_t bytes; /* staged bytes (row-major) */
     uint64_t dst;
     int gather;     /* read through pagein_tensor_copy (strided, swapped, memory files) */
+    int built;      /* assembled from pieces (a DCP checkpoint's): copied from the model's memory */
     uint32_t pending;
     int ready;
     size_t rank; /* order in which it became ready (0 first) */
@@ -205,6 +206,7 @@ struct slot {
 
 struct pagein_gpu_load {
     struct pi_dev *dev;
+    pagein_model *m;            /* the model (it builds assembled tensors); NULL for a file */
     struct gt *g;
     size_t n;
     const pagein_tensor *tbase; /* the model's or file's tensor array */
@@ -322,7 +324,14 @@ static int read_chunk(pagein_gpu_load *l, const struct chunk *c, uint8_t *buf) {
         const struct piece *p = &l->pc[c->p0 + i];
         const struct gt *g = &l->g[p->g];
         uint64_t off = g->t->offset + p->toff;
-        if (g->gather) {
+        if (g->built) {
+            /* built once in the model's memory (pagein_model_tensor_data
+             * builds it from its pieces, under the model's build lock) */
+            const void *d = NULL;
+            rc = pagein_model_tensor_data(l->m, g->t, &d);
+            if (rc == 0) memcpy(buf + p->boff, (const uint8_t *)d + p->toff, (size_t)p->len);
+            else tensor_err(rc, g);
+        } else if (g->gather) {
             rc = pagein_tensor_copy(g->f, g->ft, p->toff, buf + p->boff, (size_t)p->len);
             if (rc < 0) tensor_err(rc, g);
         } else if (ns && sp[ns - 1].src == g->src && sp[ns - 1].off + sp[ns - 1].len == off &&
@@ -629,7 +638,11 @@ static int plan(pagein_gpu_load *l, const struct srcv *sv, const pagein_gpu_opts
         g->f = src_file(sv, g->t);
         /* A model's merged table holds copies of the files' records; the
          * per-file extras (PyTorch strides) are found from the file's own. */
-        g->ft = sv->m ? pagein_tensor_find(g->f, g->t->name, g->t->name_len) : g->t;
+        g->built = sv->m && (g->t->flags & PAGEIN_TENSOR_ASSEMBLED);
+        g->ft = sv->m && !g->built ? pagein_tensor_find(g->f, g->t->name, g->t->name_len) : g->t;
+        /* a directory format's files have no table of their own (a DCP
+         * checkpoint's one-chunk tensors: the model's record is the file range) */
+        if (!g->ft && pagein_tensor_count(g->f) == 0 && !(g->t->flags & PAGEIN_TENSOR_NONCONTIGUOUS)) g->ft = g->t;
         RETURN_IF(!g->ft, PAGEIN_E_NOT_FOUND, "%s: tensor '%.*s' is not in its file's table", fpath(g->f),
                   (int)PI_MIN(g->t->name_len, 200), g->t->name);
         g->bytes = pagein_gpu_tensor_bytes(g->t);
@@ -637,7 +650,7 @@ static int plan(pagein_gpu_load *l, const struct srcv *sv, const pagein_gpu_opts
                   "%s: tensor '%.*s': cannot size its %s data for the device", fpath(g->f),
                   (int)PI_MIN(g->t->name_len, 200), g->t->name, pagein_dtype_get(g->t->dtype)->name);
         g->src = sv->m ? g->t->file : 0;
-        g->gather = !g->f->src || (g->t->flags & (PAGEIN_TENSOR_NONCONTIGUOUS | PAGEIN_TENSOR_SWAPPED));
+        g->gather = g->built || !g->f->src || (g->t->flags & (PAGEIN_TENSOR_NONCONTIGUOUS | PAGEIN_TENSOR_SWAPPED));
         npc_max += (size_t)(g->bytes / l->bufbytes) + 1;
         total += pi_align_up(g->bytes, DEV_ALIGN);
         if (g->t->layer >= 0 && (minl < 0 || g->t->layer < minl)) minl = g->t->layer;
@@ -718,6 +731,7 @@ static int start(pagein_gpu_load **out, const struct srcv *sv, const pagein_gpu_
 
     pagein_gpu_load *l = pi_calloc(1, sizeof *l);
     RETURN_IF(!l, -ENOMEM, "GPU load: out of memory");
+    l->m = (pagein_model *)sv->m; /* building an assembled tensor changes the model, as its access calls do */
     pthread_mutex_init(&l->mu, NULL);
     pthread_cond_init(&l->cv, NULL);
     pthread_cond_init(&l->cv_ready, NULL);

@@ -66,15 +66,10 @@ static int read_small(const char *path, uint8_t **out, size_t *len, const struct
             goto done;
         }
     }
-    buf = pi_malloc((size_t)src->size + 1);
-    if (!buf) {
-        rc = pi_err(-ENOMEM, "%s: out of memory", path);
-        goto out;
-    }
-    if ((rc = pi_source_read(src, buf, src->size, 0)) < 0) goto out;
+    if ((rc = pi_source_read_all(src, path, &buf)) < 0) goto out;
     if (ok) pi_meta_put(key, src->identity, src->size, PAGEIN_FORMAT_UNKNOWN, buf, (size_t)src->size);
 done:
-    buf[src->size] = 0;
+    buf[src->size] = 0; /* read_all's NUL; the cached header's realloc'd byte */
     *out = buf;
     *len = (size_t)src->size;
     buf = NULL;
@@ -179,7 +174,13 @@ static int resolve(const char *path, struct target *t) {
         if (rc <= 0) return rc;
     }
     if (pi_source_is_remote(path)) {
-        /* a URL names one object: what it is follows from its name */
+        /* a URL names one object: what it is follows from its name; a
+         * directory format's marker (DCP's .metadata) names its prefix */
+        if ((t->row = marker_format(path))) {
+            t->kind = K_DIRFMT;
+            t->path = dir_of(path);
+            return t->path ? 0 : pi_err(-ENOMEM, "out of memory");
+        }
     } else if (stat(path, &s) < 0) {
         return pi_err(-errno, "%s: %s", path, strerror(errno));
     } else if (S_ISDIR(s.st_mode)) {

@@ -29,6 +29,52 @@ int pagein_model_tensor_residency(const pagein_model *m, const pagein_tensor *t,
     return rc;
 }
 
+int pagein_model_tensor_file_residency(const pagein_model *m, const pagein_tensor *t, size_t file,
+                                       pagein_residency *r) {
+    if (!m || !t || !r) return pi_err(PAGEIN_E_INVALID, "pagein_model_tensor_file_residency: NULL argument");
+    memset(r, 0, sizeof *r);
+    if (file >= m->nfiles || t->nbytes == 0) return 0;
+    if (!(t->flags & PAGEIN_TENSOR_ASSEMBLED))
+        return t->file == file ? pagein_file_residency(m->files[file], t->offset, t->nbytes, r) : 0;
+    size_t n = pi_tensor_nranges(m, t);
+    struct pi_range *p = pi_malloc((n ? n : 1) * sizeof *p);
+    if (!p) return pi_err(-ENOMEM, "out of memory");
+    n = pi_tensor_ranges(m, t, p);
+    int rc = 0;
+    for (size_t i = 0; i < n && rc == 0; i++) {
+        if (p[i].file != file) continue;
+        pagein_residency one;
+        rc = pagein_file_residency(m->files[file], p[i].off, p[i].len, &one);
+        if (rc == 0) pagein_residency_add(r, &one);
+    }
+    pi_free(p);
+    return rc;
+}
+
+size_t pagein_model_file_tensors(const pagein_model *m, size_t file, uint64_t *bytes) {
+    size_t n = 0;
+    uint64_t b = 0;
+    if (m && file < m->nfiles)
+        for (size_t i = 0; i < m->tab.n; i++) {
+            const pagein_tensor *t = &m->tab.t[i];
+            if (!(t->flags & PAGEIN_TENSOR_ASSEMBLED)) {
+                if (t->file == file) n++, b += t->nbytes;
+                continue;
+            }
+            size_t nr = pi_tensor_nranges(m, t);
+            struct pi_range one[8], *p = nr <= 8 ? one : pi_malloc(nr * sizeof *p);
+            if (!p) continue; /* out of memory: uncounted */
+            nr = pi_tensor_ranges(m, t, p);
+            int here = 0;
+            for (size_t k = 0; k < nr; k++)
+                if (p[k].file == file) here = 1, b += p[k].len;
+            n += (size_t)here;
+            if (p != one) pi_free(p);
+        }
+    if (bytes) *bytes = b;
+    return n;
+}
+
 int pagein_model_layer_residency(const pagein_model *m, int32_t layer, pagein_residency *r) {
     if (!m || !r) return pi_err(PAGEIN_E_INVALID, "pagein_model_layer_residency: NULL argument");
     memset(r, 0, sizeof *r);

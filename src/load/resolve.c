@@ -57,6 +57,16 @@ static int add_entry(void *arg, const struct pi_list_entry *e) {
     return l->rel.oom || l->uri.oom ? pi_err(-ENOMEM, "out of memory listing") : 0;
 }
 
+/* The index of the name that is a directory format's marker file (a DCP
+ * checkpoint's .metadata) among n NUL-separated names, or -1. */
+static long dir_marker_at(const char *names, size_t n) {
+    const char *q = names;
+    for (size_t i = 0; i < n; i++, q += strlen(q) + 1)
+        for (size_t f = 0; f < pi_formats_n; f++)
+            if (pi_formats[f] && pi_formats[f]->dir_marker && !strcmp(q, pi_formats[f]->dir_marker)) return (long)i;
+    return -1;
+}
+
 static const char *nth(const char *list, long i) {
     while (i-- > 0) list += strlen(list) + 1;
     return list;
@@ -78,6 +88,7 @@ int pi_remote_model_uri(const char *uri, char *out, size_t cap) {
         long pick = -1;
         rc = ops->list(uri, add_entry, &l);
         if (rc == 0) rc = choose(uri, l.rel.p, l.n, &pick);
+        if (rc == 0 && pick < 0) pick = dir_marker_at(l.rel.p, l.n); /* a DCP checkpoint: its .metadata */
         if (rc == 0 && pick < 0)
             rc = pi_err(PAGEIN_E_NOT_FOUND,
                         "%s: no model here (no sharded index and no file a format claims by its suffix)", uri);
@@ -87,7 +98,7 @@ int pi_remote_model_uri(const char *uri, char *out, size_t cap) {
     } else {
         /* a folder that cannot be listed: the usual names, one probe each
          * (of 1 byte: only whether the object is there matters here) */
-        static const char *const tries[] = {"model.safetensors.index.json", "model.safetensors"};
+        static const char *const tries[] = {"model.safetensors.index.json", "model.safetensors", ".metadata"};
         const char *pick = NULL;
         for (size_t i = 0; i < PI_ARRAY_LEN(tries) && !pick; i++) {
             char u[4096];

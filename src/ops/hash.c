@@ -8,6 +8,7 @@
 #include "../engine/engine.h"
 #include "../format/format.h"
 #include "../io/io.h"
+#include "../load/load.h"
 #include "../source/source.h"
 
 #include <fcntl.h>
@@ -62,7 +63,68 @@ struct model_files {
     pagein_model *m;
     const pagein_file **files;
     size_t n;
+    /* what is hashed in each file: its table's tensors, or for a model
+     * whose files hold no table (a torch Distributed Checkpoint) the model's
+     * tensors where they lie, one entry per piece of an assembled tensor
+     * ("NAME@O0,O1": its place in the tensor); by file, then table order */
+    struct entry {
+        uint32_t file;
+        const char *name;
+        size_t name_len;
+        uint64_t off, len;
+    } *e;
+    size_t ne;
+    struct pi_arena names;
 };
+
+/* "NAME@O0,O1,..." for piece q of a tensor named name, in mf's arena. */
+static const char *piece_name(struct model_files *mf, const pagein_tensor *t, const struct pi_piece *q, size_t *len) {
+    size_t cap = t->name_len + 2 + (size_t)t->ndim * 21;
+    char *b = pi_arena_alloc(&mf->names, cap);
+    if (!b) return NULL;
+    int n = snprintf(b, cap, "%.*s@", (int)t->name_len, t->name);
+    for (uint32_t d = 0; d < t->ndim && n > 0 && (size_t)n < cap; d++)
+        n += snprintf(b + n, cap - (size_t)n, "%s%llu", d ? "," : "", (unsigned long long)q->at[d]);
+    *len = n > 0 && (size_t)n < cap ? (size_t)n : 0;
+    return b;
+}
+
+static int list_entries(struct model_files *mf) {
+    const pagein_model *m = mf->m;
+    size_t own = 0, ne = 0;
+    for (size_t i = 0; i < mf->n; i++) own += mf->files[i]->tab.n;
+    int from_model = own == 0 && m->tab.n > 0;
+    if (!from_model) ne = own;
+    else
+        for (size_t i = 0; i < m->tab.n; i++) ne += pi_tensor_nranges(m, &m->tab.t[i]);
+    mf->e = pi_calloc(ne ? ne : 1, sizeof *mf->e);
+    if (!mf->e) return pi_err(-ENOMEM, "out of memory");
+    for (uint32_t f = 0; f < mf->n; f++) {
+        if (!from_model) {
+            const struct pi_table *t = &mf->files[f]->tab;
+            for (size_t j = 0; j < t->n; j++)
+                mf->e[mf->ne++] = (struct entry){f, t->t[j].name, t->t[j].name_len, t->t[j].offset, t->t[j].nbytes};
+            continue;
+        }
+        for (size_t i = 0; i < m->tab.n; i++) {
+            const pagein_tensor *t = &m->tab.t[i];
+            if (!(t->flags & PAGEIN_TENSOR_ASSEMBLED)) {
+                if (t->file == f) mf->e[mf->ne++] = (struct entry){f, t->name, t->name_len, t->offset, t->nbytes};
+                continue;
+            }
+            for (uint32_t k = m->pieces.first[i]; k < m->pieces.first[i + 1]; k++) {
+                const struct pi_piece *q = &m->pieces.p[k];
+                if (q->file != f) continue;
+                size_t nl = 0;
+                const char *name = piece_name(mf, t, q, &nl);
+                struct entry *e = &mf->e[mf->ne++];
+                *e = (struct entry){f, name, nl, q->off, q->span};
+                if (!e->name || !e->name_len) return pi_err(-ENOMEM, "out of memory");
+            }
+        }
+    }
+    return 0;
+}
 
 static int open_files(const char *path, struct model_files *mf) {
     memset(mf, 0, sizeof *mf);
@@ -78,12 +140,14 @@ static int open_files(const char *path, struct model_files *mf) {
         return pi_err(-ENOMEM, "out of memory");
     }
     for (size_t i = 0; i < mf->n; i++) mf->files[i] = pagein_model_file(mf->m, i);
-    return 0;
+    return list_entries(mf);
 }
 
 static void close_files(struct model_files *mf) {
     pagein_model_close(mf->m);
     pi_free(mf->files);
+    pi_free(mf->e);
+    pi_arena_free(&mf->names);
     memset(mf, 0, sizeof *mf);
 }
 
@@ -193,8 +257,7 @@ static int cmp_len_desc(const void *a, const void *b) {
  * headers, then the tensors in model order. */
 static int hash_all(const struct model_files *mf, unsigned threads, struct item **out, size_t *nout,
                     pagein_hash_stats *st) {
-    size_t n = mf->n;
-    for (size_t i = 0; i < mf->n; i++) n += mf->files[i]->tab.n;
+    size_t n = mf->n + mf->ne;
     struct item *items = pi_calloc(n, sizeof *items);
     struct item **order = pi_calloc(n, sizeof *order);
     if (!items || !order) {
@@ -210,13 +273,13 @@ static int hash_all(const struct model_files *mf, unsigned threads, struct item 
         items[i].off = 0;
         items[i].len = f->tab.data_start;
         bytes += items[i].len;
-        for (size_t j = 0; j < f->tab.n; j++, k++) {
-            items[k].f = f;
-            items[k].off = f->tab.t[j].offset;
-            items[k].len = f->tab.t[j].nbytes;
-            items[k].what = f->tab.t[j].name;
-            bytes += items[k].len;
-        }
+    }
+    for (size_t j = 0; j < mf->ne; j++, k++) {
+        items[k].f = mf->files[mf->e[j].file];
+        items[k].off = mf->e[j].off;
+        items[k].len = mf->e[j].len;
+        items[k].what = mf->e[j].name;
+        bytes += items[k].len;
     }
     for (size_t i = 0; i < n; i++) order[i] = &items[i];
     qsort(order, n, sizeof *order, cmp_len_desc);
@@ -283,13 +346,9 @@ int pagein_manifest_write(const char *model_path, const char *manifest_path, con
         const char *b = base_name(f->path);
         rc = pi_manifest_add_file(&m, b, strlen(b), f->len, items[i].len, items[i].hash);
     }
-    size_t k = mf.n;
-    for (size_t i = 0; i < mf.n && rc == 0; i++) {
-        const pagein_file *f = mf.files[i];
-        for (size_t j = 0; j < f->tab.n && rc == 0; j++, k++)
-            rc = pi_manifest_add_tensor(&m, (uint32_t)i, f->tab.t[j].name, f->tab.t[j].name_len, items[k].off,
-                                        items[k].len, items[k].hash);
-    }
+    for (size_t j = 0; j < mf.ne && rc == 0; j++)
+        rc = pi_manifest_add_tensor(&m, mf.e[j].file, mf.e[j].name, mf.e[j].name_len, items[mf.n + j].off,
+                                    items[mf.n + j].len, items[mf.n + j].hash);
     if (rc == 0) rc = pi_manifest_format(&m, &text, &tlen);
     if (rc < 0) {
         rc = pi_err(rc, "out of memory");
@@ -375,7 +434,7 @@ int pagein_manifest_verify(const char *model_path, const char *manifest_path, co
     }
     rc = hash_all(&mf, opts ? opts->threads : 0, &items, &n, stats);
     if (rc < 0) goto out;
-    size_t k = mf.n;
+    size_t k = mf.n, j0 = 0;
     for (size_t i = 0; i < mf.n; i++) {
         const pagein_file *f = mf.files[i];
         const struct pi_manifest_file *e = &m.files[i];
@@ -387,11 +446,12 @@ int pagein_manifest_verify(const char *model_path, const char *manifest_path, co
         if ((uint64_t)f->len != e->size) mismatch(&vs, f->path, NULL, 0, "file size differs from the manifest");
         else if (items[i].len != e->header_bytes || memcmp(items[i].hash, e->header_hash, 16) != 0)
             mismatch(&vs, f->path, NULL, 0, "header bytes differ from the manifest");
-        for (size_t j = 0; j < f->tab.n; j++, k++) {
-            const pagein_tensor *t = &f->tab.t[j];
+        size_t j1 = j0;
+        for (; j1 < mf.ne && mf.e[j1].file == i; j1++, k++) {
+            const struct entry *t = &mf.e[j1];
             const struct pi_manifest_tensor *me = pi_manifest_find(&m, (uint32_t)i, t->name, t->name_len);
             if (!me) mismatch(&vs, f->path, t->name, t->name_len, "not in the manifest");
-            else if (me->offset != t->offset || me->nbytes != t->nbytes)
+            else if (me->offset != t->off || me->nbytes != t->len)
                 mismatch(&vs, f->path, t->name, t->name_len, "offset or size differs from the manifest");
             else if (memcmp(me->hash, items[k].hash, 16) != 0)
                 mismatch(&vs, f->path, t->name, t->name_len, "data hash differs from the manifest");
@@ -400,13 +460,20 @@ int pagein_manifest_verify(const char *model_path, const char *manifest_path, co
         size_t listed = 0;
         for (size_t j = 0; j < m.n; j++)
             if (m.t[j].file == i) listed++;
-        if (listed > f->tab.n) {
+        if (listed > j1 - j0) {
             for (size_t j = 0; j < m.n; j++) {
                 if (m.t[j].file != i) continue;
-                if (!pi_table_find(&f->tab, m.t[j].name, m.t[j].name_len))
+                size_t x = j0; /* a file's own table has an index; a model's pieces are searched */
+                if (f->tab.n) x = pi_table_find(&f->tab, m.t[j].name, m.t[j].name_len) ? j0 : j1;
+                else
+                    while (x < j1 && (mf.e[x].name_len != m.t[j].name_len ||
+                                      memcmp(mf.e[x].name, m.t[j].name, m.t[j].name_len) != 0))
+                        x++;
+                if (x == j1)
                     mismatch(&vs, f->path, m.t[j].name, m.t[j].name_len, "in the manifest but not in the model");
             }
         }
+        j0 = j1;
     }
 done:
     if (stats) stats->mismatches = vs.mismatches;
