@@ -4,8 +4,27 @@
  * the page cache behind the private copy. */
 #include "load.h"
 
+#include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
+
+/* An assembled tensor's residency: the page cache behind its pieces, those
+ * in file `file` only (SIZE_MAX: all), added into r. */
+static int pieces_residency(const pagein_model *m, const pagein_tensor *t, size_t file, pagein_residency *r) {
+    size_t n = pi_tensor_nranges(m, t);
+    struct pi_range *p = pi_malloc((n ? n : 1) * sizeof *p);
+    if (!p) return pi_err(-ENOMEM, "out of memory");
+    n = pi_tensor_ranges(m, t, p);
+    int rc = 0;
+    for (size_t i = 0; i < n && rc == 0; i++) {
+        if (file != SIZE_MAX && p[i].file != file) continue;
+        pagein_residency one;
+        rc = pagein_file_residency(pagein_model_file(m, p[i].file), p[i].off, p[i].len, &one);
+        if (rc == 0) pagein_residency_add(r, &one);
+    }
+    pi_free(p);
+    return rc;
+}
 
 int pagein_model_tensor_residency(const pagein_model *m, const pagein_tensor *t, pagein_residency *r) {
     if (!m || !t || !r) return pi_err(PAGEIN_E_INVALID, "pagein_model_tensor_residency: NULL argument");
@@ -14,19 +33,7 @@ int pagein_model_tensor_residency(const pagein_model *m, const pagein_tensor *t,
     memset(r, 0, sizeof *r);
     if (t->nbytes == 0) return 0;
     if (!(t->flags & PAGEIN_TENSOR_ASSEMBLED)) return pagein_file_residency(f, t->offset, t->nbytes, r);
-    /* assembled: the page cache behind its pieces */
-    size_t n = pi_tensor_nranges(m, t);
-    struct pi_range *p = pi_malloc((n ? n : 1) * sizeof *p);
-    if (!p) return pi_err(-ENOMEM, "out of memory");
-    n = pi_tensor_ranges(m, t, p);
-    int rc = 0;
-    for (size_t i = 0; i < n && rc == 0; i++) {
-        pagein_residency one;
-        rc = pagein_file_residency(pagein_model_file(m, p[i].file), p[i].off, p[i].len, &one);
-        if (rc == 0) pagein_residency_add(r, &one);
-    }
-    pi_free(p);
-    return rc;
+    return pieces_residency(m, t, SIZE_MAX, r);
 }
 
 int pagein_model_tensor_file_residency(const pagein_model *m, const pagein_tensor *t, size_t file,
@@ -36,19 +43,7 @@ int pagein_model_tensor_file_residency(const pagein_model *m, const pagein_tenso
     if (file >= m->nfiles || t->nbytes == 0) return 0;
     if (!(t->flags & PAGEIN_TENSOR_ASSEMBLED))
         return t->file == file ? pagein_file_residency(m->files[file], t->offset, t->nbytes, r) : 0;
-    size_t n = pi_tensor_nranges(m, t);
-    struct pi_range *p = pi_malloc((n ? n : 1) * sizeof *p);
-    if (!p) return pi_err(-ENOMEM, "out of memory");
-    n = pi_tensor_ranges(m, t, p);
-    int rc = 0;
-    for (size_t i = 0; i < n && rc == 0; i++) {
-        if (p[i].file != file) continue;
-        pagein_residency one;
-        rc = pagein_file_residency(m->files[file], p[i].off, p[i].len, &one);
-        if (rc == 0) pagein_residency_add(r, &one);
-    }
-    pi_free(p);
-    return rc;
+    return pieces_residency(m, t, file, r);
 }
 
 size_t pagein_model_file_tensors(const pagein_model *m, size_t file, uint64_t *bytes) {
