@@ -151,7 +151,7 @@ int main(int argc, char **argv) {
         for (int k = 0; k < nsel; k++) {
             struct pi_pq_column *c = &rcol[k];
             memset(c->values, 1, (size_t)(c->nelems * c->width));
-            memset(c->elem_valid, 1, (size_t)c->nelems);
+            if (!c->all_valid) memset(c->elem_valid, 1, (size_t)c->nelems);
             if (c->kind == PI_PQ_LIST) memset(c->offsets, 1, (size_t)(c->nrows + 1) * sizeof *c->offsets);
             if (!c->width) {
                 memset(c->voff, 1, (size_t)(c->nelems + 1) * sizeof *c->voff);

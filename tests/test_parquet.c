@@ -42,7 +42,7 @@ static void sb_str(struct sb *s, const char *t) { sb_put(s, t, strlen(t)); }
 /* Canonical text of element i of a column (gen.mjs's canon()). */
 static void put_value(struct sb *s, const struct pi_pq_column *c, uint64_t i) {
     char t[64];
-    if (!c->elem_valid[i]) {
+    if (!pi_pq_elem_ok(c, i)) {
         sb_str(s, "null");
         return;
     }
@@ -98,11 +98,10 @@ static void put_value(struct sb *s, const struct pi_pq_column *c, uint64_t i) {
 /* Row r of a NESTED column of a struct member (no lists): its value where
  * its level is the deepest, else null. */
 static void put_nested_row(struct sb *s, struct pi_pq_column *c, uint64_t r, int max_def) {
-    if (c->ldef[c->rowslot[r]] == max_def && c->rowval[r] < c->nelems && c->elem_valid) {
-        uint8_t keep = c->elem_valid[c->rowval[r]];
-        c->elem_valid[c->rowval[r]] = 1;
+    /* a nested column holds only non-null leaf values: no validity bytes */
+    CHECK(c->all_valid);
+    if (c->ldef[c->rowslot[r]] == max_def && c->rowval[r] < c->nelems) {
         put_value(s, c, c->rowval[r]);
-        c->elem_valid[c->rowval[r]] = keep;
     } else {
         sb_str(s, "null");
     }
@@ -562,12 +561,15 @@ TEST(parquet_int96_and_legacy_lists) {
     CHECK_EQ(c.width, 12);
     CHECK_EQ(c.nrows, 3);
     CHECK(c.values && c.values[35] == (uint8_t)(35 * 7 + 1) && c.values[12] == 12 * 7 + 1);
+    CHECK(c.all_valid); /* a required column: no validity bytes */
+    CHECK(pi_pq_elem_ok(&c, 2));
     pi_pq_column_free(&c);
     const char *want[2][3] = {{"[1,2]", "null", "[]"}, {"[5]", "[]", "[6,7]"}};
     for (int k = 0; k < 2; k++) {
         CHECK_OK(decode_col(f, file, (size_t)k + 1, &c));
         CHECK_EQ(c.nrows, 3);
         for (int r = 0; r < 3 && (uint64_t)r < c.nrows; r++) CHECK_STR(list_text(&c, (uint64_t)r), want[k][r]);
+        CHECK(!c.all_valid); /* a null list or an empty one: levels below the maximum */
         pi_pq_column_free(&c);
     }
     pi_pq_close(f);

@@ -162,7 +162,7 @@ void pi_mem_put(void *p, size_t cap) {
 #endif
 #endif
 #ifndef GROW_BIG
-#define GROW_BIG ((size_t)1 << 20)
+#define GROW_BIG ((size_t)256 << 10)
 #endif
 
 static _Atomic uint64_t grow_reused;

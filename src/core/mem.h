@@ -92,7 +92,7 @@ uint64_t pi_mem_kept(void);
 
 /* Growable arrays (pi_grow's contract: *cap elements of elem bytes, grown
  * by doubling to at least need, contents kept) whose large sizes come from
- * the blocks above: an array of 1 MiB or more lives in a pi_mem_get block,
+ * the blocks above: an array of 256 KiB or more lives in a pi_mem_get block,
  * so that an array freed with pi_mem_release goes back to the kept blocks
  * and the next one of about that size (the next group's decoded column, in
  * this or another reader) is handed the same, already resident, pages

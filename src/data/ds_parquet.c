@@ -563,7 +563,7 @@ static void list_field(const struct pi_pq_file *f, const struct pi_pq_column *c,
     }
     int flat = flat_list(L);
     if (flat && c->null_elems)
-        for (uint64_t i = b; i < e && flat; i++) flat = c->elem_valid[i];
+        for (uint64_t i = b; i < e && flat; i++) flat = pi_pq_elem_ok(c, i);
     if (flat) {
         o->type = L->ftype;
         o->width = L->fwidth;
@@ -584,7 +584,7 @@ static void list_field(const struct pi_pq_file *f, const struct pi_pq_column *c,
         y->name = en;
         y->col = o->col;
         pi_pq_leaf_value(L, c, i, y);
-        if (!c->elem_valid[i]) {
+        if (!pi_pq_elem_ok(c, i)) {
             y->null = 1;
             y->data = NULL;
             y->nbytes = 0;
@@ -634,7 +634,7 @@ static int pq_fields(const struct pi_dsshard *sh, const struct pi_dsgroup *grp, 
             continue;
         }
         pi_pq_leaf_value(L, c, row[k], o);
-        if (!c->row_valid[row[k]]) {
+        if (!pi_pq_elem_ok(c, row[k])) { /* a scalar: its row is its element */
             o->null = 1;
             o->data = NULL;
             o->nbytes = 0;

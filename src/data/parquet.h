@@ -235,6 +235,10 @@ struct pi_pq_column {
     int type, kind;
     uint32_t width;       /* bytes per fixed-width value; 0 for BYTE_ARRAY */
     uint64_t nrows, nelems;
+    /* all_valid: no row and no element is null, and row_valid/elem_valid
+     * are not written (a column without nulls costs no validity bytes);
+     * read validity with pi_pq_row and pi_pq_elem_ok */
+    int all_valid;
     uint8_t *row_valid;   /* nrows: the row's value (scalar) or list (list) is not null */
     uint64_t *offsets;    /* lists: nrows + 1 */
     uint8_t *elem_valid;  /* nelems (for scalars the same array as row_valid) */
@@ -264,8 +268,11 @@ static inline int pi_pq_row(const struct pi_pq_column *c, uint64_t r, uint64_t *
         *b = r;
         *e = r + 1;
     }
-    return c->row_valid[r];
+    return c->all_valid || c->row_valid[r];
 }
+
+/* 1 when element i of a SCALAR or LIST column is not null. */
+static inline int pi_pq_elem_ok(const struct pi_pq_column *c, uint64_t i) { return c->all_valid || c->elem_valid[i]; }
 
 /* The byte range [*off, *off + *len) of column col's chunk in row group rg. */
 int pi_pq_chunk_range(const struct pi_pq_file *f, size_t rg, size_t col, uint64_t *off, uint64_t *len);

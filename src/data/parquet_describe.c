@@ -176,18 +176,5 @@ PAGEIN_API int pagein_parquet_describe(const char *uri, unsigned flags, char **o
     else
         describe_text(&b, f);
     pi_pq_close(f);
-    if (b.oom || !b.p) {
-        pi_buf_free(&b);
-        return pi_err(-ENOMEM, "out of memory");
-    }
-    /* handed to the caller, who frees it with free() */
-    char *s = malloc(b.n + 1);
-    if (!s) {
-        pi_buf_free(&b);
-        return pi_err(-ENOMEM, "out of memory");
-    }
-    memcpy(s, b.p, b.n + 1);
-    pi_buf_free(&b);
-    *out = s;
-    return 0;
+    return pi_buf_hand_out(&b, out); /* the caller frees it with free() */
 }

@@ -149,20 +149,22 @@ static uint32_t fixed_width(int type, int32_t type_length) {
     }
 }
 
-/* pi_mem_grow, and a block it newly mapped (1 MiB or more: the memory
+/* pi_mem_grow, and a block it newly mapped (256 KiB or more: the memory
  * policy's) asked for huge pages (PAGEIN_READ_HUGEPAGE=0: 4 KiB) over the
- * whole 2 MiB pieces of what was asked for: a decoded column's first
+ * 2 MiB pieces that what was asked for reaches: a decoded column's first
  * touches then cost a fault a 2 MiB instead of one a 4 KiB, which on a VM
- * is most of a first decode's time (docs/BENCHMARKS.md, "Fresh memory"),
- * and the capacity beyond need (doubling) is not zeroed a huge page at a
- * time unless it is used. */
+ * is most of a first decode's time (docs/BENCHMARKS.md, "Fresh memory";
+ * a 400 KB text array in a huge page: 60% fewer faults in a block epoch,
+ * for 70 MB more resident), and the capacity beyond that is not zeroed a
+ * huge page at a time unless it is used. */
 static int grow(void **p, size_t *cap, size_t need, size_t elem) {
     void *old = *p;
     size_t oldcap = *cap, e = elem ? elem : 1;
     FORWARD_IF(pi_mem_grow(p, cap, need, elem));
-    if (*p != old && *cap * e >= (1u << 20)) {
+    if (*p != old && *cap * e >= (256u << 10)) {
         /* the bytes copied from the old array are touched already */
-        size_t from = (size_t)pi_align_up((uint64_t)oldcap * e, 2u << 20), to = (need * e) & ~(((size_t)2 << 20) - 1);
+        size_t from = (size_t)pi_align_up((uint64_t)oldcap * e, 2u << 20);
+        size_t to = PI_MIN((size_t)pi_align_up((uint64_t)need * e, 2u << 20), *cap * e);
         if (from < to) pi_mem_advise((uint8_t *)*p + from, to - from, PI_MEM_PAGES_MEASURE);
     }
     return 0;
@@ -266,15 +268,20 @@ static int decode_dict_page(struct dec *d, const uint8_t *p, size_t len, const s
     return 0;
 }
 
-/* Reserves room for `rows` more rows and `elems` more elements. */
+/* Room for validity bytes of `rows` more rows and `elems` more elements. */
+static int reserve_valid(struct pi_pq_column *c, size_t rows, size_t elems) {
+    if (c->kind == PI_PQ_LIST) FORWARD_IF(grow((void **)&c->row_valid, &c->cap_rows, (size_t)c->nrows + rows + 1, 1));
+    return grow((void **)&c->elem_valid, &c->cap_elems, (size_t)c->nelems + elems + 1, 1);
+}
+
+/* Reserves room for `rows` more rows and `elems` more elements (validity
+ * bytes only once a null was seen: see valid_bytes). */
 static int reserve(struct dec *d, size_t rows, size_t elems) {
     struct pi_pq_column *c = d->c;
-    if (c->kind == PI_PQ_LIST) {
-        FORWARD_IF(grow((void **)&c->row_valid, &c->cap_rows, (size_t)c->nrows + rows + 1, 1));
+    if (c->kind == PI_PQ_LIST)
         FORWARD_IF(grow((void **)&c->offsets, &c->cap_off, (size_t)c->nrows + rows + 1, sizeof *c->offsets));
-    }
     /* one spare element, so that the arrays exist even for no rows */
-    FORWARD_IF(grow((void **)&c->elem_valid, &c->cap_elems, (size_t)c->nelems + elems + 1, 1));
+    if (!c->all_valid) FORWARD_IF(reserve_valid(c, rows, elems));
     if (d->width)
         FORWARD_IF(grow((void **)&c->values, &c->cap_vals, (size_t)(c->nelems + elems + 1) * d->width, 1));
     else
@@ -435,6 +442,18 @@ static int decode_values(struct dec *d, int enc, const uint8_t *p, size_t len, s
     }
 }
 
+/* The page about to be assembled may hold nulls: the column's validity
+ * bytes are written from here on, those of the rows and elements before
+ * (all valid) first, with room for `rows` and `elems` more. */
+static int valid_bytes(struct pi_pq_column *c, size_t rows, size_t elems) {
+    if (!c->all_valid) return 0;
+    FORWARD_IF(reserve_valid(c, rows, elems));
+    if (c->kind == PI_PQ_LIST) memset(c->row_valid, 1, (size_t)c->nrows);
+    memset(c->elem_valid, 1, (size_t)c->nelems);
+    c->all_valid = 0;
+    return 0;
+}
+
 /* Moves the nn dense values at e0 out to the page's nslots element slots,
  * leaving nulls zeroed (fixed width) or empty (byte arrays); from the back,
  * so nothing is overwritten before it is moved. */
@@ -578,8 +597,10 @@ static int assemble(struct dec *d, size_t n, int enc, const uint8_t *vp, size_t 
             FORWARD_IF(pi_pq_rle_scan8(rl->p, rl->len, bwr, n, &rs, e0, c->offsets + c->nrows));
             if (first && (!newrows || c->offsets[c->nrows] != e0))
                 return FERR("the chunk's first value continues a row (repetition level 1)");
-            memset(c->row_valid + c->nrows, 1, newrows);
-            memset(c->elem_valid + e0, 1, n);
+            if (!c->all_valid) {
+                memset(c->row_valid + c->nrows, 1, newrows);
+                memset(c->elem_valid + e0, 1, n);
+            }
             c->nrows += newrows;
             c->nelems = e0 + n;
             c->offsets[c->nrows] = c->nelems;
@@ -603,10 +624,13 @@ static int assemble(struct dec *d, size_t n, int enc, const uint8_t *vp, size_t 
     if (*rows_left >= 0 && (int64_t)newrows > *rows_left)
         return FERR("pages hold more rows than the row group's %lld", (long long)(*rows_left + (int64_t)c->nrows));
     FORWARD_IF(reserve(d, newrows, n));
+    /* a page without a null level writes no validity bytes while the column has none */
+    int nulls_here = L->max_def && n && dmin != maxd;
+    if (nulls_here) FORWARD_IF(valid_bytes(c, newrows, n));
     if (!L->max_rep) {
         uint8_t *ev = c->elem_valid + e0;
-        if (!L->max_def) {
-            memset(ev, 1, n);
+        if (!nulls_here) {
+            if (!c->all_valid) memset(ev, 1, n);
             nn = n;
         } else {
             for (size_t i = 0; i < n; i++) nn += (ev[i] = def[i] == maxd);
@@ -619,8 +643,10 @@ static int assemble(struct dec *d, size_t n, int enc, const uint8_t *vp, size_t 
         uint64_t ne = c->nelems, r = c->nrows;
         for (size_t i = 0; i < n; i++)
             if (rep[i] == 0) c->offsets[r++] = ne + i;
-        memset(c->row_valid + c->nrows, 1, (size_t)(r - c->nrows));
-        memset(c->elem_valid + ne, 1, n);
+        if (!c->all_valid) {
+            memset(c->row_valid + c->nrows, 1, (size_t)(r - c->nrows));
+            memset(c->elem_valid + ne, 1, n);
+        }
         c->nrows = r;
         c->nelems = ne + n;
         c->offsets[r] = c->nelems;
@@ -802,6 +828,7 @@ static void col_reset(struct pi_pq_column *c, const struct pi_pq_leaf *L, uint32
     c->type = L->type;
     c->kind = L->kind;
     c->width = width;
+    c->all_valid = 1;
     c->nrows = c->nelems = c->nbytes = c->null_elems = c->nslots = 0;
 }
 
@@ -840,6 +867,24 @@ static int page_err(int rc, const char *ctx, const char *part, int page_no, size
     return rc;
 }
 
+/* Sets up a decode of one column chunk (or page run) into out: the
+ * column reset, room for rows/values reserved, its first offsets set. */
+static int dec_start(struct dec *d, const struct pi_pq_leaf *L, int codec, struct pi_pq_column *out,
+                     struct pi_pq_scratch *s, size_t rows, size_t values) {
+    memset(d, 0, sizeof *d);
+    d->L = L;
+    d->c = out;
+    d->codec = codec;
+    d->width = fixed_width(L->type, L->type_length);
+    d->s = s;
+    col_reset(out, L, d->width);
+    int rc = reserve(d, rows, values);
+    if (rc == 0 && !d->width) out->voff[0] = 0;
+    if (rc == 0 && L->kind == PI_PQ_LIST) out->offsets[0] = 0;
+    if (rc == 0 && L->kind == PI_PQ_NESTED) rc = nested_init(out);
+    return rc;
+}
+
 int pi_pq_decode_pages_into(const struct pi_pq_leaf *L, int codec, int64_t num_values, int64_t num_rows,
                             const void *buf, size_t len, const char *ctx, struct pi_pq_column *out,
                             struct pi_pq_scratch *sc) {
@@ -847,13 +892,6 @@ int pi_pq_decode_pages_into(const struct pi_pq_leaf *L, int codec, int64_t num_v
     struct pi_pq_scratch local;
     memset(&local, 0, sizeof local);
     struct dec d;
-    memset(&d, 0, sizeof d);
-    d.L = L;
-    d.c = out;
-    d.codec = codec;
-    d.width = fixed_width(L->type, L->type_length);
-    d.s = sc ? sc : &local;
-    col_reset(out, L, d.width);
     int page_no = -1;
     size_t page_off = 0;
     /* room for the values the chunk declares, bounded by what its bytes
@@ -862,10 +900,7 @@ int pi_pq_decode_pages_into(const struct pi_pq_leaf *L, int codec, int64_t num_v
     uint64_t hint = (uint64_t)(num_values > 0 ? num_values : 0);
     if (hint > 8 * (uint64_t)len + 64) hint = 8 * (uint64_t)len + 64;
     uint64_t rhint = num_rows >= 0 && (uint64_t)num_rows < hint ? (uint64_t)num_rows : hint;
-    int rc = reserve(&d, (size_t)rhint, (size_t)hint);
-    if (rc == 0 && !d.width) out->voff[0] = 0;
-    if (rc == 0 && L->kind == PI_PQ_LIST) out->offsets[0] = 0;
-    if (rc == 0 && L->kind == PI_PQ_NESTED) rc = nested_init(out);
+    int rc = dec_start(&d, L, codec, out, sc ? sc : &local, (size_t)rhint, (size_t)hint);
     if (rc == 0) rc = page_loop(&d, buf, len, num_values, num_rows, &page_no, &page_off);
     pi_pq_scratch_free(&local);
     if (rc < 0) return page_err(rc, ctx, NULL, page_no, page_off);
@@ -919,20 +954,11 @@ int pi_pq_decode_page_run_into(const struct pi_pq_file *f, size_t rg, size_t col
     struct pi_pq_scratch local;
     memset(&local, 0, sizeof local);
     struct dec d;
-    memset(&d, 0, sizeof d);
-    d.L = L;
-    d.c = out;
-    d.codec = C->codec;
-    d.width = fixed_width(L->type, L->type_length);
-    d.s = sc ? sc : &local;
-    col_reset(out, L, d.width);
     int page_no = -1;
     size_t page_off = 0;
     const char *part = "dictionary page";
-    int rc = reserve(&d, (size_t)PI_MIN((uint64_t)rows, 8 * (uint64_t)pages_len + 64), 0);
-    if (rc == 0 && !d.width) out->voff[0] = 0;
-    if (rc == 0 && L->kind == PI_PQ_LIST) out->offsets[0] = 0;
-    if (rc == 0 && L->kind == PI_PQ_NESTED) rc = nested_init(out);
+    int rc = dec_start(&d, L, C->codec, out, sc ? sc : &local,
+                       (size_t)PI_MIN((uint64_t)rows, 8 * (uint64_t)pages_len + 64), 0);
     /* the dictionary page (if any), then the data pages: exactly `rows` rows */
     if (rc == 0 && dict_len) rc = page_loop(&d, dict, dict_len, -1, -1, &page_no, &page_off);
     if (rc == 0 && out->nrows) rc = pi_err(PI_PQ_EFORMAT, "the bytes before the first data page hold data pages");

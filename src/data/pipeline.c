@@ -1065,15 +1065,7 @@ static int item_fields(pagein_pipe *p, const struct unit *u, uint64_t i, uint64_
             nf = sh->fmt->sample(sh, us->local, us->p, us->len, p->fields, cap);
             *ntop = sh->ncols;
         } else {
-            size_t lo = 0, hi = u->ng;
-            while (hi - lo > 1) {
-                size_t mid = lo + (hi - lo) / 2;
-                if (u->g[mid].first <= id)
-                    lo = mid;
-                else
-                    hi = mid;
-            }
-            const struct ugroup *ug = &u->g[lo];
+            const struct ugroup *ug = &u->g[pi_last_le_by(&u->g[0].first, u->ng, sizeof u->g[0], id)];
             nf = pi_ds_fields(p->d->shards[ug->shard], &ug->grp, id - ug->first, p->fields, cap);
             *ntop = p->d->shards[ug->shard]->ncols;
         }
