@@ -458,7 +458,7 @@ static int fetch_wants(pagein_pipe *p, struct unit *u, struct want *w, size_t n,
         pi_free(sb);
         return pi_err(-ENOMEM, "pipe: out of memory");
     }
-    uint64_t at = 0;
+    uint64_t at = 0, fetched = 0; /* fetched: the source's bytes, without the buffer's padding */
     size_t ns = 0;
     for (size_t i = 0; i < n; i++) {
         if (!w[i].len) continue;
@@ -470,11 +470,13 @@ static int fetch_wants(pagein_pipe *p, struct unit *u, struct want *w, size_t n,
         if (last && last->src == w[i].src && last->off + last->len == w[i].off && ns > sb[w[i].batch]) {
             last->len += w[i].len; /* adjacent (and of the same batch): no padding between them */
             at += w[i].len;
+            fetched += w[i].len;
         } else {
             if (!ns || ns == sb[w[i].batch]) sb[w[i].batch] = ns; /* the batch's first span */
             at = pi_align_up(at, 64);
             sp[ns++] = (struct pi_span){w[i].src, w[i].off, w[i].len, (void *)(uintptr_t)at};
             at += w[i].len;
+            fetched += w[i].len;
         }
         for (uint32_t b = w[i].batch + 1; b <= nb; b++) sb[b] = ns;
         *w[i].out = (const uint8_t *)(uintptr_t)(at - w[i].len); /* an offset until the buffer exists */
@@ -482,7 +484,7 @@ static int fetch_wants(pagein_pipe *p, struct unit *u, struct want *w, size_t n,
     int rc = ensure_mem(u, at ? at : 1);
     for (size_t i = 0; i < n; i++) *w[i].out = w[i].len ? u->mem + (uintptr_t)*w[i].out : (const uint8_t *)"";
     for (size_t i = 0; i < ns; i++) sp[i].dst = u->mem + (uintptr_t)sp[i].dst;
-    u->bytes = at;
+    u->bytes = fetched;
     for (uint32_t b = 0; b < nb && rc == 0; b++) {
         rc = fetch(p, sp + sb[b], sb[b + 1] - sb[b], requests);
         if (rc == 0 && per && b + 1 < nb) publish(p, u, PI_MIN(u->ng, (size_t)(b + 1) * per));
