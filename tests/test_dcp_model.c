@@ -215,6 +215,32 @@ TEST(dcp_model_refusals) {
     return PASS;
 }
 
+/* A blob that is an expanded view (stride 0: a [2^17, 2^17] tensor in one
+ * stored byte; tests/data/dcp/gen_expand.py) is refused before anything is
+ * allocated, under every strategy: no 16 GiB request from a 747-byte file,
+ * no wrapped size sum (expand_wrap: 8 x 2^61 bytes + 2^33) and no write
+ * past a too-small block. */
+TEST(dcp_model_expanded_blob) {
+    static const char *const dirs[] = {FX "expand_big", FX "expand_wrap"};
+    static const char *const keys[] = {"'x'", "'a0'"};
+    for (size_t i = 0; i < 2; i++)
+        for (int s = PAGEIN_STRATEGY_LAZY; s <= PAGEIN_STRATEGY_READ; s++) {
+            pagein_model_opts o = PAGEIN_MODEL_OPTS_INIT;
+            o.strategy = (pagein_strategy)s;
+            pagein_model *m = NULL;
+            int rc = pagein_model_open(&m, dirs[i], &o);
+            const char *d = pagein_last_error_detail();
+            if (rc != PAGEIN_E_BAD_TENSOR_INFO || !strstr(d, keys[i]) || !strstr(d, "__0_0.distcp") ||
+                !strstr(d, "strides")) {
+                printf("    %s (%d): rc %d, detail: %s\n", dirs[i], s, rc, d);
+                pt_failed = 1;
+            }
+            CHECK(m == NULL);
+            pagein_model_close(m);
+        }
+    return PASS;
+}
+
 /* A file truncated after open: building a tensor fails naming it (the
  * truncation guard), never SIGBUS. */
 TEST(dcp_model_truncated_after_open) {

@@ -185,7 +185,13 @@ static int dcp_table(void *state, struct pi_table *t, struct pi_pieces *p) {
             continue;
         }
         uint64_t nb;
-        FORWARD_IF(pagein_dtype_nbytes(it->dtype, it->nelements, &nb));
+        int rc = pagein_dtype_nbytes(it->dtype, it->nelements, &nb);
+        if (rc < 0) {
+            char pre[768];
+            snprintf(pre, sizeof pre, "%s: '%s'", s->where, it->name);
+            pi_err_prefix(pre);
+            return rc;
+        }
         size_t x = s->base[i];
         const struct pi_dcp_chunk *c0 = it->nchunks ? &it->chunks[0] : NULL;
         int view = it->nchunks == 1 && s->contiguous[x];
