@@ -31,3 +31,4 @@ seed("rank4_past_end", "rank4", FILES, os.path.join(FX, "bad", "past_end.metadat
 seed("rank4_short", "rank4", FILES[:1])
 seed("expand_big", "expand_big", FILES[:1])
 seed("expand_wrap", "expand_wrap", FILES[:1])
+seed("rank4_shared_blob", "rank4", FILES, os.path.join(FX, "bad", "shared_blob.metadata"))
