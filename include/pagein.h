@@ -263,7 +263,8 @@ PAGEIN_API int pagein_dtype_nbytes(pagein_dtype d, uint64_t nelements, uint64_t 
  * strided view): data points into the model's own memory, filled when the
  * tensor is made resident (pagein_tensor_wait, pagein_layer_wait,
  * pagein_model_tensor_data, pagein_model_load_tensors; at open for populate
- * and read); offset/nbytes are not a range of its file. */
+ * and read; until then its bytes read as zeros); offset/nbytes are not a
+ * range of its file. */
 #define PAGEIN_TENSOR_ASSEMBLED 0x10u
 /* Not a tensor: a stored object's bytes (a DCP BytesStorageMetadata item:
  * the torch.save bytes of the object, never unpickled), dtype U8. */

@@ -181,6 +181,7 @@ TEST(dcp_model_refusals) {
         {FX "bad/gap.metadata", PAGEIN_E_BAD_OFFSET, {"'rows.weight'", ".metadata"}},
         {FX "bad/evil.metadata", PAGEIN_E_UNSAFE, {"posix.system", ".metadata"}},
         {FX "bad/path_dotdot.metadata", PAGEIN_E_BAD_INDEX, {"'rows.weight'", "'..'"}},
+        {FX "bad/shared_blob.metadata", PAGEIN_E_BAD_OFFSET, {"'rows.weight'", "overlap in __0_0.distcp"}},
     };
     for (size_t i = 0; i < sizeof cases / sizeof *cases; i++) {
         const char *dir = ckpt_with("dcp_model_bad", cases[i].meta);
@@ -212,6 +213,60 @@ TEST(dcp_model_refusals) {
     pagein_file *f = NULL;
     CHECK_EQ(pagein_open(&f, FX "rank4/.metadata", NULL), PAGEIN_E_NOT_MODEL);
     CHECK(strstr(pagein_last_error_detail(), "open its directory"));
+    return PASS;
+}
+
+/* A blob that is an expanded view (stride 0: a [2^17, 2^17] tensor in one
+ * stored byte; tests/data/dcp/gen_expand.py) is refused before anything is
+ * allocated, under every strategy: no 16 GiB request from a 747-byte file,
+ * no wrapped size sum (expand_wrap: 8 x 2^61 bytes + 2^33) and no write
+ * past a too-small block. */
+TEST(dcp_model_expanded_blob) {
+    static const char *const dirs[] = {FX "expand_big", FX "expand_wrap"};
+    static const char *const keys[] = {"'x'", "'a0'"};
+    for (size_t i = 0; i < 2; i++)
+        for (int s = PAGEIN_STRATEGY_LAZY; s <= PAGEIN_STRATEGY_READ; s++) {
+            pagein_model_opts o = PAGEIN_MODEL_OPTS_INIT;
+            o.strategy = (pagein_strategy)s;
+            pagein_model *m = NULL;
+            int rc = pagein_model_open(&m, dirs[i], &o);
+            const char *d = pagein_last_error_detail();
+            if (rc != PAGEIN_E_BAD_TENSOR_INFO || !strstr(d, keys[i]) || !strstr(d, "__0_0.distcp") ||
+                !strstr(d, "strides")) {
+                printf("    %s (%d): rc %d, detail: %s\n", dirs[i], s, rc, d);
+                pt_failed = 1;
+            }
+            CHECK(m == NULL);
+            pagein_model_close(m);
+        }
+    return PASS;
+}
+
+/* Under LAZY an assembled tensor not built yet reads zeros, never the
+ * bytes a reused memory block held (another model's tensors). */
+TEST(dcp_model_unbuilt_reads_zeros) {
+    pagein_model_opts o = PAGEIN_MODEL_OPTS_INIT;
+    o.strategy = PAGEIN_STRATEGY_POPULATE;
+    pagein_model *m = NULL;
+    CHECK_OK(pagein_model_open(&m, FX "rank4", &o));
+    const pagein_tensor *t = pagein_model_tensor_get(m, "blocks");
+    CHECK(t && (t->flags & PAGEIN_TENSOR_ASSEMBLED));
+    const void *before = t ? t->data : NULL;
+    pagein_model_close(m); /* its block is kept for reuse */
+    o.strategy = PAGEIN_STRATEGY_LAZY;
+    CHECK_OK(pagein_model_open(&m, FX "rank4", &o));
+    t = pagein_model_tensor_get(m, "blocks");
+    CHECK(t && t->data);
+    if (!t || !t->data) return FAIL;
+    if (t->data != before) printf("    note: the block was not reused (%p, %p)\n", before, t->data);
+    const uint8_t *b = t->data;
+    size_t nz = 0;
+    for (uint64_t i = 0; i < t->nbytes; i++) nz += b[i] != 0;
+    CHECK_EQ(nz, 0);
+    const void *d;
+    CHECK_OK(pagein_model_tensor_data(m, t, &d));
+    CHECK(d == t->data && ((const uint16_t *)d)[1] != 0); /* built: gen.py's values */
+    pagein_model_close(m);
     return PASS;
 }
 

@@ -471,6 +471,7 @@ static PyObject *Source_read_slice(Source *s, PyObject *args) {
     if (n < 0 || n != (Py_ssize_t)t->ndim || n > 64 || PySequence_Size(ct) != n)
         return raise_msg(PyExc_ValueError, "read_slice: start and count need one value per dimension");
     uint64_t ne = 1;
+    int outside = 0;
     for (Py_ssize_t d = 0; d < n; d++) {
         PyObject *a = PySequence_GetItem(st, d), *b = a ? PySequence_GetItem(ct, d) : NULL;
         start[d] = a ? PyLong_AsUnsignedLongLong(a) : 0;
@@ -478,8 +479,17 @@ static PyObject *Source_read_slice(Source *s, PyObject *args) {
         Py_XDECREF(a);
         Py_XDECREF(b);
         if (PyErr_Occurred()) return NULL;
-        if (count[d] && ne > UINT64_MAX / count[d]) return raise_msg(PyExc_OverflowError, "read_slice: box too large");
-        ne *= count[d];
+        if (start[d] > t->shape[d] || count[d] > t->shape[d] - start[d]) outside = 1;
+        if (!outside) ne *= count[d]; /* within the shape: no overflow past the tensor's element count */
+    }
+    if (outside) {
+        /* the box against the shape before any allocation: the library's
+         * own check and error (it reads nothing into a NULL buffer) */
+        int rc;
+        Py_BEGIN_ALLOW_THREADS
+        rc = pagein_model_read_slice(s->m, t, start, count, NULL, 0);
+        Py_END_ALLOW_THREADS
+        return rc < 0 ? raise_rc(rc, NULL) : raise_msg(PyExc_ValueError, "read_slice: the box is outside the tensor");
     }
     const pagein_dtype_info *di = pagein_dtype_get(t->dtype);
     uint64_t es = di && di->bits % 8 == 0 ? di->bits / 8 : 0;

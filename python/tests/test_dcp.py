@@ -202,6 +202,16 @@ def test_model_views_and_assembled_tensors():
         assert bytes(box) == ref["blocks"][2:5, 3:6].contiguous().numpy().tobytes()
         assert (f.get_slice("blocks")[2:5, 3:6] == ref["blocks"][2:5, 3:6].numpy()).all()
         assert (f.get_tensor("transposed") == ref["transposed"].numpy()).all()
+        # a box past the shape is refused before anything is allocated for
+        # it (was: count=[2^40] asked for a 1 TiB buffer first)
+        import tracemalloc
+        tracemalloc.start()
+        for start, count in (((0, 0), (1 << 40, 1)), ((0, 0), (1, 1 << 62)), ((7, 0), (1, 1))):
+            with pytest.raises(Exception, match="outside") as e:
+                src.read_slice("blocks", start, count)
+            assert "blocks" in str(e.value)
+        assert tracemalloc.get_traced_memory()[1] < 1 << 20
+        tracemalloc.stop()
 
 
 def test_model_gpu_staging_host():

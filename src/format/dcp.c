@@ -9,6 +9,25 @@
 
 #include <stdio.h>
 
+/* Strides that give every element of the shape its own storage element:
+ * taken by increasing stride, each dimension's stride (of those longer
+ * than 1) exceeds the farthest element the smaller ones reach. Stricter
+ * than disjointness for interleaved strides, which torch never writes. */
+static int strides_disjoint(const uint64_t *shape, const int64_t *strides, uint32_t nd) {
+    uint8_t used[PI_DCP_MAX_NDIM] = {0};
+    uint64_t reach = 0; /* the farthest element index the dimensions taken so far reach */
+    for (uint32_t k = 0; k < nd; k++) {
+        uint32_t best = nd;
+        for (uint32_t d = 0; d < nd; d++)
+            if (!used[d] && shape[d] > 1 && (best == nd || strides[d] < strides[best])) best = d;
+        if (best == nd) break;
+        used[best] = 1;
+        if (strides[best] <= 0 || (uint64_t)strides[best] <= reach) return 0;
+        reach += (shape[best] - 1) * (uint64_t)strides[best]; /* torch.c bounded it inside the storage */
+    }
+    return 1;
+}
+
 static int blob_check(const struct pi_table *tab, const struct pi_dcp_item *it, const struct pi_dcp_chunk *c,
                       const char *where, const char *file, struct pi_dcp_blob *b) {
     const struct pi_torch_ext *x = tab->ext;
@@ -38,6 +57,14 @@ static int blob_check(const struct pi_table *tab, const struct pi_dcp_item *it, 
         if (t->shape[d]) maxi += (t->shape[d] - 1) * (uint64_t)r->strides[d]; /* torch.c: no overflow */
     }
     b->span = c->nelements ? (maxi + 1) * es : 0;
+    /* every element its own bytes: an expanded view (stride 0) or strides
+     * that overlap would claim more elements than the blob stores, and the
+     * assembled tensor more bytes than the checkpoint holds */
+    RETURN_IF(c->nelements && !strides_disjoint(b->shape, b->strides, t->ndim), PAGEIN_E_BAD_TENSOR_INFO,
+              "%s: '%s': the blob in %s at offset %llu has overlapping or zero strides (%llu elements in %llu "
+              "bytes of storage)",
+              where, it->name, file, (unsigned long long)c->at, (unsigned long long)c->nelements,
+              (unsigned long long)b->span);
     return 0;
 }
 

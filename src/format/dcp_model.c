@@ -10,6 +10,7 @@
 #include "dcp.h"
 
 #include <stdio.h>
+#include <stdlib.h>
 
 /* What the row keeps between dir_open and dir_free. */
 struct dcp_state {
@@ -126,6 +127,43 @@ static int dcp_open(const uint8_t *buf, size_t len, const char *where, void **st
     return 0;
 }
 
+struct span_at {
+    uint64_t at, end;
+    uint32_t k; /* position in fitem/fchunk */
+};
+
+static int span_cmp(const void *a, const void *b) {
+    const struct span_at *x = a, *y = b;
+    return x->at < y->at ? -1 : x->at > y->at ? 1 : x->end < y->end ? -1 : x->end > y->end;
+}
+
+/* No two entries of file f share a byte: a blob read as two items (or two
+ * chunks) would be one tensor's bytes under two names, and a built
+ * tensor's pieces are given back (release_pieces, assemble.c), which under
+ * READ would zero the other's. Entries are inside the file already. */
+static int entries_disjoint(struct dcp_state *s, uint32_t f) {
+    const struct pi_dcp_meta *m = &s->m;
+    size_t n = s->fstart[f + 1] - s->fstart[f];
+    if (n < 2) return 0;
+    struct span_at *v = pi_calloc(n, sizeof *v);
+    if (!v) return pi_err(-ENOMEM, "%s: out of memory for %zu entries", s->where, n);
+    size_t k = 0;
+    for (uint32_t x = s->fstart[f]; x < s->fstart[f + 1]; x++) {
+        const struct pi_dcp_chunk *c = &m->items[s->fitem[x]].chunks[s->fchunk[x]];
+        if (c->nbytes) v[k++] = (struct span_at){c->at, c->at + c->nbytes, x};
+    }
+    qsort(v, k, sizeof *v, span_cmp);
+    int rc = 0;
+    for (size_t i = 1; i < k && rc == 0; i++)
+        if (v[i].at < v[i - 1].end)
+            rc = pi_err(PAGEIN_E_BAD_OFFSET, "%s: '%s' (bytes [%llu, %llu)) and '%s' (bytes [%llu, %llu)) overlap in %s",
+                        s->where, m->items[s->fitem[v[i - 1].k]].name, (unsigned long long)v[i - 1].at,
+                        (unsigned long long)v[i - 1].end, m->items[s->fitem[v[i].k]].name,
+                        (unsigned long long)v[i].at, (unsigned long long)v[i].end, m->files[f]);
+    pi_free(v);
+    return rc;
+}
+
 /* Every entry of data file f inside it, then each tensor chunk's blob
  * parsed (zip and pickle of one tensor, checked against its chunk). */
 static int dcp_file(void *state, uint32_t f, const uint8_t *base, uint64_t size) {
@@ -140,6 +178,7 @@ static int dcp_file(void *state, uint32_t f, const uint8_t *base, uint64_t size)
                   s->fchunk[k], (unsigned long long)c->at, (unsigned long long)(c->at + c->nbytes), m->files[f],
                   (unsigned long long)size);
     }
+    FORWARD_IF(entries_disjoint(s, f));
     RETURN_IF(!base && s->fstart[f + 1] > s->fstart[f], PAGEIN_E_UNSUPPORTED,
               "%s: %s is not mapped: a checkpoint over a URL is read by `pagein convert` and pagein.dcp, not opened "
               "as a model",
@@ -185,7 +224,13 @@ static int dcp_table(void *state, struct pi_table *t, struct pi_pieces *p) {
             continue;
         }
         uint64_t nb;
-        FORWARD_IF(pagein_dtype_nbytes(it->dtype, it->nelements, &nb));
+        int rc = pagein_dtype_nbytes(it->dtype, it->nelements, &nb);
+        if (rc < 0) {
+            char pre[768];
+            snprintf(pre, sizeof pre, "%s: '%s'", s->where, it->name);
+            pi_err_prefix(pre);
+            return rc;
+        }
         size_t x = s->base[i];
         const struct pi_dcp_chunk *c0 = it->nchunks ? &it->chunks[0] : NULL;
         int view = it->nchunks == 1 && s->contiguous[x];

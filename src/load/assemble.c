@@ -191,9 +191,26 @@ int pi_assemble_group(pagein_model *m, int32_t g) {
 
 int pi_assemble_start(pagein_model *m) {
     if (!m->pieces.first) return 0;
-    size_t ps = pagein_page_size(), total = 0;
-    for (size_t i = 0; i < m->tab.n; i++)
-        if (m->tab.t[i].flags & PAGEIN_TENSOR_ASSEMBLED) total += pi_align_up(m->tab.t[i].nbytes, ps);
+    size_t ps = pagein_page_size();
+    uint64_t total = 0;
+    /* sized by the checkpoint, never believed: each tensor's bytes within
+     * what its pieces store, the sum checked; nothing allocated before */
+    for (size_t i = 0; i < m->tab.n; i++) {
+        const pagein_tensor *t = &m->tab.t[i];
+        if (!(t->flags & PAGEIN_TENSOR_ASSEMBLED)) continue;
+        size_t n;
+        const struct pi_piece *p = pieces_of(m, t, &n);
+        uint64_t stored = 0;
+        for (size_t k = 0; k < n; k++)
+            if (pi_add_overflow(stored, p[k].span, &stored)) stored = UINT64_MAX;
+        RETURN_IF(t->nbytes > stored, PAGEIN_E_BAD_TENSOR_INFO,
+                  "%s: tensor '%s' is %llu bytes, its chunks store %llu", m->files[t->file]->path, t->name,
+                  (unsigned long long)t->nbytes, (unsigned long long)stored);
+        RETURN_IF(t->nbytes > UINT64_MAX - ps || pi_add_overflow(total, pi_align_up(t->nbytes, ps), &total) ||
+                  total > SIZE_MAX,
+                  PAGEIN_E_OVERFLOW, "%s: tensor '%s': %llu bytes of assembled tensors overflow",
+                  m->files[t->file]->path, t->name, (unsigned long long)t->nbytes);
+    }
     m->abuilt = pi_calloc(m->tab.n ? m->tab.n : 1, sizeof *m->abuilt);
     if (!m->abuilt) return pi_err(-ENOMEM, "out of memory");
     pthread_mutex_init(&m->amu, NULL);
@@ -204,10 +221,14 @@ int pi_assemble_start(pagein_model *m) {
          * has them (a 4 KiB fault each cost ~57 us on the test VM: 1.4 s
          * for 96 MiB of first touches) */
         int reused = 0;
-        void *b = pi_mem_get(total, &m->alen, 0, &reused);
-        if (!b) return pi_err(-errno, "out of memory for %llu bytes of assembled tensors", (unsigned long long)total);
+        void *b = pi_mem_get((size_t)total, &m->alen, 0, &reused);
+        if (!b)
+            return pi_err(-errno, "%s: out of memory for %llu bytes of assembled tensors", m->files[0]->path,
+                          (unsigned long long)total);
         if (!reused)
             pi_mem_advise(b, m->alen, (m->opts.hints & PAGEIN_HINT_HUGEPAGE) ? PI_MEM_PAGES_HUGE : PI_MEM_PAGES_MEASURE);
+        else if (!(pi_model_flags(m) & PI_ST_RESIDENT))
+            memset(b, 0, (size_t)total); /* an unbuilt tensor reads zeros, never a block's former bytes */
         m->abuf = b;
     }
     size_t at = 0;

@@ -45,7 +45,8 @@ Checkpoints (directories under OUTDIR):
            classes, fields changed, pickled again): NAME.metadata, each
            refused for the reason its name gives (gap, overlap, outside,
            path_slash, path_dotdot, path_nul, no_storage, orphan_storage,
-           sparse, evil, bad_hint, past_end)
+           sparse, evil, bad_hint, past_end,
+           shared_blob)
 """
 import importlib.util
 import os
@@ -311,6 +312,11 @@ def write_bad(top):
     put("evil", evil)
     put("bad_hint", bad_hint)
     put("past_end", past_end)
+
+    def shared_blob(m):  # two chunks read from one stored blob
+        m.storage_data[entry(m, "rows.weight", (3, 0))] = m.storage_data[entry(m, "rows.weight", (0, 0))]
+
+    put("shared_blob", shared_blob)
 
 
 def main():
