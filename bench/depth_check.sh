@@ -67,6 +67,8 @@ model=$work/src/model-$size.safetensors
 [ -f "$model" ] || "$PAGEIN" make-sample "$model" --size "$size" -q || exit 2
 mnt=$work/mnt
 out=$(mktemp -d /tmp/pagein-depth-XXXXXX)
+# the metadata cache of what this runs goes here, never into ~/.cache
+export PAGEIN_META_CACHE_DIR=$out/meta-cache
 if [ "$local" = 1 ]; then
   target=$model waiting=""
   echo "depth_check: $(stat -c %s "$model") bytes on the local disk ($(stat -f -c %T "$model")), $runs pairs," \
