@@ -224,6 +224,12 @@ struct pagein_pipe {
                            * room for the widest shard's columns from open (its limit), grown for nested values */
     size_t fields_cap;
     struct pi_source **srcs;
+    /* kept workers, started on first use and stopped at close: the
+     * loader's for local reads (the engine's workers), the decoder's for
+     * a unit's groups; one thread each per unit cost more than a small
+     * unit's reads */
+    struct pi_crew fcrew, dcrew;
+    int fcrew_on, dcrew_on;
 };
 
 
@@ -412,6 +418,10 @@ static int fetch(pagein_pipe *p, struct pi_span *sp, size_t n, uint64_t *request
         }
     }
     struct pi_engine_opts eo = {.deliver = PI_DELIVER_BUFFERS, .request_bytes = req, .depth = depth, .max_gap = 0};
+    if (disk && depth > 1) { /* the loader's workers, started once */
+        if (!p->fcrew_on) p->fcrew_on = pi_crew_start(&p->fcrew, PI_MIN(depth, 64u)) == 0;
+        if (p->fcrew_on) eo.crew = &p->fcrew;
+    }
     struct pi_engine_stats es;
     memset(&es, 0, sizeof es);
     int rc = pi_engine_run(p->srcs, p->d->nfiles, sp, n, &eo, &es);
@@ -558,14 +568,24 @@ static void *dec_job_main(void *arg) {
     return NULL;
 }
 
+static unsigned decode_threads_max(void) {
+    long nc = sysconf(_SC_NPROCESSORS_ONLN);
+    return (unsigned)pi_env_long("PAGEIN_DECODE_THREADS", nc > 0 ? (nc < 8 ? nc : 8) : 1, 1, 64);
+}
+
 static unsigned decode_threads(const pagein_dataset *d, const struct unit *u) {
     size_t ng = u->ng;
-    if (u->bytes < (2u << 20)) return 1; /* a small unit: starting threads would cost more than they save */
+    if (u->bytes < (2u << 20)) return 1; /* a small unit: handing groups out would cost more than it saves */
     for (size_t j = 0; j < ng; j++) /* one cursor's groups: out of order they would start it over */
         if (d->shards[u->g[j].shard]->in_order) return 1;
-    long nc = sysconf(_SC_NPROCESSORS_ONLN);
-    long t = pi_env_long("PAGEIN_DECODE_THREADS", nc > 0 ? (nc < 8 ? nc : 8) : 1, 1, 64);
+    unsigned t = decode_threads_max();
     return (unsigned)((size_t)t < ng ? (size_t)t : ng);
+}
+
+static int dec_item(void *arg, size_t i) {
+    (void)i;
+    dec_job_main(arg);
+    return 0;
 }
 
 /* Decodes u's groups as their bytes arrive; 0, the first failure, or
@@ -593,12 +613,11 @@ static int decode_groups(pagein_pipe *p, struct unit *u) {
     atomic_init(&J.next, 0);
     atomic_init(&J.stop, 0);
     for (size_t j = 0; j < u->ng; j++) rcs[j] = 1;
-    pthread_t tid[64];
-    int on[64];
-    for (unsigned k = 1; k < nt; k++) on[k] = pthread_create(&tid[k], NULL, dec_job_main, &J) == 0;
-    dec_job_main(&J); /* this thread takes groups too */
-    for (unsigned k = 1; k < nt; k++)
-        if (on[k]) pthread_join(tid[k], NULL);
+    if (!p->dcrew_on) p->dcrew_on = pi_crew_start(&p->dcrew, decode_threads_max()) == 0;
+    if (p->dcrew_on)
+        pi_crew_run(&p->dcrew, nt, dec_item, &J); /* this thread takes groups too */
+    else
+        dec_job_main(&J);
     int rc = 0;
     for (size_t j = 0; j < u->ng; j++) {
         if (rcs[j] < 0 && rc == 0) rc = pi_err(rcs[j], "%s", msg[j]);
@@ -1020,6 +1039,8 @@ int pagein_pipe_open(pagein_pipe **out, pagein_dataset *d, const pagein_pipe_opt
 void pagein_pipe_close(pagein_pipe *p) {
     if (!p) return;
     stop_loader(p);
+    if (p->fcrew_on) pi_crew_stop(&p->fcrew);
+    if (p->dcrew_on) pi_crew_stop(&p->dcrew);
     for (int k = 0; k < 2; k++) unit_free(p, &p->slot[k]);
     pi_seq_free(&p->q);
     pi_free(p->mine);
