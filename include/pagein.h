@@ -1322,9 +1322,10 @@ PAGEIN_API int pagein_ranges_uring_available(void);
 typedef struct pagein_reader pagein_reader;
 
 typedef enum pagein_reader_kind {
-    PAGEIN_READER_GLOBAL = 0, /* full permutation, pread at queue depth N */
-    PAGEIN_READER_BLOCK = 1,  /* shuffled blocks + bounded shuffle buffer */
-    PAGEIN_READER_RANGES = 2, /* full permutation, batches merged and read */
+    PAGEIN_READER_GLOBAL = 0, /* the pipe's global order: full permutation, each unit of
+                                 `batch` samples read at queue depth N */
+    PAGEIN_READER_BLOCK = 1,  /* the pipe's block order over the dataset's groups */
+    PAGEIN_READER_RANGES = 2, /* the same as GLOBAL (kept for its callers) */
     PAGEIN_READER_MMAP = 3    /* pointers into a mapping (baseline) */
 } pagein_reader_kind;
 
