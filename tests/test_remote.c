@@ -12,9 +12,11 @@
 #include "remote_util.h"
 
 #include <dirent.h>
+#include <fcntl.h>
 #include <stdatomic.h>
 #include <stdlib.h>
 #include <sys/stat.h>
+#include <time.h>
 #include <unistd.h>
 
 #ifndef PAGEIN_HAVE_CURL
@@ -406,9 +408,13 @@ TEST(remote_http_errors) {
     rc = ropen(&s, rt_url("HTTP", "/files/changing.bin"));
     CHECK_OK(rc);
     if (rc == 0) {
-        sleep(1); /* nginx's ETag is mtime-size: a new second */
         memset(buf, 2, size);
         CHECK_EQ(pt_write_file(local, buf, size), 0);
+        /* nginx's ETag is mtime-size: the new file's mtime is set an hour
+         * back, a second the first one cannot have had (no sleep for a new
+         * second) */
+        struct timespec back[2] = {{0, UTIME_OMIT}, {time(NULL) - 3600, 0}};
+        CHECK_EQ(utimensat(AT_FDCWD, local, back, 0), 0);
         CHECK_EQ(s->ops->read(s, buf, 100000, 500000), PAGEIN_E_CHANGED);
         CHECK(has(pagein_last_error_detail(), "changed"));
         pi_remote_close(s);
