@@ -131,6 +131,28 @@ uint64_t pt_seed(void) {
     return seed;
 }
 
+const char *pt_vma_thp(const void *a, char *out, size_t cap) {
+    snprintf(out, cap, "?");
+    FILE *f = fopen("/proc/self/smaps", "re");
+    if (!f) return out;
+    char line[512];
+    int in = 0;
+    uintptr_t x = (uintptr_t)a;
+    while (fgets(line, sizeof line, f)) {
+        unsigned long lo, hi;
+        if (sscanf(line, "%lx-%lx ", &lo, &hi) == 2) {
+            in = x >= lo && x < hi;
+            continue;
+        }
+        if (in && strncmp(line, "VmFlags:", 8) == 0) {
+            snprintf(out, cap, "%s", strstr(line, " hg") ? "hg" : strstr(line, " nh") ? "nh" : "");
+            break;
+        }
+    }
+    fclose(f);
+    return out;
+}
+
 uint64_t pt_rand(uint64_t *s) {
     uint64_t z = (*s += 0x9e3779b97f4a7c15ull);
     z = (z ^ (z >> 30)) * 0xbf58476d1ce4e5b9ull;

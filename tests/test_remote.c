@@ -19,14 +19,6 @@
 #include <time.h>
 #include <unistd.h>
 
-#ifndef PAGEIN_HAVE_CURL
-#define NEED_CURL() SKIP_BECAUSE("built without libcurl (Debian libcurl4-openssl-dev; mk/remote.mk)")
-#else
-#define NEED_CURL() \
-    do {            \
-    } while (0)
-#endif
-
 #ifdef PAGEIN_HAVE_CURL
 
 /* Environment changes undone at the end of a test. */
@@ -461,10 +453,7 @@ TEST(remote_s3) {
     RT_NEED_SERVERS();
     if (!rt_env("S3")) SKIP_BECAUSE("s3rver is not running");
     struct envsave e = {0};
-    static const char *vars[] = {"AWS_ACCESS_KEY_ID", "AWS_SECRET_ACCESS_KEY", "AWS_SESSION_TOKEN", "AWS_PROFILE",
-                                 "AWS_DEFAULT_PROFILE", "AWS_REGION", "AWS_DEFAULT_REGION", "AWS_ENDPOINT_URL",
-                                 "AWS_SHARED_CREDENTIALS_FILE", "AWS_CONFIG_FILE", "GS_ACCESS_KEY_ID", "AWS_CA_BUNDLE"};
-    for (size_t i = 0; i < PI_ARRAY_LEN(vars); i++) env_set(&e, vars[i], NULL);
+    for (size_t i = 0; i < RT_AWS_NVARS; i++) env_set(&e, rt_aws_vars[i], NULL);
     env_set(&e, "AWS_ENDPOINT_URL_S3", rt_env("S3"));
     env_set(&e, "PAGEIN_HTTP_RETRIES", "0");
     const char *uri = "s3://bkt/real/safetensors/burn-mnist-f32.safetensors";
