@@ -17,10 +17,8 @@ set -u
 nfail=0
 if [ "${HOSTILE_ALL:-}" = 1 ]; then fail() { echo "FAIL: $*" | head -c 600 >&2; echo >&2; nfail=$((nfail + 1)); }; fi
 
-out=$(PAGEIN_HTTP_RETRIES=0 "$PAGEIN" pull http://127.0.0.1:1/x.bin "$TMP/x" 2>&1)
-if echo "$out" | grep -q "built without libcurl"; then echo "pagein built without libcurl"; exit 77; fi
-$PY -c 'import socket; s=socket.socket(); s.bind(("127.0.0.2", 0))' 2>/dev/null ||
-  { echo "127.0.0.2 is not a local address here"; exit 77; }
+need_curl
+need_loopback2
 command -v openssl > /dev/null || { echo "openssl is not installed"; exit 77; }
 
 W=$TMP/www S=$TMP/hs

@@ -12,6 +12,21 @@ skip_part() { echo "SKIP (part): $*"; echo "$*" >> "$TMP/.skipped-parts"; }
 expect_contains() { echo "$OUT_TXT" | grep -q -- "$1" || fail "output lacks '$1': $OUT_TXT"; }
 PY=/usr/bin/python3
 
+# need_curl: exit 77 (skip, said) where pagein is built without libcurl (a
+# pull from a port where nothing listens says so)
+need_curl() {
+  local out
+  out=$(PAGEIN_HTTP_RETRIES=0 "$PAGEIN" pull http://127.0.0.1:1/x.bin "$TMP/x" 2>&1)
+  if echo "$out" | grep -q "built without libcurl"; then echo "pagein built without libcurl"; exit 77; fi
+}
+
+# need_loopback2: exit 77 (skip, said) where 127.0.0.2 is not a local
+# address (tools/hostile.py listens on 127.0.0.1 and 127.0.0.2)
+need_loopback2() {
+  $PY -c 'import socket; s=socket.socket(); s.bind(("127.0.0.2", 0))' 2>/dev/null ||
+    { echo "127.0.0.2 is not a local address here (tools/hostile.py listens there too)"; exit 77; }
+}
+
 # start_servers DIR SERVER...: the remote tests' servers (tests/remote/
 # servers.sh) for this suite, stopped when it exits; exit 77 (skip, with the
 # reason) where they cannot run here; then DIR/env is sourced (HTTP, HTTPS,

@@ -9,10 +9,8 @@
 . "$REPO/tests/cli/lib.sh"
 set -u
 
-out=$(PAGEIN_HTTP_RETRIES=0 "$PAGEIN" pull http://127.0.0.1:1/x.bin "$TMP/x" 2>&1)
-if echo "$out" | grep -q "built without libcurl"; then echo "pagein built without libcurl"; exit 77; fi
-$PY -c 'import socket; s=socket.socket(); s.bind(("127.0.0.2", 0))' 2>/dev/null ||
-  { echo "127.0.0.2 is not a local address here (tools/hostile.py listens there too)"; exit 77; }
+need_curl
+need_loopback2
 
 W=$TMP/www S=$TMP/hs
 mkdir -p "$W" "$S" "$TMP/home"

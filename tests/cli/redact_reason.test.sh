@@ -4,10 +4,8 @@
 # as given (docs/SAFETY.md "Remote sources").
 . "$REPO/tests/cli/lib.sh"
 set -u
-out=$(PAGEIN_HTTP_RETRIES=0 "$PAGEIN" pull http://127.0.0.1:1/x.bin "$TMP/x" 2>&1)
-if echo "$out" | grep -q "built without libcurl"; then echo "pagein built without libcurl"; exit 77; fi
-$PY -c 'import socket; s=socket.socket(); s.bind(("127.0.0.2", 0))' 2>/dev/null ||
-  { echo "127.0.0.2 is not a local address here (tools/hostile.py listens there)"; exit 77; }
+need_curl
+need_loopback2
 W=$TMP/www S=$TMP/hs
 mkdir -p "$W" "$S"
 cp "$TESTDATA/safetensors/burn-mnist-f32.safetensors" "$W/model.safetensors"
