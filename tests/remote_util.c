@@ -140,6 +140,29 @@ const char *rt_url(const char *key, const char *path) {
 
 const char *rt_dir(void) { return dir; }
 
+const char *const rt_aws_vars[] = {"AWS_ACCESS_KEY_ID", "AWS_SECRET_ACCESS_KEY", "AWS_SESSION_TOKEN", "AWS_PROFILE",
+                                   "AWS_DEFAULT_PROFILE", "AWS_REGION", "AWS_DEFAULT_REGION", "AWS_ENDPOINT_URL",
+                                   "AWS_SHARED_CREDENTIALS_FILE", "AWS_CONFIG_FILE", "GS_ACCESS_KEY_ID", "AWS_CA_BUNDLE"};
+_Static_assert(sizeof rt_aws_vars / sizeof *rt_aws_vars == RT_AWS_NVARS, "RT_AWS_NVARS counts rt_aws_vars");
+
+int rt_folder_urls(char urls[3][300], const char *files_name, const char *hf_uri, const char *s3_uri) {
+    setenv("PAGEIN_HTTP_RETRIES", "0", 1);
+    setenv("HF_ENDPOINT", rt_env("HTTP"), 1);
+    setenv("HF_TOKEN", "hf_testtoken", 1);
+    char path[256];
+    snprintf(path, sizeof path, "/files/%s", files_name);
+    snprintf(urls[0], 300, "%s", rt_url("HTTP", path));
+    snprintf(urls[1], 300, "%s", hf_uri);
+    if (!rt_env("S3")) {
+        printf("    s3:// not checked: s3rver is not running\n");
+        return 2;
+    }
+    for (size_t i = 0; i < RT_AWS_NVARS; i++) unsetenv(rt_aws_vars[i]);
+    setenv("AWS_ENDPOINT_URL_S3", rt_env("S3"), 1);
+    snprintf(urls[2], 300, "%s", s3_uri);
+    return 3;
+}
+
 /* The runner's shared start: the servers and s3rver, before the first
  * remote_* test (the s3rver a test started itself would stop with it, and
  * its watcher would take the shared servers along). */

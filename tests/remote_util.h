@@ -16,6 +16,25 @@ const char *rt_url(const char *key, const char *path);
 /* The servers' directory (www/ is what nginx serves). */
 const char *rt_dir(void);
 
+/* The AWS settings a user's environment may hold: the S3 tests unset them
+ * all, so that only the servers' own ones are read (RT_AWS_NVARS names). */
+extern const char *const rt_aws_vars[];
+#define RT_AWS_NVARS 12
+/* The environment a remote checkpoint test reads a folder in (no retries,
+ * the test Hub at nginx with a token, S3 at s3rver and none of the user's
+ * AWS settings) and the folder's addresses into urls: plain HTTP
+ * /files/FILES_NAME, HF_URI and, when s3rver runs, S3_URI (else said so).
+ * Returns how many (2 or 3). */
+int rt_folder_urls(char urls[3][300], const char *files_name, const char *hf_uri, const char *s3_uri);
+
+#ifndef PAGEIN_HAVE_CURL
+#define NEED_CURL() SKIP_BECAUSE("built without libcurl (Debian libcurl4-openssl-dev; mk/remote.mk)")
+#else
+#define NEED_CURL()                                                             \
+    do {                                                                        \
+    } while (0)
+#endif
+
 #define RT_NEED_SERVERS()                                                       \
     do {                                                                        \
         const char *why_;                                                       \

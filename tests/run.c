@@ -131,6 +131,28 @@ uint64_t pt_seed(void) {
     return seed;
 }
 
+const char *pt_vma_thp(const void *a, char *out, size_t cap) {
+    snprintf(out, cap, "?");
+    FILE *f = fopen("/proc/self/smaps", "re");
+    if (!f) return out;
+    char line[512];
+    int in = 0;
+    uintptr_t x = (uintptr_t)a;
+    while (fgets(line, sizeof line, f)) {
+        unsigned long lo, hi;
+        if (sscanf(line, "%lx-%lx ", &lo, &hi) == 2) {
+            in = x >= lo && x < hi;
+            continue;
+        }
+        if (in && strncmp(line, "VmFlags:", 8) == 0) {
+            snprintf(out, cap, "%s", strstr(line, " hg") ? "hg" : strstr(line, " nh") ? "nh" : "");
+            break;
+        }
+    }
+    fclose(f);
+    return out;
+}
+
 uint64_t pt_rand(uint64_t *s) {
     uint64_t z = (*s += 0x9e3779b97f4a7c15ull);
     z = (z ^ (z >> 30)) * 0xbf58476d1ce4e5b9ull;
@@ -188,12 +210,20 @@ static int run_forked_in(size_t i, double limit, char *why, size_t whylen, const
     why[0] = 0;
     fflush(stdout);
     fflush(stderr);
+    /* SIGCHLD blocked (so that it stays pending) wakes the wait below the
+     * moment the child ends; the child runs with the runner's mask */
+    sigset_t chld, old;
+    sigemptyset(&chld);
+    sigaddset(&chld, SIGCHLD);
+    sigprocmask(SIG_BLOCK, &chld, &old);
     pid_t pid = fork();
     if (pid < 0) {
+        sigprocmask(SIG_SETMASK, &old, NULL);
         snprintf(why, whylen, "fork failed: %s", strerror(errno));
         return FAIL;
     }
     if (pid == 0) {
+        sigprocmask(SIG_SETMASK, &old, NULL);
         setpgid(0, 0);
         if (dir) {
             /* everything the test writes lands in its own directory, which
@@ -209,26 +239,32 @@ static int run_forked_in(size_t i, double limit, char *why, size_t whylen, const
     }
     setpgid(pid, pid); /* either side may win the race; both ask the same */
     double t0 = mono_s();
-    struct timespec nap = {0, 200000}; /* 0.2 ms, doubling to 20 ms */
     int status = 0;
     for (;;) {
         pid_t w = waitpid(pid, &status, WNOHANG);
         if (w == pid) break;
         if (w < 0 && errno != EINTR) {
+            sigprocmask(SIG_SETMASK, &old, NULL);
             snprintf(why, whylen, "waitpid failed: %s", strerror(errno));
             return FAIL;
         }
-        if (mono_s() - t0 > limit) {
+        double left = limit - (mono_s() - t0);
+        if (left <= 0) {
             kill(-pid, SIGKILL);
             kill(pid, SIGKILL);
             while (waitpid(pid, &status, 0) < 0 && errno == EINTR) {
             }
+            sigprocmask(SIG_SETMASK, &old, NULL);
             snprintf(why, whylen, "timed out after %.0f s (PAGEIN_TEST_TIMEOUT), killed", limit);
             return FAIL;
         }
-        nanosleep(&nap, NULL);
-        if (nap.tv_nsec < 20000000) nap.tv_nsec *= 2;
+        /* until a child ends (this one, or another: then the loop looks
+         * again) or at most 0.5 s, within the time left */
+        if (left > 0.5) left = 0.5;
+        struct timespec ts = {0, (long)(left * 1e9)};
+        sigtimedwait(&chld, NULL, &ts);
     }
+    sigprocmask(SIG_SETMASK, &old, NULL);
     /* reap whatever the test left in its group: nothing outlives a test */
     kill(-pid, SIGKILL);
     if (WIFSIGNALED(status)) {

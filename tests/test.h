@@ -104,6 +104,10 @@ const char *pt_tmppath(const char *name);
 void *pt_read_file(const char *path, size_t *len);
 /* Writes a buffer to path; returns 0 or -1. */
 int pt_write_file(const char *path, const void *buf, size_t len);
+/* The transparent-huge-page flag of the mapping holding address a, from
+ * /proc/self/smaps: "hg" (MADV_HUGEPAGE), "nh" (MADV_NOHUGEPAGE), ""
+ * (neither) or "?" (not found); written into out, which is returned. */
+const char *pt_vma_thp(const void *a, char *out, size_t cap);
 /* Seed for randomised tests (PAGEIN_SEED or time); printed once. */
 uint64_t pt_seed(void);
 uint64_t pt_rand(uint64_t *state); /* splitmix64 */

@@ -28,23 +28,8 @@ TEST(remote_dcp_hf_convert) {
         CHECK_OK(pagein_dcp_hf_tensor(l, i, &in));
         need += in.nbytes;
     }
-    setenv("PAGEIN_HTTP_RETRIES", "0", 1);
-    setenv("HF_ENDPOINT", rt_env("HTTP"), 1);
-    setenv("HF_TOKEN", "hf_testtoken", 1);
     char urls[3][300];
-    snprintf(urls[0], sizeof urls[0], "%s", rt_url("HTTP", "/files/dcphf"));
-    snprintf(urls[1], sizeof urls[1], "hf://org/dcp/hf");
-    int n = 2;
-    if (rt_env("S3")) {
-        static const char *vars[] = {"AWS_ACCESS_KEY_ID", "AWS_SECRET_ACCESS_KEY", "AWS_SESSION_TOKEN", "AWS_PROFILE",
-                                     "AWS_DEFAULT_PROFILE", "AWS_REGION", "AWS_DEFAULT_REGION", "AWS_ENDPOINT_URL",
-                                     "AWS_SHARED_CREDENTIALS_FILE", "AWS_CONFIG_FILE", "AWS_CA_BUNDLE"};
-        for (size_t i = 0; i < (sizeof vars / sizeof *vars); i++) unsetenv(vars[i]);
-        setenv("AWS_ENDPOINT_URL_S3", rt_env("S3"), 1);
-        snprintf(urls[n++], sizeof urls[0], "s3://bkt/torch-dcphf");
-    } else {
-        printf("    s3:// not checked: s3rver is not running\n");
-    }
+    int n = rt_folder_urls(urls, "dcphf", "hf://org/dcp/hf", "s3://bkt/torch-dcphf");
     for (int i = 0; i < n; i++) {
         CHECK(pagein_is_dcp_hf_dir(urls[i]));
         pagein_dcp_hf *h = NULL;

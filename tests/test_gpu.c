@@ -77,6 +77,18 @@ static int model_compare(pagein_gpu_load *l, const pagein_model *m) {
     return bad;
 }
 
+/* compare_all over every tensor of one file. */
+static int compare_file(pagein_gpu_load *l, const pagein_file *f) {
+    size_t n = pagein_tensor_count(f);
+    const pagein_tensor **ts = calloc(n ? n : 1, sizeof *ts);
+    if (!ts) return -1;
+    for (size_t i = 0; i < n; i++) ts[i] = pagein_tensor_at(f, i);
+    const pagein_file *fs[1] = {f};
+    int bad = compare_all(l, fs, ts, n);
+    free(ts);
+    return bad;
+}
+
 static int open_lazy(pagein_model **m, const char *path) {
     pagein_model_opts mo = PAGEIN_MODEL_OPTS_INIT;
     mo.strategy = PAGEIN_STRATEGY_LAZY;
@@ -281,12 +293,7 @@ TEST(gpu_host_gguf_quantized_blocks) {
         CHECK_OK(pagein_gpu_load_file(&l, f, &o));
         if (l) {
             CHECK_OK(pagein_gpu_load_wait(l));
-            const pagein_file *fs[1] = {f};
-            size_t n = pagein_tensor_count(f);
-            const pagein_tensor **ts = calloc(n, sizeof *ts);
-            for (size_t i = 0; i < n; i++) ts[i] = pagein_tensor_at(f, i);
-            CHECK_EQ(compare_all(l, fs, ts, n), 0);
-            free(ts);
+            CHECK_EQ(compare_file(l, f), 0);
             pagein_gpu_stats st;
             pagein_gpu_load_stats(l, &st);
             CHECK(st.pinned_peak <= 3 * 8192);
@@ -463,12 +470,7 @@ TEST(gpu_cuda_bytes_equal) {
         pagein_gpu_load *l = NULL;
         if (f) CHECK_OK(pagein_gpu_load_file(&l, f, &o));
         if (l) {
-            const pagein_file *fs[1] = {f};
-            size_t n = pagein_tensor_count(f);
-            const pagein_tensor **ts = calloc(n, sizeof *ts);
-            for (size_t i = 0; i < n; i++) ts[i] = pagein_tensor_at(f, i);
-            CHECK_EQ(compare_all(l, fs, ts, n), 0);
-            free(ts);
+            CHECK_EQ(compare_file(l, f), 0);
             pagein_gpu_load_free(l);
         }
         pagein_close(f);
@@ -533,12 +535,7 @@ TEST(gpu_host_memory_file) {
         CHECK_OK(pagein_gpu_load_file(&l, f, &o));
         if (l) {
             CHECK_OK(pagein_gpu_load_wait(l));
-            size_t n = pagein_tensor_count(f);
-            const pagein_tensor **ts = calloc(n, sizeof *ts);
-            for (size_t i = 0; i < n; i++) ts[i] = pagein_tensor_at(f, i);
-            const pagein_file *fs[1] = {f};
-            CHECK_EQ(compare_all(l, fs, ts, n), 0);
-            free(ts);
+            CHECK_EQ(compare_file(l, f), 0);
             pagein_gpu_load_free(l);
         }
         pagein_close(f);

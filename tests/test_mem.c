@@ -155,27 +155,6 @@ TEST(mem_fill_populates_without_changing_bytes) {
     return PASS;
 }
 
-/* "hg", "nh" or "" for the VMA holding a. */
-static void vma_flag(const void *a, char *out, size_t cap) {
-    snprintf(out, cap, "?");
-    FILE *f = fopen("/proc/self/smaps", "re");
-    if (!f) return;
-    char line[512];
-    int in = 0;
-    while (fgets(line, sizeof line, f)) {
-        unsigned long lo, hi;
-        if (sscanf(line, "%lx-%lx ", &lo, &hi) == 2) {
-            in = (uintptr_t)a >= lo && (uintptr_t)a < hi;
-            continue;
-        }
-        if (in && strncmp(line, "VmFlags:", 8) == 0) {
-            snprintf(out, cap, "%s", strstr(line, " hg") ? "hg" : strstr(line, " nh") ? "nh" : "");
-            break;
-        }
-    }
-    fclose(f);
-}
-
 TEST(mem_page_size_forced_and_measured) {
     size_t cap, len = 8u << 20;
     int re;
@@ -185,14 +164,14 @@ TEST(mem_page_size_forced_and_measured) {
     CHECK(p != NULL);
     if (!p) return PASS;
     pi_mem_populate(p, len, PI_MEM_PAGES_SMALL, NULL);
-    vma_flag(p, fl, sizeof fl);
+    pt_vma_thp(p, fl, sizeof fl);
     CHECK_STR(fl, "nh");
     munmap(p, cap);
     setenv("PAGEIN_READ_HUGEPAGE", "1", 1); /* forces a measured block */
     p = pi_mem_get(len, &cap, 1, &re);
     struct pi_mem_stats st = {0};
     pi_mem_populate(p, len, PI_MEM_PAGES_MEASURE, &st);
-    vma_flag(p, fl, sizeof fl);
+    pt_vma_thp(p, fl, sizeof fl);
     CHECK_STR(fl, "hg");
     CHECK_EQ(st.huge, len);
     munmap(p, cap);
@@ -201,7 +180,7 @@ TEST(mem_page_size_forced_and_measured) {
     p = pi_mem_get(len, &cap, 1, &re); /* measured: huge pages first */
     memset(&st, 0, sizeof st);
     pi_mem_populate(p, len, PI_MEM_PAGES_MEASURE, &st);
-    vma_flag(p, fl, sizeof fl);
+    pt_vma_thp(p, fl, sizeof fl);
     CHECK_STR(fl, "hg");
     CHECK(st.huge >= (4u << 20));
     printf("    note: huge pages populated at %.2f GB/s here (%llu of %zu bytes as huge pages)\n",
@@ -210,16 +189,27 @@ TEST(mem_page_size_forced_and_measured) {
     return PASS;
 }
 
+/* Writes a safetensors file at path holding one u8 tensor "w" of nb bytes
+ * (byte i = i * mul + add); returns those bytes (malloc'd) or NULL, the
+ * failure checked. */
+static uint8_t *write_u8_model(const char *path, size_t nb, unsigned mul, unsigned add) {
+    uint8_t *d = malloc(nb);
+    CHECK(d != NULL);
+    if (!d) return NULL;
+    for (size_t i = 0; i < nb; i++) d[i] = (uint8_t)(i * mul + add);
+    uint64_t shape[1] = {nb};
+    pagein_write_tensor w = {"w", PAGEIN_DTYPE_U8, 1, shape, d, NULL, NULL};
+    int rc = pagein_safetensors_write(path, &w, 1, NULL);
+    CHECK_OK(rc);
+    if (rc) free(d);
+    return rc ? NULL : d;
+}
+
 TEST(mem_read_counters_in_trace) {
     enum { NB = 5 << 20 };
-    uint8_t *d = malloc(NB);
-    CHECK(d != NULL);
-    if (!d) return PASS;
-    for (size_t i = 0; i < NB; i++) d[i] = (uint8_t)(i * 31 + 7);
-    uint64_t shape[1] = {NB};
-    pagein_write_tensor w = {"w", PAGEIN_DTYPE_U8, 1, shape, d, NULL, NULL};
     const char *path = pt_tmppath("mem.safetensors");
-    CHECK_OK(pagein_safetensors_write(path, &w, 1, NULL));
+    uint8_t *d = write_u8_model(path, NB, 31, 7);
+    if (!d) return FAIL;
     setenv("PAGEIN_MEM_KEEP", "64M", 1);
     setenv("PAGEIN_MEM_THREADS", "1", 1); /* populating ahead, off by default */
     pi_mem_trim();
@@ -279,14 +269,9 @@ static long hugetlb_free_2m(void) {
  * (an empty pool, the usual case: nothing fails), the bytes right either way. */
 TEST(mem_read_hugetlb_pool) {
     enum { NB = 3 << 20 };
-    uint8_t *d = malloc(NB);
-    CHECK(d != NULL);
-    if (!d) return PASS;
-    for (size_t i = 0; i < NB; i++) d[i] = (uint8_t)(i * 13 + 1);
-    uint64_t shape[1] = {NB};
-    pagein_write_tensor w = {"w", PAGEIN_DTYPE_U8, 1, shape, d, NULL, NULL};
     const char *path = pt_tmppath("pool.safetensors");
-    CHECK_OK(pagein_safetensors_write(path, &w, 1, NULL));
+    uint8_t *d = write_u8_model(path, NB, 13, 1);
+    if (!d) return FAIL;
     setenv("PAGEIN_READ_HUGETLB", "1", 1);
     pi_mem_trim();
     long before = hugetlb_free_2m();

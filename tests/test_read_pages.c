@@ -15,29 +15,6 @@ enum { NB = 6 << 20 };
 
 static uint8_t pat(uint64_t o) { return (uint8_t)(o * 37 + (o >> 12) + 5); }
 
-/* "hg", "nh" or "" (neither) for the VMA holding address a. */
-static const char *vma_thp(const void *a, char *out, size_t cap) {
-    snprintf(out, cap, "?");
-    FILE *f = fopen("/proc/self/smaps", "re");
-    if (!f) return out;
-    char line[512];
-    int in = 0;
-    uintptr_t x = (uintptr_t)a;
-    while (fgets(line, sizeof line, f)) {
-        unsigned long lo, hi;
-        if (sscanf(line, "%lx-%lx ", &lo, &hi) == 2) {
-            in = x >= lo && x < hi;
-            continue;
-        }
-        if (in && strncmp(line, "VmFlags:", 8) == 0) {
-            snprintf(out, cap, "%s", strstr(line, " hg") ? "hg" : strstr(line, " nh") ? "nh" : "");
-            break;
-        }
-    }
-    fclose(f);
-    return out;
-}
-
 /* Opens path with READ and the given hints; checks the bytes; the VMA
  * flags of the tensor's buffer into flags. */
 static int open_read(const char *path, uint32_t hints, char *flags, size_t cap) {
@@ -58,7 +35,7 @@ static int open_read(const char *path, uint32_t hints, char *flags, size_t cap) 
             break;
         }
     CHECK(!bad);
-    if (t) vma_thp(t->data, flags, cap);
+    if (t) pt_vma_thp(t->data, flags, cap);
     pagein_model_close(m);
     return bad;
 }

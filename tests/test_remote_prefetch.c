@@ -17,14 +17,6 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
-#ifndef PAGEIN_HAVE_CURL
-#define NEED_CURL() SKIP_BECAUSE("built without libcurl (Debian libcurl4-openssl-dev; mk/remote.mk)")
-#else
-#define NEED_CURL() \
-    do {            \
-    } while (0)
-#endif
-
 #ifdef PAGEIN_HAVE_CURL
 
 /* A local model to compare with (mapped, everything resident). */

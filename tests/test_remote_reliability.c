@@ -19,14 +19,6 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
-#ifndef PAGEIN_HAVE_CURL
-#define NEED_CURL() SKIP_BECAUSE("built without libcurl (Debian libcurl4-openssl-dev; mk/remote.mk)")
-#else
-#define NEED_CURL() \
-    do {            \
-    } while (0)
-#endif
-
 #ifdef PAGEIN_HAVE_CURL
 static uint8_t pat(uint64_t i) { return (uint8_t)((i * 0x9E3779B97F4A7C15ull) >> 56); }
 

@@ -17,10 +17,8 @@ set -u
 nfail=0
 if [ "${HOSTILE_ALL:-}" = 1 ]; then fail() { echo "FAIL: $*" | head -c 600 >&2; echo >&2; nfail=$((nfail + 1)); }; fi
 
-out=$(PAGEIN_HTTP_RETRIES=0 "$PAGEIN" pull http://127.0.0.1:1/x.bin "$TMP/x" 2>&1)
-if echo "$out" | grep -q "built without libcurl"; then echo "pagein built without libcurl"; exit 77; fi
-$PY -c 'import socket; s=socket.socket(); s.bind(("127.0.0.2", 0))' 2>/dev/null ||
-  { echo "127.0.0.2 is not a local address here"; exit 77; }
+need_curl
+need_loopback2
 command -v openssl > /dev/null || { echo "openssl is not installed"; exit 77; }
 
 W=$TMP/www S=$TMP/hs
@@ -38,12 +36,7 @@ SHA=$(sha256sum "$W/model.safetensors" | cut -d' ' -f1)
   openssl x509 -req -in srv.csr -CA ca.pem -CAkey ca.key -CAcreateserial -out srv.pem -days 2 -extfile srv.ext
 ) > "$S/openssl.log" 2>&1 || fail "openssl: $(cat "$S/openssl.log")"
 
-$PY "$REPO/tools/hostile.py" "$W" "$S" $$ "$S/srv.pem" "$S/srv.key" > "$S/server.log" 2>&1 &
-hpid=$!
-trap 'kill $hpid 2>/dev/null' EXIT
-for i in $(seq 1 100); do [ -s "$S/ports" ] && break; kill -0 $hpid 2>/dev/null || break; sleep 0.1; done
-[ -s "$S/ports" ] || fail "hostile.py did not start: $(cat "$S/server.log")"
-read -r PA PB PT < "$S/ports"
+start_hostile "$W" "$S" "$S/srv.pem" "$S/srv.key"
 A=http://127.0.0.1:$PA T=https://127.0.0.1:$PT
 export CURL_CA_BUNDLE=$S/ca.pem HOME=$TMP/home PAGEIN_HTTP_RETRIES=0 PAGEIN_HTTP_BACKOFF_MS=10
 unset AWS_ACCESS_KEY_ID AWS_SECRET_ACCESS_KEY AWS_SESSION_TOKEN AWS_PROFILE AWS_ENDPOINT_URL HF_TOKEN HF_ENDPOINT

@@ -12,6 +12,34 @@ skip_part() { echo "SKIP (part): $*"; echo "$*" >> "$TMP/.skipped-parts"; }
 expect_contains() { echo "$OUT_TXT" | grep -q -- "$1" || fail "output lacks '$1': $OUT_TXT"; }
 PY=/usr/bin/python3
 
+# need_curl: exit 77 (skip, said) where pagein is built without libcurl (a
+# pull from a port where nothing listens says so)
+need_curl() {
+  local out
+  out=$(PAGEIN_HTTP_RETRIES=0 "$PAGEIN" pull http://127.0.0.1:1/x.bin "$TMP/x" 2>&1)
+  if echo "$out" | grep -q "built without libcurl"; then echo "pagein built without libcurl"; exit 77; fi
+}
+
+# start_hostile W S [ARGS...]: tools/hostile.py serving W (state in S,
+# extra ARGS: a TLS certificate and key), stopped when this script exits;
+# waits (bounded, 10 s) for its ports: PA PB PT.
+start_hostile() {
+  local w=$1 s=$2 i; shift 2
+  $PY "$REPO/tools/hostile.py" "$w" "$s" $$ "$@" > "$s/server.log" 2>&1 &
+  hpid=$!
+  trap 'kill $hpid 2>/dev/null' EXIT
+  for i in $(seq 1 100); do [ -s "$s/ports" ] && break; kill -0 $hpid 2>/dev/null || break; sleep 0.1; done
+  [ -s "$s/ports" ] || fail "hostile.py did not start: $(cat "$s/server.log")"
+  read -r PA PB PT < "$s/ports"
+}
+
+# need_loopback2: exit 77 (skip, said) where 127.0.0.2 is not a local
+# address (tools/hostile.py listens on 127.0.0.1 and 127.0.0.2)
+need_loopback2() {
+  $PY -c 'import socket; s=socket.socket(); s.bind(("127.0.0.2", 0))' 2>/dev/null ||
+    { echo "127.0.0.2 is not a local address here (tools/hostile.py listens there too)"; exit 77; }
+}
+
 # start_servers DIR SERVER...: the remote tests' servers (tests/remote/
 # servers.sh) for this suite, stopped when it exits; exit 77 (skip, with the
 # reason) where they cannot run here; then DIR/env is sourced (HTTP, HTTPS,

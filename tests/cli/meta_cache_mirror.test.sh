@@ -9,10 +9,8 @@
 . "$REPO/tests/cli/lib.sh"
 set -u
 
-out=$(PAGEIN_HTTP_RETRIES=0 "$PAGEIN" pull http://127.0.0.1:1/x.bin "$TMP/x" 2>&1)
-if echo "$out" | grep -q "built without libcurl"; then echo "pagein built without libcurl"; exit 77; fi
-$PY -c 'import socket; s=socket.socket(); s.bind(("127.0.0.2", 0))' 2>/dev/null ||
-  { echo "127.0.0.2 is not a local address here (tools/hostile.py listens there too)"; exit 77; }
+need_curl
+need_loopback2
 
 W=$TMP/www S=$TMP/hs
 mkdir -p "$W" "$S" "$TMP/home"
@@ -33,12 +31,7 @@ os.replace(sys.argv[1] + ".tmp", sys.argv[1])
 PY
 }
 mk m.safetensors 1
-$PY "$REPO/tools/hostile.py" "$W" "$S" $$ > "$S/server.log" 2>&1 &
-hpid=$!
-trap 'kill $hpid 2>/dev/null' EXIT
-for i in $(seq 1 100); do [ -s "$S/ports" ] && break; kill -0 $hpid 2>/dev/null || break; sleep 0.1; done
-[ -s "$S/ports" ] || fail "hostile.py did not start: $(cat "$S/server.log")"
-read -r PA PB PT < "$S/ports"
+start_hostile "$W" "$S"
 URL=http://127.0.0.1:$PA/file/m.safetensors
 offs() { echo "$OUT_TXT" | tr -d ' \n' | grep -o '"name":"[ab]"[^}]*' | sed 's/"dtype[^,]*,//' | tr '\n' ';'; }
 

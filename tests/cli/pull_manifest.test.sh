@@ -9,8 +9,7 @@
 . "$REPO/tests/cli/lib.sh"
 set -u
 
-out=$(PAGEIN_HTTP_RETRIES=0 "$PAGEIN" pull http://127.0.0.1:1/x.bin "$TMP/x" 2>&1)
-if echo "$out" | grep -q "built without libcurl"; then echo "pagein built without libcurl"; exit 77; fi
+need_curl
 
 D=$TMP/srv
 mkdir -p "$D/www" "$D/www/hf/org" "$D/s3"

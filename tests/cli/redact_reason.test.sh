@@ -4,19 +4,12 @@
 # as given (docs/SAFETY.md "Remote sources").
 . "$REPO/tests/cli/lib.sh"
 set -u
-out=$(PAGEIN_HTTP_RETRIES=0 "$PAGEIN" pull http://127.0.0.1:1/x.bin "$TMP/x" 2>&1)
-if echo "$out" | grep -q "built without libcurl"; then echo "pagein built without libcurl"; exit 77; fi
-$PY -c 'import socket; s=socket.socket(); s.bind(("127.0.0.2", 0))' 2>/dev/null ||
-  { echo "127.0.0.2 is not a local address here (tools/hostile.py listens there)"; exit 77; }
+need_curl
+need_loopback2
 W=$TMP/www S=$TMP/hs
 mkdir -p "$W" "$S"
 cp "$TESTDATA/safetensors/burn-mnist-f32.safetensors" "$W/model.safetensors"
-$PY "$REPO/tools/hostile.py" "$W" "$S" $$ > "$S/server.log" 2>&1 &
-hpid=$!
-trap 'kill $hpid 2>/dev/null' EXIT
-for i in $(seq 1 100); do [ -s "$S/ports" ] && break; kill -0 $hpid 2>/dev/null || break; sleep 0.1; done
-[ -s "$S/ports" ] || fail "hostile.py did not start: $(cat "$S/server.log")"
-read -r PA PB PT < "$S/ports"
+start_hostile "$W" "$S"
 export PAGEIN_HTTP_RETRIES=0
 U="http://user:Passw0rdZ@127.0.0.1:$PA/file/model.safetensors?X-Amz-Signature=SigValueZ"
 for args in "plan" "plan --json"; do
