@@ -428,6 +428,36 @@ TEST(dataformats_columns_one_order) {
     return PASS;
 }
 
+/* A .json file holding one JSON array, or one value over several lines, is
+ * refused by the lines row's open naming the file (it gave line fragments);
+ * JSON Lines under a .json name, arrays one per line included, is read. */
+TEST(dataformats_json_document_refused) {
+    static const struct {
+        const char *name, *text, *says;
+        uint64_t n;
+    } c[] = {
+        {"arr.json", "[\n {\"text\": \"a\"},\n {\"text\": \"b\"}\n]\n", "a JSON array, not JSON Lines", 0},
+        {"obj.json", "{\n  \"text\": \"a\"\n}\n", "a JSON document over several lines", 0},
+        {"ok.json", "{\"a\": 1}\n[1, 2]\n", NULL, 2},
+        {"one.json", "  [{\"a\": 1}, 2]\n", NULL, 1},
+    };
+    for (size_t i = 0; i < sizeof c / sizeof c[0]; i++) {
+        const char *p = pt_tmppath(c[i].name);
+        CHECK_OK(pt_write_file(p, c[i].text, strlen(c[i].text)));
+        pagein_dataset *d = NULL;
+        int rc = pagein_dataset_open(&d, p, NULL);
+        if (c[i].says) {
+            CHECK_EQ(rc, PAGEIN_E_FORMAT);
+            CHECK(strstr(pagein_last_error_detail(), c[i].name) && strstr(pagein_last_error_detail(), c[i].says));
+        } else {
+            CHECK_OK(rc);
+            CHECK_EQ(d ? pagein_dataset_count(d) : 0, c[i].n);
+        }
+        pagein_dataset_close(d);
+    }
+    return PASS;
+}
+
 static int write_bytes(const char *path, const void *p, size_t n) { return pt_write_file(path, p, n); }
 
 TEST(dataformats_malformed) {
