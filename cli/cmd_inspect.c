@@ -271,20 +271,19 @@ static void print_text(const char *path, const pagein_file *f, int table, FILE *
                 s.span_rows, s.span_rows == 1 ? "" : "s", s.span_rows == 1 ? "" : "s");
 }
 
-/* 1 if the directory holds a model file (safetensors, GGUF, a sharded
- * checkpoint's index, a torch checkpoint): inspect points at `pagein plan`
- * instead of reading it as a folder of training-data shards. */
+/* 1 if the directory holds a model file (a name the format table's folder
+ * scan considers, pagein_is_model_name, that no dataset row claims: a
+ * Megatron pair's PREFIX.bin is training data): inspect points at `pagein
+ * plan` instead of reading it as a folder of training-data shards. */
 static int holds_model(const char *dir) {
-    static const char *const sfx[] = {".safetensors", ".gguf", ".index.json", ".pt", ".pth", ".ckpt"};
     DIR *dp = opendir(dir);
     if (!dp) return 0;
     int yes = 0;
     for (struct dirent *e; !yes && (e = readdir(dp)) != NULL;) {
-        size_t n = strlen(e->d_name);
-        for (size_t i = 0; i < sizeof sfx / sizeof sfx[0]; i++) {
-            size_t k = strlen(sfx[i]);
-            if (n > k && !strcmp(e->d_name + n - k, sfx[i])) yes = 1;
-        }
+        if (!pagein_is_model_name(e->d_name)) continue;
+        char path[4096], row[32];
+        if (snprintf(path, sizeof path, "%s/%s", dir, e->d_name) >= (int)sizeof path) continue;
+        yes = pagein_dataset_detect_name(path, row, sizeof row) != 1;
     }
     closedir(dp);
     return yes;
@@ -404,7 +403,7 @@ static int inspect_main(int argc, char **argv) {
                   path);
         return EXIT_USAGE;
     }
-    if (inspect_is_parquet(path)) return inspect_parquet(path, json);
+    if (inspect_is_parquet(path, 0)) return inspect_parquet(path, json);
     pagein_file *f = NULL;
     int rc = pagein_open(&f, path, &o);
     if (rc == PAGEIN_E_NOT_MODEL) {
@@ -412,6 +411,7 @@ static int inspect_main(int argc, char **argv) {
          * JSONL, Megatron, ...); when it is none either, the model's error */
         char why[1024];
         snprintf(why, sizeof why, "%s", pagein_last_error_detail() ? pagein_last_error_detail() : "");
+        if (inspect_is_parquet(path, 1)) return inspect_parquet(path, json);
         int drc = inspect_dataset(path, json, inspect_full != 0, 1);
         if (drc >= 0) return drc;
         cli_error("inspect", 0, "%s: %s: %s (nor a training-data shard of a format pagein reads: %s)", path,

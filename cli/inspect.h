@@ -45,8 +45,10 @@ extern int inspect_full;
 extern int inspect_text;
 
 /* Parquet files (cli/inspect_parquet.c) are not model files: inspect hands
- * them to pagein_parquet_describe(). */
-int inspect_is_parquet(const char *path);
+ * them to pagein_parquet_describe(). inspect_is_parquet: 1 when the
+ * dataset-format table says Parquet, by name (content 0, no I/O) or by the
+ * file's bytes (content 1: only for a file no model format claims). */
+int inspect_is_parquet(const char *path, int content);
 int inspect_parquet(const char *path, int json);
 /* Training data (cli/inspect_dataset.c): a shard of any dataset format or a
  * folder of shards, through pagein_dataset_open and

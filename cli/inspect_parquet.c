@@ -6,26 +6,15 @@
 
 #include <stdlib.h>
 #include <string.h>
-#include <sys/stat.h>
-#include <fcntl.h>
-#include <unistd.h>
 
-int inspect_is_parquet(const char *path) {
-    size_t n = strlen(path);
-    if (n >= 8 && strcmp(path + n - 8, ".parquet") == 0) return 1;
-    if (pagein_is_url(path)) return 0;
-    /* a local file of another name: "PAR1" at both ends */
-    int fd = open(path, O_RDONLY | O_CLOEXEC | O_NONBLOCK);
-    if (fd < 0) return 0;
-    struct stat st;
-    char head[4], tail[4];
-    /* the tail is read only after the head says PAR1: reading the last page
-     * of every model file would make tensor data resident (`resident`,
-     * `inspect` must not fill the cache they measure) */
-    int yes = fstat(fd, &st) == 0 && S_ISREG(st.st_mode) && st.st_size >= 12 && pread(fd, head, 4, 0) == 4 &&
-              !memcmp(head, "PAR1", 4) && pread(fd, tail, 4, st.st_size - 4) == 4 && !memcmp(tail, "PAR1", 4);
-    close(fd);
-    return yes;
+int inspect_is_parquet(const char *path, int content) {
+    /* the dataset-format table's rules: the name alone (no I/O), or (content)
+     * the rows' head/tail detection, asked only of a file no model format
+     * claimed: reading the last page of every model file would make tensor
+     * data resident (`resident`, `inspect` must not fill the cache they measure) */
+    char row[32];
+    int rc = content ? pagein_dataset_detect(path, row, sizeof row) : pagein_dataset_detect_name(path, row, sizeof row);
+    return rc == (content ? 2 : 1) && strcmp(row, "parquet") == 0;
 }
 
 int inspect_parquet(const char *path, int json) {

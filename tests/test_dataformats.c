@@ -368,9 +368,9 @@ TEST(dataformats_columns) {
         pagein_item it;
         CHECK(p && pagein_pipe_next(p, &it) == 1);
         if (p) {
-            CHECK_EQ(it.nfields, 2);
-            CHECK_STR(it.fields[0].name, "text");
-            CHECK_STR(it.fields[1].name, "id");
+            CHECK_EQ(it.nfields, 2); /* the shard's order (id, label, raw, text, ...), not the order asked */
+            CHECK_STR(it.fields[0].name, "id");
+            CHECK_STR(it.fields[1].name, "text");
         }
         pagein_pipe_close(p);
         pagein_dataset_close(d);
@@ -382,6 +382,79 @@ TEST(dataformats_columns) {
     CHECK_EQ(pagein_dataset_open(&d2, fx("mds"), &o), PAGEIN_E_NOT_FOUND);
     CHECK(strstr(pagein_last_error_detail(), "nope") != NULL);
     CHECK_EQ(pagein_dataset_open(&d2, fx("wds/shard-00.tar"), &o), PAGEIN_E_NOT_FOUND);
+    return PASS;
+}
+
+/* The one columns= rule over every flat and columnar row: fields come in
+ * the shard's order, not the order asked, and a name given twice selects
+ * its field once. Asked {second, first, second}, each row gives {first,
+ * second} (a one-column row: its column once). */
+TEST(dataformats_columns_one_order) {
+    if (!fixtures()) SKIP_BECAUSE("/usr/bin/python3 cannot write the fixtures");
+    const char *specs[] = {fx("mds"), fx("wds/shard-00.tar"), fx("lines"),
+                           "tests/data/parquet/fixtures/uncompressed_v1_plain.parquet",
+                           "tests/data/arrow/fixtures/types.file.arrow"};
+    for (size_t s = 0; s < sizeof specs / sizeof specs[0]; s++) {
+        pagein_dataset *d = open_ds(specs[s], NULL);
+        pagein_pipe *p = NULL;
+        pagein_item it;
+        char first[64] = "", second[64] = "";
+        size_t all = 0;
+        CHECK(d && pagein_pipe_open(&p, d, NULL) == 0 && pagein_pipe_next(p, &it) == 1);
+        if (p && it.nfields >= 1) {
+            all = it.nfields;
+            snprintf(first, sizeof first, "%s", it.fields[0].name);
+            snprintf(second, sizeof second, "%s", it.fields[all > 1].name);
+        }
+        pagein_pipe_close(p);
+        pagein_dataset_close(d);
+        CHECK(all > 1 || s == 2); /* lines: one column; the others several */
+        if (!all) continue;
+        const char *cols[] = {second, first, second};
+        pagein_dataset_opts o = PAGEIN_DATASET_OPTS_INIT;
+        o.columns = cols;
+        o.ncolumns = 3;
+        d = open_ds(specs[s], &o);
+        p = NULL;
+        CHECK(d && pagein_pipe_open(&p, d, NULL) == 0 && pagein_pipe_next(p, &it) == 1);
+        if (p) {
+            CHECK_EQ(it.nfields, all > 1 ? 2 : 1);
+            CHECK_STR(it.fields[0].name, first);
+            if (all > 1 && it.nfields > 1) CHECK_STR(it.fields[1].name, second);
+        }
+        pagein_pipe_close(p);
+        pagein_dataset_close(d);
+    }
+    return PASS;
+}
+
+/* A .json file holding one JSON array, or one value over several lines, is
+ * refused by the lines row's open naming the file (it gave line fragments);
+ * JSON Lines under a .json name, arrays one per line included, is read. */
+TEST(dataformats_json_document_refused) {
+    static const struct {
+        const char *name, *text, *says;
+        uint64_t n;
+    } c[] = {
+        {"arr.json", "[\n {\"text\": \"a\"},\n {\"text\": \"b\"}\n]\n", "a JSON array, not JSON Lines", 0},
+        {"obj.json", "{\n  \"text\": \"a\"\n}\n", "a JSON document over several lines", 0},
+        {"ok.json", "{\"a\": 1}\n[1, 2]\n", NULL, 2},
+        {"one.json", "  [{\"a\": 1}, 2]\n", NULL, 1},
+    };
+    for (size_t i = 0; i < sizeof c / sizeof c[0]; i++) {
+        const char *p = pt_tmppath(c[i].name);
+        CHECK_OK(pt_write_file(p, c[i].text, strlen(c[i].text)));
+        pagein_dataset *d = NULL;
+        int rc = pagein_dataset_open(&d, p, NULL);
+        if (c[i].says) {
+            CHECK_EQ(rc, PAGEIN_E_FORMAT);
+            CHECK(strstr(pagein_last_error_detail(), c[i].name) && strstr(pagein_last_error_detail(), c[i].says));
+        } else {
+            CHECK_OK(rc);
+            CHECK_EQ(d ? pagein_dataset_count(d) : 0, c[i].n);
+        }
+        pagein_dataset_close(d);
+    }
     return PASS;
 }
 

@@ -12,6 +12,7 @@
  * budget, whatever the file expands to. */
 #include "dsformat.h"
 #include "../core/endian.h"
+#include "../core/json.h"
 
 #include <inttypes.h>
 
@@ -50,12 +51,16 @@ static int lz_kind(const uint8_t *h, size_t nh) {
     return Z_NONE;
 }
 
+/* The row's one suffix list: what detect() claims, what a directory scan
+ * picks up, what `read-samples --help` and pagein.data.formats() show. */
+static const char *const lines_suffixes[] = {".jsonl", ".txt", ".ndjson", ".json", ".jsonl.gz", ".jsonl.zst",
+                                             ".txt.gz", ".txt.zst", ".ndjson.gz", ".ndjson.zst", ".json.gz",
+                                             ".json.zst", NULL};
+
 static int lines_detect(const char *name, const uint8_t *h, size_t nh, const uint8_t *t, size_t nt, uint64_t size) {
     (void)t, (void)nt, (void)size, (void)h, (void)nh;
-    static const char *const sfx[] = {".jsonl", ".txt", ".json", ".jsonl.gz", ".jsonl.zst", ".txt.gz", ".txt.zst",
-                                      ".json.gz", ".json.zst", ".ndjson", ".ndjson.gz", ".ndjson.zst"};
-    for (size_t i = 0; i < PI_ARRAY_LEN(sfx); i++)
-        if (pi_ends_with(name, sfx[i])) return 1;
+    for (const char *const *s = lines_suffixes; *s; s++)
+        if (pi_ends_with(name, *s)) return 1;
     return 0;
 }
 
@@ -234,6 +239,35 @@ static void cache_store(const struct pi_dsshard *sh, const struct lines *L, cons
     pi_free(b);
 }
 
+/* A .json file holding one JSON array, or one value over several lines, is
+ * not JSON Lines: read line by line it would give fragments. Refused
+ * (PAGEIN_E_FORMAT naming the file) when its first line (up to 1 MiB) opens
+ * an array or object that does not end on that line; JSON Lines under a
+ * .json name is read. Uncompressed files only (the others are not held). */
+static int refuse_json_document(struct pi_dsshard *sh, const struct lines *L) {
+    if (L->z != Z_NONE || !L->n || !pi_ends_with(sh->name, ".json")) return 0;
+    uint64_t n = PI_MIN(L->len[0], (uint64_t)1 << 20);
+    uint8_t *b = pi_malloc(n ? n : 1);
+    if (!b) return pi_err(-ENOMEM, "%s: out of memory", sh->name);
+    int rc = pi_source_read(sh->src, b, n, L->off[0]);
+    uint64_t i = 0;
+    while (rc >= 0 && i < n && (b[i] == ' ' || b[i] == '\t' || b[i] == '\r')) i++;
+    int open = rc >= 0 && i < n && (b[i] == '[' || b[i] == '{') ? b[i] : 0;
+    if (open) {
+        struct pi_json j;
+        pi_json_init(&j, b + i, (size_t)(n - i), 0);
+        int whole = n == L->len[0] && pi_json_skip(&j) >= 0 && pi_json_finish(&j) >= 0;
+        pi_json_free(&j);
+        if (!whole)
+            rc = pi_ds_err(sh, PAGEIN_E_FORMAT, UINT64_MAX, UINT64_MAX, NULL,
+                           "a JSON %s, not JSON Lines (one JSON value per line): read it with a JSON parser, or "
+                           "write one record per line (.jsonl)",
+                           open == '[' ? "array" : "document over several lines");
+    }
+    pi_free(b);
+    return rc < 0 ? rc : 0;
+}
+
 static int lines_open(struct pi_dsshard *sh, const struct pi_dsopen *a) {
     static const char *const only[] = {"text"};
     FORWARD_IF(pi_ds_col_flat(sh, a, only, 1, NULL));
@@ -279,6 +313,7 @@ static int lines_open(struct pi_dsshard *sh, const struct pi_dsopen *a) {
         if ((rc = pi_source_read(sh->src, buf, size, 0)) < 0) goto fail;
         if ((rc = index_compressed(sh, L, buf, size)) < 0) goto fail;
     }
+    if ((rc = refuse_json_document(sh, L)) < 0) goto fail;
     if (cpath && !cached) cache_store(sh, L, cpath);
     pi_free(cpath);
     cpath = NULL;
@@ -388,8 +423,6 @@ static void lines_group_free(const struct pi_dsshard *sh, struct pi_dsgroup *grp
     lgroup_free(grp->impl);
 }
 
-static const char *const lines_suffixes[] = {".jsonl", ".txt", ".ndjson", ".jsonl.gz", ".jsonl.zst", ".txt.gz",
-                                             ".txt.zst", ".ndjson.gz", ".ndjson.zst", NULL};
 
 static const char *const lines_aliases[] = {"jsonl", "text", "ndjson", "json-lines", NULL};
 

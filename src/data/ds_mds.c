@@ -284,20 +284,21 @@ static int parse_head(const struct pi_dsshard *sh, struct mds *M, const uint8_t 
 }
 
 static int select_cols(const struct pi_dsshard *sh, struct mds *M, const struct pi_dsopen *a) {
-    size_t want = a->columns ? a->ncolumns : M->nc;
-    M->sel = pi_malloc((want ? want : 1) * sizeof *M->sel);
-    M->cols = pi_calloc(want ? want : 1, sizeof *M->cols);
-    if (!M->sel || !M->cols) return pi_err(-ENOMEM, "%s: out of memory", sh->name);
-    if (a->columns) { /* the one columns= rule (dscolumns.c): M->sel[k] = the column columns[k] names */
-        const char **names = pi_calloc(M->nc ? M->nc : 1, sizeof *names);
-        if (!names) return pi_err(-ENOMEM, "%s: out of memory", sh->name);
-        for (size_t i = 0; i < M->nc; i++) names[i] = M->c[i].name;
-        int rc = pi_ds_col_flat(sh, a, names, M->nc, M->sel);
+    M->sel = pi_malloc((M->nc ? M->nc : 1) * sizeof *M->sel);
+    M->cols = pi_calloc(M->nc ? M->nc : 1, sizeof *M->cols);
+    const char **names = pi_calloc(M->nc ? M->nc : 1, sizeof *names);
+    if (!M->sel || !M->cols || !names) {
         pi_free(names);
-        FORWARD_IF(rc);
+        return pi_err(-ENOMEM, "%s: out of memory", sh->name);
     }
+    /* the one columns= rule (dscolumns.c): M->sel[0..want) the columns selected, in the shard's order */
+    for (size_t i = 0; i < M->nc; i++) names[i] = M->c[i].name;
+    int rc = pi_ds_col_flat(sh, a, names, M->nc, M->sel);
+    pi_free(names);
+    FORWARD_IF(rc);
+    size_t want = (size_t)rc;
     for (size_t k = 0; k < want; k++) {
-        size_t i = a->columns ? (size_t)M->sel[k] : k;
+        size_t i = (size_t)M->sel[k];
         const struct mcol *c = &M->c[i];
         struct pi_dscol *d = &M->cols[k];
         d->name = c->name;
@@ -449,7 +450,7 @@ static int mds_sample(const struct pi_dsshard *sh, uint64_t id, const uint8_t *p
     const struct mds *M = sh->impl;
     uint64_t at = 4 * M->nvar, vi = 0;
     if (at > len) return pi_ds_err(sh, PAGEIN_E_FORMAT, UINT64_MAX, id, NULL, "%" PRIu64 " bytes, shorter than its %zu sizes", len, M->nvar);
-    /* the columns in order; k walks the selection (which is a subset, in any order) */
+    /* the columns in order; k walks the selection (a subset, in the same order) */
     for (size_t i = 0; i < M->nc; i++) {
         const struct mcol *c = &M->c[i];
         uint64_t sz = c->fixed_size ? c->size : pi_le32(p + 4 * vi++);

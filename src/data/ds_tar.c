@@ -444,41 +444,31 @@ static int tgz_groups(struct pi_dsshard *sh, struct tar *T) {
 static int select_cols(struct pi_dsshard *sh, struct tar *T, const struct pi_dsopen *a) {
     T->ext_col = pi_malloc((T->next ? T->next : 1) * sizeof *T->ext_col);
     T->cols = pi_calloc(T->next + 1, sizeof *T->cols);
-    if (!T->ext_col || !T->cols) return pi_err(-ENOMEM, "%s: out of memory", sh->name);
+    const char **names = pi_calloc(T->next + 1, sizeof *names);
+    int *idx = pi_calloc(T->next + 1, sizeof *idx);
+    int rc = -ENOMEM;
+    if (!T->ext_col || !T->cols || !names || !idx) goto out;
     for (size_t i = 0; i < T->next; i++) T->ext_col[i] = -1;
     T->key_col = -1;
-    if (!a->columns) {
-        T->cols[0] = (struct pi_dscol){.name = "__key__", .type = PI_DT_UTF8};
-        T->key_col = 0;
-        for (size_t i = 0; i < T->next; i++) {
-            T->cols[i + 1] = (struct pi_dscol){.name = T->ext[i], .type = PI_DT_BINARY, .nullable = 1};
-            T->ext_col[i] = (int)i + 1;
+    /* the one columns= rule (dscolumns.c): "__key__", then the extensions as first seen */
+    names[0] = "__key__";
+    for (size_t i = 0; i < T->next; i++) names[i + 1] = T->ext[i];
+    rc = pi_ds_col_flat(sh, a, names, T->next + 1, idx);
+    for (int k = 0; k < rc; k++) {
+        size_t c = T->ncols++;
+        if (idx[k] == 0) {
+            T->key_col = (int)c;
+            T->cols[c] = (struct pi_dscol){.name = "__key__", .type = PI_DT_UTF8};
+        } else {
+            T->ext_col[idx[k] - 1] = (int)c;
+            T->cols[c] = (struct pi_dscol){.name = T->ext[idx[k] - 1], .type = PI_DT_BINARY, .nullable = 1};
         }
-        T->ncols = T->next + 1;
-        return 0;
     }
-    for (size_t c = 0; c < a->ncolumns; c++) {
-        const char *nm = a->columns[c];
-        if (strcmp(nm, "__key__") == 0) {
-            T->key_col = (int)T->ncols;
-            T->cols[T->ncols++] = (struct pi_dscol){.name = "__key__", .type = PI_DT_UTF8};
-            continue;
-        }
-        int e = find_ext(T, (const uint8_t *)nm, strlen(nm));
-        if (e < 0) { /* the one columns= rule's error (dscolumns.c): the names the shard has */
-            const char **names = pi_calloc(T->next + 1, sizeof *names);
-            if (!names) return pi_err(-ENOMEM, "%s: out of memory", sh->name);
-            names[0] = "__key__";
-            for (size_t i = 0; i < T->next; i++) names[i + 1] = T->ext[i];
-            int rc = pi_ds_col_missing(sh, nm, names, T->next + 1);
-            pi_free(names);
-            return rc;
-        }
-        if (T->ext_col[e] >= 0 || T->ncols > T->next) continue; /* named twice */
-        T->ext_col[e] = (int)T->ncols;
-        T->cols[T->ncols++] = (struct pi_dscol){.name = T->ext[e], .type = PI_DT_BINARY, .nullable = 1};
-    }
-    return 0;
+out:
+    pi_free(names);
+    pi_free(idx);
+    if (rc == -ENOMEM) return pi_err(-ENOMEM, "%s: out of memory", sh->name);
+    return rc < 0 ? rc : 0;
 }
 
 

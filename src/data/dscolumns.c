@@ -6,6 +6,9 @@
  *   map levels are not named; a row may also accept the full path with
  *   them, as Parquet's "messages.list.element.content"). Everything under
  *   the field or member selected is read, nothing else of its column.
+ *   Fields come in the shard's order (its schema's, its column list's,
+ *   a WebDataset sample's "__key__" then its extensions as first seen),
+ *   not the order asked, and a name given twice selects its field once.
  *   A name that selects nothing is PAGEIN_E_NOT_FOUND naming it and
  *   listing the names the shard has; a name two top-level fields carry
  *   is PAGEIN_E_INVALID naming both (which one is meant cannot be said).
@@ -44,7 +47,11 @@ int pi_ds_col_missing(const struct pi_dsshard *sh, const char *want, const char 
 
 int pi_ds_col_flat(const struct pi_dsshard *sh, const struct pi_dsopen *a, const char *const *names, size_t n,
                    int *idx) {
-    for (size_t k = 0; a && a->columns && k < a->ncolumns; k++) {
+    if (!a || !a->columns) {
+        for (size_t i = 0; idx && i < n; i++) idx[i] = (int)i;
+        return (int)n;
+    }
+    for (size_t k = 0; k < a->ncolumns; k++) { /* every name selects exactly one column */
         const char *want = a->columns[k];
         int hit = -1;
         for (size_t i = 0; i < n; i++) {
@@ -55,7 +62,14 @@ int pi_ds_col_flat(const struct pi_dsshard *sh, const struct pi_dsopen *a, const
             hit = (int)i;
         }
         if (hit < 0) return pi_ds_col_missing(sh, want, names, n);
-        if (idx) idx[k] = hit;
     }
-    return 0;
+    int m = 0; /* the shard's order, each selected column once (a name given twice selects it once) */
+    for (size_t i = 0; i < n; i++) {
+        int sel = 0;
+        for (size_t k = 0; k < a->ncolumns && !sel; k++) sel = strcmp(names[i], a->columns[k]) == 0;
+        if (!sel) continue;
+        if (idx) idx[m] = (int)i;
+        m++;
+    }
+    return m;
 }

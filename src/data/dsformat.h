@@ -325,8 +325,9 @@ int pi_ds_err(const struct pi_dsshard *sh, int code, uint64_t group, uint64_t sa
  * dotted path through struct members. pi_ds_col_hit: 1 when the member at
  * path have is selected by want (equal, or under it). pi_ds_col_missing:
  * PAGEIN_E_NOT_FOUND naming want and listing names. pi_ds_col_flat: a row
- * of flat columns names[0..n): idx[k] (may be NULL) the column that
- * a->columns[k] names; unknown and two-column names refused. */
+ * of flat columns names[0..n): the count m of columns selected (all n
+ * without a->columns), idx[0..m) (room for n; may be NULL) their indexes
+ * in the shard's order, each once; unknown and two-column names refused. */
 int pi_ds_col_hit(const char *have, const char *want);
 int pi_ds_col_missing(const struct pi_dsshard *sh, const char *want, const char *const *names, size_t n);
 int pi_ds_col_flat(const struct pi_dsshard *sh, const struct pi_dsopen *a, const char *const *names, size_t n,

@@ -53,7 +53,13 @@ pagein_format pagein_detect_format(const void *buf, size_t len, uint64_t size) {
 pagein_format pi_detect_format_named(const uint8_t *buf, size_t len, uint64_t size, const char *name) {
     pagein_format f = pagein_detect_format(buf, len, size);
     if (f != PAGEIN_FORMAT_UNKNOWN) return f;
-    if (!name || pi_ends_with(name, ".safetensors")) return PAGEIN_FORMAT_SAFETENSORS;
+    for (size_t i = 0; i < pi_formats_n; i++) {
+        const struct pi_format *x = pi_formats[i];
+        if (!x || !x->fallback) continue;
+        if (!name) return x->id;
+        for (const char *const *s = x->suffixes; s && *s; s++)
+            if (pi_ends_with(name, *s)) return x->id;
+    }
     return PAGEIN_FORMAT_UNKNOWN;
 }
 
@@ -75,6 +81,21 @@ int pi_format_not_model(const char *name, const uint8_t *buf, size_t len) {
         return pi_err(PAGEIN_E_NOT_MODEL,
                       "a sharded-checkpoint index, not a model file: open the checkpoint with pagein_model_open "
                       "(Python: pagein.open_model; CLI: pagein plan / inspect the shards)");
-    return pi_err(PAGEIN_E_NOT_MODEL, "not a safetensors, GGUF or PyTorch file: %s'%s'",
-                  len ? "starts with " : "empty ", shown);
+    /* the rows' titles by dir_rank, the last after "or": "safetensors, GGUF or PyTorch" */
+    const struct pi_format *t[16];
+    size_t nt = 0;
+    for (size_t i = 0; i < pi_formats_n && nt < PI_ARRAY_LEN(t); i++) {
+        const struct pi_format *x = pi_formats[i];
+        if (!x || !x->title) continue;
+        size_t j = nt++;
+        for (; j > 0 && t[j - 1]->dir_rank > x->dir_rank; j--) t[j] = t[j - 1];
+        t[j] = x;
+    }
+    char kinds[256];
+    size_t kl = 0;
+    kinds[0] = 0;
+    for (size_t i = 0; i < nt && kl < sizeof kinds; i++)
+        kl += (size_t)snprintf(kinds + kl, sizeof kinds - kl, "%s%s", i == 0 ? "" : i + 1 == nt ? " or " : ", ", t[i]->title);
+    return pi_err(PAGEIN_E_NOT_MODEL, "not a %s file: %s'%s'", nt ? kinds : "model", len ? "starts with " : "empty ",
+                  shown);
 }

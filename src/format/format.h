@@ -59,6 +59,14 @@ struct pi_format {
     int (*split_paths)(const char *path, char ***paths, size_t *n);
     int (*split_check)(const pagein_file *const *files, size_t n);
     const char *plural; /* "safetensors files", for "holds 3 safetensors files; name one" */
+    /* The name "not a ... file" lists ("GGUF"); NULL leaves the row out
+     * (a format whose model is a directory, a test row). */
+    const char *title;
+    /* 1: a file no detector claims is parsed as this format when its name
+     * ends in one of its suffixes, or when it has no name (an in-memory
+     * image), so that its parser reports the precise defect (safetensors:
+     * its first bytes are a length, nothing a detector can prove). */
+    int fallback;
     /* Formats whose model is a directory: one metadata file (dir_marker,
      * e.g. DCP's ".metadata") names the data files the tensors are stored
      * in (NULL for the formats above). A local directory holding the
@@ -107,9 +115,10 @@ extern const struct pi_format *const pi_formats[];
 extern const size_t pi_formats_n;
 const struct pi_format *pi_format_get(pagein_format id); /* NULL if unknown */
 /* Detects the format from the first bytes; name (may be NULL) is used
- * only when no content signature matches: a name ending in ".safetensors"
- * (or an in-memory image, name NULL) is parsed as safetensors so that its
- * parser reports the precise defect. PAGEIN_FORMAT_UNKNOWN otherwise. */
+ * only when no content signature matches: the first fallback row whose
+ * suffix name carries (or, name NULL, an in-memory image) is parsed as
+ * that format so that its parser reports the precise defect.
+ * PAGEIN_FORMAT_UNKNOWN otherwise. */
 pagein_format pi_detect_format_named(const uint8_t *buf, size_t len, uint64_t size, const char *name);
 /* Detects the format from the first bytes (content only). */
 pagein_format pi_detect_format(const uint8_t *buf, size_t len);
@@ -134,7 +143,7 @@ int pi_model_pick(const char *where, const char *const *names, size_t n, int lis
 int pi_is_model_name(const char *name);
 
 /* Error for a file no format claims: "not a safetensors, GGUF or PyTorch
- * file: starts with '...'" (index files and directories get advice). */
+ * file: starts with '...'" (the rows' titles; index files get advice). */
 int pi_format_not_model(const char *name, const uint8_t *buf, size_t len);
 
 int pi_safetensors_parse(const uint8_t *buf, size_t avail, uint64_t size, uint32_t flags, struct pi_table *t);

@@ -457,4 +457,5 @@ const struct pi_format pi_format_gguf = {
     .split_paths = pi_gguf_split_paths,
     .split_check = pi_gguf_split_check,
     .plural = "GGUF files",
+    .title = "GGUF",
 };

@@ -463,4 +463,6 @@ const struct pi_format pi_format_safetensors = {
     .header_read = PI_HEADER_EXTENT,
     .dir_rank = 10,
     .plural = "safetensors files",
+    .title = "safetensors",
+    .fallback = 1,
 };

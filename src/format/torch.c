@@ -739,4 +739,5 @@ const struct pi_format pi_format_torch = {
     .header_read = PI_HEADER_AROUND,
     .dir_rank = 30,
     .plural = "PyTorch checkpoints",
+    .title = "PyTorch",
 };
