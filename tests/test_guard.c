@@ -14,6 +14,7 @@
 #include <sys/mman.h>
 #include <sys/stat.h>
 #include <sys/wait.h>
+#include <time.h>
 #include <unistd.h>
 
 #define PG 4096
@@ -263,14 +264,37 @@ static void *race_reader(void *arg) {
     return NULL;
 }
 
+/* ThreadSanitizer cannot run the guard: a fault inside its memcpy
+ * interceptor, left by siglongjmp, kills the process (the guard's tests
+ * fail there, most of SIGBUS; google/sanitizers#482), so they are
+ * not in mk/tsan.mk's list and this one says so if run there. */
+#if defined(__SANITIZE_THREAD__)
+#define TSAN_BUILD 1
+#elif defined(__has_feature)
+#if __has_feature(thread_sanitizer)
+#define TSAN_BUILD 1
+#endif
+#endif
+
 TEST(guard_threads_truncate_race) {
+#ifdef TSAN_BUILD
+    SKIP_BECAUSE("ThreadSanitizer does not support leaving a fault's handler by siglongjmp (the guard)");
+#endif
     struct mf m;
     if (mf_open(&m, "race.bin", 16 * PG) != 0) SKIP_BECAUSE("cannot create and map a temp file");
     struct race r = {.m = &m};
     pthread_t th[4];
     for (int i = 0; i < 4; i++) pthread_create(&th[i], NULL, race_reader, &r);
     int fd = open(m.path, O_WRONLY);
-    for (int i = 0; i < 200; i++) {
+    CHECK(fd >= 0);
+    /* the race is required: at least 200 rounds, and on until a reader's
+     * copy was stopped by a truncation (bounded: 20 s) */
+    struct timespec t0, t1;
+    clock_gettime(CLOCK_MONOTONIC, &t0);
+    int i = 0;
+    for (;; i++) {
+        clock_gettime(CLOCK_MONOTONIC, &t1);
+        if (i >= 200 && (atomic_load(&r.truncated) > 0 || t1.tv_sec - t0.tv_sec > 20)) break;
         CHECK_EQ(ftruncate(fd, (off_t)(i % 16) * PG), 0);
         usleep(200);
         CHECK_EQ(ftruncate(fd, 16 * PG), 0);
@@ -278,10 +302,13 @@ TEST(guard_threads_truncate_race) {
     }
     close(fd);
     atomic_store(&r.stop, 1);
-    for (int i = 0; i < 4; i++) pthread_join(th[i], NULL);
-    printf("    %ld copies ok, %ld truncated, %ld other\n", (long)r.ok, (long)r.truncated, (long)r.other);
+    for (int k = 0; k < 4; k++) pthread_join(th[k], NULL);
+    printf("    %d truncations: %ld copies ok, %ld truncated, %ld other\n", i, (long)r.ok, (long)r.truncated,
+           (long)r.other);
     CHECK_EQ(r.other, 0);
-    CHECK(r.ok + r.truncated > 0);
+    if (r.truncated == 0) printf("    the race did not happen: no copy met a truncation in 20 s\n");
+    CHECK(r.truncated > 0); /* a copy really ran into a truncation */
+    CHECK(r.ok > 0);
     mf_close(&m);
     return PASS;
 }

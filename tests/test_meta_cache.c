@@ -3,7 +3,8 @@
  * single flipped byte and every truncation of an entry is a miss that
  * removes it; a planted symlink is removed, its target untouched; entries
  * are 0600 in a 0700 directory; two processes writing the same entry while
- * a third reads never give a mixed entry; the size bound evicts the least
+ * a third reads never give a mixed entry (the reads are required to see
+ * both writers' entries while both write); the size bound evicts the least
  * recently used; PAGEIN_META_CACHE=0 turns it off; the rule by which a
  * listing, a pinned commit or the opt-in trust age stand for the per-file
  * check (meta_cache_vouch_rule); the remote key's text, its endpoint from the
@@ -13,8 +14,11 @@
 #include "../src/file/metacache.h"
 #include "../src/source/remote.h"
 
+#include <errno.h>
 #include <fcntl.h>
+#include <stdatomic.h>
 #include <stdlib.h>
+#include <sys/mman.h>
 #include <sys/stat.h>
 #include <sys/wait.h>
 #include <time.h>
@@ -143,41 +147,78 @@ TEST(meta_cache_damaged_entries) {
     return PASS;
 }
 
+/* The race is required: the two writers put until the parent tells them
+ * to stop, and the parent reads on until it has seen each writer's entry
+ * while both were still writing (bounded: 20 s, then a failure that says
+ * what was missing). Shared with the children through an anonymous
+ * MAP_SHARED page. */
+struct conc {
+    _Atomic int stop;
+    _Atomic long puts[2];
+};
+
 TEST(meta_cache_concurrent_writers) {
     setup("mc-conc");
     static uint8_t a[5000], b[300];
     memset(a, 'a', sizeof a);
     memset(b, 'b', sizeof b);
+    struct conc *c = mmap(NULL, sizeof *c, PROT_READ | PROT_WRITE, MAP_SHARED | MAP_ANONYMOUS, -1, 0);
+    if (c == MAP_FAILED) SKIP_BECAUSE("cannot map a shared page: %s", strerror(errno));
+    memset(c, 0, sizeof *c);
     pid_t kids[2];
     for (int k = 0; k < 2; k++) {
         kids[k] = fork();
         if (kids[k] == 0) {
-            for (int i = 0; i < 300; i++)
+            /* bounded too: a parent that died leaves no writer behind */
+            for (long i = 0; i < 2000000 && !atomic_load(&c->stop); i++) {
                 pi_meta_put("same", k ? "B" : "A", 1, PAGEIN_FORMAT_SAFETENSORS, k ? b : a, k ? sizeof b : sizeof a);
+                atomic_fetch_add(&c->puts[k], 1);
+            }
             _exit(0);
         }
+        CHECK(kids[k] > 0);
     }
-    int hits = 0, bad = 0;
-    for (int i = 0; i < 600; i++) {
+    long reads = 0, hits = 0, seen[2] = {0, 0}, bad = 0;
+    struct timespec t0, t1;
+    clock_gettime(CLOCK_MONOTONIC, &t0);
+    double el = 0;
+    /* on until each writer's entry was read whole at least 20 times while
+     * both writers had put at least 20 and were still putting */
+    while (kids[0] > 0 && kids[1] > 0) {
+        clock_gettime(CLOCK_MONOTONIC, &t1);
+        el = (double)(t1.tv_sec - t0.tv_sec) + (double)(t1.tv_nsec - t0.tv_nsec) / 1e9;
+        if ((seen[0] >= 20 && seen[1] >= 20) || el > 20) break;
+        int both = atomic_load(&c->puts[0]) >= 20 && atomic_load(&c->puts[1]) >= 20;
         struct pi_meta m;
+        reads++;
         if (pi_meta_get("same", &m) != 1) continue;
         hits++;
         int isa = !strcmp(m.identity, "A") && m.len == sizeof a && !memcmp(m.hdr, a, sizeof a);
         int isb = !strcmp(m.identity, "B") && m.len == sizeof b && !memcmp(m.hdr, b, sizeof b);
         bad += !isa && !isb;
+        if (both) seen[0] += isa, seen[1] += isb;
         free(m.hdr);
     }
+    atomic_store(&c->stop, 1);
     for (int k = 0; k < 2; k++) {
         int st = 0;
+        if (kids[k] <= 0) continue;
         waitpid(kids[k], &st, 0);
         CHECK(WIFEXITED(st) && WEXITSTATUS(st) == 0);
     }
+    printf("    %.2f s: %ld and %ld puts; %ld reads during the writes, %ld hits (%ld A, %ld B while both wrote), "
+           "%ld mixed\n",
+           el, (long)c->puts[0], (long)c->puts[1], reads, hits, seen[0], seen[1], bad);
     CHECK_EQ(bad, 0);
+    if (seen[0] < 20 || seen[1] < 20)
+        printf("    the race did not happen: the reads did not see each writer's entry 20 times while both were "
+               "writing, within 20 s\n");
+    CHECK(seen[0] >= 20 && seen[1] >= 20);
     struct pi_meta m;
     CHECK_EQ(pi_meta_get("same", &m), 1); /* the last rename's entry, whole */
     CHECK(!strcmp(m.identity, "A") || !strcmp(m.identity, "B"));
     free(m.hdr);
-    printf("    %d of 600 reads during the writes were hits, none mixed\n", hits);
+    munmap(c, sizeof *c);
     done();
     return PASS;
 }

@@ -442,3 +442,55 @@ TEST(atomic_named_cleanup_on_signal) {
     free(b);
     return PASS;
 }
+
+/* pi_atomic_adopt, pull's commit: the file written under a name of its own
+ * goes in place only while that name is still its inode (not a link to
+ * it, not another file), both names in one directory; pi_atomic_symlink
+ * replaces a link and leaves no temporary name. */
+TEST(atomic_adopt_checks_inode) {
+    const char *dir = fresh_dir("atomic_adopt");
+    char part[600], final[600], other[600], lnk[600], first[256] = "";
+    snprintf(part, sizeof part, "%s/m.bin.part", dir);
+    snprintf(final, sizeof final, "%s/m.bin", dir);
+    snprintf(other, sizeof other, "%s/sub", dir);
+    snprintf(lnk, sizeof lnk, "%s/m.link", dir);
+    CHECK_EQ(pt_write_file(final, "old", 3), 0);
+    int fd = open(part, O_RDWR | O_CREAT | O_TRUNC, 0644);
+    CHECK(fd >= 0);
+    CHECK(write(fd, "new!", 4) == 4);
+    char hidden[600];
+    snprintf(hidden, sizeof hidden, "%s/.kept", dir);
+    CHECK_EQ(link(part, hidden), 0); /* a second name, to bring it back below */
+    /* replaced while written (an mv of another file over it): not installed */
+    CHECK_EQ(pt_write_file(other, "evil", 4), 0);
+    CHECK_EQ(rename(other, part), 0);
+    CHECK_EQ(pi_atomic_adopt(fd, part, final, 0), PAGEIN_E_CHANGED);
+    CHECK(strstr(pagein_last_error_detail(), part) != NULL);
+    /* a symbolic link to the file written is not it either */
+    CHECK_EQ(unlink(part), 0);
+    CHECK_EQ(symlink(hidden, part), 0);
+    CHECK_EQ(pi_atomic_adopt(fd, part, final, 0), PAGEIN_E_CHANGED);
+    size_t n = 0;
+    char *b = pt_read_file(final, &n);
+    CHECK(b && n == 3 && memcmp(b, "old", 3) == 0); /* untouched */
+    free(b);
+    /* not in one directory: refused */
+    CHECK_EQ(pi_atomic_adopt(fd, hidden, "/tmp/elsewhere.bin", 0), PAGEIN_E_INVALID);
+    /* the file itself: in place, its name gone */
+    CHECK_EQ(unlink(part), 0);
+    CHECK_EQ(rename(hidden, part), 0);
+    CHECK_OK(pi_atomic_adopt(fd, part, final, 0));
+    close(fd);
+    b = pt_read_file(final, &n);
+    CHECK(b && n == 4 && memcmp(b, "new!", 4) == 0);
+    free(b);
+    CHECK_EQ(dir_entries(dir, first, sizeof first), 1);
+    /* links: made, then replaced, nothing else left */
+    CHECK_OK(pi_atomic_symlink("m.bin", lnk, PI_ATOMIC_NO_SYNC));
+    CHECK_OK(pi_atomic_symlink("elsewhere", lnk, 0));
+    char t[64] = "";
+    CHECK_EQ(readlink(lnk, t, sizeof t - 1), 9);
+    CHECK_STR(t, "elsewhere");
+    CHECK_EQ(dir_entries(dir, NULL, 0), 2);
+    return PASS;
+}

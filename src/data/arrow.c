@@ -898,19 +898,25 @@ static uint64_t count_zero_bits(const uint8_t *v, uint64_t len) {
     return len - ones;
 }
 
+/* An integer column's value or a dictionary's index (bits 8, 16, 32 or 64;
+ * little-endian, any alignment), sign-extended when is_signed: the one
+ * integer load of this file. A uint64 past INT64_MAX reads negative (a
+ * dictionary index then fails its range check). */
+static int64_t load_int(const uint8_t *p, unsigned bits, int is_signed) {
+    switch (bits) {
+    case 8: return is_signed ? (int8_t)p[0] : p[0];
+    case 16: return is_signed ? (int16_t)pi_le16(p) : pi_le16(p);
+    case 32: return is_signed ? (int32_t)pi_le32(p) : (int64_t)pi_le32(p);
+    }
+    return (int64_t)pi_le64(p);
+}
+
 /* Offsets (w = 4 or 8 bytes) of a length-element column: monotone, from
  * >= 0, last <= limit; *last = the last offset. */
 static int check_offsets(const uint8_t *o, uint64_t len, int w, uint64_t limit, uint64_t *last) {
     int64_t prev = 0;
     for (uint64_t i = 0; i <= len; i++) {
-        int64_t v;
-        if (w == 4) {
-            int32_t x;
-            memcpy(&x, o + 4 * i, 4);
-            v = x;
-        } else {
-            memcpy(&v, o + 8 * i, 8);
-        }
+        int64_t v = load_int(o + (uint64_t)w * i, 8 * (unsigned)w, 1);
         if (v < prev || (i == 0 && v < 0))
             return pi_err(PI_ARROW_E_FORMAT, "offset %llu (%lld) below the one before (%lld)", (unsigned long long)i,
                           (long long)v, (long long)prev);
@@ -924,17 +930,6 @@ static int check_offsets(const uint8_t *o, uint64_t len, int w, uint64_t limit, 
 }
 
 static int decode_col(struct dec *d, const struct pi_arrow_field *f, uint64_t need, struct pi_arrow_col *c);
-
-static int64_t load_index(const uint8_t *p, unsigned bits, int is_signed) {
-    switch (bits) {
-    case 8: return is_signed ? (int8_t)p[0] : p[0];
-    case 16: { uint16_t x; memcpy(&x, p, 2); return is_signed ? (int16_t)x : x; }
-    case 32: { uint32_t x; memcpy(&x, p, 4); return is_signed ? (int32_t)x : (int64_t)x; }
-    }
-    int64_t x;
-    memcpy(&x, p, 8);
-    return x; /* a uint64 index past INT64_MAX reads negative: out of range below */
-}
 
 /* A dictionary-encoded column's indexes (values buffer vals, vl bytes):
  * every non-null one inside its dictionary. */
@@ -951,7 +946,7 @@ static int check_dict(struct dec *d, const struct pi_arrow_field *f, const uint8
                       (unsigned long long)c->length);
     for (uint64_t i = 0; i < c->length; i++) {
         if (c->validity && !((c->validity[i >> 3] >> (i & 7)) & 1)) continue;
-        int64_t k = load_index(vals + i * w, f->bits, f->is_signed);
+        int64_t k = load_int(vals + i * w, f->bits, f->is_signed);
         if (k < 0 || (uint64_t)k >= dict->length)
             return pi_err(PI_ARROW_E_FORMAT, "index %lld at %llu outside dictionary %lld of %llu values", (long long)k,
                           (unsigned long long)i, (long long)f->dict_id, (unsigned long long)dict->length);
@@ -984,8 +979,7 @@ static int decode_union(struct dec *d, const struct pi_arrow_field *f, const uin
         if (t > 127 || f->type_child[t] == 0xFF)
             return pi_err(PI_ARROW_E_FORMAT, "type id %d at %llu names no member", (int)(int8_t)t, (unsigned long long)i);
         if (!dense) continue;
-        int32_t o;
-        memcpy(&o, c->offsets + 4 * i, 4);
+        int32_t o = (int32_t)pi_le32(c->offsets + 4 * i);
         if (o < 0 || (uint64_t)o >= c->children[f->type_child[t]].length)
             return pi_err(PI_ARROW_E_FORMAT, "offset %d at %llu outside member '%s'", (int)o, (unsigned long long)i,
                           f->children[f->type_child[t]].name);
@@ -1179,7 +1173,7 @@ int pi_arrow_resolve(const struct pi_arrow_col *c, uint64_t row, const struct pi
     const struct pi_arrow_field *f = c->f;
     if (row >= c->length) return pi_err(PAGEIN_E_RANGE, "row %llu of %llu", (unsigned long long)row, (unsigned long long)c->length);
     if (f->kind == PI_ARROW_DICT && c->dict) {
-        uint64_t k = (uint64_t)load_index(c->values + row * (f->bits / 8), f->bits, f->is_signed);
+        uint64_t k = (uint64_t)load_int(c->values + row * (f->bits / 8), f->bits, f->is_signed);
         const struct pi_arrow_dict *dict = c->dict;
         size_t lo = 0, hi = dict->npieces; /* the last piece starting at or before k */
         while (hi - lo > 1) {
@@ -1195,9 +1189,7 @@ int pi_arrow_resolve(const struct pi_arrow_col *c, uint64_t row, const struct pi
         uint8_t t = c->types[row];
         *vc = &c->children[f->type_child[t & 127]];
         if (c->offsets) {
-            int32_t o;
-            memcpy(&o, c->offsets + 4 * row, 4);
-            *vrow = (uint64_t)o;
+            *vrow = (uint64_t)(int32_t)pi_le32(c->offsets + 4 * row);
         } else {
             *vrow = row;
         }
@@ -1357,37 +1349,28 @@ int pi_arrow_get(const struct pi_arrow_col *c, uint64_t row, struct pi_arrow_val
         v->u = (uint64_t)v->i;
         break;
     case PI_ARROW_INT: {
-        const uint8_t *p = c->values + row * (f->bits / 8);
-        switch (f->bits) {
-        case 8: v->i = f->is_signed ? (int8_t)p[0] : p[0]; break;
-        case 16: { uint16_t x; memcpy(&x, p, 2); v->i = f->is_signed ? (int64_t)(int16_t)x : (int64_t)x; break; }
-        case 32: { uint32_t x; memcpy(&x, p, 4); v->i = f->is_signed ? (int64_t)(int32_t)x : (int64_t)x; break; }
-        default: memcpy(&v->i, p, 8); break;
-        }
+        v->i = load_int(c->values + row * (f->bits / 8), f->bits, f->is_signed);
         v->u = (uint64_t)v->i;
         v->f = f->is_signed ? (double)v->i : (double)v->u;
         break;
     }
     case PI_ARROW_FLOAT: {
         const uint8_t *p = c->values + row * (f->bits / 8);
+        v->u = (uint64_t)load_int(p, f->bits, 0); /* the bits */
         if (f->bits == 16) {
-            uint16_t h;
-            memcpy(&h, p, 2);
-            v->u = h;
-            v->f = half_to_double(h);
+            v->f = half_to_double((uint16_t)v->u);
         } else if (f->bits == 32) {
+            uint32_t b = (uint32_t)v->u;
             float x;
-            memcpy(&x, p, 4);
-            memcpy(&v->u, p, 4);
+            memcpy(&x, &b, 4);
             v->f = x;
         } else {
-            memcpy(&v->f, p, 8);
-            memcpy(&v->u, p, 8);
+            memcpy(&v->f, &v->u, 8);
         }
         break;
     }
     case PI_ARROW_DICT:
-        v->i = load_index(c->values + row * (f->bits / 8), f->bits, f->is_signed);
+        v->i = load_int(c->values + row * (f->bits / 8), f->bits, f->is_signed);
         v->u = (uint64_t)v->i;
         break;
     case PI_ARROW_FIXED_BINARY:

@@ -14,6 +14,7 @@
  * remaining bytes before anything is allocated for them.
  */
 #include "format.h"
+#include "../core/endian.h"
 
 #include <stdio.h>
 
@@ -23,22 +24,6 @@ struct rd {
     int v1; /* version 1: counts, lengths and dims are u32 */
     int be; /* big-endian file */
 };
-
-static inline uint16_t ld16(const uint8_t *p, int be) {
-    uint16_t v;
-    memcpy(&v, p, 2);
-    return be ? __builtin_bswap16(v) : v;
-}
-static inline uint32_t ld32(const uint8_t *p, int be) {
-    uint32_t v;
-    memcpy(&v, p, 4);
-    return be ? __builtin_bswap32(v) : v;
-}
-static inline uint64_t ld64(const uint8_t *p, int be) {
-    uint64_t v;
-    memcpy(&v, p, 8);
-    return be ? __builtin_bswap64(v) : v;
-}
 
 static inline size_t left(const struct rd *r) { return r->len - r->pos; }
 
@@ -51,14 +36,14 @@ static int need(const struct rd *r, uint64_t n, const char *what) {
 
 static int rd_u32(struct rd *r, uint32_t *v, const char *what) {
     FORWARD_IF(need(r, 4, what));
-    *v = ld32(r->buf + r->pos, r->be);
+    *v = pi_ld32(r->buf + r->pos, r->be);
     r->pos += 4;
     return 0;
 }
 
 static int rd_u64(struct rd *r, uint64_t *v, const char *what) {
     FORWARD_IF(need(r, 8, what));
-    *v = ld64(r->buf + r->pos, r->be);
+    *v = pi_ld64(r->buf + r->pos, r->be);
     r->pos += 8;
     return 0;
 }
@@ -132,7 +117,7 @@ static int read_array(struct rd *r, int depth, uint32_t *elem_type, uint64_t *co
                 r->pos = pos;
                 return need(r, lw, "string array element length");
             }
-            uint64_t n = r->v1 ? ld32(b + pos, r->be) : ld64(b + pos, r->be);
+            uint64_t n = r->v1 ? pi_ld32(b + pos, r->be) : pi_ld64(b + pos, r->be);
             if (idx) idx[i] = pos - base;
             pos += lw;
             if (n > PI_GGUF_MAX_STRING || n > len - pos) {
@@ -180,22 +165,22 @@ static void decode_scalar(pagein_meta *m, const uint8_t *p, int be) {
     switch (m->type) {
     case PAGEIN_META_U8: m->v.u = p[0]; break;
     case PAGEIN_META_I8: m->v.i = (int8_t)p[0]; break;
-    case PAGEIN_META_U16: m->v.u = ld16(p, be); break;
-    case PAGEIN_META_I16: m->v.i = (int16_t)ld16(p, be); break;
-    case PAGEIN_META_U32: m->v.u = ld32(p, be); break;
-    case PAGEIN_META_I32: m->v.i = (int32_t)ld32(p, be); break;
-    case PAGEIN_META_U64: m->v.u = ld64(p, be); break;
-    case PAGEIN_META_I64: m->v.i = (int64_t)ld64(p, be); break;
+    case PAGEIN_META_U16: m->v.u = pi_ld16(p, be); break;
+    case PAGEIN_META_I16: m->v.i = (int16_t)pi_ld16(p, be); break;
+    case PAGEIN_META_U32: m->v.u = pi_ld32(p, be); break;
+    case PAGEIN_META_I32: m->v.i = (int32_t)pi_ld32(p, be); break;
+    case PAGEIN_META_U64: m->v.u = pi_ld64(p, be); break;
+    case PAGEIN_META_I64: m->v.i = (int64_t)pi_ld64(p, be); break;
     case PAGEIN_META_BOOL: m->v.b = p[0] != 0; break; /* gguf.cpp: non-zero is true */
     case PAGEIN_META_F32: {
-        uint32_t u = ld32(p, be);
+        uint32_t u = pi_ld32(p, be);
         float f;
         memcpy(&f, &u, 4);
         m->v.f = f;
         break;
     }
     case PAGEIN_META_F64: {
-        uint64_t u = ld64(p, be);
+        uint64_t u = pi_ld64(p, be);
         memcpy(&m->v.f, &u, 8);
         break;
     }
@@ -359,7 +344,7 @@ int pi_gguf_parse(const uint8_t *buf, size_t avail, uint64_t size, uint32_t flag
      * only be a small number written in the other byte order. */
     if (version && (version & 0xffffu) == 0) {
         r.be = 1;
-        version = __builtin_bswap32(version);
+        version = pi_ld32(buf + 4, 1);
     }
     if (version < 1 || version > 3)
         return pi_err(PAGEIN_E_BAD_VERSION, "GGUF version %u (pagein reads 1, 2 and 3)", version);

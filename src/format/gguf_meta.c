@@ -6,6 +6,7 @@
  * nested arrays of the file's own table have an element index built at
  * open, so element i is O(1). */
 #include "format.h"
+#include "../core/endian.h"
 
 /* The value types' sizes (0: variable) and names: here, below the parser
  * (gguf.c), which reads them through these two calls. */
@@ -178,9 +179,9 @@ static void elem_scalar(const pagein_file *f, const pagein_meta *m, uint64_t i, 
     uint64_t u = 0;
     switch (pi_gguf_type_size(m->elem_type)) {
     case 1: u = p[0]; break;
-    case 2: { uint16_t x; memcpy(&x, p, 2); u = be ? __builtin_bswap16(x) : x; break; }
-    case 4: { uint32_t x; memcpy(&x, p, 4); u = be ? __builtin_bswap32(x) : x; break; }
-    case 8: { uint64_t x; memcpy(&x, p, 8); u = be ? __builtin_bswap64(x) : x; break; }
+    case 2: u = pi_ld16(p, be); break;
+    case 4: u = pi_ld32(p, be); break;
+    case 8: u = pi_ld64(p, be); break;
     default: break;
     }
     switch (m->elem_type) {
@@ -240,15 +241,7 @@ int pagein_meta_array_f64(const pagein_file *f, const pagein_meta *m, uint64_t i
 static uint64_t lenw(const pagein_file *f) { return f->tab.version == 1 ? 4 : 8; }
 
 static uint64_t rd_lenfield(const pagein_file *f, const uint8_t *p) {
-    int be = f->tab.big_endian;
-    if (f->tab.version == 1) {
-        uint32_t x;
-        memcpy(&x, p, 4);
-        return be ? __builtin_bswap32(x) : x;
-    }
-    uint64_t x;
-    memcpy(&x, p, 8);
-    return be ? __builtin_bswap64(x) : x;
+    return f->tab.version == 1 ? pi_ld32(p, f->tab.big_endian) : pi_ld64(p, f->tab.big_endian);
 }
 
 /* Byte size of the variable-sized element at p. */
@@ -256,9 +249,7 @@ static uint64_t var_elem_size(const pagein_file *f, uint32_t type, const uint8_t
     uint64_t lw = lenw(f);
     if (type == PAGEIN_META_STRING) return lw + rd_lenfield(f, p);
     /* nested array: elem_type u32, count, elements */
-    uint32_t et;
-    memcpy(&et, p, 4);
-    if (f->tab.big_endian) et = __builtin_bswap32(et);
+    uint32_t et = pi_ld32(p, f->tab.big_endian);
     uint64_t count = rd_lenfield(f, p + 4), sz = 4 + lw;
     uint32_t es = pi_gguf_type_size(et);
     if (es) return sz + count * es;
@@ -298,9 +289,7 @@ int pagein_meta_array_at(const pagein_file *f, const pagein_meta *m, uint64_t i,
     const uint8_t *p = (const uint8_t *)m->raw + elem_off(f, m, i);
     uint64_t sz = var_elem_size(f, PAGEIN_META_ARRAY, p);
     memset(out, 0, sizeof *out);
-    uint32_t et;
-    memcpy(&et, p, 4);
-    if (f->tab.big_endian) et = __builtin_bswap32(et);
+    uint32_t et = pi_ld32(p, f->tab.big_endian);
     out->type = PAGEIN_META_ARRAY;
     out->elem_type = (pagein_meta_type)et;
     out->count = rd_lenfield(f, p + 4);

@@ -312,6 +312,105 @@ int pi_atomic_put(int dfd, const char *path, unsigned mode, const struct iovec *
     return rc;
 }
 
+/* ---- adopting a file written under a name of its own ----------------- */
+
+/* The directory of path, opened for renameat and fsync (*can_sync 1), or
+ * with O_PATH when it cannot be read (renameat only, *can_sync 0); *base
+ * gets path's last component. The descriptor, or -errno with a detail. */
+static int open_dir_of(const char *path, const char **base, int *can_sync) {
+    char *dir = dir_of(path);
+    if (!dir) return pi_err(-ENOMEM, "%s: out of memory", path);
+    int dfd = open(dir, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+    *can_sync = dfd >= 0;
+    if (dfd < 0 && errno == EACCES) dfd = open(dir, O_PATH | O_DIRECTORY | O_CLOEXEC);
+    if (dfd < 0) {
+        int e = errno;
+        dfd = pi_err(-e, "%s: cannot open its directory %s: %s", path, dir, strerror(e));
+    }
+    pi_free(dir);
+    const char *slash = strrchr(path, '/');
+    *base = slash ? slash + 1 : path;
+    return dfd;
+}
+
+static int sync_dirfd(int dfd, int can_sync, const char *path) {
+    if (!can_sync || fsync(dfd) == 0 || errno == EINVAL || errno == EROFS) return 0;
+    int e = errno;
+    return pi_err(-e, "%s: fsync of its directory failed: %s", path, strerror(e));
+}
+
+/* 1 when a and b name files in one directory (the same text before the last '/'). */
+static int same_dir(const char *a, const char *b) {
+    const char *sa = strrchr(a, '/'), *sb = strrchr(b, '/');
+    size_t la = sa ? (size_t)(sa - a) : 0, lb = sb ? (size_t)(sb - b) : 0;
+    return la == lb && memcmp(a, b, la) == 0;
+}
+
+int pi_atomic_adopt(int fd, const char *from, const char *to, unsigned flags) {
+    if (!same_dir(from, to))
+        return pi_err(PAGEIN_E_INVALID, "%s: cannot put in place as %s: not in one directory", from, to);
+    int nosync = (flags & PI_ATOMIC_NO_SYNC) != 0;
+    if (!nosync && fsync(fd) != 0) {
+        int e = errno;
+        return pi_err(-e, "%s: fsync failed: %s", from, strerror(e));
+    }
+    const char *fb, *tb = strrchr(to, '/') ? strrchr(to, '/') + 1 : to;
+    int can_sync, rc = 0;
+    int dfd = open_dir_of(from, &fb, &can_sync);
+    if (dfd < 0) return dfd;
+    /* from must still name fd's inode, itself and not through a link: an
+     * rm or mv while it was written is not installed */
+    struct stat a, b;
+    if (fstat(fd, &a) != 0 || !S_ISREG(a.st_mode) || fstatat(dfd, fb, &b, AT_SYMLINK_NOFOLLOW) != 0 ||
+        a.st_dev != b.st_dev || a.st_ino != b.st_ino) {
+        rc = pi_err(PAGEIN_E_CHANGED, "%s was removed or replaced while it was written: not put in place as %s",
+                    from, to);
+    } else if (renameat(dfd, fb, dfd, tb) != 0) {
+        int e = errno;
+        rc = pi_err(-e, "cannot rename %s to %s: %s", from, to, strerror(e));
+    } else if (!nosync) {
+        rc = sync_dirfd(dfd, can_sync, to); /* the rename is durable only now */
+    }
+    close(dfd);
+    return rc;
+}
+
+int pi_atomic_symlink(const char *target, const char *link, unsigned flags) {
+    const char *lb;
+    int can_sync;
+    int dfd = open_dir_of(link, &lb, &can_sync);
+    if (dfd < 0) return dfd;
+    /* a hidden name next to link, as an atomic file's temporary (and in the
+     * signal-cleanup registry until the rename) */
+    struct pi_atomic_file a;
+    memset(&a, 0, sizeof a);
+    a.fd = -1;
+    a.dfd = AT_FDCWD;
+    size_t pl = strlen(link), dl = (size_t)(lb - link);
+    a.path = pi_strndup(link, pl);
+    a.tmp = pi_malloc(pl + 64);
+    int rc = a.path && a.tmp ? 0 : pi_err(-ENOMEM, "%s: out of memory", link);
+    uint64_t r = temp_seed(&a);
+    for (int tries = 0; rc == 0; tries++) {
+        temp_name(&a, &r);
+        temp_track(&a);
+        if (symlinkat(target, dfd, a.tmp + dl) == 0) break;
+        int e = errno;
+        pi_temp_unregister(a.slot1 - 1);
+        a.slot1 = 0;
+        if (e != EEXIST || tries >= 100) rc = pi_err(-e, "cannot link %s -> %s: %s", link, target, strerror(e));
+    }
+    if (rc == 0 && renameat(dfd, a.tmp + dl, dfd, lb) != 0) {
+        int e = errno;
+        unlinkat(dfd, a.tmp + dl, 0);
+        rc = pi_err(-e, "cannot rename the new link %s into place as %s: %s", a.tmp, link, strerror(e));
+    }
+    if (rc == 0 && !(flags & PI_ATOMIC_NO_SYNC)) rc = sync_dirfd(dfd, can_sync, link);
+    atomic_free(&a); /* unregisters the name: it is link's now, or gone */
+    close(dfd);
+    return rc;
+}
+
 /* The public face for consumers (the CLI's charts): one buffer, synced. */
 int pagein_write_atomic(const char *path, const void *buf, size_t len) {
     struct pi_atomic_file a;

@@ -65,7 +65,9 @@ void pi_guard_uninstall(void);
  * directory so the rename is durable. On any failure the temporary file is
  * unlinked and the target is untouched. Used by the safetensors and GGUF
  * writers, converters, `pagein install`, the metadata and index caches
- * (pi_atomic_put) and consumers (pagein_write_atomic).
+ * (pi_atomic_put), consumers (pagein_write_atomic) and, for the files it
+ * downloads under names of their own and its links, pull (pi_atomic_adopt,
+ * pi_atomic_symlink).
  *
  *     struct pi_atomic_file a;
  *     rc = pi_atomic_open(&a, path);            // temp created, mode 0666 & ~umask
@@ -117,6 +119,22 @@ int pi_atomic_commit(struct pi_atomic_file *a);
 int pi_atomic_name(struct pi_atomic_file *a);
 /* Closes and unlinks the temp file and frees a. Safe after a failed open. */
 void pi_atomic_abort(struct pi_atomic_file *a);
+/* A file that its writer built under a name of its own and kept open as
+ * fd (a download's part file, kept across runs to resume), put in place as
+ * pi_atomic_commit puts a temporary: fsyncs fd; checks that from still
+ * names fd's inode, a regular file, not followed if it is a symbolic link
+ * (PAGEIN_E_CHANGED when it was removed or replaced: nothing renamed);
+ * renames from over to under a descriptor of their directory (they must
+ * share one: PAGEIN_E_INVALID otherwise); fsyncs the directory. fd stays
+ * the caller's. 0, or a negative code with a detail naming from and to;
+ * only a failing directory fsync leaves the file in place. */
+#define PI_ATOMIC_NO_SYNC 0x1u /* flags: neither fsync (tests, tmpfs) */
+int pi_atomic_adopt(int fd, const char *from, const char *to, unsigned flags);
+/* link -> target, replacing what is at link atomically: a symbolic link
+ * under a hidden temporary name next to link (in the signal-cleanup
+ * registry), renamed over link under its directory's descriptor, the
+ * directory fsynced unless PI_ATOMIC_NO_SYNC. 0 or -errno with a detail. */
+int pi_atomic_symlink(const char *target, const char *link, unsigned flags);
 /* The registry pagein_temp_cleanup() empties from a signal handler: a
  * path (copied; under PATH_MAX) to unlink if the process is signalled
  * before pi_temp_unregister(slot). Returns the slot, or -1 when the 64

@@ -19,9 +19,11 @@
  * single-part S3/GCS object's ETag; else only size and ETag, which every
  * response was checked against; and, when the source has a pagein manifest
  * next to it that lists the file, its size, header hash and every tensor's
- * XXH3-128 from that manifest), fsync, rename into the final place, fsync
- * of the directory: the final path holds a complete, verified file or
- * nothing.
+ * XXH3-128 from that manifest), then io/atomic.c puts it in place
+ * (pi_atomic_adopt: fsync, the part path checked to be still the file
+ * written, rename under the directory's descriptor, fsync of the
+ * directory; links by pi_atomic_symlink): the final path holds a complete,
+ * verified file or nothing.
  *
  * Layouts: without a destination, a source that has a cache layout
  * (pi_source_ops.cache_place: hf:// goes to the Hugging Face cache,
@@ -93,15 +95,9 @@ static int mkdirs_for(const char *path) {
     return 0;
 }
 
-/* fsync of path's directory, best effort (a rename in it made durable). */
-static void fsync_dir_of(const char *path) {
-    char d[4096];
-    snprintf(d, sizeof d, "%s", path);
-    char *s = strrchr(d, '/');
-    if (s == d) d[1] = 0;
-    else if (s) *s = 0;
-    else snprintf(d, sizeof d, ".");
-    if (pi_fsync_dir(d, path) < 0) pi_err_clear();
+/* pi_atomic_adopt's and pi_atomic_symlink's flags for a pull's options. */
+static unsigned adopt_flags(const pagein_pull_opts *o) {
+    return o && (o->flags & PAGEIN_PULL_NO_SYNC) ? PI_ATOMIC_NO_SYNC : 0;
 }
 
 /* ---- one file ------------------------------------------------------------------- */
@@ -636,30 +632,23 @@ static int install_part(struct pi_source *s, int fd, const char *final, const ch
     }
     if (rc < 0) return rc; /* could not check (memory, a read error): part and state stay */
     if (st) note_verified(st, how);
-    if (!(o && (o->flags & PAGEIN_PULL_NO_SYNC)) && fsync(fd) != 0) {
-        rc = pi_err(-errno, "%s: fsync %s: %s", s->name, part, strerror(errno));
-        return rc;
-    }
-    {
-        /* the part path must still be the file verified (the lock keeps
-         * other pulls away, not an rm or mv) */
-        struct stat a, b;
-        if (fstat(fd, &a) != 0 || lstat(part, &b) != 0 || a.st_dev != b.st_dev || a.st_ino != b.st_ino) {
-            rc = pi_err(PAGEIN_E_CHANGED, "%s: %s was removed or replaced during the download: not installed",
-                        s->name, part);
-            return rc;
-        }
-        /* marks the file as this object: pulling again skips it (up_to_date) */
+    /* marks the file as this object: pulling again skips it (up_to_date);
+     * set before the fsync, so that it is as durable as the bytes */
+    struct stat sb;
+    if (s->identity[0] && fstat(fd, &sb) == 0) {
         char mark[600];
-        pull_mark(s, &a, mark, sizeof mark);
-        if (s->identity[0]) (void)fsetxattr(fd, PULL_XATTR, mark, strlen(mark), 0); /* best effort */
+        pull_mark(s, &sb, mark, sizeof mark);
+        (void)fsetxattr(fd, PULL_XATTR, mark, strlen(mark), 0); /* best effort */
     }
-    if (rename(part, final) != 0) {
-        rc = pi_err(-errno, "%s: cannot rename %s to %s: %s", s->name, part, final, strerror(errno));
+    /* the one atomic writer: fsync, the part path checked to be still the
+     * file verified (the lock keeps other pulls away, not an rm or mv),
+     * renamed over final under their directory's descriptor, that fsynced */
+    rc = pi_atomic_adopt(fd, part, final, adopt_flags(o));
+    if (rc < 0) {
+        pi_err_prefix(s->name);
         return rc;
     }
     unlink(spath);
-    if (!(o && (o->flags & PAGEIN_PULL_NO_SYNC))) fsync_dir_of(final);
     return 0;
 }
 
@@ -842,24 +831,18 @@ static int write_small(const char *path, const char *text) {
     return rc;
 }
 
-/* LINK -> TARGET, replacing what is there. */
-static int place_link(const char *name, const char *link, const char *target) {
+/* LINK -> TARGET, replacing what is there (io/atomic.c). */
+static int place_link(const char *name, const char *link, const char *target, const pagein_pull_opts *o) {
     FORWARD_IF(mkdirs_for(link));
-    char tmp[4400];
-    snprintf(tmp, sizeof tmp, "%s.pagein-link", link);
-    unlink(tmp);
-    if (symlink(target, tmp) != 0 || rename(tmp, link) != 0) {
-        int e = errno;
-        unlink(tmp);
-        return pi_err(-e, "%s: cannot link %s -> %s: %s", name, link, target, strerror(e));
-    }
-    return 0;
+    int rc = pi_atomic_symlink(target, link, adopt_flags(o));
+    if (rc < 0) pi_err_prefix(name);
+    return rc;
 }
 
 /* A blob the server names by no hash (a static mirror's ETag): the bytes at
  * p->blob are renamed to the blob named by their sha256, as the Hub names
  * an LFS blob, and p's blob and target follow. */
-static int name_blob_by_content(struct pi_source *s, struct pi_cache_place *p) {
+static int name_blob_by_content(struct pi_source *s, struct pi_cache_place *p, const pagein_pull_opts *o) {
 #ifndef PAGEIN_HAVE_LIBCRYPTO
     return pi_err(PAGEIN_E_UNSUPPORTED, "%s: the server states no hash to name the blob in the Hugging Face cache, "
                   "and this build has no libcrypto to hash the bytes", s->name);
@@ -875,7 +858,6 @@ static int name_blob_by_content(struct pi_source *s, struct pi_cache_place *p) {
         if (k < 0) rc = pi_err(-errno, "%s: reading %s back to hash it", s->name, p->blob);
         else EVP_DigestUpdate(ctx, buf, (size_t)k);
     }
-    close(fd);
     unsigned char md[EVP_MAX_MD_SIZE];
     unsigned int mdlen = 0;
     char hex[2 * EVP_MAX_MD_SIZE + 1] = "", named[sizeof p->blob];
@@ -883,14 +865,19 @@ static int name_blob_by_content(struct pi_source *s, struct pi_cache_place *p) {
     for (unsigned i = 0; i < mdlen; i++) snprintf(hex + 2 * i, 3, "%02x", md[i]);
     pi_free(buf);
     if (ctx) EVP_MD_CTX_free(ctx);
-    if (rc < 0) return rc;
     char *slash = strrchr(p->blob, '/'), *tslash = strrchr(p->target, '/');
-    if (!slash || !tslash) return pi_err(PAGEIN_E_INVALID, "%s: bad cache place %s", s->name, p->blob);
-    size_t dl = (size_t)(slash + 1 - p->blob), hl = strlen(hex);
-    if (dl + hl >= sizeof named) return pi_err(PAGEIN_E_INVALID, "%s: cache path too long", s->name);
-    memcpy(named, p->blob, dl);
-    memcpy(named + dl, hex, hl + 1);
-    if (rename(p->blob, named) != 0) return pi_err(-errno, "%s: cannot rename %s to %s", s->name, p->blob, named);
+    size_t dl = slash ? (size_t)(slash + 1 - p->blob) : 0, hl = strlen(hex);
+    if (rc == 0 && (!slash || !tslash)) rc = pi_err(PAGEIN_E_INVALID, "%s: bad cache place %s", s->name, p->blob);
+    if (rc == 0 && dl + hl >= sizeof named) rc = pi_err(PAGEIN_E_INVALID, "%s: cache path too long", s->name);
+    if (rc == 0) {
+        memcpy(named, p->blob, dl);
+        memcpy(named + dl, hex, hl + 1);
+        /* the bytes hashed are the bytes renamed: the same descriptor */
+        rc = pi_atomic_adopt(fd, p->blob, named, adopt_flags(o));
+        if (rc < 0) pi_err_prefix(s->name);
+    }
+    close(fd);
+    if (rc < 0) return rc;
     memcpy(p->blob, named, dl + hl + 1);
     snprintf(tslash + 1, sizeof p->target - (size_t)(tslash + 1 - p->target), "%s", hex);
     return 0;
@@ -942,7 +929,7 @@ static int pull_cached(struct pi_source *s, struct pi_cache_place *p, const page
         if (st) st->cached += s->size;
     } else {
         rc = download(s, p->blob, part, o, st, mc);
-        if (rc == 0 && p->name_by_content) rc = name_blob_by_content(s, p);
+        if (rc == 0 && p->name_by_content) rc = name_blob_by_content(s, p, o);
     }
     if (rc < 0) return rc;
     if (p->link[0]) {
@@ -951,7 +938,7 @@ static int pull_cached(struct pi_source *s, struct pi_cache_place *p, const page
             snprintf(pend->target, sizeof pend->target, "%s", p->target);
             snprintf(pend->blob, sizeof pend->blob, "%s", p->blob);
         } else {
-            FORWARD_IF(place_link(s->name, p->link, p->target));
+            FORWARD_IF(place_link(s->name, p->link, p->target, o));
         }
     }
     if (p->ref[0]) FORWARD_IF(write_small(p->ref, p->ref_text));
@@ -1284,15 +1271,16 @@ int pagein_pull(const char *src, const char *dest, const pagein_pull_opts *o, pa
         }
     }
     /* every shard is in: now the index */
-    if (rc == 0 && cache_pending) rc = place_link(src, cpend.link, cpend.target);
+    if (rc == 0 && cache_pending) rc = place_link(src, cpend.link, cpend.target, o);
     if (rc == 0 && pend_final[0]) {
-        if (rename(pend_path, pend_final) != 0) {
-            int e = errno;
-            rc = pi_err(-e, "%s: cannot rename %s to %s: %s", src, pend_path, pend_final, strerror(e));
-        } else {
-            pend_final[0] = 0;
-            if (!(o && (o->flags & PAGEIN_PULL_NO_SYNC))) fsync_dir_of(pend_path);
-        }
+        /* downloaded and verified like any file (its descriptor closed
+         * since): opened again without following a link, then put in place
+         * by the one atomic writer */
+        int ifd = open(pend_path, O_RDONLY | O_CLOEXEC | O_NOFOLLOW);
+        if (ifd < 0) rc = pi_err(-errno, "%s: cannot open %s: %s", src, pend_path, strerror(errno));
+        else if ((rc = pi_atomic_adopt(ifd, pend_path, pend_final, adopt_flags(o))) < 0) pi_err_prefix(src);
+        if (ifd >= 0) close(ifd);
+        if (rc == 0) pend_final[0] = 0;
     }
 out:
     if (pend_final[0]) unlink(pend_path); /* a failed pull installs no index without its shards */
