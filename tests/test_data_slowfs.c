@@ -172,3 +172,51 @@ TEST(data_slowfs_readers) {
     sf_umount(mnt);
     return PASS;
 }
+
+/* The pipeline over FUSE: requests of one readahead window (128 KiB here),
+ * so that a batch's round trips are in flight at once; every sample's bytes
+ * right. */
+TEST(data_slowfs_pipe_window_requests) {
+    const char *why = fuse_unavailable();
+    if (why) SKIP_BECAUSE("%s", why);
+    char src[4096], mnt[4096], path[4200];
+    snprintf(src, sizeof src, "%s", pt_tmppath("sfsrc3"));
+    snprintf(mnt, sizeof mnt, "%s", pt_tmppath("sfmnt3"));
+    CHECK_EQ(mkdir(src, 0755), 0);
+    enum { REC = 4096, N = 600 };
+    uint8_t *b = malloc(N * REC);
+    for (uint64_t i = 0; i < N; i++) memset(b + i * REC, (int)(i & 0xff), REC);
+    snprintf(path, sizeof path, "%s/a.rec", src);
+    CHECK_EQ(pt_write_file(path, b, N * REC), 0);
+    free(b);
+    if (sf_mount(src, mnt, "--delay-us 50 --ra-kb 128") < 0) SKIP_BECAUSE("slowfs could not mount here");
+    snprintf(path, sizeof path, "%s/a.rec", mnt);
+    const char *paths[1] = {path};
+    unsetenv("PAGEIN_REQUEST_BYTES");
+    pagein_dataset *d = NULL;
+    CHECK_OK(pagein_dataset_open_records(&d, paths, 1, REC));
+    pagein_pipe_opts o = PAGEIN_PIPE_OPTS_INIT;
+    o.order = PAGEIN_ORDER_NONE;
+    pagein_pipe *p = NULL;
+    if (d) CHECK_OK(pagein_pipe_open(&p, d, &o));
+    pagein_item it;
+    int rc = 0, cnt = 0;
+    while (p && (rc = pagein_pipe_next(p, &it)) == 1) {
+        const uint8_t *q = it.fields[0].data;
+        CHECK(it.nfields >= 1 && it.fields[0].nbytes == REC && q[0] == (uint8_t)it.id && q[REC - 1] == (uint8_t)it.id);
+        cnt++;
+    }
+    CHECK_EQ(rc, 0);
+    CHECK_EQ(cnt, N);
+    pagein_pipe_stats st;
+    if (p) {
+        pagein_pipe_get_stats(p, &st);
+        CHECK_EQ(st.bytes_read, (uint64_t)N * REC);
+        /* 2.4 MB in 128 KiB requests: at least 19 (1 MiB requests: 3) */
+        CHECK(st.requests >= (uint64_t)N * REC / (128u << 10));
+    }
+    pagein_pipe_close(p);
+    pagein_dataset_close(d);
+    sf_umount(mnt);
+    return PASS;
+}

@@ -528,6 +528,49 @@ TEST(engine_probe_latency) {
     return PASS;
 }
 
+/* Two files of one filesystem: the first is probed, the second takes that
+ * probe (no read of its own) and says so; a source without a descriptor
+ * is probed itself. */
+TEST(engine_probe_once_a_filesystem) {
+    enum { SZ = 8 << 20 };
+    uint8_t *data = calloc(SZ, 1);
+    struct pi_source a, b, c;
+    struct msrc ma, mb, mc;
+    msrc_init(&a, &ma, data, SZ, "fs-a");
+    msrc_init(&b, &mb, data, SZ, "fs-b");
+    msrc_init(&c, &mc, data, SZ, "no-fd");
+    const char *pa = pt_tmppath("probe_a.bin"), *pb = pt_tmppath("probe_b.bin");
+    CHECK(pt_write_file(pa, data, 4096) == 0);
+    CHECK(pt_write_file(pb, data, 4096) == 0);
+    a.fd = open(pa, O_RDONLY | O_CLOEXEC); /* their filesystem: the key (the reads stay the fake's) */
+    b.fd = open(pb, O_RDONLY | O_CLOEXEC);
+    CHECK(a.fd >= 0 && b.fd >= 0);
+    a.facts.storage = b.facts.storage = c.facts.storage = PI_STORAGE_UNKNOWN;
+    ma.lat_ns = mb.lat_ns = mc.lat_ns = 1000000;
+    uint64_t R;
+    unsigned D;
+    char why[160];
+    unsetenv("PAGEIN_REQUEST_BYTES");
+    unsetenv("PAGEIN_QUEUE_DEPTH");
+    pi_engine_choose(&a, NULL, 1, &R, &D, why, sizeof why);
+    CHECK(atomic_load(&ma.reads) > 0);
+    CHECK(strstr(why, "another file") == NULL);
+    pi_engine_choose(&b, NULL, 1, &R, &D, why, sizeof why);
+    CHECK_EQ(atomic_load(&mb.reads), 0);
+    CHECK(b.facts.measured);
+    CHECK_EQ(b.facts.latency_ns, a.facts.latency_ns);
+    CHECK_EQ(D, 32);
+    CHECK(strstr(why, "another file") != NULL);
+    pi_engine_choose(&c, NULL, 1, &R, &D, why, sizeof why);
+    CHECK(atomic_load(&mc.reads) > 0);
+    close(a.fd);
+    close(b.fd);
+    unlink(pa);
+    unlink(pb);
+    free(data);
+    return PASS;
+}
+
 /* ---- the local readv (io_uring or threads) ------------------------------ */
 
 static int file_src(struct pi_source *s, const char *path, uint64_t size) {

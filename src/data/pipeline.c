@@ -405,6 +405,19 @@ static int fetch(pagein_pipe *p, struct pi_span *sp, size_t n, uint64_t *request
         if (total < (2u << 20)) depth = 1;
         total = 0;
     }
+    if (f->storage == PI_STORAGE_FUSE && !pi_env_size("PAGEIN_REQUEST_BYTES", 0)) {
+        /* a buffered read on FUSE goes to the daemon a readahead window at
+         * a time (its requests are at most max_pages, 128 KiB by default),
+         * each window a round trip: a 1 MiB request waits its windows one
+         * after the other, and a batch of a few MiB has only a few such
+         * requests to keep in flight. Requests of one window (128 KiB when
+         * unknown, at most 1 MiB) put all of a batch's round trips in
+         * flight at once (the depth: chosen, a probe of the filesystem).
+         * Slowfs 1 ms, readahead 128 KiB, block epoch of 63 MB: 0.27 s
+         * against 0.37 s. (NFS reads rsize, 1 MiB, a request: not here.) */
+        uint64_t win = f->read_ahead_kb ? (uint64_t)f->read_ahead_kb << 10 : 128u << 10;
+        req = PI_MIN((uint64_t)1 << 20, PI_MAX((uint64_t)64 << 10, win));
+    }
     if (f->storage == PI_STORAGE_REMOTE) {
         /* a unit's bytes spread over 16 connections: 1-8 MiB ranges (one
          * 8 MiB range a connection left 12 of them idle for a 32 MiB unit) */

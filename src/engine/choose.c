@@ -21,6 +21,7 @@
 #include <pthread.h>
 #include <stdio.h>
 #include <stdlib.h>
+#include <sys/stat.h>
 #include <time.h>
 #include <unistd.h>
 
@@ -209,6 +210,80 @@ out:
     return rc;
 }
 
+/* ---- one probe a filesystem ------------------------------------------------
+ * A dataset's shards (a model's safetensors files) sit on one filesystem:
+ * probing each of them would cost each its round trips (11 requests, 1.4
+ * MiB, 15-30 ms on FUSE at 1 ms) for the same answer. A probe's result is
+ * kept for its filesystem (st_dev of the source's descriptor) for
+ * PROBE_KEEP_NS; the next unmeasured source on it takes that result as its
+ * own facts. */
+#define PROBE_KEEP_NS (60ull * 1000000000ull)
+#define PROBE_MEMO 8
+static struct {
+    dev_t dev;
+    uint64_t at; /* 0: empty */
+    struct pi_engine_probe_result r;
+} probe_memo[PROBE_MEMO];
+static pthread_mutex_t probe_memo_mu = PTHREAD_MUTEX_INITIALIZER;
+
+static int source_dev(const struct pi_source *s, dev_t *dev) {
+    struct stat st;
+    if (s->fd < 0 || fstat(s->fd, &st) != 0) return 0;
+    *dev = st.st_dev;
+    return 1;
+}
+
+/* 1 and *r: a probe of dev's filesystem younger than PROBE_KEEP_NS. */
+static int probe_memo_get(dev_t dev, struct pi_engine_probe_result *r) {
+    uint64_t t = now_ns();
+    int have = 0;
+    pthread_mutex_lock(&probe_memo_mu);
+    for (int i = 0; i < PROBE_MEMO && !have; i++)
+        if (probe_memo[i].at && probe_memo[i].dev == dev && t - probe_memo[i].at < PROBE_KEEP_NS) {
+            *r = probe_memo[i].r;
+            have = 1;
+        }
+    pthread_mutex_unlock(&probe_memo_mu);
+    return have;
+}
+
+/* Keeps r for dev: in dev's entry, an empty or expired one, else the oldest. */
+static void probe_memo_put(dev_t dev, const struct pi_engine_probe_result *r) {
+    uint64_t t = now_ns();
+    pthread_mutex_lock(&probe_memo_mu);
+    int k = 0;
+    for (int i = 0; i < PROBE_MEMO; i++) {
+        if (probe_memo[i].at && probe_memo[i].dev == dev) {
+            k = i;
+            break;
+        }
+        if (!probe_memo[i].at || t - probe_memo[i].at >= PROBE_KEEP_NS || probe_memo[i].at < probe_memo[k].at) k = i;
+    }
+    probe_memo[k].dev = dev;
+    probe_memo[k].at = t ? t : 1;
+    probe_memo[k].r = *r;
+    pthread_mutex_unlock(&probe_memo_mu);
+}
+
+/* Probes s, or takes a recent probe of its filesystem: 1 and *pr, or 0. */
+static int probe_or_recall(struct pi_source *s, struct pi_engine_probe_result *pr, int *recalled) {
+    dev_t dev = 0;
+    int keyed = source_dev(s, &dev);
+    *recalled = 0;
+    if (keyed && probe_memo_get(dev, pr)) {
+        struct pi_source_facts *f = pi_source_facts(s);
+        f->latency_ns = pr->lat1_ns;
+        f->bandwidth = (uint64_t)((double)pr->probe_bytes * 1e9 / (double)pr->lat1_ns);
+        f->measured = 1;
+        *recalled = 1;
+        return 1;
+    }
+    pi_err_clear();
+    if (pi_engine_probe(s, 128u << 10, 8, pr) != 0) return 0;
+    if (keyed) probe_memo_put(dev, pr);
+    return 1;
+}
+
 void pi_engine_choose(struct pi_source *s, const struct pi_engine_opts *o, int probe, uint64_t *request_bytes,
                       unsigned *depth, char *why, size_t why_len) {
     uint64_t R = o ? o->request_bytes : 0;
@@ -227,17 +302,20 @@ void pi_engine_choose(struct pi_source *s, const struct pi_engine_opts *o, int p
     char reason[128] = "";
     if (!R || !D) {
         struct pi_engine_probe_result pr;
-        int have = 0;
+        int have = 0, recalled = 0;
         /* a local disk or memory says how it behaves; anything else that
-         * has not been measured is probed */
+         * has not been measured is probed (once a filesystem) */
         if (probe && !pi_source_facts(s)->measured && pi_source_facts(s)->storage != PI_STORAGE_LOCAL &&
-            pi_source_facts(s)->storage != PI_STORAGE_MEMORY && s->size >= 16 * (128u << 10)) {
-            pi_err_clear();
-            have = pi_engine_probe(s, 128u << 10, 8, &pr) == 0;
-        }
+            pi_source_facts(s)->storage != PI_STORAGE_MEMORY && s->size >= 16 * (128u << 10))
+            have = probe_or_recall(s, &pr, &recalled);
         uint64_t r2;
         unsigned d2;
         pi_engine_decide(pi_source_facts(s), have ? &pr : NULL, &r2, &d2, reason, sizeof reason);
+        if (recalled) { /* "another file's probe: ..." */
+            char rr[sizeof reason];
+            snprintf(rr, sizeof rr, "another file's %s", reason);
+            memcpy(reason, rr, sizeof reason);
+        }
         if (!R) R = r2, rsrc = "chosen";
         if (!D) D = d2, dsrc = "chosen";
     }
