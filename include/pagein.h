@@ -24,7 +24,10 @@
  *  - Options. Option structs start with a `size` field that the caller sets
  *    to sizeof(the struct) (the PAGEIN_*_OPTS_INIT macros do this), so that
  *    fields can be appended in later versions without breaking the ABI.
- *    A NULL options pointer means all defaults.
+ *    A NULL options pointer means all defaults; a shorter (older) struct
+ *    keeps the defaults of the fields it lacks; a size below
+ *    sizeof(size_t) (a zeroed struct) is PAGEIN_E_INVALID ("...: options
+ *    size 0"), the one rule of every call that takes options.
  *
  *  - Threads. Distinct objects may be used from distinct threads freely.
  *    Read-only accessors on one object may be called from many threads at
