@@ -1,7 +1,7 @@
 /* bench_parquet.c - decoding Parquet column chunks against the limit of
  * the work: libsnappy's own decompression of the same pages, in the same
- * run (the target: >= 0.7x, docs/BENCHMARKS.md). The file is read into
- * memory first (warm); the columns given (default: all) are decoded in every row group,
+ * run (target: >= 0.7x its throughput). The file is read into memory first
+ * (warm); the columns given (default: all) are decoded in every row group,
  * ITERS times after one untimed warm-up, and so is every page of them with
  * snappy_uncompress alone. White-box: includes src/data/parquet.h.
  *

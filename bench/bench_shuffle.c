@@ -92,7 +92,8 @@ static void usage(FILE *out) {
             "  --qd N             queue depth of global and ranges (default 32)\n"
             "  --batch N          rows per ranges call (default 256)\n"
             "  --threads          ranges: read with threads even where io_uring is available\n"
-            "  --block-size S     block reader block size (default 16M)\n"
+            "  --block-size S     bytes per group of records, the blocks the block mode\n"
+            "                     shuffles (default 16M)\n"
             "  --buffer-blocks N  block reader buffer, in blocks (default 8)\n"
             "  --svg FILE         also draw samples (rows) per second for each order and storage\n"
             "  --json             JSON: {\"modes\": [{\"mode\", \"fs\", \"seconds\", \"major_faults\",\n"
@@ -330,7 +331,7 @@ static int run_all(const struct opts *o, char paths[][PATH_MAX], char local[][PA
                    const char *mnt, struct result *res, int *nres) {
     const char *pp[NSHARDS] = {paths[0], paths[1], paths[2]};
     pagein_dataset *d;
-    int rc = pagein_dataset_open_records(&d, pp, NSHARDS, o->row);
+    int rc = cli_open_records(&d, pp, NSHARDS, o->row, NULL, o->block_bytes); /* --block-size: the groups */
     if (rc < 0) {
         cli_error("bench shuffle", rc, "cannot open the shards");
         return EXIT_USAGE;

@@ -75,6 +75,13 @@ void cli_shape_str(char *buf, size_t cap, const uint64_t *shape, uint32_t ndim);
  * transformers reads max_shard_size), any case; plain digits are bytes.
  * The one rule for every size the tool reads. -1 on error. */
 int cli_parse_size(const char *s, uint64_t *out);
+/* The record files paths[0..n) of record_bytes each (megatron NULL), or the
+ * Megatron pair PREFIX.bin/.idx (megatron: PREFIX), opened through
+ * pagein_dataset_open with groups of group_bytes: the blocks the reader's
+ * block order shuffles (`--block-size`; 0: 16 MiB, as
+ * pagein_dataset_open_records). pagein's return code. */
+int cli_open_records(pagein_dataset **d, const char *const *paths, size_t n, uint64_t record_bytes,
+                     const char *megatron, uint64_t group_bytes);
 /* Benchmarks that measure in a forked child (util.c):
  * cli_reset_peak_rss resets VmHWM to the current RSS (older kernels: the
  * peak since fork); cli_status_bytes reads a "Key:" kB line of

@@ -36,7 +36,8 @@ static void usage(FILE *out) {
             "  --limit N          stop after N samples\n"
             "  --qd N             global/ranges: reads in flight (default 32)\n"
             "  --batch N          global/ranges: samples per batch (default 256)\n"
-            "  --block-size S     block: block size (default 16M)\n"
+            "  --block-size S     bytes per group of records, the blocks the block mode\n"
+            "                     shuffles (default 16M)\n"
             "  --buffer-blocks N  block: blocks in memory (default 8)\n"
             "  --stats            print counters and the shuffle quality to stderr\n"
             "  --json             one JSON object: mode, samples, ids, quality, I/O counters\n"
@@ -520,8 +521,8 @@ static int read_samples_main(int argc, char **argv) {
         }
     }
     pagein_dataset *d = NULL;
-    int rc = megatron ? pagein_dataset_open_megatron(&d, megatron)
-                      : pagein_dataset_open_records(&d, files, nfiles, rec);
+    /* --block-size: the dataset's groups, the blocks the block order shuffles */
+    int rc = cli_open_records(&d, files, nfiles, rec, megatron, ro.block_bytes);
     if (rc < 0) {
         cli_error("read-samples", rc, "cannot open the dataset");
         status = exit_for(rc);

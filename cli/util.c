@@ -154,6 +154,27 @@ void cli_json_str(FILE *out, const char *s, size_t len) {
     fputc('"', out);
 }
 
+int cli_open_records(pagein_dataset **d, const char *const *paths, size_t n, uint64_t record_bytes,
+                     const char *megatron, uint64_t group_bytes) {
+    size_t len = megatron ? strlen(megatron) + 5 : 1;
+    for (size_t i = 0; !megatron && i < n; i++) len += strlen(paths[i]) + 1;
+    char *spec = malloc(len);
+    if (!spec) return -ENOMEM;
+    if (megatron) snprintf(spec, len, "%s.bin", megatron);
+    else {
+        size_t k = 0; /* one spec, the files separated by newlines */
+        spec[0] = 0;
+        for (size_t i = 0; i < n; i++) k += (size_t)snprintf(spec + k, len - k, "%s%s", i ? "\n" : "", paths[i]);
+    }
+    pagein_dataset_opts o = PAGEIN_DATASET_OPTS_INIT;
+    o.format = megatron ? "megatron" : "records";
+    o.record_bytes = megatron ? 0 : record_bytes;
+    o.group_bytes = group_bytes ? group_bytes : 16u << 20;
+    int rc = pagein_dataset_open(d, spec, &o);
+    free(spec);
+    return rc;
+}
+
 int cli_parse_size(const char *s, uint64_t *out) {
     if (!s || !*s) return -1;
     char *end;

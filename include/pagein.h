@@ -24,7 +24,10 @@
  *  - Options. Option structs start with a `size` field that the caller sets
  *    to sizeof(the struct) (the PAGEIN_*_OPTS_INIT macros do this), so that
  *    fields can be appended in later versions without breaking the ABI.
- *    A NULL options pointer means all defaults.
+ *    A NULL options pointer means all defaults; a shorter (older) struct
+ *    keeps the defaults of the fields it lacks; a size below
+ *    sizeof(size_t) (a zeroed struct) is PAGEIN_E_INVALID ("...: options
+ *    size 0"), the one rule of every call that takes options.
  *
  *  - Threads. Distinct objects may be used from distinct threads freely.
  *    Read-only accessors on one object may be called from many threads at
@@ -2339,15 +2342,16 @@ PAGEIN_API int pagein_source_is_local(const pagein_source *s);
 PAGEIN_API int pagein_source_read_ranges(pagein_source *const *srcs, size_t nsrcs, const pagein_range *reqs,
                                          size_t n, const pagein_ranges_opts *opts, pagein_ranges_stats *st);
 /* Lists the objects under a remote prefix, through the source that reads
- * uri (its list operation): s3://BUCKET/PREFIX and gs://BUCKET/PREFIX
- * (every key starting with PREFIX, all pages of ListObjectsV2; folder
- * markers, keys ending in '/', left out) or hf://ORG/NAME[@REV][/PATH]
- * (every file of the repository under PATH, each as
- * hf://ORG/NAME[@REV]/PATH..., the revision only when uri names one).
- * fn(arg, uri) is called with each object's full URI (borrowed for the
- * call); a non-zero return stops the listing and is returned.
- * PAGEIN_E_UNSUPPORTED for other URLs (HTTP has no listing) and in builds
- * without libcurl. */
+ * uri (its row's list operation; every remote source that has one, a
+ * test-only null:// included). Those built in: s3://BUCKET/PREFIX and
+ * gs://BUCKET/PREFIX (every key starting with PREFIX, all pages of
+ * ListObjectsV2; folder markers, keys ending in '/', left out) and
+ * hf://ORG/NAME[@REV][/PATH] (every file of the repository under PATH,
+ * each as hf://ORG/NAME[@REV]/PATH..., the revision only when uri names
+ * one). fn(arg, uri) is called with each object's full URI (borrowed for
+ * the call); a non-zero return stops the listing and is returned.
+ * PAGEIN_E_UNSUPPORTED for a source without a list operation (HTTP), for
+ * a local path, and in builds without libcurl. */
 typedef int (*pagein_list_fn)(void *arg, const char *uri);
 PAGEIN_API int pagein_source_list(const char *uri, pagein_list_fn fn, void *arg);
 /* One object of a detailed listing (pagein_source_list_entries); strings

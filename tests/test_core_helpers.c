@@ -89,3 +89,37 @@ TEST(core_opts_in) {
     CHECK(strstr(pagein_last_error_detail(), "t: options size 3") != NULL);
     return PASS;
 }
+
+/* One rule for a caller's sized options: every entry point that takes them
+ * refuses a size below sizeof(size_t) (a zeroed struct), naming itself,
+ * where some took size 0 for the whole struct. */
+TEST(core_opts_in_everywhere) {
+    const char *model = "tests/data/real/safetensors/burn-mnist-f32.safetensors";
+    const char *out = pt_tmppath("o.safetensors");
+    pagein_file *f = NULL;
+    CHECK_OK(pagein_open(&f, model, NULL));
+    pagein_convert_opts co;
+    memset(&co, 0, sizeof co);
+    CHECK_EQ(pagein_convert_safetensors(f, out, &co, NULL), PAGEIN_E_INVALID);
+    CHECK(strstr(pagein_last_error_detail(), "pagein_convert_safetensors: options size 0") != NULL);
+    CHECK_EQ(pagein_dcp_convert(pt_tmppath("nodir"), out, &co, NULL), PAGEIN_E_INVALID);
+    CHECK(strstr(pagein_last_error_detail(), "pagein_dcp_convert: options size 0") != NULL);
+    CHECK_EQ(pagein_dcp_hf_convert(pt_tmppath("nodir"), out, &co, NULL), PAGEIN_E_INVALID);
+    CHECK(strstr(pagein_last_error_detail(), "pagein_dcp_hf_convert: options size 0") != NULL);
+    pagein_write_opts wo;
+    memset(&wo, 0, sizeof wo);
+    CHECK_EQ(pagein_safetensors_write(out, NULL, 0, &wo), PAGEIN_E_INVALID);
+    CHECK(strstr(pagein_last_error_detail(), "pagein_safetensors_write: options size 0") != NULL);
+    pagein_model_opts mo;
+    memset(&mo, 0, sizeof mo);
+    pagein_live *l = NULL;
+    CHECK_EQ(pagein_live_open(&l, model, &mo), PAGEIN_E_INVALID);
+    CHECK(strstr(pagein_last_error_detail(), "pagein_live_open: options size 0") != NULL);
+    pagein_gpu_opts go;
+    memset(&go, 0, sizeof go);
+    pagein_gpu_load *g = NULL;
+    CHECK_EQ(pagein_gpu_load_file(&g, f, &go), PAGEIN_E_INVALID);
+    CHECK(strstr(pagein_last_error_detail(), "GPU load: options size 0") != NULL);
+    pagein_close(f);
+    return PASS;
+}

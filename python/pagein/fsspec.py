@@ -59,6 +59,15 @@ _GENERIC_OPTIONS = frozenset(("skip_instance_cache", "use_listings_cache", "list
                               "asynchronous", "loop", "block_size", "cache_type", "cache_options"))
 
 
+# PAGEIN_E_UNSUPPORTED: the URL's source has no listing (HTTP), or this
+# build reads no remote source; such a prefix lists nothing
+_E_UNSUPPORTED = -30020
+
+
+def _cannot_list(e):
+    return getattr(e, "code", None) == _E_UNSUPPORTED or "NoSuchBucket" in str(e) or "404" in str(e)
+
+
 def _is_remote(path):
     """True for a URL one of pagein's remote sources reads: the library's
     rule (pagein_is_url), not a list of schemes here."""
@@ -305,26 +314,24 @@ class PageinFileSystem(AbstractFileSystem):
         return {"name": path, "size": st.st_size if kind == "file" else 0, "type": kind, "mtime": st.st_mtime}
 
     def _listing(self, url):
-        """Object URLs under a remote prefix (s3, gs, hf); [] for http."""
-        if url.startswith(("http://", "https://")):
-            return []
+        """Object URLs under a remote prefix; [] where its source cannot
+        list (http) or the bucket or prefix is missing."""
         try:
             return _pagein.source_list(url)
         except _p.Error as e:
-            if "NoSuchBucket" in str(e) or "404" in str(e):
+            if _cannot_list(e):
                 return []
             raise
 
     def _entries(self, url):
         """{object URL: info dict} under a remote prefix from one listing:
         the size and identity as listed (None where the listing does not
-        state a size: info() opens that object); {} for http."""
-        if url.startswith(("http://", "https://")):
-            return {}
+        state a size: info() opens that object); {} where its source
+        cannot list (http) or the bucket or prefix is missing."""
         try:
             got = _pagein.source_list_entries(url)
         except _p.Error as e:
-            if "NoSuchBucket" in str(e) or "404" in str(e):
+            if _cannot_list(e):
                 return {}
             raise
         out = {}
@@ -363,7 +370,7 @@ class PageinFileSystem(AbstractFileSystem):
             return {"name": url, "size": size, "type": "file", "identity": ident}
         except (FileNotFoundError, IsADirectoryError):
             pass  # no object: maybe a prefix; other failures (network, auth) propagate
-        if not url.startswith(("http://", "https://")) and self._listing(self._prefix_of(url)):
+        if self._listing(self._prefix_of(url)):
             return {"name": url, "size": 0, "type": "directory"}
         raise _missing(url)
 
@@ -407,10 +414,11 @@ class PageinFileSystem(AbstractFileSystem):
         return out if detail else [o["name"] for o in out]
 
     def find(self, path, maxdepth=None, withdirs=False, detail=False, **kwargs):
-        """Every file under path (one listing for s3/gs/hf, sizes as listed;
+        """Every file under path (one listing where the source lists, sizes
+        as listed; a source that cannot list gives the object itself;
         os.walk locally)."""
         url = self._url(path)
-        if not _is_remote(url) or url.startswith(("http://", "https://")) or maxdepth is not None or withdirs:
+        if not _is_remote(url) or maxdepth is not None or withdirs:
             return super().find(path, maxdepth=maxdepth, withdirs=withdirs, detail=detail, **kwargs)
         prefix = self._prefix_of(url)
         listed = self._entries(prefix)

@@ -217,6 +217,9 @@ def test_http_cat_ranges_and_conventions(nginx, monkeypatch):
     info = fs.info(url)
     assert info["size"] == len(blob) and info["type"] == "file" and info["name"] == url
     assert fs.ls(url, detail=False) == [url]
+    # HTTP cannot list (the library's PAGEIN_E_UNSUPPORTED): find gives the object itself
+    assert fs.find(url) == [url] and fs.find(url, detail=True)[url]["size"] == len(blob)
+    assert fs.find(env["HTTP"] + "/none.bin") == []
     # a missing object: FileNotFoundError, in place with on_error="return"
     out = fs.cat_ranges([url, env["HTTP"] + "/none.bin"], 0, 4)
     assert out[0] == blob[:4] and isinstance(out[1], FileNotFoundError)

@@ -100,7 +100,7 @@ int pagein_safetensors_write(const char *path, const pagein_write_tensor *tensor
     pi_err_clear();
     RETURN_IF(!path || (n && !tensors), PAGEIN_E_INVALID, "pagein_safetensors_write: NULL argument");
     pagein_write_opts o = PAGEIN_WRITE_OPTS_INIT;
-    if (opts) memcpy(&o, opts, PI_MIN(opts->size ? opts->size : sizeof o, sizeof o));
+    FORWARD_IF(pi_opts_in(&o, sizeof o, opts, "pagein_safetensors_write"));
     uint64_t align = o.align ? o.align : 8;
     RETURN_IF(align < 8 || (align & (align - 1)) || align > ((uint64_t)1 << 30), PAGEIN_E_BAD_ALIGNMENT,
               "align %llu: expected a power of two between 8 and 2^30", (unsigned long long)o.align);

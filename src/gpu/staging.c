@@ -718,8 +718,7 @@ static int plan(pagein_gpu_load *l, const struct srcv *sv, const pagein_gpu_opts
 static int start(pagein_gpu_load **out, const struct srcv *sv, const pagein_gpu_opts *opts) {
     RETURN_IF(!out, PAGEIN_E_INVALID, "GPU load: NULL output pointer");
     pagein_gpu_opts o = PAGEIN_GPU_OPTS_INIT;
-    if (opts) memcpy(&o, opts, PI_MIN(opts->size ? opts->size : sizeof o, sizeof o));
-    o.size = sizeof o;
+    FORWARD_IF(pi_opts_in(&o, sizeof o, opts, "GPU load"));
     RETURN_IF(o.dst && !o.tensors, PAGEIN_E_INVALID, "GPU load: dst needs the tensors it belongs to");
     RETURN_IF(o.nbuffers == 1, PAGEIN_E_INVALID, "GPU load: the ring needs at least 2 buffers");
     RETURN_IF(o.buffer_bytes && o.buffer_bytes < 4096, PAGEIN_E_INVALID,

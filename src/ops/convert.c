@@ -735,9 +735,9 @@ static int float_target(pagein_dtype d) {
 
 /* The caller's options over the defaults (an older, shorter struct keeps
  * the defaults for the fields it lacks), with the target dtypes checked. */
-static int convert_opts(const pagein_convert_opts *opts, pagein_convert_opts *o) {
+static int convert_opts(const char *fn, const pagein_convert_opts *opts, pagein_convert_opts *o) {
     *o = (pagein_convert_opts)PAGEIN_CONVERT_OPTS_INIT;
-    if (opts) memcpy(o, opts, PI_MIN(opts->size ? opts->size : sizeof *o, sizeof *o));
+    FORWARD_IF(pi_opts_in(o, sizeof *o, opts, fn));
     if (!float_target(o->dtype)) return pi_err(PAGEIN_E_INVALID, "--dtype must be F32, F16 or BF16");
     if (!float_target(o->dequantize)) return pi_err(PAGEIN_E_INVALID, "--dequantize must be F32, F16 or BF16");
     return 0;
@@ -750,7 +750,7 @@ static int convert_start(const char *fn, const pagein_file *f, const char *out, 
     pi_err_clear();
     if (!f || !out || !*out) return pi_err(PAGEIN_E_INVALID, "%s: NULL argument", fn);
     FORWARD_IF(check_out_name(out));
-    return convert_opts(opts, o);
+    return convert_opts(fn, opts, o);
 }
 
 int pagein_convert_safetensors(const pagein_file *f, const char *out, const pagein_convert_opts *opts,

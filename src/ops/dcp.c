@@ -967,7 +967,7 @@ int pagein_dcp_convert(const char *dir, const char *out, const pagein_convert_op
     pi_err_clear();
     if (!dir || !out) return pi_err(PAGEIN_E_INVALID, "pagein_dcp_convert: NULL argument");
     pagein_convert_opts o = PAGEIN_CONVERT_OPTS_INIT;
-    if (opts) memcpy(&o, opts, PI_MIN(opts->size ? opts->size : sizeof o, sizeof o));
+    FORWARD_IF(pi_opts_in(&o, sizeof o, opts, "pagein_dcp_convert"));
     RETURN_IF(o.dtype != PAGEIN_DTYPE_INVALID || o.dequantize != PAGEIN_DTYPE_INVALID, PAGEIN_E_UNSUPPORTED,
               "%s: casting a torch Distributed Checkpoint is not supported", dir);
     pagein_dcp *d;

@@ -49,11 +49,6 @@ struct pagein_dcp_hf {
     size_t nt;
 };
 
-static int ends_with_st(const char *s) {
-    size_t l = strlen(s);
-    return l > 12 && !strcmp(s + l - 12, ".safetensors");
-}
-
 static int str_cmp(const void *a, const void *b) { return strcmp(*(char *const *)a, *(char *const *)b); }
 
 /* The regular *.safetensors files of a local dir, sorted. */
@@ -65,7 +60,7 @@ static int list_local(const char *dir, char ***out, size_t *n) {
     int rc = 0;
     struct dirent *de;
     while ((de = readdir(d))) {
-        if (de->d_name[0] == '.' || !ends_with_st(de->d_name)) continue;
+        if (de->d_name[0] == '.' || !pi_ends_with(de->d_name, ".safetensors")) continue;
         char *p = pi_path_join(dir, de->d_name);
         struct stat st;
         int reg = p && stat(p, &st) == 0 && S_ISREG(st.st_mode);
@@ -104,7 +99,7 @@ struct lacc {
 static int list_cb(void *arg, const struct pi_list_entry *e) {
     struct lacc *a = arg;
     const char *rel = e->rel ? e->rel + (e->rel[0] == '/') : NULL; /* a prefix without its '/' names "/a" */
-    if (!rel || strchr(rel, '/') || rel[0] == '.' || !ends_with_st(rel)) return 0;
+    if (!rel || strchr(rel, '/') || rel[0] == '.' || !pi_ends_with(rel, ".safetensors")) return 0;
     RETURN_IF(a->n == MAX_FILES, PAGEIN_E_LIMIT, "more than %d safetensors files", MAX_FILES);
     if (a->n == a->cap) {
         size_t nc = a->cap ? a->cap * 2 : 16;
@@ -556,7 +551,7 @@ int pagein_dcp_hf_convert(const char *dir, const char *out, const pagein_convert
     pi_err_clear();
     if (!dir || !out) return pi_err(PAGEIN_E_INVALID, "pagein_dcp_hf_convert: NULL argument");
     pagein_convert_opts o = PAGEIN_CONVERT_OPTS_INIT;
-    if (opts) memcpy(&o, opts, PI_MIN(opts->size ? opts->size : sizeof o, sizeof o));
+    FORWARD_IF(pi_opts_in(&o, sizeof o, opts, "pagein_dcp_hf_convert"));
     RETURN_IF(o.dtype != PAGEIN_DTYPE_INVALID || o.dequantize != PAGEIN_DTYPE_INVALID, PAGEIN_E_UNSUPPORTED,
               "%s: casting a torch Distributed Checkpoint is not supported", dir);
     pagein_dcp_hf *h;

@@ -63,13 +63,17 @@ int pagein_live_open(pagein_live **out, const char *path, const pagein_model_opt
         return pi_err(-ENOMEM, "out of memory");
     }
     pagein_model_opts d = PAGEIN_MODEL_OPTS_INIT;
-    if (opts) memcpy(&d, opts, PI_MIN(opts->size ? opts->size : sizeof d, sizeof d));
-    d.size = sizeof d;
+    int rc = pi_opts_in(&d, sizeof d, opts, "pagein_live_open");
+    if (rc < 0) {
+        pi_free(l->path);
+        pi_free(l);
+        return rc;
+    }
     l->opts = d;
     pthread_mutex_init(&l->lock, NULL);
     pthread_mutex_init(&l->reload_lock, NULL);
     pagein_model *m = NULL;
-    int rc = pagein_model_open(&m, path, &l->opts);
+    rc = pagein_model_open(&m, path, &l->opts);
     if (rc < 0) {
         live_free(l);
         return rc;

@@ -24,6 +24,13 @@ d = json.load(open(sys.argv[1]))
 assert d["mode"] == "block" and d["samples"] == 400 and sorted(d["ids"]) == list(range(400)), d
 assert 0 < d["quality"] <= 1.1 and d["memory_bound"] > 0, d  # the pipe's two units (the reader runs on it)
 PY
+# --block-size is the groups' size: 4x the block, 4x the bound (it was parsed and never read)
+"$PAGEIN" read-samples --records 100 a.bin --json --mode block --block-size 16K > j16.json || fail "json 16K"
+$PY - j.json j16.json <<'PY' || fail "--block-size not read"
+import json, sys
+a, b = (json.load(open(p))["memory_bound"] for p in sys.argv[1:])
+assert b > 2 * a, (a, b)
+PY
 expect_exit 0 "$PAGEIN" read-samples --records 100 a.bin --ids --limit 3
 [ "$(echo "$OUT_TXT" | wc -l)" = 3 ] || fail "--limit"
 # a Megatron dataset: 3 sequences of int32 tokens
