@@ -455,6 +455,28 @@ TEST(dataformats_json_document_refused) {
         }
         pagein_dataset_close(d);
     }
+    /* a folder: .json beside shards of another kind is their metadata (a
+     * pretty-printed info.json does not stop the folder opening); a folder
+     * of .json files alone is JSON Lines shards */
+    const char *mixed = pt_tmppath("json_mixed"), *alone = pt_tmppath("json_alone");
+    CHECK(mkdir(mixed, 0755) == 0 && mkdir(alone, 0755) == 0);
+    char f[4096];
+    snprintf(f, sizeof f, "%s/data.jsonl", mixed);
+    CHECK_OK(pt_write_file(f, "{\"a\": 1}\n{\"a\": 2}\n", 18));
+    snprintf(f, sizeof f, "%s/info.json", mixed);
+    CHECK_OK(pt_write_file(f, c[1].text, strlen(c[1].text)));
+    snprintf(f, sizeof f, "%s/train.json", alone);
+    CHECK_OK(pt_write_file(f, "{\"a\": 1}\n{\"a\": 2}\n", 18));
+    snprintf(f, sizeof f, "%s/valid.json", alone);
+    CHECK_OK(pt_write_file(f, "{\"a\": 3}\n", 9));
+    pagein_dataset *d = NULL;
+    CHECK_OK(pagein_dataset_open(&d, mixed, NULL));
+    CHECK_EQ(d ? pagein_dataset_count(d) : 0, 2);
+    pagein_dataset_close(d);
+    d = NULL;
+    CHECK_OK(pagein_dataset_open(&d, alone, NULL));
+    CHECK_EQ(d ? pagein_dataset_count(d) : 0, 3);
+    pagein_dataset_close(d);
     return PASS;
 }
 

@@ -270,6 +270,27 @@ static void names_free(struct names *nm) {
 }
 static int str_cmp(const void *a, const void *b) { return strcmp(*(char *const *)a, *(char *const *)b); }
 
+/* A folder or prefix scanned without a forced format: .json names are JSON
+ * Lines shards only when nothing else is (a folder of train.json,
+ * valid.json); beside shards of another kind (data.parquet and its
+ * dataset_info.json, config.json) they are the dataset's metadata. */
+static int is_json_name(const char *n) {
+    return pi_ends_with(n, ".json") || pi_ends_with(n, ".json.gz") || pi_ends_with(n, ".json.zst");
+}
+static void drop_side_json(struct names *nm, const struct pi_dsformat *fmt) {
+    size_t other = 0, k = 0;
+    if (fmt) return;
+    for (size_t i = 0; i < nm->n; i++) other += !is_json_name(nm->v[i]);
+    if (!other) return;
+    for (size_t i = 0; i < nm->n; i++) {
+        if (is_json_name(nm->v[i]))
+            pi_free(nm->v[i]);
+        else
+            nm->v[k++] = nm->v[i];
+    }
+    nm->n = k;
+}
+
 /* Expands the first {A..B} of s (numbers; the width of A when it has
  * leading zeros, as webdataset's braceexpand) into out, recursively. */
 static int brace_expand(const char *s, struct names *out, int depth) {
@@ -385,6 +406,7 @@ static int add_dir(struct ds_build *b, const struct pi_dsformat *fmt, const char
         rc = names_add(&nm, e->d_name, strlen(e->d_name));
     }
     closedir(dh);
+    drop_side_json(&nm, fmt);
     if (rc == 0 && nm.n == 0)
         rc = pi_err(PAGEIN_E_NOT_FOUND, "%s: no dataset shards (no index.json, no .tar, .mds, .jsonl, .txt, .idx, ... files)", dir);
     if (rc == 0) qsort(nm.v, nm.n, sizeof *nm.v, str_cmp);
@@ -457,6 +479,7 @@ static int add_remote_listing(struct ds_build *b, const struct pi_dsformat *fmt,
         if (!f || (fmt && f != fmt)) continue;
         rc = names_add(&nm, u, strlen(u));
     }
+    drop_side_json(&nm, fmt);
     if (rc == 0 && idx) {
         const char *sl = strrchr(idx, '/');
         char *idir = pi_strndup(idx, sl ? (size_t)(sl - idx) : 0);
