@@ -321,9 +321,10 @@ TEST(dcp_model_file_tensors) {
     }
     CHECK_EQ(pagein_model_file_tensors(m, 4, &b), 0);
     CHECK_EQ(b, 0);
-    uint64_t total = 0; /* every tensor's bytes are in exactly one file's count */
-    for (size_t i = 0; i < pagein_model_tensor_count(m); i++) total += pagein_model_tensor_at(m, i)->nbytes;
-    CHECK_EQ(sum, total);
+    /* the files' bytes together are every tensor's bytes, each once */
+    uint64_t all = 0;
+    for (size_t i = 0; i < pagein_model_tensor_count(m); i++) all += pagein_model_tensor_at(m, i)->nbytes;
+    CHECK_EQ(sum, all);
     /* an assembled tensor's residency is the sum of its parts in each file */
     const pagein_tensor *t = pagein_model_tensor_get(m, "rows.weight");
     CHECK(t && (t->flags & PAGEIN_TENSOR_ASSEMBLED));
