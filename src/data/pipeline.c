@@ -411,6 +411,21 @@ static int fetch(pagein_pipe *p, struct pi_span *sp, size_t n, uint64_t *request
          * against 0.37 s. (NFS reads rsize, 1 MiB, a request: not here.) */
         uint64_t win = f->read_ahead_kb ? (uint64_t)f->read_ahead_kb << 10 : 128u << 10;
         req = PI_MIN((uint64_t)1 << 20, PI_MAX((uint64_t)64 << 10, win));
+        /* the engine reads a plan's sources one after the other, each
+         * readv waiting for its last request: a batch of groups from
+         * several shards runs each shard's on a thread of its own (as
+         * remote sources do), all in flight at once, at the depth chosen
+         * for the first (chosen here, once: the threads must not probe) */
+        if (sp[n - 1].src != sp[0].src) {
+            if (!depth) {
+                struct pi_engine_opts c = {.request_bytes = req};
+                uint64_t r0;
+                char why[160];
+                pi_engine_choose(p->srcs[sp[0].src], &c, 1, &r0, &depth, why, sizeof why);
+            }
+            struct pi_engine_opts eo = {.deliver = PI_DELIVER_BUFFERS, .request_bytes = req, .depth = depth, .max_gap = 0};
+            return fetch_sources(p, sp, n, &eo, requests);
+        }
     }
     if (f->storage == PI_STORAGE_REMOTE) {
         /* a unit's bytes spread over 16 connections: 1-8 MiB ranges (one
