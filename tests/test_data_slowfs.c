@@ -174,7 +174,8 @@ TEST(data_slowfs_readers) {
 }
 
 /* The pipeline over FUSE: requests of one readahead window (128 KiB here),
- * so that a batch's round trips are in flight at once; every sample's bytes
+ * so that a batch's round trips are in flight at once, a batch's files read
+ * at once (block order over two files); every sample once, its bytes
  * right. */
 TEST(data_slowfs_pipe_window_requests) {
     const char *why = fuse_unavailable();
@@ -186,22 +187,34 @@ TEST(data_slowfs_pipe_window_requests) {
     enum { REC = 4096, N = 600 };
     uint8_t *b = malloc(N * REC);
     for (uint64_t i = 0; i < N; i++) memset(b + i * REC, (int)(i & 0xff), REC);
-    snprintf(path, sizeof path, "%s/a.rec", src);
-    CHECK_EQ(pt_write_file(path, b, N * REC), 0);
+    enum { F = 8 }; /* files of N / F records: a batch of a unit's groups holds several files */
+    for (int f = 0; f < F; f++) {
+        snprintf(path, sizeof path, "%s/%d.rec", src, f);
+        CHECK_EQ(pt_write_file(path, b + (size_t)f * (N / F) * REC, (size_t)(N / F) * REC), 0);
+    }
     free(b);
     if (sf_mount(src, mnt, "--delay-us 50 --ra-kb 128") < 0) SKIP_BECAUSE("slowfs could not mount here");
-    snprintf(path, sizeof path, "%s/a.rec", mnt);
-    const char *paths[1] = {path};
+    char pf[F][4200];
+    const char *paths[F];
+    for (int f = 0; f < F; f++) {
+        snprintf(pf[f], sizeof pf[f], "%s/%d.rec", mnt, f);
+        paths[f] = pf[f];
+    }
     unsetenv("PAGEIN_REQUEST_BYTES");
     pagein_dataset *d = NULL;
-    CHECK_OK(pagein_dataset_open_records(&d, paths, 1, REC));
+    CHECK_OK(pagein_dataset_open_records(&d, paths, F, REC));
     pagein_pipe_opts o = PAGEIN_PIPE_OPTS_INIT;
-    o.order = PAGEIN_ORDER_NONE;
+    o.order = PAGEIN_ORDER_BLOCK;
+    o.seed = 5;
     pagein_pipe *p = NULL;
     if (d) CHECK_OK(pagein_pipe_open(&p, d, &o));
     pagein_item it;
     int rc = 0, cnt = 0;
+    char seen[N] = {0};
     while (p && (rc = pagein_pipe_next(p, &it)) == 1) {
+        CHECK(it.id < N && !seen[it.id]);
+        if (it.id >= N) break;
+        seen[it.id] = 1;
         const uint8_t *q = it.fields[0].data;
         CHECK(it.nfields >= 1 && it.fields[0].nbytes == REC && q[0] == (uint8_t)it.id && q[REC - 1] == (uint8_t)it.id);
         cnt++;

@@ -335,8 +335,8 @@ static void *fetch_job_main(void *arg) {
     return NULL;
 }
 
-/* Remote spans of several sources (a block unit's groups come from several
- * shards): the engine reads a plan source after source (one readv each), so
+/* Remote or FUSE spans of several sources (a block unit's groups come from
+ * several shards): the engine reads a plan source after source (one readv each), so
  * a unit of four shards would wait four round trips with a quarter of its
  * requests in flight; each source's spans run on a thread of their own
  * instead, all of the unit's requests in flight at once (each source has
@@ -405,7 +405,7 @@ static int fetch(pagein_pipe *p, struct pi_span *sp, size_t n, uint64_t *request
         if (total < (2u << 20)) depth = 1;
         total = 0;
     }
-    if (f->storage == PI_STORAGE_FUSE && !pi_env_size("PAGEIN_REQUEST_BYTES", 0)) {
+    if (f->storage == PI_STORAGE_FUSE) {
         /* a buffered read on FUSE goes to the daemon a readahead window at
          * a time (its requests are at most max_pages, 128 KiB by default),
          * each window a round trip: a 1 MiB request waits its windows one
@@ -415,8 +415,24 @@ static int fetch(pagein_pipe *p, struct pi_span *sp, size_t n, uint64_t *request
          * flight at once (the depth: chosen, a probe of the filesystem).
          * Slowfs 1 ms, readahead 128 KiB, block epoch of 63 MB: 0.27 s
          * against 0.37 s. (NFS reads rsize, 1 MiB, a request: not here.) */
-        uint64_t win = f->read_ahead_kb ? (uint64_t)f->read_ahead_kb << 10 : 128u << 10;
-        req = PI_MIN((uint64_t)1 << 20, PI_MAX((uint64_t)64 << 10, win));
+        if (!pi_env_size("PAGEIN_REQUEST_BYTES", 0)) {
+            uint64_t win = f->read_ahead_kb ? (uint64_t)f->read_ahead_kb << 10 : 128u << 10;
+            req = PI_MIN((uint64_t)1 << 20, PI_MAX((uint64_t)64 << 10, win));
+        }
+        /* the engine reads a plan's sources one after the other, each
+         * readv waiting for its last request: a batch of groups from
+         * several shards runs each shard's on a thread of its own (as
+         * remote sources do), all in flight at once, at the size and depth
+         * chosen for the first (here, once: the threads must not probe) */
+        if (sp[n - 1].src != sp[0].src) {
+            if (!req || !depth) {
+                struct pi_engine_opts c = {.request_bytes = req, .depth = depth};
+                char why[160];
+                pi_engine_choose(p->srcs[sp[0].src], &c, 1, &req, &depth, why, sizeof why);
+            }
+            struct pi_engine_opts eo = {.deliver = PI_DELIVER_BUFFERS, .request_bytes = req, .depth = depth, .max_gap = 0};
+            return fetch_sources(p, sp, n, &eo, requests);
+        }
     }
     if (f->storage == PI_STORAGE_REMOTE) {
         /* a unit's bytes spread over 16 connections: 1-8 MiB ranges (one
