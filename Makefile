@@ -127,7 +127,7 @@ $(BUILD)/bench/%: bench/%.c $(LIBA)
 # strings, cleanup on signals, SVG charts, access traces) as benchmarks of
 # the tool's family; the rest of bench/ links the library only.
 BENCH_CLI_OBJ := $(addprefix $(BUILD)/obj/cli/,util.o cleanup.o svg.o trace.o)
-BENCH_CLI_PROGS := $(addprefix $(BUILD)/bench/,bench_gpu bench_remote bench_share bench_shuffle)
+BENCH_CLI_PROGS := $(addprefix $(BUILD)/bench/,bench_gpu bench_load bench_remote bench_share bench_shuffle)
 $(BENCH_CLI_PROGS): $(BUILD)/bench/%: bench/%.c $(BENCH_CLI_OBJ) $(LIBA)
 	@mkdir -p $(dir $@)
 	$(CC) $(ALL_CFLAGS) -Icli -o $@ $< $(BENCH_CLI_OBJ) $(LIBA) $(LDLIBS_CORE) $(LIB_LDLIBS) -lm

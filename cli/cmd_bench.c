@@ -1,9 +1,9 @@
 /* cmd_bench.c - `pagein bench` alone, or with an unknown suite. Each suite is
  * its own command registered as "bench-SUITE" (cmd_bench_load.c,
  * cmd_bench_share.c, cmd_bench_shuffle.c, ...); main.c runs `pagein bench SUITE`
- * as that command, so suites never edit this file. The suites whose code is
- * a program of bench/ (bench/bench_shuffle.c, bench/bench_remote.c) are thin
- * fronts that run it through cli_bench_exec. */
+ * as that command, so suites never edit this file. Each suite is a thin
+ * front: its benchmark is the program bench/bench_SUITE.c, run through
+ * cli_bench_exec, so no benchmark ships inside the tool. */
 #include "cli.h"
 
 #include <errno.h>
