@@ -122,12 +122,13 @@ $(BUILD)/bench/%: bench/%.c $(LIBA)
 	@mkdir -p $(dir $@)
 	$(CC) $(ALL_CFLAGS) -o $@ $< $(LIBA) $(LDLIBS_CORE) $(LIB_LDLIBS) -lm
 
-# bench_shuffle, the program `pagein bench shuffle` runs, shares the tool's
-# helpers (errors, sizes, JSON strings, cleanup on signals, SVG charts,
-# access traces) as a benchmark of the tool's family; the rest of bench/
-# links the library only.
+# The programs `pagein bench SUITE` runs (bench/bench_SUITE.c, installed
+# under PREFIX/libexec/pagein) share the tool's helpers (errors, sizes, JSON
+# strings, cleanup on signals, SVG charts, access traces) as benchmarks of
+# the tool's family; the rest of bench/ links the library only.
 BENCH_CLI_OBJ := $(addprefix $(BUILD)/obj/cli/,util.o cleanup.o svg.o trace.o)
-$(BUILD)/bench/bench_shuffle: bench/bench_shuffle.c $(BENCH_CLI_OBJ) $(LIBA)
+BENCH_CLI_PROGS := $(addprefix $(BUILD)/bench/,bench_gpu bench_load bench_remote bench_share bench_shuffle)
+$(BENCH_CLI_PROGS): $(BUILD)/bench/%: bench/%.c $(BENCH_CLI_OBJ) $(LIBA)
 	@mkdir -p $(dir $@)
 	$(CC) $(ALL_CFLAGS) -Icli -o $@ $< $(BENCH_CLI_OBJ) $(LIBA) $(LDLIBS_CORE) $(LIB_LDLIBS) -lm
 
@@ -261,7 +262,7 @@ demo: all
 	PAGEIN=$(TOOL) DEMO_MODEL=$(DEMO_MODEL) bash scripts/demo.sh
 
 # ---- install ---------------------------------------------------------------
-install: lib $(TOOL) $(BUILD)/bench/bench_shuffle
+install: lib $(TOOL) $(BENCH_CLI_PROGS)
 	install -d $(DESTDIR)$(PREFIX)/include $(DESTDIR)$(PREFIX)/lib/pkgconfig $(DESTDIR)$(PREFIX)/bin
 	install -m 644 include/pagein.h $(DESTDIR)$(PREFIX)/include/
 	install -m 644 $(LIBA) $(DESTDIR)$(PREFIX)/lib/
@@ -270,7 +271,7 @@ install: lib $(TOOL) $(BUILD)/bench/bench_shuffle
 	ln -sf libpagein.so.0 $(DESTDIR)$(PREFIX)/lib/libpagein.so
 	install -m 755 $(TOOL) $(DESTDIR)$(PREFIX)/bin/
 	install -d $(DESTDIR)$(PREFIX)/libexec/pagein
-	install -m 755 $(BUILD)/bench/bench_shuffle $(DESTDIR)$(PREFIX)/libexec/pagein/
+	install -m 755 $(BENCH_CLI_PROGS) $(DESTDIR)$(PREFIX)/libexec/pagein/
 	sed -e 's|@PREFIX@|$(PREFIX)|g' -e 's|@VERSION@|$(VERSION)|g' -e 's|@LIBS@|$(strip $(LDLIBS_CORE) $(LIB_LDLIBS))|g' \
 	  pagein.pc.in > $(DESTDIR)$(PREFIX)/lib/pkgconfig/pagein.pc
 

@@ -30,6 +30,13 @@ void cli_register(const struct cli_command *c);
  * (`pagein bench --help` lists its suites so; a summary is cut before a
  * parenthesis that points back at `pagein ...`). Returns how many. */
 int cli_print_subcommands(FILE *out, const char *prefix);
+/* The thin front of a benchmark suite (`pagein bench SUITE`): runs the
+ * program PROG (bench/PROG.c) with argv, its argv[0] replaced by the path
+ * found: BUILD/bench/PROG in the build tree, PROG next to the tool, or
+ * PREFIX/libexec/pagein/PROG after `make install`. Returns only when it
+ * could not: EXIT_USAGE, with "pagein CMD: ..." naming the paths tried.
+ * Defined in cmd_bench.c. */
+int cli_bench_exec(const char *cmd, const char *prog, char **argv);
 
 #define CLI_COMMAND(id, name_, summary_, fn_)                                    \
     static const struct cli_command cli_cmd_##id = {name_, summary_, fn_};       \

@@ -79,4 +79,16 @@ for t in populate RSS lazy pipeline; do
 done
 J=$("$PAGEIN" bench load m.safetensors --runs 1 --no-fio --no-pipeline --only lazy --cache warm --json) || fail "bench load --json"
 [ -z "$fs" ] || [ "$(get "$J" 'd["fs"]')" = "$fs" ] || fail "--json fs: $J"
+
+# ---- bench SUITE: a thin front that finds its program (bench/bench_SUITE.c) ----
+# installed: PREFIX/bin/pagein runs PREFIX/libexec/pagein/bench_load; with
+# the program absent, exit 2 naming every path tried
+mkdir -p "$TMP/p/bin" "$TMP/p/libexec/pagein"
+cp "$PAGEIN" "$TMP/p/bin/pagein"
+expect_exit 2 "$TMP/p/bin/pagein" bench load m.safetensors
+expect_contains "bench_load is not there"
+expect_contains "$TMP/p/bin/../libexec/pagein/bench_load"
+cp "$(dirname "$PAGEIN")/bench/bench_load" "$TMP/p/libexec/pagein/"
+expect_exit 0 "$TMP/p/bin/pagein" bench load --help
+expect_contains "usage: pagein bench load MODEL"
 exit 0
