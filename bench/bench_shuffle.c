@@ -7,6 +7,7 @@
  * ranges (a shuffled batch of 256 rows per call) readers. On the local disk
  * and, with --slowfs, through tools/slowfs (a FUSE pass-through that waits
  * per request). docs/TRAINING-DATA.md explains the columns. */
+#include "bench.h"
 #include "cli.h"
 #include "cleanup.h"
 #include "svg.h"
@@ -583,19 +584,6 @@ static int parse_u(const char *s, unsigned *out) {
 
 static int bench_formats(int argc, char **argv); /* --formats: at the end of this file */
 
-/* The build directory, where slowfs and pagein are: this program's
- * directory, or its parent when that is the build tree's bench/. */
-static void tool_dir(char *out, size_t cap) {
-    snprintf(out, cap, ".");
-    ssize_t sl = readlink("/proc/self/exe", out, cap - 1);
-    if (sl <= 0) return;
-    out[sl] = 0;
-    char *slash = strrchr(out, '/');
-    if (slash) *slash = 0;
-    slash = strrchr(out, '/');
-    if (slash && !strcmp(slash + 1, "bench")) *slash = 0;
-}
-
 static int bench_shuffle_main(int argc, char **argv) {
     for (int i = 1; i < argc; i++)
         if (!strcmp(argv[i], "--formats")) return bench_formats(argc, argv);
@@ -604,7 +592,7 @@ static int bench_shuffle_main(int argc, char **argv) {
     for (int m = 0; m < NMODES; m++) o.want[m] = 1;
     o.uring = pagein_ranges_uring_available();
     char self_dir[PATH_MAX], slowfs_default[PATH_MAX + 16];
-    tool_dir(self_dir, sizeof self_dir);
+    bench_tool_dir(self_dir, sizeof self_dir);
     snprintf(slowfs_default, sizeof slowfs_default, "%s/slowfs", self_dir);
     o.slowfs_bin = slowfs_default;
     const char *svg = NULL;
@@ -1446,7 +1434,7 @@ static int bench_formats(int argc, char **argv) {
     unsigned window = 8, rounds = 1, workers = 1;
     long delay = 1000, ra = 4;
     static char self[PATH_MAX], sbin[PATH_MAX + 16], tscript[PATH_MAX + 64];
-    tool_dir(self, sizeof self);
+    bench_tool_dir(self, sizeof self);
     snprintf(sbin, sizeof sbin, "%s/slowfs", self);
     snprintf(tscript, sizeof tscript, "%s/../bench/shuffle_torch.py", self);
     slowfs_bin = sbin;
