@@ -4,8 +4,10 @@
  * an S3 key) and stops them at exit. The runner starts them once for all
  * the remote_* tests it runs (pt_register_shared), in its own process: the
  * tests, each in a child, inherit them; a test run alone, or with
- * PAGEIN_TEST_SHARED=0, starts its own. White-box helper for
- * tests/test_remote*.c.
+ * PAGEIN_TEST_SHARED=0, starts its own. Also the S3 tests' list of AWS
+ * settings and the checkpoint tests' addresses of a served folder.
+ * White-box helper for tests/test_remote*.c and the remote tests of
+ * tests/test_dcp*.c.
  */
 #include "remote_util.h"
 

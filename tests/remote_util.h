@@ -1,4 +1,4 @@
-/* remote_util.h - the remote tests' servers (tests/remote_util.c). */
+/* remote_util.h - the remote tests' servers and setup (tests/remote_util.c). */
 #ifndef PAGEIN_REMOTE_UTIL_H
 #define PAGEIN_REMOTE_UTIL_H
 

@@ -68,7 +68,8 @@ int pi_http_stream(struct pi_source *s, pi_source_sink_fn sink, void *ctx);
  * sha256), else when md5_etag (S3, GCS) the origin's ETag when it is 32
  * hex digits (a single-part upload's MD5). */
 int pi_http_checksum(struct pi_source *s, struct pi_checksum *c, int md5_etag);
-/* is_prefix of http(s) URLs: the path ends with '/', no query. */
+/* is_prefix of http(s) URLs: the URL ends with '/', with no query or
+ * fragment. */
 int pi_http_is_prefix(const char *uri);
 /* s (quotes and W/ stripped) is exactly n hex digits: copies it
  * lower-case into out (n + 1 bytes) and returns 1; else 0. */
@@ -82,7 +83,8 @@ int pi_hex_tag(const char *s, size_t n, char *out);
 int pi_http_fetch(const struct pi_http_cfg *cfg, char **body, size_t *len, size_t max, long *status);
 
 /* pi_source_open of a URL a remote source takes (the tests' lookup);
- * PAGEIN_E_INVALID for a local path. */
+ * PAGEIN_E_INVALID for anything else (a local path, a scheme no remote
+ * row takes). */
 int pi_remote_open(struct pi_source **out, const char *uri, uint32_t flags);
 void pi_remote_close(struct pi_source *s); /* NULL ok; for pi_remote_open's sources */
 /* Appends s percent-encoded (RFC 3986 unreserved kept; '/' kept when

@@ -83,8 +83,8 @@ for i in $(seq 50); do [ -e "$TMP/pid" ] || break; sleep 0.1; done
 [ -e "$TMP/pid" ] && fail "pidfile not removed"
 # the holder removes its pidfile before it exits and its locks go: wait
 # for the process itself (bounded) before evicting
-for i in $(seq 100); do kill -0 "$pid" 2>/dev/null || break; sleep 0.1; done
-kill -0 "$pid" 2>/dev/null && fail "holder $pid still running 10 s after SIGTERM"
+for i in $(seq 100); do running "$pid" || break; sleep 0.1; done
+running "$pid" && fail "holder $pid still running 10 s after SIGTERM"
 "$PAGEIN" evict -q a.bin
 J=$(json resident --json a.bin)
 [ "$(get "$J" 'd["resident_bytes"]')" = 0 ] || fail "unlocked pages not evicted: $J"

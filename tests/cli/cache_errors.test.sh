@@ -109,10 +109,10 @@ for pf in fresh.pid stale.pid; do
   fi
   [ $rc -eq 0 ] || fail "lock -P $pf exited $rc: $OUT_TXT"
   pid=$(cat $pf)
-  [ "$pid" != 12345 ] && kill -0 "$pid" 2>/dev/null || fail "$pf does not name the holder"
+  [ "$pid" != 12345 ] && running "$pid" || fail "$pf does not name the holder"
   kill -TERM "$pid"
-  for i in $(seq 50); do kill -0 "$pid" 2>/dev/null || break; sleep 0.1; done
-  kill -0 "$pid" 2>/dev/null && { kill -KILL "$pid"; fail "holder did not end"; }
+  for i in $(seq 50); do running "$pid" || break; sleep 0.1; done
+  running "$pid" && { kill -KILL "$pid"; fail "holder did not end"; }
   [ -e $pf ] && fail "$pf left behind"
 done
 

@@ -12,6 +12,15 @@ skip_part() { echo "SKIP (part): $*"; echo "$*" >> "$TMP/.skipped-parts"; }
 expect_contains() { echo "$OUT_TXT" | grep -q -- "$1" || fail "output lacks '$1': $OUT_TXT"; }
 PY=/usr/bin/python3
 
+# running PID: the process has not exited. A zombie has exited (its memory
+# and locks are gone); a daemon's zombie is reaped by init, which may take
+# seconds, and kill -0 succeeds on it.
+running() {
+  local st
+  st=$(sed -n 's/^.*) \(.\).*/\1/p' "/proc/$1/stat" 2>/dev/null) || st=""
+  if [ -n "$st" ]; then [ "$st" != Z ]; else kill -0 "$1" 2>/dev/null; fi
+}
+
 # need_curl: exit 77 (skip, said) where pagein is built without libcurl (a
 # pull from a port where nothing listens says so)
 need_curl() {

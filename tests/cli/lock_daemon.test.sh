@@ -21,7 +21,7 @@ trap stop EXIT
 # the holder locks after its parent returned: wait (bounded) for VmLck
 locked=0
 for i in $(seq 200); do
-  kill -0 "$pid" 2>/dev/null || fail "holder $pid died (stale pidfile $(cat "$TMP/pagein.pid" 2>/dev/null))"
+  running "$pid" || fail "holder $pid died (stale pidfile $(cat "$TMP/pagein.pid" 2>/dev/null))"
   kb=$(awk '/VmLck/ {print $2}' /proc/"$pid"/status 2>/dev/null)
   [ "${kb:-0}" -gt 0 ] && { locked=1; break; }
   sleep 0.05
@@ -34,11 +34,11 @@ J=$("$PAGEIN" resident --json --layers 0 model-dir/) || fail "resident: $J"
 [ "$(get "$J" 'd["resident_bytes"] == d["bytes"] > 0')" = True ] || fail "layer 0 not resident under lock: $J"
 J=$("$PAGEIN" resident --json --layers 2 model-dir/)
 [ "$(get "$J" 'd["resident_bytes"]')" = 0 ] || fail "layer 2 resident though only layer 0 is locked: $J"
-kill -0 "$pid" 2>/dev/null || fail "holder $pid died after locking"
+running "$pid" || fail "holder $pid died after locking"
 
 kill "$(cat "$TMP/pagein.pid")"
-for i in $(seq 200); do kill -0 "$pid" 2>/dev/null || break; sleep 0.05; done
-kill -0 "$pid" 2>/dev/null && fail "holder $pid still running 10 s after SIGTERM"
+for i in $(seq 200); do running "$pid" || break; sleep 0.05; done
+running "$pid" && fail "holder $pid still running 10 s after SIGTERM"
 [ -e "$TMP/pagein.pid" ] && fail "stale pidfile after the holder exited"
 trap - EXIT
 

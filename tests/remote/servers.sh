@@ -53,6 +53,15 @@ wait_port() { # port: bounded wait (10 s) until something accepts on it
   return 1
 }
 
+# running PID: the process has not exited. A zombie has: the servers'
+# parent (servers.sh) is gone, so they are reaped by init, which may take
+# seconds (kill -0 succeeds on a zombie; waiting on it cost ~2 s a stop)
+running() {
+  local st
+  st=$(sed -n 's/^.*) \(.\).*/\1/p' "/proc/$1/stat" 2>/dev/null) || st=""
+  if [ -n "$st" ]; then [ "$st" != Z ]; else kill -0 "$1" 2>/dev/null; fi
+}
+
 stop_all() {
   local f pid
   for f in "$DIR"/*.pid; do
@@ -64,7 +73,7 @@ stop_all() {
   # bounded wait for the processes to go
   for f in $(seq 1 50); do
     local alive=0
-    for pid in $(cat "$DIR"/.pids 2>/dev/null); do kill -0 "$pid" 2>/dev/null && alive=1; done
+    for pid in $(cat "$DIR"/.pids 2>/dev/null); do running "$pid" && alive=1; done
     [ $alive = 0 ] && break
     sleep 0.1
   done
