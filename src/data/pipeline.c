@@ -403,6 +403,16 @@ static int fetch(pagein_pipe *p, struct pi_span *sp, size_t n, uint64_t *request
          * a millisecond */
         for (size_t i = 0; i < n; i++) total += sp[i].len;
         if (total < (2u << 20)) depth = 1;
+        /* spans of 1 MiB or more (a unit's groups) are read ahead by the
+         * kernel as they go: what the threads add is copies out of the page
+         * cache, which more threads than half the CPUs only contend for (a
+         * cold block epoch of MDS, 4 MiB groups, on 2 CPUs: 0.038 s and
+         * 0.023 s of CPU at depth 1, 0.049 s and 0.038 s at 8); single
+         * samples (the global order) keep 8 in flight */
+        else if (total / n >= (1u << 20)) {
+            long nc = sysconf(_SC_NPROCESSORS_ONLN);
+            depth = nc >= 16 ? 8 : nc >= 4 ? (unsigned)(nc / 2) : 1;
+        }
         total = 0;
     }
     if (f->storage == PI_STORAGE_FUSE) {
