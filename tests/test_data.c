@@ -791,3 +791,58 @@ TEST(data_order_groups_and_part) {
     free(b);
     return PASS;
 }
+
+/* The pipe's kept workers (the loader's crew for local reads, the
+ * decoder's for a unit's groups) over units of several MiB: every sample
+ * once with its bytes, in block and global order, two epochs of one pipe
+ * (the crews live across them), then closed. Small enough for TSan. */
+TEST(data_pipe_crews) {
+    enum { NS = 3, PER = 96, R = 32768 };
+    const char *paths[NS];
+    char names[NS][32];
+    for (int i = 0; i < NS; i++) {
+        snprintf(names[i], sizeof names[i], "crew%d.rec", i);
+        paths[i] = strdup(pt_tmppath(names[i]));
+        CHECK(make_records(paths[i], (uint64_t)i * PER, PER, R) == 0);
+    }
+    pagein_dataset *d = NULL;
+    pagein_dataset_opts dop = PAGEIN_DATASET_OPTS_INIT;
+    dop.record_bytes = R;
+    dop.group_bytes = 1u << 20; /* 32 records a group: a block unit of 8 groups is 8 MiB */
+    char spec[3 * 4096];
+    snprintf(spec, sizeof spec, "%s\n%s\n%s", paths[0], paths[1], paths[2]);
+    for (int i = 0; i < NS; i++) free((void *)paths[i]);
+    CHECK_OK(pagein_dataset_open(&d, spec, &dop));
+    if (!d) return FAIL;
+    uint64_t n = pagein_dataset_count(d);
+    CHECK_EQ(n, (uint64_t)NS * PER);
+    static const pagein_order orders[] = {PAGEIN_ORDER_BLOCK, PAGEIN_ORDER_GLOBAL};
+    uint8_t *seen = calloc(n, 1);
+    for (size_t k = 0; k < PI_ARRAY_LEN(orders) && seen; k++) {
+        pagein_pipe_opts po = PAGEIN_PIPE_OPTS_INIT;
+        po.order = orders[k];
+        po.window = 8;
+        po.queue_depth = 4; /* the loader's crew whatever the CPUs */
+        pagein_pipe *p = NULL;
+        CHECK_OK(pagein_pipe_open(&p, d, &po));
+        for (uint64_t ep = 0; p && ep < 2; ep++) {
+            if (ep) CHECK_OK(pagein_pipe_set_epoch(p, ep));
+            memset(seen, 0, n);
+            uint64_t got = 0, bad = 0;
+            pagein_item it;
+            int rc;
+            while ((rc = pagein_pipe_next(p, &it)) == 1) {
+                pagein_sample s = {.id = it.id, .data = it.fields[0].data, .length = it.fields[0].nbytes};
+                if (it.id >= n || seen[it.id]++ || !check_record(&s, R)) bad++;
+                got++;
+            }
+            CHECK_EQ(rc, 0);
+            CHECK_EQ(got, n);
+            CHECK_EQ(bad, 0);
+        }
+        pagein_pipe_close(p);
+    }
+    free(seen);
+    pagein_dataset_close(d);
+    return PASS;
+}

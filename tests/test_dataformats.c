@@ -439,7 +439,8 @@ TEST(dataformats_json_document_refused) {
         {"arr.json", "[\n {\"text\": \"a\"},\n {\"text\": \"b\"}\n]\n", "a JSON array, not JSON Lines", 0},
         {"obj.json", "{\n  \"text\": \"a\"\n}\n", "a JSON document over several lines", 0},
         {"ok.json", "{\"a\": 1}\n[1, 2]\n", NULL, 2},
-        {"one.json", "  [{\"a\": 1}, 2]\n", NULL, 1},
+        {"one.json", "  [{\"a\": 1}, 2]\n", "a JSON array, not JSON Lines", 0}, /* json.dump's array */
+        {"obj1.json", "{\"a\": 1}\n", NULL, 1},
     };
     for (size_t i = 0; i < sizeof c / sizeof c[0]; i++) {
         const char *p = pt_tmppath(c[i].name);
@@ -455,27 +456,56 @@ TEST(dataformats_json_document_refused) {
         }
         pagein_dataset_close(d);
     }
-    /* a folder: .json beside shards of another kind is their metadata (a
-     * pretty-printed info.json does not stop the folder opening); a folder
-     * of .json files alone is JSON Lines shards */
+    { /* JSON Lines whose first record is past 1 MiB: read, not judged */
+        size_t big = (3u << 19) + 64;
+        char *t = malloc(big);
+        CHECK(t != NULL);
+        if (!t) return FAIL;
+        memcpy(t, "{\"t\": \"", 7);
+        memset(t + 7, 'x', big - 7);
+        size_t e = (3u << 19);
+        memcpy(t + e, "\"}\n{\"a\": 1}\n", 12);
+        const char *p = pt_tmppath("bigfirst.json");
+        CHECK_OK(pt_write_file(p, t, e + 12));
+        free(t);
+        pagein_dataset *d = NULL;
+        CHECK_OK(pagein_dataset_open(&d, p, NULL));
+        CHECK_EQ(d ? pagein_dataset_count(d) : 0, 2);
+        pagein_dataset_close(d);
+    }
+    /* a folder: .json beside shards of another row is their metadata (a
+     * pretty-printed info.json does not stop the folder opening); .json
+     * files alone or beside .jsonl are JSON Lines shards */
     const char *mixed = pt_tmppath("json_mixed"), *alone = pt_tmppath("json_alone");
     CHECK(mkdir(mixed, 0755) == 0 && mkdir(alone, 0755) == 0);
     char f[4096];
-    snprintf(f, sizeof f, "%s/data.jsonl", mixed);
-    CHECK_OK(pt_write_file(f, "{\"a\": 1}\n{\"a\": 2}\n", 18));
+    size_t pn = 0;
+    uint8_t *pq = pt_read_file("tests/data/parquet/fixtures/uncompressed_v1_plain.parquet", &pn);
+    CHECK(pq != NULL);
+    if (!pq) return FAIL;
+    snprintf(f, sizeof f, "%s/data.parquet", mixed);
+    CHECK_OK(pt_write_file(f, pq, pn));
+    free(pq);
+    pagein_dataset *one = NULL;
+    CHECK_OK(pagein_dataset_open(&one, f, NULL));
+    uint64_t rows = one ? pagein_dataset_count(one) : 0;
+    pagein_dataset_close(one);
+    CHECK(rows > 0);
     snprintf(f, sizeof f, "%s/info.json", mixed);
     CHECK_OK(pt_write_file(f, c[1].text, strlen(c[1].text)));
     snprintf(f, sizeof f, "%s/train.json", alone);
     CHECK_OK(pt_write_file(f, "{\"a\": 1}\n{\"a\": 2}\n", 18));
     snprintf(f, sizeof f, "%s/valid.json", alone);
     CHECK_OK(pt_write_file(f, "{\"a\": 3}\n", 9));
+    snprintf(f, sizeof f, "%s/more.jsonl", alone); /* lines of the same row: the .json stay shards */
+    CHECK_OK(pt_write_file(f, "{\"a\": 4}\n", 9));
     pagein_dataset *d = NULL;
     CHECK_OK(pagein_dataset_open(&d, mixed, NULL));
-    CHECK_EQ(d ? pagein_dataset_count(d) : 0, 2);
+    CHECK_EQ(d ? pagein_dataset_count(d) : 0, rows);
     pagein_dataset_close(d);
     d = NULL;
     CHECK_OK(pagein_dataset_open(&d, alone, NULL));
-    CHECK_EQ(d ? pagein_dataset_count(d) : 0, 3);
+    CHECK_EQ(d ? pagein_dataset_count(d) : 0, 4);
     pagein_dataset_close(d);
     return PASS;
 }

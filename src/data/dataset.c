@@ -271,16 +271,19 @@ static void names_free(struct names *nm) {
 static int str_cmp(const void *a, const void *b) { return strcmp(*(char *const *)a, *(char *const *)b); }
 
 /* A folder or prefix scanned without a forced format: .json names are JSON
- * Lines shards only when nothing else is (a folder of train.json,
- * valid.json); beside shards of another kind (data.parquet and its
- * dataset_info.json, config.json) they are the dataset's metadata. */
+ * Lines shards unless shards of another row are beside them (data.parquet
+ * and its dataset_info.json, config.json: the dataset's metadata); beside
+ * .jsonl or .txt shards, or alone, they are shards. */
 static int is_json_name(const char *n) {
     return pi_ends_with(n, ".json") || pi_ends_with(n, ".json.gz") || pi_ends_with(n, ".json.zst");
 }
 static void drop_side_json(struct names *nm, const struct pi_dsformat *fmt) {
     size_t other = 0, k = 0;
+    const struct pi_dsformat *json = NULL;
     if (fmt) return;
-    for (size_t i = 0; i < nm->n; i++) other += !is_json_name(nm->v[i]);
+    for (size_t i = 0; i < nm->n && !json; i++)
+        if (is_json_name(nm->v[i])) json = by_suffix(nm->v[i]);
+    for (size_t i = 0; i < nm->n && json; i++) other += by_suffix(nm->v[i]) != json;
     if (!other) return;
     for (size_t i = 0; i < nm->n; i++) {
         if (is_json_name(nm->v[i]))

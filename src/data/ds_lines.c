@@ -240,10 +240,13 @@ static void cache_store(const struct pi_dsshard *sh, const struct lines *L, cons
 }
 
 /* A .json file holding one JSON array, or one value over several lines, is
- * not JSON Lines: read line by line it would give fragments. Refused
- * (PAGEIN_E_FORMAT naming the file) when its first line (up to 1 MiB) opens
- * an array or object that does not end on that line; JSON Lines under a
- * .json name is read. Uncompressed files only (the others are not held). */
+ * not JSON Lines: read line by line it would give fragments, or the whole
+ * array as one sample. Refused (PAGEIN_E_FORMAT naming the file) when it is
+ * one line that opens an array (json.dump, pandas' to_json(orient="records")),
+ * or when its first line (up to 1 MiB) opens an array or object that does
+ * not end on that line; a first line longer than that is not judged. JSON
+ * Lines under a .json name is read. Uncompressed files only (the others are
+ * not held). */
 static int refuse_json_document(struct pi_dsshard *sh, const struct lines *L) {
     if (L->z != Z_NONE || !L->n || !pi_ends_with(sh->name, ".json")) return 0;
     uint64_t n = PI_MIN(L->len[0], (uint64_t)1 << 20);
@@ -254,11 +257,14 @@ static int refuse_json_document(struct pi_dsshard *sh, const struct lines *L) {
     while (rc >= 0 && i < n && (b[i] == ' ' || b[i] == '\t' || b[i] == '\r')) i++;
     int open = rc >= 0 && i < n && (b[i] == '[' || b[i] == '{') ? b[i] : 0;
     if (open) {
-        struct pi_json j;
-        pi_json_init(&j, b + i, (size_t)(n - i), 0);
-        int whole = n == L->len[0] && pi_json_skip(&j) >= 0 && pi_json_finish(&j) >= 0;
-        pi_json_free(&j);
-        if (!whole)
+        int whole = 1; /* a first line past 1 MiB: not judged */
+        if (n == L->len[0]) {
+            struct pi_json j;
+            pi_json_init(&j, b + i, (size_t)(n - i), 0);
+            whole = pi_json_skip(&j) >= 0 && pi_json_finish(&j) >= 0;
+            pi_json_free(&j);
+        }
+        if (!whole || (open == '[' && L->n == 1))
             rc = pi_ds_err(sh, PAGEIN_E_FORMAT, UINT64_MAX, UINT64_MAX, NULL,
                            "a JSON %s, not JSON Lines (one JSON value per line): read it with a JSON parser, or "
                            "write one record per line (.jsonl)",
