@@ -411,9 +411,8 @@ static void fill_free(struct pi_mem_fill *f) {
 
 struct pi_mem_fill *pi_mem_fill_start(void *const *p, const size_t *len, size_t n, unsigned threads,
                                       enum pi_mem_pages pages) {
-    /* off unless asked (mem.h: on the VM it was measured on, one thread
-     * populating ahead was slower than the reads' own threads faulting
-     * the same pages in) */
+    /* as many threads as the caller asks (mem.h: READ asks for one only
+     * where the issuing thread would otherwise fault the pages in) */
     threads = (unsigned)pi_env_long("PAGEIN_MEM_THREADS", (long)threads, 0, 8);
     if (!threads) return NULL; /* PAGEIN_MEM_THREADS=0: no populating ahead */
     if (threads > 8) threads = 8;

@@ -23,11 +23,15 @@
  *     with MADV_POPULATE_WRITE and a write per 4 KiB on its own threads,
  *     while the range engine reads; the engine waits for a destination's
  *     pages before it issues a request into them (pi_engine_opts.fill).
- *     Off by default (PAGEIN_MEM_THREADS=N turns it on): on the VM above,
- *     one thread populating ahead took 15-53 s for 1.3 GB where the
- *     engine's own 8 threads faulting the same huge pages in took 6-9 s
- *     (docs/BENCHMARKS.md, "Fresh memory"). Without a fill a measured
- *     block gets huge pages (pi_mem_advise).
+ *     The caller says how many threads: READ asks for one when its reads
+ *     go O_DIRECT to a latency-bound filesystem, where each request pins
+ *     its destination on the issuing thread before the filesystem sees
+ *     it (load/read.c); otherwise none: on the VM above, loaded, one
+ *     thread populating ahead of local reads took 15-53 s for 1.3 GB where
+ *     the engine's own 8 threads faulting the same huge pages in took 6-9
+ *     s (docs/BENCHMARKS.md, "Fresh memory"). PAGEIN_MEM_THREADS=N
+ *     overrides both. Without a fill a measured block gets huge pages
+ *     (pi_mem_advise).
  *  3. The page size, where a fill runs, is measured: each 4 MiB chunk is timed;
  *     huge pages first (the allocator hands out the 2 MiB blocks freed
  *     last, which the host still backs), 4 KiB pages tried once huge ones

@@ -182,16 +182,13 @@ int pi_model_read_all(pagein_model *m) {
         }
         if (len) sp[n++] = (struct pi_span){(uint32_t)i, 0, len, b};
     }
-    /* fresh pages populated ahead of the reads, off the I/O path (core/mem.h) */
-    fill = pi_mem_fill_start(fresh, fresh_len, m->nfiles, 0, pi_read_pages(m));
-    for (size_t i = 0; i < m->nfiles && !fill; i++) pi_mem_advise(fresh[i], fresh_len[i], pi_read_pages(m));
     struct pi_engine_opts o = {.deliver = PI_DELIVER_BUFFERS,
                                .request_bytes = m->opts.chunk_bytes ? pi_align_up(m->opts.chunk_bytes, 4096) : 0,
                                .depth = m->threads_given,
                                .max_gap = 0,
-                               .cancel = &m->cancel,
-                               .fill = fill};
+                               .cancel = &m->cancel};
     rc = -EINVAL;
+    int latency = 0; /* a latency-bound filesystem (the engine's probe) */
     int direct = (m->opts.hints & PAGEIN_HINT_DIRECT) != 0;
     const char *env = getenv("PAGEIN_READ_DIRECT");
     if (env && *env) direct = *env == '1';
@@ -207,10 +204,22 @@ int pi_model_read_all(pagein_model *m) {
         unsigned d0;
         char w0[160];
         pi_engine_choose(s0, &o, 1, &r0, &d0, w0, sizeof w0);
-        direct = pi_source_facts(s0)->measured && pi_source_facts(s0)->latency_ns >= PI_AUTO_RTT_NS &&
-                 (pi_source_facts(s0)->storage == PI_STORAGE_FUSE || pi_source_facts(s0)->storage == PI_STORAGE_NETFS);
+        latency = pi_source_facts(s0)->measured && pi_source_facts(s0)->latency_ns >= PI_AUTO_RTT_NS &&
+                  (pi_source_facts(s0)->storage == PI_STORAGE_FUSE || pi_source_facts(s0)->storage == PI_STORAGE_NETFS);
+        direct = latency;
         if (!direct && pi_source_facts(s0)->storage == PI_STORAGE_LOCAL) direct = mostly_cold(m);
     }
+    /* Fresh pages populated ahead of the reads, off the I/O path (core/mem.h).
+     * One thread when the reads go O_DIRECT to a latency-bound filesystem:
+     * there each request pins (faults in) its destination before the
+     * filesystem sees it, on the one thread that issues, so fresh pages
+     * otherwise keep requests from the wire (slowfs 1 ms: 3-5 in flight of
+     * 32 without, 12-19 with; docs/BENCHMARKS.md, "`read` cold on slowfs:
+     * destinations populated ahead"). Local disks answer faster than a
+     * populating thread helps: none. PAGEIN_MEM_THREADS=N overrides. */
+    fill = pi_mem_fill_start(fresh, fresh_len, m->nfiles, direct && latency ? 1 : 0, pi_read_pages(m));
+    for (size_t i = 0; i < m->nfiles && !fill; i++) pi_mem_advise(fresh[i], fresh_len[i], pi_read_pages(m));
+    o.fill = fill;
     if (direct) {
         rc = read_direct(m, &o, &m->io_stats);
         if (rc == 0) {

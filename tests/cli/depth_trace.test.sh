@@ -42,9 +42,20 @@ assert 0 < t["submitted_mean_inflight"] <= t["engine_depth"], t
 assert t["issue_s"] >= 0, t
 if sys.argv[2] == "1":  # forced: io-wq issues every request (or the readv ran on threads: no issue time)
     assert t["issue_async"] or t["issue_s"] == 0, t
+else:  # O_DIRECT to a latency-bound filesystem: the destination populated ahead by one thread
+    assert t["memory"]["bytes_populated"] > 0, t
 print("%s: slowfs saw %.1f in flight (max %d), the engine had %.1f submitted (max %d) of depth %d; "
       "issue %.3f s, io-wq %s" % (sys.argv[2], t["mean_inflight"], t["max_inflight"], t["submitted_mean_inflight"],
                                  t["submitted_max_inflight"], t["engine_depth"], t["issue_s"], t["issue_async"]))
 PY
 done
+
+# PAGEIN_MEM_THREADS=0: nothing populated ahead, the issuing thread faults the pages in
+PAGEIN_MEM_THREADS=0 "$PAGEIN" bench load "$MNT/m.safetensors" --cache cold --runs 1 --only read --no-pipeline --no-fio -q \
+  --json > load-nofill.json || fail "bench load on slowfs without a fill: $(cat load-nofill.json)"
+$PY - load-nofill.json <<'PY' || fail "trace without a fill"
+import json, sys
+r = [x for x in json.load(open(sys.argv[1]))["runs"] if x["strategy"] == "read"][0]
+assert r["ok"] and r["trace"]["memory"]["bytes_populated"] == 0, r["trace"]
+PY
 echo ok
