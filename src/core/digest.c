@@ -57,7 +57,7 @@ static pthread_mutex_t cr_mu = PTHREAD_MUTEX_INITIALIZER;
 static atomic_int cr_loaded;
 
 static int load_locked(const char *name) {
-    const char *lib = getenv("PAGEIN_CRYPTO_LIBRARY");
+    const char *lib = secure_getenv("PAGEIN_CRYPTO_LIBRARY"); /* not in a setuid process */
     if (!lib || !*lib) lib = CRYPTO_SONAME;
     dlerror();
     void *h = dlopen(lib, RTLD_NOW | RTLD_LOCAL);

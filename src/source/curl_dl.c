@@ -28,7 +28,7 @@ static pthread_mutex_t curl_mu = PTHREAD_MUTEX_INITIALIZER;
 static atomic_int curl_loaded; /* 1 once the table is filled and curl_global_init worked */
 
 static int load_locked(const char *name) {
-    const char *lib = getenv("PAGEIN_CURL_LIBRARY");
+    const char *lib = secure_getenv("PAGEIN_CURL_LIBRARY"); /* not in a setuid process */
     if (!lib || !*lib) lib = "libcurl.so.4";
     dlerror();
     void *h = dlopen(lib, RTLD_NOW | RTLD_LOCAL);
