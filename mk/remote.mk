@@ -5,14 +5,18 @@
 # registry leaves them out, and their tests skip with a reason. Test servers:
 # nginx (Debian) and s3rver (npm, installed into build/npm by
 # tests/remote/servers.sh on first use). docs/REMOTE.md.
+# Only the headers are needed at build time: libpagein does not link against
+# either library but dlopen()s libcurl.so.4 on the first remote open
+# (src/source/curl_dl.c) and libcrypto.so.3 on the first digest
+# (src/core/digest.c), so that a run that opens no URL loads neither nor
+# the ~30 libraries libcurl needs. dlopen is in libc since glibc 2.34;
+# mk/gpu.mk adds -ldl for older ones.
 HAVE_CURL := $(shell pkg-config --exists libcurl 2>/dev/null && echo yes)
 ifeq ($(HAVE_CURL),yes)
 LIB_CFLAGS += -DPAGEIN_HAVE_CURL $(shell pkg-config --cflags libcurl)
-LIB_LDLIBS += $(shell pkg-config --libs libcurl)
 HAVE_LIBCRYPTO := $(shell pkg-config --exists libcrypto 2>/dev/null && echo yes)
 ifeq ($(HAVE_LIBCRYPTO),yes)
 LIB_CFLAGS += -DPAGEIN_HAVE_LIBCRYPTO $(shell pkg-config --cflags libcrypto)
-LIB_LDLIBS += $(shell pkg-config --libs libcrypto)
 endif
 else
 $(info mk/remote.mk: libcurl not found (Debian libcurl4-openssl-dev): remote sources not built, their tests will skip)

@@ -12,14 +12,12 @@
 #include "test.h"
 
 #include "../src/source/source.h"
+#include "../src/core/digest.h"
 
 #include <stdio.h>
 #include <stdlib.h>
 #include <sys/stat.h>
 
-#ifdef PAGEIN_HAVE_LIBCRYPTO
-#include <openssl/evp.h>
-#endif
 
 /* ---- the objects: a few in memory, by URI ----------------------------- */
 #define NULL_MAX 16
@@ -168,10 +166,8 @@ static int put_safetensors(const char *uri, const char *const *names, int n, flo
 
 static void sha256_of(struct nobj *o) {
 #ifdef PAGEIN_HAVE_LIBCRYPTO
-    unsigned char md[EVP_MAX_MD_SIZE];
-    unsigned int n = 0;
-    EVP_Digest(o->data, o->len, md, &n, EVP_sha256(), NULL);
-    for (unsigned i = 0; i < n && i < 32; i++) snprintf(o->sha256 + 2 * i, 3, "%02x", md[i]);
+    char hex[PI_DIGEST_HEX_CAP];
+    if (pi_digest_buf("sha256", o->data, o->len, hex, "test object") == 0) memcpy(o->sha256, hex, 65);
 #else
     (void)o;
 #endif

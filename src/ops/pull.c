@@ -41,6 +41,7 @@
 #include "../load/load.h"
 
 #include <fcntl.h>
+#include <limits.h>
 #include <pthread.h>
 #include <stdatomic.h>
 #include <stdio.h>
@@ -51,9 +52,7 @@
 #include <time.h>
 #include <unistd.h>
 
-#ifdef PAGEIN_HAVE_LIBCRYPTO
-#include <openssl/evp.h>
-#endif
+#include "../core/digest.h" /* libcrypto, loaded on the first digest */
 #ifdef PAGEIN_HAVE_XXHASH
 #define XXH_INLINE_ALL
 #include <xxhash.h>
@@ -207,14 +206,10 @@ static int verify(struct pi_source *s, int fd, uint64_t size, const char *name, 
     return 0;
 #else
     const char *want = ck.hex;
-    EVP_MD_CTX *ctx = EVP_MD_CTX_new();
+    struct pi_digest *ctx = NULL;
     uint8_t *buf = pi_malloc(4u << 20);
-    int rc = 0;
-    if (!ctx || !buf) {
-        rc = pi_err(-ENOMEM, "%s: out of memory", name);
-        goto out;
-    }
-    EVP_DigestInit_ex(ctx, strcmp(algo, "md5") == 0 ? EVP_md5() : EVP_sha256(), NULL);
+    int rc = buf ? pi_digest_new(&ctx, algo, name) : pi_err(-ENOMEM, "%s: out of memory", name);
+    if (rc < 0) goto out;
     for (uint64_t off = 0; off < size;) {
         ssize_t k = pread(fd, buf, (size_t)PI_MIN(4u << 20, size - off), (off_t)off);
         if (k < 0 && errno == EINTR) continue;
@@ -222,20 +217,18 @@ static int verify(struct pi_source *s, int fd, uint64_t size, const char *name, 
             rc = pi_err(k < 0 ? -errno : PAGEIN_E_TRUNCATED, "%s: reading the download back to verify it", name);
             goto out;
         }
-        EVP_DigestUpdate(ctx, buf, (size_t)k);
+        pi_digest_update(ctx, buf, (size_t)k);
         off += (uint64_t)k;
     }
-    unsigned char md[EVP_MAX_MD_SIZE];
-    unsigned int mdlen = 0;
-    EVP_DigestFinal_ex(ctx, md, &mdlen);
-    char got[2 * EVP_MAX_MD_SIZE + 1];
-    for (unsigned i = 0; i < mdlen; i++) snprintf(got + 2 * i, 3, "%02x", md[i]);
-    if (strcmp(got, want) != 0)
+    char got[PI_DIGEST_HEX_CAP];
+    rc = pi_digest_final(ctx, got);
+    if (rc < 0) pi_err_prefix(name);
+    else if (strcmp(got, want) != 0)
         rc = pi_err(PAGEIN_E_HASH_MISMATCH, "%s: %s of the download is %s, the server states %s", name, algo, got, want);
     snprintf(how, howcap, "%s", algo);
 out:
     pi_free(buf);
-    if (ctx) EVP_MD_CTX_free(ctx);
+    pi_digest_free(ctx);
     return rc;
 #endif
 }
@@ -849,22 +842,18 @@ static int name_blob_by_content(struct pi_source *s, struct pi_cache_place *p, c
 #else
     int fd = open(p->blob, O_RDONLY | O_CLOEXEC | O_NOFOLLOW);
     if (fd < 0) return pi_err(-errno, "%s: cannot open %s", s->name, p->blob);
-    EVP_MD_CTX *ctx = EVP_MD_CTX_new();
+    struct pi_digest *ctx = NULL;
     uint8_t *buf = pi_malloc(4u << 20);
-    int rc = ctx && buf ? 0 : pi_err(-ENOMEM, "out of memory");
-    if (rc == 0) EVP_DigestInit_ex(ctx, EVP_sha256(), NULL);
+    int rc = buf ? pi_digest_new(&ctx, "sha256", s->name) : pi_err(-ENOMEM, "out of memory");
     for (ssize_t k; rc == 0 && (k = read(fd, buf, 4u << 20)) != 0;) {
         if (k < 0 && errno == EINTR) continue;
         if (k < 0) rc = pi_err(-errno, "%s: reading %s back to hash it", s->name, p->blob);
-        else EVP_DigestUpdate(ctx, buf, (size_t)k);
+        else pi_digest_update(ctx, buf, (size_t)k);
     }
-    unsigned char md[EVP_MAX_MD_SIZE];
-    unsigned int mdlen = 0;
-    char hex[2 * EVP_MAX_MD_SIZE + 1] = "", named[sizeof p->blob];
-    if (rc == 0) EVP_DigestFinal_ex(ctx, md, &mdlen);
-    for (unsigned i = 0; i < mdlen; i++) snprintf(hex + 2 * i, 3, "%02x", md[i]);
+    char hex[PI_DIGEST_HEX_CAP] = "", named[sizeof p->blob];
+    if (rc == 0) rc = pi_digest_final(ctx, hex);
     pi_free(buf);
-    if (ctx) EVP_MD_CTX_free(ctx);
+    pi_digest_free(ctx);
     char *slash = strrchr(p->blob, '/'), *tslash = strrchr(p->target, '/');
     size_t dl = slash ? (size_t)(slash + 1 - p->blob) : 0, hl = strlen(hex);
     if (rc == 0 && (!slash || !tslash)) rc = pi_err(PAGEIN_E_INVALID, "%s: bad cache place %s", s->name, p->blob);

@@ -107,7 +107,7 @@ static void warn_plain_http(const struct http_obj *o, const struct pi_http_cfg *
 }
 
 static int obj_new(struct http_obj **out, const struct pi_http_cfg *cfg, const char *name) {
-    if (!pi_hx_global_init()) return pi_err(PAGEIN_E_REMOTE, "%s: curl_global_init failed", name);
+    FORWARD_IF(pi_curl_load(name)); /* dlopen libcurl, curl_global_init: once per process */
     struct http_obj *o = pi_calloc(1, sizeof *o);
     if (!o) return pi_err(-ENOMEM, "%s: out of memory", name);
     for (int i = 0; i < CURL_LOCK_DATA_LAST; i++) pthread_mutex_init(&o->share_lock[i], NULL);

@@ -13,7 +13,7 @@
 
 #ifdef PAGEIN_HAVE_CURL
 
-#include <curl/curl.h>
+#include "curl_dl.h" /* libcurl, loaded on first use */
 #include <pthread.h>
 #include <stdatomic.h>
 
@@ -143,8 +143,6 @@ struct vshare {
 };
 
 /* ---- the transport (http_xfer.c) ---- */
-/* curl_global_init once per process: 1 when it worked. */
-int pi_hx_global_init(void);
 /* The curl share object (DNS, TLS sessions) of o's lanes. */
 CURLSH *pi_hx_share_new(struct http_obj *o);
 /* In a child after fork: the parent's handles and lanes are left alone

@@ -17,16 +17,6 @@
 #include <time.h>
 #include <unistd.h>
 
-/* ---- global init ---------------------------------------------------------- */
-static pthread_once_t curl_once = PTHREAD_ONCE_INIT;
-static CURLcode curl_init_rc;
-static void curl_init(void) { curl_init_rc = curl_global_init(CURL_GLOBAL_DEFAULT); }
-int pi_hx_global_init(void) {
-    pthread_once(&curl_once, curl_init);
-    return curl_init_rc == CURLE_OK;
-}
-
-
 static const char *reason(long st) {
     switch (st) {
     case 400: return "Bad Request";

@@ -73,4 +73,19 @@ assert open(p, 'rb').read() == open('$src/model.safetensors', 'rb').read()" || f
 else
   echo "note: huggingface_hub is not installed: the offline lookup is not checked"
 fi
+
+# ---- libcurl and libcrypto are loaded on first use, not at start ----
+LD_DEBUG=libs "$PAGEIN" --version > start.log 2>&1 || fail "pagein --version: $(tail -3 start.log)"
+grep -qE "libcurl|libcrypto" start.log && fail "pagein --version loaded libcurl or libcrypto: $(grep -E 'libcurl|libcrypto' start.log | head -3)"
+# one that cannot be loaded: an error naming the source and the library, no crash
+url=$HTTP/files/mirror/org/tiny/resolve/$COMMIT/model.safetensors
+PAGEIN_CURL_LIBRARY=$TMP/none/libcurl.so.4 expect_exit 2 "$PAGEIN" inspect "$url"
+expect_contains "$url"
+expect_contains "libcurl4"
+expect_contains "$TMP/none/libcurl.so.4"
+HF_HUB_CACHE=$TMP/hub-nocrypto PAGEIN_CRYPTO_LIBRARY=$TMP/none/libcrypto.so.3 \
+  expect_exit 2 "$PAGEIN" pull --no-sync "hf://org/tiny@$COMMIT/model.safetensors"
+expect_contains "$TMP/none/libcrypto.so.3"
+expect_contains "libssl3"
+[ -e "$TMP/hub-nocrypto/models--org--tiny/snapshots/$COMMIT/model.safetensors" ] && fail "a snapshot link without a hash"
 echo ok
