@@ -6,7 +6,7 @@
 #include <stdlib.h>
 
 #define REC (64u << 10)
-#define NREC 192u /* 12 MiB */
+#define NREC 96u /* 6 MiB */
 
 static const char *write_records(void) {
     const char *path = pt_tmppath("pipe_memory.rec");
@@ -52,8 +52,8 @@ TEST(pipe_memory_peak_units) {
     const char *path = write_records();
     CHECK(path != NULL);
     if (!path) return FAIL;
-    CHECK_EQ(block_epoch_peak(path, 1u << 20, 12), 2u << 20);
-    CHECK_EQ(block_epoch_peak(path, 3u << 20, 4), 8u << 20);
+    CHECK_EQ(block_epoch_peak(path, 1u << 20, 6), 2u << 20);
+    CHECK_EQ(block_epoch_peak(path, 3u << 20, 2), 8u << 20);
     pagein_dataset_opts dop = PAGEIN_DATASET_OPTS_INIT;
     dop.record_bytes = REC;
     dop.group_bytes = 3u << 20;
