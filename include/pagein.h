@@ -1174,7 +1174,9 @@ typedef struct pagein_pipe_stats {
     uint64_t groups;       /* groups fetched and decoded */
     uint64_t requests;     /* requests issued by the range engine */
     uint64_t bytes_read;   /* bytes fetched */
-    uint64_t memory_peak;  /* most bytes of fetched + decoded data held at once */
+    uint64_t memory_peak;  /* most bytes the two units' fetch buffers held at once (a
+                              memory-policy block counted whole; what a row decodes into
+                              memory of its own, e.g. Parquet columns, not counted) */
 } pagein_pipe_stats;
 
 /*
@@ -1371,7 +1373,7 @@ typedef struct pagein_reader_stats {
     uint64_t epochs_started;
     pagein_ranges_stats io;    /* explicit reads (all zero for MMAP) */
     uint64_t memory_bound;     /* bytes the pipe may hold: two units (mmap: 0) */
-    uint64_t memory_peak;      /* most bytes the pipe held */
+    uint64_t memory_peak;      /* the pipe's memory_peak (its fetch buffers) */
     uint64_t blocks;           /* the dataset's groups */
 } pagein_reader_stats;
 

@@ -5,6 +5,7 @@
  * run reading each blob once, and the same bytes from http://, s3:// and
  * hf:// copies of the checkpoint (the remote tests' servers). */
 #include "remote_util.h"
+#include "dcp_testutil.h"
 #include "../src/internal.h"
 
 #include <dirent.h>
@@ -81,10 +82,7 @@ TEST(dcp_convert_engine) {
     /* the old entry point gives the same file */
     const char *out2 = pt_tmppath("dcp4b.safetensors");
     CHECK_OK(pagein_dcp_convert_safetensors(FX "rank4", out2, NULL));
-    size_t a, b;
-    void *x = pt_read_file(out, &a), *y = pt_read_file(out2, &b);
-    CHECK(x && y && a == b && memcmp(x, y, a) == 0);
-    free(x), free(y);
+    CHECK(dcp_same_file(out, out2));
     CHECK_OK(pagein_dcp_convert(FX "rank2", pt_tmppath("dcp2.safetensors"), NULL, &st));
     CHECK_EQ(same_tensors(FX "rank2", pt_tmppath("dcp2.safetensors")), PASS);
     CHECK_OK(pagein_dcp_convert(FX "v2", pt_tmppath("v2.safetensors"), NULL, &st));
@@ -116,20 +114,16 @@ TEST(dcp_convert_shards) {
     CHECK(access(pt_tmppath("cast.safetensors"), F_OK) != 0);
     /* a failing blob stops the run and leaves no output */
     o.dtype = PAGEIN_DTYPE_INVALID;
-    char bad[512];
-    snprintf(bad, sizeof bad, "%s/badblob", pt_tmpdir());
-    mkdir(bad, 0777);
-    static const char *files[] = {".metadata", "__0_0.distcp", "__1_0.distcp", "__2_0.distcp", "__3_0.distcp"};
-    for (size_t i = 0; i < (sizeof files / sizeof *files); i++) {
-        char src[256], dst[700];
-        snprintf(src, sizeof src, FX "rank4/%s", files[i]);
-        snprintf(dst, sizeof dst, "%s/%s", bad, files[i]);
-        size_t n;
-        uint8_t *buf = pt_read_file(src, &n);
-        CHECK(buf != NULL);
-        if (!buf) continue;
-        if (i == 2) memset(buf, 0xEE, n > 64 ? 64 : n); /* rank 1's first blob: no zip */
-        CHECK_EQ(pt_write_file(dst, buf, n), 0);
+    const char *bad = dcp_ckpt_with("badblob", FX "rank4/.metadata");
+    if (!bad) return FAIL;
+    char blob[700];
+    snprintf(blob, sizeof blob, "%s/__1_0.distcp", bad);
+    size_t n;
+    uint8_t *buf = pt_read_file(blob, &n);
+    CHECK(buf != NULL);
+    if (buf) {
+        memset(buf, 0xEE, n > 64 ? 64 : n); /* rank 1's first blob: no zip */
+        CHECK_EQ(pt_write_file(blob, buf, n), 0);
         free(buf);
     }
     int rc = pagein_dcp_convert(bad, pt_tmppath("bad.safetensors"), NULL, NULL);
@@ -146,11 +140,9 @@ TEST(remote_dcp_convert) {
 #else
     if (!pt_have_testdata()) SKIP_BECAUSE("no tests/data/real");
     RT_NEED_SERVERS();
-    const char *local = pt_tmppath("local.safetensors");
+    char local[4096];
+    snprintf(local, sizeof local, "%s", pt_tmppath("local.safetensors"));
     CHECK_OK(pagein_dcp_convert(FX "rank4", local, NULL, NULL));
-    size_t ln;
-    void *want = pt_read_file(local, &ln);
-    CHECK(want != NULL);
     char urls[3][300];
     int n = rt_folder_urls(urls, "dcp4", "hf://org/dcp/ckpt", "s3://bkt/torch-dcp4");
     for (int i = 0; i < n; i++) {
@@ -161,13 +153,9 @@ TEST(remote_dcp_convert) {
         CHECK_OK(rc);
         CHECK_EQ(st.tensors, 9);
         CHECK(st.requests >= 1 && st.bytes_read <= dir_bytes(FX "rank4"));
-        size_t gn;
-        void *got = pt_read_file(out, &gn);
-        CHECK(got && want && gn == ln && memcmp(got, want, ln) == 0);
-        free(got);
+        CHECK(dcp_same_file(out, local));
         unlink(out);
     }
-    free(want);
 #endif
     return PASS;
 }

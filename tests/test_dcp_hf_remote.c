@@ -5,6 +5,7 @@
  * range-engine run into the same bytes as the local fixture gives, each
  * chunk read once. */
 #include "remote_util.h"
+#include "dcp_testutil.h"
 
 #include <stdlib.h>
 #include <unistd.h>
@@ -16,9 +17,6 @@ TEST(remote_dcp_hf_convert) {
     SKIP_BECAUSE("built without libcurl (Debian libcurl4-openssl-dev; mk/remote.mk)");
 #else
     RT_NEED_SERVERS();
-    size_t wn;
-    uint8_t *want = pt_read_file(FX "expected.safetensors", &wn);
-    CHECK(want != NULL);
     /* the chunks' bytes: what one read of each costs */
     pagein_dcp_hf *l;
     CHECK_OK(pagein_dcp_hf_open(&l, FX "ckpt"));
@@ -57,16 +55,12 @@ TEST(remote_dcp_hf_convert) {
         CHECK_EQ(st.tensors, 4);
         CHECK_EQ(st.bytes_read, need); /* every chunk once, nothing else */
         CHECK(st.requests >= 1 && st.requests <= st.spans);
-        size_t gn;
-        uint8_t *got = pt_read_file(out, &gn);
-        CHECK(got && gn == wn && memcmp(got, want, wn) == 0);
-        free(got);
+        CHECK(dcp_same_file(out, FX "expected.safetensors"));
         unlink(out);
     }
     /* plain HTTP without torch's names: not found, said so */
     CHECK(!pagein_is_dcp_hf_dir(rt_url("HTTP", "/files/real")));
     pagein_dcp_hf_close(l);
-    free(want);
 #endif
     return PASS;
 }

@@ -71,7 +71,27 @@ void pi_rplan_stats(const struct pi_rplan *plan, size_t n, pagein_ranges_stats *
  * once and used for every batch. readv: reads go through the local-file
  * readv (io_uring where requests wait, threads on local disks; see
  * source/file_readv.c); else the engine's own threads. paths (may be NULL)
- * name the files in errors and give their storage facts. */
+ * name the files in errors and give their storage facts.
+ *
+ * Why pagein_read_ranges does not take the file row's sources
+ * (pi_source_from_fd, as warm.c does): PAGEIN_RANGES_URING is the
+ * caller's choice of io_uring or threads, and the row makes that choice
+ * itself from the descriptor's facts. Without paths these sources state no
+ * facts (storage unknown), so with the flag the row's readv takes io_uring
+ * for every read, and without it they have no readv, so the engine runs
+ * `read` on its own workers. A row source gathers the facts: on a buffered
+ * ext4 descriptor the flag then reads with the readv's threads, and
+ * without the flag a FUSE or NFS descriptor would take io_uring (by the
+ * readv's rule; not measured). Measured
+ * (bench shuffle --modes ranges --size 128M, 4 alternated rounds, load
+ * 3.4-4.9): with the flag 49 rings and 2,238 io_uring_enter, median
+ * 0.54 s, against no ring, 1,490 threads started and 3,632 pread, 0.86 s;
+ * without it 0.63 s against 0.88 s. Declaring the row source's storage
+ * unknown gave the same rings and enters (0.47 against 0.59 s) but writes
+ * the row's private facts from here. Taking the row needs the row to
+ * accept the caller's choice (a from-fd open flag: ring, threads, or its
+ * own rule) in source/file.c and file_readv.c. src/data/uri.c passes real
+ * row sources through f.srcs and f.n only. */
 struct pi_fdsrcs {
     struct pi_source_ops ops;
     struct pi_source *src;

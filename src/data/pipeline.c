@@ -311,6 +311,12 @@ static int ensure_mem(struct unit *u, uint64_t need) {
     return 0;
 }
 
+/* The bytes a unit's fetch buffer holds: a block of the memory policy
+ * whole (pi_mem_get rounds up to 2 MiB, and a kept block may be larger),
+ * else what the heap gave. The decoded groups' own memory is the rows'
+ * (decode()'s impl) and not counted. */
+static uint64_t unit_held(const struct unit *u) { return u->blk ? (uint64_t)u->blk : u->memcap; }
+
 /* One source's spans of a unit, read on a thread of their own (fetch). */
 struct fetch_job {
     pagein_pipe *p;
@@ -846,7 +852,7 @@ static void *loader_main(void *arg) {
         int rc = unit_load(p, k, &p->slot[s], &req);
         pthread_mutex_lock(&p->mu);
         p->st.requests += req;
-        uint64_t held = p->slot[0].memcap + p->slot[1].memcap; /* only this thread grows them */
+        uint64_t held = unit_held(&p->slot[0]) + unit_held(&p->slot[1]); /* only this thread grows them */
         if (held > p->st.memory_peak) p->st.memory_peak = held;
         struct unit *u = &p->slot[s];
         u->fetched = 1;

@@ -68,7 +68,10 @@ static int start(pagein_reader *r, uint64_t epoch) {
 
 /* The most bytes the pipe may hold: two units (the one consumed, the one
  * loading) of `window` groups (block, none) or `batch` samples (global),
- * each span of a unit starting 64-byte aligned in the unit's buffer. */
+ * each span of a unit starting 64-byte aligned in the unit's buffer; a
+ * unit of 2 MiB or more is a block of the memory policy (pipeline.c:
+ * rounded up to 2 MiB, and a kept block taken may be up to a quarter
+ * larger), counted whole in memory_peak. */
 static uint64_t bound_of(const pagein_reader *r) {
     uint64_t unit = 0, big = 0;
     if (r->po.order == PAGEIN_ORDER_GLOBAL && r->d->addressable) {
@@ -86,6 +89,7 @@ static uint64_t bound_of(const pagein_reader *r) {
             }
         unit = (pi_align_up(big, 64) + 64) * (r->po.order == PAGEIN_ORDER_GLOBAL ? r->po.read_batch : r->po.window);
     }
+    if (unit >= (2ull << 20)) unit = pi_align_up(unit, 2ull << 20) + pi_align_up(unit, 2ull << 20) / 4;
     return 2 * unit;
 }
 
