@@ -354,9 +354,11 @@ out:
     return rc;
 }
 
+#ifdef PAGEIN_HAVE_XXHASH
 static void hex16(const uint8_t h[16], char out[33]) {
     for (int i = 0; i < 16; i++) snprintf(out + 2 * i, 3, "%02x", h[i]);
 }
+#endif
 
 #ifdef PAGEIN_HAVE_XXHASH
 /* XXH3-128 (canonical bytes) of fd's [off, off + len), as `pagein hash`. */
