@@ -951,6 +951,14 @@ int pi_pq_decode_chunk_into(const struct pi_pq_file *f, size_t rg, size_t col, c
     snprintf(ctx, sizeof ctx, "%s: row group %zu, column %s", f->name, rg, L->path);
     if (len != C->len)
         return pi_err(PAGEIN_E_INVALID, "%s: %zu bytes given, the chunk has %llu", ctx, len, (unsigned long long)C->len);
+    /* byte-array values: their bytes reserved once from the chunk's
+     * uncompressed size (PLAIN values hold less; a dictionary's may hold
+     * more: those grow as before), bounded by 32x its stored bytes, instead
+     * of a grow and copy into fresh pages at every doubling */
+    if (!fixed_width(L->type, L->type_length) && C->total_uncompressed > 0) {
+        uint64_t want = PI_MIN((uint64_t)C->total_uncompressed, 32 * (uint64_t)len + 64);
+        if (want > out->cap_bytes) FORWARD_IF(grow((void **)&out->bytes, &out->cap_bytes, (size_t)want, 1));
+    }
     /* a chunk of a row group holds exactly its rows */
     return pi_pq_decode_pages_into(L, C->codec, C->num_values, f->groups[rg].num_rows, buf, len, ctx, out, s);
 }
