@@ -9,8 +9,10 @@
  * SPEC: a dataset spec (pagein_dataset_open); ORDER: none, block or global;
  * FILE...: files whose page cache is dropped (posix_fadvise DONTNEED) before
  * the open and before each epoch (the shards and, on a FUSE mount, the
- * files behind it). Prints one line per epoch: "epoch E SAMPLES SECONDS"
- * (epoch 0's seconds include the dataset's open). */
+ * files behind it; none: every epoch warm, as bench/parquet.sh runs it).
+ * Prints one line per epoch: "epoch E SAMPLES SECONDS CPU_SECONDS" (the
+ * process's CPU time over the epoch, all its threads; epoch 0's figures
+ * include the dataset's open). */
 #ifndef _GNU_SOURCE
 #define _GNU_SOURCE
 #endif
@@ -26,6 +28,12 @@
 static double now(void) {
     struct timespec t;
     clock_gettime(CLOCK_MONOTONIC, &t);
+    return (double)t.tv_sec + (double)t.tv_nsec * 1e-9;
+}
+
+static double cpu(void) {
+    struct timespec t;
+    clock_gettime(CLOCK_PROCESS_CPUTIME_ID, &t);
     return (double)t.tv_sec + (double)t.tv_nsec * 1e-9;
 }
 
@@ -52,7 +60,7 @@ int main(int argc, char **argv) {
     int nf = argc - 4;
     char **files = argv + 4;
     drop(nf, files);
-    double t0 = now();
+    double t0 = now(), c0 = cpu();
     pagein_dataset *d = NULL;
     if (pagein_dataset_open(&d, argv[1], NULL) < 0) {
         fprintf(stderr, "bench_pipe_epochs: %s\n", pagein_last_error_detail());
@@ -66,6 +74,7 @@ int main(int argc, char **argv) {
         if (e) {
             drop(nf, files);
             t0 = now();
+            c0 = cpu();
         }
         rc = e ? pagein_pipe_set_epoch(p, (uint64_t)e) : pagein_pipe_open(&p, d, &o);
         uint64_t n = 0;
@@ -76,7 +85,8 @@ int main(int argc, char **argv) {
             status = 1;
             break;
         }
-        printf("epoch %ld %" PRIu64 " %.6f\n", e, n, now() - t0);
+        double t1 = now(), c1 = cpu();
+        printf("epoch %ld %" PRIu64 " %.6f %.6f\n", e, n, t1 - t0, c1 - c0);
         fflush(stdout);
     }
     pagein_pipe_close(p);

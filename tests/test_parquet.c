@@ -17,6 +17,7 @@
 
 #include "test.h"
 
+#include "../src/core/mem.h"
 #include "../src/data/data.h"
 #include "../src/data/dsformat.h"
 #include "../src/data/parquet.h"
@@ -1415,5 +1416,46 @@ TEST(parquet_global_order_pages) {
     free(ids);
     free(exp);
     pagein_dataset_close(d);
+    return PASS;
+}
+
+/* A fresh values array of 8 MiB or more is populated ahead on a thread of
+ * its own while the pages decode into it: the values are right, and a
+ * chunk whose pages hold fewer values than it declares ends the fill and
+ * fails naming the counts. */
+TEST(parquet_fresh_values_filled) {
+    enum { PAGES = 4, PER = 700000, N = PAGES * PER }; /* 11.2 MB of INT32 */
+    uint8_t *buf = malloc((size_t)N * 4 + PAGES * 64);
+    int32_t *v = malloc((size_t)PER * 4);
+    CHECK(buf && v);
+    size_t n = 0;
+    for (int p = 0; p < PAGES; p++) {
+        for (int i = 0; i < PER; i++) v[i] = (int32_t)((uint32_t)(p * PER + i) * 2654435761u);
+        struct tw h = {0};
+        tw_page_v1(&h, PER, PER * 4, PER * 4, PI_PQ_PLAIN, PI_PQ_RLE);
+        memcpy(buf + n, h.b, h.n);
+        memcpy(buf + n + h.n, v, (size_t)PER * 4);
+        n += h.n + (size_t)PER * 4;
+    }
+    struct pi_pq_leaf L = {.path = (char *)"x", .field = (char *)"x", .type = PI_PQ_INT32, .list_def = -1};
+    for (int round = 0; round < 2; round++) {
+        pi_mem_trim(); /* fresh blocks: the fill runs */
+        struct pi_pq_column c;
+        CHECK_EQ(pi_pq_decode_pages(&L, 0, N, N, buf, n, "fill.parquet: row group 0, column x", &c), 0);
+        CHECK_EQ(c.nelems, (uint64_t)N);
+        const int32_t *got = (const int32_t *)c.values;
+        uint64_t bad = 0;
+        for (uint64_t i = 0; i < (uint64_t)N; i++) bad += got[i] != (int32_t)((uint32_t)i * 2654435761u);
+        CHECK_EQ(bad, 0);
+        pi_pq_column_free(&c);
+    }
+    /* the chunk declares one page more than it holds: the fill ends, the error names the counts */
+    pi_mem_trim();
+    struct pi_pq_column c;
+    CHECK_EQ(pi_pq_decode_pages(&L, 0, N + PER, N + PER, buf, n, "fill.parquet: row group 0, column x", &c),
+             PI_PQ_EFORMAT);
+    CHECK(strstr(pagein_last_error_detail(), "fill.parquet") && strstr(pagein_last_error_detail(), "values"));
+    free(v);
+    free(buf);
     return PASS;
 }

@@ -134,6 +134,7 @@ struct dec {
     uint8_t *dbytes;
     uint32_t dpad;   /* dvals is readable (zeros past dict_n) up to this many entries */
     struct pi_pq_scratch *s; /* buffers reused across pages (and chunks) */
+    struct pi_mem_fill *fill; /* populating a fresh values array ahead (NULL: none) */
 };
 
 static uint32_t fixed_width(int type, int32_t type_length) {
@@ -282,10 +283,18 @@ static int reserve(struct dec *d, size_t rows, size_t elems) {
         FORWARD_IF(grow((void **)&c->offsets, &c->cap_off, (size_t)c->nrows + rows + 1, sizeof *c->offsets));
     /* one spare element, so that the arrays exist even for no rows */
     if (!c->all_valid) FORWARD_IF(reserve_valid(c, rows, elems));
-    if (d->width)
-        FORWARD_IF(grow((void **)&c->values, &c->cap_vals, (size_t)(c->nelems + elems + 1) * d->width, 1));
-    else
+    if (d->width) {
+        size_t need = (size_t)(c->nelems + elems + 1) * d->width;
+        if (d->fill && need > c->cap_vals) { /* the array moves: the fill stops first */
+            pi_mem_fill_end(d->fill, NULL);
+            d->fill = NULL;
+        }
+        FORWARD_IF(grow((void **)&c->values, &c->cap_vals, need, 1));
+        /* the page's values go where the fill has been (no write races it) */
+        if (d->fill) pi_mem_fill_wait(d->fill, c->values + c->nelems * d->width, need - c->nelems * d->width);
+    } else {
         FORWARD_IF(grow((void **)&c->voff, &c->cap_voff, (size_t)c->nelems + elems + 1, sizeof *c->voff));
+    }
     return 0;
 }
 
@@ -878,7 +887,22 @@ static int dec_start(struct dec *d, const struct pi_pq_leaf *L, int codec, struc
     d->width = fixed_width(L->type, L->type_length);
     d->s = s;
     col_reset(out, L, d->width);
+    void *old = out->values;
+    uint64_t reused = pi_mem_grow_reused();
     int rc = reserve(d, rows, values);
+    /* a fresh values array of 8 MiB or more (sized from the chunk's
+     * declared values): its pages are populated ahead on a thread of their
+     * own while the pages decompress, each page's values waiting for their
+     * bytes (reserve). The kernel zeroing fresh huge pages is most of a
+     * process's first decode (docs/BENCHMARKS.md, "Parquet: the first decode
+     * of a process"); PAGEIN_MEM_THREADS=0 turns this off. A reused block
+     * (the counter moved: another thread's would only cost a fill) is
+     * resident already. */
+    size_t vb = d->width ? (size_t)(values + 1) * d->width : 0;
+    if (rc == 0 && vb >= (8u << 20) && out->values != old && pi_mem_grow_reused() == reused) {
+        void *r = out->values;
+        d->fill = pi_mem_fill_start(&r, &vb, 1, 1, PI_MEM_PAGES_ASIS);
+    }
     if (rc == 0 && !d->width) out->voff[0] = 0;
     if (rc == 0 && L->kind == PI_PQ_LIST) out->offsets[0] = 0;
     if (rc == 0 && L->kind == PI_PQ_NESTED) rc = nested_init(out);
@@ -902,6 +926,7 @@ int pi_pq_decode_pages_into(const struct pi_pq_leaf *L, int codec, int64_t num_v
     uint64_t rhint = num_rows >= 0 && (uint64_t)num_rows < hint ? (uint64_t)num_rows : hint;
     int rc = dec_start(&d, L, codec, out, sc ? sc : &local, (size_t)rhint, (size_t)hint);
     if (rc == 0) rc = page_loop(&d, buf, len, num_values, num_rows, &page_no, &page_off);
+    pi_mem_fill_end(d.fill, NULL);
     pi_pq_scratch_free(&local);
     if (rc < 0) return page_err(rc, ctx, NULL, page_no, page_off);
     col_finish(out);
@@ -926,6 +951,14 @@ int pi_pq_decode_chunk_into(const struct pi_pq_file *f, size_t rg, size_t col, c
     snprintf(ctx, sizeof ctx, "%s: row group %zu, column %s", f->name, rg, L->path);
     if (len != C->len)
         return pi_err(PAGEIN_E_INVALID, "%s: %zu bytes given, the chunk has %llu", ctx, len, (unsigned long long)C->len);
+    /* byte-array values: their bytes reserved once from the chunk's
+     * uncompressed size (PLAIN values hold less; a dictionary's may hold
+     * more: those grow as before), bounded by 32x its stored bytes, instead
+     * of a grow and copy into fresh pages at every doubling */
+    if (!fixed_width(L->type, L->type_length) && C->total_uncompressed > 0) {
+        uint64_t want = PI_MIN((uint64_t)C->total_uncompressed, 32 * (uint64_t)len + 64);
+        if (want > out->cap_bytes) FORWARD_IF(grow((void **)&out->bytes, &out->cap_bytes, (size_t)want, 1));
+    }
     /* a chunk of a row group holds exactly its rows */
     return pi_pq_decode_pages_into(L, C->codec, C->num_values, f->groups[rg].num_rows, buf, len, ctx, out, s);
 }
@@ -969,6 +1002,7 @@ int pi_pq_decode_page_run_into(const struct pi_pq_file *f, size_t rg, size_t col
     if (rc == 0 && out->nrows != (uint64_t)rows)
         rc = pi_err(PI_PQ_EFORMAT, "the pages hold %llu rows, the offset index says %lld",
                     (unsigned long long)out->nrows, (long long)rows);
+    pi_mem_fill_end(d.fill, NULL);
     pi_pq_scratch_free(&local);
     if (rc < 0) return page_err(rc, ctx, part, page_no, page_off);
     col_finish(out);
