@@ -13,7 +13,8 @@ TSAN_TESTS ?= remote_readv_lanes remote_presigned_expiry remote_prefetch_walk \
   load_prefetch_order load_prefetch_gate_close load_prefetch_budget pager_ahead_extreme \
   engine_random_plans engine_cancel \
   dataformats_exactly_once dataformats_resume_other_world \
-  meta_cache_concurrent_writers meta_cache_roundtrip engine_crew_runs data_pipe_crews
+  meta_cache_concurrent_writers meta_cache_roundtrip engine_crew_runs data_pipe_crews \
+  parquet_fresh_values_filled
 TEST_EXTRA += tsan
 .PHONY: tsan
 tsan:

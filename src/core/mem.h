@@ -26,7 +26,8 @@
  *     The caller says how many threads: READ asks for one when its reads
  *     go O_DIRECT to a latency-bound filesystem, where each request pins
  *     its destination on the issuing thread before the filesystem sees
- *     it (load/read.c); otherwise none: on the VM above, loaded, one
+ *     it (load/read.c), the Parquet decoder one for a fresh values array
+ *     of 8 MiB or more (data/parquet_page.c); otherwise none: on the VM above, loaded, one
  *     thread populating ahead of local reads took 15-53 s for 1.3 GB where
  *     the engine's own 8 threads faulting the same huge pages in took 6-9
  *     s (docs/BENCHMARKS.md, "Fresh memory"). PAGEIN_MEM_THREADS=N
