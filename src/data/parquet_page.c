@@ -899,7 +899,10 @@ static int dec_start(struct dec *d, const struct pi_pq_leaf *L, int codec, struc
      * (the counter moved: another thread's would only cost a fill) is
      * resident already. */
     size_t vb = d->width ? (size_t)(values + 1) * d->width : 0;
-    if (rc == 0 && vb >= (8u << 20) && out->values != old && pi_mem_grow_reused() == reused) {
+    /* only a memory-policy block (page-aligned: the fill works in whole
+     * pages); a heap array (ASan keeps every array there) is left alone */
+    if (rc == 0 && vb >= (8u << 20) && out->values != old && pi_mem_grow_reused() == reused &&
+        ((uintptr_t)out->values & 4095) == 0) {
         void *r = out->values;
         d->fill = pi_mem_fill_start(&r, &vb, 1, 1, PI_MEM_PAGES_ASIS);
     }
