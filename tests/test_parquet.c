@@ -1440,8 +1440,12 @@ TEST(parquet_fresh_values_filled) {
     struct pi_pq_leaf L = {.path = (char *)"x", .field = (char *)"x", .type = PI_PQ_INT32, .list_def = -1};
     for (int round = 0; round < 2; round++) {
         pi_mem_trim(); /* fresh blocks: the fill runs */
+        uint64_t before = pi_mem_populated_total();
         struct pi_pq_column c;
         CHECK_EQ(pi_pq_decode_pages(&L, 0, N, N, buf, n, "fill.parquet: row group 0, column x", &c), 0);
+        /* the fill ran over the values (none where the array is on the heap: ASan) */
+        if (pi_mem_grow_is_block((size_t)N * 4)) CHECK(pi_mem_populated_total() - before >= (uint64_t)N * 4 - 4096);
+        else CHECK_EQ(pi_mem_populated_total(), before);
         CHECK_EQ(c.nelems, (uint64_t)N);
         const int32_t *got = (const int32_t *)c.values;
         uint64_t bad = 0;
@@ -1455,6 +1459,14 @@ TEST(parquet_fresh_values_filled) {
     CHECK_EQ(pi_pq_decode_pages(&L, 0, N + PER, N + PER, buf, n, "fill.parquet: row group 0, column x", &c),
              PI_PQ_EFORMAT);
     CHECK(strstr(pagein_last_error_detail(), "fill.parquet") && strstr(pagein_last_error_detail(), "values"));
+    /* one page fewer declared than held: the declared values are decoded
+     * (the fill over them), the page past them is not */
+    pi_mem_trim();
+    CHECK_EQ(pi_pq_decode_pages(&L, 0, N - PER, N - PER, buf, n, "fill.parquet: row group 0, column x", &c), 0);
+    CHECK_EQ(c.nelems, (uint64_t)(N - PER));
+    for (uint64_t i = 0; i < (uint64_t)(N - PER); i += 4093)
+        CHECK_EQ(((const int32_t *)c.values)[i], (int32_t)((uint32_t)i * 2654435761u));
+    pi_pq_column_free(&c);
     free(v);
     free(buf);
     return PASS;

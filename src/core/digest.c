@@ -79,8 +79,15 @@ static int load_locked(const char *name) {
     return 0;
 }
 
+/* fork waits for a load in progress (see source/curl_dl.c) */
+static void cr_mu_lock(void) { pthread_mutex_lock(&cr_mu); }
+static void cr_mu_unlock(void) { pthread_mutex_unlock(&cr_mu); }
+static void cr_atfork(void) { pthread_atfork(cr_mu_lock, cr_mu_unlock, cr_mu_unlock); }
+static pthread_once_t cr_atfork_once = PTHREAD_ONCE_INIT;
+
 static int load(const char *name) {
     if (atomic_load_explicit(&cr_loaded, memory_order_acquire)) return 0;
+    pthread_once(&cr_atfork_once, cr_atfork);
     pthread_mutex_lock(&cr_mu);
     int rc = 0;
     if (!atomic_load_explicit(&cr_loaded, memory_order_relaxed)) {

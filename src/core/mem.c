@@ -169,6 +169,8 @@ static _Atomic uint64_t grow_reused;
 
 uint64_t pi_mem_grow_reused(void) { return atomic_load(&grow_reused); }
 
+int pi_mem_grow_is_block(size_t bytes) { return bytes >= GROW_BIG; }
+
 int pi_mem_grow(void **p, size_t *cap, size_t need, size_t elem) {
     if (need <= *cap) return 0;
     if (!elem) elem = 1;
@@ -468,6 +470,10 @@ void pi_mem_fill_wait(struct pi_mem_fill *f, const void *p, uint64_t len) {
     pthread_mutex_unlock(&f->mu);
 }
 
+static _Atomic uint64_t populated_total;
+
+uint64_t pi_mem_populated_total(void) { return atomic_load(&populated_total); }
+
 void pi_mem_fill_end(struct pi_mem_fill *f, struct pi_mem_stats *st) {
     if (!f) return;
     pthread_mutex_lock(&f->mu);
@@ -475,6 +481,7 @@ void pi_mem_fill_end(struct pi_mem_fill *f, struct pi_mem_stats *st) {
     pthread_cond_broadcast(&f->cv);
     pthread_mutex_unlock(&f->mu);
     for (unsigned t = 0; t < f->nt; t++) pthread_join(f->tids[t], NULL);
+    atomic_fetch_add(&populated_total, f->st.populated);
     if (st) {
         st->fault_s += f->st.fault_s;
         st->wait_s += f->st.wait_s;

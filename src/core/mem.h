@@ -109,6 +109,13 @@ void pi_mem_release(void *p, size_t cap, size_t elem);
 /* Bytes of blocks handed out again by pi_mem_grow since the process began
  * (a counter for benchmarks and tests). */
 uint64_t pi_mem_grow_reused(void);
+/* 1 if an array of this many bytes grown by pi_mem_grow lives in a
+ * pi_mem_get block (whole pages; never under ASan, where arrays stay on
+ * the heap), 0 if on the heap. */
+int pi_mem_grow_is_block(size_t bytes);
+/* Bytes populated by every fill since the process began (a counter for
+ * benchmarks and tests). */
+uint64_t pi_mem_populated_total(void);
 
 /* ---- populating ahead ------------------------------------------------- */
 struct pi_mem_fill;

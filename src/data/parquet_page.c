@@ -879,7 +879,7 @@ static int page_err(int rc, const char *ctx, const char *part, int page_no, size
 /* Sets up a decode of one column chunk (or page run) into out: the
  * column reset, room for rows/values reserved, its first offsets set. */
 static int dec_start(struct dec *d, const struct pi_pq_leaf *L, int codec, struct pi_pq_column *out,
-                     struct pi_pq_scratch *s, size_t rows, size_t values) {
+                     struct pi_pq_scratch *s, size_t rows, size_t values, size_t in_len) {
     memset(d, 0, sizeof *d);
     d->L = L;
     d->c = out;
@@ -898,11 +898,16 @@ static int dec_start(struct dec *d, const struct pi_pq_leaf *L, int codec, struc
      * of a process"); PAGEIN_MEM_THREADS=0 turns this off. A reused block
      * (the counter moved: another thread's would only cost a fill) is
      * resident already. */
+    /* Populated: at most what the chunk's bytes can back (32 bytes of
+     * values a stored byte; a declared count beyond that is only address
+     * space until the pages write it), and only a memory-policy block (the
+     * fill works in whole pages; a heap array, as every array under ASan,
+     * is left alone). */
     size_t vb = d->width ? (size_t)(values + 1) * d->width : 0;
-    /* only a memory-policy block (page-aligned: the fill works in whole
-     * pages); a heap array (ASan keeps every array there) is left alone */
+    if (in_len <= SIZE_MAX / 32 && vb > 32 * in_len) vb = 32 * in_len;
+    vb &= ~(size_t)4095; /* whole pages: values past it (more than declared) share none with the fill */
     if (rc == 0 && vb >= (8u << 20) && out->values != old && pi_mem_grow_reused() == reused &&
-        ((uintptr_t)out->values & 4095) == 0) {
+        pi_mem_grow_is_block(out->cap_vals)) {
         void *r = out->values;
         d->fill = pi_mem_fill_start(&r, &vb, 1, 1, PI_MEM_PAGES_ASIS);
     }
@@ -927,7 +932,7 @@ int pi_pq_decode_pages_into(const struct pi_pq_leaf *L, int codec, int64_t num_v
     uint64_t hint = (uint64_t)(num_values > 0 ? num_values : 0);
     if (hint > 8 * (uint64_t)len + 64) hint = 8 * (uint64_t)len + 64;
     uint64_t rhint = num_rows >= 0 && (uint64_t)num_rows < hint ? (uint64_t)num_rows : hint;
-    int rc = dec_start(&d, L, codec, out, sc ? sc : &local, (size_t)rhint, (size_t)hint);
+    int rc = dec_start(&d, L, codec, out, sc ? sc : &local, (size_t)rhint, (size_t)hint, len);
     if (rc == 0) rc = page_loop(&d, buf, len, num_values, num_rows, &page_no, &page_off);
     pi_mem_fill_end(d.fill, NULL);
     pi_pq_scratch_free(&local);
@@ -994,7 +999,7 @@ int pi_pq_decode_page_run_into(const struct pi_pq_file *f, size_t rg, size_t col
     size_t page_off = 0;
     const char *part = "dictionary page";
     int rc = dec_start(&d, L, C->codec, out, sc ? sc : &local,
-                       (size_t)PI_MIN((uint64_t)rows, 8 * (uint64_t)pages_len + 64), 0);
+                       (size_t)PI_MIN((uint64_t)rows, 8 * (uint64_t)pages_len + 64), 0, 0);
     /* the dictionary page (if any), then the data pages: exactly `rows` rows */
     if (rc == 0 && dict_len) rc = page_loop(&d, dict, dict_len, -1, -1, &page_no, &page_off);
     if (rc == 0 && out->nrows) rc = pi_err(PI_PQ_EFORMAT, "the bytes before the first data page hold data pages");

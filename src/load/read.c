@@ -214,9 +214,11 @@ int pi_model_read_all(pagein_model *m) {
      * there each request pins (faults in) its destination before the
      * filesystem sees it, on the one thread that issues, so fresh pages
      * otherwise keep requests from the wire (slowfs 1 ms: 3-5 in flight of
-     * 32 without, 12-19 with; docs/BENCHMARKS.md, "`read` cold on slowfs:
+     * 32 without, 5-19 with; docs/BENCHMARKS.md, "`read` cold on slowfs:
      * destinations populated ahead"). Local disks answer faster than a
-     * populating thread helps: none. PAGEIN_MEM_THREADS=N overrides. */
+     * populating thread helps: none. O_DIRECT forced (PAGEIN_READ_DIRECT=1,
+     * the DIRECT hint) skips the probe, so no fill there either.
+     * PAGEIN_MEM_THREADS=N overrides. */
     fill = pi_mem_fill_start(fresh, fresh_len, m->nfiles, direct && latency ? 1 : 0, pi_read_pages(m));
     for (size_t i = 0; i < m->nfiles && !fill; i++) pi_mem_advise(fresh[i], fresh_len[i], pi_read_pages(m));
     o.fill = fill;

@@ -660,6 +660,18 @@ static int download(struct pi_source *s, const char *final, const char *part, co
     if (stream) chunk = s->size ? s->size : 1;
     uint64_t nchunks = s->size ? (s->size + chunk - 1) / chunk : 0;
     if (nchunks > (1u << 26)) return pi_err(PAGEIN_E_LIMIT, "%s: too many chunks (%llu)", s->name, (unsigned long long)nchunks);
+#ifdef PAGEIN_HAVE_LIBCRYPTO
+    {
+        /* the digest verify will need, loaded now: a machine without
+         * libcrypto learns it before the download, not after it */
+        struct pi_checksum ck;
+        if (pi_source_checksum(s, &ck) == 1 && (!strcmp(ck.algo, "sha256") || !strcmp(ck.algo, "md5"))) {
+            struct pi_digest *ctx = NULL;
+            FORWARD_IF(pi_digest_new(&ctx, ck.algo, s->name));
+            pi_digest_free(ctx);
+        }
+    }
+#endif
     FORWARD_IF(mkdirs_for(final));
     FORWARD_IF(mkdirs_for(part));
     char hdr[STATE_HDR], shown[2048];
@@ -853,7 +865,7 @@ static int name_blob_by_content(struct pi_source *s, struct pi_cache_place *p, c
         else pi_digest_update(ctx, buf, (size_t)k);
     }
     char hex[PI_DIGEST_HEX_CAP] = "", named[sizeof p->blob];
-    if (rc == 0) rc = pi_digest_final(ctx, hex);
+    if (rc == 0 && (rc = pi_digest_final(ctx, hex)) < 0) pi_err_prefix(s->name);
     pi_free(buf);
     pi_digest_free(ctx);
     char *slash = strrchr(p->blob, '/'), *tslash = strrchr(p->target, '/');

@@ -55,8 +55,17 @@ static int load_locked(const char *name) {
     return 0;
 }
 
+/* A fork while another thread loads would leave the child a locked mutex
+ * and nothing loaded: fork waits for the load instead (as ds_parquet.c's
+ * pool does). */
+static void curl_mu_lock(void) { pthread_mutex_lock(&curl_mu); }
+static void curl_mu_unlock(void) { pthread_mutex_unlock(&curl_mu); }
+static void curl_atfork(void) { pthread_atfork(curl_mu_lock, curl_mu_unlock, curl_mu_unlock); }
+static pthread_once_t curl_atfork_once = PTHREAD_ONCE_INIT;
+
 int pi_curl_load(const char *name) {
     if (atomic_load_explicit(&curl_loaded, memory_order_acquire)) return 0;
+    pthread_once(&curl_atfork_once, curl_atfork);
     pthread_mutex_lock(&curl_mu);
     int rc = 0;
     if (!atomic_load_explicit(&curl_loaded, memory_order_relaxed)) {
