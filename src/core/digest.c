@@ -3,13 +3,14 @@
  *
  * libpagein has no link-time dependency on libcrypto: the first digest
  * dlopen()s its soname with RTLD_LOCAL and looks up the seven EVP entry
- * points used here. The table is filled once under a mutex and never
+ * points used here. The table is filled once (core/lazy.h) and never
  * unloaded (OpenSSL keeps global state and registers its own exit
  * handler; dlclose of it is unsafe). A failed load leaves nothing behind:
  * the digest fails naming the library and dlerror()'s reason, and a later
  * digest tries again.
  */
 #include "digest.h"
+#include "lazy.h"
 
 #ifndef PAGEIN_HAVE_LIBCRYPTO
 
@@ -30,7 +31,6 @@ void pi_digest_free(struct pi_digest *d) {}
 #include <openssl/opensslv.h>
 
 #include <dlfcn.h>
-#include <pthread.h>
 #include <stdatomic.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -53,7 +53,6 @@ static struct {
     PI_CRYPTO_ENTRY_POINTS(PI_CRYPTO_MEMBER)
 #undef PI_CRYPTO_MEMBER
 } cr;
-static pthread_mutex_t cr_mu = PTHREAD_MUTEX_INITIALIZER;
 static atomic_int cr_loaded;
 
 static int load_locked(const char *name) {
@@ -79,24 +78,7 @@ static int load_locked(const char *name) {
     return 0;
 }
 
-/* fork waits for a load in progress (see source/curl_dl.c) */
-static void cr_mu_lock(void) { pthread_mutex_lock(&cr_mu); }
-static void cr_mu_unlock(void) { pthread_mutex_unlock(&cr_mu); }
-static void cr_atfork(void) { pthread_atfork(cr_mu_lock, cr_mu_unlock, cr_mu_unlock); }
-static pthread_once_t cr_atfork_once = PTHREAD_ONCE_INIT;
-
-static int load(const char *name) {
-    if (atomic_load_explicit(&cr_loaded, memory_order_acquire)) return 0;
-    pthread_once(&cr_atfork_once, cr_atfork);
-    pthread_mutex_lock(&cr_mu);
-    int rc = 0;
-    if (!atomic_load_explicit(&cr_loaded, memory_order_relaxed)) {
-        rc = load_locked(name);
-        if (rc == 0) atomic_store_explicit(&cr_loaded, 1, memory_order_release);
-    }
-    pthread_mutex_unlock(&cr_mu);
-    return rc;
-}
+static int load(const char *name) { return pi_lazy_load(&cr_loaded, load_locked, name); }
 
 struct pi_digest {
     EVP_MD_CTX *ctx;

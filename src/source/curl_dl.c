@@ -5,7 +5,7 @@
  * and 8; PAGEIN_CURL_LIBRARY names another file) with RTLD_LOCAL, so that
  * its symbols stay out of the global namespace (a Python process may hold
  * another libcurl), looks up every entry point of PI_CURL_ENTRY_POINTS
- * and calls curl_global_init once. The table is filled once under a mutex
+ * and calls curl_global_init once. The table is filled once (core/lazy.h)
  * and never unloaded (libcurl and its TLS library keep global state;
  * dlclose of them is unsafe). A failed load leaves nothing behind: the
  * open fails with PAGEIN_E_REMOTE naming the source and the library, and
@@ -14,17 +14,16 @@
 #define PI_CURL_DL_FILL /* the table's members by their own names */
 #include "curl_dl.h"
 #include "../internal.h"
+#include "../core/lazy.h"
 
 #ifdef PAGEIN_HAVE_CURL
 
 #include <dlfcn.h>
-#include <pthread.h>
 #include <stdatomic.h>
 #include <stdlib.h>
 #include <string.h>
 
 struct pi_curl_api pi_curl_api;
-static pthread_mutex_t curl_mu = PTHREAD_MUTEX_INITIALIZER;
 static atomic_int curl_loaded; /* 1 once the table is filled and curl_global_init worked */
 
 static int load_locked(const char *name) {
@@ -55,25 +54,6 @@ static int load_locked(const char *name) {
     return 0;
 }
 
-/* A fork while another thread loads would leave the child a locked mutex
- * and nothing loaded: fork waits for the load instead (as ds_parquet.c's
- * pool does). */
-static void curl_mu_lock(void) { pthread_mutex_lock(&curl_mu); }
-static void curl_mu_unlock(void) { pthread_mutex_unlock(&curl_mu); }
-static void curl_atfork(void) { pthread_atfork(curl_mu_lock, curl_mu_unlock, curl_mu_unlock); }
-static pthread_once_t curl_atfork_once = PTHREAD_ONCE_INIT;
-
-int pi_curl_load(const char *name) {
-    if (atomic_load_explicit(&curl_loaded, memory_order_acquire)) return 0;
-    pthread_once(&curl_atfork_once, curl_atfork);
-    pthread_mutex_lock(&curl_mu);
-    int rc = 0;
-    if (!atomic_load_explicit(&curl_loaded, memory_order_relaxed)) {
-        rc = load_locked(name);
-        if (rc == 0) atomic_store_explicit(&curl_loaded, 1, memory_order_release);
-    }
-    pthread_mutex_unlock(&curl_mu);
-    return rc;
-}
+int pi_curl_load(const char *name) { return pi_lazy_load(&curl_loaded, load_locked, name); }
 
 #endif /* PAGEIN_HAVE_CURL */
